@@ -1,0 +1,18 @@
+//! The pure core: time is an argument, errors are values.
+//!
+//! Every duration and instant is an `f64` of milliseconds on one monotonic
+//! timeline (JavaScript's `performance.now()` in practice). `f64` is what
+//! crosses the Wasm boundary without conversion, and it represents every
+//! integer millisecond up to 2^53 exactly; the validators in [`deadline`]
+//! reject NaN, infinities and negatives before any arithmetic happens.
+
+pub mod deadline;
+pub mod stall;
+pub mod plan;
+pub mod retry;
+pub mod headers;
+pub mod caps;
+pub mod sketch;
+pub mod derive;
+pub mod simulate;
+pub mod little;
