@@ -1,0 +1,4 @@
+// The public API shared by every entry point (index.js, node.js, workerd.js);
+// each entry adds its own `init`.
+export { Deadline, generationBudget } from "./deadline.js";
+export { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded, isInsufficientBudget } from "./errors.js";

@@ -1,0 +1,80 @@
+// Error classes of edge-deadline.
+//
+// Why a brand and not only `instanceof`: a Worker bundle, a test runner or a
+// monorepo can load two copies of this package, and then an error thrown by
+// one copy is not an instance of the other copy's class. Every error carries
+// `error[Symbol.for("edge-deadline.error")] === error.name`, and the `isX`
+// guards check that, so they work across copies and realms.
+//
+// The Wasm core creates errors through the factory functions at the bottom
+// (imported by the wasm-bindgen glue as `./errors.js`), so the core and the JS
+// API throw instances of the very same classes.
+
+const BRAND = Symbol.for("edge-deadline.error");
+
+function brand(error, name) {
+  Object.defineProperty(error, BRAND, { value: name });
+  Object.defineProperty(error, "name", { value: name, configurable: true, writable: true });
+}
+
+function ms(n) {
+  // Round for humans; the exact value stays on the fields.
+  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+}
+
+/** The deadline passed: the work it bounded is no longer worth finishing. */
+export class DeadlineExceeded extends Error {
+  /**
+   * @param {number} at the deadline instant (ms on the `performance.now()` timeline)
+   * @param {number} lateByMs how long after the instant this was observed (≥ 0)
+   */
+  constructor(at, lateByMs, options) {
+    super(
+      lateByMs > 0
+        ? `deadline exceeded: it passed ${ms(lateByMs)} ms ago`
+        : "deadline exceeded: no time is left",
+      options,
+    );
+    brand(this, "DeadlineExceeded");
+    this.at = at;
+    this.lateByMs = lateByMs;
+  }
+}
+
+/** A step declared a minimum it needs, and less than that is left: it was not started. */
+export class InsufficientBudget extends Error {
+  /**
+   * @param {number} remainingMs time left when the step asked
+   * @param {number} minMs the step's declared minimum
+   */
+  constructor(remainingMs, minMs, options) {
+    super(
+      `insufficient budget: ${ms(remainingMs)} ms left, the step needs at least ${ms(minMs)} ms, so it was not started`,
+      options,
+    );
+    brand(this, "InsufficientBudget");
+    this.remainingMs = remainingMs;
+    this.minMs = minMs;
+  }
+}
+
+/** @returns {e is DeadlineExceeded} */
+export function isDeadlineExceeded(e) {
+  return e != null && e[BRAND] === "DeadlineExceeded";
+}
+
+/** @returns {e is InsufficientBudget} */
+export function isInsufficientBudget(e) {
+  return e != null && e[BRAND] === "InsufficientBudget";
+}
+
+// Factories for the Wasm core (see src/wasm/mod.rs). Not re-exported by the API.
+export function rangeError(message) {
+  return new RangeError(message);
+}
+export function deadlineExceeded(at, lateByMs) {
+  return new DeadlineExceeded(at, lateByMs);
+}
+export function insufficientBudget(remainingMs, minMs) {
+  return new InsufficientBudget(remainingMs, minMs);
+}

@@ -1,0 +1,15 @@
+// Entry point for Cloudflare Workers (workerd, wrangler): the .wasm is
+// imported as a compiled WebAssembly.Module, which is how Workers load Wasm
+// (they forbid compiling bytes at run time).
+import { initFrom } from "./load.js";
+import wasmModule from "./edge_deadline_bg.wasm";
+
+export * from "./api.js";
+
+/**
+ * Loads the WebAssembly core. Safe to call more than once.
+ * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
+ */
+export function init(source) {
+  return initFrom(source ?? wasmModule);
+}

@@ -1,0 +1,77 @@
+// Builds the package directory pkg/ from the crate and js/:
+//   cargo (wasm32, release) → wasm-bindgen --target web → wasm-opt -Oz → copy js/ → package.json
+// Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
+// this project's CI cannot do (see README, "Design").
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const out = join(root, "pkg");
+const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+
+run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
+rmSync(out, { recursive: true, force: true });
+run(join(root, ".tools/bin/wasm-bindgen"), [
+  "--target", "web",
+  "--out-dir", out,
+  "--out-name", "edge_deadline",
+  "--no-typescript",
+  "--remove-name-section",
+  join(root, "target/wasm32-unknown-unknown/release/edge_deadline.wasm"),
+]);
+const wasm = join(out, "edge_deadline_bg.wasm");
+run(join(root, "node_modules/.bin/wasm-opt"), [
+  "-Oz",
+  ...["reference-types", "bulk-memory", "nontrapping-float-to-int", "sign-ext", "multivalue", "mutable-globals"].map(
+    (f) => `--enable-${f}`,
+  ),
+  wasm, "-o", wasm,
+]);
+
+for (const f of readdirSync(join(root, "js"))) copyFileSync(join(root, "js", f), join(out, f));
+
+const crate = readFileSync(join(root, "Cargo.toml"), "utf8");
+const version = /^version = "([^"]+)"/m.exec(crate)[1];
+const entry = (file) => ({ types: "./index.d.ts", default: file });
+writeFileSync(
+  join(out, "package.json"),
+  JSON.stringify(
+    {
+      name: "edge-deadline",
+      version,
+      description: "Real deadlines for edge runtimes: one instant, budgets, stall detection, derived timeouts",
+      license: "MIT OR Apache-2.0",
+      type: "module",
+      sideEffects: false,
+      types: "./index.d.ts",
+      main: "./node.js",
+      exports: {
+        ".": {
+          types: "./index.d.ts",
+          workerd: entry("./workerd.js"),
+          worker: entry("./workerd.js"),
+          deno: entry("./index.js"),
+          browser: entry("./index.js"),
+          node: entry("./node.js"),
+          default: entry("./index.js"),
+        },
+        "./edge_deadline_bg.wasm": "./edge_deadline_bg.wasm",
+        "./package.json": "./package.json",
+      },
+      files: readdirSync(out).filter((f) => f !== "package.json"),
+    },
+    null,
+    2,
+  ) + "\n",
+);
+
+const gz = (f) => gzipSync(readFileSync(join(out, f)), { level: 9 }).length;
+const js = readdirSync(out).filter((f) => f.endsWith(".js"));
+const wasmGz = gz("edge_deadline_bg.wasm");
+const jsGz = js.reduce((s, f) => s + gz(f), 0);
+console.log(
+  `pkg/: .wasm ${statSync(wasm).size} B (${wasmGz} B gzip), JS ${js.length} files ${jsGz} B gzip; total ${((wasmGz + jsGz) / 1024).toFixed(1)} KB gzip`,
+);

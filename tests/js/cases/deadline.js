@@ -1,0 +1,374 @@
+// Deadline cases: the same file runs in Node, Deno, workerd and Chromium.
+//
+// Timing: no sleeps. Tests wait on abort events and compare against
+// performance.now(). TIMER_SLACK_MS bounds how late a host timer may fire on a
+// loaded 2-core CI machine; "not before" is exact (no tolerance).
+import { aborted, equal, near, ok, rejects, throws } from "../assert.js";
+
+const TIMER_SLACK_MS = 250;
+const BRAND = Symbol.for("edge-deadline.error");
+
+/** An AbortSignal whose add/removeEventListener calls are counted. */
+function countedParent() {
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const counts = { added: 0, removed: 0 };
+  const add = signal.addEventListener.bind(signal);
+  const remove = signal.removeEventListener.bind(signal);
+  signal.addEventListener = (...args) => (counts.added++, add(...args));
+  signal.removeEventListener = (...args) => (counts.removed++, remove(...args));
+  return { controller, signal, counts };
+}
+
+const cases = [
+  {
+    name: "any API used before init throws a plain-words error",
+    run: (lib, ctx) => {
+      ok(ctx.beforeInitError, "the runner records the pre-init error");
+      ok(/before the WebAssembly core was loaded; call `await init\(\)` first/.test(ctx.beforeInitError), ctx.beforeInitError);
+    },
+  },
+  {
+    name: "init is safe to call twice and concurrently",
+    run: async (lib, ctx) => {
+      const [a, b] = [lib.init(ctx.wasmSource), lib.init()];
+      await Promise.all([a, b]);
+      await lib.init();
+      ok(lib.Deadline.in(10).remaining() > 0);
+    },
+  },
+  {
+    name: "init rejects a source of the wrong type with a TypeError saying what it accepts",
+    run: (lib, ctx) => {
+      // Recorded by the runner before the first successful init (afterwards
+      // init is a no-op whatever it is given).
+      ok(ctx.badInitError?.startsWith("TypeError: "), ctx.badInitError);
+      ok(/accepts a WebAssembly.Module.*got number/.test(ctx.badInitError), ctx.badInitError);
+    },
+  },
+  {
+    name: "signal aborts after the instant, not before, with DeadlineExceeded",
+    run: async (lib) => {
+      const d = lib.Deadline.in(40);
+      const signal = d.signal();
+      equal(signal.aborted, false, "aborted too early");
+      const firedAt = await aborted(signal);
+      ok(firedAt >= d.at, `fired ${d.at - firedAt} ms before the instant`);
+      ok(firedAt - d.at <= TIMER_SLACK_MS, `fired ${firedAt - d.at} ms late`);
+      const reason = signal.reason;
+      ok(lib.isDeadlineExceeded(reason), "reason is DeadlineExceeded");
+      ok(reason instanceof lib.DeadlineExceeded && reason instanceof Error);
+      equal(reason.name, "DeadlineExceeded");
+      equal(reason.at, d.at);
+      ok(reason.lateByMs >= 0 && reason.lateByMs <= TIMER_SLACK_MS, `lateByMs ${reason.lateByMs}`);
+      ok(/deadline exceeded/.test(reason.message));
+      ok(d.expired());
+      equal(d.remaining(), 0);
+    },
+  },
+  {
+    name: "repeated signal() returns the same signal",
+    run: (lib) => {
+      const d = lib.Deadline.in(1000);
+      equal(d.signal(), d.signal());
+      d.dispose();
+    },
+  },
+  {
+    name: "a parent abort propagates with the parent's reason",
+    run: async (lib) => {
+      const parent = new AbortController();
+      const d = lib.Deadline.in(60_000, { signal: parent.signal });
+      const signal = d.signal();
+      const reason = new Error("client went away");
+      parent.abort(reason);
+      await aborted(signal);
+      equal(signal.reason, reason);
+      ok(!d.expired(), "the instant itself has not passed");
+    },
+  },
+  {
+    name: "an already-aborted parent aborts the signal at once",
+    run: (lib) => {
+      const parent = new AbortController();
+      parent.abort("gone");
+      const signal = lib.Deadline.in(60_000, { signal: parent.signal }).signal();
+      equal(signal.aborted, true);
+      equal(signal.reason, "gone");
+    },
+  },
+  {
+    name: "an instant already passed gives an aborted signal",
+    run: (lib) => {
+      const d = lib.Deadline.at(0);
+      ok(d.expired());
+      equal(d.remaining(), 0);
+      const signal = d.signal();
+      equal(signal.aborted, true);
+      ok(lib.isDeadlineExceeded(signal.reason));
+      ok(signal.reason.lateByMs >= 0);
+    },
+  },
+  {
+    name: "min: the earlier wins, commutes, and links both parents",
+    run: async (lib) => {
+      const p1 = new AbortController();
+      const p2 = new AbortController();
+      const a = lib.Deadline.in(1_000, { signal: p1.signal });
+      const b = lib.Deadline.in(2_000, { signal: p2.signal });
+      equal(lib.Deadline.min(a, b).at, a.at);
+      equal(lib.Deadline.min(b, a).at, a.at);
+      equal(b.min(a).at, a.at);
+      equal(a.min(b).at, a.at);
+      equal(lib.Deadline.min(b).at, b.at);
+      const c = lib.Deadline.in(3_000);
+      equal(lib.Deadline.min(c, b, a).at, a.at, "variadic min");
+      const m = a.min(b);
+      const signal = m.signal();
+      p2.abort("second parent");
+      await aborted(signal);
+      equal(signal.reason, "second parent");
+    },
+  },
+  {
+    name: "reserve gives an earlier deadline with the same parents and never a later one",
+    run: async (lib) => {
+      const parent = new AbortController();
+      const d = lib.Deadline.in(5_000, { signal: parent.signal });
+      const r = d.reserve(500);
+      equal(r.at, d.at - 500);
+      equal(d.reserve(0).at, d.at);
+      equal(d.reserve(-0).at, d.at);
+      const all = d.reserve(d.at + 1);
+      equal(all.at, 0);
+      ok(all.expired());
+      const signal = r.signal();
+      parent.abort("cancelled");
+      await aborted(signal);
+      equal(signal.reason, "cancelled");
+    },
+  },
+  {
+    name: "budget is min(preferred, remaining) and throws DeadlineExceeded when nothing is left",
+    run: (lib) => {
+      const d = lib.Deadline.in(1_000);
+      equal(d.budget(100), 100);
+      const b = d.budget(5_000);
+      ok(b <= 1_000 && b > 900, `budget ${b}`);
+      equal(d.budget(0), 0);
+      const past = lib.Deadline.at(1);
+      const e = throws(() => past.budget(100), lib.DeadlineExceeded, /deadline exceeded: it passed/);
+      equal(e.at, 1);
+      ok(e.lateByMs > 0);
+    },
+  },
+  {
+    name: "step refuses without calling run when less than minMs is left",
+    run: async (lib) => {
+      const d = lib.Deadline.in(100);
+      let called = false;
+      const e = await rejects(
+        d.step(5_000, () => {
+          called = true;
+        }),
+        lib.InsufficientBudget,
+        /the step needs at least 5000 ms, so it was not started/,
+      );
+      equal(called, false, "run was called");
+      ok(lib.isInsufficientBudget(e));
+      equal(e.name, "InsufficientBudget");
+      equal(e.minMs, 5_000);
+      ok(e.remainingMs > 0 && e.remainingMs <= 100, `remainingMs ${e.remainingMs}`);
+      await rejects(lib.Deadline.at(0).step(0, () => (called = true)), lib.InsufficientBudget);
+      equal(called, false, "run was called on an expired deadline");
+    },
+  },
+  {
+    name: "step runs with the deadline's signal and a budget within what remains",
+    run: async (lib) => {
+      const d = lib.Deadline.in(2_000);
+      const result = await d.step(10, async (signal, budgetMs) => {
+        equal(signal, d.signal());
+        ok(budgetMs > 1_900 && budgetMs <= 2_000, `budget ${budgetMs}`);
+        return "done";
+      });
+      equal(result, "done");
+      d.dispose();
+    },
+  },
+  {
+    name: "dispose clears the timer and every parent listener",
+    run: async (lib, ctx) => {
+      const timersBefore = ctx.pendingTimers?.();
+      const parent = countedParent();
+      const d = lib.Deadline.in(30, { signal: parent.signal });
+      const signal = d.signal();
+      equal(parent.counts.added, 1);
+      d.dispose();
+      equal(parent.counts.removed, parent.counts.added, "listeners left on the parent");
+      if (Symbol.dispose) {
+        const e = lib.Deadline.in(30);
+        e.signal();
+        e[Symbol.dispose]();
+      }
+      // A later deadline firing proves the disposed one's instant has passed.
+      const later = lib.Deadline.in(80);
+      await aborted(later.signal());
+      equal(signal.aborted, false, "a disposed deadline's timer still fired");
+      parent.controller.abort("late");
+      equal(signal.aborted, false, "a disposed deadline still listens to its parent");
+      equal(d.signal(), signal, "signal() after dispose returns the existing signal");
+      const unused = lib.Deadline.in(10);
+      unused.dispose();
+      throws(() => unused.signal(), Error, /disposed/);
+      if (ctx.pendingTimers) equal(ctx.pendingTimers(), timersBefore, "host timers pending after dispose");
+    },
+  },
+  {
+    name: "firing releases the parent listener too",
+    run: async (lib) => {
+      const parent = countedParent();
+      const d = lib.Deadline.in(20, { signal: parent.signal });
+      await aborted(d.signal());
+      equal(parent.counts.removed, 1, "the listener stayed on the parent after the deadline fired");
+    },
+  },
+  {
+    name: "seed 002 worked example: 8 s, 0.5 s auth, 1.5 s retrieval, 0.5 s reserve",
+    run: (lib) => {
+      equal(lib.generationBudget(8_000, 2_000, 500), 5_500);
+      equal(lib.generationBudget(8_000, 7_500, 500), 0);
+      equal(lib.generationBudget(8_000, 9_000, 500), 0);
+      // The same arithmetic through a Deadline: 2 s already spent of 8.
+      const start = performance.now() - 2_000;
+      const d = lib.Deadline.at(start + 8_000);
+      const gen = d.reserve(500).remaining();
+      ok(gen <= 5_500 && gen > 5_400, `generation gets ${gen} ms`);
+      // Clocks with a negative origin are fine for the pure function.
+      equal(lib.generationBudget(-2_000, -10_000, 500), 7_500);
+    },
+  },
+  {
+    name: "a deadline past the 2^31-1 ms timer limit is re-armed, not fired at once",
+    run: async (lib) => {
+      const long = lib.Deadline.in(2 ** 31 + 5_000);
+      const signal = long.signal();
+      const short = lib.Deadline.in(30);
+      await aborted(short.signal());
+      equal(signal.aborted, false, "a long deadline fired immediately (timer overflow)");
+      ok(long.remaining() > 2 ** 31, "remaining is exact");
+      long.dispose();
+      const huge = lib.Deadline.in(2 ** 52);
+      ok(huge.remaining() > 2 ** 51);
+      huge.signal();
+      huge.dispose();
+    },
+  },
+  {
+    name: "-0 is handled as 0",
+    run: (lib) => {
+      const d = lib.Deadline.in(-0);
+      ok(d.at <= performance.now());
+      ok(d.expired());
+      equal(lib.generationBudget(-0, -0, -0), 0);
+      ok(Object.is(lib.generationBudget(1, 1, 0), 0), "never -0");
+    },
+  },
+  {
+    name: "errors carry a brand that works across copies of the package",
+    run: (lib) => {
+      const foreign = Object.assign(new Error("from another copy"), { name: "DeadlineExceeded" });
+      equal(lib.isDeadlineExceeded(foreign), false, "a name alone is not the brand");
+      Object.defineProperty(foreign, BRAND, { value: "DeadlineExceeded" });
+      equal(lib.isDeadlineExceeded(foreign), true);
+      equal(lib.isInsufficientBudget(foreign), false);
+      equal(lib.isDeadlineExceeded(null), false);
+      equal(lib.isDeadlineExceeded(undefined), false);
+      const e = new lib.InsufficientBudget(12.25, 100);
+      ok(lib.isInsufficientBudget(e) && e instanceof Error);
+      equal(e.remainingMs, 12.25);
+      ok(/12\.3 ms left/.test(e.message), e.message);
+    },
+  },
+  {
+    name: "an undisposed 10 s deadline does not keep the process alive",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const { code, ms } = await ctx.spawnPackageScript(
+        "await init(); const d = Deadline.in(10_000); d.signal(); d.reserve(5).signal();",
+      );
+      equal(code, 0, "child exit code");
+      ok(ms < 1_000, `child took ${ms} ms to exit`);
+    },
+  },
+  ...badInputCases(),
+];
+
+/** ≥ 60 generated bad-input cases: each names the parameter and the range. */
+function badInputCases() {
+  const values = [
+    ["NaN", NaN, RangeError],
+    ["Infinity", Infinity, RangeError],
+    ["-Infinity", -Infinity, RangeError],
+    ["a negative number", -1, RangeError],
+    ["a string", "5", TypeError],
+    ["null", null, TypeError],
+    ["undefined", undefined, TypeError],
+    ["a BigInt", 10n, TypeError],
+    ["an object", { valueOf: () => 5 }, TypeError],
+    ["an array", [5], TypeError],
+    ["a boolean", true, TypeError],
+    ["2^53 (past the exact-integer range)", 2 ** 53, RangeError],
+    ["2^60", 2 ** 60, RangeError],
+  ];
+  const targets = [
+    ["Deadline.in", "ms", (lib, v) => lib.Deadline.in(v)],
+    ["Deadline.at", "instantMs", (lib, v) => lib.Deadline.at(v)],
+    ["reserve", "ms", (lib, v) => lib.Deadline.in(1_000).reserve(v)],
+    ["budget", "preferredMs", (lib, v) => lib.Deadline.in(1_000).budget(v)],
+    ["step", "minMs", (lib, v) => lib.Deadline.in(1_000).step(v, () => "ran")],
+    ["generationBudget", "deadlineMs", (lib, v) => lib.generationBudget(v, 0, 0), { negativeOk: true }],
+    ["generationBudget", "nowMs", (lib, v) => lib.generationBudget(0, v, 0), { negativeOk: true }],
+    ["generationBudget", "reserveMs", (lib, v) => lib.generationBudget(0, 0, v)],
+  ];
+  const out = [];
+  for (const [fn, param, call, opts = {}] of targets) {
+    for (const [label, value, Type] of values) {
+      if (opts.negativeOk && value === -1) continue;
+      out.push({
+        name: `bad input: ${fn}(${param} = ${label}) → ${Type.name} naming '${param}'`,
+        run: async (lib) => {
+          const e = await rejects(async () => call(lib, value), Type, new RegExp(`'${param}'`));
+          ok(Type === TypeError || /between 0 and/.test(e.message) || /finite/.test(e.message), `no range in: ${e.message}`);
+          // Nothing trapped the instance: the API still works afterwards.
+          ok(lib.Deadline.in(5).remaining() >= 0);
+        },
+      });
+    }
+  }
+  const structural = [
+    ["Deadline.in options = null", (lib) => lib.Deadline.in(10, null), TypeError, /'options'/],
+    ["Deadline.in options = 5", (lib) => lib.Deadline.in(10, 5), TypeError, /'options'/],
+    ["Deadline.in signal = a string", (lib) => lib.Deadline.in(10, { signal: "x" }), TypeError, /'options.signal'.*AbortSignal/],
+    ["Deadline.in signal = {}", (lib) => lib.Deadline.in(10, { signal: {} }), TypeError, /'options.signal'/],
+    ["Deadline.at signal = 1", (lib) => lib.Deadline.at(10, { signal: 1 }), TypeError, /'options.signal'/],
+    ["Deadline.min()", (lib) => lib.Deadline.min(), TypeError, /at least one Deadline/],
+    ["Deadline.min(d, 5)", (lib) => lib.Deadline.min(lib.Deadline.in(1), 5), TypeError, /argument 1 of Deadline.min/],
+    ["d.min(null)", (lib) => lib.Deadline.in(1).min(null), TypeError, /must be a Deadline/],
+    ["step(run = undefined)", (lib) => lib.Deadline.in(100).step(0), TypeError, /'run' of step must be a function/],
+    ["step(run = 'f')", (lib) => lib.Deadline.in(100).step(0, "f"), TypeError, /'run'/],
+    ["new Deadline()", (lib) => new lib.Deadline(), TypeError, /Deadline\.in/],
+    ["Deadline.in(2^53 - 1) overflows the timeline", (lib) => lib.Deadline.in(2 ** 53 - 1), RangeError, /'ms'/],
+  ];
+  for (const [label, call, Type, pattern] of structural) {
+    out.push({
+      name: `bad input: ${label} → ${Type.name}`,
+      run: async (lib) => {
+        await rejects(async () => call(lib), Type, pattern);
+      },
+    });
+  }
+  return out;
+}
+
+export default cases;

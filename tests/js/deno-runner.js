@@ -1,0 +1,22 @@
+// Deno runner: `deno run --allow-read --allow-run tests/js/deno-runner.js`.
+// Prints the report as one JSON line and exits 1 on any failure.
+import * as lib from "../../pkg/index.js";
+import { prepare, runSuite } from "./harness.js";
+
+const entry = new URL("../../pkg/index.js", import.meta.url).href;
+
+async function spawnPackageScript(code) {
+  const source = `import { init, Deadline } from ${JSON.stringify(entry)};\n${code}`;
+  const started = performance.now();
+  const { code: exit } = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", source],
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  return { code: exit, ms: performance.now() - started };
+}
+
+const ctx = { runtime: `deno ${Deno.version.deno}`, ...(await prepare(lib)), spawnPackageScript };
+const report = await runSuite(lib, ctx);
+console.log(JSON.stringify(report));
+Deno.exit(report.failed ? 1 : 0);

@@ -1,0 +1,51 @@
+// Runs the case modules outside `node --test` (Deno, workerd, Chromium) and
+// returns a report: { runtime, passed, failed, skipped, failures: [{ name, error }] }.
+// A case is `{ name, run(lib, ctx), needs? }`; when the runtime's ctx lacks a
+// capability listed in `needs` (e.g. "spawn"), the case is counted as skipped.
+import { cases } from "./cases/index.js";
+
+export function skipReason(test, ctx) {
+  const missing = (test.needs ?? []).filter((n) => ctx[n] === undefined);
+  return missing.length ? `this runtime's runner has no ${missing.join(", ")}` : null;
+}
+
+export async function runSuite(lib, ctx) {
+  const report = { runtime: ctx.runtime, passed: 0, failed: 0, skipped: 0, failures: [], skips: [] };
+  for (const test of cases) {
+    const reason = skipReason(test, ctx);
+    if (reason) {
+      report.skipped++;
+      report.skips.push({ name: test.name, reason });
+      continue;
+    }
+    try {
+      await test.run(lib, ctx);
+      report.passed++;
+    } catch (error) {
+      report.failed++;
+      report.failures.push({ name: test.name, error: `${error?.name}: ${error?.message}\n${error?.stack ?? ""}` });
+    }
+  }
+  return report;
+}
+
+/**
+ * What every runner records before the first successful `init()`: the error
+ * an API gives before init, and the error `init` gives a wrong-typed source.
+ * Then loads the core from `source` (or the entry point's default).
+ */
+export async function prepare(lib, source) {
+  const ctx = { wasmSource: source };
+  try {
+    lib.Deadline.in(1);
+  } catch (e) {
+    ctx.beforeInitError = e.message;
+  }
+  try {
+    await lib.init(42);
+  } catch (e) {
+    ctx.badInitError = `${e.name}: ${e.message}`;
+  }
+  await lib.init(source);
+  return ctx;
+}

@@ -1,0 +1,155 @@
+// The test command (`./dev test`, `.ci/run`): cargo tests, then the one JS
+// suite in Node, Deno, workerd and headless Chromium. Each runtime reports its
+// name and pass/fail counts; any failure anywhere fails the command.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { serveStatic } from "../scripts/static-server.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const out = join(root, "test-output");
+mkdirSync(out, { recursive: true });
+const bin = {
+  deno: join(root, "node_modules/@deno/linux-x64-glibc/deno"),
+  workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
+  chromium: "/usr/bin/chromium",
+};
+const only = process.argv.slice(2); // e.g. `node tests/run.mjs node deno`
+const results = [];
+
+function run(cmd, args, { capture = false, env } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"] });
+    let stdout = "";
+    if (capture) child.stdout.on("data", (d) => ((stdout += d), process.stdout.write(d)));
+    child.on("error", reject);
+    child.on("exit", (code, signal) => resolve({ code: code ?? 1, signal, stdout }));
+  });
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function record(runtime, report) {
+  results.push({ runtime, ...report });
+  for (const f of report.failures ?? []) console.error(`  ✗ [${runtime}] ${f.name}\n    ${f.error.split("\n").join("\n    ")}`);
+}
+
+function lastJsonLine(text) {
+  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  return line ? JSON.parse(line) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "no report printed" }] };
+}
+
+const suites = {
+  async cargo() {
+    const { code } = await run("cargo", ["test", "--release", "--all-targets"]);
+    record("cargo (host)", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0, note: "see cargo's own counts above" });
+  },
+
+  async node() {
+    const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/js/node.test.js"], { capture: true });
+    const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
+    const report = { runtime: `node ${process.version}`, passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
+    if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
+    record(report.runtime, report);
+  },
+
+  async deno() {
+    const { stdout } = await run(bin.deno, ["run", "--allow-read", "--allow-run", "tests/js/deno-runner.js"], {
+      capture: true,
+      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") },
+    });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "deno", report);
+  },
+
+  async workerd() {
+    const port = await freePort();
+    const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
+    const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
+      .map((f) => {
+        const kind = f.endsWith(".wasm") ? "wasm" : "esModule";
+        return `(name = "${f}", ${kind} = embed "${relative(out, join(root, f))}")`;
+      });
+    const config = join(out, "workerd.capnp");
+    writeFileSync(
+      config,
+      `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .suite) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const suite :Workerd.Worker = (
+  modules = [ ${modules.join(",\n    ")} ],
+  compatibilityDate = "2026-11-24",
+);
+`,
+    );
+    const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+    try {
+      let report;
+      for (let i = 0; i < 100 && !report; i++) {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/`);
+          report = await res.json();
+        } catch {
+          await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+        }
+      }
+      report ??= { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
+      record(`workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version}`, report);
+    } finally {
+      child.kill();
+    }
+  },
+
+  async chromium() {
+    const { chromium } = await import("playwright-core");
+    const server = await serveStatic(root);
+    const profile = mkdtempSync(join(tmpdir(), "edge-deadline-chromium-"));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: bin.chromium,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
+    });
+    try {
+      const page = await context.newPage();
+      const errors = [];
+      page.on("pageerror", (e) => errors.push(String(e)));
+      await page.goto(`${server.url}tests/js/browser.html`);
+      await page.waitForFunction(() => globalThis.__report, null, { timeout: 120_000 });
+      const report = await page.evaluate(() => globalThis.__report);
+      for (const e of errors) report.failures.push({ name: "page error", error: e }), report.failed++;
+      record(report.runtime, report);
+    } finally {
+      await context.close();
+      await server.close();
+    }
+  },
+};
+
+for (const [name, suite] of Object.entries(suites)) {
+  if (only.length && !only.includes(name)) continue;
+  console.log(`\n━━ ${name} ━━`);
+  try {
+    await suite();
+  } catch (error) {
+    record(name, { passed: 0, failed: 1, skipped: 0, failures: [{ name: `${name} runner`, error: String(error?.stack ?? error) }] });
+  }
+}
+
+console.log("\n━━ summary ━━");
+for (const r of results) console.log(`${r.failed ? "FAIL" : "ok  "}  ${r.runtime.padEnd(28)} passed ${String(r.passed).padStart(4)}  failed ${r.failed}  skipped ${r.skipped}${r.note ? `  (${r.note})` : ""}`);
+const failed = results.some((r) => r.failed);
+console.log(failed ? "\nSOME TESTS FAILED" : "\nall tests passed");
+process.exit(failed ? 1 : 0);
