@@ -78,6 +78,8 @@ function parentsFrom(options, where) {
 }
 
 const EMPTY = Object.freeze([]);
+/** 2^31 − 1: hosts fire longer `setTimeout`s at once (src/core/deadline.rs, MAX_TIMER_MS). */
+const MAX_TIMER_MS = 2_147_483_647;
 const TOKEN = Symbol("Deadline constructor");
 
 export class Deadline {
@@ -188,21 +190,25 @@ export class Deadline {
     return controller.signal;
   }
 
+  // Timer arithmetic stays in JS: this runs on every fresh signal(), where a
+  // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
   #arm() {
-    const t = now();
-    const delay = core.nextWake(this.#at, t);
-    if (delay < 0) {
-      this.#settle(new DeadlineExceeded(this.#at, t - this.#at));
+    const left = this.#at - now();
+    if (left <= 0) {
+      this.#settle(new DeadlineExceeded(this.#at, -left));
       return;
     }
-    this.#timer = setTimeout(this.#fire, delay);
+    // Round up so the timer never fires before the instant; past the host
+    // limit, arm a maximal slice and re-arm when it fires (#fire → #arm).
+    this.#fire ??= () => {
+      this.#timer = undefined;
+      this.#arm();
+    };
+    this.#timer = setTimeout(this.#fire, left < MAX_TIMER_MS ? Math.ceil(left) : MAX_TIMER_MS);
     unref(this.#timer);
   }
 
-  #fire = () => {
-    this.#timer = undefined;
-    this.#arm();
-  };
+  #fire = null;
 
   /** Aborts the signal (once) and releases the timer and parent listeners. */
   #settle(reason) {

@@ -1,0 +1,97 @@
+// Types for edge-deadline (hand-written; every entry point shares them).
+// All durations and instants are milliseconds; instants are on the
+// `performance.now()` timeline of the current runtime.
+
+/**
+ * Loads the WebAssembly core. Safe to call more than once; concurrent calls
+ * share one instantiation. Every other API throws until it has resolved.
+ *
+ * - Workers: `import wasm from "edge-deadline/edge_deadline_bg.wasm"; await init(wasm)`
+ *   (or just `await init()`: the `workerd` entry imports it for you).
+ * - Node: `await init()` reads the file next to the module.
+ * - Browsers, Deno: `await init()` fetches it (Deno needs `--allow-read`).
+ *
+ * @throws {TypeError} when `source` is none of the accepted kinds
+ */
+export function init(source?: WebAssembly.Module | BufferSource | Response | Promise<Response> | URL | string): Promise<void>;
+
+export interface DeadlineOptions {
+  /** A parent signal: when it aborts, this deadline's signal aborts with the parent's reason. */
+  signal?: AbortSignal;
+}
+
+/** One absolute instant, set once at the edge and passed down. */
+export class Deadline implements Disposable {
+  private constructor();
+  /**
+   * A deadline `ms` from now.
+   * @throws {TypeError} `ms` is not a number; {RangeError} NaN, ±Infinity, negative, or past 2^53 − 1
+   */
+  static in(ms: number, options?: DeadlineOptions): Deadline;
+  /**
+   * A deadline at an absolute instant on the `performance.now()` timeline.
+   * @throws {TypeError} | {RangeError} like `Deadline.in`
+   */
+  static at(instantMs: number, options?: DeadlineOptions): Deadline;
+  /** The earliest of the deadlines; its signal links every parent of every argument. */
+  static min(...deadlines: [Deadline, ...Deadline[]]): Deadline;
+  /** The earlier of this and `other`. */
+  min(other: Deadline): Deadline;
+  /** The instant (ms on the `performance.now()` timeline). */
+  readonly at: number;
+  /** Milliseconds left, never negative. */
+  remaining(): number;
+  /** `true` once the instant has passed. */
+  expired(): boolean;
+  /** A deadline `ms` earlier (same parents): time held back for work after this step. */
+  reserve(ms: number): Deadline;
+  /**
+   * `min(preferredMs, remaining())`.
+   * @throws {DeadlineExceeded} when nothing is left
+   */
+  budget(preferredMs: number): number;
+  /**
+   * Calls `run(signal, budgetMs)` only if at least `minMs` is left.
+   * @throws {InsufficientBudget} (as a rejection) without calling `run`
+   */
+  step<T>(minMs: number, run: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<T>;
+  /**
+   * The deadline's AbortSignal (the same one on every call; one timer behind it).
+   * Aborts at the instant with `DeadlineExceeded`, or with a parent's reason.
+   * @throws {Error} when the deadline was disposed before its first `signal()`
+   */
+  signal(): AbortSignal;
+  /** Clears the timer and parent listeners; nothing of the deadline stays pending. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** The deadline passed. */
+export class DeadlineExceeded extends Error {
+  constructor(at: number, lateByMs: number, options?: ErrorOptions);
+  readonly name: "DeadlineExceeded";
+  /** The deadline instant. */
+  readonly at: number;
+  /** How long after the instant it was observed (≥ 0). */
+  readonly lateByMs: number;
+}
+
+/** A step needed more time than was left, so it was not started. */
+export class InsufficientBudget extends Error {
+  constructor(remainingMs: number, minMs: number, options?: ErrorOptions);
+  readonly name: "InsufficientBudget";
+  readonly remainingMs: number;
+  readonly minMs: number;
+}
+
+/** Brand check that works across two copies of the package. */
+export function isDeadlineExceeded(e: unknown): e is DeadlineExceeded;
+/** Brand check that works across two copies of the package. */
+export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
+
+/**
+ * `max(0, deadlineMs − nowMs − reserveMs)` (seed 002's launch-boundary arithmetic).
+ * `deadlineMs` and `nowMs` are readings of one monotonic clock (any finite value).
+ * @throws {TypeError} non-numbers; {RangeError} non-finite values, |value| past 2^53 − 1, or a negative reserve
+ */
+export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: number): number;

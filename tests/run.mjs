@@ -40,7 +40,7 @@ function freePort() {
 }
 
 function record(runtime, report) {
-  results.push({ runtime, ...report });
+  results.push({ ...report, runtime });
   for (const f of report.failures ?? []) console.error(`  ✗ [${runtime}] ${f.name}\n    ${f.error.split("\n").join("\n    ")}`);
 }
 

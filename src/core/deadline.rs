@@ -19,9 +19,12 @@
 //! 3. [`reserve`] never moves a deadline later.
 //! 4. [`budget`] never exceeds the remaining time nor the preferred duration,
 //!    and refuses (rather than returning 0) when nothing is left.
-//! 5. [`next_wake`] never asks for a timer longer than [`MAX_TIMER_MS`], and
-//!    the sum of its wakes reaches the instant: long deadlines are re-armed,
-//!    never truncated.
+//!
+//! # What is not here
+//! Arming the host timer (round up, clamp to [`MAX_TIMER_MS`], re-arm long
+//! deadlines in slices) is done in `js/deadline.js`: it runs on every
+//! `signal()`, and a Wasm call plus a second clock read there cost more than
+//! the arithmetic (measured in `bench/deadline.bench.mjs`, see BENCHMARKS.md).
 
 use core::fmt;
 
@@ -29,7 +32,8 @@ use core::fmt;
 pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 
 /// The longest delay a host timer accepts (2^31 − 1 ms, about 24.8 days).
-/// `setTimeout` in browsers, Node, Deno and workerd fires *at once* past this.
+/// `setTimeout` in browsers, Node, Deno and workerd fires *at once* past this,
+/// so anything longer must be re-armed in slices.
 pub const MAX_TIMER_MS: f64 = 2_147_483_647.0;
 
 /// Why a deadline operation was refused.
@@ -174,27 +178,6 @@ pub fn generation_budget(deadline_ms: f64, now_ms: f64, reserve_ms: f64) -> Resu
     Ok(if left > 0.0 { left } else { 0.0 })
 }
 
-/// When the host should next wake to fire the deadline `at`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Wake {
-    /// Timer delay in whole milliseconds, `0 ..= MAX_TIMER_MS`. Rounded up so a
-    /// timer never fires before the instant.
-    pub delay_ms: f64,
-    /// `true` when the instant has been reached and the deadline should fire now.
-    pub due: bool,
-}
-
-/// Plans the next timer for `at`. A deadline further away than
-/// [`MAX_TIMER_MS`] gets a maximal timer and is re-planned when it fires.
-pub fn next_wake(at: f64, now_ms: f64) -> Result<Wake, DeadlineError> {
-    let left = remaining(at, now_ms)?;
-    if left <= 0.0 {
-        return Ok(Wake { delay_ms: 0.0, due: true });
-    }
-    let delay = left.ceil();
-    Ok(Wake { delay_ms: if delay > MAX_TIMER_MS { MAX_TIMER_MS } else { delay }, due: false })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,24 +240,6 @@ mod tests {
         assert!(admit(100.0, 100.0, 0.0).is_err());
     }
 
-    #[test]
-    fn long_deadlines_are_rearmed() {
-        let at = 3.0 * MAX_TIMER_MS + 5.5;
-        let mut now = 0.0;
-        let mut wakes = 0;
-        loop {
-            let w = next_wake(at, now).unwrap();
-            if w.due {
-                break;
-            }
-            assert!(w.delay_ms >= 1.0 && w.delay_ms <= MAX_TIMER_MS);
-            now += w.delay_ms;
-            wakes += 1;
-        }
-        assert_eq!(wakes, 4);
-        assert!(now >= at);
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
@@ -318,10 +283,6 @@ mod tests {
                 .flatten()
             {
                 prop_assert!(ok_value(r), "{r}");
-            }
-            if let Ok(w) = next_wake(x, y) {
-                prop_assert!(ok_value(w.delay_ms) && w.delay_ms <= MAX_TIMER_MS);
-                prop_assert_eq!(w.due, w.delay_ms == 0.0);
             }
         }
 

@@ -1,1 +1,143 @@
-//! (being written)
+//! Little's law: a timeout is also a concurrency limit.
+//!
+//! # Why this is arithmetic about timeouts
+//! Requests in flight = arrival rate × time each one stays. A timeout bounds
+//! how long one stays, so `rate × timeout` bounds your own concurrency. When a
+//! dependency slows down, callers keep arriving at the same rate and the
+//! occupancy climbs to whatever the timeout permits: 50 req/s with a 30 s
+//! timeout is 1 500 sockets, buffers and handlers. A timeout has to fit the
+//! resources (sockets, memory, a connection pool) as well as the latency
+//! distribution; [`max_timeout_for`] says how long a limit allows. The
+//! limiter that sheds instead of queueing lives in JavaScript, where the
+//! promises are; this module is its arithmetic.
+//!
+//! # Units and domain
+//! Rates are requests per **second** (how people quote them), timeouts are
+//! milliseconds like everywhere else, limits are counts. Every input must be
+//! finite and non-negative; rates and limits are capped at [`MAX_RATE`] and
+//! [`MAX_LIMIT`] so that no product overflows into ∞.
+//!
+//! # Invariants (tested below)
+//! 1. Results are finite and non-negative; bad input is an error naming the
+//!    parameter.
+//! 2. `concurrency_bound(rate, max_timeout_for(rate, limit)) <= limit`
+//!    (up to rounding), and the bound grows with rate and with timeout.
+
+use core::fmt;
+
+use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
+
+/// The largest accepted arrival rate: 10^9 requests per second.
+pub const MAX_RATE: f64 = 1e9;
+/// The largest accepted resource limit: 10^12 slots.
+pub const MAX_LIMIT: f64 = 1e12;
+
+/// Why a Little's-law computation was refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LittleError {
+    /// The arrival rate must be a finite number of requests per second,
+    /// `0 ..= MAX_RATE` (greater than 0 where a limit is divided by it).
+    Rate { value: f64, min_exclusive: bool },
+    /// The limit must be a finite count between 0 and [`MAX_LIMIT`].
+    Limit { value: f64 },
+    /// The timeout is not a valid duration.
+    Timeout(DeadlineError),
+}
+
+impl fmt::Display for LittleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Rate { value, min_exclusive: false } => {
+                write!(f, "'ratePerSec' must be between 0 and {MAX_RATE} requests per second: current value is {value}")
+            }
+            Self::Rate { value, min_exclusive: true } => write!(
+                f,
+                "'ratePerSec' must be greater than 0 and at most {MAX_RATE} requests per second: current value is {value}"
+            ),
+            Self::Limit { value } => write!(f, "'limit' must be between 0 and {MAX_LIMIT}: current value is {value}"),
+            Self::Timeout(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LittleError {}
+
+fn check_rate(rate: f64, positive: bool) -> Result<f64, LittleError> {
+    let ok = if positive { rate > 0.0 && rate <= MAX_RATE } else { (0.0..=MAX_RATE).contains(&rate) };
+    if !ok {
+        return Err(LittleError::Rate { value: rate, min_exclusive: positive });
+    }
+    Ok(rate + 0.0)
+}
+
+/// The worst-case number of requests in flight: `rate × timeout`.
+///
+/// `concurrency_bound(50.0, 30_000.0)` is `1500.0`.
+pub fn concurrency_bound(rate_per_sec: f64, timeout_ms: f64) -> Result<f64, LittleError> {
+    let rate = check_rate(rate_per_sec, false)?;
+    let t = check_ms("timeoutMs", timeout_ms).map_err(LittleError::Timeout)?;
+    // At most 1e9 × 9e15 / 1e3 = 9e21: finite.
+    Ok(rate * t / 1000.0)
+}
+
+/// The longest timeout that keeps `rate × timeout` within `limit`, in ms,
+/// capped at [`MAX_MS`].
+///
+/// `max_timeout_for(50.0, 100.0)` is `2000.0`.
+pub fn max_timeout_for(rate_per_sec: f64, limit: f64) -> Result<f64, LittleError> {
+    let rate = check_rate(rate_per_sec, true)?;
+    if !(0.0..=MAX_LIMIT).contains(&limit) {
+        return Err(LittleError::Limit { value: limit });
+    }
+    let ms = limit / rate * 1000.0;
+    Ok(if ms > MAX_MS { MAX_MS } else { ms + 0.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn seed_000_table() {
+        assert_eq!(concurrency_bound(50.0, 2_000.0), Ok(100.0));
+        assert_eq!(concurrency_bound(50.0, 30_000.0), Ok(1_500.0));
+        assert_eq!(concurrency_bound(50.0, 120_000.0), Ok(6_000.0));
+        assert_eq!(max_timeout_for(50.0, 100.0), Ok(2_000.0));
+        assert_eq!(max_timeout_for(50.0, 0.0), Ok(0.0));
+        assert_eq!(concurrency_bound(0.0, 30_000.0), Ok(0.0));
+    }
+
+    #[test]
+    fn rejects_bad_input_by_name() {
+        for bad in [f64::NAN, -1.0, f64::INFINITY, 2e9] {
+            assert!(matches!(concurrency_bound(bad, 1.0), Err(LittleError::Rate { .. })));
+            assert!(matches!(max_timeout_for(bad, 1.0), Err(LittleError::Rate { .. })));
+            assert!(matches!(max_timeout_for(1.0, bad * 1e3), Err(LittleError::Limit { .. })));
+        }
+        assert!(matches!(concurrency_bound(1.0, f64::NAN), Err(LittleError::Timeout(_))));
+        assert_eq!(
+            max_timeout_for(0.0, 10.0).unwrap_err().to_string(),
+            "'ratePerSec' must be greater than 0 and at most 1000000000 requests per second: current value is 0"
+        );
+        assert!(max_timeout_for(1.0, f64::NAN).unwrap_err().to_string().starts_with("'limit' must be between 0"));
+    }
+
+    proptest! {
+        #[test]
+        fn bound_and_max_agree(rate in 1e-6..1e9f64, limit in 0.0..1e12f64) {
+            let t = max_timeout_for(rate, limit).unwrap();
+            prop_assert!(t.is_finite() && t >= 0.0);
+            if t < MAX_MS {
+                let b = concurrency_bound(rate, t).unwrap();
+                prop_assert!(b <= limit * (1.0 + 1e-12) + 1e-9, "{b} > {limit}");
+            }
+        }
+
+        #[test]
+        fn never_nan(rate in any::<f64>(), x in any::<f64>()) {
+            if let Ok(v) = concurrency_bound(rate, x) { prop_assert!(v.is_finite() && v >= 0.0); }
+            if let Ok(v) = max_timeout_for(rate, x) { prop_assert!(v.is_finite() && v >= 0.0); }
+        }
+    }
+}

@@ -1,1 +1,739 @@
-//! (being written)
+//! A mergeable latency sketch with a stated relative error: the data structure
+//! every derived timeout is computed from.
+//!
+//! # Why a sketch and not a sorted array
+//! A timeout is read off the tail of a distribution (p99, p99.9), and the
+//! samples come from logs with millions of lines or from many workers at
+//! once. Sorting needs every sample in memory; averaging per-worker
+//! percentiles is wrong. A DDSketch-style sketch keeps one counter per
+//! logarithmic bucket, so its memory depends on the *range* of durations, not
+//! on how many there are, and two sketches merge by adding counters, which
+//! gives exactly the sketch of the combined data.
+//!
+//! # Accuracy
+//! Bucket `k` holds the durations in `(γ^(k−1), γ^k]` with
+//! `γ = (1 + α) / (1 − α)` and reports `γ^k · (1 − α)`, which is within a
+//! relative error `α` of every value in the bucket. The default `α` is
+//! [`DEFAULT_RELATIVE_ERROR`] (1%). Quantiles are defined by rank: the
+//! `q`-quantile of `n` samples is the sample of 0-based rank
+//! `⌊q · (n − 1)⌋` in sorted order ([`rank_index`]), so `q = 0` is the minimum
+//! and `q = 1` the maximum.
+//!
+//! While at most [`EXACT_LIMIT`] samples have been added, the raw values are
+//! kept as well and quantiles are *exact*: a timeout derived from 40 samples
+//! is not blurred by 1% on top of its sampling noise.
+//!
+//! # Memory
+//! Counters are `u64` in one dense array indexed by bucket key, at most
+//! [`MAX_BUCKETS`] of them (12 KB), plus the exact buffer (at most 256 `f64`,
+//! 2 KB, dropped once exceeded). With the default `α` the array covers a
+//! range of 2·10^13 between its smallest and largest bucket, for example
+//! 1 ns to 6 h, so 1 ms … 1 h (755 buckets, 6 KB) never comes close. When a
+//! wider range arrives, the *lowest* buckets are collapsed into one: the tail,
+//! which is what timeouts are made of, keeps its accuracy, and
+//! [`LatencySketch::collapsed_below_ms`] says below which value it was lost.
+//!
+//! # Units and domain
+//! Samples are `f64` milliseconds, validated by [`check_ms`]: NaN, ±∞ and
+//! negatives are errors. Zero is a valid duration (a cache hit measured with a
+//! coarse clock); durations below [`MIN_INDEXABLE_MS`] (1 ns) are counted as
+//! exactly 0.
+//!
+//! # Invariants (each is a property or oracle test in this module)
+//! 1. Every quantile of a non-empty sketch is within `[min, max]` and, unless
+//!    it lies below [`LatencySketch::collapsed_below_ms`], within
+//!    `α · x + MIN_INDEXABLE_MS` of the exact rank-defined quantile `x`.
+//! 2. With at most [`EXACT_LIMIT`] samples every quantile is exact.
+//! 3. Merging two sketches gives the same quantiles and count as adding all
+//!    samples to one sketch; merging different `α` is an error.
+//! 4. Quantiles are monotone in `q`; a bad `q` (NaN, outside `0..=1`) is an
+//!    error and an empty sketch answers `None`, never `0`.
+//! 5. The heap used never exceeds [`MAX_MEMORY_BYTES`] (16 KB), whatever the
+//!    input.
+//! 6. A rejected sample (or a batch with one) leaves the sketch unchanged.
+
+use core::fmt;
+
+use crate::core::deadline::{check_ms, DeadlineError};
+
+/// The default relative error: 1%.
+pub const DEFAULT_RELATIVE_ERROR: f64 = 0.01;
+/// The smallest accepted relative error. At this setting [`MAX_BUCKETS`]
+/// spans only a 21× range before the lowest buckets collapse.
+pub const MIN_RELATIVE_ERROR: f64 = 0.001;
+/// The largest accepted relative error.
+pub const MAX_RELATIVE_ERROR: f64 = 0.5;
+/// Up to this many samples, quantiles are answered exactly from raw values.
+pub const EXACT_LIMIT: usize = 256;
+/// The most bucket counters a sketch holds (12 KB of `u64`).
+pub const MAX_BUCKETS: usize = 1536;
+/// Durations below this (1 ns) are counted as 0 ms.
+pub const MIN_INDEXABLE_MS: f64 = 1e-6;
+/// The bound on a sketch's heap memory: counters plus the exact buffer.
+pub const MAX_MEMORY_BYTES: usize = 16 * 1024;
+
+/// Why a sketch operation was refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SketchError {
+    /// The relative error must be between [`MIN_RELATIVE_ERROR`] and
+    /// [`MAX_RELATIVE_ERROR`]. Use 0.01 (1%) unless you have a reason.
+    RelativeError { value: f64 },
+    /// `q` must be a number between 0 and 1 (p99 is 0.99).
+    Quantile { value: f64 },
+    /// A sample was NaN, infinite, negative or too large. `index` is its
+    /// position in a batch, `None` for a single `add`. Nothing was added.
+    Sample { index: Option<usize>, error: DeadlineError },
+    /// Only sketches with the same relative error can be merged: create both
+    /// with the same `relativeError`.
+    Mismatch { ours: f64, theirs: f64 },
+}
+
+impl fmt::Display for SketchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::RelativeError { value } => write!(
+                f,
+                "'relativeError' must be between {MIN_RELATIVE_ERROR} and {MAX_RELATIVE_ERROR}: current value is {value}"
+            ),
+            Self::Quantile { value } => write!(f, "'q' must be between 0 and 1: current value is {value}"),
+            Self::Sample { index: None, error } => write!(f, "{error}"),
+            Self::Sample { index: Some(i), error } => write!(f, "sample {i}: {error}"),
+            Self::Mismatch { ours, theirs } => write!(
+                f,
+                "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SketchError {}
+
+/// The 0-based rank of the `q`-quantile among `n` sorted samples:
+/// `⌊q · (n − 1)⌋`, with a 1e-9 allowance so that `0.29 · 100` is rank 29
+/// despite binary rounding. `n` must be at least 1.
+pub fn rank_index(q: f64, n: usize) -> usize {
+    let last = n.saturating_sub(1);
+    let r = (q * last as f64 + 1e-9).floor();
+    if r <= 0.0 {
+        0
+    } else if r >= last as f64 {
+        last
+    } else {
+        // In range 0..last, so the conversion is exact.
+        r as usize
+    }
+}
+
+/// Validates a quantile argument: `0 ..= 1`, not NaN.
+pub fn check_q(q: f64) -> Result<f64, SketchError> {
+    if !(0.0..=1.0).contains(&q) {
+        return Err(SketchError::Quantile { value: q });
+    }
+    Ok(q)
+}
+
+/// One non-empty bin of a sketch: a representative duration and how many
+/// samples it stands for. Zero durations form a bin at 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bin {
+    pub ms: f64,
+    pub count: u64,
+}
+
+/// A mergeable relative-error quantile sketch of durations in milliseconds.
+#[derive(Debug, Clone)]
+pub struct LatencySketch {
+    alpha: f64,
+    /// `ln γ`.
+    ln_gamma: f64,
+    /// Counter of bucket key `offset + i` at index `i`.
+    counts: Vec<u64>,
+    offset: i32,
+    zero_count: u64,
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    /// Sorted raw samples while `count <= EXACT_LIMIT`.
+    exact: Option<Vec<f64>>,
+    /// Set once low buckets were collapsed: values up to this bound may be
+    /// reported too high.
+    collapsed_below: Option<f64>,
+}
+
+impl Default for LatencySketch {
+    fn default() -> Self {
+        Self::build(DEFAULT_RELATIVE_ERROR)
+    }
+}
+
+impl LatencySketch {
+    /// A sketch with relative error `relative_error` (0.01 is 1%).
+    pub fn new(relative_error: f64) -> Result<Self, SketchError> {
+        if !(MIN_RELATIVE_ERROR..=MAX_RELATIVE_ERROR).contains(&relative_error) {
+            return Err(SketchError::RelativeError { value: relative_error });
+        }
+        Ok(Self::build(relative_error))
+    }
+
+    fn build(alpha: f64) -> Self {
+        Self {
+            alpha,
+            ln_gamma: ((1.0 + alpha) / (1.0 - alpha)).ln(),
+            counts: Vec::new(),
+            offset: 0,
+            zero_count: 0,
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: 0.0,
+            exact: Some(Vec::new()),
+            collapsed_below: None,
+        }
+    }
+
+    /// The relative error this sketch was created with.
+    pub fn relative_error(&self) -> f64 {
+        self.alpha
+    }
+
+    /// How many samples were added.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// `true` when no sample was added.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The sum of all samples (for the mean), `0` when empty.
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    /// The smallest sample, exactly.
+    pub fn min(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.min)
+    }
+
+    /// The largest sample, exactly.
+    pub fn max(&self) -> Option<f64> {
+        (self.count > 0).then_some(self.max)
+    }
+
+    /// `true` while quantiles are answered exactly from raw samples.
+    pub fn is_exact(&self) -> bool {
+        self.exact.is_some()
+    }
+
+    /// When low buckets were collapsed to bound memory, quantiles at or below
+    /// this value may be too high. `None` means the accuracy holds everywhere.
+    pub fn collapsed_below_ms(&self) -> Option<f64> {
+        self.collapsed_below
+    }
+
+    /// Heap bytes held by the counters and the exact buffer.
+    pub fn memory_bytes(&self) -> usize {
+        self.counts.capacity() * 8 + self.exact.as_ref().map_or(0, |v| v.capacity() * 8)
+    }
+
+    /// Adds one duration. NaN, ±∞ and negatives are refused, and the sketch
+    /// is left unchanged.
+    pub fn add(&mut self, ms: f64) -> Result<(), SketchError> {
+        let ms = check_ms("ms", ms).map_err(|error| SketchError::Sample { index: None, error })?;
+        self.insert(ms, 1);
+        Ok(())
+    }
+
+    /// Adds a batch, all or nothing: if any value is invalid the error names
+    /// its index and nothing is added (so a retry after fixing the data does
+    /// not double-count).
+    pub fn add_all(&mut self, samples: &[f64]) -> Result<(), SketchError> {
+        for (i, &ms) in samples.iter().enumerate() {
+            check_ms("ms", ms).map_err(|error| SketchError::Sample { index: Some(i), error })?;
+        }
+        for &ms in samples {
+            // Validated above; `+ 0.0` normalises -0 as `check_ms` does.
+            self.insert(ms + 0.0, 1);
+        }
+        Ok(())
+    }
+
+    fn key(&self, ms: f64) -> i32 {
+        // ms is in MIN_INDEXABLE_MS..=MAX_MS and ln_gamma >= ln(1.001/0.999),
+        // so |key| < 20_000 and the conversion cannot saturate.
+        (ms.ln() / self.ln_gamma).ceil() as i32
+    }
+
+    fn value_of(&self, key: i32) -> f64 {
+        (f64::from(key) * self.ln_gamma).exp() * (1.0 - self.alpha)
+    }
+
+    fn insert(&mut self, ms: f64, n: u64) {
+        self.count = self.count.saturating_add(n);
+        self.sum += ms * n as f64;
+        if ms < self.min {
+            self.min = ms;
+        }
+        if ms > self.max {
+            self.max = ms;
+        }
+        if let Some(exact) = &mut self.exact {
+            if self.count as usize <= EXACT_LIMIT {
+                let at = exact.partition_point(|&x| x <= ms);
+                exact.insert(at, ms);
+            } else {
+                self.exact = None;
+            }
+        }
+        if ms < MIN_INDEXABLE_MS {
+            self.zero_count = self.zero_count.saturating_add(n);
+            return;
+        }
+        let key = self.key(ms);
+        let i = self.slot(key);
+        self.counts[i] = self.counts[i].saturating_add(n);
+    }
+
+    /// The index of `key`'s counter, growing (and if needed collapsing) the
+    /// array so that it exists.
+    fn slot(&mut self, key: i32) -> usize {
+        if self.counts.is_empty() {
+            self.counts.reserve_exact(16);
+            self.counts.push(0);
+            self.offset = key;
+            return 0;
+        }
+        let lo = self.offset;
+        let hi = self.offset + self.counts.len() as i32 - 1;
+        if key >= lo && key <= hi {
+            return (key - lo) as usize;
+        }
+        let (new_lo, new_hi) = (lo.min(key), hi.max(key));
+        self.resize(new_lo, new_hi);
+        // After resizing the key is either in range or below a collapsed
+        // lowest bucket, which then absorbs it.
+        if key < self.offset {
+            0
+        } else {
+            (key - self.offset) as usize
+        }
+    }
+
+    /// Makes the array cover `lo..=hi`, keeping the top [`MAX_BUCKETS`] keys
+    /// and folding anything below into the lowest kept bucket.
+    fn resize(&mut self, lo: i32, hi: i32) {
+        let cap = MAX_BUCKETS as i32;
+        let lo_kept = if hi - lo + 1 > cap { hi - cap + 1 } else { lo };
+        let len = (hi - lo_kept + 1) as usize;
+        // Grow in steps so a slowly widening range does not copy every time,
+        // but never past the cap.
+        let want = (len + len / 4 + 8).min(MAX_BUCKETS).max(len);
+        let mut next = Vec::with_capacity(want);
+        next.resize(len, 0u64);
+        for (i, &c) in self.counts.iter().enumerate() {
+            let k = self.offset + i as i32;
+            let j = if k < lo_kept { 0 } else { (k - lo_kept) as usize };
+            next[j] = next[j].saturating_add(c);
+        }
+        if lo_kept > lo {
+            let bound = self.value_of(lo_kept) / (1.0 - self.alpha);
+            self.collapsed_below = Some(self.collapsed_below.map_or(bound, |b| b.max(bound)));
+        }
+        self.counts = next;
+        self.offset = lo_kept;
+    }
+
+    /// Adds every sample of `other` to this sketch. The result answers as if
+    /// all samples had been added to one sketch.
+    pub fn merge(&mut self, other: &LatencySketch) -> Result<(), SketchError> {
+        if self.alpha.to_bits() != other.alpha.to_bits() {
+            return Err(SketchError::Mismatch { ours: self.alpha, theirs: other.alpha });
+        }
+        if other.count == 0 {
+            return Ok(());
+        }
+        let total = self.count.saturating_add(other.count);
+        self.exact = match (self.exact.take(), &other.exact) {
+            (Some(mut a), Some(b)) if total as usize <= EXACT_LIMIT => {
+                for &x in b {
+                    let at = a.partition_point(|&y| y <= x);
+                    a.insert(at, x);
+                }
+                Some(a)
+            }
+            _ => None,
+        };
+        self.count = total;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.zero_count = self.zero_count.saturating_add(other.zero_count);
+        if let Some(b) = other.collapsed_below {
+            self.collapsed_below = Some(self.collapsed_below.map_or(b, |a| a.max(b)));
+        }
+        if !other.counts.is_empty() {
+            let other_hi = other.offset + other.counts.len() as i32 - 1;
+            // Touch both ends first so the array is resized at most twice.
+            self.slot(other_hi);
+            self.slot(other.offset);
+            for (i, &c) in other.counts.iter().enumerate() {
+                if c > 0 {
+                    let j = self.slot(other.offset + i as i32);
+                    self.counts[j] = self.counts[j].saturating_add(c);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `q`-quantile (`0.99` for p99): `Ok(None)` when empty, an error for
+    /// a `q` outside `0..=1` or NaN.
+    pub fn quantile(&self, q: f64) -> Result<Option<f64>, SketchError> {
+        let q = check_q(q)?;
+        if self.count == 0 {
+            return Ok(None);
+        }
+        if let Some(exact) = &self.exact {
+            return Ok(exact.get(rank_index(q, exact.len())).copied());
+        }
+        if q == 0.0 {
+            return Ok(Some(self.min));
+        }
+        if q == 1.0 {
+            return Ok(Some(self.max));
+        }
+        // Ranks are counted in u64; `rank_index` works on usize, which is at
+        // least 32 bits: clamp rather than truncate on 32-bit targets.
+        let n = usize::try_from(self.count).unwrap_or(usize::MAX);
+        let rank = rank_index(q, n) as u64;
+        let mut seen = self.zero_count;
+        if seen > rank {
+            return Ok(Some(self.clamp(0.0)));
+        }
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen = seen.saturating_add(c);
+            if seen > rank {
+                return Ok(Some(self.clamp(self.value_of(self.offset + i as i32))));
+            }
+        }
+        Ok(Some(self.max))
+    }
+
+    fn clamp(&self, v: f64) -> f64 {
+        v.max(self.min).min(self.max)
+    }
+
+    /// The share of samples strictly above `timeout_ms`: the false-timeout
+    /// rate that timeout would have had on this data. Exact while the sketch
+    /// is exact; otherwise samples in the bucket holding `timeout_ms` count
+    /// as below it (an error of at most one bucket, `α` relative).
+    pub fn fraction_above(&self, timeout_ms: f64) -> Result<Option<f64>, SketchError> {
+        let t = check_ms("timeoutMs", timeout_ms).map_err(|error| SketchError::Sample { index: None, error })?;
+        if self.count == 0 {
+            return Ok(None);
+        }
+        let above = if let Some(exact) = &self.exact {
+            (exact.len() - exact.partition_point(|&x| x <= t)) as u64
+        } else if t < MIN_INDEXABLE_MS {
+            self.count - self.zero_count
+        } else {
+            let k = self.key(t);
+            self.counts
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| self.offset + i as i32 > k)
+                .map(|(_, &c)| c)
+                .sum()
+        };
+        Ok(Some(above as f64 / self.count as f64))
+    }
+
+    /// The non-empty bins in increasing order: raw values while exact
+    /// (equal values merged), bucket representatives otherwise.
+    pub fn bins(&self) -> Vec<Bin> {
+        let mut out: Vec<Bin> = Vec::new();
+        if let Some(exact) = &self.exact {
+            for &ms in exact {
+                match out.last_mut() {
+                    Some(b) if b.ms == ms => b.count += 1,
+                    _ => out.push(Bin { ms, count: 1 }),
+                }
+            }
+            return out;
+        }
+        if self.zero_count > 0 {
+            out.push(Bin { ms: 0.0, count: self.zero_count });
+        }
+        for (i, &c) in self.counts.iter().enumerate() {
+            if c > 0 {
+                out.push(Bin { ms: self.clamp(self.value_of(self.offset + i as i32)), count: c });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::core::deadline::MAX_MS;
+    use proptest::prelude::*;
+
+    /// A small deterministic generator for the oracle tests (splitmix64).
+    pub(crate) struct Gen(pub u64);
+    impl Gen {
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        pub fn unit(&mut self) -> f64 {
+            ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+        }
+        pub fn normal(&mut self) -> f64 {
+            (-2.0 * self.unit().ln()).sqrt() * (core::f64::consts::TAU * self.unit()).cos()
+        }
+    }
+
+    fn exact_quantile(sorted: &[f64], q: f64) -> f64 {
+        sorted[rank_index(q, sorted.len())]
+    }
+
+    const QS: [f64; 12] = [0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 1.0];
+
+    fn check_against_oracle(name: &str, samples: &[f64], alpha: f64) {
+        let mut s = LatencySketch::new(alpha).unwrap();
+        s.add_all(samples).unwrap();
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        for q in QS {
+            let want = exact_quantile(&sorted, q);
+            let got = s.quantile(q).unwrap().unwrap();
+            let tol = alpha * want * (1.0 + 1e-9) + MIN_INDEXABLE_MS;
+            if want <= s.collapsed_below_ms().unwrap_or(0.0) {
+                // Below the collapse bound only the range is guaranteed.
+                assert!(got >= want && got <= sorted[sorted.len() - 1], "{name} q={q}");
+                continue;
+            }
+            assert!((got - want).abs() <= tol, "{name} n={} q={q}: got {got}, exact {want}", samples.len());
+            if samples.len() <= EXACT_LIMIT {
+                assert_eq!(got, want, "{name}: small n must be exact");
+            }
+        }
+        assert_eq!(s.count(), samples.len() as u64);
+        assert!(s.memory_bytes() <= MAX_MEMORY_BYTES, "{name}: {} bytes", s.memory_bytes());
+    }
+
+    fn generators() -> Vec<(&'static str, Box<dyn Fn(&mut Gen) -> f64>)> {
+        vec![
+            ("constant", Box::new(|_| 42.0)),
+            ("uniform", Box::new(|g| 1.0 + 999.0 * g.unit())),
+            ("normal", Box::new(|g| (200.0 + 30.0 * g.normal()).max(0.0))),
+            ("lognormal", Box::new(|g| 40.0 * (0.35 * g.normal()).exp())),
+            ("bimodal", Box::new(|g| if g.unit() < 0.05 { 300.0 + 1200.0 * g.unit() } else { 40.0 * (0.35 * g.normal()).exp() })),
+            ("with zeros", Box::new(|g| if g.unit() < 0.2 { 0.0 } else { 5.0 * g.unit() })),
+            ("1 ms to 1 h", Box::new(|g| (g.unit() * (3_600_000f64).ln()).exp())),
+        ]
+    }
+
+    #[test]
+    fn oracle_across_generators_and_sizes() {
+        for (name, f) in generators() {
+            for n in [1usize, 10, 256, 257, 1000, 100_000] {
+                let mut g = Gen(n as u64 * 7919);
+                let samples: Vec<f64> = (0..n).map(|_| f(&mut g)).collect();
+                check_against_oracle(name, &samples, DEFAULT_RELATIVE_ERROR);
+                if n == 1000 {
+                    check_against_oracle(name, &samples, MIN_RELATIVE_ERROR);
+                    check_against_oracle(name, &samples, 0.05);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn merge_equals_single_pass() {
+        for (name, f) in generators() {
+            for (na, nb) in [(3usize, 5usize), (200, 100), (5000, 7), (40_000, 60_000)] {
+                let mut g = Gen((na * 31 + nb) as u64);
+                let a: Vec<f64> = (0..na).map(|_| f(&mut g)).collect();
+                let b: Vec<f64> = (0..nb).map(|_| f(&mut g)).collect();
+                let mut one = LatencySketch::default();
+                one.add_all(&a).unwrap();
+                one.add_all(&b).unwrap();
+                let mut sa = LatencySketch::default();
+                sa.add_all(&a).unwrap();
+                let mut sb = LatencySketch::default();
+                sb.add_all(&b).unwrap();
+                sa.merge(&sb).unwrap();
+                assert_eq!(sa.count(), one.count());
+                assert_eq!(sa.is_exact(), one.is_exact());
+                for q in QS {
+                    assert_eq!(sa.quantile(q).unwrap(), one.quantile(q).unwrap(), "{name} {na}+{nb} q={q}");
+                }
+                assert_eq!(sa.bins(), one.bins());
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input_and_stays_unchanged() {
+        let mut s = LatencySketch::default();
+        s.add(5.0).unwrap();
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, MAX_MS * 2.0] {
+            assert!(matches!(s.add(bad), Err(SketchError::Sample { index: None, .. })));
+        }
+        let e = s.add_all(&[1.0, 2.0, f64::NAN, 4.0]).unwrap_err();
+        assert!(matches!(e, SketchError::Sample { index: Some(2), .. }));
+        assert!(e.to_string().starts_with("sample 2: 'ms'"), "{e}");
+        assert_eq!(s.count(), 1);
+        for bad in [f64::NAN, -0.01, 1.01, f64::INFINITY] {
+            let e = s.quantile(bad).unwrap_err();
+            assert!(matches!(e, SketchError::Quantile { .. }));
+            assert!(e.to_string().starts_with("'q' must be between 0 and 1: current value is"), "{e}");
+        }
+        assert_eq!(
+            LatencySketch::new(0.0).unwrap_err().to_string(),
+            "'relativeError' must be between 0.001 and 0.5: current value is 0"
+        );
+        assert!(LatencySketch::new(f64::NAN).is_err());
+        let mut other = LatencySketch::new(0.02).unwrap();
+        other.add(1.0).unwrap();
+        assert_eq!(s.merge(&other), Err(SketchError::Mismatch { ours: 0.01, theirs: 0.02 }));
+        assert_eq!(s.count(), 1);
+    }
+
+    #[test]
+    fn empty_is_none_and_zero_works() {
+        let mut s = LatencySketch::default();
+        assert_eq!(s.quantile(0.5), Ok(None));
+        assert_eq!(s.fraction_above(1.0), Ok(None));
+        assert_eq!(s.min(), None);
+        s.add_all(&vec![0.0; 1000]).unwrap();
+        s.add(-0.0).unwrap();
+        assert_eq!(s.quantile(0.99), Ok(Some(0.0)));
+        assert_eq!(s.quantile(1.0).map(|v| v.map(f64::to_bits)), Ok(Some(0.0f64.to_bits())));
+        s.add(10.0).unwrap();
+        assert_eq!(s.quantile(1.0), Ok(Some(10.0)));
+        assert_eq!(s.fraction_above(0.0), Ok(Some(1.0 / 1002.0)));
+    }
+
+    #[test]
+    fn memory_stays_bounded_on_extreme_ranges() {
+        let mut s = LatencySketch::default();
+        let mut g = Gen(9);
+        for _ in 0..200_000 {
+            // log-uniform over the whole accepted domain, 1e-9 .. 9e15 ms
+            let v = (g.unit() * 57.0 - 20.7).exp().min(MAX_MS);
+            s.add(v).unwrap();
+        }
+        assert!(s.memory_bytes() <= MAX_MEMORY_BYTES, "{}", s.memory_bytes());
+        let below = s.collapsed_below_ms().expect("a 1e25 range must collapse");
+        // The tail keeps its accuracy: the top 1536 buckets span 2e13.
+        assert!(below > 1e2 && below < 1e3, "{below}");
+        let p999 = s.quantile(0.999).unwrap().unwrap();
+        assert!(p999 > 1e14);
+        // 1 ms .. 1 h never collapses and uses well under the bound.
+        let mut s = LatencySketch::default();
+        s.add_all(&[1.0, 3_600_000.0]).unwrap();
+        for i in 0..1000 {
+            s.add(1.0 + i as f64 * 3599.0).unwrap();
+        }
+        assert_eq!(s.collapsed_below_ms(), None);
+        assert!(s.memory_bytes() <= 8 * 1024, "{}", s.memory_bytes());
+        // Descending input (the worst case for growth) stays bounded too.
+        let mut s = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        let mut v = 3_600_000.0;
+        while v > 1.0 {
+            s.add(v).unwrap();
+            v *= 0.999;
+        }
+        assert!(s.memory_bytes() <= MAX_MEMORY_BYTES, "{}", s.memory_bytes());
+        assert!(s.collapsed_below_ms().is_some());
+    }
+
+    #[test]
+    fn fraction_above_matches_oracle_within_one_bucket() {
+        let mut g = Gen(3);
+        let xs: Vec<f64> = (0..50_000).map(|_| 40.0 * (0.35 * g.normal()).exp()).collect();
+        let mut s = LatencySketch::default();
+        s.add_all(&xs).unwrap();
+        for t in [10.0, 40.0, 63.0, 98.0, 200.0] {
+            let got = s.fraction_above(t).unwrap().unwrap();
+            let lo = xs.iter().filter(|&&x| x > t * 1.03).count() as f64 / xs.len() as f64;
+            let hi = xs.iter().filter(|&&x| x > t / 1.03).count() as f64 / xs.len() as f64;
+            assert!(got >= lo && got <= hi, "t={t}: {lo} <= {got} <= {hi}");
+        }
+    }
+
+    fn sample_vec() -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec(
+            prop_oneof![Just(0.0), 0.0..1e-5f64, 0.0..10.0f64, 0.0..1e6f64, 1e6..1e12f64, Just(MAX_MS)],
+            1..600,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn quantiles_within_error_and_range(xs in sample_vec(), q in 0.0..=1.0f64) {
+            let mut s = LatencySketch::default();
+            s.add_all(&xs).unwrap();
+            let mut sorted = xs.clone();
+            sorted.sort_by(f64::total_cmp);
+            let want = exact_quantile(&sorted, q);
+            let got = s.quantile(q).unwrap().unwrap();
+            if want > s.collapsed_below_ms().unwrap_or(0.0) {
+                prop_assert!((got - want).abs() <= 0.01 * want * (1.0 + 1e-9) + MIN_INDEXABLE_MS, "{got} vs {want}");
+            }
+            prop_assert!(got >= sorted[0] && got <= sorted[sorted.len() - 1]);
+        }
+
+        #[test]
+        fn quantiles_are_monotone(xs in sample_vec(), a in 0.0..=1.0f64, b in 0.0..=1.0f64) {
+            let mut s = LatencySketch::default();
+            s.add_all(&xs).unwrap();
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            prop_assert!(s.quantile(lo).unwrap() <= s.quantile(hi).unwrap());
+        }
+
+        #[test]
+        fn merge_is_single_pass(xs in sample_vec(), ys in sample_vec(), q in 0.0..=1.0f64) {
+            let mut a = LatencySketch::default();
+            a.add_all(&xs).unwrap();
+            let mut b = LatencySketch::default();
+            b.add_all(&ys).unwrap();
+            let mut one = a.clone();
+            one.add_all(&ys).unwrap();
+            a.merge(&b).unwrap();
+            prop_assert_eq!(a.quantile(q).unwrap(), one.quantile(q).unwrap());
+            prop_assert_eq!(a.count(), one.count());
+        }
+
+        #[test]
+        fn never_panics_or_returns_nan(xs in prop::collection::vec(any::<f64>(), 0..50), q in any::<f64>()) {
+            let mut s = LatencySketch::default();
+            let before = s.count();
+            if s.add_all(&xs).is_err() {
+                prop_assert_eq!(s.count(), before);
+            }
+            for &x in &xs {
+                let _ = s.add(x);
+                let _ = s.fraction_above(x);
+            }
+            match s.quantile(q) {
+                Ok(Some(v)) => prop_assert!(v.is_finite() && v >= 0.0),
+                Ok(None) => prop_assert!(s.is_empty()),
+                Err(e) => {
+                    let is_q = matches!(e, SketchError::Quantile { .. });
+                    prop_assert!(is_q, "{e}");
+                }
+            }
+        }
+    }
+}

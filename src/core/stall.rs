@@ -33,8 +33,18 @@
 //! [`StallConfig::decide`] only when that timer fires. A chunk never re-arms
 //! the timer: when progress has happened since arming, the timer fires before
 //! the true expiry and `decide` answers with the next wake instead of a stall.
-//! The cost is at most one extra wake per progress chunk, paid only by streams
-//! that stay silent for a limit's length, and zero timer work per chunk.
+//!
+//! That only works if the armed wake is never *later* than an expiry the host
+//! could still cause by recording progress. Progress postpones the stall
+//! expiry, with one exception: the first progress chunk swaps `firstChunkMs`
+//! for `stallMs`, which brings the expiry forward when the first-chunk limit
+//! is the more generous one (seed 000's 30 000-token case: 18 s then 9 s).
+//! So while no progress is recorded, the wake is also capped at `now +
+//! stallMs`, the earliest a stall could expire if the first chunk arrived
+//! right now; that wake reports [`Phase::Stall`]. The cost: at most
+//! ⌈`firstChunkMs` / `stallMs`⌉ wakes before the first chunk (none when
+//! `stallMs ≥ firstChunkMs`), one extra wake per progress chunk for streams
+//! that then fall silent for a whole limit, and zero timer work per chunk.
 //!
 //! # Defined outcomes
 //! - The active limit is `firstChunkMs` from `startedAt` while no progress has
@@ -66,10 +76,14 @@
 //!    `after_ms = now − lastProgressAt ≥ stallMs`; `DeadlineExceeded` only with
 //!    `late_by_ms = now − deadline ≥ 0`.
 //! 3. No missed expiry: `Wake` means nothing has expired (`now < at_ms`), and
-//!    consulting the same snapshot at `at_ms` gives the verdict for `phase`.
-//! 4. Lazy re-arm is sound: for one snapshot, every `now` before `at_ms` gets
-//!    the same `Wake` target, and every `now` from `at_ms` on gets the same
-//!    verdict (the first limit to expire; the deadline at a tie).
+//!    nothing can expire before `at_ms` whatever the host records next:
+//!    progress at any instant in `[now, at_ms)`, or none, still gives a `Wake`
+//!    just before `at_ms`. With no new progress, consulting at `at_ms` gives the
+//!    verdict for `phase`, or, for the guard wake before the first chunk, the
+//!    next wake.
+//! 4. Verdicts do not depend on timer lag: for one snapshot, once a consult
+//!    gives a verdict, every later one gives the same verdict and phase (the
+//!    first limit to expire; the deadline at a tie).
 //! 5. The timer is never early and never needlessly late: `delay_ms` is a
 //!    whole number in `1 ..= MAX_TIMER_MS`, `now + delay_ms ≥ at_ms`, and one
 //!    millisecond less would be early, unless the delay was capped at
@@ -80,8 +94,9 @@
 //!    only when it fires, chunks never calling the core) through random chunk
 //!    arrivals. With exact timers its verdict, instant, phase, `after_ms` and
 //!    counts equal a brute-force oracle that checks every millisecond, using
-//!    at most 2 + (progress chunks) calls; with timers jittered by −1..+3 ms it
-//!    never declares anything the oracle has not.
+//!    at most 1 + (progress chunks) + ⌈`firstChunkMs` / `stallMs`⌉ calls; with
+//!    timers jittered by −1..+3 ms it never declares anything the oracle has
+//!    not, nor before it.
 
 use core::fmt;
 
@@ -201,8 +216,13 @@ impl Snapshot {
 /// The answer to "the timer fired at `now`: what now?".
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decision {
-    /// Nothing has expired. Arm one timer for `delay_ms`; `at_ms` is the
-    /// instant `phase`'s limit expires unless progress arrives first.
+    /// Nothing has expired. Arm one timer for `delay_ms` and consult again
+    /// when it fires. `at_ms` is the earliest instant any limit could expire,
+    /// whatever progress the host records meanwhile, and `phase` the limit
+    /// that would: the deadline, the first-chunk limit, or the stall limit
+    /// (after progress; or, before the first chunk, the guard `now + stallMs`
+    /// for a first chunk arriving right now). `delay_ms` is shorter than
+    /// `at_ms − now` only when capped at [`MAX_TIMER_MS`].
     Wake { at_ms: f64, delay_ms: f64, phase: Phase },
     /// The stream stalled. `phase` is [`Phase::FirstChunk`] or [`Phase::Stall`];
     /// `after_ms` is the silence observed at `now` (from `startedAt`, or from
@@ -274,6 +294,17 @@ impl StallConfig {
         };
 
         if now < at {
+            // Progress only postpones a stall, except the first progress chunk:
+            // it swaps `firstChunkMs` for `stallMs`, which can bring the expiry
+            // forward. Until it arrives, also wake when a stall would expire if
+            // it arrived right now, so the one armed timer is never late.
+            let (phase, at) = match last {
+                None => match expiry(now, self.stall_ms) {
+                    guard if guard < at => (Phase::Stall, guard),
+                    _ => (phase, at),
+                },
+                Some(_) => (phase, at),
+            };
             return Ok(Decision::Wake { at_ms: at, delay_ms: timer_delay(at, now), phase });
         }
         // `now >= at` and `at - reference >= limit` (see `expiry`), so both
@@ -512,11 +543,18 @@ mod tests {
         // `now` before the last progress chunk: wake at the absolute expiry.
         let s = progress(0.0, 500.0, 3.0, 9.0);
         assert_eq!(c.decide(&s, 480.0), Ok(Decision::Wake { at_ms: 540.0, delay_ms: 60.0, phase: Phase::Stall }));
-        // `now` before the start.
+        // `now` before the start: the first-chunk limit expires at 600, but a
+        // first chunk arriving now could stall as early as 40.
+        assert_eq!(
+            c.decide(&Snapshot::started(500.0), 0.0),
+            Ok(Decision::Wake { at_ms: 40.0, delay_ms: 40.0, phase: Phase::Stall })
+        );
+        let c = cfg(100.0, 700.0, None);
         assert_eq!(
             c.decide(&Snapshot::started(500.0), 0.0),
             Ok(Decision::Wake { at_ms: 600.0, delay_ms: 600.0, phase: Phase::FirstChunk })
         );
+        let c = cfg(100.0, 40.0, None);
         // Progress recorded before the start: the stall limit counts from it.
         let s = progress(500.0, 450.0, 1.0, 1.0);
         assert_eq!(
@@ -534,6 +572,32 @@ mod tests {
         assert_eq!(
             c.decide(&progress(0.0, 300.0, 1.0, 5.0), 500.0),
             Ok(Decision::Stalled { phase: Phase::Stall, after_ms: 200.0, chunks: 1.0, bytes: 5.0 })
+        );
+    }
+
+    #[test]
+    fn waits_for_the_first_chunk_with_a_guard_when_the_stall_limit_is_shorter() {
+        // Seed 000's long-prompt limits: 18 s to the first chunk, 9 s between chunks.
+        let c = cfg(18_000.0, 9_000.0, None);
+        let quiet = Snapshot::started(0.0);
+        // Armed at the start for 18 s, the timer would be late for a first chunk
+        // at 1 s followed by silence (stall due at 10 s). So the wake is at 9 s.
+        let guard = Decision::Wake { at_ms: 9_000.0, delay_ms: 9_000.0, phase: Phase::Stall };
+        assert_eq!(c.decide(&quiet, 0.0), Ok(guard));
+        let one = progress(0.0, 1_000.0, 1.0, 12.0);
+        let next = Decision::Wake { at_ms: 10_000.0, delay_ms: 1_000.0, phase: Phase::Stall };
+        assert_eq!(c.decide(&one, 9_000.0), Ok(next));
+        assert!(matches!(c.decide(&one, 10_000.0), Ok(Decision::Stalled { phase: Phase::Stall, .. })));
+        // Still nothing at 9 s: the next wake is the first-chunk expiry itself.
+        assert_eq!(
+            c.decide(&quiet, 9_000.0),
+            Ok(Decision::Wake { at_ms: 18_000.0, delay_ms: 9_000.0, phase: Phase::FirstChunk })
+        );
+        // With `stallMs ≥ firstChunkMs` there is no guard wake.
+        let c = cfg(5_000.0, 9_000.0, None);
+        assert_eq!(
+            c.decide(&quiet, 0.0),
+            Ok(Decision::Wake { at_ms: 5_000.0, delay_ms: 5_000.0, phase: Phase::FirstChunk })
         );
     }
 
@@ -557,11 +621,14 @@ mod tests {
         assert_eq!(timer_delay(105.0, 100.0), 5.0);
         assert_eq!(timer_delay(105.000_000_1, 100.0), 6.0);
         assert_eq!(timer_delay(100.000_000_000_1, 100.0), 1.0);
+        // Around the cap: a gap just under it fits exactly; just over it is capped.
+        assert_eq!(timer_delay(MAX_TIMER_MS - 0.5, 0.0), MAX_TIMER_MS);
+        assert_eq!(timer_delay(MAX_TIMER_MS + 0.5, 0.0), MAX_TIMER_MS);
     }
 
     #[test]
     fn long_limits_are_rearmed_not_truncated() {
-        let c = cfg(3.0 * MAX_TIMER_MS + 5.5, 1.0, None);
+        let c = cfg(3.0 * MAX_TIMER_MS + 5.5, MAX_MS, None);
         let s = Snapshot::started(0.25);
         let mut now = 0.25;
         let mut wakes = 0;
@@ -577,7 +644,10 @@ mod tests {
             }
         };
         assert_eq!(wakes, 4);
-        assert!(matches!(verdict, Decision::Stalled { phase: Phase::FirstChunk, after_ms, .. } if after_ms == 3.0 * MAX_TIMER_MS + 6.0));
+        assert!(matches!(
+            verdict,
+            Decision::Stalled { phase: Phase::FirstChunk, after_ms, .. } if after_ms == 3.0 * MAX_TIMER_MS + 6.0
+        ));
     }
 
     #[test]
@@ -615,19 +685,22 @@ mod tests {
             Decision::Wake { at_ms, delay_ms, phase } => {
                 prop_assert!(clean(at_ms) && now < at_ms);
                 prop_assert!(now - reference < limit || now < reference, "limit elapsed but still waiting");
-                let want = match c.deadline_at() {
+                let mut want = match c.deadline_at() {
                     Some(deadline) if deadline <= limit_at => (Phase::Deadline, deadline),
                     _ => (if s.last_progress_at.is_none() { Phase::FirstChunk } else { Phase::Stall }, limit_at),
                 };
+                if s.last_progress_at.is_none() && expiry(now, c.stall_ms()) < want.1 {
+                    want = (Phase::Stall, expiry(now, c.stall_ms()));
+                }
                 prop_assert_eq!((phase, at_ms), want);
                 prop_assert!(clean(delay_ms) && delay_ms.fract() == 0.0 && (1.0..=MAX_TIMER_MS).contains(&delay_ms));
-                if delay_ms < MAX_TIMER_MS {
+                if now + delay_ms >= at_ms {
                     prop_assert!(now + delay_ms >= at_ms, "timer early: {now} + {delay_ms} < {at_ms}");
                     if at_ms <= MAX_MS {
                         prop_assert!(delay_ms == 1.0 || now + (delay_ms - 1.0) < at_ms, "delay {delay_ms} not minimal");
                     }
                 } else {
-                    prop_assert!(at_ms - now >= MAX_TIMER_MS);
+                    prop_assert!(delay_ms == MAX_TIMER_MS && at_ms - now > MAX_TIMER_MS);
                 }
             }
         }
@@ -665,33 +738,48 @@ mod tests {
             check_decision(&c, &s, now, d)?;
         }
 
-        /// Invariants 3 and 4: one snapshot, consulted at several instants, tells one story.
+        /// Invariant 3: whatever the host records after a wake was planned, nothing
+        /// expires before it; with nothing recorded, the wake brings the verdict.
         #[test]
-        fn lazy_rearm_is_sound(c in config(), s in snapshot(), now in time(), frac in 0.0..1.0f64, late in 0.0..1e6f64) {
+        fn no_expiry_before_the_wake(c in config(), s in snapshot(), now in time(), frac in 0.0..1.0f64) {
             if let Decision::Wake { at_ms, phase, .. } = c.decide(&s, now).unwrap() {
-                // Any instant before the target: the same target.
-                let between = now + (at_ms - now) * frac;
-                if between < at_ms {
-                    match c.decide(&s, between).unwrap() {
-                        Decision::Wake { at_ms: a, phase: p, .. } => prop_assert_eq!((a, p), (at_ms, phase)),
-                        d => prop_assert!(false, "verdict {d:?} before {at_ms}"),
+                // `at_ms > now >= 0`: the previous bit pattern is the float just below it.
+                let just_before = f64::from_bits(at_ms.to_bits() - 1);
+                // Progress at some instant from `now` on; hosts record it in order.
+                let t1 = (now + (at_ms - now) * frac).min(just_before).max(s.last_progress_at.unwrap_or(0.0));
+                let moved = Snapshot { last_progress_at: Some(t1), chunks: s.chunks + 1.0, ..s };
+                if just_before <= MAX_MS {
+                    for snap in [s, moved] {
+                        if t1 <= just_before || snap.last_progress_at == s.last_progress_at {
+                            let d = c.decide(&snap, just_before).unwrap();
+                            prop_assert!(!d.is_final(), "{d:?} before the wake at {at_ms} ({snap:?})");
+                        }
                     }
                 }
-                // At the target and any time after it: the same verdict.
-                let mut verdicts = Vec::new();
-                for t in [at_ms, at_ms + late] {
-                    if t > MAX_MS { continue; }
-                    let d = c.decide(&s, t).unwrap();
-                    check_decision(&c, &s, t, d)?;
-                    verdicts.push(match d {
-                        Decision::Wake { .. } => None,
-                        Decision::Stalled { phase, .. } => Some(phase),
-                        Decision::DeadlineExceeded { .. } => Some(Phase::Deadline),
-                    });
+                if at_ms <= MAX_MS {
+                    match c.decide(&s, at_ms).unwrap() {
+                        Decision::Stalled { phase: p, .. } => prop_assert_eq!(p, phase),
+                        Decision::DeadlineExceeded { .. } => prop_assert_eq!(phase, Phase::Deadline),
+                        Decision::Wake { at_ms: next, .. } => prop_assert!(
+                            phase == Phase::Stall && s.last_progress_at.is_none() && next > at_ms,
+                            "no verdict at the wake {at_ms} for {phase}"
+                        ),
+                    }
                 }
-                for v in verdicts {
-                    prop_assert_eq!(v, Some(phase));
-                }
+            }
+        }
+
+        /// Invariant 4: a verdict, once reached, is the same however late the timer runs.
+        #[test]
+        fn verdicts_do_not_depend_on_lag(c in config(), s in snapshot(), now in time(), lag in 0.0..1e9f64) {
+            let kind = |d: Decision| match d {
+                Decision::Wake { .. } => None,
+                Decision::Stalled { phase, .. } => Some(phase),
+                Decision::DeadlineExceeded { .. } => Some(Phase::Deadline),
+            };
+            let first = kind(c.decide(&s, now).unwrap());
+            if first.is_some() && now + lag <= MAX_MS {
+                prop_assert_eq!(kind(c.decide(&s, now + lag).unwrap()), first);
             }
         }
 
@@ -788,7 +876,9 @@ mod tests {
                         chunks: chunks as u64,
                         bytes: bytes as u64,
                     }),
-                    Decision::DeadlineExceeded { late_by_ms } => Err(Verdict::Deadline { late_by_ms: late_by_ms as u64 }),
+                    Decision::DeadlineExceeded { late_by_ms } => {
+                        Err(Verdict::Deadline { late_by_ms: late_by_ms as u64 })
+                    }
                 }
             };
             let mut timer = match consult(&snap, self.start) {
@@ -810,7 +900,6 @@ mod tests {
                     match consult(&snap, t) {
                         Ok(at) => timer = at,
                         Err(v) => {
-                            drop(consult);
                             return (t, v, calls);
                         }
                     }
@@ -850,7 +939,8 @@ mod tests {
             let (t, v, calls) = s.lazy(|| 0);
             prop_assert_eq!((t, v), (t_oracle, v_oracle));
             let progress = s.arrivals.iter().filter(|a| a.progress).count();
-            prop_assert!(calls <= progress + 2, "{calls} calls for {progress} progress chunks");
+            let guards = s.first.div_ceil(s.stall) as usize;
+            prop_assert!(calls <= 1 + progress + guards, "{calls} calls for {progress} progress chunks");
         }
 
         #[test]
@@ -867,7 +957,7 @@ mod tests {
             prop_assert!(t >= t_oracle, "declared at {t}, before the first expiry at {t_oracle}");
             // What was declared is true at `t` with the state the stream had then.
             let upto = |p: bool| s.arrivals.iter().filter(move |a| a.at <= t && (a.progress || !p));
-            let last = upto(true).map(|a| a.at).last();
+            let last = upto(true).map(|a| a.at).next_back();
             match v {
                 Verdict::Deadline { late_by_ms } => prop_assert_eq!(Some(t - late_by_ms), s.deadline),
                 Verdict::Stalled { phase, after_ms, chunks, bytes } => {

@@ -39,9 +39,3 @@ pub fn admit(at: f64, now_ms: f64, min_ms: f64) -> Result<f64, JsValue> {
 pub fn generation_budget(deadline_ms: f64, now_ms: f64, reserve_ms: f64) -> Result<f64, JsValue> {
     core::generation_budget(deadline_ms, now_ms, reserve_ms).map_err(to_js)
 }
-
-/// Delay for the next timer, or `-1` when the deadline is due now.
-#[wasm_bindgen(js_name = nextWake)]
-pub fn next_wake(at: f64, now_ms: f64) -> Result<f64, JsValue> {
-    core::next_wake(at, now_ms).map(|w| if w.due { -1.0 } else { w.delay_ms }).map_err(to_js)
-}

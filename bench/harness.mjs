@@ -1,0 +1,31 @@
+// Shared benchmark helpers. Runs unchanged in Node and Deno (and workerd for
+// the stream benchmarks): no runtime-specific APIs.
+
+/** Median ns/op of `fn` called `n` times per round, over `rounds` rounds after a warm-up round. */
+export function nsPerOp(fn, { n = 100_000, rounds = 7 } = {}) {
+  const times = [];
+  for (let r = -1; r < rounds; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) fn(i);
+    const dt = performance.now() - t0;
+    if (r >= 0) times.push((dt * 1e6) / n);
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1];
+}
+
+/** Same for an async `fn`, awaited one call at a time. */
+export async function nsPerOpAsync(fn, { n = 20_000, rounds = 5 } = {}) {
+  const times = [];
+  for (let r = -1; r < rounds; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await fn(i);
+    const dt = performance.now() - t0;
+    if (r >= 0) times.push((dt * 1e6) / n);
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1];
+}
+
+export const runtimeName = () =>
+  typeof Deno !== "undefined" ? `deno ${Deno.version.deno}` : typeof process !== "undefined" ? `node ${process.version}` : "workerd";
