@@ -2,19 +2,22 @@
 //
 // Why a brand and not only `instanceof`: a Worker bundle, a test runner or a
 // monorepo can load two copies of this package, and then an error thrown by
-// one copy is not an instance of the other copy's class. Every error carries
-// `error[Symbol.for("edge-deadline.error")] === error.name`, and the `isX`
-// guards check that, so they work across copies and realms.
+// one copy is not an instance of the other copy's class. Worse, workerd hands
+// a fetch's abort reason back as a *clone* (measured: a plain Error keeping
+// name, message and own enumerable fields; symbols and the prototype are lost).
+// So every error carries an own enumerable string property
+// `edgeDeadlineError === error.name`, and the `isX` guards check that: they
+// work across copies, realms and workerd's clone.
 //
 // The Wasm core creates errors through the factory functions at the bottom
 // (imported by the wasm-bindgen glue as `./errors.js`), so the core and the JS
 // API throw instances of the very same classes.
 
-const BRAND = Symbol.for("edge-deadline.error");
+const BRAND = "edgeDeadlineError";
 
 function brand(error, name) {
-  Object.defineProperty(error, BRAND, { value: name });
   Object.defineProperty(error, "name", { value: name, configurable: true, writable: true });
+  error[BRAND] = name;
 }
 
 function ms(n) {

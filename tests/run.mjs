@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveStatic } from "../scripts/static-server.mjs";
+import { startFixtures } from "./fixtures/server.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "test-output");
@@ -19,10 +20,13 @@ const bin = {
 };
 const only = process.argv.slice(2); // e.g. `node tests/run.mjs node deno`
 const results = [];
+// One fixture server for every runtime; its URL reaches the cases as ctx.fixtureUrl
+// (env FIXTURE_URL for Node and Deno, ?fixture= for workerd and Chromium).
+const fixtures = await startFixtures();
 
 function run(cmd, args, { capture = false, env } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"] });
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, FIXTURE_URL: fixtures.url, ...env }, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"] });
     let stdout = "";
     if (capture) child.stdout.on("data", (d) => ((stdout += d), process.stdout.write(d)));
     child.on("error", reject);
@@ -64,7 +68,7 @@ const suites = {
   },
 
   async deno() {
-    const { stdout } = await run(bin.deno, ["run", "--allow-read", "--allow-run", "tests/js/deno-runner.js"], {
+    const { stdout } = await run(bin.deno, ["run", "--allow-read", "--allow-run", "--allow-env", "--allow-net=127.0.0.1", "tests/js/deno-runner.js"], {
       capture: true,
       env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") },
     });
@@ -85,12 +89,16 @@ const suites = {
       config,
       `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
-  services = [ (name = "main", worker = .suite) ],
+  services = [
+    (name = "main", worker = .suite),
+    (name = "loopback", network = (allow = ["public", "private", "local"])),
+  ],
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
 );
 const suite :Workerd.Worker = (
   modules = [ ${modules.join(",\n    ")} ],
   compatibilityDate = "2026-11-24",
+  globalOutbound = "loopback",
 );
 `,
     );
@@ -99,7 +107,7 @@ const suite :Workerd.Worker = (
       let report;
       for (let i = 0; i < 100 && !report; i++) {
         try {
-          const res = await fetch(`http://127.0.0.1:${port}/`);
+          const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}`);
           report = await res.json();
         } catch {
           await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
@@ -126,7 +134,7 @@ const suite :Workerd.Worker = (
       const page = await context.newPage();
       const errors = [];
       page.on("pageerror", (e) => errors.push(String(e)));
-      await page.goto(`${server.url}tests/js/browser.html`);
+      await page.goto(`${server.url}tests/js/browser.html?fixture=${encodeURIComponent(fixtures.url)}`);
       await page.waitForFunction(() => globalThis.__report, null, { timeout: 120_000 });
       const report = await page.evaluate(() => globalThis.__report);
       for (const e of errors) report.failures.push({ name: "page error", error: e }), report.failed++;
@@ -148,6 +156,7 @@ for (const [name, suite] of Object.entries(suites)) {
   }
 }
 
+await fixtures.close();
 console.log("\n━━ summary ━━");
 for (const r of results) console.log(`${r.failed ? "FAIL" : "ok  "}  ${r.runtime.padEnd(28)} passed ${String(r.passed).padStart(4)}  failed ${r.failed}  skipped ${r.skipped}${r.note ? `  (${r.note})` : ""}`);
 const failed = results.some((r) => r.failed);

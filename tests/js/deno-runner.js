@@ -16,7 +16,7 @@ async function spawnPackageScript(code) {
   return { code: exit, ms: performance.now() - started };
 }
 
-const ctx = { runtime: `deno ${Deno.version.deno}`, ...(await prepare(lib)), spawnPackageScript };
+const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript };
 const report = await runSuite(lib, ctx);
 console.log(JSON.stringify(report));
 Deno.exit(report.failed ? 1 : 0);

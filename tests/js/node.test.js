@@ -20,6 +20,7 @@ function spawnPackageScript(code) {
 
 const ctx = {
   runtime: `node ${process.version}`,
+  fixtureUrl: process.env.FIXTURE_URL,
   ...(await prepare(lib)),
   spawnPackageScript,
   pendingTimers: () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length,

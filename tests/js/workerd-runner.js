@@ -4,8 +4,9 @@ import * as lib from "../../pkg/workerd.js";
 import { prepare, runSuite } from "./harness.js";
 
 export default {
-  async fetch() {
-    const ctx = { runtime: "workerd", ...(await prepare(lib)) };
+  async fetch(request) {
+    const fixtureUrl = new URL(request.url).searchParams.get("fixture") ?? undefined;
+    const ctx = { runtime: "workerd", fixtureUrl, ...(await prepare(lib)) };
     return Response.json(await runSuite(lib, ctx));
   },
 };

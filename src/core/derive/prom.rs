@@ -1,0 +1,525 @@
+//! Prometheus histograms: parsing the text exposition format, assembling
+//! histograms from samples (the query API's result, parsed by the caller),
+//! and reading quantiles from cumulative buckets.
+//!
+//! # Why read buckets and not `histogram_quantile`
+//! A derived timeout needs more than one number: the bucket a percentile
+//! falls in says how precise it is, the `outcome` label separates successes
+//! from timeouts, and the false-timeout rate of a candidate needs the whole
+//! cumulative curve. So the bucket series are read and everything is computed
+//! here, with `histogram_quantile`'s interpolation.
+//!
+//! # Semantics
+//! - Bucket bounds (`le`) are upper bounds of cumulative counts; the first
+//!   bucket's lower bound is 0. A quantile is interpolated linearly inside the
+//!   bucket where the rank `q · total` falls; a rank in the `+Inf` bucket is
+//!   reported as the largest finite bound (a lower bound, flagged).
+//! - Units: a family named `*_seconds` is converted to milliseconds;
+//!   `*_milliseconds` and `*_ms` are taken as is; any other name is taken as
+//!   milliseconds and flagged ([`Unit::Unknown`]).
+//!
+//! # Invariants (tested in `derive.rs`)
+//! 1. Every [`Histogram`] has strictly increasing bounds ending in `+Inf`,
+//!    at least one finite bound, and non-decreasing finite counts.
+//! 2. Quantiles are monotone in `q` and lie within `[0, largest finite bound]`.
+//! 3. Malformed input is an error naming the line (or result index) and the
+//!    field, never a panic.
+
+use core::fmt;
+
+/// The unit a histogram family was recorded in, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Milliseconds,
+    /// No recognised suffix: values are taken as milliseconds.
+    Unknown,
+}
+
+impl Unit {
+    /// The unit a family name declares.
+    pub fn of(family: &str) -> Unit {
+        if family.ends_with("_seconds") {
+            Unit::Seconds
+        } else if family.ends_with("_milliseconds") || family.ends_with("_ms") {
+            Unit::Milliseconds
+        } else {
+            Unit::Unknown
+        }
+    }
+
+    fn to_ms(self) -> f64 {
+        if self == Unit::Seconds {
+            1000.0
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Where a sample came from: a text line or an index in a query result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    /// `"line"` for the text format, `"result"` for the query API.
+    pub kind: &'static str,
+    /// 1-based.
+    pub index: usize,
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.index)
+    }
+}
+
+/// One sample: `name{labels} value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromSample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+    pub loc: Loc,
+}
+
+/// Why Prometheus input was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromError {
+    /// A line does not follow the text exposition format; `field` is the
+    /// part that is wrong. Fix the exporter or the file.
+    Syntax { loc: Loc, field: &'static str, detail: String },
+    /// A bucket count decreased although its bound increased. Buckets are
+    /// cumulative: each `le` counts everything at or below it.
+    NonMonotonic { series: String, loc: Loc, le: f64, count: f64, previous: f64 },
+    /// The same `le` appears twice in one series.
+    DuplicateBound { series: String, loc: Loc, le: f64 },
+    /// A bucket count or `le` is negative or NaN.
+    BadBucket { series: String, loc: Loc, field: &'static str, value: f64 },
+    /// The series has no `le="+Inf"` bucket, so its total is unknown.
+    MissingInf { series: String },
+    /// The series has only the `+Inf` bucket: no resolution to read from.
+    NoFiniteBucket { series: String },
+    /// Series being summed have different bucket bounds; only identical
+    /// layouts can be added.
+    BoundsDiffer { series: String, other: String },
+    /// No histogram (`*_bucket` samples with an `le` label) matched.
+    NoHistogram { metric: Option<String>, found: Vec<String> },
+    /// Several histogram families are present: pass the metric to use.
+    Ambiguous { found: Vec<String> },
+}
+
+impl fmt::Display for PromError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Syntax { loc, field, detail } => write!(f, "{loc}: {field}: {detail}"),
+            Self::NonMonotonic { series, loc, le, count, previous } => write!(
+                f,
+                "{loc}: bucket le=\"{le}\" of {series} counts {count}, fewer than the {previous} of a lower bucket: buckets must be cumulative"
+            ),
+            Self::DuplicateBound { series, loc, le } => write!(f, "{loc}: bucket le=\"{le}\" of {series} appears twice"),
+            Self::BadBucket { series, loc, field, value } => {
+                write!(f, "{loc}: {field} of {series} must be a number of at least 0: current value is {value}")
+            }
+            Self::MissingInf { series } => {
+                write!(f, "histogram {series} has no le=\"+Inf\" bucket, so its total count is unknown")
+            }
+            Self::NoFiniteBucket { series } => {
+                write!(f, "histogram {series} has only the le=\"+Inf\" bucket: quantiles need finite bucket bounds")
+            }
+            Self::BoundsDiffer { series, other } => write!(
+                f,
+                "histograms {series} and {other} have different bucket bounds and cannot be added: group by a label that separates them"
+            ),
+            Self::NoHistogram { metric: Some(m), found } => {
+                write!(f, "no histogram named '{m}' (with *_bucket samples and an le label) was found")?;
+                if !found.is_empty() {
+                    write!(f, "; histograms present: {}", found.join(", "))?;
+                }
+                Ok(())
+            }
+            Self::NoHistogram { metric: None, .. } => {
+                write!(f, "no histogram (*_bucket samples with an le label) was found")
+            }
+            Self::Ambiguous { found } => {
+                write!(f, "several histograms are present ({}): choose one with 'metric'", found.join(", "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for PromError {}
+
+/// A quantile read from buckets, with the bucket it fell in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BucketQuantile {
+    pub ms: f64,
+    /// The bucket the rank fell in: the value is interpolated between these.
+    pub lo_ms: f64,
+    pub hi_ms: f64,
+    /// `true` when the rank fell in the `+Inf` bucket: `ms` is then the
+    /// largest finite bound, a lower bound of the true quantile.
+    pub above_largest: bool,
+}
+
+/// One histogram series, converted to milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    /// The family name, e.g. `dependency_latency_seconds`.
+    pub name: String,
+    /// Labels other than `le`, sorted by name.
+    pub labels: Vec<(String, String)>,
+    pub unit: Unit,
+    /// Upper bounds in ms, strictly increasing, the last one `+Inf`.
+    pub bounds_ms: Vec<f64>,
+    /// Cumulative counts, one per bound.
+    pub cumulative: Vec<f64>,
+    pub sum_ms: Option<f64>,
+    pub count: Option<f64>,
+}
+
+fn series_name(name: &str, labels: &[(String, String)]) -> String {
+    let mut s = String::from(name);
+    if !labels.is_empty() {
+        s.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(k);
+            s.push_str("=\"");
+            s.push_str(v);
+            s.push('"');
+        }
+        s.push('}');
+    }
+    s
+}
+
+impl Histogram {
+    /// Builds a histogram from `(le, cumulative count, where)` triples in
+    /// the family's own unit, in any order, validating invariant 1.
+    pub fn new(
+        name: &str,
+        labels: Vec<(String, String)>,
+        mut buckets: Vec<(f64, f64, Loc)>,
+    ) -> Result<Histogram, PromError> {
+        let series = series_name(name, &labels);
+        for &(le, count, loc) in &buckets {
+            if le.is_nan() || le < 0.0 {
+                return Err(PromError::BadBucket { series, loc, field: "le", value: le });
+            }
+            if !count.is_finite() || count < 0.0 {
+                return Err(PromError::BadBucket { series, loc, field: "bucket count", value: count });
+            }
+        }
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in buckets.windows(2) {
+            if w[0].0 == w[1].0 {
+                return Err(PromError::DuplicateBound { series, loc: w[1].2, le: w[1].0 });
+            }
+            if w[1].1 < w[0].1 {
+                return Err(PromError::NonMonotonic { series, loc: w[1].2, le: w[1].0, count: w[1].1, previous: w[0].1 });
+            }
+        }
+        match buckets.last() {
+            Some(&(le, _, _)) if le == f64::INFINITY => {}
+            _ => return Err(PromError::MissingInf { series }),
+        }
+        if buckets.len() < 2 {
+            return Err(PromError::NoFiniteBucket { series });
+        }
+        let unit = Unit::of(name);
+        Ok(Histogram {
+            name: name.to_string(),
+            labels,
+            unit,
+            bounds_ms: buckets.iter().map(|b| b.0 * unit.to_ms()).collect(),
+            cumulative: buckets.iter().map(|b| b.1).collect(),
+            sum_ms: None,
+            count: None,
+        })
+    }
+
+    /// `name{labels}`, for messages.
+    pub fn series(&self) -> String {
+        series_name(&self.name, &self.labels)
+    }
+
+    /// The value of label `name`, `""` when absent (Prometheus semantics).
+    pub fn label(&self, name: &str) -> &str {
+        self.labels.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v.as_str())
+    }
+
+    /// The total count (the `+Inf` bucket).
+    pub fn total(&self) -> f64 {
+        self.cumulative.last().copied().unwrap_or(0.0)
+    }
+
+    /// Adds `other`'s counts into this histogram (same bounds required).
+    pub fn merge(&mut self, other: &Histogram) -> Result<(), PromError> {
+        if self.bounds_ms != other.bounds_ms {
+            return Err(PromError::BoundsDiffer { series: self.series(), other: other.series() });
+        }
+        for (a, b) in self.cumulative.iter_mut().zip(&other.cumulative) {
+            *a += b;
+        }
+        self.sum_ms = match (self.sum_ms, other.sum_ms) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.count = match (self.count, other.count) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        Ok(())
+    }
+
+    /// The `q`-quantile by linear interpolation inside the bucket holding
+    /// rank `q · total` (`histogram_quantile` semantics). `None` when empty;
+    /// `q` must already be validated (`0..=1`).
+    pub fn quantile(&self, q: f64) -> Option<BucketQuantile> {
+        let total = self.total();
+        if total.is_nan() || total <= 0.0 {
+            return None;
+        }
+        let rank = q * total;
+        let i = self.cumulative.iter().position(|&c| c >= rank).unwrap_or(self.cumulative.len() - 1);
+        let last = self.bounds_ms.len() - 1;
+        if i == last {
+            let b = self.bounds_ms[last - 1];
+            return Some(BucketQuantile { ms: b, lo_ms: b, hi_ms: f64::INFINITY, above_largest: true });
+        }
+        let hi = self.bounds_ms[i];
+        let (lo, prev) = if i == 0 { (0.0, 0.0) } else { (self.bounds_ms[i - 1], self.cumulative[i - 1]) };
+        let inside = self.cumulative[i] - prev;
+        let ms = if inside > 0.0 { lo + (hi - lo) * ((rank - prev) / inside).clamp(0.0, 1.0) } else { hi };
+        Some(BucketQuantile { ms, lo_ms: lo, hi_ms: hi, above_largest: false })
+    }
+
+    /// The share of observations above `t_ms`, interpolating linearly inside
+    /// the bucket holding `t_ms`; past the largest finite bound only the
+    /// `+Inf` bucket's share is known and returned. `None` when empty.
+    pub fn fraction_above(&self, t_ms: f64) -> Option<f64> {
+        let total = self.total();
+        if total.is_nan() || total <= 0.0 {
+            return None;
+        }
+        let last = self.bounds_ms.len() - 1;
+        let mut below = self.cumulative[last - 1];
+        let mut prev = (0.0, 0.0);
+        for i in 0..last {
+            let (hi, c) = (self.bounds_ms[i], self.cumulative[i]);
+            if t_ms <= hi {
+                let width = hi - prev.0;
+                let part = if width > 0.0 { ((t_ms - prev.0) / width).clamp(0.0, 1.0) } else { 1.0 };
+                below = prev.1 + (c - prev.1) * part;
+                break;
+            }
+            prev = (hi, c);
+        }
+        Some(((total - below) / total).clamp(0.0, 1.0))
+    }
+}
+
+/// Parses the text exposition format into samples. Comments (`# HELP`,
+/// `# TYPE`, any `#` line) and blank lines are skipped; every other line must
+/// be `name{label="value",…} value [timestamp]`.
+pub fn parse_text(text: &str) -> Result<Vec<PromSample>, PromError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        out.push(parse_line(line, Loc { kind: "line", index: i + 1 })?);
+    }
+    Ok(out)
+}
+
+fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
+    PromError::Syntax { loc, field, detail: detail.into() }
+}
+
+fn is_name_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_' || c == ':'
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == ':'
+}
+
+/// Parses a sample value as Prometheus writes it (`+Inf`, `-Inf`, `NaN`,
+/// or a Go float).
+pub fn parse_value(s: &str) -> Option<f64> {
+    match s {
+        "+Inf" | "Inf" | "+inf" | "inf" => Some(f64::INFINITY),
+        "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
+        "NaN" | "nan" => Some(f64::NAN),
+        _ if s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
+    let mut chars = line.char_indices().peekable();
+    match chars.peek() {
+        Some(&(_, c)) if is_name_start(c) => {}
+        _ => return Err(syntax(loc, "metric name", "must start with a letter, '_' or ':'")),
+    }
+    let mut end = line.len();
+    while let Some(&(i, c)) = chars.peek() {
+        if !is_name_char(c) {
+            end = i;
+            break;
+        }
+        chars.next();
+    }
+    let name = &line[..end];
+    let mut labels = Vec::new();
+    let mut rest = &line[end..];
+    if let Some(body) = rest.strip_prefix('{') {
+        let (parsed, after) = parse_labels(body, loc)?;
+        labels = parsed;
+        rest = after;
+    }
+    if !rest.starts_with([' ', '\t']) {
+        return Err(syntax(loc, "metric name", format!("unexpected character after '{name}'")));
+    }
+    let mut parts = rest.split_ascii_whitespace();
+    let value_text = parts.next().ok_or_else(|| syntax(loc, "value", "missing"))?;
+    let value = parse_value(value_text).ok_or_else(|| syntax(loc, "value", format!("'{value_text}' is not a number")))?;
+    if let Some(ts) = parts.next() {
+        if ts.parse::<i64>().is_err() {
+            return Err(syntax(loc, "timestamp", format!("'{ts}' is not an integer number of milliseconds")));
+        }
+    }
+    if let Some(extra) = parts.next() {
+        return Err(syntax(loc, "value", format!("unexpected '{extra}' after the timestamp")));
+    }
+    Ok(PromSample { name: name.to_string(), labels, value, loc })
+}
+
+/// Parses `name="value",…}` and returns the labels and the text after `}`.
+fn parse_labels(mut s: &str, loc: Loc) -> Result<(Vec<(String, String)>, &str), PromError> {
+    let mut labels: Vec<(String, String)> = Vec::new();
+    loop {
+        s = s.trim_start();
+        if let Some(after) = s.strip_prefix('}') {
+            return Ok((labels, after));
+        }
+        let n = s.find(|c: char| !is_name_char(c)).unwrap_or(s.len());
+        let lname = &s[..n];
+        if lname.is_empty() || !lname.starts_with(is_name_start) {
+            return Err(syntax(loc, "label name", "expected a label name or '}'"));
+        }
+        s = s[n..].trim_start();
+        s = s.strip_prefix('=').ok_or_else(|| syntax(loc, "label name", format!("expected '=' after '{lname}'")))?;
+        s = s.trim_start();
+        s = s.strip_prefix('"').ok_or_else(|| syntax(loc, "label value", format!("value of '{lname}' must be quoted")))?;
+        let mut value = String::new();
+        let mut chars = s.char_indices();
+        let close = loop {
+            match chars.next() {
+                None => return Err(syntax(loc, "label value", format!("value of '{lname}' has no closing quote"))),
+                Some((i, '"')) => break i,
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, '\\')) => value.push('\\'),
+                    Some((_, '"')) => value.push('"'),
+                    Some((_, 'n')) => value.push('\n'),
+                    other => {
+                        let what = other.map_or(String::from("end of line"), |(_, c)| format!("'\\{c}'"));
+                        return Err(syntax(loc, "label value", format!("invalid escape {what} in '{lname}' (use \\\\, \\\" or \\n)")));
+                    }
+                },
+                Some((_, c)) => value.push(c),
+            }
+        };
+        if labels.iter().any(|(k, _)| k == lname) {
+            return Err(syntax(loc, "label name", format!("'{lname}' appears twice")));
+        }
+        labels.push((lname.to_string(), value));
+        s = s[close + 1..].trim_start();
+        if let Some(after) = s.strip_prefix(',') {
+            s = after;
+        } else if !s.starts_with('}') {
+            return Err(syntax(loc, "label value", format!("expected ',' or '}}' after the value of '{lname}'")));
+        }
+    }
+}
+
+/// Assembles histograms from samples. `metric` is the family name (a
+/// trailing `_bucket` is ignored); without it the samples must hold exactly
+/// one histogram family. Series are returned in order of first appearance.
+pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
+    let metric = metric.map(|m| m.strip_suffix("_bucket").unwrap_or(m));
+    let mut families: Vec<String> = Vec::new();
+    for s in samples {
+        if let Some(fam) = s.name.strip_suffix("_bucket") {
+            if s.labels.iter().any(|(k, _)| k == "le") && !families.iter().any(|f| f == fam) {
+                families.push(fam.to_string());
+            }
+        }
+    }
+    let family = match metric {
+        Some(m) if families.iter().any(|f| f == m) => m.to_string(),
+        Some(m) => return Err(PromError::NoHistogram { metric: Some(m.to_string()), found: families }),
+        None if families.len() == 1 => families[0].clone(),
+        None if families.is_empty() => return Err(PromError::NoHistogram { metric: None, found: families }),
+        None => return Err(PromError::Ambiguous { found: families }),
+    };
+    type Series = (Vec<(String, String)>, Vec<(f64, f64, Loc)>, Option<f64>, Option<f64>);
+    let mut series: Vec<Series> = Vec::new();
+    let bucket_name = format!("{family}_bucket");
+    let sum_name = format!("{family}_sum");
+    let count_name = format!("{family}_count");
+    for s in samples {
+        let kind = if s.name == bucket_name {
+            0
+        } else if s.name == sum_name {
+            1
+        } else if s.name == count_name {
+            2
+        } else {
+            continue;
+        };
+        let mut le = None;
+        let mut labels: Vec<(String, String)> = Vec::with_capacity(s.labels.len());
+        for (k, v) in &s.labels {
+            if k == "le" && kind == 0 {
+                le = Some(v.as_str());
+            } else if k != "__name__" {
+                labels.push((k.clone(), v.clone()));
+            }
+        }
+        labels.sort();
+        let at = match series.iter().position(|x| x.0 == labels) {
+            Some(i) => i,
+            None => {
+                series.push((labels, Vec::new(), None, None));
+                series.len() - 1
+            }
+        };
+        match kind {
+            0 => {
+                let le_text = le.ok_or_else(|| syntax(s.loc, "label name", "a *_bucket sample needs an 'le' label"))?;
+                let le = parse_value(le_text.trim())
+                    .ok_or_else(|| syntax(s.loc, "label value", format!("le=\"{le_text}\" is not a number")))?;
+                series[at].1.push((le, s.value, s.loc));
+            }
+            1 => series[at].2 = Some(s.value),
+            _ => series[at].3 = Some(s.value),
+        }
+    }
+    let scale = Unit::of(&family).to_ms();
+    let mut out = Vec::new();
+    for (labels, buckets, sum, count) in series {
+        if buckets.is_empty() {
+            // A `_sum`/`_count` without buckets (a summary): not a histogram.
+            continue;
+        }
+        let mut h = Histogram::new(&family, labels, buckets)?;
+        h.sum_ms = sum.map(|v| v * scale);
+        h.count = count;
+        out.push(h);
+    }
+    Ok(out)
+}
