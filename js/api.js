@@ -2,3 +2,6 @@
 // each entry adds its own `init`.
 export { Deadline, generationBudget } from "./deadline.js";
 export { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded, isInsufficientBudget } from "./errors.js";
+export * from "./stall.js";
+export * from "./pipeline.js";
+export * from "./derive.js";

@@ -95,3 +95,7 @@ export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
  * @throws {TypeError} non-numbers; {RangeError} non-finite values, |value| past 2^53 − 1, or a negative reserve
  */
 export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: number): number;
+
+export * from "./stall.js";
+export * from "./pipeline.js";
+export * from "./derive.js";

@@ -11,6 +11,9 @@ use wasm_bindgen::prelude::*;
 use crate::core::deadline::DeadlineError;
 
 mod deadline;
+mod derive;
+mod pipeline;
+mod stall;
 
 #[wasm_bindgen(raw_module = "./errors.js")]
 extern "C" {
@@ -22,16 +25,36 @@ extern "C" {
     fn insufficient_budget(remaining_ms: f64, min_ms: f64) -> JsValue;
 }
 
-/// The one conversion from core errors to JavaScript errors: bad input is a
-/// `RangeError` whose message names the parameter and the range; running out
-/// of time is the package's own branded error.
-pub(crate) fn to_js(error: DeadlineError) -> JsValue {
-    match error {
-        DeadlineError::Exhausted { at, late_by_ms } => deadline_exceeded(at, late_by_ms),
-        DeadlineError::Insufficient { remaining_ms, min_ms } => insufficient_budget(remaining_ms, min_ms),
-        DeadlineError::NotFinite { .. } | DeadlineError::Negative { .. } | DeadlineError::TooLarge { .. } => {
-            range_error(&error.to_string())
+/// What a core error becomes in JavaScript. Each concept's core error type
+/// implements `From<ItsError> for JsFailure` (in its binding module), so
+/// [`to_js`] stays the one place that builds JS errors.
+pub(crate) enum JsFailure {
+    /// Bad input: a `RangeError` whose message names the parameter and the range.
+    Range(String),
+    /// The package's branded `DeadlineExceeded`.
+    DeadlineExceeded { at: f64, late_by_ms: f64 },
+    /// The package's branded `InsufficientBudget`.
+    Insufficient { remaining_ms: f64, min_ms: f64 },
+}
+
+impl From<DeadlineError> for JsFailure {
+    fn from(error: DeadlineError) -> Self {
+        match error {
+            DeadlineError::Exhausted { at, late_by_ms } => Self::DeadlineExceeded { at, late_by_ms },
+            DeadlineError::Insufficient { remaining_ms, min_ms } => Self::Insufficient { remaining_ms, min_ms },
+            DeadlineError::NotFinite { .. } | DeadlineError::Negative { .. } | DeadlineError::TooLarge { .. } => {
+                Self::Range(error.to_string())
+            }
         }
+    }
+}
+
+/// The one conversion from core errors to JavaScript errors.
+pub(crate) fn to_js(error: impl Into<JsFailure>) -> JsValue {
+    match error.into() {
+        JsFailure::Range(message) => range_error(&message),
+        JsFailure::DeadlineExceeded { at, late_by_ms } => deadline_exceeded(at, late_by_ms),
+        JsFailure::Insufficient { remaining_ms, min_ms } => insufficient_budget(remaining_ms, min_ms),
     }
 }
 

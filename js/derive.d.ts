@@ -1,0 +1,2 @@
+// Types for js/derive.js (being written).
+export {};

@@ -1,0 +1,2 @@
+// derive: being written.
+export {};

@@ -1,0 +1,2 @@
+// Types for js/pipeline.js (being written).
+export {};

@@ -1,0 +1,2 @@
+// Types for js/stall.js (being written).
+export {};

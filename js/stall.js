@@ -1,0 +1,2 @@
+// stall: being written.
+export {};

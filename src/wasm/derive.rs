@@ -1,0 +1,1 @@
+//! Bindings for the derive concept (being written).

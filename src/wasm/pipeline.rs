@@ -1,0 +1,1 @@
+//! Bindings for the pipeline concept (being written).

@@ -1,0 +1,1 @@
+//! Bindings for the stall concept (being written).

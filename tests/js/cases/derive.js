@@ -1,0 +1,2 @@
+// derive cases (being written).
+export default [];

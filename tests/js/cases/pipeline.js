@@ -1,0 +1,2 @@
+// pipeline cases (being written).
+export default [];

@@ -1,0 +1,2 @@
+// stall cases (being written).
+export default [];
