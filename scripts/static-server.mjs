@@ -20,15 +20,17 @@ const TYPES = {
 
 /**
  * @param {string} root directory to serve
- * @param {{ port?: number, headers?: Record<string,string>, routes?: Record<string, (req, res) => void> }} [options]
+ * `mounts` maps URL prefixes to other directories (e.g. { "/pkg/": "/abs/pkg" }).
+ * @param {{ port?: number, headers?: Record<string,string>, routes?: Record<string, (req, res) => void>, mounts?: Record<string,string> }} [options]
  * @returns {Promise<{ url: string, close: () => Promise<void> }>}
  */
-export async function serveStatic(root, { port = 0, headers = {}, routes = {} } = {}) {
-  const base = normalize(root + sep);
+export async function serveStatic(root, { port = 0, headers = {}, routes = {}, mounts = {} } = {}) {
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
     if (routes[path]) return routes[path](req, res);
-    let file = normalize(join(base, path));
+    const prefix = Object.keys(mounts).find((m) => path.startsWith(m));
+    const base = normalize((prefix ? mounts[prefix] : root) + sep);
+    let file = normalize(join(base, prefix ? path.slice(prefix.length) : path));
     if (!file.startsWith(base)) return res.writeHead(403).end();
     try {
       if (statSync(file).isDirectory()) file = join(file, "index.html");

@@ -59,6 +59,11 @@ const suites = {
     record("cargo (host)", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0, note: "see cargo's own counts above" });
   },
 
+  async types() {
+    const { code } = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tests/types/tsconfig.json"]);
+    record("typescript (tsc --noEmit on index.d.ts)", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0 });
+  },
+
   async node() {
     const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/js/node.test.js"], { capture: true });
     const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);

@@ -1,0 +1,49 @@
+// Compiled with `tsc --noEmit` by tests/run.mjs ("types"): the .d.ts must
+// accept real usage and reject misuse (the @ts-expect-error lines fail the
+// check if the types ever stop catching them).
+import {
+  Deadline,
+  DeadlineExceeded,
+  InsufficientBudget,
+  generationBudget,
+  init,
+  isDeadlineExceeded,
+  isInsufficientBudget,
+} from "edge-deadline";
+
+export async function usage(parent: AbortSignal, module: WebAssembly.Module, bytes: Uint8Array) {
+  await init();
+  await init(module);
+  await init(bytes);
+  await init(new URL("https://example.com/x.wasm"));
+  await init(fetch("https://example.com/x.wasm"));
+
+  const edge = Deadline.in(8_000, { signal: parent });
+  const at: number = Deadline.at(edge.at).at;
+  const left: number = edge.reserve(500).remaining();
+  const earliest: Deadline = Deadline.min(edge, Deadline.in(1_000));
+  const signal: AbortSignal = earliest.signal();
+  const text: string = await edge.step(100, async (s: AbortSignal, budgetMs: number) => {
+    const res = await fetch("https://example.com", { signal: s });
+    return `${budgetMs}: ${await res.text()}`;
+  });
+  const b: number = edge.budget(2_000) + generationBudget(8_000, 2_000, 500);
+  {
+    using scoped = Deadline.in(10);
+    scoped.signal();
+  }
+  try {
+    edge.budget(1);
+  } catch (e) {
+    if (isDeadlineExceeded(e)) console.log(e.at, e.lateByMs);
+    if (isInsufficientBudget(e)) console.log(e.remainingMs, e.minMs);
+    if (e instanceof DeadlineExceeded || e instanceof InsufficientBudget) console.log(e.name);
+  }
+  // @ts-expect-error: milliseconds are numbers
+  Deadline.in("5");
+  // @ts-expect-error: the constructor is private
+  new Deadline();
+  // @ts-expect-error: min needs at least one deadline
+  Deadline.min();
+  return [at, left, signal, text, b];
+}
