@@ -1,1 +1,626 @@
-//! (being written)
+//! Platform caps as data, and the fold that turns them into one deadline.
+//!
+//! # Why the deadline is a minimum
+//! Every hop in front of the code (the platform's limit for this kind of
+//! invocation, the product's promise to the user) imposes its own cap, and
+//! the first to expire wins. The edge deadline is therefore
+//! `now + min(every wall-clock cap in front) − the fallback reserve`: the
+//! reserve is the slice kept to produce a truthful terminal response before
+//! the platform kills the invocation.
+//!
+//! # Wall-clock caps and CPU caps are different things
+//! Some platforms limit *CPU time*, not elapsed time. A Cloudflare Worker on
+//! the free plan may use 10 ms of CPU, yet it can wait 20 s on a `fetch`,
+//! because waiting for I/O uses no CPU. CPU time never exceeds wall time, so
+//! a CPU cap never bounds a wall-clock deadline; folding one in would be
+//! wrong in both directions (10 ms would kill every request that waits on
+//! the network, and 5 min says nothing about a client who leaves after 30 s).
+//! [`for_platform`] folds only wall-clock caps ([`CapKind::Wall`],
+//! [`CapKind::FirstByte`]) and returns the CPU cap beside the deadline, as data
+//! for logs and for budgeting CPU-heavy work, never as an instant.
+//!
+//! # The Workers clock
+//! In Cloudflare Workers (workerd), `Date.now()` and `performance.now()` do not
+//! advance while JavaScript runs: time moves only when the isolate waits on
+//! I/O (a `fetch`, a timer, a stream read). A CPU-bound loop therefore sees a
+//! constant `now`, and `remaining()` does not decrease inside it: a deadline
+//! cannot interrupt synchronous work there, and CPU-heavy steps must be
+//! bounded by the CPU cap, not by the wall-clock deadline. Everything in this
+//! crate takes `now` as an argument, so it reports exactly what the host
+//! clock says; the `frozen_clock_reports_no_progress` test pins that down.
+//!
+//! # Sources
+//! Every built-in figure carries the page it came from and the date it was
+//! read ([`RETRIEVED`]). Platforms change their limits; every figure can be
+//! overridden ([`PlatformCaps::with_overrides`]) or replaced entirely
+//! ([`PlatformCaps::custom`]). A platform with no documented limit for an
+//! invocation has `ms: None`, never a guessed number.
+//!
+//! # Invariants (each is a property test in this module)
+//! 1. The deadline is never later than `now + cap − reserve` for the product
+//!    cap and every wall-clock cap in front, and equals the minimum of them.
+//! 2. A CPU cap never changes the deadline.
+//! 3. A reserve that does not fit below the smallest cap is refused, so the
+//!    result is always strictly after `now`.
+//! 4. Every built-in figure is a finite positive number of milliseconds with
+//!    an https source and the retrieval date.
+
+use core::fmt;
+
+use crate::core::deadline::{check_ms, deadline_in, DeadlineError};
+
+/// When the built-in figures were read.
+pub const RETRIEVED: &str = "2026-11-30";
+
+const CF_LIMITS: &str = "https://developers.cloudflare.com/workers/platform/limits/";
+const CF_CPU_CHANGELOG: &str = "https://developers.cloudflare.com/changelog/2025-03-25-higher-cpu-limits/";
+const DENO_LIMITS: &str = "https://docs.deno.com/deploy/";
+const VERCEL_LIMITS: &str = "https://vercel.com/docs/functions/limitations#edge-runtime";
+
+/// Why a platform deadline was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapsError {
+    /// A platform name this package has no data for. Use
+    /// [`PlatformCaps::custom`] for others.
+    UnknownPlatform { value: String },
+    /// A plan other than `free` or `paid`.
+    UnknownTier { value: String },
+    /// A trigger other than `fetch`, `wait-until`, `cron` or `queue`.
+    UnknownTrigger { value: String },
+    /// The platform has no such invocation (Vercel Edge has no cron trigger).
+    UnsupportedTrigger { platform: Platform, trigger: Trigger },
+    /// A cap (`wallMs`, `firstByteMs`, `cpuMs`) is 0: nothing could ever run.
+    ZeroCap { param: &'static str },
+    /// The fallback reserve does not fit below the smallest cap in front.
+    /// Lower `fallbackReserveMs` or raise the cap.
+    ReserveTooLarge { reserve_ms: f64, cap_ms: f64, bound: Bound },
+    /// A time or duration argument is invalid.
+    Time(DeadlineError),
+}
+
+impl fmt::Display for CapsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownPlatform { value } => write!(
+                f,
+                "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is '{value}'"
+            ),
+            Self::UnknownTier { value } => {
+                write!(f, "'plan' must be one of free, paid: current value is '{value}'")
+            }
+            Self::UnknownTrigger { value } => write!(
+                f,
+                "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'"
+            ),
+            Self::UnsupportedTrigger { platform, trigger } => write!(
+                f,
+                "'trigger' {} is not an invocation {} has",
+                trigger.as_str(),
+                platform.as_str()
+            ),
+            Self::ZeroCap { param } => write!(f, "'{param}' must be above 0 milliseconds: current value is 0"),
+            Self::ReserveTooLarge { reserve_ms, cap_ms, bound } => write!(
+                f,
+                "'fallbackReserveMs' must be below the smallest cap in front ({cap_ms} ms, {}): current value is {reserve_ms}",
+                bound.as_str()
+            ),
+            Self::Time(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CapsError {}
+
+impl From<DeadlineError> for CapsError {
+    fn from(e: DeadlineError) -> Self {
+        Self::Time(e)
+    }
+}
+
+/// A platform with built-in figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    CloudflareWorkers,
+    DenoDeploy,
+    VercelEdge,
+}
+
+impl Platform {
+    pub fn parse(value: &str) -> Result<Self, CapsError> {
+        match value {
+            "cloudflare-workers" => Ok(Self::CloudflareWorkers),
+            "deno-deploy" => Ok(Self::DenoDeploy),
+            "vercel-edge" => Ok(Self::VercelEdge),
+            _ => Err(CapsError::UnknownPlatform { value: value.chars().take(64).collect() }),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CloudflareWorkers => "cloudflare-workers",
+            Self::DenoDeploy => "deno-deploy",
+            Self::VercelEdge => "vercel-edge",
+        }
+    }
+}
+
+/// The account plan (`plan` in JS; `Plan` is the pipeline type here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Free,
+    Paid,
+}
+
+impl Tier {
+    pub fn parse(value: &str) -> Result<Self, CapsError> {
+        match value {
+            "free" => Ok(Self::Free),
+            "paid" => Ok(Self::Paid),
+            _ => Err(CapsError::UnknownTier { value: value.chars().take(64).collect() }),
+        }
+    }
+}
+
+/// What started the invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// An HTTP request.
+    Fetch,
+    /// Work passed to `waitUntil`, measured from when the response was sent
+    /// (or the client disconnected): call [`for_platform`] with that `now`.
+    AfterResponse,
+    /// A scheduled (cron) invocation.
+    Cron,
+    /// A queue consumer.
+    Queue,
+}
+
+impl Trigger {
+    pub fn parse(value: &str) -> Result<Self, CapsError> {
+        match value {
+            "fetch" => Ok(Self::Fetch),
+            "wait-until" => Ok(Self::AfterResponse),
+            "cron" => Ok(Self::Cron),
+            "queue" => Ok(Self::Queue),
+            _ => Err(CapsError::UnknownTrigger { value: value.chars().take(64).collect() }),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fetch => "fetch",
+            Self::AfterResponse => "wait-until",
+            Self::Cron => "cron",
+            Self::Queue => "queue",
+        }
+    }
+}
+
+/// What a cap limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapKind {
+    /// Elapsed (wall-clock) time for the whole invocation.
+    Wall,
+    /// Elapsed time until the response must *begin*.
+    FirstByte,
+    /// CPU time. Not a deadline: see the module docs.
+    Cpu,
+}
+
+/// One documented limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cap {
+    pub platform: Platform,
+    /// `None`: every plan.
+    pub tier: Option<Tier>,
+    /// `None`: every trigger the platform has.
+    pub trigger: Option<Trigger>,
+    pub kind: CapKind,
+    /// The limit; `None` when the platform documents none.
+    pub ms: Option<f64>,
+    /// The highest value the user may configure, when configurable.
+    pub configurable_max_ms: Option<f64>,
+    pub note: &'static str,
+    pub source: &'static str,
+    pub retrieved: &'static str,
+}
+
+const fn cap(
+    platform: Platform,
+    tier: Option<Tier>,
+    trigger: Option<Trigger>,
+    kind: CapKind,
+    ms: Option<f64>,
+    note: &'static str,
+    source: &'static str,
+) -> Cap {
+    Cap { platform, tier, trigger, kind, ms, configurable_max_ms: None, note, source, retrieved: RETRIEVED }
+}
+
+use CapKind::{Cpu, FirstByte, Wall};
+use Platform::{CloudflareWorkers, DenoDeploy, VercelEdge};
+
+/// The built-in figures. Only numbers found on the cited page are listed.
+pub const BUILTIN: [Cap; 9] = [
+    cap(CloudflareWorkers, Some(Tier::Free), None, Cpu, Some(10.0), "CPU time per invocation", CF_LIMITS),
+    Cap {
+        configurable_max_ms: Some(300_000.0),
+        ..cap(
+            CloudflareWorkers,
+            Some(Tier::Paid),
+            None,
+            Cpu,
+            Some(30_000.0),
+            "CPU time per invocation: 30 s by default, up to 5 min with limits.cpu_ms",
+            CF_CPU_CHANGELOG,
+        )
+    },
+    cap(
+        CloudflareWorkers,
+        None,
+        Some(Trigger::Fetch),
+        Wall,
+        None,
+        "no wall-clock limit while the client stays connected",
+        CF_LIMITS,
+    ),
+    cap(
+        CloudflareWorkers,
+        None,
+        Some(Trigger::AfterResponse),
+        Wall,
+        Some(30_000.0),
+        "waitUntil may run 30 s after the response is sent or the client disconnects",
+        CF_LIMITS,
+    ),
+    cap(CloudflareWorkers, None, Some(Trigger::Cron), Wall, Some(900_000.0), "Cron Triggers: 15 min", CF_LIMITS),
+    cap(CloudflareWorkers, None, Some(Trigger::Queue), Wall, Some(900_000.0), "queue consumers: 15 min", CF_LIMITS),
+    cap(
+        DenoDeploy,
+        None,
+        None,
+        Wall,
+        None,
+        "no per-request wall-clock or CPU limit is documented for the current Deno Deploy (Deploy Classic's 50/200 ms CPU limit was an average across requests, not per request)",
+        DENO_LIMITS,
+    ),
+    cap(
+        VercelEdge,
+        None,
+        Some(Trigger::Fetch),
+        FirstByte,
+        Some(25_000.0),
+        "the Edge runtime must begin sending a response within 25 s",
+        VERCEL_LIMITS,
+    ),
+    cap(
+        VercelEdge,
+        None,
+        Some(Trigger::Fetch),
+        Wall,
+        Some(300_000.0),
+        "a streamed response may continue for up to 300 s",
+        VERCEL_LIMITS,
+    ),
+];
+
+/// The caps that apply to one invocation, folded per kind (smallest wins).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlatformCaps {
+    pub wall_ms: Option<f64>,
+    pub first_byte_ms: Option<f64>,
+    pub cpu_ms: Option<f64>,
+    pub cpu_configurable_max_ms: Option<f64>,
+    /// The source of every figure used, for logs and docs.
+    pub sources: Vec<&'static str>,
+}
+
+/// User corrections to the built-in figures; `Some` replaces the figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CapOverrides {
+    pub wall_ms: Option<f64>,
+    pub first_byte_ms: Option<f64>,
+    pub cpu_ms: Option<f64>,
+}
+
+impl PlatformCaps {
+    /// The built-in caps for `platform`, `tier` and `trigger`. With no tier,
+    /// tier-specific figures take the smallest across tiers (the safe guess).
+    pub fn builtin(platform: Platform, tier: Option<Tier>, trigger: Trigger) -> Result<Self, CapsError> {
+        let matching: Vec<&Cap> = BUILTIN
+            .iter()
+            .filter(|c| c.platform == platform)
+            .filter(|c| c.trigger.map_or(true, |t| t == trigger))
+            .filter(|c| match (c.tier, tier) {
+                (Some(ct), Some(t)) => ct == t,
+                _ => true,
+            })
+            .collect();
+        if !matching.iter().any(|c| c.kind != Cpu) {
+            return Err(CapsError::UnsupportedTrigger { platform, trigger });
+        }
+        let fold = |kind: CapKind| {
+            matching.iter().filter(|c| c.kind == kind).filter_map(|c| c.ms).reduce(f64::min)
+        };
+        let mut sources: Vec<&'static str> = Vec::new();
+        for c in &matching {
+            if !sources.contains(&c.source) {
+                sources.push(c.source);
+            }
+        }
+        Ok(Self {
+            wall_ms: fold(Wall),
+            first_byte_ms: fold(FirstByte),
+            cpu_ms: fold(Cpu),
+            cpu_configurable_max_ms: matching
+                .iter()
+                .filter(|c| c.kind == Cpu)
+                .filter_map(|c| c.configurable_max_ms)
+                .reduce(f64::min),
+            sources,
+        })
+    }
+
+    /// [`PlatformCaps::builtin`] from the JS spellings.
+    pub fn parse(platform: &str, plan: Option<&str>, trigger: &str) -> Result<Self, CapsError> {
+        let tier = match plan {
+            Some(p) => Some(Tier::parse(p)?),
+            None => None,
+        };
+        Self::builtin(Platform::parse(platform)?, tier, Trigger::parse(trigger)?)
+    }
+
+    /// Caps for a platform this package has no data for. Each present cap
+    /// must be a valid duration above 0.
+    pub fn custom(wall_ms: Option<f64>, first_byte_ms: Option<f64>, cpu_ms: Option<f64>) -> Result<Self, CapsError> {
+        Ok(Self {
+            wall_ms: check_cap("wallMs", wall_ms)?,
+            first_byte_ms: check_cap("firstByteMs", first_byte_ms)?,
+            cpu_ms: check_cap("cpuMs", cpu_ms)?,
+            cpu_configurable_max_ms: None,
+            sources: Vec::new(),
+        })
+    }
+
+    /// Replaces the figures given in `overrides` (for example the `cpu_ms`
+    /// configured in `wrangler.toml`, or a limit that changed).
+    pub fn with_overrides(mut self, overrides: CapOverrides) -> Result<Self, CapsError> {
+        if let Some(v) = check_cap("wallMs", overrides.wall_ms)? {
+            self.wall_ms = Some(v);
+        }
+        if let Some(v) = check_cap("firstByteMs", overrides.first_byte_ms)? {
+            self.first_byte_ms = Some(v);
+        }
+        if let Some(v) = check_cap("cpuMs", overrides.cpu_ms)? {
+            self.cpu_ms = Some(v);
+        }
+        Ok(self)
+    }
+}
+
+fn check_cap(param: &'static str, value: Option<f64>) -> Result<Option<f64>, CapsError> {
+    match value {
+        None => Ok(None),
+        Some(v) => {
+            let v = check_ms(param, v)?;
+            if v == 0.0 {
+                return Err(CapsError::ZeroCap { param });
+            }
+            Ok(Some(v))
+        }
+    }
+}
+
+/// Which cap set the deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The product's own limit (`productMs`).
+    Product,
+    /// The platform's wall-clock limit.
+    Wall,
+    /// The platform's time-to-first-byte limit.
+    FirstByte,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Product => "product",
+            Self::Wall => "platform wall-clock limit",
+            Self::FirstByte => "platform first-byte limit",
+        }
+    }
+}
+
+/// The deadline for an invocation, with what bound it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlatformDeadline {
+    /// `now + min(product, wall, first byte) − reserve`.
+    pub at: f64,
+    /// The cap that was smallest (the product wins ties).
+    pub bound: Bound,
+    /// The CPU budget, reported, never folded into `at`.
+    pub cpu_ms: Option<f64>,
+}
+
+/// `now + min(product_ms, every wall-clock cap in front) − fallback_reserve_ms`.
+pub fn for_platform(
+    now_ms: f64,
+    caps: &PlatformCaps,
+    product_ms: f64,
+    fallback_reserve_ms: f64,
+) -> Result<PlatformDeadline, CapsError> {
+    let now = check_ms("now", now_ms)?;
+    let product = check_ms("productMs", product_ms)?;
+    let reserve = check_ms("fallbackReserveMs", fallback_reserve_ms)?;
+    let mut front = product;
+    let mut bound = Bound::Product;
+    for (cap, which) in [(caps.wall_ms, Bound::Wall), (caps.first_byte_ms, Bound::FirstByte)] {
+        if let Some(ms) = cap {
+            // Caps built through this module are validated; public fields may
+            // not be, and a NaN must not slip through `<`.
+            let ms = check_ms(if which == Bound::Wall { "wallMs" } else { "firstByteMs" }, ms)?;
+            if ms < front {
+                front = ms;
+                bound = which;
+            }
+        }
+    }
+    if reserve >= front {
+        return Err(CapsError::ReserveTooLarge { reserve_ms: reserve, cap_ms: front, bound });
+    }
+    Ok(PlatformDeadline { at: deadline_in(now, front - reserve)?, bound, cpu_ms: caps.cpu_ms })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::deadline::{remaining, MAX_MS};
+    use proptest::prelude::*;
+
+    #[test]
+    fn workers_fetch_is_bound_by_the_product_not_the_cpu_limit() {
+        let caps = PlatformCaps::parse("cloudflare-workers", Some("free"), "fetch").unwrap();
+        assert_eq!((caps.wall_ms, caps.first_byte_ms, caps.cpu_ms), (None, None, Some(10.0)));
+        let d = for_platform(1_000.0, &caps, 8_000.0, 500.0).unwrap();
+        assert_eq!(d, PlatformDeadline { at: 8_500.0, bound: Bound::Product, cpu_ms: Some(10.0) });
+        let paid = PlatformCaps::builtin(CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch).unwrap();
+        assert_eq!((paid.cpu_ms, paid.cpu_configurable_max_ms), (Some(30_000.0), Some(300_000.0)));
+        // No plan given: the smaller CPU figure, as the safe guess.
+        let unknown = PlatformCaps::builtin(CloudflareWorkers, None, Trigger::Fetch).unwrap();
+        assert_eq!(unknown.cpu_ms, Some(10.0));
+    }
+
+    #[test]
+    fn workers_wait_until_cron_and_queue_have_wall_caps() {
+        let w = PlatformCaps::parse("cloudflare-workers", Some("paid"), "wait-until").unwrap();
+        assert_eq!(w.wall_ms, Some(30_000.0));
+        let d = for_platform(0.0, &w, 60_000.0, 1_000.0).unwrap();
+        assert_eq!((d.at, d.bound), (29_000.0, Bound::Wall));
+        for t in ["cron", "queue"] {
+            assert_eq!(PlatformCaps::parse("cloudflare-workers", None, t).unwrap().wall_ms, Some(900_000.0));
+        }
+    }
+
+    #[test]
+    fn vercel_edge_first_byte_and_stream() {
+        let v = PlatformCaps::parse("vercel-edge", None, "fetch").unwrap();
+        assert_eq!((v.first_byte_ms, v.wall_ms), (Some(25_000.0), Some(300_000.0)));
+        let d = for_platform(0.0, &v, 30_000.0, 500.0).unwrap();
+        assert_eq!((d.at, d.bound), (24_500.0, Bound::FirstByte));
+        assert_eq!(
+            PlatformCaps::parse("vercel-edge", None, "cron"),
+            Err(CapsError::UnsupportedTrigger { platform: VercelEdge, trigger: Trigger::Cron })
+        );
+    }
+
+    #[test]
+    fn deno_deploy_documents_no_cap() {
+        let d = PlatformCaps::parse("deno-deploy", None, "fetch").unwrap();
+        assert_eq!((d.wall_ms, d.first_byte_ms, d.cpu_ms), (None, None, None));
+        assert_eq!(for_platform(10.0, &d, 5_000.0, 0.0).unwrap().at, 5_010.0);
+    }
+
+    #[test]
+    fn overrides_and_custom_caps() {
+        let c = PlatformCaps::parse("cloudflare-workers", Some("paid"), "fetch")
+            .unwrap()
+            .with_overrides(CapOverrides { cpu_ms: Some(300_000.0), wall_ms: Some(20_000.0), ..Default::default() })
+            .unwrap();
+        assert_eq!((c.cpu_ms, c.wall_ms), (Some(300_000.0), Some(20_000.0)));
+        assert_eq!(for_platform(0.0, &c, 30_000.0, 0.0).unwrap().bound, Bound::Wall);
+        let bad = CapOverrides { cpu_ms: Some(f64::NAN), ..Default::default() };
+        assert!(matches!(c.clone().with_overrides(bad), Err(CapsError::Time(_))));
+        let zero = CapOverrides { wall_ms: Some(0.0), ..Default::default() };
+        assert_eq!(c.with_overrides(zero), Err(CapsError::ZeroCap { param: "wallMs" }));
+        let custom = PlatformCaps::custom(Some(10_000.0), None, None).unwrap();
+        assert_eq!(for_platform(0.0, &custom, 60_000.0, 250.0).unwrap().at, 9_750.0);
+        assert!(PlatformCaps::custom(Some(-1.0), None, None).is_err());
+    }
+
+    #[test]
+    fn rejects_bad_input_with_clear_errors() {
+        assert!(matches!(Platform::parse("lambda"), Err(CapsError::UnknownPlatform { .. })));
+        assert!(matches!(Tier::parse("pro"), Err(CapsError::UnknownTier { .. })));
+        assert!(matches!(Trigger::parse("waitUntil"), Err(CapsError::UnknownTrigger { .. })));
+        let caps = PlatformCaps::parse("vercel-edge", None, "fetch").unwrap();
+        let e = for_platform(0.0, &caps, 30_000.0, 25_000.0).unwrap_err();
+        assert_eq!(e, CapsError::ReserveTooLarge { reserve_ms: 25_000.0, cap_ms: 25_000.0, bound: Bound::FirstByte });
+        assert_eq!(
+            e.to_string(),
+            "'fallbackReserveMs' must be below the smallest cap in front (25000 ms, platform first-byte limit): current value is 25000"
+        );
+        assert!(matches!(for_platform(0.0, &caps, 0.0, 0.0), Err(CapsError::ReserveTooLarge { .. })));
+        assert!(matches!(for_platform(f64::NAN, &caps, 1.0, 0.0), Err(CapsError::Time(_))));
+        assert!(matches!(for_platform(0.0, &caps, 1.0, -1.0), Err(CapsError::Time(_))));
+        let mut broken = caps.clone();
+        broken.wall_ms = Some(f64::NAN);
+        assert!(matches!(for_platform(0.0, &broken, 1_000.0, 0.0), Err(CapsError::Time(_))));
+        assert!(matches!(for_platform(MAX_MS, &caps, 1_000.0, 0.0), Err(CapsError::Time(DeadlineError::TooLarge { .. }))));
+    }
+
+    /// Invariant 4.
+    #[test]
+    fn builtin_figures_are_sourced() {
+        for c in &BUILTIN {
+            assert!(c.source.starts_with("https://"), "{c:?}");
+            assert_eq!(c.retrieved, RETRIEVED);
+            assert!(!c.note.is_empty());
+            for ms in [c.ms, c.configurable_max_ms].into_iter().flatten() {
+                assert!(ms.is_finite() && ms > 0.0, "{c:?}");
+            }
+        }
+    }
+
+    /// In workerd the clock only moves across I/O: a CPU-bound loop reads the
+    /// same `now` throughout, so `remaining` does not shrink while it runs.
+    #[test]
+    fn frozen_clock_reports_no_progress() {
+        let caps = PlatformCaps::parse("cloudflare-workers", Some("free"), "fetch").unwrap();
+        let d = for_platform(1_000.0, &caps, 50.0, 0.0).unwrap();
+        let frozen_now = 1_000.0;
+        let mut work = 0u64;
+        for i in 0..100_000u64 {
+            work = work.wrapping_add(i * i); // CPU time passes; the clock does not
+            assert_eq!(remaining(d.at, frozen_now), Ok(50.0));
+        }
+        assert!(work > 0);
+        // After an await on I/O the clock jumps by the whole wait at once.
+        assert_eq!(remaining(d.at, frozen_now + 80.0), Ok(0.0));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Invariants 1, 2 and 3.
+        #[test]
+        fn deadline_is_the_minimum_minus_the_reserve(
+            now in 0.0..1e12f64,
+            product in 0.0..1e7f64,
+            wall in proptest::option::of(1.0..1e7f64),
+            first in proptest::option::of(1.0..1e7f64),
+            cpu in proptest::option::of(1.0..1e6f64),
+            reserve in prop_oneof![Just(0.0), 0.0..1e5f64],
+        ) {
+            let caps = PlatformCaps::custom(wall, first, cpu).unwrap();
+            let front = [Some(product), wall, first].into_iter().flatten().fold(f64::INFINITY, f64::min);
+            match for_platform(now, &caps, product, reserve) {
+                Ok(d) => {
+                    prop_assert!(reserve < front);
+                    prop_assert!(d.at > now || front - reserve < 1e-3);
+                    for cap in [Some(product), wall, first].into_iter().flatten() {
+                        prop_assert!(d.at <= now + cap - reserve + 1e-3);
+                    }
+                    prop_assert!((d.at - (now + front - reserve)).abs() <= 1e-3);
+                    prop_assert_eq!(d.cpu_ms, cpu);
+                    let without_cpu = PlatformCaps::custom(wall, first, None).unwrap();
+                    prop_assert_eq!(for_platform(now, &without_cpu, product, reserve).unwrap().at, d.at);
+                }
+                Err(CapsError::ReserveTooLarge { cap_ms, .. }) => {
+                    prop_assert!(reserve >= front && cap_ms == front);
+                }
+                Err(e) => prop_assert!(false, "unexpected {e}"),
+            }
+        }
+    }
+}

@@ -66,7 +66,7 @@
 
 use core::fmt;
 
-use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
+use crate::core::deadline::{check_ms, DeadlineError};
 
 /// The default hand-off margin per step start: 4 ms (the HTML clamp on nested
 /// timers) + 1 ms (timers are armed in whole milliseconds, rounded up).
@@ -107,7 +107,7 @@ pub enum PlanError {
     /// A step kind other than `mandatory`, `optional` or `fallback`.
     UnknownKind { value: String },
     /// A step's duration (`minMs`, `preferredMs`, `reserveMs`) is NaN,
-    /// infinite, negative or past [`MAX_MS`].
+    /// infinite, negative or past [`MAX_MS`](crate::core::deadline::MAX_MS).
     BadStepValue { step: String, error: DeadlineError },
     /// `minMs` is above `preferredMs`: the step could never be admitted at its
     /// preferred size. Lower `minMs` or raise `preferredMs`.
@@ -654,6 +654,7 @@ fn push_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::deadline::MAX_MS;
     use proptest::prelude::*;
 
     fn opt(name: &str, min: f64) -> StepSpec {
