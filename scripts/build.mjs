@@ -3,17 +3,21 @@
 // Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
 // this project's CI cannot do (see README, "Design").
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const out = join(root, "pkg");
+const pkg = join(root, "pkg");
+// Build beside pkg/ and swap it in at the end, so a test run reading pkg/
+// never sees a half-built package.
+const out = join(root, `.pkg-build-${process.pid}`);
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
 
 run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
 rmSync(out, { recursive: true, force: true });
+process.on("exit", () => rmSync(out, { recursive: true, force: true }));
 run(join(root, ".tools/bin/wasm-bindgen"), [
   "--target", "web",
   "--out-dir", out,
@@ -68,10 +72,13 @@ writeFileSync(
   ) + "\n",
 );
 
-const gz = (f) => gzipSync(readFileSync(join(out, f)), { level: 9 }).length;
-const js = readdirSync(out).filter((f) => f.endsWith(".js"));
+rmSync(pkg, { recursive: true, force: true });
+renameSync(out, pkg);
+
+const gz = (f) => gzipSync(readFileSync(join(pkg, f)), { level: 9 }).length;
+const js = readdirSync(pkg).filter((f) => f.endsWith(".js"));
 const wasmGz = gz("edge_deadline_bg.wasm");
 const jsGz = js.reduce((s, f) => s + gz(f), 0);
 console.log(
-  `pkg/: .wasm ${statSync(wasm).size} B (${wasmGz} B gzip), JS ${js.length} files ${jsGz} B gzip; total ${((wasmGz + jsGz) / 1024).toFixed(1)} KB gzip`,
+  `pkg/: .wasm ${statSync(join(pkg, "edge_deadline_bg.wasm")).size} B (${wasmGz} B gzip), JS ${js.length} files ${jsGz} B gzip; total ${((wasmGz + jsGz) / 1024).toFixed(1)} KB gzip`,
 );

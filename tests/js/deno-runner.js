@@ -5,15 +5,19 @@ import { prepare, runSuite } from "./harness.js";
 
 const entry = new URL("../../pkg/index.js", import.meta.url).href;
 
+/** Like the Node runner's: `init`, `Deadline`, `wasmUrl`, `readBytes` in scope; { code, ms, stdout }. */
 async function spawnPackageScript(code) {
-  const source = `import { init, Deadline } from ${JSON.stringify(entry)};\n${code}`;
+  const source = `import { init, Deadline } from ${JSON.stringify(entry)};
+const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
+const readBytes = (url) => Deno.readFile(url);
+${code}`;
   const started = performance.now();
-  const { code: exit } = await new Deno.Command(Deno.execPath(), {
+  const { code: exit, stdout } = await new Deno.Command(Deno.execPath(), {
     args: ["eval", source],
-    stdout: "inherit",
+    stdout: "piped",
     stderr: "inherit",
   }).output();
-  return { code: exit, ms: performance.now() - started };
+  return { code: exit, ms: performance.now() - started, stdout: new TextDecoder().decode(stdout) };
 }
 
 const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript };

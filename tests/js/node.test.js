@@ -7,14 +7,22 @@ import { prepare, skipReason } from "./harness.js";
 
 const entry = new URL("../../pkg/node.js", import.meta.url).href;
 
-/** Runs `code` (with `init` and `Deadline` in scope) in a fresh Node; resolves { code, ms }. */
+/**
+ * Runs `code` in a fresh Node with `init`, `Deadline`, `wasmUrl` (the .wasm's
+ * file: URL) and `readBytes(url)` in scope; resolves { code, ms, stdout }.
+ */
 function spawnPackageScript(code) {
-  const source = `import { init, Deadline } from ${JSON.stringify(entry)};\n${code}`;
+  const source = `import { init, Deadline } from ${JSON.stringify(entry)};
+const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
+const readBytes = async (url) => (await import("node:fs/promises")).readFile(url);
+${code}`;
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ["--input-type=module", "-e", source], { stdio: ["ignore", "inherit", "inherit"] });
+    const child = spawn(process.execPath, ["--input-type=module", "-e", source], { stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
     child.on("error", reject);
-    child.on("exit", (code) => resolve({ code, ms: performance.now() - started }));
+    child.on("close", (code) => resolve({ code, ms: performance.now() - started, stdout }));
   });
 }
 

@@ -46,6 +46,27 @@ const cases = [
       ok(/accepts a WebAssembly.Module.*got number/.test(ctx.badInitError), ctx.badInitError);
     },
   },
+  ...[
+    ["the .wasm bytes (Uint8Array)", "await readBytes(wasmUrl)"],
+    ["an ArrayBuffer", "(await readBytes(wasmUrl)).slice().buffer"],
+    ["a compiled WebAssembly.Module", "await WebAssembly.compile(await readBytes(wasmUrl))"],
+    ["a Response with application/wasm", 'new Response(await readBytes(wasmUrl), { headers: { "content-type": "application/wasm" } })'],
+    ["a Response without a content type", "new Response(await readBytes(wasmUrl))"],
+    ["a promise of a Response", "Promise.resolve(new Response(await readBytes(wasmUrl)))"],
+    ["a file: URL", "wasmUrl"],
+    ["a URL string", "wasmUrl.href"],
+    ["nothing (the entry point's default)", "undefined"],
+  ].map(([kind, expr]) => ({
+    name: `init accepts ${kind}`,
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const { code, stdout } = await ctx.spawnPackageScript(
+        `await init(${expr}); await init(); console.log("budget", Deadline.in(1_000).budget(10));`,
+      );
+      equal(code, 0, "child exit code");
+      equal(stdout.trim(), "budget 10");
+    },
+  })),
   {
     name: "signal aborts after the instant, not before, with DeadlineExceeded",
     run: async (lib) => {
