@@ -15,7 +15,7 @@ const pkg = join(root, "pkg");
 const out = join(root, `.pkg-build-${process.pid}`);
 const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
 
-run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
+run("cargo", ["build", "--lib", "--profile", "wasm", "--target", "wasm32-unknown-unknown"]);
 rmSync(out, { recursive: true, force: true });
 process.on("exit", () => rmSync(out, { recursive: true, force: true }));
 run(join(root, ".tools/bin/wasm-bindgen"), [
@@ -24,7 +24,7 @@ run(join(root, ".tools/bin/wasm-bindgen"), [
   "--out-name", "edge_deadline",
   "--no-typescript",
   "--remove-name-section",
-  join(root, "target/wasm32-unknown-unknown/release/edge_deadline.wasm"),
+  join(root, "target/wasm32-unknown-unknown/wasm/edge_deadline.wasm"),
 ]);
 const wasm = join(out, "edge_deadline_bg.wasm");
 run(join(root, "node_modules/.bin/wasm-opt"), [

@@ -31,8 +31,10 @@
 //! # Seed 003, reproduced (`tests::seed_003_table`)
 //! With `sigma = 0.348` (the value at which the *mixture*, tail included, has
 //! p90 = 63 ms and p99 = 98 ms; 0.3545 fits the body alone) and 200 000 calls,
-//! every figure of the seed's table is reproduced within sampling noise but
-//! one: for "p99.9 timeout, no retry" the seed reports an end-to-end p99.9 of
+//! every figure of the seed's table is reproduced within sampling noise (the
+//! e2e p99 of "p99 timeout + 1 retry" is the timeout itself here, 1 ms above
+//! the seed's, because common random numbers time out exactly 1% of first
+//! attempts) but one: for "p99.9 timeout, no retry" the seed reports an end-to-end p99.9 of
 //! 1 188 ms. With failed calls counted at their timeout the model gives
 //! ≈ 1 250 ms (0.1% of calls sit at or just below the 1 262 ms timeout), and
 //! with failed calls dropped it gives ≈ 1 010 ms; 1 188 lies 3–4 standard
@@ -167,7 +169,10 @@ impl fmt::Display for SimulateError {
         match self {
             Self::Duration(e) => write!(f, "{e}"),
             Self::Median { value } => {
-                write!(f, "'medianMs' must be greater than 0 and at most {MAX_MS} milliseconds: current value is {value}")
+                write!(
+                    f,
+                    "'medianMs' must be greater than 0 and at most {MAX_MS} milliseconds: current value is {value}"
+                )
             }
             Self::Sigma { value } => write!(f, "'sigma' must be between 0 and {MAX_SIGMA}: current value is {value}"),
             Self::Share { value } => write!(f, "'share' must be between 0 and 1: current value is {value}"),
@@ -196,7 +201,8 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Draws attempt latencies from a validated scenario. Counter-based: the
+/// Draws attempt latencies from a validated scenario (splitmix64 streams,
+/// normal deviates by the polar method). Counter-based: the
 /// draw for `(call, attempt)` depends on nothing else, so results do not
 /// depend on the order of evaluation.
 #[derive(Debug, Clone, Copy)]
@@ -224,12 +230,17 @@ impl Sampler {
         if lo > hi {
             return Err(SimulateError::TailOrder { lo_ms: lo, hi_ms: hi });
         }
-        Ok(Self { body: Body { median_ms: median, sigma: s.body.sigma }, tail: Tail { share: s.tail.share, lo_ms: lo, hi_ms: hi }, seed: s.seed })
+        Ok(Self {
+            body: Body { median_ms: median, sigma: s.body.sigma },
+            tail: Tail { share: s.tail.share, lo_ms: lo, hi_ms: hi },
+            seed: s.seed,
+        })
     }
 
     /// The latency of attempt `attempt` of call `call`, in ms.
     pub fn draw(&self, call: u64, attempt: u32) -> f64 {
-        let mut state = mix64(self.seed ^ GOLDEN) ^ mix64(call.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ (u64::from(attempt) << 56));
+        let mut state =
+            mix64(self.seed ^ GOLDEN) ^ mix64(call.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ (u64::from(attempt) << 56));
         let mut unit = || {
             state = state.wrapping_add(GOLDEN);
             // 53 random bits, shifted into (0, 1]: never 0, so ln() is finite.
@@ -238,8 +249,20 @@ impl Sampler {
         let v = if unit() <= self.tail.share && self.tail.share > 0.0 {
             self.tail.lo_ms + (self.tail.hi_ms - self.tail.lo_ms) * unit()
         } else {
-            // Box–Muller; |z| <= 8.6 because unit() >= 2^-53.
-            let z = (-2.0 * unit().ln()).sqrt() * (core::f64::consts::TAU * unit()).cos();
+            // Marsaglia's polar form of Box–Muller: a point uniform in the
+            // unit disc gives a normal deviate without `cos`, whose argument
+            // reduction would add kilobytes to the Wasm build. Accepts with
+            // probability π/4; 64 rejections in a row (p < 10^-42) fall back
+            // to z = 0, so the loop is bounded.
+            let mut z = 0.0;
+            for _ in 0..64 {
+                let (u, v) = (2.0 * unit() - 1.0, 2.0 * unit() - 1.0);
+                let s = u * u + v * v;
+                if s > 0.0 && s < 1.0 {
+                    z = u * (-2.0 * s.ln() / s).sqrt();
+                    break;
+                }
+            }
             self.body.median_ms * (self.body.sigma * z).exp()
         };
         if v > MAX_MS {
@@ -323,7 +346,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn close(got: f64, want: f64, tol: f64, what: &str) {
-        assert!((got - want).abs() <= tol, "{what}: got {got}, seed says {want} (tolerance {tol})");
+        assert!((got - want).abs() <= tol, "{what}: got {got}, seed 003 says {want} (tolerance {tol})");
     }
 
     /// Seed 003's figures. Tolerances are about 2.5 standard deviations of
@@ -331,38 +354,49 @@ mod tests {
     /// statistics for percentiles).
     #[test]
     fn seed_003_table() {
-        let s = Scenario::seed_003();
-        let own = simulate(&s, &[]).unwrap().scenario;
-        close(own.p50_ms, 40.0, 0.5, "p50");
-        close(own.p90_ms, 63.0, 1.0, "p90");
-        close(own.p99_ms, 98.0, 1.5, "p99");
-        close(own.p999_ms, 1262.0, 45.0, "p99.9");
+        // Not one lucky seed: the figures hold for every seed tried.
+        for seed in 1..=3 {
+            let s = Scenario { seed, ..Scenario::seed_003() };
+            let own = simulate(&s, &[]).unwrap().scenario;
+            close(own.p50_ms, 40.0, 0.5, "p50");
+            close(own.p90_ms, 63.0, 1.0, "p90");
+            close(own.p99_ms, 98.0, 1.5, "p99");
+            close(own.p999_ms, 1262.0, 45.0, "p99.9");
 
-        // False timeouts at the seed's rounded candidates.
-        let cands = [Policy { timeout_ms: 98.0, retries: 0 }, Policy { timeout_ms: 196.0, retries: 0 }, Policy { timeout_ms: 1262.0, retries: 0 }];
-        let r = simulate(&s, &cands).unwrap().policies;
-        close(r[0].failure_rate, 0.0100, 0.0008, "false timeouts at p99");
-        close(r[1].failure_rate, 0.0050, 0.0004, "false timeouts at 2 x p99");
-        close(r[2].failure_rate, 0.0010, 0.0002, "false timeouts at p99.9");
-        // 2 x p99 times out exactly the slow tail: every body draw is below.
-        assert!(r[1].failure_rate <= s.tail.share * 1.1);
+            // False timeouts at the seed's rounded candidates.
+            let cands = [
+                Policy { timeout_ms: 98.0, retries: 0 },
+                Policy { timeout_ms: 196.0, retries: 0 },
+                Policy { timeout_ms: 1262.0, retries: 0 },
+            ];
+            let r = simulate(&s, &cands).unwrap().policies;
+            close(r[0].failure_rate, 0.0100, 0.0008, "false timeouts at p99");
+            close(r[1].failure_rate, 0.0050, 0.0004, "false timeouts at 2 x p99");
+            close(r[2].failure_rate, 0.0010, 0.0002, "false timeouts at p99.9");
+            // 2 x p99 times out exactly the slow tail: every body draw is below.
+            assert!(r[1].failure_rate <= s.tail.share * 1.1);
 
-        // The strategy table, with timeouts at the measured p99 and p99.9.
-        let table = [Policy { timeout_ms: own.p99_ms, retries: 1 }, Policy { timeout_ms: own.p999_ms, retries: 0 }];
-        let r = simulate(&s, &table).unwrap().policies;
-        let (retry, wait) = (r[0], r[1]);
-        close(retry.p99_ms, 97.0, 1.5, "retry: e2e p99");
-        close(retry.p999_ms, 160.0, 6.0, "retry: e2e p99.9");
-        close(retry.failure_rate, 0.00007, 0.00010, "retry: failures");
-        close(retry.extra_load, 0.01, 0.0005, "retry: extra load");
-        close(wait.p99_ms, 98.0, 1.5, "wait: e2e p99");
-        close(wait.failure_rate, 0.00095, 0.0002, "wait: failures");
-        // The seed's 1 188 ms is not reproducible (see the module doc): failed
-        // calls sit at the timeout, so p99.9 is within the last 0.01% below it.
-        assert!(wait.p999_ms > 1188.0 && wait.p999_ms <= own.p999_ms, "{}", wait.p999_ms);
-        // Retrying beats waiting by an order of magnitude at p99.9.
-        assert!(wait.p999_ms > 7.0 * retry.p999_ms);
-        assert!(retry.failure_rate * 5.0 < wait.failure_rate);
+            // The strategy table, with timeouts at the measured p99 and p99.9.
+            let table = [Policy { timeout_ms: own.p99_ms, retries: 1 }, Policy { timeout_ms: own.p999_ms, retries: 0 }];
+            let r = simulate(&s, &table).unwrap().policies;
+            let (retry, wait) = (r[0], r[1]);
+            // With common random numbers exactly 1% of first attempts time out,
+            // so e2e p99 is the largest first-attempt success: the timeout
+            // itself. The seed's independent draws put it 1 ms below its p99.
+            close(retry.p99_ms, 97.0, 2.0, "retry: e2e p99");
+            assert!(retry.p99_ms <= own.p99_ms);
+            close(retry.p999_ms, 160.0, 6.0, "retry: e2e p99.9");
+            close(retry.failure_rate, 0.00007, 0.00010, "retry: failures");
+            close(retry.extra_load, 0.01, 0.0005, "retry: extra load");
+            close(wait.p99_ms, 98.0, 1.5, "wait: e2e p99");
+            close(wait.failure_rate, 0.00095, 0.0002, "wait: failures");
+            // The seed's 1 188 ms is not reproducible (see the module doc): failed
+            // calls sit at the timeout, so p99.9 is within the last 0.01% below it.
+            assert!(wait.p999_ms > 1188.0 && wait.p999_ms <= own.p999_ms, "{}", wait.p999_ms);
+            // Retrying beats waiting by an order of magnitude at p99.9.
+            assert!(wait.p999_ms > 7.0 * retry.p999_ms);
+            assert!(retry.failure_rate * 5.0 < wait.failure_rate);
+        }
     }
 
     #[test]
@@ -389,7 +423,8 @@ mod tests {
         assert!(bad(|t| t.tail.lo_ms = 2000.0).starts_with("'loMs' must not exceed 'hiMs'"));
         assert!(bad(|t| t.tail.hi_ms = -1.0).starts_with("'hiMs'"));
         assert!(bad(|t| t.n = 0).starts_with("'n' must be between 1 and 2000000"));
-        let e = simulate(&s, &[Policy { timeout_ms: 1.0, retries: 0 }, Policy { timeout_ms: -1.0, retries: 0 }]).unwrap_err();
+        let e = simulate(&s, &[Policy { timeout_ms: 1.0, retries: 0 }, Policy { timeout_ms: -1.0, retries: 0 }])
+            .unwrap_err();
         assert!(e.to_string().starts_with("policy 1: 'timeoutMs'"), "{e}");
         let e = simulate(&s, &[Policy { timeout_ms: 1.0, retries: 11 }]).unwrap_err();
         assert_eq!(e.to_string(), "policy 0: 'retries' must be between 0 and 10: current value is 11");
@@ -398,8 +433,14 @@ mod tests {
     #[test]
     fn degenerate_scenarios() {
         // No tail, sigma 0: every draw is the median.
-        let s = Scenario { body: Body { median_ms: 10.0, sigma: 0.0 }, tail: Tail { share: 0.0, lo_ms: 0.0, hi_ms: 0.0 }, n: 100, seed: 7 };
-        let r = simulate(&s, &[Policy { timeout_ms: 5.0, retries: 2 }, Policy { timeout_ms: 10.0, retries: 0 }]).unwrap();
+        let s = Scenario {
+            body: Body { median_ms: 10.0, sigma: 0.0 },
+            tail: Tail { share: 0.0, lo_ms: 0.0, hi_ms: 0.0 },
+            n: 100,
+            seed: 7,
+        };
+        let r =
+            simulate(&s, &[Policy { timeout_ms: 5.0, retries: 2 }, Policy { timeout_ms: 10.0, retries: 0 }]).unwrap();
         assert_eq!(r.scenario, Percentiles { p50_ms: 10.0, p90_ms: 10.0, p99_ms: 10.0, p999_ms: 10.0 });
         assert_eq!((r.policies[0].failure_rate, r.policies[0].extra_load, r.policies[0].p99_ms), (1.0, 2.0, 15.0));
         assert_eq!((r.policies[1].failure_rate, r.policies[1].extra_load), (0.0, 0.0));

@@ -27,6 +27,22 @@
 
 use core::fmt;
 
+/// The most buckets one series may have (classic histograms have tens).
+pub const MAX_SERIES_BUCKETS: usize = 4096;
+/// The most labels one sample may have.
+pub const MAX_LABELS: usize = 128;
+
+/// Sorts a short, usually already sorted slice; stable.
+pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && less(&v[j], &v[j - 1]) {
+            v.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+}
+
 /// The unit a histogram family was recorded in, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
@@ -94,6 +110,8 @@ pub enum PromError {
     DuplicateBound { series: String, loc: Loc, le: f64 },
     /// A bucket count or `le` is negative or NaN.
     BadBucket { series: String, loc: Loc, field: &'static str, value: f64 },
+    /// A series has more than [`MAX_SERIES_BUCKETS`] buckets.
+    TooManyBuckets { series: String, count: usize },
     /// The series has no `le="+Inf"` bucket, so its total is unknown.
     MissingInf { series: String },
     /// The series has only the `+Inf` bucket: no resolution to read from.
@@ -118,6 +136,9 @@ impl fmt::Display for PromError {
             Self::DuplicateBound { series, loc, le } => write!(f, "{loc}: bucket le=\"{le}\" of {series} appears twice"),
             Self::BadBucket { series, loc, field, value } => {
                 write!(f, "{loc}: {field} of {series} must be a number of at least 0: current value is {value}")
+            }
+            Self::TooManyBuckets { series, count } => {
+                write!(f, "histogram {series} has {count} buckets: at most {MAX_SERIES_BUCKETS} are supported")
             }
             Self::MissingInf { series } => {
                 write!(f, "histogram {series} has no le=\"+Inf\" bucket, so its total count is unknown")
@@ -203,6 +224,9 @@ impl Histogram {
         mut buckets: Vec<(f64, f64, Loc)>,
     ) -> Result<Histogram, PromError> {
         let series = series_name(name, &labels);
+        if buckets.len() > MAX_SERIES_BUCKETS {
+            return Err(PromError::TooManyBuckets { series, count: buckets.len() });
+        }
         for &(le, count, loc) in &buckets {
             if le.is_nan() || le < 0.0 {
                 return Err(PromError::BadBucket { series, loc, field: "le", value: le });
@@ -211,13 +235,21 @@ impl Histogram {
                 return Err(PromError::BadBucket { series, loc, field: "bucket count", value: count });
             }
         }
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Exporters write buckets in order, so this is one pass in practice
+        // (and the standard sorts would add kilobytes to the Wasm build).
+        insertion_sort_by(&mut buckets, |a, b| a.0 < b.0);
         for w in buckets.windows(2) {
             if w[0].0 == w[1].0 {
                 return Err(PromError::DuplicateBound { series, loc: w[1].2, le: w[1].0 });
             }
             if w[1].1 < w[0].1 {
-                return Err(PromError::NonMonotonic { series, loc: w[1].2, le: w[1].0, count: w[1].1, previous: w[0].1 });
+                return Err(PromError::NonMonotonic {
+                    series,
+                    loc: w[1].2,
+                    le: w[1].0,
+                    count: w[1].1,
+                    previous: w[0].1,
+                });
             }
         }
         match buckets.last() {
@@ -249,8 +281,12 @@ impl Histogram {
         self.labels.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v.as_str())
     }
 
-    /// The total count (the `+Inf` bucket).
+    /// The total count (the `+Inf` bucket); 0 for a histogram whose public
+    /// fields were set to something [`Histogram::new`] would refuse.
     pub fn total(&self) -> f64 {
+        if self.bounds_ms.len() < 2 || self.bounds_ms.len() != self.cumulative.len() {
+            return 0.0;
+        }
         self.cumulative.last().copied().unwrap_or(0.0)
     }
 
@@ -347,16 +383,110 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == ':'
 }
 
-/// Parses a sample value as Prometheus writes it (`+Inf`, `-Inf`, `NaN`,
-/// or a Go float).
+/// Parses a sample value as Prometheus writes it: `+Inf`, `-Inf`, `NaN`,
+/// or a decimal number with an optional exponent.
 pub fn parse_value(s: &str) -> Option<f64> {
     match s {
         "+Inf" | "Inf" | "+inf" | "inf" => Some(f64::INFINITY),
         "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
         "NaN" | "nan" => Some(f64::NAN),
-        _ if s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) => s.parse().ok(),
-        _ => None,
+        _ => parse_decimal(s),
     }
+}
+
+/// A decimal number (`-12.5e-3`) to `f64` without the standard library's
+/// float parser, whose tables would add about 14 KB (gzip) to the Wasm
+/// build. Exact (correctly rounded) when the digits fit in 2^53 and the
+/// decimal exponent is within ±22, which covers every bucket bound and count
+/// an exporter writes; otherwise within a few ulps.
+pub fn parse_decimal(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let neg = match b.first() {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let (mut mant, mut exp, mut any) = (0u64, 0i32, false);
+    let digit = |d: u8, frac: bool, mant: &mut u64, exp: &mut i32| {
+        if *mant < 100_000_000_000_000_000 {
+            *mant = *mant * 10 + u64::from(d - b'0');
+            if frac {
+                *exp -= 1;
+            }
+        } else if !frac {
+            // Digits beyond 18 only scale an integer part.
+            *exp += 1;
+        }
+    };
+    while i < b.len() && b[i].is_ascii_digit() {
+        digit(b[i], false, &mut mant, &mut exp);
+        any = true;
+        i += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            digit(b[i], true, &mut mant, &mut exp);
+            any = true;
+            i += 1;
+        }
+    }
+    if !any {
+        return None;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        let eneg = match b.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        let mut e = 0i32;
+        while i < b.len() && b[i].is_ascii_digit() {
+            e = (e * 10 + i32::from(b[i] - b'0')).min(10_000);
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        exp += if eneg { -e } else { e };
+    }
+    if i != b.len() {
+        return None;
+    }
+    let m = mant as f64;
+    let v = if mant == 0 {
+        0.0
+    } else if exp == 0 {
+        m
+    } else if mant <= 1 << 53 && (0..=22).contains(&exp) {
+        // 10^exp is exact up to 10^22, so one rounding.
+        m * 10f64.powi(exp)
+    } else if mant <= 1 << 53 && (-22..0).contains(&exp) {
+        m / 10f64.powi(-exp)
+    } else {
+        let e = exp.clamp(-400, 400);
+        if e < 0 {
+            m / 10f64.powi(-e.max(-300)) / 10f64.powi(-(e + 300).min(0))
+        } else {
+            m * 10f64.powi(e)
+        }
+    };
+    Some(if neg { -v } else { v })
 }
 
 fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
@@ -386,7 +516,8 @@ fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
     }
     let mut parts = rest.split_ascii_whitespace();
     let value_text = parts.next().ok_or_else(|| syntax(loc, "value", "missing"))?;
-    let value = parse_value(value_text).ok_or_else(|| syntax(loc, "value", format!("'{value_text}' is not a number")))?;
+    let value =
+        parse_value(value_text).ok_or_else(|| syntax(loc, "value", format!("'{value_text}' is not a number")))?;
     if let Some(ts) = parts.next() {
         if ts.parse::<i64>().is_err() {
             return Err(syntax(loc, "timestamp", format!("'{ts}' is not an integer number of milliseconds")));
@@ -398,8 +529,10 @@ fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
     Ok(PromSample { name: name.to_string(), labels, value, loc })
 }
 
+type Labels = Vec<(String, String)>;
+
 /// Parses `name="value",…}` and returns the labels and the text after `}`.
-fn parse_labels(mut s: &str, loc: Loc) -> Result<(Vec<(String, String)>, &str), PromError> {
+fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
     let mut labels: Vec<(String, String)> = Vec::new();
     loop {
         s = s.trim_start();
@@ -414,7 +547,9 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Vec<(String, String)>, &str), 
         s = s[n..].trim_start();
         s = s.strip_prefix('=').ok_or_else(|| syntax(loc, "label name", format!("expected '=' after '{lname}'")))?;
         s = s.trim_start();
-        s = s.strip_prefix('"').ok_or_else(|| syntax(loc, "label value", format!("value of '{lname}' must be quoted")))?;
+        s = s
+            .strip_prefix('"')
+            .ok_or_else(|| syntax(loc, "label value", format!("value of '{lname}' must be quoted")))?;
         let mut value = String::new();
         let mut chars = s.char_indices();
         let close = loop {
@@ -427,7 +562,11 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Vec<(String, String)>, &str), 
                     Some((_, 'n')) => value.push('\n'),
                     other => {
                         let what = other.map_or(String::from("end of line"), |(_, c)| format!("'\\{c}'"));
-                        return Err(syntax(loc, "label value", format!("invalid escape {what} in '{lname}' (use \\\\, \\\" or \\n)")));
+                        return Err(syntax(
+                            loc,
+                            "label value",
+                            format!("invalid escape {what} in '{lname}' (use \\\\, \\\" or \\n)"),
+                        ));
                     }
                 },
                 Some((_, c)) => value.push(c),
@@ -435,6 +574,9 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Vec<(String, String)>, &str), 
         };
         if labels.iter().any(|(k, _)| k == lname) {
             return Err(syntax(loc, "label name", format!("'{lname}' appears twice")));
+        }
+        if labels.len() >= MAX_LABELS {
+            return Err(syntax(loc, "label name", format!("more than {MAX_LABELS} labels")));
         }
         labels.push((lname.to_string(), value));
         s = s[close + 1..].trim_start();
@@ -448,7 +590,7 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Vec<(String, String)>, &str), 
 
 /// Assembles histograms from samples. `metric` is the family name (a
 /// trailing `_bucket` is ignored); without it the samples must hold exactly
-/// one histogram family. Series are returned in order of first appearance.
+/// one histogram family. Series are returned ordered by their labels.
 pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
     let metric = metric.map(|m| m.strip_suffix("_bucket").unwrap_or(m));
     let mut families: Vec<String> = Vec::new();
@@ -490,12 +632,12 @@ pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Hi
                 labels.push((k.clone(), v.clone()));
             }
         }
-        labels.sort();
-        let at = match series.iter().position(|x| x.0 == labels) {
-            Some(i) => i,
-            None => {
-                series.push((labels, Vec::new(), None, None));
-                series.len() - 1
+        insertion_sort_by(&mut labels, |a, b| a.0 < b.0);
+        let at = match series.binary_search_by(|x| x.0.cmp(&labels)) {
+            Ok(i) => i,
+            Err(i) => {
+                series.insert(i, (labels, Vec::new(), None, None));
+                i
             }
         };
         match kind {
