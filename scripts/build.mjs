@@ -36,6 +36,7 @@ run(join(root, "node_modules/.bin/wasm-opt"), [
 ]);
 
 for (const f of readdirSync(join(root, "js"))) copyFileSync(join(root, "js", f), join(out, f));
+copyFileSync(join(root, "LICENSE"), join(out, "LICENSE"));
 
 const crate = readFileSync(join(root, "Cargo.toml"), "utf8");
 const version = /^version = "([^"]+)"/m.exec(crate)[1];
@@ -47,7 +48,7 @@ writeFileSync(
       name: "edge-deadline",
       version,
       description: "Real deadlines for edge runtimes: one instant, budgets, stall detection, derived timeouts",
-      license: "MIT OR Apache-2.0",
+      license: "MIT",
       type: "module",
       sideEffects: false,
       types: "./index.d.ts",
@@ -56,7 +57,9 @@ writeFileSync(
         ".": {
           types: "./index.d.ts",
           workerd: entry("./workerd.js"),
-          worker: entry("./workerd.js"),
+          // `worker` is also set by bundlers for browser Web Workers, which
+          // cannot import a bare .wasm; wrangler matches `workerd` first.
+          worker: entry("./index.js"),
           deno: entry("./index.js"),
           browser: entry("./index.js"),
           node: entry("./node.js"),
