@@ -1,0 +1,74 @@
+// The browser examples in fresh projects with the tarball installed: one
+// bundled by esbuild (the `browser` condition, the .wasm as a `file` asset),
+// one with no bundler (an import map onto the package's files). Both pages run
+// in headless Chromium against the example upstream on the same origin.
+import assert from "node:assert/strict";
+import { readdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { serveStatic } from "../../scripts/static-server.mjs";
+import { bin, isolatedEnv, project, root, runOk, tempDir } from "./lib.mjs";
+
+export async function checkBrowser(g, packed, upstream) {
+  const bundled = await project("browser-esbuild", packed.tarball, { copy: { "browser-esbuild": "." } });
+  const plain = await project("browser-plain", packed.tarball, { copy: { "browser-plain": "." } });
+
+  await g.check("esbuild bundles the browser example (browser condition, .wasm as an asset)", async () => {
+    // As if `npm install -D esbuild`: the dev toolchain's esbuild, linked in.
+    for (const name of ["esbuild", "@esbuild"]) symlinkSync(join(root, "node_modules", name), join(bundled, "node_modules", name), "dir");
+    const { stdout } = await runOk(bin.node, ["build.mjs"], { cwd: bundled, timeoutMs: 60_000 });
+    const out = readdirSync(join(bundled, "dist"));
+    assert.ok(out.includes("main.js"), out.join(", "));
+    assert.equal(out.filter((f) => /^edge_deadline_bg-.*\.wasm$/.test(f)).length, 1, `the .wasm asset in dist/: ${out.join(", ")}`);
+    assert.match(stdout, /node_modules\/edge-deadline\/index\.js/, "resolved to the package's browser entry");
+    assert.doesNotMatch(stdout, /workerd\.js|node\.js/, "no other entry was bundled");
+  });
+
+  const routes = Object.fromEntries(["/events", "/mid", "/silent"].map((p) => [p, upstream.handle]));
+  const servers = [await serveStatic(bundled, { routes }), await serveStatic(plain, { routes })];
+  const { chromium } = await import("playwright-core");
+  const profile = tempDir("chromium-profile");
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: bin.chromium,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      env: { ...process.env, ...isolatedEnv(profile) },
+    });
+    const pages = [
+      ["esbuild bundle", servers[0].url],
+      ["no-bundler page", servers[1].url],
+    ];
+    for (const [label, base] of pages) {
+      for (const [src, outcome, events] of [["events", "complete", 5], ["mid", "stalled", 3]]) {
+        await g.check(`${label} in Chromium: /${src} → ${outcome}`, async () => {
+          const page = await context.newPage();
+          const problems = [];
+          const wasm = [];
+          page.on("pageerror", (e) => problems.push(`page error: ${e}`));
+          page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+          page.on("response", (r) => r.url().endsWith(".wasm") && wasm.push(`${r.status()} ${r.headers()["content-type"]}`));
+          try {
+            await page.goto(`${base}index.html?src=${encodeURIComponent(`/${src}?id=${label}-${src}`)}`);
+            await page.waitForFunction(() => document.documentElement.dataset.outcome, null, { timeout: 15_000 });
+            const got = await page.evaluate(() => ({
+              outcome: document.documentElement.dataset.outcome,
+              status: document.querySelector("#status").textContent,
+              out: document.querySelector("#out").textContent,
+            }));
+            assert.deepEqual(problems, []);
+            assert.deepEqual(wasm, ["200 application/wasm"], "the .wasm was fetched once, as application/wasm");
+            assert.equal(got.outcome, outcome, got.status);
+            assert.equal(got.out.match(/data: event \d/g)?.length, events, got.out);
+            if (outcome === "stalled") assert.match(got.status, /^interrupted: stream stalled: no progress/);
+          } finally {
+            await page.close();
+          }
+        });
+      }
+    }
+  } finally {
+    await context?.close();
+    for (const s of servers) await s.close();
+  }
+}

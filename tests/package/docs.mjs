@@ -1,0 +1,62 @@
+// docs/api.md cannot rot: it has one `## \`name\`` heading per export of the
+// installed package (no more, no fewer), each with a "Throws" paragraph and a
+// runnable example, and every example runs (in Node, against the installed
+// tarball) and exits 0. Examples assert what they show.
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { bin, project, root, run, runOk } from "./lib.mjs";
+
+/** `[{ name, body, examples: [code] }]` for each `## \`name\`` section of the markdown. */
+export function sections(markdown) {
+  const out = [];
+  const parts = markdown.split(/^## /m).slice(1);
+  for (const part of parts) {
+    const title = part.slice(0, part.indexOf("\n"));
+    const m = /^`([\w$]+)`/.exec(title);
+    if (!m) continue;
+    const examples = [...part.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((x) => x[1]);
+    out.push({ name: m[1], body: part, examples });
+  }
+  return out;
+}
+
+async function pool(items, size, fn) {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: size }, async () => {
+    while (queue.length) await fn(queue.shift());
+  }));
+}
+
+export async function checkDocs(g, packed) {
+  const dir = await project("docs", packed.tarball);
+  const docs = sections(readFileSync(join(root, "docs/api.md"), "utf8"));
+  const { stdout } = await runOk(bin.node, ["--input-type=module", "-e", 'console.log(JSON.stringify(Object.keys(await import("edge-deadline"))))'], { cwd: dir });
+  const exported = JSON.parse(stdout).sort();
+
+  await g.check("docs/api.md has one heading per export of the installed package", () => {
+    const names = docs.map((s) => s.name);
+    const dup = names.filter((n, i) => names.indexOf(n) !== i);
+    assert.deepEqual(dup, [], "headings documented twice");
+    const undocumented = exported.filter((n) => !names.includes(n));
+    const notExported = names.filter((n) => !exported.includes(n));
+    assert.deepEqual({ undocumented, notExported }, { undocumented: [], notExported: [] });
+  });
+
+  await g.check("every section says what it throws and has a runnable example", () => {
+    const bad = docs.filter((s) => !/^\*\*Throws/m.test(s.body) || s.examples.length === 0).map((s) => s.name);
+    assert.deepEqual(bad, []);
+  });
+
+  const failures = [];
+  const blocks = docs.flatMap((s) => s.examples.map((code, i) => ({ name: s.examples.length > 1 ? `${s.name} #${i + 1}` : s.name, code })));
+  await pool(blocks, 4, async ({ name, code }) => {
+    const file = join(dir, `example-${name.replace(/\W+/g, "-")}.mjs`);
+    writeFileSync(file, code);
+    const r = await run(bin.node, [file], { cwd: dir, timeoutMs: 20_000 });
+    if (r.code !== 0) failures.push(`${name}: exit ${r.code}\n${(r.stderr || r.stdout).trim().split("\n").slice(0, 12).join("\n")}`);
+  });
+  await g.check(`all ${blocks.length} examples in docs/api.md run and exit 0`, () => {
+    assert.equal(failures.length, 0, failures.join("\n\n"));
+  });
+}

@@ -1,0 +1,77 @@
+// Node users: ESM import of the installed package (the `node` condition, init()
+// reading the .wasm from disk), require() of it (proves no top-level await),
+// TypeScript resolving the `types` condition, and the budget-trace example.
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { bin, project, runOk } from "./lib.mjs";
+
+const IMPORT = `
+import assert from "node:assert/strict";
+import * as lib from "edge-deadline";
+assert.match(import.meta.resolve("edge-deadline"), /\\/node_modules\\/edge-deadline\\/node\\.js$/);
+assert.throws(() => lib.Deadline.in(10), /call \`await init\\(\\)\` first/);
+await lib.init();
+await lib.init(); // twice is fine
+const d = lib.Deadline.in(50);
+assert.ok(d.remaining() > 0 && d.remaining() <= 50);
+const keepAlive = setTimeout(() => {}, 5_000); // a deadline's timer never keeps Node alive by itself
+const e = await new Promise((resolve) => d.signal().addEventListener("abort", () => resolve(d.signal().reason)));
+clearTimeout(keepAlive);
+assert.ok(lib.isDeadlineExceeded(e));
+console.log("ok", Object.keys(lib).length, "exports");
+`;
+
+// Node 20.19+ loads ESM through require() unless the graph has top-level await.
+const REQUIRE = `
+const lib = require("edge-deadline");
+if (typeof lib.init !== "function" || typeof lib.Deadline !== "function") throw new Error("exports missing");
+lib.init().then(() => console.log("ok", lib.Deadline.in(5).remaining() > 0));
+`;
+
+const TS = `
+import { Deadline, init, isStreamStalled, withStallTimeout, type StallPhase } from "edge-deadline";
+await init();
+const d: Deadline = Deadline.in(100);
+const phase: StallPhase = "stall";
+const s: ReadableStream<Uint8Array> = withStallTimeout(new ReadableStream<Uint8Array>(), { firstChunkMs: 1, stallMs: 1, deadline: d });
+export const ok: boolean = isStreamStalled(phase) || s.locked;
+// @ts-expect-error: a string is not a number of milliseconds
+Deadline.in("5");
+`;
+
+export async function checkNode(g, packed) {
+  const dir = await project("node", packed.tarball, { copy: { "node/budget-trace.mjs": "budget-trace.mjs" } });
+
+  await g.check("ESM import resolves the `node` entry, init() reads the .wasm, a deadline fires", async () => {
+    writeFileSync(join(dir, "import.mjs"), IMPORT);
+    const { stdout } = await runOk(bin.node, ["import.mjs"], { cwd: dir, timeoutMs: 20_000 });
+    assert.match(stdout, /^ok \d+ exports/);
+  });
+
+  await g.check("require() loads it too (no top-level await anywhere in the graph)", async () => {
+    writeFileSync(join(dir, "require.cjs"), REQUIRE);
+    const { stdout } = await runOk(bin.node, ["--no-warnings", "require.cjs"], { cwd: dir, timeoutMs: 20_000 });
+    assert.equal(stdout.trim(), "ok true");
+  });
+
+  await g.check("TypeScript resolves the types (module nodenext and bundler)", async () => {
+    writeFileSync(join(dir, "usage.mts"), TS);
+    for (const [module, resolution] of [["nodenext", "nodenext"], ["esnext", "bundler"]]) {
+      await runOk(
+        bin.node,
+        [bin.tsc, "--noEmit", "--strict", "--target", "es2022", "--lib", "es2022,dom,esnext.disposable", "--module", module, "--moduleResolution", resolution, "usage.mts"],
+        { cwd: dir, timeoutMs: 60_000 },
+      );
+    }
+  });
+
+  await g.check("examples/node/budget-trace.mjs runs against the installed package", async () => {
+    const { stdout } = await runOk(bin.node, ["budget-trace.mjs"], { cwd: dir, timeoutMs: 20_000 });
+    const [fast, slowRetrieval, slowGeneration] = stdout.split("\n\n");
+    assert.match(fast, /response\s+200 with the answer/);
+    assert.match(slowRetrieval, /generation\s+not started: \d+ ms left < 300 ms/);
+    assert.match(slowRetrieval, /fallback/);
+    assert.match(slowGeneration, /generation\s+aborted at its deadline/);
+  });
+}
