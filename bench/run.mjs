@@ -1,9 +1,14 @@
 // Runs every bench/*.bench.mjs in Node and Deno (each bench prints one JSON
 // line: { runtime, rows: { label: nsPerOp }, ...extra }) and prints Markdown
 // tables for BENCHMARKS.md. `node bench/run.mjs deadline` runs one bench.
-import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+// A bench that exports `run(lib)` (resolving to that same object) also runs
+// in workerd, inside a fetch handler: workerd allows timers only there. Such a
+// bench may import only ./harness.mjs and ../pkg/ (nothing else is embedded),
+// and must not use a top-level await.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -12,16 +17,79 @@ const only = process.argv.slice(2);
 const runtimes = [
   ["node", (file) => [process.execPath, [file]]],
   ["deno", (file) => [deno, ["run", "-A", file]]],
+  ["workerd", null],
 ];
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Serves `bench/<file>`'s run(lib) from a workerd with pkg/ embedded; resolves its JSON. */
+async function inWorkerd(file) {
+  const out = join(root, "test-output", "bench-workerd");
+  mkdirSync(out, { recursive: true });
+  const entry = join(out, "entry.mjs");
+  writeFileSync(
+    entry,
+    `import * as lib from "../pkg/workerd.js";
+import { run } from "./${file}";
+export default { async fetch() { await lib.init(); return Response.json(await run(lib)); } };
+`,
+  );
+  const listed = (dir, re) => readdirSync(join(root, dir)).filter((f) => re.test(f)).map((f) => join(dir, f));
+  const modules = [["bench/__entry.mjs", entry], ...["bench/harness.mjs", `bench/${file}`, ...listed("pkg", /\.(js|wasm)$/)].map((f) => [f, join(root, f)])]
+    .map(([name, path]) => `(name = "${name}", ${name.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${relative(out, path)}")`);
+  const port = await freePort();
+  const config = join(out, "workerd.capnp");
+  writeFileSync(
+    config,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .bench) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const bench :Workerd.Worker = ( modules = [ ${modules.join(",\n    ")} ], compatibilityDate = "2026-11-24" );
+`,
+  );
+  const child = spawn(join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"), ["serve", config], { stdio: ["ignore", "inherit", "inherit"] });
+  let exited = false;
+  child.on("exit", () => (exited = true));
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/`);
+        if (!res.ok) throw new Error(`workerd answered ${res.status}: ${await res.text()}`);
+        const version = JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version;
+        return { ...(await res.json()), runtime: `workerd ${version}` };
+      } catch (error) {
+        if (i === 100 || exited || error.message.startsWith("workerd answered")) throw error;
+        await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+      }
+    }
+  } finally {
+    child.kill();
+  }
+}
 
 for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".bench.mjs")).sort()) {
   const name = file.replace(".bench.mjs", "");
   if (only.length && !only.includes(name)) continue;
-  const results = runtimes.map(([, cmd]) => {
-    const [exe, args] = cmd(join(root, "bench", file));
+  const path = join(root, "bench", file);
+  const results = [];
+  for (const [, cmd] of runtimes) {
+    if (!cmd) {
+      if (/^export (async )?function run\(/m.test(readFileSync(path, "utf8"))) results.push(await inWorkerd(file));
+      continue;
+    }
+    const [exe, args] = cmd(path);
     const out = execFileSync(exe, args, { cwd: root, env: { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" }, encoding: "utf8" });
-    return JSON.parse(out.trim().split("\n").pop());
-  });
+    results.push(JSON.parse(out.trim().split("\n").pop()));
+  }
   console.log(`\n### ${name}\n`);
   console.log(`| case | ${results.map((r) => `${r.runtime} ns/op`).join(" | ")} |`);
   console.log(`|---|${results.map(() => "---:").join("|")}|`);

@@ -15,7 +15,7 @@
 
 const BRAND = "edgeDeadlineError";
 
-function brand(error, name) {
+export function brand(error, name) {
   Object.defineProperty(error, "name", { value: name, configurable: true, writable: true });
   error[BRAND] = name;
 }

@@ -1,2 +1,82 @@
-// Types for js/stall.js (being written).
-export {};
+// Types for js/stall.js and js/sse.js: stall detection on streams and fetch.
+import type { Deadline } from "./index.js";
+
+/** Which limit expired: headers (fetchWithDeadline only), first progress chunk, or a gap between progress chunks. */
+export type StallPhase = "first-byte" | "first-chunk" | "stall";
+
+/** The stream went quiet for longer than the limit of its phase; the upstream was aborted with this error. */
+export class StreamStalled extends Error {
+  constructor(phase: StallPhase, afterMs: number, chunks: number, bytes: number, options?: ErrorOptions);
+  readonly name: "StreamStalled";
+  readonly phase: StallPhase;
+  /** The silence observed when the stall was declared, in ms (≥ the limit; includes timer lateness). */
+  readonly afterMs: number;
+  /** Chunks received before the stall (progress or not). */
+  readonly chunks: number;
+  /** Bytes received before the stall: `byteLength` of byte chunks, `length` of string chunks. */
+  readonly bytes: number;
+}
+
+/** Brand check that works across two copies of the package and on workerd's clones of abort reasons. */
+export function isStreamStalled(e: unknown): e is StreamStalled;
+
+export interface StallOptions<T> {
+  /** Limit before the first progress chunk, ms (it legitimately holds queueing and prefill). */
+  firstChunkMs: number;
+  /** Limit on the gap between progress chunks after the first, ms. */
+  stallMs: number;
+  /** Bounds the whole stream: at its instant the stream errors with `DeadlineExceeded`. Its parent signals are not observed. */
+  deadline?: Deadline;
+  /** The upstream request's controller: aborted with the stall/deadline error, a consumer's cancel reason, a source error or an `isProgress` error. */
+  controller?: AbortController;
+  /**
+   * Which chunks count as progress. @default every non-empty chunk.
+   * If it throws, the stream errors with that error and the upstream is aborted.
+   * Pass `sseProgress` for Server-Sent Events bodies.
+   */
+  isProgress?: (chunk: T) => boolean;
+}
+
+/**
+ * A stream carrying the same chunks as `stream`, which errors with `StreamStalled`
+ * (phase "first-chunk" or "stall") when the source goes quiet and with `DeadlineExceeded`
+ * at the deadline, aborting `controller` either way. Only time spent waiting on the
+ * source counts: a consumer that reads slowly is not a stall.
+ * @throws {TypeError} a non-stream or locked source, non-number limits, a bad `deadline`, `controller` or `isProgress`
+ * @throws {RangeError} limits that are NaN, ±Infinity, ≤ 0 or past 2^53 − 1
+ */
+export function withStallTimeout<T>(stream: ReadableStream<T>, options: StallOptions<T>): ReadableStream<T>;
+
+export interface FetchDeadlineOptions {
+  /** Bounds the request, the headers and the whole body. */
+  deadline: Deadline;
+  /** Limit on the wait for response headers, ms; rejects with `StreamStalled` phase "first-byte". */
+  firstByteMs?: number;
+  /** Limit from the headers to the first progress chunk of the body, ms. @default no limit */
+  firstChunkMs?: number;
+  /** Limit on the gap between progress chunks of the body, ms. @default no limit */
+  stallMs?: number;
+  /** Which body chunks count as progress (e.g. `sseProgress`). @default every non-empty chunk */
+  isProgress?: (chunk: Uint8Array) => boolean;
+}
+
+/**
+ * `fetch` whose signal is linked to the deadline (and its parents), `init.signal` and a
+ * `Request` input's signal, with `firstByteMs` on the headers and a wrapped body
+ * (see `withStallTimeout`).
+ * @throws {TypeError} (as a rejection) bad options; {RangeError} bad limits;
+ *   rejects with `DeadlineExceeded`, `StreamStalled` ("first-byte"), the caller's abort reason or a network error
+ */
+export function fetchWithDeadline(input: RequestInfo | URL, init: RequestInit | undefined, options: FetchDeadlineOptions): Promise<Response>;
+
+/**
+ * The progress predicate for Server-Sent Events bodies (bytes or text): chunks holding only
+ * comment (`:`) lines or blank lines are not progress. As `isProgress` each stream gets its
+ * own line state, so an event split across chunks still counts; called directly it judges
+ * one chunk as if it started a line.
+ * @throws {TypeError} for chunks that are neither bytes nor text
+ */
+export function sseProgress(chunk: Uint8Array | ArrayBuffer | ArrayBufferView | string): boolean;
+
+/** A fresh `sseProgress` with its own line state, for one stream read by your own code. */
+export function createSseProgress(): (chunk: Uint8Array | ArrayBuffer | ArrayBufferView | string) => boolean;

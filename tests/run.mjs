@@ -149,6 +149,22 @@ const suite :Workerd.Worker = (
       await server.close();
     }
   },
+
+  // Node only: 10 000 concurrent wrapped streams, 1 000 stalling (tests/stall-load.mjs).
+  async stallLoad() {
+    const { stdout } = await run(process.execPath, ["tests/stall-load.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "stall load (node)", report);
+  },
+
+  // The package as users get it: npm pack of pkg/, installed offline into
+  // fresh projects: a Worker under wrangler dev, a Deno server, browser pages
+  // (esbuild and no bundler) in Chromium, Node, and docs/api.md's examples.
+  async package() {
+    const { stdout } = await run(process.execPath, ["tests/package/run.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "package", report);
+  },
 };
 
 for (const [name, suite] of Object.entries(suites)) {

@@ -1,2 +1,767 @@
-// stall cases (being written).
-export default [];
+// Stall cases: the same file runs in Node, Deno, workerd and Chromium.
+//
+// Timing: no sleeps. Cases wait on the stream's own outcome (a read that
+// rejects or finishes) and compare with performance.now(); sources that must
+// produce over time use their own timers. "Not before the limit" is exact;
+// "not much after" allows TIMER_SLACK_MS for a loaded 2-core CI machine.
+// Cases against the fixture server (tests/fixtures/stall.mjs) also ask the
+// server when it saw the connection close: proof of abort, not abandon.
+import { aborted, equal, ok, rejects, throws } from "../assert.js";
+
+const TIMER_SLACK_MS = 250;
+/** Extra allowance for the close to travel from the client's abort to the server (generous: 2 shared cores). */
+const CLOSE_SLACK_MS = 1_000;
+const BRAND = "edgeDeadlineError";
+const enc = new TextEncoder();
+const CHUNK = enc.encode("0123456789abcdef");
+
+/** A source under the test's control, recording cancel reasons. */
+function source({ chunks = [], close = false, error } = {}) {
+  const log = { cancelled: false, reason: undefined, pulls: 0 };
+  let ctrl;
+  const stream = new ReadableStream({
+    start(c) {
+      ctrl = c;
+      for (const x of chunks) c.enqueue(x);
+      if (close) c.close();
+      if (error) c.error(error);
+    },
+    pull() {
+      log.pulls++;
+    },
+    cancel(reason) {
+      log.cancelled = true;
+      log.reason = reason;
+    },
+  });
+  return { stream, log, enqueue: (x) => ctrl.enqueue(x), close: () => ctrl.close() };
+}
+
+/** Reads everything; resolves { chunks, bytes, values, error?, at }. */
+async function drain(stream) {
+  const reader = stream.getReader();
+  const out = { chunks: 0, bytes: 0, values: [] };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      out.chunks++;
+      out.bytes += value.byteLength ?? value.length;
+      out.values.push(value);
+    }
+  } catch (error) {
+    out.error = error;
+  }
+  out.at = performance.now();
+  return out;
+}
+
+function within(value, lo, hi, what) {
+  ok(value >= lo, `${what} ${value} is below ${lo}`);
+  ok(value <= hi, `${what} ${value} is above ${hi}`);
+}
+
+function timers(ctx) {
+  return ctx.pendingTimers?.();
+}
+
+function sameTimers(ctx, before, what) {
+  if (ctx.pendingTimers) equal(ctx.pendingTimers(), before, `host timers pending after ${what}`);
+}
+
+const uid = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+
+/** The server's view of connection `id` (waits up to 2 s for the close). */
+async function serverView(ctx, id) {
+  return (await fetch(`${ctx.fixtureUrl}/stall/closed?id=${id}`)).json();
+}
+
+/** Asserts the server saw `id` closed between `lo` and `lo + CLOSE_SLACK_MS` after `field`. */
+async function assertClosed(ctx, id, field, lo) {
+  const view = await serverView(ctx, id);
+  ok(view.known, `the server never saw request ${id}`);
+  ok(view.closed, `the server did not see the connection close within 2 s (the request was abandoned, not aborted): ${JSON.stringify(view)}`);
+  if (field) {
+    // Two processes' clocks: allow 2 ms of granularity on the lower bound.
+    within(view[field], lo - 2, lo + CLOSE_SLACK_MS, `server-side close ${field} (${JSON.stringify(view)})`);
+  }
+  return view;
+}
+
+const cases = [
+  // ---- the wrapper on in-memory streams --------------------------------------------------------
+  {
+    name: "stall: chunks pass through unchanged and the stream closes with nothing pending",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const values = [CHUNK, enc.encode(""), "text chunk", enc.encode("x")];
+      const src = source({ chunks: values, close: true });
+      const controller = new AbortController();
+      const r = await drain(lib.withStallTimeout(src.stream, { firstChunkMs: 1_000, stallMs: 1_000, controller }));
+      equal(r.error, undefined, "errored");
+      equal(r.chunks, 4);
+      values.forEach((v, i) => equal(r.values[i], v, `chunk ${i} is the same object`));
+      equal(controller.signal.aborted, false, "a normal close aborted the upstream");
+      equal(src.log.cancelled, false);
+      sameTimers(ctx, before, "close");
+    },
+  },
+  {
+    name: "stall: nothing before firstChunkMs → StreamStalled first-chunk, upstream aborted, source cancelled",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const src = source();
+      const controller = new AbortController();
+      const t0 = performance.now();
+      const r = await drain(lib.withStallTimeout(src.stream, { firstChunkMs: 60, stallMs: 1_000, controller }));
+      const e = r.error;
+      ok(lib.isStreamStalled(e), `errored with ${e?.name}: ${e?.message}`);
+      ok(e instanceof lib.StreamStalled && e instanceof Error);
+      equal(e.name, "StreamStalled");
+      equal(e[BRAND], "StreamStalled");
+      equal(e.phase, "first-chunk");
+      within(e.afterMs, 60, 60 + TIMER_SLACK_MS, "afterMs");
+      ok(r.at - t0 >= 60, `errored ${r.at - t0} ms after wrapping`);
+      equal(e.chunks, 0);
+      equal(e.bytes, 0);
+      equal(controller.signal.reason, e, "the controller's reason");
+      equal(src.log.reason, e, "the source's cancel reason");
+      ok(/no first chunk after \d+(\.\d)? ms/.test(e.message), e.message);
+      sameTimers(ctx, before, "a stall");
+    },
+  },
+  {
+    name: "stall: progress then silence → StreamStalled stall with the counts so far",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const src = source({ chunks: [CHUNK, CHUNK, CHUNK] });
+      const controller = new AbortController();
+      const r = await drain(lib.withStallTimeout(src.stream, { firstChunkMs: 1_000, stallMs: 50, controller }));
+      const e = r.error;
+      ok(lib.isStreamStalled(e), `errored with ${e?.name}: ${e?.message}`);
+      equal(e.phase, "stall");
+      within(e.afterMs, 50, 50 + TIMER_SLACK_MS, "afterMs");
+      equal(e.chunks, 3);
+      equal(e.bytes, 48);
+      equal(r.chunks, 3, "every chunk before the stall was delivered");
+      ok(/no progress for .* ms after 3 chunks \(48 bytes\)/.test(e.message), e.message);
+      equal(controller.signal.reason, e);
+      equal(src.log.reason, e);
+      sameTimers(ctx, before, "a stall");
+    },
+  },
+  {
+    name: "stall: empty chunks are not progress by default; a custom isProgress decides",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      // A source that keeps sending empty chunks every 10 ms after one real chunk.
+      let interval;
+      const stream = new ReadableStream({
+        start(c) {
+          c.enqueue(CHUNK);
+          interval = setInterval(() => c.enqueue(new Uint8Array(0)), 10);
+        },
+        cancel() {
+          clearInterval(interval);
+        },
+      });
+      const t0 = performance.now();
+      const r = await drain(lib.withStallTimeout(stream, { firstChunkMs: 1_000, stallMs: 80 }));
+      equal(r.error?.phase, "stall", `errored with ${r.error?.message}`);
+      within(r.error.afterMs, 80, 80 + TIMER_SLACK_MS, "afterMs");
+      ok(r.error.chunks > 1, `only ${r.error.chunks} chunks: the empty ones were not counted`);
+      equal(r.error.bytes, 16);
+      ok(r.at - t0 >= 80);
+      // isProgress: only chunks with a "!" count, so "." heartbeats do not reset the limit.
+      let beat;
+      const text = new ReadableStream({
+        start(c) {
+          c.enqueue("token!");
+          beat = setInterval(() => c.enqueue("."), 10);
+        },
+        cancel() {
+          clearInterval(beat);
+        },
+      });
+      const seen = [];
+      const r2 = await drain(
+        lib.withStallTimeout(text, { firstChunkMs: 1_000, stallMs: 60, isProgress: (x) => (seen.push(x), x.includes("!")) }),
+      );
+      equal(r2.error?.phase, "stall");
+      ok(r2.error.chunks >= 2 && r2.error.bytes === 6 + (r2.error.chunks - 1), `bytes ${r2.error.bytes} for ${r2.error.chunks} chunks`);
+      equal(seen[0], "token!", "isProgress sees the chunk itself");
+      sameTimers(ctx, before, "stalls");
+    },
+  },
+  {
+    name: "stall: firstChunkMs longer than stallMs: the stall limit applies from the first chunk (guard wake)",
+    run: async (lib) => {
+      let ctrl;
+      const stream = new ReadableStream({
+        start(c) {
+          ctrl = c;
+        },
+      });
+      const t0 = performance.now();
+      const wrapped = lib.withStallTimeout(stream, { firstChunkMs: 600, stallMs: 60 });
+      // The first chunk arrives after 100 ms: past stallMs, within firstChunkMs.
+      const d = lib.Deadline.in(100);
+      await aborted(d.signal());
+      ctrl.enqueue(CHUNK);
+      const firstAt = performance.now();
+      const r = await drain(wrapped);
+      equal(r.error?.phase, "stall", `errored with ${r.error?.message}`);
+      within(r.error.afterMs, 60, 60 + TIMER_SLACK_MS, "afterMs");
+      ok(r.at - firstAt >= 60, `stalled ${r.at - firstAt} ms after the first chunk`);
+      ok(r.at - t0 < 600, `stalled ${r.at - t0} ms after wrapping: the first-chunk limit delayed the verdict`);
+      equal(r.error.chunks, 1);
+    },
+  },
+  {
+    name: "stall: a first chunk later than stallMs but within firstChunkMs is not a stall",
+    run: async (lib) => {
+      const stream = new ReadableStream({
+        start(c) {
+          setTimeout(() => (c.enqueue(CHUNK), c.close()), 90);
+        },
+      });
+      const r = await drain(lib.withStallTimeout(stream, { firstChunkMs: 400, stallMs: 30 }));
+      equal(r.error, undefined, `errored with ${r.error?.message}`);
+      equal(r.bytes, 16);
+    },
+  },
+  {
+    name: "stall: after a burst (progress counted, not timed) the stall is never early and at most ~16 ms late",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      for (const tail of [0, 3]) {
+        // 2 000 chunks at once, then `tail` chunks 25 ms apart, then silence.
+        let ctrl;
+        const stream = new ReadableStream({
+          start(c) {
+            ctrl = c;
+            for (let i = 0; i < 2_000; i++) c.enqueue(CHUNK);
+          },
+        });
+        let sent = 0;
+        const more = () => {
+          if (sent++ < tail) {
+            ctrl.enqueue(CHUNK);
+            setTimeout(more, 25);
+          }
+        };
+        setTimeout(more, 25);
+        const reader = lib.withStallTimeout(stream, { firstChunkMs: 1_000, stallMs: 60 }).getReader();
+        let lastAt = 0;
+        let n = 0;
+        const e = await rejects(
+          (async () => {
+            for (;;) {
+              await reader.read();
+              lastAt = performance.now();
+              n++;
+            }
+          })(),
+        );
+        const at = performance.now();
+        equal(e?.phase, "stall", `errored with ${e?.name}: ${e?.message}`);
+        equal(n, 2_000 + tail);
+        equal(e.chunks, 2_000 + tail);
+        ok(at - lastAt >= 60, `stalled ${at - lastAt} ms after the last chunk`);
+        within(e.afterMs, 60, 60 + 16 + TIMER_SLACK_MS, "afterMs");
+      }
+      sameTimers(ctx, before, "a burst");
+    },
+  },
+  {
+    name: "stall: the deadline errors the stream with DeadlineExceeded and aborts the upstream",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const src = source({ chunks: [CHUNK] });
+      const controller = new AbortController();
+      const d = lib.Deadline.in(80);
+      const r = await drain(lib.withStallTimeout(src.stream, { firstChunkMs: 5_000, stallMs: 5_000, deadline: d, controller }));
+      const e = r.error;
+      ok(lib.isDeadlineExceeded(e), `errored with ${e?.name}: ${e?.message}`);
+      equal(e.at, d.at);
+      within(e.lateByMs, 0, TIMER_SLACK_MS, "lateByMs");
+      ok(r.at >= d.at, "errored before the deadline");
+      equal(controller.signal.reason, e);
+      equal(src.log.reason, e);
+      equal(r.chunks, 1);
+      sameTimers(ctx, before, "the deadline");
+    },
+  },
+  {
+    name: "stall: stallMs reaching past the deadline is accepted and the deadline decides",
+    run: async (lib) => {
+      const d = lib.Deadline.in(50);
+      const r = await drain(lib.withStallTimeout(source({ chunks: [CHUNK] }).stream, { firstChunkMs: 50, stallMs: 50, deadline: d }));
+      // Both expire ~50 ms after wrapping; the stall one counts from the chunk,
+      // which came after the deadline was set: at a tie or later, the deadline wins.
+      ok(lib.isDeadlineExceeded(r.error), `errored with ${r.error?.name}: ${r.error?.message}`);
+      const d2 = lib.Deadline.in(60);
+      const r2 = await drain(lib.withStallTimeout(source().stream, { firstChunkMs: 10_000, stallMs: 10_000, deadline: d2 }));
+      ok(lib.isDeadlineExceeded(r2.error));
+      equal(r2.error.at, d2.at);
+    },
+  },
+  {
+    name: "stall: a deadline already passed errors the first read at once",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const src = source({ chunks: [CHUNK] });
+      const controller = new AbortController();
+      const wrapped = lib.withStallTimeout(src.stream, { firstChunkMs: 100, stallMs: 100, deadline: lib.Deadline.at(0), controller });
+      const e = await rejects(wrapped.getReader().read());
+      ok(lib.isDeadlineExceeded(e));
+      equal(e.at, 0);
+      ok(controller.signal.aborted);
+      equal(src.log.reason, e);
+      sameTimers(ctx, before, "an expired deadline");
+    },
+  },
+  {
+    name: "stall: a consumer's cancel reaches the source and the controller, and clears the timer",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const src = source({ chunks: [CHUNK] });
+      const controller = new AbortController();
+      const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 10_000, stallMs: 10_000, controller }).getReader();
+      equal((await reader.read()).value, CHUNK);
+      await reader.cancel("no longer needed");
+      equal(src.log.cancelled, true, "the source was not cancelled");
+      equal(src.log.reason, "no longer needed");
+      equal(controller.signal.reason, "no longer needed");
+      sameTimers(ctx, before, "cancel");
+    },
+  },
+  {
+    name: "stall: an isProgress that throws errors the stream with its error, aborts and cancels, leaks nothing",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const src = source({ chunks: [CHUNK, CHUNK] });
+      const controller = new AbortController();
+      const boom = new Error("boom");
+      let calls = 0;
+      const r = await drain(
+        lib.withStallTimeout(src.stream, {
+          firstChunkMs: 10_000,
+          stallMs: 10_000,
+          controller,
+          isProgress: () => {
+            calls++;
+            throw boom;
+          },
+        }),
+      );
+      equal(r.error, boom);
+      equal(r.chunks, 0, "the chunk isProgress failed on was delivered");
+      equal(calls, 1);
+      equal(controller.signal.reason, boom);
+      equal(src.log.reason, boom);
+      sameTimers(ctx, before, "an isProgress error");
+    },
+  },
+  {
+    name: "stall: a source error errors the wrapper with it, aborts the upstream and clears the timer",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const broken = new Error("upstream broke");
+      const controller = new AbortController();
+      const r = await drain(lib.withStallTimeout(source({ chunks: [CHUNK], error: broken }).stream, { firstChunkMs: 10_000, stallMs: 10_000, controller }));
+      equal(r.error, broken);
+      equal(controller.signal.reason, broken);
+      sameTimers(ctx, before, "a source error");
+    },
+  },
+  {
+    name: "stall: a consumer slower than stallMs is not a stall (only time waiting on the source counts)",
+    run: async (lib) => {
+      const src = source({ chunks: [CHUNK, CHUNK, CHUNK, CHUNK], close: true });
+      const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 40, stallMs: 40 }).getReader();
+      let n = 0;
+      for (;;) {
+        const { done } = await reader.read();
+        if (done) break;
+        n++;
+        // The consumer works 3 × stallMs on each chunk.
+        await aborted(lib.Deadline.in(120).signal());
+      }
+      equal(n, 4);
+    },
+  },
+  {
+    name: "stall: a parked stream (consumer not reading) still ends at its deadline",
+    run: async (lib) => {
+      const src = source({ chunks: [CHUNK, CHUNK] });
+      const d = lib.Deadline.in(70);
+      const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 20, stallMs: 20, deadline: d }).getReader();
+      await reader.read();
+      await aborted(lib.Deadline.in(150).signal());
+      // The second chunk was waiting in the wrapper; the deadline has passed meanwhile.
+      const e = await rejects(reader.read());
+      ok(lib.isDeadlineExceeded(e), `errored with ${e?.name}: ${e?.message}`);
+      equal(src.log.reason, e);
+    },
+  },
+  {
+    name: "stall: StreamStalled has a name, a brand that works across copies, and readable messages",
+    run: (lib) => {
+      const e = new lib.StreamStalled("stall", 9_000.25, 3, 48);
+      ok(e instanceof Error);
+      equal(e.name, "StreamStalled");
+      equal(e.phase, "stall");
+      equal(e.afterMs, 9_000.25);
+      equal(e.chunks, 3);
+      equal(e.bytes, 48);
+      equal(e.message, "stream stalled: no progress for 9000.3 ms after 3 chunks (48 bytes)");
+      equal(Object.keys(e).includes(BRAND), true, "the brand is an own enumerable property");
+      equal(new lib.StreamStalled("first-chunk", 5_000, 0, 0).message, "stream stalled: no first chunk after 5000 ms");
+      equal(new lib.StreamStalled("first-byte", 12, 0, 0).message, "stream stalled: no response headers after 12 ms");
+      const cause = new Error("why");
+      equal(new lib.StreamStalled("stall", 1, 0, 0, { cause }).cause, cause);
+      // A clone (workerd's abort reasons, a second copy of the package) keeps the brand.
+      const clone = Object.assign(new Error(e.message), { ...e });
+      ok(lib.isStreamStalled(clone));
+      const foreign = Object.assign(new Error("x"), { name: "StreamStalled" });
+      equal(lib.isStreamStalled(foreign), false, "a name alone is not the brand");
+      equal(lib.isStreamStalled(null), false);
+      equal(lib.isStreamStalled(undefined), false);
+      equal(lib.isDeadlineExceeded(e), false);
+    },
+  },
+
+  // ---- sseProgress ---------------------------------------------------------------------------
+  {
+    name: "sse: keep-alive comments and blank lines are not progress; field lines are",
+    run: (lib) => {
+      for (const [chunk, want] of [
+        [": ping\n\n", false],
+        [":\n", false],
+        ["\n\n\r\n", false],
+        ["", false],
+        [": a\r\n: b\r\n\r\n", false],
+        ["data: x\n\n", true],
+        [": ping\ndata: x\n\n", true],
+        ["event: token\n", true],
+        ["id: 7\n", true],
+        ["retry: 10\n", true],
+        ["data\n", true],
+        ["\uFEFF: ping\n\n", false],
+      ]) {
+        equal(lib.sseProgress(chunk), want, `text ${JSON.stringify(chunk)}`);
+        equal(lib.sseProgress(enc.encode(chunk)), want, `bytes of ${JSON.stringify(chunk)}`);
+        equal(lib.sseProgress(enc.encode(chunk).buffer), want, `ArrayBuffer of ${JSON.stringify(chunk)}`);
+      }
+      equal(lib.sseProgress(new DataView(enc.encode("data: 1\n").buffer)), true, "any ArrayBufferView");
+      throws(() => lib.sseProgress(42), TypeError, /sseProgress expects Uint8Array, ArrayBuffer or string chunks: got number/);
+      throws(() => lib.sseProgress({}), TypeError, /got an object/);
+    },
+  },
+  {
+    name: "sse: chunk boundaries anywhere (mid-line, mid-CRLF, mid-character, mid-BOM) give the oracle's answer",
+    run: (lib) => {
+      const texts = [
+        ': ping\n\ndata: {"t":"héllo 🌍"}\n\n: ping\n\n',
+        "\uFEFF: hi\r\n\r\nevent: x\r\ndata: 1\r\n\r\n:\r\n",
+        ": only\r: comments\r\r: here\n",
+        "data: a\n\n\n\n: x\ndata: b\r\n\r\n",
+      ];
+      for (const text of texts) {
+        for (const asBytes of [false, true]) {
+          const units = asBytes ? enc.encode(text) : text;
+          const field = oracle(units, asBytes);
+          const n = units.length;
+          // Every split into two and a spread of splits into three.
+          const splits = [];
+          for (let i = 0; i <= n; i++) splits.push([i]);
+          for (let i = 0; i <= n; i += 3) for (let j = i; j <= n; j += 5) splits.push([i, j]);
+          for (const cut of splits) {
+            const isProgress = lib.createSseProgress();
+            const bounds = [0, ...cut, n];
+            for (let k = 0; k + 1 < bounds.length; k++) {
+              const piece = units.slice(bounds[k], bounds[k + 1]);
+              let want = false;
+              for (let i = bounds[k]; i < bounds[k + 1]; i++) want ||= field[i];
+              equal(isProgress(piece), want, `${asBytes ? "bytes" : "text"} ${JSON.stringify(text)} cut at ${cut}, piece ${k}`);
+            }
+          }
+        }
+      }
+    },
+  },
+  {
+    name: "sse: sseProgress as isProgress gets fresh state per stream; keep-alives after events stall",
+    run: async (lib) => {
+      // Two streams interleaved: one ends mid-comment, the other mid-field.
+      const a = source({ chunks: [": keep-", "alive\n\n"] });
+      const b = source({ chunks: ["da", "ta: 1\n\n"] });
+      const ra = drain(lib.withStallTimeout(a.stream, { firstChunkMs: 60, stallMs: 30, isProgress: lib.sseProgress }));
+      const rb = drain(lib.withStallTimeout(b.stream, { firstChunkMs: 60, stallMs: 30, isProgress: lib.sseProgress }));
+      const [resA, resB] = await Promise.all([ra, rb]);
+      equal(resA.error?.phase, "first-chunk", "comments only: no progress at all");
+      equal(resA.error.chunks, 2);
+      equal(resB.error?.phase, "stall", "the split event counted");
+      // Events, then keep-alive comments every 10 ms: a stall after the last event.
+      let ping;
+      const sse = new ReadableStream({
+        start(c) {
+          c.enqueue(enc.encode("data: 1\n\ndata: 2"));
+          c.enqueue(enc.encode("\n\n"));
+          ping = setInterval(() => c.enqueue(enc.encode(": ping\n\n")), 10);
+        },
+        cancel() {
+          clearInterval(ping);
+        },
+      });
+      const r = await drain(lib.withStallTimeout(sse, { firstChunkMs: 500, stallMs: 80, isProgress: lib.sseProgress }));
+      equal(r.error?.phase, "stall");
+      within(r.error.afterMs, 80, 80 + TIMER_SLACK_MS, "afterMs");
+      ok(r.error.chunks > 2, "keep-alives arrived and were counted as chunks");
+      equal((r.error.bytes - 18) % 8, 0, `bytes ${r.error.bytes}`);
+    },
+  },
+
+  // ---- against the fixture server ------------------------------------------------------------
+  {
+    name: "stall fixture: a steady stream passes through fetchWithDeadline untouched",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const url = `${ctx.fixtureUrl}/stall/steady?id=${id}&n=10&gap=10`;
+      const res = await lib.fetchWithDeadline(url, undefined, { deadline: lib.Deadline.in(10_000), firstByteMs: 2_000, firstChunkMs: 1_000, stallMs: 300 });
+      equal(res.status, 200);
+      equal(res.url, url);
+      equal(res.headers.get("content-type"), "application/octet-stream");
+      const r = await drain(res.body);
+      equal(r.error, undefined, `errored with ${r.error?.message}`);
+      equal(r.bytes, 160);
+      ok(r.chunks >= 1 && r.chunks <= 10);
+      const view = await serverView(ctx, id);
+      equal(view.bytes, 160);
+    },
+  },
+  {
+    name: "stall fixture: slow but steady (longer than stallMs in total, never a gap that long) is not killed",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const t0 = performance.now();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/steady?id=${id}&n=8&gap=50`, undefined, {
+        deadline: lib.Deadline.in(10_000),
+        firstChunkMs: 200,
+        stallMs: 200,
+      });
+      const r = await drain(res.body);
+      equal(r.error, undefined, `errored with ${r.error?.message}`);
+      equal(r.bytes, 128);
+      ok(r.at - t0 > 200, `the whole stream took only ${r.at - t0} ms`);
+    },
+  },
+  {
+    name: "stall fixture: headers then a stall mid-body → StreamStalled stall, and the server sees the close",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const controller = new AbortController();
+      const res = await fetch(`${ctx.fixtureUrl}/stall/mid?id=${id}&n=3&gap=10`, { signal: controller.signal });
+      const r = await drain(lib.withStallTimeout(res.body, { firstChunkMs: 1_000, stallMs: 150, controller }));
+      const e = r.error;
+      ok(lib.isStreamStalled(e), `errored with ${e?.name}: ${e?.message}`);
+      equal(e.phase, "stall");
+      within(e.afterMs, 150, 150 + TIMER_SLACK_MS, "afterMs");
+      equal(e.bytes, 48);
+      ok(e.chunks >= 1 && e.chunks <= 3, `chunks ${e.chunks}`);
+      equal(r.bytes, 48);
+      equal(controller.signal.reason, e);
+      await assertClosed(ctx, id, "afterLastByteMs", 150);
+    },
+  },
+  {
+    name: "stall fixture: a stall before the first chunk → StreamStalled first-chunk, and the server sees the close",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/before?id=${id}`, undefined, {
+        deadline: lib.Deadline.in(10_000),
+        firstChunkMs: 120,
+        stallMs: 50,
+      });
+      const r = await drain(res.body);
+      const e = r.error;
+      ok(lib.isStreamStalled(e), `errored with ${e?.name}: ${e?.message}`);
+      equal(e.phase, "first-chunk");
+      within(e.afterMs, 120, 120 + TIMER_SLACK_MS, "afterMs");
+      equal(e.chunks, 0);
+      equal(e.bytes, 0);
+      await assertClosed(ctx, id, "afterHeadersMs", 120);
+    },
+  },
+  {
+    name: "stall fixture: SSE keep-alive comments after a few events (one split) → StreamStalled stall; close seen",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/sse?id=${id}&events=3&gap=40&ping=20`, undefined, {
+        deadline: lib.Deadline.in(10_000),
+        firstChunkMs: 1_000,
+        stallMs: 150,
+        isProgress: lib.sseProgress,
+      });
+      equal(res.headers.get("content-type"), "text/event-stream");
+      const r = await drain(res.body);
+      const e = r.error;
+      ok(lib.isStreamStalled(e), `errored with ${e?.name}: ${e?.message}`);
+      equal(e.phase, "stall", "keep-alives must not count, the split event must");
+      within(e.afterMs, 150, 150 + TIMER_SLACK_MS, "afterMs");
+      const events = ': connected\n\n' + 'event: token\ndata: {"i":1}\n\n' + 'event: token\ndata: {"i":2}\n\n' + 'data: {"i":3, "text":"last"}\n\n';
+      const eventBytes = enc.encode(events).length;
+      ok(e.bytes >= eventBytes + 8, `only ${e.bytes} bytes: no keep-alive arrived`);
+      equal((e.bytes - eventBytes) % 8, 0, `bytes ${e.bytes} is not events + n × ": ping\\n\\n"`);
+      const view = await assertClosed(ctx, id, "afterLastEventMs", 150);
+      ok(view.bytes >= e.bytes);
+    },
+  },
+  {
+    name: "stall fixture: no headers within firstByteMs → fetchWithDeadline rejects with StreamStalled first-byte; close seen",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const t0 = performance.now();
+      const e = await rejects(
+        lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/no-headers?id=${id}`, undefined, { deadline: lib.Deadline.in(10_000), firstByteMs: 100 }),
+      );
+      ok(lib.isStreamStalled(e), `rejected with ${e?.name}: ${e?.message}`);
+      equal(e.phase, "first-byte");
+      within(e.afterMs, 100, 100 + TIMER_SLACK_MS, "afterMs");
+      ok(performance.now() - t0 >= 100);
+      await assertClosed(ctx, id, "afterStartMs", 100);
+    },
+  },
+  {
+    name: "stall fixture: the deadline ends a body mid-stream with DeadlineExceeded; close seen",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const d = lib.Deadline.in(250);
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/mid?id=${id}&n=2&gap=10`, undefined, { deadline: d, stallMs: 5_000 });
+      const r = await drain(res.body);
+      ok(lib.isDeadlineExceeded(r.error), `errored with ${r.error?.name}: ${r.error?.message}`);
+      equal(r.error.at, d.at);
+      ok(r.at >= d.at, "errored before the deadline");
+      equal(r.bytes, 32);
+      await assertClosed(ctx, id);
+      // A deadline that passed before headers: the fetch itself rejects with it.
+      const d2 = lib.Deadline.in(80);
+      const e = await rejects(lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/no-headers?id=${uid()}`, undefined, { deadline: d2 }));
+      ok(lib.isDeadlineExceeded(e), `rejected with ${e?.name}: ${e?.message}`);
+      equal(e.at, d2.at);
+    },
+  },
+  {
+    name: "stall fixture: a consumer's cancel and the caller's init.signal both release the connection",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/mid?id=${id}&n=2&gap=10`, undefined, { deadline: lib.Deadline.in(10_000), stallMs: 5_000 });
+      const reader = res.body.getReader();
+      ok((await reader.read()).value.byteLength > 0);
+      await reader.cancel("done reading");
+      await assertClosed(ctx, id, "afterStartMs", 0);
+      const id2 = uid();
+      const caller = new AbortController();
+      const res2 = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/mid?id=${id2}&n=1`, { signal: caller.signal }, {
+        deadline: lib.Deadline.in(10_000),
+        stallMs: 5_000,
+      });
+      const pending = drain(res2.body);
+      caller.abort(new Error("client went away"));
+      const r = await pending;
+      ok(r.error, "the body did not error");
+      await assertClosed(ctx, id2);
+    },
+  },
+  ...badInputCases(),
+];
+
+/** Marks, for each code unit (or byte), whether it belongs to an SSE field line. */
+function oracle(units, asBytes) {
+  const at = (i) => (asBytes ? units[i] : units.charCodeAt(i));
+  const out = new Array(units.length).fill(false);
+  let i = 0;
+  // A leading BOM is not content.
+  if (asBytes && at(0) === 0xef && at(1) === 0xbb && at(2) === 0xbf) i = 3;
+  if (!asBytes && at(0) === 0xfeff) i = 1;
+  while (i < units.length) {
+    let j = i;
+    while (j < units.length && at(j) !== 10 && at(j) !== 13) j++;
+    const isField = j > i && at(i) !== 58;
+    for (let k = i; k < j; k++) out[k] = isField;
+    i = j + 1;
+  }
+  return out;
+}
+
+function badInputCases() {
+  const stream = () => new ReadableStream();
+  const ok_ = { firstChunkMs: 100, stallMs: 100 };
+  const w = (lib, s, o) => lib.withStallTimeout(s, o);
+  const f = (lib, o, init) => lib.fetchWithDeadline("http://127.0.0.1:9/", init, o);
+  const table = [
+    ["withStallTimeout(stream = null)", (lib) => w(lib, null, ok_), TypeError, /'stream' of withStallTimeout must be a ReadableStream: current value is null/],
+    ["withStallTimeout(stream = a string)", (lib) => w(lib, "data", ok_), TypeError, /'stream'.*a string/],
+    ["withStallTimeout(stream = an async iterable)", (lib) => w(lib, { async *[Symbol.asyncIterator]() {} }, ok_), TypeError, /'stream'/],
+    ["withStallTimeout(stream = a Uint8Array)", (lib) => w(lib, CHUNK, ok_), TypeError, /'stream'.*a Uint8Array/],
+    ["withStallTimeout(options missing)", (lib) => w(lib, stream()), TypeError, /'options' of withStallTimeout must be an object like \{ firstChunkMs, stallMs \}/],
+    ["withStallTimeout(options = 5)", (lib) => w(lib, stream(), 5), TypeError, /'options'/],
+    ["firstChunkMs missing", (lib) => w(lib, stream(), { stallMs: 1 }), TypeError, /'firstChunkMs' must be a number.*undefined/],
+    ["stallMs missing", (lib) => w(lib, stream(), { firstChunkMs: 1 }), TypeError, /'stallMs' must be a number/],
+    ["firstChunkMs = '100'", (lib) => w(lib, stream(), { ...ok_, firstChunkMs: "100" }), TypeError, /'firstChunkMs'/],
+    ["stallMs = 10n", (lib) => w(lib, stream(), { ...ok_, stallMs: 10n }), TypeError, /'stallMs'/],
+    ...[
+      ["NaN", NaN],
+      ["Infinity", Infinity],
+      ["-Infinity", -Infinity],
+      ["-1", -1],
+      ["0", 0],
+      ["-0", -0],
+      ["2^60", 2 ** 60],
+    ].flatMap(([label, v]) => [
+      [`firstChunkMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, firstChunkMs: v }), RangeError, /'firstChunkMs' must be a finite number of milliseconds greater than 0/],
+      [`stallMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, stallMs: v }), RangeError, /'stallMs' must be a finite number of milliseconds greater than 0/],
+    ]),
+    ["deadline = 5000 (a number)", (lib) => w(lib, stream(), { ...ok_, deadline: 5_000 }), TypeError, /'deadline' of withStallTimeout must be a Deadline/],
+    ["deadline = null", (lib) => w(lib, stream(), { ...ok_, deadline: null }), TypeError, /'deadline'/],
+    ["controller = {}", (lib) => w(lib, stream(), { ...ok_, controller: {} }), TypeError, /'controller' of withStallTimeout must be an AbortController: current value is an object/],
+    ["controller = an AbortSignal", (lib) => w(lib, stream(), { ...ok_, controller: new AbortController().signal }), TypeError, /'controller'/],
+    ["isProgress = true", (lib) => w(lib, stream(), { ...ok_, isProgress: true }), TypeError, /'isProgress' of withStallTimeout must be a function/],
+    [
+      "a locked stream",
+      (lib) => {
+        const s = stream();
+        s.getReader();
+        return w(lib, s, ok_);
+      },
+      TypeError,
+      null,
+    ],
+    ["fetchWithDeadline(options missing)", (lib) => f(lib, undefined), TypeError, /'options' of fetchWithDeadline must be an object/],
+    ["fetchWithDeadline(deadline missing)", (lib) => f(lib, { stallMs: 10 }), TypeError, /'deadline' of fetchWithDeadline must be a Deadline/],
+    ["fetchWithDeadline(firstByteMs = 0)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: 0 }), RangeError, /'firstByteMs' must be a finite number of milliseconds greater than 0/],
+    ["fetchWithDeadline(firstByteMs = NaN)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: NaN }), RangeError, /'firstByteMs'/],
+    ["fetchWithDeadline(stallMs = -5)", (lib) => f(lib, { deadline: lib.Deadline.in(100), stallMs: -5 }), RangeError, /'stallMs'/],
+    ["fetchWithDeadline(firstChunkMs = '1')", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstChunkMs: "1" }), TypeError, /'firstChunkMs'/],
+    ["fetchWithDeadline(isProgress = 1)", (lib) => f(lib, { deadline: lib.Deadline.in(100), isProgress: 1 }), TypeError, /'isProgress'/],
+    ["fetchWithDeadline(init = 'GET')", (lib) => f(lib, { deadline: lib.Deadline.in(100) }, "GET"), TypeError, /'init' of fetchWithDeadline/],
+    ["fetchWithDeadline(init.signal = {})", (lib) => f(lib, { deadline: lib.Deadline.in(100) }, { signal: {} }), TypeError, /'init.signal'/],
+  ];
+  return table.map(([label, call, Type, pattern]) => ({
+    name: `bad input: ${label} → ${Type.name}`,
+    run: async (lib) => {
+      await rejects(async () => call(lib), Type, pattern);
+    },
+  }));
+}
+
+export default cases;
