@@ -27,5 +27,11 @@ export async function nsPerOpAsync(fn, { n = 20_000, rounds = 5 } = {}) {
   return times[times.length >> 1];
 }
 
+// workerd defines a `process` global at recent compatibility dates, so it is
+// recognised by its user agent first.
 export const runtimeName = () =>
-  typeof Deno !== "undefined" ? `deno ${Deno.version.deno}` : typeof process !== "undefined" ? `node ${process.version}` : "workerd";
+  globalThis.navigator?.userAgent === "Cloudflare-Workers"
+    ? "workerd"
+    : typeof Deno !== "undefined"
+      ? `deno ${Deno.version.deno}`
+      : `node ${process.version}`;
