@@ -23,6 +23,7 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
+import * as propagation from "./propagation.js";
 
 const now = () => performance.now();
 
@@ -109,6 +110,24 @@ export class Deadline {
     if (!isReady()) notReady("Deadline.at");
     number("instantMs", instantMs);
     return new Deadline(TOKEN, core.checkInstant(instantMs), parentsFrom(options, "Deadline.at"));
+  }
+
+  /**
+   * The deadline a request's propagation headers ask for (`grpc-timeout`,
+   * `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms`,
+   * `edge-deadline-remaining-ms`), less `transitMs`, never later than `maxMs`
+   * from now. See js/propagation.js.
+   */
+  static fromHeaders(headers, options) {
+    return propagation.fromHeaders(headers, options);
+  }
+
+  /**
+   * `now + min(every cap in front: the platform's, the product's) − fallbackReserveMs`.
+   * See js/propagation.js and src/core/caps.rs.
+   */
+  static forPlatform(options) {
+    return propagation.forPlatform(options);
   }
 
   /** The earliest of the given deadlines; the result links every parent signal. */

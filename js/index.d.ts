@@ -33,6 +33,19 @@ export class Deadline implements Disposable {
    * @throws {TypeError} | {RangeError} like `Deadline.in`
    */
   static at(instantMs: number, options?: DeadlineOptions): Deadline;
+  /**
+   * The deadline a request's propagation headers ask for (`grpc-timeout`, `connect-timeout-ms`,
+   * `x-envoy-expected-rq-timeout-ms`, `edge-deadline-remaining-ms`), less `transitMs`, never later
+   * than `maxMs` from now: a caller can shorten our deadline, never extend it.
+   * @throws {TypeError} | {RangeError} bad options, or a malformed header (unless `invalid: "ignore"`)
+   */
+  static fromHeaders(headers: import("./pipeline.js").HeadersLike, options: import("./pipeline.js").FromHeadersOptions): Deadline;
+  /**
+   * `now + min(every cap in front: the platform's wall-clock caps, productMs) − fallbackReserveMs`.
+   * CPU caps are not deadlines (see `platformDeadline`'s `cpuMs`).
+   * @throws {TypeError} | {RangeError} unknown platform/plan/trigger, a reserve that does not fit below the caps
+   */
+  static forPlatform(options: import("./pipeline.js").ForPlatformOptions): Deadline;
   /** The earliest of the deadlines; its signal links every parent of every argument. */
   static min(...deadlines: [Deadline, ...Deadline[]]): Deadline;
   /** The earlier of this and `other`. */

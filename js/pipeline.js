@@ -1,2 +1,14 @@
-// pipeline: being written.
-export {};
+// Pipelines inside one deadline (issue 4): plans with tail reserves, retries,
+// retry budgets, hedging, propagation headers and platform caps. One module
+// per part; this file is the concept's public surface.
+export { plan, Plan } from "./plan.js";
+export { retry, hedge, RetryBudget, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
+export {
+  toHeaders,
+  encodeHeader,
+  parseHeader,
+  deadlineFromHeaders,
+  deadlineHeaders,
+  platformCaps,
+  platformDeadline,
+} from "./propagation.js";

@@ -165,6 +165,16 @@ const suite :Workerd.Worker = (
     const report = lastJsonLine(stdout);
     record(report.runtime ?? "package", report);
   },
+
+  // Node only: the pipeline's propagation headers against real peers
+  // (@grpc/grpc-js server and client, @connectrpc/connect-node clients).
+  async interop() {
+    const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/interop/"], { capture: true });
+    const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
+    const report = { runtime: "interop (node: grpc-js, connect-node)", passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
+    if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
+    record(report.runtime, report);
+  },
 };
 
 for (const [name, suite] of Object.entries(suites)) {

@@ -381,8 +381,11 @@ pub fn earliest_incoming(
     transit_ms: f64,
     max_ms: f64,
 ) -> Result<Incoming, HeaderError> {
-    let mut out = Incoming { at: incoming_deadline(now_ms, max_ms, 0.0, max_ms)?, source: None, rejected: Vec::new() };
+    // Checked first, so a bad `maxMs` is reported under its own name (the
+    // local cap goes through `incoming_deadline` as the parsed value).
+    check_ms("maxMs", max_ms)?;
     check_ms("transitMs", transit_ms)?;
+    let mut out = Incoming { at: incoming_deadline(now_ms, max_ms, 0.0, max_ms)?, source: None, rejected: Vec::new() };
     for &(format, raw) in headers {
         match parse(format, raw) {
             Ok(ms) => {
@@ -544,6 +547,14 @@ mod tests {
         assert_eq!((none.at, none.source), (30_050.0, None));
         let bad = earliest_incoming(50.0, &[(GrpcTimeout, b"1S")], f64::NAN, 30_000.0);
         assert!(bad.is_err());
+        // Each bad argument is reported under its own name.
+        let name = |r: Result<Incoming, HeaderError>| match r {
+            Err(HeaderError::Time(e)) => e.param(),
+            _ => None,
+        };
+        assert_eq!(name(earliest_incoming(0.0, &[], 0.0, f64::NAN)), Some("maxMs"));
+        assert_eq!(name(earliest_incoming(0.0, &[], -1.0, 1.0)), Some("transitMs"));
+        assert_eq!(name(earliest_incoming(f64::NAN, &[], 0.0, 1.0)), Some("now"));
     }
 
     /// A generator biased towards almost-valid header values.

@@ -452,32 +452,47 @@ impl Plan {
 
     /// As [`Plan::decide`], by index (the binding maps names once).
     pub fn decide_index(&self, index: usize, now_ms: f64) -> Result<Decision, PlanError> {
-        let now = check_ms("now", now_ms)?;
         let step = self.steps.get(index).ok_or(PlanError::IndexOutOfRange { index, len: self.steps.len() })?;
-        let held = self.held_after[index];
-        let remaining = if self.at > now { self.at - now } else { 0.0 };
-        let available = if remaining > held { remaining - held } else { 0.0 };
-        let cap = match (step.kind, step.preferred_ms) {
-            (StepKind::Fallback, _) | (_, None) => available,
-            (_, Some(p)) => p.min(available),
-        };
-        if cap + ADMIT_EPSILON_MS >= step.min_ms && cap > 0.0 {
-            return Ok(Decision::Run { cap_ms: cap, remaining_ms: remaining });
-        }
-        Ok(match step.kind {
-            StepKind::Optional => Decision::Skip {
-                reason: if remaining <= 0.0 {
-                    SkipReason::Expired
-                } else {
-                    SkipReason::BelowMinimum { available_ms: available, min_ms: step.min_ms }
-                },
-                remaining_ms: remaining,
-            },
-            StepKind::Mandatory | StepKind::Fallback => {
-                Decision::Insufficient { remaining_ms: remaining, available_ms: available, min_ms: step.min_ms }
-            }
-        })
+        decide_step(step.kind, step.min_ms, step.preferred_ms, self.held_after[index], self.at, now_ms)
     }
+}
+
+/// The decision of [`Plan::decide_index`] from a step's validated parts and
+/// its [`Plan::held_after`]: the same arithmetic, for a binding that keeps a
+/// plan's validated numbers on its own side instead of a `Plan` (the JS
+/// binding does, so a plan holds no Wasm memory). `min_ms`, `preferred_ms`,
+/// `held_ms` and `at` must come from a [`Plan`]; only `now_ms` is checked.
+pub fn decide_step(
+    kind: StepKind,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<Decision, PlanError> {
+    let now = check_ms("now", now_ms)?;
+    let remaining = if at > now { at - now } else { 0.0 };
+    let available = if remaining > held_ms { remaining - held_ms } else { 0.0 };
+    let cap = match (kind, preferred_ms) {
+        (StepKind::Fallback, _) | (_, None) => available,
+        (_, Some(p)) => p.min(available),
+    };
+    if cap + ADMIT_EPSILON_MS >= min_ms && cap > 0.0 {
+        return Ok(Decision::Run { cap_ms: cap, remaining_ms: remaining });
+    }
+    Ok(match kind {
+        StepKind::Optional => Decision::Skip {
+            reason: if remaining <= 0.0 {
+                SkipReason::Expired
+            } else {
+                SkipReason::BelowMinimum { available_ms: available, min_ms }
+            },
+            remaining_ms: remaining,
+        },
+        StepKind::Mandatory | StepKind::Fallback => {
+            Decision::Insufficient { remaining_ms: remaining, available_ms: available, min_ms }
+        }
+    })
 }
 
 fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {

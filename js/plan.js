@@ -1,0 +1,250 @@
+// Pipeline plans: one deadline split between named steps, the tail protected.
+// Every cap and admission is the Wasm core's decision (src/core/plan.rs: see
+// its module doc for the arithmetic and the hand-off margin); this file owns
+// what only the host can do: the clock, one AbortController and one timer per
+// running step, the listener on the deadline's signal, and the trace.
+//
+// # Invariants
+// 1. A step that is refused (optional: skipped; mandatory or fallback:
+//    InsufficientBudget) never calls its function.
+// 2. A running step's signal aborts at its cap (with DeadlineExceeded at the
+//    cap instant) or when the deadline's signal aborts (its own instant or a
+//    parent's reason), whichever comes first; `p.run` settles in that same
+//    turn, whether or not the function honours the signal. So a step ends
+//    within the host's timer lateness after its cap, which is what the
+//    plan's margin is held for.
+// 3. When `p.run` settles, its timer is cleared and its listener on the
+//    deadline's signal removed; between runs a plan holds no timer, no
+//    listener and no Wasm memory (the core's numbers are copied out once).
+// 4. Every `p.run`, started or not, appends exactly one trace record and
+//    calls `onStep` with it before the returned promise settles.
+// 5. Once the deadline's signal has aborted (the client left), no further
+//    step starts: each `p.run` records `aborted` (or `deadline`) and rejects
+//    with the signal's reason.
+// 6. A step's timer is ref'd (someone awaits the step), unlike a Deadline's
+//    own timer; it never outlives the step. `p.run` uses `deadline.signal()`,
+//    so the deadline's owner disposes it when the request ends.
+
+import * as core from "./edge_deadline.js";
+import { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded } from "./errors.js";
+import { isReady, notReady } from "./load.js";
+import * as check from "./pipeline-input.js";
+
+const now = () => performance.now();
+
+// Answers of core.planDecide (src/wasm/pipeline.rs).
+const SKIP = -1;
+// Outcome codes of core.traceJson, in the order of src/core/plan.rs `Outcome`.
+const OUTCOMES = ["ok", "error", "skipped", "insufficient", "deadline", "aborted"];
+const TOKEN = Symbol("Plan constructor");
+
+/**
+ * Plans `steps` inside `deadline`.
+ * @param {import("./deadline.js").Deadline} deadline
+ * @param {Array<{ name: string, minMs: number, preferredMs?: number, kind: "mandatory" | "optional" | "fallback", reserveMs?: number }>} steps
+ * @param {{ onStep?: (record: TraceRecord) => void, marginMs?: number }} [options]
+ */
+export function plan(deadline, steps, options) {
+  if (!isReady()) notReady("plan");
+  check.deadline("deadline", deadline);
+  if (!Array.isArray(steps)) throw new TypeError(`'steps' must be an array of steps: current value is ${check.describe(steps)}`);
+  const { onStep, marginMs } = check.obj("options", options, "an object like { onStep, marginMs }", true);
+  if (onStep !== undefined) check.fn("options.onStep", onStep);
+  check.optNum("options.marginMs", marginMs);
+  const n = steps.length;
+  const names = new Array(n);
+  const kinds = new Array(n);
+  const mins = new Float64Array(n);
+  const preferreds = new Float64Array(n);
+  const reserves = new Float64Array(n);
+  const given = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const s = check.obj(`steps[${i}]`, steps[i], "an object like { name, minMs, kind }");
+    names[i] = check.str(`steps[${i}].name`, s.name);
+    kinds[i] = check.str(`steps[${i}].kind`, s.kind, `one of "mandatory", "optional", "fallback"`);
+    mins[i] = check.num(`steps[${i}].minMs`, s.minMs);
+    if (s.preferredMs !== undefined) (preferreds[i] = check.num(`steps[${i}].preferredMs`, s.preferredMs)), (given[i] |= 1);
+    if (s.reserveMs !== undefined) (reserves[i] = check.num(`steps[${i}].reserveMs`, s.reserveMs)), (given[i] |= 2);
+  }
+  const numbers = core.planNew(deadline.at, now(), names, kinds, mins, preferreds, reserves, given, marginMs);
+  return new Plan(TOKEN, deadline, names, numbers, onStep);
+}
+
+/**
+ * @typedef {{ step: string, remainingAtStartMs: number, capMs: number, elapsedMs: number,
+ *   outcome: "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" }} TraceRecord
+ */
+
+export class Plan {
+  #deadline;
+  #at;
+  #names;
+  #index = new Map();
+  /** Four numbers per step from core.planNew: kind, minMs, preferredMs | NaN, heldAfterMs. */
+  #numbers;
+  #onStep;
+  #records = [];
+
+  /** @private Use `plan(deadline, steps, options)`. */
+  constructor(token, deadline, names, numbers, onStep) {
+    if (token !== TOKEN) throw new TypeError("use plan(deadline, steps, options) to create a plan");
+    this.#deadline = deadline;
+    this.#at = deadline.at;
+    this.#names = names;
+    names.forEach((name, i) => this.#index.set(name, i));
+    this.#numbers = numbers;
+    this.#onStep = onStep;
+  }
+
+  /**
+   * Runs the step `name`: `fn(signal, budgetMs)` with the step's cap, or not
+   * at all (optional: resolves `{ skipped: true, reason }`; mandatory or
+   * fallback: rejects with `InsufficientBudget`).
+   */
+  run(name, fn) {
+    try {
+      return this.#run(name, fn);
+    } catch (error) {
+      // A disposed deadline, a bad clock reading: a rejection, like every other failure.
+      return Promise.reject(error);
+    }
+  }
+
+  #run(name, fn) {
+    const i = this.#index.get(name);
+    if (i === undefined) return Promise.reject(this.#unknown(name));
+    if (typeof fn !== "function") {
+      return Promise.reject(new TypeError(`'fn' of run('${name}') must be a function (signal, budgetMs) => Promise: current value is ${check.describe(fn)}`));
+    }
+    const at = this.#at;
+    const t0 = now();
+    const k = i * 4;
+    const x = this.#numbers;
+    const cap = core.planDecide(x[k], x[k + 1], x[k + 2], x[k + 3], at, t0);
+    const remaining = at > t0 ? at - t0 : 0;
+    if (cap < 0) return this.#refuse(i, cap, t0, remaining);
+    const parent = this.#deadline.signal();
+    if (parent.aborted) {
+      return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
+    }
+    return new Promise((resolve, reject) => {
+      const controller = new AbortController();
+      const capAt = t0 + cap;
+      let settled = false;
+      let timer;
+      const finish = (outcome, value, ok) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        parent.removeEventListener("abort", onParent);
+        const hook = this.#record(name, remaining, cap, t0, outcome);
+        if (hook) reject(hook.thrown);
+        else if (ok) resolve(value);
+        else reject(value);
+      };
+      const onParent = () => {
+        const reason = parent.reason;
+        controller.abort(reason);
+        finish(this.#reasonOutcome(reason), reason, false);
+      };
+      const onCap = () => {
+        const left = capAt - now();
+        // Node may wake up to 1 ms early on performance.now(); past the host
+        // limit the timer is armed in slices. Either way: arm again.
+        if (left > 0) return void (timer = setTimeout(onCap, check.timerMs(left)));
+        const reason = new DeadlineExceeded(capAt, -left);
+        controller.abort(reason);
+        finish("deadline", reason, false);
+      };
+      parent.addEventListener("abort", onParent);
+      timer = setTimeout(onCap, check.timerMs(cap));
+      let result;
+      try {
+        result = fn(controller.signal, cap);
+      } catch (error) {
+        return finish("error", error, false);
+      }
+      Promise.resolve(result).then(
+        (value) => finish("ok", value, true),
+        (error) => finish("error", error, false),
+      );
+    });
+  }
+
+  /** The trace so far as JSON: an array of `{ step, remainingAtStartMs, capMs, elapsedMs, outcome }`. */
+  trace() {
+    const r = this.#records;
+    const numbers = new Float64Array(r.length * 3);
+    const outcomes = new Uint8Array(r.length);
+    r.forEach((rec, i) => {
+      numbers[i * 3] = rec.remainingAtStartMs;
+      numbers[i * 3 + 1] = rec.capMs;
+      numbers[i * 3 + 2] = rec.elapsedMs;
+      outcomes[i] = OUTCOMES.indexOf(rec.outcome);
+    });
+    return core.traceJson(r.map((rec) => rec.step), numbers, outcomes);
+  }
+
+  /** The trace records so far (a copy). */
+  get records() {
+    return this.#records.slice();
+  }
+
+  /** The plan's deadline. */
+  get deadline() {
+    return this.#deadline;
+  }
+
+  /** The step names, in declaration order. */
+  get steps() {
+    return this.#names.slice();
+  }
+
+  // A DeadlineExceeded for this plan's own instant is the deadline; any other
+  // reason came from a parent signal (the client left).
+  #reasonOutcome(reason) {
+    return isDeadlineExceeded(reason) && reason.at === this.#at ? "deadline" : "aborted";
+  }
+
+  #refuse(i, code, t0, remaining) {
+    const k = i * 4;
+    const x = this.#numbers;
+    const name = this.#names[i];
+    if (code === SKIP) {
+      const reason = core.planSkipReason(x[k], x[k + 1], x[k + 2], x[k + 3], this.#at, t0);
+      return this.#settle(name, remaining, 0, t0, "skipped", { skipped: true, reason }, true);
+    }
+    const available = core.planAvailable(x[k], x[k + 1], x[k + 2], x[k + 3], this.#at, t0);
+    const error = new InsufficientBudget(available, x[k + 1]);
+    error.step = name;
+    return this.#settle(name, remaining, 0, t0, "insufficient", error, false);
+  }
+
+  /** Records one step and settles its promise; a throwing `onStep` rejects it. */
+  #settle(step, remaining, cap, t0, outcome, value, ok) {
+    const hook = this.#record(step, remaining, cap, t0, outcome);
+    if (hook) return Promise.reject(hook.thrown);
+    return ok ? Promise.resolve(value) : Promise.reject(value);
+  }
+
+  /** Appends one record and calls `onStep`; returns `{ thrown }` if the hook threw. */
+  #record(step, remaining, cap, t0, outcome) {
+    const elapsed = now() - t0;
+    const record = { step, remainingAtStartMs: remaining, capMs: cap, elapsedMs: elapsed > 0 ? elapsed : 0, outcome };
+    this.#records.push(record);
+    if (this.#onStep) {
+      try {
+        this.#onStep(record);
+      } catch (thrown) {
+        return { thrown };
+      }
+    }
+    return undefined;
+  }
+
+  #unknown(name) {
+    if (typeof name !== "string") return new TypeError(`'name' of run must be a step name (a string): current value is ${check.describe(name)}`);
+    const known = this.#names.length > 8 ? `${this.#names.slice(0, 8).join(", ")}, …` : this.#names.join(", ");
+    return new RangeError(`'name' must be a step of this plan (${known}): current value is ${check.describe(name)}`);
+  }
+}
