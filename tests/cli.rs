@@ -255,7 +255,7 @@ fn queries_prometheus_over_http() {
     assert_eq!(code, 0, "{err}");
     assert!(request.starts_with("GET /api/v1/query?query=lat_seconds_bucket HTTP/1.1"), "{request}");
     assert!(
-        out.contains("\"p99Ms\": 100") && out.contains("\"timeouts\": 3") && out.contains("\"timeoutMs\": 200"),
+        out.contains("\"p99\": 100") && out.contains("\"timeouts\": 3") && out.contains("\"timeoutMs\": 200"),
         "{out}"
     );
 

@@ -175,6 +175,14 @@ const suite :Workerd.Worker = (
     if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
     record(report.runtime, report);
   },
+
+  // Node only: Debian's prometheus scraping a prom-client exporter; scrape,
+  // query API, raw samples and the CLI must agree (tests/prometheus/).
+  async prometheus() {
+    const { stdout } = await run(process.execPath, ["tests/prometheus/prometheus.test.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "prometheus (node)", report);
+  },
 };
 
 for (const [name, suite] of Object.entries(suites)) {

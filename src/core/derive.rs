@@ -56,7 +56,7 @@ use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
 pub use prom::{BucketQuantile, Histogram, PromError, PromSample, Unit};
-pub use tail::{false_timeout_rate, tail_shape, tail_shape_of, TailShape};
+pub use tail::{count_above, false_timeout_rate, tail_shape, tail_shape_of, TailShape};
 
 /// The default percentile: user-facing paths.
 pub const DEFAULT_Q: f64 = 0.99;

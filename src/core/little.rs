@@ -32,6 +32,9 @@ pub const MAX_RATE: f64 = 1e9;
 /// The largest accepted resource limit: 10^12 slots.
 pub const MAX_LIMIT: f64 = 1e12;
 
+/// The most slots a concurrency limiter may have (2^32 − 1).
+pub const MAX_SLOTS: f64 = 4_294_967_295.0;
+
 /// Why a Little's-law computation was refused.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LittleError {
@@ -42,6 +45,9 @@ pub enum LittleError {
     Limit { value: f64 },
     /// The timeout is not a valid duration.
     Timeout(DeadlineError),
+    /// A concurrency limiter's number of slots must be a whole number
+    /// between 1 and [`MAX_SLOTS`].
+    Slots { value: f64 },
 }
 
 impl fmt::Display for LittleError {
@@ -56,6 +62,9 @@ impl fmt::Display for LittleError {
             ),
             Self::Limit { value } => write!(f, "'limit' must be between 0 and {MAX_LIMIT}: current value is {value}"),
             Self::Timeout(e) => write!(f, "{e}"),
+            Self::Slots { value } => {
+                write!(f, "'limit' must be a whole number between 1 and {MAX_SLOTS}: current value is {value}")
+            }
         }
     }
 }
@@ -93,6 +102,16 @@ pub fn max_timeout_for(rate_per_sec: f64, limit: f64) -> Result<f64, LittleError
     Ok(if ms > MAX_MS { MAX_MS } else { ms + 0.0 })
 }
 
+/// Validates a concurrency limiter's number of slots: a whole number
+/// `1 ..= MAX_SLOTS`. (The limiter itself is in `js/limiter.js`: it holds
+/// promises, which only the host has.)
+pub fn check_slots(limit: f64) -> Result<f64, LittleError> {
+    if !(1.0..=MAX_SLOTS).contains(&limit) || limit.fract() != 0.0 {
+        return Err(LittleError::Slots { value: limit });
+    }
+    Ok(limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +140,15 @@ mod tests {
             "'ratePerSec' must be greater than 0 and at most 1000000000 requests per second: current value is 0"
         );
         assert!(max_timeout_for(1.0, f64::NAN).unwrap_err().to_string().starts_with("'limit' must be between 0"));
+        assert_eq!(check_slots(8.0), Ok(8.0));
+        assert_eq!(check_slots(MAX_SLOTS), Ok(MAX_SLOTS));
+        for bad in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY, MAX_SLOTS + 1.0] {
+            assert!(matches!(check_slots(bad), Err(LittleError::Slots { .. })), "{bad}");
+        }
+        assert_eq!(
+            check_slots(0.5).unwrap_err().to_string(),
+            "'limit' must be a whole number between 1 and 4294967295: current value is 0.5"
+        );
     }
 
     proptest! {

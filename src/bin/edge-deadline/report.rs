@@ -235,7 +235,7 @@ pub fn json(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Strin
         }
         let _ = write!(
             o,
-            "}}, \"n\": {}, \"p50Ms\": {}, \"p90Ms\": {}, \"p99Ms\": {}, \"p999Ms\": {}, \"quantileMs\": {}, \"timeoutMs\": {}, \"q\": {}, \"safety\": {}, \"derivedAt\": ",
+            "}}, \"n\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"p999\": {}, \"quantileMs\": {}, \"timeoutMs\": {}, \"q\": {}, \"safety\": {}, \"derivedAt\": ",
             r.n,
             opt(r.p50_ms),
             opt(r.p90_ms),
@@ -256,11 +256,12 @@ pub fn json(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Strin
             Some(t) => {
                 let _ = write!(
                     o,
-                    "{{\"bodyEdgeMs\": {}, \"tailStartMs\": {}, \"gapRatio\": {}, \"tailShare\": {}, \"stragglers\": {}, \"recommendedMs\": {}}}",
+                    "{{\"bodyEdgeMs\": {}, \"tailStartMs\": {}, \"gapRatio\": {}, \"tailShare\": {}, \"tailCount\": {}, \"stragglers\": {}, \"recommendedMs\": {}}}",
                     num(t.body_edge_ms),
                     num(t.tail_start_ms),
                     num(t.gap_ratio),
                     share(t.tail_share),
+                    t.tail_count,
                     t.stragglers,
                     num(t.recommended_ms)
                 );

@@ -64,6 +64,25 @@ impl Unit {
         }
     }
 
+    /// `"seconds"`, `"milliseconds"` or `"unknown"` (the JS API's names).
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Seconds => "seconds",
+            Unit::Milliseconds => "milliseconds",
+            Unit::Unknown => "unknown",
+        }
+    }
+
+    /// The inverse of [`Unit::name`].
+    pub fn from_name(name: &str) -> Option<Unit> {
+        match name {
+            "seconds" => Some(Unit::Seconds),
+            "milliseconds" => Some(Unit::Milliseconds),
+            "unknown" => Some(Unit::Unknown),
+            _ => None,
+        }
+    }
+
     fn to_ms(self) -> f64 {
         if self == Unit::Seconds {
             1000.0
@@ -125,6 +144,17 @@ pub enum PromError {
     Ambiguous { found: Vec<String> },
 }
 
+/// `a, b, c` (without `join`, which adds its own copy loop to the Wasm build).
+fn list(f: &mut fmt::Formatter<'_>, items: &[String]) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        f.write_str(item)?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for PromError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -153,7 +183,8 @@ impl fmt::Display for PromError {
             Self::NoHistogram { metric: Some(m), found } => {
                 write!(f, "no histogram named '{m}' (with *_bucket samples and an le label) was found")?;
                 if !found.is_empty() {
-                    write!(f, "; histograms present: {}", found.join(", "))?;
+                    write!(f, "; histograms present: ")?;
+                    list(f, found)?;
                 }
                 Ok(())
             }
@@ -161,7 +192,9 @@ impl fmt::Display for PromError {
                 write!(f, "no histogram (*_bucket samples with an le label) was found")
             }
             Self::Ambiguous { found } => {
-                write!(f, "several histograms are present ({}): choose one with 'metric'", found.join(", "))
+                write!(f, "several histograms are present (")?;
+                list(f, found)?;
+                write!(f, "): choose one with 'metric'")
             }
         }
     }
@@ -218,9 +251,28 @@ fn series_name(name: &str, labels: &[(String, String)]) -> String {
 impl Histogram {
     /// Builds a histogram from `(le, cumulative count, where)` triples in
     /// the family's own unit, in any order, validating invariant 1.
-    pub fn new(
+    pub fn new(name: &str, labels: Vec<(String, String)>, buckets: Vec<(f64, f64, Loc)>) -> Result<Histogram, PromError> {
+        let unit = Unit::of(name);
+        Self::build(name, labels, unit, unit.to_ms(), buckets)
+    }
+
+    /// Like [`Histogram::new`], with bounds already in milliseconds and the
+    /// unit the family was recorded in given separately (a histogram that
+    /// went to JavaScript and came back).
+    pub fn from_ms(
         name: &str,
         labels: Vec<(String, String)>,
+        unit: Unit,
+        buckets_ms: Vec<(f64, f64, Loc)>,
+    ) -> Result<Histogram, PromError> {
+        Self::build(name, labels, unit, 1.0, buckets_ms)
+    }
+
+    fn build(
+        name: &str,
+        labels: Vec<(String, String)>,
+        unit: Unit,
+        scale: f64,
         mut buckets: Vec<(f64, f64, Loc)>,
     ) -> Result<Histogram, PromError> {
         let series = series_name(name, &labels);
@@ -259,12 +311,11 @@ impl Histogram {
         if buckets.len() < 2 {
             return Err(PromError::NoFiniteBucket { series });
         }
-        let unit = Unit::of(name);
         Ok(Histogram {
             name: name.to_string(),
             labels,
             unit,
-            bounds_ms: buckets.iter().map(|b| b.0 * unit.to_ms()).collect(),
+            bounds_ms: buckets.iter().map(|b| b.0 * scale).collect(),
             cumulative: buckets.iter().map(|b| b.1).collect(),
             sum_ms: None,
             count: None,
@@ -503,9 +554,11 @@ fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
         }
         chars.next();
     }
-    let name = &line[..end];
+    // `end` is a char boundary (from char_indices); `split_at_checked`
+    // keeps the panic path (and its formatting code) out of the build.
+    let (name, after) = line.split_at_checked(end).unwrap_or((line, ""));
     let mut labels = Vec::new();
-    let mut rest = &line[end..];
+    let mut rest = after;
     if let Some(body) = rest.strip_prefix('{') {
         let (parsed, after) = parse_labels(body, loc)?;
         labels = parsed;
@@ -540,11 +593,11 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
             return Ok((labels, after));
         }
         let n = s.find(|c: char| !is_name_char(c)).unwrap_or(s.len());
-        let lname = &s[..n];
+        let (lname, after) = s.split_at_checked(n).unwrap_or((s, ""));
         if lname.is_empty() || !lname.starts_with(is_name_start) {
             return Err(syntax(loc, "label name", "expected a label name or '}'"));
         }
-        s = s[n..].trim_start();
+        s = after.trim_start();
         s = s.strip_prefix('=').ok_or_else(|| syntax(loc, "label name", format!("expected '=' after '{lname}'")))?;
         s = s.trim_start();
         s = s
@@ -579,7 +632,7 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
             return Err(syntax(loc, "label name", format!("more than {MAX_LABELS} labels")));
         }
         labels.push((lname.to_string(), value));
-        s = s[close + 1..].trim_start();
+        s = s.get(close + 1..).unwrap_or("").trim_start();
         if let Some(after) = s.strip_prefix(',') {
             s = after;
         } else if !s.starts_with('}') {

@@ -146,6 +146,14 @@ pub fn tail_shape_of(samples: &[f64]) -> Result<Option<TailShape>, SketchError> 
 /// The share of `samples` strictly above `timeout_ms`: how many healthy
 /// calls that timeout would have failed. `None` for no samples.
 pub fn false_timeout_rate(samples: &[f64], timeout_ms: f64) -> Result<Option<f64>, SketchError> {
+    let above = count_above(samples, timeout_ms)?;
+    Ok((!samples.is_empty()).then(|| above as f64 / samples.len() as f64))
+}
+
+/// How many of `samples` are strictly above `timeout_ms` (every sample
+/// validated; an invalid one is an error naming its index). The numerator
+/// of [`false_timeout_rate`], for callers that count in batches.
+pub fn count_above(samples: &[f64], timeout_ms: f64) -> Result<usize, SketchError> {
     let t = check_ms("timeoutMs", timeout_ms).map_err(|error| SketchError::Sample { index: None, error })?;
     let mut above = 0usize;
     for (i, &x) in samples.iter().enumerate() {
@@ -154,5 +162,5 @@ pub fn false_timeout_rate(samples: &[f64], timeout_ms: f64) -> Result<Option<f64
             above += 1;
         }
     }
-    Ok((!samples.is_empty()).then(|| above as f64 / samples.len() as f64))
+    Ok(above)
 }

@@ -1,0 +1,172 @@
+// Derive benchmarks, side by side in one process. Prints one JSON line:
+//   { runtime, rows: { label: ns per sample }, timesMs, maxRelativeError, … }
+//   node bench/derive.bench.mjs        deno run -A bench/derive.bench.mjs
+//
+// 1 000 000 samples (seed 003's shape: lognormal body, median 40 ms, plus a
+// 0.5% uniform 0.3–1.5 s tail; fixed seed), ingested whole by each library,
+// then p50/p90/p99/p99.9 read back. Time is the median of several rounds
+// (ingest + the four reads; the exact row includes the copy and the sort);
+// the error is the largest |estimate − exact| / exact over the four
+// percentiles, exact being the rank-⌊q·(n−1)⌋ sample.
+//
+// In Node only (the binary is the same for every runtime): the CLI's
+// throughput on a generated 10 M-line CSV, with peak RSS from /usr/bin/time -v.
+// EDGE_DEADLINE_BIN overrides target/release/edge-deadline; BENCH_SKIP_CLI=1 skips it.
+import * as hdr from "hdr-histogram-js";
+import tdigest from "tdigest";
+import { nsPerOp, runtimeName } from "./harness.mjs";
+
+const isDeno = typeof Deno !== "undefined";
+const lib = await import(isDeno ? "../pkg/index.js" : "../pkg/node.js");
+await lib.init();
+
+const N = 1_000_000;
+const QS = [0.5, 0.9, 0.99, 0.999];
+const KEYS = ["p50", "p90", "p99", "p999"];
+
+// xorshift32 + Box–Muller: the same samples in every runtime.
+let state = 0x9e3779b9;
+const unit = () => {
+  state ^= state << 13;
+  state ^= state >>> 17;
+  state ^= state << 5;
+  return ((state >>> 0) + 0.5) / 2 ** 32;
+};
+const xs = new Float64Array(N);
+for (let i = 0; i < N; i++) {
+  xs[i] = unit() < 0.005 ? 300 + 1200 * unit() : 40 * Math.exp(0.348 * Math.sqrt(-2 * Math.log(unit())) * Math.cos(2 * Math.PI * unit()));
+}
+const sorted = xs.slice().sort();
+const exact = QS.map((q) => sorted[Math.floor(q * (N - 1))]);
+
+/** Median ms of `rounds` runs of `fn` (after one warm-up); `fn` returns the four estimates. */
+function measure(fn, rounds) {
+  let estimates;
+  const times = [];
+  for (let r = -1; r < rounds; r++) {
+    const t0 = performance.now();
+    estimates = fn();
+    const dt = performance.now() - t0;
+    if (r >= 0) times.push(dt);
+  }
+  times.sort((a, b) => a - b);
+  const errors = {};
+  estimates.forEach((v, i) => (errors[KEYS[i]] = +(Math.abs(v - exact[i]) / exact[i]).toExponential(2)));
+  errors.max = Math.max(...Object.values(errors));
+  return { ms: times[times.length >> 1], errors };
+}
+
+const results = {
+  "edge-deadline LatencySketch.addAll (relativeError 1%)": measure(() => {
+    const s = new lib.LatencySketch();
+    try {
+      s.addAll(xs);
+      return QS.map((q) => s.quantile(q));
+    } finally {
+      s.free();
+    }
+  }, 9),
+  "edge-deadline LatencySketch.add() in a loop": measure(() => {
+    const s = new lib.LatencySketch();
+    try {
+      for (let i = 0; i < N; i++) s.add(xs[i]);
+      return QS.map((q) => s.quantile(q));
+    } finally {
+      s.free();
+    }
+  }, 5),
+  "hdr-histogram-js recordValue(µs), 2 significant digits": measure(() => {
+    const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 2 });
+    for (let i = 0; i < N; i++) h.recordValue(Math.round(xs[i] * 1000));
+    return QS.map((q) => h.getValueAtPercentile(q * 100) / 1000);
+  }, 5),
+  "hdr-histogram-js recordValue(µs), 3 significant digits": measure(() => {
+    const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
+    for (let i = 0; i < N; i++) h.recordValue(Math.round(xs[i] * 1000));
+    return QS.map((q) => h.getValueAtPercentile(q * 100) / 1000);
+  }, 5),
+  "tdigest push(array) + compress": measure(() => {
+    const t = new tdigest.TDigest();
+    t.push(Array.from(xs));
+    t.compress();
+    return QS.map((q) => t.percentile(q));
+  }, 3),
+  "exact: Float64Array copy + sort": measure(() => {
+    const s = xs.slice().sort();
+    return QS.map((q) => s[Math.floor(q * (N - 1))]);
+  }, 5),
+};
+
+const rows = {};
+const timesMs = {};
+const maxRelativeError = {};
+for (const [label, r] of Object.entries(results)) {
+  rows[label] = (r.ms * 1e6) / N;
+  timesMs[label] = +r.ms.toFixed(2);
+  maxRelativeError[label] = r.errors;
+}
+const ours = results["edge-deadline LatencySketch.addAll (relativeError 1%)"].ms;
+const speedup = {
+  vsHdr2Digits: +(results["hdr-histogram-js recordValue(µs), 2 significant digits"].ms / ours).toFixed(1),
+  vsHdr3Digits: +(results["hdr-histogram-js recordValue(µs), 3 significant digits"].ms / ours).toFixed(1),
+  vsTdigest: +(results["tdigest push(array) + compress"].ms / ours).toFixed(1),
+  vsSort: +(results["exact: Float64Array copy + sort"].ms / ours).toFixed(1),
+};
+
+// One Wasm call per add in a hot loop: ns per call once the range is covered.
+const hot = new lib.LatencySketch();
+hot.addAll(xs.subarray(0, 10_000));
+rows["design: LatencySketch.add(ms), one call"] = nsPerOp((i) => hot.add(xs[i]), { n: 200_000, rounds: 7 });
+hot.free();
+
+const extras = { samples: N, exactMs: Object.fromEntries(KEYS.map((k, i) => [k, +exact[i].toFixed(3)])), timesMs, maxRelativeError, speedup };
+if (!isDeno && process.env.BENCH_SKIP_CLI !== "1") extras.cli = await cliThroughput();
+console.log(JSON.stringify({ runtime: runtimeName(), unit: "ns per sample", rows, ...extras }));
+
+/** The release CLI on a generated 10 M-line CSV (Node only). */
+async function cliThroughput() {
+  const { existsSync, statSync, openSync, writeSync, closeSync, renameSync } = await import("node:fs");
+  const { spawnSync } = await import("node:child_process");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const root = new URL("..", import.meta.url).pathname;
+  const LINES = 10_000_000;
+  const file = join(tmpdir(), `edge-deadline-bench-${LINES}.csv`);
+  if (!existsSync(file)) {
+    // ms,outcome,model: seed 003's shape, 0.2% timeouts, four models.
+    const part = `${file}.${process.pid}`;
+    const fd = openSync(part, "w");
+    writeSync(fd, "ms,outcome,model\n");
+    const models = ["a", "b", "c", "d"];
+    let chunk = [];
+    for (let i = 0; i < LINES; i++) {
+      const ms = xs[i % N] * (1 + (i % 4) * 0.25);
+      chunk.push(i % 500 === 3 ? `5000,timeout,${models[i % 4]}` : `${ms.toFixed(3)},ok,${models[i % 4]}`);
+      if (chunk.length === 100_000) {
+        writeSync(fd, chunk.join("\n") + "\n");
+        chunk = [];
+      }
+    }
+    if (chunk.length) writeSync(fd, chunk.join("\n") + "\n");
+    closeSync(fd);
+    renameSync(part, file);
+  }
+  const bin = process.env.EDGE_DEADLINE_BIN ?? join(root, "target/release/edge-deadline");
+  if (!existsSync(bin)) spawnSync("cargo", ["build", "--release", "--bin", "edge-deadline"], { cwd: root, stdio: "inherit" });
+  const args = ["derive", file, "--by", "model", "--json"];
+  const timed = existsSync("/usr/bin/time");
+  const t0 = performance.now();
+  const r = timed ? spawnSync("/usr/bin/time", ["-v", bin, ...args], { encoding: "utf8", maxBuffer: 1 << 26 }) : spawnSync(bin, args, { encoding: "utf8", maxBuffer: 1 << 26 });
+  const seconds = (performance.now() - t0) / 1000;
+  if (r.status !== 0) return { error: `exit ${r.status}: ${r.stderr.slice(-500)}` };
+  const rssKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr)?.[1] ?? NaN);
+  return {
+    command: `${timed ? "/usr/bin/time -v " : ""}${bin.replace(root, "")} ${args.join(" ").replace(file, "<10M-line CSV>")}`,
+    lines: LINES,
+    bytes: statSync(file).size,
+    seconds: +seconds.toFixed(2),
+    linesPerSec: Math.round(LINES / seconds),
+    peakRssMiB: Number.isFinite(rssKb) ? +(rssKb / 1024).toFixed(1) : null,
+    buckets: JSON.parse(r.stdout).buckets.length,
+  };
+}

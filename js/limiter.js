@@ -1,0 +1,114 @@
+// ConcurrencyLimiter: bound occupancy directly, shedding instead of queueing.
+//
+// # Why shed and not queue
+// Little's law: in flight = arrival rate × time each call stays. When a
+// dependency slows down, callers keep arriving and occupancy climbs to
+// whatever the timeout permits (50 req/s × 30 s = 1 500 sockets). A queue in
+// front of a slow dependency only moves that occupancy into memory and adds
+// its wait to every call; a limiter that rejects at once keeps latency and
+// memory bounded and tells the caller now, while it can still fall back.
+// `maxTimeoutFor({ ratePerSec, limit })` (js/derive.js) says which timeout a
+// limit allows; this class enforces the limit itself.
+//
+// # Invariants
+// 1. At most `limit` calls of `fn` are running (started and not settled).
+// 2. When full, `run(fn)` rejects with `Overloaded` without calling `fn`;
+//    nothing is queued and no timer is created.
+// 3. A slot is released exactly once per started call, on every path: `fn`
+//    returns a value, resolves, rejects, throws synchronously, or returns a
+//    thenable whose `then` throws.
+
+import * as core from "./edge_deadline.js";
+import { brand } from "./errors.js";
+import { isReady, notReady } from "./load.js";
+import { describe, number } from "./sketch.js";
+
+/** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */
+export class Overloaded extends Error {
+  /**
+   * @param {number} limit the limiter's number of slots
+   * @param {number} inFlight calls running when this one was shed
+   */
+  constructor(limit, inFlight, options) {
+    super(`overloaded: all ${limit} slots are in use (${inFlight} calls in flight), so the call was shed instead of queued`, options);
+    brand(this, "Overloaded");
+    this.limit = limit;
+    this.inFlight = inFlight;
+  }
+}
+
+/** @returns {e is Overloaded} brand check: works across package copies and workerd's clones */
+export function isOverloaded(e) {
+  return e != null && e.edgeDeadlineError === "Overloaded";
+}
+
+export class ConcurrencyLimiter {
+  #limit;
+  #inFlight = 0;
+  #shed = 0;
+  #release = () => {
+    this.#inFlight--;
+  };
+
+  /** @param {{ limit: number }} options whole number of slots, 1 … 2^32 − 1 */
+  constructor(options) {
+    if (!isReady()) notReady("ConcurrencyLimiter");
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(`'options' of ConcurrencyLimiter must be an object like { limit }: current value is ${describe(options)}`);
+    }
+    number("limit", options.limit, "a whole number of slots");
+    this.#limit = core.checkSlots(options.limit);
+  }
+
+  /** The number of slots. */
+  get limit() {
+    return this.#limit;
+  }
+
+  /** Calls running now. */
+  get inFlight() {
+    return this.#inFlight;
+  }
+
+  /** Free slots now. */
+  get available() {
+    return this.#limit - this.#inFlight;
+  }
+
+  /** Calls rejected with `Overloaded` so far. */
+  get shed() {
+    return this.#shed;
+  }
+
+  /**
+   * Runs `fn()` if a slot is free, holding the slot until its result settles;
+   * otherwise rejects at once with `Overloaded` and never calls `fn`.
+   * @template T
+   * @param {() => T | PromiseLike<T>} fn
+   * @returns {Promise<T>}
+   */
+  run(fn) {
+    if (typeof fn !== "function") {
+      return Promise.reject(new TypeError(`'fn' of run must be a function: current value is ${describe(fn)}`));
+    }
+    if (this.#inFlight >= this.#limit) {
+      this.#shed++;
+      return Promise.reject(new Overloaded(this.#limit, this.#inFlight));
+    }
+    this.#inFlight++;
+    let result;
+    try {
+      result = fn();
+    } catch (error) {
+      this.#release();
+      return Promise.reject(error);
+    }
+    const settled = Promise.resolve(result);
+    settled.then(this.#release, this.#release);
+    return settled;
+  }
+
+  toString() {
+    return `ConcurrencyLimiter(${this.#inFlight}/${this.#limit} in flight, ${this.#shed} shed)`;
+  }
+}

@@ -1,0 +1,214 @@
+// LatencySketch: a mergeable quantile sketch of durations (ms) with a stated
+// relative error. The sketch itself is the Wasm core's (src/core/sketch.rs:
+// DDSketch-style log buckets, exact below 257 samples, at most 16 KB); this
+// file owns the JS edge: type checks, chunked bulk ingest, freeing.
+//
+// # Memory: free it, or let it be collected
+// A LatencySketch holds Wasm memory (its counters, at most 16 KB). Call
+// `free()` (or `using s = new LatencySketch()` where `Symbol.dispose`
+// exists) when done; a forgotten sketch is freed when garbage-collected
+// (wasm-bindgen's FinalizationRegistry), which may be never in a short
+// script and is late in a long one. Using a freed sketch throws.
+//
+// # Invariants
+// 1. `add(ms)` is one Wasm call and allocates nothing once the sketch has
+//    seen the range of its samples (a hot loop may call it per request).
+// 2. `addAll(samples)` is all or nothing: on a bad sample (NaN, ±∞,
+//    negative, past 2^53 − 1 ms) it throws a RangeError naming the sample's
+//    index and the sketch is unchanged. Large arrays cross into Wasm in
+//    chunks of CHUNK samples, so Wasm memory (which never shrinks) grows by
+//    at most CHUNK × 8 bytes, not by 8 bytes per sample.
+// 3. `quantile(q)` is `undefined` for an empty sketch, never 0.
+
+import * as core from "./edge_deadline.js";
+import { isReady, notReady } from "./load.js";
+
+/** Samples per Wasm call in `addAll` (512 KB of f64). */
+export const CHUNK = 65_536;
+
+export function describe(value) {
+  if (value === null) return "null";
+  if (typeof value === "string") return JSON.stringify(value) + " (a string)";
+  if (typeof value === "bigint") return `${value}n (a BigInt)`;
+  if (typeof value === "function") return "a function";
+  if (Array.isArray(value)) return "an Array";
+  if (typeof value === "object") {
+    const name = value.constructor?.name;
+    return !name || name === "Object" ? "an object" : `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
+  }
+  return String(value);
+}
+
+/**
+ * A TypeError unless `value` is a number; the core checks ranges. `where`
+ * prefixes the message (`row 3: 'ms' must be …`).
+ */
+export function number(param, value, what = "a number", where = "") {
+  if (typeof value !== "number") {
+    throw new TypeError(`${where && `${where}: `}'${param}' must be ${what}: current value is ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * `samples` as a Float64Array: a Float64Array as is, an array of numbers
+ * copied (a non-number is a TypeError naming its index).
+ */
+export function float64(param, samples) {
+  if (samples instanceof Float64Array) return samples;
+  if (Array.isArray(samples)) {
+    const out = new Float64Array(samples.length);
+    for (let i = 0; i < samples.length; i++) {
+      const v = samples[i];
+      if (typeof v !== "number") {
+        throw new TypeError(`'${param}' must hold numbers of milliseconds: element ${i} is ${describe(v)}`);
+      }
+      out[i] = v;
+    }
+    return out;
+  }
+  throw new TypeError(`'${param}' must be a Float64Array or an array of numbers of milliseconds: current value is ${describe(samples)}`);
+}
+
+/** Adds every sample to a core sketch, all or nothing (invariant 2). */
+export function addAllTo(sketchCore, samples) {
+  if (samples.length <= CHUNK) {
+    sketchCore.addAll(samples, 0);
+    return;
+  }
+  sketchCore.checkpoint();
+  try {
+    for (let at = 0; at < samples.length; at += CHUNK) sketchCore.addAll(samples.subarray(at, at + CHUNK), at);
+  } catch (error) {
+    sketchCore.rollback();
+    throw error;
+  } finally {
+    sketchCore.release();
+  }
+}
+
+const TOKEN = Symbol("LatencySketch internals");
+
+export class LatencySketch {
+  #core;
+
+  /**
+   * @param {{ relativeError?: number }} [options] relative error of every
+   *   quantile, 0.001 … 0.5 (default 0.01: 1%)
+   */
+  constructor(options) {
+    if (!isReady()) notReady("LatencySketch");
+    if (options !== undefined && (options === null || typeof options !== "object")) {
+      throw new TypeError(`'options' of LatencySketch must be an object like { relativeError }: current value is ${describe(options)}`);
+    }
+    const relativeError = options?.relativeError ?? 0.01;
+    number("relativeError", relativeError, "a number between 0.001 and 0.5");
+    this.#core = new core.LatencySketchCore(relativeError);
+  }
+
+  #live() {
+    if (this.#core === null) throw new Error("this LatencySketch was freed; create a new one");
+    return this.#core;
+  }
+
+  /** @internal the core sketch, for js/derive.js */
+  static core(sketch, token) {
+    return token === TOKEN ? sketch.#live() : undefined;
+  }
+
+  /** Adds one duration in ms. */
+  add(ms) {
+    if (typeof ms !== "number") number("ms", ms, "a number of milliseconds");
+    const core = this.#core ?? this.#live();
+    // The fast path returns a bool (no allocation); `add` words the error.
+    if (!core.tryAdd(ms)) core.add(ms);
+  }
+
+  /** Adds every duration of a Float64Array (or an array of numbers), all or nothing. */
+  addAll(samples) {
+    const core = this.#live();
+    addAllTo(core, float64("samples", samples));
+    return this;
+  }
+
+  /** Adds every sample of `other` (same `relativeError`); `other` is unchanged. */
+  merge(other) {
+    if (!(other instanceof LatencySketch)) {
+      throw new TypeError(`'other' of merge must be a LatencySketch: current value is ${describe(other)}`);
+    }
+    if (other === this) throw new TypeError("cannot merge a LatencySketch into itself");
+    this.#live().merge(other.#live());
+    return this;
+  }
+
+  /** How many samples were added. */
+  get count() {
+    return this.#live().count();
+  }
+
+  /** The relative error the sketch was created with. */
+  get relativeError() {
+    return this.#live().relativeError();
+  }
+
+  /** The smallest sample, exactly; `undefined` when empty. */
+  get min() {
+    return this.#live().min();
+  }
+
+  /** The largest sample, exactly; `undefined` when empty. */
+  get max() {
+    return this.#live().max();
+  }
+
+  /** The sum of the samples (0 when empty). */
+  get sum() {
+    return this.#live().sum();
+  }
+
+  /**
+   * The `q`-quantile (0.99 for p99), within `relativeError` of the exact
+   * rank-⌊q·(n−1)⌋ sample (exact below 257 samples); `undefined` when empty.
+   */
+  quantile(q) {
+    number("q", q, "a number between 0 and 1");
+    return this.#live().quantile(q);
+  }
+
+  /**
+   * Set when the sketch merged its lowest buckets to stay within 16 KB (a
+   * range wider than about 10^13 at 1%, or 21× at 0.1%): quantiles at or
+   * below this value may read high. `undefined` while accuracy holds everywhere.
+   */
+  get collapsedBelowMs() {
+    return this.#live().collapsedBelowMs();
+  }
+
+  /** Share of samples above `timeoutMs` (its false-timeout rate); `undefined` when empty. */
+  fractionAbove(timeoutMs) {
+    number("timeoutMs", timeoutMs, "a number of milliseconds");
+    return this.#live().fractionAbove(timeoutMs);
+  }
+
+  /** Frees the Wasm memory now. Safe to call twice; any later use throws. */
+  free() {
+    this.#core?.free();
+    this.#core = null;
+  }
+
+  /** Readable in logs: `LatencySketch(n=1000, p50=40.1 ms, p99=97.8 ms)`. */
+  toString() {
+    if (this.#core === null) return "LatencySketch(freed)";
+    const n = this.count;
+    if (n === 0) return "LatencySketch(empty)";
+    const f = (q) => `${this.quantile(q).toPrecision(4)} ms`;
+    return `LatencySketch(n=${n}, p50=${f(0.5)}, p99=${f(0.99)})`;
+  }
+}
+
+if (typeof Symbol.dispose === "symbol") {
+  LatencySketch.prototype[Symbol.dispose] = LatencySketch.prototype.free;
+}
+
+/** @internal */
+export const SKETCH_TOKEN = TOKEN;
