@@ -23,47 +23,11 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
+import { timerMs, unref } from "./timers.js";
+import { describe, isAbortSignal, number } from "./validate.js";
 import * as propagation from "./propagation.js";
 
 const now = () => performance.now();
-
-// Let the event loop exit while a deadline is pending: Node's timers have
-// `unref()`, Deno's are numbers unref'd through `Deno.unrefTimer`; browsers
-// and workerd have nothing to unref.
-const unref =
-  typeof globalThis.Deno?.unrefTimer === "function"
-    ? (id) => globalThis.Deno.unrefTimer(id)
-    : (t) => {
-        if (typeof t === "object" && typeof t.unref === "function") t.unref();
-      };
-
-function describe(value) {
-  if (value === null) return "null";
-  if (typeof value === "bigint") return `${value}n (a BigInt)`;
-  if (typeof value === "string") return JSON.stringify(value) + " (a string)";
-  if (typeof value === "object" || typeof value === "function") return `a ${typeof value}`;
-  return String(value);
-}
-
-/** Type check at the JS edge; the core checks the range. */
-export function number(param, value) {
-  if (typeof value !== "number") {
-    throw new TypeError(
-      `'${param}' must be a number of milliseconds: current value is ${describe(value)}`,
-    );
-  }
-  return value;
-}
-
-function isAbortSignal(s) {
-  return (
-    s != null &&
-    typeof s === "object" &&
-    typeof s.aborted === "boolean" &&
-    typeof s.addEventListener === "function" &&
-    typeof s.removeEventListener === "function"
-  );
-}
 
 function parentsFrom(options, where) {
   if (options === undefined) return EMPTY;
@@ -79,8 +43,6 @@ function parentsFrom(options, where) {
 }
 
 const EMPTY = Object.freeze([]);
-/** 2^31 − 1: hosts fire longer `setTimeout`s at once (src/core/deadline.rs, MAX_TIMER_MS). */
-const MAX_TIMER_MS = 2_147_483_647;
 const TOKEN = Symbol("Deadline constructor");
 
 export class Deadline {
@@ -223,7 +185,7 @@ export class Deadline {
       this.#timer = undefined;
       this.#arm();
     };
-    this.#timer = setTimeout(this.#fire, left < MAX_TIMER_MS ? Math.ceil(left) : MAX_TIMER_MS);
+    this.#timer = setTimeout(this.#fire, timerMs(left));
     unref(this.#timer);
   }
 

@@ -16,7 +16,8 @@
 
 import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
-import { CHUNK, LatencySketch, SKETCH_TOKEN, addAllTo, describe, float64, number } from "./sketch.js";
+import { CHUNK, LatencySketch, SKETCH_TOKEN, addAllTo, float64 } from "./sketch.js";
+import { describe, number } from "./validate.js";
 
 export { LatencySketch } from "./sketch.js";
 export { ConcurrencyLimiter, Overloaded, isOverloaded } from "./limiter.js";

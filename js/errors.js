@@ -20,8 +20,8 @@ export function brand(error, name) {
   error[BRAND] = name;
 }
 
-function ms(n) {
-  // Round for humans; the exact value stays on the fields.
+/** Milliseconds for a message: whole, or to 0.1 ms (the exact value stays on the error's fields). */
+export function ms(n) {
   return Number.isInteger(n) ? String(n) : n.toFixed(1);
 }
 

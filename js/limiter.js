@@ -21,7 +21,7 @@
 import * as core from "./edge_deadline.js";
 import { brand } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { describe, number } from "./sketch.js";
+import { describe, number } from "./validate.js";
 
 /** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */
 export class Overloaded extends Error {

@@ -28,7 +28,8 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import * as check from "./pipeline-input.js";
+import { timerMs } from "./timers.js";
+import * as check from "./validate.js";
 
 const now = () => performance.now();
 
@@ -50,7 +51,7 @@ export function plan(deadline, steps, options) {
   if (!Array.isArray(steps)) throw new TypeError(`'steps' must be an array of steps: current value is ${check.describe(steps)}`);
   const { onStep, marginMs } = check.obj("options", options, "an object like { onStep, marginMs }", true);
   if (onStep !== undefined) check.fn("options.onStep", onStep);
-  check.optNum("options.marginMs", marginMs);
+  check.optNumber("options.marginMs", marginMs);
   const n = steps.length;
   const names = new Array(n);
   const kinds = new Array(n);
@@ -62,9 +63,9 @@ export function plan(deadline, steps, options) {
     const s = check.obj(`steps[${i}]`, steps[i], "an object like { name, minMs, kind }");
     names[i] = check.str(`steps[${i}].name`, s.name);
     kinds[i] = check.str(`steps[${i}].kind`, s.kind, `one of "mandatory", "optional", "fallback"`);
-    mins[i] = check.num(`steps[${i}].minMs`, s.minMs);
-    if (s.preferredMs !== undefined) (preferreds[i] = check.num(`steps[${i}].preferredMs`, s.preferredMs)), (given[i] |= 1);
-    if (s.reserveMs !== undefined) (reserves[i] = check.num(`steps[${i}].reserveMs`, s.reserveMs)), (given[i] |= 2);
+    mins[i] = check.number(`steps[${i}].minMs`, s.minMs);
+    if (s.preferredMs !== undefined) (preferreds[i] = check.number(`steps[${i}].preferredMs`, s.preferredMs)), (given[i] |= 1);
+    if (s.reserveMs !== undefined) (reserves[i] = check.number(`steps[${i}].reserveMs`, s.reserveMs)), (given[i] |= 2);
   }
   const numbers = core.planNew(deadline.at, now(), names, kinds, mins, preferreds, reserves, given, marginMs);
   return new Plan(TOKEN, deadline, names, numbers, onStep);
@@ -151,13 +152,13 @@ export class Plan {
         const left = capAt - now();
         // Node may wake up to 1 ms early on performance.now(); past the host
         // limit the timer is armed in slices. Either way: arm again.
-        if (left > 0) return void (timer = setTimeout(onCap, check.timerMs(left)));
+        if (left > 0) return void (timer = setTimeout(onCap, timerMs(left)));
         const reason = new DeadlineExceeded(capAt, -left);
         controller.abort(reason);
         finish("deadline", reason, false);
       };
       parent.addEventListener("abort", onParent);
-      timer = setTimeout(onCap, check.timerMs(cap));
+      timer = setTimeout(onCap, timerMs(cap));
       let result;
       try {
         result = fn(controller.signal, cap);

@@ -14,7 +14,7 @@
 import * as core from "./edge_deadline.js";
 import { Deadline } from "./deadline.js";
 import { isReady, notReady } from "./load.js";
-import * as check from "./pipeline-input.js";
+import * as check from "./validate.js";
 
 const now = () => performance.now();
 
@@ -49,7 +49,7 @@ function formatList(param, value, fallback) {
 export function encodeHeader(format, remainingMs) {
   if (!isReady()) notReady("encodeHeader");
   check.str("format", format, `one of ${deadlineHeaders.join(", ")}`);
-  check.num("remainingMs", remainingMs);
+  check.number("remainingMs", remainingMs);
   return core.encodeHeader(formatCode(format), remainingMs);
 }
 
@@ -101,8 +101,8 @@ export function deadlineFromHeaders(headers, options) {
   const isHeaders = headers != null && typeof headers === "object" && typeof headers.get === "function" && typeof headers.has === "function";
   if (!isHeaders) check.obj("headers", headers, "a Headers or a plain object of header values");
   const o = check.obj("options", options, "an object like { maxMs, transitMs }");
-  check.num("options.maxMs", o.maxMs);
-  const transitMs = o.transitMs === undefined ? 0 : check.num("options.transitMs", o.transitMs);
+  check.number("options.maxMs", o.maxMs);
+  const transitMs = o.transitMs === undefined ? 0 : check.number("options.transitMs", o.transitMs);
   const formats = formatList("options.formats", o.formats, deadlineHeaders);
   const invalid = o.invalid ?? "throw";
   if (invalid !== "throw" && invalid !== "ignore") {
@@ -186,12 +186,12 @@ export function platformDeadline(options) {
   const platform = check.str("options.platform", o.platform, `one of "cloudflare-workers", "deno-deploy", "vercel-edge", "custom"`);
   const plan = o.plan === undefined ? undefined : check.str("options.plan", o.plan, `"free" or "paid"`);
   const trigger = o.trigger === undefined ? "fetch" : check.str("options.trigger", o.trigger, `one of "fetch", "wait-until", "cron", "queue"`);
-  check.num("options.productMs", o.productMs);
-  check.num("options.fallbackReserveMs", o.fallbackReserveMs);
+  check.number("options.productMs", o.productMs);
+  check.number("options.fallbackReserveMs", o.fallbackReserveMs);
   const caps = check.obj("options.caps", o.caps, "an object like { wallMs, firstByteMs, cpuMs }", true);
-  const wallMs = check.optNum("options.caps.wallMs", caps.wallMs);
-  const firstByteMs = check.optNum("options.caps.firstByteMs", caps.firstByteMs);
-  const cpuMs = check.optNum("options.caps.cpuMs", caps.cpuMs);
+  const wallMs = check.optNumber("options.caps.wallMs", caps.wallMs);
+  const firstByteMs = check.optNumber("options.caps.firstByteMs", caps.firstByteMs);
+  const cpuMs = check.optNumber("options.caps.cpuMs", caps.cpuMs);
   const signal = check.optSignal("options.signal", o.signal);
   const t = now();
   let answer;

@@ -25,7 +25,8 @@
 import * as core from "./edge_deadline.js";
 import { brand, isDeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import * as check from "./pipeline-input.js";
+import { timerMs } from "./timers.js";
+import * as check from "./validate.js";
 
 const now = () => performance.now();
 const BRAND = "edgeDeadlineError";
@@ -66,7 +67,7 @@ function seedFrom(seed) {
     if (seed < 0n || seed >= 1n << 64n) throw new RangeError(`'options.seed' must be between 0 and 2^64 − 1: current value is ${seed}`);
     return seed;
   }
-  check.num("options.seed", seed, "a number or a BigInt");
+  check.number("options.seed", seed, "a number or a BigInt");
   if (!Number.isSafeInteger(seed) || seed < 0) {
     throw new RangeError(`'options.seed' must be a whole number between 0 and 2^53 − 1: current value is ${seed}`);
   }
@@ -97,9 +98,9 @@ export class RetryBudget {
   constructor(options) {
     if (!isReady()) notReady("new RetryBudget");
     const { ratio = 0.2, minPerSecond = 10, windowMs = 10_000 } = check.obj("options", options, "an object like { ratio, minPerSecond, windowMs }", true);
-    check.num("options.ratio", ratio, "a number between 0 and 1");
-    check.num("options.minPerSecond", minPerSecond, "a number of retries per second");
-    check.num("options.windowMs", windowMs);
+    check.number("options.ratio", ratio, "a number between 0 and 1");
+    check.number("options.minPerSecond", minPerSecond, "a number of retries per second");
+    check.number("options.windowMs", windowMs);
     this.#core = new core.RetryBudgetCore(ratio, minPerSecond, windowMs);
   }
 
@@ -132,9 +133,9 @@ export function backoffSchedule(backoff, retries, seed) {
 
 function checkBackoff(param, backoff) {
   const b = check.obj(param, backoff, "an object like { baseMs, maxMs, jitter }");
-  check.num(`${param}.baseMs`, b.baseMs);
-  check.num(`${param}.maxMs`, b.maxMs);
-  check.num(`${param}.jitter`, b.jitter, "a number between 0 and 1");
+  check.number(`${param}.baseMs`, b.baseMs);
+  check.number(`${param}.maxMs`, b.maxMs);
+  check.number(`${param}.jitter`, b.jitter, "a number between 0 and 1");
   return b;
 }
 
@@ -169,7 +170,7 @@ function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
     };
     const onTimeout = () => {
       const left = endAt - now();
-      if (left > 0) return void (timer = setTimeout(onTimeout, check.timerMs(left)));
+      if (left > 0) return void (timer = setTimeout(onTimeout, timerMs(left)));
       const reason = new AttemptTimeout(info.attempt, timeoutMs);
       controller.abort(reason);
       finish({ ok: false, error: reason, ended: "timeout" });
@@ -177,7 +178,7 @@ function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
     for (const s of [deadlineSignal, parent]) if (s?.aborted) return onAbort({ target: s });
     deadlineSignal.addEventListener("abort", onAbort);
     parent?.addEventListener("abort", onAbort);
-    timer = setTimeout(onTimeout, check.timerMs(timeoutMs));
+    timer = setTimeout(onTimeout, timerMs(timeoutMs));
     let result;
     try {
       result = fn(controller.signal, info);
@@ -215,13 +216,13 @@ function sleep(ms, deadlineSignal, parent) {
     const onAbort = (event) => finish(event.target);
     const wake = () => {
       const left = wakeAt - now();
-      if (left > 0) timer = setTimeout(wake, check.timerMs(left));
+      if (left > 0) timer = setTimeout(wake, timerMs(left));
       else finish(undefined);
     };
     for (const s of [deadlineSignal, parent]) if (s?.aborted) return resolve(s);
     deadlineSignal.addEventListener("abort", onAbort);
     parent?.addEventListener("abort", onAbort);
-    timer = setTimeout(wake, check.timerMs(ms));
+    timer = setTimeout(wake, timerMs(ms));
   });
 }
 
@@ -241,8 +242,8 @@ export async function retry(fn, options) {
   check.fn("fn", fn, "a function (signal, { attempt, timeoutMs, operationKey }) => Promise");
   const o = check.obj("options", options, "an object like { deadline, attemptMinMs, backoff, idempotent }");
   const deadline = check.deadline("options.deadline", o.deadline);
-  check.num("options.attemptMinMs", o.attemptMinMs);
-  check.optNum("options.attemptTimeoutMs", o.attemptTimeoutMs);
+  check.number("options.attemptMinMs", o.attemptMinMs);
+  check.optNumber("options.attemptTimeoutMs", o.attemptTimeoutMs);
   const backoff = checkBackoff("options.backoff", o.backoff);
   const maxAttempts = o.maxAttempts === undefined ? undefined : check.count("options.maxAttempts", o.maxAttempts);
   check.bool("options.idempotent", o.idempotent);
@@ -351,7 +352,7 @@ function startHedge(fn, options) {
   check.fn("fn", fn, "a function (signal, { attempt }) => Promise");
   const o = check.obj("options", options, "an object like { deadline, delayMs, maxAttempts }");
   const deadline = check.deadline("options.deadline", o.deadline);
-  check.num("options.delayMs", o.delayMs);
+  check.number("options.delayMs", o.delayMs);
   const maxAttempts = o.maxAttempts === undefined ? 2 : check.count("options.maxAttempts", o.maxAttempts);
   const parent = check.optSignal("options.signal", o.signal);
   const delayMs = core.checkHedge(o.delayMs, maxAttempts);
@@ -396,7 +397,7 @@ function startHedge(fn, options) {
       const record = { attempt: number, startedAtMs: now(), elapsedMs: 0, outcome: "running", error: undefined };
       records.push(record);
       inFlight.set(number, controller);
-      if (started < maxAttempts) timer = setTimeout(startNext, check.timerMs(delayMs));
+      if (started < maxAttempts) timer = setTimeout(startNext, timerMs(delayMs));
       let result;
       try {
         result = fn(controller.signal, { attempt: number });

@@ -22,33 +22,10 @@
 
 import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
+import { describe, number } from "./validate.js";
 
 /** Samples per Wasm call in `addAll` (512 KB of f64). */
 export const CHUNK = 65_536;
-
-export function describe(value) {
-  if (value === null) return "null";
-  if (typeof value === "string") return JSON.stringify(value) + " (a string)";
-  if (typeof value === "bigint") return `${value}n (a BigInt)`;
-  if (typeof value === "function") return "a function";
-  if (Array.isArray(value)) return "an Array";
-  if (typeof value === "object") {
-    const name = value.constructor?.name;
-    return !name || name === "Object" ? "an object" : `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
-  }
-  return String(value);
-}
-
-/**
- * A TypeError unless `value` is a number; the core checks ranges. `where`
- * prefixes the message (`row 3: 'ms' must be …`).
- */
-export function number(param, value, what = "a number", where = "") {
-  if (typeof value !== "number") {
-    throw new TypeError(`${where && `${where}: `}'${param}' must be ${what}: current value is ${describe(value)}`);
-  }
-  return value;
-}
 
 /**
  * `samples` as a Float64Array: a Float64Array as is, an array of numbers

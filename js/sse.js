@@ -19,6 +19,8 @@
 // 3. Bytes and text give the same answers: in UTF-8, CR, LF and `:` never
 //    occur inside a multi-byte character, so scanning bytes is exact.
 
+import { describe } from "./validate.js";
+
 const LF = 10;
 const CR = 13;
 const COLON = 58;
@@ -34,14 +36,6 @@ function freshState() {
   return { line: LINE_START, bom: 0, started: false };
 }
 
-function describe(chunk) {
-  if (chunk === null) return "null";
-  if (typeof chunk === "object") {
-    const name = chunk.constructor?.name ?? "Object";
-    return name === "Object" ? "an object" : `a ${name}`;
-  }
-  return typeof chunk;
-}
 
 /** Scans one chunk, updating `s`; returns whether it holds field characters. */
 function scan(chunk, s) {

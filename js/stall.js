@@ -48,10 +48,11 @@
 //    BURST_RUN ends the burst. A burst re-arms the timer once, when it starts.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, brand } from "./errors.js";
-import { number } from "./deadline.js";
+import { DeadlineExceeded, brand, ms } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { createSseProgress, sseProgress } from "./sse.js";
+import { unref } from "./timers.js";
+import { describe, number } from "./validate.js";
 
 export { createSseProgress, sseProgress };
 
@@ -72,32 +73,6 @@ const MAX_SAMPLE_MS = 16;
 
 /** A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
-
-// Node timers are objects with unref(); Deno unrefs numbers; elsewhere nothing to do.
-const unref =
-  typeof globalThis.Deno?.unrefTimer === "function"
-    ? (id) => globalThis.Deno.unrefTimer(id)
-    : (t) => {
-        if (typeof t === "object" && typeof t.unref === "function") t.unref();
-      };
-
-function ms(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
-}
-
-function describe(value) {
-  if (value === null) return "null";
-  if (typeof value === "string") return JSON.stringify(value) + " (a string)";
-  if (typeof value === "bigint") return `${value}n (a BigInt)`;
-  if (typeof value === "function") return "a function";
-  if (typeof value === "object") return article(value.constructor?.name ?? "object");
-  return String(value);
-}
-
-function article(name) {
-  if (name === "Object") name = "object";
-  return `${/^[aeioAEIO]/.test(name) ? "an" : "a"} ${name}`;
-}
 
 /** The stream went quiet: no progress chunk within the limit of its phase. */
 export class StreamStalled extends Error {

@@ -1,32 +1,38 @@
-// Type checks shared by the pipeline modules (plan.js, retry.js,
-// propagation.js). Wasm cannot see JS types, so these run at the JS edge and
-// throw TypeErrors naming the parameter; every *range* check is the core's.
+// Type checks shared by every module of the JS API. Wasm cannot see JS types,
+// so these run at the JS edge and throw TypeErrors in one wording:
+//   'param' must be <what>: current value is <description>
+// Every *range* check (NaN, ±∞, negatives, limits) is the core's.
 
 import { Deadline } from "./deadline.js";
 
+/** How a value is named in an error message: `"5" (a string)`, `10n (a BigInt)`, `a Uint8Array`. */
 export function describe(value) {
   if (value === null) return "null";
   if (typeof value === "bigint") return `${value}n (a BigInt)`;
   if (typeof value === "string") return JSON.stringify(value.length > 64 ? value.slice(0, 64) + "…" : value) + " (a string)";
   if (typeof value === "function") return "a function";
   if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
+  if (typeof value === "object") {
+    const name = value.constructor?.name;
+    return !name || name === "Object" ? "an object" : `${/^[AEIO]/i.test(name) ? "an" : "a"} ${name}`;
+  }
   return String(value);
 }
 
-function typeError(param, expected, value) {
-  return new TypeError(`'${param}' must be ${expected}: current value is ${describe(value)}`);
+/** `where` (optional) prefixes the message: `row 3: 'ms' must be …`. */
+export function typeError(param, expected, value, where = "") {
+  return new TypeError(`${where && `${where}: `}'${param}' must be ${expected}: current value is ${describe(value)}`);
 }
 
 /** A number (the core checks NaN, ±∞ and the range). */
-export function num(param, value, what = "a number of milliseconds") {
-  if (typeof value !== "number") throw typeError(param, what, value);
+export function number(param, value, what = "a number of milliseconds", where = "") {
+  if (typeof value !== "number") throw typeError(param, what, value, where);
   return value;
 }
 
 /** An optional number: `undefined` passes through. */
-export function optNum(param, value, what) {
-  return value === undefined ? undefined : num(param, value, what);
+export function optNumber(param, value, what) {
+  return value === undefined ? undefined : number(param, value, what);
 }
 
 export function str(param, value, what = "a string") {
@@ -74,17 +80,9 @@ export function optSignal(param, value) {
 
 /** A whole count for a `u32` parameter; the core checks the range. */
 export function count(param, value) {
-  num(param, value, "a whole number");
+  number(param, value, "a whole number");
   if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) {
     throw new RangeError(`'${param}' must be a whole number: current value is ${value}`);
   }
   return value;
-}
-
-/** 2^31 − 1 ms: hosts fire longer `setTimeout`s at once. */
-export const MAX_TIMER_MS = 2_147_483_647;
-
-/** A host timer for `ms` (≥ 0), clamped to the host limit; callers re-arm past it. */
-export function timerMs(ms) {
-  return ms < MAX_TIMER_MS ? Math.ceil(ms) : MAX_TIMER_MS;
 }
