@@ -55,8 +55,15 @@ function lastJsonLine(text) {
 
 const suites = {
   async cargo() {
-    const { code } = await run("cargo", ["test", "--release", "--all-targets"]);
-    record("cargo (host)", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0, note: "see cargo's own counts above" });
+    const { code, stdout } = await run("cargo", ["test", "--release", "--all-targets"], { capture: true });
+    const counts = [...stdout.matchAll(/^test result: \w+\. .*$/gm)].map((m) => m[0]);
+    const sum = (k) => counts.reduce((n, line) => n + Number(new RegExp(`(\\d+) ${k}`).exec(line)?.[1] ?? 0), 0);
+    record("cargo test (host)", {
+      passed: sum("passed"),
+      failed: sum("failed") + (code !== 0 && sum("failed") === 0 ? 1 : 0),
+      skipped: sum("ignored"),
+      note: `${counts.length} test binaries`,
+    });
   },
 
   async types() {
