@@ -36,6 +36,22 @@ pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 /// so anything longer must be re-armed in slices.
 pub const MAX_TIMER_MS: f64 = 2_147_483_647.0;
 
+/// Milliseconds measured by a clock, for messages: whole, or to 0.1 ms
+/// ("43.1 ms", not "43.08580599999999 ms"). Error *fields* keep the exact
+/// value; a rejected input is always printed exactly ("current value is …").
+#[derive(Debug, Clone, Copy)]
+pub struct Ms(pub f64);
+
+impl fmt::Display for Ms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.fract() == 0.0 {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:.1}", self.0)
+        }
+    }
+}
+
 /// Why a deadline operation was refused.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DeadlineError {
@@ -78,11 +94,13 @@ impl fmt::Display for DeadlineError {
                 "'{param}' must be between 0 and {MAX_MS} milliseconds (2^53 - 1): current value is {value}"
             ),
             Self::Exhausted { late_by_ms, .. } => {
-                write!(f, "the deadline passed {late_by_ms} ms ago, so no time is left for this step")
+                write!(f, "the deadline passed {} ms ago, so no time is left for this step", Ms(late_by_ms))
             }
             Self::Insufficient { remaining_ms, min_ms } => write!(
                 f,
-                "only {remaining_ms} ms remain but this step needs at least {min_ms} ms, so it was not started"
+                "only {} ms remain but this step needs at least {} ms, so it was not started",
+                Ms(remaining_ms),
+                Ms(min_ms)
             ),
         }
     }
@@ -178,24 +196,29 @@ pub fn generation_budget(deadline_ms: f64, now_ms: f64, reserve_ms: f64) -> Resu
     Ok(if left > 0.0 { left } else { 0.0 })
 }
 
+/// Every awkward `f64` a JavaScript caller can pass, for the core's property
+/// tests (NaN, ±∞, −0, 0, the domain's edge and just past it, huge and tiny).
+#[cfg(test)]
+pub(crate) fn any_f64() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(-0.0),
+        Just(0.0),
+        Just(MAX_MS),
+        Just(MAX_MS + 2.0),
+        -1e20..1e20f64,
+        0.0..1e7f64,
+        any::<f64>(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    fn any_f64() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(f64::NAN),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(-0.0),
-            Just(MAX_MS),
-            Just(MAX_MS + 2.0),
-            -1e20..1e20f64,
-            0.0..1e7f64,
-            any::<f64>(),
-        ]
-    }
 
     fn ok_value(v: f64) -> bool {
         v.is_finite() && v >= 0.0 && v.to_bits() != (-0.0f64).to_bits()
@@ -220,6 +243,14 @@ mod tests {
         assert!(matches!(generation_budget(1e300, 0.0, 0.0), Err(DeadlineError::TooLarge { param: "deadlineMs", .. })));
         let msg = deadline_in(0.0, -3.0).unwrap_err().to_string();
         assert!(msg.contains("'ms'") && msg.contains("-3"), "{msg}");
+    }
+
+    #[test]
+    fn clock_readings_in_messages_are_rounded_to_a_tenth() {
+        assert_eq!(Ms(43.085805999999994).to_string(), "43.1");
+        assert_eq!(Ms(5_000.0).to_string(), "5000");
+        let msg = admit(100.0, 56.914194, 50.0).unwrap_err().to_string();
+        assert_eq!(msg, "only 43.1 ms remain but this step needs at least 50 ms, so it was not started");
     }
 
     #[test]

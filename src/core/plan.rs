@@ -66,7 +66,7 @@
 
 use core::fmt;
 
-use crate::core::deadline::{check_ms, DeadlineError};
+use crate::core::deadline::{check_ms, DeadlineError, Ms};
 
 /// The default hand-off margin per step start: 4 ms (the HTML clamp on nested
 /// timers) + 1 ms (timers are armed in whole milliseconds, rounded up).
@@ -311,7 +311,9 @@ impl fmt::Display for SkipReason {
             Self::Expired => write!(f, "the deadline has passed"),
             Self::BelowMinimum { available_ms, min_ms } => write!(
                 f,
-                "only {available_ms} ms are available after the reserve for later steps but this step needs at least {min_ms} ms"
+                "only {} ms are available after the reserve for later steps but this step needs at least {} ms",
+                Ms(available_ms),
+                Ms(min_ms)
             ),
         }
     }
@@ -647,7 +649,10 @@ fn json_number(v: f64) -> String {
     }
 }
 
-fn push_json_string(out: &mut String, s: &str) {
+/// Appends `s` as a JSON string literal. Also escapes U+2028 and U+2029, so
+/// the output is safe inside a JavaScript string too. The CLI's JSON output
+/// uses it as well.
+pub fn push_json_string(out: &mut String, s: &str) {
     use fmt::Write as _;
     out.push('"');
     for c in s.chars() {

@@ -53,7 +53,7 @@
 
 use core::fmt;
 
-use crate::core::deadline::{check_ms, DeadlineError};
+use crate::core::deadline::{check_ms, DeadlineError, Ms};
 
 /// The most attempts one retry loop accepts (and the longest schedule).
 pub const MAX_ATTEMPTS: u32 = 100;
@@ -317,11 +317,16 @@ impl fmt::Display for StopReason {
             Self::Exhausted { attempts } => write!(f, "all {attempts} attempts failed"),
             Self::Insufficient { remaining_ms, attempt_min_ms } => write!(
                 f,
-                "only {remaining_ms} ms remain but an attempt needs at least {attempt_min_ms} ms, so none was started"
+                "only {} ms remain but an attempt needs at least {} ms, so none was started",
+                Ms(remaining_ms),
+                Ms(attempt_min_ms)
             ),
             Self::BackoffPastDeadline { delay_ms, remaining_ms, attempt_min_ms } => write!(
                 f,
-                "a {delay_ms} ms backoff would leave less than the {attempt_min_ms} ms an attempt needs out of the {remaining_ms} ms remaining, so it was not slept"
+                "a {} ms backoff would leave less than the {} ms an attempt needs out of the {} ms remaining, so it was not slept",
+                Ms(delay_ms),
+                Ms(attempt_min_ms),
+                Ms(remaining_ms)
             ),
             Self::BudgetExhausted => write!(f, "the retry budget is exhausted for this window"),
         }

@@ -375,22 +375,8 @@ fn timer_delay(at: f64, now: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::deadline::any_f64;
     use proptest::prelude::*;
-
-    fn any_f64() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(f64::NAN),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(-0.0),
-            Just(0.0),
-            Just(MAX_MS),
-            Just(MAX_MS + 2.0),
-            -1e20..1e20f64,
-            0.0..1e7f64,
-            any::<f64>(),
-        ]
-    }
 
     /// Plausible instants and limits: fractional, clustered, sometimes huge.
     fn time() -> impl Strategy<Value = f64> {

@@ -2,7 +2,6 @@
 //! Prometheus query API's responses and `--json` output, without a
 //! dependency.
 
-use std::fmt::Write as _;
 
 /// A parsed JSON value. Objects keep their key order.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,24 +206,8 @@ impl Parser<'_> {
     }
 }
 
-/// Appends `s` as a JSON string literal.
-pub fn write_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+/// Appends `s` as a JSON string literal (the core's escaping, shared with trace records).
+pub use edge_deadline::core::plan::push_json_string as write_str;
 
 /// A number for JSON: rounded to 1 µs, `null` when not finite.
 pub fn num(v: f64) -> String {
