@@ -6,8 +6,9 @@
 // # Invariants
 // 1. `at` never changes; derived deadlines (`reserve`, `min`) are new objects.
 // 2. A deadline owns at most one AbortController and at most one pending
-//    timer, created lazily by the first `signal()`; every later `signal()`
-//    returns the same AbortSignal.
+//    wake-up (an entry in the shared queue of js/timers.js, or in workerd a
+//    timer of its own), created lazily by the first `signal()`; every later
+//    `signal()` returns the same AbortSignal.
 // 3. The signal never aborts for time before `performance.now() >= at`: the
 //    timer is rounded up by the core, and an early wake re-arms instead of
 //    firing. Deadlines past the 2^31−1 ms host-timer limit are re-armed in
@@ -15,15 +16,15 @@
 // 4. When a parent signal aborts, the deadline's signal aborts with the
 //    parent's `reason`. Whichever fires first, the timer is cleared and every
 //    parent listener is removed in the same turn.
-// 5. After `dispose()` nothing of the deadline is pending: no timer, no
-//    listener on any parent. The deadline holds no Wasm memory at any time
+// 5. After `dispose()` nothing of the deadline is pending: no queue entry or
+//    timer, no listener on any parent. The deadline holds no Wasm memory at any time
 //    (it is two numbers and some JS objects).
 // 6. Timers never keep a Node or Deno process alive.
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { timerMs, unref } from "./timers.js";
+import { SHARED_WAKEUPS, cancel, schedule, timerMs } from "./timers.js";
 import { describe, isAbortSignal, number } from "./validate.js";
 import * as propagation from "./propagation.js";
 
@@ -50,6 +51,7 @@ export class Deadline {
   #parents;
   #controller = null;
   #timer = undefined;
+  #wakeup = null;
   #onParentAbort = null;
   #disposed = false;
 
@@ -179,17 +181,18 @@ export class Deadline {
       this.#settle(new DeadlineExceeded(this.#at, -left));
       return;
     }
-    // Round up so the timer never fires before the instant; past the host
-    // limit, arm a maximal slice and re-arm when it fires (#fire → #arm).
-    this.#fire ??= () => {
+    if (SHARED_WAKEUPS) {
+      this.#wakeup = { at: this.#at, index: -1, fire: () => this.#settle(new DeadlineExceeded(this.#at, now() - this.#at)) };
+      schedule(this.#wakeup);
+      return;
+    }
+    // workerd: a timer of our own, rounded up so it never fires before the
+    // instant; past the host limit, a maximal slice re-armed when it fires.
+    this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#arm();
-    };
-    this.#timer = setTimeout(this.#fire, timerMs(left));
-    unref(this.#timer);
+    }, timerMs(left));
   }
-
-  #fire = null;
 
   /** Aborts the signal (once) and releases the timer and parent listeners. */
   #settle(reason) {
@@ -198,6 +201,10 @@ export class Deadline {
   }
 
   #release() {
+    if (this.#wakeup) {
+      cancel(this.#wakeup);
+      this.#wakeup = null;
+    }
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
