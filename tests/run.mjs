@@ -157,11 +157,29 @@ const suite :Workerd.Worker = (
     }
   },
 
+  // Node only: the pipeline's propagation headers against real peers
+  // (@grpc/grpc-js server and client, @connectrpc/connect-node clients).
+  async interop() {
+    const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/interop/"], { capture: true });
+    const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
+    const report = { runtime: "interop (node: grpc-js, connect-node)", passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
+    if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
+    record(report.runtime, report);
+  },
+
   // Node only: 10 000 concurrent wrapped streams, 1 000 stalling (tests/stall-load.mjs).
   async stallLoad() {
     const { stdout } = await run(process.execPath, ["tests/stall-load.mjs"], { capture: true });
     const report = lastJsonLine(stdout);
     record(report.runtime ?? "stall load (node)", report);
+  },
+
+  // Node only: Debian's prometheus scraping a prom-client exporter; scrape,
+  // query API, raw samples and the CLI must agree (tests/prometheus/).
+  async prometheus() {
+    const { stdout } = await run(process.execPath, ["tests/prometheus/prometheus.test.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "prometheus (node)", report);
   },
 
   // The package as users get it: npm pack of pkg/, installed offline into
@@ -173,22 +191,13 @@ const suite :Workerd.Worker = (
     record(report.runtime ?? "package", report);
   },
 
-  // Node only: the pipeline's propagation headers against real peers
-  // (@grpc/grpc-js server and client, @connectrpc/connect-node clients).
-  async interop() {
-    const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/interop/"], { capture: true });
-    const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
-    const report = { runtime: "interop (node: grpc-js, connect-node)", passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
-    if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
-    record(report.runtime, report);
-  },
-
-  // Node only: Debian's prometheus scraping a prom-client exporter; scrape,
-  // query API, raw samples and the CLI must agree (tests/prometheus/).
-  async prometheus() {
-    const { stdout } = await run(process.execPath, ["tests/prometheus/prometheus.test.mjs"], { capture: true });
+  // The demo page (www/) as `./dev demo` serves it, strict CSP included, driven
+  // in headless Chromium: every scenario, 375 px, accessible names, load time
+  // (tests/demo/; screenshots in test-output/demo/ and docs/demo.png).
+  async demo() {
+    const { stdout } = await run(process.execPath, ["tests/demo/run.mjs"], { capture: true });
     const report = lastJsonLine(stdout);
-    record(report.runtime ?? "prometheus (node)", report);
+    record(report.runtime ?? "demo page (chromium)", report);
   },
 };
 
