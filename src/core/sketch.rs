@@ -324,10 +324,9 @@ impl LatencySketch {
             return Ok(());
         }
         // The hot loop of a bulk ingest: no exact buffer, no allocation
-        // unless the key range grows. (The .wasm is built for size, so
-        // nothing here relies on inlining: the multiplier, the array and its
-        // offset live in locals, and a counter is reached through `get_mut`,
-        // not a bounds-checked index call. Measured in Node and Deno: two
+        // unless the key range grows. (Nothing here relies on inlining: the
+        // multiplier, the array and its offset live in locals, and a counter
+        // is reached through `get_mut`, not a bounds-checked index call. Measured in Node and Deno: two
         // lanes of sum/min/max and a helper taking `&mut` locals were slower;
         // validating inside this loop (with a copy to roll back to) no faster.)
         let (mut sum, mut min, mut max, mut zeros) = (0.0, self.min, self.max, 0u64);
