@@ -1,7 +1,8 @@
 // Deadline: one absolute instant on the monotonic clock, set once at the edge
-// and passed down. Arithmetic and validation are the Wasm core's
-// (src/core/deadline.rs); this file owns what only the host can do: reading
-// the clock, timers, AbortControllers and listeners on parent signals.
+// and passed down. Validation and the deadline arithmetic are the Wasm
+// core's (src/core/deadline.rs); this file owns what only the host can do:
+// reading the clock, timers (and their rounding, a hot path kept in JS; see
+// the README's Design), AbortControllers and listeners on parent signals.
 //
 // # Invariants
 // 1. `at` never changes; derived deadlines (`reserve`, `min`) are new objects.
@@ -9,16 +10,16 @@
 //    wake-up (an entry in the shared queue of js/timers.js, or in workerd a
 //    timer of its own), created lazily by the first `signal()`; every later
 //    `signal()` returns the same AbortSignal.
-// 3. The signal never aborts for time before `performance.now() >= at`: the
-//    timer is rounded up by the core, and an early wake re-arms instead of
-//    firing. Deadlines past the 2^31−1 ms host-timer limit are re-armed in
-//    slices, never truncated.
+// 3. The signal never aborts for time before `performance.now() >= at`:
+//    host timers are armed rounded up (js/timers.js `timerMs`), and a wake
+//    before the instant re-arms instead of firing. Deadlines past the
+//    2^31−1 ms host-timer limit are re-armed in slices, never truncated.
 // 4. When a parent signal aborts, the deadline's signal aborts with the
 //    parent's `reason`. Whichever fires first, the timer is cleared and every
 //    parent listener is removed in the same turn.
 // 5. After `dispose()` nothing of the deadline is pending: no queue entry or
-//    timer, no listener on any parent. The deadline holds no Wasm memory at any time
-//    (it is two numbers and some JS objects).
+//    timer, no listener on any parent. The deadline holds no Wasm memory at
+//    any time (it is two numbers and some JS objects).
 // 6. Timers never keep a Node or Deno process alive.
 
 import * as core from "./edge_deadline.js";
