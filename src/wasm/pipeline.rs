@@ -120,6 +120,12 @@ pub fn plan_new(
     Ok(out)
 }
 
+/// [`plan::decide_step`] on one step's numbers from [`plan_new`]; the three
+/// exports below differ only in what they read from the decision.
+fn decide(kind: f64, min_ms: f64, preferred_ms: f64, held_ms: f64, at: f64, now_ms: f64) -> Result<Decision, JsValue> {
+    plan::decide_step(kind_from(kind), min_ms, option(preferred_ms), held_ms, at, now_ms).map_err(to_js)
+}
+
 /// [`plan::decide_step`] for numbers from [`plan_new`]: the cap (> 0) when the
 /// step may start, `-1` when an optional step is skipped, `-2` when a
 /// mandatory or fallback step is insufficient.
@@ -132,8 +138,7 @@ pub fn plan_decide(
     at: f64,
     now_ms: f64,
 ) -> Result<f64, JsValue> {
-    let decision =
-        plan::decide_step(kind_from(kind), min_ms, option(preferred_ms), held_ms, at, now_ms).map_err(to_js)?;
+    let decision = decide(kind, min_ms, preferred_ms, held_ms, at, now_ms)?;
     Ok(match decision {
         Decision::Run { cap_ms, .. } => cap_ms,
         Decision::Skip { .. } => SKIP,
@@ -153,8 +158,7 @@ pub fn plan_available(
     at: f64,
     now_ms: f64,
 ) -> Result<f64, JsValue> {
-    let decision =
-        plan::decide_step(kind_from(kind), min_ms, option(preferred_ms), held_ms, at, now_ms).map_err(to_js)?;
+    let decision = decide(kind, min_ms, preferred_ms, held_ms, at, now_ms)?;
     Ok(match decision {
         Decision::Run { cap_ms, .. } => cap_ms,
         Decision::Skip { reason: plan::SkipReason::BelowMinimum { available_ms, .. }, .. } => available_ms,
@@ -174,8 +178,7 @@ pub fn plan_skip_reason(
     at: f64,
     now_ms: f64,
 ) -> Result<String, JsValue> {
-    let decision =
-        plan::decide_step(kind_from(kind), min_ms, option(preferred_ms), held_ms, at, now_ms).map_err(to_js)?;
+    let decision = decide(kind, min_ms, preferred_ms, held_ms, at, now_ms)?;
     Ok(match decision {
         Decision::Skip { reason, .. } => reason.to_string(),
         _ => String::new(),
