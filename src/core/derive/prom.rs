@@ -445,6 +445,21 @@ pub fn parse_value(s: &str) -> Option<f64> {
     }
 }
 
+/// Consumes an optional `-` or `+` at `b[*i]`; `true` for `-`.
+fn sign(b: &[u8], i: &mut usize) -> bool {
+    match b.get(*i) {
+        Some(b'-') => {
+            *i += 1;
+            true
+        }
+        Some(b'+') => {
+            *i += 1;
+            false
+        }
+        _ => false,
+    }
+}
+
 /// A decimal number (`-12.5e-3`) to `f64` without the standard library's
 /// float parser, whose tables would add about 14 KB (gzip) to the Wasm
 /// build. Exact (correctly rounded) when the digits fit in 2^53 and the
@@ -453,17 +468,7 @@ pub fn parse_value(s: &str) -> Option<f64> {
 pub fn parse_decimal(s: &str) -> Option<f64> {
     let b = s.as_bytes();
     let mut i = 0;
-    let neg = match b.first() {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let neg = sign(b, &mut i);
     let (mut mant, mut exp, mut any) = (0u64, 0i32, false);
     let digit = |d: u8, frac: bool, mant: &mut u64, exp: &mut i32| {
         if *mant < 100_000_000_000_000_000 {
@@ -494,17 +499,7 @@ pub fn parse_decimal(s: &str) -> Option<f64> {
     }
     if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
         i += 1;
-        let eneg = match b.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
+        let eneg = sign(b, &mut i);
         let start = i;
         let mut e = 0i32;
         while i < b.len() && b[i].is_ascii_digit() {
