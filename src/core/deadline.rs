@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn clock_readings_in_messages_are_rounded_to_a_tenth() {
-        assert_eq!(Ms(43.085805999999994).to_string(), "43.1");
+        assert_eq!(Ms(43.085_806).to_string(), "43.1");
         assert_eq!(Ms(5_000.0).to_string(), "5000");
         let msg = admit(100.0, 56.914194, 50.0).unwrap_err().to_string();
         assert_eq!(msg, "only 43.1 ms remain but this step needs at least 50 ms, so it was not started");
