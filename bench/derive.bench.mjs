@@ -15,6 +15,7 @@
 import * as hdr from "hdr-histogram-js";
 import tdigest from "tdigest";
 import { nsPerOp, runtimeName } from "./harness.mjs";
+import { seed003Samples } from "../tests/support/seed003.mjs";
 
 const isDeno = typeof Deno !== "undefined";
 const lib = await import(isDeno ? "../pkg/index.js" : "../pkg/node.js");
@@ -24,18 +25,7 @@ const N = 1_000_000;
 const QS = [0.5, 0.9, 0.99, 0.999];
 const KEYS = ["p50", "p90", "p99", "p999"];
 
-// xorshift32 + Box–Muller: the same samples in every runtime.
-let state = 0x9e3779b9;
-const unit = () => {
-  state ^= state << 13;
-  state ^= state >>> 17;
-  state ^= state << 5;
-  return ((state >>> 0) + 0.5) / 2 ** 32;
-};
-const xs = new Float64Array(N);
-for (let i = 0; i < N; i++) {
-  xs[i] = unit() < 0.005 ? 300 + 1200 * unit() : 40 * Math.exp(0.348 * Math.sqrt(-2 * Math.log(unit())) * Math.cos(2 * Math.PI * unit()));
-}
+const xs = seed003Samples(N, 0x9e3779b9);
 const sorted = xs.slice().sort();
 const exact = QS.map((q) => sorted[Math.floor(q * (N - 1))]);
 

@@ -18,6 +18,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import client from "prom-client";
 import * as lib from "../../pkg/node.js";
+import { seed003Samples } from "../support/seed003.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const PROMETHEUS = process.env.PROMETHEUS_BIN ?? "/usr/bin/prometheus";
@@ -46,21 +47,6 @@ function freePort() {
   });
 }
 
-/** Seed 003's shape with a seeded generator: lognormal body (median 40 ms) + 0.5% tail 0.3–1.5 s. */
-function samples(n) {
-  let s = 0x2545f491;
-  const u = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return ((s >>> 0) + 0.5) / 2 ** 32;
-  };
-  const xs = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    xs[i] = u() < 0.005 ? 300 + 1200 * u() : 40 * Math.exp(0.348 * Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u()));
-  }
-  return xs;
-}
 
 /** The bucket (lo, hi] in ms that holds `ms`. */
 function bucketOf(ms) {
@@ -74,7 +60,7 @@ function bucketOf(ms) {
 
 async function main() {
   await lib.init();
-  const raw = samples(N);
+  const raw = seed003Samples(N, 0x2545f491);
 
   // The exporter: one histogram, outcome-labelled, the raw samples observed in seconds.
   const registry = new client.Registry();
