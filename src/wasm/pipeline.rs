@@ -192,13 +192,14 @@ fn outcome_from(code: u8) -> Outcome {
         2 => Outcome::Skipped,
         3 => Outcome::Insufficient,
         4 => Outcome::Deadline,
-        _ => Outcome::Aborted,
+        5 => Outcome::Aborted,
+        _ => Outcome::Timeout,
     }
 }
 
 /// A trace as JSON ([`plan::trace_json`]): one name and outcome code per
-/// record (0 ok, 1 error, 2 skipped, 3 insufficient, 4 deadline, 5 aborted)
-/// and three numbers per record: `remainingAtStartMs, capMs, elapsedMs`.
+/// record (0 ok, 1 error, 2 skipped, 3 insufficient, 4 deadline, 5 aborted,
+/// 6 timeout) and three numbers per record: `remainingAtStartMs, capMs, elapsedMs`.
 #[wasm_bindgen(js_name = traceJson)]
 pub fn trace_json(steps: Vec<String>, numbers: &[f64], outcomes: &[u8]) -> Result<String, JsValue> {
     let mut records = Vec::with_capacity(steps.len());
@@ -428,9 +429,9 @@ pub fn earliest_incoming(
         present.push((format(code)?, value.as_bytes()));
     }
     let incoming = headers::earliest_incoming(now_ms, &present, transit_ms, max_ms).map_err(to_js)?;
-    let index_of = |f: HeaderFormat| present.iter().position(|(p, _)| *p == f).map_or(-1.0, |i| i as f64);
-    let mut out = vec![incoming.at, incoming.source.map_or(-1.0, index_of)];
-    out.extend(incoming.rejected.iter().map(|(f, _)| index_of(*f)));
+    // Indices stay far below 2^53.
+    let mut out = vec![incoming.at, incoming.source.map_or(-1.0, |i| i as f64)];
+    out.extend(incoming.rejected.iter().map(|&(i, _)| i as f64));
     Ok(out)
 }
 
