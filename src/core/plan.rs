@@ -62,10 +62,10 @@
 //! how late a step's successor starts after its cap fires, in Node, Deno,
 //! workerd and Chromium, on an idle event loop and on one kept busy by 1 ms
 //! and 5 ms tasks (figures in BENCHMARKS.md, "Hand-off lateness"). On an
-//! idle loop the p99 is 3.8–5 ms in all four (workerd's clock ticks in whole
-//! milliseconds), and 5 ms covers it. Under load the tail is set by the
-//! host's other work, not by this package: p50 stays near the length of one
-//! task, but p99 reached 10–45 ms on a shared 2-core machine. A host that
+//! idle loop the p99 was 3.1–5 ms in all four over two runs (workerd's clock
+//! ticks in whole milliseconds), and 5 ms covers it. Under load the tail is
+//! set by the host's other work, not by this package: p50 stays near the
+//! length of one task, but p99 reached 4–51 ms on a shared 2-core machine. A host that
 //! knows its tasks run long should pass a larger margin
 //! ([`Plan::with_margin`]); the fallback runs either way.
 //!
