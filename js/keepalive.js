@@ -9,25 +9,27 @@
 // and the caller's `catch` or fallback never runs.
 //
 // # How
-// Those APIs return an `Awaited` promise. The first `then` on it (what
-// `await`, `.then`, `.catch` and `.finally` all call) takes a hold; the hold
-// is released when the promise settles. While any hold is taken, one ref'd
-// host interval exists (shared by every holder, so a hold costs a counter
-// increment, not a host timer). A promise nobody awaits takes no hold.
-// Browsers and workerd have no process to keep alive: there, nothing is armed.
+// Those APIs return an `Awaited` promise when their work is still pending (a
+// promise that is already settled needs nothing). The first `then` on it
+// (what `await`, `.then`, `.catch` and `.finally` all call) takes a hold; the
+// hold is released when the promise settles. One host interval, created at
+// the first hold, is ref'd while any hold is taken and unref'd when the last
+// is released: a hold costs a counter and, at 0 ↔ 1, a ref toggle, never a
+// new host timer. A promise nobody awaits takes no hold. Browsers and workerd
+// have no process to keep alive: there, plain promises and nothing armed.
 //
 // # Invariants
-// 1. A host interval exists iff at least one awaited promise is pending.
+// 1. The host interval is ref'd iff at least one awaited promise is pending.
 // 2. Each awaited promise takes at most one hold, and releases it in the turn
 //    it settles.
 // 3. A promise that nobody awaits never takes a hold.
 
 import { MAX_TIMER_MS } from "./timers.js";
 
+const DENO = typeof globalThis.Deno?.unrefTimer === "function" && typeof globalThis.Deno?.refTimer === "function";
 /** Whether the host is a process that an event loop with nothing ref'd lets exit. */
 const PROCESS_HOST =
-  typeof globalThis.Deno?.unrefTimer === "function" ||
-  (typeof globalThis.process?.versions?.node === "string" && globalThis.navigator?.userAgent !== "Cloudflare-Workers");
+  DENO || (typeof globalThis.process?.versions?.node === "string" && globalThis.navigator?.userAgent !== "Cloudflare-Workers");
 
 let holds = 0;
 let interval;
@@ -35,14 +37,16 @@ let interval;
 function noop() {}
 
 function take() {
-  if (holds++ === 0) interval = setInterval(noop, MAX_TIMER_MS);
+  if (holds++ > 0) return;
+  if (interval === undefined) interval = setInterval(noop, MAX_TIMER_MS); // ref'd when made
+  else if (DENO) globalThis.Deno.refTimer(interval);
+  else interval.ref();
 }
 
 function release() {
-  if (--holds === 0) {
-    clearInterval(interval);
-    interval = undefined;
-  }
+  if (--holds > 0) return;
+  if (DENO) globalThis.Deno.unrefTimer(interval);
+  else interval.unref();
 }
 
 class Awaited extends Promise {
@@ -65,3 +69,6 @@ class Awaited extends Promise {
 
 /** `promise`, as one that keeps the process alive while someone awaits it (see the module doc). */
 export const awaited = PROCESS_HOST ? (promise) => Awaited.resolve(promise) : (promise) => promise;
+
+/** `new Promise(executor)`, as one that keeps the process alive while someone awaits it. */
+export const pending = PROCESS_HOST ? (executor) => new Awaited(executor) : (executor) => new Promise(executor);

@@ -36,7 +36,7 @@
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded } from "./errors.js";
-import { awaited } from "./keepalive.js";
+import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { timerMs, unref } from "./timers.js";
 import * as check from "./validate.js";
@@ -116,14 +116,12 @@ export class Plan {
    * fallback: rejects with `InsufficientBudget`).
    */
   run(name, fn) {
-    let result;
     try {
-      result = this.#run(name, fn);
+      return this.#run(name, fn);
     } catch (error) {
       // A disposed deadline, a bad clock reading: a rejection, like every other failure.
-      result = Promise.reject(error);
+      return Promise.reject(error);
     }
-    return awaited(result);
   }
 
   #run(name, fn) {
@@ -143,7 +141,8 @@ export class Plan {
     if (parent.aborted) {
       return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
     }
-    return new Promise((resolve, reject) => {
+    // Only a running step is pending: awaiting it keeps Node or Deno alive (invariant 6).
+    return pending((resolve, reject) => {
       const controller = new AbortController();
       const capAt = t0 + cap;
       // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.

@@ -37,7 +37,7 @@
 
 import * as core from "./edge_deadline.js";
 import { brand, isDeadlineExceeded } from "./errors.js";
-import { awaited } from "./keepalive.js";
+import { awaited, pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { timerMs, unref } from "./timers.js";
 import * as check from "./validate.js";
@@ -376,13 +376,11 @@ async function retryLoop(fn, options) {
  * the next one at once. The first to resolve wins; the others are aborted.
  */
 export function hedge(fn, options) {
-  let result;
   try {
-    result = startHedge(fn, options);
+    return startHedge(fn, options);
   } catch (error) {
-    result = Promise.reject(error); // bad input rejects, as it does for retry
+    return Promise.reject(error); // bad input rejects, as it does for retry
   }
-  return awaited(result);
 }
 
 function startHedge(fn, options) {
@@ -396,7 +394,7 @@ function startHedge(fn, options) {
   const delayMs = core.checkHedge(o.delayMs, maxAttempts);
   const at = deadline.at;
   const deadlineSignal = deadline.signal();
-  return new Promise((resolve, reject) => {
+  return pending((resolve, reject) => {
     const inFlight = new Map(); // attempt number → AbortController
     const records = [];
     let started = 0;
