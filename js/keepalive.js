@@ -27,9 +27,11 @@
 import { MAX_TIMER_MS } from "./timers.js";
 
 const DENO = typeof globalThis.Deno?.unrefTimer === "function" && typeof globalThis.Deno?.refTimer === "function";
+// workerd can define `process` (nodejs_compat) but always has WebSocketPair,
+// and its timers belong to a request: never arm one there.
+const WORKERD = typeof globalThis.WebSocketPair === "function" || globalThis.navigator?.userAgent === "Cloudflare-Workers";
 /** Whether the host is a process that an event loop with nothing ref'd lets exit. */
-const PROCESS_HOST =
-  DENO || (typeof globalThis.process?.versions?.node === "string" && globalThis.navigator?.userAgent !== "Cloudflare-Workers");
+const PROCESS_HOST = DENO || (typeof globalThis.process?.versions?.node === "string" && !WORKERD);
 
 let holds = 0;
 let interval;
@@ -39,14 +41,21 @@ function noop() {}
 function take() {
   if (holds++ > 0) return;
   if (interval === undefined) interval = setInterval(noop, MAX_TIMER_MS); // ref'd when made
-  else if (DENO) globalThis.Deno.refTimer(interval);
-  else interval.ref();
+  else setRef(true);
 }
 
 function release() {
-  if (--holds > 0) return;
-  if (DENO) globalThis.Deno.unrefTimer(interval);
-  else interval.unref();
+  if (--holds === 0) setRef(false);
+}
+
+function setRef(on) {
+  if (typeof interval === "object" && typeof interval.ref === "function") {
+    if (on) interval.ref();
+    else interval.unref();
+  } else if (DENO) {
+    if (on) globalThis.Deno.refTimer(interval);
+    else globalThis.Deno.unrefTimer(interval);
+  }
 }
 
 class Awaited extends Promise {
