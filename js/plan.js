@@ -25,9 +25,11 @@
 //    thrown by the hook goes to `onStepError(error, record)`, or to
 //    `console.error` when there is none (a failing logger is a logging
 //    problem, never the request's).
-// 5. Once the deadline's signal has aborted (the client left), no further
-//    step starts: each `p.run` records `aborted` (or `deadline`) and rejects
-//    with the signal's reason.
+// 5. Once the deadline's signal has aborted, no further step starts. When a
+//    parent aborted it (the client left), each `p.run` records `aborted` and
+//    rejects with the parent's reason, even for a step that would have been
+//    refused; when the deadline's own instant passed, a step is refused as
+//    time dictates (optional: skipped; others: InsufficientBudget).
 // 6. A step's timer is unref'd, like every timer of the package, and never
 //    outlives the step; awaiting `p.run` keeps a Node or Deno process alive
 //    until it settles (js/keepalive.js), and nobody awaiting keeps nothing
@@ -136,8 +138,11 @@ export class Plan {
     const x = this.#numbers;
     const cap = core.planDecide(x[k], x[k + 1], x[k + 2], x[k + 3], at, t0);
     const remaining = at > t0 ? at - t0 : 0;
-    if (cap < 0) return this.#refuse(i, cap, t0, remaining);
     const parent = this.#deadline.signal();
+    // A departed client wins over any refusal (invariant 5); the deadline's
+    // own expiry does not: a step refused for time is skipped or insufficient.
+    const departed = parent.aborted && this.#reasonOutcome(parent.reason) === "aborted";
+    if (cap < 0 && !departed) return this.#refuse(i, cap, t0, remaining);
     if (parent.aborted) {
       return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
     }

@@ -914,6 +914,10 @@ function reliabilityCases() {
         let called = false;
         equal(await rejects(d.step(1, () => (called = true))), "client left", "d.step rejects with the parent's reason");
         equal(called, false, "d.step called run after the client left");
+        // p.run: the client's reason, even for a step that would have been skipped.
+        const p = lib.plan(d, [{ name: "huge", minMs: 1e6, kind: "optional" }]);
+        equal(await rejects(p.run("huge", () => (called = true))), "client left");
+        equal(p.records[0].outcome, "aborted");
         equal(throws(() => d.budget(100)), "client left", "d.budget() answered a budget after the client left");
         // A parent already aborted when the deadline was made.
         const gone = new AbortController();
