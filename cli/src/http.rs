@@ -3,8 +3,8 @@
 //! Production Prometheus usually sits behind TLS and a token (a reverse
 //! proxy, a managed service), so both are first-class here. Credentials come
 //! from environment variables, never from the command line (where `ps` and
-//! shell history would show them). ureq keeps authorization headers off
-//! redirects to another host, and every request has a time limit.
+//! shell history would show them). Redirects are followed, but credentials
+//! go only to the same host, and every request has a time limit.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use clap::error::ErrorKind;
 use clap::Args;
+use ureq::config::RedirectAuthHeaders;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 use ureq::Agent;
 
@@ -122,6 +123,8 @@ impl HttpArgs {
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .timeout_global(Some(self.http_timeout))
             .max_redirects(MAX_REDIRECTS)
+            // Credentials follow a redirect only to the same host, never from https to http.
+            .redirect_auth_headers(RedirectAuthHeaders::SameHost)
             .http_status_as_error(false)
             .user_agent(concat!("edge-deadline/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -133,7 +136,11 @@ impl HttpArgs {
 impl Client {
     /// Runs an instant query; returns the status code and the body.
     pub fn query(&self, query: &str) -> Result<(u16, String), String> {
-        let mut req = self.agent.get(format!("{}/api/v1/query", self.base)).query("query", query).header("Accept", "application/json");
+        let mut req = self
+            .agent
+            .get(format!("{}/api/v1/query", self.base))
+            .query("query", query)
+            .header("Accept", "application/json");
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a);
         }

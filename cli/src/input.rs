@@ -390,7 +390,8 @@ fn header(
     spec: &RowSpec,
     stats: &mut Stats,
 ) -> Result<(usize, Option<usize>, Vec<usize>), String> {
-    let names: Vec<String> = (0..record.count()).map(|i| record.text(i).unwrap_or("\u{fffd}").trim().to_string()).collect();
+    let names: Vec<String> =
+        (0..record.count()).map(|i| record.text(i).unwrap_or("\u{fffd}").trim().to_string()).collect();
     let find = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
     let listed = names.join(", ");
     let ms = find(&spec.column).ok_or_else(|| {

@@ -46,7 +46,9 @@ enum Command {
     /// the Prometheus text format, a saved Prometheus query response) or from
     /// a live Prometheus server: per bucket, p50/p90/p99/p99.9 and
     /// timeout = quantile(q) x safety, from successful calls only.
-    #[command(after_help = "Examples:\n  edge-deadline derive durations.csv --by model,prompt_bucket\n  edge-deadline derive --prometheus https://prom.example:9090 --metric http_request_duration_seconds --bearer-token-env PROM_TOKEN")]
+    #[command(
+        after_help = "Examples:\n  edge-deadline derive durations.csv --by model,prompt_bucket\n  edge-deadline derive --prometheus https://prom.example:9090 --metric http_request_duration_seconds --bearer-token-env PROM_TOKEN"
+    )]
     Derive(DeriveArgs),
     /// Simulate per-attempt timeouts and retries on a lognormal body plus a
     /// uniform slow tail (by default: median 40 ms, sigma 0.348, 0.5% of calls
@@ -317,9 +319,7 @@ fn derive_cmd(a: &DeriveArgs) -> Result<(), Exit> {
     let results = match format {
         Format::Prom | Format::PromJson => {
             let mut text = String::new();
-            reader
-                .read_to_string(&mut text)
-                .map_err(|e| data(format!("cannot read '{path}' as UTF-8 text: {e}")))?;
+            reader.read_to_string(&mut text).map_err(|e| data(format!("cannot read '{path}' as UTF-8 text: {e}")))?;
             if format == Format::Prom {
                 derive_exposition(&text, metric, &by_refs, Some(outcome_label), &opts)
                     .map_err(|e| data(format!("{source}: {}", flagged(&e))))?

@@ -243,7 +243,8 @@ fn opt(v: Option<f64>) -> Value {
 }
 
 /// The table's percentile columns: name, JSON key, quantile.
-const COLUMNS: [(&str, &str, f64); 4] = [("p50", "p50", 0.5), ("p90", "p90", 0.9), ("p99", "p99", 0.99), ("p99.9", "p999", 0.999)];
+const COLUMNS: [(&str, &str, f64); 4] =
+    [("p50", "p50", 0.5), ("p90", "p90", 0.9), ("p99", "p99", 0.99), ("p99.9", "p999", 0.999)];
 
 /// The percentile columns `n` successful calls cannot support: fewer than
 /// [`SAMPLES_BEYOND`] calls would lie beyond them, so the value is an

@@ -181,10 +181,30 @@ fn bad_command_lines_exit_2_naming_the_flag() {
         (vec!["frobnicate"], "unrecognized subcommand 'frobnicate'"),
         (vec!["derive", "--prometheus", "http://127.0.0.1:9"], "--metric <NAME>"),
         (vec!["derive", "-", "--window", "1h"], "--prometheus <URL>"),
-        (vec!["derive", "--prometheus", "ftp://x", "--metric", "m"], "--prometheus 'ftp://x': must start with http:// or https://"),
-        (vec!["derive", "--prometheus", "http://x", "--metric", "m", "--ca-file", "/dev/null"], "--ca-file applies to an https://"),
-        (vec!["derive", "--prometheus", "https://x", "--metric", "m", "--ca-file", "/dev/null"], "--ca-file /dev/null: no CERTIFICATE"),
-        (vec!["derive", "--prometheus", "https://x", "--metric", "m", "--bearer-token-env", "EDGE_DEADLINE_TEST_UNSET"], "--bearer-token-env EDGE_DEADLINE_TEST_UNSET: the environment variable EDGE_DEADLINE_TEST_UNSET is not set"),
+        (
+            vec!["derive", "--prometheus", "ftp://x", "--metric", "m"],
+            "--prometheus 'ftp://x': must start with http:// or https://",
+        ),
+        (
+            vec!["derive", "--prometheus", "http://x", "--metric", "m", "--ca-file", "/dev/null"],
+            "--ca-file applies to an https://",
+        ),
+        (
+            vec!["derive", "--prometheus", "https://x", "--metric", "m", "--ca-file", "/dev/null"],
+            "--ca-file /dev/null: no CERTIFICATE",
+        ),
+        (
+            vec![
+                "derive",
+                "--prometheus",
+                "https://x",
+                "--metric",
+                "m",
+                "--bearer-token-env",
+                "EDGE_DEADLINE_TEST_UNSET",
+            ],
+            "--bearer-token-env EDGE_DEADLINE_TEST_UNSET: the environment variable EDGE_DEADLINE_TEST_UNSET is not set",
+        ),
         (vec!["simulate", "--policy", "p95:1"], "--policy 'p95:1'"),
         (vec!["simulate", "--policy", "p99:11"], "--policy 'p99:11': 'retries' must be between 0 and 10"),
         (vec!["simulate", "--sigma", "-1"], "'--sigma <SIGMA>': must be between 0 and 4"),
@@ -276,7 +296,8 @@ const ROWS: &[(&str, &str, &str)] = &[
 fn jsonl_reference() -> String {
     ROWS.iter()
         .map(|(m, ms, o)| {
-            let ms = if ms.is_empty() { serde_json::Value::Null } else { serde_json::json!(ms.parse::<f64>().unwrap()) };
+            let ms =
+                if ms.is_empty() { serde_json::Value::Null } else { serde_json::json!(ms.parse::<f64>().unwrap()) };
             serde_json::json!({"model": m, "ms": ms, "outcome": o}).to_string() + "\n"
         })
         .collect()
@@ -361,7 +382,10 @@ fn malformed_json_lines_are_line_numbered_or_skipped_to_the_reference() {
         let input = lines.join("\n") + "\n";
         let (out, err, code) = text(&run(&["derive", "-", "--by", "model", "--format", "jsonl"], Some(&input)));
         assert_eq!((code, out.as_str()), (1, ""), "{bad}: {err}");
-        assert!(err.contains(&format!("line 3{}", if want.starts_with("field") { ", " } else { ": " })), "{bad}: {err}");
+        assert!(
+            err.contains(&format!("line 3{}", if want.starts_with("field") { ", " } else { ": " })),
+            "{bad}: {err}"
+        );
         assert!(err.contains(want), "{bad}: {err}");
         let skipped = answer(&["derive", "-", "--by", "model", "--json", "--format", "jsonl", "--skip-bad"], &input);
         let mut expected = reference.clone();
@@ -413,6 +437,11 @@ fn prometheus_text_and_its_errors() {
 /// Serves one HTTP response (chunked) and returns the request head it got
 /// (request line and headers, lower-cased header names kept as sent).
 fn one_shot_server(status: &'static str, body: String) -> (u16, std::thread::JoinHandle<String>) {
+    one_shot_server_with(status, String::new(), body)
+}
+
+/// [`one_shot_server`] with extra response header lines (each ending in CRLF).
+fn one_shot_server_with(status: &'static str, headers: String, body: String) -> (u16, std::thread::JoinHandle<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     listener.set_nonblocking(true).expect("nonblocking");
@@ -439,7 +468,7 @@ fn one_shot_server(status: &'static str, body: String) -> (u16, std::thread::Joi
         }
         let (a, b) = body.split_at(body.len() / 2);
         let resp = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+            "HTTP/1.1 {status}\r\n{headers}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
             a.len(),
             b.len()
         );
@@ -468,7 +497,18 @@ fn queries_prometheus_over_http() {
     // A path prefix (Prometheus behind a proxy) and basic auth from the environment.
     let url = format!("http://127.0.0.1:{port}/prom/");
     let (out, err, code) = text(&run_env(
-        &["derive", "--prometheus", &url, "--metric", "lat_seconds", "--by", "op", "--json", "--basic-auth-env", "EDGE_DEADLINE_TEST_AUTH"],
+        &[
+            "derive",
+            "--prometheus",
+            &url,
+            "--metric",
+            "lat_seconds",
+            "--by",
+            "op",
+            "--json",
+            "--basic-auth-env",
+            "EDGE_DEADLINE_TEST_AUTH",
+        ],
         &[("EDGE_DEADLINE_TEST_AUTH", "reader:s3cret")],
     ));
     let request = server.join().expect("server");
@@ -491,7 +531,8 @@ fn queries_prometheus_over_http() {
     assert_eq!(code, 0, "{err}");
     let first = request.lines().next().unwrap_or_default();
     assert!(
-        first.contains("query=increase%28lat_seconds_bucket%5B1h%5D%29") || first.contains("query=increase(lat_seconds_bucket%5B1h%5D)"),
+        first.contains("query=increase%28lat_seconds_bucket%5B1h%5D%29")
+            || first.contains("query=increase(lat_seconds_bucket%5B1h%5D)"),
         "{first}"
     );
     assert!(!request.to_ascii_lowercase().contains("authorization"), "no credentials unless asked: {request}");
@@ -505,6 +546,25 @@ fn queries_prometheus_over_http() {
     server.join().expect("server");
     assert_eq!(code, 1);
     assert!(err.contains("Prometheus answered 400 to 'lat_seconds_bucket': parse error: unexpected"), "{err}");
+}
+
+#[test]
+fn follows_redirects_without_taking_credentials_to_another_host() {
+    let body = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"le\":\"0.1\"},\"value\":[1,\"10\"]},{\"metric\":{\"le\":\"+Inf\"},\"value\":[1,\"10\"]}]}}";
+    let (target_port, target) = one_shot_server("200 OK", body.to_string());
+    // 127.0.0.1 redirects to localhost: another host by name.
+    let location = format!("Location: http://localhost:{target_port}/api/v1/query?query=lat_seconds_bucket\r\n");
+    let (port, first) = one_shot_server_with("302 Found", location, String::new());
+    let url = format!("http://127.0.0.1:{port}");
+    let (out, err, code) = text(&run_env(
+        &["derive", "--prometheus", &url, "--metric", "lat_seconds", "--bearer-token-env", "EDGE_DEADLINE_TEST_TOKEN"],
+        &[("EDGE_DEADLINE_TEST_TOKEN", "tok")],
+    ));
+    let (first, target) = (first.join().expect("first server"), target.join().expect("target server"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("lat_seconds_bucket"), "{out}");
+    assert!(first.contains("Bearer tok"), "{first}");
+    assert!(!target.to_ascii_lowercase().contains("authorization"), "{target}");
 }
 
 #[test]
