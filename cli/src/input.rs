@@ -162,40 +162,13 @@ pub fn stream(
     skip_bad: bool,
     progress: &mut Progress,
 ) -> Result<Stats, String> {
-    let mut stats = Stats::default();
+    let mut pass = Pass { spec, deriver, skip_bad, progress, stats: Stats::default(), records: 0, cols: None };
     match format {
-        Format::Csv => csv_stream(reader, spec, deriver, skip_bad, progress, &mut stats)?,
-        _ => jsonl_stream(reader, spec, deriver, skip_bad, progress, &mut stats)?,
+        Format::Csv => pass.csv(reader)?,
+        _ => pass.jsonl(reader)?,
     }
-    progress.done();
-    Ok(stats)
-}
-
-/// Adds one parsed row, or handles its error.
-fn add_row(
-    row: Row,
-    labels: &[&str],
-    lineno: u64,
-    spec: &RowSpec,
-    deriver: &mut Deriver,
-    skip_bad: bool,
-    stats: &mut Stats,
-) -> Result<(), String> {
-    let (outcome, ms) = match row {
-        Ok(r) => r,
-        Err(e) => return skip_or_fail(stats, e, skip_bad),
-    };
-    match deriver.add(labels, outcome, ms) {
-        Ok(()) => {
-            stats.rows += 1;
-            Ok(())
-        }
-        Err(e @ (DeriveError::Groups { .. } | DeriveError::Labels { .. })) => Err(format!("line {lineno}: {e}")),
-        Err(e) => {
-            let field = matches!(e, DeriveError::MissingDuration | DeriveError::Sketch(_)).then(|| spec.column.clone());
-            skip_or_fail(stats, LineError { line: lineno, field, message: e.to_string() }, skip_bad)
-        }
-    }
+    pass.progress.done();
+    Ok(pass.stats)
 }
 
 /// One CSV record's fields, however it was split.
@@ -230,158 +203,155 @@ impl Fields for Plain<'_> {
     }
 }
 
-/// What the CSV reader carries from one record to the next.
-struct CsvState<'a> {
+/// One streaming pass: where rows go, and what it has seen so far.
+struct Pass<'a> {
     spec: &'a RowSpec,
+    deriver: &'a mut Deriver,
     skip_bad: bool,
-    /// Duration, outcome and by-label column positions, once the header is read.
-    cols: Option<(usize, Option<usize>, Vec<usize>)>,
+    progress: &'a mut Progress,
+    stats: Stats,
     records: u64,
+    /// CSV: duration, outcome and by-label column positions, once the header is read.
+    cols: Option<(usize, Option<usize>, Vec<usize>)>,
 }
 
-impl CsvState<'_> {
-    /// Handles one record that starts on line `lineno`, `byte` bytes in.
-    fn record(
-        &mut self,
-        record: &impl Fields,
-        lineno: u64,
-        byte: u64,
-        deriver: &mut Deriver,
-        progress: &mut Progress,
-        stats: &mut Stats,
-    ) -> Result<(), String> {
-        stats.lines = lineno;
+impl Pass<'_> {
+    /// Counts a record that starts on line `lineno`, `byte` bytes in.
+    fn tick(&mut self, lineno: u64, byte: u64) {
+        self.stats.lines = lineno;
         self.records += 1;
         if self.records % (1 << 18) == 0 {
-            progress.tick(lineno, byte);
+            self.progress.tick(lineno, byte);
         }
+    }
+
+    fn skip_or_fail(&mut self, e: LineError) -> Result<(), String> {
+        if !self.skip_bad {
+            return Err(format!("{e} (pass --skip-bad to count and skip malformed lines)"));
+        }
+        self.stats.skipped += 1;
+        if self.stats.first_errors.len() < 3 {
+            self.stats.first_errors.push(e.to_string());
+        }
+        Ok(())
+    }
+
+    /// Adds one parsed row, or handles its error.
+    fn add_row(&mut self, row: Row, labels: &[&str], lineno: u64) -> Result<(), String> {
+        let (outcome, ms) = match row {
+            Ok(r) => r,
+            Err(e) => return self.skip_or_fail(e),
+        };
+        match self.deriver.add(labels, outcome, ms) {
+            Ok(()) => {
+                self.stats.rows += 1;
+                Ok(())
+            }
+            Err(e @ (DeriveError::Groups { .. } | DeriveError::Labels { .. })) => Err(format!("line {lineno}: {e}")),
+            Err(e) => {
+                let field = matches!(e, DeriveError::MissingDuration | DeriveError::Sketch(_))
+                    .then(|| self.spec.column.clone());
+                self.skip_or_fail(LineError { line: lineno, field, message: e.to_string() })
+            }
+        }
+    }
+
+    /// Handles one CSV record that starts on line `lineno`, `byte` bytes in.
+    fn csv_record(&mut self, record: &impl Fields, lineno: u64, byte: u64) -> Result<(), String> {
+        self.tick(lineno, byte);
         // A line holding only spaces is blank (the csv crate skips empty ones).
         if record.count() == 1 && record.text(0).is_some_and(|t| t.trim().is_empty()) {
             return Ok(());
         }
         let Some((ms_i, out_i, by_i)) = &self.cols else {
-            self.cols = Some(header(record, lineno, self.spec, stats)?);
+            self.cols = Some(header(record, lineno, self.spec, &mut self.stats)?);
             return Ok(());
         };
         let mut labels: Vec<&str> = Vec::with_capacity(by_i.len());
         let row = csv_row(record, lineno, self.spec, (*ms_i, *out_i, by_i), &mut labels);
-        add_row(row, &labels, lineno, self.spec, deriver, self.skip_bad, stats)
+        self.add_row(row, &labels, lineno)
     }
-}
 
-/// CSV: plain lines (no quote anywhere) are split on commas here, which
-/// measured faster than the csv crate on the common machine-written log;
-/// from the first line with a quote on, the csv crate reads the rest, so
-/// quoted fields, doubled quotes and newlines inside quotes follow RFC 4180.
-/// Both hand the same [`csv::ByteRecord`] to the same row handling.
-fn csv_stream(
-    mut reader: impl BufRead,
-    spec: &RowSpec,
-    deriver: &mut Deriver,
-    skip_bad: bool,
-    progress: &mut Progress,
-    stats: &mut Stats,
-) -> Result<(), String> {
-    let mut state = CsvState { spec, skip_bad, cols: None, records: 0 };
-    let mut record = csv::ByteRecord::new();
-    let mut raw = Vec::with_capacity(256);
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    let (mut lineno, mut bytes) = (0u64, 0u64);
-    loop {
-        raw.clear();
-        let n = reader.read_until(b'\n', &mut raw).map_err(|e| format!("reading the input failed: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        if raw.contains(&b'"') {
-            let rest = std::io::Cursor::new(raw).chain(reader);
-            let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(rest);
-            loop {
-                match rdr.read_byte_record(&mut record) {
-                    Ok(true) => {}
-                    Ok(false) => break,
-                    Err(e) => return Err(format!("reading the input failed: {e}")),
+    /// CSV: plain lines (no quote anywhere) are split on commas here, which
+    /// measured faster than the csv crate on the common machine-written log;
+    /// from the first line with a quote on, the csv crate reads the rest, so
+    /// quoted fields, doubled quotes and newlines inside quotes follow RFC
+    /// 4180. Both hand their fields to the same row handling.
+    fn csv(&mut self, mut reader: impl BufRead) -> Result<(), String> {
+        let mut raw = Vec::with_capacity(256);
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        let (mut lineno, mut bytes) = (0u64, 0u64);
+        loop {
+            raw.clear();
+            let n = reader.read_until(b'\n', &mut raw).map_err(|e| format!("reading the input failed: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            if raw.contains(&b'"') {
+                let rest = std::io::Cursor::new(raw).chain(reader);
+                let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(rest);
+                let mut record = csv::ByteRecord::new();
+                while rdr.read_byte_record(&mut record).map_err(|e| format!("reading the input failed: {e}"))? {
+                    let (line, byte) = record.position().map_or((1, 0), |p| (p.line(), p.byte()));
+                    self.csv_record(&record, lineno + line, bytes + byte)?;
                 }
-                let (line, byte) = record.position().map_or((1, 0), |p| (p.line(), p.byte()));
-                state.record(&record, lineno + line, bytes + byte, deriver, progress, stats)?;
+                break;
             }
-            break;
-        }
-        lineno += 1;
-        bytes += n as u64;
-        while matches!(raw.last(), Some(b'\n' | b'\r')) {
-            raw.pop();
-        }
-        if raw.is_empty() {
-            continue;
-        }
-        let Ok(line) = std::str::from_utf8(&raw) else {
-            let e = LineError { line: lineno, field: None, message: "not valid UTF-8".into() };
-            skip_or_fail(stats, e, skip_bad)?;
-            continue;
-        };
-        ranges.clear();
-        let mut start = 0;
-        for (i, b) in raw.iter().enumerate() {
-            if *b == b',' {
-                ranges.push((start, i));
-                start = i + 1;
+            lineno += 1;
+            bytes += n as u64;
+            while matches!(raw.last(), Some(b'\n' | b'\r')) {
+                raw.pop();
             }
+            if raw.is_empty() {
+                continue;
+            }
+            let Ok(line) = std::str::from_utf8(&raw) else {
+                self.tick(lineno, bytes);
+                self.skip_or_fail(LineError { line: lineno, field: None, message: "not valid UTF-8".into() })?;
+                continue;
+            };
+            ranges.clear();
+            let mut start = 0;
+            for (i, b) in raw.iter().enumerate() {
+                if *b == b',' {
+                    ranges.push((start, i));
+                    start = i + 1;
+                }
+            }
+            ranges.push((start, raw.len()));
+            self.csv_record(&Plain { line, ranges: &ranges }, lineno, bytes)?;
         }
-        ranges.push((start, raw.len()));
-        state.record(&Plain { line, ranges: &ranges }, lineno, bytes, deriver, progress, stats)?;
+        if self.cols.is_none() {
+            return Err("the input is empty: expected a CSV header line and rows".into());
+        }
+        Ok(())
     }
-    if state.cols.is_none() {
-        return Err("the input is empty: expected a CSV header line and rows".into());
-    }
-    Ok(())
-}
 
-fn jsonl_stream(
-    mut reader: impl BufRead,
-    spec: &RowSpec,
-    deriver: &mut Deriver,
-    skip_bad: bool,
-    progress: &mut Progress,
-    stats: &mut Stats,
-) -> Result<(), String> {
-    let mut raw = Vec::with_capacity(256);
-    let mut bytes = 0u64;
-    let mut labels: Vec<String> = vec![String::new(); spec.by.len()];
-    loop {
-        raw.clear();
-        let n = reader.read_until(b'\n', &mut raw).map_err(|e| format!("reading the input failed: {e}"))?;
-        if n == 0 {
-            break;
+    fn jsonl(&mut self, mut reader: impl BufRead) -> Result<(), String> {
+        let mut raw = Vec::with_capacity(256);
+        let (mut lineno, mut bytes) = (0u64, 0u64);
+        let mut labels: Vec<String> = vec![String::new(); self.spec.by.len()];
+        loop {
+            raw.clear();
+            let n = reader.read_until(b'\n', &mut raw).map_err(|e| format!("reading the input failed: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            lineno += 1;
+            bytes += n as u64;
+            self.tick(lineno, bytes);
+            while matches!(raw.last(), Some(b'\n' | b'\r')) {
+                raw.pop();
+            }
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let row = json_row(&raw, lineno, self.spec, &mut labels);
+            let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+            self.add_row(row, &refs, lineno)?;
         }
-        bytes += n as u64;
-        stats.lines += 1;
-        let lineno = stats.lines;
-        if lineno % (1 << 18) == 0 {
-            progress.tick(lineno, bytes);
-        }
-        while matches!(raw.last(), Some(b'\n' | b'\r')) {
-            raw.pop();
-        }
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let row = json_row(&raw, lineno, spec, &mut labels);
-        let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
-        add_row(row, &refs, lineno, spec, deriver, skip_bad, stats)?;
+        Ok(())
     }
-    Ok(())
-}
-
-fn skip_or_fail(stats: &mut Stats, e: LineError, skip_bad: bool) -> Result<(), String> {
-    if !skip_bad {
-        return Err(format!("{e} (pass --skip-bad to count and skip malformed lines)"));
-    }
-    stats.skipped += 1;
-    if stats.first_errors.len() < 3 {
-        stats.first_errors.push(e.to_string());
-    }
-    Ok(())
 }
 
 fn header(

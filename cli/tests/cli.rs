@@ -120,40 +120,28 @@ fn reads_standard_input_and_json_lines() {
 fn malformed_lines_name_line_and_field() {
     let csv = "ms,outcome\n12,ok\nabc,ok\n15,ok\n";
     let (out, err, code) = text(&run(&["derive", "-"], Some(csv)));
-    assert_eq!(code, 1);
-    assert!(out.is_empty());
+    assert_eq!((code, out.as_str()), (1, ""));
     assert!(err.contains("line 3, field 'ms': 'abc' is not a number"), "{err}");
     assert!(err.contains("--skip-bad"), "{err}");
-
-    let (_, err, code) = text(&run(&["derive", "-"], Some("ms,outcome\n12,maybe\n")));
-    assert_eq!(code, 1);
-    assert!(err.contains("line 2, field 'outcome': 'maybe' is not an outcome"), "{err}");
-
-    let (_, err, code) = text(&run(&["derive", "-"], Some("ms\n-4\n")));
-    assert_eq!(code, 1);
-    assert!(err.contains("line 2, field 'ms': 'ms' must be between 0"), "{err}");
-
-    // A quote never closed runs to the end of the input (RFC 4180): the
-    // record then lacks its second field.
-    let (_, err, code) = text(&run(&["derive", "-"], Some("ms,outcome\n\"12,ok\n")));
-    assert_eq!(code, 1);
-    assert!(err.contains("line 2: expected at least 2 fields, found 1"), "{err}");
-
-    let (_, err, code) = text(&run(&["derive", "-", "--by", "model"], Some("ms,model\n12\n")));
-    assert_eq!(code, 1);
-    assert!(err.contains("line 2: expected at least 2 fields, found 1"), "{err}");
-
-    let (_, err, code) = text(&run(&["derive", "-", "--column", "dur"], Some("ms,outcome\n1,ok\n")));
-    assert_eq!(code, 1);
-    assert!(err.contains("line 1 (header): no column 'dur' (columns: ms, outcome)"), "{err}");
-
-    let (_, err, code) = text(&run(&["derive", "-"], Some("")));
-    assert_eq!(code, 1);
-    assert!(err.contains("the input is empty"), "{err}");
-
-    let (_, err, code) = text(&run(&["derive", "-"], Some("{\"ms\": 1}\n{\"ms\": 2,}\n")));
-    assert_eq!(code, 1);
-    assert!(err.contains("line 2: invalid JSON at column 10: trailing comma"), "{err}");
+    for (args, input, want) in [
+        (&["derive", "-"][..], "ms,outcome\n12,maybe\n", "line 2, field 'outcome': 'maybe' is not an outcome"),
+        (&["derive", "-"], "ms\n-4\n", "line 2, field 'ms': 'ms' must be between 0"),
+        // A quote never closed runs to the end of the input (RFC 4180): the
+        // record then lacks its second field.
+        (&["derive", "-"], "ms,outcome\n\"12,ok\n", "line 2: expected at least 2 fields, found 1"),
+        (&["derive", "-", "--by", "model"], "ms,model\n12\n", "line 2: expected at least 2 fields, found 1"),
+        (
+            &["derive", "-", "--column", "dur"],
+            "ms,outcome\n1,ok\n",
+            "line 1 (header): no column 'dur' (columns: ms, outcome)",
+        ),
+        (&["derive", "-"], "", "the input is empty"),
+        (&["derive", "-"], "{\"ms\": 1}\n{\"ms\": 2,}\n", "line 2: invalid JSON at column 10: trailing comma"),
+    ] {
+        let (_, err, code) = text(&run(args, Some(input)));
+        assert_eq!(code, 1, "{input:?}: {err}");
+        assert!(err.contains(want), "{input:?}: {err}");
+    }
 }
 
 #[test]
