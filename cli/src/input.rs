@@ -3,7 +3,7 @@
 //! [`Deriver`], one record at a time, so memory stays constant however long
 //! the input is. Errors name the line a record starts on.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Write};
 
 use clap::ValueEnum;
 use edge_deadline::core::derive::{DeriveError, Deriver, Outcome};
@@ -171,36 +171,9 @@ pub fn stream(
     Ok(pass.stats)
 }
 
-/// One CSV record's fields, however it was split.
-trait Fields {
-    fn count(&self) -> usize;
-    /// Field `i` (< `count()`) as text, `None` if it is not UTF-8.
-    fn text(&self, i: usize) -> Option<&str>;
-}
-
-impl Fields for csv::ByteRecord {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn text(&self, i: usize) -> Option<&str> {
-        std::str::from_utf8(&self[i]).ok()
-    }
-}
-
-/// A line without quotes, validated as UTF-8 once, split on commas.
-struct Plain<'a> {
-    line: &'a str,
-    ranges: &'a [(usize, usize)],
-}
-
-impl Fields for Plain<'_> {
-    fn count(&self) -> usize {
-        self.ranges.len()
-    }
-    fn text(&self, i: usize) -> Option<&str> {
-        let (a, b) = self.ranges[i];
-        Some(&self.line[a..b])
-    }
+/// Field `i` (< `record.len()`) as text, `None` if it is not UTF-8.
+fn field(record: &csv::ByteRecord, i: usize) -> Option<&str> {
+    std::str::from_utf8(&record[i]).ok()
 }
 
 /// One streaming pass: where rows go, and what it has seen so far.
@@ -257,10 +230,10 @@ impl Pass<'_> {
     }
 
     /// Handles one CSV record that starts on line `lineno`, `byte` bytes in.
-    fn csv_record(&mut self, record: &impl Fields, lineno: u64, byte: u64) -> Result<(), String> {
+    fn csv_record(&mut self, record: &csv::ByteRecord, lineno: u64, byte: u64) -> Result<(), String> {
         self.tick(lineno, byte);
         // A line holding only spaces is blank (the csv crate skips empty ones).
-        if record.count() == 1 && record.text(0).is_some_and(|t| t.trim().is_empty()) {
+        if record.len() == 1 && field(record, 0).is_some_and(|t| t.trim().is_empty()) {
             return Ok(());
         }
         let Some((ms_i, out_i, by_i)) = &self.cols else {
@@ -272,54 +245,17 @@ impl Pass<'_> {
         self.add_row(row, &labels, lineno)
     }
 
-    /// CSV: plain lines (no quote anywhere) are split on commas here, which
-    /// measured faster than the csv crate on the common machine-written log;
-    /// from the first line with a quote on, the csv crate reads the rest, so
-    /// quoted fields, doubled quotes and newlines inside quotes follow RFC
-    /// 4180. Both hand their fields to the same row handling.
-    fn csv(&mut self, mut reader: impl BufRead) -> Result<(), String> {
-        let mut raw = Vec::with_capacity(256);
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
-        let (mut lineno, mut bytes) = (0u64, 0u64);
-        loop {
-            raw.clear();
-            let n = reader.read_until(b'\n', &mut raw).map_err(|e| format!("reading the input failed: {e}"))?;
-            if n == 0 {
-                break;
-            }
-            if raw.contains(&b'"') {
-                let rest = std::io::Cursor::new(raw).chain(reader);
-                let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(rest);
-                let mut record = csv::ByteRecord::new();
-                while rdr.read_byte_record(&mut record).map_err(|e| format!("reading the input failed: {e}"))? {
-                    let (line, byte) = record.position().map_or((1, 0), |p| (p.line(), p.byte()));
-                    self.csv_record(&record, lineno + line, bytes + byte)?;
-                }
-                break;
-            }
-            lineno += 1;
-            bytes += n as u64;
-            while matches!(raw.last(), Some(b'\n' | b'\r')) {
-                raw.pop();
-            }
-            if raw.is_empty() {
-                continue;
-            }
-            let Ok(line) = std::str::from_utf8(&raw) else {
-                self.tick(lineno, bytes);
-                self.skip_or_fail(LineError { line: lineno, field: None, message: "not valid UTF-8".into() })?;
-                continue;
-            };
-            ranges.clear();
-            let mut start = 0;
-            for (i, b) in raw.iter().enumerate() {
-                if *b == b',' {
-                    ranges.push((start, i));
-                    start = i + 1;
-                }
-            }
-            ranges.push((start, raw.len()));
-            self.csv_record(&Plain { line, ranges: &ranges }, lineno, bytes)?;
+    /// CSV by the csv crate (RFC 4180: quoted fields, doubled quotes,
+    /// delimiters and newlines inside quotes, CRLF). On the 10 M-line bench
+    /// it takes less CPU time than the hand-written splitter it replaced
+    /// (0.77 vs 0.83 s); a second path that split quote-free lines by hand
+    /// saved at most 4% more and was dropped: one reader, one set of rules.
+    fn csv(&mut self, reader: impl BufRead) -> Result<(), String> {
+        let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(reader);
+        let mut record = csv::ByteRecord::new();
+        while rdr.read_byte_record(&mut record).map_err(|e| format!("reading the input failed: {e}"))? {
+            let (lineno, byte) = record.position().map_or((0, 0), |p| (p.line(), p.byte()));
+            self.csv_record(&record, lineno, byte)?;
         }
         if self.cols.is_none() {
             return Err("the input is empty: expected a CSV header line and rows".into());
@@ -355,13 +291,12 @@ impl Pass<'_> {
 }
 
 fn header(
-    record: &impl Fields,
+    record: &csv::ByteRecord,
     line: u64,
     spec: &RowSpec,
     stats: &mut Stats,
 ) -> Result<(usize, Option<usize>, Vec<usize>), String> {
-    let names: Vec<String> =
-        (0..record.count()).map(|i| record.text(i).unwrap_or("\u{fffd}").trim().to_string()).collect();
+    let names: Vec<String> = record.iter().map(|f| String::from_utf8_lossy(f).trim().to_string()).collect();
     let find = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
     let listed = names.join(", ");
     let ms = find(&spec.column).ok_or_else(|| {
@@ -392,7 +327,7 @@ fn header(
 type Row = Result<(Outcome, Option<f64>), LineError>;
 
 fn csv_row<'r>(
-    record: &'r impl Fields,
+    record: &'r csv::ByteRecord,
     lineno: u64,
     spec: &RowSpec,
     (ms_i, out_i, by_i): (usize, Option<usize>, &[usize]),
@@ -400,10 +335,10 @@ fn csv_row<'r>(
 ) -> Row {
     let err = |field: Option<&String>, message: String| LineError { line: lineno, field: field.cloned(), message };
     let need = by_i.iter().copied().chain(out_i).chain([ms_i]).max().unwrap_or(0) + 1;
-    if record.count() < need {
-        return Err(err(None, format!("expected at least {need} fields, found {}", record.count())));
+    if record.len() < need {
+        return Err(err(None, format!("expected at least {need} fields, found {}", record.len())));
     }
-    let text = |i: usize, name: &String| record.text(i).ok_or_else(|| err(Some(name), "not valid UTF-8".into()));
+    let text = |i: usize, name: &String| field(record, i).ok_or_else(|| err(Some(name), "not valid UTF-8".into()));
     let outcome = match out_i {
         Some(i) => parse_outcome(text(i, &spec.outcome_column)?).map_err(|m| err(Some(&spec.outcome_column), m))?,
         None => Outcome::Success,
