@@ -10,6 +10,7 @@ export {
   isInsufficientBudget,
   isInvalidHeader,
   isStepTimeout,
+  isTimeout,
 } from "./errors.js";
 export * from "./stall.js";
 export * from "./pipeline.js";

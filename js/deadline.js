@@ -32,10 +32,14 @@ import * as propagation from "./propagation.js";
 
 const now = () => performance.now();
 
+// `Deadline.in(ms, request.signal)` is what people write first: an AbortSignal
+// in the options' place is the parent, never an object whose missing `signal`
+// would silently leave the deadline unlinked.
 function parentsFrom(options, where) {
   if (options === undefined) return EMPTY;
+  if (isAbortSignal(options)) return [options];
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`'options' of ${where} must be an object like { signal }: current value is ${describe(options)}`);
+    throw new TypeError(`'options' of ${where} must be an object like { signal } or an AbortSignal: current value is ${describe(options)}`);
   }
   const { signal } = options;
   if (signal === undefined) return EMPTY;

@@ -118,6 +118,38 @@ export function isInvalidHeader(e) {
   return e != null && e[BRAND] === "InvalidHeader";
 }
 
+/** The package's errors that mean "time ran out" (see `isTimeout`). */
+const TIMEOUTS = new Set(["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "StreamStalled"]);
+
+/**
+ * Whether `error` means that time ran out, looking through `.cause` chains:
+ * SDKs and frameworks wrap the abort reason they were handed (an HTTP client's
+ * "connection error" whose cause is our `DeadlineExceeded`), and a handler
+ * wants one branch for all of them.
+ *
+ * True for `DeadlineExceeded` (the deadline passed), `StepTimeout` (a plan
+ * step hit its cap), `AttemptTimeout` (a retry attempt hit its own timeout),
+ * `StreamStalled` (a stream went silent past its limit) and a DOMException
+ * named "TimeoutError" (`AbortSignal.timeout`), at any depth: so also for a
+ * `RetryFailed` whose last attempt timed out. Not for `InsufficientBudget`
+ * (nothing was started: check `isInsufficientBudget`), an abort for another
+ * reason (a client that left) or words in a message.
+ *
+ * Some SDKs replace the abort reason with an error of their own that has no
+ * cause (openai's `APIUserAbortError`): pass the signal you gave the SDK as
+ * `signal`, and an aborted signal whose reason is a timeout answers true too.
+ * @param {unknown} error
+ * @param {AbortSignal} [signal]
+ */
+export function isTimeout(error, signal) {
+  const seen = new Set();
+  for (let e = error; e != null && typeof e === "object" && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    if (TIMEOUTS.has(e[BRAND]) || e.name === "TimeoutError") return true;
+  }
+  return signal != null && signal.aborted === true && signal.reason !== error && isTimeout(signal.reason);
+}
+
 // Factories for the Wasm core (see src/wasm/mod.rs). Not re-exported by the API.
 export function rangeError(message) {
   return new RangeError(message);

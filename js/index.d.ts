@@ -24,15 +24,15 @@ export interface DeadlineOptions {
 export class Deadline implements Disposable {
   private constructor();
   /**
-   * A deadline `ms` from now.
+   * A deadline `ms` from now. `options` may be the parent signal itself: `Deadline.in(8_000, request.signal)`.
    * @throws {TypeError} `ms` is not a number; {RangeError} NaN, ±Infinity, negative, or past 2^53 − 1
    */
-  static in(ms: number, options?: DeadlineOptions): Deadline;
+  static in(ms: number, options?: DeadlineOptions | AbortSignal): Deadline;
   /**
    * A deadline at an absolute instant on the `performance.now()` timeline.
    * @throws {TypeError} | {RangeError} like `Deadline.in`
    */
-  static at(instantMs: number, options?: DeadlineOptions): Deadline;
+  static at(instantMs: number, options?: DeadlineOptions | AbortSignal): Deadline;
   /**
    * The deadline a request's propagation headers ask for (`grpc-timeout`, `connect-timeout-ms`,
    * `x-envoy-expected-rq-timeout-ms`, `edge-deadline-remaining-ms`), less `transitMs`, never later
@@ -130,9 +130,17 @@ export function isStepTimeout(e: unknown): e is StepTimeout;
 export function isInvalidHeader(e: unknown): e is InvalidHeader;
 /** Brand check that works across two copies of the package. */
 export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
+/**
+ * Whether time ran out, looking through `.cause` chains (SDKs wrap the abort reason they were given):
+ * `DeadlineExceeded`, `StepTimeout`, `AttemptTimeout`, `StreamStalled` or an error named "TimeoutError"
+ * at any depth. Not `InsufficientBudget` (nothing started) nor an abort for another reason.
+ * With `signal` (the one handed to an SDK that drops the cause, like openai's `APIUserAbortError`),
+ * also true when that signal aborted with a timeout.
+ */
+export function isTimeout(error: unknown, signal?: AbortSignal): boolean;
 
 /**
- * `max(0, deadlineMs − nowMs − reserveMs)` (seed 002's launch-boundary arithmetic).
+ * `max(0, deadlineMs − nowMs − reserveMs)`: what is left for generation once the response's reserve is held back.
  * `deadlineMs` and `nowMs` are readings of one monotonic clock (any finite value).
  * @throws {TypeError} non-numbers; {RangeError} non-finite values, |value| past 2^53 − 1, or a negative reserve
  */

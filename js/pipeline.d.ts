@@ -63,9 +63,22 @@ export interface Skipped {
  * @throws {TypeError} wrong types; {RangeError} duplicate or empty names, NaN/negative durations,
  *   `minMs > preferredMs`, an unknown kind
  */
-export function plan(deadline: Deadline, steps: readonly StepSpec[], options?: PlanOptions): Plan;
+export function plan<const S extends readonly StepSpec[]>(deadline: Deadline, steps: S, options?: PlanOptions): Plan<S>;
 
-export class Plan {
+/** The names of a plan's steps (literals when the steps are written inline or `as const`). */
+export type StepName<S extends readonly StepSpec[]> = S[number]["name"];
+
+/**
+ * What `run` resolves to for the step `N`: only an optional step can be skipped, so a mandatory or
+ * fallback step resolves to `fn`'s value alone (when the steps' kinds are known to the compiler).
+ */
+export type StepResult<S extends readonly StepSpec[], N extends string, T> =
+  "optional" extends (string extends StepName<S> ? S[number] : Extract<S[number], { name: N }>)["kind"] ? T | Skipped : T;
+
+/** Whether `p.run` skipped an optional step (`{ skipped: true, reason }`, checked by shape). */
+export function isSkipped(value: unknown): value is Skipped;
+
+export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
   private constructor();
   /**
    * Runs one step with its own signal and its cap as `budgetMs`. The signal aborts at the step's cap with
@@ -78,8 +91,8 @@ export class Plan {
    *   from the deadline's signal, `fn`'s error, `RangeError` for an unknown name, `TypeError` when `fn` is
    *   not a function
    */
-  run<T>(name: string, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<Awaited<T> | Skipped>;
-  /** The trace so far as JSON: `TraceRecord[]`. */
+  run<N extends StepName<S>, T>(name: N, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<StepResult<S, N, Awaited<T>>>;
+  /** The trace so far as JSON: `TraceRecord[]`, durations rounded to 0.1 ms (`records` keeps them exact). */
   trace(): string;
   /** The trace records so far (a copy). */
   readonly records: TraceRecord[];
@@ -111,15 +124,16 @@ export interface AttemptInfo {
 
 export interface RetryOptions {
   deadline: Deadline;
-  /** No attempt starts with less than this left (checked again after every backoff). */
-  attemptMinMs: number;
+  /** No attempt starts with less than this left (checked again after every backoff). Default 0: whenever time is left. */
+  attemptMinMs?: number;
   /** Each attempt's own timeout (default: the time left). Below `attemptMinMs` (or 0): no attempt, `RetryFailed` "insufficient". */
   attemptTimeoutMs?: number;
-  backoff: BackoffOptions;
+  /** Default `{ baseMs: 100, maxMs: 2000, jitter: 1 }`: full jitter under a ceiling doubling from 100 ms to 2 s. */
+  backoff?: BackoffOptions;
   /** 1–100, default 3. */
   maxAttempts?: number;
-  /** Whether repeating the operation is harmless. A timeout of a non-idempotent one is not retried… */
-  idempotent: boolean;
+  /** Whether repeating the operation is harmless (default false). A timeout of a non-idempotent one is not retried… */
+  idempotent?: boolean;
   /** …unless this key lets the server de-duplicate (it is passed to `fn`). */
   operationKey?: string;
   budget?: RetryBudget;
@@ -132,6 +146,8 @@ export interface RetryOptions {
   classify?: (error: unknown) => Failure;
   /** Seeds the jitter (default: random) so a schedule can be replayed. */
   seed?: number | bigint;
+  /** Called with each attempt's record once it ended (before the backoff); what it throws goes to `console.error`. */
+  onAttempt?: (record: AttemptRecord) => void;
 }
 
 export interface AttemptRecord {

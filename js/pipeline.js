@@ -1,7 +1,7 @@
 // Pipelines inside one deadline (issue 4): plans with tail reserves, retries,
 // retry budgets, hedging, propagation headers and platform caps. One module
 // per part; this file is the concept's public surface.
-export { plan, Plan } from "./plan.js";
+export { plan, Plan, isSkipped } from "./plan.js";
 export { retry, hedge, RetryBudget, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
 export {
   toHeaders,

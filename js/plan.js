@@ -87,6 +87,21 @@ export function plan(deadline, steps, options) {
  *   outcome: "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" | "timeout" }} TraceRecord
  */
 
+/** JSON replacer: every number to 0.1 ms. */
+function roundMs(key, value) {
+  return typeof value === "number" ? Math.round(value * 10) / 10 : value;
+}
+
+/**
+ * Whether `value` is what `p.run` resolves to for an optional step that did
+ * not start: `{ skipped: true, reason }` (checked by shape, so it works
+ * across two copies of the package).
+ * @returns {value is { skipped: true, reason: string }}
+ */
+export function isSkipped(value) {
+  return value != null && typeof value === "object" && value.skipped === true && typeof value.reason === "string";
+}
+
 export class Plan {
   #deadline;
   #at;
@@ -195,9 +210,12 @@ export class Plan {
     });
   }
 
-  /** The trace so far as JSON: an array of `{ step, remainingAtStartMs, capMs, elapsedMs, outcome }`. */
+  /**
+   * The trace so far as JSON: an array of `{ step, remainingAtStartMs, capMs, elapsedMs, outcome }`,
+   * durations rounded to 0.1 ms (a log line, read by people; `records` keeps the exact values).
+   */
   trace() {
-    return JSON.stringify(this.#records);
+    return JSON.stringify(this.#records, roundMs);
   }
 
   /** The trace records so far (a copy). */

@@ -266,6 +266,21 @@ function classified(classify, error) {
 // ---- retry ------------------------------------------------------------------------
 
 /**
+ * What `retry` uses for an option left out. `attemptMinMs` 0: an attempt
+ * starts whenever any time is left (give the operation's p95 to skip hopeless
+ * attempts). Backoff: full jitter ("jitter": 1) under a ceiling that doubles
+ * from 100 ms up to 2 s, so synchronized clients spread out. Not idempotent:
+ * an ambiguous failure (a timeout, a reset connection) is not repeated unless
+ * `idempotent: true` or an `operationKey` says a repeat is safe.
+ * `maxAttempts` (3) and `attemptTimeoutMs` (the time left) are the core's.
+ */
+const RETRY_DEFAULTS = Object.freeze({
+  attemptMinMs: 0,
+  backoff: Object.freeze({ baseMs: 100, maxMs: 2_000, jitter: 1 }),
+  idempotent: false,
+});
+
+/**
  * Calls `fn(signal, { attempt, timeoutMs, operationKey })` until it resolves
  * or the core says stop. See the module invariants and src/core/retry.rs.
  */
@@ -278,11 +293,14 @@ async function retryLoop(fn, options) {
   check.fn("fn", fn, "a function (signal, { attempt, timeoutMs, operationKey }) => Promise");
   const o = check.obj("options", options, "an object like { deadline, attemptMinMs, backoff, idempotent }");
   const deadline = check.deadline("options.deadline", o.deadline);
-  check.number("options.attemptMinMs", o.attemptMinMs);
+  const attemptMinMs = o.attemptMinMs ?? RETRY_DEFAULTS.attemptMinMs;
+  check.number("options.attemptMinMs", attemptMinMs);
   check.optNumber("options.attemptTimeoutMs", o.attemptTimeoutMs);
-  const backoff = checkBackoff("options.backoff", o.backoff);
+  const backoff = checkBackoff("options.backoff", o.backoff ?? RETRY_DEFAULTS.backoff);
   const maxAttempts = o.maxAttempts === undefined ? undefined : check.count("options.maxAttempts", o.maxAttempts);
-  check.bool("options.idempotent", o.idempotent);
+  const idempotent = o.idempotent ?? RETRY_DEFAULTS.idempotent;
+  check.bool("options.idempotent", idempotent);
+  const onAttempt = o.onAttempt === undefined ? undefined : check.fn("options.onAttempt", o.onAttempt, "a function (record) => void");
   if (o.operationKey !== undefined && (typeof o.operationKey !== "string" || o.operationKey === "")) {
     throw new TypeError(`'options.operationKey' must be a non-empty string: current value is ${check.describe(o.operationKey)}`);
   }
@@ -297,13 +315,13 @@ async function retryLoop(fn, options) {
   const deadlineSignal = deadline.signal();
   const run = new core.RetryRun(
     at,
-    o.attemptMinMs,
+    attemptMinMs,
     o.attemptTimeoutMs,
     backoff.baseMs,
     backoff.maxMs,
     backoff.jitter,
     maxAttempts,
-    o.idempotent,
+    idempotent,
     o.operationKey !== undefined,
     seed,
   );
@@ -327,6 +345,18 @@ async function retryLoop(fn, options) {
     return out;
   };
   const stopped = () => failed(run.stopCode(), run.stopMessage(), attempts());
+  // The hook sees each attempt's record once it is final; what it throws is
+  // reported and never changes the retry's result (like a plan's onStep).
+  const ended = () => {
+    if (!onAttempt) return;
+    const list = attempts();
+    const record = list[list.length - 1];
+    try {
+      onAttempt(record);
+    } catch (error) {
+      console.error("edge-deadline: options.onAttempt threw; the retry carries on", error, record);
+    }
+  };
   const signalEnded = (signal, where) => {
     const reason = signal.reason;
     const own = signal === deadlineSignal && isDeadlineExceeded(reason) && reason.at === at;
@@ -347,6 +377,7 @@ async function retryLoop(fn, options) {
       const t1 = now();
       if (result.ok) {
         run.succeeded(t1);
+        ended();
         return result.value;
       }
       errors.push(result.error);
@@ -355,10 +386,12 @@ async function retryLoop(fn, options) {
         // The loop ends here: record the attempt (ambiguous: it may have been
         // applied) without asking the budget for a retry.
         run.failed(t1, "ambiguous");
+        ended();
         throw signalEnded(result.ended === "aborted" && parent?.aborted ? parent : deadlineSignal, "during the attempt");
       }
       const failure = result.ended === "timeout" ? "ambiguous" : classified(classify, result.error);
       const delay = budget ? run.failedBudgeted(t1, failure, budgetCore(budget)) : run.failed(t1, failure);
+      ended();
       if (delay < 0) throw stopped();
       const woke = await sleep(delay, deadlineSignal, parent);
       if (woke) throw signalEnded(woke, "during the backoff");

@@ -13,11 +13,13 @@ import {
   isDeadlineExceeded,
   isInsufficientBudget,
   isInvalidHeader,
+  isSkipped,
   isStepTimeout,
+  isTimeout,
   plan,
   retry,
 } from "edge-deadline";
-import type { StepOutcome, TraceRecord } from "edge-deadline";
+import type { AttemptRecord, Skipped, StepOutcome, StepSpec, TraceRecord } from "edge-deadline";
 
 export async function usage(parent: AbortSignal, module: WebAssembly.Module, bytes: Uint8Array) {
   await init();
@@ -81,4 +83,50 @@ export async function pipeline(headers: Headers) {
   // @ts-expect-error: the header name is a string
   new InvalidHeader(5, "bad");
   return [outcome, hookErrors];
+}
+
+/** The short forms users write first, and what must not compile. */
+export async function ergonomics(request: Request, specs: StepSpec[]) {
+  const edge = Deadline.in(8_000, request.signal); // the parent signal in the options' place
+  Deadline.at(edge.at, request.signal);
+  // @ts-expect-error: a number is neither options nor a signal
+  Deadline.in(8_000, 5);
+
+  const p = plan(edge, [
+    { name: "retrieve", minMs: 50, kind: "optional" },
+    { name: "generate", minMs: 200, kind: "mandatory" },
+    { name: "respond", minMs: 20, kind: "fallback" },
+  ]);
+  const docs = await p.run("retrieve", async () => ["a doc"]);
+  // @ts-expect-error: an optional step may be skipped, so its result is not a plain string[]
+  const notChecked: string[] = docs;
+  const found: string[] = isSkipped(docs) ? [] : docs;
+  const skipped: Skipped | string[] = docs;
+  const text: string = await p.run("generate", async () => "an answer"); // mandatory: never Skipped
+  const fallback: number = await p.run("respond", () => 1); // fallback: never Skipped
+  // @ts-expect-error: no step of this plan is called "generte"
+  await p.run("generte", () => 1);
+
+  // Steps the compiler cannot see: names are strings and any step may be skipped.
+  const q = plan(edge, specs);
+  const any: number | Skipped = await q.run("whatever", () => 1);
+  // @ts-expect-error: a step of unknown kind may have been skipped
+  const plain: number = await q.run("whatever", () => 1);
+
+  // retry with only a deadline, and the hook.
+  const records: AttemptRecord[] = [];
+  const r: string = await retry(async () => "ok", { deadline: edge });
+  await retry(async () => "ok", { deadline: edge, onAttempt: (rec) => records.push(rec) });
+  // @ts-expect-error: the deadline is required
+  await retry(async () => "ok", {});
+  // @ts-expect-error: idempotent is a boolean
+  await retry(async () => "ok", { deadline: edge, idempotent: "yes" });
+
+  try {
+    await fetch("https://example.com", { signal: edge.signal() });
+  } catch (e) {
+    const timedOut: boolean = isTimeout(e) || isTimeout(e, edge.signal());
+    console.log(timedOut);
+  }
+  return [notChecked, found, skipped, text, fallback, any, plain, r, records];
 }

@@ -1183,7 +1183,7 @@ function badInputCases() {
     ["retry: maxAttempts 0", (lib) => lib.retry(() => 1, retryOpts(lib, { maxAttempts: 0 })), RangeError, /'maxAttempts' must be between 1 and 100: current value is 0/],
     ["retry: maxAttempts 2.5", (lib) => lib.retry(() => 1, retryOpts(lib, { maxAttempts: 2.5 })), RangeError, /'options.maxAttempts' must be a whole number: current value is 2.5/],
     ["retry: attemptMinMs NaN", (lib) => lib.retry(() => 1, retryOpts(lib, { attemptMinMs: NaN })), RangeError, /'attemptMinMs' must be a finite number/],
-    ["retry: idempotent missing", (lib) => lib.retry(() => 1, retryOpts(lib, { idempotent: undefined })), TypeError, /'options.idempotent' must be true or false/],
+    ["retry: idempotent not a boolean", (lib) => lib.retry(() => 1, retryOpts(lib, { idempotent: "yes" })), TypeError, /'options.idempotent' must be true or false/],
     ["retry: no deadline", (lib) => lib.retry(() => 1, retryOpts(lib, { deadline: undefined })), TypeError, /'options.deadline' must be a Deadline/],
     ["retry: budget not a RetryBudget", (lib) => lib.retry(() => 1, retryOpts(lib, { budget: {} })), TypeError, /'options.budget' must be a RetryBudget/],
     ["retry: operationKey empty", (lib) => lib.retry(() => 1, retryOpts(lib, { operationKey: "" })), TypeError, /'options.operationKey' must be a non-empty string/],
