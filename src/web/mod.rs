@@ -1,0 +1,57 @@
+//! The Rust API for Rust code on the edge (feature `web`, wasm32 only).
+//!
+//! Cloudflare Workers written with workers-rs or plain wasm-bindgen, Rust
+//! apps in the browser (Leptos, Dioxus, Yew) and Rust in Deno get the same
+//! deadlines as the JavaScript API, on the same runtime objects: web-sys
+//! `AbortSignal`s, `ReadableStream`s, `Headers` and the global `fetch`.
+//!
+//! # Why a second API over the same core
+//! The decisions (deadline arithmetic, stall verdicts, plan caps, retry
+//! admission, header parsing, platform caps) are the pure core's, in
+//! [`crate::core`]: this module calls exactly the functions the npm package's
+//! boundary calls, so the two APIs cannot drift. What lives here is what
+//! only the host can do and what the JavaScript API does in `js/`: read the
+//! clock (`performance.now()`), arm timers (the global `setTimeout`, owned by
+//! Rust values that clear them on drop), create and link `AbortController`s,
+//! and move stream chunks.
+//!
+//! Errors are one enum, [`Error`], that converts into the package's branded
+//! JavaScript errors (the JavaScript guards such as `isDeadlineExceeded`
+//! recognise them) and back.
+//!
+//! # Example
+//! ```no_run
+//! use edge_deadline::web::{Deadline, Error};
+//! # async fn handler() -> Result<(), Error> {
+//! let deadline = Deadline::in_ms(3_000.0)?;
+//! let reply = deadline
+//!     .step(100.0, |signal, budget_ms| async move {
+//!         // start real I/O with `signal`; it aborts at the deadline
+//!         let _ = (signal, budget_ms);
+//!         "done"
+//!     })
+//!     .await?;
+//! # let _ = reply; Ok(()) }
+//! ```
+
+mod deadline;
+mod errors;
+mod sys;
+mod timers;
+
+pub use deadline::Deadline;
+pub use errors::{Error, StallPhase};
+pub use timers::{sleep, Sleep, Timeout};
+
+/// The clock every instant of this API is on: `performance.now()`, in ms.
+/// Use it to relate [`Deadline::instant_ms`] to your own readings.
+///
+/// ```no_run
+/// use edge_deadline::web::{now_ms, Deadline};
+/// let d = Deadline::in_ms(100.0)?;
+/// assert!(d.instant_ms() - now_ms() <= 100.0);
+/// # Ok::<(), edge_deadline::web::Error>(())
+/// ```
+pub fn now_ms() -> f64 {
+    sys::now()
+}
