@@ -36,11 +36,13 @@
 
 mod deadline;
 mod errors;
+mod stall;
 mod sys;
 mod timers;
 
 pub use deadline::Deadline;
 pub use errors::{Error, StallPhase};
+pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
 pub use timers::{sleep, Sleep, Timeout};
 
 /// The clock every instant of this API is on: `performance.now()`, in ms.

@@ -23,6 +23,13 @@ extern "C" {
     #[wasm_bindgen(js_namespace = Deno, js_name = unrefTimer)]
     fn deno_unref_timer(id: &JsValue);
 
+    /// A promise, for `then`/`catch` with plain JavaScript functions.
+    pub(crate) type Thenable;
+    #[wasm_bindgen(method, structural, js_name = then)]
+    pub(crate) fn then_with(this: &Thenable, ok: &js_sys::Function, err: &js_sys::Function) -> JsValue;
+    #[wasm_bindgen(method, structural, js_name = catch)]
+    pub(crate) fn catch_with(this: &Thenable, f: &js_sys::Function) -> JsValue;
+
     #[wasm_bindgen(js_name = fetch, catch)]
     pub(crate) fn fetch(input: &JsValue, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
 }

@@ -12,6 +12,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
 
 pub mod deadline;
+pub mod stall;
 
 pub const TIMER_SLACK_MS: f64 = 250.0;
 
@@ -102,6 +103,20 @@ macro_rules! for_each_case {
             deadline::timeout_fires_not_before_its_instant_and_drop_clears_it,
             deadline::sleep_resolves_not_before_its_instant,
             deadline::errors_reach_javascript_branded_and_come_back,
+            stall::chunks_pass_through_and_a_close_aborts_nothing,
+            stall::no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels,
+            stall::silence_after_progress_is_a_stall_with_the_counts,
+            stall::the_deadline_ends_the_stream_with_deadline_exceeded,
+            stall::bad_limits_name_the_parameter_and_leave_the_source_unlocked,
+            stall::a_consumer_cancel_reaches_the_source_and_the_controller,
+            stall::is_progress_decides_and_its_error_fails_the_stream,
+            stall::a_slow_consumer_is_not_a_stalled_source,
+            stall::fetch_a_stalled_body_aborts_the_upstream_connection,
+            stall::fetch_no_headers_within_first_byte_ms_is_a_first_byte_stall,
+            stall::fetch_the_deadline_aborts_a_request_waiting_for_headers,
+            stall::fetch_a_caller_signal_aborts_with_its_reason,
+            stall::fetch_a_steady_body_arrives_whole,
+            stall::fetch_bad_limits_fail_before_any_io,
         }
     };
 }
