@@ -197,6 +197,14 @@ const suite :Workerd.Worker = (
     record("web (rust, deno)", report);
   },
 
+  // The Rust Worker example (examples/rust-worker) under workerd, proxying the
+  // stalling fixture with a deadline, a stall guard and a fallback.
+  async "web-workerd"() {
+    const { stdout } = await run(process.execPath, ["tests/web/workerd.test.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "web-workerd", report);
+  },
+
   // Node only: the pipeline's propagation headers against real peers
   // (@grpc/grpc-js server and client, @connectrpc/connect-node clients).
   async interop() {
