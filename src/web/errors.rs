@@ -67,6 +67,19 @@ impl fmt::Display for StallPhase {
     }
 }
 
+/// One attempt of a retry or hedge loop, as [`Error::RetryFailed`] reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptReport {
+    /// The attempt's number, from 1.
+    pub attempt: u32,
+    /// When it started (ms on the `performance.now()` timeline).
+    pub started_at_ms: f64,
+    /// How long it ran.
+    pub elapsed_ms: f64,
+    /// `"ok"`, `"error"`, `"timeout"`, `"deadline"` or `"aborted"`.
+    pub outcome: &'static str,
+}
+
 /// Everything the web API can fail with.
 ///
 /// Shortage of time is never [`Error::InvalidArgument`]: an expired or short
@@ -133,13 +146,22 @@ pub enum Error {
     },
     /// A retry or hedge loop made no further attempt. In JavaScript: `RetryFailed`.
     RetryFailed {
-        /// Why it stopped: the core's stop code (`"exhausted"`, `"budget"`,
-        /// `"not-idempotent"`, …) or `"deadline"` / `"aborted"`.
+        /// Why it stopped: the core's stop code (`"exhausted"`,
+        /// `"budget-exhausted"`, `"not-idempotent"`, …) or `"deadline"` / `"aborted"`.
         reason: String,
-        /// How many attempts were made.
-        attempts: u32,
-        /// The last attempt's error, if any.
+        /// The whole sentence (`"retry stopped after 3 attempts: all 3 attempts failed"`).
+        message: String,
+        /// Every attempt's outcome, oldest first.
+        attempts: Vec<AttemptReport>,
+        /// The last attempt's error, if any (JavaScript's `cause`).
         last: Option<Box<Error>>,
+    },
+    /// A retry attempt was cut at its own timeout. In JavaScript: `AttemptTimeout`.
+    AttemptTimeout {
+        /// The attempt's number (from 1).
+        attempt: u32,
+        /// Its timeout (ms).
+        timeout_ms: f64,
     },
     /// An error raised by JavaScript (a network failure, a parent signal's
     /// abort reason, a user callback's rejection), passed through unchanged.
@@ -164,13 +186,15 @@ impl Error {
             Self::StreamStalled { .. } => "StreamStalled",
             Self::StepTimeout { .. } => "StepTimeout",
             Self::RetryFailed { .. } => "RetryFailed",
+            Self::AttemptTimeout { .. } => "AttemptTimeout",
             Self::Js(_) => "Error",
         }
     }
 
     /// True for the errors that mean "time ran out" rather than "something
     /// failed": [`Error::DeadlineExceeded`], [`Error::InsufficientBudget`],
-    /// [`Error::StepTimeout`] and [`Error::StreamStalled`]. A fallback is the
+    /// [`Error::StepTimeout`], [`Error::AttemptTimeout`] and
+    /// [`Error::StreamStalled`]. A fallback is the
     /// usual answer to them.
     ///
     /// ```
@@ -185,6 +209,7 @@ impl Error {
             Self::DeadlineExceeded { .. }
                 | Self::InsufficientBudget { .. }
                 | Self::StepTimeout { .. }
+                | Self::AttemptTimeout { .. }
                 | Self::StreamStalled { .. }
         )
     }
@@ -221,12 +246,9 @@ impl fmt::Display for Error {
             Self::StepTimeout { step, cap_ms } => {
                 write!(f, "step '{step}' timed out at its cap of {} ms (the deadline still had time)", Ms(*cap_ms))
             }
-            Self::RetryFailed { reason, attempts, last } => {
-                write!(f, "retry stopped after {attempts} attempt{}: {reason}", if *attempts == 1 { "" } else { "s" })?;
-                match last {
-                    Some(e) => write!(f, " (last error: {e})"),
-                    None => Ok(()),
-                }
+            Self::RetryFailed { message, .. } => f.write_str(message),
+            Self::AttemptTimeout { attempt, timeout_ms } => {
+                write!(f, "attempt {attempt} timed out after {} ms", Ms(*timeout_ms))
             }
             Self::Js(value) => match value.dyn_ref::<js_sys::Error>() {
                 Some(e) => write!(f, "{}: {}", String::from(e.name()), String::from(e.message())),
@@ -309,12 +331,25 @@ impl From<Error> for JsValue {
                 set(&e, "step", &JsValue::from_str(&step));
                 set(&e, "capMs", &num(cap_ms));
             }
-            Error::RetryFailed { reason, attempts, last } => {
+            Error::RetryFailed { reason, attempts, last, .. } => {
                 set(&e, "reason", &JsValue::from_str(&reason));
-                set(&e, "attempts", &num(f64::from(attempts)));
+                let list = js_sys::Array::new();
+                for a in attempts {
+                    let o = Object::new();
+                    set(&o, "attempt", &num(f64::from(a.attempt)));
+                    set(&o, "startedAtMs", &num(a.started_at_ms));
+                    set(&o, "elapsedMs", &num(a.elapsed_ms));
+                    set(&o, "outcome", &JsValue::from_str(a.outcome));
+                    list.push(&o);
+                }
+                set(&e, "attempts", &list);
                 if let Some(last) = last {
                     set(&e, "cause", &JsValue::from(*last));
                 }
+            }
+            Error::AttemptTimeout { attempt, timeout_ms } => {
+                set(&e, "attempt", &num(f64::from(attempt)));
+                set(&e, "timeoutMs", &num(timeout_ms));
             }
             Error::InvalidArgument { .. } | Error::Js(_) => {}
         }
@@ -355,6 +390,12 @@ impl From<JsValue> for Error {
                     after_ms: get_f64(&value, "afterMs")?,
                     chunks: get_f64(&value, "chunks")?,
                     bytes: get_f64(&value, "bytes")?,
+                })
+            })(),
+            Some("AttemptTimeout") => (|| {
+                Some(Self::AttemptTimeout {
+                    attempt: get_f64(&value, "attempt")? as u32,
+                    timeout_ms: get_f64(&value, "timeoutMs")?,
                 })
             })(),
             Some("StepTimeout") => (|| {

@@ -36,12 +36,19 @@
 
 mod deadline;
 mod errors;
+mod guard;
+mod plan;
+mod propagation;
+mod retry;
 mod stall;
 mod sys;
 mod timers;
 
 pub use deadline::Deadline;
-pub use errors::{Error, StallPhase};
+pub use errors::{AttemptReport, Error, StallPhase};
+pub use retry::{hedge, retry, Attempt, Failure, HedgeOptions, RetryBudget, RetryOptions};
+pub use propagation::{Bound, CapOverrides, HeaderFormat, Incoming, Platform, PlatformCaps, Tier, Trigger};
+pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceRecord};
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
 pub use timers::{sleep, Sleep, Timeout};
 

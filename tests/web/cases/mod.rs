@@ -12,6 +12,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
 
 pub mod deadline;
+pub mod pipeline;
 pub mod stall;
 
 pub const TIMER_SLACK_MS: f64 = 250.0;
@@ -117,6 +118,19 @@ macro_rules! for_each_case {
             stall::fetch_a_caller_signal_aborts_with_its_reason,
             stall::fetch_a_steady_body_arrives_whole,
             stall::fetch_bad_limits_fail_before_any_io,
+            pipeline::a_plan_caps_each_step_and_traces_it,
+            pipeline::a_step_cut_at_its_cap_is_a_step_timeout,
+            pipeline::a_short_deadline_skips_or_refuses_steps_never_a_range_error,
+            pipeline::bad_plans_name_the_field,
+            pipeline::a_parent_abort_ends_the_running_step,
+            pipeline::retry_tries_again_until_an_attempt_succeeds,
+            pipeline::retry_timeouts_then_exhausted_with_every_attempt_reported,
+            pipeline::retry_never_repeats_an_ambiguous_non_idempotent_failure,
+            pipeline::retry_ends_at_the_deadline,
+            pipeline::retry_bad_options_name_the_option,
+            pipeline::hedge_the_first_answer_wins_and_the_others_are_aborted,
+            pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
+            pipeline::platform_caps_bound_the_deadline,
         }
     };
 }
