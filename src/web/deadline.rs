@@ -68,7 +68,6 @@ pub struct Deadline {
 struct Armed {
     at: f64,
     controller: AbortController,
-    signal: AbortSignal,
     /// In the shared queue (outside workerd) and not yet released.
     queued: Cell<bool>,
     timer: RefCell<Option<Timeout>>,
@@ -79,7 +78,7 @@ struct Armed {
 impl Armed {
     fn settle(&self, reason: &JsValue) {
         self.release();
-        if !self.signal.aborted() {
+        if !self.controller.signal().aborted() {
             self.controller.abort_with_reason(reason);
         }
     }
@@ -330,7 +329,7 @@ impl Deadline {
     /// ```
     pub fn signal(&self) -> AbortSignal {
         if let Some(armed) = self.armed.borrow().as_ref() {
-            return armed.signal.clone();
+            return armed.controller.signal();
         }
         // `AbortController::new()` only fails where there is no AbortController
         // at all, which no supported runtime is.
@@ -339,7 +338,6 @@ impl Deadline {
         let armed = Rc::new(Armed {
             at: self.at,
             controller,
-            signal: signal.clone(),
             queued: Cell::new(false),
             timer: RefCell::new(None),
             listener: RefCell::new(None),

@@ -9,7 +9,8 @@
 //! # The per-chunk path
 //! The wrapper is a pull source reading the source's reader one chunk ahead.
 //! Per chunk it counts, and for progress chunks reads the clock; no core call,
-//! no timer. Its one timer is armed for the core's wake instant and re-armed
+//! no timer. The pull, the read and the enqueue are a few lines of
+//! JavaScript (`stallSource` below) that call into Rust once per chunk. Its one timer is armed for the core's wake instant and re-armed
 //! only when it fires. In a burst (progress chunks less than
 //! `BURST_GAP_MS` apart, `BURST_RUN` in a row) it stops reading the clock per
 //! chunk and samples within `sample_ms` instead, exactly as the JavaScript
@@ -42,8 +43,8 @@ use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
-    AbortController, AbortSignal, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader,
-    ReadableStreamReadResult, Request, RequestInit, Response, ResponseInit,
+    AbortController, AbortSignal, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader, Request,
+    RequestInit, Response, ResponseInit,
 };
 
 use super::errors::StallPhase;
@@ -149,27 +150,44 @@ impl std::fmt::Debug for StallOptions {
     }
 }
 
-#[wasm_bindgen]
-extern "C" {
-    /// A stream chunk: anything; its `byteLength` is read when it has one.
-    type Chunk;
-    #[wasm_bindgen(method, getter, structural, js_name = byteLength)]
-    fn byte_length(this: &Chunk) -> Option<f64>;
+// The stream plumbing, in JavaScript: the pull source reads the source's
+// reader and enqueues, and calls Rust once per chunk (`onChunk(chunk, size)`,
+// which does the bookkeeping and says whether to pass the chunk on). Pulling,
+// unpacking the read and enqueueing from Rust cost four more boundary
+// crossings per chunk, which measured 2.1x the JavaScript wrapper's per-chunk
+// cost in Deno (bench/web.bench.mjs). `flags.parked` mirrors the Rust state
+// (set only when the timer parks the stream). The size is `byteLength`, a
+// string's length, 0 for null/undefined, or -1 when the chunk has none.
+#[wasm_bindgen(inline_js = r#"
+export function stallSource(reader, flags, onStart, onChunk, onDone, onError, onResume, onCancel) {
+  const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
+  return new ReadableStream({
+    start: onStart,
+    pull(c) {
+      if (flags.parked && !onResume()) return;
+      return reader.read().then((r) => {
+        if (r.done) return onDone();
+        const v = r.value;
+        if (onChunk(v, size(v))) c.enqueue(v);
+      }, onError);
+    },
+    cancel: onCancel,
+  });
 }
-
-/// What a chunk weighs: `byteLength`, a string's length, 0 for null/undefined;
-/// `None` for other values (they still count as progress by default).
-fn chunk_size(chunk: &JsValue) -> Option<f64> {
-    if chunk.is_null() || chunk.is_undefined() {
-        return Some(0.0);
-    }
-    if let Some(s) = chunk.dyn_ref::<js_sys::JsString>() {
-        return Some(f64::from(s.length()));
-    }
-    if !chunk.is_object() {
-        return None;
-    }
-    chunk.unchecked_ref::<Chunk>().byte_length()
+"#)]
+extern "C" {
+    #[allow(clippy::too_many_arguments)]
+    #[wasm_bindgen(js_name = stallSource)]
+    fn stall_source(
+        reader: &ReadableStreamDefaultReader,
+        flags: &Object,
+        on_start: &JsValue,
+        on_chunk: &JsValue,
+        on_done: &JsValue,
+        on_error: &JsValue,
+        on_resume: &JsValue,
+        on_cancel: &JsValue,
+    ) -> ReadableStream;
 }
 
 /// Plain bookkeeping, written per chunk without calling the core.
@@ -190,6 +208,8 @@ struct State {
 /// The JavaScript objects the wrapper holds until it settles (invariant 6).
 struct Held {
     reader: ReadableStreamDefaultReader,
+    /// `{ parked }`, read by the JavaScript pull.
+    flags: Object,
     out: Option<ReadableStreamDefaultController>,
     controller: Option<AbortController>,
     is_progress: Option<ProgressFn>,
@@ -239,6 +259,7 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
     // The first decision validates the snapshot too, before the source is locked.
     let first = config.decide(&Snapshot::started(t0), t0)?;
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let flags = Object::new();
     let sample_ms = (options.stall_ms / 4.0).floor().clamp(1.0, MAX_SAMPLE_MS);
     let watch = Rc::new(Watch {
         config,
@@ -259,7 +280,8 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
             timer_due_at: f64::INFINITY,
         }),
         held: RefCell::new(Some(Held {
-            reader,
+            reader: reader.clone(),
+            flags: flags.clone(),
             out: None,
             controller: options.controller,
             is_progress: options.is_progress,
@@ -269,15 +291,28 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
 
     // The source's functions are owned by the JavaScript stream (reclaimed
     // with it); they hold the watch, the watch holds none of them.
-    let on_read = {
+    let on_chunk = {
         let w = watch.clone();
-        Closure::<dyn FnMut(JsValue)>::new(move |result: JsValue| w.on_read(result)).into_js_value()
+        Closure::<dyn FnMut(JsValue, f64) -> bool>::new(move |chunk: JsValue, size: f64| w.on_chunk(&chunk, size))
+            .into_js_value()
+    };
+    let on_done = {
+        let w = watch.clone();
+        Closure::<dyn FnMut()>::new(move || w.on_done()).into_js_value()
     };
     let on_error = {
         let w = watch.clone();
         Closure::<dyn FnMut(JsValue)>::new(move |error: JsValue| w.fail(&error)).into_js_value()
     };
-    let start = {
+    let on_resume = {
+        let w = watch.clone();
+        Closure::<dyn FnMut() -> bool>::new(move || {
+            w.resume();
+            !w.settled.get()
+        })
+        .into_js_value()
+    };
+    let on_start = {
         let w = watch.clone();
         Closure::<dyn FnMut(ReadableStreamDefaultController)>::new(move |c: ReadableStreamDefaultController| {
             if let Some(held) = w.held.borrow_mut().as_mut() {
@@ -287,20 +322,13 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
         })
         .into_js_value()
     };
-    let pull = {
-        let w = watch.clone();
-        let (on_read, on_error): (js_sys::Function, js_sys::Function) = (on_read.unchecked_into(), on_error.unchecked_into());
-        Closure::<dyn FnMut() -> JsValue>::new(move || w.pull(&on_read, &on_error)).into_js_value()
-    };
-    let cancel = {
+    let on_cancel = {
         let w = watch;
         Closure::<dyn FnMut(JsValue) -> JsValue>::new(move |reason: JsValue| w.cancel(&reason)).into_js_value()
     };
-    let source = Object::new();
-    for (key, f) in [("start", start), ("pull", pull), ("cancel", cancel)] {
-        let _ = Reflect::set(&source, &JsValue::from_str(key), &f);
-    }
-    ReadableStream::new_with_underlying_source(&source).map_err(Error::from)
+    // The functions are owned by the JavaScript stream (reclaimed with it);
+    // they hold the watch, the watch holds none of them.
+    Ok(stall_source(&reader, &flags, &on_start, &on_chunk, &on_done, &on_error, &on_resume, &on_cancel))
 }
 
 impl Watch {
@@ -364,7 +392,7 @@ impl Watch {
             }
             // A full queue means no read is outstanding: the consumer holds us up, not the source.
             if matches!(desired, Some(Some(d)) if d <= 0.0) {
-                s.parked = true;
+                self.set_parked(&mut s, true);
             }
             if s.parked {
                 if self.at.is_none() {
@@ -384,7 +412,7 @@ impl Watch {
         let t = sys::now();
         let answer = {
             let mut s = self.state.borrow_mut();
-            s.parked = false;
+            self.set_parked(&mut s, false);
             if s.last_progress_at.is_none() {
                 s.started_at = t;
             } else {
@@ -397,48 +425,48 @@ impl Watch {
         self.act(answer, t);
     }
 
-    fn pull(self: &Rc<Self>, on_read: &js_sys::Function, on_error: &js_sys::Function) -> JsValue {
-        if self.state.borrow().parked {
-            self.resume();
-        }
-        if self.settled.get() {
-            return JsValue::UNDEFINED;
-        }
-        match self.held.borrow().as_ref() {
-            Some(held) => held.reader.read().unchecked_into::<sys::Thenable>().then_with(on_read, on_error),
-            None => JsValue::UNDEFINED,
+    /// Keeps the JavaScript pull's copy of `parked` in step.
+    fn set_parked(&self, s: &mut State, parked: bool) {
+        if s.parked != parked {
+            s.parked = parked;
+            if let Some(held) = self.held.borrow().as_ref() {
+                let _ = Reflect::set(&held.flags, &JsValue::from_str("parked"), &JsValue::from_bool(parked));
+            }
         }
     }
 
-    fn on_read(self: &Rc<Self>, result: JsValue) {
+    fn on_done(self: &Rc<Self>) {
         if self.settled.get() {
             return;
         }
-        let result: ReadableStreamReadResult = result.unchecked_into();
-        if result.get_done().unwrap_or(false) {
-            let held = self.settle();
-            if let Some(out) = held.and_then(|h| h.out) {
-                let _ = out.close();
-            }
-            return;
+        if let Some(out) = self.settle().and_then(|h| h.out) {
+            let _ = out.close();
         }
-        let chunk = result.get_value();
-        let size = chunk_size(&chunk);
+    }
+
+    /// One chunk read: the bookkeeping; `true` to pass it on.
+    fn on_chunk(self: &Rc<Self>, chunk: &JsValue, size: f64) -> bool {
+        if self.settled.get() {
+            return false;
+        }
         let counts = {
             let mut held = self.held.borrow_mut();
             match held.as_mut().and_then(|h| h.is_progress.as_mut()) {
-                Some(f) => f(&chunk),
-                None => Ok(size != Some(0.0)),
+                Some(f) => f(chunk),
+                None => Ok(size != 0.0),
             }
         };
         let counts = match counts {
             Ok(c) => c,
-            Err(error) => return self.fail(&error.into()),
+            Err(error) => {
+                self.fail(&error.into());
+                return false;
+            }
         };
         let start_sampling = {
             let mut s = self.state.borrow_mut();
             s.chunks += 1.0;
-            if let Some(size) = size {
+            if size >= 0.0 {
                 s.bytes += size;
             }
             let mut start = None;
@@ -462,9 +490,7 @@ impl Watch {
         if let Some(t) = start_sampling {
             self.start_sampling(t);
         }
-        if let Some(out) = self.held.borrow().as_ref().and_then(|h| h.out.as_ref()) {
-            let _ = out.enqueue_with_chunk(&chunk);
-        }
+        true
     }
 
     /// A burst: stop reading the clock per chunk, and make sure a consult comes within `sample_ms`.
