@@ -178,6 +178,15 @@ const suite :Workerd.Worker = (
     await webRunner("web (rust, chromium)", { WASM_BINDGEN_USE_BROWSER: "1", CHROMEDRIVER: "/usr/bin/chromedriver" });
   },
 
+  // The web API's rustdoc examples, compiled for wasm32; those that can run
+  // (everything not async and not needing a request) run in Node.
+  async "web-doc"() {
+    const { code, stdout } = await run("cargo", ["test", "--doc", "--target", "wasm32-unknown-unknown", "--features", "web"], { capture: true });
+    const m = [...stdout.matchAll(/^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored; \d+ measured/gm)].pop();
+    const [passed, failed, skipped] = m ? [1, 2, 3].map((i) => Number(m[i])) : [0, 1, 0];
+    record("web doctests (rust, node)", { passed, failed: failed + (code && !failed ? 1 : 0), skipped });
+  },
+
   // The same cases in Deno: built as a module (tests/web/deno/lib.rs) and run
   // with `deno test` (the runner's own Deno mode does not work with Deno 2),
   // plus child Deno and Node processes that must exit with deadlines open.

@@ -49,20 +49,25 @@ use crate::core::deadline as core;
 /// step ask [`Deadline::budget`] or run through [`Deadline::step`]. Dropping
 /// it releases its timer and listeners.
 ///
-/// ```no_run
+/// ```
 /// use edge_deadline::web::Deadline;
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
 /// # async fn demo() -> Result<(), edge_deadline::web::Error> {
 /// let deadline = Deadline::in_ms(2_000.0)?;
 /// let mut init = web_sys::RequestInit::new();
 /// init.set_signal(Some(&deadline.signal()));
 /// let timeout = deadline.budget(800.0)?; // min(800, remaining)
 /// # let _ = timeout; Ok(()) }
+/// # fn main() {}
 /// ```
 pub struct Deadline {
     at: f64,
     parents: Rc<[AbortSignal]>,
     armed: RefCell<Option<Rc<Armed>>>,
 }
+
+/// The listener a linked deadline adds to each parent signal.
+type Listener = Closure<dyn FnMut(Event)>;
 
 /// The signal side of a deadline: created by the first `signal()`.
 struct Armed {
@@ -71,7 +76,7 @@ struct Armed {
     /// In the shared queue (outside workerd) and not yet released.
     queued: Cell<bool>,
     timer: RefCell<Option<Timeout>>,
-    listener: RefCell<Option<Closure<dyn FnMut(Event)>>>,
+    listener: RefCell<Option<Listener>>,
     parents: Rc<[AbortSignal]>,
 }
 
@@ -120,11 +125,15 @@ impl Deadline {
     /// [`Error::InvalidArgument`] naming `ms` when it is NaN, ±∞, negative or
     /// past 2^53 − 1.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let d = Deadline::in_ms(500.0)?;
     /// assert!(d.remaining() <= 500.0);
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     #[doc(alias = "in")]
     pub fn in_ms(ms: f64) -> Result<Self, Error> {
@@ -137,11 +146,15 @@ impl Deadline {
     /// [`Error::InvalidArgument`] naming `instantMs` when it is NaN, ±∞,
     /// negative or past 2^53 − 1.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let d = Deadline::at(0.0)?; // long passed
     /// assert!(d.expired());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn at(instant_ms: f64) -> Result<Self, Error> {
         Ok(Self::new(core::check_ms("instantMs", instant_ms)?, empty()))
@@ -151,13 +164,17 @@ impl Deadline {
     /// deadline's signal aborts with the parent's reason (a client that left,
     /// a caller's cancel). Call it before [`Deadline::signal`].
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let client = web_sys::AbortController::new().unwrap();
     /// let d = Deadline::in_ms(5_000.0)?.with_parent(&client.signal());
     /// client.abort();
     /// assert!(d.signal().aborted());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn with_parent(self, parent: &AbortSignal) -> Self {
         let mut parents: Vec<AbortSignal> = self.parents.iter().cloned().collect();
@@ -172,12 +189,16 @@ impl Deadline {
     /// # Errors
     /// [`Error::InvalidArgument`] naming `deadlines` when the list is empty.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let a = Deadline::in_ms(100.0)?;
     /// let b = Deadline::in_ms(900.0)?;
     /// assert_eq!(Deadline::min_of([&a, &b])?.instant_ms(), a.instant_ms());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn min_of<'a>(deadlines: impl IntoIterator<Item = &'a Deadline>) -> Result<Self, Error> {
         let mut at: Option<f64> = None;
@@ -219,12 +240,16 @@ impl Deadline {
     /// past 2^53 − 1. Reserving more than is left gives an expired deadline,
     /// not an error.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let d = Deadline::in_ms(1_000.0)?;
     /// let work = d.reserve(200.0)?; // 200 ms kept for the fallback
     /// assert!(work.instant_ms() < d.instant_ms());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn reserve(&self, ms: f64) -> Result<Deadline, Error> {
         Ok(Self::new(core::reserve(self.at, ms)?, self.parents.clone()))
@@ -232,10 +257,14 @@ impl Deadline {
 
     /// The instant, in ms on the `performance.now()` timeline (JavaScript's `deadline.at`).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// assert_eq!(Deadline::at(1_234.0)?.instant_ms(), 1_234.0);
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn instant_ms(&self) -> f64 {
         self.at
@@ -243,10 +272,14 @@ impl Deadline {
 
     /// Milliseconds left, never negative.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// assert_eq!(Deadline::at(0.0)?.remaining(), 0.0);
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn remaining(&self) -> f64 {
         let left = self.at - sys::now();
@@ -260,10 +293,14 @@ impl Deadline {
     /// True once the instant has passed (a parent's abort does not count: see
     /// `signal().aborted()`).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// assert!(!Deadline::in_ms(1_000.0)?.expired());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn expired(&self) -> bool {
         sys::now() >= self.at
@@ -275,11 +312,15 @@ impl Deadline {
     /// [`Error::DeadlineExceeded`] when nothing is left;
     /// [`Error::InvalidArgument`] naming `preferredMs` for NaN, ±∞ or negatives.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let d = Deadline::in_ms(5_000.0)?;
     /// assert_eq!(d.budget(300.0)?, 300.0);
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn budget(&self, preferred_ms: f64) -> Result<f64, Error> {
         Ok(core::budget(self.at, sys::now(), preferred_ms)?)
@@ -293,8 +334,9 @@ impl Deadline {
     /// [`Error::InsufficientBudget`] (not started), or
     /// [`Error::InvalidArgument`] naming `minMs`.
     ///
-    /// ```no_run
+    /// ```
     /// use edge_deadline::web::Deadline;
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
     /// # async fn demo() -> Result<(), edge_deadline::web::Error> {
     /// let d = Deadline::in_ms(1_000.0)?;
     /// let answer = d
@@ -306,6 +348,7 @@ impl Deadline {
     ///     .await?;
     /// assert_eq!(answer, 42);
     /// # Ok(()) }
+    /// # fn main() {}
     /// ```
     pub async fn step<F, Fut, T>(&self, min_ms: f64, run: F) -> Result<T, Error>
     where
@@ -321,11 +364,15 @@ impl Deadline {
     /// parent aborts first). Pass it to `fetch` and to anything that takes a
     /// signal.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Deadline;
     /// let d = Deadline::in_ms(1_000.0)?;
     /// assert_eq!(d.signal(), d.signal());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn signal(&self) -> AbortSignal {
         if let Some(armed) = self.armed.borrow().as_ref() {

@@ -38,10 +38,11 @@ impl StallPhase {
     /// The JavaScript name: `"first-byte"`, `"first-chunk"` or `"stall"`.
     ///
     /// ```
-    /// # #[cfg(target_arch = "wasm32")] {
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
     /// use edge_deadline::web::StallPhase;
     /// assert_eq!(StallPhase::FirstChunk.as_str(), "first-chunk");
     /// # }
+    /// # fn main() {}
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -90,12 +91,13 @@ pub struct AttemptReport {
 /// bad input) with `JsValue::from(error)`, and back with `Error::from(js_value)`.
 ///
 /// ```
-/// # #[cfg(target_arch = "wasm32")] {
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
 /// use edge_deadline::web::{Deadline, Error};
 /// let err = Deadline::in_ms(f64::NAN).err().unwrap();
 /// assert!(matches!(err, Error::InvalidArgument { param: "ms", .. }));
 /// assert!(err.to_string().contains("'ms'"));
 /// # }
+/// # fn main() {}
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -172,11 +174,12 @@ impl Error {
     /// The JavaScript `name` of this error (`"DeadlineExceeded"`, `"RangeError"`, …).
     ///
     /// ```
-    /// # #[cfg(target_arch = "wasm32")] {
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
     /// use edge_deadline::web::Error;
     /// let e = Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 };
     /// assert_eq!(e.name(), "DeadlineExceeded");
     /// # }
+    /// # fn main() {}
     /// ```
     pub fn name(&self) -> &'static str {
         match self {
@@ -198,10 +201,11 @@ impl Error {
     /// usual answer to them.
     ///
     /// ```
-    /// # #[cfg(target_arch = "wasm32")] {
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
     /// use edge_deadline::web::Error;
     /// assert!(Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 }.is_time_out());
     /// # }
+    /// # fn main() {}
     /// ```
     pub fn is_time_out(&self) -> bool {
         matches!(

@@ -34,6 +34,8 @@
 //! # let _ = reply; Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod deadline;
 mod errors;
 mod guard;
@@ -55,11 +57,15 @@ pub use timers::{sleep, Sleep, Timeout};
 /// The clock every instant of this API is on: `performance.now()`, in ms.
 /// Use it to relate [`Deadline::instant_ms`] to your own readings.
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::{now_ms, Deadline};
 /// let d = Deadline::in_ms(100.0)?;
 /// assert!(d.instant_ms() - now_ms() <= 100.0);
-/// # Ok::<(), edge_deadline::web::Error>(())
+/// # Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 pub fn now_ms() -> f64 {
     sys::now()

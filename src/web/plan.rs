@@ -63,11 +63,15 @@ impl From<PlanError> for Error {
     }
 }
 
+/// The `on_step` hook.
+type StepHook = Box<dyn FnMut(&TraceRecord)>;
+
 /// Steps planned inside one deadline. Build it with [`Plan::new`], then
 /// [`Plan::run`] each step in order.
 ///
-/// ```no_run
+/// ```
 /// use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
 /// # async fn demo() -> Result<(), edge_deadline::web::Error> {
 /// let deadline = Deadline::in_ms(800.0)?;
 /// let plan = Plan::new(
@@ -80,12 +84,13 @@ impl From<PlanError> for Error {
 /// )?;
 /// let docs = plan.run("retrieve", |signal, cap_ms| async move { let _ = (signal, cap_ms); Ok(vec![1, 2]) }).await?;
 /// # let _ = docs; Ok(()) }
+/// # fn main() {}
 /// ```
 pub struct Plan<'d> {
     deadline: &'d Deadline,
     plan: core::Plan,
     records: RefCell<Vec<TraceRecord>>,
-    on_step: RefCell<Option<Box<dyn FnMut(&TraceRecord)>>>,
+    on_step: RefCell<Option<StepHook>>,
 }
 
 impl<'d> Plan<'d> {
@@ -96,11 +101,15 @@ impl<'d> Plan<'d> {
     /// `minMs`, `preferredMs`, `reserveMs`); [`Error::InsufficientBudget`] when
     /// the held reserves do not fit in what is left (a shortage, not a mistake).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// let d = Deadline::in_ms(1_000.0)?;
     /// let plan = Plan::new(&d, vec![StepSpec::new("only", StepKind::Mandatory, 10.0)])?;
-    /// # let _ = plan; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = plan; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(deadline: &'d Deadline, steps: Vec<StepSpec>) -> Result<Self, Error> {
         Self::with_margin(deadline, steps, core::DEFAULT_MARGIN_MS)
@@ -109,11 +118,15 @@ impl<'d> Plan<'d> {
     /// As [`Plan::new`] with an explicit hand-off margin per step start
     /// (`0 ..= 1000` ms; hosts whose event loop lags more than 5 ms need more).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// let d = Deadline::in_ms(1_000.0)?;
     /// let plan = Plan::with_margin(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)], 20.0)?;
-    /// # let _ = plan; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = plan; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn with_margin(deadline: &'d Deadline, steps: Vec<StepSpec>, margin_ms: f64) -> Result<Self, Error> {
         let plan = core::Plan::with_margin(deadline.instant_ms(), sys::now(), steps, margin_ms)?;
@@ -122,12 +135,16 @@ impl<'d> Plan<'d> {
 
     /// Calls `hook` with every trace record as it is appended.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// # let d = Deadline::in_ms(1_000.0)?;
     /// let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?
-    ///     .on_step(|r| web_sys::console::log_1(&r.to_json().into()));
-    /// # let _ = plan; Ok::<(), edge_deadline::web::Error>(())
+    ///     .on_step(|r| eprintln!("{}", r.to_json()));
+    /// # let _ = plan; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn on_step(self, hook: impl FnMut(&TraceRecord) + 'static) -> Self {
         *self.on_step.borrow_mut() = Some(Box::new(hook));
@@ -150,7 +167,7 @@ impl<'d> Plan<'d> {
     /// let plan = Plan::new(d, vec![StepSpec::new("rerank", StepKind::Optional, 30.0)])?;
     /// match plan.run("rerank", |_signal, _cap_ms| async { Ok(()) }).await? {
     ///     StepResult::Ran(()) => {}
-    ///     StepResult::Skipped(reason) => web_sys::console::log_1(&reason.to_string().into()),
+    ///     StepResult::Skipped(reason) => eprintln!("skipped: {reason}"),
     /// }
     /// # Ok(()) }
     /// ```
@@ -233,14 +250,18 @@ impl<'d> Plan<'d> {
 
     /// The trace so far: one record per `run`, in order.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// # let d = Deadline::in_ms(1_000.0)?;
     /// # let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?;
     /// for record in plan.records() {
     ///     let _ = (record.step, record.cap_ms, record.outcome);
     /// }
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn records(&self) -> Vec<TraceRecord> {
         self.records.borrow().clone()
@@ -249,12 +270,16 @@ impl<'d> Plan<'d> {
     /// The trace as JSON, the same text the JavaScript API's `trace()` gives:
     /// `[{ "step", "remainingAtStartMs", "capMs", "elapsedMs", "outcome" }]`.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// # let d = Deadline::in_ms(1_000.0)?;
     /// # let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?;
     /// assert_eq!(plan.trace_json(), "[]");
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn trace_json(&self) -> String {
         core::trace_json(&self.records.borrow())
@@ -262,12 +287,16 @@ impl<'d> Plan<'d> {
 
     /// The plan's deadline.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// # let d = Deadline::in_ms(1_000.0)?;
     /// # let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?;
     /// assert_eq!(plan.deadline().instant_ms(), d.instant_ms());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn deadline(&self) -> &Deadline {
         self.deadline

@@ -71,12 +71,16 @@ impl Deadline {
     /// # Errors
     /// Only if `headers` is immutable (a received request's): [`Error::Js`].
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Deadline, HeaderFormat};
     /// let d = Deadline::in_ms(900.0)?;
     /// let headers = web_sys::Headers::new().unwrap();
     /// d.to_headers(&headers, &[HeaderFormat::EdgeDeadlineRemainingMs, HeaderFormat::GrpcTimeout])?;
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn to_headers(&self, headers: &Headers, formats: &[HeaderFormat]) -> Result<(), Error> {
         let remaining = self.remaining();
@@ -125,11 +129,15 @@ impl Deadline {
     /// [`Error::InvalidArgument`] naming `productMs` or `fallbackReserveMs`
     /// (a reserve that does not fit below the smallest cap).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Deadline, Platform, PlatformCaps, Tier, Trigger};
     /// let caps = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch)?;
     /// let (deadline, bound) = Deadline::for_platform(&caps, 8_000.0, 500.0)?;
-    /// # let _ = (deadline, bound); Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = (deadline, bound); Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn for_platform(caps: &PlatformCaps, product_ms: f64, fallback_reserve_ms: f64) -> Result<(Deadline, Bound), Error> {
         let answer = caps::for_platform(sys::now(), caps, product_ms, fallback_reserve_ms)?;

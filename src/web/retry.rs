@@ -60,10 +60,14 @@ impl From<RetryError> for Error {
 /// min_per_second × window_ms / 1000`. Share one with `Rc` between the calls
 /// to one dependency.
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::RetryBudget;
 /// let budget = std::rc::Rc::new(RetryBudget::new(0.1, 10.0, 10_000.0)?);
-/// # let _ = budget; Ok::<(), edge_deadline::web::Error>(())
+/// # let _ = budget; Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 #[derive(Debug)]
 pub struct RetryBudget(RefCell<core::RetryBudget>);
@@ -74,21 +78,34 @@ impl RetryBudget {
     /// # Errors
     /// [`Error::InvalidArgument`] naming `ratio`, `minPerSecond` or `windowMs`.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::RetryBudget;
     /// assert!(RetryBudget::new(2.0, 10.0, 10_000.0).is_err());
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<Self, Error> {
         Ok(Self(RefCell::new(core::RetryBudget::new(ratio, min_per_second, window_ms)?)))
     }
 }
 
+/// The `classify` option.
+type Classify = Box<dyn Fn(&Error) -> Failure>;
+
 /// The options of [`retry`].
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::RetryOptions;
 /// let options = RetryOptions::new(50.0).attempt_timeout_ms(300.0).backoff(20.0, 200.0, 1.0).max_attempts(3).idempotent(true);
 /// # let _ = options;
+/// # Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 #[must_use]
 pub struct RetryOptions {
@@ -101,7 +118,7 @@ pub struct RetryOptions {
     seed: Option<u64>,
     signal: Option<AbortSignal>,
     budget: Option<Rc<RetryBudget>>,
-    classify: Option<Box<dyn Fn(&Error) -> Failure>>,
+    classify: Option<Classify>,
 }
 
 impl RetryOptions {
@@ -109,9 +126,14 @@ impl RetryOptions {
     /// attempt may run to the deadline, backoff 50–1000 ms with full jitter,
     /// 3 attempts, not idempotent, no operation key, a random seed.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(attempt_min_ms: f64) -> Self {
         Self {
@@ -130,9 +152,14 @@ impl RetryOptions {
 
     /// Each attempt's own timeout (it is also never longer than what is left).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0).attempt_timeout_ms(250.0);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn attempt_timeout_ms(mut self, ms: f64) -> Self {
         self.attempt_timeout_ms = Some(ms);
@@ -141,9 +168,14 @@ impl RetryOptions {
 
     /// Exponential backoff: `min(max_ms, base_ms × 2^(k−1))`, less up to `jitter` (0–1) of it.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0).backoff(10.0, 100.0, 0.5);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn backoff(mut self, base_ms: f64, max_ms: f64, jitter: f64) -> Self {
         self.backoff = (base_ms, max_ms, jitter);
@@ -152,9 +184,14 @@ impl RetryOptions {
 
     /// At most this many attempts (1–100).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0).max_attempts(5);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = n;
@@ -164,9 +201,14 @@ impl RetryOptions {
     /// Whether repeating the operation is harmless (then ambiguous failures,
     /// such as timeouts, are retried).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0).idempotent(true);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn idempotent(mut self, yes: bool) -> Self {
         self.idempotent = yes;
@@ -176,9 +218,14 @@ impl RetryOptions {
     /// A key the server de-duplicates on, which makes repeating an ambiguous
     /// failure safe; passed to every attempt.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0).operation_key("order-42");
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn operation_key(mut self, key: impl Into<String>) -> Self {
         self.operation_key = Some(key.into());
@@ -187,9 +234,14 @@ impl RetryOptions {
 
     /// The jitter seed: the same seed gives the same delays on every runtime.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::RetryOptions::new(25.0).seed(7);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -198,10 +250,15 @@ impl RetryOptions {
 
     /// A caller's signal: when it aborts, the loop stops (`RetryFailed`, reason `"aborted"`).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let caller = web_sys::AbortController::new().unwrap();
     /// let options = edge_deadline::web::RetryOptions::new(25.0).signal(&caller.signal());
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn signal(mut self, signal: &AbortSignal) -> Self {
         self.signal = Some(signal.clone());
@@ -210,11 +267,15 @@ impl RetryOptions {
 
     /// A retry budget shared with other calls.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{RetryBudget, RetryOptions};
     /// let budget = std::rc::Rc::new(RetryBudget::new(0.1, 10.0, 10_000.0)?);
     /// let options = RetryOptions::new(25.0).budget(budget.clone());
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn budget(mut self, budget: Rc<RetryBudget>) -> Self {
         self.budget = Some(budget);
@@ -224,13 +285,18 @@ impl RetryOptions {
     /// How a failed attempt's error is classified (default: ambiguous, which
     /// is retried only when idempotent or keyed).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Error, Failure, RetryOptions};
     /// let options = RetryOptions::new(25.0).classify(|e| match e {
     ///     Error::InvalidArgument { .. } => Failure::Permanent,
     ///     _ => Failure::NotApplied,
     /// });
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn classify(mut self, f: impl Fn(&Error) -> Failure + 'static) -> Self {
         self.classify = Some(Box::new(f));
@@ -288,8 +354,9 @@ fn own_deadline(reason: &Error, at: f64) -> bool {
 /// core's stop code, or `"deadline"` / `"aborted"` when a signal ended the
 /// loop. [`Error::InvalidArgument`] naming the option for bad options.
 ///
-/// ```no_run
+/// ```
 /// use edge_deadline::web::{retry, Deadline, RetryOptions};
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
 /// # async fn demo() -> Result<(), edge_deadline::web::Error> {
 /// let deadline = Deadline::in_ms(2_000.0)?;
 /// let value = retry(&deadline, RetryOptions::new(50.0).attempt_timeout_ms(400.0).idempotent(true), |signal, attempt| async move {
@@ -298,6 +365,7 @@ fn own_deadline(reason: &Error, at: f64) -> bool {
 /// })
 /// .await?;
 /// # let _ = value; Ok(()) }
+/// # fn main() {}
 /// ```
 pub async fn retry<F, Fut, T>(deadline: &Deadline, options: RetryOptions, mut f: F) -> Result<T, Error>
 where
@@ -430,9 +498,14 @@ struct JsValueReason(wasm_bindgen::JsValue);
 
 /// The options of [`hedge`].
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// let options = edge_deadline::web::HedgeOptions::new(50.0).max_attempts(3);
 /// # let _ = options;
+/// # Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 #[must_use]
 #[derive(Debug, Clone)]
@@ -446,9 +519,14 @@ impl HedgeOptions {
     /// Start another attempt every `delay_ms` while none has answered
     /// (default at most 2 attempts).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::HedgeOptions::new(80.0);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(delay_ms: f64) -> Self {
         Self { delay_ms, max_attempts: 2, signal: None }
@@ -456,9 +534,14 @@ impl HedgeOptions {
 
     /// At most this many attempts in all (1–100).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let options = edge_deadline::web::HedgeOptions::new(80.0).max_attempts(3);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = n;
@@ -467,10 +550,15 @@ impl HedgeOptions {
 
     /// A caller's signal: when it aborts, every attempt is aborted.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// let caller = web_sys::AbortController::new().unwrap();
     /// let options = edge_deadline::web::HedgeOptions::new(80.0).signal(&caller.signal());
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn signal(mut self, signal: &AbortSignal) -> Self {
         self.signal = Some(signal.clone());
@@ -493,8 +581,9 @@ struct InFlight<Fut> {
 /// `"deadline"` / `"aborted"` when a signal ended it. [`Error::InvalidArgument`]
 /// naming `delayMs` or `maxAttempts`.
 ///
-/// ```no_run
+/// ```
 /// use edge_deadline::web::{hedge, Deadline, HedgeOptions};
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
 /// # async fn demo() -> Result<(), edge_deadline::web::Error> {
 /// let deadline = Deadline::in_ms(1_000.0)?;
 /// let fastest = hedge(&deadline, HedgeOptions::new(100.0), |signal, attempt| async move {
@@ -503,6 +592,7 @@ struct InFlight<Fut> {
 /// })
 /// .await?;
 /// # let _ = fastest; Ok(()) }
+/// # fn main() {}
 /// ```
 pub async fn hedge<F, Fut, T>(deadline: &Deadline, options: HedgeOptions, mut f: F) -> Result<T, Error>
 where

@@ -67,12 +67,16 @@ pub type ProgressFn = Box<dyn FnMut(&JsValue) -> Result<bool, Error>>;
 
 /// The limits of [`with_stall_timeout`].
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::{Deadline, StallOptions};
 /// let deadline = Deadline::in_ms(30_000.0)?;
 /// let upstream = web_sys::AbortController::new().unwrap();
 /// let options = StallOptions::new(5_000.0, 9_000.0).deadline(&deadline).controller(upstream);
-/// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+/// # let _ = options; Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 #[must_use]
 pub struct StallOptions {
@@ -88,10 +92,15 @@ impl StallOptions {
     /// `stall_ms`: the longest silence between progress chunks. Both are
     /// checked by [`with_stall_timeout`] (finite, > 0, ≤ 2^53 − 1).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::StallOptions;
     /// let options = StallOptions::new(5_000.0, 9_000.0);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(first_chunk_ms: f64, stall_ms: f64) -> Self {
         Self { first_chunk_ms, stall_ms, at: None, controller: None, is_progress: None }
@@ -99,10 +108,14 @@ impl StallOptions {
 
     /// Also end the stream (with `DeadlineExceeded`) at `deadline`'s instant.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Deadline, StallOptions};
     /// let options = StallOptions::new(500.0, 500.0).deadline(&Deadline::in_ms(2_000.0)?);
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn deadline(mut self, deadline: &Deadline) -> Self {
         self.at = Some(deadline.instant_ms());
@@ -112,11 +125,16 @@ impl StallOptions {
     /// The upstream request's controller: aborted with the stream's error, so
     /// the request is released, not abandoned.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::StallOptions;
     /// let upstream = web_sys::AbortController::new().unwrap();
     /// let options = StallOptions::new(500.0, 500.0).controller(upstream);
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn controller(mut self, controller: AbortController) -> Self {
         self.controller = Some(controller);
@@ -126,11 +144,16 @@ impl StallOptions {
     /// Which chunks count as progress (for example, only complete SSE events
     /// and not keep-alive comments). An `Err` fails the stream with it.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::StallOptions;
     /// let options = StallOptions::new(500.0, 500.0)
     ///     .is_progress(|chunk| Ok(chunk.as_string().map_or(true, |s| !s.starts_with(':'))));
     /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn is_progress(mut self, f: impl FnMut(&JsValue) -> Result<bool, Error> + 'static) -> Self {
         self.is_progress = Some(Box::new(f));
@@ -566,11 +589,15 @@ fn ignore_rejection(promise: Promise) {
 /// The limits of [`fetch_with_deadline`]. Limits that are not given do not
 /// apply (the deadline bounds everything).
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::{Deadline, FetchOptions};
 /// let deadline = Deadline::in_ms(10_000.0)?;
 /// let options = FetchOptions::new(&deadline).first_byte_ms(2_000.0).stall_ms(5_000.0);
-/// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+/// # let _ = options; Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 #[must_use]
 pub struct FetchOptions<'a> {
@@ -584,11 +611,15 @@ pub struct FetchOptions<'a> {
 impl<'a> FetchOptions<'a> {
     /// Bounds the request, its headers and its body by `deadline`.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::{Deadline, FetchOptions};
     /// let deadline = Deadline::in_ms(10_000.0)?;
     /// let options = FetchOptions::new(&deadline);
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(deadline: &'a Deadline) -> Self {
         Self { deadline, first_byte_ms: None, first_chunk_ms: None, stall_ms: None, is_progress: None }
@@ -596,10 +627,14 @@ impl<'a> FetchOptions<'a> {
 
     /// The longest wait for the response headers (phase `"first-byte"`).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
     /// let options = edge_deadline::web::FetchOptions::new(&d).first_byte_ms(300.0);
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn first_byte_ms(mut self, ms: f64) -> Self {
         self.first_byte_ms = Some(ms);
@@ -608,10 +643,14 @@ impl<'a> FetchOptions<'a> {
 
     /// The longest wait for the first progress chunk, counted from the headers.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
     /// let options = edge_deadline::web::FetchOptions::new(&d).first_chunk_ms(500.0);
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn first_chunk_ms(mut self, ms: f64) -> Self {
         self.first_chunk_ms = Some(ms);
@@ -620,10 +659,14 @@ impl<'a> FetchOptions<'a> {
 
     /// The longest silence between progress chunks of the body.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
     /// let options = edge_deadline::web::FetchOptions::new(&d).stall_ms(500.0);
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn stall_ms(mut self, ms: f64) -> Self {
         self.stall_ms = Some(ms);
@@ -632,10 +675,14 @@ impl<'a> FetchOptions<'a> {
 
     /// Which body chunks count as progress (see [`StallOptions::is_progress`]).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
     /// let options = edge_deadline::web::FetchOptions::new(&d).is_progress(|_chunk| Ok(true));
-    /// # let _ = options; Ok::<(), edge_deadline::web::Error>(())
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn is_progress(mut self, f: impl FnMut(&JsValue) -> Result<bool, Error> + 'static) -> Self {
         self.is_progress = Some(Box::new(f));

@@ -83,12 +83,16 @@ impl Shared {
 /// A host timer that runs a callback once, `ms` from when it was made, unless
 /// it is dropped first. Dropping it clears the timer.
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::Timeout;
-/// let timer = Timeout::new(250.0, || web_sys::console::log_1(&"fired".into()))?;
+/// let timer = Timeout::new(250.0, || eprintln!("fired"))?;
 /// // …work…
 /// drop(timer); // cleared: the callback never runs
-/// # Ok::<(), edge_deadline::web::Error>(())
+/// # Ok(())
+/// # }
+/// # fn main() {}
 /// ```
 #[must_use = "a Timeout is cleared when dropped: keep it for as long as the callback should run"]
 pub struct Timeout {
@@ -102,11 +106,15 @@ impl Timeout {
     /// [`Error::InvalidArgument`] naming `ms` when it is NaN, ±∞, negative or
     /// past 2^53 − 1.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Timeout;
     /// let _timer = Timeout::new(10.0, || {})?;
     /// assert!(Timeout::new(-1.0, || {}).is_err());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn new(ms: f64, callback: impl FnOnce() + 'static) -> Result<Self, Error> {
         let at = crate::core::deadline::deadline_in(sys::now(), check_ms("ms", ms)?)?;
@@ -136,10 +144,14 @@ impl Timeout {
     /// Lets a Node or Deno process exit while this timer is pending
     /// (browsers and workerd have nothing to unref). Returns `self`.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Timeout;
     /// let _timer = Timeout::new(60_000.0, || {})?.unref();
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn unref(self) -> Self {
         self.shared.unref.set(true);
@@ -153,11 +165,15 @@ impl Timeout {
 
     /// The instant the callback is due, in ms on the `performance.now()` timeline.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Timeout;
     /// let t = Timeout::new(100.0, || {})?;
     /// assert!(t.instant_ms() > 0.0);
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn instant_ms(&self) -> f64 {
         self.shared.at
@@ -165,11 +181,15 @@ impl Timeout {
 
     /// True while the callback has not run (and will, unless dropped).
     ///
-    /// ```no_run
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
     /// use edge_deadline::web::Timeout;
     /// let t = Timeout::new(100.0, || {})?;
     /// assert!(t.is_pending());
-    /// # Ok::<(), edge_deadline::web::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
     /// ```
     pub fn is_pending(&self) -> bool {
         self.shared.callback.borrow().is_some()
@@ -221,10 +241,12 @@ impl core::fmt::Debug for SleepState {
 /// # Errors
 /// [`Error::InvalidArgument`] naming `ms` when it is NaN, ±∞, negative or past 2^53 − 1.
 ///
-/// ```no_run
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
 /// # async fn demo() -> Result<(), edge_deadline::web::Error> {
 /// edge_deadline::web::sleep(20.0)?.await;
 /// # Ok(()) }
+/// # fn main() {}
 /// ```
 pub fn sleep(ms: f64) -> Result<Sleep, Error> {
     let at = crate::core::deadline::deadline_in(sys::now(), check_ms("ms", ms)?)?;

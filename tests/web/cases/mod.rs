@@ -36,16 +36,18 @@ pub use edge_deadline::web::now_ms as now;
 /// `ensure!(cond, "message {}", x)`: fail the case with the message.
 #[macro_export]
 macro_rules! ensure {
-    ($cond:expr $(,)?) => {
-        if !$cond {
+    ($cond:expr $(,)?) => {{
+        let ok: bool = $cond;
+        if !ok {
             return Err(format!("assertion failed: {} (line {})", stringify!($cond), line!()));
         }
-    };
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
+    }};
+    ($cond:expr, $($fmt:tt)+) => {{
+        let ok: bool = $cond;
+        if !ok {
             return Err(format!("{} (line {})", format!($($fmt)+), line!()));
         }
-    };
+    }};
 }
 
 /// Resolves when `signal` aborts; returns `performance.now()` at that moment.

@@ -133,7 +133,7 @@ pub async fn no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels(_: &C
     let r = drain(&out).await;
     let (phase, after_ms, chunks, bytes) = stalled(&r.error)?;
     ensure!(phase == StallPhase::FirstChunk, "phase {phase}");
-    ensure!(after_ms >= 60.0 && after_ms <= 60.0 + TIMER_SLACK_MS, "afterMs {after_ms}");
+    ensure!((60.0..=60.0 + TIMER_SLACK_MS).contains(&after_ms), "afterMs {after_ms}");
     ensure!(r.at - t0 >= 60.0, "errored {} ms after wrapping", r.at - t0);
     ensure!(chunks == 0.0 && bytes == 0.0);
     ensure!(upstream.signal().aborted(), "the upstream was not aborted");
@@ -268,7 +268,7 @@ pub async fn a_slow_consumer_is_not_a_stalled_source(_: &Ctx) -> Outcome {
     let _ = read(&reader).await;
     wait(150.0).await; // the consumer dawdles for several limits
     let mut n = 1;
-    while let Some(_) = read(&reader).await.map_err(|e| format!("a slow consumer was reported as a stall: {e:?}"))? {
+    while read(&reader).await.map_err(|e| format!("a slow consumer was reported as a stall: {e:?}"))?.is_some() {
         n += 1;
     }
     ensure!(n == 4, "{n} chunks");
