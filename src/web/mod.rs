@@ -20,18 +20,24 @@
 //! recognise them) and back.
 //!
 //! # Example
+//! A proxy step with a fallback inside the deadline (the README's example):
 //! ```no_run
-//! use edge_deadline::web::{Deadline, Error};
-//! # async fn handler() -> Result<(), Error> {
-//! let deadline = Deadline::in_ms(3_000.0)?;
-//! let reply = deadline
-//!     .step(100.0, |signal, budget_ms| async move {
-//!         // start real I/O with `signal`; it aborts at the deadline
-//!         let _ = (signal, budget_ms);
-//!         "done"
-//!     })
-//!     .await?;
-//! # let _ = reply; Ok(()) }
+//! use edge_deadline::web::{fetch_with_deadline, Deadline, Error, FetchOptions};
+//!
+//! async fn handle(url: &str) -> Result<String, Error> {
+//!     // Inside the handler: in workerd a timer belongs to the request that made it.
+//!     let deadline = Deadline::in_ms(1_500.0)?;
+//!     let work = deadline.reserve(300.0)?; // held back for the fallback
+//!     let answer = async {
+//!         let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&work).stall_ms(200.0)).await?;
+//!         let text = wasm_bindgen_futures::JsFuture::from(res.text()?).await?;
+//!         Ok::<_, Error>(text.as_string().unwrap_or_default())
+//!     };
+//!     match answer.await {
+//!         Err(e) if e.is_time_out() => Ok(format!("fallback: {e}")), // inside the deadline
+//!         other => other,
+//!     }
+//! }
 //! ```
 
 #![warn(missing_docs)]
