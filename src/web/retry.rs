@@ -27,13 +27,14 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::Poll;
 
+use wasm_bindgen::{JsValue, UnwrapThrowExt};
 use web_sys::{AbortController, AbortSignal};
 
 use super::errors::AttemptReport;
 use super::guard::{Ended, Guard};
 use super::timers::{sleep_until, Sleep};
 use super::{sys, Deadline, Error};
-use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start};
+use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start, StopReason};
 pub use crate::core::retry::Failure;
 
 impl From<RetryError> for Error {
@@ -398,8 +399,17 @@ where
             })
             .collect()
     };
-    let ended_by = |signal_reason: JsValueReason, run: &RetryRun, ends: &[&'static str], where_: &str| {
-        let reason = Error::from(signal_reason.0);
+    let stopped = |stop: StopReason, run: &RetryRun, ends: &[&'static str], last: Option<Error>| {
+        let attempts = reports(run, ends);
+        Error::RetryFailed {
+            reason: stop.code().into(),
+            message: format!("retry stopped after {} attempt{}: {stop}", attempts.len(), plural(attempts.len())),
+            attempts,
+            last: last.map(Box::new),
+        }
+    };
+    let ended_by = |signal_reason: JsValue, run: &RetryRun, ends: &[&'static str], where_: &str| {
+        let reason = Error::from(signal_reason);
         let own = own_deadline(&reason, at);
         let attempts = reports(run, ends);
         Error::RetryFailed {
@@ -416,7 +426,7 @@ where
     };
     loop {
         if let Some(aborted) = parents.iter().find(|p| p.aborted()) {
-            return Err(ended_by(JsValueReason(aborted.reason()), &run, &ends, "before the attempt"));
+            return Err(ended_by(aborted.reason(), &run, &ends, "before the attempt"));
         }
         let t = sys::now();
         let start = match &options.budget {
@@ -425,15 +435,7 @@ where
         };
         let (number, timeout_ms) = match start {
             Start::Attempt { number, timeout_ms, .. } => (number, timeout_ms),
-            Start::Stop(stop) => {
-                let attempts = reports(&run, &ends);
-                return Err(Error::RetryFailed {
-                    reason: stop.code().into(),
-                    message: format!("retry stopped after {} attempt{}: {stop}", attempts.len(), plural(attempts.len())),
-                    attempts,
-                    last: last.map(Box::new),
-                });
-            }
+            Start::Stop(stop) => return Err(stopped(stop, &run, &ends, last)),
         };
         let guard = Guard::new(
             Some(t + timeout_ms),
@@ -466,7 +468,7 @@ where
                 let own = own_deadline(&Error::from(reason.clone()), at);
                 ends.push(if own { "deadline" } else { "aborted" });
                 run.failed(t1, Failure::Ambiguous, None)?;
-                return Err(ended_by(JsValueReason(reason), &run, &ends, "during the attempt"));
+                return Err(ended_by(reason, &run, &ends, "during the attempt"));
             }
         };
         let decision = match &options.budget {
@@ -475,26 +477,15 @@ where
         };
         match decision {
             AfterFailure::Backoff { delay_ms } => {
-                let sleeper = Guard::new(None, || wasm_bindgen::JsValue::UNDEFINED, &parents, false);
+                let sleeper = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
                 if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(sys::now() + delay_ms)).await {
-                    return Err(ended_by(JsValueReason(reason), &run, &ends, "during the backoff"));
+                    return Err(ended_by(reason, &run, &ends, "during the backoff"));
                 }
             }
-            AfterFailure::Stop(stop) => {
-                let attempts = reports(&run, &ends);
-                return Err(Error::RetryFailed {
-                    reason: stop.code().into(),
-                    message: format!("retry stopped after {} attempt{}: {stop}", attempts.len(), plural(attempts.len())),
-                    attempts,
-                    last: last.map(Box::new),
-                });
-            }
+            AfterFailure::Stop(stop) => return Err(stopped(stop, &run, &ends, last)),
         }
     }
 }
-
-/// A signal's abort reason on its way into an [`Error`].
-struct JsValueReason(wasm_bindgen::JsValue);
 
 /// The options of [`hedge`].
 ///
@@ -604,7 +595,7 @@ where
     let at = deadline.instant_ms();
     let deadline_signal = deadline.signal();
     let parents: Vec<&AbortSignal> = std::iter::once(&deadline_signal).chain(options.signal.as_ref()).collect();
-    let guard = Guard::new(None, || wasm_bindgen::JsValue::UNDEFINED, &parents, false);
+    let guard = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
     let mut in_flight: Vec<InFlight<Fut>> = Vec::new();
     let mut reports: Vec<AttemptReport> = Vec::new();
     let mut last: Option<Error> = None;
@@ -613,7 +604,7 @@ where
 
     let start = |started: &mut u32, in_flight: &mut Vec<InFlight<Fut>>, reports: &mut Vec<AttemptReport>, next: &mut Option<Sleep>, f: &mut F| {
         *started += 1;
-        let controller = AbortController::new().expect_throw_abort();
+        let controller = AbortController::new().expect_throw("this runtime has no AbortController");
         let future = Box::pin(f(controller.signal(), *started));
         reports.push(AttemptReport { attempt: *started, started_at_ms: sys::now(), elapsed_ms: 0.0, outcome: "running" });
         in_flight.push(InFlight { number: *started, controller, future });
@@ -701,19 +692,8 @@ where
 }
 
 /// A `DOMException`-like `AbortError`, the reason losers of a hedge are aborted with.
-fn abort_error(message: &str) -> wasm_bindgen::JsValue {
+fn abort_error(message: &str) -> JsValue {
     let e = js_sys::Error::new(message);
     e.set_name("AbortError");
     e.into()
-}
-
-trait ExpectAbort<T> {
-    fn expect_throw_abort(self) -> T;
-}
-
-impl<T> ExpectAbort<T> for Result<T, wasm_bindgen::JsValue> {
-    fn expect_throw_abort(self) -> T {
-        use wasm_bindgen::UnwrapThrowExt;
-        self.expect_throw("this runtime has no AbortController")
-    }
 }
