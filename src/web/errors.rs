@@ -158,6 +158,15 @@ pub enum Error {
         /// The last attempt's error, if any (JavaScript's `cause`).
         last: Option<Box<Error>>,
     },
+    /// An incoming deadline header is malformed. Its value comes from the
+    /// caller, so it is not [`Error::InvalidArgument`] (those are this
+    /// program's own mistakes). In JavaScript: `InvalidHeader`.
+    InvalidHeader {
+        /// The header's name, lowercase.
+        header: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// A retry attempt was cut at its own timeout. In JavaScript: `AttemptTimeout`.
     AttemptTimeout {
         /// The attempt's number (from 1).
@@ -190,6 +199,7 @@ impl Error {
             Self::StepTimeout { .. } => "StepTimeout",
             Self::RetryFailed { .. } => "RetryFailed",
             Self::AttemptTimeout { .. } => "AttemptTimeout",
+            Self::InvalidHeader { .. } => "InvalidHeader",
             Self::Js(_) => "Error",
         }
     }
@@ -248,8 +258,9 @@ impl fmt::Display for Error {
                 ),
             },
             Self::StepTimeout { step, cap_ms } => {
-                write!(f, "step '{step}' timed out at its cap of {} ms (the deadline still had time)", Ms(*cap_ms))
+                write!(f, "step '{step}' timed out at its {} ms cap; the deadline still has time", Ms(*cap_ms))
             }
+            Self::InvalidHeader { message, .. } => f.write_str(message),
             Self::RetryFailed { message, .. } => f.write_str(message),
             Self::AttemptTimeout { attempt, timeout_ms } => {
                 write!(f, "attempt {attempt} timed out after {} ms", Ms(*timeout_ms))
@@ -351,6 +362,7 @@ impl From<Error> for JsValue {
                     set(&e, "cause", &JsValue::from(*last));
                 }
             }
+            Error::InvalidHeader { header, .. } => set(&e, "header", &JsValue::from_str(header)),
             Error::AttemptTimeout { attempt, timeout_ms } => {
                 set(&e, "attempt", &num(f64::from(attempt)));
                 set(&e, "timeoutMs", &num(timeout_ms));

@@ -60,8 +60,10 @@ pub struct Incoming {
     pub deadline: Deadline,
     /// The header that set it; `None` when the local cap did.
     pub source: Option<HeaderFormat>,
-    /// Headers present but malformed (ignored: they can only leave the local cap).
-    pub rejected: Vec<(HeaderFormat, Error)>,
+    /// Headers present but malformed, each as [`Error::InvalidHeader`]
+    /// (ignored: they can only leave the local cap). Answer 400 when this is
+    /// not empty if you want to be strict.
+    pub rejected: Vec<Error>,
 }
 
 impl Deadline {
@@ -94,8 +96,8 @@ impl Deadline {
     /// format this package knows: `grpc-timeout`, `connect-timeout-ms`,
     /// `x-envoy-expected-rq-timeout-ms`, `edge-deadline-remaining-ms`), less
     /// `transit_ms`, never later than `max_ms` from now. Malformed headers are
-    /// reported in [`Incoming::rejected`] and otherwise ignored; refuse the
-    /// request when that list is not empty if you want to be strict.
+    /// reported in [`Incoming::rejected`] (as [`Error::InvalidHeader`]) and
+    /// otherwise ignored, like the JavaScript API's default.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `maxMs` or `transitMs`.
@@ -117,7 +119,11 @@ impl Deadline {
         Ok(Incoming {
             deadline: Deadline::at(incoming.at)?,
             source: incoming.source,
-            rejected: incoming.rejected.into_iter().map(|(f, e)| (f, Error::from(e))).collect(),
+            rejected: incoming
+                .rejected
+                .into_iter()
+                .map(|(format, e)| Error::InvalidHeader { header: format.name(), message: e.to_string() })
+                .collect(),
         })
     }
 

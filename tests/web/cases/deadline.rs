@@ -261,6 +261,7 @@ pub async fn errors_reach_javascript_branded_and_come_back(_: &Ctx) -> Outcome {
             vec![("afterMs", 30.0), ("chunks", 2.0), ("bytes", 32.0)],
         ),
         (Error::StepTimeout { step: "search".into(), cap_ms: 250.0 }, vec![("capMs", 250.0)]),
+        (Error::AttemptTimeout { attempt: 2, timeout_ms: 30.0 }, vec![("attempt", 2.0), ("timeoutMs", 30.0)]),
     ];
     for (error, fields) in errors {
         let name = error.name();
@@ -284,6 +285,8 @@ pub async fn errors_reach_javascript_branded_and_come_back(_: &Ctx) -> Outcome {
     ensure!(get(&stalled, "phase").as_string().as_deref() == Some("first-chunk"));
     let step = JsValue::from(Error::StepTimeout { step: "search".into(), cap_ms: 250.0 });
     ensure!(get(&step, "step").as_string().as_deref() == Some("search"));
+    // The JavaScript API's sentence (js/errors.js).
+    ensure!(get(&step, "message").as_string().as_deref() == Some("step 'search' timed out at its 250 ms cap; the deadline still has time"));
     let plain = JsValue::from(js_sys::TypeError::new("nope"));
     ensure!(matches!(Error::from(plain.clone()), Error::Js(v) if v == plain), "unbranded errors pass through");
     Ok(())

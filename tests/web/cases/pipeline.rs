@@ -279,7 +279,10 @@ pub async fn headers_carry_what_is_left_and_never_extend_the_local_cap(_: &Ctx) 
     bad.set("connect-timeout-ms", "250").unwrap();
     let r = Deadline::from_headers(&bad, 10_000.0, 0.0).unwrap();
     ensure!(r.source == Some(HeaderFormat::ConnectTimeoutMs) && r.deadline.remaining() <= 250.0);
-    ensure!(matches!(r.rejected.as_slice(), [(HeaderFormat::GrpcTimeout, Error::InvalidArgument { param: "grpc-timeout", .. })]), "{:?}", r.rejected);
+    ensure!(matches!(r.rejected.as_slice(), [Error::InvalidHeader { header: "grpc-timeout", .. }]), "{:?}", r.rejected);
+    let js = JsValue::from(r.rejected[0].clone());
+    ensure!(get(&js, "edgeDeadlineError").as_string().as_deref() == Some("InvalidHeader"), "branded InvalidHeader");
+    ensure!(get(&js, "header").as_string().as_deref() == Some("grpc-timeout"));
     ensure!(matches!(Deadline::from_headers(&bad, f64::NAN, 0.0), Err(Error::InvalidArgument { param: "maxMs", .. })));
     Ok(())
 }
