@@ -8,7 +8,8 @@
 //!
 //! # Invariants
 //! 1. Every attempt gets its own `AbortSignal`, aborted at the attempt's
-//!    timeout (`AttemptTimeout`), by the deadline, or by `signal`; the attempt
+//!    timeout (`AttemptTimeout`; `DeadlineExceeded` when that timeout is the
+//!    deadline itself), by the deadline, or by `signal`; the attempt
 //!    ends in that same turn even if it ignores its signal (its future is
 //!    dropped).
 //! 2. The backoff sleep ends early when the deadline's signal or `signal`
@@ -437,9 +438,17 @@ where
             Start::Attempt { number, timeout_ms, .. } => (number, timeout_ms),
             Start::Stop(stop) => return Err(stopped(stop, &run, &ends, last)),
         };
+        // An attempt given all that was left ends with the deadline, not its own timeout.
         let guard = Guard::new(
             Some(t + timeout_ms),
-            move || Error::AttemptTimeout { attempt: number, timeout_ms }.into(),
+            move || {
+                let now = sys::now();
+                if now >= at {
+                    Error::DeadlineExceeded { at, late_by_ms: now - at }.into()
+                } else {
+                    Error::AttemptTimeout { attempt: number, timeout_ms }.into()
+                }
+            },
             &parents,
             true,
         );
@@ -458,12 +467,12 @@ where
                 last = Some(error);
                 failure
             }
-            Err(Ended::Cap(reason)) => {
+            Err(Ended::Cap(reason)) if !own_deadline(&Error::from(reason.clone()), at) => {
                 ends.push("timeout");
                 last = Some(Error::from(reason));
                 Failure::Ambiguous
             }
-            Err(Ended::Parent(_, reason)) => {
+            Err(Ended::Cap(reason) | Ended::Parent(_, reason)) => {
                 // The loop ends here: the attempt may have been applied (ambiguous).
                 let own = own_deadline(&Error::from(reason.clone()), at);
                 ends.push(if own { "deadline" } else { "aborted" });
