@@ -22,6 +22,7 @@
 use std::cell::RefCell;
 use std::future::Future;
 
+use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
 
 use super::guard::{Ended, Guard};
@@ -141,7 +142,7 @@ impl<'d> Plan<'d> {
     /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
     /// # let d = Deadline::in_ms(1_000.0)?;
     /// let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?
-    ///     .on_step(|r| eprintln!("{}", r.to_json()));
+    ///     .on_step(|r| eprintln!("{} {:?}", r.step, r.outcome));
     /// # let _ = plan; Ok(())
     /// # }
     /// # fn main() {}
@@ -282,7 +283,22 @@ impl<'d> Plan<'d> {
     /// # fn main() {}
     /// ```
     pub fn trace_json(&self) -> String {
-        core::trace_json(&self.records.borrow())
+        // JSON.stringify of the records, as the JavaScript API's trace().
+        let list = js_sys::Array::new();
+        for r in self.records.borrow().iter() {
+            let o = js_sys::Object::new();
+            for (key, value) in [
+                ("step", JsValue::from_str(&r.step)),
+                ("remainingAtStartMs", JsValue::from_f64(r.remaining_at_start_ms)),
+                ("capMs", JsValue::from_f64(r.cap_ms)),
+                ("elapsedMs", JsValue::from_f64(r.elapsed_ms)),
+                ("outcome", JsValue::from_str(r.outcome.as_str())),
+            ] {
+                let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), &value);
+            }
+            list.push(&o);
+        }
+        js_sys::JSON::stringify(&list).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "[]".into())
     }
 
     /// The plan's deadline.
