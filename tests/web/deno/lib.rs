@@ -47,3 +47,25 @@ pub fn open_deadlines() {
     }
     std::mem::forget(Timeout::new(60_000.0, || {}).unwrap().unref());
 }
+
+/// One of each branded error the Rust API makes, as JavaScript values, with
+/// the signal of an expired deadline last: `web.test.js` checks them with the
+/// npm package's own guards (`isDeadlineExceeded`, `isStreamStalled`, …).
+#[wasm_bindgen(js_name = brandedErrors)]
+pub fn branded_errors() -> js_sys::Array {
+    use edge_deadline::web::{Error, StallPhase};
+    let list = js_sys::Array::new();
+    for e in [
+        Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 },
+        Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 },
+        Error::StreamStalled { phase: StallPhase::Stall, after_ms: 30.0, chunks: 2.0, bytes: 32.0 },
+        Error::StepTimeout { step: "search".into(), cap_ms: 250.0 },
+        Error::RetryFailed { reason: "exhausted".into(), message: "retry stopped after 0 attempts".into(), attempts: vec![], last: None },
+        Error::AttemptTimeout { attempt: 1, timeout_ms: 30.0 },
+        Error::InvalidHeader { header: "grpc-timeout", message: "'grpc-timeout' must not be empty".into() },
+    ] {
+        list.push(&JsValue::from(e));
+    }
+    list.push(&Deadline::at(0.0).unwrap().signal().reason());
+    list
+}

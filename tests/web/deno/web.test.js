@@ -17,6 +17,43 @@ for (const name of glue.caseNames()) {
   Deno.test({ name, ...options, fn: () => glue.runCase(name, fixture) });
 }
 
+// The Rust API's errors as the npm package's guards see them: the same
+// brands, across the two copies (the Rust module and pkg/), as a JS caller of
+// a Rust Worker would check them. Guards the package does not have (yet) are
+// left out.
+Deno.test({
+  name: "the package's JS guards recognise the Rust API's errors",
+  ...options,
+  fn: async () => {
+    const lib = await import(new URL("../../../pkg/index.js", import.meta.url).href);
+    await lib.init(await Deno.readFile(new URL("../../../pkg/edge_deadline_bg.wasm", import.meta.url)));
+    const [deadline, insufficient, stalled, step, retry, attempt, header, reason] = glue.brandedErrors();
+    const expected = [
+      ["isDeadlineExceeded", deadline],
+      ["isInsufficientBudget", insufficient],
+      ["isStreamStalled", stalled],
+      ["isStepTimeout", step],
+      ["isRetryFailed", retry],
+      ["isInvalidHeader", header],
+      ["isDeadlineExceeded", reason],
+    ];
+    const checked = [];
+    for (const [guard, error] of expected) {
+      if (typeof lib[guard] !== "function") continue;
+      checked.push(guard);
+      if (!lib[guard](error)) throw new Error(`${guard} does not recognise ${error?.name}: ${error?.message}`);
+      for (const other of [deadline, insufficient, stalled, step, retry, attempt, header]) {
+        if (other !== error && other.name !== error.name && lib[guard](other)) throw new Error(`${guard} accepts ${other.name}`);
+      }
+      if (!(error instanceof Error)) throw new Error(`${error.name} is not an Error`);
+    }
+    for (const guard of ["isDeadlineExceeded", "isInsufficientBudget", "isStreamStalled", "isRetryFailed"]) {
+      if (!checked.includes(guard)) throw new Error(`the package has no ${guard}`);
+    }
+    if (reason.at !== 0 || !(reason.lateByMs > 0)) throw new Error(`the signal's reason: at ${reason.at}, lateByMs ${reason.lateByMs}`);
+  },
+});
+
 // A child process that leaves deadlines (with signals, one linked to a
 // parent) and an unref'd Timeout pending must still exit at once.
 const script = `
