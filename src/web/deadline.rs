@@ -390,7 +390,8 @@ impl Deadline {
     /// `min(preferred_ms, remaining())`.
     ///
     /// # Errors
-    /// [`Error::DeadlineExceeded`] when nothing is left;
+    /// [`Error::DeadlineExceeded`] when nothing is left; a parent's abort
+    /// reason once a parent has aborted (the client left);
     /// [`Error::InvalidArgument`] naming `preferredMs` for NaN, ±∞ or negatives.
     ///
     /// ```
@@ -404,7 +405,17 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn budget(&self, preferred_ms: f64) -> Result<f64, Error> {
+        core::check_ms("preferredMs", preferred_ms)?;
+        self.check_parents()?;
         Ok(core::budget(self.at, sys::now(), preferred_ms)?)
+    }
+
+    /// The client left: no budget, no new work, whatever the clock says.
+    fn check_parents(&self) -> Result<(), Error> {
+        match self.parents.iter().find(|p| p.aborted()) {
+            Some(parent) => Err(Error::from(parent.reason())),
+            None => Ok(()),
+        }
     }
 
     /// Runs `run(signal, budget_ms)` if at least `min_ms` is left, and returns
@@ -412,7 +423,8 @@ impl Deadline {
     /// calls `run`. `budget_ms` is the time left; `signal` is this deadline's.
     ///
     /// # Errors
-    /// [`Error::InsufficientBudget`] (not started), or
+    /// [`Error::InsufficientBudget`] (not started); a parent's abort reason
+    /// once a parent has aborted (not started either); or
     /// [`Error::InvalidArgument`] naming `minMs`.
     ///
     /// ```
@@ -436,6 +448,8 @@ impl Deadline {
         F: FnOnce(AbortSignal, f64) -> Fut,
         Fut: Future<Output = T>,
     {
+        core::check_ms("minMs", min_ms)?;
+        self.check_parents()?;
         let budget_ms = core::admit(self.at, sys::now(), min_ms)?;
         Ok(run(self.signal(), budget_ms).await)
     }

@@ -9,15 +9,17 @@
 //! # Invariants
 //! 1. A refused step (optional: skipped; mandatory or fallback:
 //!    `InsufficientBudget`) never calls its function.
-//! 2. A running step's signal aborts at its cap (with `StepTimeout` while the
-//!    deadline still has time, `DeadlineExceeded` once it has none) or when the
+//! 2. A running step's signal aborts at its cap (with `StepTimeout` when the
+//!    cap is before the deadline's instant, `DeadlineExceeded` when it is the
+//!    instant itself) or when the
 //!    deadline's signal aborts (its instant or a parent's reason), whichever
 //!    comes first; `run` returns in that same turn, whether or not the step
 //!    honours the signal (its future is dropped).
 //! 3. When `run` returns, its timer is cleared and its listener removed.
 //! 4. Every `run`, started or not, appends exactly one trace record and calls
 //!    the `on_step` hook with it before returning.
-//! 5. Once the deadline's signal has aborted, no further step starts.
+//! 5. Once the deadline's signal has aborted, no further step starts; a
+//!    departed client's reason wins over a refusal.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -42,10 +44,6 @@ pub enum StepResult<T> {
 impl From<PlanError> for Error {
     fn from(error: PlanError) -> Self {
         let param = match &error {
-            // A short incoming deadline is a shortage, not a bad argument.
-            PlanError::ReserveExceedsBudget { held_ms, margins_ms, budget_ms } => {
-                return Error::InsufficientBudget { remaining_ms: *budget_ms, min_ms: held_ms + margins_ms };
-            }
             PlanError::NoSteps | PlanError::TooManySteps { .. } => "steps",
             PlanError::EmptyName { .. }
             | PlanError::NameTooLong { .. }
@@ -99,8 +97,9 @@ impl<'d> Plan<'d> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the offending field (`steps`, `name`,
-    /// `minMs`, `preferredMs`, `reserveMs`); [`Error::InsufficientBudget`] when
-    /// the held reserves do not fit in what is left (a shortage, not a mistake).
+    /// `minMs`, `preferredMs`, `reserveMs`). A shortage is never an error
+    /// here: a plan is made whatever the time left, and it shows when steps
+    /// are decided (skipped, insufficient, or the fallback with what is left).
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -182,31 +181,37 @@ impl<'d> Plan<'d> {
         let t0 = sys::now();
         let decision = self.plan.decide_index(index, t0)?;
         let remaining = decision.remaining_ms();
+        let parent = self.deadline.signal();
+        // A departed client wins over any refusal (invariant 5); the deadline's
+        // own expiry does not: a step refused for time is skipped or insufficient.
+        let gone = if parent.aborted() { Some(Error::from(parent.reason())) } else { None };
+        let departed = gone.as_ref().is_some_and(|r| self.outcome_of(r) == Outcome::Aborted);
         let cap = match decision {
-            Decision::Skip { reason, .. } => {
+            Decision::Skip { reason, .. } if !departed => {
                 self.record(name, remaining, 0.0, t0, Outcome::Skipped);
                 return Ok(StepResult::Skipped(reason));
             }
-            Decision::Insufficient { available_ms, min_ms, .. } => {
+            Decision::Insufficient { available_ms, min_ms, .. } if !departed => {
                 self.record(name, remaining, 0.0, t0, Outcome::Insufficient);
                 return Err(Error::InsufficientBudget { remaining_ms: available_ms, min_ms });
             }
             Decision::Run { cap_ms, .. } => cap_ms,
+            Decision::Skip { .. } | Decision::Insufficient { .. } => 0.0,
         };
-        let parent = self.deadline.signal();
-        if parent.aborted() {
-            let reason = Error::from(parent.reason());
+        if let Some(reason) = gone {
             self.record(name, remaining, 0.0, t0, self.outcome_of(&reason));
             return Err(reason);
         }
         let step = name.to_string();
         let cap_at = t0 + cap;
+        // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
+        let cap_is_deadline = cap_at >= at - core::ADMIT_EPSILON_MS;
         let guard = Guard::new(
             Some(cap_at),
             move || {
-                let t = sys::now();
-                if t >= at {
-                    Error::DeadlineExceeded { at, late_by_ms: t - at }.into()
+                if cap_is_deadline {
+                    let t = sys::now();
+                    Error::DeadlineExceeded { at, late_by_ms: if t > at { t - at } else { 0.0 } }.into()
                 } else {
                     Error::StepTimeout { step, cap_ms: cap }.into()
                 }

@@ -47,7 +47,6 @@ impl From<CapsError> for Error {
             CapsError::UnknownTier { .. } => "plan",
             CapsError::UnknownTrigger { .. } | CapsError::UnsupportedTrigger { .. } => "trigger",
             CapsError::ZeroCap { param } => param,
-            CapsError::ReserveTooLarge { .. } => "fallbackReserveMs",
         };
         Error::invalid(param, error.to_string())
     }
@@ -118,11 +117,12 @@ impl Deadline {
         let incoming = headers::earliest_incoming(sys::now(), &raw, transit_ms, max_ms)?;
         Ok(Incoming {
             deadline: Deadline::at(incoming.at)?,
-            source: incoming.source,
+            source: incoming.source.and_then(|i| values.get(i)).map(|(format, _)| *format),
             rejected: incoming
                 .rejected
                 .into_iter()
-                .map(|(format, e)| Error::InvalidHeader { header: format.name(), message: e.to_string() })
+                .filter_map(|(i, e)| values.get(i).map(|(format, _)| (format.name(), e)))
+                .map(|(header, e)| Error::InvalidHeader { header, message: e.to_string() })
                 .collect(),
         })
     }
@@ -133,7 +133,8 @@ impl Deadline {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `productMs` or `fallbackReserveMs`
-    /// (a reserve that does not fit below the smallest cap).
+    /// for NaN, ±∞ or negatives. A reserve at or above the smallest cap is a
+    /// shortage, not an error: the deadline is `now`, already expired.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }

@@ -45,7 +45,6 @@ impl From<RetryError> for Error {
             RetryError::BadJitter { .. } => "backoff.jitter",
             RetryError::MaxBelowBase { .. } => "backoff.maxMs",
             RetryError::BadMaxAttempts { .. } => "maxAttempts",
-            RetryError::ZeroTimeout | RetryError::MinAboveTimeout { .. } => "attemptTimeoutMs",
             RetryError::BadAttempt { .. } => "attempt",
             RetryError::UnknownFailure { .. } => "failure",
             RetryError::BadRatio { .. } => "ratio",

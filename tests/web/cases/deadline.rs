@@ -173,6 +173,17 @@ pub async fn step_is_not_started_below_its_minimum(_: &Ctx) -> Outcome {
     ensure!(budget > 0.0 && budget <= before, "budget {budget} vs {before}");
     let expired = Deadline::at(1.0).unwrap();
     ensure!(matches!(expired.step(0.0, |_, _| async {}).await, Err(Error::InsufficientBudget { .. })), "zero minimum on an expired deadline");
+    // The client left: no budget and no new step, whatever the clock says (as the JS API).
+    let client = controller();
+    let d = Deadline::in_ms(10_000.0).unwrap().with_parent(&client.signal());
+    client.abort_with_reason(&"client left".into());
+    let flag = ran.clone();
+    match d.step(1.0, |_, _| async move { flag.set(true) }).await {
+        Err(Error::Js(v)) => ensure!(v.as_string().as_deref() == Some("client left")),
+        other => return Err(format!("a step after the client left gave {other:?}")),
+    }
+    ensure!(!ran.get(), "a step started after the client left");
+    ensure!(matches!(d.budget(10.0), Err(Error::Js(_))), "budget after the client left");
     Ok(())
 }
 

@@ -92,17 +92,22 @@ pub async fn a_short_deadline_skips_or_refuses_steps_never_a_range_error(_: &Ctx
         other => return Err(format!("rerank: {other:?}")),
     }
     ensure!(!ran.get(), "a skipped step ran");
+    // A plan is made whatever the time left: the shortage shows when steps are decided.
     let short = Deadline::in_ms(10.0).unwrap();
-    match Plan::new(&short, vec![StepSpec::new("answer", StepKind::Mandatory, 50.0)]) {
-        Err(Error::InsufficientBudget { .. }) => {}
-        other => return Err(format!("reserves past a short deadline gave {:?}", other.map(|_| ()))),
+    let plan = Plan::new(&short, vec![StepSpec::new("answer", StepKind::Mandatory, 50.0), StepSpec::new("sorry", StepKind::Fallback, 100.0)])
+        .map_err(|e| format!("a short deadline refused the plan: {e}"))?;
+    match plan.run("answer", |_, _| async { Ok(()) }).await {
+        Err(Error::InsufficientBudget { min_ms, .. }) => ensure!(min_ms == 50.0),
+        other => return Err(format!("answer: {other:?}")),
+    }
+    // The fallback runs below its minimum while any time is left.
+    match plan.run("sorry", |_, cap| async move { Ok(cap) }).await {
+        Ok(StepResult::Ran(cap)) => ensure!(cap > 0.0 && cap <= 10.0, "fallback cap {cap}"),
+        other => return Err(format!("the fallback did not run with what was left: {other:?}")),
     }
     let expired = Deadline::at(1.0).unwrap();
-    // Even the hand-off margins do not fit in an expired deadline: a shortage.
-    match Plan::new(&expired, vec![StepSpec::new("x", StepKind::Optional, 1.0)]) {
-        Err(Error::InsufficientBudget { remaining_ms, .. }) => ensure!(remaining_ms == 0.0),
-        other => return Err(format!("an expired deadline gave {:?}", other.map(|_| ()))),
-    }
+    let plan = Plan::new(&expired, vec![StepSpec::new("x", StepKind::Optional, 1.0)]).map_err(|e| e.to_string())?;
+    ensure!(matches!(plan.run("x", |_, _| async { Ok(()) }).await, Ok(StepResult::Skipped(_))));
     Ok(())
 }
 
@@ -137,6 +142,14 @@ pub async fn a_parent_abort_ends_the_running_step(_: &Ctx) -> CaseOutcome {
     match plan.run("slow", |_, _| pending::<()>()).await {
         Err(Error::Js(v)) => ensure!(v.as_string().as_deref() == Some("client left")),
         other => return Err(format!("gave {other:?}")),
+    }
+    ensure!(plan.records()[0].outcome == Outcome::Aborted);
+    // After the client left, a step that would be refused for time reports the departure instead.
+    let tight = Deadline::in_ms(5_000.0).unwrap().with_parent(&client.signal());
+    let plan = Plan::new(&tight, vec![StepSpec::new("huge", StepKind::Mandatory, 60_000.0)]).unwrap();
+    match plan.run("huge", |_, _| async { Ok(()) }).await {
+        Err(Error::Js(v)) => ensure!(v.as_string().as_deref() == Some("client left")),
+        other => return Err(format!("a refused step after the client left gave {other:?}")),
     }
     ensure!(plan.records()[0].outcome == Outcome::Aborted);
     Ok(())
@@ -223,13 +236,26 @@ pub async fn retry_bad_options_name_the_option(_: &Ctx) -> CaseOutcome {
         (RetryOptions::new(f64::NAN), "attemptMinMs"),
         (RetryOptions::new(5.0).backoff(1.0, 2.0, 2.0), "backoff.jitter"),
         (RetryOptions::new(5.0).max_attempts(0), "maxAttempts"),
-        (RetryOptions::new(50.0).attempt_timeout_ms(10.0), "attemptTimeoutMs"),
+        (RetryOptions::new(5.0).attempt_timeout_ms(f64::NAN), "attemptTimeoutMs"),
     ] {
         match retry(&d, options, |_, _| async { Ok(()) }).await {
             Err(Error::InvalidArgument { param: p, .. }) => ensure!(p == param, "{p} for {param}"),
             other => return Err(format!("{param}: {other:?}")),
         }
     }
+    // A timeout below the attempt minimum is a shortage: the loop stops, nothing throws.
+    let ran = Rc::new(Cell::new(false));
+    let flag = ran.clone();
+    match retry(&d, RetryOptions::new(50.0).attempt_timeout_ms(10.0), move |_, _| {
+        flag.set(true);
+        async { Ok(()) }
+    })
+    .await
+    {
+        Err(Error::RetryFailed { reason, attempts, .. }) => ensure!(reason == "insufficient" && attempts.is_empty(), "{reason}"),
+        other => return Err(format!("a timeout below the minimum gave {other:?}")),
+    }
+    ensure!(!ran.get(), "no attempt starts below its minimum");
     Ok(())
 }
 
@@ -294,8 +320,11 @@ pub async fn platform_caps_bound_the_deadline(_: &Ctx) -> CaseOutcome {
     let wait = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::AfterResponse).unwrap();
     let (d, bound) = Deadline::for_platform(&wait, 60_000.0, 1_000.0).unwrap();
     ensure!(bound == Bound::Wall && d.remaining() <= 29_000.0, "{bound:?}");
-    match Deadline::for_platform(&caps, 300.0, 500.0) {
+    // A reserve above the cap is a shortage: an expired deadline, not an error.
+    let (d, _) = Deadline::for_platform(&caps, 300.0, 500.0).map_err(|e| e.to_string())?;
+    ensure!(d.expired(), "a reserve above the cap leaves an expired deadline");
+    match Deadline::for_platform(&caps, 300.0, -1.0) {
         Err(Error::InvalidArgument { param: "fallbackReserveMs", .. }) => Ok(()),
-        other => Err(format!("a reserve above the cap gave {other:?}")),
+        other => Err(format!("a negative reserve gave {other:?}")),
     }
 }
