@@ -280,6 +280,17 @@ pub async fn hedge_the_first_answer_wins_and_the_others_are_aborted(_: &Ctx) -> 
     let signals = signals.borrow().clone();
     ensure!(signals.len() == 2 && signals[0].aborted() && !signals[1].aborted(), "the loser was aborted");
     ensure!(get(&signals[0].reason(), "name").as_string().as_deref() == Some("AbortError"));
+    // Once a hedge has answered, its timer for the next attempt is gone: no attempt starts later.
+    let started = Rc::new(Cell::new(0));
+    let count = started.clone();
+    let first = hedge(&d, HedgeOptions::new(20.0).max_attempts(3), move |_, attempt| {
+        count.set(count.get() + 1);
+        async move { Ok(attempt) }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    super::wait(80.0).await;
+    ensure!(first == 1 && started.get() == 1, "{} attempts started after the first answered", started.get());
     let all_fail = hedge(&d, HedgeOptions::new(5.0).max_attempts(3), |_, _| async { Err::<(), _>(Error::Js("no".into())) }).await;
     ensure!(matches!(&all_fail, Err(Error::RetryFailed { reason, attempts, .. }) if reason == "exhausted" && attempts.len() == 3), "{all_fail:?}");
     match hedge(&d, HedgeOptions::new(-1.0), |_, _| async { Ok(()) }).await {
