@@ -4,28 +4,43 @@
 // reading the clock, timers (and their rounding, a hot path kept in JS; see
 // the README's Design), AbortControllers and listeners on parent signals.
 //
+// # Roots and the wake-ups derived from them
+// `Deadline.in`/`at` (and the header and platform constructors) make a root;
+// `reserve` and `min` derive from one. Every deadline derived from a root, and
+// every timer that `watch` arms for a root or a derivation (plan steps, retry
+// and hedge attempts, stall timers), waits in the root's wake-up queue
+// (js/timers.js): in workerd that queue has one host timer of the request
+// that armed it first, which is the only timer the whole family holds.
+//
 // # Invariants
-// 1. `at` never changes; derived deadlines (`reserve`, `min`) are new objects.
+// 1. `at` never changes; derived deadlines (`reserve`, `min`) are new objects
+//    sharing their root's queue and parents.
 // 2. A deadline owns at most one AbortController and at most one pending
-//    wake-up (an entry in the shared queue of js/timers.js, or in workerd a
-//    timer of its own), created lazily by the first `signal()`; every later
-//    `signal()` returns the same AbortSignal.
+//    wake-up in its root's queue, created lazily by the first `signal()`;
+//    every later `signal()` returns the same AbortSignal.
 // 3. The signal never aborts for time before `performance.now() >= at`:
 //    host timers are armed rounded up (js/timers.js `timerMs`), and a wake
 //    before the instant re-arms instead of firing. Deadlines past the
 //    2^31−1 ms host-timer limit are re-armed in slices, never truncated.
 // 4. When a parent signal aborts, the deadline's signal aborts with the
-//    parent's `reason`. Whichever fires first, the timer is cleared and every
-//    parent listener is removed in the same turn.
-// 5. After `dispose()` nothing of the deadline is pending: no queue entry or
-//    timer, no listener on any parent. The deadline holds no Wasm memory at
-//    any time (it is two numbers and some JS objects).
-// 6. Timers never keep a Node or Deno process alive.
+//    parent's `reason`. Whichever fires first, the wake-up is cancelled and
+//    the deadline leaves its parents' links in the same turn. A parent signal
+//    has one listener however many deadlines link to it (`ParentLink`),
+//    removed by the end of the turn in which its last deadline left.
+// 5. After `dispose()` nothing of the deadline is pending: no wake-up, no
+//    link membership, no watcher (and, by the end of the turn, no listener
+//    on a parent no other deadline links to). The deadline holds no Wasm
+//    memory at any time (it is two numbers and some JS objects).
+// 6. Timers never keep a Node or Deno process alive; a `watch` timer, which
+//    someone awaits, does.
+// 7. workerd: a signal asked for after its instant has passed is aborted by
+//    then, even if the timer that should have fired died with an earlier
+//    request (a deadline kept across requests: see README "Timers").
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { SHARED_WAKEUPS, cancel, schedule, timerMs } from "./timers.js";
+import { IS_WORKERD, Wakeup, sharedQueue, timerMs, turnQueue } from "./timers.js";
 import { describe, isAbortSignal, number } from "./validate.js";
 import * as propagation from "./propagation.js";
 
@@ -46,21 +61,78 @@ function parentsFrom(options, where) {
 
 const EMPTY = Object.freeze([]);
 const TOKEN = Symbol("Deadline constructor");
+const PARENT_ABORTED = Symbol("parent aborted");
+const WATCH = Symbol("watch");
+
+/**
+ * The one "abort" listener on a parent signal, shared by every deadline
+ * linked to it. Removal is deferred to the end of the turn, so a deadline
+ * made and disposed per call in a loop adds one listener per turn, not one
+ * per deadline.
+ */
+class ParentLink {
+  constructor(signal) {
+    this.signal = signal;
+    this.members = new Set();
+    this.listening = false;
+    this.sweeping = false;
+    this.onAbort = () => {
+      const members = [...this.members];
+      this.members.clear();
+      this.unlisten();
+      for (const d of members) d[PARENT_ABORTED](signal.reason);
+    };
+    this.sweep = () => {
+      this.sweeping = false;
+      if (this.members.size === 0) this.unlisten();
+    };
+  }
+
+  static join(signal, d) {
+    let link = links.get(signal);
+    if (link === undefined) links.set(signal, (link = new ParentLink(signal)));
+    link.members.add(d);
+    if (!link.listening) {
+      link.listening = true;
+      signal.addEventListener("abort", link.onAbort);
+    }
+  }
+
+  static leave(signal, d) {
+    const link = links.get(signal);
+    if (link === undefined || !link.members.delete(d) || link.members.size || link.sweeping) return;
+    link.sweeping = true;
+    queueMicrotask(link.sweep);
+  }
+
+  unlisten() {
+    if (!this.listening) return;
+    this.listening = false;
+    this.signal.removeEventListener("abort", this.onAbort);
+    links.delete(this.signal);
+  }
+}
+
+/** AbortSignal → its ParentLink; weak, so a parent nobody holds is collected with its link. */
+const links = new WeakMap();
 
 export class Deadline {
   #at;
   #parents;
+  #root;
+  #queue = null; // the root's only: the wake-up queue of the whole family
   #controller = null;
-  #timer = undefined;
   #wakeup = null;
-  #onParentAbort = null;
+  #watchers = null; // Set of Watch: told when the signal aborts
+  #linked = false;
   #disposed = false;
 
   /** @private Use `Deadline.in`, `Deadline.at` or a derivation. */
-  constructor(token, at, parents) {
+  constructor(token, at, parents, root) {
     if (token !== TOKEN) throw new TypeError("use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
     this.#at = at;
     this.#parents = parents;
+    this.#root = root ?? this;
   }
 
   /** A deadline `ms` from now on the `performance.now()` timeline. */
@@ -106,7 +178,7 @@ export class Deadline {
       if (d.#at < best.#at) best = d;
     });
     const parents = [...new Set(deadlines.flatMap((d) => d.#parents))];
-    return new Deadline(TOKEN, best.#at, parents.length ? parents : EMPTY);
+    return new Deadline(TOKEN, best.#at, parents.length ? parents : EMPTY, best.#root);
   }
 
   /** The earlier of this deadline and `other`. */
@@ -133,7 +205,7 @@ export class Deadline {
   /** A new deadline `ms` earlier, keeping this one's parents: time held back for later work. */
   reserve(ms) {
     number("ms", ms);
-    return new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents);
+    return new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root);
   }
 
   /** `min(preferredMs, remaining())`; throws `DeadlineExceeded` when nothing is left. */
@@ -155,70 +227,112 @@ export class Deadline {
     return run(this.signal(), budgetMs);
   }
 
-  /** The deadline's AbortSignal: one per deadline, one timer behind it. */
+  /** The deadline's AbortSignal: one per deadline, one wake-up behind it. */
   signal() {
-    if (this.#controller) return this.#controller.signal;
+    const controller = this.#controller;
+    if (controller !== null) {
+      // Invariant 7: a wake-up still pending after its instant may have died with another request.
+      if (IS_WORKERD && this.#wakeup !== null && this.#at <= now()) this.#expire();
+      return controller.signal;
+    }
     if (this.#disposed) throw new Error("this deadline was disposed; create a new one (or call signal() before dispose)");
-    const controller = (this.#controller = new AbortController());
-    for (const parent of this.#parents) {
-      if (parent.aborted) {
-        controller.abort(parent.reason);
-        return controller.signal;
+    this.#controller = new AbortController();
+    const parents = this.#parents;
+    for (let i = 0; i < parents.length; i++) {
+      if (parents[i].aborted) {
+        this.#controller.abort(parents[i].reason);
+        return this.#controller.signal;
       }
     }
-    if (this.#parents.length) {
-      this.#onParentAbort = (event) => this.#settle(event.target.reason);
-      for (const parent of this.#parents) parent.addEventListener("abort", this.#onParentAbort);
+    if (parents.length) {
+      this.#linked = true;
+      for (let i = 0; i < parents.length; i++) ParentLink.join(parents[i], this);
     }
     this.#arm();
-    return controller.signal;
+    return this.#controller.signal;
+  }
+
+  /** The root's queue, chosen when the family first arms (js/timers.js `turnQueue`). */
+  #queueOf() {
+    if (!IS_WORKERD) return sharedQueue;
+    const root = this.#root;
+    return root.#queue ?? (root.#queue = turnQueue());
   }
 
   // Timer arithmetic stays in JS: this runs on every fresh signal(), where a
   // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
   #arm() {
-    const left = this.#at - now();
-    if (left <= 0) {
-      this.#settle(new DeadlineExceeded(this.#at, -left));
-      return;
-    }
-    if (SHARED_WAKEUPS) {
-      this.#wakeup = { at: this.#at, index: -1, fire: () => this.#settle(new DeadlineExceeded(this.#at, now() - this.#at)) };
-      schedule(this.#wakeup);
-      return;
-    }
-    // workerd: a timer of our own, rounded up so it never fires before the
-    // instant; past the host limit, a maximal slice re-armed when it fires.
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#arm();
-    }, timerMs(left));
+    if (this.#at <= now()) return this.#expire();
+    const wakeup = (this.#wakeup = new Wakeup(this.#at, () => this.#onWake()));
+    this.#queueOf().schedule(wakeup);
   }
 
-  /** Aborts the signal (once) and releases the timer and parent listeners. */
+  #onWake() {
+    this.#wakeup = null;
+    this.#expire();
+  }
+
+  #expire() {
+    this.#settle(new DeadlineExceeded(this.#at, now() - this.#at));
+  }
+
+  [PARENT_ABORTED](reason) {
+    this.#settle(reason);
+  }
+
+  /** Aborts the signal (once), releases the wake-up and links, then tells the watchers. */
   #settle(reason) {
     this.#release();
-    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+    const signal = this.#controller.signal;
+    if (signal.aborted) return;
+    this.#controller.abort(reason);
+    const watchers = this.#watchers;
+    if (watchers !== null) {
+      this.#watchers = null;
+      for (const w of watchers) {
+        unwatch(w);
+        w.onAbort();
+      }
+    }
   }
 
   #release() {
-    if (this.#wakeup) {
-      cancel(this.#wakeup);
+    const wakeup = this.#wakeup;
+    if (wakeup !== null) {
+      wakeup.queue?.cancel(wakeup);
       this.#wakeup = null;
     }
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
-    if (this.#onParentAbort) {
-      for (const parent of this.#parents) parent.removeEventListener("abort", this.#onParentAbort);
-      this.#onParentAbort = null;
+    if (this.#linked) {
+      this.#linked = false;
+      const parents = this.#parents;
+      for (let i = 0; i < parents.length; i++) ParentLink.leave(parents[i], this);
     }
   }
 
-  /** Clears the timer and parent listeners. The signal, if any, stays as it is. */
+  /** @private See `watch`. */
+  [WATCH](at, onTime, onAbort) {
+    const w = new Watch(at, onTime, onAbort);
+    if (onAbort !== undefined && !this.signal().aborted) {
+      w.owner = this;
+      (this.#watchers ??= new Set()).add(w);
+    }
+    if (IS_WORKERD) this.#queueOf().schedule(w);
+    else w.host = setTimeout(w.tick, timerMs(Math.max(0, at - now())));
+    return w;
+  }
+
+  /** @private */
+  static unwatch(w) {
+    if (w.owner !== null) {
+      w.owner.#watchers?.delete(w);
+      w.owner = null;
+    }
+  }
+
+  /** Clears the wake-up and parent links. The signal, if any, stays as it is. */
   dispose() {
     this.#disposed = true;
+    this.#watchers = null;
     this.#release();
   }
 
@@ -231,6 +345,51 @@ export class Deadline {
 
 if (typeof Symbol.dispose === "symbol") {
   Deadline.prototype[Symbol.dispose] = Deadline.prototype.dispose;
+}
+
+/** A timer armed by `watch`: in workerd an entry of the root's queue, elsewhere a ref'd host timer of its own. */
+class Watch extends Wakeup {
+  constructor(at, onTime, onAbort) {
+    super(at, () => {
+      Deadline.unwatch(this);
+      onTime();
+    });
+    this.onAbort = onAbort;
+    this.owner = null;
+    this.host = undefined;
+    this.tick = IS_WORKERD ? null : () => {
+      const left = this.at - now();
+      // Node may wake 1 ms early; past the host limit the timer is armed in slices.
+      this.host = left > 0 ? setTimeout(this.tick, timerMs(left)) : (this.fire(), undefined);
+    };
+  }
+}
+
+/**
+ * For the modules that arm timers for a deadline (plan steps, retry and hedge
+ * attempts, stall timers): calls `onTime()` once `performance.now() >= at`,
+ * or `onAbort()` when `deadline`'s signal aborts, whichever comes first, and
+ * never both. In workerd the timer is the root's one host timer, so however
+ * many a request arms from one deadline, it holds one of its timeouts.
+ * Returns a handle for `unwatch`. `deadline.signal()` must have been called.
+ * @param {Deadline} deadline
+ * @param {number} at instant on the `performance.now()` timeline
+ * @param {() => void} onTime
+ * @param {() => void} [onAbort]
+ */
+export function watch(deadline, at, onTime, onAbort) {
+  return deadline[WATCH](at, onTime, onAbort);
+}
+
+/** Cancels a `watch` (a no-op once it fired or was cancelled). */
+export function unwatch(w) {
+  if (w === undefined) return;
+  Deadline.unwatch(w);
+  if (w.queue !== null) w.queue.cancel(w);
+  if (w.host !== undefined) {
+    clearTimeout(w.host);
+    w.host = undefined;
+  }
 }
 
 /** Seed 002's launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */

@@ -28,7 +28,7 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { timerMs } from "./timers.js";
+import { unwatch, watch } from "./deadline.js";
 import * as check from "./validate.js";
 
 const now = () => performance.now();
@@ -136,8 +136,7 @@ export class Plan {
       const finish = (outcome, value, ok) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
-        parent.removeEventListener("abort", onParent);
+        unwatch(timer);
         const hook = this.#record(name, remaining, cap, t0, outcome);
         if (hook) reject(hook.thrown);
         else if (ok) resolve(value);
@@ -149,16 +148,13 @@ export class Plan {
         finish(this.#reasonOutcome(reason), reason, false);
       };
       const onCap = () => {
-        const left = capAt - now();
-        // Node may wake up to 1 ms early on performance.now(); past the host
-        // limit the timer is armed in slices. Either way: arm again.
-        if (left > 0) return void (timer = setTimeout(onCap, timerMs(left)));
+        const left = capAt - now(); // ≤ 0: watch never calls back early
         const reason = new DeadlineExceeded(capAt, -left);
         controller.abort(reason);
         finish("deadline", reason, false);
       };
-      parent.addEventListener("abort", onParent);
-      timer = setTimeout(onCap, timerMs(cap));
+      // The root's timer in workerd; the deadline's abort without a listener.
+      timer = watch(this.#deadline, capAt, onCap, onParent);
       let result;
       try {
         result = fn(controller.signal, cap);

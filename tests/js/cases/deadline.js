@@ -4,6 +4,7 @@
 // performance.now(). TIMER_SLACK_MS bounds how late a host timer may fire on a
 // loaded 2-core CI machine; "not before" is exact (no tolerance).
 import { aborted, equal, near, ok, rejects, throws } from "../assert.js";
+import { inProcess } from "../requests.js";
 
 const TIMER_SLACK_MS = 250;
 const BRAND = "edgeDeadlineError";
@@ -226,6 +227,9 @@ const cases = [
       const signal = d.signal();
       equal(parent.counts.added, 1);
       d.dispose();
+      // A parent signal's one listener is shared by every deadline linked to
+      // it and removed by the end of the turn in which the last one left.
+      await null;
       equal(parent.counts.removed, parent.counts.added, "listeners left on the parent");
       if (Symbol.dispose) {
         const e = lib.Deadline.in(30);
@@ -360,6 +364,55 @@ const cases = [
       // workerd rejects with a clone of the reason, so check the brand, not identity.
       ok(lib.isDeadlineExceeded(e), `fetch rejected with ${e?.name}: ${e?.message}`);
       equal(e.at, d.at);
+    },
+  },
+  {
+    name: "concurrent requests: each one's deadlines fire at their own instants, and one ending early stops none of another's",
+    run: async (lib, ctx) => {
+      // In workerd each scenario is a request of its own (tests/js/requests.js):
+      // the first answers at once, leaving its timers to die with it.
+      const request = ctx.request ?? inProcess(lib);
+      const [, a, b] = await Promise.all([
+        request("family", { ms: 30, early: true }),
+        request("family", { ms: 90 }),
+        request("family", { ms: 150 }),
+      ]);
+      for (const [name, r] of [["90 ms request", a], ["150 ms request", b]]) {
+        equal(r.fired?.length, 3, `${name}: signals that fired`);
+        ok(r.stepCapMs > 0 && r.fired[2].at - r.fired[0].at <= -r.stepCapMs + TIMER_SLACK_MS, `${name}: the step's cap is its own`);
+        for (const f of r.fired) {
+          ok(f.lateByMs >= 0, `${name}: fired ${-f.lateByMs} ms before its instant (woken by another request's timer)`);
+          ok(f.lateByMs <= TIMER_SLACK_MS, `${name}: fired ${f.lateByMs} ms late`);
+          ok(f.branded && f.reasonAt === f.at, `${name}: reason is DeadlineExceeded at its own instant`);
+        }
+      }
+    },
+  },
+  {
+    name: "a deadline armed in one request and read in a later one, after its instant, is aborted with DeadlineExceeded",
+    run: async (lib, ctx) => {
+      const request = ctx.request ?? inProcess(lib);
+      const key = `kept-${Math.random()}`;
+      const { at } = await request("keep", { ms: 20, key });
+      await new Promise((r) => setTimeout(r, 60));
+      const r = await request("read", { key });
+      ok(r.now >= at, "read before the instant");
+      equal(r.aborted, true, "the kept deadline's signal after its instant");
+      ok(r.branded, "reason is DeadlineExceeded");
+      ok(r.lateByMs >= 0);
+    },
+  },
+  {
+    name: "one request deriving 20 000 deadlines, plan steps and retry attempts from one root never meets a timer quota",
+    run: async (lib, ctx) => {
+      const request = ctx.request ?? inProcess(lib);
+      const n = 20_000;
+      const r = await request("many", { n });
+      equal(r.error, undefined, "error");
+      equal(r.reserves, n);
+      equal(r.steps, n);
+      equal(r.attempts, n);
+      equal(r.called, 2 * n, "steps and attempts started");
     },
   },
   ...badInputCases(),
