@@ -20,7 +20,8 @@ export default {
       if (!res.ok) throw new Error(`request ${name} answered ${res.status}: ${await res.text()}`);
       return res.json();
     };
-    const ctx = { runtime: "workerd", fixtureUrl, request: requestSelf, ...(await prepare(lib)) };
+    const quirks = (url.searchParams.get("quirks") ?? "").split(",").filter(Boolean);
+    const ctx = { runtime: "workerd", fixtureUrl, request: requestSelf, quirks, ...(await prepare(lib)) };
     return Response.json(await runSuite(lib, ctx));
   },
 };
