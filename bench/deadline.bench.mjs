@@ -52,6 +52,17 @@ export async function run(lib, { native, peers } = {}) {
     d.signal();
     d.dispose();
   });
+  // What p.run arms for a step (js/plan.js): its own controller and a cap
+  // timer on the root's queue, told when the deadline aborts.
+  if (lib.__watch) {
+    const { watch, unwatch } = lib.__watch;
+    rows["plan step's signal: new AbortController + .signal + watch(deadline, cap) + unwatch"] = nsPerOp(() => {
+      const c = new AbortController();
+      const w = watch(shared, performance.now() + 2_000, noop, noop);
+      unwatch(w);
+      return c.signal;
+    });
+  }
   rows["Deadline.in(10_000, { signal: parent }).signal() + dispose (linked)"] = nsPerOp(() => {
     const d = Deadline.in(MS, { signal: parent });
     d.signal();
@@ -115,13 +126,14 @@ async function main() {
   const isDeno = typeof Deno !== "undefined";
   const lib = await import(isDeno ? "../pkg/index.js" : "../pkg/node.js");
   const core = await import("../pkg/edge_deadline.js");
+  const { watch, unwatch } = await import("../pkg/deadline.js");
   const t0 = performance.now();
   await lib.init();
   const instantiateMs = performance.now() - t0;
   const { anySignal } = await import("any-signal");
   const { TimeoutStrategy, timeout: cockatielTimeout } = await import("cockatiel");
   const { default: pTimeout } = await import("p-timeout");
-  const result = await run({ ...lib, __core: core }, { peers: { anySignal, pTimeout, cockatielTimeout, TimeoutStrategy } });
+  const result = await run({ ...lib, __core: core, __watch: { watch, unwatch } }, { peers: { anySignal, pTimeout, cockatielTimeout, TimeoutStrategy } });
 
   const { readFile } = await import("node:fs/promises");
   const { gzipSync } = await import("node:zlib");

@@ -49,12 +49,13 @@ async function inWorkerd(file) {
     entry,
     `import * as lib from "../pkg/workerd.js";
 import * as core from "../pkg/edge_deadline.js";
+import { watch, unwatch } from "../pkg/deadline.js";
 import { run } from "./${file}";
 export default {
   async fetch(request) {
     await lib.init();
     const params = JSON.parse(new URL(request.url).searchParams.get("p") ?? "{}");
-    return Response.json(await run({ ...lib, __core: core }, params));
+    return Response.json(await run({ ...lib, __core: core, __watch: { watch, unwatch } }, params));
   },
 };
 `,

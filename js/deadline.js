@@ -381,6 +381,22 @@ export function watch(deadline, at, onTime, onAbort) {
   return deadline[WATCH](at, onTime, onAbort);
 }
 
+/**
+ * A one-shot timer calling `fn` after `delayMs`, for code that may or may not
+ * have a deadline (stall detection): in workerd, with a deadline, on that
+ * deadline's root queue (so it holds no timeout of its own); otherwise a host
+ * `setTimeout`, as callers had. Cancel with `clearWake`.
+ */
+export function setWake(deadline, delayMs, fn) {
+  return IS_WORKERD && deadline !== undefined ? watch(deadline, now() + delayMs, fn) : setTimeout(fn, delayMs);
+}
+
+/** Cancels a `setWake` timer (a no-op once it fired or was cancelled). */
+export function clearWake(handle) {
+  if (handle instanceof Watch) unwatch(handle);
+  else clearTimeout(handle);
+}
+
 /** Cancels a `watch` (a no-op once it fired or was cancelled). */
 export function unwatch(w) {
   if (w === undefined) return;

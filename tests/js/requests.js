@@ -66,14 +66,15 @@ export const scenarios = {
   },
 
   /**
-   * One root; `n` reserves, `n` concurrent plan steps and `n` concurrent
-   * retry attempts derived from it, none disposed while the others are made.
+   * One root; `n` reserves, `n` concurrent plan steps, `n` concurrent retry
+   * attempts and `n` stall-detected streams given it, none disposed while
+   * the others are made.
    * Answers how many of each were armed, or the error that stopped it.
    */
   async many(lib, { n }) {
     const root = lib.Deadline.in(60_000);
     root.signal();
-    const done = { reserves: 0, steps: 0, attempts: 0, called: 0 };
+    const done = { reserves: 0, steps: 0, attempts: 0, streams: 0, called: 0 };
     const release = new AbortController();
     const released = aborted(release.signal);
     const held = () => (done.called++, released);
@@ -86,10 +87,19 @@ export const scenarios = {
       for (let i = 0; i < n; i++, done.attempts++) {
         attempts.push(lib.retry(held, { deadline: root, attemptMinMs: 1, attemptTimeoutMs: 30_000, backoff: { baseMs: 1, maxMs: 1, jitter: 0 }, idempotent: true }));
       }
+      // Stall detection given the root: each wrapped stream waits on a source that never answers.
+      const readers = [];
+      for (let i = 0; i < n; i++, done.streams++) {
+        const source = new ReadableStream({ pull: () => released });
+        const reader = lib.withStallTimeout(source, { firstChunkMs: 30_000, stallMs: 30_000, deadline: root }).getReader();
+        reader.read().catch(() => {});
+        readers.push(reader);
+      }
       // Give every attempt its turn to start (retry starts its first attempt after an await).
       await new Promise((r) => setTimeout(r, 1));
       release.abort();
       await Promise.allSettled([...steps, ...attempts]);
+      await Promise.all(readers.map((r) => r.cancel()));
       return { ...done };
     } catch (e) {
       return { ...done, error: `${e?.name}: ${e?.message}` };

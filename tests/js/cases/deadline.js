@@ -409,7 +409,7 @@ const cases = [
     },
   },
   {
-    name: "one request deriving 20 000 deadlines, plan steps and retry attempts from one root never meets a timer quota",
+    name: "one request deriving 20 000 deadlines, plan steps, retry attempts and stall timers from one root never meets a timer quota",
     run: async (lib, ctx) => {
       const request = ctx.request ?? inProcess(lib);
       const n = 20_000;
@@ -418,6 +418,7 @@ const cases = [
       equal(r.reserves, n);
       equal(r.steps, n);
       equal(r.attempts, n);
+      equal(r.streams, n);
       equal(r.called, 2 * n, "steps and attempts started");
     },
   },
