@@ -54,7 +54,7 @@ export async function run(lib, { native, peers } = {}) {
   });
   // What p.run arms for a step (js/plan.js): its own controller and a cap
   // timer on the root's queue, told when the deadline aborts.
-  if (lib.__watch) {
+  if (typeof lib.__watch?.watch === "function") {
     const { watch, unwatch } = lib.__watch;
     rows["plan step's signal: new AbortController + .signal + watch(deadline, cap) + unwatch"] = nsPerOp(() => {
       const c = new AbortController();

@@ -63,6 +63,7 @@ const EMPTY = Object.freeze([]);
 const TOKEN = Symbol("Deadline constructor");
 const PARENT_ABORTED = Symbol("parent aborted");
 const WATCH = Symbol("watch");
+const WAKE = Symbol("wake");
 
 /**
  * The one "abort" listener on a parent signal, shared by every deadline
@@ -263,11 +264,10 @@ export class Deadline {
   // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
   #arm() {
     if (this.#at <= now()) return this.#expire();
-    const wakeup = (this.#wakeup = new Wakeup(this.#at, () => this.#onWake()));
-    this.#queueOf().schedule(wakeup);
+    this.#queueOf().schedule((this.#wakeup = new DeadlineWakeup(this.#at, this)));
   }
 
-  #onWake() {
+  [WAKE]() {
     this.#wakeup = null;
     this.#expire();
   }
@@ -347,13 +347,23 @@ if (typeof Symbol.dispose === "symbol") {
   Deadline.prototype[Symbol.dispose] = Deadline.prototype.dispose;
 }
 
+/** A deadline's own wake-up in its root's queue. */
+class DeadlineWakeup extends Wakeup {
+  constructor(at, deadline) {
+    super(at);
+    this.deadline = deadline;
+  }
+
+  fire() {
+    this.deadline[WAKE]();
+  }
+}
+
 /** A timer armed by `watch`: in workerd an entry of the root's queue, elsewhere a ref'd host timer of its own. */
 class Watch extends Wakeup {
   constructor(at, onTime, onAbort) {
-    super(at, () => {
-      Deadline.unwatch(this);
-      onTime();
-    });
+    super(at);
+    this.onTime = onTime;
     this.onAbort = onAbort;
     this.owner = null;
     this.host = undefined;
@@ -362,6 +372,11 @@ class Watch extends Wakeup {
       // Node may wake 1 ms early; past the host limit the timer is armed in slices.
       this.host = left > 0 ? setTimeout(this.tick, timerMs(left)) : (this.fire(), undefined);
     };
+  }
+
+  fire() {
+    Deadline.unwatch(this);
+    this.onTime();
   }
 }
 

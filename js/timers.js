@@ -68,13 +68,15 @@ export const unref =
  */
 export const IS_WORKERD = typeof globalThis.WebSocketPair === "function";
 
-/** A pending call of `fire()` at or after `at` (ms on the `performance.now()` timeline). */
+/**
+ * A pending call of `fire()` at or after `at` (ms on the `performance.now()`
+ * timeline). Subclasses define `fire()`: a method, not a closure per wake-up.
+ */
 export class Wakeup {
-  constructor(at, fire) {
+  constructor(at) {
     this.at = at;
     this.index = -1;
     this.queue = null;
-    this.fire = fire;
   }
 }
 

@@ -278,6 +278,44 @@ const cases = [
     },
   },
   {
+    name: "deadlines linked to one parent signal share one listener on it, and all abort with its reason",
+    run: async (lib) => {
+      const parent = countedParent();
+      const root = lib.Deadline.in(60_000, { signal: parent.signal });
+      const family = [root, ...Array.from({ length: 10 }, (_, i) => root.reserve(i * 10)), lib.Deadline.in(30_000, { signal: parent.signal })];
+      const signals = family.map((d) => d.signal());
+      equal(parent.counts.added, 1, "listeners added to the parent");
+      family[3].dispose();
+      parent.controller.abort("client left");
+      signals.forEach((s, i) => equal(s.aborted, i !== 3, `deadline ${i} aborted`));
+      for (const s of signals) if (s.aborted) equal(s.reason, "client left");
+      await null;
+      equal(parent.counts.removed, parent.counts.added, "listeners left on the parent");
+    },
+  },
+  {
+    name: "a loop of linked deadlines made and disposed leaves no listener on the parent by the end of the turn",
+    run: async (lib) => {
+      const parent = countedParent();
+      for (let i = 0; i < 100; i++) {
+        const d = lib.Deadline.in(60_000, { signal: parent.signal });
+        d.signal();
+        const r = d.reserve(5);
+        r.signal();
+        d.dispose();
+        r.dispose();
+      }
+      const last = lib.Deadline.in(60_000, { signal: parent.signal });
+      last.signal();
+      ok(parent.counts.added >= 1 && parent.counts.added <= 2, `listeners added: ${parent.counts.added}`);
+      last.dispose();
+      await null;
+      equal(parent.counts.removed, parent.counts.added, "listeners left on the parent");
+      parent.controller.abort("late");
+      equal(last.signal().aborted, false, "a disposed deadline heard its parent");
+    },
+  },
+  {
     name: "firing releases the parent listener too",
     run: async (lib) => {
       const parent = countedParent();
