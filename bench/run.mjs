@@ -22,7 +22,7 @@ const runtimes = [
   ["node", (file) => [process.execPath, [file]]],
   ["deno", (file) => [deno, ["run", "-A", file]]],
   ["workerd", null],
-];
+].filter(([name]) => !process.env.BENCH_RUNTIMES || process.env.BENCH_RUNTIMES.split(",").includes(name)); // e.g. BENCH_RUNTIMES=workerd
 
 function freePort() {
   return new Promise((resolve) => {

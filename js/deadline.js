@@ -124,7 +124,7 @@ export class Deadline {
   #queue = null; // the root's only: the wake-up queue of the whole family
   #controller = null;
   #wakeup = null;
-  #watchers = null; // Set of Watch: told when the signal aborts
+  #watchers = null; // the first Watch of a doubly-linked list: told when the signal aborts
   #linked = false;
   #disposed = false;
 
@@ -286,14 +286,22 @@ export class Deadline {
     const signal = this.#controller.signal;
     if (signal.aborted) return;
     this.#controller.abort(reason);
-    const watchers = this.#watchers;
-    if (watchers !== null) {
-      this.#watchers = null;
-      for (const w of watchers) {
-        unwatch(w);
-        w.onAbort();
-      }
+    let w = this.#dropWatchers();
+    while (w !== null) {
+      const next = w.next;
+      w.next = null;
+      unwatch(w);
+      w.onAbort();
+      w = next;
     }
+  }
+
+  /** Empties the watcher list; returns its head, every member already ownerless. */
+  #dropWatchers() {
+    const head = this.#watchers;
+    this.#watchers = null;
+    for (let w = head; w !== null; w = w.next) w.owner = w.prev = null;
+    return head;
   }
 
   #release() {
@@ -312,9 +320,12 @@ export class Deadline {
   /** @private See `watch`. */
   [WATCH](at, onTime, onAbort) {
     const w = new Watch(at, onTime, onAbort);
-    if (onAbort !== undefined && !this.signal().aborted) {
+    if (onAbort !== undefined && !(this.#controller === null ? this.signal() : this.#controller.signal).aborted) {
+      const head = this.#watchers;
       w.owner = this;
-      (this.#watchers ??= new Set()).add(w);
+      w.next = head;
+      if (head !== null) head.prev = w;
+      this.#watchers = w;
     }
     if (IS_WORKERD) this.#queueOf().schedule(w);
     else w.host = setTimeout(w.tick, timerMs(Math.max(0, at - now())));
@@ -323,16 +334,19 @@ export class Deadline {
 
   /** @private */
   static unwatch(w) {
-    if (w.owner !== null) {
-      w.owner.#watchers?.delete(w);
-      w.owner = null;
-    }
+    const owner = w.owner;
+    if (owner === null) return;
+    w.owner = null;
+    if (w.prev !== null) w.prev.next = w.next;
+    else owner.#watchers = w.next;
+    if (w.next !== null) w.next.prev = w.prev;
+    w.prev = w.next = null;
   }
 
   /** Clears the wake-up and parent links. The signal, if any, stays as it is. */
   dispose() {
     this.#disposed = true;
-    this.#watchers = null;
+    for (let w = this.#dropWatchers(), next; w !== null; w = next) (next = w.next), (w.next = null);
     this.#release();
   }
 
@@ -365,7 +379,9 @@ class Watch extends Wakeup {
     super(at);
     this.onTime = onTime;
     this.onAbort = onAbort;
-    this.owner = null;
+    this.owner = null; // the deadline whose watcher list holds it
+    this.prev = null;
+    this.next = null;
     this.host = undefined;
     this.tick = IS_WORKERD ? null : () => {
       const left = this.at - now();

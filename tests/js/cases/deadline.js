@@ -316,6 +316,25 @@ const cases = [
     },
   },
   {
+    name: "concurrent plan steps and retry attempts on one deadline: those still running end with the parent's reason, the finished ones are untouched",
+    run: async (lib) => {
+      const parent = new AbortController();
+      const d = lib.Deadline.in(60_000, { signal: parent.signal });
+      const p = lib.plan(d, [{ name: "call", minMs: 1, preferredMs: 30_000, kind: "optional" }]);
+      const hang = (signal) => aborted(signal).then(() => Promise.reject(signal.reason));
+      const running = [0, 1, 2, 3, 4].map(() => p.run("call", hang));
+      const finished = await Promise.all([p.run("call", () => "a"), p.run("call", () => "b")]);
+      const attempt = lib.retry(hang, { deadline: d, attemptMinMs: 1, attemptTimeoutMs: 30_000, backoff: { baseMs: 1, maxMs: 1, jitter: 0 }, idempotent: true });
+      running.splice(2, 0, p.run("call", hang));
+      parent.abort("client left");
+      for (const r of running) equal(await rejects(r), "client left");
+      const e = await rejects(attempt);
+      ok(lib.isRetryFailed(e) && e.reason === "aborted", `retry ended with ${e?.reason}`);
+      equal(finished.join(), "a,b");
+      equal(p.records.filter((r) => r.outcome === "aborted").length, 6, "aborted records");
+    },
+  },
+  {
     name: "firing releases the parent listener too",
     run: async (lib) => {
       const parent = countedParent();
