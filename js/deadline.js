@@ -126,6 +126,7 @@ export class Deadline {
   #wakeup = null;
   #watchers = null; // the first Watch of a doubly-linked list: told when the signal aborts
   #linked = false;
+  #aborted = false; // the signal has aborted (read without the AbortSignal accessor)
   #disposed = false;
 
   /** @private Use `Deadline.in`, `Deadline.at` or a derivation. */
@@ -241,6 +242,7 @@ export class Deadline {
     const parents = this.#parents;
     for (let i = 0; i < parents.length; i++) {
       if (parents[i].aborted) {
+        this.#aborted = true;
         this.#controller.abort(parents[i].reason);
         return this.#controller.signal;
       }
@@ -283,8 +285,8 @@ export class Deadline {
   /** Aborts the signal (once), releases the wake-up and links, then tells the watchers. */
   #settle(reason) {
     this.#release();
-    const signal = this.#controller.signal;
-    if (signal.aborted) return;
+    if (this.#aborted) return;
+    this.#aborted = true;
     this.#controller.abort(reason);
     let w = this.#dropWatchers();
     while (w !== null) {
@@ -320,7 +322,7 @@ export class Deadline {
   /** @private See `watch`. */
   [WATCH](at, onTime, onAbort) {
     const w = new Watch(at, onTime, onAbort);
-    if (onAbort !== undefined && !(this.#controller === null ? this.signal() : this.#controller.signal).aborted) {
+    if (onAbort !== undefined && (this.#controller !== null || this.signal()) && !this.#aborted) {
       const head = this.#watchers;
       w.owner = this;
       w.next = head;

@@ -59,7 +59,9 @@ export const unref =
 //    process alive.
 // 5. workerd: a queue's host timer that is overdue when an entry is queued
 //    (its request ended and took the timer with it) is armed again, by the
-//    request queueing; a turn queue is never handed to a later turn.
+//    request queueing, unless it was armed in this very turn (then it is alive,
+//    only kept from firing by the code running now); a turn queue is never
+//    handed to a later turn.
 
 /**
  * True in workerd (Cloudflare Workers, wrangler, miniflare). Detected by
@@ -86,6 +88,7 @@ export class WakeQueue {
     this.heap = [];
     this.host = undefined;
     this.hostAt = Infinity;
+    this.hostTurn = null; // workerd: the turn that armed the host timer
     this.unrefHost = unrefHost;
     this.wake = () => this.#wake();
   }
@@ -98,7 +101,7 @@ export class WakeQueue {
     heap.push(entry);
     this.#up(entry.index);
     if (entry.at < this.hostAt) this.#arm(entry.at);
-    else if (IS_WORKERD && this.hostAt < performance.now() - 1) this.#arm(heap[0].at); // invariant 5
+    else if (IS_WORKERD && this.hostAt < performance.now() - 1 && this.hostTurn !== currentTurn()) this.#arm(heap[0].at); // invariant 5
   }
 
   /** Takes `entry` out of this queue (a no-op when it is not queued). */
@@ -120,6 +123,7 @@ export class WakeQueue {
     this.hostAt = at;
     this.host = setTimeout(this.wake, timerMs(Math.max(0, at - performance.now())));
     if (this.unrefHost) unref(this.host);
+    else this.hostTurn = currentTurn();
   }
 
   #wake() {
@@ -170,8 +174,21 @@ export class WakeQueue {
 /** The one queue of Node, Deno and browsers (unused in workerd). */
 export const sharedQueue = new WakeQueue(true);
 
+/** The current turn (one task and its microtasks), made by its first caller; workerd only. */
+class Turn {
+  queue = null;
+}
+
 let turn = null;
 const endTurn = () => (turn = null);
+
+function currentTurn() {
+  if (turn === null) {
+    turn = new Turn();
+    queueMicrotask(endTurn);
+  }
+  return turn;
+}
 
 /**
  * The queue for a deadline arming now: the shared one, or in workerd the
@@ -179,9 +196,6 @@ const endTurn = () => (turn = null);
  */
 export function turnQueue() {
   if (!IS_WORKERD) return sharedQueue;
-  if (turn === null) {
-    turn = new WakeQueue(false);
-    queueMicrotask(endTurn);
-  }
-  return turn;
+  const t = currentTurn();
+  return t.queue ?? (t.queue = new WakeQueue(false));
 }
