@@ -16,6 +16,19 @@ const isWorkerd = typeof globalThis.WebSocketPair === "function";
 const noop = () => {};
 const MS = 10_000;
 
+/** A row deriving from `root` (armed here, disposed by the cleanup). */
+function derivedRow(root) {
+  root.signal();
+  return [
+    () => {
+      const d = root.reserve(100);
+      d.signal();
+      d.dispose();
+    },
+    () => root.dispose(),
+  ];
+}
+
 /**
  * The rows that make a signal, as factories: `(lib, parent)` → [fn, cleanup].
  * Node and Deno time them in one process; workerd times each in a request of
@@ -44,18 +57,7 @@ const SIGNAL_ROWS = {
       d.dispose();
     },
   ],
-  "derived: root.reserve(100).signal() + dispose": (lib) => {
-    const root = lib.Deadline.in(MS);
-    root.signal();
-    return [
-      () => {
-        const d = root.reserve(100);
-        d.signal();
-        d.dispose();
-      },
-      () => root.dispose(),
-    ];
-  },
+  "derived: root.reserve(100).signal() + dispose": (lib) => derivedRow(lib.Deadline.in(MS)),
   // What p.run arms for a step (js/plan.js): its own controller and a cap
   // timer on the root's queue, told when the deadline aborts.
   "plan step's signal: new AbortController + .signal + watch(deadline, cap) + unwatch": (lib) => {
@@ -79,18 +81,7 @@ const SIGNAL_ROWS = {
       d.dispose();
     },
   ],
-  "derived from a linked root: reserve(100).signal() + dispose": (lib, parent) => {
-    const root = lib.Deadline.in(MS, { signal: parent });
-    root.signal();
-    return [
-      () => {
-        const d = root.reserve(100);
-        d.signal();
-        d.dispose();
-      },
-      () => root.dispose(),
-    ];
-  },
+  "derived from a linked root: reserve(100).signal() + dispose": (lib, parent) => derivedRow(lib.Deadline.in(MS, { signal: parent })),
   "AbortSignal.timeout(10_000)": () => [() => AbortSignal.timeout(MS)],
   "AbortSignal.any([parent, AbortSignal.timeout(10_000)])": (lib, parent) => [() => AbortSignal.any([parent, AbortSignal.timeout(MS)])],
 };
