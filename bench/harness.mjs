@@ -15,6 +15,24 @@ export function nsPerOp(fn, { n = 100_000, rounds = 7 } = {}) {
 }
 
 /**
+ * Median ns/op of each of `cases` ({ label: [fn, n] }), their rounds
+ * interleaved (a, b, c, a, b, c …) so that load from other processes hits
+ * every case alike and ratios between them hold; after one warm-up round.
+ */
+export function nsPerOpInterleaved(cases, { rounds = 7 } = {}) {
+  const times = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  for (let r = -1; r < rounds; r++) {
+    for (const [label, [fn, n]] of Object.entries(cases)) {
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) fn(i);
+      const dt = performance.now() - t0;
+      if (r >= 0) times[label].push((dt * 1e6) / n);
+    }
+  }
+  return Object.fromEntries(Object.entries(times).map(([k, xs]) => [k, xs.sort((a, b) => a - b)[xs.length >> 1]]));
+}
+
+/**
  * ns/op of one timed run of `n` calls after `warm` untimed ones: for work that
  * holds a scarce resource per call (workerd's 10 000 active timeouts).
  */

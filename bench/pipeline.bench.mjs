@@ -74,12 +74,31 @@ export async function run(lib) {
     runs++;
     return p;
   };
+  // What p.run itself arms for a step's signal (js/plan.js): a fresh
+  // AbortController, a cap timer that the deadline's abort also reaches
+  // (`watch`: in workerd on the root's queue, elsewhere a host timer), one
+  // promise. The bookkeeping row subtracts this from p.run.
+  const { watch, unwatch } = lib.__watch;
+  const stepFloor = () =>
+    new Promise((resolve) => {
+      const c = new AbortController();
+      const s = c.signal;
+      const w = watch(deadline, performance.now() + 1e6, noop, noop);
+      Promise.resolve(sync(s)).then((v) => {
+        unwatch(w);
+        resolve(v);
+      });
+    });
+
   const bare = await paired(() => sync(), floor);
   rows["bare await of a sync fn"] = bare.a;
-  const step = await paired(floor, () => fresh().run("retrieve", sync));
-  rows["signal floor: AbortController + .signal + setTimeout/clearTimeout + add/removeEventListener + Promise"] = step.a;
-  rows["p.run(step, sync fn): one whole step"] = step.b;
-  rows["p.run bookkeeping (p.run − signal floor, paired rounds)"] = step.diff;
+  const naive = await paired(floor, () => fresh().run("retrieve", sync));
+  rows["signal floor: AbortController + .signal + setTimeout/clearTimeout + add/removeEventListener + Promise"] = naive.a;
+  rows["p.run(step, sync fn): one whole step"] = naive.b;
+  rows["p.run − signal floor (paired rounds)"] = naive.diff;
+  const step = await paired(stepFloor, () => fresh().run("retrieve", sync));
+  rows["step signal floor: AbortController + .signal + watch/unwatch + Promise"] = step.a;
+  rows["p.run bookkeeping (p.run − step signal floor, paired rounds)"] = step.diff;
   rows["p.run − bare await (paired rounds)"] = (await paired(() => sync(), () => fresh().run("retrieve", sync))).diff;
   let log = 0;
   let hp;
@@ -150,7 +169,8 @@ export async function run(lib) {
 async function main() {
   const lib = await import(typeof Deno !== "undefined" ? "../pkg/index.js" : "../pkg/node.js");
   const core = await import("../pkg/edge_deadline.js");
+  const { watch, unwatch } = await import("../pkg/deadline.js");
   await lib.init();
-  console.log(JSON.stringify(await run({ ...lib, __core: core })));
+  console.log(JSON.stringify(await run({ ...lib, __core: core, __watch: { watch, unwatch } })));
 }
 if (!isWorkerd) main();
