@@ -124,7 +124,7 @@ export async function run(lib) {
   rows["plan(deadline, 3 steps) (validation in Wasm)"] = nsPerOp(() => plan(deadline, steps), { n: 20_000 });
   const traced = plan(deadline, steps);
   for (let i = 0; i < 3; i++) await traced.run(steps[i].name, sync);
-  rows["p.trace() of 3 records (JSON from the core)"] = nsPerOp(() => traced.trace(), { n: 20_000 });
+  rows["p.trace() of 3 records (JSON.stringify of the records)"] = nsPerOp(() => traced.trace(), { n: 20_000 });
 
   // The boundary decision (src/wasm/pipeline.rs): one scalar Wasm call per
   // decision vs an answer returned as a Float64Array (what a `Plan` class's
