@@ -8,6 +8,7 @@
 // is a host cost every per-step signal pays, so it is measured on its own
 // ("signal floor") and subtracted: what is left is the plan's bookkeeping
 // (name lookup, clock, one Wasm decision, the trace record).
+import { pending } from "../pkg/keepalive.js";
 import { nsPerOp, nsPerOpAsync, runtimeName } from "./harness.mjs";
 
 const isWorkerd = typeof globalThis.WebSocketPair === "function";
@@ -121,6 +122,10 @@ export async function run(lib) {
     sruns++;
     return sp.run("enrich", sync);
   });
+  // What awaiting p.run, d.step, retry or hedge costs for keeping Node or Deno
+  // alive while the work is pending (js/keepalive.js): a Promise subclass whose
+  // first `then` refs one shared interval, against a plain promise.
+  rows["design: await of a keep-alive promise − a plain one (paired rounds)"] = (await paired(() => new Promise((r) => r(1)), () => pending((r) => r(1)))).diff;
   rows["plan(deadline, 3 steps) (validation in Wasm)"] = nsPerOp(() => plan(deadline, steps), { n: 20_000 });
   const traced = plan(deadline, steps);
   for (let i = 0; i < 3; i++) await traced.run(steps[i].name, sync);

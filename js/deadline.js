@@ -31,16 +31,17 @@
 //    link membership, no watcher (and, by the end of the turn, no listener
 //    on a parent no other deadline links to). The deadline holds no Wasm
 //    memory at any time (it is two numbers and some JS objects).
-// 6. Timers never keep a Node or Deno process alive; a `watch` timer, which
-//    someone awaits, does.
+// 6. Timers never keep a Node or Deno process alive, `watch` timers included
+//    (whoever awaits the work they bound keeps it alive: js/keepalive.js).
 // 7. workerd: a signal asked for after its instant has passed is aborted by
 //    then, even if the timer that should have fired died with an earlier
 //    request (a deadline kept across requests: see README "Timers").
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded } from "./errors.js";
+import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { IS_WORKERD, Wakeup, sharedQueue, timerMs, turnQueue } from "./timers.js";
+import { IS_WORKERD, Wakeup, sharedQueue, turnQueue } from "./timers.js";
 import { describe, isAbortSignal, number } from "./validate.js";
 import * as propagation from "./propagation.js";
 
@@ -210,23 +211,39 @@ export class Deadline {
     return new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root);
   }
 
-  /** `min(preferredMs, remaining())`; throws `DeadlineExceeded` when nothing is left. */
+  /**
+   * `min(preferredMs, remaining())`; throws `DeadlineExceeded` when nothing is
+   * left, and a departed parent's reason once a parent signal has aborted.
+   */
   budget(preferredMs) {
     number("preferredMs", preferredMs);
+    this.#throwIfParentAborted();
     return core.budget(this.#at, now(), preferredMs);
   }
 
   /**
    * Runs `run(signal, budgetMs)` if at least `minMs` is left; otherwise rejects
-   * with `InsufficientBudget` and never calls `run`.
+   * with `InsufficientBudget` and never calls `run`. Once a parent signal has
+   * aborted (the client left), rejects with its reason and never calls `run`.
+   * Awaiting it keeps a Node or Deno process alive until it settles (js/keepalive.js).
    */
-  async step(minMs, run) {
+  step(minMs, run) {
+    return awaited(this.#step(minMs, run));
+  }
+
+  async #step(minMs, run) {
     number("minMs", minMs);
     if (typeof run !== "function") {
       throw new TypeError(`'run' of step must be a function (signal, budgetMs) => Promise: current value is ${describe(run)}`);
     }
+    this.#throwIfParentAborted();
     const budgetMs = core.admit(this.#at, now(), minMs);
     return run(this.signal(), budgetMs);
+  }
+
+  // The client left: no budget, no new work, whatever the clock says.
+  #throwIfParentAborted() {
+    for (const parent of this.#parents) if (parent.aborted) throw parent.reason;
   }
 
   /** The deadline's AbortSignal: one per deadline, one wake-up behind it. */
@@ -329,8 +346,7 @@ export class Deadline {
       if (head !== null) head.prev = w;
       this.#watchers = w;
     }
-    if (IS_WORKERD) this.#queueOf().schedule(w);
-    else w.host = setTimeout(w.tick, timerMs(Math.max(0, at - now())));
+    this.#queueOf().schedule(w);
     return w;
   }
 
@@ -375,7 +391,7 @@ class DeadlineWakeup extends Wakeup {
   }
 }
 
-/** A timer armed by `watch`: in workerd an entry of the root's queue, elsewhere a ref'd host timer of its own. */
+/** A timer armed by `watch`: an entry of the root's queue (the process's shared one outside workerd). */
 class Watch extends Wakeup {
   constructor(at, onTime, onAbort) {
     super(at);
@@ -384,12 +400,6 @@ class Watch extends Wakeup {
     this.owner = null; // the deadline whose watcher list holds it
     this.prev = null;
     this.next = null;
-    this.host = undefined;
-    this.tick = IS_WORKERD ? null : () => {
-      const left = this.at - now();
-      // Node may wake 1 ms early; past the host limit the timer is armed in slices.
-      this.host = left > 0 ? setTimeout(this.tick, timerMs(left)) : (this.fire(), undefined);
-    };
   }
 
   fire() {
@@ -402,8 +412,9 @@ class Watch extends Wakeup {
  * For the modules that arm timers for a deadline (plan steps, retry and hedge
  * attempts, stall timers): calls `onTime()` once `performance.now() >= at`,
  * or `onAbort()` when `deadline`'s signal aborts, whichever comes first, and
- * never both. In workerd the timer is the root's one host timer, so however
- * many a request arms from one deadline, it holds one of its timeouts.
+ * never both. The timer is an entry of the root's queue: in workerd that
+ * queue's one host timer is all a request holds however many it arms from
+ * one deadline; elsewhere it is the process's shared, unref'd timer.
  * Returns a handle for `unwatch`. `deadline.signal()` must have been called.
  * @param {Deadline} deadline
  * @param {number} at instant on the `performance.now()` timeline
@@ -435,10 +446,6 @@ export function unwatch(w) {
   if (w === undefined) return;
   Deadline.unwatch(w);
   if (w.queue !== null) w.queue.cancel(w);
-  if (w.host !== undefined) {
-    clearTimeout(w.host);
-    w.host = undefined;
-  }
 }
 
 /** Seed 002's launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */
