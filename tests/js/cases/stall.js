@@ -7,6 +7,7 @@
 // Cases against the fixture server (tests/fixtures/stall.mjs) also ask the
 // server when it saw the connection close: proof of abort, not abandon.
 import { aborted, equal, ok, rejects, throws } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 
 const TIMER_SLACK_MS = 250;
 /** Extra allowance for the close to travel from the client's abort to the server (generous: 2 shared cores). */
@@ -35,6 +36,15 @@ function source({ chunks = [], close = false, error } = {}) {
     },
   });
   return { stream, log, enqueue: (x) => ctrl.enqueue(x), close: () => ctrl.close() };
+}
+
+/** A small seeded generator (numerical recipes' LCG): the same "random" pauses in every runtime. */
+function lcg(seed) {
+  let x = seed >>> 0;
+  return () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 2 ** 32;
+  };
 }
 
 /** Reads everything; resolves { chunks, bytes, values, error?, at }. */
@@ -389,6 +399,93 @@ const cases = [
         await aborted(lib.Deadline.in(120).signal());
       }
       equal(n, 4);
+    },
+  },
+  {
+    name: "stall (fake time): a source answering within 70 ms is never cut by a consumer that starts 80 ms late or pauses at random",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const random = lcg(20261201);
+        const results = [];
+        for (let i = 0; i < 60; i++) {
+          const n = 12;
+          let sent = 0;
+          // Every read is answered within 70 ms of the wrapper asking: never a gap of stallMs.
+          const src = new ReadableStream(
+            {
+              pull: (c) =>
+                clock.sleep(1 + Math.floor(random() * 70)).then(() => (sent++ < n ? c.enqueue(CHUNK) : c.close())),
+            },
+            { highWaterMark: 0 },
+          );
+          const reader = lib.withStallTimeout(src, { firstChunkMs: 100, stallMs: 100 }).getReader();
+          results.push(
+            (async () => {
+              let chunks = 0;
+              try {
+                for (;;) {
+                  const { done } = await reader.read();
+                  if (done) return chunks;
+                  chunks++;
+                  // The first chunk waits 80 ms for the consumer; later ones up to 3 × stallMs.
+                  await clock.sleep(chunks === 1 ? 80 : Math.floor(random() * 300));
+                }
+              } catch (e) {
+                return `${e?.name}: ${e?.message}`;
+              }
+            })(),
+          );
+        }
+        await clock.advance(60_000);
+        const cut = (await Promise.all(results)).filter((r) => r !== 12);
+        equal(cut.length, 0, `healthy streams cut (${cut.slice(0, 3).join("; ")})`);
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "stall (fake time): silence counts only while the wrapper waits on the source; a real stall is still exact",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        // Chunk 1 is ready at once and waits 80 ms for the consumer; then the source goes silent.
+        const src = source({ chunks: [CHUNK] });
+        const controller = new AbortController();
+        const t0 = clock.now();
+        const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 100, stallMs: 100, controller }).getReader();
+        await clock.advance(80);
+        equal((await reader.read()).value, CHUNK);
+        let error;
+        const read = reader.read().catch((e) => (error = e));
+        await clock.advance(99);
+        equal(error, undefined, "stalled before 100 ms of waiting on the source");
+        await clock.advance(1);
+        await read;
+        ok(lib.isStreamStalled(error), `errored with ${error?.name}: ${error?.message}`);
+        equal(error.phase, "stall");
+        equal(error.afterMs, 100);
+        equal(clock.now() - t0, 180);
+        equal(controller.signal.reason, error);
+        // Before the first chunk, too: a non-progress chunk held 50 ms is not silence.
+        const quiet = source({ chunks: [enc.encode("")] });
+        const r2 = lib.withStallTimeout(quiet.stream, { firstChunkMs: 100, stallMs: 1_000 }).getReader();
+        await clock.advance(50);
+        equal((await r2.read()).value.byteLength, 0);
+        let e2;
+        const read2 = r2.read().catch((e) => (e2 = e));
+        await clock.advance(99);
+        equal(e2, undefined, "first-chunk limit counted the time a chunk waited for the consumer");
+        await clock.advance(1);
+        await read2;
+        ok(lib.isStreamStalled(e2) && e2.phase === "first-chunk", `errored with ${e2?.name}: ${e2?.message}`);
+        equal(e2.afterMs, 100);
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
     },
   },
   {
