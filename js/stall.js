@@ -59,6 +59,14 @@ export { createSseProgress, sseProgress };
 const now = () => performance.now();
 const noop = () => {};
 
+/** Undoes js/timers.js `unref`: the timer keeps Node or Deno alive again. */
+const ref =
+  typeof globalThis.Deno?.refTimer === "function"
+    ? (id) => globalThis.Deno.refTimer(id)
+    : (t) => {
+        if (typeof t === "object" && typeof t.ref === "function") t.ref();
+      };
+
 // Codes of the core's answer (src/wasm/stall.rs): [kind, …].
 const WAKE = 0;
 const STALLED_FIRST_CHUNK = 1;
@@ -187,26 +195,42 @@ export function withStallTimeout(stream, opts) {
   if (controller !== undefined && !isAbortController(controller)) {
     throw new TypeError(`'controller' of ${where} must be an AbortController: current value is ${describe(controller)}`);
   }
-  return watch(stream, { firstChunkMs, stallMs, at, controller, isProgress: predicate(o.isProgress, where) });
+  const signals = [];
+  // The deadline's signal carries its parents (a client that left): follow it.
+  const deadlineSignal = at === undefined ? undefined : signalOf(o.deadline);
+  if (deadlineSignal) signals.push(deadlineSignal);
+  if (controller) signals.push(controller.signal);
+  return watch(stream, { firstChunkMs, stallMs, at, controller, signals, isProgress: predicate(o.isProgress, where) });
+}
+
+/** The deadline's signal, or undefined for a disposed deadline (its instant still applies). */
+function signalOf(deadline) {
+  try {
+    return deadline.signal();
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * The wrapper itself, on checked arguments. `onSettle` runs once, when the
  * stream closes, errors or is cancelled (fetchWithDeadline unlinks its signals).
  */
-function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, onSettle = noop) {
+function watch(source, { firstChunkMs, stallMs, at, controller, signals, isProgress }, onSettle = noop) {
   let startedAt = now();
   let lastProgressAt; // undefined until the first progress chunk
   let chunks = 0;
   let bytes = 0;
   let progress = 0; // progress chunks
-  let parked = false; // the timer found a chunk waiting for the consumer (invariant 3)
+  let heldSince; // when a chunk began waiting for the consumer in a full queue (invariant 3)
+  let parked = false; // the timer fired while a chunk was held (invariant 3)
   let burst = 0; // consecutive progress chunks less than BURST_GAP_MS apart
   let sampling = false; // in a burst: progress is counted, not timed (invariant 5)
   let sampledProgress = 0; // `progress` at the last consult while sampling
   const sampleMs = Math.max(1, Math.min(MAX_SAMPLE_MS, Math.floor(stallMs / 4)));
   let timer;
   let timerDueAt = Infinity;
+  let unrefd = false; // the timer does not keep the process alive (invariant 4)
   let settled = false;
   let out; // the wrapper's controller
 
@@ -223,7 +247,8 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
   function arm(delayMs, t) {
     timer = setTimeout(onTimer, delayMs);
     timerDueAt = t + delayMs;
-    if (parked) unref(timer);
+    unrefd = heldSince !== undefined;
+    if (unrefd) unref(timer);
   }
 
   function act(answer, t) {
@@ -241,16 +266,19 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
     if (sampling) {
       const fresh = progress - sampledProgress;
       sampledProgress = progress;
-      // Progress came at some instant up to now: `t` is never earlier than it.
-      if (fresh > 0) lastProgressAt = t;
+      // Progress came at some instant up to now, and before any hold began:
+      // this is never earlier than the true last progress chunk.
+      if (fresh > 0) lastProgressAt = heldSince ?? t;
       if (fresh < BURST_RUN) {
         sampling = false; // the burst is over: time each progress chunk again
         burst = 0;
       }
     }
-    // A full queue means no read is outstanding: the consumer holds us up, not the source.
-    if (out.desiredSize <= 0) parked = true;
-    if (parked && at === undefined) return; // nothing can expire until the consumer reads again
+    // A chunk waits for the consumer, so no read is outstanding: the consumer holds us up, not the source.
+    if (heldSince !== undefined) {
+      parked = true;
+      if (at === undefined) return; // nothing can expire until the consumer reads again
+    }
     let answer;
     try {
       answer = parked ? decideParked(t) : decide(t);
@@ -270,12 +298,35 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
     }
   }
 
-  /** The consumer reads again after a park: the active limit restarts now. */
+  /** A chunk now waits in the full queue: nobody waits on the source until the consumer reads. */
+  function hold() {
+    heldSince = now();
+    if (timer !== undefined && !unrefd) {
+      unref(timer);
+      unrefd = true;
+    }
+  }
+
+  /**
+   * The consumer reads again after a hold: the held time is not silence, so
+   * the active limit's reference moves forward by it. A timer that fired
+   * meanwhile (parked) is replaced by a fresh decision; otherwise the armed
+   * one is early or on time, never late (moving the reference only postpones).
+   */
   function resume() {
-    parked = false;
     const t = now();
-    if (lastProgressAt === undefined) startedAt = t;
-    else lastProgressAt = t;
+    const held = t - heldSince;
+    heldSince = undefined;
+    if (held > 0) {
+      if (lastProgressAt === undefined) startedAt += held;
+      else lastProgressAt += held;
+    }
+    if (!parked) {
+      if (timer !== undefined && unrefd) ref(timer);
+      unrefd = false;
+      return;
+    }
+    parked = false;
     sampledProgress = progress;
     clearTimeout(timer);
     timer = undefined;
@@ -288,10 +339,15 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
     act(answer, t);
   }
 
+  function onAbort(event) {
+    fail(event.target.reason);
+  }
+
   function settle() {
     settled = true;
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
+    for (const signal of signals) signal.removeEventListener("abort", onAbort);
     onSettle();
   }
 
@@ -335,10 +391,17 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
       }
     }
     out.enqueue(chunk);
+    // No read waited for the chunk: it stays in the queue until the consumer asks.
+    if (out.desiredSize <= 0) hold();
   }
 
+  /**
+   * The source errored. When a signal we follow has aborted, its reason is
+   * the cause: some runtimes error an aborted body with an unbranded copy.
+   */
   function onReadError(error) {
-    fail(error);
+    const aborted = signals.find((signal) => signal.aborted);
+    fail(aborted ? aborted.reason : error);
   }
 
   return new ReadableStream({
@@ -346,10 +409,14 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
       out = c;
       const answer = first;
       first = undefined;
+      // A parent (a client that left, the caller's signal) may have aborted already.
+      const gone = signals.find((signal) => signal.aborted);
+      if (gone) return fail(gone.reason);
+      for (const signal of signals) signal.addEventListener("abort", onAbort);
       act(answer, t0);
     },
     pull() {
-      if (parked) {
+      if (heldSince !== undefined) {
         resume();
         if (settled) return;
       }
@@ -455,7 +522,7 @@ export async function fetchWithDeadline(input, init, opts) {
     unlink();
     return response;
   }
-  const body = watch(response.body, { firstChunkMs, stallMs, at, controller: upstream, isProgress }, unlink);
+  const body = watch(response.body, { firstChunkMs, stallMs, at, controller: upstream, signals: [upstream.signal], isProgress }, unlink);
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
   for (const key of ["url", "redirected", "type"]) {
