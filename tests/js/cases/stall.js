@@ -489,6 +489,71 @@ const cases = [
     },
   },
   {
+    name: "stall: a deadline's parent aborting (the client left) errors the stream with the parent's reason and aborts the upstream",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const client = new AbortController();
+      const controller = new AbortController();
+      const src = new ReadableStream({ pull: (c) => c.enqueue(CHUNK) }, { highWaterMark: 0 });
+      const d = lib.Deadline.in(10_000, { signal: client.signal });
+      const reader = lib.withStallTimeout(src, { firstChunkMs: 5_000, stallMs: 5_000, deadline: d, controller }).getReader();
+      ok((await reader.read()).value === CHUNK);
+      const reason = new Error("client went away");
+      client.abort(reason);
+      let chunksAfter = 0;
+      let error;
+      try {
+        for (;;) {
+          if ((await reader.read()).done) break;
+          if (++chunksAfter > 2) break; // at most what was already read ahead
+        }
+      } catch (e) {
+        error = e;
+      }
+      equal(error, reason, "the stream's error");
+      ok(chunksAfter <= 1, `${chunksAfter} chunks read after the client left`);
+      equal(controller.signal.reason, reason, "the upstream's abort reason");
+      // Already gone before wrapping: the first read rejects at once.
+      const gone = lib.Deadline.in(10_000, { signal: client.signal });
+      const e2 = await rejects(lib.withStallTimeout(source({ chunks: [CHUNK] }).stream, { firstChunkMs: 100, stallMs: 100, deadline: gone }).getReader().read());
+      equal(e2, reason);
+      d.dispose();
+      gone.dispose();
+      sameTimers(ctx, before, "a departed client");
+    },
+  },
+  {
+    name: "stall: a source that errors with a plain Error after the upstream was aborted reports the abort's reason",
+    run: async (lib) => {
+      // Like workerd before 2026-04-21: aborting the fetch errors its body with an unbranded Error.
+      const controller = new AbortController();
+      let ctrl;
+      const src = new ReadableStream({ start: (c) => void (ctrl = c) });
+      controller.signal.addEventListener("abort", () => ctrl.error(new Error("The operation was aborted.")));
+      const d = lib.Deadline.in(40);
+      d.signal().addEventListener("abort", () => controller.abort(d.signal().reason));
+      const r = await drain(lib.withStallTimeout(src, { firstChunkMs: 5_000, stallMs: 5_000, controller }));
+      ok(lib.isDeadlineExceeded(r.error), `errored with ${r.error?.name}: ${r.error?.message}`);
+      equal(r.error, d.signal().reason);
+    },
+  },
+  {
+    name: "stall: firstChunkMs 0 is a shortage, not a mistake: the stream stalls at once (no RangeError)",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      const controller = new AbortController();
+      const src = source({ chunks: [CHUNK], close: true });
+      const r = await drain(lib.withStallTimeout(src.stream, { firstChunkMs: 0, stallMs: 100, controller }));
+      ok(lib.isStreamStalled(r.error), `errored with ${r.error?.name}: ${r.error?.message}`);
+      equal(r.error.phase, "first-chunk");
+      equal(r.chunks, 0);
+      equal(controller.signal.reason, r.error);
+      const r2 = await drain(lib.withStallTimeout(source({ chunks: [CHUNK] }).stream, { firstChunkMs: -0, stallMs: 100 }));
+      ok(lib.isStreamStalled(r2.error), `-0: errored with ${r2.error?.name}: ${r2.error?.message}`);
+      sameTimers(ctx, before, "a zero limit");
+    },
+  },
+  {
     name: "stall: a parked stream (consumer not reading) still ends at its deadline",
     run: async (lib) => {
       const src = source({ chunks: [CHUNK, CHUNK] });
@@ -757,6 +822,58 @@ const cases = [
     },
   },
   {
+    name: "stall fixture: a client that left (the deadline's parent) ends the body with its reason; close seen",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const client = new AbortController();
+      const d = lib.Deadline.in(10_000, { signal: client.signal });
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/steady?id=${id}&n=200&gap=10`, undefined, { deadline: d, stallMs: 5_000 });
+      const reader = res.body.getReader();
+      ok((await reader.read()).value.byteLength > 0);
+      const reason = new Error("client went away");
+      client.abort(reason);
+      const e = await rejects(async () => {
+        for (;;) if ((await reader.read()).done) return;
+      });
+      ok(e === reason || e?.message === reason.message, `errored with ${e?.name}: ${e?.message}`);
+      await assertClosed(ctx, id);
+      d.dispose();
+    },
+  },
+  {
+    name: "stall fixture: zero firstByteMs / firstChunkMs degrade to StreamStalled (first-byte / first-chunk), never RangeError",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const d = lib.Deadline.in(5_000);
+      const e = await rejects(lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/steady?id=${uid()}&n=2`, undefined, { deadline: d, firstByteMs: 0 }));
+      ok(lib.isStreamStalled(e), `rejected with ${e?.name}: ${e?.message}`);
+      equal(e.phase, "first-byte");
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/steady?id=${uid()}&n=2`, undefined, { deadline: d, firstChunkMs: 0 });
+      const r = await drain(res.body);
+      ok(lib.isStreamStalled(r.error), `body errored with ${r.error?.name}: ${r.error?.message}`);
+      equal(r.error.phase, "first-chunk");
+      d.dispose();
+    },
+  },
+  {
+    name: "stall fixture: an unread fetchWithDeadline body does not keep the process alive until the deadline",
+    needs: ["fixtureUrl", "spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const url = `${ctx.fixtureUrl}/stall/steady?id=${uid()}&n=3&gap=5`;
+      const { code, ms, stdout } = await ctx.spawnPackageScript(
+        `await init(await readBytes(wasmUrl));
+const lib = await import(new URL("./api.js", wasmUrl));
+const res = await lib.fetchWithDeadline(${JSON.stringify(url)}, undefined, { deadline: Deadline.in(15_000), stallMs: 10_000 });
+const unread = lib.withStallTimeout(new Response("finished").body, { firstChunkMs: 15_000, stallMs: 15_000 });
+console.log(res.status, unread.locked);`,
+      );
+      equal(code, 0, "child exit code");
+      equal(stdout.trim(), "200 false");
+      ok(ms < 5_000, `the child took ${Math.round(ms)} ms to exit`);
+    },
+  },
+  {
     name: "stall fixture: a consumer's cancel and the caller's init.signal both release the connection",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
@@ -825,7 +942,7 @@ function badInputCases() {
       ["-0", -0],
       ["2^60", 2 ** 60],
     ].flatMap(([label, v]) => [
-      [`firstChunkMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, firstChunkMs: v }), RangeError, /'firstChunkMs' must be a finite number of milliseconds greater than 0/],
+      ...(v === 0 ? [] : [[`firstChunkMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, firstChunkMs: v }), RangeError, /'firstChunkMs' must be a finite number of milliseconds, 0 or more/]]),
       [`stallMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, stallMs: v }), RangeError, /'stallMs' must be a finite number of milliseconds greater than 0/],
     ]),
     ["deadline = 5000 (a number)", (lib) => w(lib, stream(), { ...ok_, deadline: 5_000 }), TypeError, /'deadline' of withStallTimeout must be a Deadline/],
@@ -845,7 +962,7 @@ function badInputCases() {
     ],
     ["fetchWithDeadline(options missing)", (lib) => f(lib, undefined), TypeError, /'options' of fetchWithDeadline must be an object/],
     ["fetchWithDeadline(deadline missing)", (lib) => f(lib, { stallMs: 10 }), TypeError, /'deadline' of fetchWithDeadline must be a Deadline/],
-    ["fetchWithDeadline(firstByteMs = 0)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: 0 }), RangeError, /'firstByteMs' must be a finite number of milliseconds greater than 0/],
+    ["fetchWithDeadline(firstByteMs = -1)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: -1 }), RangeError, /'firstByteMs' must be a finite number of milliseconds, 0 or more/],
     ["fetchWithDeadline(firstByteMs = NaN)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: NaN }), RangeError, /'firstByteMs'/],
     ["fetchWithDeadline(stallMs = -5)", (lib) => f(lib, { deadline: lib.Deadline.in(100), stallMs: -5 }), RangeError, /'stallMs'/],
     ["fetchWithDeadline(firstChunkMs = '1')", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstChunkMs: "1" }), TypeError, /'firstChunkMs'/],
