@@ -243,8 +243,11 @@ pub enum Warning {
     AboveLargestBucket { q: f64, bound_ms: f64 },
     /// A histogram's name has no unit suffix; values were read as ms.
     UnitAssumed { metric: String },
-    /// The sketch collapsed low buckets; the percentile lies among them.
-    Collapsed { below_ms: f64 },
+    /// The sketch collapsed its low buckets to bound memory, and these
+    /// reported percentiles (`q` values, ascending: p50, p90, p99, p99.9 and
+    /// the target `q`) lie among them: each is only an upper bound, not within
+    /// the relative error.
+    Collapsed { below_ms: f64, quantiles: Vec<f64> },
 }
 
 impl Warning {
@@ -334,10 +337,13 @@ impl fmt::Display for Warning {
                 f,
                 "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds"
             ),
-            Self::Collapsed { below_ms } => write!(
+            Self::Collapsed { below_ms, quantiles } => write!(
                 f,
-                "the sketch merged its lowest buckets (values below {}) to bound memory: the percentile lies among them and is approximate",
-                ms(*below_ms)
+                "{} {} at or below {}, where the sketch merged its lowest buckets to bound memory: {} only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)",
+                quantiles.iter().map(|&q| percentile_name(q)).collect::<Vec<_>>().join(", "),
+                if quantiles.len() == 1 { "lies" } else { "lie" },
+                ms(*below_ms),
+                if quantiles.len() == 1 { "it is" } else { "each is" }
             ),
         }
     }
@@ -476,9 +482,17 @@ fn finish(
             if let Some(w) = center.filter(|&c| c > 0.0).and_then(|c| pile_up(s, c, opts.configured_ms.is_some())) {
                 warnings.push(w);
             }
-            if let (Some(below), Some(v)) = (s.collapsed_below_ms(), quantile_ms) {
-                if v <= below {
-                    warnings.push(Warning::Collapsed { below_ms: below });
+            // Every reported percentile, not only the target one: a p50 read
+            // from merged buckets is as wrong as a p99 would be.
+            if let Some(below) = s.collapsed_below_ms() {
+                let mut quantiles: Vec<f64> = [0.5, 0.9, 0.99, 0.999, opts.q]
+                    .into_iter()
+                    .filter(|&q| at(q).is_some_and(|v| v <= below))
+                    .collect();
+                quantiles.sort_by(f64::total_cmp);
+                quantiles.dedup();
+                if !quantiles.is_empty() {
+                    warnings.push(Warning::Collapsed { below_ms: below, quantiles });
                 }
             }
             tail = tail_shape(&s.bins());
@@ -753,6 +767,40 @@ mod tests {
         assert!((q - 9990.0).abs() <= 99.9, "{q}");
         assert_eq!(r.timeout_ms, Some(q * 1.5));
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn every_reported_percentile_is_accurate_or_flagged_as_collapsed() {
+        // At α = 0.001 the sketch spans only about 21× before it merges its
+        // lowest buckets; seed 003's durations span far more, so the median
+        // lands among the merged ones.
+        let xs = seed_003(20_000);
+        let mut sorted = xs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let exact = |q: f64| sorted[rank_index(q, sorted.len())];
+        let opts = DeriveOptions { relative_error: 0.001, ..DeriveOptions::default() };
+        let r = derive_samples(&xs, &opts).unwrap();
+        let flagged: Vec<f64> = r
+            .warnings
+            .iter()
+            .filter_map(|w| match w {
+                Warning::Collapsed { quantiles, .. } => Some(quantiles.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let mut wrong = 0;
+        for (q, v) in [(0.5, r.p50_ms), (0.9, r.p90_ms), (0.99, r.p99_ms), (0.999, r.p999_ms)] {
+            let (v, x) = (v.unwrap(), exact(q));
+            if (v - x).abs() > 0.001 * x + 1e-6 {
+                wrong += 1;
+                assert!(flagged.contains(&q), "p{q}: {v} for an exact {x}, not flagged: {:?}", r.warnings);
+            }
+        }
+        assert!(wrong > 0, "the data no longer makes the sketch collapse: pick a wider range");
+        let text = r.warnings.iter().find(|w| w.code() == "collapsed").unwrap().to_string();
+        assert!(text.starts_with("p50"), "{text}");
+        assert!(text.contains("relativeError"), "{text}");
     }
 
     #[test]

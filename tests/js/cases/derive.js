@@ -104,6 +104,26 @@ const cases = [
     },
   },
   {
+    name: "derive: with relativeError 0.001 every reported percentile is within it of the exact value, or the collapsed warning names it",
+    run: (lib) => {
+      const xs = seed003(20_000, 7);
+      const sorted = xs.slice().sort();
+      const [row] = lib.deriveTimeouts(xs, { relativeError: 0.001 });
+      const collapsed = row.warnings.find((w) => w.code === "collapsed");
+      const named = /^(p[\d.]+(?:, p[\d.]+)*) lies? at or below/.exec(collapsed?.message ?? "")?.[1].split(", ") ?? [];
+      let wrong = 0;
+      for (const [q, key, name] of [[0.5, "p50", "p50"], [0.9, "p90", "p90"], [0.99, "p99", "p99"], [0.999, "p999", "p99.9"]]) {
+        const want = exact(sorted, q);
+        if (Math.abs(row[key] - want) > 0.001 * want + 1e-6) {
+          wrong++;
+          ok(named.includes(name), `${name} is ${row[key]} for an exact ${want} with no warning naming it: ${JSON.stringify(row.warnings)}`);
+        }
+      }
+      ok(wrong > 0, "the data no longer makes the sketch collapse");
+      ok(/use a larger 'relativeError'/.test(collapsed.message), collapsed.message);
+    },
+  },
+  {
     name: "derive: relativeError is honoured (0.1%, 5%) and add() agrees with addAll()",
     run: (lib) => {
       const xs = seed003(20_000, 7);
