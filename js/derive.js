@@ -155,6 +155,16 @@ export function parsePrometheus(input, options) {
   const o = optionsObject(options, "parsePrometheus", "{ metric }");
   const metric = o.metric === undefined ? undefined : str("metric", o.metric);
   if (typeof input === "string" && !input.trimStart().startsWith("{")) {
+    // Refused before the copy into Wasm memory, which would keep the space
+    // for good. UTF-8 is never shorter than UTF-16, so longer text is too
+    // long in bytes too; the core checks the exact byte length.
+    const max = core.maxExpositionBytes();
+    if (input.length > max) {
+      throw new RangeError(
+        `'input' is ${input.length} characters of exposition text: at most ${max} bytes are parsed; ` +
+          "scrape or filter one histogram family (e.g. query Prometheus for it) instead",
+      );
+    }
     return decodeHistograms(core.parsePrometheusText(input, metric));
   }
   let response = input;

@@ -337,14 +337,19 @@ impl fmt::Display for Warning {
                 f,
                 "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds"
             ),
-            Self::Collapsed { below_ms, quantiles } => write!(
-                f,
-                "{} {} at or below {}, where the sketch merged its lowest buckets to bound memory: {} only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)",
-                quantiles.iter().map(|&q| percentile_name(q)).collect::<Vec<_>>().join(", "),
-                if quantiles.len() == 1 { "lies" } else { "lie" },
-                ms(*below_ms),
-                if quantiles.len() == 1 { "it is" } else { "each is" }
-            ),
+            Self::Collapsed { below_ms, quantiles } => {
+                for (i, &q) in quantiles.iter().enumerate() {
+                    write!(f, "{}{}", if i > 0 { ", " } else { "" }, percentile_name(q))?;
+                }
+                let one = quantiles.len() == 1;
+                write!(
+                    f,
+                    " {} at or below {}, where the sketch merged its lowest buckets to bound memory: {} only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)",
+                    if one { "lies" } else { "lie" },
+                    ms(*below_ms),
+                    if one { "it is" } else { "each is" }
+                )
+            }
         }
     }
 }
@@ -489,7 +494,8 @@ fn finish(
                     .into_iter()
                     .filter(|&q| at(q).is_some_and(|v| v <= below))
                     .collect();
-                quantiles.sort_by(f64::total_cmp);
+                // Short and nearly sorted; no std sort in the Wasm build for five numbers.
+                prom::insertion_sort_by(&mut quantiles, |a, b| a < b);
                 quantiles.dedup();
                 if !quantiles.is_empty() {
                     warnings.push(Warning::Collapsed { below_ms: below, quantiles });
@@ -720,14 +726,13 @@ pub fn derive_exposition(
     opts: &DeriveOptions,
 ) -> Result<Vec<BucketResult>, DeriveError> {
     opts.validate()?;
-    let samples = prom::parse_text(text).map_err(DeriveError::Prom)?;
-    let hists = prom::histograms(&samples, metric).map_err(DeriveError::Prom)?;
+    let hists = prom::histograms_in_text(text, metric).map_err(DeriveError::Prom)?;
     derive_histograms(&hists, by, outcome_label, opts)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::prom::{histograms, parse_text, Loc};
+    use super::prom::{histograms, histograms_in_text, parse_text, Loc, MAX_TEXT_BYTES};
     use super::*;
     use crate::core::simulate::{Sampler, Scenario};
     use crate::core::sketch::tests::Gen;
@@ -1037,6 +1042,40 @@ other_metric{a="x\"y\\z\n"} 3
         let text = "req_latency_bucket{le=\"10\"} 5\nreq_latency_bucket{le=\"+Inf\"} 5\n";
         let r = &derive_exposition(text, None, &[], None, &DeriveOptions::default()).unwrap()[0];
         assert!(has(r, "unit-assumed") && r.p50_ms.unwrap() <= 10.0);
+    }
+
+    #[test]
+    fn streaming_exposition_parse_equals_collecting_every_sample() {
+        let texts = [
+            EXPOSITION,
+            "x_bucket{le=\"1\"} 5\nx_bucket{le=\"2\"} 3\nx_bucket{le=\"+Inf\"} 9\n",
+            "x_bucket{le=\"1\"} 5\n",
+            "x_bucket{le=\"abc\"} 5\n",
+            "x_bucket{k=\"1\"} 5\nx_bucket{le=\"1\"} 5\nx_bucket{le=\"+Inf\"} 5\n",
+            "a_bucket{le=\"1\"} 1\nb_bucket{le=\"1\"} 1\n",
+            "up 1\n\n# c\nx_sum 3\nx_count 2\n",
+            "x_bucket{le=\"1\"} 5\n9x 1\n",
+        ];
+        // Series in descending label order: each new one sorts first.
+        let mut many = String::new();
+        for i in (0..500).rev() {
+            many.push_str(&format!("y_bucket{{id=\"{i:04}\",le=\"1\"}} {i}\ny_bucket{{id=\"{i:04}\",le=\"+Inf\"}} {}\n", i + 1));
+        }
+        for text in texts.iter().copied().chain([many.as_str()]) {
+            for metric in [None, Some("x"), Some("x_bucket"), Some("a"), Some("y"), Some("zzz")] {
+                let collected = parse_text(text).and_then(|s| histograms(&s, metric));
+                assert_eq!(histograms_in_text(text, metric), collected, "{metric:?} of {text:?}");
+            }
+        }
+        let hs = histograms_in_text(&many, None).unwrap();
+        assert_eq!(hs.len(), 500);
+        assert!(hs.windows(2).all(|w| w[0].labels < w[1].labels));
+        // Too long: refused before any parsing (the text need not even be valid).
+        let long = "#".repeat(MAX_TEXT_BYTES + 1);
+        let e = histograms_in_text(&long, None).unwrap_err();
+        assert_eq!(e, PromError::TooLarge { bytes: MAX_TEXT_BYTES + 1 });
+        assert!(e.to_string().starts_with("'input' is 16777217 bytes of exposition text: at most 16777216"), "{e}");
+        assert!(histograms_in_text(&long[1..], None).unwrap_err().to_string().starts_with("no histogram"));
     }
 
     #[test]

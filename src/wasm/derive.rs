@@ -330,9 +330,15 @@ impl DeriverJs {
 /// (or of the only family present), layout of [`encode_histograms`].
 #[wasm_bindgen(js_name = parsePrometheusText)]
 pub fn parse_prometheus_text(text: &str, metric: Option<String>) -> Result<Vec<JsValue>, JsValue> {
-    let samples = prom::parse_text(text).map_err(to_js)?;
-    let hists = prom::histograms(&samples, metric.as_deref()).map_err(to_js)?;
+    let hists = prom::histograms_in_text(text, metric.as_deref()).map_err(to_js)?;
     Ok(encode_histograms(&hists))
+}
+
+/// [`prom::MAX_TEXT_BYTES`], for the check `js/derive.js` makes before
+/// copying text into Wasm memory.
+#[wasm_bindgen(js_name = maxExpositionBytes)]
+pub fn max_exposition_bytes() -> f64 {
+    prom::MAX_TEXT_BYTES as f64
 }
 
 /// Histograms from the samples of a query API result (`js/derive.js` walks

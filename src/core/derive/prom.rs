@@ -18,12 +18,24 @@
 //!   `*_milliseconds` and `*_ms` are taken as is; any other name is taken as
 //!   milliseconds and flagged ([`Unit::Unknown`]).
 //!
+//! # Memory and time
+//! Exposition text can be large (a high-cardinality exporter serves tens of
+//! MB), and Wasm memory never shrinks: whatever a parse needs at its peak
+//! stays reserved for the life of the instance. So [`histograms_in_text`]
+//! streams: each line is parsed, filed under its series and dropped, and only
+//! the chosen family's buckets are kept (about 40 bytes per bucket line plus
+//! one copy of each series' labels). Series are kept in a `BTreeMap`, so the
+//! time is `O(lines · log series)`. Text longer than [`MAX_TEXT_BYTES`] is
+//! refused before any work starts ([`PromError::TooLarge`]).
+//!
 //! # Invariants (tested in `derive.rs`)
 //! 1. Every [`Histogram`] has strictly increasing bounds ending in `+Inf`,
 //!    at least one finite bound, and non-decreasing finite counts.
 //! 2. Quantiles are monotone in `q` and lie within `[0, largest finite bound]`.
 //! 3. Malformed input is an error naming the line (or result index) and the
 //!    field, never a panic.
+//! 4. [`histograms_in_text`] gives the same histograms (or the same error) as
+//!    [`parse_text`] followed by [`histograms`].
 
 use core::fmt;
 
@@ -31,6 +43,43 @@ use core::fmt;
 pub const MAX_SERIES_BUCKETS: usize = 4096;
 /// The most labels one sample may have.
 pub const MAX_LABELS: usize = 128;
+/// The longest exposition text [`histograms_in_text`] accepts: 16 MiB of
+/// UTF-8, which covers a 150 000-series exporter. Its parse needs up to about
+/// seven times its size in Wasm memory at the peak, text included (measured:
+/// BENCHMARKS.md, "Memory"), and Wasm memory is never returned.
+pub const MAX_TEXT_BYTES: usize = 16 << 20;
+
+/// The indices `0..n` in the order `less` gives, stably: a bottom-up merge
+/// sort in `O(n log n)`, for long inputs (std's sorts add several KB to the
+/// Wasm build).
+fn merge_sort_indices(n: usize, less: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let mut a: Vec<usize> = (0..n).collect();
+    let mut b = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut l, mut r) = (start, mid);
+            for slot in b.iter_mut().take(end).skip(start) {
+                // Take from the right run only when strictly less: stable.
+                let right = l >= mid || (r < end && less(a[r], a[l]));
+                if right {
+                    *slot = a[r];
+                    r += 1;
+                } else {
+                    *slot = a[l];
+                    l += 1;
+                }
+            }
+            start = end;
+        }
+        core::mem::swap(&mut a, &mut b);
+        width *= 2;
+    }
+    a
+}
 
 /// Sorts a short, usually already sorted slice; stable.
 pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
@@ -142,6 +191,8 @@ pub enum PromError {
     NoHistogram { metric: Option<String>, found: Vec<String> },
     /// Several histogram families are present: pass the metric to use.
     Ambiguous { found: Vec<String> },
+    /// The text is longer than [`MAX_TEXT_BYTES`]; nothing was parsed.
+    TooLarge { bytes: usize },
 }
 
 /// `a, b, c` (without `join`, which adds its own copy loop to the Wasm build).
@@ -196,6 +247,11 @@ impl fmt::Display for PromError {
                 list(f, found)?;
                 write!(f, "): choose one with 'metric'")
             }
+            Self::TooLarge { bytes } => write!(
+                f,
+                "'input' is {bytes} bytes of exposition text: at most {MAX_TEXT_BYTES} are parsed; \
+                 scrape or filter one histogram family (e.g. query Prometheus for it) instead"
+            ),
         }
     }
 }
@@ -411,15 +467,41 @@ impl Histogram {
 /// `# TYPE`, any `#` line) and blank lines are skipped; every other line must
 /// be `name{label="value",…} value [timestamp]`.
 pub fn parse_text(text: &str) -> Result<Vec<PromSample>, PromError> {
-    let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    samples(text).collect()
+}
+
+/// The samples of `text`, one at a time (see [`parse_text`]).
+fn samples(text: &str) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
+    text.lines().enumerate().filter_map(|(i, raw)| {
         let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        out.push(parse_line(line, Loc { kind: "line", index: i + 1 })?);
+        (!line.is_empty() && !line.starts_with('#')).then(|| parse_line(line, Loc { kind: "line", index: i + 1 }))
+    })
+}
+
+/// The histograms of `metric` (or of the only family present) in exposition
+/// text, streaming (see *Memory and time*): the same answer as [`parse_text`]
+/// then [`histograms`], without holding every sample at once.
+pub fn histograms_in_text(text: &str, metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(PromError::TooLarge { bytes: text.len() });
     }
-    Ok(out)
+    let metric = match metric {
+        Some(m) => m.to_string(),
+        // Without a name, a first pass finds the families (each sample is
+        // dropped as soon as it is seen) and checks the syntax of every line.
+        None => {
+            let mut families = Vec::new();
+            for s in samples(text) {
+                note_family(&mut families, &s?);
+            }
+            only_family(families)?
+        }
+    };
+    let mut assembler = Assembler::new(&metric);
+    for s in samples(text) {
+        assembler.feed(&s?)?;
+    }
+    assembler.finish()
 }
 
 fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
@@ -535,6 +617,7 @@ pub fn parse_decimal(s: &str) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
+#[inline(never)] // one copy in the Wasm build, though three loops call it
 fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
     let mut chars = line.char_indices().peekable();
     match chars.peek() {
@@ -640,36 +723,86 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
 /// trailing `_bucket` is ignored); without it the samples must hold exactly
 /// one histogram family. Series are returned ordered by their labels.
 pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
-    let metric = metric.map(|m| m.strip_suffix("_bucket").unwrap_or(m));
-    let mut families: Vec<String> = Vec::new();
-    for s in samples {
-        if let Some(fam) = s.name.strip_suffix("_bucket") {
-            if s.labels.iter().any(|(k, _)| k == "le") && !families.iter().any(|f| f == fam) {
-                families.push(fam.to_string());
+    let metric = match metric {
+        Some(m) => m.to_string(),
+        None => {
+            let mut families = Vec::new();
+            for s in samples {
+                note_family(&mut families, s);
             }
+            only_family(families)?
+        }
+    };
+    let mut assembler = Assembler::new(&metric);
+    for s in samples {
+        assembler.feed(s)?;
+    }
+    assembler.finish()
+}
+
+/// Records the histogram family of `s` (a `*_bucket` sample with an `le`
+/// label) in `families`, once, in order of appearance.
+fn note_family(families: &mut Vec<String>, s: &PromSample) {
+    if let Some(fam) = s.name.strip_suffix("_bucket") {
+        if s.labels.iter().any(|(k, _)| k == "le") && !families.iter().any(|f| f == fam) {
+            families.push(fam.to_string());
         }
     }
-    let family = match metric {
-        Some(m) if families.iter().any(|f| f == m) => m.to_string(),
-        Some(m) => return Err(PromError::NoHistogram { metric: Some(m.to_string()), found: families }),
-        None if families.len() == 1 => families[0].clone(),
-        None if families.is_empty() => return Err(PromError::NoHistogram { metric: None, found: families }),
-        None => return Err(PromError::Ambiguous { found: families }),
-    };
-    type Series = (Vec<(String, String)>, Vec<(f64, f64, Loc)>, Option<f64>, Option<f64>);
-    let mut series: Vec<Series> = Vec::new();
-    let bucket_name = format!("{family}_bucket");
-    let sum_name = format!("{family}_sum");
-    let count_name = format!("{family}_count");
-    for s in samples {
-        let kind = if s.name == bucket_name {
+}
+
+/// The one family present, or why there is not exactly one.
+fn only_family(mut families: Vec<String>) -> Result<String, PromError> {
+    match families.len() {
+        1 => Ok(families.remove(0)),
+        0 => Err(PromError::NoHistogram { metric: None, found: families }),
+        _ => Err(PromError::Ambiguous { found: families }),
+    }
+}
+
+/// One series being assembled: its buckets, `_sum` and `_count`.
+type SeriesParts = (Vec<(f64, f64, Loc)>, Option<f64>, Option<f64>);
+
+/// Files the samples of one family under their series (labels without `le`,
+/// sorted by name) as they come, and builds the histograms at the end.
+struct Assembler {
+    family: String,
+    bucket_name: String,
+    sum_name: String,
+    count_name: String,
+    /// Every histogram family seen, for the error when `family` is not one.
+    families: Vec<String>,
+    /// The first malformed bucket of `family`: reported after the check that
+    /// the family exists, as when all samples are collected first.
+    error: Option<PromError>,
+    /// One entry per run of consecutive samples of one series (exporters
+    /// write a series' lines together), sorted and merged at the end.
+    series: Vec<(Vec<(String, String)>, SeriesParts)>,
+}
+
+impl Assembler {
+    fn new(metric: &str) -> Self {
+        let family = metric.strip_suffix("_bucket").unwrap_or(metric).to_string();
+        Self {
+            bucket_name: format!("{family}_bucket"),
+            sum_name: format!("{family}_sum"),
+            count_name: format!("{family}_count"),
+            family,
+            families: Vec::new(),
+            error: None,
+            series: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, s: &PromSample) -> Result<(), PromError> {
+        note_family(&mut self.families, s);
+        let kind = if s.name == self.bucket_name {
             0
-        } else if s.name == sum_name {
+        } else if s.name == self.sum_name {
             1
-        } else if s.name == count_name {
+        } else if s.name == self.count_name {
             2
         } else {
-            continue;
+            return Ok(());
         };
         let mut le = None;
         let mut labels: Vec<(String, String)> = Vec::with_capacity(s.labels.len());
@@ -681,35 +814,63 @@ pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Hi
             }
         }
         insertion_sort_by(&mut labels, |a, b| a.0 < b.0);
-        let at = match series.binary_search_by(|x| x.0.cmp(&labels)) {
-            Ok(i) => i,
-            Err(i) => {
-                series.insert(i, (labels, Vec::new(), None, None));
-                i
-            }
-        };
+        let same = self.series.last().is_some_and(|(last, _)| *last == labels);
+        if !same {
+            self.series.push((labels, (Vec::new(), None, None)));
+        }
+        let Some((_, parts)) = self.series.last_mut() else { return Ok(()) };
         match kind {
-            0 => {
-                let le_text = le.ok_or_else(|| syntax(s.loc, "label name", "a *_bucket sample needs an 'le' label"))?;
-                let le = parse_value(le_text.trim())
-                    .ok_or_else(|| syntax(s.loc, "label value", format!("le=\"{le_text}\" is not a number")))?;
-                series[at].1.push((le, s.value, s.loc));
+            0 if self.error.is_none() => {
+                let bound = match le {
+                    None => Err(syntax(s.loc, "label name", "a *_bucket sample needs an 'le' label")),
+                    Some(text) => parse_value(text.trim())
+                        .ok_or_else(|| syntax(s.loc, "label value", format!("le=\"{text}\" is not a number"))),
+                };
+                match bound {
+                    Ok(le) => parts.0.push((le, s.value, s.loc)),
+                    Err(e) => self.error = Some(e),
+                }
             }
-            1 => series[at].2 = Some(s.value),
-            _ => series[at].3 = Some(s.value),
+            0 => {}
+            1 => parts.1 = Some(s.value),
+            _ => parts.2 = Some(s.value),
         }
+        Ok(())
     }
-    let scale = Unit::of(&family).to_ms();
-    let mut out = Vec::new();
-    for (labels, buckets, sum, count) in series {
-        if buckets.is_empty() {
-            // A `_sum`/`_count` without buckets (a summary): not a histogram.
-            continue;
+
+    fn finish(self) -> Result<Vec<Histogram>, PromError> {
+        if !self.families.iter().any(|f| *f == self.family) {
+            return Err(PromError::NoHistogram { metric: Some(self.family), found: self.families });
         }
-        let mut h = Histogram::new(&family, labels, buckets)?;
-        h.sum_ms = sum.map(|v| v * scale);
-        h.count = count;
-        out.push(h);
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let scale = Unit::of(&self.family).to_ms();
+        // Stable: runs of one series stay in the order their samples came.
+        let order = merge_sort_indices(self.series.len(), |i, j| self.series[i].0 < self.series[j].0);
+        let mut runs: Vec<Option<(Vec<(String, String)>, SeriesParts)>> = self.series.into_iter().map(Some).collect();
+        let mut series: Vec<(Vec<(String, String)>, SeriesParts)> = Vec::with_capacity(runs.len());
+        for (labels, (buckets, sum, count)) in order.into_iter().filter_map(|i| runs.get_mut(i).and_then(Option::take)) {
+            match series.last_mut() {
+                Some((last, parts)) if *last == labels => {
+                    parts.0.extend(buckets);
+                    parts.1 = sum.or(parts.1);
+                    parts.2 = count.or(parts.2);
+                }
+                _ => series.push((labels, (buckets, sum, count))),
+            }
+        }
+        let mut out = Vec::new();
+        for (labels, (buckets, sum, count)) in series {
+            if buckets.is_empty() {
+                // A `_sum`/`_count` without buckets (a summary): not a histogram.
+                continue;
+            }
+            let mut h = Histogram::new(&self.family, labels, buckets)?;
+            h.sum_ms = sum.map(|v| v * scale);
+            h.count = count;
+            out.push(h);
+        }
+        Ok(out)
     }
-    Ok(out)
 }

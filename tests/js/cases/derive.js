@@ -2,6 +2,11 @@
 // Data comes from a seeded generator, so every runtime sees the same samples;
 // oracles are exact sorted quantiles computed here.
 import { equal, near, ok, rejects, throws } from "../assert.js";
+// The glue's `initSync()` returns the instance's exports once loaded: the
+// memory cases read Wasm memory's size from it (the API has no reason to).
+import { initSync } from "../../../pkg/edge_deadline.js";
+
+const wasmBytes = () => initSync().memory.buffer.byteLength;
 
 /** splitmix32-style generator: deterministic floats in (0, 1). */
 function rng(seed) {
@@ -121,6 +126,16 @@ const cases = [
       }
       ok(wrong > 0, "the data no longer makes the sketch collapse");
       ok(/use a larger 'relativeError'/.test(collapsed.message), collapsed.message);
+    },
+  },
+  {
+    name: "prometheus: text over 16 MiB is refused with a RangeError before it reaches Wasm memory",
+    run: (lib) => {
+      const line = 'x_bucket{le="1"} 1\n';
+      const text = line.repeat(Math.ceil((16 * 2 ** 20 + 1) / line.length));
+      const before = wasmBytes();
+      throws(() => lib.parsePrometheus(text), RangeError, /^'input' is \d+ characters of exposition text: at most 16777216 bytes are parsed/);
+      equal(wasmBytes(), before, "Wasm memory grew for refused text");
     },
   },
   {
