@@ -208,6 +208,19 @@ impl SketchJs {
         self.inner.memory_bytes() as f64
     }
 
+    /// The sketch as bytes ([`LatencySketch::to_bytes`]): js/sketch.js parks
+    /// idle sketches in JS memory this way.
+    #[wasm_bindgen(js_name = toBytes)]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.inner.to_bytes()
+    }
+
+    /// A parked sketch back in Wasm memory.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(bytes: &[u8]) -> Result<SketchJs, JsValue> {
+        Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(to_js)?, saved: None })
+    }
+
     /// [`tail_shape`] of this sketch's bins; `undefined` when there is no
     /// gap, else the seven numbers of [`encode_tail`].
     #[wasm_bindgen(js_name = tailShape)]

@@ -139,6 +139,52 @@ const cases = [
     },
   },
   {
+    name: "sketch: 10 000 forgotten sketches (never freed, one synchronous loop) hold at most 16 MiB of Wasm memory",
+    run: (lib) => {
+      const before = wasmBytes();
+      for (let i = 0; i < 10_000; i++) {
+        const s = new lib.LatencySketch();
+        // 1 ms … 5 s: about 3.5 KB of counters each.
+        for (let k = 0; k < 300; k++) s.add(1 + ((k * 7919 + i) % 5_000));
+      }
+      const grown = wasmBytes() - before;
+      ok(grown <= 16 * 2 ** 20 + 2 ** 20, `Wasm memory grew by ${(grown / 2 ** 20).toFixed(1)} MiB`);
+    },
+  },
+  {
+    name: "sketch: sketches parked in JS memory and restored answer exactly as before, in add, merge and derive",
+    run: (lib) => {
+      const n = 2_500; // more than stay resident at once
+      const data = (i) => Float64Array.from({ length: 40 + (i % 300) }, (_, k) => 1 + ((k * 104_729 + i * 13) % 9_000) / 3);
+      const kept = [];
+      for (let i = 0; i < n; i++) kept.push(new lib.LatencySketch().addAll(data(i)));
+      try {
+        for (let i = 0; i < n; i += 97) {
+          const fresh = new lib.LatencySketch().addAll(data(i));
+          try {
+            const s = kept[i];
+            equal(s.count, fresh.count, `count of sketch ${i}`);
+            for (const q of [0, 0.5, 0.99, 1]) equal(s.quantile(q), fresh.quantile(q), `q=${q} of sketch ${i}`);
+            equal(s.sum, fresh.sum);
+            s.add(7);
+            fresh.add(7);
+            s.merge(kept[(i + 1_250) % n]);
+            fresh.merge(new lib.LatencySketch().addAll(data((i + 1_250) % n)));
+            equal(s.quantile(0.9), fresh.quantile(0.9), `after add and merge, sketch ${i}`);
+            equal(lib.deriveTimeouts(s)[0].p99, lib.deriveTimeouts(fresh)[0].p99, `derived p99 of sketch ${i}`);
+          } finally {
+            fresh.free();
+          }
+        }
+        kept[3].free();
+        throws(() => kept[3].count, Error, /freed/);
+        equal(String(kept[3]), "LatencySketch(freed)");
+      } finally {
+        for (const s of kept) s.free();
+      }
+    },
+  },
+  {
     name: "derive: relativeError is honoured (0.1%, 5%) and add() agrees with addAll()",
     run: (lib) => {
       const xs = seed003(20_000, 7);
