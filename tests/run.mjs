@@ -88,7 +88,7 @@ const suites = {
     record(report.runtime ?? "deno", report);
   },
 
-  async workerd() {
+  async workerd(compatibilityDate = "2026-11-24") {
     const port = await freePort();
     const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
     const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
@@ -109,7 +109,7 @@ const config :Workerd.Config = (
 );
 const suite :Workerd.Worker = (
   modules = [ ${modules.join(",\n    ")} ],
-  compatibilityDate = "2026-11-24",
+  compatibilityDate = "${compatibilityDate}",
   globalOutbound = "loopback",
 );
 `,
@@ -119,18 +119,23 @@ const suite :Workerd.Worker = (
       let report;
       for (let i = 0; i < 100 && !report; i++) {
         try {
-          const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}`);
+          const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}&compat=${compatibilityDate}`);
           report = await res.json();
         } catch {
           await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
         }
       }
       report ??= { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
-      record(`workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version}`, report);
+      const version = JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version;
+      record(`workerd ${version}${compatibilityDate === "2026-11-24" ? "" : ` (${compatibilityDate})`}`, report);
     } finally {
       child.kill();
     }
   },
+
+  // Workers before the 2026-04-21 compatibility date error an aborted fetch
+  // body with a plain Error: the suite again, on such a date.
+  workerdApril: () => suites.workerd("2026-04-01"),
 
   async chromium() {
     const { chromium } = await import("playwright-core");

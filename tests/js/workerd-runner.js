@@ -5,8 +5,12 @@ import { prepare, runSuite } from "./harness.js";
 
 export default {
   async fetch(request) {
-    const fixtureUrl = new URL(request.url).searchParams.get("fixture") ?? undefined;
-    const ctx = { runtime: "workerd", fixtureUrl, ...(await prepare(lib)) };
+    const query = new URL(request.url).searchParams;
+    const fixtureUrl = query.get("fixture") ?? undefined;
+    // Before the 2026-04-21 compatibility date workerd rejects a fetch (and
+    // errors its body) with an unbranded copy of the abort reason.
+    const lossyAbortReasons = (query.get("compat") ?? "9999") < "2026-04-21" || undefined;
+    const ctx = { runtime: "workerd", fixtureUrl, lossyAbortReasons, ...(await prepare(lib)) };
     return Response.json(await runSuite(lib, ctx));
   },
 };

@@ -842,6 +842,26 @@ const cases = [
     },
   },
   {
+    name: "stall fixture: a body ended mid-stream by the deadline errors with the branded reason, every time (20 fetchWithDeadline, 12 withStallTimeout)",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const url = () => `${ctx.fixtureUrl}/stall/steady?id=${uid()}&n=100&gap=5`;
+      const viaFetch = Array.from({ length: 20 }, async () => {
+        const d = lib.Deadline.in(80);
+        const res = await lib.fetchWithDeadline(url(), undefined, { deadline: d, stallMs: 5_000 });
+        return (await drain(res.body)).error;
+      });
+      const viaWrapper = Array.from({ length: 12 }, async () => {
+        const d = lib.Deadline.in(80);
+        const res = await fetch(url(), { signal: d.signal() });
+        return (await drain(lib.withStallTimeout(res.body, { firstChunkMs: 5_000, stallMs: 5_000, deadline: d }))).error;
+      });
+      const errors = await Promise.all([...viaFetch, ...viaWrapper]);
+      const unbranded = errors.filter((e) => !lib.isDeadlineExceeded(e)).map((e) => `${e?.name}: ${e?.message}`);
+      equal(unbranded.length, 0, `unbranded body errors (${unbranded.slice(0, 2).join("; ")})`);
+    },
+  },
+  {
     name: "stall fixture: zero firstByteMs / firstChunkMs degrade to StreamStalled (first-byte / first-chunk), never RangeError",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
