@@ -420,7 +420,7 @@ impl LatencySketch {
             && binned == Some(s.count)
             && (s.count == 0) == (s.min == f64::INFINITY)
             && (s.count == 0 || s.min <= s.max)
-            && s.exact.as_ref().is_none_or(|e| e.len() as u64 == s.count && e.windows(2).all(|w| w[0] <= w[1]))
+            && s.exact.as_ref().map_or(true, |e| e.len() as u64 == s.count && e.windows(2).all(|w| w[0] <= w[1]))
             && s.offset.checked_add(s.counts.len() as i32).is_some();
         consistent.then_some(s).ok_or(SketchError::Encoding { at: r.at })
     }

@@ -343,8 +343,16 @@ impl DeriverJs {
 /// (or of the only family present), layout of [`encode_histograms`].
 #[wasm_bindgen(js_name = parsePrometheusText)]
 pub fn parse_prometheus_text(text: &str, metric: Option<String>) -> Result<Vec<JsValue>, JsValue> {
-    let hists = prom::histograms_in_text(text, metric.as_deref()).map_err(to_js)?;
-    Ok(encode_histograms(&hists))
+    // Encoded one by one as they are built (see prom's *Memory and time*).
+    let mut out = vec![JsValue::UNDEFINED];
+    let mut n = 0;
+    prom::each_histogram_in_text(text, metric.as_deref(), &mut |h| {
+        encode_histogram(&mut out, &h);
+        n += 1;
+    })
+    .map_err(to_js)?;
+    out[0] = count(n);
+    Ok(out)
 }
 
 /// [`prom::MAX_TEXT_BYTES`], for the check `js/derive.js` makes before
@@ -579,20 +587,25 @@ fn encode_rows(rows: &[BucketResult]) -> Vec<JsValue> {
 fn encode_histograms(hists: &[Histogram]) -> Vec<JsValue> {
     let mut out = vec![count(hists.len())];
     for h in hists {
-        out.push(JsValue::from_str(&h.name));
-        out.push(JsValue::from_str(h.unit.name()));
-        out.push(count(h.labels.len()));
-        for (k, v) in &h.labels {
-            out.push(JsValue::from_str(k));
-            out.push(JsValue::from_str(v));
-        }
-        out.push(count(h.bounds_ms.len()));
-        for (b, c) in h.bounds_ms.iter().zip(&h.cumulative) {
-            out.push(num(*b));
-            out.push(num(*c));
-        }
-        out.push(opt(h.sum_ms));
-        out.push(opt(h.count));
+        encode_histogram(&mut out, h);
     }
     out
+}
+
+/// One histogram of [`encode_histograms`]' layout.
+fn encode_histogram(out: &mut Vec<JsValue>, h: &Histogram) {
+    out.push(JsValue::from_str(&h.name));
+    out.push(JsValue::from_str(h.unit.name()));
+    out.push(count(h.labels.len()));
+    for (k, v) in &h.labels {
+        out.push(JsValue::from_str(k));
+        out.push(JsValue::from_str(v));
+    }
+    out.push(count(h.bounds_ms.len()));
+    for (b, c) in h.bounds_ms.iter().zip(&h.cumulative) {
+        out.push(num(*b));
+        out.push(num(*c));
+    }
+    out.push(opt(h.sum_ms));
+    out.push(opt(h.count));
 }

@@ -45,7 +45,7 @@ pub const MAX_SERIES_BUCKETS: usize = 4096;
 pub const MAX_LABELS: usize = 128;
 /// The longest exposition text [`histograms_in_text`] accepts: 16 MiB of
 /// UTF-8, which covers a 150 000-series exporter. Its parse needs up to about
-/// seven times its size in Wasm memory at the peak, text included (measured:
+/// six times its size in Wasm memory at the peak, text included (measured:
 /// BENCHMARKS.md, "Memory"), and Wasm memory is never returned.
 pub const MAX_TEXT_BYTES: usize = 16 << 20;
 
@@ -482,6 +482,15 @@ fn samples(text: &str) -> impl Iterator<Item = Result<PromSample, PromError>> + 
 /// text, streaming (see *Memory and time*): the same answer as [`parse_text`]
 /// then [`histograms`], without holding every sample at once.
 pub fn histograms_in_text(text: &str, metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
+    let mut out = Vec::new();
+    each_histogram_in_text(text, metric, &mut |h| out.push(h))?;
+    Ok(out)
+}
+
+/// [`histograms_in_text`], handing each histogram to `each` (in label order)
+/// instead of collecting them: the caller can convert and drop one at a time,
+/// so the parse never holds every finished histogram at once.
+pub fn each_histogram_in_text(text: &str, metric: Option<&str>, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
     if text.len() > MAX_TEXT_BYTES {
         return Err(PromError::TooLarge { bytes: text.len() });
     }
@@ -501,7 +510,7 @@ pub fn histograms_in_text(text: &str, metric: Option<&str>) -> Result<Vec<Histog
     for s in samples(text) {
         assembler.feed(&s?)?;
     }
-    assembler.finish()
+    assembler.finish(each)
 }
 
 fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
@@ -737,7 +746,9 @@ pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Hi
     for s in samples {
         assembler.feed(s)?;
     }
-    assembler.finish()
+    let mut out = Vec::new();
+    assembler.finish(&mut |h| out.push(h))?;
+    Ok(out)
 }
 
 /// Records the histogram family of `s` (a `*_bucket` sample with an `le`
@@ -761,6 +772,8 @@ fn only_family(mut families: Vec<String>) -> Result<String, PromError> {
 
 /// One series being assembled: its buckets, `_sum` and `_count`.
 type SeriesParts = (Vec<(f64, f64, Loc)>, Option<f64>, Option<f64>);
+/// A series' labels (without `le`, sorted by name) and its parts.
+type Series = (Vec<(String, String)>, SeriesParts);
 
 /// Files the samples of one family under their series (labels without `le`,
 /// sorted by name) as they come, and builds the histograms at the end.
@@ -776,7 +789,7 @@ struct Assembler {
     error: Option<PromError>,
     /// One entry per run of consecutive samples of one series (exporters
     /// write a series' lines together), sorted and merged at the end.
-    series: Vec<(Vec<(String, String)>, SeriesParts)>,
+    series: Vec<Series>,
 }
 
 impl Assembler {
@@ -805,7 +818,7 @@ impl Assembler {
             return Ok(());
         };
         let mut le = None;
-        let mut labels: Vec<(String, String)> = Vec::with_capacity(s.labels.len());
+        let mut labels: Vec<(String, String)> = Vec::with_capacity(s.labels.len() - usize::from(kind == 0));
         for (k, v) in &s.labels {
             if k == "le" && kind == 0 {
                 le = Some(v.as_str());
@@ -838,8 +851,10 @@ impl Assembler {
         Ok(())
     }
 
-    fn finish(self) -> Result<Vec<Histogram>, PromError> {
-        if !self.families.iter().any(|f| *f == self.family) {
+    /// Validates and hands over every histogram, in label order. On an
+    /// error, the histograms handed over so far are to be discarded.
+    fn finish(self, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
+        if !self.families.contains(&self.family) {
             return Err(PromError::NoHistogram { metric: Some(self.family), found: self.families });
         }
         if let Some(e) = self.error {
@@ -848,8 +863,8 @@ impl Assembler {
         let scale = Unit::of(&self.family).to_ms();
         // Stable: runs of one series stay in the order their samples came.
         let order = merge_sort_indices(self.series.len(), |i, j| self.series[i].0 < self.series[j].0);
-        let mut runs: Vec<Option<(Vec<(String, String)>, SeriesParts)>> = self.series.into_iter().map(Some).collect();
-        let mut series: Vec<(Vec<(String, String)>, SeriesParts)> = Vec::with_capacity(runs.len());
+        let mut runs: Vec<Option<Series>> = self.series.into_iter().map(Some).collect();
+        let mut series: Vec<Series> = Vec::with_capacity(runs.len());
         for (labels, (buckets, sum, count)) in order.into_iter().filter_map(|i| runs.get_mut(i).and_then(Option::take)) {
             match series.last_mut() {
                 Some((last, parts)) if *last == labels => {
@@ -860,7 +875,6 @@ impl Assembler {
                 _ => series.push((labels, (buckets, sum, count))),
             }
         }
-        let mut out = Vec::new();
         for (labels, (buckets, sum, count)) in series {
             if buckets.is_empty() {
                 // A `_sum`/`_count` without buckets (a summary): not a histogram.
@@ -869,8 +883,8 @@ impl Assembler {
             let mut h = Histogram::new(&self.family, labels, buckets)?;
             h.sum_ms = sum.map(|v| v * scale);
             h.count = count;
-            out.push(h);
+            each(h);
         }
-        Ok(out)
+        Ok(())
     }
 }
