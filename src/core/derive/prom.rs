@@ -24,9 +24,13 @@
 //! stays reserved for the life of the instance. So [`histograms_in_text`]
 //! streams: each line is parsed, filed under its series and dropped, and only
 //! the chosen family's buckets are kept (about 40 bytes per bucket line plus
-//! one copy of each series' labels). Series are kept in a `BTreeMap`, so the
-//! time is `O(lines · log series)`. Text longer than [`MAX_TEXT_BYTES`] is
-//! refused before any work starts ([`PromError::TooLarge`]).
+//! one copy of each series' labels). Consecutive lines of one series form a
+//! run; the runs are sorted once at the end (a merge sort) and merged, so the
+//! time is `O(lines + series · log series)`: one insert per new series into a
+//! sorted vector made it quadratic. [`each_histogram_in_text`] hands out each
+//! finished histogram at once, so they are never all held together. Text
+//! longer than [`MAX_TEXT_BYTES`] is refused before any work starts
+//! ([`PromError::TooLarge`]).
 //!
 //! # Invariants (tested in `derive.rs`)
 //! 1. Every [`Histogram`] has strictly increasing bounds ending in `+Inf`,
