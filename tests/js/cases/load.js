@@ -1,6 +1,7 @@
 // Loading the Wasm core (js/load.js): what `init()` promises about failures.
-// Each case runs in a fresh process (the suite's own copy is loaded already),
-// so it runs where the runner can spawn one: Node and Deno.
+// Each case needs a fresh copy of the package (the suite's own is loaded
+// already): a child process in Node and Deno, a module Worker in Chromium
+// (`ctx.freshPackageScript`). workerd's runner can make neither.
 import { equal, ok } from "../assert.js";
 
 /** The smallest valid WebAssembly module: it instantiates, and exports nothing. */
@@ -13,9 +14,9 @@ const cases = [
     ["bytes that are not WebAssembly", "new Uint8Array([1, 2, 3, 4])"],
   ].map(([kind, expr]) => ({
     name: `init: after rejecting ${kind}, init with the right .wasm works and every API works`,
-    needs: ["spawnPackageScript"],
+    needs: ["freshPackageScript"],
     run: async (lib, ctx) => {
-      const { code, stdout } = await ctx.spawnPackageScript(`
+      const { code, stdout, error } = await ctx.freshPackageScript(`
 let first = "resolved";
 try {
   await init(${expr});
@@ -37,7 +38,7 @@ const stream = lib.withStallTimeout(new Response("abc").body, { firstChunkMs: 1_
 const text = await new Response(stream).text();
 console.log(JSON.stringify({ first, beforeRetry, budget: Deadline.in(1_000).budget(10), median: sketch.quantile(0.5), text }));
 sketch.free();`);
-      equal(code, 0, "child exit code");
+      equal(code, 0, `exit code (${error ?? ""})`);
       const r = JSON.parse(stdout.trim().split("\n").pop());
       ok(r.first !== "resolved", "init with a wrong module resolved");
       ok(/edge-deadline/.test(r.first), `the rejection does not name the package: ${r.first}`);
