@@ -25,19 +25,28 @@
 //    stream settles: closes, errors or is cancelled.
 // 2. The wrapper settles once. On a stall or the deadline it errors with
 //    `StreamStalled` or `DeadlineExceeded`; when `isProgress` throws, with that
-//    error; when the source errors, with the source's error. In every one of
-//    these cases the upstream `controller` is aborted with the same reason and
-//    the source is cancelled with it: the request is released, not abandoned.
-//    A consumer's `cancel(reason)` reaches the source and the controller.
-//    A normal close aborts nothing.
+//    error; when a followed signal aborts (the deadline's, which carries its
+//    parents, e.g. a client that left, or `controller`'s), with its reason;
+//    when the source errors, with the source's error, unless a followed
+//    signal has aborted: then with that signal's reason (some runtimes error
+//    an aborted body with an unbranded copy). In every one of these cases the
+//    upstream `controller` is aborted with the same reason and the source is
+//    cancelled with it: the request is released, not abandoned. A consumer's
+//    `cancel(reason)` reaches the source and the controller. A normal close
+//    aborts nothing. Listeners on followed signals go when the stream settles.
 // 3. Only time spent waiting on the source counts. The wrapper reads one chunk
-//    ahead, so a read is outstanding whenever the consumer is keeping up; if
-//    the timer fires while a chunk sits unread in the wrapper, the stream is
-//    "parked": only the deadline can expire, and when the consumer reads again
-//    the active limit restarts from that moment. A slow consumer is never
-//    reported as a stalled source.
+//    ahead; when a chunk arrives and no read is waiting for it, it is "held"
+//    in the queue from `heldSince` until the consumer reads, and nothing
+//    waits on the source meanwhile. On that read the active limit's reference
+//    (`startedAt` or `lastProgressAt`) moves forward by the held time, so
+//    silence is the sum of the waits on the source since the last progress
+//    chunk. If the timer fires during a hold the stream is "parked": only the
+//    deadline can expire, and the read replaces the timer with a fresh
+//    decision. A slow or pausing consumer is never reported as a stalled
+//    source, and a real stall is declared after exactly its limit of waiting.
 // 4. Timers that wait on the source keep Node and Deno alive (someone is
-//    awaiting the verdict); a parked stream's deadline timer does not.
+//    awaiting the verdict); during a hold the timer is unref'd (an unread
+//    stream keeps nothing alive) and ref'd again when the consumer reads.
 // 5. Never early, at most `sampleMs` late. Each progress chunk is timed
 //    (`lastProgressAt`), except in a burst: after BURST_RUN progress chunks
 //    less than BURST_GAP_MS apart, chunks are only counted, and the timer is
