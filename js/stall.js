@@ -8,8 +8,10 @@
 // The wrapper is a pull source reading the source's reader directly: measured
 // cheaper than `pipeThrough(new TransformStream())`, and than a
 // TransformStream doing the same bookkeeping, in Node, Deno and workerd
-// (bench/stream.bench.mjs). Per chunk it adds counts and, for progress chunks,
-// one `performance.now()`; nothing else: no Wasm call, no timer, no promise
+// (bench/stream.bench.mjs). Per chunk it adds counts, a `desiredSize` read
+// and, for progress chunks, one `performance.now()`; a chunk that has to wait
+// for the consumer costs one clock read more when it arrives and one when it
+// is taken (invariant 3). Nothing else: no Wasm call, no timer, no promise
 // beyond the read. Its one timer is armed for the core's wake instant and
 // re-armed only when it fires; a chunk never touches it (but see invariant 5).
 // The core makes that safe (its invariant 3: the wake is never later than any
