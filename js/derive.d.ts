@@ -193,7 +193,7 @@ export function deriveTimeouts(
 /**
  * Histogram series from Prometheus: the text exposition format, or an
  * `/api/v1/query` response (instant vector of `NAME_bucket` series), as text or parsed JSON.
- * Text is parsed as a stream in linear time; Wasm memory grows to about six
+ * Text is parsed as a stream in linear time; Wasm memory grows to about 5.5
  * times the text at the peak and is kept for later calls.
  * @throws {RangeError} naming the line (or result) and field; non-cumulative buckets; no `+Inf` bucket;
  *   exposition text over 16 MiB (before any work)

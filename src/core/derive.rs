@@ -732,7 +732,7 @@ pub fn derive_exposition(
 
 #[cfg(test)]
 mod tests {
-    use super::prom::{histograms, histograms_in_text, parse_text, Loc, MAX_TEXT_BYTES};
+    use super::prom::{histograms, histograms_in_text, parse_text, Loc, TextHistograms, MAX_TEXT_BYTES};
     use super::*;
     use crate::core::simulate::{Sampler, Scenario};
     use crate::core::sketch::tests::Gen;
@@ -1061,10 +1061,25 @@ other_metric{a="x\"y\\z\n"} 3
         for i in (0..500).rev() {
             many.push_str(&format!("y_bucket{{id=\"{i:04}\",le=\"1\"}} {i}\ny_bucket{{id=\"{i:04}\",le=\"+Inf\"}} {}\n", i + 1));
         }
+        // In pieces of `k` lines each, as js/derive.js hands text over.
+        let in_pieces = |text: &str, metric: Option<&str>, k: usize| {
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let pieces: Vec<String> = lines.chunks(k).map(|c| c.concat()).collect();
+            let mut parse = TextHistograms::new(metric);
+            let mut out = Vec::new();
+            if metric.is_none() {
+                pieces.iter().try_for_each(|p| parse.scan(p))?;
+            }
+            pieces.iter().try_for_each(|p| parse.feed(p))?;
+            parse.finish(&mut |h| out.push(h)).map(|()| out)
+        };
         for text in texts.iter().copied().chain([many.as_str()]) {
             for metric in [None, Some("x"), Some("x_bucket"), Some("a"), Some("y"), Some("zzz")] {
                 let collected = parse_text(text).and_then(|s| histograms(&s, metric));
                 assert_eq!(histograms_in_text(text, metric), collected, "{metric:?} of {text:?}");
+                for k in [1, 2, 7] {
+                    assert_eq!(in_pieces(text, metric, k), collected, "pieces of {k} lines, {metric:?} of {text:?}");
+                }
             }
         }
         let hs = histograms_in_text(&many, None).unwrap();

@@ -339,20 +339,45 @@ impl DeriverJs {
 
 // ---- Prometheus -------------------------------------------------------------
 
-/// Parses the text exposition format and returns the histograms of `metric`
-/// (or of the only family present), layout of [`encode_histograms`].
-#[wasm_bindgen(js_name = parsePrometheusText)]
-pub fn parse_prometheus_text(text: &str, metric: Option<String>) -> Result<Vec<JsValue>, JsValue> {
-    // Encoded one by one as they are built (see prom's *Memory and time*).
-    let mut out = vec![JsValue::UNDEFINED];
-    let mut n = 0;
-    prom::each_histogram_in_text(text, metric.as_deref(), &mut |h| {
-        encode_histogram(&mut out, &h);
-        n += 1;
-    })
-    .map_err(to_js)?;
-    out[0] = count(n);
-    Ok(out)
+/// Parses the text exposition format, handed over in pieces that end at line
+/// breaks ([`prom::TextHistograms`]): js/derive.js keeps the text, so Wasm
+/// memory holds one piece at a time.
+#[wasm_bindgen(js_name = PromTextCore)]
+pub struct PromTextJs {
+    inner: prom::TextHistograms,
+}
+
+#[wasm_bindgen(js_class = PromTextCore)]
+impl PromTextJs {
+    #[wasm_bindgen(constructor)]
+    pub fn new(metric: Option<String>) -> PromTextJs {
+        PromTextJs { inner: prom::TextHistograms::new(metric.as_deref()) }
+    }
+
+    /// The first pass, without a metric: finds the family.
+    pub fn scan(&mut self, piece: &str) -> Result<(), JsValue> {
+        self.inner.scan(piece).map_err(to_js)
+    }
+
+    /// The second pass: files the family's samples.
+    pub fn feed(&mut self, piece: &str) -> Result<(), JsValue> {
+        self.inner.feed(piece).map_err(to_js)
+    }
+
+    /// The histograms of `metric` (or of the only family present), layout of
+    /// [`encode_histograms`], each encoded as soon as it is built.
+    pub fn finish(&mut self) -> Result<Vec<JsValue>, JsValue> {
+        let mut out = vec![JsValue::UNDEFINED];
+        let mut n = 0;
+        self.inner
+            .finish(&mut |h| {
+                encode_histogram(&mut out, &h);
+                n += 1;
+            })
+            .map_err(to_js)?;
+        out[0] = count(n);
+        Ok(out)
+    }
 }
 
 /// [`prom::MAX_TEXT_BYTES`], for the check `js/derive.js` makes before

@@ -28,9 +28,13 @@
 //! run; the runs are sorted once at the end (a merge sort) and merged, so the
 //! time is `O(lines + series · log series)`: one insert per new series into a
 //! sorted vector made it quadratic. [`each_histogram_in_text`] hands out each
-//! finished histogram at once, so they are never all held together. Text
-//! longer than [`MAX_TEXT_BYTES`] is refused before any work starts
-//! ([`PromError::TooLarge`]).
+//! finished histogram at once, so they are never all held together, and
+//! [`TextHistograms`] takes the text in pieces, so the host can keep it out of
+//! Wasm memory. Text longer than [`MAX_TEXT_BYTES`] is refused before any
+//! work starts ([`PromError::TooLarge`]).
+//!
+//! Invariant 4 (below) also holds for text handed to [`TextHistograms`] in
+//! pieces that end at line breaks.
 //!
 //! # Invariants (tested in `derive.rs`)
 //! 1. Every [`Histogram`] has strictly increasing bounds ending in `+Inf`,
@@ -49,7 +53,7 @@ pub const MAX_SERIES_BUCKETS: usize = 4096;
 pub const MAX_LABELS: usize = 128;
 /// The longest exposition text [`histograms_in_text`] accepts: 16 MiB of
 /// UTF-8, which covers a 150 000-series exporter. Its parse needs up to about
-/// six times its size in Wasm memory at the peak, text included (measured:
+/// five and a half times its size in Wasm memory at the peak (measured:
 /// BENCHMARKS.md, "Memory"), and Wasm memory is never returned.
 pub const MAX_TEXT_BYTES: usize = 16 << 20;
 
@@ -476,9 +480,14 @@ pub fn parse_text(text: &str) -> Result<Vec<PromSample>, PromError> {
 
 /// The samples of `text`, one at a time (see [`parse_text`]).
 fn samples(text: &str) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
-    text.lines().enumerate().filter_map(|(i, raw)| {
+    samples_from(text, 0)
+}
+
+/// [`samples`] of a piece that follows `before` lines of the same text.
+fn samples_from(text: &str, before: usize) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
+    text.lines().enumerate().filter_map(move |(i, raw)| {
         let line = raw.trim();
-        (!line.is_empty() && !line.starts_with('#')).then(|| parse_line(line, Loc { kind: "line", index: i + 1 }))
+        (!line.is_empty() && !line.starts_with('#')).then(|| parse_line(line, Loc { kind: "line", index: before + i + 1 }))
     })
 }
 
@@ -498,23 +507,87 @@ pub fn each_histogram_in_text(text: &str, metric: Option<&str>, each: &mut dyn F
     if text.len() > MAX_TEXT_BYTES {
         return Err(PromError::TooLarge { bytes: text.len() });
     }
-    let metric = match metric {
-        Some(m) => m.to_string(),
-        // Without a name, a first pass finds the families (each sample is
-        // dropped as soon as it is seen) and checks the syntax of every line.
-        None => {
-            let mut families = Vec::new();
-            for s in samples(text) {
-                note_family(&mut families, &s?);
-            }
-            only_family(families)?
-        }
-    };
-    let mut assembler = Assembler::new(&metric);
-    for s in samples(text) {
-        assembler.feed(&s?)?;
+    let mut parse = TextHistograms::new(metric);
+    if metric.is_none() {
+        parse.scan(text)?;
     }
-    assembler.finish(each)
+    parse.feed(text)?;
+    parse.finish(each)
+}
+
+/// [`each_histogram_in_text`] for text handed over in pieces, each ending at a
+/// line break (or at the end of the text): the caller keeps the text, and
+/// Wasm memory holds one piece at a time instead of all of it.
+///
+/// Without a metric, pass every piece to [`TextHistograms::scan`] first (it
+/// finds the one family and checks every line), then every piece again to
+/// [`TextHistograms::feed`]; with one, only `feed`. Then
+/// [`TextHistograms::finish`]. Line numbers in errors count across pieces.
+pub struct TextHistograms {
+    metric: Option<String>,
+    families: Vec<String>,
+    assembler: Option<Assembler>,
+    /// Lines and bytes seen so far in the current pass.
+    lines: usize,
+    bytes: usize,
+}
+
+impl TextHistograms {
+    pub fn new(metric: Option<&str>) -> Self {
+        Self { metric: metric.map(str::to_string), families: Vec::new(), assembler: None, lines: 0, bytes: 0 }
+    }
+
+    /// The first pass (without a metric): notes the histogram families.
+    pub fn scan(&mut self, piece: &str) -> Result<(), PromError> {
+        self.count(piece)?;
+        for s in samples_from(piece, self.lines) {
+            note_family(&mut self.families, &s?);
+        }
+        self.lines += piece.lines().count();
+        Ok(())
+    }
+
+    /// The second pass: files the family's samples under their series.
+    pub fn feed(&mut self, piece: &str) -> Result<(), PromError> {
+        let assembler = match &mut self.assembler {
+            Some(a) => a,
+            None => {
+                let family = match &self.metric {
+                    Some(m) => m.clone(),
+                    None => only_family(core::mem::take(&mut self.families))?,
+                };
+                (self.lines, self.bytes) = (0, 0);
+                self.assembler.insert(Assembler::new(&family))
+            }
+        };
+        let total = self.bytes + piece.len();
+        if total > MAX_TEXT_BYTES {
+            return Err(PromError::TooLarge { bytes: total });
+        }
+        self.bytes = total;
+        for s in samples_from(piece, self.lines) {
+            assembler.feed(&s?)?;
+        }
+        self.lines += piece.lines().count();
+        Ok(())
+    }
+
+    /// Hands over every histogram, in label order ([`each_histogram_in_text`]).
+    pub fn finish(&mut self, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
+        self.feed("")?;
+        match self.assembler.take() {
+            Some(a) => a.finish(each),
+            None => Ok(()),
+        }
+    }
+
+    fn count(&mut self, piece: &str) -> Result<(), PromError> {
+        self.bytes += piece.len();
+        if self.bytes > MAX_TEXT_BYTES {
+            return Err(PromError::TooLarge { bytes: self.bytes });
+        }
+        Ok(())
+    }
 }
 
 fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
