@@ -10,8 +10,12 @@
 // percentiles, exact being the rank-⌊q·(n−1)⌋ sample.
 //
 // In Node only (the binary is the same for every runtime): the CLI's
-// throughput on a generated 10 M-line CSV, with peak RSS from /usr/bin/time -v.
-// EDGE_DEADLINE_BIN overrides target/release/edge-deadline; BENCH_SKIP_CLI=1 skips it.
+// throughput on a generated 10 M-line CSV, with peak RSS from /usr/bin/time -v
+// and the binary's size; the median of 5 runs (wall and CPU time). EDGE_DEADLINE_BIN overrides
+// target/release/edge-deadline (built with `cargo build --release -p
+// edge-deadline-cli`); EDGE_DEADLINE_BASELINE names a second binary (an older
+// build) measured in the same run, runs alternating, for a before/after
+// comparison under the same load. BENCH_SKIP_CLI=1 skips it.
 import * as hdr from "hdr-histogram-js";
 import tdigest from "tdigest";
 import { nsPerOp, runtimeName } from "./harness.mjs";
@@ -121,13 +125,15 @@ async function cliThroughput() {
   const { join } = await import("node:path");
   const root = new URL("..", import.meta.url).pathname;
   const LINES = 10_000_000;
-  const file = join(tmpdir(), `edge-deadline-bench-${LINES}.csv`);
-  if (!existsSync(file)) {
-    // ms,outcome,model: seed 003's shape, 0.2% timeouts, four models.
+  // ms,outcome,model: seed 003's shape, 0.2% timeouts, four models; the
+  // second file quotes the model ("a"), which takes the RFC 4180 reader.
+  const generate = (quoted) => {
+    const file = join(tmpdir(), `edge-deadline-bench-${LINES}${quoted ? "-quoted" : ""}.csv`);
+    if (existsSync(file)) return file;
     const part = `${file}.${process.pid}`;
     const fd = openSync(part, "w");
     writeSync(fd, "ms,outcome,model\n");
-    const models = ["a", "b", "c", "d"];
+    const models = (quoted ? ["a", "b", "c", "d"].map((m) => `"${m}"`) : ["a", "b", "c", "d"]);
     let chunk = [];
     for (let i = 0; i < LINES; i++) {
       const ms = xs[i % N] * (1 + (i % 4) * 0.25);
@@ -140,23 +146,52 @@ async function cliThroughput() {
     if (chunk.length) writeSync(fd, chunk.join("\n") + "\n");
     closeSync(fd);
     renameSync(part, file);
-  }
+    return file;
+  };
+  const file = generate(false);
+  const quotedFile = generate(true);
   const bin = process.env.EDGE_DEADLINE_BIN ?? join(root, "target/release/edge-deadline");
-  if (!existsSync(bin)) spawnSync("cargo", ["build", "--release", "--bin", "edge-deadline"], { cwd: root, stdio: "inherit" });
-  const args = ["derive", file, "--by", "model", "--json"];
+  if (!process.env.EDGE_DEADLINE_BIN) spawnSync("cargo", ["build", "--release", "-p", "edge-deadline-cli"], { cwd: root, stdio: "inherit" });
+  const bins = { current: bin };
+  if (process.env.EDGE_DEADLINE_BASELINE) bins.baseline = process.env.EDGE_DEADLINE_BASELINE;
+  const args = (f) => ["derive", f, "--by", "model", "--json"];
   const timed = existsSync("/usr/bin/time");
-  const t0 = performance.now();
-  const r = timed ? spawnSync("/usr/bin/time", ["-v", bin, ...args], { encoding: "utf8", maxBuffer: 1 << 26 }) : spawnSync(bin, args, { encoding: "utf8", maxBuffer: 1 << 26 });
-  const seconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) return { error: `exit ${r.status}: ${r.stderr.slice(-500)}` };
-  const rssKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr)?.[1] ?? NaN);
+  const runs = {};
+  for (let round = 0; round < 5; round++) {
+    for (const [input, f] of [["plain", file], ["quoted", quotedFile]]) for (const [binName, path] of Object.entries(bins)) {
+      const name = `${binName}/${input}`;
+      runs[name] ??= [];
+      const t0 = performance.now();
+      const r = timed ? spawnSync("/usr/bin/time", ["-v", path, ...args(f)], { encoding: "utf8", maxBuffer: 1 << 26 }) : spawnSync(path, args(f), { encoding: "utf8", maxBuffer: 1 << 26 });
+      const seconds = (performance.now() - t0) / 1000;
+      if (r.status !== 0) return { error: `${name}: exit ${r.status}: ${r.stderr.slice(-500)}` };
+      const rssKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr)?.[1] ?? NaN);
+      const cpu = ["User", "System"].reduce((t, k) => t + Number(new RegExp(`${k} time \\(seconds\\): ([\\d.]+)`).exec(r.stderr)?.[1] ?? NaN), 0);
+      runs[name].push({ seconds, cpu, rssKb, buckets: JSON.parse(r.stdout).buckets.length });
+    }
+  }
+  const summary = (name, path) => {
+    const rs = runs[name].slice().sort((a, b) => a.seconds - b.seconds);
+    const median = rs[rs.length >> 1];
+    const cpus = rs.map((r) => r.cpu).sort((a, b) => a - b);
+    const rss = Math.max(...rs.map((r) => r.rssKb));
+    return {
+      binary: path.replace(root, ""),
+      binaryBytes: statSync(path).size,
+      seconds: +median.seconds.toFixed(2),
+      secondsAll: runs[name].map((r) => +r.seconds.toFixed(2)),
+      linesPerSec: Math.round(LINES / median.seconds),
+      // CPU time (user + system) is steadier than wall time on a shared machine.
+      cpuSeconds: +cpus[cpus.length >> 1].toFixed(2),
+      linesPerCpuSec: Math.round(LINES / cpus[cpus.length >> 1]),
+      peakRssMiB: Number.isFinite(rss) ? +(rss / 1024).toFixed(1) : null,
+      buckets: median.buckets,
+    };
+  };
   return {
-    command: `${timed ? "/usr/bin/time -v " : ""}${bin.replace(root, "")} ${args.join(" ").replace(file, "<10M-line CSV>")}`,
+    command: `${timed ? "/usr/bin/time -v " : ""}BIN ${args("<10M-line CSV>").join(" ")}`,
     lines: LINES,
-    bytes: statSync(file).size,
-    seconds: +seconds.toFixed(2),
-    linesPerSec: Math.round(LINES / seconds),
-    peakRssMiB: Number.isFinite(rssKb) ? +(rssKb / 1024).toFixed(1) : null,
-    buckets: JSON.parse(r.stdout).buckets.length,
+    bytes: { plain: statSync(file).size, quoted: statSync(quotedFile).size },
+    ...Object.fromEntries(Object.keys(runs).map((name) => [name, summary(name, bins[name.split("/")[0]])])),
   };
 }

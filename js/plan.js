@@ -35,8 +35,6 @@ const now = () => performance.now();
 
 // Answers of core.planDecide (src/wasm/pipeline.rs).
 const SKIP = -1;
-// Outcome codes of core.traceJson, in the order of src/core/plan.rs `Outcome`.
-const OUTCOMES = ["ok", "error", "skipped", "insufficient", "deadline", "aborted"];
 const TOKEN = Symbol("Plan constructor");
 
 /**
@@ -174,16 +172,7 @@ export class Plan {
 
   /** The trace so far as JSON: an array of `{ step, remainingAtStartMs, capMs, elapsedMs, outcome }`. */
   trace() {
-    const r = this.#records;
-    const numbers = new Float64Array(r.length * 3);
-    const outcomes = new Uint8Array(r.length);
-    r.forEach((rec, i) => {
-      numbers[i * 3] = rec.remainingAtStartMs;
-      numbers[i * 3 + 1] = rec.capMs;
-      numbers[i * 3 + 2] = rec.elapsedMs;
-      outcomes[i] = OUTCOMES.indexOf(rec.outcome);
-    });
-    return core.traceJson(r.map((rec) => rec.step), numbers, outcomes);
+    return JSON.stringify(this.#records);
   }
 
   /** The trace records so far (a copy). */

@@ -55,7 +55,7 @@ function lastJsonLine(text) {
 
 const suites = {
   async cargo() {
-    const { code, stdout } = await run("cargo", ["test", "--release", "--all-targets"], { capture: true });
+    const { code, stdout } = await run("cargo", ["test", "--release", "--workspace", "--all-targets"], { capture: true });
     const counts = [...stdout.matchAll(/^test result: \w+\. .*$/gm)].map((m) => m[0]);
     const sum = (k) => counts.reduce((n, line) => n + Number(new RegExp(`(\\d+) ${k}`).exec(line)?.[1] ?? 0), 0);
     record("cargo test (host)", {

@@ -24,7 +24,7 @@ use wasm_bindgen::prelude::*;
 use super::{to_js, JsFailure};
 use crate::core::caps::{self, Bound, CapKind, CapOverrides, CapsError, PlatformCaps, BUILTIN};
 use crate::core::headers::{self, HeaderError, HeaderFormat};
-use crate::core::plan::{self, Decision, Outcome, Plan, PlanError, StepKind, StepSpec, TraceRecord};
+use crate::core::plan::{self, Decision, Plan, PlanError, StepKind, StepSpec};
 use crate::core::retry::{
     self, AfterFailure, AttemptOutcome, Backoff, Failure, RetryBudget, RetryError, RetryPolicy, RetryRun, Start,
     StopReason,
@@ -183,30 +183,6 @@ pub fn plan_skip_reason(
         Decision::Skip { reason, .. } => reason.to_string(),
         _ => String::new(),
     })
-}
-
-fn outcome_from(code: u8) -> Outcome {
-    match code {
-        0 => Outcome::Ok,
-        1 => Outcome::Error,
-        2 => Outcome::Skipped,
-        3 => Outcome::Insufficient,
-        4 => Outcome::Deadline,
-        _ => Outcome::Aborted,
-    }
-}
-
-/// A trace as JSON ([`plan::trace_json`]): one name and outcome code per
-/// record (0 ok, 1 error, 2 skipped, 3 insufficient, 4 deadline, 5 aborted)
-/// and three numbers per record: `remainingAtStartMs, capMs, elapsedMs`.
-#[wasm_bindgen(js_name = traceJson)]
-pub fn trace_json(steps: Vec<String>, numbers: &[f64], outcomes: &[u8]) -> Result<String, JsValue> {
-    let mut records = Vec::with_capacity(steps.len());
-    for (i, step) in steps.into_iter().enumerate() {
-        let n = &numbers[i * 3..i * 3 + 3];
-        records.push(TraceRecord::new(step, n[0], n[1], n[2], outcome_from(outcomes[i])).map_err(to_js)?);
-    }
-    Ok(plan::trace_json(&records))
 }
 
 // ---- retries ----------------------------------------------------------------

@@ -2,7 +2,10 @@
 // /usr/bin/prometheus (installed by `./dev setup`) scrapes a local prom-client
 // exporter that recorded known durations; the derivation from the scrape text,
 // from the query API's JSON, from the raw samples, and from the CLI against the
-// live server must agree within bucket resolution.
+// live server must agree within bucket resolution. The CLI also reaches the
+// server through a local TLS endpoint (a self-signed certificate made here with
+// openssl, passed as --ca-file) that checks a bearer token, as production
+// Prometheus behind a proxy does.
 //
 // Everything listens on 127.0.0.1 (free ports); Prometheus gets a temporary
 // storage directory and a 1 s scrape interval, and is stopped on every path
@@ -10,8 +13,9 @@
 // the query API with a deadline, never a fixed sleep. Prints a report line
 // like the other runners: { runtime, passed, failed, skipped, failures }.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -60,6 +64,14 @@ function bucketOf(ms) {
 
 async function main() {
   await lib.init();
+  // Build the CLI first: a synchronous build later would stall the exporter
+  // (same process), and Prometheus marks the series stale after a failed scrape.
+  // Always (re)build: cargo is a no-op when nothing changed, and a stale binary would test old code.
+  if (!process.env.EDGE_DEADLINE_BIN) {
+    const build = spawnSync("cargo", ["build", "--release", "-p", "edge-deadline-cli"], { cwd: root, stdio: "inherit" });
+    check("cargo build --release -p edge-deadline-cli", build.status === 0);
+  }
+  const bin = process.env.EDGE_DEADLINE_BIN ?? join(root, "target/release/edge-deadline");
   const raw = seed003Samples(N, 0x2545f491);
 
   // The exporter: one histogram, outcome-labelled, the raw samples observed in seconds.
@@ -149,11 +161,6 @@ async function main() {
     );
 
     // The CLI against the live server: the same core, the same answer.
-    let bin = process.env.EDGE_DEADLINE_BIN ?? join(root, "target/release/edge-deadline");
-    if (!existsSync(bin)) {
-      const build = spawnSync("cargo", ["build", "--release", "--bin", "edge-deadline"], { cwd: root, stdio: "inherit" });
-      check("cargo build --release --bin edge-deadline", build.status === 0);
-    }
     const cli = spawnSync(bin, ["derive", "--prometheus", promUrl, "--metric", METRIC, "--by", "route", "--json"], { encoding: "utf8", timeout: 30_000 });
     check("edge-deadline derive --prometheus URL --metric NAME exits 0", cli.status === 0, `${cli.status} ${cli.error ?? ""} ${cli.stderr}`);
     if (cli.status === 0) {
@@ -168,6 +175,8 @@ async function main() {
     check("the CLI prints a table from the live server", table.status === 0 && table.stdout.includes(METRIC), `${table.status} ${table.stderr}`);
     const missing = spawnSync(bin, ["derive", "--prometheus", promUrl, "--metric", "no_such_metric"], { encoding: "utf8", timeout: 30_000 });
     check("an unknown metric is exit 1 with a message", missing.status === 1 && /no histogram|no_such_metric/.test(missing.stderr), `${missing.status} ${missing.stderr}`);
+
+    await throughTls(bin, promUrl, dir, fromApi);
   } finally {
     kill();
     const stopped = await Promise.race([exited, new Promise((r) => setTimeout(() => r(null), 10_000))]);
@@ -178,6 +187,77 @@ async function main() {
     check("Prometheus stopped", prometheus.exitCode !== null || prometheus.signalCode !== null);
     await new Promise((r) => exporter.close(r));
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Prometheus behind HTTPS and a bearer token: a Node TLS endpoint with a
+ * certificate made here (openssl, valid for IP 127.0.0.1, not a CA) forwards
+ * GETs to the live server only when `Authorization: Bearer <token>` matches.
+ */
+async function throughTls(bin, promUrl, dir, fromApi) {
+  const key = join(dir, "tls-key.pem");
+  const cert = join(dir, "tls-cert.pem");
+  const made = spawnSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=edge-deadline test", "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"],
+    { encoding: "utf8" },
+  );
+  check("openssl made a self-signed certificate for 127.0.0.1", made.status === 0, made.stderr);
+  if (made.status !== 0) return;
+  const token = `t-${process.pid}-${Date.now()}`;
+  const seen = { authorized: 0, refused: 0 };
+  const endpoint = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, async (req, res) => {
+    if (req.headers.authorization !== `Bearer ${token}`) {
+      seen.refused++;
+      res.writeHead(401, { "content-type": "application/json" });
+      return res.end(JSON.stringify({ status: "error", error: "a valid bearer token is required" }));
+    }
+    seen.authorized++;
+    const upstream = await fetch(`${promUrl}${req.url}`);
+    res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/json" });
+    res.end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  await new Promise((r) => endpoint.listen(0, "127.0.0.1", r));
+  const httpsUrl = `https://127.0.0.1:${endpoint.address().port}`;
+  // spawnSync would block the event loop that serves the endpoint: run the CLI asynchronously.
+  const cli = (args, env = {}) =>
+    new Promise((resolve) => {
+      const child = spawn(bin, ["derive", "--prometheus", httpsUrl, "--metric", METRIC, ...args], { env: { ...process.env, ...env } });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      child.on("close", (status) => (clearTimeout(timer), resolve({ status, stdout, stderr })));
+    });
+  try {
+    const env = { EDGE_DEADLINE_TEST_TOKEN: token };
+    const ok = await cli(["--by", "route", "--json", "--ca-file", cert, "--bearer-token-env", "EDGE_DEADLINE_TEST_TOKEN"], env);
+    check("over https with --ca-file and --bearer-token-env the CLI exits 0", ok.status === 0, `${ok.status} ${ok.stderr}`);
+    if (ok.status === 0) {
+      const bucket = JSON.parse(ok.stdout).buckets?.[0] ?? {};
+      check(
+        `over https the CLI's p99 (${bucket.p99}) and timeout (${bucket.timeoutMs}) equal the JS API's (to 1 µs)`,
+        Math.abs(bucket.p99 - fromApi.p99) < 1e-3 && Math.abs(bucket.timeoutMs - fromApi.timeoutMs) < 1e-3,
+        ok.stdout.slice(0, 600),
+      );
+    }
+    check("the TLS endpoint saw the bearer token", seen.authorized >= 1 && seen.refused === 0, JSON.stringify(seen));
+    const noToken = await cli(["--ca-file", cert]);
+    check("without the token the endpoint answers 401 and the CLI exits 1 saying so", noToken.status === 1 && /answered 401/.test(noToken.stderr) && seen.refused === 1, `${noToken.status} ${noToken.stderr}`);
+    const wrong = await cli(["--ca-file", cert, "--bearer-token-env", "EDGE_DEADLINE_TEST_TOKEN"], { EDGE_DEADLINE_TEST_TOKEN: "wrong" });
+    check("a wrong token is refused too", wrong.status === 1 && /answered 401/.test(wrong.stderr), `${wrong.status} ${wrong.stderr}`);
+    const before = seen.authorized + seen.refused;
+    const untrusted = await cli(["--bearer-token-env", "EDGE_DEADLINE_TEST_TOKEN"], env);
+    check(
+      "without --ca-file the self-signed certificate is not trusted (exit 1, no request reaches the endpoint)",
+      untrusted.status === 1 && /certificate|UnknownIssuer/i.test(untrusted.stderr) && seen.authorized + seen.refused === before,
+      `${untrusted.status} ${untrusted.stderr}`,
+    );
+  } finally {
+    endpoint.closeAllConnections?.();
+    await new Promise((r) => endpoint.close(r));
   }
 }
 

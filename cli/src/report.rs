@@ -3,10 +3,9 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use edge_deadline::core::derive::{percentile_name, BucketResult};
+use edge_deadline::core::derive::{percentile_name, BucketResult, SAMPLES_BEYOND};
 use edge_deadline::core::simulate::{PolicyResult, Scenario, Simulation};
-
-use crate::json::{num, opt, share, write_str};
+use serde_json::{json, Map, Value};
 
 /// Milliseconds for a table: 2 decimals below 10, 1 below 100, whole above.
 pub fn fmt_ms(v: f64) -> String {
@@ -135,18 +134,37 @@ pub fn table(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Stri
             (0, e) => plural(e, "error"),
             (t, e) => format!("{}, {}", plural(t, "timeout"), plural(e, "error")),
         };
+        let thin: Vec<&str> = under_sampled(r.n).map(|(name, _, _)| name).collect();
+        let cell = |name: &str, v: Option<f64>| {
+            let text = fmt_opt(v);
+            if v.is_some() && thin.contains(&name) {
+                format!("({text})")
+            } else {
+                text
+            }
+        };
         rows.push(vec![
             bucket_name(r),
             thousands(r.n),
-            fmt_opt(r.p50_ms),
-            fmt_opt(r.p90_ms),
-            fmt_opt(r.p99_ms),
-            fmt_opt(r.p999_ms),
+            cell("p50", r.p50_ms),
+            cell("p90", r.p90_ms),
+            cell("p99", r.p99_ms),
+            cell("p99.9", r.p999_ms),
             fmt_opt(r.timeout_ms),
             ex,
         ]);
     }
     out.push_str(&pad(&rows));
+    // A legend line per percentile some bucket cannot support: the smallest
+    // bucket lacks every one that any bucket lacks.
+    let least = results.iter().map(|r| r.n).filter(|&n| n > 0).min().unwrap_or(u64::MAX);
+    for (name, _, needed) in under_sampled(least) {
+        let _ = writeln!(
+            out,
+            "({name}): too few calls to measure, an extrapolation: {name} needs at least {} successful calls (10 beyond it)",
+            thousands(needed)
+        );
+    }
     for r in results {
         let name = bucket_name(r);
         if let Some(t) = &r.tail {
@@ -196,107 +214,105 @@ pub fn table(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Stri
     out
 }
 
+/// A number for JSON: three decimals (a microsecond for milliseconds),
+/// whole numbers without a fraction; `null` when not finite.
+fn num(v: f64) -> Value {
+    round_to(v, 1e3)
+}
+
+/// A share for JSON: six decimals.
+fn share(v: f64) -> Value {
+    round_to(v, 1e6)
+}
+
+fn round_to(v: f64, scale: f64) -> Value {
+    if !v.is_finite() {
+        return Value::Null;
+    }
+    let r = (v * scale).round() / scale;
+    if r.fract() == 0.0 && r.abs() < 9.0e15 {
+        // Exact: |r| < 2^53 and whole.
+        Value::from(r as i64)
+    } else {
+        Value::from(r)
+    }
+}
+
+fn opt(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, num)
+}
+
+/// The table's percentile columns: name, JSON key, quantile.
+const COLUMNS: [(&str, &str, f64); 4] =
+    [("p50", "p50", 0.5), ("p90", "p90", 0.9), ("p99", "p99", 0.99), ("p99.9", "p999", 0.999)];
+
+/// The percentile columns `n` successful calls cannot support: fewer than
+/// [`SAMPLES_BEYOND`] calls would lie beyond them, so the value is an
+/// extrapolation (and, from raw samples, the largest few calls).
+fn under_sampled(n: u64) -> impl Iterator<Item = (&'static str, &'static str, u64)> {
+    COLUMNS.into_iter().filter_map(move |(name, key, q)| {
+        let needed = (SAMPLES_BEYOND / (1.0 - q)).ceil() as u64;
+        (n > 0 && n < needed).then_some((name, key, needed))
+    })
+}
+
 /// The JSON config: what was derived, from what, when.
 pub fn json(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> String {
-    let mut o = String::new();
-    o.push_str("{\n  \"generator\": ");
-    write_str(&mut o, concat!("edge-deadline ", env!("CARGO_PKG_VERSION")));
-    o.push_str(",\n  \"derivedAt\": ");
-    write_str(&mut o, &meta.derived_at);
-    o.push_str(",\n  \"source\": ");
-    write_str(&mut o, &meta.source);
-    o.push_str(",\n  \"percentile\": ");
-    write_str(&mut o, &percentile_name(q));
-    let _ = write!(
-        o,
-        ",\n  \"q\": {},\n  \"safety\": {},\n  \"configuredMs\": {},\n  \"skippedLines\": {},\n  \"notes\": [",
-        num(q),
-        num(safety),
-        opt(meta.configured_ms),
-        meta.skipped
-    );
-    for (i, n) in meta.notes.iter().enumerate() {
-        if i > 0 {
-            o.push_str(", ");
-        }
-        write_str(&mut o, n);
-    }
-    o.push_str("],\n  \"buckets\": [");
-    for (i, r) in results.iter().enumerate() {
-        o.push_str(if i == 0 { "\n    {" } else { ",\n    {" });
-        o.push_str("\"bucket\": {");
-        for (j, (k, v)) in r.labels.iter().enumerate() {
-            if j > 0 {
-                o.push_str(", ");
-            }
-            write_str(&mut o, k);
-            o.push_str(": ");
-            write_str(&mut o, v);
-        }
-        let _ = write!(
-            o,
-            "}}, \"n\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"p999\": {}, \"quantileMs\": {}, \"timeoutMs\": {}, \"q\": {}, \"safety\": {}, \"derivedAt\": ",
-            r.n,
-            opt(r.p50_ms),
-            opt(r.p90_ms),
-            opt(r.p99_ms),
-            opt(r.p999_ms),
-            opt(r.quantile_ms),
-            opt(r.timeout_ms),
-            num(r.q),
-            num(r.safety)
-        );
-        write_str(&mut o, &meta.derived_at);
-        let _ = write!(
-            o,
-            ", \"excluded\": {{\"timeouts\": {}, \"errors\": {}}}, \"tail\": ",
-            r.excluded.timeouts, r.excluded.errors
-        );
-        match &r.tail {
-            Some(t) => {
-                let _ = write!(
-                    o,
-                    "{{\"bodyEdgeMs\": {}, \"tailStartMs\": {}, \"gapRatio\": {}, \"tailShare\": {}, \"tailCount\": {}, \"stragglers\": {}, \"recommendedMs\": {}}}",
-                    num(t.body_edge_ms),
-                    num(t.tail_start_ms),
-                    num(t.gap_ratio),
-                    share(t.tail_share),
-                    t.tail_count,
-                    t.stragglers,
-                    num(t.recommended_ms)
-                );
-            }
-            None => o.push_str("null"),
-        }
-        o.push_str(", \"candidates\": [");
-        for (j, c) in r.candidates.iter().enumerate() {
-            if j > 0 {
-                o.push_str(", ");
-            }
-            o.push_str("{\"name\": ");
-            write_str(&mut o, &c.name);
-            let _ = write!(
-                o,
-                ", \"timeoutMs\": {}, \"falseTimeoutRate\": {}}}",
-                num(c.timeout_ms),
-                share(c.false_timeout_rate)
-            );
-        }
-        o.push_str("], \"warnings\": [");
-        for (j, w) in r.warnings.iter().enumerate() {
-            if j > 0 {
-                o.push_str(", ");
-            }
-            o.push_str("{\"code\": ");
-            write_str(&mut o, w.code());
-            o.push_str(", \"message\": ");
-            write_str(&mut o, &w.to_string());
-            o.push('}');
-        }
-        o.push_str("]}");
-    }
-    o.push_str(if results.is_empty() { "]\n}\n" } else { "\n  ]\n}\n" });
-    o
+    let buckets: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            let labels: Map<String, Value> = r.labels.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
+            json!({
+                "bucket": labels,
+                "n": r.n,
+                "p50": opt(r.p50_ms),
+                "p90": opt(r.p90_ms),
+                "p99": opt(r.p99_ms),
+                "p999": opt(r.p999_ms),
+                "underSampled": under_sampled(r.n).map(|(_, key, _)| key).collect::<Vec<_>>(),
+                "quantileMs": opt(r.quantile_ms),
+                "timeoutMs": opt(r.timeout_ms),
+                "q": num(r.q),
+                "safety": num(r.safety),
+                "derivedAt": meta.derived_at,
+                "excluded": {"timeouts": r.excluded.timeouts, "errors": r.excluded.errors},
+                "tail": r.tail.as_ref().map(|t| json!({
+                    "bodyEdgeMs": num(t.body_edge_ms),
+                    "tailStartMs": num(t.tail_start_ms),
+                    "gapRatio": num(t.gap_ratio),
+                    "tailShare": share(t.tail_share),
+                    "tailCount": t.tail_count,
+                    "stragglers": t.stragglers,
+                    "recommendedMs": num(t.recommended_ms),
+                })),
+                "candidates": r.candidates.iter().map(|c| json!({
+                    "name": c.name,
+                    "timeoutMs": num(c.timeout_ms),
+                    "falseTimeoutRate": share(c.false_timeout_rate),
+                })).collect::<Vec<_>>(),
+                "warnings": r.warnings.iter().map(|w| json!({"code": w.code(), "message": w.to_string()})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    pretty(&json!({
+        "generator": concat!("edge-deadline ", env!("CARGO_PKG_VERSION")),
+        "derivedAt": meta.derived_at,
+        "source": meta.source,
+        "percentile": percentile_name(q),
+        "q": num(q),
+        "safety": num(safety),
+        "configuredMs": opt(meta.configured_ms),
+        "skippedLines": meta.skipped,
+        "notes": meta.notes,
+        "buckets": buckets,
+    }))
+}
+
+fn pretty(v: &Value) -> String {
+    // Serializing a Value cannot fail (its keys are strings).
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
 }
 
 /// A policy as the user wrote it, with its resolved numbers.
@@ -364,37 +380,30 @@ pub fn simulation_table(s: &Scenario, sim: &Simulation, policies: &[Labeled<'_>]
 
 pub fn simulation_json(s: &Scenario, sim: &Simulation, policies: &[Labeled<'_>]) -> String {
     let sc = &sim.scenario;
-    let mut o = format!(
-        "{{\n  \"scenario\": {{\"body\": {{\"medianMs\": {}, \"sigma\": {}}}, \"tail\": {{\"share\": {}, \"loMs\": {}, \"hiMs\": {}}}, \"n\": {}, \"seed\": {}, \"p50Ms\": {}, \"p90Ms\": {}, \"p99Ms\": {}, \"p999Ms\": {}}},\n  \"policies\": [",
-        num(s.body.median_ms),
-        s.body.sigma,
-        s.tail.share,
-        num(s.tail.lo_ms),
-        num(s.tail.hi_ms),
-        s.n,
-        s.seed,
-        num(sc.p50_ms),
-        num(sc.p90_ms),
-        num(sc.p99_ms),
-        num(sc.p999_ms)
-    );
-    for (i, p) in policies.iter().enumerate() {
-        let r = p.result;
-        o.push_str(if i == 0 { "\n    {\"label\": " } else { ",\n    {\"label\": " });
-        write_str(&mut o, &p.label);
-        let _ = write!(
-            o,
-            ", \"timeoutMs\": {}, \"retries\": {}, \"falseTimeoutRate\": {}, \"p50Ms\": {}, \"p99Ms\": {}, \"p999Ms\": {}, \"failureRate\": {}, \"extraLoad\": {}}}",
-            num(r.policy.timeout_ms),
-            r.policy.retries,
-            share(r.first_attempt_timeout_rate),
-            num(r.p50_ms),
-            num(r.p99_ms),
-            num(r.p999_ms),
-            share(r.failure_rate),
-            share(r.extra_load)
-        );
-    }
-    o.push_str(if policies.is_empty() { "]\n}\n" } else { "\n  ]\n}\n" });
-    o
+    pretty(&json!({
+        "scenario": {
+            "body": {"medianMs": num(s.body.median_ms), "sigma": s.body.sigma},
+            "tail": {"share": s.tail.share, "loMs": num(s.tail.lo_ms), "hiMs": num(s.tail.hi_ms)},
+            "n": s.n,
+            "seed": s.seed,
+            "p50Ms": num(sc.p50_ms),
+            "p90Ms": num(sc.p90_ms),
+            "p99Ms": num(sc.p99_ms),
+            "p999Ms": num(sc.p999_ms),
+        },
+        "policies": policies.iter().map(|p| {
+            let r = p.result;
+            json!({
+                "label": p.label,
+                "timeoutMs": num(r.policy.timeout_ms),
+                "retries": r.policy.retries,
+                "falseTimeoutRate": share(r.first_attempt_timeout_rate),
+                "p50Ms": num(r.p50_ms),
+                "p99Ms": num(r.p99_ms),
+                "p999Ms": num(r.p999_ms),
+                "failureRate": share(r.failure_rate),
+                "extraLoad": share(r.extra_load),
+            })
+        }).collect::<Vec<_>>(),
+    }))
 }

@@ -1,0 +1,572 @@
+//! The `edge-deadline` binary, run as a user would: small inputs, the
+//! messages and exit codes for malformed ones, and a Prometheus query
+//! against a one-shot local HTTP server.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The binary under test: this build's, or `EDGE_DEADLINE_BIN` (to run the
+/// suite against an installed or older binary).
+fn bin() -> String {
+    std::env::var("EDGE_DEADLINE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_edge-deadline").to_string())
+}
+
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    {
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("write stdin");
+        }
+    }
+    child.wait_with_output().expect("the binary exits")
+}
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(bin()).args(args).envs(env.iter().copied()).stdin(Stdio::null()).output().expect("the binary runs")
+}
+
+fn text(o: &Output) -> (String, String, i32) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        o.status.code().unwrap_or(-1),
+    )
+}
+
+fn temp(name: &str, contents: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("edge-deadline-cli-{}-{name}", std::process::id()));
+    std::fs::write(&p, contents).expect("write temp file");
+    p
+}
+
+fn one_to_hundred_csv() -> String {
+    let mut s = String::from("ms,outcome,model\n");
+    for i in 1..=100 {
+        s.push_str(&format!("{i},ok,m1\n"));
+    }
+    s.push_str(",timeout,m1\n5000,error,m1\n");
+    s
+}
+
+#[test]
+fn no_arguments_runs_the_demonstration() {
+    let (out, err, code) = text(&run(&[], None));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("prompt=short") && out.contains("prompt=long"), "{out}");
+    assert!(out.contains("a slow tail of"), "{out}");
+    assert!(out.contains("the configured 5000 ms is"), "{out}");
+}
+
+#[test]
+fn help_and_version() {
+    let (out, _, code) = text(&run(&["--help"], None));
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage:") && out.contains("derive") && out.contains("simulate"), "{out}");
+    let (out, _, code) = text(&run(&["--version"], None));
+    assert_eq!((code, out.starts_with("edge-deadline ")), (0, true));
+}
+
+#[test]
+fn derives_a_known_answer_from_a_file() {
+    let p = temp("known.csv", &one_to_hundred_csv());
+    let (out, err, code) = text(&run(&["derive", p.to_str().unwrap(), "--by", "model"], None));
+    assert_eq!(code, 0, "{err}");
+    // 1..=100 ms: p99 is 99 ms exactly, the timeout 198 ms.
+    let row = out.lines().find(|l| l.starts_with("model=m1")).expect("a row for m1");
+    assert!(row.contains("99.0 ms") && row.contains("198 ms"), "{row}");
+    assert!(row.contains("1 timeout, 1 error"), "{row}");
+    assert!(out.contains("only 100 successful calls: p99 needs at least 1000"), "{out}");
+
+    let (out, _, code) = text(&run(&["derive", p.to_str().unwrap(), "--json", "--safety", "1.5", "--q", "0.5"], None));
+    assert_eq!(code, 0);
+    let config: serde_json::Value = serde_json::from_str(&out).expect("--json prints JSON");
+    assert_eq!(config["buckets"][0]["timeoutMs"], 75);
+    for want in [
+        "\"percentile\": \"p50\"",
+        "\"safety\": 1.5",
+        "\"n\": 100",
+        "\"quantileMs\": 50",
+        "\"timeoutMs\": 75",
+        "\"derivedAt\": \"20",
+    ] {
+        assert!(out.contains(want), "{want} missing in {out}");
+    }
+    std::fs::remove_file(p).ok();
+}
+
+#[test]
+fn reads_standard_input_and_json_lines() {
+    let rows = "{\"ms\": 10, \"outcome\": \"ok\", \"model\": \"a\"}\n\n{\"ms\": \"20\", \"model\": \"b\"}\n{\"outcome\": \"timeout\", \"model\": \"b\"}\n";
+    let (out, err, code) = text(&run(&["derive", "-", "--by", "model"], Some(rows)));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("model=a") && l.contains("20.0 ms")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("model=b") && l.contains("40.0 ms") && l.contains("1 timeout")), "{out}");
+    // Durations in seconds.
+    let (out, _, code) = text(&run(&["derive", "-", "--unit", "s", "--format", "csv"], Some("ms\n0.25\n")));
+    assert_eq!(code, 0);
+    assert!(out.contains("500 ms"), "{out}");
+}
+
+#[test]
+fn malformed_lines_name_line_and_field() {
+    let csv = "ms,outcome\n12,ok\nabc,ok\n15,ok\n";
+    let (out, err, code) = text(&run(&["derive", "-"], Some(csv)));
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.contains("line 3, field 'ms': 'abc' is not a number"), "{err}");
+    assert!(err.contains("--skip-bad"), "{err}");
+    for (args, input, want) in [
+        (&["derive", "-"][..], "ms,outcome\n12,maybe\n", "line 2, field 'outcome': 'maybe' is not an outcome"),
+        (&["derive", "-"], "ms\n-4\n", "line 2, field 'ms': 'ms' must be between 0"),
+        // A quote never closed runs to the end of the input (RFC 4180): the
+        // record then lacks its second field.
+        (&["derive", "-"], "ms,outcome\n\"12,ok\n", "line 2: expected at least 2 fields, found 1"),
+        (&["derive", "-", "--by", "model"], "ms,model\n12\n", "line 2: expected at least 2 fields, found 1"),
+        (
+            &["derive", "-", "--column", "dur"],
+            "ms,outcome\n1,ok\n",
+            "line 1 (header): no column 'dur' (columns: ms, outcome)",
+        ),
+        (&["derive", "-"], "", "the input is empty"),
+        (&["derive", "-"], "{\"ms\": 1}\n{\"ms\": 2,}\n", "line 2: invalid JSON at column 10: trailing comma"),
+    ] {
+        let (_, err, code) = text(&run(args, Some(input)));
+        assert_eq!(code, 1, "{input:?}: {err}");
+        assert!(err.contains(want), "{input:?}: {err}");
+    }
+}
+
+#[test]
+fn skip_bad_counts_and_continues() {
+    let csv = "ms,outcome\n12,ok\nabc,ok\nNaN,ok\n15,ok\n";
+    let (out, err, code) = text(&run(&["derive", "-", "--skip-bad"], Some(csv)));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("skipped 2 malformed lines of 5 (first: line 3, field 'ms'"), "{err}");
+    assert!(out.contains("skipped 2 malformed lines"), "{out}");
+    let (out, _, _) = text(&run(&["derive", "-", "--skip-bad", "--json"], Some(csv)));
+    assert!(out.contains("\"skippedLines\": 2") && out.contains("\"n\": 2"), "{out}");
+}
+
+#[test]
+fn bad_command_lines_exit_2_naming_the_flag() {
+    for (args, want) in [
+        (vec!["derive", "-", "--q", "1.5"], "'--q <FRACTION>': must be greater than 0 and less than 1"),
+        (vec!["derive", "-", "--safety", "0.5"], "'--safety <MULTIPLE>': must be between 1 and 100"),
+        (vec!["derive", "-", "--q", "high"], "invalid value 'high' for '--q <FRACTION>'"),
+        (vec!["derive", "-", "--configured", "-5"], "'--configured <MS>'"),
+        (vec!["derive", "-", "--relative-error", "0.9"], "'--relative-error <FRACTION>'"),
+        (vec!["derive", "-", "--unit", "h"], "invalid value 'h' for '--unit <UNIT>'"),
+        (vec!["derive", "-", "--bogus"], "unexpected argument '--bogus'"),
+        (vec!["derive"], "<FILE>"),
+        (vec!["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (vec!["derive", "--prometheus", "http://127.0.0.1:9"], "--metric <NAME>"),
+        (vec!["derive", "-", "--window", "1h"], "--prometheus <URL>"),
+        (
+            vec!["derive", "--prometheus", "ftp://x", "--metric", "m"],
+            "--prometheus 'ftp://x': must start with http:// or https://",
+        ),
+        (
+            vec!["derive", "--prometheus", "http://x", "--metric", "m", "--ca-file", "/dev/null"],
+            "--ca-file applies to an https://",
+        ),
+        (
+            vec!["derive", "--prometheus", "https://x", "--metric", "m", "--ca-file", "/dev/null"],
+            "--ca-file /dev/null: no CERTIFICATE",
+        ),
+        (
+            vec![
+                "derive",
+                "--prometheus",
+                "https://x",
+                "--metric",
+                "m",
+                "--bearer-token-env",
+                "EDGE_DEADLINE_TEST_UNSET",
+            ],
+            "--bearer-token-env EDGE_DEADLINE_TEST_UNSET: the environment variable EDGE_DEADLINE_TEST_UNSET is not set",
+        ),
+        (vec!["simulate", "--policy", "p95:1"], "--policy 'p95:1'"),
+        (vec!["simulate", "--policy", "p99:11"], "--policy 'p99:11': 'retries' must be between 0 and 10"),
+        (vec!["simulate", "--sigma", "-1"], "'--sigma <SIGMA>': must be between 0 and 4"),
+        (vec!["simulate", "--tail-lo", "2000"], "--tail-lo (2000) must not exceed --tail-hi (1500)"),
+        (vec!["simulate", "--n", "0"], "--n: must be between 1 and"),
+    ] {
+        let (_, err, code) = text(&run(&args, Some("")));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_on_every_subcommand_exits_0() {
+    for args in [
+        vec!["--help"],
+        vec!["-h"],
+        vec!["help"],
+        vec!["help", "derive"],
+        vec!["derive", "--help"],
+        vec!["derive", "-h"],
+        vec!["simulate", "--help"],
+        vec!["help", "simulate"],
+    ] {
+        let (out, err, code) = text(&run(&args, None));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains("Usage: edge-deadline"), "{args:?}: {out}");
+    }
+    let (out, _, _) = text(&run(&["derive", "--help"], None));
+    for flag in ["--skip-bad", "--prometheus", "--bearer-token-env", "--basic-auth-env", "--ca-file", "--metric"] {
+        assert!(out.contains(flag), "{flag} missing from derive --help");
+    }
+}
+
+/// Durations 1..=n ms, all successes, one bucket.
+fn ramp_csv(n: u32) -> String {
+    let mut s = String::from("ms\n");
+    for i in 1..=n {
+        s.push_str(&format!("{i}\n"));
+    }
+    s
+}
+
+#[test]
+fn percentiles_the_data_cannot_support_are_flagged() {
+    // 2 767 samples: p99 needs 1 000 (supported), p99.9 needs 10 000 (not).
+    let (out, err, code) = text(&run(&["derive", "-"], Some(&ramp_csv(2767))));
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.starts_with("(all)")).expect("a row");
+    let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    // bucket, n, p50, p90, p99, p99.9, timeout, excluded
+    assert!(!cells[4].starts_with('('), "p99 is supported: {row}");
+    assert!(cells[5].starts_with('(') && cells[5].ends_with(')'), "p99.9 is flagged: {row}");
+    assert!(out.contains("(p99.9): too few calls to measure, an extrapolation: p99.9 needs at least 10,000"), "{out}");
+    let (out, _, _) = text(&run(&["derive", "-", "--json"], Some(&ramp_csv(2767))));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["buckets"][0]["underSampled"], serde_json::json!(["p999"]));
+    // Enough calls: nothing flagged.
+    let (out, _, _) = text(&run(&["derive", "-", "--json"], Some(&ramp_csv(10_000))));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["buckets"][0]["underSampled"], serde_json::json!([]));
+    let (out, _, _) = text(&run(&["derive", "-"], Some(&ramp_csv(10_000))));
+    assert!(!out.contains("extrapolation"), "{out}");
+}
+
+/// `--json` output without what differs between two runs of the same data.
+fn answer(args: &[&str], input: &str) -> serde_json::Value {
+    let (out, err, code) = text(&run(args, Some(input)));
+    assert_eq!(code, 0, "{args:?}: {err}\n{input}");
+    let mut v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    v.as_object_mut().unwrap().retain(|k, _| !matches!(k.as_str(), "derivedAt" | "source"));
+    for b in v["buckets"].as_array_mut().unwrap() {
+        b.as_object_mut().unwrap().remove("derivedAt");
+    }
+    v
+}
+
+/// Rows of (model label, duration, outcome), with labels that need quoting.
+const ROWS: &[(&str, &str, &str)] = &[
+    ("gpt, large", "120.5", "ok"),
+    ("say \"hi\"", "80", "ok"),
+    ("two\nlines", "95.25", "ok"),
+    ("gpt, large", "130", "ok"),
+    ("plain", "40", "ok"),
+    ("gpt, large", "", "timeout"),
+    ("say \"hi\"", "70", "error"),
+];
+
+fn jsonl_reference() -> String {
+    ROWS.iter()
+        .map(|(m, ms, o)| {
+            let ms =
+                if ms.is_empty() { serde_json::Value::Null } else { serde_json::json!(ms.parse::<f64>().unwrap()) };
+            serde_json::json!({"model": m, "ms": ms, "outcome": o}).to_string() + "\n"
+        })
+        .collect()
+}
+
+fn quoted_csv(eol: &str, bom: bool) -> String {
+    let mut s = String::from(if bom { "\u{feff}" } else { "" });
+    s.push_str(&format!("model,ms,outcome{eol}"));
+    for (m, ms, o) in ROWS {
+        // Quote every label (doubling quotes), and pad the duration with
+        // spaces, as spreadsheets and hand edits do.
+        s.push_str(&format!("\"{}\", {ms} ,{o}{eol}", m.replace('"', "\"\"")));
+    }
+    s
+}
+
+#[test]
+fn csv_edge_cases_give_the_reference_answer() {
+    let args = ["derive", "-", "--by", "model", "--json"];
+    let reference = answer(&args, &jsonl_reference());
+    let labels: Vec<&str> =
+        reference["buckets"].as_array().unwrap().iter().map(|b| b["bucket"]["model"].as_str().unwrap()).collect();
+    assert_eq!(labels.len(), 4, "{reference}");
+    for want in ["gpt, large", "say \"hi\"", "two\nlines", "plain"] {
+        assert!(labels.contains(&want), "{want:?} in {labels:?}");
+    }
+    for (eol, bom) in [("\n", false), ("\r\n", false), ("\n", true), ("\r\n", true)] {
+        let csv = quoted_csv(eol, bom);
+        assert_eq!(answer(&args, &csv), reference, "eol {eol:?}, bom {bom}:\n{csv}");
+        assert_eq!(answer(&["derive", "-", "--by", "model", "--json", "--format", "csv"], &csv), reference);
+    }
+    // Plain lines first, quotes later (the fast path hands over mid-file),
+    // with CRLF: still the reference answer.
+    let mut mixed = String::from("model,ms,outcome\r\nplain,40,ok\r\n");
+    for (m, ms, o) in ROWS.iter().filter(|r| r.0 != "plain") {
+        mixed.push_str(&format!("\"{}\",{ms},{o}\r\n", m.replace('"', "\"\"")));
+    }
+    assert_eq!(answer(&args, &mixed), reference, "{mixed}");
+}
+
+#[test]
+fn csv_errors_name_the_line_a_record_starts_on() {
+    // The record on line 3 spans lines 3-4; the bad one starts on line 5.
+    let csv = "model,ms\nplain,1\n\"two\nlines\",2\n\"x\",abc\n";
+    let (_, err, code) = text(&run(&["derive", "-", "--by", "model"], Some(csv)));
+    assert_eq!(code, 1);
+    assert!(err.contains("line 5, field 'ms': 'abc' is not a number"), "{err}");
+    // Invalid UTF-8 in a plain line and in a quoted one.
+    for input in [&b"ms,model\n1,a\n2,\xff\n"[..], &b"ms,model\n\"1\",a\n2,\xff\n"[..]] {
+        let mut child = Command::new(bin())
+            .args(["derive", "-", "--by", "model"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let (_, err, code) = text(&child.wait_with_output().unwrap());
+        assert_eq!(code, 1);
+        assert!(err.contains("line 3") && err.contains("not valid UTF-8"), "{err}");
+    }
+}
+
+#[test]
+fn malformed_json_lines_are_line_numbered_or_skipped_to_the_reference() {
+    let good = jsonl_reference();
+    let reference = answer(&["derive", "-", "--by", "model", "--json"], &good);
+    for (bad, want) in [
+        ("{\"ms\": 2,}", "invalid JSON at column 10: trailing comma"),
+        ("{\"ms\": 2", "invalid JSON at column 8: EOF while parsing an object"),
+        ("[1, 2]", "expected a JSON object per line"),
+        ("{\"ms\": \"fast\", \"model\": \"plain\"}", "field 'ms': 'fast' is not a number"),
+        ("{\"ms\": true}", "field 'ms': expected a number of milliseconds, found true"),
+        ("{\"model\": \"plain\"}", "field 'ms': missing"),
+        ("{\"ms\": 1, \"outcome\": 3}", "field 'outcome': expected a string, found 3"),
+        ("{\"ms\": 1, \"outcome\": \"maybe\"}", "field 'outcome': 'maybe' is not an outcome"),
+        ("{\"ms\": -1}", "field 'ms'"),
+    ] {
+        // The bad line goes third: after two good lines.
+        let mut lines: Vec<&str> = good.lines().collect();
+        lines.insert(2, bad);
+        let input = lines.join("\n") + "\n";
+        let (out, err, code) = text(&run(&["derive", "-", "--by", "model", "--format", "jsonl"], Some(&input)));
+        assert_eq!((code, out.as_str()), (1, ""), "{bad}: {err}");
+        assert!(
+            err.contains(&format!("line 3{}", if want.starts_with("field") { ", " } else { ": " })),
+            "{bad}: {err}"
+        );
+        assert!(err.contains(want), "{bad}: {err}");
+        let skipped = answer(&["derive", "-", "--by", "model", "--json", "--format", "jsonl", "--skip-bad"], &input);
+        let mut expected = reference.clone();
+        expected["skippedLines"] = serde_json::json!(1);
+        assert_eq!(skipped, expected, "{bad}");
+    }
+}
+
+#[test]
+fn ambiguous_prometheus_input_names_the_metric_flag() {
+    let two = "a_bucket{le=\"1\"} 1\na_bucket{le=\"+Inf\"} 1\nb_bucket{le=\"1\"} 1\nb_bucket{le=\"+Inf\"} 1\n";
+    let (_, err, code) = text(&run(&["derive", "-"], Some(two)));
+    assert_eq!(code, 1);
+    assert!(err.contains("several histograms are present (a, b): choose one with --metric"), "{err}");
+}
+
+const EXPOSITION: &str = "# TYPE lat_seconds histogram
+lat_seconds_bucket{op=\"q\",outcome=\"ok\",le=\"0.05\"} 500
+lat_seconds_bucket{op=\"q\",outcome=\"ok\",le=\"0.1\"} 990
+lat_seconds_bucket{op=\"q\",outcome=\"ok\",le=\"+Inf\"} 1000
+lat_seconds_bucket{op=\"q\",outcome=\"timeout\",le=\"0.05\"} 0
+lat_seconds_bucket{op=\"q\",outcome=\"timeout\",le=\"0.1\"} 0
+lat_seconds_bucket{op=\"q\",outcome=\"timeout\",le=\"+Inf\"} 4
+";
+
+#[test]
+fn prometheus_text_and_its_errors() {
+    let (out, err, code) = text(&run(&["derive", "-", "--by", "op"], Some(EXPOSITION)));
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.starts_with("op=q")).expect("row");
+    assert!(
+        row.contains("1,000") && row.contains("100 ms") && row.contains("200 ms") && row.contains("4 timeouts"),
+        "{row}"
+    );
+    assert!(out.contains("p99 lies in the bucket 50 ms..100 ms"), "{out}");
+
+    let (_, err, code) =
+        text(&run(&["derive", "-"], Some("x_bucket{le=\"1\"} 5\nx_bucket{le=\"2\"} 3\nx_bucket{le=\"+Inf\"} 9\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("line 2: bucket le=\"2\" of x counts 3, fewer than the 5"), "{err}");
+    let (_, err, code) = text(&run(&["derive", "-", "--format", "prom"], Some("x_bucket{le=\"1\"} 5\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("has no le=\"+Inf\" bucket"), "{err}");
+    let (_, err, code) = text(&run(&["derive", "-", "--format", "prom"], Some("# x\nx_bucket{le=\"1} 5\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("line 2: label value: value of 'le' has no closing quote"), "{err}");
+}
+
+/// Serves one HTTP response (chunked) and returns the request head it got
+/// (request line and headers, lower-cased header names kept as sent).
+fn one_shot_server(status: &'static str, body: String) -> (u16, std::thread::JoinHandle<String>) {
+    one_shot_server_with(status, String::new(), body)
+}
+
+/// [`one_shot_server`] with extra response header lines (each ending in CRLF).
+fn one_shot_server_with(status: &'static str, headers: String, body: String) -> (u16, std::thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let handle = std::thread::spawn(move || {
+        // A binary that never connects fails the test instead of hanging it.
+        let started = std::time::Instant::now();
+        let (mut sock, _) = loop {
+            match listener.accept() {
+                Ok(s) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && started.elapsed().as_secs() < 30 => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("no request within 30 s: {e}"),
+            }
+        };
+        sock.set_nonblocking(false).expect("blocking");
+        let mut reader = BufReader::new(sock.try_clone().expect("clone"));
+        let mut request_line = String::new();
+        reader.read_line(&mut request_line).expect("request line");
+        let mut line = String::new();
+        while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+            request_line.push_str(&line);
+            line.clear();
+        }
+        let (a, b) = body.split_at(body.len() / 2);
+        let resp = format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+            a.len(),
+            b.len()
+        );
+        sock.write_all(resp.as_bytes()).expect("respond");
+        // Dropping the socket closes it: the client reads to the end.
+        request_line
+    });
+    (port, handle)
+}
+
+#[test]
+fn queries_prometheus_over_http() {
+    let mut result = Vec::new();
+    for (outcome, les) in
+        [("ok", [("0.05", 500), ("0.1", 990), ("+Inf", 1000)]), ("timeout", [("0.05", 0), ("0.1", 0), ("+Inf", 3)])]
+    {
+        for (le, v) in les {
+            result.push(format!(
+                "{{\"metric\":{{\"__name__\":\"lat_seconds_bucket\",\"op\":\"q\",\"outcome\":\"{outcome}\",\"le\":\"{le}\"}},\"value\":[1700000000.5,\"{v}\"]}}"
+            ));
+        }
+    }
+    let body =
+        format!("{{\"status\":\"success\",\"data\":{{\"resultType\":\"vector\",\"result\":[{}]}}}}", result.join(","));
+    let (port, server) = one_shot_server("200 OK", body);
+    // A path prefix (Prometheus behind a proxy) and basic auth from the environment.
+    let url = format!("http://127.0.0.1:{port}/prom/");
+    let (out, err, code) = text(&run_env(
+        &[
+            "derive",
+            "--prometheus",
+            &url,
+            "--metric",
+            "lat_seconds",
+            "--by",
+            "op",
+            "--json",
+            "--basic-auth-env",
+            "EDGE_DEADLINE_TEST_AUTH",
+        ],
+        &[("EDGE_DEADLINE_TEST_AUTH", "reader:s3cret")],
+    ));
+    let request = server.join().expect("server");
+    assert_eq!(code, 0, "{err}");
+    assert!(request.starts_with("GET /prom/api/v1/query?query=lat_seconds_bucket HTTP/1.1"), "{request}");
+    // base64("reader:s3cret")
+    assert!(request.contains("Basic cmVhZGVyOnMzY3JldA=="), "{request}");
+    assert!(
+        out.contains("\"p99\": 100") && out.contains("\"timeouts\": 3") && out.contains("\"timeoutMs\": 200"),
+        "{out}"
+    );
+
+    // increase() over a window: the results carry no __name__.
+    let body = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"le\":\"0.1\"},\"value\":[1,\"10\"]},{\"metric\":{\"le\":\"+Inf\"},\"value\":[1,\"10\"]}]}}";
+    let (port, server) = one_shot_server("200 OK", body.to_string());
+    let url = format!("http://127.0.0.1:{port}");
+    let (out, err, code) =
+        text(&run(&["derive", "--prometheus", &url, "--metric", "lat_seconds", "--window", "1h"], None));
+    let request = server.join().expect("server");
+    assert_eq!(code, 0, "{err}");
+    let first = request.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("query=increase%28lat_seconds_bucket%5B1h%5D%29")
+            || first.contains("query=increase(lat_seconds_bucket%5B1h%5D)"),
+        "{first}"
+    );
+    assert!(!request.to_ascii_lowercase().contains("authorization"), "no credentials unless asked: {request}");
+    assert!(out.contains("10"), "{out}");
+
+    // An error from Prometheus is shown with its status.
+    let body = "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error: unexpected\"}";
+    let (port, server) = one_shot_server("400 Bad Request", body.to_string());
+    let url = format!("http://127.0.0.1:{port}");
+    let (_, err, code) = text(&run(&["derive", "--prometheus", &url, "--metric", "lat_seconds"], None));
+    server.join().expect("server");
+    assert_eq!(code, 1);
+    assert!(err.contains("Prometheus answered 400 to 'lat_seconds_bucket': parse error: unexpected"), "{err}");
+}
+
+#[test]
+fn follows_redirects_without_taking_credentials_to_another_host() {
+    let body = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"le\":\"0.1\"},\"value\":[1,\"10\"]},{\"metric\":{\"le\":\"+Inf\"},\"value\":[1,\"10\"]}]}}";
+    let (target_port, target) = one_shot_server("200 OK", body.to_string());
+    // 127.0.0.1 redirects to localhost: another host by name.
+    let location = format!("Location: http://localhost:{target_port}/api/v1/query?query=lat_seconds_bucket\r\n");
+    let (port, first) = one_shot_server_with("302 Found", location, String::new());
+    let url = format!("http://127.0.0.1:{port}");
+    let (out, err, code) = text(&run_env(
+        &["derive", "--prometheus", &url, "--metric", "lat_seconds", "--bearer-token-env", "EDGE_DEADLINE_TEST_TOKEN"],
+        &[("EDGE_DEADLINE_TEST_TOKEN", "tok")],
+    ));
+    let (first, target) = (first.join().expect("first server"), target.join().expect("target server"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("lat_seconds_bucket"), "{out}");
+    assert!(first.contains("Bearer tok"), "{first}");
+    assert!(!target.to_ascii_lowercase().contains("authorization"), "{target}");
+}
+
+#[test]
+fn simulate_prints_the_seed_003_table() {
+    let (out, err, code) = text(&run(&["simulate"], None));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("200,000 calls"), "{out}");
+    let retry = out.lines().find(|l| l.starts_with("p99:1")).expect("p99:1 row");
+    assert!(retry.contains("160 ms"), "{retry}");
+    let (out, _, code) =
+        text(&run(&["simulate", "--n", "20000", "--policy", "98:1", "--policy", "1262", "--json"], None));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("\"label\": \"98:1\"") && out.contains("\"timeoutMs\": 1262") && out.contains("\"n\": 20000"),
+        "{out}"
+    );
+}
