@@ -102,6 +102,11 @@ rows["p.run of a skipped optional step (no signal, reason from the core)"] = awa
   sruns++;
   return sp.run("enrich", sync);
 });
+// What awaiting p.run, d.step, retry or hedge costs for keeping Node or Deno
+// alive while the work is pending (js/keepalive.js): a Promise subclass whose
+// first `then` refs one shared interval, against a plain promise.
+const { pending } = await import("../pkg/keepalive.js");
+rows["design: await of a keep-alive promise − a plain one (paired rounds)"] = (await paired(() => new Promise((r) => r(1)), () => pending((r) => r(1)))).diff;
 rows["plan(deadline, 3 steps) (validation in Wasm)"] = nsPerOp(() => plan(deadline, steps), { n: 20_000 });
 const traced = plan(deadline, steps);
 for (let i = 0; i < 3; i++) await traced.run(steps[i].name, sync);

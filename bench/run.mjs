@@ -4,7 +4,8 @@
 // A bench that exports `run(lib)` (resolving to that same object) also runs
 // in workerd, inside a fetch handler: workerd allows timers only there. Such a
 // bench may import only ./harness.mjs and ../pkg/ (nothing else is embedded),
-// and must not use a top-level await.
+// and must not use a top-level await. One that also exports
+// `inChromium = true` runs in headless Chromium too (pkg/ served locally).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -76,6 +77,35 @@ const bench :Workerd.Worker = ( modules = [ ${modules.join(",\n    ")} ], compat
   }
 }
 
+/** Runs `bench/<file>`'s run(lib) in headless Chromium (pkg/ served from 127.0.0.1); resolves its JSON. */
+async function inChromium(file) {
+  const { chromium } = await import("playwright-core");
+  const { serveStatic } = await import("../scripts/static-server.mjs");
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const blank = (req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title>");
+  const server = await serveStatic(root, { routes: { "/blank": blank } });
+  const profile = mkdtempSync(join(tmpdir(), "edge-deadline-bench-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
+  });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${server.url}blank`);
+    return await page.evaluate(async (f) => {
+      const lib = await import("/pkg/index.js");
+      await lib.init();
+      return (await import(`/bench/${f}`)).run(lib);
+    }, file);
+  } finally {
+    await context.close();
+    await server.close();
+  }
+}
+
 for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".bench.mjs")).sort()) {
   const name = file.replace(".bench.mjs", "");
   if (only.length && !only.includes(name)) continue;
@@ -90,6 +120,7 @@ for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".b
     const out = execFileSync(exe, args, { cwd: root, env: { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" }, encoding: "utf8" });
     results.push(JSON.parse(out.trim().split("\n").pop()));
   }
+  if (/^export const inChromium = true/m.test(readFileSync(path, "utf8"))) results.push(await inChromium(file));
   console.log(`\n### ${name}\n`);
   console.log(`| case | ${results.map((r) => `${r.runtime} ns/op`).join(" | ")} |`);
   console.log(`|---|${results.map(() => "---:").join("|")}|`);

@@ -1,7 +1,16 @@
 // The public API shared by every entry point (index.js, node.js, workerd.js);
 // each entry adds its own `init`.
 export { Deadline, generationBudget } from "./deadline.js";
-export { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded, isInsufficientBudget } from "./errors.js";
+export {
+  DeadlineExceeded,
+  InsufficientBudget,
+  InvalidHeader,
+  StepTimeout,
+  isDeadlineExceeded,
+  isInsufficientBudget,
+  isInvalidHeader,
+  isStepTimeout,
+} from "./errors.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
 export * from "./derive.js";

@@ -24,6 +24,7 @@
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded } from "./errors.js";
+import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { SHARED_WAKEUPS, cancel, schedule, timerMs } from "./timers.js";
 import { describe, isAbortSignal, number } from "./validate.js";
@@ -136,23 +137,39 @@ export class Deadline {
     return new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents);
   }
 
-  /** `min(preferredMs, remaining())`; throws `DeadlineExceeded` when nothing is left. */
+  /**
+   * `min(preferredMs, remaining())`; throws `DeadlineExceeded` when nothing is
+   * left, and a departed parent's reason once a parent signal has aborted.
+   */
   budget(preferredMs) {
     number("preferredMs", preferredMs);
+    this.#throwIfParentAborted();
     return core.budget(this.#at, now(), preferredMs);
   }
 
   /**
    * Runs `run(signal, budgetMs)` if at least `minMs` is left; otherwise rejects
-   * with `InsufficientBudget` and never calls `run`.
+   * with `InsufficientBudget` and never calls `run`. Once a parent signal has
+   * aborted (the client left), rejects with its reason and never calls `run`.
+   * Awaiting it keeps a Node or Deno process alive until it settles (js/keepalive.js).
    */
-  async step(minMs, run) {
+  step(minMs, run) {
+    return awaited(this.#step(minMs, run));
+  }
+
+  async #step(minMs, run) {
     number("minMs", minMs);
     if (typeof run !== "function") {
       throw new TypeError(`'run' of step must be a function (signal, budgetMs) => Promise: current value is ${describe(run)}`);
     }
+    this.#throwIfParentAborted();
     const budgetMs = core.admit(this.#at, now(), minMs);
     return run(this.signal(), budgetMs);
+  }
+
+  // The client left: no budget, no new work, whatever the clock says.
+  #throwIfParentAborted() {
+    for (const parent of this.#parents) if (parent.aborted) throw parent.reason;
   }
 
   /** The deadline's AbortSignal: one per deadline, one timer behind it. */

@@ -61,6 +61,43 @@ export class InsufficientBudget extends Error {
   }
 }
 
+/**
+ * A step of a plan reached its own cap while the deadline still had time: the
+ * step was cut, the request was not. A handler runs the fallback (or tries
+ * something cheaper) instead of answering 504. `DeadlineExceeded` is kept for
+ * the deadline itself.
+ */
+export class StepTimeout extends Error {
+  /**
+   * @param {string} step the step's name
+   * @param {number} capMs the cap it was given
+   */
+  constructor(step, capMs, options) {
+    super(`step '${step}' timed out at its ${ms(capMs)} ms cap; the deadline still has time`, options);
+    brand(this, "StepTimeout");
+    this.step = step;
+    this.capMs = capMs;
+  }
+}
+
+/**
+ * An incoming deadline header is malformed. Its value comes from the caller
+ * (possibly hostile), so it is not a `RangeError` (those are the server's own
+ * bad arguments): `Deadline.fromHeaders` ignores such a header by default and
+ * reports it; with `invalid: "throw"` it throws this, naming the header.
+ */
+export class InvalidHeader extends Error {
+  /**
+   * @param {string} header the header's name, lowercase
+   * @param {string} message what is wrong with its value
+   */
+  constructor(header, message, options) {
+    super(message, options);
+    brand(this, "InvalidHeader");
+    this.header = header;
+  }
+}
+
 /** @returns {e is DeadlineExceeded} */
 export function isDeadlineExceeded(e) {
   return e != null && e[BRAND] === "DeadlineExceeded";
@@ -69,6 +106,16 @@ export function isDeadlineExceeded(e) {
 /** @returns {e is InsufficientBudget} */
 export function isInsufficientBudget(e) {
   return e != null && e[BRAND] === "InsufficientBudget";
+}
+
+/** @returns {e is StepTimeout} */
+export function isStepTimeout(e) {
+  return e != null && e[BRAND] === "StepTimeout";
+}
+
+/** @returns {e is InvalidHeader} */
+export function isInvalidHeader(e) {
+  return e != null && e[BRAND] === "InvalidHeader";
 }
 
 // Factories for the Wasm core (see src/wasm/mod.rs). Not re-exported by the API.

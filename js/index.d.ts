@@ -36,14 +36,16 @@ export class Deadline implements Disposable {
   /**
    * The deadline a request's propagation headers ask for (`grpc-timeout`, `connect-timeout-ms`,
    * `x-envoy-expected-rq-timeout-ms`, `edge-deadline-remaining-ms`), less `transitMs`, never later
-   * than `maxMs` from now: a caller can shorten our deadline, never extend it.
-   * @throws {TypeError} | {RangeError} bad options, or a malformed header (unless `invalid: "ignore"`)
+   * than `maxMs` from now: a caller can shorten our deadline, never extend it. A malformed header is
+   * ignored (the other headers or `maxMs` apply) unless `invalid: "throw"`.
+   * @throws {TypeError} | {RangeError} bad options; {InvalidHeader} a malformed header with `invalid: "throw"`
    */
   static fromHeaders(headers: import("./pipeline.js").HeadersLike, options: import("./pipeline.js").FromHeadersOptions): Deadline;
   /**
    * `now + min(every cap in front: the platform's wall-clock caps, productMs) − fallbackReserveMs`.
-   * CPU caps are not deadlines (see `platformDeadline`'s `cpuMs`).
-   * @throws {TypeError} | {RangeError} unknown platform/plan/trigger, a reserve that does not fit below the caps
+   * CPU caps are not deadlines (see `platformDeadline`'s `cpuMs`). A reserve at or above the smallest cap
+   * gives an expired deadline: work is refused at run time and the fallback answers.
+   * @throws {TypeError} | {RangeError} unknown platform/plan/trigger, a cap of 0, NaN or negative figures
    */
   static forPlatform(options: import("./pipeline.js").ForPlatformOptions): Deadline;
   /** The earliest of the deadlines; its signal links every parent of every argument. */
@@ -60,12 +62,14 @@ export class Deadline implements Disposable {
   reserve(ms: number): Deadline;
   /**
    * `min(preferredMs, remaining())`.
-   * @throws {DeadlineExceeded} when nothing is left
+   * @throws {DeadlineExceeded} when nothing is left; a parent signal's reason once it has aborted
    */
   budget(preferredMs: number): number;
   /**
-   * Calls `run(signal, budgetMs)` only if at least `minMs` is left.
-   * @throws {InsufficientBudget} (as a rejection) without calling `run`
+   * Calls `run(signal, budgetMs)` only if at least `minMs` is left and no parent signal has aborted.
+   * Awaiting it keeps a Node or Deno process alive until it settles.
+   * @throws {InsufficientBudget} (as a rejection) without calling `run`; a parent signal's reason (as a
+   *   rejection) once it has aborted, without calling `run`
    */
   step<T>(minMs: number, run: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<T>;
   /**
@@ -97,8 +101,33 @@ export class InsufficientBudget extends Error {
   readonly minMs: number;
 }
 
+/**
+ * A plan step was cut at its own cap while the deadline still had time: run the fallback, not a 504.
+ * `DeadlineExceeded` means the deadline itself.
+ */
+export class StepTimeout extends Error {
+  constructor(step: string, capMs: number, options?: ErrorOptions);
+  readonly name: "StepTimeout";
+  /** The step's name. */
+  readonly step: string;
+  /** The cap it was given. */
+  readonly capMs: number;
+}
+
+/** An incoming deadline header is malformed (its value is the caller's, not this server's mistake). */
+export class InvalidHeader extends Error {
+  constructor(header: string, message: string, options?: ErrorOptions);
+  readonly name: "InvalidHeader";
+  /** The header's name, lowercase. */
+  readonly header: string;
+}
+
 /** Brand check that works across two copies of the package. */
 export function isDeadlineExceeded(e: unknown): e is DeadlineExceeded;
+/** Brand check that works across two copies of the package. */
+export function isStepTimeout(e: unknown): e is StepTimeout;
+/** Brand check that works across two copies of the package. */
+export function isInvalidHeader(e: unknown): e is InvalidHeader;
 /** Brand check that works across two copies of the package. */
 export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
 

@@ -1,7 +1,7 @@
 // Types for js/pipeline.js (plans, retries, retry budgets, hedging,
 // propagation headers, platform caps). All durations and instants are
 // milliseconds; instants are on the `performance.now()` timeline.
-import type { Deadline } from "./index.js";
+import type { Deadline, InvalidHeader } from "./index.js";
 
 // ---- plans ------------------------------------------------------------------
 
@@ -17,14 +17,16 @@ export interface StepSpec {
   /**
    * `mandatory`: must run, its reserve is held while earlier steps run, `InsufficientBudget` below `minMs`.
    * `optional`: takes what is left, skipped below `minMs`.
-   * `fallback`: its reserve is held like a mandatory step's; when it runs it gets everything left.
+   * `fallback`: its reserve is held like a mandatory step's; when it runs it gets everything left, and it
+   *   runs whenever anything is left (even below `minMs`, however late the step before it ended).
    */
   kind: StepKind;
   /** What is held back for a mandatory or fallback step while earlier steps run (default `minMs`). */
   reserveMs?: number;
 }
 
-export type StepOutcome = "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted";
+/** "timeout": cut at its own cap (`StepTimeout`); "deadline": the deadline itself passed; "aborted": a parent signal. */
+export type StepOutcome = "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" | "timeout";
 
 export interface TraceRecord {
   step: string;
@@ -36,9 +38,14 @@ export interface TraceRecord {
 }
 
 export interface PlanOptions {
-  /** Called with each record as it happens (before that step's `run` settles); a throw rejects that `run`. */
+  /**
+   * Called with each record as it happens (before that step's `run` settles). What it throws never changes
+   * the step's result: it goes to `onStepError`, or to `console.error` without one.
+   */
   onStep?: (record: TraceRecord) => void;
-  /** Held per step start for timer lateness and hand-off (default 5, at most 1000). */
+  /** Receives what `onStep` threw, with the record it was given. */
+  onStepError?: (error: unknown, record: TraceRecord) => void;
+  /** Held per step start for timer lateness and hand-off (default 5, measured; at most 1000). */
   marginMs?: number;
 }
 
@@ -51,21 +58,25 @@ export interface Skipped {
 
 /**
  * Plans `steps` inside `deadline`: each step's cap is `min(preferredMs, remaining − reserves held for
- * later mandatory and fallback steps − one margin per later step)`.
+ * later mandatory and fallback steps − one margin per later step)`. A plan is created whatever the time
+ * left (an expired deadline included): a shortage shows when steps run (skipped, `InsufficientBudget`).
  * @throws {TypeError} wrong types; {RangeError} duplicate or empty names, NaN/negative durations,
- *   `minMs > preferredMs`, an unknown kind, reserves + margins larger than what is left
+ *   `minMs > preferredMs`, an unknown kind
  */
 export function plan(deadline: Deadline, steps: readonly StepSpec[], options?: PlanOptions): Plan;
 
 export class Plan {
   private constructor();
   /**
-   * Runs one step with its own signal (aborted at the step's cap with `DeadlineExceeded`, or with the
-   * deadline's signal) and its cap as `budgetMs`. Settles at the cap even if `fn` ignores the signal.
+   * Runs one step with its own signal and its cap as `budgetMs`. The signal aborts at the step's cap with
+   * `StepTimeout` (with `DeadlineExceeded` when the cap is the deadline's instant), or with the deadline's
+   * signal. Settles at the cap even if `fn` ignores the signal. Once a parent signal has aborted, no step
+   * starts. Awaiting it keeps a Node or Deno process alive until it settles.
    * @returns `fn`'s value, or `{ skipped: true, reason }` for an optional step that did not start
-   * @throws (as a rejection) `InsufficientBudget` (with `step`) for a mandatory or fallback step that
-   *   cannot get its minimum, the abort reason when the cap or the deadline's signal fired, `fn`'s error,
-   *   `RangeError` for an unknown name, `TypeError` when `fn` is not a function
+   * @throws (as a rejection) `InsufficientBudget` (with `step`) for a mandatory step that cannot get its
+   *   minimum or a step with nothing left, `StepTimeout` at the cap, `DeadlineExceeded` or a parent's reason
+   *   from the deadline's signal, `fn`'s error, `RangeError` for an unknown name, `TypeError` when `fn` is
+   *   not a function
    */
   run<T>(name: string, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<Awaited<T> | Skipped>;
   /** The trace so far as JSON: `TraceRecord[]`. */
@@ -102,7 +113,7 @@ export interface RetryOptions {
   deadline: Deadline;
   /** No attempt starts with less than this left (checked again after every backoff). */
   attemptMinMs: number;
-  /** Each attempt's own timeout (default: the time left). */
+  /** Each attempt's own timeout (default: the time left). Below `attemptMinMs` (or 0): no attempt, `RetryFailed` "insufficient". */
   attemptTimeoutMs?: number;
   backoff: BackoffOptions;
   /** 1–100, default 3. */
@@ -114,7 +125,10 @@ export interface RetryOptions {
   budget?: RetryBudget;
   /** Aborts the attempt in flight and the backoff sleep. */
   signal?: AbortSignal;
-  /** How an error failed (default: its `failure` property if valid, else "ambiguous"). Timeouts are "ambiguous". */
+  /**
+   * How an error failed (default: its `failure` property if valid, else "ambiguous"). Timeouts are "ambiguous".
+   * Must return one of the three words synchronously; anything else rejects `retry` with a `TypeError`.
+   */
   classify?: (error: unknown) => Failure;
   /** Seeds the jitter (default: random) so a schedule can be replayed. */
   seed?: number | bigint;
@@ -151,7 +165,11 @@ export class RetryFailed extends Error {
   readonly cause: unknown;
 }
 
-/** An attempt's own timeout fired (the attempt signal's abort reason). */
+/**
+ * An attempt's own timeout fired (the attempt signal's abort reason): the per-attempt counterpart of a
+ * plan step's `StepTimeout`. Recorded as outcome "timeout"; `retry` and `hedge` themselves reject only
+ * with `RetryFailed`.
+ */
 export class AttemptTimeout extends Error {
   private constructor();
   readonly name: "AttemptTimeout";
@@ -163,7 +181,9 @@ export class AttemptTimeout extends Error {
 export function isRetryFailed(e: unknown): e is RetryFailed;
 
 /**
- * Calls `fn` until it resolves or the core says stop (see RetryOptions).
+ * Calls `fn` until it resolves or the core says stop (see RetryOptions). A parent signal that aborts
+ * stops new attempts and aborts the one in flight with its reason. Awaiting it keeps a Node or Deno
+ * process alive until it settles.
  * @throws {TypeError} | {RangeError} bad options (synchronously inside the returned promise)
  * @throws {RetryFailed} (as a rejection) when it stops
  */
@@ -201,7 +221,8 @@ export interface HedgeOptions {
 
 /**
  * Starts `fn`, and another attempt every `delayMs` while none has answered; the first to resolve
- * wins and the others are aborted (`AbortError`).
+ * wins and the others are aborted (`AbortError`). A parent signal that aborts stops new attempts and aborts
+ * those in flight with its reason. Awaiting it keeps a Node or Deno process alive until it settles.
  * @throws {RetryFailed} (as a rejection) when every attempt failed ("exhausted") or the deadline/signal ended it
  */
 export function hedge<T>(fn: (signal: AbortSignal, info: { attempt: number }) => T | PromiseLike<T>, options: HedgeOptions): Promise<Awaited<T>>;
@@ -230,16 +251,23 @@ export interface FromHeadersOptions {
   transitMs?: number;
   /** Which headers to read (default: all four). */
   formats?: DeadlineHeader | readonly DeadlineHeader[];
-  /** A malformed header throws its RangeError (default) or is ignored ("ignore"). */
+  /**
+   * A malformed header (caller-controlled) is ignored and reported in `rejected` (default "ignore"), or
+   * thrown as an `InvalidHeader` ("throw"). Never a `RangeError`: those are this server's own bad options.
+   */
   invalid?: "throw" | "ignore";
   signal?: AbortSignal;
 }
 
-/** The deadline the headers ask for, with the header that set it and those refused. */
+/**
+ * The deadline the headers ask for, with the header that set it and those refused. Every copy of a header
+ * counts (two spellings in a plain object, a repeated field): the earliest wins.
+ * @throws {InvalidHeader} a malformed header, only with `invalid: "throw"`; {TypeError} | {RangeError} bad options
+ */
 export function deadlineFromHeaders(
   headers: HeadersLike,
   options: FromHeadersOptions,
-): { deadline: Deadline; source: DeadlineHeader | null; rejected: { header: DeadlineHeader; error: RangeError }[] };
+): { deadline: Deadline; source: DeadlineHeader | null; rejected: { header: DeadlineHeader; error: InvalidHeader }[] };
 
 // ---- platform caps ---------------------------------------------------------------------
 
@@ -279,7 +307,10 @@ export interface ForPlatformOptions {
   signal?: AbortSignal;
 }
 
-/** `now + min(productMs, the platform's wall-clock caps) − fallbackReserveMs`, with what bound it. */
+/**
+ * `now + min(productMs, the platform's wall-clock caps) − fallbackReserveMs`, with what bound it. A reserve at
+ * or above the smallest cap gives an expired deadline (never earlier than now), not an error.
+ */
 export function platformDeadline(options: ForPlatformOptions): {
   deadline: Deadline;
   bound: "product" | "wall" | "first-byte";

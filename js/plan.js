@@ -7,28 +7,40 @@
 // # Invariants
 // 1. A step that is refused (optional: skipped; mandatory or fallback:
 //    InsufficientBudget) never calls its function.
-// 2. A running step's signal aborts at its cap (with DeadlineExceeded at the
-//    cap instant) or when the deadline's signal aborts (its own instant or a
-//    parent's reason), whichever comes first; `p.run` settles in that same
-//    turn, whether or not the function honours the signal. So a step ends
-//    within the host's timer lateness after its cap, which is what the
-//    plan's margin is held for.
+// 2. A running step's signal aborts at its cap or when the deadline's signal
+//    aborts (its own instant or a parent's reason), whichever comes first;
+//    `p.run` settles in that same turn, whether or not the function honours
+//    the signal. So a step ends within the host's timer lateness after its
+//    cap, which is what the plan's margin is held for. A cap before the
+//    deadline's instant aborts with `StepTimeout { step, capMs }` (outcome
+//    "timeout": the request still has time, e.g. for the fallback); a cap at
+//    the instant (a fallback's, or a step given everything left) aborts with
+//    `DeadlineExceeded` (outcome "deadline").
 // 3. When `p.run` settles, its timer is cleared and its listener on the
 //    deadline's signal removed; between runs a plan holds no timer, no
 //    listener and no Wasm memory (the core's numbers are copied out once).
 // 4. Every `p.run`, started or not, appends exactly one trace record and
-//    calls `onStep` with it before the returned promise settles.
-// 5. Once the deadline's signal has aborted (the client left), no further
-//    step starts: each `p.run` records `aborted` (or `deadline`) and rejects
-//    with the signal's reason.
-// 6. A step's timer is ref'd (someone awaits the step), unlike a Deadline's
-//    own timer; it never outlives the step. `p.run` uses `deadline.signal()`,
-//    so the deadline's owner disposes it when the request ends.
+//    calls `onStep` with it before the returned promise settles. The promise
+//    settles with the step's own result whatever `onStep` does: an error
+//    thrown by the hook goes to `onStepError(error, record)`, or to
+//    `console.error` when there is none (a failing logger is a logging
+//    problem, never the request's).
+// 5. Once the deadline's signal has aborted, no further step starts. When a
+//    parent aborted it (the client left), each `p.run` records `aborted` and
+//    rejects with the parent's reason, even for a step that would have been
+//    refused; when the deadline's own instant passed, a step is refused as
+//    time dictates (optional: skipped; others: InsufficientBudget).
+// 6. A step's timer is unref'd, like every timer of the package, and never
+//    outlives the step; awaiting `p.run` keeps a Node or Deno process alive
+//    until it settles (js/keepalive.js), and nobody awaiting keeps nothing
+//    alive. `p.run` uses `deadline.signal()`, so the deadline's owner
+//    disposes it when the request ends.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, InsufficientBudget, isDeadlineExceeded } from "./errors.js";
+import { DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded } from "./errors.js";
+import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { timerMs } from "./timers.js";
+import { timerMs, unref } from "./timers.js";
 import * as check from "./validate.js";
 
 const now = () => performance.now();
@@ -41,14 +53,15 @@ const TOKEN = Symbol("Plan constructor");
  * Plans `steps` inside `deadline`.
  * @param {import("./deadline.js").Deadline} deadline
  * @param {Array<{ name: string, minMs: number, preferredMs?: number, kind: "mandatory" | "optional" | "fallback", reserveMs?: number }>} steps
- * @param {{ onStep?: (record: TraceRecord) => void, marginMs?: number }} [options]
+ * @param {{ onStep?: (record: TraceRecord) => void, onStepError?: (error: unknown, record: TraceRecord) => void, marginMs?: number }} [options]
  */
 export function plan(deadline, steps, options) {
   if (!isReady()) notReady("plan");
   check.deadline("deadline", deadline);
   if (!Array.isArray(steps)) throw new TypeError(`'steps' must be an array of steps: current value is ${check.describe(steps)}`);
-  const { onStep, marginMs } = check.obj("options", options, "an object like { onStep, marginMs }", true);
+  const { onStep, onStepError, marginMs } = check.obj("options", options, "an object like { onStep, onStepError, marginMs }", true);
   if (onStep !== undefined) check.fn("options.onStep", onStep);
+  if (onStepError !== undefined) check.fn("options.onStepError", onStepError);
   check.optNumber("options.marginMs", marginMs);
   const n = steps.length;
   const names = new Array(n);
@@ -66,12 +79,12 @@ export function plan(deadline, steps, options) {
     if (s.reserveMs !== undefined) (reserves[i] = check.number(`steps[${i}].reserveMs`, s.reserveMs)), (given[i] |= 2);
   }
   const numbers = core.planNew(deadline.at, now(), names, kinds, mins, preferreds, reserves, given, marginMs);
-  return new Plan(TOKEN, deadline, names, numbers, onStep);
+  return new Plan(TOKEN, deadline, names, numbers, onStep, onStepError);
 }
 
 /**
  * @typedef {{ step: string, remainingAtStartMs: number, capMs: number, elapsedMs: number,
- *   outcome: "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" }} TraceRecord
+ *   outcome: "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" | "timeout" }} TraceRecord
  */
 
 export class Plan {
@@ -82,10 +95,11 @@ export class Plan {
   /** Four numbers per step from core.planNew: kind, minMs, preferredMs | NaN, heldAfterMs. */
   #numbers;
   #onStep;
+  #onStepError;
   #records = [];
 
   /** @private Use `plan(deadline, steps, options)`. */
-  constructor(token, deadline, names, numbers, onStep) {
+  constructor(token, deadline, names, numbers, onStep, onStepError) {
     if (token !== TOKEN) throw new TypeError("use plan(deadline, steps, options) to create a plan");
     this.#deadline = deadline;
     this.#at = deadline.at;
@@ -93,6 +107,7 @@ export class Plan {
     names.forEach((name, i) => this.#index.set(name, i));
     this.#numbers = numbers;
     this.#onStep = onStep;
+    this.#onStepError = onStepError;
   }
 
   /**
@@ -121,14 +136,20 @@ export class Plan {
     const x = this.#numbers;
     const cap = core.planDecide(x[k], x[k + 1], x[k + 2], x[k + 3], at, t0);
     const remaining = at > t0 ? at - t0 : 0;
-    if (cap < 0) return this.#refuse(i, cap, t0, remaining);
     const parent = this.#deadline.signal();
+    // A departed client wins over any refusal (invariant 5); the deadline's
+    // own expiry does not: a step refused for time is skipped or insufficient.
+    const departed = parent.aborted && this.#reasonOutcome(parent.reason) === "aborted";
+    if (cap < 0 && !departed) return this.#refuse(i, cap, t0, remaining);
     if (parent.aborted) {
       return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
     }
-    return new Promise((resolve, reject) => {
+    // Only a running step is pending: awaiting it keeps Node or Deno alive (invariant 6).
+    return pending((resolve, reject) => {
       const controller = new AbortController();
       const capAt = t0 + cap;
+      // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
+      const capIsDeadline = capAt >= at - 1e-6;
       let settled = false;
       let timer;
       const finish = (outcome, value, ok) => {
@@ -136,9 +157,8 @@ export class Plan {
         settled = true;
         clearTimeout(timer);
         parent.removeEventListener("abort", onParent);
-        const hook = this.#record(name, remaining, cap, t0, outcome);
-        if (hook) reject(hook.thrown);
-        else if (ok) resolve(value);
+        this.#record(name, remaining, cap, t0, outcome);
+        if (ok) resolve(value);
         else reject(value);
       };
       const onParent = () => {
@@ -146,17 +166,22 @@ export class Plan {
         controller.abort(reason);
         finish(this.#reasonOutcome(reason), reason, false);
       };
+      const arm = (ms) => {
+        timer = setTimeout(onCap, timerMs(ms));
+        unref(timer);
+      };
       const onCap = () => {
-        const left = capAt - now();
+        const t = now();
+        const left = capAt - t;
         // Node may wake up to 1 ms early on performance.now(); past the host
         // limit the timer is armed in slices. Either way: arm again.
-        if (left > 0) return void (timer = setTimeout(onCap, timerMs(left)));
-        const reason = new DeadlineExceeded(capAt, -left);
+        if (left > 0) return arm(left);
+        const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
         controller.abort(reason);
-        finish("deadline", reason, false);
+        finish(capIsDeadline ? "deadline" : "timeout", reason, false);
       };
       parent.addEventListener("abort", onParent);
-      timer = setTimeout(onCap, timerMs(cap));
+      arm(cap);
       let result;
       try {
         result = fn(controller.signal, cap);
@@ -210,26 +235,32 @@ export class Plan {
     return this.#settle(name, remaining, 0, t0, "insufficient", error, false);
   }
 
-  /** Records one step and settles its promise; a throwing `onStep` rejects it. */
+  /** Records one step and settles its promise with the step's own result. */
   #settle(step, remaining, cap, t0, outcome, value, ok) {
-    const hook = this.#record(step, remaining, cap, t0, outcome);
-    if (hook) return Promise.reject(hook.thrown);
+    this.#record(step, remaining, cap, t0, outcome);
     return ok ? Promise.resolve(value) : Promise.reject(value);
   }
 
-  /** Appends one record and calls `onStep`; returns `{ thrown }` if the hook threw. */
+  /** Appends one record and calls `onStep`; what the hook throws goes to `onStepError` (invariant 4). */
   #record(step, remaining, cap, t0, outcome) {
     const elapsed = now() - t0;
     const record = { step, remainingAtStartMs: remaining, capMs: cap, elapsedMs: elapsed > 0 ? elapsed : 0, outcome };
     this.#records.push(record);
-    if (this.#onStep) {
-      try {
-        this.#onStep(record);
-      } catch (thrown) {
-        return { thrown };
-      }
+    if (!this.#onStep) return;
+    try {
+      this.#onStep(record);
+    } catch (thrown) {
+      this.#hookFailed(thrown, record);
     }
-    return undefined;
+  }
+
+  #hookFailed(thrown, record) {
+    if (!this.#onStepError) return void console.error(`edge-deadline: onStep threw for step '${record.step}'; the step's result is kept`, thrown);
+    try {
+      this.#onStepError(thrown, record);
+    } catch (again) {
+      console.error(`edge-deadline: onStepError threw for step '${record.step}'; the step's result is kept`, again);
+    }
   }
 
   #unknown(name) {

@@ -7,12 +7,24 @@
 // 1. What is sent is the remaining duration at the moment of the call,
 //    rounded down (never an instant on this machine's clock).
 // 2. A deadline read from headers is never later than `now + maxMs`: a caller
-//    can shorten ours, never extend it. With `invalid: "ignore"`, a malformed
-//    header is skipped (which can only leave the local cap).
+//    can shorten ours, never extend it. Every copy of a header counts (two
+//    spellings of one name in a plain object, a repeated field joined with
+//    commas): the earliest wins, so a second copy can never extend the first.
 // 3. Nothing here holds a timer, a listener or Wasm memory.
+//
+// # Malformed incoming headers
+// A header's value comes from the caller, possibly an attacker, so a bad one
+// is not the server's programming error and must not look like one (a
+// `RangeError` is what the server's own bad `maxMs` throws). By default
+// (`invalid: "ignore"`) a malformed header is skipped: the local cap or the
+// other headers set the deadline, and the rejection is reported in
+// `deadlineFromHeaders(...).rejected` as a branded `InvalidHeader` naming the
+// header. With `invalid: "throw"` that same `InvalidHeader` is thrown, for a
+// server that answers 400.
 
 import * as core from "./edge_deadline.js";
 import { Deadline } from "./deadline.js";
+import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import * as check from "./validate.js";
 
@@ -77,22 +89,39 @@ export function toHeaders(deadline, options) {
   return out;
 }
 
-function readHeader(headers, lowerKeys, name) {
-  if (lowerKeys === null) return headers.get(name) ?? undefined;
-  const key = lowerKeys.get(name);
-  if (key === undefined) return undefined;
-  const value = headers[key];
-  if (value === undefined) return undefined;
-  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join(", ");
-  if (typeof value !== "string") throw new TypeError(`'headers["${key}"]' must be a string: current value is ${check.describe(value)}`);
-  return value;
+/** Every value of header `name` (lowercase): each spelling's, each comma-separated element. */
+function readHeader(headers, lowerKeys, name, out) {
+  if (lowerKeys === null) {
+    const value = headers.get(name);
+    if (value !== null && value !== undefined) splitInto(value, out);
+    return;
+  }
+  for (const key of lowerKeys.get(name) ?? []) {
+    const value = headers[key];
+    if (value === undefined) continue;
+    if (Array.isArray(value) && value.every((v) => typeof v === "string")) value.forEach((v) => splitInto(v, out));
+    else if (typeof value === "string") splitInto(value, out);
+    else throw new TypeError(`'headers["${key}"]' must be a string: current value is ${check.describe(value)}`);
+  }
+}
+
+// A repeated field arrives joined with ", " (what `Headers.get` answers); no
+// deadline format has a comma, so each element is a value of its own. A value
+// longer than a few copies could be is not split (an attacker's million
+// commas stay one value, refused by its length).
+const MAX_SPLIT_LEN = 256;
+
+function splitInto(value, out) {
+  if (value.length <= MAX_SPLIT_LEN && value.includes(",")) out.push(...value.split(","));
+  else out.push(value);
 }
 
 /**
  * The deadline a request's headers ask for, clamped to `maxMs`, with what set
  * it: `{ deadline, source, rejected }` (`source`: the header name, or `null`
- * when the local cap did; `rejected`: `[{ header, error }]`, only with
- * `invalid: "ignore"`).
+ * when the local cap did; `rejected`: `[{ header, error }]`, one per malformed
+ * value, `error` an `InvalidHeader`). A malformed header is ignored unless
+ * `invalid: "throw"` (see "Malformed incoming headers" above).
  * @param {Headers | Record<string, string | string[] | undefined>} headers
  * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
  */
@@ -104,7 +133,7 @@ export function deadlineFromHeaders(headers, options) {
   check.number("options.maxMs", o.maxMs);
   const transitMs = o.transitMs === undefined ? 0 : check.number("options.transitMs", o.transitMs);
   const formats = formatList("options.formats", o.formats, deadlineHeaders);
-  const invalid = o.invalid ?? "throw";
+  const invalid = o.invalid ?? "ignore";
   if (invalid !== "throw" && invalid !== "ignore") {
     throw new TypeError(`'options.invalid' must be "throw" or "ignore": current value is ${check.describe(invalid)}`);
   }
@@ -112,26 +141,35 @@ export function deadlineFromHeaders(headers, options) {
   let lowerKeys = null;
   if (!isHeaders) {
     lowerKeys = new Map();
-    for (const key of Object.keys(headers)) lowerKeys.set(key.toLowerCase(), key);
+    for (const key of Object.keys(headers)) {
+      const lower = key.toLowerCase();
+      const keys = lowerKeys.get(lower);
+      if (keys) keys.push(key);
+      else lowerKeys.set(lower, [key]);
+    }
   }
   const names = [];
   const values = [];
   for (const name of formats) {
-    const value = readHeader(headers, lowerKeys, name);
-    if (value !== undefined) names.push(name), values.push(value);
+    const before = values.length;
+    readHeader(headers, lowerKeys, name, values);
+    for (let i = before; i < values.length; i++) names.push(name);
   }
   const codes = Uint8Array.from(names, (name) => CODES.get(name));
   const [at, source, ...rejectedAt] = core.earliestIncoming(now(), codes, values, transitMs, o.maxMs);
-  const rejected = rejectedAt.map((i) => {
-    try {
-      core.parseHeader(codes[i], values[i]);
-    } catch (error) {
-      return { header: names[i], error };
-    }
-    return { header: names[i], error: new RangeError(`'${names[i]}' was refused`) }; // unreachable: the core refused it
-  });
+  const rejected = rejectedAt.map((i) => ({ header: names[i], error: invalidHeader(codes[i], names[i], values[i]) }));
   if (invalid === "throw" && rejected.length) throw rejected[0].error;
   return { deadline: Deadline.at(at, signal ? { signal } : undefined), source: source < 0 ? null : names[source], rejected };
+}
+
+/** The core's words for a refused value (a rare path: parsed again), as an `InvalidHeader`. */
+function invalidHeader(code, name, value) {
+  try {
+    core.parseHeader(code, value);
+  } catch (error) {
+    return new InvalidHeader(name, error.message, { cause: error });
+  }
+  return new InvalidHeader(name, `'${name}' was refused`); // unreachable: the core refused it
 }
 
 /** `Deadline.fromHeaders`: the deadline of {@link deadlineFromHeaders}. */

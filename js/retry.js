@@ -20,12 +20,26 @@
 // 5. `hedge`: the first attempt to resolve wins and every other attempt in
 //    flight is aborted at once; none starts after the deadline's signal has
 //    aborted.
-// 6. Attempt, backoff and hedge timers are ref'd: someone awaits them.
+// 6. Attempt, backoff and hedge timers are unref'd, like every timer of the
+//    package; awaiting `retry` or `hedge` keeps a Node or Deno process alive
+//    until it settles (js/keepalive.js), and nobody awaiting keeps nothing
+//    alive.
+// 7. What `classify` returns is checked in JS before it reaches the core: a
+//    TypeError naming the callback, never a trap of the Wasm instance.
+//
+// # Per-attempt timeouts
+// An attempt cut at its own timeout aborts its signal with `AttemptTimeout`
+// (the per-attempt counterpart of a plan step's `StepTimeout`): the attempt
+// ended, the deadline did not. It is recorded as outcome "timeout", counts as
+// an ambiguous failure, and the loop carries on; `retry` and `hedge` reject
+// only with `RetryFailed`, whose `reason` is "deadline" only when the
+// deadline itself ended the loop.
 
 import * as core from "./edge_deadline.js";
 import { brand, isDeadlineExceeded } from "./errors.js";
+import { awaited, pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { timerMs } from "./timers.js";
+import { timerMs, unref } from "./timers.js";
 import * as check from "./validate.js";
 
 const now = () => performance.now();
@@ -55,6 +69,13 @@ function failed(reason, message, attempts) {
   const last = attempts[attempts.length - 1];
   const n = attempts.length;
   return new RetryFailed(reason, `retry stopped after ${n} attempt${n === 1 ? "" : "s"}: ${message}`, attempts, last ? { cause: last.error } : undefined);
+}
+
+/** An unref'd timer (module invariant 6). */
+function later(fn, ms) {
+  const timer = setTimeout(fn, timerMs(ms));
+  unref(timer);
+  return timer;
 }
 
 function randomSeed() {
@@ -170,7 +191,7 @@ function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
     };
     const onTimeout = () => {
       const left = endAt - now();
-      if (left > 0) return void (timer = setTimeout(onTimeout, timerMs(left)));
+      if (left > 0) return void (timer = later(onTimeout, left));
       const reason = new AttemptTimeout(info.attempt, timeoutMs);
       controller.abort(reason);
       finish({ ok: false, error: reason, ended: "timeout" });
@@ -178,7 +199,7 @@ function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
     for (const s of [deadlineSignal, parent]) if (s?.aborted) return onAbort({ target: s });
     deadlineSignal.addEventListener("abort", onAbort);
     parent?.addEventListener("abort", onAbort);
-    timer = setTimeout(onTimeout, timerMs(timeoutMs));
+    timer = later(onTimeout, timeoutMs);
     let result;
     try {
       result = fn(controller.signal, info);
@@ -216,19 +237,30 @@ function sleep(ms, deadlineSignal, parent) {
     const onAbort = (event) => finish(event.target);
     const wake = () => {
       const left = wakeAt - now();
-      if (left > 0) timer = setTimeout(wake, timerMs(left));
+      if (left > 0) timer = later(wake, left);
       else finish(undefined);
     };
     for (const s of [deadlineSignal, parent]) if (s?.aborted) return resolve(s);
     deadlineSignal.addEventListener("abort", onAbort);
     parent?.addEventListener("abort", onAbort);
-    timer = setTimeout(wake, timerMs(ms));
+    timer = later(wake, ms);
   });
 }
 
 function defaultClassify(error) {
   const f = error?.failure;
-  return f === "ambiguous" || f === "not-applied" || f === "permanent" ? f : "ambiguous";
+  return isFailure(f) ? f : "ambiguous";
+}
+
+function isFailure(f) {
+  return f === "ambiguous" || f === "not-applied" || f === "permanent";
+}
+
+/** `classify(error)`, checked: only one of the three words reaches the core. */
+function classified(classify, error) {
+  const f = classify(error);
+  if (isFailure(f)) return f;
+  throw new TypeError(`'options.classify' must return "ambiguous", "not-applied" or "permanent" (synchronously): it returned ${check.describe(f)}`);
 }
 
 // ---- retry ------------------------------------------------------------------------
@@ -237,7 +269,11 @@ function defaultClassify(error) {
  * Calls `fn(signal, { attempt, timeoutMs, operationKey })` until it resolves
  * or the core says stop. See the module invariants and src/core/retry.rs.
  */
-export async function retry(fn, options) {
+export function retry(fn, options) {
+  return awaited(retryLoop(fn, options));
+}
+
+async function retryLoop(fn, options) {
   if (!isReady()) notReady("retry");
   check.fn("fn", fn, "a function (signal, { attempt, timeoutMs, operationKey }) => Promise");
   const o = check.obj("options", options, "an object like { deadline, attemptMinMs, backoff, idempotent }");
@@ -321,7 +357,7 @@ export async function retry(fn, options) {
         run.failed(t1, "ambiguous");
         throw signalEnded(result.ended === "aborted" && parent?.aborted ? parent : deadlineSignal, "during the attempt");
       }
-      const failure = result.ended === "timeout" ? "ambiguous" : classify(result.error);
+      const failure = result.ended === "timeout" ? "ambiguous" : classified(classify, result.error);
       const delay = budget ? run.failedBudgeted(t1, failure, budgetCore(budget)) : run.failed(t1, failure);
       if (delay < 0) throw stopped();
       const woke = await sleep(delay, deadlineSignal, parent);
@@ -358,7 +394,7 @@ function startHedge(fn, options) {
   const delayMs = core.checkHedge(o.delayMs, maxAttempts);
   const at = deadline.at;
   const deadlineSignal = deadline.signal();
-  return new Promise((resolve, reject) => {
+  return pending((resolve, reject) => {
     const inFlight = new Map(); // attempt number → AbortController
     const records = [];
     let started = 0;
@@ -397,7 +433,7 @@ function startHedge(fn, options) {
       const record = { attempt: number, startedAtMs: now(), elapsedMs: 0, outcome: "running", error: undefined };
       records.push(record);
       inFlight.set(number, controller);
-      if (started < maxAttempts) timer = setTimeout(startNext, timerMs(delayMs));
+      if (started < maxAttempts) timer = later(startNext, delayMs);
       let result;
       try {
         result = fn(controller.signal, { attempt: number });

@@ -367,7 +367,7 @@ export function mountBudget() {
   cancelButton.addEventListener("click", () => current?.cancel?.("the user pressed Cancel"));
 
   function showBug(e) {
-    // A plan that cannot be built (e.g. reserves larger than the deadline) is a RangeError from the core.
+    // A plan that cannot be built (e.g. a duplicate step name) is a RangeError from the core.
     if (current) {
       current.done = true;
       current.edge.dispose();

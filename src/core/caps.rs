@@ -29,6 +29,15 @@
 //! crate takes `now` as an argument, so it reports exactly what the host
 //! clock says; the `frozen_clock_reports_no_progress` test pins that down.
 //!
+//! # A shortage is not an error
+//! A product limit at or below the fallback reserve (a `productMs` computed
+//! from what a caller has left, say) leaves no time for the work, only for
+//! the fallback. That is a runtime shortage, so [`for_platform`] answers a
+//! deadline at `now`, already expired: work under it is skipped or refused
+//! with `InsufficientBudget`, and the fallback, which runs outside this
+//! deadline in the reserve, answers. Only values that could never be valid
+//! (NaN, negative, a cap of 0) are errors.
+//!
 //! # Sources
 //! Every built-in figure carries the page it came from and the date it was
 //! read ([`RETRIEVED`]). Platforms change their limits; every figure can be
@@ -40,8 +49,8 @@
 //! 1. The deadline is never later than `now + cap − reserve` for the product
 //!    cap and every wall-clock cap in front, and equals the minimum of them.
 //! 2. A CPU cap never changes the deadline.
-//! 3. A reserve that does not fit below the smallest cap is refused, so the
-//!    result is always strictly after `now`.
+//! 3. The deadline is never before `now`: a reserve at or above the smallest
+//!    cap gives `now` itself, an expired deadline (see "A shortage").
 //! 4. Every built-in figure is a finite positive number of milliseconds with
 //!    an https source and the retrieval date.
 
@@ -71,9 +80,6 @@ pub enum CapsError {
     UnsupportedTrigger { platform: Platform, trigger: Trigger },
     /// A cap (`wallMs`, `firstByteMs`, `cpuMs`) is 0: nothing could ever run.
     ZeroCap { param: &'static str },
-    /// The fallback reserve does not fit below the smallest cap in front.
-    /// Lower `fallbackReserveMs` or raise the cap.
-    ReserveTooLarge { reserve_ms: f64, cap_ms: f64, bound: Bound },
     /// A time or duration argument is invalid.
     Time(DeadlineError),
 }
@@ -99,11 +105,6 @@ impl fmt::Display for CapsError {
                 platform.as_str()
             ),
             Self::ZeroCap { param } => write!(f, "'{param}' must be above 0 milliseconds: current value is 0"),
-            Self::ReserveTooLarge { reserve_ms, cap_ms, bound } => write!(
-                f,
-                "'fallbackReserveMs' must be below the smallest cap in front ({cap_ms} ms, {}): current value is {reserve_ms}",
-                bound.as_str()
-            ),
             Self::Time(e) => e.fmt(f),
         }
     }
@@ -466,10 +467,9 @@ pub fn for_platform(
             }
         }
     }
-    if reserve >= front {
-        return Err(CapsError::ReserveTooLarge { reserve_ms: reserve, cap_ms: front, bound });
-    }
-    Ok(PlatformDeadline { at: deadline_in(now, front - reserve)?, bound, cpu_ms: caps.cpu_ms })
+    // A reserve at or above the cap leaves nothing: an expired deadline (module doc).
+    let left = if front > reserve { front - reserve } else { 0.0 };
+    Ok(PlatformDeadline { at: deadline_in(now, left)?, bound, cpu_ms: caps.cpu_ms })
 }
 
 #[cfg(test)]
@@ -544,13 +544,11 @@ mod tests {
         assert!(matches!(Tier::parse("pro"), Err(CapsError::UnknownTier { .. })));
         assert!(matches!(Trigger::parse("waitUntil"), Err(CapsError::UnknownTrigger { .. })));
         let caps = PlatformCaps::parse("vercel-edge", None, "fetch").unwrap();
-        let e = for_platform(0.0, &caps, 30_000.0, 25_000.0).unwrap_err();
-        assert_eq!(e, CapsError::ReserveTooLarge { reserve_ms: 25_000.0, cap_ms: 25_000.0, bound: Bound::FirstByte });
-        assert_eq!(
-            e.to_string(),
-            "'fallbackReserveMs' must be below the smallest cap in front (25000 ms, platform first-byte limit): current value is 25000"
-        );
-        assert!(matches!(for_platform(0.0, &caps, 0.0, 0.0), Err(CapsError::ReserveTooLarge { .. })));
+        // A reserve that fills the cap is a shortage: an expired deadline, not an error.
+        let d = for_platform(10.0, &caps, 30_000.0, 25_000.0).unwrap();
+        assert_eq!((d.at, d.bound), (10.0, Bound::FirstByte));
+        assert_eq!(for_platform(10.0, &caps, 200.0, 500.0).unwrap().at, 10.0);
+        assert_eq!(for_platform(10.0, &caps, 0.0, 0.0).unwrap().at, 10.0);
         assert!(matches!(for_platform(f64::NAN, &caps, 1.0, 0.0), Err(CapsError::Time(_))));
         assert!(matches!(for_platform(0.0, &caps, 1.0, -1.0), Err(CapsError::Time(_))));
         let mut broken = caps.clone();
@@ -605,8 +603,8 @@ mod tests {
             let caps = PlatformCaps::custom(wall, first, cpu).unwrap();
             let front = [Some(product), wall, first].into_iter().flatten().fold(f64::INFINITY, f64::min);
             match for_platform(now, &caps, product, reserve) {
+                Ok(d) if reserve >= front => prop_assert_eq!(d.at, now),
                 Ok(d) => {
-                    prop_assert!(reserve < front);
                     prop_assert!(d.at > now || front - reserve < 1e-3);
                     for cap in [Some(product), wall, first].into_iter().flatten() {
                         prop_assert!(d.at <= now + cap - reserve + 1e-3);
@@ -615,9 +613,6 @@ mod tests {
                     prop_assert_eq!(d.cpu_ms, cpu);
                     let without_cpu = PlatformCaps::custom(wall, first, None).unwrap();
                     prop_assert_eq!(for_platform(now, &without_cpu, product, reserve).unwrap().at, d.at);
-                }
-                Err(CapsError::ReserveTooLarge { cap_ms, .. }) => {
-                    prop_assert!(reserve >= front && cap_ms == front);
                 }
                 Err(e) => prop_assert!(false, "unexpected {e}"),
             }

@@ -365,16 +365,21 @@ pub fn incoming_deadline(now_ms: f64, parsed_ms: f64, transit_ms: f64, max_ms: f
 pub struct Incoming {
     /// The earliest deadline among the valid headers and the local cap.
     pub at: f64,
-    /// The header that set `at`; `None` when the local cap did.
-    pub source: Option<HeaderFormat>,
-    /// Headers that were present but malformed. They are ignored, which can
-    /// only leave the deadline at the local cap, never extend it; strict
-    /// callers may turn any entry here into a 400.
-    pub rejected: Vec<(HeaderFormat, HeaderError)>,
+    /// The index (in the headers given) of the header that set `at`; `None`
+    /// when the local cap did.
+    pub source: Option<usize>,
+    /// The index and error of each header that was present but malformed.
+    /// They are ignored, which can only leave the deadline at the local cap,
+    /// never extend it; strict callers may turn any entry here into a 400.
+    pub rejected: Vec<(usize, HeaderError)>,
 }
 
 /// Folds the headers present into one deadline: the earliest of
-/// `now + maxMs` and each valid header's [`incoming_deadline`].
+/// `now + maxMs` and each valid header's [`incoming_deadline`]. A format may
+/// appear more than once (two spellings of one name in a plain object, or a
+/// repeated field): every value counts, and the earliest wins, so a second
+/// copy can never extend what the first one asked for. On a tie the first
+/// given wins.
 pub fn earliest_incoming(
     now_ms: f64,
     headers: &[(HeaderFormat, &[u8])],
@@ -386,16 +391,16 @@ pub fn earliest_incoming(
     check_ms("maxMs", max_ms)?;
     check_ms("transitMs", transit_ms)?;
     let mut out = Incoming { at: incoming_deadline(now_ms, max_ms, 0.0, max_ms)?, source: None, rejected: Vec::new() };
-    for &(format, raw) in headers {
+    for (i, &(format, raw)) in headers.iter().enumerate() {
         match parse(format, raw) {
             Ok(ms) => {
                 let at = incoming_deadline(now_ms, ms, transit_ms, max_ms)?;
                 if at < out.at {
                     out.at = at;
-                    out.source = Some(format);
+                    out.source = Some(i);
                 }
             }
-            Err(e) => out.rejected.push((format, e)),
+            Err(e) => out.rejected.push((i, e)),
         }
     }
     Ok(out)
@@ -541,8 +546,14 @@ mod tests {
             [(GrpcTimeout, b"2S"), (ConnectTimeoutMs, b"1500"), (EdgeDeadlineRemainingMs, b"-1")];
         let inc = earliest_incoming(0.0, &headers, 10.0, 30_000.0).unwrap();
         assert_eq!(inc.at, 1_490.0);
-        assert_eq!(inc.source, Some(ConnectTimeoutMs));
-        assert_eq!(inc.rejected, vec![(EdgeDeadlineRemainingMs, HeaderError::Signed { header: EDGE_DEADLINE_HEADER })]);
+        assert_eq!(inc.source, Some(1));
+        assert_eq!(inc.rejected, vec![(2, HeaderError::Signed { header: EDGE_DEADLINE_HEADER })]);
+        // One format twice (two spellings, a repeated field): the earliest wins, in either order.
+        for pair in [[(GrpcTimeout, &b"50m"[..]), (GrpcTimeout, b"2S")], [(GrpcTimeout, b"2S"), (GrpcTimeout, b"50m")]] {
+            let inc = earliest_incoming(0.0, &pair, 0.0, 30_000.0).unwrap();
+            assert_eq!(inc.at, 50.0);
+            assert_eq!(pair[inc.source.unwrap()].1, b"50m");
+        }
         let none = earliest_incoming(50.0, &[], 10.0, 30_000.0).unwrap();
         assert_eq!((none.at, none.source), (30_050.0, None));
         let bad = earliest_incoming(50.0, &[(GrpcTimeout, b"1S")], f64::NAN, 30_000.0);

@@ -39,7 +39,8 @@
 //!    `c = min(maxMs, baseMs × 2^(k−1))` never decreases with `k`; a seed
 //!    always yields the same schedule.
 //! 2. No attempt starts with less than `attemptMinMs` (or nothing) left; its
-//!    timeout never exceeds `attemptTimeoutMs` nor the time remaining.
+//!    timeout never exceeds `attemptTimeoutMs` nor the time remaining, and
+//!    is at least `attemptMinMs` and above zero.
 //! 3. A backoff is only returned when at least `attemptMinMs` would remain
 //!    after sleeping it.
 //! 4. An ambiguous failure of a non-idempotent operation is never retried
@@ -82,11 +83,6 @@ pub enum RetryError {
     MaxBelowBase { base_ms: f64, max_ms: f64 },
     /// `maxAttempts` is outside `1 ..= MAX_ATTEMPTS`.
     BadMaxAttempts { value: u32 },
-    /// `attemptTimeoutMs` is 0: every attempt would time out at once.
-    ZeroTimeout,
-    /// `attemptMinMs` exceeds `attemptTimeoutMs`: no attempt could ever get
-    /// the time it needs. Lower `attemptMinMs` or raise the timeout.
-    MinAboveTimeout { attempt_min_ms: f64, attempt_timeout_ms: f64 },
     /// Attempt numbers start at 1.
     BadAttempt { value: u32 },
     /// A failure kind other than `ambiguous`, `not-applied` or `permanent`.
@@ -113,11 +109,6 @@ impl fmt::Display for RetryError {
             Self::BadMaxAttempts { value } => {
                 write!(f, "'maxAttempts' must be between 1 and {MAX_ATTEMPTS}: current value is {value}")
             }
-            Self::ZeroTimeout => write!(f, "'attemptTimeoutMs' must be above 0 milliseconds: current value is 0"),
-            Self::MinAboveTimeout { attempt_min_ms, attempt_timeout_ms } => write!(
-                f,
-                "'attemptMinMs' must not exceed 'attemptTimeoutMs' ({attempt_timeout_ms}): current value is {attempt_min_ms}"
-            ),
             Self::BadAttempt { value } => write!(f, "'attempt' must be at least 1: current value is {value}"),
             Self::UnknownFailure { value } => write!(
                 f,
@@ -286,6 +277,9 @@ pub enum StopReason {
     Exhausted { attempts: u32 },
     /// Less than `attemptMinMs` remains (checked again after every backoff).
     Insufficient { remaining_ms: f64, attempt_min_ms: f64 },
+    /// `attemptTimeoutMs` is below `attemptMinMs` (or 0): no attempt could
+    /// get the time it needs. Reported as `insufficient`, like a short deadline.
+    TimeoutBelowMin { attempt_timeout_ms: f64, attempt_min_ms: f64 },
     /// Sleeping `delay_ms` would leave less than `attemptMinMs`; not slept.
     BackoffPastDeadline { delay_ms: f64, remaining_ms: f64, attempt_min_ms: f64 },
     /// The shared [`RetryBudget`] has no retry left in its window.
@@ -299,7 +293,7 @@ impl StopReason {
             Self::Permanent => "permanent",
             Self::NotIdempotent => "not-idempotent",
             Self::Exhausted { .. } => "exhausted",
-            Self::Insufficient { .. } => "insufficient",
+            Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => "insufficient",
             Self::BackoffPastDeadline { .. } => "backoff-past-deadline",
             Self::BudgetExhausted => "budget-exhausted",
         }
@@ -319,6 +313,12 @@ impl fmt::Display for StopReason {
                 f,
                 "only {} ms remain but an attempt needs at least {} ms, so none was started",
                 Ms(remaining_ms),
+                Ms(attempt_min_ms)
+            ),
+            Self::TimeoutBelowMin { attempt_timeout_ms, attempt_min_ms } => write!(
+                f,
+                "an attempt would time out after {} ms but needs at least {} ms, so none was started",
+                Ms(attempt_timeout_ms),
                 Ms(attempt_min_ms)
             ),
             Self::BackoffPastDeadline { delay_ms, remaining_ms, attempt_min_ms } => write!(
@@ -371,17 +371,11 @@ impl RetryPolicy {
         idempotent: bool,
     ) -> Result<Self, RetryError> {
         let attempt_min_ms = check_ms("attemptMinMs", attempt_min_ms)?;
+        // A timeout of 0 or below `attemptMinMs` is accepted: it is often
+        // computed from what a caller has left, and a shortage stops the loop
+        // at its first `start` (`StopReason::TimeoutBelowMin`), never throws.
         let attempt_timeout_ms = match attempt_timeout_ms {
-            Some(t) => {
-                let t = check_ms("attemptTimeoutMs", t)?;
-                if t == 0.0 {
-                    return Err(RetryError::ZeroTimeout);
-                }
-                if attempt_min_ms > t {
-                    return Err(RetryError::MinAboveTimeout { attempt_min_ms, attempt_timeout_ms: t });
-                }
-                Some(t)
-            }
+            Some(t) => Some(check_ms("attemptTimeoutMs", t)?),
             None => None,
         };
         if !(1..=MAX_ATTEMPTS).contains(&max_attempts) {
@@ -431,6 +425,12 @@ impl RetryPolicy {
             Some(t) if t < remaining => t,
             _ => remaining,
         };
+        if timeout_ms < self.attempt_min_ms || timeout_ms <= 0.0 {
+            return Ok(Start::Stop(StopReason::TimeoutBelowMin {
+                attempt_timeout_ms: timeout_ms,
+                attempt_min_ms: self.attempt_min_ms,
+            }));
+        }
         Ok(Start::Attempt { number: attempt, timeout_ms, remaining_ms: remaining })
     }
 
@@ -797,11 +797,18 @@ mod tests {
         assert!(matches!(Backoff::new(10.0, 50.0, f64::NAN), Err(RetryError::BadJitter { .. })));
         assert!(matches!(Backoff::new(-1.0, 50.0, 0.0), Err(RetryError::Time(DeadlineError::Negative { param: "baseMs", .. }))));
         let b = Backoff::new(10.0, 50.0, 0.1).unwrap();
-        assert_eq!(RetryPolicy::new(1.0, Some(0.0), b, 2, true), Err(RetryError::ZeroTimeout));
-        assert_eq!(
-            RetryPolicy::new(500.0, Some(100.0), b, 2, true),
-            Err(RetryError::MinAboveTimeout { attempt_min_ms: 500.0, attempt_timeout_ms: 100.0 })
-        );
+        // A timeout of 0, or below the attempt minimum, is a shortage: the
+        // policy is valid and its first start stops the loop.
+        for (min, timeout) in [(1.0, 0.0), (500.0, 100.0)] {
+            let p = RetryPolicy::new(min, Some(timeout), b, 2, true).unwrap();
+            let stop = StopReason::TimeoutBelowMin { attempt_timeout_ms: timeout, attempt_min_ms: min };
+            assert_eq!(p.start(1, 0.0, 10_000.0), Ok(Start::Stop(stop)));
+            assert_eq!(stop.code(), "insufficient");
+        }
+        assert!(matches!(
+            RetryPolicy::new(1.0, Some(f64::NAN), b, 2, true),
+            Err(RetryError::Time(DeadlineError::NotFinite { param: "attemptTimeoutMs", .. }))
+        ));
         assert_eq!(RetryPolicy::new(1.0, None, b, 0, true), Err(RetryError::BadMaxAttempts { value: 0 }));
         assert_eq!(RetryPolicy::new(1.0, None, b, 101, true), Err(RetryError::BadMaxAttempts { value: 101 }));
         let p = RetryPolicy::new(1.0, None, b, 2, true).unwrap();

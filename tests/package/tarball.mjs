@@ -30,6 +30,7 @@ export const ALLOWED = [
   "pipeline.js",
   "validate.js",
   "timers.js",
+  "keepalive.js",
   "plan.js",
   "retry.js",
   "propagation.js",

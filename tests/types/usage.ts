@@ -5,11 +5,19 @@ import {
   Deadline,
   DeadlineExceeded,
   InsufficientBudget,
+  InvalidHeader,
+  StepTimeout,
+  deadlineFromHeaders,
   generationBudget,
   init,
   isDeadlineExceeded,
   isInsufficientBudget,
+  isInvalidHeader,
+  isStepTimeout,
+  plan,
+  retry,
 } from "edge-deadline";
+import type { StepOutcome, TraceRecord } from "edge-deadline";
 
 export async function usage(parent: AbortSignal, module: WebAssembly.Module, bytes: Uint8Array) {
   await init();
@@ -46,4 +54,31 @@ export async function usage(parent: AbortSignal, module: WebAssembly.Module, byt
   // @ts-expect-error: min needs at least one deadline
   Deadline.min();
   return [at, left, signal, text, b];
+}
+
+/** Plans, step timeouts, hook errors and header rejections as a handler uses them. */
+export async function pipeline(headers: Headers) {
+  const { deadline, rejected } = deadlineFromHeaders(headers, { maxMs: 8_000 });
+  for (const r of rejected) {
+    const e: InvalidHeader = r.error;
+    console.log(r.header, e.header, isInvalidHeader(e));
+  }
+  const hookErrors: string[] = [];
+  const p = plan(deadline, [
+    { name: "generate", minMs: 100, kind: "optional" },
+    { name: "respond", minMs: 50, kind: "fallback" },
+  ], { onStep: (r: TraceRecord) => console.log(r.outcome), onStepError: (e: unknown, r: TraceRecord) => hookErrors.push(`${r.step}: ${String(e)}`) });
+  try {
+    await p.run("generate", (signal) => fetch("https://example.com", { signal }));
+  } catch (e) {
+    if (isStepTimeout(e)) console.log(e.step, e.capMs);
+    if (e instanceof StepTimeout) console.log(e.name);
+  }
+  const outcome: StepOutcome = "timeout";
+  await retry(() => 1, { deadline, attemptMinMs: 10, attemptTimeoutMs: 0, backoff: { baseMs: 1, maxMs: 2, jitter: 0 }, idempotent: true, classify: () => "permanent" });
+  // @ts-expect-error: classify answers one of three words
+  await retry(() => 1, { deadline, attemptMinMs: 10, backoff: { baseMs: 1, maxMs: 2, jitter: 0 }, idempotent: true, classify: () => 5 });
+  // @ts-expect-error: the header name is a string
+  new InvalidHeader(5, "bad");
+  return [outcome, hookErrors];
 }
