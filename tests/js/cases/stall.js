@@ -12,6 +12,8 @@ import { installFakeTime } from "../fake-time.js";
 const TIMER_SLACK_MS = 250;
 /** Extra allowance for the close to travel from the client's abort to the server (generous: 2 shared cores). */
 const CLOSE_SLACK_MS = 1_000;
+/** How much later than the client's start the server may see a request arrive (2 shared cores). */
+const ARRIVAL_SLACK_MS = 25;
 const BRAND = "edgeDeadlineError";
 const enc = new TextEncoder();
 const CHUNK = enc.encode("0123456789abcdef");
@@ -798,7 +800,9 @@ const cases = [
       equal(e.phase, "first-byte");
       within(e.afterMs, 100, 100 + TIMER_SLACK_MS, "afterMs");
       ok(performance.now() - t0 >= 100);
-      await assertClosed(ctx, id, "afterStartMs", 100);
+      // The server's clock starts when the request reaches it, a few ms after
+      // the client's on a loaded machine: allow that much below the limit.
+      await assertClosed(ctx, id, "afterStartMs", 100 - ARRIVAL_SLACK_MS);
     },
   },
   {
