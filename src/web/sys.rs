@@ -65,7 +65,12 @@ pub(crate) fn host() -> Host {
         if let Some(host) = h.get() {
             return host;
         }
-        let host = if global(&["navigator", "userAgent"]).as_string().as_deref() == Some("Cloudflare-Workers") {
+        // `WebSocketPair` is a Workers global at every compatibility date and
+        // flag; `navigator` is absent before 2022-03-21 and with
+        // `no_global_navigator` (as js/timers.js `IS_WORKERD`).
+        let host = if global(&["WebSocketPair"]).is_function()
+            || global(&["navigator", "userAgent"]).as_string().as_deref() == Some("Cloudflare-Workers")
+        {
             Host::Workerd
         } else if global(&["Deno", "unrefTimer"]).is_function() {
             Host::Deno
