@@ -36,6 +36,8 @@ const modules = readdirSync(out, { recursive: true })
   .sort((a, b) => (a === "shim.mjs" ? -1 : b === "shim.mjs" ? 1 : a.localeCompare(b)))
   .map((f) => `(name = "${f}", ${f.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${f}")`);
 const port = Number(process.env.PORT ?? 8787);
+// COMPATIBILITY_FLAGS=a,b adds workerd compatibility flags (the test also runs with no_global_navigator).
+const flags = (process.env.COMPATIBILITY_FLAGS ?? "").split(",").filter(Boolean);
 writeFileSync(
   join(out, "config.capnp"),
   `using Workerd = import "/workerd/workerd.capnp";
@@ -54,6 +56,7 @@ const worker :Workerd.Worker = (
     ${modules.join(",\n    ")}
   ],
   compatibilityDate = "2026-11-24",
+  compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
   globalOutbound = "loopback",
 );
 `,

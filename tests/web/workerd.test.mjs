@@ -8,7 +8,8 @@
 // deadline (BUDGET_MS, from src/lib.rs), and the fixture server saw the
 // upstream connection closed (aborted, not abandoned). The time-out cases run
 // concurrently: in workerd a timer belongs to the request that made it, so one
-// request ending must not cancel another's deadlines.
+// request ending must not cancel another's deadlines. Everything runs twice: at the default
+// configuration and with no_global_navigator (workerd without `navigator`).
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -25,31 +26,11 @@ const source = readFileSync(join(example, "src/lib.rs"), "utf8");
 const constant = (name) => Number(new RegExp(`const ${name}: f64 = ([\\d_.]+);`).exec(source)[1].replaceAll("_", ""));
 const BUDGET_MS = constant("BUDGET_MS");
 const STALL_MS = constant("STALL_MS");
+const variants = [[], ["no_global_navigator"]];
 const report = { runtime: `web-workerd (rust worker, workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
 
 function ok(cond, message) {
   if (!cond) throw new Error(message);
-}
-
-const port = await new Promise((resolve) => {
-  const s = createServer().listen(0, "127.0.0.1", () => {
-    const { port } = s.address();
-    s.close(() => resolve(port));
-  });
-});
-execFileSync(process.execPath, [join(example, "build.mjs"), out], {
-  stdio: ["ignore", "inherit", "inherit"],
-  env: { ...process.env, PORT: String(port), CARGO_TARGET_DIR: join(root, "target/rust-worker") },
-});
-const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
-const base = `http://127.0.0.1:${port}`;
-for (let i = 0; i < 100; i++) {
-  try {
-    await fetch(base, { signal: AbortSignal.timeout(2_000) });
-    break;
-  } catch {
-    await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
-  }
 }
 
 const uid = () => `rw-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -115,25 +96,52 @@ const cases = {
   },
 };
 
-try {
-  for (const [name, run] of Object.entries(cases)) {
-    let timer;
+// Each variant: build with its flags, serve, run every case. With
+// no_global_navigator there is no `navigator`, and workerd must still be
+// recognised (the concurrent case fails if deadlines then share a timer).
+let base;
+for (const flags of variants) {
+  const suffix = flags.length ? ` [${flags.join(", ")}]` : "";
+  const port = await new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+  execFileSync(process.execPath, [join(example, "build.mjs"), out], {
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, PORT: String(port), COMPATIBILITY_FLAGS: flags.join(","), CARGO_TARGET_DIR: join(root, "target/rust-worker") },
+  });
+  const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
+  base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
     try {
-      // A case that hangs (a request nobody answers) fails instead of stalling the suite.
-      const limit = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no answer within 20 s")), 20_000)));
-      await Promise.race([run(), limit]);
-      report.passed++;
-      console.log(`ok  ${name}`);
-    } catch (error) {
-      report.failed++;
-      report.failures.push({ name, error: String(error?.stack ?? error) });
-      console.log(`FAIL ${name}: ${error?.message}`);
-    } finally {
-      clearTimeout(timer);
+      await fetch(base, { signal: AbortSignal.timeout(2_000) });
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
     }
   }
-} finally {
-  child.kill();
+  try {
+    for (const [name, run] of Object.entries(cases)) {
+      let timer;
+      try {
+        // A case that hangs (a request nobody answers) fails instead of stalling the suite.
+        const limit = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no answer within 20 s")), 20_000)));
+        await Promise.race([run(), limit]);
+        report.passed++;
+        console.log(`ok  ${name}${suffix}`);
+      } catch (error) {
+        report.failed++;
+        report.failures.push({ name: `${name}${suffix}`, error: String(error?.stack ?? error) });
+        console.log(`FAIL ${name}${suffix}: ${error?.message}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  } finally {
+    child.kill();
+  }
 }
 console.log(JSON.stringify(report));
 process.exit(0); // a hung case may leave a fetch pending
