@@ -21,16 +21,21 @@
 //!    settles (closes, errors or is cancelled).
 //! 2. The wrapper settles once. On a stall or the deadline it errors with
 //!    `StreamStalled` or `DeadlineExceeded` (branded JavaScript errors); when
-//!    `is_progress` fails, with that error; when the source errors, with the
-//!    source's error. In each case the upstream `AbortController` is aborted
+//!    `is_progress` fails, with that error; when a followed signal aborts (the
+//!    deadline's, which carries its parents, or the controller's), with its
+//!    reason; when the source errors, with the source's error, unless a
+//!    followed signal has aborted (then with that signal's reason). In each case the upstream `AbortController` is aborted
 //!    with the same reason and the source cancelled with it. A consumer's
 //!    `cancel(reason)` reaches the source and the controller. A normal close
 //!    aborts nothing.
-//! 3. Only time spent waiting on the source counts: when the timer finds a
-//!    chunk waiting for the consumer, the stream is parked (only the deadline
-//!    can expire) and the active limit restarts when the consumer reads again.
-//! 4. Timers that wait on the source are ref'd; a parked stream's deadline
-//!    timer is not.
+//! 3. Only time spent waiting on the source counts: when a chunk arrives
+//!    and no read waits for it, it is held from `held_since` until the
+//!    consumer reads, and on that read the active limit's reference moves
+//!    forward by the held time. If the timer fires during a hold the stream is
+//!    parked (only the deadline can expire) and the read replaces the timer
+//!    with a fresh decision. A slow consumer is never a stalled source.
+//! 4. Timers that wait on the source are ref'd; during a hold the timer is
+//!    unref'd, and ref'd again when the consumer reads.
 //! 5. Never early, at most `sample_ms` late (see the per-chunk path).
 //! 6. When the wrapper settles it lets go of every JavaScript object it held
 //!    (reader, controllers, predicate), so nothing of it stays reachable from
@@ -83,14 +88,16 @@ pub struct StallOptions {
     first_chunk_ms: f64,
     stall_ms: f64,
     at: Option<f64>,
+    followed: Vec<AbortSignal>,
     controller: Option<AbortController>,
     is_progress: Option<ProgressFn>,
 }
 
 impl StallOptions {
-    /// `first_chunk_ms`: the longest wait for the first progress chunk;
-    /// `stall_ms`: the longest silence between progress chunks. Both are
-    /// checked by [`with_stall_timeout`] (finite, > 0, ≤ 2^53 − 1).
+    /// `first_chunk_ms`: the longest wait for the first progress chunk (0 is
+    /// accepted: nothing was left to wait, so the stream stalls at once);
+    /// `stall_ms`: the longest silence between progress chunks (> 0). Both
+    /// are checked by [`with_stall_timeout`] (finite, ≤ 2^53 − 1).
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -103,10 +110,12 @@ impl StallOptions {
     /// # fn main() {}
     /// ```
     pub fn new(first_chunk_ms: f64, stall_ms: f64) -> Self {
-        Self { first_chunk_ms, stall_ms, at: None, controller: None, is_progress: None }
+        Self { first_chunk_ms, stall_ms, at: None, followed: Vec::new(), controller: None, is_progress: None }
     }
 
-    /// Also end the stream (with `DeadlineExceeded`) at `deadline`'s instant.
+    /// Also end the stream at `deadline`'s instant (with `DeadlineExceeded`),
+    /// or when its signal aborts (a parent such as a client that left), with
+    /// that signal's reason.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -119,11 +128,13 @@ impl StallOptions {
     /// ```
     pub fn deadline(mut self, deadline: &Deadline) -> Self {
         self.at = Some(deadline.instant_ms());
+        self.followed.push(deadline.signal());
         self
     }
 
     /// The upstream request's controller: aborted with the stream's error, so
-    /// the request is released, not abandoned.
+    /// the request is released, not abandoned. When someone else aborts it,
+    /// the stream ends with its reason.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -137,6 +148,7 @@ impl StallOptions {
     /// # fn main() {}
     /// ```
     pub fn controller(mut self, controller: AbortController) -> Self {
+        self.followed.push(controller.signal());
         self.controller = Some(controller);
         self
     }
@@ -178,20 +190,23 @@ impl std::fmt::Debug for StallOptions {
 // which does the bookkeeping and says whether to pass the chunk on). Pulling,
 // unpacking the read and enqueueing from Rust cost four more boundary
 // crossings per chunk, which measured 2.1x the JavaScript wrapper's per-chunk
-// cost in Deno (bench/web.bench.mjs). `flags.parked` mirrors the Rust state
-// (set only when the timer parks the stream). The size is `byteLength`, a
+// cost in Deno (bench/web.bench.mjs). `flags.held` mirrors the Rust state:
+// a chunk waits in the full queue for the consumer (invariant 3). The size is `byteLength`, a
 // string's length, 0 for null/undefined, or -1 when the chunk has none.
 #[wasm_bindgen(inline_js = r#"
-export function stallSource(reader, flags, onStart, onChunk, onDone, onError, onResume, onCancel) {
+export function stallSource(reader, flags, onStart, onChunk, onHold, onDone, onError, onResume, onCancel) {
   const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
   return new ReadableStream({
     start: onStart,
     pull(c) {
-      if (flags.parked && !onResume()) return;
+      if (flags.held && !onResume()) return;
       return reader.read().then((r) => {
         if (r.done) return onDone();
         const v = r.value;
-        if (onChunk(v, size(v))) c.enqueue(v);
+        if (!onChunk(v, size(v))) return;
+        c.enqueue(v);
+        // No read waited for the chunk: it stays in the queue until the consumer asks.
+        if (c.desiredSize <= 0) onHold();
       }, onError);
     },
     cancel: onCancel,
@@ -206,6 +221,7 @@ extern "C" {
         flags: &Object,
         on_start: &JsValue,
         on_chunk: &JsValue,
+        on_hold: &JsValue,
         on_done: &JsValue,
         on_error: &JsValue,
         on_resume: &JsValue,
@@ -220,7 +236,12 @@ struct State {
     chunks: f64,
     bytes: f64,
     progress: f64,
+    /// When a chunk began waiting for the consumer in a full queue (invariant 3).
+    held_since: Option<f64>,
+    /// The timer fired while a chunk was held: only the deadline applies.
     parked: bool,
+    /// The timer does not keep the process alive (invariant 4).
+    unrefd: bool,
     burst: u32,
     sampling: bool,
     sampled_progress: f64,
@@ -231,8 +252,11 @@ struct State {
 /// The JavaScript objects the wrapper holds until it settles (invariant 6).
 struct Held {
     reader: ReadableStreamDefaultReader,
-    /// `{ parked }`, read by the JavaScript pull.
+    /// `{ held }`, read by the JavaScript pull.
     flags: Object,
+    /// Signals whose abort fails the stream (the deadline's, the controller's).
+    followed: Vec<AbortSignal>,
+    on_abort: Option<Closure<dyn FnMut(JsValue)>>,
     out: Option<ReadableStreamDefaultController>,
     controller: Option<AbortController>,
     is_progress: Option<ProgressFn>,
@@ -295,7 +319,9 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
             chunks: 0.0,
             bytes: 0.0,
             progress: 0.0,
+            held_since: None,
             parked: false,
+            unrefd: false,
             burst: 0,
             sampling: false,
             sampled_progress: 0.0,
@@ -305,6 +331,8 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
         held: RefCell::new(Some(Held {
             reader: reader.clone(),
             flags: flags.clone(),
+            followed: options.followed,
+            on_abort: None,
             out: None,
             controller: options.controller,
             is_progress: options.is_progress,
@@ -319,13 +347,17 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
         Closure::<dyn FnMut(JsValue, f64) -> bool>::new(move |chunk: JsValue, size: f64| w.on_chunk(&chunk, size))
             .into_js_value()
     };
+    let on_hold = {
+        let w = watch.clone();
+        Closure::<dyn FnMut()>::new(move || w.hold()).into_js_value()
+    };
     let on_done = {
         let w = watch.clone();
         Closure::<dyn FnMut()>::new(move || w.on_done()).into_js_value()
     };
     let on_error = {
         let w = watch.clone();
-        Closure::<dyn FnMut(JsValue)>::new(move |error: JsValue| w.fail(&error)).into_js_value()
+        Closure::<dyn FnMut(JsValue)>::new(move |error: JsValue| w.on_read_error(error)).into_js_value()
     };
     let on_resume = {
         let w = watch.clone();
@@ -341,6 +373,11 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
             if let Some(held) = w.held.borrow_mut().as_mut() {
                 held.out = Some(c);
             }
+            // A parent (a client that left, the caller's signal) may have aborted already.
+            if let Some(gone) = w.aborted_reason() {
+                return w.fail(&gone);
+            }
+            w.follow();
             w.act(Ok(first), t0);
         })
         .into_js_value()
@@ -351,7 +388,7 @@ fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dy
     };
     // The functions are owned by the JavaScript stream (reclaimed with it);
     // they hold the watch, the watch holds none of them.
-    Ok(stall_source(&reader, &flags, &on_start, &on_chunk, &on_done, &on_error, &on_resume, &on_cancel))
+    Ok(stall_source(&reader, &flags, &on_start, &on_chunk, &on_hold, &on_done, &on_error, &on_resume, &on_cancel))
 }
 
 impl Watch {
@@ -370,7 +407,8 @@ impl Watch {
             }),
         );
         let mut s = self.state.borrow_mut();
-        s.timer = Some(if s.parked { timer.unref() } else { timer });
+        s.unrefd = s.held_since.is_some();
+        s.timer = Some(if s.unrefd { timer.unref() } else { timer });
         s.timer_due_at = t + delay_ms;
     }
 
@@ -398,29 +436,30 @@ impl Watch {
             return;
         }
         let t = sys::now();
-        let desired = self.held.borrow().as_ref().and_then(|h| h.out.as_ref().map(|o| o.desired_size()));
         let answer = {
             let mut s = self.state.borrow_mut();
             s.timer = None;
             if s.sampling {
                 let fresh = s.progress - s.sampled_progress;
                 s.sampled_progress = s.progress;
+                // Progress came at some instant up to now, and before any hold
+                // began: this is never earlier than the true last progress chunk.
                 if fresh > 0.0 {
-                    s.last_progress_at = Some(t);
+                    s.last_progress_at = Some(s.held_since.unwrap_or(t));
                 }
                 if fresh < f64::from(BURST_RUN) {
                     s.sampling = false;
                     s.burst = 0;
                 }
             }
-            // A full queue means no read is outstanding: the consumer holds us up, not the source.
-            if matches!(desired, Some(Some(d)) if d <= 0.0) {
-                self.set_parked(&mut s, true);
-            }
-            if s.parked {
+            // A chunk waits for the consumer, so no read is outstanding: the consumer holds us up, not the source.
+            if s.held_since.is_some() {
+                s.parked = true;
                 if self.at.is_none() {
                     return; // nothing can expire until the consumer reads again
                 }
+            }
+            if s.parked {
                 let parked = Snapshot { started_at: t, last_progress_at: Some(t), chunks: s.chunks, bytes: s.bytes };
                 StallConfig::new(NO_LIMIT, NO_LIMIT, self.at).and_then(|c| c.decide(&parked, t))
             } else {
@@ -430,17 +469,45 @@ impl Watch {
         self.act(answer, t);
     }
 
-    /// The consumer reads again after a park: the active limit restarts now.
+    /// A chunk now waits in the full queue: nobody waits on the source until the consumer reads.
+    fn hold(&self) {
+        let mut s = self.state.borrow_mut();
+        s.held_since = Some(sys::now());
+        self.set_flag(true);
+        if !s.unrefd {
+            if let Some(timer) = s.timer.take() {
+                s.timer = Some(timer.unref());
+            }
+            s.unrefd = true;
+        }
+    }
+
+    /// The consumer reads again after a hold: the held time is not silence,
+    /// so the active limit's reference moves forward by it. A timer that fired
+    /// meanwhile (parked) is replaced by a fresh decision; otherwise the armed
+    /// one is early or on time, never late (moving the reference only postpones).
     fn resume(self: &Rc<Self>) {
         let t = sys::now();
         let answer = {
             let mut s = self.state.borrow_mut();
-            self.set_parked(&mut s, false);
-            if s.last_progress_at.is_none() {
-                s.started_at = t;
-            } else {
-                s.last_progress_at = Some(t);
+            let held = s.held_since.take().map_or(0.0, |since| t - since);
+            self.set_flag(false);
+            if held > 0.0 {
+                match s.last_progress_at {
+                    None => s.started_at += held,
+                    Some(at) => s.last_progress_at = Some(at + held),
+                }
             }
+            if !s.parked {
+                if s.unrefd {
+                    if let Some(timer) = s.timer.as_ref() {
+                        timer.reref();
+                    }
+                }
+                s.unrefd = false;
+                return;
+            }
+            s.parked = false;
             s.sampled_progress = s.progress;
             s.timer = None;
             self.config.decide(&self.snapshot(&s), t)
@@ -448,13 +515,42 @@ impl Watch {
         self.act(answer, t);
     }
 
-    /// Keeps the JavaScript pull's copy of `parked` in step.
-    fn set_parked(&self, s: &mut State, parked: bool) {
-        if s.parked != parked {
-            s.parked = parked;
-            if let Some(held) = self.held.borrow().as_ref() {
-                let _ = Reflect::set(&held.flags, &JsValue::from_str("parked"), &JsValue::from_bool(parked));
+    /// The reason of the first followed signal that has aborted.
+    fn aborted_reason(&self) -> Option<JsValue> {
+        let held = self.held.borrow();
+        held.as_ref()?.followed.iter().find(|s| s.aborted()).map(AbortSignal::reason)
+    }
+
+    /// Fails the stream with a followed signal's reason when it aborts.
+    fn follow(self: &Rc<Self>) {
+        let w = Rc::downgrade(self);
+        let on_abort = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+            if let Some(w) = w.upgrade() {
+                let reason = Reflect::get(&event, &JsValue::from_str("target"))
+                    .map(|t| t.unchecked_into::<AbortSignal>().reason())
+                    .unwrap_or(JsValue::UNDEFINED);
+                w.fail(&reason);
             }
+        });
+        if let Some(held) = self.held.borrow_mut().as_mut() {
+            for signal in &held.followed {
+                let _ = signal.add_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
+            }
+            held.on_abort = Some(on_abort);
+        }
+    }
+
+    /// The source errored. When a followed signal has aborted, its reason is
+    /// the cause: some runtimes error an aborted body with an unbranded copy.
+    fn on_read_error(&self, error: JsValue) {
+        let reason = self.aborted_reason().unwrap_or(error);
+        self.fail(&reason);
+    }
+
+    /// Keeps the JavaScript pull's copy of "a chunk is held" in step.
+    fn set_flag(&self, held: bool) {
+        if let Some(h) = self.held.borrow().as_ref() {
+            let _ = Reflect::set(&h.flags, &JsValue::from_str("held"), &JsValue::from_bool(held));
         }
     }
 
@@ -536,6 +632,13 @@ impl Watch {
         let timer = self.state.borrow_mut().timer.take();
         drop(timer);
         let mut held = self.held.borrow_mut().take();
+        if let Some(h) = held.as_mut() {
+            if let Some(on_abort) = h.on_abort.take() {
+                for signal in &h.followed {
+                    let _ = signal.remove_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
+                }
+            }
+        }
         if let Some(f) = held.as_mut().and_then(|h| h.on_settle.take()) {
             f();
         }
@@ -735,9 +838,13 @@ impl Drop for Links {
     }
 }
 
+/// The wait for headers as a stall configuration: `firstByteMs` as the
+/// first-chunk wait (0 is accepted: no time was left, so it stalls at once),
+/// the largest gap limit (nothing is ever received), no deadline (the
+/// deadline's signal bounds the request). Bad input names `firstByteMs`.
 fn first_byte_config(first_byte_ms: f64) -> Result<StallConfig, Error> {
-    StallConfig::new(first_byte_ms, first_byte_ms, None).map_err(|error| match error {
-        StallError::Limit { value, .. } => StallError::Limit { param: "firstByteMs", value }.into(),
+    StallConfig::new(first_byte_ms, MAX_MS, None).map_err(|error| match error {
+        StallError::Wait { value, .. } => StallError::Wait { param: "firstByteMs", value }.into(),
         other => other.into(),
     })
 }
@@ -853,7 +960,15 @@ pub async fn fetch_with_deadline(input: &JsValue, init: Option<&RequestInit>, op
         }
     };
     let Some(body) = response.body() else { return Ok(response) };
-    let stall = StallOptions { first_chunk_ms, stall_ms, at: Some(at), controller: Some(upstream), is_progress };
+    // The upstream controller already follows the deadline's signal (and the caller's).
+    let stall = StallOptions {
+        first_chunk_ms,
+        stall_ms,
+        at: Some(at),
+        followed: vec![upstream.signal()],
+        controller: Some(upstream),
+        is_progress,
+    };
     let body = watch(body, stall, Some(Box::new(move || drop(links))))?;
     let init = ResponseInit::new();
     init.set_status(response.status());

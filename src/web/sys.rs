@@ -20,8 +20,12 @@ extern "C" {
     type HostTimer;
     #[wasm_bindgen(method, structural)]
     fn unref(this: &HostTimer);
+    #[wasm_bindgen(method, structural, js_name = ref)]
+    fn ref_(this: &HostTimer);
     #[wasm_bindgen(js_namespace = Deno, js_name = unrefTimer)]
     fn deno_unref_timer(id: &JsValue);
+    #[wasm_bindgen(js_namespace = Deno, js_name = refTimer)]
+    fn deno_ref_timer(id: &JsValue);
 
     /// A promise, for `then`/`catch` with plain JavaScript functions.
     pub(crate) type Thenable;
@@ -92,6 +96,18 @@ pub(crate) fn unref(handle: &JsValue) {
         }
     } else if host() == Host::Deno {
         deno_unref_timer(handle);
+    }
+}
+
+/// Undoes [`unref`]: the timer keeps Node or Deno alive again.
+pub(crate) fn reref(handle: &JsValue) {
+    if handle.is_object() {
+        let timer: &HostTimer = handle.unchecked_ref();
+        if js_sys::Reflect::get(timer, &JsValue::from_str("ref")).map(|f| f.is_function()).unwrap_or(false) {
+            timer.ref_();
+        }
+    } else if host() == Host::Deno {
+        deno_ref_timer(handle);
     }
 }
 

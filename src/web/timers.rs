@@ -163,6 +163,15 @@ impl Timeout {
         self
     }
 
+    /// Undoes [`Timeout::unref`]: the timer keeps Node or Deno alive again.
+    pub(crate) fn reref(&self) {
+        self.shared.unref.set(false);
+        let handle = self.shared.handle.borrow();
+        if !handle.is_undefined() {
+            sys::reref(&handle);
+        }
+    }
+
     /// The instant the callback is due, in ms on the `performance.now()` timeline.
     ///
     /// ```

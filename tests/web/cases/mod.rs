@@ -114,6 +114,8 @@ macro_rules! for_each_case {
             stall::a_consumer_cancel_reaches_the_source_and_the_controller,
             stall::is_progress_decides_and_its_error_fails_the_stream,
             stall::a_slow_consumer_is_not_a_stalled_source,
+            stall::a_followed_signal_ends_the_stream_with_its_reason,
+            stall::silence_after_a_held_chunk_counts_from_the_read,
             stall::fetch_a_stalled_body_aborts_the_upstream_connection,
             stall::fetch_no_headers_within_first_byte_ms_is_a_first_byte_stall,
             stall::fetch_the_deadline_aborts_a_request_waiting_for_headers,

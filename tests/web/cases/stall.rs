@@ -176,7 +176,7 @@ pub async fn the_deadline_ends_the_stream_with_deadline_exceeded(_: &Ctx) -> Out
 }
 
 pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx) -> Outcome {
-    for (first, stall, param) in [(0.0, 10.0, "firstChunkMs"), (f64::NAN, 10.0, "firstChunkMs"), (10.0, -1.0, "stallMs"), (10.0, f64::INFINITY, "stallMs")] {
+    for (first, stall, param) in [(-1.0, 10.0, "firstChunkMs"), (f64::NAN, 10.0, "firstChunkMs"), (10.0, 0.0, "stallMs"), (10.0, -1.0, "stallMs"), (10.0, f64::INFINITY, "stallMs")] {
         let src = Source::new();
         match with_stall_timeout(src.stream.clone(), StallOptions::new(first, stall)) {
             Err(Error::InvalidArgument { param: p, message }) => {
@@ -186,6 +186,10 @@ pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx
         }
         ensure!(!src.stream.locked(), "a refused wrap locked the source");
     }
+    // A first-chunk wait of 0 is a shortage (nothing left to wait), not an error: it stalls at once.
+    let src = Source::new();
+    let r = drain(&with_stall_timeout(src.stream.clone(), StallOptions::new(0.0, 10.0)).map_err(|e| e.to_string())?).await;
+    ensure!(matches!(stalled(&r.error)?, (StallPhase::FirstChunk, ..)), "a zero wait");
     let src = Source::new();
     let _reader = src.stream.get_reader();
     match with_stall_timeout(src.stream.clone(), StallOptions::new(10.0, 10.0)) {
@@ -272,6 +276,42 @@ pub async fn a_slow_consumer_is_not_a_stalled_source(_: &Ctx) -> Outcome {
         n += 1;
     }
     ensure!(n == 4, "{n} chunks");
+    Ok(())
+}
+
+pub async fn a_followed_signal_ends_the_stream_with_its_reason(_: &Ctx) -> Outcome {
+    // The deadline's signal carries its parents: a client that left ends the stream.
+    let client = controller();
+    let d = Deadline::in_ms(10_000.0).unwrap().with_parent(&client.signal());
+    let src = Source::new();
+    let upstream = controller();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(5_000.0, 5_000.0).deadline(&d).controller(upstream.clone())).unwrap();
+    let c = client.clone();
+    let _t = edge_deadline::web::Timeout::new(20.0, move || c.abort_with_reason(&"client left".into())).unwrap();
+    let r = drain(&out).await;
+    ensure!(r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"), "ended with {:?}", r.error);
+    ensure!(upstream.signal().reason().as_string().as_deref() == Some("client left"), "the upstream is aborted with it");
+    ensure!(src.cancelled.borrow().as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"));
+    // Already aborted before wrapping: the stream ends at once with that reason.
+    let src = Source::new();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(5_000.0, 5_000.0).deadline(&d)).unwrap();
+    let r = drain(&out).await;
+    ensure!(r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"), "ended with {:?}", r.error);
+    Ok(())
+}
+
+pub async fn silence_after_a_held_chunk_counts_from_the_read(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(1_000.0, 60.0)).unwrap();
+    src.enqueue(&bytes(8));
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    wait(150.0).await; // the chunk waits for the consumer longer than the stall limit
+    ensure!(read(&reader).await.map_err(|e| format!("held chunk reported as a stall: {e:?}"))?.is_some());
+    let t_read = now();
+    let rest = read(&reader).await;
+    let (phase, after_ms, ..) = stalled(&rest.err())?;
+    ensure!(phase == StallPhase::Stall, "phase {phase}");
+    ensure!(now() - t_read >= 55.0 && after_ms >= 60.0, "stalled {} ms after the read (afterMs {after_ms})", now() - t_read);
     Ok(())
 }
 
