@@ -53,6 +53,81 @@ function lastJsonLine(text) {
   return line ? JSON.parse(line) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "no report printed" }] };
 }
 
+/** Runs tests/web/ through wasm-bindgen-test-runner; counts from its summary line. */
+async function webRunner(runtime, env) {
+  const { code, stdout } = await run("cargo", ["test", "--target", "wasm32-unknown-unknown", "--features", "web", "--test", "web"], { capture: true, env });
+  // The runner's own summary; a runner that exits early prints none (a failure).
+  const m = /^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/m.exec(stdout);
+  const declared = Number(/^running (\d+) tests$/m.exec(stdout)?.[1] ?? NaN);
+  if (!m) return record(runtime, { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: `no summary (exit code ${code})` }] });
+  const [passed, failed, skipped] = [1, 2, 3].map((i) => Number(m[i]));
+  const missing = declared - passed - failed - skipped;
+  record(runtime, { passed, failed: failed + (missing > 0 ? missing : 0) + (code && !failed ? 1 : 0), skipped });
+}
+
+const workerdVariants = [
+  { label: "", compatibilityDate: "2026-11-24", flags: [] },
+  { label: " (no_global_navigator)", compatibilityDate: "2026-11-24", flags: ["no_global_navigator"] },
+  // The suite builds its own streams: constructors need flags at that date.
+  // `quirks` reach the cases as ctx.quirks: there a fetch aborted by a signal
+  // rejects with a plain Error carrying the reason's text, not the reason.
+  {
+    label: " (compatibility date 2022-01-01)",
+    compatibilityDate: "2022-01-01",
+    flags: ["streams_enable_constructors", "transformstream_enable_standard_constructor"],
+    quirks: "lossy-abort-reasons",
+  },
+  // Before the 2026-04-21 compatibility date an aborted fetch rejects, and its
+  // body errors, with an unbranded copy of the reason.
+  { label: " (compatibility date 2026-04-01)", compatibilityDate: "2026-04-01", flags: [], quirks: "lossy-abort-reasons" },
+];
+
+/** One run of the JS suite in workerd with the given compatibility date and flags. */
+async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
+  const port = await freePort();
+  const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
+  const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
+    .map((f) => {
+      const kind = f.endsWith(".wasm") ? "wasm" : "esModule";
+      return `(name = "${f}", ${kind} = embed "${relative(out, join(root, f))}")`;
+    });
+  const config = join(out, "workerd.capnp");
+  writeFileSync(
+    config,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .suite),
+    (name = "loopback", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const suite :Workerd.Worker = (
+  modules = [ ${modules.join(",\n    ")} ],
+  compatibilityDate = "${compatibilityDate}",
+  compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
+  globalOutbound = "loopback",
+);
+`,
+  );
+  const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  try {
+    let report;
+    for (let i = 0; i < 100 && !report; i++) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}&quirks=${quirks}`);
+        report = await res.json();
+      } catch {
+        await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+      }
+    }
+    report ??= { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
+    record(`workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version}${label}`, report);
+  } finally {
+    child.kill();
+  }
+}
+
 const suites = {
   async cargo() {
     const { code, stdout } = await run("cargo", ["test", "--release", "--workspace", "--all-targets"], { capture: true });
@@ -88,48 +163,11 @@ const suites = {
     record(report.runtime ?? "deno", report);
   },
 
+  // The suite in workerd, once per configuration: the current compatibility
+  // date, and without `navigator` (the flag, and a date before 2022-03-21),
+  // where the runtime must still be recognised as workerd.
   async workerd() {
-    const port = await freePort();
-    const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
-    const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
-      .map((f) => {
-        const kind = f.endsWith(".wasm") ? "wasm" : "esModule";
-        return `(name = "${f}", ${kind} = embed "${relative(out, join(root, f))}")`;
-      });
-    const config = join(out, "workerd.capnp");
-    writeFileSync(
-      config,
-      `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .suite),
-    (name = "loopback", network = (allow = ["public", "private", "local"])),
-  ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const suite :Workerd.Worker = (
-  modules = [ ${modules.join(",\n    ")} ],
-  compatibilityDate = "2026-11-24",
-  globalOutbound = "loopback",
-);
-`,
-    );
-    const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-    try {
-      let report;
-      for (let i = 0; i < 100 && !report; i++) {
-        try {
-          const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}`);
-          report = await res.json();
-        } catch {
-          await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
-        }
-      }
-      report ??= { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
-      record(`workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version}`, report);
-    } finally {
-      child.kill();
-    }
+    for (const variant of workerdVariants) await runWorkerd(variant);
   },
 
   async chromium() {
@@ -155,6 +193,51 @@ const suite :Workerd.Worker = (
       await context.close();
       await server.close();
     }
+  },
+
+  // The Rust API (`web` feature): the wasm-bindgen-test suites of tests/web/
+  // through wasm-bindgen-test-runner, in Node and in headless Chromium.
+  async "web-node"() {
+    await webRunner("web (rust, node)", {});
+  },
+  async "web-chromium"() {
+    await webRunner("web (rust, chromium)", { WASM_BINDGEN_USE_BROWSER: "1", CHROMEDRIVER: "/usr/bin/chromedriver" });
+  },
+
+  // The web API's rustdoc examples, compiled for wasm32; those that can run
+  // (everything not async and not needing a request) run in Node.
+  async "web-doc"() {
+    const { code, stdout } = await run("cargo", ["test", "--doc", "--target", "wasm32-unknown-unknown", "--features", "web"], { capture: true });
+    const m = [...stdout.matchAll(/^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored; \d+ measured/gm)].pop();
+    const [passed, failed, skipped] = m ? [1, 2, 3].map((i) => Number(m[i])) : [0, 1, 0];
+    record("web doctests (rust, node)", { passed, failed: failed + (code && !failed ? 1 : 0), skipped });
+  },
+
+  // The same cases in Deno: built as a module (tests/web/deno/lib.rs) and run
+  // with `deno test` (the runner's own Deno mode does not work with Deno 2),
+  // plus child Deno and Node processes that must exit with deadlines open.
+  async "web-deno"() {
+    const dir = join(out, "web-cases");
+    const build = await run("cargo", ["build", "--example", "web-cases", "--target", "wasm32-unknown-unknown", "--features", "web"]);
+    const bindgen =
+      build.code === 0 &&
+      (await run(join(root, ".tools/bin/wasm-bindgen"), ["--target", "web", "--out-dir", dir, "--out-name", "web_cases", "--no-typescript", "target/wasm32-unknown-unknown/debug/examples/web_cases.wasm"]));
+    if (!bindgen || bindgen.code !== 0) return record("web (rust, deno)", { passed: 0, failed: 1, skipped: 0, failures: [{ name: "build", error: "the web-cases build failed" }] });
+    const { code, stdout } = await run(bin.deno, ["test", "--allow-read", "--allow-env", "--allow-run", "--allow-net=127.0.0.1", "tests/web/deno/web.test.js"], {
+      capture: true,
+      env: { WEB_CASES_DIR: dir, NODE: process.execPath, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") },
+    });
+    const m = /(\d+) passed \| (\d+) failed(?: \| (\d+) ignored)?/.exec(stdout);
+    const report = m ? { passed: Number(m[1]), failed: Number(m[2]) + (code && !Number(m[2]) ? 1 : 0), skipped: Number(m[3] ?? 0) } : { passed: 0, failed: 1, skipped: 0 };
+    record("web (rust, deno)", report);
+  },
+
+  // The Rust Worker example (examples/rust-worker) under workerd, proxying the
+  // stalling fixture with a deadline, a stall guard and a fallback.
+  async "web-workerd"() {
+    const { stdout } = await run(process.execPath, ["tests/web/workerd.test.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "web-workerd", report);
   },
 
   // Node only: the pipeline's propagation headers against real peers

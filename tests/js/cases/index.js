@@ -3,7 +3,8 @@ import deadline from "./deadline.js";
 import derive from "./derive.js";
 import ergonomics from "./ergonomics.js";
 import errors from "./errors.js";
+import load from "./load.js";
 import pipeline from "./pipeline.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...derive, ...errors, ...ergonomics];
+export const cases = [...deadline, ...stall, ...pipeline, ...derive, ...load, ...errors, ...ergonomics];
