@@ -128,6 +128,15 @@ const suite :Workerd.Worker = (
   }
 }
 
+/** Runs `node --test` on `target` and records its pass/fail/skip counts under `runtime`. */
+async function nodeTest(runtime, target) {
+  const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", target], { capture: true });
+  const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
+  const report = { runtime, passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
+  if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
+  record(runtime, report);
+}
+
 const suites = {
   async cargo() {
     const { code, stdout } = await run("cargo", ["test", "--release", "--workspace", "--all-targets"], { capture: true });
@@ -141,17 +150,18 @@ const suites = {
     });
   },
 
+  // Recipes for SDKs (openai v6) against a local OpenAI-compatible upstream, in Node.
+  async sdk() {
+    await nodeTest("sdk (openai, node)", "tests/sdk/");
+  },
+
   async types() {
     const { code } = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tests/types/tsconfig.json"]);
     record("typescript (tsc --noEmit on index.d.ts)", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0 });
   },
 
   async node() {
-    const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/js/node.test.js"], { capture: true });
-    const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
-    const report = { runtime: `node ${process.version}`, passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
-    if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
-    record(report.runtime, report);
+    await nodeTest(`node ${process.version}`, "tests/js/node.test.js");
   },
 
   async deno() {
@@ -243,11 +253,7 @@ const suites = {
   // Node only: the pipeline's propagation headers against real peers
   // (@grpc/grpc-js server and client, @connectrpc/connect-node clients).
   async interop() {
-    const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", "tests/interop/"], { capture: true });
-    const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
-    const report = { runtime: "interop (node: grpc-js, connect-node)", passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
-    if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
-    record(report.runtime, report);
+    await nodeTest("interop (node: grpc-js, connect-node)", "tests/interop/");
   },
 
   // Node only: 10 000 concurrent wrapped streams, 1 000 stalling (tests/stall-load.mjs).
