@@ -1,4 +1,4 @@
-// Pipelines inside one deadline (issue 4): plans with tail reserves, retries,
+// Pipelines inside one deadline: plans with tail reserves, retries,
 // retry budgets, hedging, propagation headers and platform caps. One module
 // per part; this file is the concept's public surface.
 export { plan, Plan, isSkipped } from "./plan.js";
