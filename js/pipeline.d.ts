@@ -81,6 +81,12 @@ export class Plan {
   run<T>(name: string, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<Awaited<T> | Skipped>;
   /** The trace so far as JSON: `TraceRecord[]`. */
   trace(): string;
+  /**
+   * The trace as a `Server-Timing` header value: one metric per step run so far, with its
+   * duration (0.1 ms) and its outcome (and cap) as the description, e.g.
+   * `retrieve;dur=41.2;desc="ok, cap 100 ms"`. Step names are made HTTP tokens.
+   */
+  serverTiming(): string;
   /** The trace records so far (a copy). */
   readonly records: TraceRecord[];
   readonly deadline: Deadline;

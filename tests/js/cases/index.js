@@ -2,6 +2,7 @@
 import deadline from "./deadline.js";
 import derive from "./derive.js";
 import pipeline from "./pipeline.js";
+import servertiming from "./servertiming.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...derive];
+export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...derive];
