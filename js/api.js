@@ -11,6 +11,7 @@ export {
   isInvalidHeader,
   isStepTimeout,
 } from "./errors.js";
+export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
 export * from "./derive.js";

@@ -157,6 +157,18 @@ const suite :Workerd.Worker = (
     }
   },
 
+  // The Hono middleware (edge-deadline/hono) with the real `hono` package in
+  // Node, Deno and workerd (tests/hono/).
+  async hono() {
+    const { stdout } = await run(process.execPath, ["tests/hono/run.mjs"], { capture: true });
+    const lines = stdout.trim().split("\n").filter((l) => l.startsWith("{"));
+    if (lines.length !== 3) record("hono", { passed: 0, failed: 1, skipped: 0, failures: [{ name: "hono runner", error: `expected 3 reports:\n${stdout}` }] });
+    for (const line of lines) {
+      const report = JSON.parse(line);
+      record(report.runtime, report);
+    }
+  },
+
   // Node only: the pipeline's propagation headers against real peers
   // (@grpc/grpc-js server and client, @connectrpc/connect-node clients).
   async interop() {

@@ -1,8 +1,9 @@
 // Every JS test case, one module per concept (same names as src/core/ and js/).
+import context from "./context.js";
 import deadline from "./deadline.js";
 import derive from "./derive.js";
 import pipeline from "./pipeline.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...derive];
+export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...derive];

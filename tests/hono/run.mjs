@@ -1,0 +1,89 @@
+// The Hono middleware with the real `hono` package in Node, Deno and workerd
+// (tests/hono/checks.js). workerd gets one module bundled by esbuild (hono has
+// many files) beside the package's .wasm, imported as a WebAssembly.Module
+// the way Workers load it. Prints one JSON report line per runtime.
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const out = join(root, "test-output/hono");
+mkdirSync(out, { recursive: true });
+const deno = join(root, "node_modules/@deno/linux-x64-glibc/deno");
+const workerd = join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
+
+function runJson(cmd, args, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.on("close", () => resolve(lastJson(stdout, cmd)));
+  });
+}
+
+function lastJson(text, who) {
+  const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  return line ? JSON.parse(line) : { runtime: `hono in ${who}`, passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "no report printed" }] };
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function inWorkerd() {
+  await build({
+    entryPoints: [join(root, "tests/hono/workerd.js")],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    outfile: join(out, "worker.js"),
+    external: ["*.wasm"],
+    logLevel: "error", // wasm-bindgen's glue repeats an import key: harmless, and not ours to fix
+  });
+  const port = await freePort();
+  const config = join(out, "workerd.capnp");
+  writeFileSync(
+    config,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .app) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const app :Workerd.Worker = (
+  modules = [
+    (name = "worker.js", esModule = embed "worker.js"),
+    (name = "edge_deadline_bg.wasm", wasm = embed "../../pkg/edge_deadline_bg.wasm"),
+  ],
+  compatibilityDate = "2026-11-24",
+);
+`,
+  );
+  const child = spawn(workerd, ["serve", config], { cwd: out, stdio: ["ignore", "inherit", "inherit"] });
+  try {
+    for (let i = 0; i < 100; i++) {
+      try {
+        return await (await fetch(`http://127.0.0.1:${port}/`)).json();
+      } catch {
+        await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen
+      }
+    }
+    return { runtime: "hono in workerd", passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
+  } finally {
+    child.kill();
+  }
+}
+
+const reports = [
+  await runJson(process.execPath, ["tests/hono/node.mjs"]),
+  await runJson(deno, ["run", "--allow-read", "tests/hono/deno.js"], { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") }),
+  await inWorkerd(),
+];
+for (const r of reports) console.log(JSON.stringify(r));

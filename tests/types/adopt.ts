@@ -1,0 +1,30 @@
+// Types of the helpers that fit where users already are: the Hono middleware,
+// the ambient deadline, Server-Timing. Compiled with the real `hono` types.
+import { Hono } from "hono";
+import { Deadline, ambientDeadline, currentDeadline, plan, runWithDeadline } from "edge-deadline";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers", fallbackReserveMs: 300, serverTiming: true }));
+app.use(deadline({ caps: { wallMs: 1_000 } }));
+// @ts-expect-error not a platform
+deadline({ budgetMs: 1, platform: "aws" });
+// @ts-expect-error budgetMs is a number
+deadline({ budgetMs: "8s" });
+
+const typed = new Hono().use(deadline({ budgetMs: 100 }));
+typed.get("/", (c) => {
+  const d: Deadline = c.get("deadline");
+  const p = plan(d, [{ name: "a", kind: "mandatory", minMs: 1 }]);
+  const header: string = p.serverTiming();
+  c.set("plan", p);
+  return c.text(`${d.remaining()} ${header}`);
+});
+
+export async function ambient(d: Deadline) {
+  const mode: "async" | "sync" = ambientDeadline;
+  const n: number = await runWithDeadline(d, async () => (currentDeadline()?.remaining() ?? 0) + mode.length);
+  // @ts-expect-error fn is required
+  runWithDeadline(d);
+  return n;
+}
