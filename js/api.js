@@ -12,6 +12,7 @@ export {
   isStepTimeout,
 } from "./errors.js";
 export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
+export { relay } from "./relay.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
 export * from "./derive.js";

@@ -139,6 +139,7 @@ export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
 export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: number): number;
 
 export * from "./context.js";
+export * from "./relay.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
 export * from "./derive.js";

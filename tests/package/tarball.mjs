@@ -38,6 +38,7 @@ export const ALLOWED = [
   "limiter.js",
   "context.js",
   "servertiming.js",
+  "relay.js",
   // the Hono middleware (subpath edge-deadline/hono)
   "hono.js",
   // types
@@ -46,6 +47,7 @@ export const ALLOWED = [
   "pipeline.d.ts",
   "derive.d.ts",
   "context.d.ts",
+  "relay.d.ts",
   "hono.d.ts",
 ].sort();
 

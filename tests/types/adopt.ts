@@ -1,7 +1,7 @@
 // Types of the helpers that fit where users already are: the Hono middleware,
 // the ambient deadline, Server-Timing. Compiled with the real `hono` types.
 import { Hono } from "hono";
-import { Deadline, ambientDeadline, currentDeadline, plan, runWithDeadline } from "edge-deadline";
+import { Deadline, ambientDeadline, currentDeadline, plan, relay, runWithDeadline, toHeaders } from "edge-deadline";
 import { deadline } from "edge-deadline/hono";
 
 const app = new Hono();
@@ -27,4 +27,11 @@ export async function ambient(d: Deadline) {
   // @ts-expect-error fn is required
   runWithDeadline(d);
   return n;
+}
+
+export async function relayed(d: Deadline, request: Request): Promise<Response> {
+  const a: Response = await relay(fetch("https://example.com"), { deadline: d, stallMs: 1_000 });
+  // @ts-expect-error stallMs is a number
+  await relay(a, { stallMs: "1s" });
+  return relay((signal) => fetch("https://example.com", { headers: toHeaders(d), signal }), { deadline: d, signal: request.signal, fallback: (reason, ms) => new Response(String(ms)) });
 }

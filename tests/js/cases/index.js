@@ -3,7 +3,8 @@ import context from "./context.js";
 import deadline from "./deadline.js";
 import derive from "./derive.js";
 import pipeline from "./pipeline.js";
+import relay from "./relay.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...derive];
+export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...derive];
