@@ -22,6 +22,12 @@ export interface DeadlineMiddlewareOptions {
    * Default false.
    */
   serverTiming?: boolean;
+  /**
+   * Link the request's abort signal (the client leaving aborts the deadline's signal). Default true.
+   * Deno.serve prints a notice the first time a request's signal is read (it also aborts it after
+   * successful responses); pass false, or run Deno with `--unstable-no-legacy-abort`, to avoid it.
+   */
+  requestSignal?: boolean;
 }
 
 /**

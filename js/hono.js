@@ -18,7 +18,12 @@
 // 2. The deadline is never later than any of: now + budgetMs − reserve, the
 //    platform's caps − reserve, the incoming headers' deadline − reserve.
 // 3. The deadline's signal aborts with the request signal's reason when the
-//    client leaves (where the host gives requests a signal).
+//    client leaves (where the host gives requests a signal), unless
+//    `requestSignal: false`. (Deno.serve prints a notice the first time a
+//    request's signal is read: it also aborts it after every successful
+//    response, its legacy behaviour. That abort comes after we have disposed,
+//    so it is harmless here; `requestSignal: false` or Deno's
+//    `--unstable-no-legacy-abort` silences it.)
 // 4. A malformed incoming header never fails the request (it is skipped);
 //    only the server's own bad options throw (TypeError/RangeError), and
 //    they throw when the middleware is created, not per request.
@@ -52,6 +57,7 @@ export function deadline(options) {
   const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
   const formats = o.formats ?? deadlineHeaders;
   const serverTiming = o.serverTiming === undefined ? false : check.bool("options.serverTiming", o.serverTiming);
+  const linkRequest = o.requestSignal === undefined ? true : check.bool("options.requestSignal", o.requestSignal);
   const platformOptions = {
     platform: o.platform ?? "custom",
     ...(o.plan !== undefined && { plan: o.plan }),
@@ -64,7 +70,7 @@ export function deadline(options) {
   return async function edgeDeadline(c, next) {
     const started = performance.now();
     const request = c.req.raw;
-    const signal = isSignal(request.signal) ? request.signal : undefined;
+    const signal = linkRequest && isSignal(request.signal) ? request.signal : undefined;
     const local = platformDeadline(platformOptions);
     // The caller's headers can only shorten ours: clamped to our own bound, and
     // the fallback's reserve is held back from whichever wins (invariant 2).

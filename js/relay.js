@@ -25,10 +25,13 @@
 //    or is cancelled, or at once when no body is relayed: the stall timer, the
 //    upstream request (aborted unless it completed), the signal links, and
 //    `options.deadline` (disposed: the relay is the request's last work).
-// 3. The SSE error event starts on a fresh line: a half-sent event becomes
+// 3. Awaiting `relay` keeps a Node or Deno process alive until it settles
+//    (the deadline's own timer never does).
+// 4. The SSE error event starts on a fresh line: a half-sent event becomes
 //    part of the error event instead of passing as a message.
 
 import { isDeadlineExceeded } from "./errors.js";
+import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { isStreamStalled, sseProgress, withStallTimeout } from "./stall.js";
 import * as check from "./validate.js";
@@ -47,9 +50,14 @@ const encoder = new TextEncoder();
  * @param {{ deadline?: import("./deadline.js").Deadline, signal?: AbortSignal, controller?: AbortController,
  *   firstChunkMs?: number, stallMs?: number, isProgress?: (chunk: any) => boolean,
  *   headers?: HeadersInit, fallback?: (reason: unknown, elapsedMs: number) => Response }} [options]
- * @returns {Promise<Response>}
+ * @returns {Promise<Response>} awaiting it keeps a Node or Deno process alive until it settles
+ *   (js/keepalive.js): the wait may end only when the deadline aborts the request
  */
-export async function relay(upstream, options) {
+export function relay(upstream, options) {
+  return awaited(start(upstream, options));
+}
+
+async function start(upstream, options) {
   if (!isReady()) notReady("relay");
   const o = check.obj("options", options, "an object like { deadline, firstChunkMs, stallMs }", true);
   const deadline = o.deadline === undefined ? undefined : check.deadline("options.deadline", o.deadline);
@@ -123,7 +131,7 @@ export async function relay(upstream, options) {
 
 /** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */
 function body(first, reader, sse, release) {
-  let lastByte = LF; // whether the last forwarded byte ended a line (invariant 3)
+  let lastByte = LF; // whether the last forwarded byte ended a line (invariant 4)
   const forward = (c, { done, value }) => {
     if (done) {
       c.close();

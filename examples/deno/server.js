@@ -22,9 +22,11 @@ Deno.serve({ hostname: "127.0.0.1", port, onListen: ({ port }) => console.log(`l
   const deadline = Deadline.forPlatform({ platform: "deno-deploy", productMs: PRODUCT_MS, fallbackReserveMs: FALLBACK_RESERVE_MS });
   const { pathname, search } = new URL(request.url);
   // Headers only after the upstream's first event; a stall, the deadline or the client leaving
-  // aborts the upstream; the fallback (504 + reason) or an SSE `event: error` says what happened.
+  // mid-stream (it cancels the body) aborts the upstream; the fallback (504 + reason) or an SSE
+  // `event: error` says what happened. `request.signal` is not linked: Deno.serve also aborts it
+  // on every successful response (its legacy behaviour), which says nothing about the client.
   return relay(
     (signal) => fetch(new URL(pathname + search, upstreamUrl), { headers: { accept: "text/event-stream", ...toHeaders(deadline) }, signal }),
-    { deadline, signal: request.signal, firstChunkMs: FIRST_CHUNK_MS, stallMs: STALL_MS },
+    { deadline, firstChunkMs: FIRST_CHUNK_MS, stallMs: STALL_MS },
   );
 });

@@ -99,6 +99,21 @@ export function honoChecks({ Hono, lib, deadline }) {
         await pending;
         ok(signal.aborted, "the deadline's signal aborted");
         equal(signal.reason, reason, "with the request signal's reason");
+
+        // requestSignal: false: the request's signal is not read at all.
+        let read = 0;
+        const request = new Request("http://x/");
+        const counted = new Proxy(request, {
+          get(target, key) {
+            if (key === "signal") read++;
+            const value = Reflect.get(target, key, target);
+            return typeof value === "function" ? value.bind(target) : value;
+          },
+        });
+        const unlinked = app({ budgetMs: 5_000, requestSignal: false }, (c) => c.text(String(c.get("deadline").remaining() > 0)));
+        const res = await unlinked.fetch(counted);
+        equal(await res.text(), "true");
+        equal(read, 0, "request.signal was never read");
       },
     },
     {
@@ -219,6 +234,7 @@ export function honoChecks({ Hono, lib, deadline }) {
         throws(() => deadline({}), TypeError, /budgetMs/);
         throws(() => deadline({ budgetMs: 10, platform: "aws" }), TypeError, /'options\.platform'/);
         throws(() => deadline({ budgetMs: 10, serverTiming: "yes" }), TypeError, /'options\.serverTiming'/);
+        throws(() => deadline({ budgetMs: 10, requestSignal: 1 }), TypeError, /'options\.requestSignal'/);
       },
     },
   ];

@@ -173,6 +173,19 @@ export default [
     },
   },
   {
+    name: "relay: awaiting it keeps the process alive until the deadline's fallback (Node, Deno)",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const child = await ctx.spawnPackageScript(`await init();
+const { relay } = await import(new URL("./api.js", wasmUrl).href);
+const never = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+const res = await relay(never, { deadline: Deadline.in(150) });
+console.log("status", res.status);`);
+      equal(child.code, 0, `child exit code (stdout ${JSON.stringify(child.stdout)})`);
+      equal(child.stdout.trim(), "status 504", "the fallback came: the process did not exit first");
+    },
+  },
+  {
     name: "relay: bad input → TypeError naming the parameter",
     run: async (lib) => {
       await rejects(() => lib.relay("http://x"), TypeError, /'upstream'/);
