@@ -4,10 +4,10 @@
 // the way Workers load it. Prints one JSON report line per runtime.
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { freePort } from "../package/lib.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const out = join(root, "test-output/hono");
@@ -27,15 +27,6 @@ function runJson(cmd, args, env = {}) {
 function lastJson(text, who) {
   const line = text.trim().split("\n").reverse().find((l) => l.startsWith("{"));
   return line ? JSON.parse(line) : { runtime: `hono in ${who}`, passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "no report printed" }] };
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function inWorkerd() {

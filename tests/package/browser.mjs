@@ -28,6 +28,28 @@ export async function checkBrowser(g, packed, upstream) {
     g.fact(`esbuild browser bundle: ${(bundle.length / 1024).toFixed(1)} KB minified; context.js ${context ? context[1] : "not included (tree-shaken)"}`);
   });
 
+  await g.check("a browser bundle that uses the ambient deadline imports no node: module and keeps its fallback", async () => {
+    const { build } = await import("esbuild");
+    const result = await build({
+      stdin: { contents: 'import { ambientDeadline, currentDeadline, runWithDeadline } from "edge-deadline"; export { ambientDeadline, currentDeadline, runWithDeadline };', resolveDir: bundled, loader: "js" },
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      minify: true,
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+      loader: { ".wasm": "file" },
+      outdir: join(bundled, "ambient"),
+    });
+    const bundle = result.outputFiles.find((f) => f.path.endsWith(".js")).text;
+    assert.doesNotMatch(bundle, /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(/, "no node: import, no require");
+    assert.match(bundle, /getBuiltinModule/, "AsyncLocalStorage is looked up at run time");
+    const input = Object.entries(result.metafile.outputs).flatMap(([, o]) => Object.entries(o.inputs)).find(([path]) => path.endsWith("edge-deadline/context.js"));
+    assert.ok(input, "context.js is in the bundle");
+    g.fact(`ambient deadline in a minified browser bundle: context.js ${input[1].bytesInOutput} B`);
+  });
+
   const routes = Object.fromEntries(["/events", "/mid", "/silent"].map((p) => [p, upstream.handle]));
   const servers = [await serveStatic(bundled, { routes }), await serveStatic(plain, { routes })];
   const { chromium } = await import("playwright-core");
