@@ -55,7 +55,7 @@ export function deadline(options) {
   }
   const reserveMs = o.fallbackReserveMs === undefined ? 0 : duration("options.fallbackReserveMs", o.fallbackReserveMs);
   const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
-  const formats = o.formats ?? deadlineHeaders;
+  const formats = o.formats === undefined ? deadlineHeaders : headerNames(o.formats);
   const serverTiming = o.serverTiming === undefined ? false : check.bool("options.serverTiming", o.serverTiming);
   const linkRequest = o.requestSignal === undefined ? true : check.bool("options.requestSignal", o.requestSignal);
   const platformOptions = {
@@ -118,6 +118,17 @@ function duration(param, value) {
     throw new RangeError(`'${param}' must be a finite number of milliseconds ≥ 0: current value is ${check.describe(value)}`);
   }
   return value;
+}
+
+/** `formats`, checked when the middleware is created: header names this package reads. */
+function headerNames(value) {
+  const list = typeof value === "string" ? [value] : value;
+  if (!Array.isArray(list) || list.length === 0 || list.some((f) => typeof f !== "string")) {
+    throw new TypeError(`'options.formats' must be a header name or a non-empty array of them (${deadlineHeaders.join(", ")}): current value is ${check.describe(value)}`);
+  }
+  const unknown = list.find((f) => !deadlineHeaders.includes(f.toLowerCase()));
+  if (unknown !== undefined) throw new RangeError(`'options.formats' must name headers of ${deadlineHeaders.join(", ")}: '${unknown}' is not one`);
+  return list.map((f) => f.toLowerCase());
 }
 
 function isSignal(s) {

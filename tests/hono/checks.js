@@ -73,6 +73,8 @@ export function honoChecks({ Hono, lib, deadline }) {
         ok(r <= 750 && r > 750 - SLACK_MS, `the reserve is held back from the budget: ${r}`);
         r = await remainingWith({ budgetMs: 5_000, fallbackReserveMs: 100 }, { "edge-deadline-remaining-ms": "300" });
         ok(r <= 200 && r > 200 - SLACK_MS, `the reserve is held back from an incoming deadline too: ${r}`);
+        r = await remainingWith({ budgetMs: 5_000, formats: "Grpc-Timeout" }, { "edge-deadline-remaining-ms": "100", "grpc-timeout": "300m" });
+        ok(r <= 300 && r > 300 - SLACK_MS, `only the formats asked for are read: ${r}`);
         r = await remainingWith({ budgetMs: 500 }, { "edge-deadline-remaining-ms": "soon", "grpc-timeout": "1x" });
         ok(r <= 500 && r > 500 - SLACK_MS, `malformed headers are skipped, the request still served: ${r}`);
         r = await remainingWith({ budgetMs: 5_000, fallbackReserveMs: 100 }, { "edge-deadline-remaining-ms": "50" });
@@ -235,6 +237,8 @@ export function honoChecks({ Hono, lib, deadline }) {
         throws(() => deadline({ budgetMs: 10, platform: "aws" }), TypeError, /'options\.platform'/);
         throws(() => deadline({ budgetMs: 10, serverTiming: "yes" }), TypeError, /'options\.serverTiming'/);
         throws(() => deadline({ budgetMs: 10, requestSignal: 1 }), TypeError, /'options\.requestSignal'/);
+        throws(() => deadline({ budgetMs: 10, formats: 5 }), TypeError, /'options\.formats'/);
+        throws(() => deadline({ budgetMs: 10, formats: ["grpc-timeout", "x-deadline"] }), RangeError, /x-deadline/);
       },
     },
   ];
