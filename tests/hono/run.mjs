@@ -59,14 +59,29 @@ const app :Workerd.Worker = (
   );
   const child = spawn(workerd, ["serve", config], { cwd: out, stdio: ["ignore", "inherit", "inherit"] });
   try {
-    for (let i = 0; i < 100; i++) {
+    let report;
+    for (let i = 0; i < 100 && !report; i++) {
       try {
-        return await (await fetch(`http://127.0.0.1:${port}/`)).json();
+        report = await (await fetch(`http://127.0.0.1:${port}/`)).json();
       } catch {
         await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen
       }
     }
-    return { runtime: "hono in workerd", passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
+    if (!report) return { runtime: "hono in workerd", passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
+    // Over real HTTP: the middleware's Server-Timing, and a streamed body relayed in full.
+    const name = "hono: over HTTP in workerd, a streamed response keeps its Server-Timing and the deadline stays ambient";
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/app/stream`);
+      const text = await res.text();
+      const timing = res.headers.get("server-timing") ?? "";
+      if (text !== "data: 1 true\n\ndata: 2 true\n\ndata: 3 true\n\n") throw new Error(`body ${JSON.stringify(text)}`);
+      if (!/^edge-deadline;dur=[\d.]+;desc="budget \d+ ms from product, \d+ ms left"$/.test(timing)) throw new Error(`Server-Timing ${timing}`);
+      report.passed++;
+    } catch (error) {
+      report.failed++;
+      report.failures.push({ name, error: String(error?.stack ?? error) });
+    }
+    return report;
   } finally {
     child.kill();
   }
