@@ -2,7 +2,7 @@ import type { Deadline } from "./index.js";
 
 /**
  * How far `currentDeadline()` reaches on this host: `"async"` (across awaits: Node ≥ 20.16, Deno,
- * workerd with `nodejs_compat` or `nodejs_als`) or `"sync"` (only until `fn`'s first await:
+ * workerd with `nodejs_compat` and a compatibility date from 2024-09-23) or `"sync"` (only until `fn`'s first await:
  * browsers and hosts without AsyncLocalStorage; pass the deadline explicitly past an await there).
  */
 export const ambientDeadline: "async" | "sync";

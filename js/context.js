@@ -3,9 +3,12 @@
 // so code nested deep in a request need not be handed the deadline.
 //
 // Why AsyncLocalStorage, and how it is found: only an async context carries a
-// value across awaits. Node, Deno and workerd (nodejs_compat, the default from
-// compatibility date 2026-08-04; or the `nodejs_als` flag) have one in
-// `node:async_hooks`. A static import of that module would break browsers and
+// value across awaits. Node, Deno and workerd (with `nodejs_compat` and a
+// compatibility date from 2024-09-23, which gives it a `process` global;
+// `nodejs_compat` is the default from 2026-08-04) have one in
+// `node:async_hooks`. workerd with only `nodejs_als`, or an earlier date, has
+// the module but no `process`: there the fallback applies (verified with
+// workerd 1.20261117.1). A static import of that module would break browsers and
 // bundlers, so it is asked for at run time through
 // `process.getBuiltinModule` (Node ≥ 20.16, Deno, workerd), which a browser
 // bundle never resolves.
