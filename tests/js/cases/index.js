@@ -2,9 +2,10 @@
 import context from "./context.js";
 import deadline from "./deadline.js";
 import derive from "./derive.js";
+import load from "./load.js";
 import pipeline from "./pipeline.js";
 import relay from "./relay.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...derive];
+export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...derive, ...load];
