@@ -1,7 +1,7 @@
 // Types of the helpers that fit where users already are: the Hono middleware,
 // the ambient deadline, Server-Timing. Compiled with the real `hono` types.
 import { Hono } from "hono";
-import { Deadline, ambientDeadline, currentDeadline, plan, relay, runWithDeadline, toHeaders } from "edge-deadline";
+import { Deadline, ambientDeadline, currentDeadline, fetchWithDeadline, plan, relay, runWithDeadline, toHeaders } from "edge-deadline";
 import { deadline } from "edge-deadline/hono";
 
 const app = new Hono();
@@ -34,4 +34,12 @@ export async function relayed(d: Deadline, request: Request): Promise<Response> 
   // @ts-expect-error stallMs is a number
   await relay(a, { stallMs: "1s" });
   return relay((signal) => fetch("https://example.com", { headers: toHeaders(d), signal }), { deadline: d, signal: request.signal, fallback: (reason, ms) => new Response(String(ms)) });
+}
+
+export async function propagated(d: Deadline) {
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d });
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: ["grpc-timeout", "edge-deadline-remaining-ms"] });
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: false });
+  // @ts-expect-error propagate is a boolean or header names
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: 1 });
 }

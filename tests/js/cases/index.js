@@ -4,8 +4,9 @@ import deadline from "./deadline.js";
 import derive from "./derive.js";
 import load from "./load.js";
 import pipeline from "./pipeline.js";
+import propagation from "./propagation.js";
 import relay from "./relay.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...derive, ...load];
+export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...propagation, ...derive, ...load];
