@@ -213,6 +213,33 @@ export function honoChecks({ Hono, lib, deadline }) {
       },
     },
     {
+      name: "hono: a handler that relays a stalling SSE upstream: the stream ends with event: error and the deadline is released",
+      run: async () => {
+        let signal;
+        let upstreamCancelled = false;
+        const t0 = performance.now();
+        const a = app({ budgetMs: 150 }, (c) => {
+          const d = c.get("deadline");
+          signal = d.signal();
+          const upstream = new Response(
+            new ReadableStream({
+              start: (ctl) => ctl.enqueue(new TextEncoder().encode("data: 1\n\n")),
+              cancel: () => void (upstreamCancelled = true),
+            }),
+            { headers: { "content-type": "text/event-stream" } },
+          );
+          return lib.relay(upstream, { deadline: d, stallMs: 40 });
+        });
+        const res = await a.fetch(new Request("http://x/"));
+        equal(res.headers.get("content-type"), "text/event-stream");
+        const text = await res.text();
+        ok(/^data: 1\n\nevent: error\ndata: .*stalled \(stall\).*\n\n$/.test(text), JSON.stringify(text));
+        ok(upstreamCancelled, "the upstream was cancelled");
+        await sleep(Math.max(0, t0 + 150 + SLACK_MS - performance.now()));
+        equal(signal.aborted, false, "the deadline was disposed, not left to fire");
+      },
+    },
+    {
       name: "hono: a handler that throws gets Hono's error response and the deadline is disposed",
       run: async () => {
         let signal;
