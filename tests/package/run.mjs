@@ -4,13 +4,14 @@
 // a Worker under wrangler, a Deno server, two browser pages in Chromium, Node,
 // and the examples of docs/api.md. Prints the usual JSON report last.
 //
-//   node tests/package/run.mjs [tarball|worker|deno|browser|node|docs …]
+//   node tests/package/run.mjs [tarball|worker|hono|deno|browser|node|docs …]
 //   KEEP_PACKAGE_TMP=1 keeps the temp projects for a look afterwards.
 import { startUpstream } from "../../examples/upstream.mjs";
 import { pack } from "../../scripts/pack.mjs";
 import { checkBrowser } from "./browser.mjs";
 import { checkDeno } from "./deno.mjs";
 import { checkDocs } from "./docs.mjs";
+import { checkHono } from "./hono.mjs";
 import { group, killAll, tempDir, within } from "./lib.mjs";
 import { checkNode } from "./node.mjs";
 import { checkTarball } from "./tarball.mjs";
@@ -31,6 +32,7 @@ const groups = {
   browser: (g) => checkBrowser(g, packed, upstream),
   node: (g) => checkNode(g, packed),
   docs: (g) => checkDocs(g, packed),
+  hono: (g) => checkHono(g, packed),
 };
 
 async function runGroup(name) {
@@ -49,7 +51,7 @@ async function runGroup(name) {
 // overlap with wrangler's and Chromium's start-up.
 await Promise.all([
   (async () => {
-    for (const name of ["tarball", "worker", "node"]) await runGroup(name);
+    for (const name of ["tarball", "worker", "hono", "node"]) await runGroup(name);
   })(),
   (async () => {
     for (const name of ["deno", "browser", "docs"]) await runGroup(name);
