@@ -1,7 +1,7 @@
 // The packaging tests (the `package` suite of tests/run.mjs): packs pkg/ as
 // it is (build it first: `node scripts/build.mjs`), then checks the tarball
 // and installs it, offline, into fresh temp projects, one per user path:
-// a Worker under wrangler, a Deno server, two browser pages in Chromium, Node,
+// a Worker under wrangler, a Hono app under wrangler, a Deno server, two browser pages in Chromium, Node,
 // and the examples of docs/api.md. Prints the usual JSON report last.
 //
 //   node tests/package/run.mjs [tarball|worker|hono|deno|browser|node|docs …]
