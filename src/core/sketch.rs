@@ -70,6 +70,9 @@ use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 
+mod bytes;
+pub use bytes::{BytesError, MAGIC, VERSION};
+
 /// The default relative error: 1%.
 pub const DEFAULT_RELATIVE_ERROR: f64 = 0.01;
 /// The smallest accepted relative error. At this setting [`MAX_BUCKETS`]
