@@ -36,12 +36,19 @@ use crate::core::derive::{
 };
 use crate::core::little::{self, LittleError};
 use crate::core::simulate::{self, Body, Policy, Scenario, SimulateError, Tail, MAX_CALLS, MAX_RETRIES};
-use crate::core::sketch::{LatencySketch, SketchError};
+use crate::core::sketch::{BytesError, LatencySketch, SketchError};
 
 /// Every sketch error is bad input naming its parameter (or a merge of
 /// sketches with different accuracies): a `RangeError`.
 impl From<SketchError> for JsFailure {
     fn from(error: SketchError) -> Self {
+        Self::Range(error.to_string())
+    }
+}
+
+/// A buffer that is not an encoded sketch: the message says what is wrong.
+impl From<BytesError> for JsFailure {
+    fn from(error: BytesError) -> Self {
         Self::Range(error.to_string())
     }
 }
@@ -165,6 +172,18 @@ impl SketchJs {
 
     pub fn merge(&mut self, other: &SketchJs) -> Result<(), JsValue> {
         self.inner.merge(&other.inner).map_err(to_js)
+    }
+
+    /// [`LatencySketch::to_bytes`], as a `Uint8Array`.
+    #[wasm_bindgen(js_name = toBytes)]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.inner.to_bytes()
+    }
+
+    /// [`LatencySketch::from_bytes`]; a `RangeError` naming the problem.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(bytes: &[u8]) -> Result<SketchJs, JsValue> {
+        Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(to_js)?, saved: None })
     }
 
     /// Exact below 2^53 samples.
