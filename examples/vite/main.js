@@ -1,5 +1,6 @@
 // The package in a Vite app, with no Vite configuration: `init()` finds its
-// .wasm both under `vite dev` and in a `vite build`.
+// .wasm both under `vite dev` and in a `vite build`. To try it: copy this
+// folder, `npm install edge-deadline vite`, then `npx vite` (or `npx vite build`).
 import { Deadline, LatencySketch, init } from "edge-deadline";
 
 const status = document.querySelector("#status");
