@@ -194,12 +194,14 @@ export class LatencySketch {
    */
   toJSON() {
     const core = this.#live();
-    const json = { type: "LatencySketch", version: 1, relativeError: core.relativeError(), count: core.count() };
+    const bytes = core.toBytes();
+    // The format version is the byte after the 4-byte magic word.
+    const json = { type: "LatencySketch", version: bytes[4], relativeError: core.relativeError(), count: core.count() };
     if (json.count > 0) {
       Object.assign(json, { min: core.min(), max: core.max() });
       for (const [k, q] of [["p50", 0.5], ["p90", 0.9], ["p99", 0.99], ["p999", 0.999]]) json[k] = core.quantile(q);
     }
-    json.bytes = base64(core.toBytes());
+    json.bytes = base64(bytes);
     return json;
   }
 
