@@ -70,7 +70,12 @@ struct DeriveArgs {
     file: Option<String>,
     /// Merge these sketches (LatencySketch toBytes() files, or JSON lines of
     /// their JSON form) and derive from them.
-    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 1..,
+        conflicts_with_all = ["prometheus", "by", "format", "column", "unit", "outcome_column", "relative_error", "skip_bad"]
+    )]
     sketch: Vec<String>,
     /// Input format (default: guessed from the first line).
     #[arg(long, value_enum)]

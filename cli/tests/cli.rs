@@ -620,6 +620,14 @@ fn derives_from_sketch_files_merged() {
     // --sketch replaces FILE and --prometheus.
     let (_, err, code) = text(&run(&["derive", "x.csv", "--sketch", a], None));
     assert_eq!(code, 2, "{err}");
+    // Options for raw rows mean nothing for a sketch: refused, not ignored.
+    for flag in [&["--by", "model"][..], &["--relative-error", "0.02"], &["--unit", "s"]] {
+        let mut args = vec!["derive", "--sketch", a];
+        args.extend_from_slice(flag);
+        let (_, err, code) = text(&run(&args, None));
+        assert_eq!(code, 2, "{flag:?}: {err}");
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
     for p in [a, b, cut.to_str().unwrap(), csv.to_str().unwrap(), c.to_str().unwrap()] {
         std::fs::remove_file(p).ok();
     }
