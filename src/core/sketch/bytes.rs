@@ -202,7 +202,11 @@ impl LatencySketch {
             .map_err(|_| invalid("relativeError", format!("is {alpha}, outside {MIN_RELATIVE_ERROR} … {MAX_RELATIVE_ERROR}")))?;
         let count = r.varint("count")?;
         let (sum, min, max) = if count > 0 {
-            let sum = r.ms("sum")?;
+            // Not a duration: the sum of many may pass MAX_MS.
+            let sum = r.f64("sum")?;
+            if !(sum.is_finite() && sum >= 0.0) {
+                return Err(invalid("sum", format!("is {sum}, not a finite sum of durations")));
+            }
             let (min, max) = (r.ms("min")?, r.ms("max")?);
             if min > max {
                 return Err(invalid("min", format!("is {min}, above max {max}")));
@@ -327,6 +331,14 @@ mod tests {
         a.add_all(&[1e6, 0.001]).unwrap();
         b.add_all(&[1e6, 0.001]).unwrap();
         same(&a, &b);
+    }
+
+    #[test]
+    fn a_sum_past_the_largest_duration_round_trips() {
+        let mut s = LatencySketch::default();
+        s.add_all(&[MAX_MS; 300]).unwrap();
+        assert!(s.sum() > MAX_MS);
+        round_trip(&s);
     }
 
     #[test]
