@@ -67,7 +67,6 @@ export async function checkVite(g, packed) {
         assert.equal(got.outcome, "ok", got.status);
         assert.equal(got.status, "p99 99 ms; deadline running");
         assert.ok(got.wasm.some((w) => w.startsWith("200 application/wasm")), got.wasm.join("; "));
-        assert.match(server.stdout + server.stderr, /Forced re-optimization|new dependencies optimized|optimized dependencies|VITE v/);
         assert.ok(readdirSync(join(dir, "node_modules/.vite/deps")).some((f) => f.startsWith("edge-deadline")), "the package was pre-bundled");
       } finally {
         await server.kill();
