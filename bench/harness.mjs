@@ -1,5 +1,5 @@
-// Shared benchmark helpers. Runs unchanged in Node and Deno (and workerd for
-// the stream benchmarks): no runtime-specific APIs.
+// Shared benchmark helpers. Runs unchanged in Node, Deno and workerd: no
+// runtime-specific APIs.
 
 /** Median ns/op of `fn` called `n` times per round, over `rounds` rounds after a warm-up round. */
 export function nsPerOp(fn, { n = 100_000, rounds = 7 } = {}) {
@@ -12,6 +12,35 @@ export function nsPerOp(fn, { n = 100_000, rounds = 7 } = {}) {
   }
   times.sort((a, b) => a - b);
   return times[times.length >> 1];
+}
+
+/**
+ * Median ns/op of each of `cases` ({ label: [fn, n] }), their rounds
+ * interleaved (a, b, c, a, b, c …) so that load from other processes hits
+ * every case alike and ratios between them hold; after one warm-up round.
+ */
+export function nsPerOpInterleaved(cases, { rounds = 7 } = {}) {
+  const times = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  for (let r = -1; r < rounds; r++) {
+    for (const [label, [fn, n]] of Object.entries(cases)) {
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) fn(i);
+      const dt = performance.now() - t0;
+      if (r >= 0) times[label].push((dt * 1e6) / n);
+    }
+  }
+  return Object.fromEntries(Object.entries(times).map(([k, xs]) => [k, xs.sort((a, b) => a - b)[xs.length >> 1]]));
+}
+
+/**
+ * ns/op of one timed run of `n` calls after `warm` untimed ones: for work that
+ * holds a scarce resource per call (workerd's 10 000 active timeouts).
+ */
+export function nsPerOpOnce(fn, { n, warm }) {
+  for (let i = 0; i < warm; i++) fn(i);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) fn(i);
+  return ((performance.now() - t0) * 1e6) / n;
 }
 
 /** Same for an async `fn`, awaited one call at a time. */
@@ -28,9 +57,9 @@ export async function nsPerOpAsync(fn, { n = 20_000, rounds = 5 } = {}) {
 }
 
 // workerd defines a `process` global at recent compatibility dates, so it is
-// recognised by its user agent first.
+// recognised first, by a global only Workers have (js/timers.js, IS_WORKERD).
 export const runtimeName = () =>
-  globalThis.navigator?.userAgent === "Cloudflare-Workers"
+  typeof globalThis.WebSocketPair === "function"
     ? "workerd"
     : typeof Deno !== "undefined"
       ? `deno ${Deno.version.deno}`

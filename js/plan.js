@@ -1,8 +1,9 @@
 // Pipeline plans: one deadline split between named steps, the tail protected.
 // Every cap and admission is the Wasm core's decision (src/core/plan.rs: see
 // its module doc for the arithmetic and the hand-off margin); this file owns
-// what only the host can do: the clock, one AbortController and one timer per
-// running step, the listener on the deadline's signal, and the trace.
+// what only the host can do: the clock, one AbortController and one wake-up
+// per running step (js/deadline.js `watch`: on the deadline's root queue, told
+// when the deadline's signal aborts), and the trace.
 //
 // # Invariants
 // 1. A step that is refused (optional: skipped; mandatory or fallback:
@@ -16,9 +17,9 @@
 //    "timeout": the request still has time, e.g. for the fallback); a cap at
 //    the instant (a fallback's, or a step given everything left) aborts with
 //    `DeadlineExceeded` (outcome "deadline").
-// 3. When `p.run` settles, its timer is cleared and its listener on the
-//    deadline's signal removed; between runs a plan holds no timer, no
-//    listener and no Wasm memory (the core's numbers are copied out once).
+// 3. When `p.run` settles, its wake-up is cancelled; between runs a plan
+//    holds no timer, no listener and no Wasm memory (the core's numbers are
+//    copied out once).
 // 4. Every `p.run`, started or not, appends exactly one trace record and
 //    calls `onStep` with it before the returned promise settles. The promise
 //    settles with the step's own result whatever `onStep` does: an error
@@ -40,7 +41,7 @@ import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { timerMs, unref } from "./timers.js";
+import { unwatch, watch } from "./deadline.js";
 import * as check from "./validate.js";
 
 const now = () => performance.now();
@@ -155,8 +156,7 @@ export class Plan {
       const finish = (outcome, value, ok) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
-        parent.removeEventListener("abort", onParent);
+        unwatch(timer);
         this.#record(name, remaining, cap, t0, outcome);
         if (ok) resolve(value);
         else reject(value);
@@ -166,22 +166,14 @@ export class Plan {
         controller.abort(reason);
         finish(this.#reasonOutcome(reason), reason, false);
       };
-      const arm = (ms) => {
-        timer = setTimeout(onCap, timerMs(ms));
-        unref(timer);
-      };
       const onCap = () => {
-        const t = now();
-        const left = capAt - t;
-        // Node may wake up to 1 ms early on performance.now(); past the host
-        // limit the timer is armed in slices. Either way: arm again.
-        if (left > 0) return arm(left);
+        const t = now(); // ≥ capAt: watch never calls back early
         const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
         controller.abort(reason);
         finish(capIsDeadline ? "deadline" : "timeout", reason, false);
       };
-      parent.addEventListener("abort", onParent);
-      arm(cap);
+      // The root's queue (one host timer); the deadline's abort without a listener.
+      timer = watch(this.#deadline, capAt, onCap, onParent);
       let result;
       try {
         result = fn(controller.signal, cap);

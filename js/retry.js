@@ -39,7 +39,7 @@ import * as core from "./edge_deadline.js";
 import { brand, isDeadlineExceeded } from "./errors.js";
 import { awaited, pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { timerMs, unref } from "./timers.js";
+import { unwatch, watch } from "./deadline.js";
 import * as check from "./validate.js";
 
 const now = () => performance.now();
@@ -69,13 +69,6 @@ function failed(reason, message, attempts) {
   const last = attempts[attempts.length - 1];
   const n = attempts.length;
   return new RetryFailed(reason, `retry stopped after ${n} attempt${n === 1 ? "" : "s"}: ${message}`, attempts, last ? { cause: last.error } : undefined);
-}
-
-/** An unref'd timer (module invariant 6). */
-function later(fn, ms) {
-  const timer = setTimeout(fn, timerMs(ms));
-  unref(timer);
-  return timer;
 }
 
 function randomSeed() {
@@ -168,7 +161,9 @@ function checkBackoff(param, backoff) {
  * `{ ok: false, error, ended }` with `ended` = "error" | "timeout" |
  * "deadline" | "aborted".
  */
-function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
+function attempt(fn, info, timeoutMs, deadline, parent) {
+  const deadlineSignal = deadline.signal();
+  const at = deadline.at;
   return new Promise((resolve) => {
     const controller = new AbortController();
     const started = now();
@@ -178,8 +173,7 @@ function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
     const finish = (result) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
-      deadlineSignal.removeEventListener("abort", onAbort);
+      unwatch(timer);
       parent?.removeEventListener("abort", onAbort);
       resolve(result);
     };
@@ -190,16 +184,13 @@ function attempt(fn, info, timeoutMs, deadlineSignal, at, parent) {
       finish({ ok: false, error: reason, ended: own ? "deadline" : "aborted" });
     };
     const onTimeout = () => {
-      const left = endAt - now();
-      if (left > 0) return void (timer = later(onTimeout, left));
       const reason = new AttemptTimeout(info.attempt, timeoutMs);
       controller.abort(reason);
       finish({ ok: false, error: reason, ended: "timeout" });
     };
     for (const s of [deadlineSignal, parent]) if (s?.aborted) return onAbort({ target: s });
-    deadlineSignal.addEventListener("abort", onAbort);
     parent?.addEventListener("abort", onAbort);
-    timer = later(onTimeout, timeoutMs);
+    timer = watch(deadline, endAt, onTimeout, () => onAbort({ target: deadlineSignal }));
     let result;
     try {
       result = fn(controller.signal, info);
@@ -224,26 +215,21 @@ export class AttemptTimeout extends Error {
 }
 
 /** Resolves `undefined` after `ms`, or the abort event's target when a signal aborts first. */
-function sleep(ms, deadlineSignal, parent) {
+function sleep(ms, deadline, parent) {
+  const deadlineSignal = deadline.signal();
   return new Promise((resolve) => {
     const wakeAt = now() + ms;
     let timer;
     const finish = (value) => {
-      clearTimeout(timer);
-      deadlineSignal.removeEventListener("abort", onAbort);
+      unwatch(timer);
       parent?.removeEventListener("abort", onAbort);
       resolve(value);
     };
     const onAbort = (event) => finish(event.target);
-    const wake = () => {
-      const left = wakeAt - now();
-      if (left > 0) timer = later(wake, left);
-      else finish(undefined);
-    };
+    const wake = () => finish(undefined);
     for (const s of [deadlineSignal, parent]) if (s?.aborted) return resolve(s);
-    deadlineSignal.addEventListener("abort", onAbort);
     parent?.addEventListener("abort", onAbort);
-    timer = later(wake, ms);
+    timer = watch(deadline, wakeAt, wake, () => onAbort({ target: deadlineSignal }));
   });
 }
 
@@ -343,7 +329,7 @@ async function retryLoop(fn, options) {
       const timeoutMs = budget ? run.startBudgeted(t, budgetCore(budget)) : run.start(t);
       if (timeoutMs < 0) throw stopped();
       const info = { attempt: number, timeoutMs, operationKey: o.operationKey };
-      const result = await attempt(fn, info, timeoutMs, deadlineSignal, at, parent);
+      const result = await attempt(fn, info, timeoutMs, deadline, parent);
       const t1 = now();
       if (result.ok) {
         run.succeeded(t1);
@@ -360,7 +346,7 @@ async function retryLoop(fn, options) {
       const failure = result.ended === "timeout" ? "ambiguous" : classified(classify, result.error);
       const delay = budget ? run.failedBudgeted(t1, failure, budgetCore(budget)) : run.failed(t1, failure);
       if (delay < 0) throw stopped();
-      const woke = await sleep(delay, deadlineSignal, parent);
+      const woke = await sleep(delay, deadline, parent);
       if (woke) throw signalEnded(woke, "during the backoff");
     }
   } finally {
@@ -402,7 +388,7 @@ function startHedge(fn, options) {
     let timer;
     const end = () => {
       done = true;
-      clearTimeout(timer);
+      unwatch(timer);
       deadlineSignal.removeEventListener("abort", onAbort);
       parent?.removeEventListener("abort", onAbort);
     };
@@ -427,13 +413,13 @@ function startHedge(fn, options) {
     };
     const startNext = () => {
       if (done) return;
-      clearTimeout(timer);
+      unwatch(timer);
       const number = ++started;
       const controller = new AbortController();
       const record = { attempt: number, startedAtMs: now(), elapsedMs: 0, outcome: "running", error: undefined };
       records.push(record);
       inFlight.set(number, controller);
-      if (started < maxAttempts) timer = later(startNext, delayMs);
+      if (started < maxAttempts) timer = watch(deadline, now() + delayMs, startNext);
       let result;
       try {
         result = fn(controller.signal, { attempt: number });

@@ -52,6 +52,7 @@ import { DeadlineExceeded, brand, ms } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { unref } from "./timers.js";
+import { clearWake, setWake } from "./deadline.js";
 import { describe, number } from "./validate.js";
 
 export { createSseProgress, sseProgress };
@@ -187,14 +188,14 @@ export function withStallTimeout(stream, opts) {
   if (controller !== undefined && !isAbortController(controller)) {
     throw new TypeError(`'controller' of ${where} must be an AbortController: current value is ${describe(controller)}`);
   }
-  return watch(stream, { firstChunkMs, stallMs, at, controller, isProgress: predicate(o.isProgress, where) });
+  return watch(stream, { firstChunkMs, stallMs, at, deadline: o.deadline, controller, isProgress: predicate(o.isProgress, where) });
 }
 
 /**
  * The wrapper itself, on checked arguments. `onSettle` runs once, when the
  * stream closes, errors or is cancelled (fetchWithDeadline unlinks its signals).
  */
-function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, onSettle = noop) {
+function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProgress }, onSettle = noop) {
   let startedAt = now();
   let lastProgressAt; // undefined until the first progress chunk
   let chunks = 0;
@@ -221,7 +222,7 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
   const reader = source.getReader();
 
   function arm(delayMs, t) {
-    timer = setTimeout(onTimer, delayMs);
+    timer = setWake(deadline, delayMs, onTimer); // workerd: the deadline's root timer
     timerDueAt = t + delayMs;
     if (parked) unref(timer);
   }
@@ -265,7 +266,7 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
     sampling = true;
     sampledProgress = progress;
     if (timer !== undefined && timerDueAt > t + sampleMs) {
-      clearTimeout(timer);
+      clearWake(timer);
       arm(sampleMs, t);
     }
   }
@@ -277,7 +278,7 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
     if (lastProgressAt === undefined) startedAt = t;
     else lastProgressAt = t;
     sampledProgress = progress;
-    clearTimeout(timer);
+    clearWake(timer);
     timer = undefined;
     let answer;
     try {
@@ -290,7 +291,7 @@ function watch(source, { firstChunkMs, stallMs, at, controller, isProgress }, on
 
   function settle() {
     settled = true;
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) clearWake(timer);
     timer = undefined;
     onSettle();
   }
@@ -432,11 +433,11 @@ export async function fetchWithDeadline(input, init, opts) {
     } catch (error) {
       return upstream.abort(error);
     }
-    if (answer[0] === WAKE) timer = setTimeout(onFirstByteTimer, answer[1]);
+    if (answer[0] === WAKE) timer = setWake(o.deadline, answer[1], onFirstByteTimer);
     else upstream.abort(new StreamStalled("first-byte", answer[1], 0, 0));
   };
   if (firstByte !== undefined) {
-    if (firstByte[0] === WAKE) timer = setTimeout(onFirstByteTimer, firstByte[1]);
+    if (firstByte[0] === WAKE) timer = setWake(o.deadline, firstByte[1], onFirstByteTimer);
     else upstream.abort(new StreamStalled("first-byte", firstByte[1], 0, 0));
     firstByte = undefined;
   }
@@ -449,13 +450,13 @@ export async function fetchWithDeadline(input, init, opts) {
     // Some runtimes reject with their own AbortError: report our reason.
     throw upstream.signal.aborted ? upstream.signal.reason : error;
   } finally {
-    clearTimeout(timer);
+    clearWake(timer);
   }
   if (response.body === null) {
     unlink();
     return response;
   }
-  const body = watch(response.body, { firstChunkMs, stallMs, at, controller: upstream, isProgress }, unlink);
+  const body = watch(response.body, { firstChunkMs, stallMs, at, deadline: o.deadline, controller: upstream, isProgress }, unlink);
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
   for (const key of ["url", "redirected", "type"]) {

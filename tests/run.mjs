@@ -53,6 +53,66 @@ function lastJsonLine(text) {
   return line ? JSON.parse(line) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "no report printed" }] };
 }
 
+const workerdVariants = [
+  { label: "", compatibilityDate: "2026-11-24", flags: [] },
+  { label: " (no_global_navigator)", compatibilityDate: "2026-11-24", flags: ["no_global_navigator"] },
+  // The suite builds its own streams: constructors need flags at that date.
+  // `quirks` reach the cases as ctx.quirks: there a fetch aborted by a signal
+  // rejects with a plain Error carrying the reason's text, not the reason.
+  {
+    label: " (compatibility date 2022-01-01)",
+    compatibilityDate: "2022-01-01",
+    flags: ["streams_enable_constructors", "transformstream_enable_standard_constructor"],
+    quirks: "fetch-abort-reason-as-text",
+  },
+];
+
+/** One run of the JS suite in workerd with the given compatibility date and flags. */
+async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
+  const port = await freePort();
+  const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
+  const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
+    .map((f) => {
+      const kind = f.endsWith(".wasm") ? "wasm" : "esModule";
+      return `(name = "${f}", ${kind} = embed "${relative(out, join(root, f))}")`;
+    });
+  const config = join(out, "workerd.capnp");
+  writeFileSync(
+    config,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .suite),
+    (name = "loopback", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const suite :Workerd.Worker = (
+  modules = [ ${modules.join(",\n    ")} ],
+  compatibilityDate = "${compatibilityDate}",
+  compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
+  globalOutbound = "loopback",
+);
+`,
+  );
+  const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  try {
+    let report;
+    for (let i = 0; i < 100 && !report; i++) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}&quirks=${quirks}`);
+        report = await res.json();
+      } catch {
+        await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+      }
+    }
+    report ??= { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
+    record(`workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version}${label}`, report);
+  } finally {
+    child.kill();
+  }
+}
+
 const suites = {
   async cargo() {
     const { code, stdout } = await run("cargo", ["test", "--release", "--workspace", "--all-targets"], { capture: true });
@@ -88,48 +148,11 @@ const suites = {
     record(report.runtime ?? "deno", report);
   },
 
+  // The suite in workerd, once per configuration: the current compatibility
+  // date, and without `navigator` (the flag, and a date before 2022-03-21),
+  // where the runtime must still be recognised as workerd.
   async workerd() {
-    const port = await freePort();
-    const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
-    const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
-      .map((f) => {
-        const kind = f.endsWith(".wasm") ? "wasm" : "esModule";
-        return `(name = "${f}", ${kind} = embed "${relative(out, join(root, f))}")`;
-      });
-    const config = join(out, "workerd.capnp");
-    writeFileSync(
-      config,
-      `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .suite),
-    (name = "loopback", network = (allow = ["public", "private", "local"])),
-  ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const suite :Workerd.Worker = (
-  modules = [ ${modules.join(",\n    ")} ],
-  compatibilityDate = "2026-11-24",
-  globalOutbound = "loopback",
-);
-`,
-    );
-    const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-    try {
-      let report;
-      for (let i = 0; i < 100 && !report; i++) {
-        try {
-          const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}`);
-          report = await res.json();
-        } catch {
-          await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
-        }
-      }
-      report ??= { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: "workerd did not answer" }] };
-      record(`workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version}`, report);
-    } finally {
-      child.kill();
-    }
+    for (const variant of workerdVariants) await runWorkerd(variant);
   },
 
   async chromium() {

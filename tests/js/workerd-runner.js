@@ -1,12 +1,27 @@
 // workerd runner: the suite runs inside a request handler (workerd forbids
-// timers at module scope). GET / answers with the JSON report.
+// timers at module scope). GET / answers with the JSON report. The cases that
+// need requests of their own (tests/js/requests.js) send them to this same
+// worker, through its socket: POST /request/<name> with JSON parameters.
 import * as lib from "../../pkg/workerd.js";
 import { prepare, runSuite } from "./harness.js";
+import { scenarios } from "./requests.js";
 
 export default {
   async fetch(request) {
-    const fixtureUrl = new URL(request.url).searchParams.get("fixture") ?? undefined;
-    const ctx = { runtime: "workerd", fixtureUrl, ...(await prepare(lib)) };
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/request/")) {
+      await lib.init();
+      return Response.json(await scenarios[url.pathname.slice("/request/".length)](lib, await request.json()));
+    }
+    const fixtureUrl = url.searchParams.get("fixture") ?? undefined;
+    const self = `${url.origin}/request/`;
+    const requestSelf = async (name, params) => {
+      const res = await fetch(self + name, { method: "POST", body: JSON.stringify(params) });
+      if (!res.ok) throw new Error(`request ${name} answered ${res.status}: ${await res.text()}`);
+      return res.json();
+    };
+    const quirks = (url.searchParams.get("quirks") ?? "").split(",").filter(Boolean);
+    const ctx = { runtime: "workerd", fixtureUrl, request: requestSelf, quirks, ...(await prepare(lib)) };
     return Response.json(await runSuite(lib, ctx));
   },
 };
