@@ -14,8 +14,10 @@ export interface LatencySketchOptions {
  * most 16 KB whatever the number of samples, exact below 257 samples, and
  * within `relativeError` of the exact quantile above.
  *
- * Holds WebAssembly memory: call `free()` (or `using`) when done. A forgotten
- * sketch is freed when garbage-collected, which may be late or never.
+ * Its counters live in WebAssembly memory, but at most 1 024 sketches hold it at
+ * once (≤ 16 MiB): the least recently used are parked in JS memory and restored
+ * on use, so forgotten sketches are reclaimed without `free()`. `free()` (or
+ * `using`) releases one at once.
  */
 export class LatencySketch implements Disposable {
   /** @throws {TypeError} | {RangeError} `relativeError` outside 0.001 … 0.5 */
@@ -221,7 +223,10 @@ export function deriveTimeouts(
 /**
  * Histogram series from Prometheus: the text exposition format, or an
  * `/api/v1/query` response (instant vector of `NAME_bucket` series), as text or parsed JSON.
- * @throws {RangeError} naming the line (or result) and field; non-cumulative buckets; no `+Inf` bucket
+ * Text is parsed as a stream in linear time; Wasm memory grows to about 5.5
+ * times the text at the peak and is kept for later calls.
+ * @throws {RangeError} naming the line (or result) and field; non-cumulative buckets; no `+Inf` bucket;
+ *   exposition text over 16 MiB (before any work)
  */
 export function parsePrometheus(input: string | object, options?: { metric?: string }): PrometheusHistogram[];
 

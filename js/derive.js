@@ -155,7 +155,17 @@ export function parsePrometheus(input, options) {
   const o = optionsObject(options, "parsePrometheus", "{ metric }");
   const metric = o.metric === undefined ? undefined : str("metric", o.metric);
   if (typeof input === "string" && !input.trimStart().startsWith("{")) {
-    return decodeHistograms(core.parsePrometheusText(input, metric));
+    // Refused before the copy into Wasm memory, which would keep the space
+    // for good. UTF-8 is never shorter than UTF-16, so longer text is too
+    // long in bytes too; the core checks the exact byte length.
+    const max = core.maxExpositionBytes();
+    if (input.length > max) {
+      throw new RangeError(
+        `'input' is ${input.length} characters of exposition text: at most ${max} bytes are parsed; ` +
+          "scrape or filter one histogram family (e.g. query Prometheus for it) instead",
+      );
+    }
+    return decodeHistograms(parseExposition(input, metric));
   }
   let response = input;
   if (typeof input === "string") {
@@ -169,6 +179,31 @@ export function parsePrometheus(input, options) {
     throw new TypeError(`'input' must be exposition text or a Prometheus query response: current value is ${describe(input)}`);
   }
   return decodeHistograms(fromQueryResponse(response, metric));
+}
+
+/** Characters of exposition text per Wasm call: Wasm memory holds one piece, not the text. */
+const PIECE = 1 << 20;
+
+/** `text` in pieces of about PIECE characters, each ending after a line break (or at the end). */
+function* pieces(text) {
+  for (let at = 0; at < text.length; ) {
+    const lf = text.indexOf("\n", at + PIECE);
+    const end = lf < 0 ? text.length : lf + 1;
+    yield text.slice(at, end);
+    at = end;
+  }
+}
+
+/** The core's histogram arrays for exposition text (two passes without a metric). */
+function parseExposition(text, metric) {
+  const parser = new core.PromTextCore(metric);
+  try {
+    if (metric === undefined) for (const piece of pieces(text)) parser.scan(piece);
+    for (const piece of pieces(text)) parser.feed(piece);
+    return parser.finish();
+  } finally {
+    parser.free();
+  }
 }
 
 /** Walks an `/api/v1/query` response into the core's sample arrays. */

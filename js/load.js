@@ -7,8 +7,13 @@
 //      concurrent one) returns the first call's promise;
 //   2. a failed instantiation can be retried (the failed promise is forgotten);
 //   3. until it resolves, `core()` throws a plain-words error instead of the
-//      glue's "cannot read properties of undefined".
-//   4. a .wasm URL that answers with something else (a dev server's HTML
+//      glue's "cannot read properties of undefined";
+//   4. a failed call leaves nothing behind. The glue keeps the first instance
+//      it finishes, even one of a wrong module (it would then answer every
+//      later call with that instance), so a module is checked before the
+//      glue sees it: its exports must be the ones this build produced
+//      (wasm_exports.js, written by scripts/build.mjs).
+//   5. a .wasm URL that answers with something else (a dev server's HTML
 //      fallback page) is an error that says so and how to fix it, never the
 //      engine's "expected magic word" CompileError.
 //
@@ -19,9 +24,10 @@
 // `node_modules/.vite/deps/` and left the URL pointing there, where the dev
 // server answers with index.html. For that one layout the package's own copy
 // (`node_modules/edge-deadline/`) is tried once before giving up; anything
-// else gets the error of invariant 4, naming Vite's `optimizeDeps.exclude`.
+// else gets the error of invariant 5, naming Vite's `optimizeDeps.exclude`.
 
 import { initSync } from "./edge_deadline.js";
+import { EXPORTS, EXPORTS_DIGEST, exportsDigest } from "./wasm_exports.js";
 
 let pending = null;
 let ready = false;
@@ -48,7 +54,7 @@ function packageCopy(url) {
   return VITE_DEPS.test(url.pathname) ? new URL("../../edge-deadline/edge_deadline_bg.wasm", url) : null;
 }
 
-/** A page (HTML) answered where the .wasm was asked for: the dev-server fallback. */
+/** A page (HTML) answered where the .wasm was asked for: the dev-server fallback (invariant 5). */
 function isPage(response) {
   return /^text\/html/i.test(response.headers.get("content-type") ?? "");
 }
@@ -62,13 +68,35 @@ function notWasm(url) {
   );
 }
 
+/** Refuses a module that is not this copy's core (invariant 4). */
+function checkCore(module) {
+  const names = WebAssembly.Module.exports(module).map((e) => e.name).sort();
+  if (names.length !== EXPORTS || exportsDigest(names) !== EXPORTS_DIGEST) {
+    throw new Error(
+      `edge-deadline: init() was given a WebAssembly module that is not this package's core ` +
+        `(${names.length} exports, expected ${EXPORTS} with other names); pass the edge_deadline_bg.wasm ` +
+        "that ships with this copy of the package",
+    );
+  }
+  return module;
+}
+
+/** WebAssembly.compile, naming the package when the bytes are not a module. */
+async function compileBytes(bytes) {
+  try {
+    return await WebAssembly.compile(bytes);
+  } catch (error) {
+    throw new Error(`edge-deadline: init() could not compile the .wasm it was given: ${error?.message ?? error}`, { cause: error });
+  }
+}
+
 async function compile(source, readFile) {
   source = await source;
   if (source instanceof WebAssembly.Module) return source;
-  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return WebAssembly.compile(source);
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return compileBytes(source);
   if (typeof source === "string" || source instanceof URL) {
     const url = new URL(source, import.meta.url);
-    if (url.protocol === "file:" && readFile) return WebAssembly.compile(await readFile(url));
+    if (url.protocol === "file:" && readFile) return compileBytes(await readFile(url));
     source = await fetch(url);
     const home = source.ok && isPage(source) ? packageCopy(url) : null;
     if (home) {
@@ -84,7 +112,7 @@ async function compile(source, readFile) {
     const bytes = new Uint8Array(await source.arrayBuffer());
     // "<": markup served with a type other than text/html (Wasm starts with "\0asm").
     if (bytes[0] === 0x3c) throw notWasm(source.url);
-    return WebAssembly.compile(bytes);
+    return compileBytes(bytes);
   }
   throw new TypeError(
     "edge-deadline: init(source) accepts a WebAssembly.Module, an ArrayBuffer or typed array of the .wasm bytes, " +
@@ -100,7 +128,7 @@ export function initFrom(source, readFile) {
   if (ready) return Promise.resolve();
   if (pending) return pending;
   pending = (async () => {
-    const module = await compile(source, readFile);
+    const module = checkCore(await compile(source, readFile));
     initSync({ module });
     ready = true;
   })();

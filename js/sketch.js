@@ -3,12 +3,19 @@
 // DDSketch-style log buckets, exact below 257 samples, at most 16 KB); this
 // file owns the JS edge: type checks, chunked bulk ingest, freeing.
 //
-// # Memory: free it, or let it be collected
-// A LatencySketch holds Wasm memory (its counters, at most 16 KB). Call
-// `free()` (or `using s = new LatencySketch()` where `Symbol.dispose`
-// exists) when done; a forgotten sketch is freed when garbage-collected
-// (wasm-bindgen's FinalizationRegistry), which may be never in a short
-// script and is late in a long one. Using a freed sketch throws.
+// # Memory: bounded without free()
+// A sketch's counters (at most 16 KB) live in Wasm memory, which never
+// shrinks and which the garbage collector does not see: a JS object of a few
+// bytes holding 5 KB of Wasm memory gives the collector no reason to run, so
+// finalizers (wasm-bindgen's FinalizationRegistry) come late, or never where
+// the runtime has none or never runs them. 100 000 forgotten sketches once
+// held 345 MiB. So at most RESIDENT sketches keep their counters in Wasm
+// memory (at most 16 MiB); when one more is needed, the least recently used
+// one (second chance: a sketch used since the last sweep is skipped once) is
+// *parked*: its state is copied into a Uint8Array in JS memory, which the
+// collector sees and reclaims with the object, and its Wasm memory is freed.
+// A parked sketch is restored on its next use, transparently. `free()`
+// (or `using`) still releases everything at once; a freed sketch throws.
 //
 // # Invariants
 // 1. `add(ms)` is one Wasm call and allocates nothing once the sketch has
@@ -19,7 +26,13 @@
 //    chunks of CHUNK samples, so Wasm memory (which never shrinks) grows by
 //    at most CHUNK × 8 bytes, not by 8 bytes per sample.
 // 3. `quantile(q)` is `undefined` for an empty sketch, never 0.
-// 4. `LatencySketch.fromBytes(sketch.toBytes())` answers every question as
+// 4. At most RESIDENT sketches hold Wasm memory at any time; each sketch is
+//    exactly one of resident (#core set, in `resident`), parked (#parked
+//    set) or freed (neither). Parking and restoring change no answer.
+// 5. The sketch being used is never parked while its core is in use: only
+//    restoring (never `add` on a resident sketch) can park another, and a
+//    `merge` pins the sketch it merges into.
+// 6. `LatencySketch.fromBytes(sketch.toBytes())` answers every question as
 //    `sketch` does; bytes that are not a sketch (cut off, damaged, from
 //    another program or a newer format) are a RangeError saying so, checked
 //    in the core before any sketch exists.
@@ -28,7 +41,8 @@
 // Sketches are recorded where requests run (many isolates, tabs, servers)
 // and merged in one place (a Durable Object, a log pipeline, the CLI's
 // `derive --sketch`), so they must travel. `toBytes()` is the compact,
-// versioned form for that; `JSON.stringify(sketch)` gives a readable summary
+// versioned form for that (the same bytes park a sketch, invariant 4);
+// `JSON.stringify(sketch)` gives a readable summary
 // that carries the same bytes as base64 (`fromBytes` takes that string), so
 // a sketch logged as JSON is neither `{}` nor lost.
 
@@ -78,6 +92,13 @@ export function addAllTo(sketchCore, samples) {
 
 const TOKEN = Symbol("LatencySketch internals");
 
+/** The most sketches whose counters are in Wasm memory at once (invariant 4): ≤ 16 MiB. */
+const RESIDENT = 1024;
+/** Resident sketches, oldest first (a Set keeps insertion order). */
+const resident = new Set();
+/** A sketch that must stay resident during the current call (invariant 5). */
+let pinned;
+
 /** A decoded core the constructor adopts instead of making one (`fromBytes`). */
 let adopted = null;
 
@@ -109,6 +130,10 @@ function base64(bytes) {
 
 export class LatencySketch {
   #core;
+  /** The state while parked (invariant 4). */
+  #parked = null;
+  /** Used since the last sweep: spared once (second chance). */
+  #used = true;
 
   /**
    * @param {{ relativeError?: number }} [options] relative error of every
@@ -119,6 +144,7 @@ export class LatencySketch {
     if (adopted !== null) {
       this.#core = adopted;
       adopted = null;
+      LatencySketch.#admit(this);
       return;
     }
     if (options !== undefined && (options === null || typeof options !== "object")) {
@@ -127,11 +153,42 @@ export class LatencySketch {
     const relativeError = options?.relativeError ?? 0.01;
     number("relativeError", relativeError, "a number between 0.001 and 0.5");
     this.#core = new core.LatencySketchCore(relativeError);
+    LatencySketch.#admit(this);
   }
 
   #live() {
-    if (this.#core === null) throw new Error("this LatencySketch was freed; create a new one");
+    this.#used = true;
+    if (this.#core !== null) return this.#core;
+    if (this.#parked === null) throw new Error("this LatencySketch was freed; create a new one");
+    this.#core = core.LatencySketchCore.fromBytes(this.#parked);
+    this.#parked = null;
+    LatencySketch.#admit(this);
     return this.#core;
+  }
+
+  /** Makes `sketch` resident, parking the least recently used ones past RESIDENT. */
+  static #admit(sketch) {
+    resident.add(sketch);
+    // Two sweeps at most: the first clears every `#used` it passes.
+    for (const s of resident) {
+      if (resident.size <= RESIDENT) break;
+      if (s === sketch || s === pinned) continue;
+      if (s.#used) {
+        s.#used = false;
+        resident.delete(s);
+        resident.add(s); // to the back: spared this time
+        continue;
+      }
+      s.#park();
+    }
+  }
+
+  /** Moves the state into JS memory and frees the Wasm memory (invariant 4). */
+  #park() {
+    this.#parked = this.#core.toBytes();
+    this.#core.free();
+    this.#core = null;
+    resident.delete(this);
   }
 
   /** @internal the core sketch, for js/derive.js */
@@ -143,6 +200,7 @@ export class LatencySketch {
   add(ms) {
     if (typeof ms !== "number") number("ms", ms, "a number of milliseconds");
     const core = this.#core ?? this.#live();
+    this.#used = true;
     // The fast path returns a bool (no allocation); `add` words the error.
     if (!core.tryAdd(ms)) core.add(ms);
   }
@@ -160,7 +218,13 @@ export class LatencySketch {
       throw new TypeError(`'other' of merge must be a LatencySketch: current value is ${describe(other)}`);
     }
     if (other === this) throw new TypeError("cannot merge a LatencySketch into itself");
-    this.#live().merge(other.#live());
+    const mine = this.#live();
+    pinned = this; // restoring `other` must not park this one (invariant 5)
+    try {
+      mine.merge(other.#live());
+    } finally {
+      pinned = undefined;
+    }
     return this;
   }
 
@@ -258,11 +322,13 @@ export class LatencySketch {
   free() {
     this.#core?.free();
     this.#core = null;
+    this.#parked = null;
+    resident.delete(this);
   }
 
   /** Readable in logs: `LatencySketch(n=1000, p50=40.1 ms, p99=97.8 ms)`. */
   toString() {
-    if (this.#core === null) return "LatencySketch(freed)";
+    if (this.#core === null && this.#parked === null) return "LatencySketch(freed)";
     const n = this.count;
     if (n === 0) return "LatencySketch(empty)";
     const f = (q) => `${this.quantile(q).toPrecision(4)} ms`;

@@ -21,13 +21,20 @@ export class StreamStalled extends Error {
 export function isStreamStalled(e: unknown): e is StreamStalled;
 
 export interface StallOptions<T> {
-  /** Limit before the first progress chunk, ms (it legitimately holds queueing and prefill). */
+  /** Limit before the first progress chunk, ms (it legitimately holds queueing and prefill); 0: no time left, the stream stalls at once. */
   firstChunkMs: number;
-  /** Limit on the gap between progress chunks after the first, ms. */
+  /** Limit on the gap between progress chunks after the first, ms (greater than 0). */
   stallMs: number;
-  /** Bounds the whole stream: at its instant the stream errors with `DeadlineExceeded`. Its parent signals are not observed. */
+  /**
+   * Bounds the whole stream: at its instant the stream errors with `DeadlineExceeded`.
+   * When a parent signal aborts it (a client that left), the stream errors with that reason.
+   */
   deadline?: Deadline;
-  /** The upstream request's controller: aborted with the stall/deadline error, a consumer's cancel reason, a source error or an `isProgress` error. */
+  /**
+   * The upstream request's controller: aborted with the stall/deadline error, a parent's reason,
+   * a consumer's cancel reason, a source error or an `isProgress` error. Aborting it yourself
+   * errors the stream with your reason.
+   */
   controller?: AbortController;
   /**
    * Which chunks count as progress. @default every non-empty chunk.
@@ -41,20 +48,21 @@ export interface StallOptions<T> {
  * A stream carrying the same chunks as `stream`, which errors with `StreamStalled`
  * (phase "first-chunk" or "stall") when the source goes quiet and with `DeadlineExceeded`
  * at the deadline, aborting `controller` either way. Only time spent waiting on the
- * source counts: a consumer that reads slowly is not a stall.
+ * source counts: a consumer that reads slowly is not a stall, and an unread stream keeps
+ * no timer alive in Node or Deno.
  * @throws {TypeError} a non-stream or locked source, non-number limits, a bad `deadline`, `controller` or `isProgress`
- * @throws {RangeError} limits that are NaN, ±Infinity, ≤ 0 or past 2^53 − 1
+ * @throws {RangeError} limits that are NaN, ±Infinity, negative or past 2^53 − 1, and `stallMs` 0
  */
 export function withStallTimeout<T>(stream: ReadableStream<T>, options: StallOptions<T>): ReadableStream<T>;
 
 export interface FetchDeadlineOptions {
   /** Bounds the request, the headers and the whole body. */
   deadline: Deadline;
-  /** Limit on the wait for response headers, ms; rejects with `StreamStalled` phase "first-byte". */
+  /** Limit on the wait for response headers, ms; rejects with `StreamStalled` phase "first-byte" (at once for 0). */
   firstByteMs?: number;
-  /** Limit from the headers to the first progress chunk of the body, ms. @default no limit */
+  /** Limit from the headers to the first progress chunk of the body, ms (0: the body stalls at once). @default no limit */
   firstChunkMs?: number;
-  /** Limit on the gap between progress chunks of the body, ms. @default no limit */
+  /** Limit on the gap between progress chunks of the body, ms (greater than 0). @default no limit */
   stallMs?: number;
   /** Which body chunks count as progress (e.g. `sseProgress`). @default every non-empty chunk */
   isProgress?: (chunk: Uint8Array) => boolean;
@@ -64,8 +72,9 @@ export interface FetchDeadlineOptions {
  * `fetch` whose signal is linked to the deadline (and its parents), `init.signal` and a
  * `Request` input's signal, with `firstByteMs` on the headers and a wrapped body
  * (see `withStallTimeout`).
- * @throws {TypeError} (as a rejection) bad options; {RangeError} bad limits;
- *   rejects with `DeadlineExceeded`, `StreamStalled` ("first-byte"), the caller's abort reason or a network error
+ * The body errors with the abort reason itself (never a runtime's unbranded copy).
+ * @throws {TypeError} (as a rejection) bad options; {RangeError} limits that are negative, NaN, infinite, or `stallMs` 0;
+ *   rejects with `DeadlineExceeded`, `StreamStalled` ("first-byte"), the caller's or a deadline parent's abort reason or a network error
  */
 export function fetchWithDeadline(input: RequestInfo | URL, init: RequestInit | undefined, options: FetchDeadlineOptions): Promise<Response>;
 

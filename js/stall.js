@@ -8,8 +8,10 @@
 // The wrapper is a pull source reading the source's reader directly: measured
 // cheaper than `pipeThrough(new TransformStream())`, and than a
 // TransformStream doing the same bookkeeping, in Node, Deno and workerd
-// (bench/stream.bench.mjs). Per chunk it adds counts and, for progress chunks,
-// one `performance.now()`; nothing else: no Wasm call, no timer, no promise
+// (bench/stream.bench.mjs). Per chunk it adds counts, a `desiredSize` read
+// and, for progress chunks, one `performance.now()`; a chunk that has to wait
+// for the consumer costs one clock read more when it arrives and one when it
+// is taken (invariant 3). Nothing else: no Wasm call, no timer, no promise
 // beyond the read. Its one timer is armed for the core's wake instant and
 // re-armed only when it fires; a chunk never touches it (but see invariant 5).
 // The core makes that safe (its invariant 3: the wake is never later than any
@@ -25,19 +27,28 @@
 //    stream settles: closes, errors or is cancelled.
 // 2. The wrapper settles once. On a stall or the deadline it errors with
 //    `StreamStalled` or `DeadlineExceeded`; when `isProgress` throws, with that
-//    error; when the source errors, with the source's error. In every one of
-//    these cases the upstream `controller` is aborted with the same reason and
-//    the source is cancelled with it: the request is released, not abandoned.
-//    A consumer's `cancel(reason)` reaches the source and the controller.
-//    A normal close aborts nothing.
+//    error; when a followed signal aborts (the deadline's, which carries its
+//    parents, e.g. a client that left, or `controller`'s), with its reason;
+//    when the source errors, with the source's error, unless a followed
+//    signal has aborted: then with that signal's reason (some runtimes error
+//    an aborted body with an unbranded copy). In every one of these cases the
+//    upstream `controller` is aborted with the same reason and the source is
+//    cancelled with it: the request is released, not abandoned. A consumer's
+//    `cancel(reason)` reaches the source and the controller. A normal close
+//    aborts nothing. Listeners on followed signals go when the stream settles.
 // 3. Only time spent waiting on the source counts. The wrapper reads one chunk
-//    ahead, so a read is outstanding whenever the consumer is keeping up; if
-//    the timer fires while a chunk sits unread in the wrapper, the stream is
-//    "parked": only the deadline can expire, and when the consumer reads again
-//    the active limit restarts from that moment. A slow consumer is never
-//    reported as a stalled source.
+//    ahead; when a chunk arrives and no read is waiting for it, it is "held"
+//    in the queue from `heldSince` until the consumer reads, and nothing
+//    waits on the source meanwhile. On that read the active limit's reference
+//    (`startedAt` or `lastProgressAt`) moves forward by the held time, so
+//    silence is the sum of the waits on the source since the last progress
+//    chunk. If the timer fires during a hold the stream is "parked": only the
+//    deadline can expire, and the read replaces the timer with a fresh
+//    decision. A slow or pausing consumer is never reported as a stalled
+//    source, and a real stall is declared after exactly its limit of waiting.
 // 4. Timers that wait on the source keep Node and Deno alive (someone is
-//    awaiting the verdict); a parked stream's deadline timer does not.
+//    awaiting the verdict); during a hold the timer is unref'd (an unread
+//    stream keeps nothing alive) and ref'd again when the consumer reads.
 // 5. Never early, at most `sampleMs` late. Each progress chunk is timed
 //    (`lastProgressAt`), except in a burst: after BURST_RUN progress chunks
 //    less than BURST_GAP_MS apart, chunks are only counted, and the timer is
@@ -59,6 +70,14 @@ export { createSseProgress, sseProgress };
 
 const now = () => performance.now();
 const noop = () => {};
+
+/** Undoes js/timers.js `unref`: the timer keeps Node or Deno alive again. */
+const ref =
+  typeof globalThis.Deno?.refTimer === "function"
+    ? (id) => globalThis.Deno.refTimer(id)
+    : (t) => {
+        if (typeof t === "object" && typeof t.ref === "function") t.ref();
+      };
 
 // Codes of the core's answer (src/wasm/stall.rs): [kind, …].
 const WAKE = 0;
@@ -188,26 +207,42 @@ export function withStallTimeout(stream, opts) {
   if (controller !== undefined && !isAbortController(controller)) {
     throw new TypeError(`'controller' of ${where} must be an AbortController: current value is ${describe(controller)}`);
   }
-  return watch(stream, { firstChunkMs, stallMs, at, deadline: o.deadline, controller, isProgress: predicate(o.isProgress, where) });
+  const signals = [];
+  // The deadline's signal carries its parents (a client that left): follow it.
+  const deadlineSignal = at === undefined ? undefined : signalOf(o.deadline);
+  if (deadlineSignal) signals.push(deadlineSignal);
+  if (controller) signals.push(controller.signal);
+  return watch(stream, { firstChunkMs, stallMs, at, deadline: o.deadline, controller, signals, isProgress: predicate(o.isProgress, where) });
+}
+
+/** The deadline's signal, or undefined for a disposed deadline (its instant still applies). */
+function signalOf(deadline) {
+  try {
+    return deadline.signal();
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * The wrapper itself, on checked arguments. `onSettle` runs once, when the
  * stream closes, errors or is cancelled (fetchWithDeadline unlinks its signals).
  */
-function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProgress }, onSettle = noop) {
+function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signals, isProgress }, onSettle = noop) {
   let startedAt = now();
   let lastProgressAt; // undefined until the first progress chunk
   let chunks = 0;
   let bytes = 0;
   let progress = 0; // progress chunks
-  let parked = false; // the timer found a chunk waiting for the consumer (invariant 3)
+  let heldSince; // when a chunk began waiting for the consumer in a full queue (invariant 3)
+  let parked = false; // the timer fired while a chunk was held (invariant 3)
   let burst = 0; // consecutive progress chunks less than BURST_GAP_MS apart
   let sampling = false; // in a burst: progress is counted, not timed (invariant 5)
   let sampledProgress = 0; // `progress` at the last consult while sampling
   const sampleMs = Math.max(1, Math.min(MAX_SAMPLE_MS, Math.floor(stallMs / 4)));
   let timer;
   let timerDueAt = Infinity;
+  let unrefd = false; // the timer does not keep the process alive (invariant 4)
   let settled = false;
   let out; // the wrapper's controller
 
@@ -224,7 +259,8 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProg
   function arm(delayMs, t) {
     timer = setWake(deadline, delayMs, onTimer); // workerd: the deadline's root timer
     timerDueAt = t + delayMs;
-    if (parked) unref(timer);
+    unrefd = heldSince !== undefined;
+    if (unrefd) unref(timer);
   }
 
   function act(answer, t) {
@@ -242,16 +278,19 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProg
     if (sampling) {
       const fresh = progress - sampledProgress;
       sampledProgress = progress;
-      // Progress came at some instant up to now: `t` is never earlier than it.
-      if (fresh > 0) lastProgressAt = t;
+      // Progress came at some instant up to now, and before any hold began:
+      // this is never earlier than the true last progress chunk.
+      if (fresh > 0) lastProgressAt = heldSince ?? t;
       if (fresh < BURST_RUN) {
         sampling = false; // the burst is over: time each progress chunk again
         burst = 0;
       }
     }
-    // A full queue means no read is outstanding: the consumer holds us up, not the source.
-    if (out.desiredSize <= 0) parked = true;
-    if (parked && at === undefined) return; // nothing can expire until the consumer reads again
+    // A chunk waits for the consumer, so no read is outstanding: the consumer holds us up, not the source.
+    if (heldSince !== undefined) {
+      parked = true;
+      if (at === undefined) return; // nothing can expire until the consumer reads again
+    }
     let answer;
     try {
       answer = parked ? decideParked(t) : decide(t);
@@ -271,12 +310,35 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProg
     }
   }
 
-  /** The consumer reads again after a park: the active limit restarts now. */
+  /** A chunk now waits in the full queue: nobody waits on the source until the consumer reads. */
+  function hold() {
+    heldSince = now();
+    if (timer !== undefined && !unrefd) {
+      unref(timer);
+      unrefd = true;
+    }
+  }
+
+  /**
+   * The consumer reads again after a hold: the held time is not silence, so
+   * the active limit's reference moves forward by it. A timer that fired
+   * meanwhile (parked) is replaced by a fresh decision; otherwise the armed
+   * one is early or on time, never late (moving the reference only postpones).
+   */
   function resume() {
-    parked = false;
     const t = now();
-    if (lastProgressAt === undefined) startedAt = t;
-    else lastProgressAt = t;
+    const held = t - heldSince;
+    heldSince = undefined;
+    if (held > 0) {
+      if (lastProgressAt === undefined) startedAt += held;
+      else lastProgressAt += held;
+    }
+    if (!parked) {
+      if (timer !== undefined && unrefd) ref(timer);
+      unrefd = false;
+      return;
+    }
+    parked = false;
     sampledProgress = progress;
     clearWake(timer);
     timer = undefined;
@@ -289,10 +351,15 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProg
     act(answer, t);
   }
 
+  function onAbort(event) {
+    fail(event.target.reason);
+  }
+
   function settle() {
     settled = true;
     if (timer !== undefined) clearWake(timer);
     timer = undefined;
+    for (const signal of signals) signal.removeEventListener("abort", onAbort);
     onSettle();
   }
 
@@ -336,10 +403,17 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProg
       }
     }
     out.enqueue(chunk);
+    // No read waited for the chunk: it stays in the queue until the consumer asks.
+    if (out.desiredSize <= 0) hold();
   }
 
+  /**
+   * The source errored. When a signal we follow has aborted, its reason is
+   * the cause: some runtimes error an aborted body with an unbranded copy.
+   */
   function onReadError(error) {
-    fail(error);
+    const aborted = signals.find((signal) => signal.aborted);
+    fail(aborted ? aborted.reason : error);
   }
 
   return new ReadableStream({
@@ -347,10 +421,14 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, isProg
       out = c;
       const answer = first;
       first = undefined;
+      // A parent (a client that left, the caller's signal) may have aborted already.
+      const gone = signals.find((signal) => signal.aborted);
+      if (gone) return fail(gone.reason);
+      for (const signal of signals) signal.addEventListener("abort", onAbort);
       act(answer, t0);
     },
     pull() {
-      if (parked) {
+      if (heldSince !== undefined) {
         resume();
         if (settled) return;
       }
@@ -456,7 +534,7 @@ export async function fetchWithDeadline(input, init, opts) {
     unlink();
     return response;
   }
-  const body = watch(response.body, { firstChunkMs, stallMs, at, deadline: o.deadline, controller: upstream, isProgress }, unlink);
+  const body = watch(response.body, { firstChunkMs, stallMs, at, deadline: o.deadline, controller: upstream, signals: [upstream.signal], isProgress }, unlink);
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
   for (const key of ["url", "redirected", "type"]) {

@@ -63,8 +63,11 @@ const workerdVariants = [
     label: " (compatibility date 2022-01-01)",
     compatibilityDate: "2022-01-01",
     flags: ["streams_enable_constructors", "transformstream_enable_standard_constructor"],
-    quirks: "fetch-abort-reason-as-text",
+    quirks: "lossy-abort-reasons",
   },
+  // Before the 2026-04-21 compatibility date an aborted fetch rejects, and its
+  // body errors, with an unbranded copy of the reason.
+  { label: " (compatibility date 2026-04-01)", compatibilityDate: "2026-04-01", flags: [], quirks: "lossy-abort-reasons" },
 ];
 
 /** One run of the JS suite in workerd with the given compatibility date and flags. */

@@ -243,8 +243,11 @@ pub enum Warning {
     AboveLargestBucket { q: f64, bound_ms: f64 },
     /// A histogram's name has no unit suffix; values were read as ms.
     UnitAssumed { metric: String },
-    /// The sketch collapsed low buckets; the percentile lies among them.
-    Collapsed { below_ms: f64 },
+    /// The sketch collapsed its low buckets to bound memory, and these
+    /// reported percentiles (`q` values, ascending: p50, p90, p99, p99.9 and
+    /// the target `q`) lie among them: each is only an upper bound, not within
+    /// the relative error.
+    Collapsed { below_ms: f64, quantiles: Vec<f64> },
 }
 
 impl Warning {
@@ -334,11 +337,19 @@ impl fmt::Display for Warning {
                 f,
                 "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds"
             ),
-            Self::Collapsed { below_ms } => write!(
-                f,
-                "the sketch merged its lowest buckets (values below {}) to bound memory: the percentile lies among them and is approximate",
-                ms(*below_ms)
-            ),
+            Self::Collapsed { below_ms, quantiles } => {
+                for (i, &q) in quantiles.iter().enumerate() {
+                    write!(f, "{}{}", if i > 0 { ", " } else { "" }, percentile_name(q))?;
+                }
+                let one = quantiles.len() == 1;
+                write!(
+                    f,
+                    " {} at or below {}, where the sketch merged its lowest buckets to bound memory: {} only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)",
+                    if one { "lies" } else { "lie" },
+                    ms(*below_ms),
+                    if one { "it is" } else { "each is" }
+                )
+            }
         }
     }
 }
@@ -476,9 +487,18 @@ fn finish(
             if let Some(w) = center.filter(|&c| c > 0.0).and_then(|c| pile_up(s, c, opts.configured_ms.is_some())) {
                 warnings.push(w);
             }
-            if let (Some(below), Some(v)) = (s.collapsed_below_ms(), quantile_ms) {
-                if v <= below {
-                    warnings.push(Warning::Collapsed { below_ms: below });
+            // Every reported percentile, not only the target one: a p50 read
+            // from merged buckets is as wrong as a p99 would be.
+            if let Some(below) = s.collapsed_below_ms() {
+                let mut quantiles: Vec<f64> = [0.5, 0.9, 0.99, 0.999, opts.q]
+                    .into_iter()
+                    .filter(|&q| at(q).is_some_and(|v| v <= below))
+                    .collect();
+                // Short and nearly sorted; no std sort in the Wasm build for five numbers.
+                prom::insertion_sort_by(&mut quantiles, |a, b| a < b);
+                quantiles.dedup();
+                if !quantiles.is_empty() {
+                    warnings.push(Warning::Collapsed { below_ms: below, quantiles });
                 }
             }
             tail = tail_shape(&s.bins());
@@ -706,14 +726,13 @@ pub fn derive_exposition(
     opts: &DeriveOptions,
 ) -> Result<Vec<BucketResult>, DeriveError> {
     opts.validate()?;
-    let samples = prom::parse_text(text).map_err(DeriveError::Prom)?;
-    let hists = prom::histograms(&samples, metric).map_err(DeriveError::Prom)?;
+    let hists = prom::histograms_in_text(text, metric).map_err(DeriveError::Prom)?;
     derive_histograms(&hists, by, outcome_label, opts)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::prom::{histograms, parse_text, Loc};
+    use super::prom::{histograms, histograms_in_text, parse_text, Loc, TextHistograms, MAX_TEXT_BYTES};
     use super::*;
     use crate::core::simulate::{Sampler, Scenario};
     use crate::core::sketch::tests::Gen;
@@ -753,6 +772,40 @@ mod tests {
         assert!((q - 9990.0).abs() <= 99.9, "{q}");
         assert_eq!(r.timeout_ms, Some(q * 1.5));
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn every_reported_percentile_is_accurate_or_flagged_as_collapsed() {
+        // At α = 0.001 the sketch spans only about 21× before it merges its
+        // lowest buckets; seed 003's durations span far more, so the median
+        // lands among the merged ones.
+        let xs = seed_003(20_000);
+        let mut sorted = xs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let exact = |q: f64| sorted[rank_index(q, sorted.len())];
+        let opts = DeriveOptions { relative_error: 0.001, ..DeriveOptions::default() };
+        let r = derive_samples(&xs, &opts).unwrap();
+        let flagged: Vec<f64> = r
+            .warnings
+            .iter()
+            .filter_map(|w| match w {
+                Warning::Collapsed { quantiles, .. } => Some(quantiles.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let mut wrong = 0;
+        for (q, v) in [(0.5, r.p50_ms), (0.9, r.p90_ms), (0.99, r.p99_ms), (0.999, r.p999_ms)] {
+            let (v, x) = (v.unwrap(), exact(q));
+            if (v - x).abs() > 0.001 * x + 1e-6 {
+                wrong += 1;
+                assert!(flagged.contains(&q), "p{q}: {v} for an exact {x}, not flagged: {:?}", r.warnings);
+            }
+        }
+        assert!(wrong > 0, "the data no longer makes the sketch collapse: pick a wider range");
+        let text = r.warnings.iter().find(|w| w.code() == "collapsed").unwrap().to_string();
+        assert!(text.starts_with("p50"), "{text}");
+        assert!(text.contains("relativeError"), "{text}");
     }
 
     #[test]
@@ -989,6 +1042,55 @@ other_metric{a="x\"y\\z\n"} 3
         let text = "req_latency_bucket{le=\"10\"} 5\nreq_latency_bucket{le=\"+Inf\"} 5\n";
         let r = &derive_exposition(text, None, &[], None, &DeriveOptions::default()).unwrap()[0];
         assert!(has(r, "unit-assumed") && r.p50_ms.unwrap() <= 10.0);
+    }
+
+    #[test]
+    fn streaming_exposition_parse_equals_collecting_every_sample() {
+        let texts = [
+            EXPOSITION,
+            "x_bucket{le=\"1\"} 5\nx_bucket{le=\"2\"} 3\nx_bucket{le=\"+Inf\"} 9\n",
+            "x_bucket{le=\"1\"} 5\n",
+            "x_bucket{le=\"abc\"} 5\n",
+            "x_bucket{k=\"1\"} 5\nx_bucket{le=\"1\"} 5\nx_bucket{le=\"+Inf\"} 5\n",
+            "a_bucket{le=\"1\"} 1\nb_bucket{le=\"1\"} 1\n",
+            "up 1\n\n# c\nx_sum 3\nx_count 2\n",
+            "x_bucket{le=\"1\"} 5\n9x 1\n",
+        ];
+        // Series in descending label order: each new one sorts first.
+        let mut many = String::new();
+        for i in (0..500).rev() {
+            many.push_str(&format!("y_bucket{{id=\"{i:04}\",le=\"1\"}} {i}\ny_bucket{{id=\"{i:04}\",le=\"+Inf\"}} {}\n", i + 1));
+        }
+        // In pieces of `k` lines each, as js/derive.js hands text over.
+        let in_pieces = |text: &str, metric: Option<&str>, k: usize| {
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let pieces: Vec<String> = lines.chunks(k).map(|c| c.concat()).collect();
+            let mut parse = TextHistograms::new(metric);
+            let mut out = Vec::new();
+            if metric.is_none() {
+                pieces.iter().try_for_each(|p| parse.scan(p))?;
+            }
+            pieces.iter().try_for_each(|p| parse.feed(p))?;
+            parse.finish(&mut |h| out.push(h)).map(|()| out)
+        };
+        for text in texts.iter().copied().chain([many.as_str()]) {
+            for metric in [None, Some("x"), Some("x_bucket"), Some("a"), Some("y"), Some("zzz")] {
+                let collected = parse_text(text).and_then(|s| histograms(&s, metric));
+                assert_eq!(histograms_in_text(text, metric), collected, "{metric:?} of {text:?}");
+                for k in [1, 2, 7] {
+                    assert_eq!(in_pieces(text, metric, k), collected, "pieces of {k} lines, {metric:?} of {text:?}");
+                }
+            }
+        }
+        let hs = histograms_in_text(&many, None).unwrap();
+        assert_eq!(hs.len(), 500);
+        assert!(hs.windows(2).all(|w| w[0].labels < w[1].labels));
+        // Too long: refused before any parsing (the text need not even be valid).
+        let long = "#".repeat(MAX_TEXT_BYTES + 1);
+        let e = histograms_in_text(&long, None).unwrap_err();
+        assert_eq!(e, PromError::TooLarge { bytes: MAX_TEXT_BYTES + 1 });
+        assert!(e.to_string().starts_with("'input' is 16777217 bytes of exposition text: at most 16777216"), "{e}");
+        assert!(histograms_in_text(&long[1..], None).unwrap_err().to_string().starts_with("no histogram"));
     }
 
     #[test]

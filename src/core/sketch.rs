@@ -880,8 +880,57 @@ pub(crate) mod tests {
         )
     }
 
+    /// Every field, compared bit for bit (NaN-free, so `to_bits` equality is equality).
+    fn same_state(a: &LatencySketch, b: &LatencySketch) -> bool {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        a.alpha.to_bits() == b.alpha.to_bits()
+            && a.multiplier.to_bits() == b.multiplier.to_bits()
+            && a.counts == b.counts
+            && a.offset == b.offset
+            && (a.zero_count, a.count) == (b.zero_count, b.count)
+            && bits(&[a.sum, a.min, a.max]) == bits(&[b.sum, b.min, b.max])
+            && a.exact.as_deref().map(bits) == b.exact.as_deref().map(bits)
+            && a.collapsed_below.map(f64::to_bits) == b.collapsed_below.map(f64::to_bits)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Parking a sketch as bytes and back changes nothing, and the
+        /// restored sketch keeps working like the original.
+        #[test]
+        fn bytes_round_trip(xs in sample_vec(), more in sample_vec(), alpha in prop_oneof![Just(0.01), Just(0.001), 0.001..0.5f64]) {
+            let mut s = LatencySketch::new(alpha).unwrap();
+            s.add_all(&xs).unwrap();
+            let mut back = LatencySketch::from_bytes(&s.to_bytes()).unwrap();
+            prop_assert!(same_state(&back, &s));
+            s.add_all(&more).unwrap();
+            back.add_all(&more).unwrap();
+            prop_assert!(same_state(&back, &s));
+            let empty = LatencySketch::new(alpha).unwrap();
+            prop_assert!(same_state(&LatencySketch::from_bytes(&empty.to_bytes()).unwrap(), &empty));
+        }
+
+        /// Any bytes: an error or a sketch whose reads do not panic.
+        #[test]
+        fn bytes_never_panic(mut bytes in prop::collection::vec(any::<u8>(), 0..200), xs in sample_vec(), flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4)) {
+            let _ = LatencySketch::from_bytes(&bytes);
+            let mut s = LatencySketch::default();
+            s.add_all(&xs).unwrap();
+            bytes = s.to_bytes();
+            for (i, v) in flips {
+                let n = bytes.len();
+                bytes[i % n] ^= v;
+            }
+            if let Ok(mut t) = LatencySketch::from_bytes(&bytes) {
+                for q in QS {
+                    let _ = t.quantile(q);
+                }
+                let _ = (t.fraction_above(10.0), t.bins());
+                t.add(1.0).unwrap();
+                t.merge(&s).ok();
+            }
+        }
 
         #[test]
         fn quantiles_within_error_and_range(xs in sample_vec(), q in 0.0..=1.0f64) {

@@ -133,11 +133,17 @@ impl fmt::Display for Phase {
 /// Why a stall configuration or snapshot was refused.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StallError {
-    /// `param` (`firstChunkMs` or `stallMs`) was NaN, ±∞, zero, negative or
-    /// past [`MAX_MS`]. A limit is a positive, finite number of milliseconds:
-    /// zero would declare every stream stalled at once. For "no practical
-    /// limit", pass a large value and let the deadline bound the stream.
+    /// `stallMs` was NaN, ±∞, zero, negative or past [`MAX_MS`]. The gap
+    /// limit is a positive, finite number of milliseconds: it is a property of
+    /// the source's rhythm, not a share of a budget, and zero would call every
+    /// gap a stall. For "no practical limit", pass a large value and let the
+    /// deadline bound the stream.
     Limit { param: &'static str, value: f64 },
+    /// A wait (`firstChunkMs`, or `firstByteMs` for headers) was NaN, ±∞,
+    /// negative or past [`MAX_MS`]. Zero is accepted: a wait is often cut from
+    /// what is left of a deadline, and nothing left means the wait has already
+    /// run out (the stream stalls at once), not that the caller erred.
+    Wait { param: &'static str, value: f64 },
     /// An instant (`deadline`, `startedAt`, `lastProgressAt` or `nowMs`) was
     /// outside `0 ..= MAX_MS`. Pass readings of one monotonic clock
     /// (`performance.now()`).
@@ -151,7 +157,7 @@ impl StallError {
     /// The parameter at fault. Every stall error is caused by one input.
     pub fn param(&self) -> &'static str {
         match self {
-            Self::Limit { param, .. } | Self::Count { param, .. } => param,
+            Self::Limit { param, .. } | Self::Wait { param, .. } | Self::Count { param, .. } => param,
             // `check_ms` only produces the input variants, which all name one.
             Self::Instant(e) => e.param().unwrap_or("nowMs"),
         }
@@ -166,6 +172,11 @@ impl fmt::Display for StallError {
                 "'{param}' must be a finite number of milliseconds greater than 0 and at most {MAX_MS}: \
                  current value is {value}"
             ),
+            Self::Wait { param, value } => write!(
+                f,
+                "'{param}' must be a finite number of milliseconds, 0 or more and at most {MAX_MS} \
+                 (0: the wait has already run out): current value is {value}"
+            ),
             Self::Instant(e) => e.fmt(f),
             Self::Count { param, value } => {
                 write!(f, "'{param}' must be a whole number between 0 and {MAX_MS}: current value is {value}")
@@ -178,7 +189,7 @@ impl std::error::Error for StallError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Instant(e) => Some(e),
-            Self::Limit { .. } | Self::Count { .. } => None,
+            Self::Limit { .. } | Self::Wait { .. } | Self::Count { .. } => None,
         }
     }
 }
@@ -240,13 +251,14 @@ impl Decision {
 }
 
 impl StallConfig {
-    /// Validates the limits (`firstChunkMs`, `stallMs`: `0 < ms ≤ MAX_MS`) and
-    /// the optional deadline instant (`deadline`: `0 ..= MAX_MS`).
+    /// Validates the limits (`firstChunkMs`: `0 ..= MAX_MS`, where 0 stalls at
+    /// once; `stallMs`: `0 < ms ≤ MAX_MS`) and the optional deadline instant
+    /// (`deadline`: `0 ..= MAX_MS`).
     ///
     /// A limit longer than the time left to the deadline is accepted; the
     /// deadline then decides (see the module's *Defined outcomes*).
     pub fn new(first_chunk_ms: f64, stall_ms: f64, deadline_at: Option<f64>) -> Result<Self, StallError> {
-        let first_chunk_ms = check_limit("firstChunkMs", first_chunk_ms)?;
+        let first_chunk_ms = check_wait("firstChunkMs", first_chunk_ms)?;
         let stall_ms = check_limit("stallMs", stall_ms)?;
         let deadline_at = match deadline_at {
             Some(at) => Some(check_ms("deadline", at).map_err(StallError::Instant)?),
@@ -326,6 +338,11 @@ fn check_limit(param: &'static str, value: f64) -> Result<f64, StallError> {
     }
 }
 
+/// A wait: finite, `0 ≤ ms ≤ MAX_MS`; `-0` becomes `0`.
+fn check_wait(param: &'static str, value: f64) -> Result<f64, StallError> {
+    check_ms(param, value).map_err(|_| StallError::Wait { param, value })
+}
+
 /// A count: a whole number in `0 ..= MAX_MS`; `-0` becomes `0`.
 fn check_count(param: &'static str, value: f64) -> Result<f64, StallError> {
     match check_ms(param, value) {
@@ -398,8 +415,13 @@ mod tests {
         ]
     }
 
+    /// A wait may also be zero (it has run out).
+    fn wait() -> impl Strategy<Value = f64> {
+        prop_oneof![8 => limit(), 1 => Just(0.0)]
+    }
+
     fn config() -> impl Strategy<Value = StallConfig> {
-        (limit(), limit(), proptest::option::of(time()))
+        (wait(), limit(), proptest::option::of(time()))
             .prop_map(|(f, s, d)| StallConfig::new(f, s, d).unwrap())
     }
 
@@ -454,14 +476,43 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_first_chunk_wait_has_run_out_at_once() {
+        for zero in [0.0, -0.0] {
+            let c = cfg(zero, 100.0, None);
+            assert_eq!(c.first_chunk_ms().to_bits(), 0.0f64.to_bits());
+            assert_eq!(
+                c.decide(&Snapshot::started(40.0), 40.0),
+                Ok(Decision::Stalled { phase: Phase::FirstChunk, after_ms: 0.0, chunks: 0.0, bytes: 0.0 })
+            );
+        }
+        // The deadline still wins a tie.
+        let c = cfg(0.0, 100.0, Some(40.0));
+        assert_eq!(c.decide(&Snapshot::started(40.0), 40.0), Ok(Decision::DeadlineExceeded { late_by_ms: 0.0 }));
+        // After progress the wait no longer matters.
+        let s = Snapshot { started_at: 0.0, last_progress_at: Some(10.0), chunks: 1.0, bytes: 1.0 };
+        assert_eq!(
+            cfg(0.0, 100.0, None).decide(&s, 50.0),
+            Ok(Decision::Wake { at_ms: 110.0, delay_ms: 60.0, phase: Phase::Stall })
+        );
+    }
+
+    #[test]
     fn rejects_each_bad_limit_by_name() {
-        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 0.0, -0.0, MAX_MS + 2.0] {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, MAX_MS + 2.0] {
             let e = StallConfig::new(bad, 1.0, None).unwrap_err();
             assert_eq!(e.param(), "firstChunkMs");
-            assert!(matches!(e, StallError::Limit { .. }), "{e:?}");
+            assert!(matches!(e, StallError::Wait { .. }), "{e:?}");
+        }
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 0.0, -0.0, MAX_MS + 2.0] {
             let e = StallConfig::new(1.0, bad, None).unwrap_err();
             assert_eq!(e.param(), "stallMs");
+            assert!(matches!(e, StallError::Limit { .. }), "{e:?}");
         }
+        assert_eq!(
+            StallConfig::new(-1.0, 1.0, None).unwrap_err().to_string(),
+            "'firstChunkMs' must be a finite number of milliseconds, 0 or more and at most 9007199254740991 \
+             (0: the wait has already run out): current value is -1"
+        );
         let msg = StallConfig::new(1.0, 0.0, None).unwrap_err().to_string();
         assert_eq!(
             msg,

@@ -174,13 +174,15 @@ impl SketchJs {
         self.inner.merge(&other.inner).map_err(to_js)
     }
 
-    /// [`LatencySketch::to_bytes`], as a `Uint8Array`.
+    /// [`LatencySketch::to_bytes`], as a `Uint8Array`: what `toBytes()`
+    /// returns, and how js/sketch.js parks idle sketches in JS memory.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self) -> Vec<u8> {
         self.inner.to_bytes()
     }
 
-    /// [`LatencySketch::from_bytes`]; a `RangeError` naming the problem.
+    /// [`LatencySketch::from_bytes`] (a received or a parked sketch); a
+    /// `RangeError` naming the problem.
     #[wasm_bindgen(js_name = fromBytes)]
     pub fn from_bytes(bytes: &[u8]) -> Result<SketchJs, JsValue> {
         Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(to_js)?, saved: None })
@@ -345,13 +347,52 @@ impl DeriverJs {
 
 // ---- Prometheus -------------------------------------------------------------
 
-/// Parses the text exposition format and returns the histograms of `metric`
-/// (or of the only family present), layout of [`encode_histograms`].
-#[wasm_bindgen(js_name = parsePrometheusText)]
-pub fn parse_prometheus_text(text: &str, metric: Option<String>) -> Result<Vec<JsValue>, JsValue> {
-    let samples = prom::parse_text(text).map_err(to_js)?;
-    let hists = prom::histograms(&samples, metric.as_deref()).map_err(to_js)?;
-    Ok(encode_histograms(&hists))
+/// Parses the text exposition format, handed over in pieces that end at line
+/// breaks ([`prom::TextHistograms`]): js/derive.js keeps the text, so Wasm
+/// memory holds one piece at a time.
+#[wasm_bindgen(js_name = PromTextCore)]
+pub struct PromTextJs {
+    inner: prom::TextHistograms,
+}
+
+#[wasm_bindgen(js_class = PromTextCore)]
+impl PromTextJs {
+    #[wasm_bindgen(constructor)]
+    pub fn new(metric: Option<String>) -> PromTextJs {
+        PromTextJs { inner: prom::TextHistograms::new(metric.as_deref()) }
+    }
+
+    /// The first pass, without a metric: finds the family.
+    pub fn scan(&mut self, piece: &str) -> Result<(), JsValue> {
+        self.inner.scan(piece).map_err(to_js)
+    }
+
+    /// The second pass: files the family's samples.
+    pub fn feed(&mut self, piece: &str) -> Result<(), JsValue> {
+        self.inner.feed(piece).map_err(to_js)
+    }
+
+    /// The histograms of `metric` (or of the only family present), layout of
+    /// [`encode_histograms`], each encoded as soon as it is built.
+    pub fn finish(&mut self) -> Result<Vec<JsValue>, JsValue> {
+        let mut out = vec![JsValue::UNDEFINED];
+        let mut n = 0;
+        self.inner
+            .finish(&mut |h| {
+                encode_histogram(&mut out, &h);
+                n += 1;
+            })
+            .map_err(to_js)?;
+        out[0] = count(n);
+        Ok(out)
+    }
+}
+
+/// [`prom::MAX_TEXT_BYTES`], for the check `js/derive.js` makes before
+/// copying text into Wasm memory.
+#[wasm_bindgen(js_name = maxExpositionBytes)]
+pub fn max_exposition_bytes() -> f64 {
+    prom::MAX_TEXT_BYTES as f64
 }
 
 /// Histograms from the samples of a query API result (`js/derive.js` walks
@@ -579,20 +620,25 @@ fn encode_rows(rows: &[BucketResult]) -> Vec<JsValue> {
 fn encode_histograms(hists: &[Histogram]) -> Vec<JsValue> {
     let mut out = vec![count(hists.len())];
     for h in hists {
-        out.push(JsValue::from_str(&h.name));
-        out.push(JsValue::from_str(h.unit.name()));
-        out.push(count(h.labels.len()));
-        for (k, v) in &h.labels {
-            out.push(JsValue::from_str(k));
-            out.push(JsValue::from_str(v));
-        }
-        out.push(count(h.bounds_ms.len()));
-        for (b, c) in h.bounds_ms.iter().zip(&h.cumulative) {
-            out.push(num(*b));
-            out.push(num(*c));
-        }
-        out.push(opt(h.sum_ms));
-        out.push(opt(h.count));
+        encode_histogram(&mut out, h);
     }
     out
+}
+
+/// One histogram of [`encode_histograms`]' layout.
+fn encode_histogram(out: &mut Vec<JsValue>, h: &Histogram) {
+    out.push(JsValue::from_str(&h.name));
+    out.push(JsValue::from_str(h.unit.name()));
+    out.push(count(h.labels.len()));
+    for (k, v) in &h.labels {
+        out.push(JsValue::from_str(k));
+        out.push(JsValue::from_str(v));
+    }
+    out.push(count(h.bounds_ms.len()));
+    for (b, c) in h.bounds_ms.iter().zip(&h.cumulative) {
+        out.push(num(*b));
+        out.push(num(*c));
+    }
+    out.push(opt(h.sum_ms));
+    out.push(opt(h.count));
 }

@@ -9,6 +9,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{to_js, JsFailure};
+use crate::core::deadline::MAX_MS;
 use crate::core::stall::{Decision, Phase, Snapshot, StallConfig, StallError};
 
 /// `[kind, …]` codes of [`stall_decide`]'s answer; `js/stall.js` mirrors them.
@@ -54,15 +55,17 @@ pub fn stall_decide(
 }
 
 /// The wait for response headers (`fetchWithDeadline`'s `firstByteMs`): the
-/// same decision with `firstByteMs` as both limits and nothing received, so the
-/// answer is a wake or `[1, afterMs, 0, 0]`. Bad input names `firstByteMs`.
+/// same decision with `firstByteMs` as the first-chunk wait and nothing
+/// received, so the answer is a wake or `[1, afterMs, 0, 0]` (at once for
+/// `firstByteMs` 0: no time was left to wait). Bad input names `firstByteMs`.
 #[wasm_bindgen(js_name = firstByteDecide)]
 pub fn first_byte_decide(first_byte_ms: f64, started_at: f64, now_ms: f64) -> Result<Vec<f64>, JsValue> {
     let rename = |error: StallError| match error {
-        StallError::Limit { value, .. } => StallError::Limit { param: "firstByteMs", value },
+        StallError::Wait { value, .. } => StallError::Wait { param: "firstByteMs", value },
         other => other,
     };
-    let config = StallConfig::new(first_byte_ms, first_byte_ms, None).map_err(rename).map_err(to_js)?;
+    // Nothing is ever received, so the gap limit never applies: the largest one.
+    let config = StallConfig::new(first_byte_ms, MAX_MS, None).map_err(rename).map_err(to_js)?;
     let decision = config.decide(&Snapshot::started(started_at), now_ms).map_err(to_js)?;
     Ok(encode(decision))
 }

@@ -20,7 +20,7 @@ ${code}`;
   return { code: exit, ms: performance.now() - started, stdout: new TextDecoder().decode(stdout) };
 }
 
-const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript };
+const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript };
 const report = await runSuite(lib, ctx);
 console.log(JSON.stringify(report));
 Deno.exit(report.failed ? 1 : 0);

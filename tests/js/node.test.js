@@ -31,6 +31,7 @@ const ctx = {
   fixtureUrl: process.env.FIXTURE_URL,
   ...(await prepare(lib)),
   spawnPackageScript,
+  freshPackageScript: spawnPackageScript,
   pendingTimers: () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length,
 };
 

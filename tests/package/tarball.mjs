@@ -19,6 +19,7 @@ export const ALLOWED = [
   // the Wasm core and its wasm-bindgen glue
   "edge_deadline_bg.wasm",
   "edge_deadline.js",
+  "wasm_exports.js", // what load.js checks a given module against (written by the build)
   // modules the entry points import
   "api.js",
   "load.js",

@@ -18,12 +18,32 @@
 //!   `*_milliseconds` and `*_ms` are taken as is; any other name is taken as
 //!   milliseconds and flagged ([`Unit::Unknown`]).
 //!
+//! # Memory and time
+//! Exposition text can be large (a high-cardinality exporter serves tens of
+//! MB), and Wasm memory never shrinks: whatever a parse needs at its peak
+//! stays reserved for the life of the instance. So [`histograms_in_text`]
+//! streams: each line is parsed, filed under its series and dropped, and only
+//! the chosen family's buckets are kept (about 40 bytes per bucket line plus
+//! one copy of each series' labels). Consecutive lines of one series form a
+//! run; the runs are sorted once at the end (a merge sort) and merged, so the
+//! time is `O(lines + series · log series)`: one insert per new series into a
+//! sorted vector made it quadratic. [`each_histogram_in_text`] hands out each
+//! finished histogram at once, so they are never all held together, and
+//! [`TextHistograms`] takes the text in pieces, so the host can keep it out of
+//! Wasm memory. Text longer than [`MAX_TEXT_BYTES`] is refused before any
+//! work starts ([`PromError::TooLarge`]).
+//!
+//! Invariant 4 (below) also holds for text handed to [`TextHistograms`] in
+//! pieces that end at line breaks.
+//!
 //! # Invariants (tested in `derive.rs`)
 //! 1. Every [`Histogram`] has strictly increasing bounds ending in `+Inf`,
 //!    at least one finite bound, and non-decreasing finite counts.
 //! 2. Quantiles are monotone in `q` and lie within `[0, largest finite bound]`.
 //! 3. Malformed input is an error naming the line (or result index) and the
 //!    field, never a panic.
+//! 4. [`histograms_in_text`] gives the same histograms (or the same error) as
+//!    [`parse_text`] followed by [`histograms`].
 
 use core::fmt;
 
@@ -31,6 +51,43 @@ use core::fmt;
 pub const MAX_SERIES_BUCKETS: usize = 4096;
 /// The most labels one sample may have.
 pub const MAX_LABELS: usize = 128;
+/// The longest exposition text [`histograms_in_text`] accepts: 16 MiB of
+/// UTF-8, which covers a 150 000-series exporter. Its parse needs up to about
+/// five and a half times its size in Wasm memory at the peak (measured:
+/// BENCHMARKS.md, "Memory"), and Wasm memory is never returned.
+pub const MAX_TEXT_BYTES: usize = 16 << 20;
+
+/// The indices `0..n` in the order `less` gives, stably: a bottom-up merge
+/// sort in `O(n log n)`, for long inputs (std's sorts add several KB to the
+/// Wasm build).
+fn merge_sort_indices(n: usize, less: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let mut a: Vec<usize> = (0..n).collect();
+    let mut b = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut l, mut r) = (start, mid);
+            for slot in b.iter_mut().take(end).skip(start) {
+                // Take from the right run only when strictly less: stable.
+                let right = l >= mid || (r < end && less(a[r], a[l]));
+                if right {
+                    *slot = a[r];
+                    r += 1;
+                } else {
+                    *slot = a[l];
+                    l += 1;
+                }
+            }
+            start = end;
+        }
+        core::mem::swap(&mut a, &mut b);
+        width *= 2;
+    }
+    a
+}
 
 /// Sorts a short, usually already sorted slice; stable.
 pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
@@ -142,6 +199,8 @@ pub enum PromError {
     NoHistogram { metric: Option<String>, found: Vec<String> },
     /// Several histogram families are present: pass the metric to use.
     Ambiguous { found: Vec<String> },
+    /// The text is longer than [`MAX_TEXT_BYTES`]; nothing was parsed.
+    TooLarge { bytes: usize },
 }
 
 /// `a, b, c` (without `join`, which adds its own copy loop to the Wasm build).
@@ -196,6 +255,11 @@ impl fmt::Display for PromError {
                 list(f, found)?;
                 write!(f, "): choose one with 'metric'")
             }
+            Self::TooLarge { bytes } => write!(
+                f,
+                "'input' is {bytes} bytes of exposition text: at most {MAX_TEXT_BYTES} are parsed; \
+                 scrape or filter one histogram family (e.g. query Prometheus for it) instead"
+            ),
         }
     }
 }
@@ -411,15 +475,119 @@ impl Histogram {
 /// `# TYPE`, any `#` line) and blank lines are skipped; every other line must
 /// be `name{label="value",…} value [timestamp]`.
 pub fn parse_text(text: &str) -> Result<Vec<PromSample>, PromError> {
-    let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    samples(text).collect()
+}
+
+/// The samples of `text`, one at a time (see [`parse_text`]).
+fn samples(text: &str) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
+    samples_from(text, 0)
+}
+
+/// [`samples`] of a piece that follows `before` lines of the same text.
+fn samples_from(text: &str, before: usize) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
+    text.lines().enumerate().filter_map(move |(i, raw)| {
         let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        out.push(parse_line(line, Loc { kind: "line", index: i + 1 })?);
-    }
+        (!line.is_empty() && !line.starts_with('#')).then(|| parse_line(line, Loc { kind: "line", index: before + i + 1 }))
+    })
+}
+
+/// The histograms of `metric` (or of the only family present) in exposition
+/// text, streaming (see *Memory and time*): the same answer as [`parse_text`]
+/// then [`histograms`], without holding every sample at once.
+pub fn histograms_in_text(text: &str, metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
+    let mut out = Vec::new();
+    each_histogram_in_text(text, metric, &mut |h| out.push(h))?;
     Ok(out)
+}
+
+/// [`histograms_in_text`], handing each histogram to `each` (in label order)
+/// instead of collecting them: the caller can convert and drop one at a time,
+/// so the parse never holds every finished histogram at once.
+pub fn each_histogram_in_text(text: &str, metric: Option<&str>, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(PromError::TooLarge { bytes: text.len() });
+    }
+    let mut parse = TextHistograms::new(metric);
+    if metric.is_none() {
+        parse.scan(text)?;
+    }
+    parse.feed(text)?;
+    parse.finish(each)
+}
+
+/// [`each_histogram_in_text`] for text handed over in pieces, each ending at a
+/// line break (or at the end of the text): the caller keeps the text, and
+/// Wasm memory holds one piece at a time instead of all of it.
+///
+/// Without a metric, pass every piece to [`TextHistograms::scan`] first (it
+/// finds the one family and checks every line), then every piece again to
+/// [`TextHistograms::feed`]; with one, only `feed`. Then
+/// [`TextHistograms::finish`]. Line numbers in errors count across pieces.
+pub struct TextHistograms {
+    metric: Option<String>,
+    families: Vec<String>,
+    assembler: Option<Assembler>,
+    /// Lines and bytes seen so far in the current pass.
+    lines: usize,
+    bytes: usize,
+}
+
+impl TextHistograms {
+    pub fn new(metric: Option<&str>) -> Self {
+        Self { metric: metric.map(str::to_string), families: Vec::new(), assembler: None, lines: 0, bytes: 0 }
+    }
+
+    /// The first pass (without a metric): notes the histogram families.
+    pub fn scan(&mut self, piece: &str) -> Result<(), PromError> {
+        self.count(piece)?;
+        for s in samples_from(piece, self.lines) {
+            note_family(&mut self.families, &s?);
+        }
+        self.lines += piece.lines().count();
+        Ok(())
+    }
+
+    /// The second pass: files the family's samples under their series.
+    pub fn feed(&mut self, piece: &str) -> Result<(), PromError> {
+        let assembler = match &mut self.assembler {
+            Some(a) => a,
+            None => {
+                let family = match &self.metric {
+                    Some(m) => m.clone(),
+                    None => only_family(core::mem::take(&mut self.families))?,
+                };
+                (self.lines, self.bytes) = (0, 0);
+                self.assembler.insert(Assembler::new(&family))
+            }
+        };
+        let total = self.bytes + piece.len();
+        if total > MAX_TEXT_BYTES {
+            return Err(PromError::TooLarge { bytes: total });
+        }
+        self.bytes = total;
+        for s in samples_from(piece, self.lines) {
+            assembler.feed(&s?)?;
+        }
+        self.lines += piece.lines().count();
+        Ok(())
+    }
+
+    /// Hands over every histogram, in label order ([`each_histogram_in_text`]).
+    pub fn finish(&mut self, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
+        self.feed("")?;
+        match self.assembler.take() {
+            Some(a) => a.finish(each),
+            None => Ok(()),
+        }
+    }
+
+    fn count(&mut self, piece: &str) -> Result<(), PromError> {
+        self.bytes += piece.len();
+        if self.bytes > MAX_TEXT_BYTES {
+            return Err(PromError::TooLarge { bytes: self.bytes });
+        }
+        Ok(())
+    }
 }
 
 fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
@@ -535,6 +703,7 @@ pub fn parse_decimal(s: &str) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
+#[inline(never)] // one copy in the Wasm build, though three loops call it
 fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
     let mut chars = line.char_indices().peekable();
     match chars.peek() {
@@ -640,39 +809,93 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
 /// trailing `_bucket` is ignored); without it the samples must hold exactly
 /// one histogram family. Series are returned ordered by their labels.
 pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
-    let metric = metric.map(|m| m.strip_suffix("_bucket").unwrap_or(m));
-    let mut families: Vec<String> = Vec::new();
-    for s in samples {
-        if let Some(fam) = s.name.strip_suffix("_bucket") {
-            if s.labels.iter().any(|(k, _)| k == "le") && !families.iter().any(|f| f == fam) {
-                families.push(fam.to_string());
+    let metric = match metric {
+        Some(m) => m.to_string(),
+        None => {
+            let mut families = Vec::new();
+            for s in samples {
+                note_family(&mut families, s);
             }
+            only_family(families)?
+        }
+    };
+    let mut assembler = Assembler::new(&metric);
+    for s in samples {
+        assembler.feed(s)?;
+    }
+    let mut out = Vec::new();
+    assembler.finish(&mut |h| out.push(h))?;
+    Ok(out)
+}
+
+/// Records the histogram family of `s` (a `*_bucket` sample with an `le`
+/// label) in `families`, once, in order of appearance.
+fn note_family(families: &mut Vec<String>, s: &PromSample) {
+    if let Some(fam) = s.name.strip_suffix("_bucket") {
+        if s.labels.iter().any(|(k, _)| k == "le") && !families.iter().any(|f| f == fam) {
+            families.push(fam.to_string());
         }
     }
-    let family = match metric {
-        Some(m) if families.iter().any(|f| f == m) => m.to_string(),
-        Some(m) => return Err(PromError::NoHistogram { metric: Some(m.to_string()), found: families }),
-        None if families.len() == 1 => families[0].clone(),
-        None if families.is_empty() => return Err(PromError::NoHistogram { metric: None, found: families }),
-        None => return Err(PromError::Ambiguous { found: families }),
-    };
-    type Series = (Vec<(String, String)>, Vec<(f64, f64, Loc)>, Option<f64>, Option<f64>);
-    let mut series: Vec<Series> = Vec::new();
-    let bucket_name = format!("{family}_bucket");
-    let sum_name = format!("{family}_sum");
-    let count_name = format!("{family}_count");
-    for s in samples {
-        let kind = if s.name == bucket_name {
+}
+
+/// The one family present, or why there is not exactly one.
+fn only_family(mut families: Vec<String>) -> Result<String, PromError> {
+    match families.len() {
+        1 => Ok(families.remove(0)),
+        0 => Err(PromError::NoHistogram { metric: None, found: families }),
+        _ => Err(PromError::Ambiguous { found: families }),
+    }
+}
+
+/// One series being assembled: its buckets, `_sum` and `_count`.
+type SeriesParts = (Vec<(f64, f64, Loc)>, Option<f64>, Option<f64>);
+/// A series' labels (without `le`, sorted by name) and its parts.
+type Series = (Vec<(String, String)>, SeriesParts);
+
+/// Files the samples of one family under their series (labels without `le`,
+/// sorted by name) as they come, and builds the histograms at the end.
+struct Assembler {
+    family: String,
+    bucket_name: String,
+    sum_name: String,
+    count_name: String,
+    /// Every histogram family seen, for the error when `family` is not one.
+    families: Vec<String>,
+    /// The first malformed bucket of `family`: reported after the check that
+    /// the family exists, as when all samples are collected first.
+    error: Option<PromError>,
+    /// One entry per run of consecutive samples of one series (exporters
+    /// write a series' lines together), sorted and merged at the end.
+    series: Vec<Series>,
+}
+
+impl Assembler {
+    fn new(metric: &str) -> Self {
+        let family = metric.strip_suffix("_bucket").unwrap_or(metric).to_string();
+        Self {
+            bucket_name: format!("{family}_bucket"),
+            sum_name: format!("{family}_sum"),
+            count_name: format!("{family}_count"),
+            family,
+            families: Vec::new(),
+            error: None,
+            series: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, s: &PromSample) -> Result<(), PromError> {
+        note_family(&mut self.families, s);
+        let kind = if s.name == self.bucket_name {
             0
-        } else if s.name == sum_name {
+        } else if s.name == self.sum_name {
             1
-        } else if s.name == count_name {
+        } else if s.name == self.count_name {
             2
         } else {
-            continue;
+            return Ok(());
         };
         let mut le = None;
-        let mut labels: Vec<(String, String)> = Vec::with_capacity(s.labels.len());
+        let mut labels: Vec<(String, String)> = Vec::with_capacity(s.labels.len() - usize::from(kind == 0));
         for (k, v) in &s.labels {
             if k == "le" && kind == 0 {
                 le = Some(v.as_str());
@@ -681,35 +904,64 @@ pub fn histograms(samples: &[PromSample], metric: Option<&str>) -> Result<Vec<Hi
             }
         }
         insertion_sort_by(&mut labels, |a, b| a.0 < b.0);
-        let at = match series.binary_search_by(|x| x.0.cmp(&labels)) {
-            Ok(i) => i,
-            Err(i) => {
-                series.insert(i, (labels, Vec::new(), None, None));
-                i
-            }
-        };
+        let same = self.series.last().is_some_and(|(last, _)| *last == labels);
+        if !same {
+            self.series.push((labels, (Vec::new(), None, None)));
+        }
+        let Some((_, parts)) = self.series.last_mut() else { return Ok(()) };
         match kind {
-            0 => {
-                let le_text = le.ok_or_else(|| syntax(s.loc, "label name", "a *_bucket sample needs an 'le' label"))?;
-                let le = parse_value(le_text.trim())
-                    .ok_or_else(|| syntax(s.loc, "label value", format!("le=\"{le_text}\" is not a number")))?;
-                series[at].1.push((le, s.value, s.loc));
+            0 if self.error.is_none() => {
+                let bound = match le {
+                    None => Err(syntax(s.loc, "label name", "a *_bucket sample needs an 'le' label")),
+                    Some(text) => parse_value(text.trim())
+                        .ok_or_else(|| syntax(s.loc, "label value", format!("le=\"{text}\" is not a number"))),
+                };
+                match bound {
+                    Ok(le) => parts.0.push((le, s.value, s.loc)),
+                    Err(e) => self.error = Some(e),
+                }
             }
-            1 => series[at].2 = Some(s.value),
-            _ => series[at].3 = Some(s.value),
+            0 => {}
+            1 => parts.1 = Some(s.value),
+            _ => parts.2 = Some(s.value),
         }
+        Ok(())
     }
-    let scale = Unit::of(&family).to_ms();
-    let mut out = Vec::new();
-    for (labels, buckets, sum, count) in series {
-        if buckets.is_empty() {
-            // A `_sum`/`_count` without buckets (a summary): not a histogram.
-            continue;
+
+    /// Validates and hands over every histogram, in label order. On an
+    /// error, the histograms handed over so far are to be discarded.
+    fn finish(self, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
+        if !self.families.contains(&self.family) {
+            return Err(PromError::NoHistogram { metric: Some(self.family), found: self.families });
         }
-        let mut h = Histogram::new(&family, labels, buckets)?;
-        h.sum_ms = sum.map(|v| v * scale);
-        h.count = count;
-        out.push(h);
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let scale = Unit::of(&self.family).to_ms();
+        // Stable: runs of one series stay in the order their samples came.
+        let order = merge_sort_indices(self.series.len(), |i, j| self.series[i].0 < self.series[j].0);
+        let mut runs: Vec<Option<Series>> = self.series.into_iter().map(Some).collect();
+        let mut series: Vec<Series> = Vec::with_capacity(runs.len());
+        for (labels, (buckets, sum, count)) in order.into_iter().filter_map(|i| runs.get_mut(i).and_then(Option::take)) {
+            match series.last_mut() {
+                Some((last, parts)) if *last == labels => {
+                    parts.0.extend(buckets);
+                    parts.1 = sum.or(parts.1);
+                    parts.2 = count.or(parts.2);
+                }
+                _ => series.push((labels, (buckets, sum, count))),
+            }
+        }
+        for (labels, (buckets, sum, count)) in series {
+            if buckets.is_empty() {
+                // A `_sum`/`_count` without buckets (a summary): not a histogram.
+                continue;
+            }
+            let mut h = Histogram::new(&self.family, labels, buckets)?;
+            h.sum_ms = sum.map(|v| v * scale);
+            h.count = count;
+            each(h);
+        }
+        Ok(())
     }
-    Ok(out)
 }

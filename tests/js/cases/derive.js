@@ -2,6 +2,11 @@
 // Data comes from a seeded generator, so every runtime sees the same samples;
 // oracles are exact sorted quantiles computed here.
 import { equal, near, ok, rejects, throws } from "../assert.js";
+// The glue's `initSync()` returns the instance's exports once loaded: the
+// memory cases read Wasm memory's size from it (the API has no reason to).
+import { initSync } from "../../../pkg/edge_deadline.js";
+
+const wasmBytes = () => initSync().memory.buffer.byteLength;
 
 /** splitmix32-style generator: deterministic floats in (0, 1). */
 function rng(seed) {
@@ -100,6 +105,82 @@ const cases = [
             s.free();
           }
         }
+      }
+    },
+  },
+  {
+    name: "derive: with relativeError 0.001 every reported percentile is within it of the exact value, or the collapsed warning names it",
+    run: (lib) => {
+      const xs = seed003(20_000, 7);
+      const sorted = xs.slice().sort();
+      const [row] = lib.deriveTimeouts(xs, { relativeError: 0.001 });
+      const collapsed = row.warnings.find((w) => w.code === "collapsed");
+      const named = /^(p[\d.]+(?:, p[\d.]+)*) lies? at or below/.exec(collapsed?.message ?? "")?.[1].split(", ") ?? [];
+      let wrong = 0;
+      for (const [q, key, name] of [[0.5, "p50", "p50"], [0.9, "p90", "p90"], [0.99, "p99", "p99"], [0.999, "p999", "p99.9"]]) {
+        const want = exact(sorted, q);
+        if (Math.abs(row[key] - want) > 0.001 * want + 1e-6) {
+          wrong++;
+          ok(named.includes(name), `${name} is ${row[key]} for an exact ${want} with no warning naming it: ${JSON.stringify(row.warnings)}`);
+        }
+      }
+      ok(wrong > 0, "the data no longer makes the sketch collapse");
+      ok(/use a larger 'relativeError'/.test(collapsed.message), collapsed.message);
+    },
+  },
+  {
+    name: "prometheus: text over 16 MiB is refused with a RangeError before it reaches Wasm memory",
+    run: (lib) => {
+      const line = 'x_bucket{le="1"} 1\n';
+      const text = line.repeat(Math.ceil((16 * 2 ** 20 + 1) / line.length));
+      const before = wasmBytes();
+      throws(() => lib.parsePrometheus(text), RangeError, /^'input' is \d+ characters of exposition text: at most 16777216 bytes are parsed/);
+      equal(wasmBytes(), before, "Wasm memory grew for refused text");
+    },
+  },
+  {
+    name: "sketch: 10 000 forgotten sketches (never freed, one synchronous loop) hold at most 16 MiB of Wasm memory",
+    run: (lib) => {
+      const before = wasmBytes();
+      for (let i = 0; i < 10_000; i++) {
+        const s = new lib.LatencySketch();
+        // 1 ms … 5 s: about 3.5 KB of counters each.
+        for (let k = 0; k < 300; k++) s.add(1 + ((k * 7919 + i) % 5_000));
+      }
+      const grown = wasmBytes() - before;
+      ok(grown <= 16 * 2 ** 20 + 2 ** 20, `Wasm memory grew by ${(grown / 2 ** 20).toFixed(1)} MiB`);
+    },
+  },
+  {
+    name: "sketch: sketches parked in JS memory and restored answer exactly as before, in add, merge and derive",
+    run: (lib) => {
+      const n = 2_500; // more than stay resident at once
+      const data = (i) => Float64Array.from({ length: 40 + (i % 300) }, (_, k) => 1 + ((k * 104_729 + i * 13) % 9_000) / 3);
+      const kept = [];
+      for (let i = 0; i < n; i++) kept.push(new lib.LatencySketch().addAll(data(i)));
+      try {
+        for (let i = 0; i < n; i += 97) {
+          const fresh = new lib.LatencySketch().addAll(data(i));
+          try {
+            const s = kept[i];
+            equal(s.count, fresh.count, `count of sketch ${i}`);
+            for (const q of [0, 0.5, 0.99, 1]) equal(s.quantile(q), fresh.quantile(q), `q=${q} of sketch ${i}`);
+            equal(s.sum, fresh.sum);
+            s.add(7);
+            fresh.add(7);
+            s.merge(kept[(i + 1_250) % n]);
+            fresh.merge(new lib.LatencySketch().addAll(data((i + 1_250) % n)));
+            equal(s.quantile(0.9), fresh.quantile(0.9), `after add and merge, sketch ${i}`);
+            equal(lib.deriveTimeouts(s)[0].p99, lib.deriveTimeouts(fresh)[0].p99, `derived p99 of sketch ${i}`);
+          } finally {
+            fresh.free();
+          }
+        }
+        kept[3].free();
+        throws(() => kept[3].count, Error, /freed/);
+        equal(String(kept[3]), "LatencySketch(freed)");
+      } finally {
+        for (const s of kept) s.free();
       }
     },
   },
