@@ -11,10 +11,30 @@
 //!   convert the arguments, call the core, convert the result. No logic lives
 //!   there.
 //!
-//! Timers, `AbortController`s and streams are owned by the JavaScript layer in
-//! `js/`, because only the host runtime can schedule work.
+//! - `web` (the `web` cargo feature, wasm32 only) is the Rust API for Rust
+//!   code on the edge (Cloudflare Workers through workers-rs or plain
+//!   wasm-bindgen, Rust apps in browsers, Rust in Deno): deadlines with
+//!   `AbortSignal`s, owned timers, stall guards, fetch, plans, retries,
+//!   propagation headers and platform caps, on web-sys objects. It drives the
+//!   same [`core`] the JavaScript API drives; it owns only what needs the host
+//!   (the clock, timers, signals, streams).
+//!
+//! For JavaScript users, timers, `AbortController`s and streams are owned by
+//! the JavaScript layer in `js/`, because only the host runtime can schedule
+//! work.
+//!
+//! # Features
+//! - `web`: the Rust API in [`web`] (wasm32 only; on other targets the
+//!   feature adds nothing). Enabling it also leaves the npm package's own
+//!   `#[wasm_bindgen]` exports out of the build: they import the package's
+//!   `errors.js`, and a Rust application has none.
 
 pub mod core;
 
-#[cfg(target_arch = "wasm32")]
+// The npm package's boundary. Not with `web`: its exports, its start hook and
+// its `./errors.js` import would land in the Rust user's module.
+#[cfg(all(target_arch = "wasm32", not(feature = "web")))]
 mod wasm;
+
+#[cfg(all(target_arch = "wasm32", feature = "web"))]
+pub mod web;

@@ -53,6 +53,18 @@ function lastJsonLine(text) {
   return line ? JSON.parse(line) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "no report printed" }] };
 }
 
+/** Runs tests/web/ through wasm-bindgen-test-runner; counts from its summary line. */
+async function webRunner(runtime, env) {
+  const { code, stdout } = await run("cargo", ["test", "--target", "wasm32-unknown-unknown", "--features", "web", "--test", "web"], { capture: true, env });
+  // The runner's own summary; a runner that exits early prints none (a failure).
+  const m = /^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/m.exec(stdout);
+  const declared = Number(/^running (\d+) tests$/m.exec(stdout)?.[1] ?? NaN);
+  if (!m) return record(runtime, { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: `no summary (exit code ${code})` }] });
+  const [passed, failed, skipped] = [1, 2, 3].map((i) => Number(m[i]));
+  const missing = declared - passed - failed - skipped;
+  record(runtime, { passed, failed: failed + (missing > 0 ? missing : 0) + (code && !failed ? 1 : 0), skipped });
+}
+
 const workerdVariants = [
   { label: "", compatibilityDate: "2026-11-24", flags: [] },
   { label: " (no_global_navigator)", compatibilityDate: "2026-11-24", flags: ["no_global_navigator"] },
@@ -181,6 +193,51 @@ const suites = {
       await context.close();
       await server.close();
     }
+  },
+
+  // The Rust API (`web` feature): the wasm-bindgen-test suites of tests/web/
+  // through wasm-bindgen-test-runner, in Node and in headless Chromium.
+  async "web-node"() {
+    await webRunner("web (rust, node)", {});
+  },
+  async "web-chromium"() {
+    await webRunner("web (rust, chromium)", { WASM_BINDGEN_USE_BROWSER: "1", CHROMEDRIVER: "/usr/bin/chromedriver" });
+  },
+
+  // The web API's rustdoc examples, compiled for wasm32; those that can run
+  // (everything not async and not needing a request) run in Node.
+  async "web-doc"() {
+    const { code, stdout } = await run("cargo", ["test", "--doc", "--target", "wasm32-unknown-unknown", "--features", "web"], { capture: true });
+    const m = [...stdout.matchAll(/^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored; \d+ measured/gm)].pop();
+    const [passed, failed, skipped] = m ? [1, 2, 3].map((i) => Number(m[i])) : [0, 1, 0];
+    record("web doctests (rust, node)", { passed, failed: failed + (code && !failed ? 1 : 0), skipped });
+  },
+
+  // The same cases in Deno: built as a module (tests/web/deno/lib.rs) and run
+  // with `deno test` (the runner's own Deno mode does not work with Deno 2),
+  // plus child Deno and Node processes that must exit with deadlines open.
+  async "web-deno"() {
+    const dir = join(out, "web-cases");
+    const build = await run("cargo", ["build", "--example", "web-cases", "--target", "wasm32-unknown-unknown", "--features", "web"]);
+    const bindgen =
+      build.code === 0 &&
+      (await run(join(root, ".tools/bin/wasm-bindgen"), ["--target", "web", "--out-dir", dir, "--out-name", "web_cases", "--no-typescript", "target/wasm32-unknown-unknown/debug/examples/web_cases.wasm"]));
+    if (!bindgen || bindgen.code !== 0) return record("web (rust, deno)", { passed: 0, failed: 1, skipped: 0, failures: [{ name: "build", error: "the web-cases build failed" }] });
+    const { code, stdout } = await run(bin.deno, ["test", "--allow-read", "--allow-env", "--allow-run", "--allow-net=127.0.0.1", "tests/web/deno/web.test.js"], {
+      capture: true,
+      env: { WEB_CASES_DIR: dir, NODE: process.execPath, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") },
+    });
+    const m = /(\d+) passed \| (\d+) failed(?: \| (\d+) ignored)?/.exec(stdout);
+    const report = m ? { passed: Number(m[1]), failed: Number(m[2]) + (code && !Number(m[2]) ? 1 : 0), skipped: Number(m[3] ?? 0) } : { passed: 0, failed: 1, skipped: 0 };
+    record("web (rust, deno)", report);
+  },
+
+  // The Rust Worker example (examples/rust-worker) under workerd, proxying the
+  // stalling fixture with a deadline, a stall guard and a fallback.
+  async "web-workerd"() {
+    const { stdout } = await run(process.execPath, ["tests/web/workerd.test.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "web-workerd", report);
   },
 
   // Node only: the pipeline's propagation headers against real peers

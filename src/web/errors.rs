@@ -1,0 +1,424 @@
+//! The web API's one error type, and its round trip to JavaScript.
+//!
+//! # Why one enum that converts both ways
+//! A Rust Worker's failure often ends in JavaScript: as a signal's abort
+//! reason, as a rejected promise returned to the runtime, or as a `fetch`
+//! rejection read back in Rust. So every variant that the JavaScript API also
+//! has becomes an `Error` carrying the package's brand (an own enumerable
+//! string property `edgeDeadlineError` equal to its `name`, plus the same
+//! fields), which the JavaScript guards (`isDeadlineExceeded`,
+//! `isStreamStalled`, …) recognise across package copies, realms and
+//! workerd's cloned abort reasons. Going the other way, [`Error::from`] a
+//! `JsValue` reads the brand back, so Rust code can `match` on a
+//! `DeadlineExceeded` that travelled through a signal or a `fetch`.
+
+use std::fmt;
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::core::deadline::{DeadlineError, Ms};
+use crate::core::stall::StallError;
+
+/// The own enumerable property every branded error carries (js/errors.js).
+pub(crate) const BRAND: &str = "edgeDeadlineError";
+
+/// Which limit of a stream expired (the JavaScript `StreamStalled.phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StallPhase {
+    /// No response headers within `first_byte_ms` ([`fetch_with_deadline`](super::fetch_with_deadline)).
+    FirstByte,
+    /// No first progress chunk within `first_chunk_ms`.
+    FirstChunk,
+    /// No progress within `stall_ms` after the last progress chunk.
+    Stall,
+}
+
+impl StallPhase {
+    /// The JavaScript name: `"first-byte"`, `"first-chunk"` or `"stall"`.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+    /// use edge_deadline::web::StallPhase;
+    /// assert_eq!(StallPhase::FirstChunk.as_str(), "first-chunk");
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::FirstByte => "first-byte",
+            Self::FirstChunk => "first-chunk",
+            Self::Stall => "stall",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "first-byte" => Some(Self::FirstByte),
+            "first-chunk" => Some(Self::FirstChunk),
+            "stall" => Some(Self::Stall),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for StallPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One attempt of a retry or hedge loop, as [`Error::RetryFailed`] reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptReport {
+    /// The attempt's number, from 1.
+    pub attempt: u32,
+    /// When it started (ms on the `performance.now()` timeline).
+    pub started_at_ms: f64,
+    /// How long it ran.
+    pub elapsed_ms: f64,
+    /// `"ok"`, `"error"`, `"timeout"`, `"deadline"` or `"aborted"`.
+    pub outcome: &'static str,
+}
+
+/// Everything the web API can fail with.
+///
+/// Shortage of time is never [`Error::InvalidArgument`]: an expired or short
+/// deadline gives [`Error::DeadlineExceeded`] or [`Error::InsufficientBudget`],
+/// so callers can fall back instead of treating it as a bug.
+///
+/// Converts into a `JsValue` (a branded JavaScript `Error`; a `RangeError` for
+/// bad input) with `JsValue::from(error)`, and back with `Error::from(js_value)`.
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+/// use edge_deadline::web::{Deadline, Error};
+/// let err = Deadline::in_ms(f64::NAN).err().unwrap();
+/// assert!(matches!(err, Error::InvalidArgument { param: "ms", .. }));
+/// assert!(err.to_string().contains("'ms'"));
+/// # }
+/// # fn main() {}
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument that could never be valid (NaN, ±∞, negative, out of
+    /// range, an empty list). `param` names it; `message` says what to pass.
+    /// In JavaScript: a `RangeError` with the message.
+    InvalidArgument {
+        /// The parameter at fault, spelled as in the JavaScript API (`"ms"`, `"stallMs"`).
+        param: &'static str,
+        /// What was wrong and what is accepted.
+        message: String,
+    },
+    /// The deadline at `at` passed `late_by_ms` ago. In JavaScript: `DeadlineExceeded`.
+    DeadlineExceeded {
+        /// The deadline instant (ms on the `performance.now()` timeline).
+        at: f64,
+        /// How long after the instant this was observed (≥ 0).
+        late_by_ms: f64,
+    },
+    /// Less than a step's declared minimum was left, so it was not started.
+    /// In JavaScript: `InsufficientBudget`.
+    InsufficientBudget {
+        /// Time left when the step asked.
+        remaining_ms: f64,
+        /// The step's declared minimum.
+        min_ms: f64,
+    },
+    /// A stream went quiet: no progress within the limit of `phase`.
+    /// In JavaScript: `StreamStalled`.
+    StreamStalled {
+        /// Which limit expired.
+        phase: StallPhase,
+        /// The silence observed (≥ the limit).
+        after_ms: f64,
+        /// Chunks received before the stall.
+        chunks: f64,
+        /// Bytes received before the stall.
+        bytes: f64,
+    },
+    /// A plan step was cut at its own cap while the deadline still had time.
+    /// In JavaScript: `StepTimeout`.
+    StepTimeout {
+        /// The step's name.
+        step: String,
+        /// The cap it was given (ms).
+        cap_ms: f64,
+    },
+    /// A retry or hedge loop made no further attempt. In JavaScript: `RetryFailed`.
+    RetryFailed {
+        /// Why it stopped: the core's stop code (`"exhausted"`,
+        /// `"budget-exhausted"`, `"not-idempotent"`, …) or `"deadline"` / `"aborted"`.
+        reason: String,
+        /// The whole sentence (`"retry stopped after 3 attempts: all 3 attempts failed"`).
+        message: String,
+        /// Every attempt's outcome, oldest first.
+        attempts: Vec<AttemptReport>,
+        /// The last attempt's error, if any (JavaScript's `cause`).
+        last: Option<Box<Error>>,
+    },
+    /// An incoming deadline header is malformed. Its value comes from the
+    /// caller, so it is not [`Error::InvalidArgument`] (those are this
+    /// program's own mistakes). In JavaScript: `InvalidHeader`.
+    InvalidHeader {
+        /// The header's name, lowercase.
+        header: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
+    /// A retry attempt was cut at its own timeout. In JavaScript: `AttemptTimeout`.
+    AttemptTimeout {
+        /// The attempt's number (from 1).
+        attempt: u32,
+        /// Its timeout (ms).
+        timeout_ms: f64,
+    },
+    /// An error raised by JavaScript (a network failure, a parent signal's
+    /// abort reason, a user callback's rejection), passed through unchanged.
+    Js(JsValue),
+}
+
+impl Error {
+    /// The JavaScript `name` of this error (`"DeadlineExceeded"`, `"RangeError"`, …).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+    /// use edge_deadline::web::Error;
+    /// let e = Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 };
+    /// assert_eq!(e.name(), "DeadlineExceeded");
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::InvalidArgument { .. } => "RangeError",
+            Self::DeadlineExceeded { .. } => "DeadlineExceeded",
+            Self::InsufficientBudget { .. } => "InsufficientBudget",
+            Self::StreamStalled { .. } => "StreamStalled",
+            Self::StepTimeout { .. } => "StepTimeout",
+            Self::RetryFailed { .. } => "RetryFailed",
+            Self::AttemptTimeout { .. } => "AttemptTimeout",
+            Self::InvalidHeader { .. } => "InvalidHeader",
+            Self::Js(_) => "Error",
+        }
+    }
+
+    /// True for the errors that mean "time ran out" rather than "something
+    /// failed": [`Error::DeadlineExceeded`], [`Error::InsufficientBudget`],
+    /// [`Error::StepTimeout`], [`Error::AttemptTimeout`] and
+    /// [`Error::StreamStalled`]. A fallback is the
+    /// usual answer to them.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+    /// use edge_deadline::web::Error;
+    /// assert!(Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 }.is_time_out());
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn is_time_out(&self) -> bool {
+        matches!(
+            self,
+            Self::DeadlineExceeded { .. }
+                | Self::InsufficientBudget { .. }
+                | Self::StepTimeout { .. }
+                | Self::AttemptTimeout { .. }
+                | Self::StreamStalled { .. }
+        )
+    }
+
+    pub(crate) fn invalid(param: &'static str, message: impl Into<String>) -> Self {
+        Self::InvalidArgument { param, message: message.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The same sentences as js/errors.js, js/stall.js and js/retry.js.
+        match self {
+            Self::InvalidArgument { message, .. } => f.write_str(message),
+            Self::DeadlineExceeded { late_by_ms, .. } if *late_by_ms > 0.0 => {
+                write!(f, "deadline exceeded: it passed {} ms ago", Ms(*late_by_ms))
+            }
+            Self::DeadlineExceeded { .. } => f.write_str("deadline exceeded: no time is left"),
+            Self::InsufficientBudget { remaining_ms, min_ms } => write!(
+                f,
+                "insufficient budget: {} ms left, the step needs at least {} ms, so it was not started",
+                Ms(*remaining_ms),
+                Ms(*min_ms)
+            ),
+            Self::StreamStalled { phase, after_ms, chunks, bytes } => match phase {
+                StallPhase::FirstByte => write!(f, "stream stalled: no response headers after {} ms", Ms(*after_ms)),
+                StallPhase::FirstChunk => write!(f, "stream stalled: no first chunk after {} ms", Ms(*after_ms)),
+                StallPhase::Stall => write!(
+                    f,
+                    "stream stalled: no progress for {} ms after {chunks} chunks ({bytes} bytes)",
+                    Ms(*after_ms)
+                ),
+            },
+            Self::StepTimeout { step, cap_ms } => {
+                write!(f, "step '{step}' timed out at its {} ms cap; the deadline still has time", Ms(*cap_ms))
+            }
+            Self::InvalidHeader { message, .. } => f.write_str(message),
+            Self::RetryFailed { message, .. } => f.write_str(message),
+            Self::AttemptTimeout { attempt, timeout_ms } => {
+                write!(f, "attempt {attempt} timed out after {} ms", Ms(*timeout_ms))
+            }
+            Self::Js(value) => match value.dyn_ref::<js_sys::Error>() {
+                Some(e) => write!(f, "{}: {}", String::from(e.name()), String::from(e.message())),
+                None => write!(f, "{}", value.as_string().unwrap_or_else(|| format!("{value:?}"))),
+            },
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::RetryFailed { last: Some(e), .. } => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+impl From<DeadlineError> for Error {
+    fn from(error: DeadlineError) -> Self {
+        match error {
+            DeadlineError::Exhausted { at, late_by_ms } => Self::DeadlineExceeded { at, late_by_ms },
+            DeadlineError::Insufficient { remaining_ms, min_ms } => Self::InsufficientBudget { remaining_ms, min_ms },
+            DeadlineError::NotFinite { param, .. }
+            | DeadlineError::Negative { param, .. }
+            | DeadlineError::TooLarge { param, .. } => Self::invalid(param, error.to_string()),
+        }
+    }
+}
+
+impl From<StallError> for Error {
+    fn from(error: StallError) -> Self {
+        Self::invalid(error.param(), error.to_string())
+    }
+}
+
+fn set(target: &Object, key: &str, value: &JsValue) {
+    // Setting a property on a fresh, extensible Error cannot throw.
+    let _ = Reflect::set(target, &JsValue::from_str(key), value);
+}
+
+/// `name` as js/errors.js `brand()` sets it: own, non-enumerable, writable;
+/// then the enumerable brand that survives workerd's clone.
+fn branded(name: &str, message: &str) -> js_sys::Error {
+    let error = js_sys::Error::new(message);
+    let descriptor = Object::new();
+    set(&descriptor, "value", &JsValue::from_str(name));
+    set(&descriptor, "configurable", &JsValue::TRUE);
+    set(&descriptor, "writable", &JsValue::TRUE);
+    Object::define_property(&error, &JsValue::from_str("name"), &descriptor);
+    set(&error, BRAND, &JsValue::from_str(name));
+    error
+}
+
+impl From<Error> for JsValue {
+    fn from(error: Error) -> Self {
+        let message = error.to_string();
+        let num = |n: f64| JsValue::from_f64(n);
+        let e = match &error {
+            Error::InvalidArgument { .. } => return js_sys::RangeError::new(&message).into(),
+            Error::Js(value) => return value.clone(),
+            _ => branded(error.name(), &message),
+        };
+        match error {
+            Error::DeadlineExceeded { at, late_by_ms } => {
+                set(&e, "at", &num(at));
+                set(&e, "lateByMs", &num(late_by_ms));
+            }
+            Error::InsufficientBudget { remaining_ms, min_ms } => {
+                set(&e, "remainingMs", &num(remaining_ms));
+                set(&e, "minMs", &num(min_ms));
+            }
+            Error::StreamStalled { phase, after_ms, chunks, bytes } => {
+                set(&e, "phase", &JsValue::from_str(phase.as_str()));
+                set(&e, "afterMs", &num(after_ms));
+                set(&e, "chunks", &num(chunks));
+                set(&e, "bytes", &num(bytes));
+            }
+            Error::StepTimeout { step, cap_ms } => {
+                set(&e, "step", &JsValue::from_str(&step));
+                set(&e, "capMs", &num(cap_ms));
+            }
+            Error::RetryFailed { reason, attempts, last, .. } => {
+                set(&e, "reason", &JsValue::from_str(&reason));
+                let list = js_sys::Array::new();
+                for a in attempts {
+                    let o = Object::new();
+                    set(&o, "attempt", &num(f64::from(a.attempt)));
+                    set(&o, "startedAtMs", &num(a.started_at_ms));
+                    set(&o, "elapsedMs", &num(a.elapsed_ms));
+                    set(&o, "outcome", &JsValue::from_str(a.outcome));
+                    list.push(&o);
+                }
+                set(&e, "attempts", &list);
+                if let Some(last) = last {
+                    set(&e, "cause", &JsValue::from(*last));
+                }
+            }
+            Error::InvalidHeader { header, .. } => set(&e, "header", &JsValue::from_str(header)),
+            Error::AttemptTimeout { attempt, timeout_ms } => {
+                set(&e, "attempt", &num(f64::from(attempt)));
+                set(&e, "timeoutMs", &num(timeout_ms));
+            }
+            Error::InvalidArgument { .. } | Error::Js(_) => {}
+        }
+        e.into()
+    }
+}
+
+fn get(value: &JsValue, key: &str) -> JsValue {
+    Reflect::get(value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn get_f64(value: &JsValue, key: &str) -> Option<f64> {
+    get(value, key).as_f64()
+}
+
+impl From<JsValue> for Error {
+    /// Reads a branded error back into its variant (whichever copy of the
+    /// package, or which runtime's clone, made it); anything else is
+    /// [`Error::Js`].
+    fn from(value: JsValue) -> Self {
+        if !value.is_object() {
+            return Self::Js(value);
+        }
+        let brand = get(&value, BRAND).as_string();
+        let decoded = match brand.as_deref() {
+            Some("DeadlineExceeded") => (|| {
+                Some(Self::DeadlineExceeded { at: get_f64(&value, "at")?, late_by_ms: get_f64(&value, "lateByMs")? })
+            })(),
+            Some("InsufficientBudget") => (|| {
+                Some(Self::InsufficientBudget {
+                    remaining_ms: get_f64(&value, "remainingMs")?,
+                    min_ms: get_f64(&value, "minMs")?,
+                })
+            })(),
+            Some("StreamStalled") => (|| {
+                Some(Self::StreamStalled {
+                    phase: StallPhase::parse(&get(&value, "phase").as_string()?)?,
+                    after_ms: get_f64(&value, "afterMs")?,
+                    chunks: get_f64(&value, "chunks")?,
+                    bytes: get_f64(&value, "bytes")?,
+                })
+            })(),
+            Some("AttemptTimeout") => (|| {
+                Some(Self::AttemptTimeout {
+                    attempt: get_f64(&value, "attempt")? as u32,
+                    timeout_ms: get_f64(&value, "timeoutMs")?,
+                })
+            })(),
+            Some("StepTimeout") => (|| {
+                Some(Self::StepTimeout { step: get(&value, "step").as_string()?, cap_ms: get_f64(&value, "capMs")? })
+            })(),
+            _ => None,
+        };
+        decoded.unwrap_or(Self::Js(value))
+    }
+}

@@ -1,0 +1,331 @@
+//! Pipeline plans: one deadline split between named steps, the tail protected.
+//!
+//! Every cap and admission is the core's decision ([`crate::core::plan`], see
+//! its module doc for the arithmetic and the hand-off margin); this file owns
+//! the clock, one `AbortController` and one timer per running step, the
+//! listener on the deadline's signal, and the trace. The JavaScript API's
+//! `plan()` (`js/plan.js`) does the same.
+//!
+//! # Invariants
+//! 1. A refused step (optional: skipped; mandatory or fallback:
+//!    `InsufficientBudget`) never calls its function.
+//! 2. A running step's signal aborts at its cap (with `StepTimeout` when the
+//!    cap is before the deadline's instant, `DeadlineExceeded` when it is the
+//!    instant itself) or when the
+//!    deadline's signal aborts (its instant or a parent's reason), whichever
+//!    comes first; `run` returns in that same turn, whether or not the step
+//!    honours the signal (its future is dropped).
+//! 3. When `run` returns, its timer is cleared and its listener removed.
+//! 4. Every `run`, started or not, appends exactly one trace record and calls
+//!    the `on_step` hook with it before returning.
+//! 5. Once the deadline's signal has aborted, no further step starts; a
+//!    departed client's reason wins over a refusal.
+
+use std::cell::RefCell;
+use std::future::Future;
+
+use wasm_bindgen::JsValue;
+use web_sys::AbortSignal;
+
+use super::guard::{Ended, Guard};
+use super::{sys, Deadline, Error};
+pub use crate::core::plan::{Outcome, SkipReason, StepKind, StepSpec, TraceRecord};
+use crate::core::plan::{self as core, Decision, PlanError};
+
+/// What a step that was allowed to be considered did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepResult<T> {
+    /// The step ran and produced `T`.
+    Ran(T),
+    /// An optional step was not started (the pipeline carries on without it).
+    Skipped(SkipReason),
+}
+
+impl From<PlanError> for Error {
+    fn from(error: PlanError) -> Self {
+        let param = match &error {
+            PlanError::NoSteps | PlanError::TooManySteps { .. } => "steps",
+            PlanError::EmptyName { .. }
+            | PlanError::NameTooLong { .. }
+            | PlanError::DuplicateName { .. }
+            | PlanError::UnknownStep { .. }
+            | PlanError::IndexOutOfRange { .. } => "name",
+            PlanError::UnknownKind { .. } => "kind",
+            PlanError::BadStepValue { error, .. } => error.param().unwrap_or("steps"),
+            PlanError::MinAbovePreferred { .. } => "minMs",
+            PlanError::ReserveBelowMin { .. } => "reserveMs",
+            PlanError::ZeroPreferred { .. } | PlanError::PreferredOnFallback { .. } => "preferredMs",
+            PlanError::BadMargin { .. } => "marginMs",
+            PlanError::Time(e) => return Error::from(*e),
+        };
+        Error::invalid(param, error.to_string())
+    }
+}
+
+/// The `on_step` hook.
+type StepHook = Box<dyn FnMut(&TraceRecord)>;
+
+/// Steps planned inside one deadline. Build it with [`Plan::new`], then
+/// [`Plan::run`] each step in order.
+///
+/// ```
+/// use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
+/// # async fn demo() -> Result<(), edge_deadline::web::Error> {
+/// let deadline = Deadline::in_ms(800.0)?;
+/// let plan = Plan::new(
+///     &deadline,
+///     vec![
+///         StepSpec::new("retrieve", StepKind::Optional, 50.0).preferred(300.0),
+///         StepSpec::new("generate", StepKind::Mandatory, 200.0).reserve(400.0),
+///         StepSpec::new("fallback", StepKind::Fallback, 20.0),
+///     ],
+/// )?;
+/// let docs = plan.run("retrieve", |signal, cap_ms| async move { let _ = (signal, cap_ms); Ok(vec![1, 2]) }).await?;
+/// # let _ = docs; Ok(()) }
+/// # fn main() {}
+/// ```
+pub struct Plan<'d> {
+    deadline: &'d Deadline,
+    plan: core::Plan,
+    records: RefCell<Vec<TraceRecord>>,
+    on_step: RefCell<Option<StepHook>>,
+}
+
+impl<'d> Plan<'d> {
+    /// Validates `steps` against `deadline` with the default hand-off margin.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the offending field (`steps`, `name`,
+    /// `minMs`, `preferredMs`, `reserveMs`). A shortage is never an error
+    /// here: a plan is made whatever the time left, and it shows when steps
+    /// are decided (skipped, insufficient, or the fallback with what is left).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+    /// let d = Deadline::in_ms(1_000.0)?;
+    /// let plan = Plan::new(&d, vec![StepSpec::new("only", StepKind::Mandatory, 10.0)])?;
+    /// # let _ = plan; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn new(deadline: &'d Deadline, steps: Vec<StepSpec>) -> Result<Self, Error> {
+        Self::with_margin(deadline, steps, core::DEFAULT_MARGIN_MS)
+    }
+
+    /// As [`Plan::new`] with an explicit hand-off margin per step start
+    /// (`0 ..= 1000` ms; hosts whose event loop lags more than 5 ms need more).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+    /// let d = Deadline::in_ms(1_000.0)?;
+    /// let plan = Plan::with_margin(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)], 20.0)?;
+    /// # let _ = plan; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn with_margin(deadline: &'d Deadline, steps: Vec<StepSpec>, margin_ms: f64) -> Result<Self, Error> {
+        let plan = core::Plan::with_margin(deadline.instant_ms(), sys::now(), steps, margin_ms)?;
+        Ok(Self { deadline, plan, records: RefCell::new(Vec::new()), on_step: RefCell::new(None) })
+    }
+
+    /// Calls `hook` with every trace record as it is appended.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+    /// # let d = Deadline::in_ms(1_000.0)?;
+    /// let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?
+    ///     .on_step(|r| eprintln!("{} {:?}", r.step, r.outcome));
+    /// # let _ = plan; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn on_step(self, hook: impl FnMut(&TraceRecord) + 'static) -> Self {
+        *self.on_step.borrow_mut() = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs the step `name`: `f(signal, cap_ms)` with the step's cap, or not at
+    /// all (an optional step: `Ok(StepResult::Skipped)`; a mandatory or
+    /// fallback step: `Err(InsufficientBudget)`).
+    ///
+    /// # Errors
+    /// [`Error::InsufficientBudget`] (not started); [`Error::StepTimeout`] or
+    /// [`Error::DeadlineExceeded`] (cut at its cap); the deadline signal's
+    /// reason (a parent aborted); `f`'s own error; [`Error::InvalidArgument`]
+    /// naming `name` for a step the plan does not declare.
+    ///
+    /// ```no_run
+    /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec, StepResult};
+    /// # async fn demo(d: &Deadline) -> Result<(), edge_deadline::web::Error> {
+    /// let plan = Plan::new(d, vec![StepSpec::new("rerank", StepKind::Optional, 30.0)])?;
+    /// match plan.run("rerank", |_signal, _cap_ms| async { Ok(()) }).await? {
+    ///     StepResult::Ran(()) => {}
+    ///     StepResult::Skipped(reason) => eprintln!("skipped: {reason}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn run<F, Fut, T>(&self, name: &str, f: F) -> Result<StepResult<T>, Error>
+    where
+        F: FnOnce(AbortSignal, f64) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let index = self.plan.index_of(name)?;
+        let at = self.plan.at();
+        let t0 = sys::now();
+        let decision = self.plan.decide_index(index, t0)?;
+        let remaining = decision.remaining_ms();
+        let parent = self.deadline.signal();
+        // A departed client wins over any refusal (invariant 5); the deadline's
+        // own expiry does not: a step refused for time is skipped or insufficient.
+        let gone = if parent.aborted() { Some(Error::from(parent.reason())) } else { None };
+        let departed = gone.as_ref().is_some_and(|r| self.outcome_of(r) == Outcome::Aborted);
+        let cap = match decision {
+            Decision::Skip { reason, .. } if !departed => {
+                self.record(name, remaining, 0.0, t0, Outcome::Skipped);
+                return Ok(StepResult::Skipped(reason));
+            }
+            Decision::Insufficient { available_ms, min_ms, .. } if !departed => {
+                self.record(name, remaining, 0.0, t0, Outcome::Insufficient);
+                return Err(Error::InsufficientBudget { remaining_ms: available_ms, min_ms });
+            }
+            Decision::Run { cap_ms, .. } => cap_ms,
+            Decision::Skip { .. } | Decision::Insufficient { .. } => 0.0,
+        };
+        if let Some(reason) = gone {
+            self.record(name, remaining, 0.0, t0, self.outcome_of(&reason));
+            return Err(reason);
+        }
+        let step = name.to_string();
+        let cap_at = t0 + cap;
+        // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
+        let cap_is_deadline = cap_at >= at - core::ADMIT_EPSILON_MS;
+        let guard = Guard::new(
+            Some(cap_at),
+            move || {
+                if cap_is_deadline {
+                    let t = sys::now();
+                    Error::DeadlineExceeded { at, late_by_ms: if t > at { t - at } else { 0.0 } }.into()
+                } else {
+                    Error::StepTimeout { step, cap_ms: cap }.into()
+                }
+            },
+            &[&parent],
+            true,
+        );
+        let result = guard.race(f(guard.signal(), cap)).await;
+        drop(guard);
+        let (outcome, answer) = match result {
+            Ok(Ok(value)) => (Outcome::Ok, Ok(StepResult::Ran(value))),
+            Ok(Err(error)) => (Outcome::Error, Err(error)),
+            Err(Ended::Cap(reason)) => (Outcome::Deadline, Err(Error::from(reason))),
+            Err(Ended::Parent(_, reason)) => {
+                let reason = Error::from(reason);
+                (self.outcome_of(&reason), Err(reason))
+            }
+        };
+        self.record(name, remaining, cap, t0, outcome);
+        answer
+    }
+
+    /// A `DeadlineExceeded` for this plan's own instant is the deadline; any
+    /// other reason came from a parent signal (the client left).
+    fn outcome_of(&self, reason: &Error) -> Outcome {
+        match reason {
+            Error::DeadlineExceeded { at, .. } if *at == self.plan.at() => Outcome::Deadline,
+            _ => Outcome::Aborted,
+        }
+    }
+
+    fn record(&self, step: &str, remaining: f64, cap: f64, t0: f64, outcome: Outcome) {
+        let elapsed = sys::now() - t0;
+        // Every value is a validated duration: `new` cannot refuse it.
+        if let Ok(record) = TraceRecord::new(step, remaining, cap, if elapsed > 0.0 { elapsed } else { 0.0 }, outcome) {
+            if let Some(hook) = self.on_step.borrow_mut().as_mut() {
+                hook(&record);
+            }
+            self.records.borrow_mut().push(record);
+        }
+    }
+
+    /// The trace so far: one record per `run`, in order.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+    /// # let d = Deadline::in_ms(1_000.0)?;
+    /// # let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?;
+    /// for record in plan.records() {
+    ///     let _ = (record.step, record.cap_ms, record.outcome);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn records(&self) -> Vec<TraceRecord> {
+        self.records.borrow().clone()
+    }
+
+    /// The trace as JSON, the same text the JavaScript API's `trace()` gives:
+    /// `[{ "step", "remainingAtStartMs", "capMs", "elapsedMs", "outcome" }]`.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+    /// # let d = Deadline::in_ms(1_000.0)?;
+    /// # let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?;
+    /// assert_eq!(plan.trace_json(), "[]");
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn trace_json(&self) -> String {
+        // JSON.stringify of the records, as the JavaScript API's trace().
+        let list = js_sys::Array::new();
+        for r in self.records.borrow().iter() {
+            let o = js_sys::Object::new();
+            for (key, value) in [
+                ("step", JsValue::from_str(&r.step)),
+                ("remainingAtStartMs", JsValue::from_f64(r.remaining_at_start_ms)),
+                ("capMs", JsValue::from_f64(r.cap_ms)),
+                ("elapsedMs", JsValue::from_f64(r.elapsed_ms)),
+                ("outcome", JsValue::from_str(r.outcome.as_str())),
+            ] {
+                let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), &value);
+            }
+            list.push(&o);
+        }
+        js_sys::JSON::stringify(&list).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "[]".into())
+    }
+
+    /// The plan's deadline.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # use edge_deadline::web::{Deadline, Plan, StepKind, StepSpec};
+    /// # let d = Deadline::in_ms(1_000.0)?;
+    /// # let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 10.0)])?;
+    /// assert_eq!(plan.deadline().instant_ms(), d.instant_ms());
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn deadline(&self) -> &Deadline {
+        self.deadline
+    }
+}
+
+impl std::fmt::Debug for Plan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan").field("plan", &self.plan).field("records", &self.records.borrow().len()).finish()
+    }
+}

@@ -1,0 +1,153 @@
+//! Deadline propagation headers and platform caps, on `web_sys::Headers`.
+//!
+//! Encoding, strict parsing, the transit/local-cap clamp
+//! ([`crate::core::headers`]) and the cap fold ([`crate::core::caps`]) are the
+//! core's; this file reads the clock and the `Headers`, and builds the
+//! [`Deadline`], as `js/propagation.js` does.
+//!
+//! # Invariants
+//! 1. What is sent is the remaining duration at the moment of the call,
+//!    rounded down (never an instant on this machine's clock).
+//! 2. A deadline read from headers is never later than `now + max_ms`: a
+//!    caller can shorten ours, never extend it.
+
+use web_sys::Headers;
+
+use super::{sys, Deadline, Error};
+use crate::core::caps::{self, CapsError};
+pub use crate::core::caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
+use crate::core::headers::{self, HeaderError};
+pub use crate::core::headers::HeaderFormat;
+
+impl From<HeaderError> for Error {
+    fn from(error: HeaderError) -> Self {
+        let param = match &error {
+            HeaderError::Time(e) => return Error::from(*e),
+            HeaderError::UnknownFormat { .. } => "format",
+            HeaderError::TooLong { header, .. }
+            | HeaderError::Empty { header }
+            | HeaderError::Signed { header }
+            | HeaderError::Whitespace { header, .. }
+            | HeaderError::NonAscii { header, .. }
+            | HeaderError::NotDigit { header, .. }
+            | HeaderError::NoDigits { header }
+            | HeaderError::TooManyDigits { header, .. }
+            | HeaderError::MissingUnit { header }
+            | HeaderError::BadUnit { header, .. } => header,
+        };
+        Error::invalid(param, error.to_string())
+    }
+}
+
+impl From<CapsError> for Error {
+    fn from(error: CapsError) -> Self {
+        let param = match &error {
+            CapsError::Time(e) => return Error::from(*e),
+            CapsError::UnknownPlatform { .. } => "platform",
+            CapsError::UnknownTier { .. } => "plan",
+            CapsError::UnknownTrigger { .. } | CapsError::UnsupportedTrigger { .. } => "trigger",
+            CapsError::ZeroCap { param } => param,
+        };
+        Error::invalid(param, error.to_string())
+    }
+}
+
+/// The deadline a request's headers asked for, and which header set it.
+#[derive(Debug)]
+pub struct Incoming {
+    /// The earliest of `now + max_ms` and every valid header's deadline.
+    pub deadline: Deadline,
+    /// The header that set it; `None` when the local cap did.
+    pub source: Option<HeaderFormat>,
+    /// Headers present but malformed, each as [`Error::InvalidHeader`]
+    /// (ignored: they can only leave the local cap). Answer 400 when this is
+    /// not empty if you want to be strict.
+    pub rejected: Vec<Error>,
+}
+
+impl Deadline {
+    /// Sets one header per format in `headers`, stating what is left of this
+    /// deadline (rounded down), for the next hop.
+    ///
+    /// # Errors
+    /// Only if `headers` is immutable (a received request's): [`Error::Js`].
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, HeaderFormat};
+    /// let d = Deadline::in_ms(900.0)?;
+    /// let headers = web_sys::Headers::new().unwrap();
+    /// d.to_headers(&headers, &[HeaderFormat::EdgeDeadlineRemainingMs, HeaderFormat::GrpcTimeout])?;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn to_headers(&self, headers: &Headers, formats: &[HeaderFormat]) -> Result<(), Error> {
+        let remaining = self.remaining();
+        for &format in formats {
+            headers.set(format.name(), &headers::encode(format, remaining)?).map_err(Error::Js)?;
+        }
+        Ok(())
+    }
+
+    /// The deadline the propagation headers in `headers` ask for (every
+    /// format this package knows: `grpc-timeout`, `connect-timeout-ms`,
+    /// `x-envoy-expected-rq-timeout-ms`, `edge-deadline-remaining-ms`), less
+    /// `transit_ms`, never later than `max_ms` from now. Malformed headers are
+    /// reported in [`Incoming::rejected`] (as [`Error::InvalidHeader`]) and
+    /// otherwise ignored, like the JavaScript API's default.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `maxMs` or `transitMs`.
+    ///
+    /// ```no_run
+    /// use edge_deadline::web::Deadline;
+    /// # fn handle(request: web_sys::Request) -> Result<(), edge_deadline::web::Error> {
+    /// let incoming = Deadline::from_headers(&request.headers(), 10_000.0, 5.0)?;
+    /// let deadline = incoming.deadline; // at most 10 s, sooner if the caller said so
+    /// # let _ = deadline; Ok(()) }
+    /// ```
+    pub fn from_headers(headers: &Headers, max_ms: f64, transit_ms: f64) -> Result<Incoming, Error> {
+        let values: Vec<(HeaderFormat, String)> = HeaderFormat::ALL
+            .into_iter()
+            .filter_map(|format| headers.get(format.name()).ok().flatten().map(|v| (format, v)))
+            .collect();
+        let raw: Vec<(HeaderFormat, &[u8])> = values.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
+        let incoming = headers::earliest_incoming(sys::now(), &raw, transit_ms, max_ms)?;
+        Ok(Incoming {
+            deadline: Deadline::at(incoming.at)?,
+            source: incoming.source.and_then(|i| values.get(i)).map(|(format, _)| *format),
+            rejected: incoming
+                .rejected
+                .into_iter()
+                .filter_map(|(i, e)| values.get(i).map(|(format, _)| (format.name(), e)))
+                .map(|(header, e)| Error::InvalidHeader { header, message: e.to_string() })
+                .collect(),
+        })
+    }
+
+    /// `now + min(product_ms, the platform's wall-clock caps) − fallback_reserve_ms`,
+    /// and which cap bound it. Get `caps` from [`PlatformCaps::builtin`] (the
+    /// figures this package ships, with sources) or [`PlatformCaps::custom`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `productMs` or `fallbackReserveMs`
+    /// for NaN, ±∞ or negatives. A reserve at or above the smallest cap is a
+    /// shortage, not an error: the deadline is `now`, already expired.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, Platform, PlatformCaps, Tier, Trigger};
+    /// let caps = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch)?;
+    /// let (deadline, bound) = Deadline::for_platform(&caps, 8_000.0, 500.0)?;
+    /// # let _ = (deadline, bound); Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn for_platform(caps: &PlatformCaps, product_ms: f64, fallback_reserve_ms: f64) -> Result<(Deadline, Bound), Error> {
+        let answer = caps::for_platform(sys::now(), caps, product_ms, fallback_reserve_ms)?;
+        Ok((Deadline::at(answer.at)?, answer.bound))
+    }
+}

@@ -1,0 +1,986 @@
+//! Stall detection for `ReadableStream`s, and `fetch` bounded by a deadline.
+//!
+//! The JavaScript wrapper's semantics (`js/stall.js`), on web-sys objects.
+//! Which limit applies, when to wake and whether the stream has stalled is the
+//! core's decision ([`crate::core::stall`], see its module doc for the three
+//! limits and the lazy re-arm); this file owns the stream plumbing, one timer
+//! and the clock.
+//!
+//! # The per-chunk path
+//! The wrapper is a pull source reading the source's reader one chunk ahead.
+//! Per chunk it counts, and for progress chunks reads the clock; no core call,
+//! no timer. The pull, the read and the enqueue are a few lines of
+//! JavaScript (`stallSource` below) that call into Rust once per chunk. Its one timer is armed for the core's wake instant and re-armed
+//! only when it fires. In a burst (progress chunks less than
+//! `BURST_GAP_MS` apart, `BURST_RUN` in a row) it stops reading the clock per
+//! chunk and samples within `sample_ms` instead, exactly as the JavaScript
+//! wrapper does (invariant 5).
+//!
+//! # Invariants (the JavaScript wrapper's)
+//! 1. At most one timer per wrapped stream, cleared the moment the stream
+//!    settles (closes, errors or is cancelled).
+//! 2. The wrapper settles once. On a stall or the deadline it errors with
+//!    `StreamStalled` or `DeadlineExceeded` (branded JavaScript errors); when
+//!    `is_progress` fails, with that error; when a followed signal aborts (the
+//!    deadline's, which carries its parents, or the controller's), with its
+//!    reason; when the source errors, with the source's error, unless a
+//!    followed signal has aborted (then with that signal's reason). In each case the upstream `AbortController` is aborted
+//!    with the same reason and the source cancelled with it. A consumer's
+//!    `cancel(reason)` reaches the source and the controller. A normal close
+//!    aborts nothing.
+//! 3. Only time spent waiting on the source counts: when a chunk arrives
+//!    and no read waits for it, it is held from `held_since` until the
+//!    consumer reads, and on that read the active limit's reference moves
+//!    forward by the held time. If the timer fires during a hold the stream is
+//!    parked (only the deadline can expire) and the read replaces the timer
+//!    with a fresh decision. A slow consumer is never a stalled source.
+//! 4. Timers that wait on the source are ref'd; during a hold the timer is
+//!    unref'd, and ref'd again when the consumer reads.
+//! 5. Never early, at most `sample_ms` late (see the per-chunk path).
+//! 6. When the wrapper settles it lets go of every JavaScript object it held
+//!    (reader, controllers, predicate), so nothing of it stays reachable from
+//!    Rust.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use js_sys::{Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{
+    AbortController, AbortSignal, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader, Request,
+    RequestInit, Response, ResponseInit,
+};
+
+use super::errors::StallPhase;
+use super::timers::Timeout;
+use super::{sys, Deadline, Error};
+use crate::core::deadline::MAX_MS;
+use crate::core::stall::{Decision, Phase, Snapshot, StallConfig, StallError};
+
+/// Progress chunks closer than this (ms) are a burst…
+const BURST_GAP_MS: f64 = 0.1;
+/// …once this many come in a row; while sampling, a consult that counts fewer ends the burst.
+const BURST_RUN: u32 = 32;
+/// While sampling, the longest wait between consults (ms): the bound on verdict lateness.
+const MAX_SAMPLE_MS: f64 = 16.0;
+/// A limit that is not given: 2^53 − 1 ms, so the deadline decides.
+const NO_LIMIT: f64 = MAX_MS;
+
+/// Decides whether a chunk is progress (the default: any chunk of non-zero size).
+pub type ProgressFn = Box<dyn FnMut(&JsValue) -> Result<bool, Error>>;
+
+/// The limits of [`with_stall_timeout`].
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
+/// use edge_deadline::web::{Deadline, StallOptions};
+/// let deadline = Deadline::in_ms(30_000.0)?;
+/// let upstream = web_sys::AbortController::new().unwrap();
+/// let options = StallOptions::new(5_000.0, 9_000.0).deadline(&deadline).controller(upstream);
+/// # let _ = options; Ok(())
+/// # }
+/// # fn main() {}
+/// ```
+#[must_use]
+pub struct StallOptions {
+    first_chunk_ms: f64,
+    stall_ms: f64,
+    at: Option<f64>,
+    followed: Vec<AbortSignal>,
+    controller: Option<AbortController>,
+    is_progress: Option<ProgressFn>,
+}
+
+impl StallOptions {
+    /// `first_chunk_ms`: the longest wait for the first progress chunk (0 is
+    /// accepted: nothing was left to wait, so the stream stalls at once);
+    /// `stall_ms`: the longest silence between progress chunks (> 0). Both
+    /// are checked by [`with_stall_timeout`] (finite, ≤ 2^53 − 1).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::StallOptions;
+    /// let options = StallOptions::new(5_000.0, 9_000.0);
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn new(first_chunk_ms: f64, stall_ms: f64) -> Self {
+        Self { first_chunk_ms, stall_ms, at: None, followed: Vec::new(), controller: None, is_progress: None }
+    }
+
+    /// Also end the stream at `deadline`'s instant (with `DeadlineExceeded`),
+    /// or when its signal aborts (a parent such as a client that left), with
+    /// that signal's reason.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, StallOptions};
+    /// let options = StallOptions::new(500.0, 500.0).deadline(&Deadline::in_ms(2_000.0)?);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn deadline(mut self, deadline: &Deadline) -> Self {
+        self.at = Some(deadline.instant_ms());
+        self.followed.push(deadline.signal());
+        self
+    }
+
+    /// The upstream request's controller: aborted with the stream's error, so
+    /// the request is released, not abandoned. When someone else aborts it,
+    /// the stream ends with its reason.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::StallOptions;
+    /// let upstream = web_sys::AbortController::new().unwrap();
+    /// let options = StallOptions::new(500.0, 500.0).controller(upstream);
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn controller(mut self, controller: AbortController) -> Self {
+        self.followed.push(controller.signal());
+        self.controller = Some(controller);
+        self
+    }
+
+    /// Which chunks count as progress (for example, only complete SSE events
+    /// and not keep-alive comments). An `Err` fails the stream with it.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::StallOptions;
+    /// let options = StallOptions::new(500.0, 500.0)
+    ///     .is_progress(|chunk| Ok(chunk.as_string().map_or(true, |s| !s.starts_with(':'))));
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn is_progress(mut self, f: impl FnMut(&JsValue) -> Result<bool, Error> + 'static) -> Self {
+        self.is_progress = Some(Box::new(f));
+        self
+    }
+}
+
+impl std::fmt::Debug for StallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StallOptions")
+            .field("first_chunk_ms", &self.first_chunk_ms)
+            .field("stall_ms", &self.stall_ms)
+            .field("deadline_at", &self.at)
+            .field("controller", &self.controller.is_some())
+            .field("is_progress", &self.is_progress.is_some())
+            .finish()
+    }
+}
+
+// The stream plumbing, in JavaScript: the pull source reads the source's
+// reader and enqueues, and calls Rust once per chunk (`onChunk(chunk, size)`,
+// which does the bookkeeping and says whether to pass the chunk on). Pulling,
+// unpacking the read and enqueueing from Rust cost four more boundary
+// crossings per chunk, which measured 2.1x the JavaScript wrapper's per-chunk
+// cost in Deno (bench/web.bench.mjs). `flags.held` mirrors the Rust state:
+// a chunk waits in the full queue for the consumer (invariant 3). The size is `byteLength`, a
+// string's length, 0 for null/undefined, or -1 when the chunk has none.
+#[wasm_bindgen(inline_js = r#"
+export function stallSource(reader, flags, onStart, onChunk, onHold, onDone, onError, onResume, onCancel) {
+  const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
+  return new ReadableStream({
+    start: onStart,
+    pull(c) {
+      if (flags.held && !onResume()) return;
+      return reader.read().then((r) => {
+        if (r.done) return onDone();
+        const v = r.value;
+        if (!onChunk(v, size(v))) return;
+        c.enqueue(v);
+        // No read waited for the chunk: it stays in the queue until the consumer asks.
+        if (c.desiredSize <= 0) onHold();
+      }, onError);
+    },
+    cancel: onCancel,
+  });
+}
+"#)]
+extern "C" {
+    #[allow(clippy::too_many_arguments)]
+    #[wasm_bindgen(js_name = stallSource)]
+    fn stall_source(
+        reader: &ReadableStreamDefaultReader,
+        flags: &Object,
+        on_start: &JsValue,
+        on_chunk: &JsValue,
+        on_hold: &JsValue,
+        on_done: &JsValue,
+        on_error: &JsValue,
+        on_resume: &JsValue,
+        on_cancel: &JsValue,
+    ) -> ReadableStream;
+}
+
+/// Plain bookkeeping, written per chunk without calling the core.
+struct State {
+    started_at: f64,
+    last_progress_at: Option<f64>,
+    chunks: f64,
+    bytes: f64,
+    progress: f64,
+    /// When a chunk began waiting for the consumer in a full queue (invariant 3).
+    held_since: Option<f64>,
+    /// The timer fired while a chunk was held: only the deadline applies.
+    parked: bool,
+    /// The timer does not keep the process alive (invariant 4).
+    unrefd: bool,
+    burst: u32,
+    sampling: bool,
+    sampled_progress: f64,
+    timer: Option<Timeout>,
+    timer_due_at: f64,
+}
+
+/// The JavaScript objects the wrapper holds until it settles (invariant 6).
+struct Held {
+    reader: ReadableStreamDefaultReader,
+    /// `{ held }`, read by the JavaScript pull.
+    flags: Object,
+    /// Signals whose abort fails the stream (the deadline's, the controller's).
+    followed: Vec<AbortSignal>,
+    on_abort: Option<Closure<dyn FnMut(JsValue)>>,
+    out: Option<ReadableStreamDefaultController>,
+    controller: Option<AbortController>,
+    is_progress: Option<ProgressFn>,
+    on_settle: Option<Box<dyn FnOnce()>>,
+}
+
+struct Watch {
+    config: StallConfig,
+    at: Option<f64>,
+    sample_ms: f64,
+    settled: Cell<bool>,
+    state: RefCell<State>,
+    held: RefCell<Option<Held>>,
+}
+
+/// Wraps `stream`: the returned stream carries the same chunks and errors with
+/// `StreamStalled` when the source goes quiet for too long (aborting the
+/// upstream controller), or with `DeadlineExceeded` at the deadline. The
+/// errors are the JavaScript API's branded ones, so `isStreamStalled` in
+/// JavaScript and [`Error::from`] in Rust recognise them.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming `firstChunkMs`, `stallMs` or `deadline`
+/// (checked before the source is locked); [`Error::Js`] with a `TypeError`
+/// naming `stream` when the source is already locked.
+///
+/// ```no_run
+/// use edge_deadline::web::{with_stall_timeout, StallOptions};
+/// # async fn demo(body: web_sys::ReadableStream) -> Result<(), edge_deadline::web::Error> {
+/// let upstream = web_sys::AbortController::new().unwrap();
+/// let guarded = with_stall_timeout(body, StallOptions::new(5_000.0, 9_000.0).controller(upstream))?;
+/// # let _ = guarded; Ok(()) }
+/// ```
+pub fn with_stall_timeout(stream: ReadableStream, options: StallOptions) -> Result<ReadableStream, Error> {
+    watch(stream, options, None)
+}
+
+fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dyn FnOnce()>>) -> Result<ReadableStream, Error> {
+    let config = StallConfig::new(options.first_chunk_ms, options.stall_ms, options.at)?;
+    if stream.locked() {
+        return Err(Error::Js(
+            js_sys::TypeError::new("'stream' of with_stall_timeout must be an unlocked ReadableStream: current value is locked")
+                .into(),
+        ));
+    }
+    let t0 = sys::now();
+    // The first decision validates the snapshot too, before the source is locked.
+    let first = config.decide(&Snapshot::started(t0), t0)?;
+    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let flags = Object::new();
+    let sample_ms = (options.stall_ms / 4.0).floor().clamp(1.0, MAX_SAMPLE_MS);
+    let watch = Rc::new(Watch {
+        config,
+        at: options.at,
+        sample_ms,
+        settled: Cell::new(false),
+        state: RefCell::new(State {
+            started_at: t0,
+            last_progress_at: None,
+            chunks: 0.0,
+            bytes: 0.0,
+            progress: 0.0,
+            held_since: None,
+            parked: false,
+            unrefd: false,
+            burst: 0,
+            sampling: false,
+            sampled_progress: 0.0,
+            timer: None,
+            timer_due_at: f64::INFINITY,
+        }),
+        held: RefCell::new(Some(Held {
+            reader: reader.clone(),
+            flags: flags.clone(),
+            followed: options.followed,
+            on_abort: None,
+            out: None,
+            controller: options.controller,
+            is_progress: options.is_progress,
+            on_settle,
+        })),
+    });
+
+    // The source's functions are owned by the JavaScript stream (reclaimed
+    // with it); they hold the watch, the watch holds none of them.
+    let on_chunk = {
+        let w = watch.clone();
+        Closure::<dyn FnMut(JsValue, f64) -> bool>::new(move |chunk: JsValue, size: f64| w.on_chunk(&chunk, size))
+            .into_js_value()
+    };
+    let on_hold = {
+        let w = watch.clone();
+        Closure::<dyn FnMut()>::new(move || w.hold()).into_js_value()
+    };
+    let on_done = {
+        let w = watch.clone();
+        Closure::<dyn FnMut()>::new(move || w.on_done()).into_js_value()
+    };
+    let on_error = {
+        let w = watch.clone();
+        Closure::<dyn FnMut(JsValue)>::new(move |error: JsValue| w.on_read_error(error)).into_js_value()
+    };
+    let on_resume = {
+        let w = watch.clone();
+        Closure::<dyn FnMut() -> bool>::new(move || {
+            w.resume();
+            !w.settled.get()
+        })
+        .into_js_value()
+    };
+    let on_start = {
+        let w = watch.clone();
+        Closure::<dyn FnMut(ReadableStreamDefaultController)>::new(move |c: ReadableStreamDefaultController| {
+            if let Some(held) = w.held.borrow_mut().as_mut() {
+                held.out = Some(c);
+            }
+            // A parent (a client that left, the caller's signal) may have aborted already.
+            if let Some(gone) = w.aborted_reason() {
+                return w.fail(&gone);
+            }
+            w.follow();
+            w.act(Ok(first), t0);
+        })
+        .into_js_value()
+    };
+    let on_cancel = {
+        let w = watch;
+        Closure::<dyn FnMut(JsValue) -> JsValue>::new(move |reason: JsValue| w.cancel(&reason)).into_js_value()
+    };
+    // The functions are owned by the JavaScript stream (reclaimed with it);
+    // they hold the watch, the watch holds none of them.
+    Ok(stall_source(&reader, &flags, &on_start, &on_chunk, &on_hold, &on_done, &on_error, &on_resume, &on_cancel))
+}
+
+impl Watch {
+    fn snapshot(&self, s: &State) -> Snapshot {
+        Snapshot { started_at: s.started_at, last_progress_at: s.last_progress_at, chunks: s.chunks, bytes: s.bytes }
+    }
+
+    fn arm(self: &Rc<Self>, delay_ms: f64, t: f64) {
+        let w = Rc::downgrade(self);
+        let timer = Timeout::at(
+            t + delay_ms,
+            Box::new(move || {
+                if let Some(w) = w.upgrade() {
+                    w.on_timer();
+                }
+            }),
+        );
+        let mut s = self.state.borrow_mut();
+        s.unrefd = s.held_since.is_some();
+        s.timer = Some(if s.unrefd { timer.unref() } else { timer });
+        s.timer_due_at = t + delay_ms;
+    }
+
+    fn act(self: &Rc<Self>, answer: Result<Decision, StallError>, t: f64) {
+        match answer {
+            Err(error) => self.fail(&Error::from(error).into()),
+            Ok(Decision::Wake { delay_ms, .. }) => {
+                let sampling = self.state.borrow().sampling;
+                self.arm(if sampling && delay_ms > self.sample_ms { self.sample_ms } else { delay_ms }, t);
+            }
+            Ok(Decision::DeadlineExceeded { late_by_ms }) => {
+                let at = self.at.unwrap_or(t);
+                self.fail(&Error::DeadlineExceeded { at, late_by_ms }.into());
+            }
+            Ok(Decision::Stalled { phase, after_ms, chunks, bytes }) => {
+                let phase = if phase == Phase::FirstChunk { StallPhase::FirstChunk } else { StallPhase::Stall };
+                self.fail(&Error::StreamStalled { phase, after_ms, chunks, bytes }.into());
+            }
+        }
+    }
+
+    /// The one timer fired: account for sampled progress, then ask the core.
+    fn on_timer(self: &Rc<Self>) {
+        if self.settled.get() {
+            return;
+        }
+        let t = sys::now();
+        let answer = {
+            let mut s = self.state.borrow_mut();
+            s.timer = None;
+            if s.sampling {
+                let fresh = s.progress - s.sampled_progress;
+                s.sampled_progress = s.progress;
+                // Progress came at some instant up to now, and before any hold
+                // began: this is never earlier than the true last progress chunk.
+                if fresh > 0.0 {
+                    s.last_progress_at = Some(s.held_since.unwrap_or(t));
+                }
+                if fresh < f64::from(BURST_RUN) {
+                    s.sampling = false;
+                    s.burst = 0;
+                }
+            }
+            // A chunk waits for the consumer, so no read is outstanding: the consumer holds us up, not the source.
+            if s.held_since.is_some() {
+                s.parked = true;
+                if self.at.is_none() {
+                    return; // nothing can expire until the consumer reads again
+                }
+            }
+            if s.parked {
+                let parked = Snapshot { started_at: t, last_progress_at: Some(t), chunks: s.chunks, bytes: s.bytes };
+                StallConfig::new(NO_LIMIT, NO_LIMIT, self.at).and_then(|c| c.decide(&parked, t))
+            } else {
+                self.config.decide(&self.snapshot(&s), t)
+            }
+        };
+        self.act(answer, t);
+    }
+
+    /// A chunk now waits in the full queue: nobody waits on the source until the consumer reads.
+    fn hold(&self) {
+        let mut s = self.state.borrow_mut();
+        s.held_since = Some(sys::now());
+        self.set_flag(true);
+        if !s.unrefd {
+            if let Some(timer) = s.timer.take() {
+                s.timer = Some(timer.unref());
+            }
+            s.unrefd = true;
+        }
+    }
+
+    /// The consumer reads again after a hold: the held time is not silence,
+    /// so the active limit's reference moves forward by it. A timer that fired
+    /// meanwhile (parked) is replaced by a fresh decision; otherwise the armed
+    /// one is early or on time, never late (moving the reference only postpones).
+    fn resume(self: &Rc<Self>) {
+        let t = sys::now();
+        let answer = {
+            let mut s = self.state.borrow_mut();
+            let held = s.held_since.take().map_or(0.0, |since| t - since);
+            self.set_flag(false);
+            if held > 0.0 {
+                match s.last_progress_at {
+                    None => s.started_at += held,
+                    Some(at) => s.last_progress_at = Some(at + held),
+                }
+            }
+            if !s.parked {
+                if s.unrefd {
+                    if let Some(timer) = s.timer.as_ref() {
+                        timer.reref();
+                    }
+                }
+                s.unrefd = false;
+                return;
+            }
+            s.parked = false;
+            s.sampled_progress = s.progress;
+            s.timer = None;
+            self.config.decide(&self.snapshot(&s), t)
+        };
+        self.act(answer, t);
+    }
+
+    /// The reason of the first followed signal that has aborted.
+    fn aborted_reason(&self) -> Option<JsValue> {
+        let held = self.held.borrow();
+        held.as_ref()?.followed.iter().find(|s| s.aborted()).map(AbortSignal::reason)
+    }
+
+    /// Fails the stream with a followed signal's reason when it aborts.
+    fn follow(self: &Rc<Self>) {
+        let w = Rc::downgrade(self);
+        let on_abort = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+            if let Some(w) = w.upgrade() {
+                let reason = Reflect::get(&event, &JsValue::from_str("target"))
+                    .map(|t| t.unchecked_into::<AbortSignal>().reason())
+                    .unwrap_or(JsValue::UNDEFINED);
+                w.fail(&reason);
+            }
+        });
+        if let Some(held) = self.held.borrow_mut().as_mut() {
+            for signal in &held.followed {
+                let _ = signal.add_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
+            }
+            held.on_abort = Some(on_abort);
+        }
+    }
+
+    /// The source errored. When a followed signal has aborted, its reason is
+    /// the cause: some runtimes error an aborted body with an unbranded copy.
+    fn on_read_error(&self, error: JsValue) {
+        let reason = self.aborted_reason().unwrap_or(error);
+        self.fail(&reason);
+    }
+
+    /// Keeps the JavaScript pull's copy of "a chunk is held" in step.
+    fn set_flag(&self, held: bool) {
+        if let Some(h) = self.held.borrow().as_ref() {
+            let _ = Reflect::set(&h.flags, &JsValue::from_str("held"), &JsValue::from_bool(held));
+        }
+    }
+
+    fn on_done(self: &Rc<Self>) {
+        if self.settled.get() {
+            return;
+        }
+        if let Some(out) = self.settle().and_then(|h| h.out) {
+            let _ = out.close();
+        }
+    }
+
+    /// One chunk read: the bookkeeping; `true` to pass it on.
+    fn on_chunk(self: &Rc<Self>, chunk: &JsValue, size: f64) -> bool {
+        if self.settled.get() {
+            return false;
+        }
+        let counts = {
+            let mut held = self.held.borrow_mut();
+            match held.as_mut().and_then(|h| h.is_progress.as_mut()) {
+                Some(f) => f(chunk),
+                None => Ok(size != 0.0),
+            }
+        };
+        let counts = match counts {
+            Ok(c) => c,
+            Err(error) => {
+                self.fail(&error.into());
+                return false;
+            }
+        };
+        let start_sampling = {
+            let mut s = self.state.borrow_mut();
+            s.chunks += 1.0;
+            if size >= 0.0 {
+                s.bytes += size;
+            }
+            let mut start = None;
+            if counts {
+                s.progress += 1.0;
+                if !s.sampling {
+                    let t = sys::now();
+                    if s.last_progress_at.is_some_and(|last| t - last < BURST_GAP_MS) {
+                        s.burst += 1;
+                        if s.burst == BURST_RUN {
+                            start = Some(t);
+                        }
+                    } else {
+                        s.burst = 0;
+                    }
+                    s.last_progress_at = Some(t);
+                }
+            }
+            start
+        };
+        if let Some(t) = start_sampling {
+            self.start_sampling(t);
+        }
+        true
+    }
+
+    /// A burst: stop reading the clock per chunk, and make sure a consult comes within `sample_ms`.
+    fn start_sampling(self: &Rc<Self>, t: f64) {
+        let rearm = {
+            let mut s = self.state.borrow_mut();
+            s.sampling = true;
+            s.sampled_progress = s.progress;
+            s.timer.is_some() && s.timer_due_at > t + self.sample_ms
+        };
+        if rearm {
+            self.state.borrow_mut().timer = None;
+            self.arm(self.sample_ms, t);
+        }
+    }
+
+    /// Marks the wrapper settled, clears its timer and hands back what it held.
+    fn settle(&self) -> Option<Held> {
+        self.settled.set(true);
+        let timer = self.state.borrow_mut().timer.take();
+        drop(timer);
+        let mut held = self.held.borrow_mut().take();
+        if let Some(h) = held.as_mut() {
+            if let Some(on_abort) = h.on_abort.take() {
+                for signal in &h.followed {
+                    let _ = signal.remove_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
+                }
+            }
+        }
+        if let Some(f) = held.as_mut().and_then(|h| h.on_settle.take()) {
+            f();
+        }
+        held
+    }
+
+    /// Errors the wrapper, aborts the upstream and cancels the source, all with `reason`.
+    fn fail(&self, reason: &JsValue) {
+        if self.settled.get() {
+            return;
+        }
+        let Some(held) = self.settle() else { return };
+        if let Some(out) = &held.out {
+            out.error_with_e(reason);
+        }
+        if let Some(c) = &held.controller {
+            if !c.signal().aborted() {
+                c.abort_with_reason(reason);
+            }
+        }
+        ignore_rejection(held.reader.cancel_with_reason(reason));
+    }
+
+    fn cancel(&self, reason: &JsValue) -> JsValue {
+        if self.settled.get() {
+            return JsValue::UNDEFINED;
+        }
+        let Some(held) = self.settle() else { return JsValue::UNDEFINED };
+        // Cancel first: aborting first would error the source, and its cancel would then reject.
+        let cancelled = held.reader.cancel_with_reason(reason);
+        if let Some(c) = &held.controller {
+            if !c.signal().aborted() {
+                c.abort_with_reason(reason);
+            }
+        }
+        cancelled.into()
+    }
+}
+
+fn ignore_rejection(promise: Promise) {
+    thread_local! {
+        static NOOP: JsValue = Closure::<dyn FnMut(JsValue)>::new(|_: JsValue| {}).into_js_value();
+    }
+    NOOP.with(|noop| {
+        promise.unchecked_into::<sys::Thenable>().catch_with(noop.unchecked_ref());
+    });
+}
+
+// ---- fetch ------------------------------------------------------------------
+
+/// The limits of [`fetch_with_deadline`]. Limits that are not given do not
+/// apply (the deadline bounds everything).
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
+/// use edge_deadline::web::{Deadline, FetchOptions};
+/// let deadline = Deadline::in_ms(10_000.0)?;
+/// let options = FetchOptions::new(&deadline).first_byte_ms(2_000.0).stall_ms(5_000.0);
+/// # let _ = options; Ok(())
+/// # }
+/// # fn main() {}
+/// ```
+#[must_use]
+pub struct FetchOptions<'a> {
+    deadline: &'a Deadline,
+    first_byte_ms: Option<f64>,
+    first_chunk_ms: Option<f64>,
+    stall_ms: Option<f64>,
+    is_progress: Option<ProgressFn>,
+}
+
+impl<'a> FetchOptions<'a> {
+    /// Bounds the request, its headers and its body by `deadline`.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, FetchOptions};
+    /// let deadline = Deadline::in_ms(10_000.0)?;
+    /// let options = FetchOptions::new(&deadline);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn new(deadline: &'a Deadline) -> Self {
+        Self { deadline, first_byte_ms: None, first_chunk_ms: None, stall_ms: None, is_progress: None }
+    }
+
+    /// The longest wait for the response headers (phase `"first-byte"`).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
+    /// let options = edge_deadline::web::FetchOptions::new(&d).first_byte_ms(300.0);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn first_byte_ms(mut self, ms: f64) -> Self {
+        self.first_byte_ms = Some(ms);
+        self
+    }
+
+    /// The longest wait for the first progress chunk, counted from the headers.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
+    /// let options = edge_deadline::web::FetchOptions::new(&d).first_chunk_ms(500.0);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn first_chunk_ms(mut self, ms: f64) -> Self {
+        self.first_chunk_ms = Some(ms);
+        self
+    }
+
+    /// The longest silence between progress chunks of the body.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
+    /// let options = edge_deadline::web::FetchOptions::new(&d).stall_ms(500.0);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn stall_ms(mut self, ms: f64) -> Self {
+        self.stall_ms = Some(ms);
+        self
+    }
+
+    /// Which body chunks count as progress (see [`StallOptions::is_progress`]).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// # let d = edge_deadline::web::Deadline::in_ms(1_000.0)?;
+    /// let options = edge_deadline::web::FetchOptions::new(&d).is_progress(|_chunk| Ok(true));
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn is_progress(mut self, f: impl FnMut(&JsValue) -> Result<bool, Error> + 'static) -> Self {
+        self.is_progress = Some(Box::new(f));
+        self
+    }
+}
+
+impl std::fmt::Debug for FetchOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchOptions")
+            .field("deadline", self.deadline)
+            .field("first_byte_ms", &self.first_byte_ms)
+            .field("first_chunk_ms", &self.first_chunk_ms)
+            .field("stall_ms", &self.stall_ms)
+            .finish()
+    }
+}
+
+/// Abort listeners from several signals onto one controller, removed on drop.
+struct Links {
+    upstream: AbortController,
+    linked: Vec<(AbortSignal, Closure<dyn FnMut()>)>,
+}
+
+impl Links {
+    fn link(&mut self, signal: &AbortSignal) {
+        if self.upstream.signal().aborted() {
+            return;
+        }
+        if signal.aborted() {
+            self.upstream.abort_with_reason(&signal.reason());
+            return;
+        }
+        let (upstream, source) = (self.upstream.clone(), signal.clone());
+        let listener = Closure::<dyn FnMut()>::new(move || {
+            if !upstream.signal().aborted() {
+                upstream.abort_with_reason(&source.reason());
+            }
+        });
+        let _ = signal.add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
+        self.linked.push((signal.clone(), listener));
+    }
+}
+
+impl Drop for Links {
+    fn drop(&mut self) {
+        for (signal, listener) in self.linked.drain(..) {
+            let _ = signal.remove_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
+        }
+    }
+}
+
+/// The wait for headers as a stall configuration: `firstByteMs` as the
+/// first-chunk wait (0 is accepted: no time was left, so it stalls at once),
+/// the largest gap limit (nothing is ever received), no deadline (the
+/// deadline's signal bounds the request). Bad input names `firstByteMs`.
+fn first_byte_config(first_byte_ms: f64) -> Result<StallConfig, Error> {
+    StallConfig::new(first_byte_ms, MAX_MS, None).map_err(|error| match error {
+        StallError::Wait { value, .. } => StallError::Wait { param: "firstByteMs", value }.into(),
+        other => other.into(),
+    })
+}
+
+/// The wait for the response headers: the same one-timer loop on the
+/// first-byte limit. Dropping the guard clears its timer.
+struct FirstByteGuard(Rc<RefCell<Option<Timeout>>>);
+
+impl FirstByteGuard {
+    fn start(config: StallConfig, t0: f64, upstream: &AbortController) -> Self {
+        let slot = Rc::new(RefCell::new(None));
+        Self::step(config, t0, upstream.clone(), &slot);
+        Self(slot)
+    }
+
+    fn step(config: StallConfig, t0: f64, upstream: AbortController, slot: &Rc<RefCell<Option<Timeout>>>) {
+        let t = sys::now();
+        let reason = match config.decide(&Snapshot::started(t0), t) {
+            Ok(Decision::Wake { delay_ms, .. }) => {
+                let next = Rc::downgrade(slot);
+                let timer = Timeout::at(
+                    t + delay_ms,
+                    Box::new(move || {
+                        if let Some(slot) = next.upgrade() {
+                            Self::step(config, t0, upstream, &slot);
+                        }
+                    }),
+                );
+                *slot.borrow_mut() = Some(timer);
+                return;
+            }
+            Ok(Decision::Stalled { after_ms, .. }) => {
+                Error::StreamStalled { phase: StallPhase::FirstByte, after_ms, chunks: 0.0, bytes: 0.0 }
+            }
+            // No deadline in this configuration; validated inputs cannot fail.
+            Ok(Decision::DeadlineExceeded { .. }) => return,
+            Err(e) => e.into(),
+        };
+        upstream.abort_with_reason(&reason.into());
+    }
+}
+
+impl Drop for FirstByteGuard {
+    fn drop(&mut self) {
+        let timer = self.0.borrow_mut().take();
+        drop(timer);
+    }
+}
+
+/// `fetch` (the global one) bounded by a deadline, with a limit on the wait
+/// for headers and stall detection on the body. The request's signal is
+/// linked to the deadline's signal (and so to its parents), to `init`'s
+/// signal and to the signal of a `Request` input; a stall, the deadline or a
+/// consumer's cancel aborts the request.
+///
+/// `input` is a `Request` or a URL string, as for `fetch`.
+///
+/// # Errors
+/// [`Error::DeadlineExceeded`]; [`Error::StreamStalled`] with phase
+/// `FirstByte`; the reason `init`'s signal aborted with, or the network error,
+/// as [`Error::Js`]; [`Error::InvalidArgument`] naming `firstByteMs`,
+/// `firstChunkMs` or `stallMs` before any I/O. Stalls of the body surface when
+/// it is read.
+///
+/// ```no_run
+/// use edge_deadline::web::{fetch_with_deadline, Deadline, FetchOptions};
+/// # async fn demo() -> Result<(), edge_deadline::web::Error> {
+/// let deadline = Deadline::in_ms(5_000.0)?;
+/// let response =
+///     fetch_with_deadline(&"https://example.com/".into(), None, FetchOptions::new(&deadline).stall_ms(2_000.0)).await?;
+/// # let _ = response; Ok(()) }
+/// ```
+pub async fn fetch_with_deadline(input: &JsValue, init: Option<&RequestInit>, options: FetchOptions<'_>) -> Result<Response, Error> {
+    let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress } = options;
+    let at = deadline.instant_ms();
+    let first_chunk_ms = first_chunk_ms.unwrap_or(NO_LIMIT);
+    let stall_ms = stall_ms.unwrap_or(NO_LIMIT);
+    // Range checks before any I/O (the core names the parameter).
+    let t0 = sys::now();
+    StallConfig::new(first_chunk_ms, stall_ms, Some(at))?.decide(&Snapshot::started(t0), t0)?;
+    let first_byte = first_byte_ms.map(first_byte_config).transpose()?;
+
+    let upstream = AbortController::new().map_err(Error::from)?;
+    let mut links = Links { upstream: upstream.clone(), linked: Vec::new() };
+    links.link(&deadline.signal());
+    let init_copy: RequestInit = match init {
+        Some(init) => {
+            let signal = Reflect::get(init, &JsValue::from_str("signal")).unwrap_or(JsValue::UNDEFINED);
+            if let Some(signal) = signal.dyn_ref::<AbortSignal>() {
+                links.link(signal);
+            }
+            Object::assign(&Object::new(), init).unchecked_into()
+        }
+        None => RequestInit::new(),
+    };
+    if let Some(request) = input.dyn_ref::<Request>() {
+        links.link(&request.signal());
+    }
+    init_copy.set_signal(Some(&upstream.signal()));
+
+    let guard = first_byte.map(|config| FirstByteGuard::start(config, t0, &upstream));
+    let result = match sys::fetch(input, &init_copy) {
+        Ok(promise) => JsFuture::from(promise).await,
+        Err(error) => Err(error),
+    };
+    drop(guard);
+    let response: Response = match result {
+        Ok(response) => response.unchecked_into(),
+        // Some runtimes reject with their own AbortError: report our reason.
+        Err(error) => {
+            let signal = upstream.signal();
+            return Err(Error::from(if signal.aborted() { signal.reason() } else { error }));
+        }
+    };
+    let Some(body) = response.body() else { return Ok(response) };
+    // The upstream controller already follows the deadline's signal (and the caller's).
+    let stall = StallOptions {
+        first_chunk_ms,
+        stall_ms,
+        at: Some(at),
+        followed: vec![upstream.signal()],
+        controller: Some(upstream),
+        is_progress,
+    };
+    let body = watch(body, stall, Some(Box::new(move || drop(links))))?;
+    let init = ResponseInit::new();
+    init.set_status(response.status());
+    init.set_status_text(&response.status_text());
+    init.set_headers(&response.headers());
+    let wrapped = Response::new_with_opt_readable_stream_and_init(Some(&body), &init).map_err(Error::from)?;
+    // A constructed Response has no url; keep the fetched one's.
+    for key in ["url", "redirected", "type"] {
+        let descriptor = Object::new();
+        let _ = Reflect::set(&descriptor, &"value".into(), &Reflect::get(&response, &key.into()).unwrap_or_default());
+        let _ = Reflect::set(&descriptor, &"enumerable".into(), &JsValue::TRUE);
+        Object::define_property(&wrapped, &key.into(), &descriptor);
+    }
+    Ok(wrapped)
+}

@@ -1,0 +1,116 @@
+//! The host functions the web API uses, bound as globals so they exist in
+//! every runtime (Workers, Deno, browsers and their workers, Node): no
+//! `window`, no `self`.
+
+use std::cell::Cell;
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub(crate) fn set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    pub(crate) fn clear_timeout(handle: &JsValue);
+    /// The monotonic clock every instant of this crate is read from.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    pub(crate) fn now() -> f64;
+
+    /// Node's (and Bun's) timer object.
+    type HostTimer;
+    #[wasm_bindgen(method, structural)]
+    fn unref(this: &HostTimer);
+    #[wasm_bindgen(method, structural, js_name = ref)]
+    fn ref_(this: &HostTimer);
+    #[wasm_bindgen(js_namespace = Deno, js_name = unrefTimer)]
+    fn deno_unref_timer(id: &JsValue);
+    #[wasm_bindgen(js_namespace = Deno, js_name = refTimer)]
+    fn deno_ref_timer(id: &JsValue);
+
+    /// A promise, for `then`/`catch` with plain JavaScript functions.
+    pub(crate) type Thenable;
+    #[wasm_bindgen(method, structural, js_name = then)]
+    pub(crate) fn then_with(this: &Thenable, ok: &js_sys::Function, err: &js_sys::Function) -> JsValue;
+    #[wasm_bindgen(method, structural, js_name = catch)]
+    pub(crate) fn catch_with(this: &Thenable, f: &js_sys::Function) -> JsValue;
+
+    #[wasm_bindgen(js_name = fetch, catch)]
+    pub(crate) fn fetch(input: &JsValue, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Host {
+    /// Timers belong to the request that made them.
+    Workerd,
+    /// Timers are numbers, unref'd through `Deno.unrefTimer`.
+    Deno,
+    /// Timers are objects with `unref()` (Node, Bun), or numbers with nothing to unref.
+    Other,
+}
+
+thread_local! {
+    static HOST: Cell<Option<Host>> = const { Cell::new(None) };
+}
+
+fn global(path: &[&str]) -> JsValue {
+    let mut value: JsValue = js_sys::global().into();
+    for key in path {
+        if !value.is_object() {
+            return JsValue::UNDEFINED;
+        }
+        value = js_sys::Reflect::get(&value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
+    }
+    value
+}
+
+/// Which runtime this is, read once.
+pub(crate) fn host() -> Host {
+    HOST.with(|h| {
+        if let Some(host) = h.get() {
+            return host;
+        }
+        // `WebSocketPair` is a Workers global at every compatibility date and
+        // flag; `navigator` is absent before 2022-03-21 and with
+        // `no_global_navigator` (as js/timers.js `IS_WORKERD`).
+        let host = if global(&["WebSocketPair"]).is_function()
+            || global(&["navigator", "userAgent"]).as_string().as_deref() == Some("Cloudflare-Workers")
+        {
+            Host::Workerd
+        } else if global(&["Deno", "unrefTimer"]).is_function() {
+            Host::Deno
+        } else {
+            Host::Other
+        };
+        h.set(Some(host));
+        host
+    })
+}
+
+/// Lets the process exit while the timer `handle` is pending (Node, Deno);
+/// a no-op elsewhere.
+pub(crate) fn unref(handle: &JsValue) {
+    if handle.is_object() {
+        let timer: &HostTimer = handle.unchecked_ref();
+        if global_has_unref(timer) {
+            timer.unref();
+        }
+    } else if host() == Host::Deno {
+        deno_unref_timer(handle);
+    }
+}
+
+/// Undoes [`unref`]: the timer keeps Node or Deno alive again.
+pub(crate) fn reref(handle: &JsValue) {
+    if handle.is_object() {
+        let timer: &HostTimer = handle.unchecked_ref();
+        if js_sys::Reflect::get(timer, &JsValue::from_str("ref")).map(|f| f.is_function()).unwrap_or(false) {
+            timer.ref_();
+        }
+    } else if host() == Host::Deno {
+        deno_ref_timer(handle);
+    }
+}
+
+fn global_has_unref(timer: &HostTimer) -> bool {
+    js_sys::Reflect::get(timer, &JsValue::from_str("unref")).map(|f| f.is_function()).unwrap_or(false)
+}

@@ -1,0 +1,304 @@
+//! Deadline, timers and errors.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use edge_deadline::web::{sleep, Deadline, Error, StallPhase, Timeout};
+use wasm_bindgen::prelude::*;
+use web_sys::AbortController;
+
+use super::{aborted, get, now, own_keys, wait, Ctx, Outcome, TIMER_SLACK_MS};
+use crate::ensure;
+
+const BRAND: &str = "edgeDeadlineError";
+
+fn controller() -> AbortController {
+    AbortController::new().unwrap()
+}
+
+pub async fn signal_aborts_at_the_instant_with_the_branded_error(_: &Ctx) -> Outcome {
+    let d = Deadline::in_ms(40.0).map_err(|e| e.to_string())?;
+    let signal = d.signal();
+    ensure!(!signal.aborted(), "aborted too early");
+    let fired_at = aborted(&signal).await?;
+    ensure!(fired_at >= d.instant_ms(), "fired {} ms before the instant", d.instant_ms() - fired_at);
+    ensure!(fired_at - d.instant_ms() <= TIMER_SLACK_MS, "fired {} ms late", fired_at - d.instant_ms());
+    let reason = signal.reason();
+    ensure!(reason.is_instance_of::<js_sys::Error>(), "reason is an Error");
+    ensure!(get(&reason, BRAND).as_string().as_deref() == Some("DeadlineExceeded"));
+    ensure!(get(&reason, "name").as_string().as_deref() == Some("DeadlineExceeded"));
+    ensure!(own_keys(&reason).iter().any(|k| k == BRAND), "the brand is an own enumerable property");
+    ensure!(get(&reason, "at").as_f64() == Some(d.instant_ms()));
+    let late = get(&reason, "lateByMs").as_f64().unwrap_or(-1.0);
+    ensure!((0.0..=TIMER_SLACK_MS).contains(&late), "lateByMs {late}");
+    ensure!(get(&reason, "message").as_string().unwrap_or_default().contains("deadline exceeded"));
+    match Error::from(reason) {
+        Error::DeadlineExceeded { at, .. } => ensure!(at == d.instant_ms()),
+        other => return Err(format!("read back as {other:?}")),
+    }
+    ensure!(d.expired());
+    ensure!(d.remaining() == 0.0);
+    Ok(())
+}
+
+pub async fn repeated_signal_is_the_same_signal(_: &Ctx) -> Outcome {
+    let d = Deadline::in_ms(1_000.0).unwrap();
+    let a = d.signal();
+    ensure!(a == d.signal(), "a second signal() returned another signal");
+    Ok(())
+}
+
+pub async fn a_parent_abort_propagates_its_reason(_: &Ctx) -> Outcome {
+    let parent = controller();
+    let d = Deadline::in_ms(60_000.0).unwrap().with_parent(&parent.signal());
+    let signal = d.signal();
+    let reason = js_sys::Error::new("client went away");
+    parent.abort_with_reason(&reason);
+    aborted(&signal).await?;
+    ensure!(signal.reason() == JsValue::from(reason), "the parent's reason");
+    ensure!(!d.expired(), "the instant itself has not passed");
+    Ok(())
+}
+
+pub async fn an_aborted_parent_aborts_at_once(_: &Ctx) -> Outcome {
+    let parent = controller();
+    parent.abort_with_reason(&"gone".into());
+    let d = Deadline::in_ms(60_000.0).unwrap().with_parent(&parent.signal());
+    let signal = d.signal();
+    ensure!(signal.aborted());
+    ensure!(signal.reason().as_string().as_deref() == Some("gone"));
+    Ok(())
+}
+
+pub async fn a_passed_instant_gives_an_aborted_signal(_: &Ctx) -> Outcome {
+    let d = Deadline::at(0.0).unwrap();
+    ensure!(d.expired() && d.remaining() == 0.0);
+    let signal = d.signal();
+    ensure!(signal.aborted(), "aborted at once");
+    ensure!(matches!(Error::from(signal.reason()), Error::DeadlineExceeded { late_by_ms, .. } if late_by_ms >= 0.0));
+    Ok(())
+}
+
+pub async fn min_takes_the_earlier_and_links_both_parents(_: &Ctx) -> Outcome {
+    let (p1, p2) = (controller(), controller());
+    let a = Deadline::in_ms(1_000.0).unwrap().with_parent(&p1.signal());
+    let b = Deadline::in_ms(2_000.0).unwrap().with_parent(&p2.signal());
+    ensure!(a.min(&b).instant_ms() == a.instant_ms());
+    ensure!(b.min(&a).instant_ms() == a.instant_ms(), "min commutes");
+    let c = Deadline::in_ms(3_000.0).unwrap();
+    ensure!(Deadline::min_of([&c, &b, &a]).unwrap().instant_ms() == a.instant_ms(), "variadic min");
+    let m = a.min(&b);
+    let signal = m.signal();
+    p2.abort_with_reason(&"second parent".into());
+    aborted(&signal).await?;
+    ensure!(signal.reason().as_string().as_deref() == Some("second parent"));
+    match Deadline::min_of([]) {
+        Err(Error::InvalidArgument { param: "deadlines", message }) => ensure!(message.contains("'deadlines'"), "{message}"),
+        other => return Err(format!("min_of([]) gave {other:?}")),
+    }
+    Ok(())
+}
+
+pub async fn reserve_is_earlier_and_keeps_parents(_: &Ctx) -> Outcome {
+    let parent = controller();
+    let d = Deadline::in_ms(1_000.0).unwrap().with_parent(&parent.signal());
+    let r = d.reserve(200.0).unwrap();
+    ensure!(r.instant_ms() == d.instant_ms() - 200.0, "{} vs {}", r.instant_ms(), d.instant_ms());
+    let over = d.reserve(5_000.0).unwrap();
+    ensure!(over.expired(), "reserving more than is left gives an expired deadline, not an error");
+    let signal = r.signal();
+    parent.abort_with_reason(&"gone".into());
+    ensure!(signal.aborted(), "the reserved deadline keeps the parent");
+    Ok(())
+}
+
+pub async fn budget_is_min_of_preferred_and_remaining(_: &Ctx) -> Outcome {
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    ensure!(d.budget(300.0) == Ok(300.0));
+    let left = d.remaining();
+    let all = d.budget(1e9).unwrap();
+    ensure!(all <= left && all > left - 100.0, "{all} vs {left}");
+    // A shortage is never an argument error.
+    match Deadline::at(5.0).unwrap().budget(10.0) {
+        Err(Error::DeadlineExceeded { at, late_by_ms }) => ensure!(at == 5.0 && late_by_ms > 0.0),
+        other => return Err(format!("expired budget gave {other:?}")),
+    }
+    Ok(())
+}
+
+fn names(result: Result<impl std::fmt::Debug, Error>, param: &str) -> Outcome {
+    match result {
+        Err(Error::InvalidArgument { param: p, message }) if p == param => {
+            ensure!(message.contains(&format!("'{param}'")), "message does not name '{param}': {message}");
+            let js = JsValue::from(Error::InvalidArgument { param: p, message: message.clone() });
+            ensure!(js.is_instance_of::<js_sys::RangeError>(), "a RangeError in JavaScript");
+            ensure!(get(&js, "message").as_string() == Some(message));
+            Ok(())
+        }
+        other => Err(format!("expected an error naming '{param}', got {other:?}")),
+    }
+}
+
+pub async fn bad_input_is_an_error_naming_the_parameter(_: &Ctx) -> Outcome {
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 1e300] {
+        names(Deadline::in_ms(bad), "ms")?;
+        names(Deadline::at(bad), "instantMs")?;
+        names(Timeout::new(bad, || {}), "ms")?;
+        names(sleep(bad), "ms")?;
+        let d = Deadline::in_ms(1_000.0).unwrap();
+        names(d.reserve(bad), "ms")?;
+        if bad != 1e300 {
+            names(d.budget(bad), "preferredMs")?;
+        }
+        names(d.step(bad, |_, _| async {}).await, "minMs")?;
+    }
+    Ok(())
+}
+
+pub async fn step_is_not_started_below_its_minimum(_: &Ctx) -> Outcome {
+    let d = Deadline::in_ms(100.0).unwrap();
+    let ran = Rc::new(Cell::new(false));
+    let flag = ran.clone();
+    match d.step(1_000.0, |_, _| async move { flag.set(true) }).await {
+        Err(Error::InsufficientBudget { remaining_ms, min_ms }) => {
+            ensure!(min_ms == 1_000.0 && remaining_ms <= 100.0, "{remaining_ms} / {min_ms}");
+        }
+        other => return Err(format!("step below its minimum gave {other:?}")),
+    }
+    ensure!(!ran.get(), "the step ran");
+    let signal = d.signal();
+    let before = d.remaining();
+    let (same, budget) = d.step(5.0, |s, budget| async move { (s == signal, budget) }).await.unwrap();
+    ensure!(same, "the step gets the deadline's signal");
+    ensure!(budget > 0.0 && budget <= before, "budget {budget} vs {before}");
+    let expired = Deadline::at(1.0).unwrap();
+    ensure!(matches!(expired.step(0.0, |_, _| async {}).await, Err(Error::InsufficientBudget { .. })), "zero minimum on an expired deadline");
+    // The client left: no budget and no new step, whatever the clock says (as the JS API).
+    let client = controller();
+    let d = Deadline::in_ms(10_000.0).unwrap().with_parent(&client.signal());
+    client.abort_with_reason(&"client left".into());
+    let flag = ran.clone();
+    match d.step(1.0, |_, _| async move { flag.set(true) }).await {
+        Err(Error::Js(v)) => ensure!(v.as_string().as_deref() == Some("client left")),
+        other => return Err(format!("a step after the client left gave {other:?}")),
+    }
+    ensure!(!ran.get(), "a step started after the client left");
+    ensure!(matches!(d.budget(10.0), Err(Error::Js(_))), "budget after the client left");
+    Ok(())
+}
+
+pub async fn dropping_a_deadline_leaves_nothing_pending(_: &Ctx) -> Outcome {
+    let parent = controller();
+    let d = Deadline::in_ms(20.0).unwrap().with_parent(&parent.signal());
+    let signal = d.signal();
+    drop(d);
+    wait(60.0).await;
+    ensure!(!signal.aborted(), "the wake-up of a dropped deadline fired");
+    parent.abort();
+    ensure!(!signal.aborted(), "the listener on the parent was left behind");
+    Ok(())
+}
+
+pub async fn shared_wakeups_fire_in_order_and_skip_dropped_ones(_: &Ctx) -> Outcome {
+    let order = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let ds: Vec<Deadline> = [30.0, 10.0, 20.0, 40.0].iter().map(|ms| Deadline::in_ms(*ms).unwrap()).collect();
+    let signals: Vec<_> = ds.iter().map(Deadline::signal).collect();
+    let mut closures = Vec::new();
+    for (i, s) in signals.iter().enumerate() {
+        let order = order.clone();
+        let c = Closure::<dyn FnMut()>::new(move || order.borrow_mut().push(i));
+        s.add_event_listener_with_callback("abort", c.as_ref().unchecked_ref()).unwrap();
+        closures.push(c);
+    }
+    let mut ds = ds;
+    let dropped = ds.remove(2); // the 20 ms one
+    drop(dropped);
+    aborted(&signals[3]).await?;
+    ensure!(*order.borrow() == vec![1, 0, 3], "order {:?}", order.borrow());
+    ensure!(!signals[2].aborted());
+    for (d, s) in ds.iter().zip([&signals[0], &signals[1], &signals[3]]) {
+        let reason = s.reason();
+        ensure!(get(&reason, "at").as_f64() == Some(d.instant_ms()), "each aborts with its own instant");
+    }
+    Ok(())
+}
+
+pub async fn the_queue_survives_many_dropped_deadlines(_: &Ctx) -> Outcome {
+    for _ in 0..5_000 {
+        let d = Deadline::in_ms(5.0).unwrap();
+        d.signal();
+    }
+    let kept: Vec<Deadline> = (0..100).map(|i| Deadline::in_ms(10.0 + f64::from(i % 7)).unwrap()).collect();
+    let signals: Vec<_> = kept.iter().map(Deadline::signal).collect();
+    for s in &signals {
+        aborted(s).await?;
+    }
+    for (d, s) in kept.iter().zip(&signals) {
+        ensure!(matches!(Error::from(s.reason()), Error::DeadlineExceeded { at, .. } if at == d.instant_ms()));
+    }
+    Ok(())
+}
+
+pub async fn timeout_fires_not_before_its_instant_and_drop_clears_it(_: &Ctx) -> Outcome {
+    let fired = Rc::new(Cell::new(f64::NAN));
+    let f = fired.clone();
+    let t = Timeout::new(25.0, move || f.set(now())).unwrap();
+    ensure!(t.is_pending());
+    let dropped = Rc::new(Cell::new(false));
+    let g = dropped.clone();
+    let early = Timeout::new(10.0, move || g.set(true)).unwrap();
+    drop(early);
+    wait(60.0).await;
+    ensure!(!dropped.get(), "a dropped Timeout fired");
+    ensure!(fired.get() >= t.instant_ms(), "fired {} ms before its instant", t.instant_ms() - fired.get());
+    ensure!(!t.is_pending());
+    Ok(())
+}
+
+pub async fn sleep_resolves_not_before_its_instant(_: &Ctx) -> Outcome {
+    let t0 = now();
+    sleep(15.0).unwrap().await;
+    let dt = now() - t0;
+    ensure!((15.0..15.0 + TIMER_SLACK_MS).contains(&dt), "slept {dt} ms");
+    Ok(())
+}
+
+pub async fn errors_reach_javascript_branded_and_come_back(_: &Ctx) -> Outcome {
+    let errors = [
+        (Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.5 }, vec![("at", 5.0), ("lateByMs", 1.5)]),
+        (Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 }, vec![("remainingMs", 3.0), ("minMs", 10.0)]),
+        (
+            Error::StreamStalled { phase: StallPhase::Stall, after_ms: 30.0, chunks: 2.0, bytes: 32.0 },
+            vec![("afterMs", 30.0), ("chunks", 2.0), ("bytes", 32.0)],
+        ),
+        (Error::StepTimeout { step: "search".into(), cap_ms: 250.0 }, vec![("capMs", 250.0)]),
+        (Error::AttemptTimeout { attempt: 2, timeout_ms: 30.0 }, vec![("attempt", 2.0), ("timeoutMs", 30.0)]),
+    ];
+    for (error, fields) in errors {
+        let name = error.name();
+        let message = error.to_string();
+        let js = JsValue::from(error.clone());
+        ensure!(js.is_instance_of::<js_sys::Error>(), "{name} is an Error");
+        ensure!(get(&js, "name").as_string().as_deref() == Some(name));
+        ensure!(get(&js, BRAND).as_string().as_deref() == Some(name), "{name} carries the brand");
+        ensure!(own_keys(&js).iter().any(|k| k == BRAND), "{name}: the brand is own and enumerable");
+        ensure!(!own_keys(&js).iter().any(|k| k == "name"), "{name}: name is not enumerable (as js/errors.js)");
+        ensure!(get(&js, "message").as_string() == Some(message));
+        for (key, value) in fields {
+            ensure!(get(&js, key).as_f64() == Some(value), "{name}.{key}");
+        }
+        // A structured clone (what workerd does to abort reasons) keeps the brand.
+        let copy = js_sys::Object::assign(&js_sys::Object::new(), js.unchecked_ref());
+        ensure!(Error::from(JsValue::from(copy)) == error, "{name} read back from a copy");
+        ensure!(Error::from(js) == error, "{name} read back");
+    }
+    let stalled = JsValue::from(Error::StreamStalled { phase: StallPhase::FirstChunk, after_ms: 1.0, chunks: 0.0, bytes: 0.0 });
+    ensure!(get(&stalled, "phase").as_string().as_deref() == Some("first-chunk"));
+    let step = JsValue::from(Error::StepTimeout { step: "search".into(), cap_ms: 250.0 });
+    ensure!(get(&step, "step").as_string().as_deref() == Some("search"));
+    // The JavaScript API's sentence (js/errors.js).
+    ensure!(get(&step, "message").as_string().as_deref() == Some("step 'search' timed out at its 250 ms cap; the deadline still has time"));
+    let plain = JsValue::from(js_sys::TypeError::new("nope"));
+    ensure!(matches!(Error::from(plain.clone()), Error::Js(v) if v == plain), "unbranded errors pass through");
+    Ok(())
+}

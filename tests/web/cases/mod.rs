@@ -1,0 +1,140 @@
+//! The web API's cases, shared by the wasm-bindgen-test suites (tests/web/main.rs:
+//! Node and headless Chromium) and the Deno build (tests/web/deno/lib.rs,
+//! driven by `deno test`). Each case is `async fn(&Ctx) -> Result<(), String>`.
+//!
+//! Timing: real host timers, no sleeps standing in for events where an event
+//! exists. "Not before" is exact; lateness is bounded by TIMER_SLACK_MS, which
+//! allows for a loaded 2-core machine.
+
+use js_sys::{Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::AbortSignal;
+
+pub mod deadline;
+pub mod pipeline;
+pub mod stall;
+
+pub const TIMER_SLACK_MS: f64 = 250.0;
+
+/// What a runner hands every case.
+pub struct Ctx {
+    /// The fixture server's origin (tests/fixtures/server.mjs), e.g. `http://127.0.0.1:4567`.
+    pub fixture: Option<String>,
+}
+
+impl Ctx {
+    pub fn fixture(&self) -> Result<&str, String> {
+        self.fixture.as_deref().ok_or_else(|| "FIXTURE_URL was not set: run through `node tests/run.mjs`".to_string())
+    }
+}
+
+pub type Outcome = Result<(), String>;
+
+pub use edge_deadline::web::now_ms as now;
+
+/// `ensure!(cond, "message {}", x)`: fail the case with the message.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr $(,)?) => {{
+        let ok: bool = $cond;
+        if !ok {
+            return Err(format!("assertion failed: {} (line {})", stringify!($cond), line!()));
+        }
+    }};
+    ($cond:expr, $($fmt:tt)+) => {{
+        let ok: bool = $cond;
+        if !ok {
+            return Err(format!("{} (line {})", format!($($fmt)+), line!()));
+        }
+    }};
+}
+
+/// Resolves when `signal` aborts; returns `performance.now()` at that moment.
+/// Fails after `ABORT_WAIT_MS`: the wait holds a ref'd timer, which also keeps
+/// Node alive while the deadline's own (unref'd) wake-up is pending.
+pub async fn aborted(signal: &AbortSignal) -> Result<f64, String> {
+    if !signal.aborted() {
+        let mut keep = None;
+        let promise = Promise::new(&mut |resolve, reject| {
+            let _ = signal.add_event_listener_with_callback("abort", &resolve);
+            keep = Some(edge_deadline::web::Timeout::new(ABORT_WAIT_MS, move || {
+                let _ = reject.call1(&JsValue::NULL, &"the signal did not abort within 5 s".into());
+            }));
+        });
+        let result = JsFuture::from(promise).await;
+        drop(keep);
+        result.map_err(|e| e.as_string().unwrap_or_default())?;
+    }
+    Ok(now())
+}
+
+pub const ABORT_WAIT_MS: f64 = 5_000.0;
+
+/// Waits `ms` of real time (for "nothing happens by then" checks only).
+pub async fn wait(ms: f64) {
+    edge_deadline::web::sleep(ms).expect("a valid wait").await;
+}
+
+pub fn get(value: &JsValue, key: &str) -> JsValue {
+    Reflect::get(value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// The own enumerable keys of `value` (what survives workerd's clone).
+pub fn own_keys(value: &JsValue) -> Vec<String> {
+    Object::keys(value.unchecked_ref::<Object>()).iter().filter_map(|k| k.as_string()).collect()
+}
+
+/// Every case, by name, for the runners' macros.
+#[macro_export]
+macro_rules! for_each_case {
+    ($m:ident) => {
+        $m! {
+            deadline::signal_aborts_at_the_instant_with_the_branded_error,
+            deadline::repeated_signal_is_the_same_signal,
+            deadline::a_parent_abort_propagates_its_reason,
+            deadline::an_aborted_parent_aborts_at_once,
+            deadline::a_passed_instant_gives_an_aborted_signal,
+            deadline::min_takes_the_earlier_and_links_both_parents,
+            deadline::reserve_is_earlier_and_keeps_parents,
+            deadline::budget_is_min_of_preferred_and_remaining,
+            deadline::bad_input_is_an_error_naming_the_parameter,
+            deadline::step_is_not_started_below_its_minimum,
+            deadline::dropping_a_deadline_leaves_nothing_pending,
+            deadline::shared_wakeups_fire_in_order_and_skip_dropped_ones,
+            deadline::the_queue_survives_many_dropped_deadlines,
+            deadline::timeout_fires_not_before_its_instant_and_drop_clears_it,
+            deadline::sleep_resolves_not_before_its_instant,
+            deadline::errors_reach_javascript_branded_and_come_back,
+            stall::chunks_pass_through_and_a_close_aborts_nothing,
+            stall::no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels,
+            stall::silence_after_progress_is_a_stall_with_the_counts,
+            stall::the_deadline_ends_the_stream_with_deadline_exceeded,
+            stall::bad_limits_name_the_parameter_and_leave_the_source_unlocked,
+            stall::a_consumer_cancel_reaches_the_source_and_the_controller,
+            stall::is_progress_decides_and_its_error_fails_the_stream,
+            stall::a_slow_consumer_is_not_a_stalled_source,
+            stall::a_followed_signal_ends_the_stream_with_its_reason,
+            stall::silence_after_a_held_chunk_counts_from_the_read,
+            stall::fetch_a_stalled_body_aborts_the_upstream_connection,
+            stall::fetch_no_headers_within_first_byte_ms_is_a_first_byte_stall,
+            stall::fetch_the_deadline_aborts_a_request_waiting_for_headers,
+            stall::fetch_a_caller_signal_aborts_with_its_reason,
+            stall::fetch_a_steady_body_arrives_whole,
+            stall::fetch_bad_limits_fail_before_any_io,
+            pipeline::a_plan_caps_each_step_and_traces_it,
+            pipeline::a_step_cut_at_its_cap_is_a_step_timeout,
+            pipeline::a_short_deadline_skips_or_refuses_steps_never_a_range_error,
+            pipeline::bad_plans_name_the_field,
+            pipeline::a_parent_abort_ends_the_running_step,
+            pipeline::retry_tries_again_until_an_attempt_succeeds,
+            pipeline::retry_timeouts_then_exhausted_with_every_attempt_reported,
+            pipeline::retry_never_repeats_an_ambiguous_non_idempotent_failure,
+            pipeline::retry_ends_at_the_deadline,
+            pipeline::retry_bad_options_name_the_option,
+            pipeline::hedge_the_first_answer_wins_and_the_others_are_aborted,
+            pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
+            pipeline::platform_caps_bound_the_deadline,
+        }
+    };
+}

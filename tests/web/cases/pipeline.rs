@@ -1,0 +1,341 @@
+//! Plans, retries, hedging, propagation headers and platform caps.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use edge_deadline::web::{
+    hedge, retry, Bound, Deadline, Error, Failure, HedgeOptions, HeaderFormat, Outcome, Plan, Platform, PlatformCaps,
+    RetryOptions, StepKind, StepResult, StepSpec, Tier, Trigger,
+};
+use wasm_bindgen::prelude::*;
+use web_sys::{AbortController, Headers};
+
+use super::{aborted, get, now, Ctx, Outcome as CaseOutcome, TIMER_SLACK_MS};
+use crate::ensure;
+
+fn pending<T>() -> std::future::Pending<Result<T, Error>> {
+    std::future::pending()
+}
+
+pub async fn a_plan_caps_each_step_and_traces_it(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let hook = seen.clone();
+    let plan = Plan::new(
+        &d,
+        vec![
+            StepSpec::new("retrieve", StepKind::Optional, 10.0).preferred(50.0),
+            StepSpec::new("generate", StepKind::Mandatory, 20.0).reserve(300.0),
+            StepSpec::new("fallback", StepKind::Fallback, 10.0).reserve(100.0),
+        ],
+    )
+    .map_err(|e| e.to_string())?
+    .on_step(move |r| hook.borrow_mut().push(r.step.clone()));
+    let signal = d.signal();
+    let got = plan.run("retrieve", |s, cap| async move { Ok((s, cap)) }).await.map_err(|e| e.to_string())?;
+    let StepResult::Ran((step_signal, cap)) = got else { return Err("retrieve was skipped".into()) };
+    ensure!(cap == 50.0, "cap {cap}");
+    ensure!(step_signal != signal, "a step gets a signal of its own");
+    let gen_cap = match plan.run("generate", |_, cap| async move { Ok(cap) }).await {
+        Ok(StepResult::Ran(cap)) => cap,
+        other => return Err(format!("generate: {other:?}")),
+    };
+    ensure!(gen_cap <= d.remaining() + 1.0 - 100.0, "generate's cap {gen_cap} leaves the fallback's reserve");
+    ensure!(*seen.borrow() == vec!["retrieve".to_string(), "generate".to_string()], "hook saw {:?}", seen.borrow());
+    let records = plan.records();
+    ensure!(records.len() == 2 && records.iter().all(|r| r.outcome == Outcome::Ok));
+    let json = plan.trace_json();
+    ensure!(json.starts_with("[{\"step\":\"retrieve\"") && json.contains("\"outcome\":\"ok\""), "{json}");
+    Ok(())
+}
+
+pub async fn a_step_cut_at_its_cap_is_a_step_timeout(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let plan = Plan::new(&d, vec![StepSpec::new("search", StepKind::Optional, 10.0).preferred(40.0)]).unwrap();
+    let signal = Rc::new(RefCell::new(None));
+    let keep = signal.clone();
+    let t0 = now();
+    // The step ignores its signal: `run` still returns at the cap.
+    let result = plan
+        .run("search", move |s, _| {
+            *keep.borrow_mut() = Some(s);
+            pending::<()>()
+        })
+        .await;
+    let elapsed = now() - t0;
+    match result {
+        Err(Error::StepTimeout { step, cap_ms }) => ensure!(step == "search" && cap_ms == 40.0, "{step} {cap_ms}"),
+        other => return Err(format!("gave {other:?}")),
+    }
+    ensure!((40.0..=40.0 + TIMER_SLACK_MS).contains(&elapsed), "returned after {elapsed} ms");
+    let s = signal.borrow().clone().unwrap();
+    ensure!(s.aborted(), "the step's signal was aborted");
+    let reason = s.reason();
+    ensure!(get(&reason, "edgeDeadlineError").as_string().as_deref() == Some("StepTimeout"), "branded StepTimeout");
+    ensure!(get(&reason, "step").as_string().as_deref() == Some("search") && get(&reason, "capMs").as_f64() == Some(40.0));
+    ensure!(plan.records()[0].outcome == Outcome::Deadline);
+    ensure!(!d.signal().aborted(), "the deadline itself still has time");
+    Ok(())
+}
+
+pub async fn a_short_deadline_skips_or_refuses_steps_never_a_range_error(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(60.0).unwrap();
+    let ran = Rc::new(Cell::new(false));
+    let plan = Plan::new(
+        &d,
+        vec![StepSpec::new("rerank", StepKind::Optional, 100.0), StepSpec::new("answer", StepKind::Mandatory, 5.0).reserve(20.0)],
+    )
+    .unwrap();
+    let flag = ran.clone();
+    match plan.run("rerank", |_, _| async move { flag.set(true); Ok(()) }).await {
+        Ok(StepResult::Skipped(_)) => {}
+        other => return Err(format!("rerank: {other:?}")),
+    }
+    ensure!(!ran.get(), "a skipped step ran");
+    // A plan is made whatever the time left: the shortage shows when steps are decided.
+    let short = Deadline::in_ms(10.0).unwrap();
+    let plan = Plan::new(&short, vec![StepSpec::new("answer", StepKind::Mandatory, 50.0), StepSpec::new("sorry", StepKind::Fallback, 100.0)])
+        .map_err(|e| format!("a short deadline refused the plan: {e}"))?;
+    match plan.run("answer", |_, _| async { Ok(()) }).await {
+        Err(Error::InsufficientBudget { min_ms, .. }) => ensure!(min_ms == 50.0),
+        other => return Err(format!("answer: {other:?}")),
+    }
+    // The fallback runs below its minimum while any time is left.
+    match plan.run("sorry", |_, cap| async move { Ok(cap) }).await {
+        Ok(StepResult::Ran(cap)) => ensure!(cap > 0.0 && cap <= 10.0, "fallback cap {cap}"),
+        other => return Err(format!("the fallback did not run with what was left: {other:?}")),
+    }
+    let expired = Deadline::at(1.0).unwrap();
+    let plan = Plan::new(&expired, vec![StepSpec::new("x", StepKind::Optional, 1.0)]).map_err(|e| e.to_string())?;
+    ensure!(matches!(plan.run("x", |_, _| async { Ok(()) }).await, Ok(StepResult::Skipped(_))));
+    Ok(())
+}
+
+pub async fn bad_plans_name_the_field(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(1_000.0).unwrap();
+    let cases: Vec<(Vec<StepSpec>, &str)> = vec![
+        (vec![], "steps"),
+        (vec![StepSpec::new("a", StepKind::Optional, f64::NAN)], "minMs"),
+        (vec![StepSpec::new("a", StepKind::Optional, 1.0), StepSpec::new("a", StepKind::Optional, 1.0)], "name"),
+        (vec![StepSpec::new("a", StepKind::Optional, 10.0).preferred(5.0)], "minMs"),
+        (vec![StepSpec::new("a", StepKind::Mandatory, 10.0).reserve(-1.0)], "reserveMs"),
+    ];
+    for (steps, param) in cases {
+        match Plan::new(&d, steps) {
+            Err(Error::InvalidArgument { param: p, message }) => ensure!(p == param, "{p} for {param}: {message}"),
+            other => return Err(format!("{param}: {:?}", other.map(|_| ()))),
+        }
+    }
+    let plan = Plan::new(&d, vec![StepSpec::new("a", StepKind::Optional, 1.0)]).unwrap();
+    match plan.run("nope", |_, _| async { Ok(()) }).await {
+        Err(Error::InvalidArgument { param: "name", .. }) => Ok(()),
+        other => Err(format!("an unknown step gave {other:?}")),
+    }
+}
+
+pub async fn a_parent_abort_ends_the_running_step(_: &Ctx) -> CaseOutcome {
+    let client = AbortController::new().unwrap();
+    let d = Deadline::in_ms(5_000.0).unwrap().with_parent(&client.signal());
+    let plan = Plan::new(&d, vec![StepSpec::new("slow", StepKind::Mandatory, 10.0)]).unwrap();
+    let c = client.clone();
+    let _t = edge_deadline::web::Timeout::new(20.0, move || c.abort_with_reason(&"client left".into())).unwrap();
+    match plan.run("slow", |_, _| pending::<()>()).await {
+        Err(Error::Js(v)) => ensure!(v.as_string().as_deref() == Some("client left")),
+        other => return Err(format!("gave {other:?}")),
+    }
+    ensure!(plan.records()[0].outcome == Outcome::Aborted);
+    // After the client left, a step that would be refused for time reports the departure instead.
+    let tight = Deadline::in_ms(5_000.0).unwrap().with_parent(&client.signal());
+    let plan = Plan::new(&tight, vec![StepSpec::new("huge", StepKind::Mandatory, 60_000.0)]).unwrap();
+    match plan.run("huge", |_, _| async { Ok(()) }).await {
+        Err(Error::Js(v)) => ensure!(v.as_string().as_deref() == Some("client left")),
+        other => return Err(format!("a refused step after the client left gave {other:?}")),
+    }
+    ensure!(plan.records()[0].outcome == Outcome::Aborted);
+    Ok(())
+}
+
+pub async fn retry_tries_again_until_an_attempt_succeeds(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let log = calls.clone();
+    let options = RetryOptions::new(10.0).backoff(1.0, 4.0, 0.0).max_attempts(5).seed(1).classify(|_| Failure::NotApplied);
+    let value = retry(&d, options, move |signal, attempt| {
+        log.borrow_mut().push((attempt.number, attempt.timeout_ms, signal.aborted()));
+        async move {
+            if attempt.number < 3 {
+                Err(Error::Js("busy".into()))
+            } else {
+                Ok(attempt.number * 10)
+            }
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    ensure!(value == 30, "value {value}");
+    let calls = calls.borrow();
+    ensure!(calls.iter().map(|c| c.0).collect::<Vec<_>>() == vec![1, 2, 3], "{calls:?}");
+    ensure!(calls.iter().all(|c| c.1 <= 5_000.0 && !c.2), "{calls:?}");
+    Ok(())
+}
+
+pub async fn retry_timeouts_then_exhausted_with_every_attempt_reported(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let options = RetryOptions::new(5.0).attempt_timeout_ms(30.0).backoff(1.0, 2.0, 0.0).max_attempts(2).idempotent(true);
+    let t0 = now();
+    let e = retry(&d, options, |_, _| pending::<()>()).await.err().ok_or("a hanging operation succeeded")?;
+    let elapsed = now() - t0;
+    match &e {
+        Error::RetryFailed { reason, attempts, last, .. } => {
+            ensure!(reason == "exhausted", "reason {reason}");
+            ensure!(attempts.len() == 2 && attempts.iter().all(|a| a.outcome == "timeout"), "{attempts:?}");
+            ensure!(matches!(last.as_deref(), Some(Error::AttemptTimeout { attempt: 2, timeout_ms }) if *timeout_ms == 30.0), "{last:?}");
+        }
+        other => return Err(format!("gave {other:?}")),
+    }
+    ensure!((60.0..60.0 + 2.0 * TIMER_SLACK_MS).contains(&elapsed), "took {elapsed} ms");
+    let js = JsValue::from(e);
+    ensure!(get(&js, "edgeDeadlineError").as_string().as_deref() == Some("RetryFailed"));
+    ensure!(get(&js, "reason").as_string().as_deref() == Some("exhausted"));
+    ensure!(js_sys::Array::from(&get(&js, "attempts")).length() == 2, "attempts is an array of records");
+    ensure!(get(&get(&js, "cause"), "edgeDeadlineError").as_string().as_deref() == Some("AttemptTimeout"));
+    Ok(())
+}
+
+pub async fn retry_never_repeats_an_ambiguous_non_idempotent_failure(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let n = Rc::new(Cell::new(0));
+    let count = n.clone();
+    let e = retry(&d, RetryOptions::new(5.0), move |_, _| {
+        count.set(count.get() + 1);
+        async { Err::<(), _>(Error::Js("lost".into())) }
+    })
+    .await;
+    ensure!(matches!(&e, Err(Error::RetryFailed { reason, .. }) if reason == "not-idempotent"), "{e:?}");
+    ensure!(n.get() == 1, "{} attempts", n.get());
+    Ok(())
+}
+
+pub async fn retry_ends_at_the_deadline(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(60.0).unwrap();
+    let e = retry(&d, RetryOptions::new(5.0).idempotent(true), |_, _| pending::<()>()).await;
+    match e {
+        Err(Error::RetryFailed { reason, last, .. }) => {
+            ensure!(reason == "deadline", "reason {reason}");
+            ensure!(matches!(last.as_deref(), Some(Error::DeadlineExceeded { .. })), "{last:?}");
+        }
+        other => return Err(format!("gave {other:?}")),
+    }
+    ensure!(now() >= d.instant_ms());
+    Ok(())
+}
+
+pub async fn retry_bad_options_name_the_option(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(1_000.0).unwrap();
+    for (options, param) in [
+        (RetryOptions::new(f64::NAN), "attemptMinMs"),
+        (RetryOptions::new(5.0).backoff(1.0, 2.0, 2.0), "backoff.jitter"),
+        (RetryOptions::new(5.0).max_attempts(0), "maxAttempts"),
+        (RetryOptions::new(5.0).attempt_timeout_ms(f64::NAN), "attemptTimeoutMs"),
+    ] {
+        match retry(&d, options, |_, _| async { Ok(()) }).await {
+            Err(Error::InvalidArgument { param: p, .. }) => ensure!(p == param, "{p} for {param}"),
+            other => return Err(format!("{param}: {other:?}")),
+        }
+    }
+    // A timeout below the attempt minimum is a shortage: the loop stops, nothing throws.
+    let ran = Rc::new(Cell::new(false));
+    let flag = ran.clone();
+    match retry(&d, RetryOptions::new(50.0).attempt_timeout_ms(10.0), move |_, _| {
+        flag.set(true);
+        async { Ok(()) }
+    })
+    .await
+    {
+        Err(Error::RetryFailed { reason, attempts, .. }) => ensure!(reason == "insufficient" && attempts.is_empty(), "{reason}"),
+        other => return Err(format!("a timeout below the minimum gave {other:?}")),
+    }
+    ensure!(!ran.get(), "no attempt starts below its minimum");
+    Ok(())
+}
+
+pub async fn hedge_the_first_answer_wins_and_the_others_are_aborted(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let signals = Rc::new(RefCell::new(Vec::new()));
+    let keep = signals.clone();
+    let winner = hedge(&d, HedgeOptions::new(20.0), move |signal, attempt| {
+        keep.borrow_mut().push(signal.clone());
+        async move {
+            if attempt == 1 {
+                let _ = aborted(&signal).await;
+                Err(Error::Js("aborted".into()))
+            } else {
+                Ok(attempt)
+            }
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    ensure!(winner == 2, "winner {winner}");
+    let signals = signals.borrow().clone();
+    ensure!(signals.len() == 2 && signals[0].aborted() && !signals[1].aborted(), "the loser was aborted");
+    ensure!(get(&signals[0].reason(), "name").as_string().as_deref() == Some("AbortError"));
+    // Once a hedge has answered, its timer for the next attempt is gone: no attempt starts later.
+    let started = Rc::new(Cell::new(0));
+    let count = started.clone();
+    let first = hedge(&d, HedgeOptions::new(20.0).max_attempts(3), move |_, attempt| {
+        count.set(count.get() + 1);
+        async move { Ok(attempt) }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    super::wait(80.0).await;
+    ensure!(first == 1 && started.get() == 1, "{} attempts started after the first answered", started.get());
+    let all_fail = hedge(&d, HedgeOptions::new(5.0).max_attempts(3), |_, _| async { Err::<(), _>(Error::Js("no".into())) }).await;
+    ensure!(matches!(&all_fail, Err(Error::RetryFailed { reason, attempts, .. }) if reason == "exhausted" && attempts.len() == 3), "{all_fail:?}");
+    match hedge(&d, HedgeOptions::new(-1.0), |_, _| async { Ok(()) }).await {
+        Err(Error::InvalidArgument { param: "delayMs", .. }) => Ok(()),
+        other => Err(format!("a negative delay gave {other:?}")),
+    }
+}
+
+pub async fn headers_carry_what_is_left_and_never_extend_the_local_cap(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let headers = Headers::new().unwrap();
+    d.to_headers(&headers, &[HeaderFormat::EdgeDeadlineRemainingMs, HeaderFormat::GrpcTimeout]).map_err(|e| e.to_string())?;
+    let sent: f64 = headers.get("edge-deadline-remaining-ms").unwrap().unwrap().parse().unwrap();
+    ensure!(sent <= 5_000.0 && sent > 4_900.0 && sent.fract() == 0.0, "sent {sent}");
+    ensure!(headers.get("grpc-timeout").unwrap().is_some());
+    let incoming = Deadline::from_headers(&headers, 10_000.0, 0.0).map_err(|e| e.to_string())?;
+    ensure!(incoming.source.is_some() && incoming.rejected.is_empty());
+    ensure!((incoming.deadline.instant_ms() - d.instant_ms()).abs() < 50.0, "{} vs {}", incoming.deadline.instant_ms(), d.instant_ms());
+    let capped = Deadline::from_headers(&headers, 1_000.0, 0.0).unwrap();
+    ensure!(capped.source.is_none() && capped.deadline.remaining() <= 1_000.0, "the local cap wins");
+    let bad = Headers::new().unwrap();
+    bad.set("grpc-timeout", "-5S").unwrap();
+    bad.set("connect-timeout-ms", "250").unwrap();
+    let r = Deadline::from_headers(&bad, 10_000.0, 0.0).unwrap();
+    ensure!(r.source == Some(HeaderFormat::ConnectTimeoutMs) && r.deadline.remaining() <= 250.0);
+    ensure!(matches!(r.rejected.as_slice(), [Error::InvalidHeader { header: "grpc-timeout", .. }]), "{:?}", r.rejected);
+    let js = JsValue::from(r.rejected[0].clone());
+    ensure!(get(&js, "edgeDeadlineError").as_string().as_deref() == Some("InvalidHeader"), "branded InvalidHeader");
+    ensure!(get(&js, "header").as_string().as_deref() == Some("grpc-timeout"));
+    ensure!(matches!(Deadline::from_headers(&bad, f64::NAN, 0.0), Err(Error::InvalidArgument { param: "maxMs", .. })));
+    Ok(())
+}
+
+pub async fn platform_caps_bound_the_deadline(_: &Ctx) -> CaseOutcome {
+    let caps = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch).map_err(|e| e.to_string())?;
+    let (d, bound) = Deadline::for_platform(&caps, 8_000.0, 500.0).map_err(|e| e.to_string())?;
+    ensure!(bound == Bound::Product && d.remaining() <= 7_500.0 && d.remaining() > 7_400.0, "{bound:?} {}", d.remaining());
+    let wait = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::AfterResponse).unwrap();
+    let (d, bound) = Deadline::for_platform(&wait, 60_000.0, 1_000.0).unwrap();
+    ensure!(bound == Bound::Wall && d.remaining() <= 29_000.0, "{bound:?}");
+    // A reserve above the cap is a shortage: an expired deadline, not an error.
+    let (d, _) = Deadline::for_platform(&caps, 300.0, 500.0).map_err(|e| e.to_string())?;
+    ensure!(d.expired(), "a reserve above the cap leaves an expired deadline");
+    match Deadline::for_platform(&caps, 300.0, -1.0) {
+        Err(Error::InvalidArgument { param: "fallbackReserveMs", .. }) => Ok(()),
+        other => Err(format!("a negative reserve gave {other:?}")),
+    }
+}

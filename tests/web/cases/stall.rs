@@ -1,0 +1,424 @@
+//! Stall guard and fetch_with_deadline: in-memory streams under the test's
+//! control, and the fixture server (tests/fixtures/stall.mjs), which reports
+//! when it saw each connection close: proof of abort, not abandon.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use edge_deadline::web::{fetch_with_deadline, with_stall_timeout, Deadline, Error, FetchOptions, StallOptions, StallPhase};
+use js_sys::{Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader};
+
+use super::{get, now, wait, Ctx, Outcome, TIMER_SLACK_MS};
+use crate::ensure;
+
+const BRAND: &str = "edgeDeadlineError";
+/// Extra allowance for the close to travel from the client's abort to the server.
+const CLOSE_SLACK_MS: f64 = 1_000.0;
+
+/// A source under the test's control, recording its cancel reason.
+pub struct Source {
+    pub stream: ReadableStream,
+    ctrl: Rc<RefCell<Option<ReadableStreamDefaultController>>>,
+    pub cancelled: Rc<RefCell<Option<JsValue>>>,
+}
+
+impl Source {
+    pub fn new() -> Self {
+        let ctrl = Rc::new(RefCell::new(None));
+        let cancelled = Rc::new(RefCell::new(None));
+        let (c, k) = (ctrl.clone(), cancelled.clone());
+        let source = Object::new();
+        let start = Closure::<dyn FnMut(ReadableStreamDefaultController)>::new(move |x| *c.borrow_mut() = Some(x));
+        let cancel = Closure::<dyn FnMut(JsValue)>::new(move |reason| *k.borrow_mut() = Some(reason));
+        Reflect::set(&source, &"start".into(), &start.into_js_value()).unwrap();
+        Reflect::set(&source, &"cancel".into(), &cancel.into_js_value()).unwrap();
+        let stream = ReadableStream::new_with_underlying_source(&source).unwrap();
+        Self { stream, ctrl, cancelled }
+    }
+
+    pub fn enqueue(&self, chunk: &JsValue) {
+        self.try_enqueue(chunk).unwrap();
+    }
+
+    pub fn try_enqueue(&self, chunk: &JsValue) -> Result<(), JsValue> {
+        self.ctrl.borrow().as_ref().unwrap().enqueue_with_chunk(chunk)
+    }
+
+    pub fn close(&self) {
+        self.ctrl.borrow().as_ref().unwrap().close().unwrap();
+    }
+}
+
+pub fn bytes(n: u32) -> JsValue {
+    Uint8Array::new_with_length(n).into()
+}
+
+#[derive(Default)]
+pub struct Drained {
+    pub chunks: u32,
+    pub bytes: f64,
+    pub values: Vec<JsValue>,
+    pub error: Option<JsValue>,
+    pub at: f64,
+}
+
+pub async fn read(reader: &ReadableStreamDefaultReader) -> Result<Option<JsValue>, JsValue> {
+    let result = JsFuture::from(reader.read()).await?;
+    Ok(if get(&result, "done").as_bool() == Some(true) { None } else { Some(get(&result, "value")) })
+}
+
+pub async fn drain(stream: &ReadableStream) -> Drained {
+    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut out = Drained::default();
+    loop {
+        match read(&reader).await {
+            Ok(Some(value)) => {
+                out.chunks += 1;
+                out.bytes += get(&value, "byteLength").as_f64().or(get(&value, "length").as_f64()).unwrap_or(0.0);
+                out.values.push(value);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out.at = now();
+    out
+}
+
+fn stalled(error: &Option<JsValue>) -> Result<(StallPhase, f64, f64, f64), String> {
+    let e = error.clone().ok_or("the stream did not error")?;
+    ensure!(get(&e, BRAND).as_string().as_deref() == Some("StreamStalled"), "errored with {e:?}");
+    ensure!(e.is_instance_of::<js_sys::Error>());
+    match Error::from(e) {
+        Error::StreamStalled { phase, after_ms, chunks, bytes } => Ok((phase, after_ms, chunks, bytes)),
+        other => Err(format!("read back as {other:?}")),
+    }
+}
+
+fn controller() -> AbortController {
+    AbortController::new().unwrap()
+}
+
+pub async fn chunks_pass_through_and_a_close_aborts_nothing(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let values = [bytes(16), bytes(0), JsValue::from_str("text chunk"), bytes(1)];
+    for v in &values {
+        src.enqueue(v);
+    }
+    src.close();
+    let upstream = controller();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(1_000.0, 1_000.0).controller(upstream.clone())).map_err(|e| e.to_string())?;
+    let r = drain(&out).await;
+    ensure!(r.error.is_none(), "errored: {:?}", r.error);
+    ensure!(r.chunks == 4, "{} chunks", r.chunks);
+    for (i, v) in values.iter().enumerate() {
+        ensure!(&r.values[i] == v, "chunk {i} is the same object");
+    }
+    ensure!(!upstream.signal().aborted(), "a normal close aborted the upstream");
+    ensure!(src.cancelled.borrow().is_none());
+    Ok(())
+}
+
+pub async fn no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let upstream = controller();
+    let t0 = now();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 1_000.0).controller(upstream.clone())).unwrap();
+    let r = drain(&out).await;
+    let (phase, after_ms, chunks, bytes) = stalled(&r.error)?;
+    ensure!(phase == StallPhase::FirstChunk, "phase {phase}");
+    ensure!((60.0..=60.0 + TIMER_SLACK_MS).contains(&after_ms), "afterMs {after_ms}");
+    ensure!(r.at - t0 >= 60.0, "errored {} ms after wrapping", r.at - t0);
+    ensure!(chunks == 0.0 && bytes == 0.0);
+    ensure!(upstream.signal().aborted(), "the upstream was not aborted");
+    ensure!(Some(upstream.signal().reason()) == r.error, "the upstream is aborted with the same error");
+    ensure!(src.cancelled.borrow().as_ref() == r.error.as_ref(), "the source is cancelled with the same error");
+    let message = get(r.error.as_ref().unwrap(), "message").as_string().unwrap_or_default();
+    ensure!(message.contains("no first chunk after"), "{message}");
+    Ok(())
+}
+
+pub async fn silence_after_progress_is_a_stall_with_the_counts(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(1_000.0, 50.0)).unwrap();
+    src.enqueue(&bytes(16));
+    src.enqueue(&bytes(16));
+    let r = drain(&out).await;
+    let (phase, after_ms, chunks, bytes) = stalled(&r.error)?;
+    ensure!(phase == StallPhase::Stall, "phase {phase}");
+    ensure!(after_ms >= 50.0, "afterMs {after_ms}");
+    ensure!(chunks == 2.0 && bytes == 32.0, "{chunks} chunks, {bytes} bytes");
+    ensure!(r.chunks == 2, "the two chunks were delivered first");
+    Ok(())
+}
+
+pub async fn the_deadline_ends_the_stream_with_deadline_exceeded(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let deadline = Deadline::in_ms(50.0).unwrap();
+    let upstream = controller();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(10_000.0, 10_000.0).deadline(&deadline).controller(upstream.clone())).unwrap();
+    let r = drain(&out).await;
+    match r.error.clone().map(Error::from) {
+        Some(Error::DeadlineExceeded { at, late_by_ms }) => {
+            ensure!(at == deadline.instant_ms() && late_by_ms >= 0.0);
+            ensure!(r.at >= deadline.instant_ms(), "ended before the deadline");
+        }
+        other => return Err(format!("ended with {other:?}")),
+    }
+    ensure!(upstream.signal().aborted());
+    Ok(())
+}
+
+pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx) -> Outcome {
+    for (first, stall, param) in [(-1.0, 10.0, "firstChunkMs"), (f64::NAN, 10.0, "firstChunkMs"), (10.0, 0.0, "stallMs"), (10.0, -1.0, "stallMs"), (10.0, f64::INFINITY, "stallMs")] {
+        let src = Source::new();
+        match with_stall_timeout(src.stream.clone(), StallOptions::new(first, stall)) {
+            Err(Error::InvalidArgument { param: p, message }) => {
+                ensure!(p == param && message.contains(&format!("'{param}'")), "{p}: {message}");
+            }
+            other => return Err(format!("({first}, {stall}) gave {:?}", other.map(|_| ()))),
+        }
+        ensure!(!src.stream.locked(), "a refused wrap locked the source");
+    }
+    // A first-chunk wait of 0 is a shortage (nothing left to wait), not an error: it stalls at once.
+    let src = Source::new();
+    let r = drain(&with_stall_timeout(src.stream.clone(), StallOptions::new(0.0, 10.0)).map_err(|e| e.to_string())?).await;
+    ensure!(matches!(stalled(&r.error)?, (StallPhase::FirstChunk, ..)), "a zero wait");
+    let src = Source::new();
+    let _reader = src.stream.get_reader();
+    match with_stall_timeout(src.stream.clone(), StallOptions::new(10.0, 10.0)) {
+        Err(Error::Js(e)) => {
+            ensure!(e.is_instance_of::<js_sys::TypeError>(), "a TypeError");
+            ensure!(get(&e, "message").as_string().unwrap_or_default().contains("'stream'"));
+        }
+        other => return Err(format!("a locked stream gave {:?}", other.map(|_| ()))),
+    }
+    Ok(())
+}
+
+pub async fn a_consumer_cancel_reaches_the_source_and_the_controller(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let upstream = controller();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 60.0).controller(upstream.clone())).unwrap();
+    let reason = JsValue::from_str("consumer left");
+    JsFuture::from(out.cancel_with_reason(&reason)).await.map_err(|e| format!("{e:?}"))?;
+    ensure!(src.cancelled.borrow().as_ref() == Some(&reason), "the source saw the cancel");
+    ensure!(upstream.signal().reason() == reason, "the controller was aborted with the reason");
+    // The stall timer was cleared with it: nothing fires later.
+    wait(100.0).await;
+    ensure!(upstream.signal().reason() == reason);
+    Ok(())
+}
+
+pub async fn is_progress_decides_and_its_error_fails_the_stream(_: &Ctx) -> Outcome {
+    // Keep-alive strings do not count: only "data" chunks reset the stall limit.
+    let src = Source::new();
+    let out = with_stall_timeout(
+        src.stream.clone(),
+        StallOptions::new(1_000.0, 60.0).is_progress(|chunk| Ok(chunk.as_string().as_deref() != Some(": ping"))),
+    )
+    .unwrap();
+    src.enqueue(&"data".into());
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    let _ = read(&reader).await;
+    let t0 = now();
+    let mut error = None;
+    for _ in 0..40 {
+        // Once the wrapper has errored, it has cancelled the source: enqueue throws.
+        if src.try_enqueue(&": ping".into()).is_err() {
+            break;
+        }
+        if let Err(e) = read(&reader).await {
+            error = Some(e);
+            break;
+        }
+        wait(15.0).await;
+    }
+    let rest: Result<(), JsValue> = match error {
+        Some(e) => Err(e),
+        None => read(&reader).await.map(|_| ()),
+    };
+    let (phase, after_ms, ..) = stalled(&rest.err())?;
+    ensure!(phase == StallPhase::Stall && after_ms >= 60.0 && now() - t0 >= 55.0, "phase {phase}, after {after_ms}");
+
+    let src = Source::new();
+    let upstream = controller();
+    let out = with_stall_timeout(
+        src.stream.clone(),
+        StallOptions::new(1_000.0, 1_000.0).controller(upstream.clone()).is_progress(|_| Err(Error::InsufficientBudget { remaining_ms: 1.0, min_ms: 2.0 })),
+    )
+    .unwrap();
+    src.enqueue(&bytes(4));
+    let r = drain(&out).await;
+    ensure!(matches!(r.error.clone().map(Error::from), Some(Error::InsufficientBudget { .. })), "{:?}", r.error);
+    ensure!(upstream.signal().aborted());
+    Ok(())
+}
+
+pub async fn a_slow_consumer_is_not_a_stalled_source(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(40.0, 40.0)).unwrap();
+    for _ in 0..4 {
+        src.enqueue(&bytes(8));
+    }
+    src.close();
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    let _ = read(&reader).await;
+    wait(150.0).await; // the consumer dawdles for several limits
+    let mut n = 1;
+    while read(&reader).await.map_err(|e| format!("a slow consumer was reported as a stall: {e:?}"))?.is_some() {
+        n += 1;
+    }
+    ensure!(n == 4, "{n} chunks");
+    Ok(())
+}
+
+pub async fn a_followed_signal_ends_the_stream_with_its_reason(_: &Ctx) -> Outcome {
+    // The deadline's signal carries its parents: a client that left ends the stream.
+    let client = controller();
+    let d = Deadline::in_ms(10_000.0).unwrap().with_parent(&client.signal());
+    let src = Source::new();
+    let upstream = controller();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(5_000.0, 5_000.0).deadline(&d).controller(upstream.clone())).unwrap();
+    let c = client.clone();
+    let _t = edge_deadline::web::Timeout::new(20.0, move || c.abort_with_reason(&"client left".into())).unwrap();
+    let r = drain(&out).await;
+    ensure!(r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"), "ended with {:?}", r.error);
+    ensure!(upstream.signal().reason().as_string().as_deref() == Some("client left"), "the upstream is aborted with it");
+    ensure!(src.cancelled.borrow().as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"));
+    // Already aborted before wrapping: the stream ends at once with that reason.
+    let src = Source::new();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(5_000.0, 5_000.0).deadline(&d)).unwrap();
+    let r = drain(&out).await;
+    ensure!(r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"), "ended with {:?}", r.error);
+    Ok(())
+}
+
+pub async fn silence_after_a_held_chunk_counts_from_the_read(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(1_000.0, 60.0)).unwrap();
+    src.enqueue(&bytes(8));
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    wait(150.0).await; // the chunk waits for the consumer longer than the stall limit
+    ensure!(read(&reader).await.map_err(|e| format!("held chunk reported as a stall: {e:?}"))?.is_some());
+    let t_read = now();
+    let rest = read(&reader).await;
+    let (phase, after_ms, ..) = stalled(&rest.err())?;
+    ensure!(phase == StallPhase::Stall, "phase {phase}");
+    ensure!(now() - t_read >= 55.0 && after_ms >= 60.0, "stalled {} ms after the read (afterMs {after_ms})", now() - t_read);
+    Ok(())
+}
+
+// ---- fetch against the fixture server -------------------------------------------------------
+
+fn uid() -> String {
+    format!("rust-{}-{}", now().to_bits() % 1_000_000_007, (js_sys::Math::random() * 1e9) as u64)
+}
+
+/// The server's view of connection `id` (it waits up to 2 s for the close).
+async fn server_view(ctx: &Ctx, id: &str) -> Result<JsValue, String> {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let url = format!("{}/stall/closed?id={id}", ctx.fixture()?);
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d)).await.map_err(|e| e.to_string())?;
+    JsFuture::from(res.json().unwrap()).await.map_err(|e| format!("{e:?}"))
+}
+
+async fn assert_closed(ctx: &Ctx, id: &str) -> Outcome {
+    let view = server_view(ctx, id).await?;
+    ensure!(get(&view, "known").as_bool() == Some(true), "the server never saw request {id}");
+    ensure!(
+        get(&view, "closed").as_bool() == Some(true),
+        "the server did not see the connection close within 2 s (abandoned, not aborted)"
+    );
+    Ok(())
+}
+
+pub async fn fetch_a_stalled_body_aborts_the_upstream_connection(ctx: &Ctx) -> Outcome {
+    let id = uid();
+    let url = format!("{}/stall/mid?n=2&gap=10&id={id}", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(80.0)).await.map_err(|e| e.to_string())?;
+    ensure!(res.status() == 200);
+    ensure!(res.url().contains("/stall/mid"), "the response keeps its url: {}", res.url());
+    let r = drain(&res.body().unwrap()).await;
+    let (phase, after_ms, chunks, bytes) = stalled(&r.error)?;
+    ensure!(phase == StallPhase::Stall && after_ms >= 80.0, "{phase} after {after_ms}");
+    ensure!(chunks >= 1.0 && bytes == 32.0, "{chunks} chunks, {bytes} bytes");
+    assert_closed(ctx, &id).await
+}
+
+pub async fn fetch_no_headers_within_first_byte_ms_is_a_first_byte_stall(ctx: &Ctx) -> Outcome {
+    let id = uid();
+    let url = format!("{}/stall/no-headers?id={id}", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let t0 = now();
+    match fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).first_byte_ms(100.0)).await {
+        Err(Error::StreamStalled { phase: StallPhase::FirstByte, after_ms, .. }) => {
+            ensure!(after_ms >= 100.0 && now() - t0 >= 100.0, "after {after_ms}");
+        }
+        other => return Err(format!("gave {:?}", other.map(|_| ()))),
+    }
+    assert_closed(ctx, &id).await
+}
+
+pub async fn fetch_the_deadline_aborts_a_request_waiting_for_headers(ctx: &Ctx) -> Outcome {
+    let id = uid();
+    let url = format!("{}/stall/no-headers?id={id}", ctx.fixture()?);
+    let d = Deadline::in_ms(300.0).unwrap();
+    match fetch_with_deadline(&url.into(), None, FetchOptions::new(&d)).await {
+        Err(Error::DeadlineExceeded { at, .. }) => ensure!(at == d.instant_ms() && now() >= at),
+        other => return Err(format!("gave {:?}", other.map(|_| ()))),
+    }
+    assert_closed(ctx, &id).await
+}
+
+pub async fn fetch_a_caller_signal_aborts_with_its_reason(ctx: &Ctx) -> Outcome {
+    let id = uid();
+    let url = format!("{}/stall/no-headers?id={id}", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let caller = controller();
+    let init = web_sys::RequestInit::new();
+    init.set_signal(Some(&caller.signal()));
+    let reason = JsValue::from_str("caller gave up");
+    let (c, r) = (caller.clone(), reason.clone());
+    let _t = edge_deadline::web::Timeout::new(150.0, move || c.abort_with_reason(&r)).unwrap();
+    match fetch_with_deadline(&url.into(), Some(&init), FetchOptions::new(&d)).await {
+        Err(Error::Js(v)) => ensure!(v == reason, "rejected with {v:?}"),
+        other => return Err(format!("gave {:?}", other.map(|_| ()))),
+    }
+    assert_closed(ctx, &id).await
+}
+
+pub async fn fetch_a_steady_body_arrives_whole(ctx: &Ctx) -> Outcome {
+    let url = format!("{}/stall/steady?n=3&gap=5&id={}", ctx.fixture()?, uid());
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).first_byte_ms(5_000.0).stall_ms(5_000.0))
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = JsFuture::from(res.text().unwrap()).await.map_err(|e| format!("{e:?}"))?;
+    ensure!(text.as_string().map(|t| t.len()) == Some(48), "{text:?}");
+    let _ = CLOSE_SLACK_MS;
+    Ok(())
+}
+
+pub async fn fetch_bad_limits_fail_before_any_io(ctx: &Ctx) -> Outcome {
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let url: JsValue = format!("{}/ping", ctx.fixture()?).into();
+    for (options, param) in [
+        (FetchOptions::new(&d).first_byte_ms(-1.0), "firstByteMs"),
+        (FetchOptions::new(&d).first_chunk_ms(f64::NAN), "firstChunkMs"),
+        (FetchOptions::new(&d).stall_ms(0.0), "stallMs"),
+    ] {
+        match fetch_with_deadline(&url, None, options).await {
+            Err(Error::InvalidArgument { param: p, .. }) => ensure!(p == param, "{p} instead of {param}"),
+            other => return Err(format!("{param}: {:?}", other.map(|_| ()))),
+        }
+    }
+    Ok(())
+}

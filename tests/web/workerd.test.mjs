@@ -1,0 +1,147 @@
+// The Rust Worker example (examples/rust-worker: workers-rs + the `web`
+// feature) under workerd, proxying the stalling fixture upstream
+// (tests/fixtures/stall.mjs) with a deadline, a stall guard and a fallback.
+// Run by `node tests/run.mjs web-workerd` (FIXTURE_URL is the fixture server);
+// prints one JSON report line like the other suites.
+//
+// Each case checks both ends: the client gets its answer inside the Worker's
+// deadline (BUDGET_MS, from src/lib.rs), and the fixture server saw the
+// upstream connection closed (aborted, not abandoned). The time-out cases run
+// concurrently: in workerd a timer belongs to the request that made it, so one
+// request ending must not cancel another's deadlines. Everything runs twice: at the default
+// configuration and with no_global_navigator (workerd without `navigator`).
+import { spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const example = join(root, "examples/rust-worker");
+const out = join(root, "test-output/rust-worker");
+const fixture = process.env.FIXTURE_URL;
+const workerd = join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
+const source = readFileSync(join(example, "src/lib.rs"), "utf8");
+const constant = (name) => Number(new RegExp(`const ${name}: f64 = ([\\d_.]+);`).exec(source)[1].replaceAll("_", ""));
+const BUDGET_MS = constant("BUDGET_MS");
+const STALL_MS = constant("STALL_MS");
+const variants = [[], ["no_global_navigator"]];
+const report = { runtime: `web-workerd (rust worker, workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
+
+function ok(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+const uid = () => `rw-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+
+async function proxied(path) {
+  const t0 = performance.now();
+  const res = await fetch(`${base}/?upstream=${encodeURIComponent(`${fixture}${path}`)}`, { signal: AbortSignal.timeout(5_000) });
+  const body = await res.text();
+  return { res, body, elapsed: performance.now() - t0 };
+}
+
+async function closed(id) {
+  const view = await (await fetch(`${fixture}/stall/closed?id=${id}`)).json();
+  ok(view.known, `the fixture never saw request ${id}`);
+  ok(view.closed, `the fixture did not see the upstream connection close (abandoned, not aborted): ${JSON.stringify(view)}`);
+  return view;
+}
+
+function fallback({ res, body, elapsed }, reason) {
+  ok(res.status === 200, `status ${res.status}: ${body}`);
+  ok(res.headers.get("x-edge-deadline") === "fallback", `answered by ${res.headers.get("x-edge-deadline")}: ${body}`);
+  ok(res.headers.get("x-edge-deadline-reason") === reason, `fallback reason ${res.headers.get("x-edge-deadline-reason")}, expected ${reason}: ${body}`);
+  ok(elapsed < BUDGET_MS, `the fallback answered after ${elapsed.toFixed(1)} ms, past the ${BUDGET_MS} ms deadline`);
+  ok(Number(res.headers.get("x-edge-deadline-remaining-ms")) > 0, "no time was left for the fallback");
+}
+
+const cases = {
+  async "a stalled upstream body: upstream aborted, the fallback answers inside the deadline"() {
+    const id = uid();
+    const r = await proxied(`/stall/mid?n=2&gap=10&id=${id}`);
+    fallback(r, "StreamStalled");
+    ok(/stream stalled: no progress for \d+(\.\d)? ms after \d+ chunks \(32 bytes\)/.test(r.body), r.body);
+    ok(r.elapsed >= STALL_MS, `answered after ${r.elapsed} ms, before the stall limit`);
+    await closed(id);
+  },
+  async "three requests time out concurrently, each by its own timers"() {
+    // The stall request arrives first and ends first (at STALL_MS). Had it
+    // armed a timer shared with the others, workerd would cancel that timer
+    // when it ended, and the request waiting for headers (bounded by nothing
+    // but its deadline's signal) would never be answered.
+    const ids = [uid(), uid(), uid()];
+    const stalling = proxied(`/stall/mid?n=1&gap=10&id=${ids[0]}`);
+    await new Promise((r) => setTimeout(r, 50));
+    const [stall, noHeaders, slow] = await Promise.all([
+      stalling,
+      proxied(`/stall/no-headers?id=${ids[1]}`),
+      // Chunks keep coming (no stall), but not all within the proxy's share of the deadline.
+      proxied(`/stall/steady?n=200&gap=50&id=${ids[2]}`),
+    ]);
+    fallback(stall, "StreamStalled");
+    fallback(noHeaders, "DeadlineExceeded");
+    fallback(slow, "DeadlineExceeded");
+    for (const id of ids) await closed(id);
+  },
+  async "a healthy upstream is proxied whole"() {
+    const r = await proxied(`/stall/steady?n=3&gap=5&id=${uid()}`);
+    ok(r.res.status === 200 && r.res.headers.get("x-edge-deadline") === "upstream", `${r.res.status} ${r.body}`);
+    ok(r.body === "0123456789abcdef".repeat(3), r.body);
+  },
+  async "a request without an upstream is a 400 naming the parameter"() {
+    const res = await fetch(base);
+    ok(res.status === 400 && /upstream/.test(await res.text()), `status ${res.status}`);
+  },
+};
+
+// Each variant: build with its flags, serve, run every case. With
+// no_global_navigator there is no `navigator`, and workerd must still be
+// recognised (the concurrent case fails if deadlines then share a timer).
+let base;
+for (const flags of variants) {
+  const suffix = flags.length ? ` [${flags.join(", ")}]` : "";
+  const port = await new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+  execFileSync(process.execPath, [join(example, "build.mjs"), out], {
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, PORT: String(port), COMPATIBILITY_FLAGS: flags.join(","), CARGO_TARGET_DIR: join(root, "target/rust-worker") },
+  });
+  const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
+  base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      await fetch(base, { signal: AbortSignal.timeout(2_000) });
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+    }
+  }
+  try {
+    for (const [name, run] of Object.entries(cases)) {
+      let timer;
+      try {
+        // A case that hangs (a request nobody answers) fails instead of stalling the suite.
+        const limit = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no answer within 20 s")), 20_000)));
+        await Promise.race([run(), limit]);
+        report.passed++;
+        console.log(`ok  ${name}${suffix}`);
+      } catch (error) {
+        report.failed++;
+        report.failures.push({ name: `${name}${suffix}`, error: String(error?.stack ?? error) });
+        console.log(`FAIL ${name}${suffix}: ${error?.message}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  } finally {
+    child.kill();
+  }
+}
+console.log(JSON.stringify(report));
+process.exit(0); // a hung case may leave a fetch pending
