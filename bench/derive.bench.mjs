@@ -113,7 +113,20 @@ hot.addAll(xs.subarray(0, 10_000));
 rows["design: LatencySketch.add(ms), one call"] = nsPerOp((i) => hot.add(xs[i]), { n: 200_000, rounds: 7 });
 hot.free();
 
-const extras = { samples: N, exactMs: Object.fromEntries(KEYS.map((k, i) => [k, +exact[i].toFixed(3)])), timesMs, maxRelativeError, speedup };
+// Sketches travel: the encoded size of this 1 M-sample sketch and the cost of
+// each end of the trip (µs per call; not per sample, so not in `rows`).
+const sent = new lib.LatencySketch();
+sent.addAll(xs);
+const encoded = sent.toBytes();
+const travel = {
+  bytes: encoded.length,
+  jsonChars: JSON.stringify(sent).length,
+  toBytesUs: +(nsPerOp(() => sent.toBytes(), { n: 5_000 }) / 1000).toFixed(2),
+  fromBytesUs: +(nsPerOp(() => lib.LatencySketch.fromBytes(encoded).free(), { n: 5_000 }) / 1000).toFixed(2),
+};
+sent.free();
+
+const extras = { samples: N, exactMs: Object.fromEntries(KEYS.map((k, i) => [k, +exact[i].toFixed(3)])), timesMs, maxRelativeError, speedup, travel };
 if (!isDeno && process.env.BENCH_SKIP_CLI !== "1") extras.cli = await cliThroughput();
 console.log(JSON.stringify({ runtime: runtimeName(), unit: "ns per sample", rows, ...extras }));
 

@@ -12,6 +12,8 @@ export {
   isStepTimeout,
   isTimeout,
 } from "./errors.js";
+export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
+export { relay } from "./relay.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
 export * from "./derive.js";

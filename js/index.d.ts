@@ -146,6 +146,8 @@ export function isTimeout(error: unknown, signal?: AbortSignal): boolean;
  */
 export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: number): number;
 
+export * from "./context.js";
+export * from "./relay.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
 export * from "./derive.js";

@@ -13,6 +13,18 @@
 //      later call with that instance), so a module is checked before the
 //      glue sees it: its exports must be the ones this build produced
 //      (wasm_exports.js, written by scripts/build.mjs).
+//   5. a .wasm URL that answers with something else (a dev server's HTML
+//      fallback page) is an error that says so and how to fix it, never the
+//      engine's "expected magic word" CompileError.
+//
+// # Dev servers that move the module away from its .wasm
+// The browser entry finds its .wasm with `new URL("./edge_deadline_bg.wasm",
+// import.meta.url)`. Bundlers (esbuild, Rollup, Vite 8's pre-bundling) copy
+// or rewrite that URL; Vite 5–7 pre-bundled dependencies with esbuild into
+// `node_modules/.vite/deps/` and left the URL pointing there, where the dev
+// server answers with index.html. For that one layout the package's own copy
+// (`node_modules/edge-deadline/`) is tried once before giving up; anything
+// else gets the error of invariant 5, naming Vite's `optimizeDeps.exclude`.
 
 import { initSync } from "./edge_deadline.js";
 import { EXPORTS, EXPORTS_DIGEST, exportsDigest } from "./wasm_exports.js";
@@ -34,6 +46,26 @@ export function notReady(what) {
 
 function isResponse(x) {
   return typeof Response !== "undefined" && x instanceof Response;
+}
+
+/** A Vite 5–7 pre-bundle's .wasm URL → the package's own copy beside it; else null. */
+const VITE_DEPS = /\/node_modules\/\.vite\/deps(?:_temp_[^/]*)?\/edge_deadline_bg\.wasm$/;
+function packageCopy(url) {
+  return VITE_DEPS.test(url.pathname) ? new URL("../../edge-deadline/edge_deadline_bg.wasm", url) : null;
+}
+
+/** A page (HTML) answered where the .wasm was asked for: the dev-server fallback (invariant 5). */
+function isPage(response) {
+  return /^text\/html/i.test(response.headers.get("content-type") ?? "");
+}
+
+function notWasm(url) {
+  return new Error(
+    `edge-deadline: the .wasm URL answered with an HTML page, not WebAssembly (${url}). ` +
+      "A dev server or bundler moved this module away from its .wasm: with Vite, add " +
+      '`optimizeDeps: { exclude: ["edge-deadline"] }` to vite.config; elsewhere pass the .wasm to init() ' +
+      "yourself (its URL, a Response or its bytes).",
+  );
 }
 
 /** Refuses a module that is not this copy's core (invariant 4). */
@@ -66,12 +98,21 @@ async function compile(source, readFile) {
     const url = new URL(source, import.meta.url);
     if (url.protocol === "file:" && readFile) return compileBytes(await readFile(url));
     source = await fetch(url);
+    const home = source.ok && isPage(source) ? packageCopy(url) : null;
+    if (home) {
+      const retry = await fetch(home);
+      if (retry.ok && !isPage(retry)) source = retry;
+    }
   }
   if (isResponse(source)) {
     if (!source.ok) throw new Error(`edge-deadline: fetching the .wasm failed with HTTP ${source.status} (${source.url})`);
+    if (isPage(source)) throw notWasm(source.url);
     const wasmType = source.headers.get("content-type")?.startsWith("application/wasm");
     if (wasmType && WebAssembly.compileStreaming) return WebAssembly.compileStreaming(source);
-    return compileBytes(await source.arrayBuffer());
+    const bytes = new Uint8Array(await source.arrayBuffer());
+    // "<": markup served with a type other than text/html (Wasm starts with "\0asm").
+    if (bytes[0] === 0x3c) throw notWasm(source.url);
+    return compileBytes(bytes);
   }
   throw new TypeError(
     "edge-deadline: init(source) accepts a WebAssembly.Module, an ArrayBuffer or typed array of the .wasm bytes, " +

@@ -94,6 +94,12 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
   run<N extends StepName<S>, T>(name: N, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<StepResult<S, N, Awaited<T>>>;
   /** The trace so far as JSON: `TraceRecord[]`, durations rounded to 0.1 ms (`records` keeps them exact). */
   trace(): string;
+  /**
+   * The trace as a `Server-Timing` header value: one metric per step run so far, with its
+   * duration (0.1 ms) and its outcome (and cap) as the description, e.g.
+   * `retrieve;dur=41.2;desc="ok, cap 100 ms"`. Step names are made HTTP tokens.
+   */
+  serverTiming(): string;
   /** The trace records so far (a copy). */
   readonly records: TraceRecord[];
   readonly deadline: Deadline;

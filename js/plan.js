@@ -41,6 +41,7 @@ import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
+import { metric } from "./servertiming.js";
 import { unwatch, watch } from "./deadline.js";
 import * as check from "./validate.js";
 
@@ -208,6 +209,17 @@ export class Plan {
    */
   trace() {
     return JSON.stringify(this.#records, roundMs);
+  }
+
+  /**
+   * The trace as a `Server-Timing` header value: one metric per step run so
+   * far, in order, with its duration and its outcome (and cap) as the
+   * description, e.g. `retrieve;dur=41.2;desc="ok, cap 100 ms"`.
+   */
+  serverTiming() {
+    return this.#records
+      .map((r) => metric(r.step, r.elapsedMs, r.capMs > 0 ? `${r.outcome}, cap ${Math.round(r.capMs * 10) / 10} ms` : r.outcome))
+      .join(", ");
   }
 
   /** The trace records so far (a copy). */

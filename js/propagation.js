@@ -89,6 +89,35 @@ export function toHeaders(deadline, options) {
   return out;
 }
 
+// ---- outgoing requests (fetchWithDeadline) ------------------------------------
+
+/**
+ * The formats `fetchWithDeadline` sends for its `propagate` option: the
+ * package's own header by default, the named ones, or none for `false`.
+ * Checked before any I/O.
+ */
+export function propagateFormats(value) {
+  if (value === undefined || value === true) return [DEFAULT_FORMAT];
+  if (value === false) return [];
+  return formatList("propagate", value, undefined);
+}
+
+/**
+ * `init` with what is left of `deadline` added to the request's headers in
+ * each of `formats` (lowercase names from `propagateFormats`), read at this
+ * moment, so the upstream is told exactly the time not yet spent. The
+ * request's headers are kept (init's, or a Request input's when init has
+ * none); a deadline header the caller set is theirs and is not overwritten.
+ */
+export function withBudgetHeaders(input, init, deadline, formats) {
+  if (formats.length === 0) return init;
+  const own = init?.headers ?? (typeof Request !== "undefined" && input instanceof Request ? input.headers : undefined);
+  const headers = new Headers(own);
+  const remaining = deadline.remaining();
+  for (const f of formats) if (!headers.has(f)) headers.set(f, core.encodeHeader(CODES.get(f), remaining));
+  return { ...init, headers };
+}
+
 /** Every value of header `name` (lowercase): each spelling's, each comma-separated element. */
 function readHeader(headers, lowerKeys, name, out) {
   if (lowerKeys === null) {

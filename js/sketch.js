@@ -32,6 +32,19 @@
 // 5. The sketch being used is never parked while its core is in use: only
 //    restoring (never `add` on a resident sketch) can park another, and a
 //    `merge` pins the sketch it merges into.
+// 6. `LatencySketch.fromBytes(sketch.toBytes())` answers every question as
+//    `sketch` does; bytes that are not a sketch (cut off, damaged, from
+//    another program or a newer format) are a RangeError saying so, checked
+//    in the core before any sketch exists.
+//
+// # Why a binary form, and what JSON gets
+// Sketches are recorded where requests run (many isolates, tabs, servers)
+// and merged in one place (a Durable Object, a log pipeline, the CLI's
+// `derive --sketch`), so they must travel. `toBytes()` is the compact,
+// versioned form for that (the same bytes park a sketch, invariant 4);
+// `JSON.stringify(sketch)` gives a readable summary
+// that carries the same bytes as base64 (`fromBytes` takes that string), so
+// a sketch logged as JSON is neither `{}` nor lost.
 
 import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
@@ -86,6 +99,35 @@ const resident = new Set();
 /** A sketch that must stay resident during the current call (invariant 5). */
 let pinned;
 
+/** A decoded core the constructor adopts instead of making one (`fromBytes`). */
+let adopted = null;
+
+/** `bytes` of fromBytes as a Uint8Array (base64 text decoded). */
+function byteView(bytes) {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (typeof bytes === "string") {
+    let text;
+    try {
+      text = atob(bytes);
+    } catch {
+      throw new RangeError("'bytes' is not valid base64: pass the 'bytes' string of a sketch's JSON form unchanged");
+    }
+    const out = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+    return out;
+  }
+  throw new TypeError(`'bytes' of fromBytes must be a Uint8Array, an ArrayBuffer or the base64 string of toJSON(): current value is ${describe(bytes)}`);
+}
+
+function base64(bytes) {
+  let text = "";
+  // Chunks keep `fromCharCode`'s argument list short (engines cap it).
+  for (let at = 0; at < bytes.length; at += 8192) text += String.fromCharCode(...bytes.subarray(at, at + 8192));
+  return btoa(text);
+}
+
 export class LatencySketch {
   #core;
   /** The state while parked (invariant 4). */
@@ -99,6 +141,12 @@ export class LatencySketch {
    */
   constructor(options) {
     if (!isReady()) notReady("LatencySketch");
+    if (adopted !== null) {
+      this.#core = adopted;
+      adopted = null;
+      LatencySketch.#admit(this);
+      return;
+    }
     if (options !== undefined && (options === null || typeof options !== "object")) {
       throw new TypeError(`'options' of LatencySketch must be an object like { relativeError }: current value is ${describe(options)}`);
     }
@@ -178,6 +226,47 @@ export class LatencySketch {
       pinned = undefined;
     }
     return this;
+  }
+
+  /**
+   * The sketch as compact, versioned bytes (under 2 KB for 1 ms … 1 h at
+   * 1%), for sending to where sketches are merged; `fromBytes` reads them.
+   */
+  toBytes() {
+    return this.#live().toBytes();
+  }
+
+  /**
+   * A sketch from `toBytes()` output (a Uint8Array or ArrayBuffer) or from
+   * the base64 `bytes` of its JSON form. Damaged, cut-off or foreign bytes,
+   * or a newer format version, are a RangeError saying which.
+   */
+  static fromBytes(bytes) {
+    if (!isReady()) notReady("LatencySketch.fromBytes");
+    adopted = core.LatencySketchCore.fromBytes(byteView(bytes));
+    try {
+      return new LatencySketch();
+    } finally {
+      adopted = null;
+    }
+  }
+
+  /**
+   * What `JSON.stringify` writes: `{ type: "LatencySketch", version,
+   * relativeError, count, min, max, p50, p90, p99, p999, bytes }`, with the
+   * quantiles left out when empty and `bytes` the base64 of `toBytes()`.
+   */
+  toJSON() {
+    const core = this.#live();
+    const bytes = core.toBytes();
+    // The format version is the byte after the 4-byte magic word.
+    const json = { type: "LatencySketch", version: bytes[4], relativeError: core.relativeError(), count: core.count() };
+    if (json.count > 0) {
+      Object.assign(json, { min: core.min(), max: core.max() });
+      for (const [k, q] of [["p50", 0.5], ["p90", 0.9], ["p99", 0.99], ["p999", 0.999]]) json[k] = core.quantile(q);
+    }
+    json.bytes = base64(bytes);
+    return json;
   }
 
   /** How many samples were added. */

@@ -66,10 +66,17 @@ export interface FetchDeadlineOptions {
   stallMs?: number;
   /** Which body chunks count as progress (e.g. `sseProgress`). @default every non-empty chunk */
   isProgress?: (chunk: Uint8Array) => boolean;
+  /**
+   * Tell the upstream what is left of the deadline, read as the request leaves: the package's own
+   * `edge-deadline-remaining-ms` (`true`, the default), the named formats of `deadlineHeaders`, or
+   * nothing (`false`). A header the caller set in the request is kept.
+   * @default true
+   */
+  propagate?: boolean | string | string[];
 }
 
 /**
- * `fetch` whose signal is linked to the deadline (and its parents), `init.signal` and a
+ * `fetch` that tells the upstream the remaining budget (`propagate`), whose signal is linked to the deadline (and its parents), `init.signal` and a
  * `Request` input's signal, with `firstByteMs` on the headers and a wrapped body
  * (see `withStallTimeout`).
  * The body errors with the abort reason itself (never a runtime's unbranded copy).

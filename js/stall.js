@@ -61,6 +61,7 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, brand, ms } from "./errors.js";
 import { isReady, notReady } from "./load.js";
+import { propagateFormats, withBudgetHeaders } from "./propagation.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { unref } from "./timers.js";
 import { clearWake, setWake } from "./deadline.js";
@@ -449,7 +450,10 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
 
 /**
  * `fetch` bounded by a deadline, with a limit on the wait for headers and
- * stall detection on the body. The request's signal is linked to the
+ * stall detection on the body. The request tells the upstream what is left
+ * of the deadline (`propagate`: the package's own header by default, other
+ * formats when named, none for `false`; a header the caller set is kept).
+ * The request's signal is linked to the
  * deadline's signal (and so to its parents), to `init.signal` and to the
  * signal of a `Request` input; a stall, the deadline or a consumer's cancel
  * aborts the request.
@@ -460,7 +464,7 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
  * @param {RequestInfo | URL} input
  * @param {RequestInit} [init]
  * @param {{ deadline: import("./deadline.js").Deadline, firstByteMs?: number, firstChunkMs?: number,
- *   stallMs?: number, isProgress?: (chunk: any) => boolean }} opts
+ *   stallMs?: number, isProgress?: (chunk: any) => boolean, propagate?: boolean | string | string[] }} opts
  * @returns {Promise<Response>} rejects with `DeadlineExceeded`, `StreamStalled`
  *   (phase "first-byte"), `init.signal`'s reason or a network error
  */
@@ -473,6 +477,7 @@ export async function fetchWithDeadline(input, init, opts) {
   const firstChunkMs = limit("firstChunkMs", o.firstChunkMs, NO_LIMIT);
   const stallMs = limit("stallMs", o.stallMs, NO_LIMIT);
   const isProgress = predicate(o.isProgress, where);
+  const formats = propagateFormats(o.propagate);
   if (init != null && typeof init !== "object") {
     throw new TypeError(`'init' of ${where} must be a RequestInit object: current value is ${describe(init)}`);
   }
@@ -522,7 +527,8 @@ export async function fetchWithDeadline(input, init, opts) {
 
   let response;
   try {
-    response = await fetch(input, { ...init, signal: upstream.signal });
+    // The budget is read here, as the request leaves: the upstream is told what is left now.
+    response = await fetch(input, { ...withBudgetHeaders(input, init, o.deadline, formats), signal: upstream.signal });
   } catch (error) {
     unlink();
     // Some runtimes reject with their own AbortError: report our reason.

@@ -87,6 +87,9 @@ writeFileSync(
           node: entry("./node.js"),
           default: entry("./index.js"),
         },
+        // The Hono middleware: one module for every runtime (it needs no Wasm loader of its own:
+        // the app calls the main entry's `init()`).
+        "./hono": { types: "./hono.d.ts", default: "./hono.js" },
         "./edge_deadline_bg.wasm": "./edge_deadline_bg.wasm",
         "./package.json": "./package.json",
       },

@@ -75,11 +75,13 @@ const workerdVariants = [
     label: " (compatibility date 2022-01-01)",
     compatibilityDate: "2022-01-01",
     flags: ["streams_enable_constructors", "transformstream_enable_standard_constructor"],
-    quirks: "lossy-abort-reasons",
+    // Without nodejs_compat there is no `process`, so no AsyncLocalStorage for the ambient deadline.
+    quirks: "lossy-abort-reasons,no-async-context",
   },
   // Before the 2026-04-21 compatibility date an aborted fetch rejects, and its
   // body errors, with an unbranded copy of the reason.
-  { label: " (compatibility date 2026-04-01)", compatibilityDate: "2026-04-01", flags: [], quirks: "lossy-abort-reasons" },
+  // nodejs_compat is the default only from 2026-08-04: no ambient deadline across awaits here.
+  { label: " (compatibility date 2026-04-01)", compatibilityDate: "2026-04-01", flags: [], quirks: "lossy-abort-reasons,no-async-context" },
 ];
 
 /** One run of the JS suite in workerd with the given compatibility date and flags. */
@@ -202,6 +204,18 @@ const suites = {
     } finally {
       await context.close();
       await server.close();
+    }
+  },
+
+  // The Hono middleware (edge-deadline/hono) with the real `hono` package in
+  // Node, Deno and workerd (tests/hono/).
+  async hono() {
+    const { stdout } = await run(process.execPath, ["tests/hono/run.mjs"], { capture: true });
+    const lines = stdout.trim().split("\n").filter((l) => l.startsWith("{"));
+    if (lines.length !== 3) record("hono", { passed: 0, failed: 1, skipped: 0, failures: [{ name: "hono runner", error: `expected 3 reports:\n${stdout}` }] });
+    for (const line of lines) {
+      const report = JSON.parse(line);
+      record(report.runtime, report);
     }
   },
 

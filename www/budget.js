@@ -143,6 +143,7 @@ export function mountBudget() {
     current = run;
 
     log.textContent = "";
+    summary.textContent = ""; // the last run's outcome is not this run's
     response.textContent = "";
     response.className = "response";
     section.dataset.runState = "running";

@@ -268,15 +268,60 @@ export function mountDerive() {
 }
 
 // ── retry or wait: simulate() ──────────────────────────────────────────────────
+
+/** A failure share difference below this (1 call in 1 000) is not a win. */
+const FAILURE_MARGIN = 0.001;
+
+/**
+ * Which policy wins at each timeout of the sweep, as runs of consecutive
+ * timeouts with the same winner and reason: fewer failed calls first, then
+ * the lower end-to-end p99.9 (within 1% is no difference).
+ */
+function verdicts(ts, wait, once) {
+  const judge = (w, o) => {
+    if (Math.abs(w.failureRate - o.failureRate) >= FAILURE_MARGIN) {
+      return o.failureRate < w.failureRate ? ["retry", "fewer calls fail"] : ["wait", "fewer calls fail"];
+    }
+    if (Math.abs(w.p999Ms - o.p999Ms) > 0.01 * Math.max(w.p999Ms, o.p999Ms)) {
+      return o.p999Ms < w.p999Ms ? ["retry", "lower p99.9"] : ["wait", "lower p99.9"];
+    }
+    return ["none", ""];
+  };
+  const runs = [];
+  ts.forEach((t, i) => {
+    const [winner, reason] = judge(wait[i], once[i]);
+    const last = runs.at(-1);
+    if (last && last.winner === winner && last.reason === reason) {
+      Object.assign(last, { toMs: t, to: i, points: last.points + 1 });
+    } else {
+      runs.push({ winner, reason, fromMs: t, toMs: t, from: i, to: i, points: 1 });
+    }
+  });
+  const who = { retry: "one retry wins", wait: "waiting wins", none: "no difference" };
+  const fig = (i) => `${pct(once[i].failureRate)} vs ${pct(wait[i].failureRate)} fail, p99.9 ${ms(once[i].p999Ms)} vs ${ms(wait[i].p999Ms)}`;
+  return runs.map((r) => {
+    const span = r.points === 1 ? ms(r.fromMs) : `${ms(r.fromMs)} – ${ms(r.toMs)}`;
+    const detail = r.winner === "none" ? "both answer alike" : `${r.reason} (retry vs wait: ${fig(r.from)}${r.points > 1 ? ` … ${fig(r.to)}` : ""})`;
+    return { ...r, text: `${span} per attempt: ${who[r.winner]}: ${detail}`, short: `${who[r.winner]} from ${ms(r.fromMs)} to ${ms(r.toMs)}` };
+  });
+}
 function mountSimulation() {
   const f = { median: $("#sim-median"), sigma: $("#sim-sigma"), share: $("#sim-share"), lo: $("#sim-lo"), hi: $("#sim-hi"), n: $("#sim-n") };
   const tbody = $("#sim tbody");
   const scenarioEl = $("#sim-scenario");
   const errorEl = $("#sim-error");
   const sc = simChart($("#sim-chart"));
+  const verdictEl = $("#sim-verdict");
+  const chartEl = $("#sim-chart");
+  const chartLabel = chartEl.getAttribute("aria-label");
 
   function run() {
+    // Nothing of the previous run stays on screen if this one fails.
     errorEl.hidden = true;
+    scenarioEl.textContent = "";
+    tbody.replaceChildren();
+    verdictEl.replaceChildren();
+    chartEl.setAttribute("aria-label", chartLabel);
     const share = num(f.share, 0.5) / 100;
     const scenario = {
       body: { medianMs: num(f.median, SEED_003.body.medianMs), sigma: num(f.sigma, SEED_003.body.sigma) },
@@ -315,6 +360,13 @@ function mountSimulation() {
       const wait = sweep.policies.filter((_, i) => i % 2 === 0);
       const once = sweep.policies.filter((_, i) => i % 2 === 1);
       sc.update([ts, wait.map((p) => p.p999Ms), once.map((p) => p.p999Ms), wait.map((p) => p.failureRate), once.map((p) => p.failureRate)]);
+      const ranges = verdicts(ts, wait, once);
+      verdictEl.replaceChildren(
+        ...ranges.map((r) =>
+          el("li", { dataset: { winner: r.winner, fromMs: String(r.fromMs), toMs: String(r.toMs), points: String(r.points) } }, r.text),
+        ),
+      );
+      chartEl.setAttribute("aria-label", `${chartLabel}. ${ranges.map((r) => r.short).join("; ")}.`);
       $("#derive").dataset.sim = "done";
     } catch (e) {
       errorEl.textContent = describeError(e);

@@ -18,7 +18,8 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use edge_deadline::core::deadline::check_ms;
 use edge_deadline::core::derive::{
-    derive_exposition, derive_histograms, prom, BucketResult, DeriveError, DeriveOptions, Deriver, Outcome, PromSample,
+    derive_exposition, derive_histograms, derive_sketch, prom, BucketResult, DeriveError, DeriveOptions, Deriver, Excluded, Outcome,
+    PromSample,
 };
 use edge_deadline::core::simulate::{simulate, Body, Percentiles, Policy, Sampler, Scenario, SimulateError, Tail};
 use edge_deadline::core::sketch::LatencySketch;
@@ -40,6 +41,8 @@ struct Cli {
     command: Option<Command>,
 }
 
+// Parsed once per run: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Derive timeouts from recorded durations (CSV with a header, JSON Lines,
@@ -59,8 +62,21 @@ enum Command {
 #[derive(Args)]
 struct DeriveArgs {
     /// The input file, or '-' for standard input.
-    #[arg(value_name = "FILE", required_unless_present = "prometheus", conflicts_with = "prometheus")]
+    #[arg(
+        value_name = "FILE",
+        required_unless_present_any = ["prometheus", "sketch"],
+        conflicts_with_all = ["prometheus", "sketch"]
+    )]
     file: Option<String>,
+    /// Merge these sketches (LatencySketch toBytes() files, or JSON lines of
+    /// their JSON form) and derive from them.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 1..,
+        conflicts_with_all = ["prometheus", "by", "format", "column", "unit", "outcome_column", "relative_error", "skip_bad"]
+    )]
+    sketch: Vec<String>,
     /// Input format (default: guessed from the first line).
     #[arg(long, value_enum)]
     format: Option<Format>,
@@ -281,6 +297,9 @@ fn derive_cmd(a: &DeriveArgs) -> Result<(), Exit> {
     if let Some(url) = &a.prometheus {
         return prometheus_cmd(a, url, &opts);
     }
+    if !a.sketch.is_empty() {
+        return sketch_cmd(a, &opts);
+    }
     let path = a.file.clone().unwrap_or_else(|| "-".into());
     let to_ms = match a.unit {
         Unit::Ms => 1.0,
@@ -358,6 +377,61 @@ fn derive_cmd(a: &DeriveArgs) -> Result<(), Exit> {
         }
     };
     print_results(&results, &opts, &meta, a.json);
+    Ok(())
+}
+
+/// The sketches of one `--sketch` file: the raw bytes of `toBytes()`, or
+/// text with one sketch per line, as the JSON form (`{"bytes": "…"}`) or bare
+/// base64, so a log of `JSON.stringify(sketch)` lines reads as it is.
+fn read_sketches(path: &str) -> Result<Vec<LatencySketch>, String> {
+    use base64::Engine as _;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
+    if bytes.starts_with(&edge_deadline::core::sketch::MAGIC) {
+        return LatencySketch::from_bytes(&bytes).map(|s| vec![s]).map_err(|e| e.to_string());
+    }
+    let text = String::from_utf8(bytes).map_err(|_| "neither a sketch from toBytes() nor text".to_string())?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let line = line.trim();
+        let b64 = match serde_json::from_str::<Value>(line) {
+            Ok(v) => v.get("bytes").and_then(Value::as_str).map(str::to_owned),
+            Err(_) => Some(line.to_owned()),
+        };
+        let raw = b64.and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok()).ok_or_else(|| {
+            format!("line {} is neither a sketch's JSON form (with \"bytes\") nor base64 of toBytes()", i + 1)
+        })?;
+        out.push(LatencySketch::from_bytes(&raw).map_err(|e| format!("line {}: {e}", i + 1))?);
+    }
+    if out.is_empty() {
+        return Err("holds no sketch".into());
+    }
+    Ok(out)
+}
+
+/// `derive --sketch FILE…`: merges every sketch (one place, as a Durable
+/// Object would) and derives one bucket from the result.
+fn sketch_cmd(a: &DeriveArgs, opts: &DeriveOptions) -> Result<(), Exit> {
+    let mut merged: Option<LatencySketch> = None;
+    let mut n = 0;
+    for path in &a.sketch {
+        for s in read_sketches(path).map_err(|m| data(format!("{path}: {m}")))? {
+            n += 1;
+            match &mut merged {
+                None => merged = Some(s),
+                Some(m) => m.merge(&s).map_err(|e| data(format!("{path}: {e}")))?,
+            }
+        }
+    }
+    let merged = merged.unwrap_or_default();
+    let result = derive_sketch(&merged, Excluded::default(), opts).map_err(|e| data(flagged(&e)))?;
+    let meta = Meta {
+        source: format!("{n} sketch{} ({})", if n == 1 { "" } else { "es" }, a.sketch.join(", ")),
+        derived_at: report::utc_now(),
+        configured_ms: opts.configured_ms,
+        skipped: 0,
+        notes: vec![],
+    };
+    print_results(&[result], opts, &meta, a.json);
     Ok(())
 }
 

@@ -570,3 +570,65 @@ fn simulate_prints_the_seed_003_table() {
         "{out}"
     );
 }
+
+#[test]
+fn derives_from_sketch_files_merged() {
+    use edge_deadline::core::sketch::LatencySketch;
+    // 1..=100 ms in two "isolates", as raw bytes and as the JSON lines a log
+    // pipeline keeps (the form `JSON.stringify(sketch)` writes).
+    let (mut odd, mut even) = (LatencySketch::default(), LatencySketch::default());
+    for i in 1..=100 {
+        if i % 2 == 1 { &mut odd } else { &mut even }.add(f64::from(i)).unwrap();
+    }
+    let a = std::env::temp_dir().join(format!("edge-deadline-cli-{}-odd.bin", std::process::id()));
+    std::fs::write(&a, odd.to_bytes()).unwrap();
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(even.to_bytes());
+    let b = temp("even.jsonl", &format!("{{\"type\":\"LatencySketch\",\"count\":50,\"bytes\":\"{b64}\"}}\n\n"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (out, err, code) = text(&run(&["derive", "--sketch", a, b], None));
+    assert_eq!(code, 0, "{err}");
+    // The same answer as the CSV of 1..=100: p99 is 99 ms exactly, the timeout 198 ms.
+    assert!(out.contains("99.0 ms") && out.contains("198 ms"), "{out}");
+    assert!(out.contains("2 sketches"), "{out}");
+    let (out, err, code) = text(&run(&["derive", "--sketch", a, "--sketch", b, "--json", "--q", "0.5", "--safety", "1.5"], None));
+    assert_eq!(code, 0, "{err}");
+    let config: serde_json::Value = serde_json::from_str(&out).expect("--json prints JSON");
+    assert_eq!(config["buckets"][0]["n"], 100);
+    assert_eq!(config["buckets"][0]["timeoutMs"], 75);
+
+    // A damaged file is named, with what is wrong with it.
+    let mut bytes = odd.to_bytes();
+    bytes.truncate(bytes.len() - 4);
+    let cut = std::env::temp_dir().join(format!("edge-deadline-cli-{}-cut.bin", std::process::id()));
+    std::fs::write(&cut, bytes).unwrap();
+    let (out, err, code) = text(&run(&["derive", "--sketch", a, cut.to_str().unwrap()], None));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("cut.bin: 'bytes' is not a valid LatencySketch: it ends inside 'samples'"), "{err}");
+    let csv = temp("not-a-sketch.csv", "ms\n1\n");
+    let (_, err, code) = text(&run(&["derive", "--sketch", csv.to_str().unwrap()], None));
+    assert_eq!(code, 1);
+    assert!(err.contains("not-a-sketch.csv: line 1 is neither"), "{err}");
+    // Different accuracies do not merge.
+    let mut coarse = LatencySketch::new(0.05).unwrap();
+    coarse.add(3.0).unwrap();
+    let c = std::env::temp_dir().join(format!("edge-deadline-cli-{}-coarse.bin", std::process::id()));
+    std::fs::write(&c, coarse.to_bytes()).unwrap();
+    let (_, err, code) = text(&run(&["derive", "--sketch", a, c.to_str().unwrap()], None));
+    assert_eq!(code, 1);
+    assert!(err.contains("coarse.bin: cannot merge a sketch with relative error 0.05"), "{err}");
+    // --sketch replaces FILE and --prometheus.
+    let (_, err, code) = text(&run(&["derive", "x.csv", "--sketch", a], None));
+    assert_eq!(code, 2, "{err}");
+    // Options for raw rows mean nothing for a sketch: refused, not ignored.
+    for flag in [&["--by", "model"][..], &["--relative-error", "0.02"], &["--unit", "s"]] {
+        let mut args = vec!["derive", "--sketch", a];
+        args.extend_from_slice(flag);
+        let (_, err, code) = text(&run(&args, None));
+        assert_eq!(code, 2, "{flag:?}: {err}");
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+    for p in [a, b, cut.to_str().unwrap(), csv.to_str().unwrap(), c.to_str().unwrap()] {
+        std::fs::remove_file(p).ok();
+    }
+}

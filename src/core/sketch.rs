@@ -70,6 +70,9 @@ use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 
+mod bytes;
+pub use bytes::{BytesError, MAGIC, VERSION};
+
 /// The default relative error: 1%.
 pub const DEFAULT_RELATIVE_ERROR: f64 = 0.01;
 /// The smallest accepted relative error. At this setting [`MAX_BUCKETS`]
@@ -100,10 +103,6 @@ pub enum SketchError {
     /// Only sketches with the same relative error can be merged: create both
     /// with the same `relativeError`.
     Mismatch { ours: f64, theirs: f64 },
-    /// Bytes given to [`LatencySketch::from_bytes`] are not the encoding of
-    /// a sketch ([`LatencySketch::to_bytes`]); `at` is the offset where
-    /// reading stopped. Pass back only bytes `to_bytes` produced.
-    Encoding { at: usize },
 }
 
 impl fmt::Display for SketchError {
@@ -120,9 +119,6 @@ impl fmt::Display for SketchError {
                 f,
                 "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'"
             ),
-            Self::Encoding { at } => {
-                write!(f, "not an encoded LatencySketch (invalid at byte {at}): pass bytes that to_bytes produced")
-            }
         }
     }
 }
@@ -192,51 +188,6 @@ fn log_like_inverse(y: f64) -> f64 {
     // |e| < 60 for every key a sketch holds, so the exponent stays normal.
     let e = (e as i32).clamp(-1022, 1023);
     f64::from_bits(((e + 1023) as u64) << 52) * (1.0 + s)
-}
-
-/// The version byte that starts [`LatencySketch::to_bytes`].
-const ENCODING_VERSION: u8 = 1;
-
-/// Little-endian reader over an encoded sketch; every read is checked.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], SketchError> {
-        let out = self.bytes.get(self.at..self.at + N).and_then(|b| b.try_into().ok());
-        let out = out.ok_or(SketchError::Encoding { at: self.at })?;
-        self.at += N;
-        Ok(out)
-    }
-
-    fn u8(&mut self) -> Result<u8, SketchError> {
-        Ok(self.take::<1>()?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, SketchError> {
-        self.take().map(u32::from_le_bytes)
-    }
-
-    fn u64(&mut self) -> Result<u64, SketchError> {
-        self.take().map(u64::from_le_bytes)
-    }
-
-    /// An `f64` in `0 ..= max`, or `+∞` where `infinite` says (not NaN).
-    fn ms(&mut self, max: f64, infinite: bool) -> Result<f64, SketchError> {
-        let at = self.at;
-        let v = f64::from_le_bytes(self.take()?);
-        let ok = (v >= 0.0 && v <= max) || (infinite && v == f64::INFINITY);
-        ok.then_some(v).ok_or(SketchError::Encoding { at })
-    }
-
-    /// A length prefix of at most `max`.
-    fn len(&mut self, max: usize) -> Result<usize, SketchError> {
-        let at = self.at;
-        let n = self.u32()? as usize;
-        (n <= max).then_some(n).ok_or(SketchError::Encoding { at })
-    }
 }
 
 /// One non-empty bin of a sketch: a representative duration and how many
@@ -338,91 +289,6 @@ impl LatencySketch {
     /// this value may be too high. `None` means the accuracy holds everywhere.
     pub fn collapsed_below_ms(&self) -> Option<f64> {
         self.collapsed_below
-    }
-
-    /// The whole state as bytes, for keeping a sketch outside Wasm memory
-    /// (js/sketch.js parks idle sketches this way). Little-endian: version,
-    /// α, offset, zero count, count, sum, min, max, the collapse bound (a
-    /// flag and a value), the exact buffer (a flag, a length, values) and the
-    /// counters (a length, values). [`LatencySketch::from_bytes`] reverses it.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let exact = self.exact.as_deref();
-        let mut out = Vec::with_capacity(64 + 8 * (self.counts.len() + exact.map_or(0, <[f64]>::len)));
-        out.push(ENCODING_VERSION);
-        out.extend_from_slice(&self.alpha.to_le_bytes());
-        out.extend_from_slice(&self.offset.to_le_bytes());
-        for n in [self.zero_count, self.count] {
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        for v in [self.sum, self.min, self.max, self.collapsed_below.unwrap_or(0.0)] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.push(u8::from(self.collapsed_below.is_some()));
-        out.push(u8::from(exact.is_some()));
-        let values = exact.unwrap_or(&[]);
-        // Both lengths are bounded by EXACT_LIMIT and MAX_BUCKETS.
-        out.extend_from_slice(&(values.len() as u32).to_le_bytes());
-        for v in values {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&(self.counts.len() as u32).to_le_bytes());
-        for c in &self.counts {
-            out.extend_from_slice(&c.to_le_bytes());
-        }
-        out
-    }
-
-    /// The sketch [`LatencySketch::to_bytes`] encoded. Anything else is an
-    /// error ([`SketchError::Encoding`]), never a panic or a sketch that
-    /// breaks the module's invariants.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SketchError> {
-        let mut r = Reader { bytes, at: 0 };
-        if r.u8()? != ENCODING_VERSION {
-            return Err(SketchError::Encoding { at: 0 });
-        }
-        let at = r.at;
-        let alpha = f64::from_le_bytes(r.take()?);
-        let mut s = Self::new(alpha).map_err(|_| SketchError::Encoding { at })?;
-        s.offset = i32::from_le_bytes(r.take()?);
-        s.zero_count = r.u64()?;
-        s.count = r.u64()?;
-        // A sum of many samples may pass MAX_MS (and even overflow to ∞).
-        s.sum = r.ms(f64::MAX, true)?;
-        s.min = r.ms(MAX_MS, true)?;
-        s.max = r.ms(MAX_MS, false)?;
-        let collapsed = r.ms(f64::MAX, false)?;
-        let at = r.at;
-        s.collapsed_below = match r.u8()? {
-            0 => None,
-            1 => Some(collapsed),
-            _ => return Err(SketchError::Encoding { at }),
-        };
-        let at = r.at;
-        let has_exact = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err(SketchError::Encoding { at }),
-        };
-        let n = r.len(EXACT_LIMIT)?;
-        let mut exact = Vec::with_capacity(n);
-        for _ in 0..n {
-            exact.push(r.ms(MAX_MS, false)?);
-        }
-        s.exact = has_exact.then_some(exact);
-        let n = r.len(MAX_BUCKETS)?;
-        let mut counts = Vec::with_capacity(n);
-        for _ in 0..n {
-            counts.push(r.u64()?);
-        }
-        s.counts = counts;
-        let binned = s.counts.iter().try_fold(s.zero_count, |a, &c| a.checked_add(c));
-        let consistent = r.at == bytes.len()
-            && binned == Some(s.count)
-            && (s.count == 0) == (s.min == f64::INFINITY)
-            && (s.count == 0 || s.min <= s.max)
-            && s.exact.as_ref().map_or(true, |e| e.len() as u64 == s.count && e.windows(2).all(|w| w[0] <= w[1]))
-            && s.offset.checked_add(s.counts.len() as i32).is_some();
-        consistent.then_some(s).ok_or(SketchError::Encoding { at: r.at })
     }
 
     /// Heap bytes held by the counters and the exact buffer.
@@ -1025,29 +891,6 @@ pub(crate) mod tests {
             && bits(&[a.sum, a.min, a.max]) == bits(&[b.sum, b.min, b.max])
             && a.exact.as_deref().map(bits) == b.exact.as_deref().map(bits)
             && a.collapsed_below.map(f64::to_bits) == b.collapsed_below.map(f64::to_bits)
-    }
-
-    #[test]
-    fn bytes_reject_what_to_bytes_never_produces() {
-        let mut s = LatencySketch::new(0.001).unwrap();
-        s.add_all(&[0.0, 1.0, 5.0, 1e9]).unwrap();
-        let good = s.to_bytes();
-        assert!(same_state(&LatencySketch::from_bytes(&good).unwrap(), &s));
-        let e = |b: &[u8]| LatencySketch::from_bytes(b).unwrap_err();
-        assert_eq!(e(&[]), SketchError::Encoding { at: 0 });
-        assert_eq!(e(&[2]), SketchError::Encoding { at: 0 });
-        assert!(matches!(e(&good[..good.len() - 1]), SketchError::Encoding { .. }));
-        let mut longer = good.clone();
-        longer.push(0);
-        assert!(matches!(e(&longer), SketchError::Encoding { .. }));
-        // A count that the counters do not add up to.
-        let mut miscounted = good.clone();
-        miscounted[21] ^= 1;
-        assert!(matches!(e(&miscounted), SketchError::Encoding { .. }));
-        assert_eq!(
-            e(&[]).to_string(),
-            "not an encoded LatencySketch (invalid at byte 0): pass bytes that to_bytes produced"
-        );
     }
 
     proptest! {

@@ -36,12 +36,19 @@ use crate::core::derive::{
 };
 use crate::core::little::{self, LittleError};
 use crate::core::simulate::{self, Body, Policy, Scenario, SimulateError, Tail, MAX_CALLS, MAX_RETRIES};
-use crate::core::sketch::{LatencySketch, SketchError};
+use crate::core::sketch::{BytesError, LatencySketch, SketchError};
 
 /// Every sketch error is bad input naming its parameter (or a merge of
 /// sketches with different accuracies): a `RangeError`.
 impl From<SketchError> for JsFailure {
     fn from(error: SketchError) -> Self {
+        Self::Range(error.to_string())
+    }
+}
+
+/// A buffer that is not an encoded sketch: the message says what is wrong.
+impl From<BytesError> for JsFailure {
+    fn from(error: BytesError) -> Self {
         Self::Range(error.to_string())
     }
 }
@@ -167,6 +174,20 @@ impl SketchJs {
         self.inner.merge(&other.inner).map_err(to_js)
     }
 
+    /// [`LatencySketch::to_bytes`], as a `Uint8Array`: what `toBytes()`
+    /// returns, and how js/sketch.js parks idle sketches in JS memory.
+    #[wasm_bindgen(js_name = toBytes)]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.inner.to_bytes()
+    }
+
+    /// [`LatencySketch::from_bytes`] (a received or a parked sketch); a
+    /// `RangeError` naming the problem.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(bytes: &[u8]) -> Result<SketchJs, JsValue> {
+        Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(to_js)?, saved: None })
+    }
+
     /// Exact below 2^53 samples.
     pub fn count(&self) -> f64 {
         self.inner.count() as f64
@@ -206,19 +227,6 @@ impl SketchJs {
     #[wasm_bindgen(js_name = memoryBytes)]
     pub fn memory_bytes(&self) -> f64 {
         self.inner.memory_bytes() as f64
-    }
-
-    /// The sketch as bytes ([`LatencySketch::to_bytes`]): js/sketch.js parks
-    /// idle sketches in JS memory this way.
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.inner.to_bytes()
-    }
-
-    /// A parked sketch back in Wasm memory.
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(bytes: &[u8]) -> Result<SketchJs, JsValue> {
-        Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(to_js)?, saved: None })
     }
 
     /// [`tail_shape`] of this sketch's bins; `undefined` when there is no

@@ -328,6 +328,50 @@ try {
     return `end-to-end p99.9 ${retry} ms (retry) vs ${wait} ms (wait)`;
   });
 
+  await test("simulate(): the chart says in words which policy wins at each of its timeouts", async () => {
+    const items = await page.$$eval("#sim-verdict li", (lis) => lis.map((li) => ({ ...li.dataset, text: li.textContent })));
+    // The ranges cover the chart's 16 timeouts, in order, without a gap.
+    assert.equal(items.reduce((n, li) => n + Number(li.points), 0), 16, JSON.stringify(items));
+    for (let i = 1; i < items.length; i++) assert.ok(Number(items[i].fromMs) > Number(items[i - 1].toMs), "ranges ascend");
+    for (const li of items) assert.match(li.text, /^[\d. ]+ m?s( – [\d. ]+ m?s)? per attempt: (one retry wins|waiting wins|no difference): /, li.text);
+    // Seed 003: at its p99 a retry saves the calls that would fail; past the whole tail nothing times out.
+    const p99 = 98.7;
+    const at = (t) => items.find((li) => Number(li.fromMs) <= t && t <= Number(li.toMs));
+    const near = items.find((li) => Number(li.fromMs) <= p99 * 1.3 && Number(li.toMs) >= p99 * 0.7);
+    assert.equal(near?.winner, "retry", JSON.stringify(items));
+    assert.match(near.text, /fewer calls fail/);
+    assert.equal(items.at(-1).winner, "none", "past the tail (1.5 s) both policies answer every call");
+    assert.equal(at(Number(items.at(-1).toMs)), items.at(-1));
+    // The chart's accessible name carries the verdict too.
+    assert.match(await page.getAttribute("#sim-chart", "aria-label"), /one retry wins from \d/);
+    return items.map((li) => li.text).join(" | ");
+  });
+
+  await test("re-runs clear the previous summary: the budget line while a new request runs, simulate() on an error", async () => {
+    await budget(page, "fast");
+    assert.match(await text(page, "#budget-summary"), /^answer at t=/);
+    const during = await page.evaluate(() => {
+      document.querySelector('[data-scenario="slow-retrieval"]').click();
+      return { summary: document.querySelector("#budget-summary").textContent, state: document.querySelector("#budget").dataset.runState };
+    });
+    assert.deepEqual(during, { summary: "", state: "running" }, "the last run's outcome is gone while the next one runs");
+    await page.waitForSelector('#budget[data-run-state="done"]', WAIT);
+    assert.match(await text(page, "#budget-summary"), /^fallback at t=/);
+    // simulate(): a run that fails leaves no result of the previous one on screen.
+    assert.notEqual(await text(page, "#sim-scenario"), "");
+    await page.locator("#sim-n").fill("0");
+    await page.click("#sim-run");
+    await page.waitForSelector("#sim-error:not([hidden])", WAIT);
+    assert.match(await text(page, "#sim-error"), /'n'|calls/);
+    assert.equal(await text(page, "#sim-scenario"), "");
+    assert.equal(await page.locator("#sim tbody tr").count(), 0);
+    assert.equal(await page.locator("#sim-verdict li").count(), 0);
+    await page.locator("#sim-n").fill("200000");
+    await page.click("#sim-run");
+    await page.waitForSelector("#sim-error[hidden]", { ...WAIT, state: "attached" });
+    assert.equal(await page.locator("#sim tbody tr").count(), 4);
+  });
+
   await test("every control has an accessible name (Chromium's accessibility tree)", async () => {
     const cdp = await context.newCDPSession(page);
     const { nodes } = await cdp.send("Accessibility.getFullAXTree");
@@ -346,7 +390,7 @@ try {
     return `${controls.length} controls named`;
   });
 
-  await test("375 px wide: no horizontal scroll, after running each section", async () => {
+  await test("375 px wide: no horizontal page scroll, and no table hides its key column, after running each section", async () => {
     const { page: small, seen } = await open({ width: 375, height: 800 });
     const overflow = () => small.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.equal(await overflow(), 0, "after load");
@@ -358,6 +402,31 @@ try {
     await small.click("#derive-builtin");
     await small.waitForSelector('#derive[data-source="builtin"]', WAIT);
     assert.equal(await overflow(), 0, "after every section ran");
+    // A table wider than the screen scrolls inside its box; scrolled to its
+    // far end, every row still shows its key (first) column in full.
+    const tables = await small.$$eval(".scroll", (boxes) =>
+      boxes
+        .filter((box) => box.querySelector("table:not([hidden])"))
+        .map((box) => {
+          box.scrollLeft = box.scrollWidth;
+          const view = box.getBoundingClientRect();
+          const hidden = [...box.querySelectorAll("tr")]
+            .map((tr) => tr.cells[0])
+            .filter((c) => c && c.getBoundingClientRect().width > 0)
+            .filter((c) => {
+              const r = c.getBoundingClientRect();
+              const x = r.left + r.width / 2;
+              const y = r.top + r.height / 2;
+              return r.left < view.left - 0.5 || !c.contains(document.elementFromPoint(Math.max(0, x), y)) && y > 0 && y < innerHeight;
+            });
+          const id = box.querySelector("table").id;
+          const wide = box.scrollWidth > box.clientWidth;
+          box.scrollLeft = 0;
+          return { id, wide, hidden: hidden.map((c) => c.textContent.trim()) };
+        }),
+    );
+    assert.ok(tables.some((t) => t.wide), `some table is wider than 375 px: ${JSON.stringify(tables)}`);
+    for (const t of tables) assert.deepEqual(t.hidden, [], `#${t.id}: key cells hidden when scrolled right`);
     assert.deepEqual(seen.errors, []);
     await small.screenshot({ path: join(shots, "mobile-375.png"), fullPage: true });
     await small.close();

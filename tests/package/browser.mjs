@@ -3,7 +3,7 @@
 // one with no bundler (an import map onto the package's files). Both pages run
 // in headless Chromium against the example upstream on the same origin.
 import assert from "node:assert/strict";
-import { readdirSync, symlinkSync } from "node:fs";
+import { readFileSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { serveStatic } from "../../scripts/static-server.mjs";
 import { bin, isolatedEnv, project, root, runOk, tempDir } from "./lib.mjs";
@@ -21,6 +21,33 @@ export async function checkBrowser(g, packed, upstream) {
     assert.equal(out.filter((f) => /^edge_deadline_bg-.*\.wasm$/.test(f)).length, 1, `the .wasm asset in dist/: ${out.join(", ")}`);
     assert.match(stdout, /node_modules\/edge-deadline\/index\.js/, "resolved to the package's browser entry");
     assert.doesNotMatch(stdout, /workerd\.js|node\.js/, "no other entry was bundled");
+    // The ambient deadline finds AsyncLocalStorage at run time: no Node module is imported.
+    const bundle = readFileSync(join(bundled, "dist/main.js"), "utf8");
+    assert.doesNotMatch(bundle, /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(\s*["']node:/, "the browser bundle imports no node: module");
+    const context = /node_modules\/edge-deadline\/context\.js\s+([\d.]+\w+)/.exec(stdout);
+    g.fact(`esbuild browser bundle: ${(bundle.length / 1024).toFixed(1)} KB minified; context.js ${context ? context[1] : "not included (tree-shaken)"}`);
+  });
+
+  await g.check("a browser bundle that uses the ambient deadline imports no node: module and keeps its fallback", async () => {
+    const { build } = await import("esbuild");
+    const result = await build({
+      stdin: { contents: 'import { ambientDeadline, currentDeadline, runWithDeadline } from "edge-deadline"; export { ambientDeadline, currentDeadline, runWithDeadline };', resolveDir: bundled, loader: "js" },
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      minify: true,
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+      loader: { ".wasm": "file" },
+      outdir: join(bundled, "ambient"),
+    });
+    const bundle = result.outputFiles.find((f) => f.path.endsWith(".js")).text;
+    assert.doesNotMatch(bundle, /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(/, "no node: import, no require");
+    assert.match(bundle, /getBuiltinModule/, "AsyncLocalStorage is looked up at run time");
+    const input = Object.entries(result.metafile.outputs).flatMap(([, o]) => Object.entries(o.inputs)).find(([path]) => path.endsWith("edge-deadline/context.js"));
+    assert.ok(input, "context.js is in the bundle");
+    g.fact(`ambient deadline in a minified browser bundle: context.js ${input[1].bytesInOutput} B`);
   });
 
   const routes = Object.fromEntries(["/events", "/mid", "/silent"].map((p) => [p, upstream.handle]));

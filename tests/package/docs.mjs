@@ -3,20 +3,23 @@
 // runnable example, and every example runs (in Node, against the installed
 // tarball) and exits 0. Examples assert what they show.
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, project, root, run, runOk } from "./lib.mjs";
 
-/** `[{ name, body, examples: [code] }]` for each `## \`name\`` section of the markdown. */
+/**
+ * `[{ name, body, examples: [code] }]` for each `## \`name\`` section of the markdown; an export
+ * of a subpath is headed `## \`name\` (edge-deadline/sub)` and named `sub:name`.
+ */
 export function sections(markdown) {
   const out = [];
   const parts = markdown.split(/^## /m).slice(1);
   for (const part of parts) {
     const title = part.slice(0, part.indexOf("\n"));
-    const m = /^`([\w$]+)`/.exec(title);
+    const m = /^`([\w$]+)`(?: \(edge-deadline\/([\w-]+)\))?/.exec(title);
     if (!m) continue;
     const examples = [...part.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((x) => x[1]);
-    out.push({ name: m[1], body: part, examples });
+    out.push({ name: m[2] ? `${m[2]}:${m[1]}` : m[1], body: part, examples });
   }
   return out;
 }
@@ -30,8 +33,11 @@ async function pool(items, size, fn) {
 
 export async function checkDocs(g, packed) {
   const dir = await project("docs", packed.tarball);
+  // The Hono middleware's example needs `hono` (a devDependency here, installed by users of the subpath).
+  symlinkSync(join(root, "node_modules/hono"), join(dir, "node_modules/hono"), "dir");
   const docs = sections(readFileSync(join(root, "docs/api.md"), "utf8"));
-  const { stdout } = await runOk(bin.node, ["--input-type=module", "-e", 'console.log(JSON.stringify(Object.keys(await import("edge-deadline"))))'], { cwd: dir });
+  const listExports = 'const names = (m, p = "") => Object.keys(m).map((k) => p + k); console.log(JSON.stringify([...names(await import("edge-deadline")), ...names(await import("edge-deadline/hono"), "hono:")]))';
+  const { stdout } = await runOk(bin.node, ["--input-type=module", "-e", listExports], { cwd: dir });
   const exported = JSON.parse(stdout).sort();
 
   await g.check("docs/api.md has one heading per export of the installed package", () => {

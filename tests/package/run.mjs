@@ -1,19 +1,21 @@
 // The packaging tests (the `package` suite of tests/run.mjs): packs pkg/ as
 // it is (build it first: `node scripts/build.mjs`), then checks the tarball
 // and installs it, offline, into fresh temp projects, one per user path:
-// a Worker under wrangler, a Deno server, two browser pages in Chromium, Node,
-// and the examples of docs/api.md. Prints the usual JSON report last.
+// a Worker under wrangler, a Hono app under wrangler, a Deno server, two browser pages in Chromium, Node,
+// a Vite project (dev server and build), and the examples of docs/api.md. Prints the usual JSON report last.
 //
-//   node tests/package/run.mjs [tarball|worker|deno|browser|node|docs …]
+//   node tests/package/run.mjs [tarball|worker|hono|deno|browser|node|docs|vite …]
 //   KEEP_PACKAGE_TMP=1 keeps the temp projects for a look afterwards.
 import { startUpstream } from "../../examples/upstream.mjs";
 import { pack } from "../../scripts/pack.mjs";
 import { checkBrowser } from "./browser.mjs";
 import { checkDeno } from "./deno.mjs";
 import { checkDocs } from "./docs.mjs";
+import { checkHono } from "./hono.mjs";
 import { group, killAll, tempDir, within } from "./lib.mjs";
 import { checkNode } from "./node.mjs";
 import { checkTarball } from "./tarball.mjs";
+import { checkVite } from "./vite.mjs";
 import { checkWorker } from "./worker.mjs";
 
 const GROUP_TIMEOUT_MS = 120_000;
@@ -31,6 +33,8 @@ const groups = {
   browser: (g) => checkBrowser(g, packed, upstream),
   node: (g) => checkNode(g, packed),
   docs: (g) => checkDocs(g, packed),
+  hono: (g) => checkHono(g, packed),
+  vite: (g) => checkVite(g, packed),
 };
 
 async function runGroup(name) {
@@ -49,7 +53,7 @@ async function runGroup(name) {
 // overlap with wrangler's and Chromium's start-up.
 await Promise.all([
   (async () => {
-    for (const name of ["tarball", "worker", "node"]) await runGroup(name);
+    for (const name of ["tarball", "worker", "hono", "node", "vite"]) await runGroup(name);
   })(),
   (async () => {
     for (const name of ["deno", "browser", "docs"]) await runGroup(name);

@@ -37,11 +37,19 @@ export const ALLOWED = [
   "derive.js",
   "sketch.js",
   "limiter.js",
+  "context.js",
+  "servertiming.js",
+  "relay.js",
+  // the Hono middleware (subpath edge-deadline/hono)
+  "hono.js",
   // types
   "index.d.ts",
   "stall.d.ts",
   "pipeline.d.ts",
   "derive.d.ts",
+  "context.d.ts",
+  "relay.d.ts",
+  "hono.d.ts",
 ].sort();
 
 const CONDITIONS = ["types", "workerd", "worker", "deno", "browser", "node", "default"];
@@ -117,6 +125,7 @@ export async function checkTarball(g, packed) {
     assert.equal(dot.types, "./index.d.ts");
     assert.equal(manifest.exports["./edge_deadline_bg.wasm"], "./edge_deadline_bg.wasm", "the .wasm is importable by bundlers");
     assert.equal(manifest.exports["./package.json"], "./package.json");
+    assert.deepEqual(manifest.exports["./hono"], { types: "./hono.d.ts", default: "./hono.js" }, "the Hono middleware's subpath");
   });
 
   await g.check("no runtime dependencies and no install scripts", () => {

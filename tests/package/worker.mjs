@@ -13,7 +13,7 @@ import { proxyCases } from "./proxy.mjs";
 // Short limits so the suite stays quick; the example's wrangler.toml has production-like ones.
 const VARS = { PRODUCT_MS: 2_500, FALLBACK_RESERVE_MS: 300, FIRST_CHUNK_MS: 800, STALL_MS: 400 };
 
-function wranglerEnv(dir) {
+export function wranglerEnv(dir) {
   return {
     ...isolatedEnv(dir),
     WRANGLER_SEND_METRICS: "false",

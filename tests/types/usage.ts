@@ -20,6 +20,20 @@ import {
   retry,
 } from "edge-deadline";
 import type { AttemptRecord, Skipped, StepOutcome, StepSpec, TraceRecord } from "edge-deadline";
+import { LatencySketch } from "edge-deadline";
+import type { LatencySketchJSON } from "edge-deadline";
+
+export function sketches(received: Uint8Array[], logged: string) {
+  const merged = new LatencySketch();
+  for (const bytes of received) merged.merge(LatencySketch.fromBytes(bytes));
+  const again: LatencySketch = LatencySketch.fromBytes((JSON.parse(logged) as LatencySketchJSON).bytes);
+  const out: Uint8Array = merged.toBytes();
+  const json: LatencySketchJSON = merged.toJSON();
+  const p99: number | undefined = json.p99;
+  // @ts-expect-error: fromBytes reads bytes or base64 text, not numbers
+  LatencySketch.fromBytes([1, 2, 3]);
+  return [again, out, p99];
+}
 
 export async function usage(parent: AbortSignal, module: WebAssembly.Module, bytes: Uint8Array) {
   await init();

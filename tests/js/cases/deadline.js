@@ -69,6 +69,29 @@ const cases = [
     },
   })),
   {
+    name: "init given an HTML page instead of the .wasm says so and names the Vite option; a retry with the .wasm works",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const { code, stdout } = await ctx.spawnPackageScript(
+        `const page = "<!doctype html><html><body>app</body></html>";
+        for (const headers of [{ "content-type": "text/html; charset=utf-8" }, {}]) {
+          await init(new Response(page, { headers })).then(() => console.log("loaded?!"), (e) => console.log(e.name, e.message));
+        }
+        await init(await readBytes(wasmUrl));
+        console.log("budget", Deadline.in(1_000).budget(10));`,
+      );
+      equal(code, 0, "child exit code");
+      const lines = stdout.trim().split("\n");
+      equal(lines.length, 3, stdout);
+      for (const line of lines.slice(0, 2)) {
+        ok(line.startsWith("Error edge-deadline: the .wasm URL answered with an HTML page, not WebAssembly"), line);
+        ok(line.includes('`optimizeDeps: { exclude: ["edge-deadline"] }` to vite.config'), line);
+        ok(!/magic word/.test(line), line);
+      }
+      equal(lines[2], "budget 10");
+    },
+  },
+  {
     name: "signal aborts after the instant, not before, with DeadlineExceeded",
     run: async (lib) => {
       const d = lib.Deadline.in(40);

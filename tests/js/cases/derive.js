@@ -596,6 +596,119 @@ const cases = [
       throws(() => lib.simulate(), TypeError, /'scenario' must be an object/);
     },
   },
+  {
+    name: "derive: toBytes/fromBytes carry a sketch between isolates; merged copies equal merged originals",
+    run: (lib) => {
+      const xs = seed003(30_000, 9);
+      const a = new lib.LatencySketch();
+      const b = new lib.LatencySketch();
+      const small = new lib.LatencySketch({ relativeError: 0.02 });
+      const made = [a, b, small];
+      try {
+        a.addAll(xs.subarray(0, 12_000));
+        b.addAll(xs.subarray(12_000));
+        small.addAll([0, 3.25, 3.25, 41]);
+        for (const s of [a, small, new lib.LatencySketch()]) {
+          made.push(s);
+          const bytes = s.toBytes();
+          ok(bytes instanceof Uint8Array, "toBytes gives a Uint8Array");
+          // Every view of the same bytes reads back (a Node Buffer is a Uint8Array).
+          for (const view of [bytes, bytes.slice().buffer, new DataView(bytes.slice().buffer)]) {
+            const back = lib.LatencySketch.fromBytes(view);
+            made.push(back);
+            ok(back instanceof lib.LatencySketch);
+            for (const k of ["count", "sum", "min", "max", "relativeError", "collapsedBelowMs"]) equal(back[k], s[k], k);
+            for (const q of QS) equal(back.quantile(q), s.quantile(q), `q=${q}`);
+          }
+        }
+        ok(a.toBytes().length < 2048, `compact: ${a.toBytes().length} bytes for 12 000 samples`);
+        // Two isolates send their bytes; one place merges them.
+        const merged = lib.LatencySketch.fromBytes(a.toBytes()).merge(lib.LatencySketch.fromBytes(b.toBytes()));
+        made.push(merged);
+        const direct = new lib.LatencySketch().merge(a).merge(b);
+        made.push(direct);
+        equal(merged.count, 30_000);
+        for (const q of QS) equal(merged.quantile(q), direct.quantile(q), `merged q=${q}`);
+      } finally {
+        for (const s of made) s.free();
+      }
+    },
+  },
+  {
+    name: "derive: fromBytes refuses corrupt, truncated and foreign buffers with a RangeError, never a trap",
+    run: (lib) => {
+      const s = new lib.LatencySketch();
+      try {
+        s.addAll(seed003(5_000, 4));
+        const good = s.toBytes();
+        throws(() => lib.LatencySketch.fromBytes(good.subarray(0, good.length - 3)), RangeError, /^'bytes' is not a valid LatencySketch: it ends inside 'counters'/);
+        throws(() => lib.LatencySketch.fromBytes(new TextEncoder().encode('{"count":3}')), RangeError, /magic bytes \(pass what toBytes\(\) returned\)/);
+        const newer = good.slice();
+        newer[4] = 2;
+        throws(() => lib.LatencySketch.fromBytes(newer), RangeError, /format version 2 is newer than this package reads \(1\)/);
+        throws(() => lib.LatencySketch.fromBytes(new Uint8Array(0)), RangeError, /magic/);
+        throws(() => lib.LatencySketch.fromBytes([1, 2]), TypeError, /'bytes' of fromBytes must be a Uint8Array, an ArrayBuffer or the base64 string of toJSON\(\): current value is an array/);
+        throws(() => lib.LatencySketch.fromBytes("not base64!"), RangeError, /'bytes' is not valid base64/);
+        // Random damage: each buffer decodes or is a RangeError, and the
+        // instance keeps working afterwards (nothing trapped).
+        const u = rng(17);
+        let refused = 0;
+        for (let i = 0; i < 3_000; i++) {
+          const v = good.slice(0, 6 + Math.floor(u() * (good.length - 6)));
+          for (let k = 0; k < 3; k++) v[Math.floor(u() * v.length)] = Math.floor(u() * 256);
+          try {
+            lib.LatencySketch.fromBytes(v).free();
+          } catch (e) {
+            ok(e instanceof RangeError, `a refusal is a RangeError: ${e}`);
+            refused++;
+          }
+        }
+        ok(refused > 2_900, `refused ${refused} of 3000 damaged buffers`);
+        s.add(1);
+        equal(s.count, 5_001, "the instance still works");
+      } finally {
+        s.free();
+      }
+    },
+  },
+  {
+    name: "derive: JSON.stringify(sketch) gives a summary and base64 bytes that fromBytes reads back",
+    run: (lib) => {
+      const s = new lib.LatencySketch();
+      const empty = new lib.LatencySketch();
+      try {
+        s.addAll(seed003(2_000, 6));
+        const json = JSON.parse(JSON.stringify({ sketch: s })).sketch;
+        equal(json.type, "LatencySketch");
+        equal(json.version, 1);
+        equal(json.count, 2_000);
+        equal(json.relativeError, 0.01);
+        equal(json.min, s.min);
+        equal(json.max, s.max);
+        equal(json.p50, s.quantile(0.5));
+        equal(json.p99, s.quantile(0.99));
+        equal(json.p999, s.quantile(0.999));
+        equal(typeof json.bytes, "string");
+        const back = lib.LatencySketch.fromBytes(json.bytes);
+        try {
+          for (const q of QS) equal(back.quantile(q), s.quantile(q), `q=${q}`);
+        } finally {
+          back.free();
+        }
+        const e = JSON.parse(JSON.stringify(empty));
+        equal(e.count, 0);
+        equal("p50" in e, false, "an empty sketch has no quantiles, not 0");
+        const again = lib.LatencySketch.fromBytes(e.bytes);
+        equal(again.count, 0);
+        again.free();
+        empty.free();
+        throws(() => JSON.stringify(empty), Error, /was freed/);
+      } finally {
+        s.free();
+        empty.free();
+      }
+    },
+  },
 ];
 
 export default cases;

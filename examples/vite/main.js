@@ -1,0 +1,17 @@
+// The package in a Vite app, with no Vite configuration: `init()` finds its
+// .wasm both under `vite dev` and in a `vite build`. To try it: copy this
+// folder, `npm install edge-deadline vite`, then `npx vite` (or `npx vite build`).
+import { Deadline, LatencySketch, init } from "edge-deadline";
+
+const status = document.querySelector("#status");
+try {
+  await init();
+  const sketch = new LatencySketch();
+  for (let ms = 1; ms <= 100; ms++) sketch.add(ms);
+  const d = Deadline.in(1_000);
+  status.textContent = `p99 ${sketch.quantile(0.99)} ms; ${d.remaining() > 0 ? "deadline running" : "expired"}`;
+  document.documentElement.dataset.outcome = "ok";
+} catch (error) {
+  status.textContent = `${error.name}: ${error.message}`;
+  document.documentElement.dataset.outcome = "error";
+}

@@ -1,0 +1,73 @@
+// The ambient deadline: `runWithDeadline(d, fn)` makes `d` what
+// `currentDeadline()` answers anywhere inside `fn`, including after awaits,
+// so code nested deep in a request need not be handed the deadline.
+//
+// Why AsyncLocalStorage, and how it is found: only an async context carries a
+// value across awaits. Node, Deno and workerd (with `nodejs_compat` and a
+// compatibility date from 2024-09-23, which gives it a `process` global;
+// `nodejs_compat` is the default from 2026-08-04) have one in
+// `node:async_hooks`. workerd with only `nodejs_als`, or an earlier date, has
+// the module but no `process`: there the fallback applies (verified with
+// workerd 1.20261117.1). A static import of that module would break browsers and
+// bundlers, so it is asked for at run time through
+// `process.getBuiltinModule` (Node ≥ 20.16, Deno, workerd), which a browser
+// bundle never resolves.
+//
+// # The fallback (browsers, hosts without AsyncLocalStorage)
+// `runWithDeadline` still calls `fn` and `currentDeadline()` answers `d` while
+// `fn` runs synchronously: up to its first `await`. After that it answers
+// `undefined`, never another request's deadline (the value is restored the
+// moment `fn` returns). `ambientDeadline` says which mode the host has, so
+// code that needs the deadline after an await can pass it explicitly there.
+//
+// # Invariants
+// 1. `currentDeadline()` is `d` inside `runWithDeadline(d, fn)` (synchronously
+//    everywhere; across awaits where the host has AsyncLocalStorage), and
+//    the innermost `runWithDeadline` wins.
+// 2. Outside any `runWithDeadline` it is `undefined`.
+// 3. Nothing is held: no timer, no listener; the deadline is not disposed.
+
+import * as check from "./validate.js";
+
+const AsyncLocalStorage = findAsyncLocalStorage();
+const storage = AsyncLocalStorage ? new AsyncLocalStorage() : null;
+let syncCurrent; // the fallback's value, set only while `fn` runs synchronously
+
+function findAsyncLocalStorage() {
+  try {
+    const get = globalThis.process?.getBuiltinModule;
+    const ALS = typeof get === "function" ? get("node:async_hooks")?.AsyncLocalStorage : undefined;
+    return typeof ALS === "function" ? ALS : null;
+  } catch {
+    return null; // a host that refuses the module: the fallback
+  }
+}
+
+/**
+ * How far `currentDeadline()` reaches on this host: `"async"` (across awaits,
+ * AsyncLocalStorage) or `"sync"` (until `fn`'s first await; browsers).
+ */
+export const ambientDeadline = storage ? "async" : "sync";
+
+/**
+ * Runs `fn()` with `deadline` as the ambient deadline and returns what `fn`
+ * returns (a promise stays a promise).
+ * @throws {TypeError} `deadline` is not a Deadline, `fn` is not a function
+ */
+export function runWithDeadline(deadline, fn) {
+  check.deadline("deadline", deadline);
+  check.fn("fn", fn);
+  if (storage) return storage.run(deadline, fn);
+  const outer = syncCurrent;
+  syncCurrent = deadline;
+  try {
+    return fn();
+  } finally {
+    syncCurrent = outer;
+  }
+}
+
+/** The deadline of the innermost `runWithDeadline` around this code, or `undefined`. */
+export function currentDeadline() {
+  return storage ? storage.getStore() : syncCurrent;
+}

@@ -1,0 +1,43 @@
+import type { MiddlewareHandler } from "hono";
+import type { Deadline } from "./index.js";
+
+export interface DeadlineMiddlewareOptions {
+  /** The product's budget for one request, in ms. At least one of `budgetMs`, a built-in `platform` or `caps` is required. */
+  budgetMs?: number;
+  /** The platform whose documented caps bound the request (see `Deadline.forPlatform`); default `"custom"` (only `caps`). */
+  platform?: "cloudflare-workers" | "deno-deploy" | "vercel-edge" | "custom";
+  /** The platform's plan, where its caps depend on it (`"free"`, `"paid"`). */
+  plan?: string;
+  /** Caps of your own deployment: `{ wallMs, firstByteMs, cpuMs }`. */
+  caps?: { wallMs?: number; firstByteMs?: number; cpuMs?: number };
+  /** Held back from whichever bound wins, for the fallback response. Default 0. */
+  fallbackReserveMs?: number;
+  /** Subtracted from an incoming header's duration (the time it took to reach us). Default 0. */
+  transitMs?: number;
+  /** Incoming header formats to read; default every format of `deadlineHeaders`. */
+  formats?: string | string[];
+  /**
+   * Append a `Server-Timing` header: an `edge-deadline` metric (handler time; the budget, what set it
+   * and what was left as the description) and, when the handler did `c.set("plan", p)`, the plan's steps.
+   * Default false.
+   */
+  serverTiming?: boolean;
+  /**
+   * Link the request's abort signal (the client leaving aborts the deadline's signal). Default true.
+   * Deno.serve prints a notice the first time a request's signal is read (it also aborts it after
+   * successful responses); pass false, or run Deno with `--unstable-no-legacy-abort`, to avoid it.
+   */
+  requestSignal?: boolean;
+}
+
+/**
+ * Hono middleware: a deadline per request from the platform's caps, the incoming propagation
+ * headers and `budgetMs` (the smallest wins, less `fallbackReserveMs`), at `c.get("deadline")` and
+ * `currentDeadline()`. Its signal aborts when the client leaves; it is disposed when the response
+ * body is finished or cancelled. Call `await init()` from "edge-deadline" before serving.
+ * @throws {TypeError | RangeError} bad options, when the middleware is created
+ * @example
+ * app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers", fallbackReserveMs: 300 }));
+ * app.get("/", (c) => c.text(`${c.get("deadline").remaining()} ms left`));
+ */
+export function deadline(options?: DeadlineMiddlewareOptions): MiddlewareHandler<{ Variables: { deadline: Deadline; plan?: { serverTiming(): string } } }>;

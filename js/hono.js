@@ -1,0 +1,160 @@
+// Hono middleware: one deadline per request, set at the edge, with no glue in
+// the handlers. `app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers" }))`
+// and every handler finds it at `c.get("deadline")` (and, through
+// `runWithDeadline`, at `currentDeadline()`).
+//
+// Why a middleware: the deadline belongs to the request, not to a handler. It
+// must be set before any handler runs (from everything in front of us: the
+// platform's cap, the caller's propagation headers, the product's budget; the
+// smallest wins), follow the client (the request's abort signal) and be
+// released when the response is over. "Over" is when the body has been sent,
+// not when the handler returns: a streamed body outlives the handler, so the
+// deadline is disposed when that body ends, errors or is cancelled.
+//
+// # Invariants
+// 1. Per request, exactly one Deadline is created and `dispose()`d exactly
+//    once: when the response body is finished or cancelled, at once for a
+//    response without a body, and when a later handler throws.
+// 2. The deadline is never later than any of: now + budgetMs − reserve, the
+//    platform's caps − reserve, the incoming headers' deadline − reserve.
+// 3. The deadline's signal aborts with the request signal's reason when the
+//    client leaves (where the host gives requests a signal), unless
+//    `requestSignal: false`. (Deno.serve prints a notice the first time a
+//    request's signal is read: it also aborts it after every successful
+//    response, its legacy behaviour. That abort comes after we have disposed,
+//    so it is harmless here; `requestSignal: false` or Deno's
+//    `--unstable-no-legacy-abort` silences it.)
+// 4. A malformed incoming header never fails the request (it is skipped);
+//    only the server's own bad options throw (TypeError/RangeError), and
+//    they throw when the middleware is created, not per request.
+// 5. `Server-Timing` (when asked) is appended, never replaces the handler's.
+//
+// The Wasm core must be loaded (`await init()` from "edge-deadline") before
+// the first request; the error says so otherwise.
+
+import { runWithDeadline } from "./context.js";
+import { deadlineHeaders, deadlineFromHeaders, platformDeadline } from "./propagation.js";
+import { metric } from "./servertiming.js";
+import * as check from "./validate.js";
+
+const PLATFORMS = ["cloudflare-workers", "deno-deploy", "vercel-edge", "custom"];
+
+/**
+ * @param {{ budgetMs?: number, platform?: string, plan?: string, caps?: object, fallbackReserveMs?: number,
+ *   transitMs?: number, formats?: string | string[], serverTiming?: boolean }} [options]
+ * @returns {(c: any, next: () => Promise<void>) => Promise<void>} a Hono middleware
+ */
+export function deadline(options) {
+  const o = check.obj("options", options, "an object like { budgetMs, platform, fallbackReserveMs }", true);
+  const budgetMs = o.budgetMs === undefined ? undefined : duration("options.budgetMs", o.budgetMs);
+  if (o.platform !== undefined && !PLATFORMS.includes(o.platform)) {
+    throw new TypeError(`'options.platform' must be one of ${PLATFORMS.map((p) => `"${p}"`).join(", ")}: current value is ${check.describe(o.platform)}`);
+  }
+  if (budgetMs === undefined && (o.platform === undefined || o.platform === "custom") && o.caps === undefined) {
+    throw new TypeError("'options' of deadline must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })");
+  }
+  const reserveMs = o.fallbackReserveMs === undefined ? 0 : duration("options.fallbackReserveMs", o.fallbackReserveMs);
+  const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
+  const formats = o.formats === undefined ? deadlineHeaders : headerNames(o.formats);
+  const serverTiming = o.serverTiming === undefined ? false : check.bool("options.serverTiming", o.serverTiming);
+  const linkRequest = o.requestSignal === undefined ? true : check.bool("options.requestSignal", o.requestSignal);
+  const platformOptions = {
+    platform: o.platform ?? "custom",
+    ...(o.plan !== undefined && { plan: o.plan }),
+    ...(o.caps !== undefined && { caps: o.caps }),
+    // No product budget: the platform's caps alone (the largest budget the core accepts).
+    productMs: budgetMs ?? Number.MAX_SAFE_INTEGER,
+    fallbackReserveMs: reserveMs,
+  };
+
+  return async function edgeDeadline(c, next) {
+    const started = performance.now();
+    const request = c.req.raw;
+    const signal = linkRequest && isSignal(request.signal) ? request.signal : undefined;
+    const local = platformDeadline(platformOptions);
+    // The caller's headers can only shorten ours: clamped to our own bound, and
+    // the fallback's reserve is held back from whichever wins (invariant 2).
+    const incoming = deadlineFromHeaders(request.headers, {
+      maxMs: local.deadline.remaining() + reserveMs,
+      transitMs,
+      formats,
+      ...(signal && { signal }),
+    });
+    const d = incoming.deadline.reserve(reserveMs);
+    const source = incoming.source ?? local.bound;
+    const budget = d.remaining();
+    c.set("deadline", d);
+
+    let disposed = false;
+    const dispose = () => {
+      if (disposed) return;
+      disposed = true;
+      d.dispose();
+    };
+    try {
+      await runWithDeadline(d, next);
+    } catch (error) {
+      dispose();
+      throw error;
+    }
+
+    if (serverTiming) {
+      const plan = c.get("plan");
+      const steps = plan && typeof plan.serverTiming === "function" ? plan.serverTiming() : "";
+      const own = metric("edge-deadline", performance.now() - started, `budget ${Math.floor(budget)} ms from ${source}, ${Math.floor(d.remaining())} ms left`);
+      c.header("Server-Timing", steps ? `${own}, ${steps}` : own, { append: true });
+    }
+    const res = c.res;
+    if (!res || res.body === null) return dispose();
+    c.res = undefined; // replace, not merge: the new response carries every header already
+    c.res = new Response(untilSettled(res.body, dispose), { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+/** A server's own duration option, checked when the middleware is created (the core checks it again per request). */
+function duration(param, value) {
+  check.number(param, value);
+  if (!Number.isFinite(value) || value < 0 || value > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(`'${param}' must be a finite number of milliseconds ≥ 0: current value is ${check.describe(value)}`);
+  }
+  return value;
+}
+
+/** `formats`, checked when the middleware is created: header names this package reads. */
+function headerNames(value) {
+  const list = typeof value === "string" ? [value] : value;
+  if (!Array.isArray(list) || list.length === 0 || list.some((f) => typeof f !== "string")) {
+    throw new TypeError(`'options.formats' must be a header name or a non-empty array of them (${deadlineHeaders.join(", ")}): current value is ${check.describe(value)}`);
+  }
+  const unknown = list.find((f) => !deadlineHeaders.includes(f.toLowerCase()));
+  if (unknown !== undefined) throw new RangeError(`'options.formats' must name headers of ${deadlineHeaders.join(", ")}: '${unknown}' is not one`);
+  return list.map((f) => f.toLowerCase());
+}
+
+function isSignal(s) {
+  return s != null && typeof s === "object" && typeof s.aborted === "boolean" && typeof s.addEventListener === "function";
+}
+
+/** `body`, calling `done` once when it ends, errors or is cancelled. */
+function untilSettled(body, done) {
+  const reader = body.getReader();
+  return new ReadableStream({
+    async pull(controller) {
+      let next;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        done();
+        throw error;
+      }
+      if (next.done) {
+        controller.close();
+        done();
+      } else controller.enqueue(next.value);
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  });
+}

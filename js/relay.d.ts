@@ -1,0 +1,35 @@
+// Types of js/relay.js.
+/** Options of {@link relay}. */
+export interface RelayOptions {
+  /** The request's deadline: bounds the wait and the body; disposed when the relay is over. */
+  deadline?: import("./index.js").Deadline;
+  /** Also aborts the upstream request (e.g. the incoming request's signal: the client left). */
+  signal?: AbortSignal;
+  /** The upstream request's controller, when you made the request with its signal; default: the relay's own. */
+  controller?: AbortController;
+  /** Longest wait for the first body chunk (ms); default none (the deadline bounds it). */
+  firstChunkMs?: number;
+  /** Longest silence between chunks that count as progress (ms); default none. */
+  stallMs?: number;
+  /** Which chunks are progress; default `sseProgress` for `text/event-stream`, every non-empty chunk otherwise. */
+  isProgress?: (chunk: any) => boolean;
+  /** Headers for the relayed response, over `content-type` (the upstream's) and `cache-control: no-store`. */
+  headers?: HeadersInit;
+  /** The response when the relay fails before the first chunk; default JSON `{ fallback, reason, elapsedMs }`, 504 for a stall or the deadline, 502 otherwise. */
+  fallback?: (reason: unknown, elapsedMs: number) => Response;
+}
+
+/**
+ * Relays a streaming upstream: resolves after its first chunk with a Response carrying the rest,
+ * guarded by the stall wrapper; before that, a failure resolves to the fallback. Mid-stream, a stall
+ * or the deadline ends a `text/event-stream` with `event: error` (data `{ fallback, reason }`) and
+ * errors other bodies. Releases everything (timer, upstream request, deadline) when the body ends or
+ * the client cancels. Pass `(signal) => fetch(url, { signal })` to let the relay own the request.
+ * @throws {TypeError} bad `upstream` or options (as a rejection)
+ * @example
+ * return relay((signal) => fetch(url, { headers: toHeaders(deadline), signal }), { deadline, firstChunkMs: 4_000, stallMs: 2_000 });
+ */
+export function relay(
+  upstream: Response | Promise<Response> | ((signal: AbortSignal) => Promise<Response>),
+  options?: RelayOptions,
+): Promise<Response>;

@@ -1,0 +1,190 @@
+// A stream relay: the proxy glue every edge function that forwards a
+// streaming upstream (an LLM's Server-Sent Events, a long download) writes,
+// done once.
+//
+// Why each part:
+// - Headers go out only after the upstream's first chunk. Until then nothing
+//   is committed, so a silent or slow upstream still gets an honest fallback
+//   (504 + the reason) instead of an empty 200 the client cannot tell from a
+//   short answer.
+// - The body is guarded by the stall wrapper (js/stall.js): a stall, the
+//   deadline or the client's cancel aborts the upstream request (released,
+//   not abandoned).
+// - Once bytes are flowing the status cannot change, so a `text/event-stream`
+//   ends with an `event: error` naming the reason: a client can tell an
+//   interrupted answer from a complete one whatever the HTTP layers in
+//   between do with a broken stream. Other bodies error (the connection
+//   breaks), which is all HTTP/1.1 and HTTP/2 can say mid-body.
+//
+// # Invariants
+// 1. The returned promise resolves (never rejects for a runtime shortage,
+//    stall or upstream failure): to the relayed response after the first
+//    chunk, to the upstream's own response when it is not ok or has no body,
+//    or to the fallback.
+// 2. Everything is released exactly once, when the relayed body ends, errors
+//    or is cancelled, or at once when no body is relayed: the stall timer, the
+//    upstream request (aborted unless it completed), the signal links, and
+//    `options.deadline` (disposed: the relay is the request's last work).
+// 3. Awaiting `relay` keeps a Node or Deno process alive until it settles
+//    (the deadline's own timer never does).
+// 4. The SSE error event starts on a fresh line: a half-sent event becomes
+//    part of the error event instead of passing as a message.
+
+import { isDeadlineExceeded } from "./errors.js";
+import { awaited } from "./keepalive.js";
+import { isReady, notReady } from "./load.js";
+import { isStreamStalled, sseProgress, withStallTimeout } from "./stall.js";
+import * as check from "./validate.js";
+
+const LF = 10;
+const CR = 13;
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+const now = () => performance.now();
+const encoder = new TextEncoder();
+
+/**
+ * Relays `upstream` (a Response, a promise of one, or `(signal) => fetch(…)`
+ * so the relay owns the request's signal) as a new Response; see the module
+ * doc.
+ * @param {Response | Promise<Response> | ((signal: AbortSignal) => Promise<Response>)} upstream
+ * @param {{ deadline?: import("./deadline.js").Deadline, signal?: AbortSignal, controller?: AbortController,
+ *   firstChunkMs?: number, stallMs?: number, isProgress?: (chunk: any) => boolean,
+ *   headers?: HeadersInit, fallback?: (reason: unknown, elapsedMs: number) => Response }} [options]
+ * @returns {Promise<Response>} awaiting it keeps a Node or Deno process alive until it settles
+ *   (js/keepalive.js): the wait may end only when the deadline aborts the request
+ */
+export function relay(upstream, options) {
+  return awaited(start(upstream, options));
+}
+
+async function start(upstream, options) {
+  if (!isReady()) notReady("relay");
+  const o = check.obj("options", options, "an object like { deadline, firstChunkMs, stallMs }", true);
+  const deadline = o.deadline === undefined ? undefined : check.deadline("options.deadline", o.deadline);
+  const userSignal = check.optSignal("options.signal", o.signal);
+  const firstChunkMs = o.firstChunkMs === undefined ? NO_LIMIT : check.number("options.firstChunkMs", o.firstChunkMs);
+  const stallMs = o.stallMs === undefined ? NO_LIMIT : check.number("options.stallMs", o.stallMs);
+  if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
+  if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, elapsedMs) => Response");
+  const extraHeaders = o.headers === undefined ? undefined : new Headers(o.headers);
+  if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
+    throw new TypeError(`'upstream' of relay must be a Response, a promise of one or a function (signal) => fetch(…): current value is ${check.describe(upstream)}`);
+  }
+  const started = now();
+
+  // The upstream request's controller: the caller's, or ours when we make the request.
+  const controller = o.controller ?? new AbortController();
+  const links = [];
+  const link = (signal) => {
+    if (signal.aborted) return void controller.abort(signal.reason);
+    const onAbort = () => controller.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    links.push(() => signal.removeEventListener("abort", onAbort));
+  };
+  if (deadline) link(deadline.signal());
+  if (userSignal) link(userSignal);
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    for (const unlink of links) unlink();
+    deadline?.dispose();
+  };
+  const fail = (error) => {
+    const reason = controller.signal.aborted ? controller.signal.reason : error;
+    if (!controller.signal.aborted) controller.abort(reason);
+    release();
+    return (o.fallback ?? fallbackResponse)(reason, now() - started);
+  };
+
+  let response;
+  try {
+    response = await (typeof upstream === "function" ? upstream(controller.signal) : upstream);
+    if (!isResponse(response)) throw new TypeError(`'upstream' of relay must give a Response: it gave ${check.describe(response)}`);
+  } catch (error) {
+    return fail(error);
+  }
+  if (!response.ok || response.body === null) {
+    release();
+    return response; // the upstream's own answer, as it is
+  }
+  const type = response.headers.get("content-type");
+  const sse = type !== null && /^text\/event-stream\b/i.test(type);
+  const reader = withStallTimeout(response.body, {
+    firstChunkMs,
+    stallMs,
+    deadline,
+    controller,
+    isProgress: o.isProgress ?? (sse ? sseProgress : undefined),
+  }).getReader();
+  let first;
+  try {
+    first = await reader.read();
+  } catch (error) {
+    return fail(error);
+  }
+  const headers = new Headers({ "cache-control": "no-store" });
+  if (type !== null) headers.set("content-type", type);
+  extraHeaders?.forEach((value, key) => headers.set(key, value));
+  return new Response(body(first, reader, sse, release), { status: response.status, headers });
+}
+
+/** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */
+function body(first, reader, sse, release) {
+  let lastByte = LF; // whether the last forwarded byte ended a line (invariant 4)
+  const forward = (c, { done, value }) => {
+    if (done) {
+      c.close();
+      return release();
+    }
+    if (value?.byteLength) lastByte = value[value.byteLength - 1];
+    c.enqueue(value);
+  };
+  return new ReadableStream({
+    start(c) {
+      forward(c, first);
+    },
+    async pull(c) {
+      let next;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        release();
+        if (!sse) return c.error(error);
+        const lineOpen = lastByte !== LF && lastByte !== CR;
+        const data = JSON.stringify({ fallback: true, reason: describeReason(error) });
+        c.enqueue(encoder.encode(`${lineOpen ? "\n" : ""}event: error\ndata: ${data}\n\n`));
+        return c.close();
+      }
+      forward(c, next);
+    },
+    cancel(reason) {
+      release();
+      return reader.cancel(reason); // the client left: the upstream request is aborted too
+    },
+  });
+}
+
+/** The reason in words, for the fallback and the SSE error event. */
+export function describeReason(error) {
+  if (isStreamStalled(error)) return `upstream stalled (${error.phase}): ${error.message}`;
+  if (isDeadlineExceeded(error)) return `upstream did not finish within the deadline: ${error.message}`;
+  return `upstream failed: ${error?.message ?? error}`;
+}
+
+/** The default fallback: 504 for a stall or the deadline, 502 for anything else, saying why. */
+function fallbackResponse(reason, elapsedMs) {
+  const timedOut = isStreamStalled(reason) || isDeadlineExceeded(reason);
+  return new Response(JSON.stringify({ fallback: true, reason: describeReason(reason), elapsedMs: Math.round(elapsedMs) }), {
+    status: timedOut ? 504 : 502,
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+  });
+}
+
+function isThenable(x) {
+  return x != null && typeof x.then === "function";
+}
+
+function isResponse(x) {
+  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
+}

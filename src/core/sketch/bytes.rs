@@ -1,0 +1,461 @@
+//! The wire form of a [`LatencySketch`]: how sketches recorded in many
+//! isolates (Workers, browser tabs, servers) reach one place to be merged.
+//!
+//! # Why a binary format of our own
+//! A sketch is mostly a run of small counters over a contiguous key range, so
+//! LEB128 varints make it compact (1 ms … 1 h at 1% is under 2 KB); JSON of
+//! the same counters would be several times larger and slower to parse. The
+//! buffer is read by code that did not write it, possibly a later version,
+//! so it starts with a magic word and a version, and every field is checked
+//! on read: a corrupt, truncated or foreign buffer is a [`BytesError`] that
+//! names the problem, never a panic or a sketch that breaks later.
+//!
+//! # Layout (version 1, little-endian)
+//! ```text
+//! "EDsk"            4 bytes, magic
+//! version           1 byte (1)
+//! flags             1 byte: bit 0 exact, bit 1 collapsed; other bits 0
+//! relative error    f64
+//! count             varint
+//! if count > 0:     sum f64, min f64, max f64
+//! if collapsed:     collapsed-below bound f64
+//! if exact:         count × f64, the samples in increasing order
+//! else:             zero count varint, first key zigzag varint,
+//!                   number of keys varint, one counter varint per key
+//! ```
+//! An exact sketch (at most [`EXACT_LIMIT`] samples) stores its samples and
+//! rebuilds its buckets from them, so the two can never disagree.
+//!
+//! # Invariants (tested below)
+//! 1. `decode(encode(s))` answers every quantile, count, sum, min, max and
+//!    `collapsed_below_ms` exactly as `s` does, and merges like `s`.
+//! 2. `decode` of any byte string returns `Ok` or `Err`, never panics, and
+//!    allocates at most what the input's length justifies.
+//! 3. A decoded sketch satisfies every invariant of [`LatencySketch`]
+//!    (counters add up to the count, keys within the range samples can
+//!    reach, samples valid and sorted, at most [`MAX_BUCKETS`] counters).
+
+use core::fmt;
+
+use super::{LatencySketch, EXACT_LIMIT, MAX_BUCKETS, MAX_RELATIVE_ERROR, MIN_INDEXABLE_MS, MIN_RELATIVE_ERROR};
+use crate::core::deadline::MAX_MS;
+
+/// The first four bytes of every encoded sketch.
+pub const MAGIC: [u8; 4] = *b"EDsk";
+/// The format version [`LatencySketch::to_bytes`] writes and the newest
+/// [`LatencySketch::from_bytes`] reads.
+pub const VERSION: u8 = 1;
+
+const EXACT: u8 = 1;
+const COLLAPSED: u8 = 2;
+
+/// Why a byte string is not a sketch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BytesError {
+    /// It does not start with the magic word: not a sketch from `toBytes()`.
+    Foreign,
+    /// Written by a newer format version than this package reads.
+    Version { found: u8 },
+    /// It ends before `field` is complete: a cut-off copy.
+    Truncated { field: &'static str },
+    /// `field` holds a value no sketch can have.
+    Invalid { field: &'static str, detail: String },
+    /// Bytes left over after the sketch: two buffers run together, or padding.
+    Trailing { extra: usize },
+}
+
+impl fmt::Display for BytesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("'bytes' is not a valid LatencySketch: ")?;
+        match self {
+            Self::Foreign => f.write_str("it does not start with the sketch format's magic bytes (pass what toBytes() returned)"),
+            Self::Version { found } => write!(
+                f,
+                "format version {found} is newer than this package reads ({VERSION}); upgrade edge-deadline where the sketches are merged"
+            ),
+            Self::Truncated { field } => write!(f, "it ends inside '{field}' (truncated copy?)"),
+            Self::Invalid { field, detail } => write!(f, "'{field}' {detail} (corrupted?)"),
+            Self::Trailing { extra } => write!(f, "{extra} byte(s) follow the end of the sketch"),
+        }
+    }
+}
+
+impl std::error::Error for BytesError {}
+
+fn invalid(field: &'static str, detail: impl Into<String>) -> BytesError {
+    BytesError::Invalid { field, detail: detail.into() }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&[u8], BytesError> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or(BytesError::Truncated { field })?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn byte(&mut self, field: &'static str) -> Result<u8, BytesError> {
+        Ok(self.take(1, field)?[0])
+    }
+
+    fn f64(&mut self, field: &'static str) -> Result<f64, BytesError> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.take(8, field)?);
+        Ok(f64::from_le_bytes(b))
+    }
+
+    /// A duration field: finite, `0 ..= MAX_MS`.
+    fn ms(&mut self, field: &'static str) -> Result<f64, BytesError> {
+        let v = self.f64(field)?;
+        if !(0.0..=MAX_MS).contains(&v) {
+            return Err(invalid(field, format!("is {v}, not a duration in ms")));
+        }
+        Ok(v + 0.0)
+    }
+
+    fn varint(&mut self, field: &'static str) -> Result<u64, BytesError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte(field)?;
+            let bits = u64::from(b & 0x7F);
+            if shift == 63 && bits > 1 {
+                return Err(invalid(field, "overflows 64 bits"));
+            }
+            v |= bits << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(invalid(field, "overflows 64 bits"))
+    }
+}
+
+impl LatencySketch {
+    /// The sketch in the versioned binary form described in this module;
+    /// [`LatencySketch::from_bytes`] reads it back, in any later version too.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + self.counts.len() * 2);
+        out.extend_from_slice(&MAGIC);
+        out.push(VERSION);
+        let flags = if self.exact.is_some() { EXACT } else { 0 } | if self.collapsed_below.is_some() { COLLAPSED } else { 0 };
+        out.push(flags);
+        out.extend_from_slice(&self.alpha.to_le_bytes());
+        put_varint(&mut out, self.count);
+        if self.count > 0 {
+            for v in [self.sum, self.min, self.max] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        if let Some(bound) = self.collapsed_below {
+            out.extend_from_slice(&bound.to_le_bytes());
+        }
+        if let Some(exact) = &self.exact {
+            for v in exact {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            return out;
+        }
+        put_varint(&mut out, self.zero_count);
+        // Zigzag: keys are negative below 1 ms.
+        put_varint(&mut out, ((self.offset << 1) ^ (self.offset >> 31)) as u32 as u64);
+        put_varint(&mut out, self.counts.len() as u64);
+        for &c in &self.counts {
+            put_varint(&mut out, c);
+        }
+        out
+    }
+
+    /// Reads what [`LatencySketch::to_bytes`] wrote, checking every field.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LatencySketch, BytesError> {
+        if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+            return Err(BytesError::Foreign);
+        }
+        let mut r = Reader { bytes, at: MAGIC.len() };
+        let version = r.byte("version")?;
+        if version != VERSION {
+            return Err(if version > VERSION {
+                BytesError::Version { found: version }
+            } else {
+                invalid("version", format!("is {version}; versions start at 1"))
+            });
+        }
+        let flags = r.byte("flags")?;
+        if flags & !(EXACT | COLLAPSED) != 0 {
+            return Err(invalid("flags", format!("has unknown bits {flags:#04x}")));
+        }
+        let alpha = r.f64("relativeError")?;
+        let mut s = LatencySketch::new(alpha)
+            .map_err(|_| invalid("relativeError", format!("is {alpha}, outside {MIN_RELATIVE_ERROR} … {MAX_RELATIVE_ERROR}")))?;
+        let count = r.varint("count")?;
+        let (sum, min, max) = if count > 0 {
+            // Not a duration: the sum of many may pass MAX_MS.
+            let sum = r.f64("sum")?;
+            if !(sum.is_finite() && sum >= 0.0) {
+                return Err(invalid("sum", format!("is {sum}, not a finite sum of durations")));
+            }
+            let (min, max) = (r.ms("min")?, r.ms("max")?);
+            if min > max {
+                return Err(invalid("min", format!("is {min}, above max {max}")));
+            }
+            (sum, min, max)
+        } else {
+            (0.0, f64::INFINITY, 0.0)
+        };
+        let collapsed = if flags & COLLAPSED != 0 { Some(r.ms("collapsedBelow")?) } else { None };
+        if flags & EXACT != 0 {
+            if count > EXACT_LIMIT as u64 {
+                return Err(invalid("count", format!("is {count}, too many for an exact sketch ({EXACT_LIMIT} at most)")));
+            }
+            let mut prev = min;
+            for _ in 0..count {
+                let v = r.ms("samples")?;
+                if v < prev || v > max {
+                    return Err(invalid("samples", format!("are not sorted within min … max at {v}")));
+                }
+                prev = v;
+                s.insert(v, 1);
+            }
+            if count > 0 && (s.min != min || s.max != max) {
+                return Err(invalid("min", "and max differ from the samples"));
+            }
+        } else {
+            if count <= EXACT_LIMIT as u64 {
+                return Err(invalid("count", format!("is {count}: a sketch this small is always exact")));
+            }
+            s.exact = None;
+            s.zero_count = r.varint("zeroCount")?;
+            let zig = r.varint("firstKey")?;
+            let offset = u32::try_from(zig).map_err(|_| invalid("firstKey", "is out of range"))?;
+            let offset = ((offset >> 1) as i32) ^ -((offset & 1) as i32);
+            let len = r.varint("keys")?;
+            // Every counter takes at least one byte: a length the rest of the
+            // buffer cannot hold is refused before anything is allocated.
+            if len > MAX_BUCKETS as u64 {
+                return Err(invalid("keys", format!("is {len}, more than {MAX_BUCKETS}")));
+            }
+            if len > (bytes.len() - r.at) as u64 {
+                return Err(BytesError::Truncated { field: "counters" });
+            }
+            let (lowest, highest) = (s.key(MIN_INDEXABLE_MS), s.key(MAX_MS));
+            let last = i64::from(offset) + len as i64 - 1;
+            if len > 0 && (i64::from(offset) < i64::from(lowest) || last > i64::from(highest)) {
+                return Err(invalid("firstKey", format!("{offset} … {last} lies outside the keys durations reach")));
+            }
+            let mut counts = Vec::with_capacity(len as usize);
+            let mut total = s.zero_count;
+            for _ in 0..len {
+                let c = r.varint("counters")?;
+                total = total.checked_add(c).ok_or_else(|| invalid("counters", "overflow 64 bits"))?;
+                counts.push(c);
+            }
+            if total != count {
+                return Err(invalid("counters", format!("add up to {total}, not the count {count}")));
+            }
+            s.counts = counts;
+            s.offset = offset;
+            s.count = count;
+            (s.min, s.max) = (min, max);
+        }
+        s.sum = sum;
+        s.collapsed_below = collapsed;
+        if r.at != bytes.len() {
+            return Err(BytesError::Trailing { extra: bytes.len() - r.at });
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::Gen;
+    use super::*;
+    use proptest::prelude::*;
+
+    const QS: [f64; 9] = [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+
+    fn same(a: &LatencySketch, b: &LatencySketch) {
+        assert_eq!(a.count(), b.count());
+        assert_eq!(a.sum().to_bits(), b.sum().to_bits());
+        assert_eq!(a.min(), b.min());
+        assert_eq!(a.max(), b.max());
+        assert_eq!(a.is_exact(), b.is_exact());
+        assert_eq!(a.collapsed_below_ms(), b.collapsed_below_ms());
+        assert_eq!(a.relative_error().to_bits(), b.relative_error().to_bits());
+        for q in QS {
+            assert_eq!(a.quantile(q).unwrap(), b.quantile(q).unwrap(), "q = {q}");
+        }
+        assert_eq!(a.bins(), b.bins());
+    }
+
+    fn round_trip(s: &LatencySketch) -> LatencySketch {
+        let back = LatencySketch::from_bytes(&s.to_bytes()).unwrap();
+        same(s, &back);
+        back
+    }
+
+    #[test]
+    fn empty_exact_and_bucketed_sketches_round_trip() {
+        round_trip(&LatencySketch::default());
+        let mut s = LatencySketch::new(0.02).unwrap();
+        s.add_all(&[0.0, 3.5, 3.5, 40.0]).unwrap();
+        round_trip(&s);
+        let mut g = Gen(7);
+        let xs: Vec<f64> = (0..50_000).map(|_| (3.0 + g.normal()).exp()).collect();
+        let mut s = LatencySketch::default();
+        s.add_all(&xs).unwrap();
+        s.add_all(&[0.0; 10]).unwrap();
+        // Only zeros: no counters at all.
+        let mut zeros = LatencySketch::default();
+        zeros.add_all(&[0.0; 300]).unwrap();
+        round_trip(&zeros);
+        let bytes = s.to_bytes();
+        // 1 ms … 1 h at 1%: well under the 16 KB the sketch may hold.
+        assert!(bytes.len() < 2048, "{} bytes", bytes.len());
+        let back = round_trip(&s);
+        // A decoded sketch keeps working: it merges and grows like the original.
+        let (mut a, mut b) = (s.clone(), back);
+        a.add_all(&[1e6, 0.001]).unwrap();
+        b.add_all(&[1e6, 0.001]).unwrap();
+        same(&a, &b);
+    }
+
+    #[test]
+    fn a_sum_past_the_largest_duration_round_trips() {
+        let mut s = LatencySketch::default();
+        s.add_all(&[MAX_MS; 300]).unwrap();
+        assert!(s.sum() > MAX_MS);
+        round_trip(&s);
+    }
+
+    #[test]
+    fn collapsed_sketches_keep_their_bound() {
+        let mut s = LatencySketch::new(0.001).unwrap();
+        s.add_all(&[0.01, 1e6]).unwrap();
+        assert!(s.collapsed_below_ms().is_some());
+        round_trip(&s);
+        let mut g = Gen(3);
+        let xs: Vec<f64> = (0..1000).map(|_| g.unit() * 1e5 + 1e-3).collect();
+        s.add_all(&xs).unwrap();
+        round_trip(&s);
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        let mut s = LatencySketch::default();
+        s.add_all(&(1..=400).map(f64::from).collect::<Vec<_>>()).unwrap();
+        let good = s.to_bytes();
+        let err = |b: &[u8]| LatencySketch::from_bytes(b).unwrap_err();
+        assert_eq!(err(b""), BytesError::Foreign);
+        assert_eq!(err(b"{\"count\":3}"), BytesError::Foreign);
+        let mut v = good.clone();
+        v[4] = 9;
+        assert_eq!(err(&v), BytesError::Version { found: 9 });
+        assert!(err(&v).to_string().contains("upgrade"));
+        assert_eq!(err(&good[..good.len() - 1]), BytesError::Truncated { field: "counters" });
+        assert_eq!(err(&good[..10]), BytesError::Truncated { field: "relativeError" });
+        let mut v = good.clone();
+        v.push(0);
+        assert_eq!(err(&v), BytesError::Trailing { extra: 1 });
+        let mut v = good.clone();
+        v[6..14].copy_from_slice(&f64::NAN.to_le_bytes());
+        assert!(matches!(err(&v), BytesError::Invalid { field: "relativeError", .. }));
+        // One counter more than the count: the totals disagree.
+        let mut v = good.clone();
+        let last = v.len() - 1;
+        v[last] += 1;
+        assert!(matches!(err(&v), BytesError::Invalid { field: "counters", .. }), "{}", err(&v));
+        let msg = err(&v).to_string();
+        assert!(msg.starts_with("'bytes' is not a valid LatencySketch: 'counters' add up to 401"), "{msg}");
+    }
+
+    #[test]
+    fn random_and_mutated_bytes_never_panic() {
+        let mut g = Gen(11);
+        let mut s = LatencySketch::default();
+        s.add_all(&(0..3000).map(|_| g.unit() * 500.0).collect::<Vec<_>>()).unwrap();
+        let seeds = [s.to_bytes(), LatencySketch::default().to_bytes(), {
+            let mut e = LatencySketch::default();
+            e.add_all(&[1.0, 2.0]).unwrap();
+            e.to_bytes()
+        }];
+        for round in 0..20_000u64 {
+            let base = &seeds[(round % 3) as usize];
+            let mut v = base.clone();
+            match g.next_u64() % 4 {
+                0 => {
+                    let i = (g.next_u64() as usize) % v.len();
+                    v[i] ^= 1 << (g.next_u64() % 8);
+                }
+                1 => v.truncate((g.next_u64() as usize) % v.len()),
+                2 => {
+                    let i = (g.next_u64() as usize) % v.len();
+                    v[i] = g.next_u64() as u8;
+                }
+                _ => v = (0..(g.next_u64() % 64)).map(|_| g.next_u64() as u8).collect(),
+            }
+            if let Ok(d) = LatencySketch::from_bytes(&v) {
+                // Whatever decodes is a working sketch.
+                for q in QS {
+                    let x = d.quantile(q).unwrap();
+                    assert!(x.is_none_or(|x| x >= d.min().unwrap() && x <= d.max().unwrap()));
+                }
+                let mut m = LatencySketch::new(d.relative_error()).unwrap();
+                m.merge(&d).unwrap();
+                let _ = m.to_bytes();
+                assert!(d.memory_bytes() <= super::super::MAX_MEMORY_BYTES);
+            }
+        }
+    }
+
+    fn sample_vec() -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec(
+            prop_oneof![Just(0.0), 1e-7..1e-3f64, 0.001..10.0f64, 10.0..1e6f64, 1e6..1e12f64],
+            0..800,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn round_trip_preserves_everything(xs in sample_vec(), alpha in prop_oneof![Just(0.01), 0.001..0.5f64]) {
+            let mut s = LatencySketch::new(alpha).unwrap();
+            s.add_all(&xs).unwrap();
+            round_trip(&s);
+        }
+
+        #[test]
+        fn merged_copies_equal_merged_originals(xs in sample_vec(), ys in sample_vec()) {
+            let (mut a, mut b) = (LatencySketch::default(), LatencySketch::default());
+            a.add_all(&xs).unwrap();
+            b.add_all(&ys).unwrap();
+            let mut from_bytes = LatencySketch::from_bytes(&a.to_bytes()).unwrap();
+            from_bytes.merge(&LatencySketch::from_bytes(&b.to_bytes()).unwrap()).unwrap();
+            a.merge(&b).unwrap();
+            same(&a, &from_bytes);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(v in prop::collection::vec(any::<u8>(), 0..200), magic in any::<bool>()) {
+            let mut v = v;
+            if magic && v.len() >= 5 {
+                v[..4].copy_from_slice(&MAGIC);
+                v[4] = VERSION;
+            }
+            let _ = LatencySketch::from_bytes(&v);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+// Deno runner for the Hono checks: the real `hono` from node_modules (no
+// registry at test time), the package's `deno` entry (index.js). Prints one JSON report line.
+import { Hono } from "../../node_modules/hono/dist/index.js";
+import * as lib from "../../pkg/index.js";
+import { deadline } from "../../pkg/hono.js";
+import { runHonoChecks } from "./checks.js";
+
+await lib.init();
+const report = await runHonoChecks(`hono in deno ${Deno.version.deno}`, { Hono, lib, deadline });
+console.log(JSON.stringify(report));

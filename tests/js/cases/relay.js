@@ -1,0 +1,197 @@
+// Relay cases: `relay(upstream, options)` against in-process upstreams (a
+// Response over a ReadableStream the case controls). Runs in Node, Deno,
+// workerd and Chromium. Timing: limits of tens of ms; "not before" checks are
+// exact, "not much after" allows SLACK_MS for a loaded machine.
+import { equal, ok, rejects } from "../assert.js";
+
+const SLACK_MS = 250;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * An upstream whose body the case scripts: `steps` are [delayMs, text] pairs
+ * (text `null` closes); after the last step it stays silent. Records cancels.
+ */
+function upstream(steps, { type = "text/event-stream", status = 200 } = {}) {
+  const log = { cancelled: false, reason: undefined };
+  const timers = [];
+  const stream = new ReadableStream({
+    start(c) {
+      let at = 0;
+      for (const [delay, text] of steps) {
+        at += delay;
+        timers.push(setTimeout(() => (text === null ? c.close() : c.enqueue(enc.encode(text))), at));
+      }
+    },
+    cancel(reason) {
+      log.cancelled = true;
+      log.reason = reason;
+      timers.forEach(clearTimeout);
+    },
+  });
+  const response = new Response(stream, { status, headers: { "content-type": type, "x-upstream": "yes" } });
+  return { response, log, stop: () => timers.forEach(clearTimeout) };
+}
+
+async function readAll(res) {
+  const reader = res.body.getReader();
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text };
+      text += dec.decode(value, { stream: true });
+    }
+  } catch (error) {
+    return { text, error };
+  }
+}
+
+export default [
+  {
+    name: "relay: headers only after the first chunk; the body passes through unchanged; the deadline is disposed at its end",
+    run: async (lib) => {
+      const d = lib.Deadline.in(150);
+      const up = upstream([[60, "data: 1\n\n"], [10, "data: 2\n\n"], [5, null]]);
+      const t0 = performance.now();
+      const res = await lib.relay(up.response, { deadline: d, firstChunkMs: 1_000, stallMs: 1_000 });
+      const headersAfter = performance.now() - t0;
+      ok(headersAfter >= 59, `the response came ${headersAfter} ms in, before the first chunk`);
+      equal(res.status, 200);
+      equal(res.headers.get("content-type"), "text/event-stream");
+      equal(res.headers.get("cache-control"), "no-store");
+      equal((await readAll(res)).text, "data: 1\n\ndata: 2\n\n");
+      const signal = d.signal(); // created by the relay; the relay disposed it at the body's end
+      await sleep(150 + 50);
+      equal(signal.aborted, false, "a disposed deadline's signal does not fire at its instant");
+    },
+  },
+  {
+    name: "relay: a silent upstream gets the 504 fallback naming the first-chunk stall, and the upstream is cancelled",
+    run: async (lib) => {
+      const up = upstream([]);
+      const controller = new AbortController();
+      const t0 = performance.now();
+      const res = await lib.relay(up.response, { firstChunkMs: 60, stallMs: 1_000, controller });
+      const took = performance.now() - t0;
+      ok(took >= 60 && took < 60 + SLACK_MS, `the fallback came after ${took} ms`);
+      equal(res.status, 504);
+      const json = await res.json();
+      equal(json.fallback, true);
+      ok(/stalled \(first-chunk\)/.test(json.reason), json.reason);
+      ok(up.log.cancelled, "the upstream body was cancelled");
+      ok(controller.signal.aborted && lib.isStreamStalled(controller.signal.reason), "the upstream request was aborted with the stall");
+    },
+  },
+  {
+    name: "relay: a stall mid-stream ends an SSE body with an event: error on a fresh line",
+    run: async (lib) => {
+      const up = upstream([[0, "data: 1\n\n"], [5, "data: par"]]);
+      const res = await lib.relay(up.response, { firstChunkMs: 500, stallMs: 60 });
+      const { text, error } = await readAll(res);
+      equal(error, undefined, "the SSE body ends normally");
+      const m = /^data: 1\n\ndata: par\nevent: error\ndata: (.*)\n\n$/.exec(text);
+      ok(m, `ends with an error event: ${JSON.stringify(text)}`);
+      ok(/stalled \(stall\)/.test(JSON.parse(m[1]).reason), m[1]);
+      ok(up.log.cancelled && lib.isStreamStalled(up.log.reason), "the upstream was cancelled with the stall");
+    },
+  },
+  {
+    name: "relay: the deadline passing mid-stream ends the SSE body with an event: error naming the deadline",
+    run: async (lib) => {
+      const d = lib.Deadline.in(80);
+      const up = upstream([[0, "data: 1\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"]]);
+      const res = await lib.relay(up.response, { deadline: d, stallMs: 1_000 });
+      const { text } = await readAll(res);
+      const t = performance.now();
+      ok(t >= d.at, "not before the deadline");
+      const m = /\nevent: error\ndata: (.*)\n\n$/.exec(text);
+      ok(m && /within the deadline/.test(JSON.parse(m[1]).reason), JSON.stringify(text));
+      up.stop();
+    },
+  },
+  {
+    name: "relay: a body that is not SSE errors with the reason when it stalls",
+    run: async (lib) => {
+      const up = upstream([[0, "abc"]], { type: "application/octet-stream" });
+      const res = await lib.relay(up.response, { stallMs: 50 });
+      equal(res.headers.get("content-type"), "application/octet-stream");
+      const { text, error } = await readAll(res);
+      equal(text, "abc");
+      ok(lib.isStreamStalled(error), `the body errored with StreamStalled: ${error}`);
+    },
+  },
+  {
+    name: "relay: the client cancelling the body cancels the upstream, aborts its request and disposes the deadline",
+    run: async (lib) => {
+      const d = lib.Deadline.in(120);
+      const controller = new AbortController();
+      const up = upstream([[0, "data: 1\n\n"], [500, "data: 2\n\n"]]);
+      const res = await lib.relay(up.response, { deadline: d, controller });
+      const reader = res.body.getReader();
+      await reader.read();
+      await reader.cancel("client left");
+      equal(up.log.reason, "client left", "the upstream saw the client's reason");
+      ok(controller.signal.aborted, "the upstream request was aborted");
+      const signal = d.signal();
+      await sleep(120 + 50);
+      equal(signal.aborted, false, "disposed at the cancel");
+    },
+  },
+  {
+    name: "relay: with (signal) => fetch(…) the relay owns the request: the deadline aborts it and the fallback names the deadline",
+    run: async (lib) => {
+      const d = lib.Deadline.in(60);
+      let seen;
+      const t0 = performance.now();
+      const res = await lib.relay(
+        (signal) =>
+          new Promise((_, reject) => {
+            seen = signal;
+            signal.addEventListener("abort", () => reject(new Error("a runtime's own AbortError")), { once: true });
+          }),
+        { deadline: d },
+      );
+      const took = performance.now() - t0;
+      ok(took >= 59 && took < 60 + SLACK_MS, `answered after ${took} ms`);
+      ok(seen.aborted, "the request's signal was aborted");
+      equal(res.status, 504);
+      ok(/within the deadline/.test((await res.json()).reason), "the reason is the deadline, not the runtime's AbortError");
+    },
+  },
+  {
+    name: "relay: an upstream that is not ok is returned as it is; a failed one gets a 502; a custom fallback is used",
+    run: async (lib) => {
+      const notOk = new Response("nope", { status: 503 });
+      equal(await lib.relay(notOk), notOk);
+      const res = await lib.relay(Promise.reject(new TypeError("fetch failed")));
+      equal(res.status, 502);
+      ok(/upstream failed: fetch failed/.test((await res.json()).reason));
+      const custom = await lib.relay(Promise.reject(new Error("x")), { fallback: (reason, ms) => new Response(`sorry: ${reason.message} ${ms >= 0}`, { status: 503 }) });
+      equal(await custom.text(), "sorry: x true");
+    },
+  },
+  {
+    name: "relay: awaiting it keeps the process alive until the deadline's fallback (Node, Deno)",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const child = await ctx.spawnPackageScript(`await init();
+const { relay } = await import(new URL("./api.js", wasmUrl).href);
+const never = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+const res = await relay(never, { deadline: Deadline.in(150) });
+console.log("status", res.status);`);
+      equal(child.code, 0, `child exit code (stdout ${JSON.stringify(child.stdout)})`);
+      equal(child.stdout.trim(), "status 504", "the fallback came: the process did not exit first");
+    },
+  },
+  {
+    name: "relay: bad input → TypeError naming the parameter",
+    run: async (lib) => {
+      await rejects(() => lib.relay("http://x"), TypeError, /'upstream'/);
+      await rejects(() => lib.relay(new Response("x"), { deadline: 5 }), TypeError, /'options\.deadline'/);
+      await rejects(() => lib.relay(new Response("x"), { stallMs: "1s" }), TypeError, /'options\.stallMs'/);
+      await rejects(() => lib.relay(new Response("x"), { fallback: 1 }), TypeError, /'options\.fallback'/);
+    },
+  },
+];

@@ -1,0 +1,70 @@
+// The Hono middleware as a Workers user gets it: the tarball and `hono`
+// installed in a fresh project, `import { deadline } from "edge-deadline/hono"`
+// bundled by wrangler (the `./hono` subpath beside the `workerd` entry, one
+// copy of the package's modules), served by `wrangler dev --local`.
+import assert from "node:assert/strict";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { bin, freePort, project, root, start } from "./lib.mjs";
+import { wranglerEnv } from "./worker.mjs";
+
+const APP = `import { Hono } from "hono";
+import { currentDeadline, init, plan } from "edge-deadline";
+import { deadline } from "edge-deadline/hono";
+
+await init();
+const app = new Hono();
+app.use(deadline({ budgetMs: 3_000, platform: "cloudflare-workers", fallbackReserveMs: 100, serverTiming: true }));
+app.get("/", async (c) => {
+  const d = c.get("deadline");
+  const p = plan(d, [{ name: "lookup", kind: "mandatory", minMs: 1, preferredMs: 50 }]);
+  c.set("plan", p);
+  await p.run("lookup", () => new Promise((r) => setTimeout(r, 5)));
+  return c.json({ remaining: d.remaining(), ambient: currentDeadline() === d });
+});
+export default app;
+`;
+
+const TOML = `name = "hono-deadline"
+main = "src/index.js"
+compatibility_date = "2026-05-01"
+# AsyncLocalStorage (the ambient deadline across awaits) comes with nodejs_compat.
+compatibility_flags = ["nodejs_compat"]
+`;
+
+export async function checkHono(g, packed) {
+  const dir = await project("hono", packed.tarball);
+  // As if \`npm install hono\`: the dev toolchain's copy, linked in (the install is offline).
+  symlinkSync(join(root, "node_modules/hono"), join(dir, "node_modules/hono"), "dir");
+  mkdirSync(join(dir, "src"));
+  writeFileSync(join(dir, "src/index.js"), APP);
+  writeFileSync(join(dir, "wrangler.toml"), TOML);
+  const env = wranglerEnv(dir);
+  const port = await freePort();
+  const inspector = await freePort();
+  const dev = start(bin.node, [bin.wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"], { cwd: dir, env });
+  try {
+    let ready = false;
+    await g.check("wrangler dev serves a Hono app using edge-deadline/hono", async () => {
+      await dev.waitFor(/Ready on http:\/\/127\.0\.0\.1:\d+/, 60_000);
+      ready = true;
+    });
+    if (!ready) return;
+    await g.check("the caller's header wins, the deadline is ambient across awaits, Server-Timing lists the deadline and the plan", async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/`, { headers: { "edge-deadline-remaining-ms": "900" } });
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      assert.ok(body.remaining > 600 && body.remaining <= 800, `900 ms told, less the 100 ms reserve: ${body.remaining}`);
+      assert.equal(body.ambient, true, "currentDeadline() after an await is the request's deadline");
+      assert.match(res.headers.get("server-timing") ?? "", /^edge-deadline;dur=[\d.]+;desc="budget \d+ ms from edge-deadline-remaining-ms, \d+ ms left", lookup;dur=[\d.]+;desc="ok, cap [\d.]+ ms"$/);
+      const plain = await (await fetch(`http://127.0.0.1:${port}/`)).json();
+      assert.ok(plain.remaining > 2_000 && plain.remaining <= 2_900, `the 3 s budget less the reserve: ${plain.remaining}`);
+    });
+    await g.check("no errors in wrangler's log", () => {
+      const log = dev.stdout + dev.stderr;
+      assert.doesNotMatch(log, /Disallowed operation called within global scope|Uncaught|\bERROR\b/, log.slice(-3000));
+    });
+  } finally {
+    await dev.kill();
+  }
+}
