@@ -452,7 +452,7 @@ export function unwatch(w) {
   if (w.queue !== null) w.queue.cancel(w);
 }
 
-/** Seed 002's launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */
+/** The launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */
 export function generationBudget(deadlineMs, nowMs, reserveMs) {
   if (!isReady()) notReady("generationBudget");
   number("deadlineMs", deadlineMs);

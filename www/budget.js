@@ -1,6 +1,6 @@
 // Section 1, the budget countdown: one edge deadline split by `plan()` between
 // auth → retrieval → generation → policy check, with a reserve held for the
-// fallback (seed 002). The stub services wait the delays from the form and
+// fallback. The stub services wait the delays from the form and
 // stop when their AbortSignal fires; generation goes through `retry()`.
 // Everything shown (caps, skips, the trace) is what the package decided.
 import { Deadline, isRetryFailed, plan, retry } from "./pkg/index.js";
@@ -15,7 +15,7 @@ const STEPS = [
   { name: "policy", label: "policy check", kind: "mandatory", minMs: 200, preferredMs: 500 },
   { name: "fallback", label: "fallback", kind: "fallback", minMs: 500 },
 ];
-/** Stub delays at 8 s (seed 002's trace: auth 0.5 s, retrieval 1.5 s). */
+/** Stub delays at 8 s (a typical trace: auth 0.5 s, retrieval 1.5 s). */
 const FAST = { auth: 500, retrieval: 1_500, generation: 3_000, policy: 300, fallback: 200, failFirst: false, failMs: 400, backoff: 4_000, cancelAt: null };
 const SCENARIOS = {
   fast: FAST,

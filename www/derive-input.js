@@ -28,12 +28,12 @@ function drawer(seed) {
   return ({ medianMs, sigma }, tail) => (tail && u() < tail.share ? tail.loMs + (tail.hiMs - tail.loMs) * u() : medianMs * Math.exp(sigma * normal()));
 }
 
-/** Seed 003's dependency, as `simulate()` takes it. */
+/** The reference dependency, as `simulate()` takes it. */
 export const SEED_003 = { body: { medianMs: 40, sigma: 0.348 }, tail: { share: 0.005, loMs: 300, hiMs: 1500 } };
 
 /**
  * Two buckets of calls, as rows `{ ms, outcome, dependency, operation }`:
- * search/query, 20 000 successes from seed 003's mixture (its slow tail is a
+ * search/query, 20 000 successes from the reference mixture (its slow tail is a
  * second population) plus 40 errors; payments/authorize, 600 successes and
  * 12 timeouts (too few calls for p99, and censored by the timeout in force).
  */

@@ -200,7 +200,7 @@ export function mountDerive() {
     data = { kind: "rows", rows: builtin };
     o.by.value = "dependency,operation";
     o.outcome.value = "outcome";
-    source.textContent = `Built-in data set: ${builtin.length.toLocaleString("en-US")} calls drawn in this page (seeded) — search/query from seed 003's mixture, payments/authorize a small bucket whose slow calls time out.`;
+    source.textContent = `Built-in data set: ${builtin.length.toLocaleString("en-US")} calls drawn in this page (seeded) — search/query from a lognormal body with a slow tail, payments/authorize a small bucket whose slow calls time out.`;
     section.dataset.source = "builtin";
     derive();
   }
