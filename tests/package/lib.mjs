@@ -92,8 +92,11 @@ export function start(cmd, args, { cwd, env, stdin = "ignore" } = {}) {
     /** Resolves when stdout or stderr matches `re`; rejects if the process exits first or at `timeoutMs`. */
     waitFor(re, timeoutMs) {
       return new Promise((resolve, reject) => {
+        // Colour codes are stripped first: under CI=true tools colour their
+        // output even into a pipe (vite wraps the port of its URL in bold).
+        const plain = (text) => text.replace(/\x1b\[[0-9;]*m/g, "");
         const check = () => {
-          const m = re.exec(stdout) ?? re.exec(stderr);
+          const m = re.exec(plain(stdout)) ?? re.exec(plain(stderr));
           if (m) return done(), resolve(m);
         };
         const t = setTimeout(() => (done(), reject(new Error(`timed out after ${timeoutMs} ms waiting for ${re} from ${cmd}\nstdout: ${stdout.slice(-2000)}\nstderr: ${stderr.slice(-2000)}`))), timeoutMs);

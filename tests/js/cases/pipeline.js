@@ -1079,8 +1079,11 @@ console.log("left");`);
         }
         const bad = results.filter((r) => r.answer !== "fallback" || !r.inside);
         equal(bad.length, 0, `runs without a fallback answer inside the deadline: ${JSON.stringify(bad)}`);
-        // The load did make steps end late: some fallback started with less than its 120 ms reserve.
-        ok(results.some((r) => r.leftForFallback < 120), `no step ended late: ${JSON.stringify(results.map((r) => r.leftForFallback))}`);
+        // The load did make timers fire late: some step ended after its cap,
+        // which leaves the fallback its 120 ms reserve plus the 5 ms default
+        // margin. (How late varies with the machine; the exact overrun past
+        // the margin is the fake-clock case above.)
+        ok(results.some((r) => r.leftForFallback < 125), `no step ended late: ${JSON.stringify(results.map((r) => r.leftForFallback))}`);
       },
     },
   ];
