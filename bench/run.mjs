@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { workerdConfig } from "../scripts/workerd-config.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const deno = join(root, "node_modules/@deno/linux-x64-glibc/deno");
@@ -63,19 +64,10 @@ export default {
   );
   const listed = (dir, re) => readdirSync(join(root, dir)).filter((f) => re.test(f)).map((f) => join(dir, f));
   const modules = [["bench/__entry.mjs", entry], ...["bench/harness.mjs", `bench/${file}`, ...listed("pkg", /\.(js|wasm)$/)].map((f) => [f, join(root, f)])]
-    .map(([name, path]) => `(name = "${name}", ${name.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${relative(out, path)}")`);
+    .map(([name, path]) => ({ name, path: relative(out, path) }));
   const port = await freePort();
   const config = join(out, "workerd.capnp");
-  writeFileSync(
-    config,
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [ (name = "main", worker = .bench) ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const bench :Workerd.Worker = ( modules = [ ${modules.join(",\n    ")} ], compatibilityDate = "2026-11-24" );
-`,
-  );
+  writeFileSync(config, workerdConfig({ port, modules, compatibilityDate: "2026-11-24" }));
   const child = spawn(join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"), ["serve", config], { stdio: ["ignore", "inherit", "inherit"] });
   let exited = false;
   child.on("exit", () => (exited = true));

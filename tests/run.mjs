@@ -9,6 +9,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveStatic } from "../scripts/static-server.mjs";
 import { startFixtures } from "./fixtures/server.mjs";
+import { workerdConfig } from "../scripts/workerd-config.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "test-output");
@@ -89,29 +90,9 @@ async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
   const port = await freePort();
   const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
   const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
-    .map((f) => {
-      const kind = f.endsWith(".wasm") ? "wasm" : "esModule";
-      return `(name = "${f}", ${kind} = embed "${relative(out, join(root, f))}")`;
-    });
+    .map((f) => ({ name: f, path: relative(out, join(root, f)) }));
   const config = join(out, "workerd.capnp");
-  writeFileSync(
-    config,
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .suite),
-    (name = "loopback", network = (allow = ["public", "private", "local"])),
-  ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const suite :Workerd.Worker = (
-  modules = [ ${modules.join(",\n    ")} ],
-  compatibilityDate = "${compatibilityDate}",
-  compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
-  globalOutbound = "loopback",
-);
-`,
-  );
+  writeFileSync(config, workerdConfig({ port, modules, compatibilityDate, flags, loopback: true }));
   const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
   try {
     let report;

@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { freePort } from "../package/lib.mjs";
+import { workerdConfig } from "../../scripts/workerd-config.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const out = join(root, "test-output/hono");
@@ -41,22 +42,11 @@ async function inWorkerd() {
   });
   const port = await freePort();
   const config = join(out, "workerd.capnp");
-  writeFileSync(
-    config,
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [ (name = "main", worker = .app) ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const app :Workerd.Worker = (
-  modules = [
-    (name = "worker.js", esModule = embed "worker.js"),
-    (name = "edge_deadline_bg.wasm", wasm = embed "../../pkg/edge_deadline_bg.wasm"),
-  ],
-  compatibilityDate = "2026-11-24",
-);
-`,
-  );
+  const modules = [
+    { name: "worker.js", path: "worker.js" },
+    { name: "edge_deadline_bg.wasm", path: "../../pkg/edge_deadline_bg.wasm" },
+  ];
+  writeFileSync(config, workerdConfig({ port, modules, compatibilityDate: "2026-11-24" }));
   const child = spawn(workerd, ["serve", config], { cwd: out, stdio: ["ignore", "inherit", "inherit"] });
   try {
     let report;
