@@ -14,7 +14,9 @@ export function installFakeTime() {
   const real = { setTimeout: g.setTimeout, clearTimeout: g.clearTimeout };
   const ownNow = Object.prototype.hasOwnProperty.call(performance, "now");
   const realNow = performance.now;
-  let t = realNow.call(performance);
+  // A whole millisecond (never earlier than the real clock): whole-ms advances
+  // then add up exactly, so a case can compare durations with `equal`.
+  let t = Math.ceil(realNow.call(performance));
   let seq = 1e9; // far from real timer ids (Deno.unrefTimer takes any number)
   const timers = new Map();
   g.setTimeout = (fn, ms = 0, ...args) => {
