@@ -591,7 +591,8 @@ fn derives_from_sketch_files_merged() {
     // The same answer as the CSV of 1..=100: p99 is 99 ms exactly, the timeout 198 ms.
     assert!(out.contains("99.0 ms") && out.contains("198 ms"), "{out}");
     assert!(out.contains("2 sketches"), "{out}");
-    let (out, err, code) = text(&run(&["derive", "--sketch", a, "--sketch", b, "--json", "--q", "0.5", "--safety", "1.5"], None));
+    let (out, err, code) =
+        text(&run(&["derive", "--sketch", a, "--sketch", b, "--json", "--q", "0.5", "--safety", "1.5"], None));
     assert_eq!(code, 0, "{err}");
     let config: serde_json::Value = serde_json::from_str(&out).expect("--json prints JSON");
     assert_eq!(config["buckets"][0]["n"], 100);

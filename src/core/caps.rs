@@ -94,16 +94,12 @@ impl fmt::Display for CapsError {
             Self::UnknownTier { value } => {
                 write!(f, "'plan' must be one of free, paid: current value is '{value}'")
             }
-            Self::UnknownTrigger { value } => write!(
-                f,
-                "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'"
-            ),
-            Self::UnsupportedTrigger { platform, trigger } => write!(
-                f,
-                "'trigger' {} is not an invocation {} has",
-                trigger.as_str(),
-                platform.as_str()
-            ),
+            Self::UnknownTrigger { value } => {
+                write!(f, "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'")
+            }
+            Self::UnsupportedTrigger { platform, trigger } => {
+                write!(f, "'trigger' {} is not an invocation {} has", trigger.as_str(), platform.as_str())
+            }
             Self::ZeroCap { param } => write!(f, "'{param}' must be above 0 milliseconds: current value is 0"),
             Self::Time(e) => e.fmt(f),
         }
@@ -340,9 +336,7 @@ impl PlatformCaps {
         if !matching.iter().any(|c| c.kind != Cpu) {
             return Err(CapsError::UnsupportedTrigger { platform, trigger });
         }
-        let fold = |kind: CapKind| {
-            matching.iter().filter(|c| c.kind == kind).filter_map(|c| c.ms).reduce(f64::min)
-        };
+        let fold = |kind: CapKind| matching.iter().filter(|c| c.kind == kind).filter_map(|c| c.ms).reduce(f64::min);
         let mut sources: Vec<&'static str> = Vec::new();
         for c in &matching {
             if !sources.contains(&c.source) {
@@ -554,7 +548,10 @@ mod tests {
         let mut broken = caps.clone();
         broken.wall_ms = Some(f64::NAN);
         assert!(matches!(for_platform(0.0, &broken, 1_000.0, 0.0), Err(CapsError::Time(_))));
-        assert!(matches!(for_platform(MAX_MS, &caps, 1_000.0, 0.0), Err(CapsError::Time(DeadlineError::TooLarge { .. }))));
+        assert!(matches!(
+            for_platform(MAX_MS, &caps, 1_000.0, 0.0),
+            Err(CapsError::Time(DeadlineError::TooLarge { .. }))
+        ));
     }
 
     /// Invariant 4.

@@ -85,14 +85,12 @@ impl fmt::Display for DeadlineError {
                 f,
                 "'{param}' must be a finite number of milliseconds between 0 and {MAX_MS}: current value is {value}"
             ),
-            Self::Negative { param, value } => write!(
-                f,
-                "'{param}' must be between 0 and {MAX_MS} milliseconds: current value is {value}"
-            ),
-            Self::TooLarge { param, value } => write!(
-                f,
-                "'{param}' must be between 0 and {MAX_MS} milliseconds (2^53 - 1): current value is {value}"
-            ),
+            Self::Negative { param, value } => {
+                write!(f, "'{param}' must be between 0 and {MAX_MS} milliseconds: current value is {value}")
+            }
+            Self::TooLarge { param, value } => {
+                write!(f, "'{param}' must be between 0 and {MAX_MS} milliseconds (2^53 - 1): current value is {value}")
+            }
             Self::Exhausted { late_by_ms, .. } => {
                 write!(f, "the deadline passed {} ms ago, so no time is left for this step", Ms(late_by_ms))
             }
@@ -239,7 +237,10 @@ mod tests {
         assert!(matches!(deadline_in(f64::INFINITY, 1.0), Err(DeadlineError::NotFinite { param: "now", .. })));
         assert!(matches!(deadline_in(1.0, MAX_MS), Err(DeadlineError::TooLarge { param: "ms", .. })));
         assert!(matches!(generation_budget(1.0, 0.0, -0.5), Err(DeadlineError::Negative { param: "reserveMs", .. })));
-        assert!(matches!(generation_budget(f64::NAN, 0.0, 0.0), Err(DeadlineError::NotFinite { param: "deadlineMs", .. })));
+        assert!(matches!(
+            generation_budget(f64::NAN, 0.0, 0.0),
+            Err(DeadlineError::NotFinite { param: "deadlineMs", .. })
+        ));
         assert!(matches!(generation_budget(1e300, 0.0, 0.0), Err(DeadlineError::TooLarge { param: "deadlineMs", .. })));
         let msg = deadline_in(0.0, -3.0).unwrap_err().to_string();
         assert!(msg.contains("'ms'") && msg.contains("-3"), "{msg}");

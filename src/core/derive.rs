@@ -1059,7 +1059,10 @@ other_metric{a="x\"y\\z\n"} 3
         // Series in descending label order: each new one sorts first.
         let mut many = String::new();
         for i in (0..500).rev() {
-            many.push_str(&format!("y_bucket{{id=\"{i:04}\",le=\"1\"}} {i}\ny_bucket{{id=\"{i:04}\",le=\"+Inf\"}} {}\n", i + 1));
+            many.push_str(&format!(
+                "y_bucket{{id=\"{i:04}\",le=\"1\"}} {i}\ny_bucket{{id=\"{i:04}\",le=\"+Inf\"}} {}\n",
+                i + 1
+            ));
         }
         // In pieces of `k` lines each, as js/derive.js hands text over.
         let in_pieces = |text: &str, metric: Option<&str>, k: usize| {

@@ -234,11 +234,8 @@ fn floor_ns(ms: f64) -> u128 {
     let biased = (bits >> 52) & 0x7ff;
     let fraction = bits & ((1u64 << 52) - 1);
     // ms = mantissa × 2^exp exactly.
-    let (mantissa, exp) = if biased == 0 {
-        (fraction, -1074i64)
-    } else {
-        (fraction | (1u64 << 52), biased as i64 - 1075)
-    };
+    let (mantissa, exp) =
+        if biased == 0 { (fraction, -1074i64) } else { (fraction | (1u64 << 52), biased as i64 - 1075) };
     let scaled = u128::from(mantissa) * 1_000_000; // < 2^73
     if exp > 54 {
         // ms ≥ 2^106: unreachable after the MAX_TIMER_MS clamp; saturate.
@@ -297,7 +294,13 @@ pub fn parse(format: HeaderFormat, raw: &[u8]) -> Result<f64, HeaderError> {
             // (≤ 3.6 × 10^14); u and n divide once, correctly rounded, so a
             // value encoded by `encode` never parses above what was encoded.
             let v = v as f64;
-            Ok(if per_unit_ms >= 1.0 { v * per_unit_ms } else if unit == b'u' { v / 1e3 } else { v / 1e6 })
+            Ok(if per_unit_ms >= 1.0 {
+                v * per_unit_ms
+            } else if unit == b'u' {
+                v / 1e3
+            } else {
+                v / 1e6
+            })
         }
         HeaderFormat::ConnectTimeoutMs
         | HeaderFormat::EnvoyExpectedRqTimeoutMs
@@ -452,14 +455,17 @@ mod tests {
         assert_eq!(grpc("1S"), Ok(1_000.0));
         assert_eq!(grpc("100m"), Ok(100.0));
         assert_eq!(grpc("5000000u"), Ok(5_000.0));
-        assert_eq!(grpc("250000000n").unwrap_err(), HeaderError::TooManyDigits { header: "grpc-timeout", digits: 9, max: 8 });
+        assert_eq!(
+            grpc("250000000n").unwrap_err(),
+            HeaderError::TooManyDigits { header: "grpc-timeout", digits: 9, max: 8 }
+        );
         assert_eq!(grpc("25000000n"), Ok(25.0));
         assert_eq!(grpc("2M"), Ok(120_000.0));
         assert_eq!(grpc("2H"), Ok(7_200_000.0));
         assert_eq!(grpc("0n"), Ok(0.0));
         assert_eq!(grpc("00000001S"), Ok(1_000.0)); // leading zeros, 8 digits
         assert_eq!(grpc(" 7S\t"), Ok(7_000.0)); // HTTP optional whitespace
-        // Valid syntax, 11 415 years: parsed exactly, clamped later.
+                                                // Valid syntax, 11 415 years: parsed exactly, clamped later.
         assert_eq!(grpc("99999999H"), Ok(359_999_996_400_000.0));
         let at = incoming_deadline(1_000.0, grpc("99999999H").unwrap(), 0.0, 30_000.0).unwrap();
         assert_eq!(at, 31_000.0);
@@ -491,7 +497,10 @@ mod tests {
         // used to be folded into a u64 and overflow.
         assert_eq!(grpc(&"9".repeat(MAX_HEADER_LEN)), Err(HeaderError::MissingUnit { header: h }));
         assert_eq!(grpc(&format!("{}x", "9".repeat(60))), Err(HeaderError::BadUnit { header: h, found: 'x' }));
-        assert_eq!(grpc(&format!("{}S", "9".repeat(60))), Err(HeaderError::TooManyDigits { header: h, digits: 60, max: 8 }));
+        assert_eq!(
+            grpc(&format!("{}S", "9".repeat(60))),
+            Err(HeaderError::TooManyDigits { header: h, digits: 60, max: 8 })
+        );
         let long = "1".repeat(MAX_HEADER_LEN + 1);
         assert_eq!(grpc(&long), Err(HeaderError::TooLong { header: h, len: 65 }));
         let e = parse(GrpcTimeout, b"5\x00S").unwrap_err().to_string();
@@ -506,7 +515,10 @@ mod tests {
         assert_eq!(parse_str(ConnectTimeoutMs, "9999999999"), Ok(9_999_999_999.0));
         assert!(matches!(parse_str(ConnectTimeoutMs, "99999999999"), Err(HeaderError::TooManyDigits { max: 10, .. })));
         assert_eq!(parse_str(EnvoyExpectedRqTimeoutMs, "999999999999999"), Ok(999_999_999_999_999.0));
-        assert!(matches!(parse_str(EnvoyExpectedRqTimeoutMs, "9999999999999999"), Err(HeaderError::TooManyDigits { .. })));
+        assert!(matches!(
+            parse_str(EnvoyExpectedRqTimeoutMs, "9999999999999999"),
+            Err(HeaderError::TooManyDigits { .. })
+        ));
         assert_eq!(parse_str(EdgeDeadlineRemainingMs, "250"), Ok(250.0));
         assert!(matches!(parse_str(EdgeDeadlineRemainingMs, "250ms"), Err(HeaderError::NotDigit { at: 3, .. })));
         assert!(matches!(parse_str(ConnectTimeoutMs, "-5"), Err(HeaderError::Signed { .. })));
@@ -549,7 +561,8 @@ mod tests {
         assert_eq!(inc.source, Some(1));
         assert_eq!(inc.rejected, vec![(2, HeaderError::Signed { header: EDGE_DEADLINE_HEADER })]);
         // One format twice (two spellings, a repeated field): the earliest wins, in either order.
-        for pair in [[(GrpcTimeout, &b"50m"[..]), (GrpcTimeout, b"2S")], [(GrpcTimeout, b"2S"), (GrpcTimeout, b"50m")]] {
+        for pair in [[(GrpcTimeout, &b"50m"[..]), (GrpcTimeout, b"2S")], [(GrpcTimeout, b"2S"), (GrpcTimeout, b"50m")]]
+        {
             let inc = earliest_incoming(0.0, &pair, 0.0, 30_000.0).unwrap();
             assert_eq!(inc.at, 50.0);
             assert_eq!(pair[inc.source.unwrap()].1, b"50m");
@@ -571,8 +584,30 @@ mod tests {
     /// A generator biased towards almost-valid header values.
     fn fuzz_input(rng: &mut SplitMix64, buf: &mut Vec<u8>) {
         const PIECES: [&[u8]; 24] = [
-            b"0", b"1", b"5", b"9", b"99999999", b"H", b"M", b"S", b"m", b"u", b"n", b"+", b"-", b".", b"e",
-            b" ", b"\t", b"\r\n", b"\0", "١".as_bytes(), "１".as_bytes(), "µ".as_bytes(), b"s", b"x",
+            b"0",
+            b"1",
+            b"5",
+            b"9",
+            b"99999999",
+            b"H",
+            b"M",
+            b"S",
+            b"m",
+            b"u",
+            b"n",
+            b"+",
+            b"-",
+            b".",
+            b"e",
+            b" ",
+            b"\t",
+            b"\r\n",
+            b"\0",
+            "١".as_bytes(),
+            "１".as_bytes(),
+            "µ".as_bytes(),
+            b"s",
+            b"x",
         ];
         buf.clear();
         let len = (rng.next_u64() % 12) as usize;

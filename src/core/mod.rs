@@ -6,13 +6,13 @@
 //! integer millisecond up to 2^53 exactly; the validators in [`deadline`]
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
+pub mod caps;
 pub mod deadline;
-pub mod stall;
+pub mod derive;
+pub mod headers;
+pub mod little;
 pub mod plan;
 pub mod retry;
-pub mod headers;
-pub mod caps;
-pub mod sketch;
-pub mod derive;
 pub mod simulate;
-pub mod little;
+pub mod sketch;
+pub mod stall;

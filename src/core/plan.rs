@@ -460,10 +460,7 @@ impl Plan {
 
     /// Time held back from step `index`: later reserves plus later hand-off margins.
     pub fn held_after(&self, index: usize) -> Result<f64, PlanError> {
-        self.held_after
-            .get(index)
-            .copied()
-            .ok_or(PlanError::IndexOutOfRange { index, len: self.steps.len() })
+        self.held_after.get(index).copied().ok_or(PlanError::IndexOutOfRange { index, len: self.steps.len() })
     }
 
     /// The admission decision and cap for the step called `name` at `now_ms`.
@@ -693,10 +690,7 @@ mod tests {
         // The fallback runs in its reserve and gets everything left.
         assert_eq!(p.decide("respond", 7_401.0), Ok(Decision::Run { cap_ms: 599.0, remaining_ms: 599.0 }));
         // Past the deadline, optional steps are skipped and held steps are insufficient.
-        assert!(matches!(
-            p.decide("retrieve", 9_000.0),
-            Ok(Decision::Skip { reason: SkipReason::Expired, .. })
-        ));
+        assert!(matches!(p.decide("retrieve", 9_000.0), Ok(Decision::Skip { reason: SkipReason::Expired, .. })));
         assert!(matches!(p.decide("respond", 8_000.0), Ok(Decision::Insufficient { .. })));
         assert!(matches!(p.decide("auth", 7_900.0), Ok(Decision::Insufficient { .. })));
     }

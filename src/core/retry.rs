@@ -110,19 +110,16 @@ impl fmt::Display for RetryError {
                 write!(f, "'maxAttempts' must be between 1 and {MAX_ATTEMPTS}: current value is {value}")
             }
             Self::BadAttempt { value } => write!(f, "'attempt' must be at least 1: current value is {value}"),
-            Self::UnknownFailure { value } => write!(
-                f,
-                "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'"
-            ),
+            Self::UnknownFailure { value } => {
+                write!(f, "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'")
+            }
             Self::BadRatio { value } => write!(f, "'ratio' must be between 0 and 1: current value is {value}"),
-            Self::BadMinPerSecond { value } => write!(
-                f,
-                "'minPerSecond' must be between 0 and {MAX_MIN_PER_SECOND}: current value is {value}"
-            ),
-            Self::BadWindow { value } => write!(
-                f,
-                "'windowMs' must be between 1 and {MAX_WINDOW_MS} milliseconds: current value is {value}"
-            ),
+            Self::BadMinPerSecond { value } => {
+                write!(f, "'minPerSecond' must be between 0 and {MAX_MIN_PER_SECOND}: current value is {value}")
+            }
+            Self::BadWindow { value } => {
+                write!(f, "'windowMs' must be between 1 and {MAX_WINDOW_MS} milliseconds: current value is {value}")
+            }
             Self::OutOfOrder { call, state } => write!(f, "'{call}' cannot be called while the retry is {state}"),
         }
     }
@@ -755,8 +752,14 @@ mod tests {
     fn hedge_policy_is_checked_by_name() {
         assert_eq!(check_hedge(50.0, 2), Ok(50.0));
         assert!(check_hedge(-0.0, 1).unwrap().is_sign_positive());
-        assert!(matches!(check_hedge(f64::NAN, 2), Err(RetryError::Time(DeadlineError::NotFinite { param: "delayMs", .. }))));
-        assert!(matches!(check_hedge(-1.0, 2), Err(RetryError::Time(DeadlineError::Negative { param: "delayMs", .. }))));
+        assert!(matches!(
+            check_hedge(f64::NAN, 2),
+            Err(RetryError::Time(DeadlineError::NotFinite { param: "delayMs", .. }))
+        ));
+        assert!(matches!(
+            check_hedge(-1.0, 2),
+            Err(RetryError::Time(DeadlineError::Negative { param: "delayMs", .. }))
+        ));
         assert_eq!(check_hedge(1.0, 0), Err(RetryError::BadMaxAttempts { value: 0 }));
         assert_eq!(check_hedge(1.0, MAX_ATTEMPTS + 1), Err(RetryError::BadMaxAttempts { value: MAX_ATTEMPTS + 1 }));
     }
@@ -795,7 +798,10 @@ mod tests {
         let e = Backoff::new(10.0, 50.0, 2.0).unwrap_err();
         assert_eq!(e.to_string(), "'jitter' must be between 0 and 1: current value is 2");
         assert!(matches!(Backoff::new(10.0, 50.0, f64::NAN), Err(RetryError::BadJitter { .. })));
-        assert!(matches!(Backoff::new(-1.0, 50.0, 0.0), Err(RetryError::Time(DeadlineError::Negative { param: "baseMs", .. }))));
+        assert!(matches!(
+            Backoff::new(-1.0, 50.0, 0.0),
+            Err(RetryError::Time(DeadlineError::Negative { param: "baseMs", .. }))
+        ));
         let b = Backoff::new(10.0, 50.0, 0.1).unwrap();
         // A timeout of 0, or below the attempt minimum, is a shortage: the
         // policy is valid and its first start stops the loop.
@@ -833,8 +839,14 @@ mod tests {
     fn attempt_timeout_is_min_of_timeout_and_remaining() {
         let b = Backoff::new(100.0, 1_000.0, 0.0).unwrap();
         let p = RetryPolicy::new(200.0, Some(1_000.0), b, 3, true).unwrap();
-        assert_eq!(p.start(1, 0.0, 5_000.0), Ok(Start::Attempt { number: 1, timeout_ms: 1_000.0, remaining_ms: 5_000.0 }));
-        assert_eq!(p.start(2, 4_500.0, 5_000.0), Ok(Start::Attempt { number: 2, timeout_ms: 500.0, remaining_ms: 500.0 }));
+        assert_eq!(
+            p.start(1, 0.0, 5_000.0),
+            Ok(Start::Attempt { number: 1, timeout_ms: 1_000.0, remaining_ms: 5_000.0 })
+        );
+        assert_eq!(
+            p.start(2, 4_500.0, 5_000.0),
+            Ok(Start::Attempt { number: 2, timeout_ms: 500.0, remaining_ms: 500.0 })
+        );
         assert_eq!(
             p.start(2, 4_850.0, 5_000.0),
             Ok(Start::Stop(StopReason::Insufficient { remaining_ms: 150.0, attempt_min_ms: 200.0 }))
@@ -856,7 +868,10 @@ mod tests {
                 attempt_min_ms: 500.0
             })
         );
-        assert_eq!(AfterFailure::Stop(StopReason::Permanent), p.after_failure(1, Failure::Permanent, true, 1.0, 0.0, 1e4).unwrap());
+        assert_eq!(
+            AfterFailure::Stop(StopReason::Permanent),
+            p.after_failure(1, Failure::Permanent, true, 1.0, 0.0, 1e4).unwrap()
+        );
         // With 1 600 ms left it sleeps, then the decision is recomputed: the
         // sleep overran by 200 ms, so 400 ms remain and no attempt starts.
         assert_eq!(
@@ -876,9 +891,18 @@ mod tests {
             post.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at),
             Ok(AfterFailure::Stop(StopReason::NotIdempotent))
         );
-        assert_eq!(post.after_failure(1, Failure::Ambiguous, true, 10.0, 0.0, at), Ok(AfterFailure::Backoff { delay_ms: 10.0 }));
-        assert_eq!(post.after_failure(1, Failure::NotApplied, false, 10.0, 0.0, at), Ok(AfterFailure::Backoff { delay_ms: 10.0 }));
-        assert_eq!(get.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at), Ok(AfterFailure::Backoff { delay_ms: 10.0 }));
+        assert_eq!(
+            post.after_failure(1, Failure::Ambiguous, true, 10.0, 0.0, at),
+            Ok(AfterFailure::Backoff { delay_ms: 10.0 })
+        );
+        assert_eq!(
+            post.after_failure(1, Failure::NotApplied, false, 10.0, 0.0, at),
+            Ok(AfterFailure::Backoff { delay_ms: 10.0 })
+        );
+        assert_eq!(
+            get.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at),
+            Ok(AfterFailure::Backoff { delay_ms: 10.0 })
+        );
         assert!(StopReason::NotIdempotent.to_string().contains("operation key"));
     }
 
@@ -887,7 +911,10 @@ mod tests {
         let b = Backoff::new(100.0, 100.0, 0.0).unwrap();
         let p = RetryPolicy::new(50.0, Some(1_000.0), b, 3, true).unwrap();
         let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
-        assert!(matches!(run.failed(0.0, Failure::Ambiguous, None), Err(RetryError::OutOfOrder { call: "failed", .. })));
+        assert!(matches!(
+            run.failed(0.0, Failure::Ambiguous, None),
+            Err(RetryError::OutOfOrder { call: "failed", .. })
+        ));
         assert!(matches!(run.start(0.0, None), Ok(Start::Attempt { number: 1, .. })));
         assert!(matches!(run.start(0.0, None), Err(RetryError::OutOfOrder { call: "start", .. })));
         assert_eq!(run.failed(1_000.0, Failure::Ambiguous, None), Ok(AfterFailure::Backoff { delay_ms: 100.0 }));
@@ -898,7 +925,10 @@ mod tests {
         let r = run.records();
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].outcome, AttemptOutcome::Failed(Failure::Ambiguous));
-        assert_eq!((r[1].number, r[1].started_ms, r[1].elapsed_ms, r[1].outcome), (2, 1_100.0, 300.0, AttemptOutcome::Ok));
+        assert_eq!(
+            (r[1].number, r[1].started_ms, r[1].elapsed_ms, r[1].outcome),
+            (2, 1_100.0, 300.0, AttemptOutcome::Ok)
+        );
     }
 
     #[test]
@@ -1022,8 +1052,9 @@ mod tests {
                     if i == 3 {
                         policy_cap = cap_ms;
                     }
-                    let (end, n) =
-                        simulate_step(seed_004_policy(), now, now + cap_ms, i as u64, late_ms, &mut |a| behaviour(i, a));
+                    let (end, n) = simulate_step(seed_004_policy(), now, now + cap_ms, i as u64, late_ms, &mut |a| {
+                        behaviour(i, a)
+                    });
                     attempts += n;
                     now = end;
                 }

@@ -421,8 +421,7 @@ mod tests {
     }
 
     fn config() -> impl Strategy<Value = StallConfig> {
-        (wait(), limit(), proptest::option::of(time()))
-            .prop_map(|(f, s, d)| StallConfig::new(f, s, d).unwrap())
+        (wait(), limit(), proptest::option::of(time())).prop_map(|(f, s, d)| StallConfig::new(f, s, d).unwrap())
     }
 
     fn snapshot() -> impl Strategy<Value = Snapshot> {

@@ -132,9 +132,8 @@ export function removeAbort(signal, listener) {
                 let id = t.next;
                 t.next = t.next.wrapping_add(1);
                 t.linked.insert(id, Rc::downgrade(armed));
-                let dispatch = t
-                    .dispatch
-                    .get_or_insert_with(|| Closure::<dyn FnMut(u32, JsValue)>::new(dispatch).into_js_value());
+                let dispatch =
+                    t.dispatch.get_or_insert_with(|| Closure::<dyn FnMut(u32, JsValue)>::new(dispatch).into_js_value());
                 (id, make_listener(id, dispatch))
             });
             for parent in parents.iter() {
@@ -295,7 +294,9 @@ impl Deadline {
                 }
             }
         }
-        let at = at.ok_or_else(|| Error::invalid("deadlines", "'deadlines' must hold at least one Deadline: current value is empty"))?;
+        let at = at.ok_or_else(|| {
+            Error::invalid("deadlines", "'deadlines' must hold at least one Deadline: current value is empty")
+        })?;
         Ok(Self::new(at, if parents.is_empty() { empty() } else { parents.into() }))
     }
 

@@ -70,7 +70,12 @@ pub(crate) struct Guard {
 impl Guard {
     /// A guard ended at the instant `cap_at` (with `on_cap()`'s reason) or by
     /// any of `parents`. `with_signal`: create an `AbortController` for the work.
-    pub(crate) fn new(cap_at: Option<f64>, on_cap: impl FnOnce() -> JsValue + 'static, parents: &[&AbortSignal], with_signal: bool) -> Self {
+    pub(crate) fn new(
+        cap_at: Option<f64>,
+        on_cap: impl FnOnce() -> JsValue + 'static,
+        parents: &[&AbortSignal],
+        with_signal: bool,
+    ) -> Self {
         let state = Rc::new(RefCell::new(State::default()));
         let mut signal = None;
         if with_signal {

@@ -54,9 +54,9 @@ mod timers;
 
 pub use deadline::Deadline;
 pub use errors::{AttemptReport, Error, StallPhase};
-pub use retry::{hedge, retry, Attempt, Failure, HedgeOptions, RetryBudget, RetryOptions};
-pub use propagation::{Bound, CapOverrides, HeaderFormat, Incoming, Platform, PlatformCaps, Tier, Trigger};
 pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceRecord};
+pub use propagation::{Bound, CapOverrides, HeaderFormat, Incoming, Platform, PlatformCaps, Tier, Trigger};
+pub use retry::{hedge, retry, Attempt, Failure, HedgeOptions, RetryBudget, RetryOptions};
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
 pub use timers::{sleep, Sleep, Timeout};
 

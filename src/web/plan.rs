@@ -29,8 +29,8 @@ use web_sys::AbortSignal;
 
 use super::guard::{Ended, Guard};
 use super::{sys, Deadline, Error};
-pub use crate::core::plan::{Outcome, SkipReason, StepKind, StepSpec, TraceRecord};
 use crate::core::plan::{self as core, Decision, PlanError};
+pub use crate::core::plan::{Outcome, SkipReason, StepKind, StepSpec, TraceRecord};
 
 /// What a step that was allowed to be considered did.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,8 +16,8 @@ use web_sys::Headers;
 use super::{sys, Deadline, Error};
 use crate::core::caps::{self, CapsError};
 pub use crate::core::caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
-use crate::core::headers::{self, HeaderError};
 pub use crate::core::headers::HeaderFormat;
+use crate::core::headers::{self, HeaderError};
 
 impl From<HeaderError> for Error {
     fn from(error: HeaderError) -> Self {
@@ -146,7 +146,11 @@ impl Deadline {
     /// # }
     /// # fn main() {}
     /// ```
-    pub fn for_platform(caps: &PlatformCaps, product_ms: f64, fallback_reserve_ms: f64) -> Result<(Deadline, Bound), Error> {
+    pub fn for_platform(
+        caps: &PlatformCaps,
+        product_ms: f64,
+        fallback_reserve_ms: f64,
+    ) -> Result<(Deadline, Bound), Error> {
         let answer = caps::for_platform(sys::now(), caps, product_ms, fallback_reserve_ms)?;
         Ok((Deadline::at(answer.at)?, answer.bound))
     }

@@ -35,8 +35,8 @@ use super::errors::AttemptReport;
 use super::guard::{Ended, Guard};
 use super::timers::{sleep_until, Sleep};
 use super::{sys, Deadline, Error};
-use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start, StopReason};
 pub use crate::core::retry::Failure;
+use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start, StopReason};
 
 impl From<RetryError> for Error {
     fn from(error: RetryError) -> Self {
@@ -395,7 +395,11 @@ where
                 attempt: r.number,
                 started_at_ms: r.started_ms,
                 elapsed_ms: r.elapsed_ms,
-                outcome: if matches!(r.outcome, core::AttemptOutcome::Ok) { "ok" } else { ends.get(i).copied().unwrap_or("error") },
+                outcome: if matches!(r.outcome, core::AttemptOutcome::Ok) {
+                    "ok"
+                } else {
+                    ends.get(i).copied().unwrap_or("error")
+                },
             })
             .collect()
     };
@@ -610,11 +614,20 @@ where
     let mut started: u32 = 0;
     let mut next: Option<Sleep> = None;
 
-    let start = |started: &mut u32, in_flight: &mut Vec<InFlight<Fut>>, reports: &mut Vec<AttemptReport>, next: &mut Option<Sleep>, f: &mut F| {
+    let start = |started: &mut u32,
+                 in_flight: &mut Vec<InFlight<Fut>>,
+                 reports: &mut Vec<AttemptReport>,
+                 next: &mut Option<Sleep>,
+                 f: &mut F| {
         *started += 1;
         let controller = AbortController::new().expect_throw("this runtime has no AbortController");
         let future = Box::pin(f(controller.signal(), *started));
-        reports.push(AttemptReport { attempt: *started, started_at_ms: sys::now(), elapsed_ms: 0.0, outcome: "running" });
+        reports.push(AttemptReport {
+            attempt: *started,
+            started_at_ms: sys::now(),
+            elapsed_ms: 0.0,
+            outcome: "running",
+        });
         in_flight.push(InFlight { number: *started, controller, future });
         *next = if *started < max { Some(sleep_until(sys::now() + delay_ms)) } else { None };
     };

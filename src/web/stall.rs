@@ -48,8 +48,8 @@ use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
-    AbortController, AbortSignal, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader, Request,
-    RequestInit, Response, ResponseInit,
+    AbortController, AbortSignal, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader,
+    Request, RequestInit, Response, ResponseInit,
 };
 
 use super::errors::StallPhase;
@@ -294,12 +294,18 @@ pub fn with_stall_timeout(stream: ReadableStream, options: StallOptions) -> Resu
     watch(stream, options, None)
 }
 
-fn watch(stream: ReadableStream, options: StallOptions, on_settle: Option<Box<dyn FnOnce()>>) -> Result<ReadableStream, Error> {
+fn watch(
+    stream: ReadableStream,
+    options: StallOptions,
+    on_settle: Option<Box<dyn FnOnce()>>,
+) -> Result<ReadableStream, Error> {
     let config = StallConfig::new(options.first_chunk_ms, options.stall_ms, options.at)?;
     if stream.locked() {
         return Err(Error::Js(
-            js_sys::TypeError::new("'stream' of with_stall_timeout must be an unlocked ReadableStream: current value is locked")
-                .into(),
+            js_sys::TypeError::new(
+                "'stream' of with_stall_timeout must be an unlocked ReadableStream: current value is locked",
+            )
+            .into(),
         ));
     }
     let t0 = sys::now();
@@ -917,7 +923,11 @@ impl Drop for FirstByteGuard {
 ///     fetch_with_deadline(&"https://example.com/".into(), None, FetchOptions::new(&deadline).stall_ms(2_000.0)).await?;
 /// # let _ = response; Ok(()) }
 /// ```
-pub async fn fetch_with_deadline(input: &JsValue, init: Option<&RequestInit>, options: FetchOptions<'_>) -> Result<Response, Error> {
+pub async fn fetch_with_deadline(
+    input: &JsValue,
+    init: Option<&RequestInit>,
+    options: FetchOptions<'_>,
+) -> Result<Response, Error> {
     let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress } = options;
     let at = deadline.instant_ms();
     let first_chunk_ms = first_chunk_ms.unwrap_or(NO_LIMIT);

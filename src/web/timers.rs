@@ -27,8 +27,8 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
 use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
 
 use wasm_bindgen::prelude::*;
 

@@ -315,7 +315,11 @@ fn series_name(name: &str, labels: &[(String, String)]) -> String {
 impl Histogram {
     /// Builds a histogram from `(le, cumulative count, where)` triples in
     /// the family's own unit, in any order, validating invariant 1.
-    pub fn new(name: &str, labels: Vec<(String, String)>, buckets: Vec<(f64, f64, Loc)>) -> Result<Histogram, PromError> {
+    pub fn new(
+        name: &str,
+        labels: Vec<(String, String)>,
+        buckets: Vec<(f64, f64, Loc)>,
+    ) -> Result<Histogram, PromError> {
         let unit = Unit::of(name);
         Self::build(name, labels, unit, unit.to_ms(), buckets)
     }
@@ -487,7 +491,8 @@ fn samples(text: &str) -> impl Iterator<Item = Result<PromSample, PromError>> + 
 fn samples_from(text: &str, before: usize) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
     text.lines().enumerate().filter_map(move |(i, raw)| {
         let line = raw.trim();
-        (!line.is_empty() && !line.starts_with('#')).then(|| parse_line(line, Loc { kind: "line", index: before + i + 1 }))
+        (!line.is_empty() && !line.starts_with('#'))
+            .then(|| parse_line(line, Loc { kind: "line", index: before + i + 1 }))
     })
 }
 
@@ -503,7 +508,11 @@ pub fn histograms_in_text(text: &str, metric: Option<&str>) -> Result<Vec<Histog
 /// [`histograms_in_text`], handing each histogram to `each` (in label order)
 /// instead of collecting them: the caller can convert and drop one at a time,
 /// so the parse never holds every finished histogram at once.
-pub fn each_histogram_in_text(text: &str, metric: Option<&str>, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
+pub fn each_histogram_in_text(
+    text: &str,
+    metric: Option<&str>,
+    each: &mut dyn FnMut(Histogram),
+) -> Result<(), PromError> {
     if text.len() > MAX_TEXT_BYTES {
         return Err(PromError::TooLarge { bytes: text.len() });
     }
@@ -942,7 +951,8 @@ impl Assembler {
         let order = merge_sort_indices(self.series.len(), |i, j| self.series[i].0 < self.series[j].0);
         let mut runs: Vec<Option<Series>> = self.series.into_iter().map(Some).collect();
         let mut series: Vec<Series> = Vec::with_capacity(runs.len());
-        for (labels, (buckets, sum, count)) in order.into_iter().filter_map(|i| runs.get_mut(i).and_then(Option::take)) {
+        for (labels, (buckets, sum, count)) in order.into_iter().filter_map(|i| runs.get_mut(i).and_then(Option::take))
+        {
             match series.last_mut() {
                 Some((last, parts)) if *last == labels => {
                     parts.0.extend(buckets);

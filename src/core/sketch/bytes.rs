@@ -151,7 +151,8 @@ impl LatencySketch {
         let mut out = Vec::with_capacity(32 + self.counts.len() * 2);
         out.extend_from_slice(&MAGIC);
         out.push(VERSION);
-        let flags = if self.exact.is_some() { EXACT } else { 0 } | if self.collapsed_below.is_some() { COLLAPSED } else { 0 };
+        let flags =
+            if self.exact.is_some() { EXACT } else { 0 } | if self.collapsed_below.is_some() { COLLAPSED } else { 0 };
         out.push(flags);
         out.extend_from_slice(&self.alpha.to_le_bytes());
         put_varint(&mut out, self.count);
@@ -198,8 +199,9 @@ impl LatencySketch {
             return Err(invalid("flags", format!("has unknown bits {flags:#04x}")));
         }
         let alpha = r.f64("relativeError")?;
-        let mut s = LatencySketch::new(alpha)
-            .map_err(|_| invalid("relativeError", format!("is {alpha}, outside {MIN_RELATIVE_ERROR} … {MAX_RELATIVE_ERROR}")))?;
+        let mut s = LatencySketch::new(alpha).map_err(|_| {
+            invalid("relativeError", format!("is {alpha}, outside {MIN_RELATIVE_ERROR} … {MAX_RELATIVE_ERROR}"))
+        })?;
         let count = r.varint("count")?;
         let (sum, min, max) = if count > 0 {
             // Not a duration: the sum of many may pass MAX_MS.
@@ -218,7 +220,10 @@ impl LatencySketch {
         let collapsed = if flags & COLLAPSED != 0 { Some(r.ms("collapsedBelow")?) } else { None };
         if flags & EXACT != 0 {
             if count > EXACT_LIMIT as u64 {
-                return Err(invalid("count", format!("is {count}, too many for an exact sketch ({EXACT_LIMIT} at most)")));
+                return Err(invalid(
+                    "count",
+                    format!("is {count}, too many for an exact sketch ({EXACT_LIMIT} at most)"),
+                ));
             }
             let mut prev = min;
             for _ in 0..count {
@@ -422,10 +427,7 @@ mod tests {
     }
 
     fn sample_vec() -> impl Strategy<Value = Vec<f64>> {
-        prop::collection::vec(
-            prop_oneof![Just(0.0), 1e-7..1e-3f64, 0.001..10.0f64, 10.0..1e6f64, 1e6..1e12f64],
-            0..800,
-        )
+        prop::collection::vec(prop_oneof![Just(0.0), 1e-7..1e-3f64, 0.001..10.0f64, 10.0..1e6f64, 1e6..1e12f64], 0..800)
     }
 
     proptest! {

@@ -93,7 +93,9 @@ pub async fn min_takes_the_earlier_and_links_both_parents(_: &Ctx) -> Outcome {
     aborted(&signal).await?;
     ensure!(signal.reason().as_string().as_deref() == Some("second parent"));
     match Deadline::min_of([]) {
-        Err(Error::InvalidArgument { param: "deadlines", message }) => ensure!(message.contains("'deadlines'"), "{message}"),
+        Err(Error::InvalidArgument { param: "deadlines", message }) => {
+            ensure!(message.contains("'deadlines'"), "{message}")
+        }
         other => return Err(format!("min_of([]) gave {other:?}")),
     }
     Ok(())
@@ -172,7 +174,10 @@ pub async fn step_is_not_started_below_its_minimum(_: &Ctx) -> Outcome {
     ensure!(same, "the step gets the deadline's signal");
     ensure!(budget > 0.0 && budget <= before, "budget {budget} vs {before}");
     let expired = Deadline::at(1.0).unwrap();
-    ensure!(matches!(expired.step(0.0, |_, _| async {}).await, Err(Error::InsufficientBudget { .. })), "zero minimum on an expired deadline");
+    ensure!(
+        matches!(expired.step(0.0, |_, _| async {}).await, Err(Error::InsufficientBudget { .. })),
+        "zero minimum on an expired deadline"
+    );
     // The client left: no budget and no new step, whatever the clock says (as the JS API).
     let client = controller();
     let d = Deadline::in_ms(10_000.0).unwrap().with_parent(&client.signal());
@@ -292,12 +297,16 @@ pub async fn errors_reach_javascript_branded_and_come_back(_: &Ctx) -> Outcome {
         ensure!(Error::from(JsValue::from(copy)) == error, "{name} read back from a copy");
         ensure!(Error::from(js) == error, "{name} read back");
     }
-    let stalled = JsValue::from(Error::StreamStalled { phase: StallPhase::FirstChunk, after_ms: 1.0, chunks: 0.0, bytes: 0.0 });
+    let stalled =
+        JsValue::from(Error::StreamStalled { phase: StallPhase::FirstChunk, after_ms: 1.0, chunks: 0.0, bytes: 0.0 });
     ensure!(get(&stalled, "phase").as_string().as_deref() == Some("first-chunk"));
     let step = JsValue::from(Error::StepTimeout { step: "search".into(), cap_ms: 250.0 });
     ensure!(get(&step, "step").as_string().as_deref() == Some("search"));
     // The JavaScript API's sentence (js/errors.js).
-    ensure!(get(&step, "message").as_string().as_deref() == Some("step 'search' timed out at its 250 ms cap; the deadline still has time"));
+    ensure!(
+        get(&step, "message").as_string().as_deref()
+            == Some("step 'search' timed out at its 250 ms cap; the deadline still has time")
+    );
     let plain = JsValue::from(js_sys::TypeError::new("nope"));
     ensure!(matches!(Error::from(plain.clone()), Error::Js(v) if v == plain), "unbranded errors pass through");
     Ok(())

@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edge_deadline::web::{
-    hedge, retry, Bound, Deadline, Error, Failure, HedgeOptions, HeaderFormat, Outcome, Plan, Platform, PlatformCaps,
+    hedge, retry, Bound, Deadline, Error, Failure, HeaderFormat, HedgeOptions, Outcome, Plan, Platform, PlatformCaps,
     RetryOptions, StepKind, StepResult, StepSpec, Tier, Trigger,
 };
 use wasm_bindgen::prelude::*;
@@ -72,7 +72,9 @@ pub async fn a_step_cut_at_its_cap_is_a_step_timeout(_: &Ctx) -> CaseOutcome {
     ensure!(s.aborted(), "the step's signal was aborted");
     let reason = s.reason();
     ensure!(get(&reason, "edgeDeadlineError").as_string().as_deref() == Some("StepTimeout"), "branded StepTimeout");
-    ensure!(get(&reason, "step").as_string().as_deref() == Some("search") && get(&reason, "capMs").as_f64() == Some(40.0));
+    ensure!(
+        get(&reason, "step").as_string().as_deref() == Some("search") && get(&reason, "capMs").as_f64() == Some(40.0)
+    );
     ensure!(plan.records()[0].outcome == Outcome::Deadline);
     ensure!(!d.signal().aborted(), "the deadline itself still has time");
     Ok(())
@@ -83,19 +85,31 @@ pub async fn a_short_deadline_skips_or_refuses_steps_never_a_range_error(_: &Ctx
     let ran = Rc::new(Cell::new(false));
     let plan = Plan::new(
         &d,
-        vec![StepSpec::new("rerank", StepKind::Optional, 100.0), StepSpec::new("answer", StepKind::Mandatory, 5.0).reserve(20.0)],
+        vec![
+            StepSpec::new("rerank", StepKind::Optional, 100.0),
+            StepSpec::new("answer", StepKind::Mandatory, 5.0).reserve(20.0),
+        ],
     )
     .unwrap();
     let flag = ran.clone();
-    match plan.run("rerank", |_, _| async move { flag.set(true); Ok(()) }).await {
+    match plan
+        .run("rerank", |_, _| async move {
+            flag.set(true);
+            Ok(())
+        })
+        .await
+    {
         Ok(StepResult::Skipped(_)) => {}
         other => return Err(format!("rerank: {other:?}")),
     }
     ensure!(!ran.get(), "a skipped step ran");
     // A plan is made whatever the time left: the shortage shows when steps are decided.
     let short = Deadline::in_ms(10.0).unwrap();
-    let plan = Plan::new(&short, vec![StepSpec::new("answer", StepKind::Mandatory, 50.0), StepSpec::new("sorry", StepKind::Fallback, 100.0)])
-        .map_err(|e| format!("a short deadline refused the plan: {e}"))?;
+    let plan = Plan::new(
+        &short,
+        vec![StepSpec::new("answer", StepKind::Mandatory, 50.0), StepSpec::new("sorry", StepKind::Fallback, 100.0)],
+    )
+    .map_err(|e| format!("a short deadline refused the plan: {e}"))?;
     match plan.run("answer", |_, _| async { Ok(()) }).await {
         Err(Error::InsufficientBudget { min_ms, .. }) => ensure!(min_ms == 50.0),
         other => return Err(format!("answer: {other:?}")),
@@ -159,7 +173,8 @@ pub async fn retry_tries_again_until_an_attempt_succeeds(_: &Ctx) -> CaseOutcome
     let d = Deadline::in_ms(5_000.0).unwrap();
     let calls = Rc::new(RefCell::new(Vec::new()));
     let log = calls.clone();
-    let options = RetryOptions::new(10.0).backoff(1.0, 4.0, 0.0).max_attempts(5).seed(1).classify(|_| Failure::NotApplied);
+    let options =
+        RetryOptions::new(10.0).backoff(1.0, 4.0, 0.0).max_attempts(5).seed(1).classify(|_| Failure::NotApplied);
     let value = retry(&d, options, move |signal, attempt| {
         log.borrow_mut().push((attempt.number, attempt.timeout_ms, signal.aborted()));
         async move {
@@ -181,7 +196,8 @@ pub async fn retry_tries_again_until_an_attempt_succeeds(_: &Ctx) -> CaseOutcome
 
 pub async fn retry_timeouts_then_exhausted_with_every_attempt_reported(_: &Ctx) -> CaseOutcome {
     let d = Deadline::in_ms(5_000.0).unwrap();
-    let options = RetryOptions::new(5.0).attempt_timeout_ms(30.0).backoff(1.0, 2.0, 0.0).max_attempts(2).idempotent(true);
+    let options =
+        RetryOptions::new(5.0).attempt_timeout_ms(30.0).backoff(1.0, 2.0, 0.0).max_attempts(2).idempotent(true);
     let t0 = now();
     let e = retry(&d, options, |_, _| pending::<()>()).await.err().ok_or("a hanging operation succeeded")?;
     let elapsed = now() - t0;
@@ -189,7 +205,10 @@ pub async fn retry_timeouts_then_exhausted_with_every_attempt_reported(_: &Ctx) 
         Error::RetryFailed { reason, attempts, last, .. } => {
             ensure!(reason == "exhausted", "reason {reason}");
             ensure!(attempts.len() == 2 && attempts.iter().all(|a| a.outcome == "timeout"), "{attempts:?}");
-            ensure!(matches!(last.as_deref(), Some(Error::AttemptTimeout { attempt: 2, timeout_ms }) if *timeout_ms == 30.0), "{last:?}");
+            ensure!(
+                matches!(last.as_deref(), Some(Error::AttemptTimeout { attempt: 2, timeout_ms }) if *timeout_ms == 30.0),
+                "{last:?}"
+            );
         }
         other => return Err(format!("gave {other:?}")),
     }
@@ -252,7 +271,9 @@ pub async fn retry_bad_options_name_the_option(_: &Ctx) -> CaseOutcome {
     })
     .await
     {
-        Err(Error::RetryFailed { reason, attempts, .. }) => ensure!(reason == "insufficient" && attempts.is_empty(), "{reason}"),
+        Err(Error::RetryFailed { reason, attempts, .. }) => {
+            ensure!(reason == "insufficient" && attempts.is_empty(), "{reason}")
+        }
         other => return Err(format!("a timeout below the minimum gave {other:?}")),
     }
     ensure!(!ran.get(), "no attempt starts below its minimum");
@@ -291,8 +312,12 @@ pub async fn hedge_the_first_answer_wins_and_the_others_are_aborted(_: &Ctx) -> 
     .map_err(|e| e.to_string())?;
     super::wait(80.0).await;
     ensure!(first == 1 && started.get() == 1, "{} attempts started after the first answered", started.get());
-    let all_fail = hedge(&d, HedgeOptions::new(5.0).max_attempts(3), |_, _| async { Err::<(), _>(Error::Js("no".into())) }).await;
-    ensure!(matches!(&all_fail, Err(Error::RetryFailed { reason, attempts, .. }) if reason == "exhausted" && attempts.len() == 3), "{all_fail:?}");
+    let all_fail =
+        hedge(&d, HedgeOptions::new(5.0).max_attempts(3), |_, _| async { Err::<(), _>(Error::Js("no".into())) }).await;
+    ensure!(
+        matches!(&all_fail, Err(Error::RetryFailed { reason, attempts, .. }) if reason == "exhausted" && attempts.len() == 3),
+        "{all_fail:?}"
+    );
     match hedge(&d, HedgeOptions::new(-1.0), |_, _| async { Ok(()) }).await {
         Err(Error::InvalidArgument { param: "delayMs", .. }) => Ok(()),
         other => Err(format!("a negative delay gave {other:?}")),
@@ -302,13 +327,19 @@ pub async fn hedge_the_first_answer_wins_and_the_others_are_aborted(_: &Ctx) -> 
 pub async fn headers_carry_what_is_left_and_never_extend_the_local_cap(_: &Ctx) -> CaseOutcome {
     let d = Deadline::in_ms(5_000.0).unwrap();
     let headers = Headers::new().unwrap();
-    d.to_headers(&headers, &[HeaderFormat::EdgeDeadlineRemainingMs, HeaderFormat::GrpcTimeout]).map_err(|e| e.to_string())?;
+    d.to_headers(&headers, &[HeaderFormat::EdgeDeadlineRemainingMs, HeaderFormat::GrpcTimeout])
+        .map_err(|e| e.to_string())?;
     let sent: f64 = headers.get("edge-deadline-remaining-ms").unwrap().unwrap().parse().unwrap();
     ensure!(sent <= 5_000.0 && sent > 4_900.0 && sent.fract() == 0.0, "sent {sent}");
     ensure!(headers.get("grpc-timeout").unwrap().is_some());
     let incoming = Deadline::from_headers(&headers, 10_000.0, 0.0).map_err(|e| e.to_string())?;
     ensure!(incoming.source.is_some() && incoming.rejected.is_empty());
-    ensure!((incoming.deadline.instant_ms() - d.instant_ms()).abs() < 50.0, "{} vs {}", incoming.deadline.instant_ms(), d.instant_ms());
+    ensure!(
+        (incoming.deadline.instant_ms() - d.instant_ms()).abs() < 50.0,
+        "{} vs {}",
+        incoming.deadline.instant_ms(),
+        d.instant_ms()
+    );
     let capped = Deadline::from_headers(&headers, 1_000.0, 0.0).unwrap();
     ensure!(capped.source.is_none() && capped.deadline.remaining() <= 1_000.0, "the local cap wins");
     let bad = Headers::new().unwrap();
@@ -325,9 +356,14 @@ pub async fn headers_carry_what_is_left_and_never_extend_the_local_cap(_: &Ctx) 
 }
 
 pub async fn platform_caps_bound_the_deadline(_: &Ctx) -> CaseOutcome {
-    let caps = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch).map_err(|e| e.to_string())?;
+    let caps = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch)
+        .map_err(|e| e.to_string())?;
     let (d, bound) = Deadline::for_platform(&caps, 8_000.0, 500.0).map_err(|e| e.to_string())?;
-    ensure!(bound == Bound::Product && d.remaining() <= 7_500.0 && d.remaining() > 7_400.0, "{bound:?} {}", d.remaining());
+    ensure!(
+        bound == Bound::Product && d.remaining() <= 7_500.0 && d.remaining() > 7_400.0,
+        "{bound:?} {}",
+        d.remaining()
+    );
     let wait = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::AfterResponse).unwrap();
     let (d, bound) = Deadline::for_platform(&wait, 60_000.0, 1_000.0).unwrap();
     ensure!(bound == Bound::Wall && d.remaining() <= 29_000.0, "{bound:?}");

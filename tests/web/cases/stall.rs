@@ -5,7 +5,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use edge_deadline::web::{fetch_with_deadline, with_stall_timeout, Deadline, Error, FetchOptions, StallOptions, StallPhase};
+use edge_deadline::web::{
+    fetch_with_deadline, with_stall_timeout, Deadline, Error, FetchOptions, StallOptions, StallPhase,
+};
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -113,7 +115,8 @@ pub async fn chunks_pass_through_and_a_close_aborts_nothing(_: &Ctx) -> Outcome 
     }
     src.close();
     let upstream = controller();
-    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(1_000.0, 1_000.0).controller(upstream.clone())).map_err(|e| e.to_string())?;
+    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(1_000.0, 1_000.0).controller(upstream.clone()))
+        .map_err(|e| e.to_string())?;
     let r = drain(&out).await;
     ensure!(r.error.is_none(), "errored: {:?}", r.error);
     ensure!(r.chunks == 4, "{} chunks", r.chunks);
@@ -129,7 +132,8 @@ pub async fn no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels(_: &C
     let src = Source::new();
     let upstream = controller();
     let t0 = now();
-    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 1_000.0).controller(upstream.clone())).unwrap();
+    let out =
+        with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 1_000.0).controller(upstream.clone())).unwrap();
     let r = drain(&out).await;
     let (phase, after_ms, chunks, bytes) = stalled(&r.error)?;
     ensure!(phase == StallPhase::FirstChunk, "phase {phase}");
@@ -162,7 +166,11 @@ pub async fn the_deadline_ends_the_stream_with_deadline_exceeded(_: &Ctx) -> Out
     let src = Source::new();
     let deadline = Deadline::in_ms(50.0).unwrap();
     let upstream = controller();
-    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(10_000.0, 10_000.0).deadline(&deadline).controller(upstream.clone())).unwrap();
+    let out = with_stall_timeout(
+        src.stream.clone(),
+        StallOptions::new(10_000.0, 10_000.0).deadline(&deadline).controller(upstream.clone()),
+    )
+    .unwrap();
     let r = drain(&out).await;
     match r.error.clone().map(Error::from) {
         Some(Error::DeadlineExceeded { at, late_by_ms }) => {
@@ -176,7 +184,13 @@ pub async fn the_deadline_ends_the_stream_with_deadline_exceeded(_: &Ctx) -> Out
 }
 
 pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx) -> Outcome {
-    for (first, stall, param) in [(-1.0, 10.0, "firstChunkMs"), (f64::NAN, 10.0, "firstChunkMs"), (10.0, 0.0, "stallMs"), (10.0, -1.0, "stallMs"), (10.0, f64::INFINITY, "stallMs")] {
+    for (first, stall, param) in [
+        (-1.0, 10.0, "firstChunkMs"),
+        (f64::NAN, 10.0, "firstChunkMs"),
+        (10.0, 0.0, "stallMs"),
+        (10.0, -1.0, "stallMs"),
+        (10.0, f64::INFINITY, "stallMs"),
+    ] {
         let src = Source::new();
         match with_stall_timeout(src.stream.clone(), StallOptions::new(first, stall)) {
             Err(Error::InvalidArgument { param: p, message }) => {
@@ -188,7 +202,8 @@ pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx
     }
     // A first-chunk wait of 0 is a shortage (nothing left to wait), not an error: it stalls at once.
     let src = Source::new();
-    let r = drain(&with_stall_timeout(src.stream.clone(), StallOptions::new(0.0, 10.0)).map_err(|e| e.to_string())?).await;
+    let r =
+        drain(&with_stall_timeout(src.stream.clone(), StallOptions::new(0.0, 10.0)).map_err(|e| e.to_string())?).await;
     ensure!(matches!(stalled(&r.error)?, (StallPhase::FirstChunk, ..)), "a zero wait");
     let src = Source::new();
     let _reader = src.stream.get_reader();
@@ -205,7 +220,8 @@ pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx
 pub async fn a_consumer_cancel_reaches_the_source_and_the_controller(_: &Ctx) -> Outcome {
     let src = Source::new();
     let upstream = controller();
-    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 60.0).controller(upstream.clone())).unwrap();
+    let out =
+        with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 60.0).controller(upstream.clone())).unwrap();
     let reason = JsValue::from_str("consumer left");
     JsFuture::from(out.cancel_with_reason(&reason)).await.map_err(|e| format!("{e:?}"))?;
     ensure!(src.cancelled.borrow().as_ref() == Some(&reason), "the source saw the cancel");
@@ -251,7 +267,9 @@ pub async fn is_progress_decides_and_its_error_fails_the_stream(_: &Ctx) -> Outc
     let upstream = controller();
     let out = with_stall_timeout(
         src.stream.clone(),
-        StallOptions::new(1_000.0, 1_000.0).controller(upstream.clone()).is_progress(|_| Err(Error::InsufficientBudget { remaining_ms: 1.0, min_ms: 2.0 })),
+        StallOptions::new(1_000.0, 1_000.0)
+            .controller(upstream.clone())
+            .is_progress(|_| Err(Error::InsufficientBudget { remaining_ms: 1.0, min_ms: 2.0 })),
     )
     .unwrap();
     src.enqueue(&bytes(4));
@@ -285,18 +303,33 @@ pub async fn a_followed_signal_ends_the_stream_with_its_reason(_: &Ctx) -> Outco
     let d = Deadline::in_ms(10_000.0).unwrap().with_parent(&client.signal());
     let src = Source::new();
     let upstream = controller();
-    let out = with_stall_timeout(src.stream.clone(), StallOptions::new(5_000.0, 5_000.0).deadline(&d).controller(upstream.clone())).unwrap();
+    let out = with_stall_timeout(
+        src.stream.clone(),
+        StallOptions::new(5_000.0, 5_000.0).deadline(&d).controller(upstream.clone()),
+    )
+    .unwrap();
     let c = client.clone();
     let _t = edge_deadline::web::Timeout::new(20.0, move || c.abort_with_reason(&"client left".into())).unwrap();
     let r = drain(&out).await;
-    ensure!(r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"), "ended with {:?}", r.error);
-    ensure!(upstream.signal().reason().as_string().as_deref() == Some("client left"), "the upstream is aborted with it");
+    ensure!(
+        r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"),
+        "ended with {:?}",
+        r.error
+    );
+    ensure!(
+        upstream.signal().reason().as_string().as_deref() == Some("client left"),
+        "the upstream is aborted with it"
+    );
     ensure!(src.cancelled.borrow().as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"));
     // Already aborted before wrapping: the stream ends at once with that reason.
     let src = Source::new();
     let out = with_stall_timeout(src.stream.clone(), StallOptions::new(5_000.0, 5_000.0).deadline(&d)).unwrap();
     let r = drain(&out).await;
-    ensure!(r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"), "ended with {:?}", r.error);
+    ensure!(
+        r.error.as_ref().and_then(JsValue::as_string).as_deref() == Some("client left"),
+        "ended with {:?}",
+        r.error
+    );
     Ok(())
 }
 
@@ -311,7 +344,11 @@ pub async fn silence_after_a_held_chunk_counts_from_the_read(_: &Ctx) -> Outcome
     let rest = read(&reader).await;
     let (phase, after_ms, ..) = stalled(&rest.err())?;
     ensure!(phase == StallPhase::Stall, "phase {phase}");
-    ensure!(now() - t_read >= 55.0 && after_ms >= 60.0, "stalled {} ms after the read (afterMs {after_ms})", now() - t_read);
+    ensure!(
+        now() - t_read >= 55.0 && after_ms >= 60.0,
+        "stalled {} ms after the read (afterMs {after_ms})",
+        now() - t_read
+    );
     Ok(())
 }
 
@@ -343,7 +380,9 @@ pub async fn fetch_a_stalled_body_aborts_the_upstream_connection(ctx: &Ctx) -> O
     let id = uid();
     let url = format!("{}/stall/mid?n=2&gap=10&id={id}", ctx.fixture()?);
     let d = Deadline::in_ms(10_000.0).unwrap();
-    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(80.0)).await.map_err(|e| e.to_string())?;
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(80.0))
+        .await
+        .map_err(|e| e.to_string())?;
     ensure!(res.status() == 200);
     ensure!(res.url().contains("/stall/mid"), "the response keeps its url: {}", res.url());
     let r = drain(&res.body().unwrap()).await;

@@ -60,7 +60,12 @@ pub fn branded_errors() -> js_sys::Array {
         Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 },
         Error::StreamStalled { phase: StallPhase::Stall, after_ms: 30.0, chunks: 2.0, bytes: 32.0 },
         Error::StepTimeout { step: "search".into(), cap_ms: 250.0 },
-        Error::RetryFailed { reason: "exhausted".into(), message: "retry stopped after 0 attempts".into(), attempts: vec![], last: None },
+        Error::RetryFailed {
+            reason: "exhausted".into(),
+            message: "retry stopped after 0 attempts".into(),
+            attempts: vec![],
+            last: None,
+        },
         Error::AttemptTimeout { attempt: 1, timeout_ms: 30.0 },
         Error::InvalidHeader { header: "grpc-timeout", message: "'grpc-timeout' must not be empty".into() },
     ] {
