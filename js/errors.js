@@ -150,13 +150,41 @@ export function isTimeout(error, signal) {
   return signal != null && signal.aborted === true && signal.reason !== error && isTimeout(signal.reason);
 }
 
-// Factories for the Wasm core (see src/wasm/mod.rs). Not re-exported by the API.
-export function rangeError(message) {
-  return new RangeError(message);
+// ─── Bad arguments ───────────────────────────────────────────────────────────
+//
+// Every TypeError/RangeError the package throws carries `.param`, the
+// parameter as the caller wrote it (`"steps[0].minMs"`, `"options.classify"`),
+// and `.code`, a stable UPPER_SNAKE word to branch on instead of the message.
+// Codes of errors the core detects are the core's (`Described::code` in
+// src/core/error.rs); codes of type checks made here are listed below.
+
+/** Codes of the JS side's own checks (values a Wasm call cannot see: types, callbacks). */
+export const CODES = Object.freeze({
+  /** A value of the wrong JavaScript type (a string where a number goes, a missing function). */
+  INVALID_TYPE: "INVALID_TYPE",
+  /** A callback returned something it must not (a Promise from a synchronous hook, an unknown word). */
+  INVALID_RETURN: "INVALID_RETURN",
+});
+
+/**
+ * A `TypeError` (kind `"type"`) or `RangeError` (kind `"range"`) with `.param`
+ * and `.code` as own enumerable fields, so they survive a structured clone.
+ * @param {"type" | "range"} kind
+ * @param {string} code
+ * @param {string | undefined} param
+ * @param {string} message
+ */
+export function argumentError(kind, code, param, message) {
+  const error = kind === "type" ? new TypeError(message) : new RangeError(message);
+  error.code = code;
+  if (param !== undefined) error.param = param;
+  return error;
 }
-export function deadlineExceeded(at, lateByMs) {
-  return new DeadlineExceeded(at, lateByMs);
-}
-export function insufficientBudget(remainingMs, minMs) {
-  return new InsufficientBudget(remainingMs, minMs);
+
+// The factory the Wasm core calls (src/wasm/mod.rs, `to_js`). Not re-exported by the API.
+export function coreError(kind, code, param, message, fields) {
+  if (kind === "deadline") return new DeadlineExceeded(fields.at, fields.lateByMs);
+  if (kind === "insufficient") return new InsufficientBudget(fields.remainingMs, fields.minMs);
+  const error = argumentError(kind, code, param ?? undefined, message);
+  return Object.assign(error, fields);
 }

@@ -4,6 +4,7 @@
 // Every *range* check (NaN, ±∞, negatives, limits) is the core's.
 
 import { Deadline } from "./deadline.js";
+import { argumentError, CODES } from "./errors.js";
 
 /** How a value is named in an error message: `"5" (a string)`, `10n (a BigInt)`, `a Uint8Array`. */
 export function describe(value) {
@@ -21,7 +22,12 @@ export function describe(value) {
 
 /** `where` (optional) prefixes the message: `row 3: 'ms' must be …`. */
 export function typeError(param, expected, value, where = "") {
-  return new TypeError(`${where && `${where}: `}'${param}' must be ${expected}: current value is ${describe(value)}`);
+  return argumentError(
+    "type",
+    CODES.INVALID_TYPE,
+    param,
+    `${where && `${where}: `}'${param}' must be ${expected}: current value is ${describe(value)}`,
+  );
 }
 
 /** A number (the core checks NaN, ±∞ and the range). */

@@ -28,6 +28,8 @@
 
 use core::fmt;
 
+use crate::core::error::{Described, Kind};
+
 /// The largest instant or duration accepted: 2^53 − 1 ms (about 285 616 years).
 pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 
@@ -105,6 +107,39 @@ impl fmt::Display for DeadlineError {
 }
 
 impl std::error::Error for DeadlineError {}
+
+impl Described for DeadlineError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFinite { .. } => "NOT_FINITE",
+            Self::Negative { .. } => "NEGATIVE",
+            Self::TooLarge { .. } => "TOO_LARGE",
+            Self::Exhausted { .. } => "DEADLINE_EXCEEDED",
+            Self::Insufficient { .. } => "INSUFFICIENT_BUDGET",
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        // The inherent method (a `&'static str`, for callers in Rust).
+        DeadlineError::param(self).map(String::from)
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Exhausted { .. } => Kind::Deadline,
+            Self::Insufficient { .. } => Kind::Insufficient,
+            Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } => Kind::Range,
+        }
+    }
+
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        match *self {
+            Self::Exhausted { at, late_by_ms } => vec![("at", at), ("lateByMs", late_by_ms)],
+            Self::Insufficient { remaining_ms, min_ms } => vec![("remainingMs", remaining_ms), ("minMs", min_ms)],
+            Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } => Vec::new(),
+        }
+    }
+}
 
 /// Validates a duration or instant: finite, `0 ..= MAX_MS`; `-0` becomes `0`.
 pub fn check_ms(param: &'static str, value: f64) -> Result<f64, DeadlineError> {

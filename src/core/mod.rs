@@ -7,6 +7,7 @@
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
 pub mod caps;
+pub mod error;
 pub mod deadline;
 pub mod derive;
 pub mod headers;

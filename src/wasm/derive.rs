@@ -28,7 +28,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{to_js, JsFailure};
+use super::{legacy_to_js, JsFailure};
 use crate::core::derive::prom::{self, Loc, PromError, PromSample, Unit};
 use crate::core::derive::{
     self as core, count_above, tail_shape, BucketResult, DeriveError, DeriveOptions, Deriver, Excluded, Histogram,
@@ -129,7 +129,7 @@ pub struct SketchJs {
 impl SketchJs {
     #[wasm_bindgen(constructor)]
     pub fn new(relative_error: f64) -> Result<SketchJs, JsValue> {
-        Ok(SketchJs { inner: LatencySketch::new(relative_error).map_err(to_js)?, saved: None })
+        Ok(SketchJs { inner: LatencySketch::new(relative_error).map_err(legacy_to_js)?, saved: None })
     }
 
     /// One sample; no allocation once the key range is covered. `false`
@@ -144,13 +144,13 @@ impl SketchJs {
 
     /// One sample, or the `RangeError` saying why it is refused.
     pub fn add(&mut self, ms: f64) -> Result<(), JsValue> {
-        self.inner.add(ms).map_err(to_js)
+        self.inner.add(ms).map_err(legacy_to_js)
     }
 
     /// A chunk, all or nothing; errors name `base + index`.
     #[wasm_bindgen(js_name = addAll)]
     pub fn add_all(&mut self, samples: &[f64], base: f64) -> Result<(), JsValue> {
-        self.inner.add_all(samples).map_err(shifted(base)).map_err(to_js)
+        self.inner.add_all(samples).map_err(shifted(base)).map_err(legacy_to_js)
     }
 
     /// Remembers the current state (before a batch of several chunks).
@@ -171,7 +171,7 @@ impl SketchJs {
     }
 
     pub fn merge(&mut self, other: &SketchJs) -> Result<(), JsValue> {
-        self.inner.merge(&other.inner).map_err(to_js)
+        self.inner.merge(&other.inner).map_err(legacy_to_js)
     }
 
     /// [`LatencySketch::to_bytes`], as a `Uint8Array`: what `toBytes()`
@@ -185,7 +185,7 @@ impl SketchJs {
     /// `RangeError` naming the problem.
     #[wasm_bindgen(js_name = fromBytes)]
     pub fn from_bytes(bytes: &[u8]) -> Result<SketchJs, JsValue> {
-        Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(to_js)?, saved: None })
+        Ok(SketchJs { inner: LatencySketch::from_bytes(bytes).map_err(legacy_to_js)?, saved: None })
     }
 
     /// Exact below 2^53 samples.
@@ -199,7 +199,7 @@ impl SketchJs {
     }
 
     pub fn quantile(&self, q: f64) -> Result<Option<f64>, JsValue> {
-        self.inner.quantile(q).map_err(to_js)
+        self.inner.quantile(q).map_err(legacy_to_js)
     }
 
     pub fn min(&self) -> Option<f64> {
@@ -221,7 +221,7 @@ impl SketchJs {
 
     #[wasm_bindgen(js_name = fractionAbove)]
     pub fn fraction_above(&self, timeout_ms: f64) -> Result<Option<f64>, JsValue> {
-        self.inner.fraction_above(timeout_ms).map_err(to_js)
+        self.inner.fraction_above(timeout_ms).map_err(legacy_to_js)
     }
 
     #[wasm_bindgen(js_name = memoryBytes)]
@@ -240,7 +240,7 @@ impl SketchJs {
     /// holds successes only.
     pub fn derive(&self, q: f64, safety: f64, configured_ms: Option<f64>) -> Result<Vec<JsValue>, JsValue> {
         let opts = options(q, safety, self.inner.relative_error(), configured_ms);
-        let row = core::derive_sketch(&self.inner, Excluded::default(), &opts).map_err(to_js)?;
+        let row = core::derive_sketch(&self.inner, Excluded::default(), &opts).map_err(legacy_to_js)?;
         Ok(encode_rows(&[row]))
     }
 }
@@ -249,7 +249,7 @@ impl SketchJs {
 /// false-timeout rate); errors name `base + index`.
 #[wasm_bindgen(js_name = countAbove)]
 pub fn count_above_js(samples: &[f64], timeout_ms: f64, base: f64) -> Result<f64, JsValue> {
-    count_above(samples, timeout_ms).map(|n| n as f64).map_err(shifted(base)).map_err(to_js)
+    count_above(samples, timeout_ms).map(|n| n as f64).map_err(shifted(base)).map_err(legacy_to_js)
 }
 
 // ---- labelled rows ----------------------------------------------------------
@@ -269,7 +269,7 @@ pub fn outcome_code(value: &str, field: &str, row: f64) -> Result<u8, JsValue> {
         Some(Outcome::Success) => Ok(SUCCESS),
         Some(Outcome::Timeout) => Ok(TIMEOUT),
         Some(Outcome::Error) => Ok(ERROR),
-        None => Err(to_js(JsFailure::Range(format!(
+        None => Err(legacy_to_js(JsFailure::Range(format!(
             "row {row}: '{field}' must be one of {}: current value is \"{value}\"",
             Outcome::ACCEPTED
         )))),
@@ -300,7 +300,7 @@ impl DeriverJs {
     ) -> Result<DeriverJs, JsValue> {
         let by: Vec<String> = split_js(by, by_lens).into_iter().map(str::to_string).collect();
         let width = by.len();
-        let inner = Deriver::new(options(q, safety, relative_error, configured_ms), by).map_err(to_js)?;
+        let inner = Deriver::new(options(q, safety, relative_error, configured_ms), by).map_err(legacy_to_js)?;
         Ok(DeriverJs { inner, width, tuples: Vec::new() })
     }
 
@@ -324,7 +324,7 @@ impl DeriverJs {
             let tuple = self
                 .tuples
                 .get(id as usize)
-                .ok_or_else(|| to_js(JsFailure::Range(format!("row {row}: unknown bucket {id}"))))?;
+                .ok_or_else(|| legacy_to_js(JsFailure::Range(format!("row {row}: unknown bucket {id}"))))?;
             let labels: Vec<&str> = tuple.iter().map(String::as_str).collect();
             let outcome = match code & 3 {
                 SUCCESS => Outcome::Success,
@@ -334,7 +334,7 @@ impl DeriverJs {
             let duration = (code & NO_DURATION == 0).then_some(v);
             self.inner
                 .add(&labels, outcome, duration)
-                .map_err(|e| to_js(JsFailure::Range(format!("row {row}: {e}"))))?;
+                .map_err(|e| legacy_to_js(JsFailure::Range(format!("row {row}: {e}"))))?;
         }
         Ok(())
     }
@@ -364,12 +364,12 @@ impl PromTextJs {
 
     /// The first pass, without a metric: finds the family.
     pub fn scan(&mut self, piece: &str) -> Result<(), JsValue> {
-        self.inner.scan(piece).map_err(to_js)
+        self.inner.scan(piece).map_err(legacy_to_js)
     }
 
     /// The second pass: files the family's samples.
     pub fn feed(&mut self, piece: &str) -> Result<(), JsValue> {
-        self.inner.feed(piece).map_err(to_js)
+        self.inner.feed(piece).map_err(legacy_to_js)
     }
 
     /// The histograms of `metric` (or of the only family present), layout of
@@ -382,7 +382,7 @@ impl PromTextJs {
                 encode_histogram(&mut out, &h);
                 n += 1;
             })
-            .map_err(to_js)?;
+            .map_err(legacy_to_js)?;
         out[0] = count(n);
         Ok(out)
     }
@@ -413,11 +413,11 @@ pub fn histograms_from_results(
         let (name, text) = (next(), next());
         let labels = (0..n).map(|_| (next(), next())).collect();
         let value = prom::parse_value(text.trim()).ok_or_else(|| {
-            to_js(PromError::Syntax { loc, field: "value", detail: format!("'{text}' is not a number") })
+            legacy_to_js(PromError::Syntax { loc, field: "value", detail: format!("'{text}' is not a number") })
         })?;
         samples.push(PromSample { name, labels, value, loc });
     }
-    let hists = prom::histograms(&samples, metric.as_deref()).map_err(to_js)?;
+    let hists = prom::histograms(&samples, metric.as_deref()).map_err(legacy_to_js)?;
     Ok(encode_histograms(&hists))
 }
 
@@ -451,7 +451,7 @@ pub fn derive_histograms(
         let loc = Loc { kind: "histogram", index: i + 1 };
         let (name, unit) = (next(), next());
         let unit = Unit::from_name(unit).ok_or_else(|| {
-            to_js(JsFailure::Range(format!(
+            legacy_to_js(JsFailure::Range(format!(
                 "histogram {}: 'unit' must be \"seconds\", \"milliseconds\" or \"unknown\": current value is \"{unit}\"",
                 i + 1
             )))
@@ -460,10 +460,10 @@ pub fn derive_histograms(
         let end = (at + nb as usize).min(bounds_ms.len()).min(cumulative.len());
         let buckets = (at..end).map(|j| (bounds_ms[j], cumulative[j], loc)).collect();
         at = end;
-        hists.push(Histogram::from_ms(name, pairs, unit, buckets).map_err(to_js)?);
+        hists.push(Histogram::from_ms(name, pairs, unit, buckets).map_err(legacy_to_js)?);
     }
     let opts = options(q, safety, crate::core::sketch::DEFAULT_RELATIVE_ERROR, configured_ms);
-    let rows = core::derive_histograms(&hists, &by, outcome.as_deref(), &opts).map_err(to_js)?;
+    let rows = core::derive_histograms(&hists, &by, outcome.as_deref(), &opts).map_err(legacy_to_js)?;
     Ok(encode_rows(&rows))
 }
 
@@ -472,7 +472,7 @@ pub fn derive_histograms(
 /// A whole number `lo ..= hi`, or a `RangeError` naming `param`.
 fn whole(param: &str, value: f64, lo: f64, hi: f64) -> Result<f64, JsValue> {
     if !(lo..=hi).contains(&value) || value.fract() != 0.0 {
-        return Err(to_js(JsFailure::Range(format!(
+        return Err(legacy_to_js(JsFailure::Range(format!(
             "{param} must be a whole number between {lo} and {hi}: current value is {value}"
         ))));
     }
@@ -511,7 +511,7 @@ pub fn simulate(
         n: n as usize,
         seed: seed as u64,
     };
-    let sim = simulate::simulate(&scenario, &policies).map_err(to_js)?;
+    let sim = simulate::simulate(&scenario, &policies).map_err(legacy_to_js)?;
     let s = sim.scenario;
     let mut out = vec![s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms];
     for p in &sim.policies {
@@ -531,17 +531,17 @@ pub fn simulate(
 
 #[wasm_bindgen(js_name = concurrencyBound)]
 pub fn concurrency_bound(rate_per_sec: f64, timeout_ms: f64) -> Result<f64, JsValue> {
-    little::concurrency_bound(rate_per_sec, timeout_ms).map_err(to_js)
+    little::concurrency_bound(rate_per_sec, timeout_ms).map_err(legacy_to_js)
 }
 
 #[wasm_bindgen(js_name = maxTimeoutFor)]
 pub fn max_timeout_for(rate_per_sec: f64, limit: f64) -> Result<f64, JsValue> {
-    little::max_timeout_for(rate_per_sec, limit).map_err(to_js)
+    little::max_timeout_for(rate_per_sec, limit).map_err(legacy_to_js)
 }
 
 #[wasm_bindgen(js_name = checkSlots)]
 pub fn check_slots(limit: f64) -> Result<f64, JsValue> {
-    little::check_slots(limit).map_err(to_js)
+    little::check_slots(limit).map_err(legacy_to_js)
 }
 
 // ---- encodings --------------------------------------------------------------

@@ -8,7 +8,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::core::deadline::DeadlineError;
+use crate::core::error::{Described, Kind};
 
 mod deadline;
 mod derive;
@@ -17,44 +17,50 @@ mod stall;
 
 #[wasm_bindgen(raw_module = "./errors.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = rangeError)]
-    fn range_error(message: &str) -> JsValue;
-    #[wasm_bindgen(js_name = deadlineExceeded)]
-    fn deadline_exceeded(at: f64, late_by_ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = insufficientBudget)]
-    fn insufficient_budget(remaining_ms: f64, min_ms: f64) -> JsValue;
+    /// Builds the JS error for a core error: `TypeError`/`RangeError` with
+    /// `.param` and `.code`, or the branded `DeadlineExceeded` /
+    /// `InsufficientBudget` with their fields.
+    #[wasm_bindgen(js_name = coreError)]
+    fn core_error(kind: &str, code: &str, param: Option<String>, message: String, fields: &js_sys::Object) -> JsValue;
 }
 
-/// What a core error becomes in JavaScript. Each concept's core error type
-/// implements `From<ItsError> for JsFailure` (in its binding module), so
-/// [`to_js`] stays the one place that builds JS errors.
+/// The one conversion from core errors to JavaScript errors: every core error
+/// type implements [`Described`], so its code, parameter, kind and message
+/// cross the same way.
+pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
+    let kind = match error.kind() {
+        Kind::Type => "type",
+        Kind::Range => "range",
+        Kind::Deadline => "deadline",
+        Kind::Insufficient => "insufficient",
+    };
+    let fields = js_sys::Object::new();
+    for (name, value) in error.fields() {
+        // Setting a property on a fresh, extensible object cannot throw.
+        let _ = js_sys::Reflect::set(&fields, &JsValue::from_str(name), &JsValue::from_f64(value));
+    }
+    core_error(kind, error.code(), error.param(), error.to_string(), &fields)
+}
+
+/// Transitional: what errors not yet [`Described`] become (a `RangeError`
+/// with no `.param`/`.code`). Removed once every core error implements
+/// [`Described`]; new code uses [`to_js`].
 pub(crate) enum JsFailure {
-    /// Bad input: a `RangeError` whose message names the parameter and the range.
     Range(String),
-    /// The package's branded `DeadlineExceeded`.
-    DeadlineExceeded { at: f64, late_by_ms: f64 },
-    /// The package's branded `InsufficientBudget`.
-    Insufficient { remaining_ms: f64, min_ms: f64 },
+    Described(crate::core::deadline::DeadlineError),
 }
 
-impl From<DeadlineError> for JsFailure {
-    fn from(error: DeadlineError) -> Self {
-        match error {
-            DeadlineError::Exhausted { at, late_by_ms } => Self::DeadlineExceeded { at, late_by_ms },
-            DeadlineError::Insufficient { remaining_ms, min_ms } => Self::Insufficient { remaining_ms, min_ms },
-            DeadlineError::NotFinite { .. } | DeadlineError::Negative { .. } | DeadlineError::TooLarge { .. } => {
-                Self::Range(error.to_string())
-            }
-        }
+impl From<crate::core::deadline::DeadlineError> for JsFailure {
+    fn from(error: crate::core::deadline::DeadlineError) -> Self {
+        Self::Described(error)
     }
 }
 
-/// The one conversion from core errors to JavaScript errors.
-pub(crate) fn to_js(error: impl Into<JsFailure>) -> JsValue {
+/// Transitional twin of [`to_js`] for errors not yet [`Described`].
+pub(crate) fn legacy_to_js(error: impl Into<JsFailure>) -> JsValue {
     match error.into() {
-        JsFailure::Range(message) => range_error(&message),
-        JsFailure::DeadlineExceeded { at, late_by_ms } => deadline_exceeded(at, late_by_ms),
-        JsFailure::Insufficient { remaining_ms, min_ms } => insufficient_budget(remaining_ms, min_ms),
+        JsFailure::Range(message) => js_sys::RangeError::new(&message).into(),
+        JsFailure::Described(error) => to_js(error),
     }
 }
 

@@ -21,7 +21,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{to_js, JsFailure};
+use super::{legacy_to_js, JsFailure};
 use crate::core::caps::{self, Bound, CapKind, CapOverrides, CapsError, PlatformCaps, BUILTIN};
 use crate::core::headers::{self, HeaderError, HeaderFormat};
 use crate::core::plan::{self, Decision, Plan, PlanError, StepKind, StepSpec};
@@ -104,17 +104,17 @@ pub fn plan_new(
 ) -> Result<Vec<f64>, JsValue> {
     let mut specs = Vec::with_capacity(names.len());
     for (i, (name, kind)) in names.into_iter().zip(kinds.iter()).enumerate() {
-        let kind = StepKind::parse(kind).map_err(to_js)?;
+        let kind = StepKind::parse(kind).map_err(legacy_to_js)?;
         let mut spec = StepSpec::new(name, kind, mins[i]);
         spec.preferred_ms = (given[i] & 1 != 0).then_some(preferreds[i]);
         spec.reserve_ms = (given[i] & 2 != 0).then_some(reserves[i]);
         specs.push(spec);
     }
     let margin_ms = margin_ms.unwrap_or(plan::DEFAULT_MARGIN_MS);
-    let p = Plan::with_margin(at, now_ms, specs, margin_ms).map_err(to_js)?;
+    let p = Plan::with_margin(at, now_ms, specs, margin_ms).map_err(legacy_to_js)?;
     let mut out = Vec::with_capacity(p.steps().len() * 4);
     for (i, step) in p.steps().iter().enumerate() {
-        let held = p.held_after(i).map_err(to_js)?;
+        let held = p.held_after(i).map_err(legacy_to_js)?;
         out.extend([kind_code(step.kind()), step.min_ms(), step.preferred_ms().unwrap_or(f64::NAN), held]);
     }
     Ok(out)
@@ -123,7 +123,7 @@ pub fn plan_new(
 /// [`plan::decide_step`] on one step's numbers from [`plan_new`]; the three
 /// exports below differ only in what they read from the decision.
 fn decide(kind: f64, min_ms: f64, preferred_ms: f64, held_ms: f64, at: f64, now_ms: f64) -> Result<Decision, JsValue> {
-    plan::decide_step(kind_from(kind), min_ms, option(preferred_ms), held_ms, at, now_ms).map_err(to_js)
+    plan::decide_step(kind_from(kind), min_ms, option(preferred_ms), held_ms, at, now_ms).map_err(legacy_to_js)
 }
 
 /// [`plan::decide_step`] for numbers from [`plan_new`]: the cap (> 0) when the
@@ -217,23 +217,23 @@ impl RetryRunJs {
         seed: u64,
     ) -> Result<RetryRunJs, JsValue> {
         let max_attempts = max_attempts.unwrap_or(retry::DEFAULT_MAX_ATTEMPTS);
-        let backoff = Backoff::new(base_ms, max_ms, jitter).map_err(to_js)?;
+        let backoff = Backoff::new(base_ms, max_ms, jitter).map_err(legacy_to_js)?;
         let policy =
-            RetryPolicy::new(attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent).map_err(to_js)?;
-        let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
+            RetryPolicy::new(attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent).map_err(legacy_to_js)?;
+        let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(legacy_to_js)?;
         Ok(Self { run, stop: None })
     }
 
     /// [`RetryRun::start`]: the attempt's timeout (> 0), or `-1` to stop.
     pub fn start(&mut self, now_ms: f64) -> Result<f64, JsValue> {
-        let start = self.run.start(now_ms, None).map_err(to_js)?;
+        let start = self.run.start(now_ms, None).map_err(legacy_to_js)?;
         Ok(self.started(start))
     }
 
     /// [`RetryRun::start`] counting the first attempt as a request in `budget`.
     #[wasm_bindgen(js_name = startBudgeted)]
     pub fn start_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) -> Result<f64, JsValue> {
-        let start = self.run.start(now_ms, Some(&mut budget.budget)).map_err(to_js)?;
+        let start = self.run.start(now_ms, Some(&mut budget.budget)).map_err(legacy_to_js)?;
         Ok(self.started(start))
     }
 
@@ -249,22 +249,22 @@ impl RetryRunJs {
 
     /// [`RetryRun::succeeded`].
     pub fn succeeded(&mut self, now_ms: f64) -> Result<(), JsValue> {
-        self.run.succeeded(now_ms).map_err(to_js)
+        self.run.succeeded(now_ms).map_err(legacy_to_js)
     }
 
     /// [`RetryRun::failed`] with `failure` = `ambiguous | not-applied | permanent`:
     /// the backoff delay (≥ 0), or `-1` to stop.
     pub fn failed(&mut self, now_ms: f64, failure: &str) -> Result<f64, JsValue> {
-        let failure = Failure::parse(failure).map_err(to_js)?;
-        let after = self.run.failed(now_ms, failure, None).map_err(to_js)?;
+        let failure = Failure::parse(failure).map_err(legacy_to_js)?;
+        let after = self.run.failed(now_ms, failure, None).map_err(legacy_to_js)?;
         Ok(self.after(after))
     }
 
     /// [`RetryRun::failed`], withdrawing the retry from `budget`.
     #[wasm_bindgen(js_name = failedBudgeted)]
     pub fn failed_budgeted(&mut self, now_ms: f64, failure: &str, budget: &mut RetryBudgetJs) -> Result<f64, JsValue> {
-        let failure = Failure::parse(failure).map_err(to_js)?;
-        let after = self.run.failed(now_ms, failure, Some(&mut budget.budget)).map_err(to_js)?;
+        let failure = Failure::parse(failure).map_err(legacy_to_js)?;
+        let after = self.run.failed(now_ms, failure, Some(&mut budget.budget)).map_err(legacy_to_js)?;
         Ok(self.after(after))
     }
 
@@ -319,22 +319,22 @@ pub struct RetryBudgetJs {
 impl RetryBudgetJs {
     #[wasm_bindgen(constructor)]
     pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<RetryBudgetJs, JsValue> {
-        Ok(Self { budget: RetryBudget::new(ratio, min_per_second, window_ms).map_err(to_js)? })
+        Ok(Self { budget: RetryBudget::new(ratio, min_per_second, window_ms).map_err(legacy_to_js)? })
     }
 
     #[wasm_bindgen(js_name = recordRequest)]
     pub fn record_request(&mut self, now_ms: f64) -> Result<(), JsValue> {
-        self.budget.record_request(now_ms).map_err(to_js)
+        self.budget.record_request(now_ms).map_err(legacy_to_js)
     }
 
     #[wasm_bindgen(js_name = tryRetry)]
     pub fn try_retry(&mut self, now_ms: f64) -> Result<bool, JsValue> {
-        self.budget.try_retry(now_ms).map_err(to_js)
+        self.budget.try_retry(now_ms).map_err(legacy_to_js)
     }
 
     /// `[requests, retries, floor]` in the window ending at `now_ms`.
     pub fn counts(&mut self, now_ms: f64) -> Result<Vec<f64>, JsValue> {
-        let (requests, retries) = self.budget.counts(now_ms).map_err(to_js)?;
+        let (requests, retries) = self.budget.counts(now_ms).map_err(legacy_to_js)?;
         // Counts stay far below 2^53 in any real window.
         Ok(vec![requests as f64, retries as f64, self.budget.floor()])
     }
@@ -343,14 +343,14 @@ impl RetryBudgetJs {
 /// The first `retries` delays of a backoff for `seed` ([`Backoff::schedule`]).
 #[wasm_bindgen(js_name = backoffSchedule)]
 pub fn backoff_schedule(base_ms: f64, max_ms: f64, jitter: f64, retries: u32, seed: u64) -> Result<Vec<f64>, JsValue> {
-    let backoff = Backoff::new(base_ms, max_ms, jitter).map_err(to_js)?;
-    backoff.schedule(retries, seed).map_err(to_js)
+    let backoff = Backoff::new(base_ms, max_ms, jitter).map_err(legacy_to_js)?;
+    backoff.schedule(retries, seed).map_err(legacy_to_js)
 }
 
 /// [`retry::check_hedge`].
 #[wasm_bindgen(js_name = checkHedge)]
 pub fn check_hedge(delay_ms: f64, max_attempts: u32) -> Result<f64, JsValue> {
-    retry::check_hedge(delay_ms, max_attempts).map_err(to_js)
+    retry::check_hedge(delay_ms, max_attempts).map_err(legacy_to_js)
 }
 
 // ---- propagation headers ------------------------------------------------------
@@ -364,14 +364,14 @@ fn format(code: u8) -> Result<HeaderFormat, JsValue> {
     HeaderFormat::ALL
         .get(usize::from(code))
         .copied()
-        .ok_or_else(|| to_js(HeaderError::UnknownFormat { value: format!("#{code}") }))
+        .ok_or_else(|| legacy_to_js(HeaderError::UnknownFormat { value: format!("#{code}") }))
 }
 
 /// The index of a header name in [`HeaderFormat::ALL`] (ASCII case-insensitive);
 /// a `RangeError` listing the known names otherwise.
 #[wasm_bindgen(js_name = headerFormat)]
 pub fn header_format(name: &str) -> Result<u8, JsValue> {
-    let f = HeaderFormat::from_name(name).map_err(to_js)?;
+    let f = HeaderFormat::from_name(name).map_err(legacy_to_js)?;
     // ALL has four entries.
     Ok(HeaderFormat::ALL.iter().position(|&g| g == f).unwrap_or(0) as u8)
 }
@@ -379,13 +379,13 @@ pub fn header_format(name: &str) -> Result<u8, JsValue> {
 /// [`headers::encode`]: the header value for `remaining_ms`.
 #[wasm_bindgen(js_name = encodeHeader)]
 pub fn encode_header(format_code: u8, remaining_ms: f64) -> Result<String, JsValue> {
-    headers::encode(format(format_code)?, remaining_ms).map_err(to_js)
+    headers::encode(format(format_code)?, remaining_ms).map_err(legacy_to_js)
 }
 
 /// [`headers::parse_str`]: the remaining duration a header value states, in ms.
 #[wasm_bindgen(js_name = parseHeader)]
 pub fn parse_header(format_code: u8, value: &str) -> Result<f64, JsValue> {
-    headers::parse_str(format(format_code)?, value).map_err(to_js)
+    headers::parse_str(format(format_code)?, value).map_err(legacy_to_js)
 }
 
 /// [`headers::earliest_incoming`] over the headers present (`formats[i]`,
@@ -403,7 +403,7 @@ pub fn earliest_incoming(
     for (&code, value) in formats.iter().zip(values.iter()) {
         present.push((format(code)?, value.as_bytes()));
     }
-    let incoming = headers::earliest_incoming(now_ms, &present, transit_ms, max_ms).map_err(to_js)?;
+    let incoming = headers::earliest_incoming(now_ms, &present, transit_ms, max_ms).map_err(legacy_to_js)?;
     // Indices stay far below 2^53.
     let mut out = vec![incoming.at, incoming.source.map_or(-1.0, |i| i as f64)];
     out.extend(incoming.rejected.iter().map(|&(i, _)| i as f64));
@@ -421,7 +421,7 @@ fn bound_code(bound: Bound) -> f64 {
 }
 
 fn deadline_numbers(now_ms: f64, caps: &PlatformCaps, product_ms: f64, reserve_ms: f64) -> Result<Vec<f64>, JsValue> {
-    let d = caps::for_platform(now_ms, caps, product_ms, reserve_ms).map_err(to_js)?;
+    let d = caps::for_platform(now_ms, caps, product_ms, reserve_ms).map_err(legacy_to_js)?;
     Ok(vec![d.at, bound_code(d.bound), d.cpu_ms.unwrap_or(f64::NAN)])
 }
 
@@ -443,7 +443,7 @@ pub fn for_platform(
 ) -> Result<Vec<f64>, JsValue> {
     let caps = PlatformCaps::parse(platform, plan.as_deref(), trigger)
         .and_then(|c| c.with_overrides(CapOverrides { wall_ms, first_byte_ms, cpu_ms }))
-        .map_err(to_js)?;
+        .map_err(legacy_to_js)?;
     deadline_numbers(now_ms, &caps, product_ms, fallback_reserve_ms)
 }
 
@@ -457,14 +457,14 @@ pub fn for_custom_platform(
     first_byte_ms: Option<f64>,
     cpu_ms: Option<f64>,
 ) -> Result<Vec<f64>, JsValue> {
-    let caps = PlatformCaps::custom(wall_ms, first_byte_ms, cpu_ms).map_err(to_js)?;
+    let caps = PlatformCaps::custom(wall_ms, first_byte_ms, cpu_ms).map_err(legacy_to_js)?;
     deadline_numbers(now_ms, &caps, product_ms, fallback_reserve_ms)
 }
 
 /// The sources of the built-in figures [`for_platform`] uses for this invocation.
 #[wasm_bindgen(js_name = platformSources)]
 pub fn platform_sources(platform: &str, plan: Option<String>, trigger: &str) -> Result<Vec<String>, JsValue> {
-    let caps = PlatformCaps::parse(platform, plan.as_deref(), trigger).map_err(to_js)?;
+    let caps = PlatformCaps::parse(platform, plan.as_deref(), trigger).map_err(legacy_to_js)?;
     Ok(caps.sources.iter().map(|s| (*s).to_owned()).collect())
 }
 

@@ -8,7 +8,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{to_js, JsFailure};
+use super::{legacy_to_js, JsFailure};
 use crate::core::deadline::MAX_MS;
 use crate::core::stall::{Decision, Phase, Snapshot, StallConfig, StallError};
 
@@ -48,9 +48,9 @@ pub fn stall_decide(
     bytes: f64,
     now_ms: f64,
 ) -> Result<Vec<f64>, JsValue> {
-    let config = StallConfig::new(first_chunk_ms, stall_ms, deadline_at).map_err(to_js)?;
+    let config = StallConfig::new(first_chunk_ms, stall_ms, deadline_at).map_err(legacy_to_js)?;
     let snapshot = Snapshot { started_at, last_progress_at, chunks, bytes };
-    let decision = config.decide(&snapshot, now_ms).map_err(to_js)?;
+    let decision = config.decide(&snapshot, now_ms).map_err(legacy_to_js)?;
     Ok(encode(decision))
 }
 
@@ -65,8 +65,8 @@ pub fn first_byte_decide(first_byte_ms: f64, started_at: f64, now_ms: f64) -> Re
         other => other,
     };
     // Nothing is ever received, so the gap limit never applies: the largest one.
-    let config = StallConfig::new(first_byte_ms, MAX_MS, None).map_err(rename).map_err(to_js)?;
-    let decision = config.decide(&Snapshot::started(started_at), now_ms).map_err(to_js)?;
+    let config = StallConfig::new(first_byte_ms, MAX_MS, None).map_err(rename).map_err(legacy_to_js)?;
+    let decision = config.decide(&Snapshot::started(started_at), now_ms).map_err(legacy_to_js)?;
     Ok(encode(decision))
 }
 

@@ -1,0 +1,47 @@
+//! What every core error tells its caller besides its message.
+//!
+//! # Why
+//! A caller that can only match an error's message breaks when the wording
+//! improves. Every core error type therefore implements [`Described`]: a
+//! stable [`code`](Described::code) to branch on, the
+//! [`param`](Described::param) at fault spelled as the caller wrote it
+//! (`"steps[0].minMs"`, the JS API's names, which are also the serde names of
+//! the core's data types), and a [`Kind`] that says whether the input could
+//! never be valid (`Type`, `Range`) or time ran out (`Deadline`,
+//! `Insufficient`, which are not bad input and never become a
+//! `TypeError`/`RangeError`).
+//!
+//! The message is the type's `Display`, written once, in the core: the npm
+//! package and the Rust API show the same text.
+
+use std::fmt;
+
+/// What kind of failure an error is; decides the JavaScript class it becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A value of the wrong type or shape (a `TypeError` in JavaScript).
+    Type,
+    /// A value of the right type outside its valid range (a `RangeError`).
+    Range,
+    /// The deadline passed: the branded `DeadlineExceeded`.
+    Deadline,
+    /// Less than a step's declared minimum is left: the branded `InsufficientBudget`.
+    Insufficient,
+}
+
+/// A core error's code, parameter and kind (see the module docs).
+pub trait Described: fmt::Display {
+    /// A stable `UPPER_SNAKE` code, the same for every wording of the message.
+    fn code(&self) -> &'static str;
+    /// The parameter at fault as the caller wrote it, when one is.
+    fn param(&self) -> Option<String>;
+    /// Bad input unless the type says otherwise.
+    fn kind(&self) -> Kind {
+        Kind::Range
+    }
+    /// Numbers the caller may want besides the message (`lateByMs`,
+    /// `remainingMs`…), by their JS names; set as the error's own fields.
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
