@@ -1,6 +1,11 @@
 // Types for edge-deadline (hand-written; every entry point shares them).
 // All durations and instants are milliseconds; instants are on the
 // `performance.now()` timeline of the current runtime.
+//
+// Data types that cross into the WebAssembly core are declared once, in Rust,
+// and their TypeScript is generated into edge_deadline.d.ts; the modules below
+// import them from there.
+import type {} from "./edge_deadline.js";
 
 /**
  * Loads the WebAssembly core. Safe to call more than once; concurrent calls

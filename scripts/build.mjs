@@ -22,10 +22,12 @@ run(join(root, ".tools/bin/wasm-bindgen"), [
   "--target", "web",
   "--out-dir", out,
   "--out-name", "edge_deadline",
-  "--no-typescript",
   "--remove-name-section",
   join(root, "target/wasm32-unknown-unknown/wasm/edge_deadline.wasm"),
 ]);
+// The glue's types are published (the .d.ts files of js/ import the data types
+// generated from the Rust types); the raw exports' types are not.
+rmSync(join(out, "edge_deadline_bg.wasm.d.ts"), { force: true });
 const wasm = join(out, "edge_deadline_bg.wasm");
 run(join(root, "node_modules/.bin/wasm-opt"), [
   "-Oz",

@@ -19,6 +19,8 @@ export const ALLOWED = [
   // the Wasm core and its wasm-bindgen glue
   "edge_deadline_bg.wasm",
   "edge_deadline.js",
+  // The types wasm-bindgen generates from the Rust types (tsify), imported by the .d.ts below.
+  "edge_deadline.d.ts",
   "wasm_exports.js", // what load.js checks a given module against (written by the build)
   // modules the entry points import
   "api.js",
