@@ -10,5 +10,6 @@ import propagation from "./propagation.js";
 import relay from "./relay.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
+import timers from "./timers.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...propagation, ...derive, ...load, ...errors, ...ergonomics];
+export const cases = [...deadline, ...timers, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...propagation, ...derive, ...load, ...errors, ...ergonomics];
