@@ -3,12 +3,5 @@
 // per part; this file is the concept's public surface.
 export { plan, Plan, isSkipped } from "./plan.js";
 export { retry, hedge, RetryBudget, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
-export {
-  toHeaders,
-  encodeHeader,
-  parseHeader,
-  deadlineFromHeaders,
-  deadlineHeaders,
-  platformCaps,
-  platformDeadline,
-} from "./propagation.js";
+export { toHeaders, encodeHeader, parseHeader, deadlineHeaders, platformCaps } from "./propagation.js";
+export { deadlineFromHeaders, platformDeadline } from "./deadline.js";

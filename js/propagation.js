@@ -12,6 +12,10 @@
 //    commas): the earliest wins, so a second copy can never extend the first.
 // 3. Nothing here holds a timer, a listener or Wasm memory.
 //
+// This module computes instants and never builds a Deadline (js/deadline.js
+// does, from `readDeadlineHeaders` and `readPlatformCaps`), so the two do not
+// import each other.
+//
 // # Malformed incoming headers
 // A header's value comes from the caller, possibly an attacker, so a bad one
 // is not the server's programming error and must not look like one (a
@@ -23,7 +27,6 @@
 // server that answers 400.
 
 import * as core from "./edge_deadline.js";
-import { Deadline } from "./deadline.js";
 import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import * as check from "./validate.js";
@@ -146,15 +149,15 @@ function splitInto(value, out) {
 }
 
 /**
- * The deadline a request's headers ask for, clamped to `maxMs`, with what set
- * it: `{ deadline, source, rejected }` (`source`: the header name, or `null`
+ * The instant a request's headers ask for, clamped to `maxMs`, with what set
+ * it: `{ at, signal, source, rejected }` (`signal`: `options.signal`; `source`: the header name, or `null`
  * when the local cap did; `rejected`: `[{ header, error }]`, one per malformed
  * value, `error` an `InvalidHeader`). A malformed header is ignored unless
  * `invalid: "throw"` (see "Malformed incoming headers" above).
  * @param {Headers | Record<string, string | string[] | undefined>} headers
  * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
  */
-export function deadlineFromHeaders(headers, options) {
+export function readDeadlineHeaders(headers, options) {
   if (!isReady()) notReady("Deadline.fromHeaders");
   const isHeaders = headers != null && typeof headers === "object" && typeof headers.get === "function" && typeof headers.has === "function";
   if (!isHeaders) check.obj("headers", headers, "a Headers or a plain object of header values");
@@ -188,7 +191,7 @@ export function deadlineFromHeaders(headers, options) {
   const [at, source, ...rejectedAt] = core.earliestIncoming(now(), codes, values, transitMs, o.maxMs);
   const rejected = rejectedAt.map((i) => ({ header: names[i], error: invalidHeader(codes[i], names[i], values[i]) }));
   if (invalid === "throw" && rejected.length) throw rejected[0].error;
-  return { deadline: Deadline.at(at, signal ? { signal } : undefined), source: source < 0 ? null : names[source], rejected };
+  return { at, signal, source: source < 0 ? null : names[source], rejected };
 }
 
 /** The core's words for a refused value (a rare path: parsed again), as an `InvalidHeader`. */
@@ -201,10 +204,6 @@ function invalidHeader(code, name, value) {
   return new InvalidHeader(name, `'${name}' was refused`); // unreachable: the core refused it
 }
 
-/** `Deadline.fromHeaders`: the deadline of {@link deadlineFromHeaders}. */
-export function fromHeaders(headers, options) {
-  return deadlineFromHeaders(headers, options).deadline;
-}
 
 // ---- platform caps -----------------------------------------------------------
 
@@ -244,10 +243,10 @@ export function platformCaps() {
 /**
  * `now + min(product cap, the platform's wall-clock caps) − fallbackReserveMs`,
  * with which cap bound it, the CPU budget (reported, never folded in) and the
- * sources of the figures used: `{ deadline, bound, cpuMs, sources }`.
+ * sources of the figures used: `{ at, signal, bound, cpuMs, sources }`.
  * `platform: "custom"` takes the caps from `options.caps` alone.
  */
-export function platformDeadline(options) {
+export function readPlatformCaps(options) {
   if (!isReady()) notReady("Deadline.forPlatform");
   const o = check.obj("options", options, "an object like { platform, productMs, fallbackReserveMs }");
   const platform = check.str("options.platform", o.platform, `one of "cloudflare-workers", "deno-deploy", "vercel-edge", "custom"`);
@@ -275,14 +274,10 @@ export function platformDeadline(options) {
   }
   const [at, bound, cpu] = answer;
   return {
-    deadline: Deadline.at(at, signal ? { signal } : undefined),
+    at,
+    signal,
     bound: BOUNDS[bound],
     cpuMs: Number.isNaN(cpu) ? null : cpu,
     sources,
   };
-}
-
-/** `Deadline.forPlatform`: the deadline of {@link platformDeadline}. */
-export function forPlatform(options) {
-  return platformDeadline(options).deadline;
 }
