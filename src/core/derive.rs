@@ -47,16 +47,17 @@
 //! 5. From histograms, the derived percentile lies inside the bucket holding
 //!    the exact percentile of the raw data (within bucket resolution).
 
-pub mod prom;
-pub mod tail;
-
 use core::fmt;
 
+use serde::{Deserialize, Serialize, Serializer};
+
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
+use crate::core::error::{Described, Kind};
+use crate::core::prom;
 use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
-pub use prom::{BucketQuantile, Histogram, PromError, PromSample, Unit};
-pub use tail::{count_above, false_timeout_rate, tail_shape, tail_shape_of, TailShape};
+use crate::core::prom::{Histogram, PromError, Unit};
+use crate::core::tail::{tail_shape, TailShape};
 
 /// The default percentile: user-facing paths.
 pub const DEFAULT_Q: f64 = 0.99;
@@ -94,6 +95,11 @@ impl Outcome {
     pub const ACCEPTED: &'static str =
         "success, ok, succeeded, true (successes); timeout, timed_out, deadline_exceeded (timeouts); error, err, fail, failed, failure, false, cancelled (errors)";
 
+    /// [`Outcome::parse`] of a row's `field`, or the error naming it.
+    pub fn of_field(field: &str, value: &str) -> Result<Outcome, DeriveError> {
+        Outcome::parse(value).ok_or_else(|| DeriveError::RowOutcome { field: field.into(), value: value.into() })
+    }
+
     /// Reads an outcome, case-insensitively; `None` for anything else.
     pub fn parse(s: &str) -> Option<Outcome> {
         let s = s.trim();
@@ -111,16 +117,23 @@ impl Outcome {
     }
 }
 
-/// What to derive.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What to derive. The defaults ([`DeriveOptions::user_facing`]) are the
+/// JS API's too: `js/derive.js` reads them from [`DeriveOptions::default`]
+/// through the Wasm export `deriveDefaults`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct DeriveOptions {
-    /// The percentile the timeout is read at, strictly between 0 and 1.
+    /// The percentile the timeout is read at, strictly between 0 and 1:
+    /// 0.99 for user-facing paths (the default), 0.999 for background work.
     pub q: f64,
-    /// The multiple applied to it, `1 ..= MAX_SAFETY`.
+    /// The multiple applied to it, 1 … 100 (1.5–2 covers drift; 5 for
+    /// stall timeouts from chunk gaps); 2 by default.
     pub safety: f64,
-    /// The sketch's relative error for raw data.
+    /// The sketch's relative error for raw data, 0.001 … 0.5; 0.01 by default.
     pub relative_error: f64,
-    /// The timeout currently in force, for the drift and pile-up checks.
+    /// The timeout in force now: checks drift (> 2× away) and pile-ups at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_ms: Option<f64>,
 }
 
@@ -185,6 +198,61 @@ pub enum DeriveError {
     Outcome { value: String, series: String },
     /// The Prometheus input was refused.
     Prom(PromError),
+    /// A row's outcome field (`field`, the `outcome` option) holds a word
+    /// that is not an outcome.
+    RowOutcome { field: String, value: String },
+    /// Row `index` (0-based, of the caller's array) was refused.
+    Row { index: usize, error: Box<DeriveError> },
+}
+
+impl DeriveError {
+    /// This error, as the error of row `index`.
+    pub fn at_row(self, index: usize) -> DeriveError {
+        DeriveError::Row { index, error: Box::new(self) }
+    }
+}
+
+impl Described for DeriveError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Quantile { .. } | Self::Safety { .. } => "OUT_OF_RANGE",
+            Self::Configured(e) => e.code(),
+            Self::Sketch(e) => e.code(),
+            Self::Labels { .. } => "LABEL_COUNT",
+            Self::Groups { .. } => "TOO_MANY_BUCKETS",
+            Self::MissingDuration => "MISSING_DURATION",
+            Self::Outcome { .. } | Self::RowOutcome { .. } => "UNKNOWN_OUTCOME",
+            Self::Prom(e) => e.code(),
+            Self::Row { error, .. } => error.code(),
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        Some(match self {
+            Self::Quantile { .. } => "options.q".into(),
+            Self::Safety { .. } => "options.safety".into(),
+            Self::Configured(_) => "options.configuredMs".into(),
+            Self::Sketch(SketchError::Sample { index: Some(i), .. }) => format!("data[{i}]"),
+            Self::Sketch(e) => return e.param(),
+            Self::Labels { .. } => "data".into(),
+            Self::Groups { .. } => "options.by".into(),
+            Self::MissingDuration => "ms".into(),
+            Self::Outcome { .. } => "data".into(),
+            Self::RowOutcome { field, .. } => field.clone(),
+            Self::Prom(e) => return e.param(),
+            Self::Row { index, error } => match error.param() {
+                Some(field) if !matches!(**error, Self::Labels { .. }) => format!("data[{index}].{field}"),
+                _ => format!("data[{index}]"),
+            },
+        })
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Row { error, .. } => error.kind(),
+            _ => Kind::Range,
+        }
+    }
 }
 
 impl fmt::Display for DeriveError {
@@ -209,6 +277,10 @@ impl fmt::Display for DeriveError {
                 write!(f, "outcome '{value}' of {series} is not one of: {}", Outcome::ACCEPTED)
             }
             Self::Prom(e) => write!(f, "{e}"),
+            Self::RowOutcome { field, value } => {
+                write!(f, "'{field}' must be one of {}: current value is \"{value}\"", Outcome::ACCEPTED)
+            }
+            Self::Row { index, error } => write!(f, "row {index}: {error}"),
         }
     }
 }
@@ -216,7 +288,8 @@ impl fmt::Display for DeriveError {
 impl std::error::Error for DeriveError {}
 
 /// Calls left out of the quantiles.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Excluded {
     pub timeouts: u64,
     pub errors: u64,
@@ -250,8 +323,39 @@ pub enum Warning {
     Collapsed { below_ms: f64, quantiles: Vec<f64> },
 }
 
+/// The stable identifiers of [`Warning`]s (the JS API's `warnings[i].code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum WarningCode {
+    NoSuccesses,
+    SmallSample,
+    Censored,
+    PileUp,
+    Drift,
+    Resolution,
+    AboveLargestBucket,
+    UnitAssumed,
+    Collapsed,
+}
+
+/// One warning as the JS API gives it: `{ code, message }`.
+#[derive(Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct DerivedWarning {
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "WarningCode"))]
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Serialize for Warning {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        DerivedWarning { code: self.code(), message: self.to_string() }.serialize(s)
+    }
+}
+
 impl Warning {
-    /// A stable identifier, for programs.
+    /// A stable identifier, for programs (a [`WarningCode`]'s serde name).
     pub fn code(&self) -> &'static str {
         match self {
             Self::NoSuccesses => "no-successes",
@@ -355,7 +459,9 @@ impl fmt::Display for Warning {
 }
 
 /// A candidate timeout and how many healthy calls it would have failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Candidate {
     /// `"p99"`, `"2xp99"`, `"p99.9"`, `"configured"`, `"above body"`.
     pub name: String,
@@ -363,16 +469,25 @@ pub struct Candidate {
     pub false_timeout_rate: f64,
 }
 
-/// One bucket's derivation.
-#[derive(Debug, Clone, PartialEq)]
+/// One bucket's derivation; `null` in JavaScript where there is no value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
 pub struct BucketResult {
-    /// The bucket's label values, in the order of the `by` labels.
+    /// The bucket's label values, in the order of the `by` labels (an
+    /// object `{ label: value }` in JavaScript).
+    #[serde(rename = "bucket", serialize_with = "pairs_as_object")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
     /// Successful calls the percentiles come from.
     pub n: u64,
+    #[serde(rename = "p50")]
     pub p50_ms: Option<f64>,
+    #[serde(rename = "p90")]
     pub p90_ms: Option<f64>,
+    #[serde(rename = "p99")]
     pub p99_ms: Option<f64>,
+    #[serde(rename = "p999")]
     pub p999_ms: Option<f64>,
     /// The percentile at `q`.
     pub quantile_ms: Option<f64>,
@@ -383,7 +498,13 @@ pub struct BucketResult {
     pub excluded: Excluded,
     pub tail: Option<TailShape>,
     pub candidates: Vec<Candidate>,
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "DerivedWarning[]"))]
     pub warnings: Vec<Warning>,
+}
+
+/// `[(k, v)]` as `{ k: v }`, in order.
+pub(crate) fn pairs_as_object<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
 
 /// The distribution a bucket's percentiles are read from.
@@ -615,13 +736,14 @@ impl Deriver {
         if labels.len() != self.by.len() {
             return Err(DeriveError::Labels { expected: self.by.len(), got: labels.len() });
         }
-        let ms = match ms {
-            Some(v) => Some(
-                check_ms("ms", v).map_err(|error| DeriveError::Sketch(SketchError::Sample { index: None, error }))?,
-            ),
-            None if outcome == Outcome::Success => return Err(DeriveError::MissingDuration),
-            None => None,
-        };
+        let ms =
+            match ms {
+                Some(v) => Some(check_ms("ms", v).map_err(|error| {
+                    DeriveError::Sketch(SketchError::Sample { root: "samples", index: None, error })
+                })?),
+                None if outcome == Outcome::Success => return Err(DeriveError::MissingDuration),
+                None => None,
+            };
         let at = match self.groups.binary_search_by(|g| g.values.iter().map(String::as_str).cmp(labels.iter().copied()))
         {
             Ok(i) => i,
@@ -732,11 +854,12 @@ pub fn derive_exposition(
 
 #[cfg(test)]
 mod tests {
-    use super::prom::{histograms, histograms_in_text, parse_text, Loc, TextHistograms, MAX_TEXT_BYTES};
     use super::*;
+    use crate::core::prom::{histograms, histograms_in_text, parse_text, Loc, TextHistograms, MAX_TEXT_BYTES};
     use crate::core::simulate::{Sampler, Scenario};
     use crate::core::sketch::tests::Gen;
     use crate::core::sketch::{rank_index, Bin};
+    use crate::core::tail::{self, false_timeout_rate, tail_shape, tail_shape_of};
     use proptest::prelude::*;
 
     fn lognormal(n: usize, seed: u64, sigma: f64) -> Vec<f64> {
@@ -751,6 +874,62 @@ mod tests {
 
     fn has(r: &BucketResult, code: &str) -> bool {
         r.warnings.iter().any(|w| w.code() == code)
+    }
+
+    #[test]
+    fn warning_codes_are_the_serde_names_of_warning_code() {
+        // WarningCode's TypeScript union comes from its serde names (kebab-case).
+        let kebab = |c: WarningCode| {
+            let mut out = String::new();
+            for (i, ch) in format!("{c:?}").chars().enumerate() {
+                if ch.is_ascii_uppercase() && i > 0 {
+                    out.push('-');
+                }
+                out.push(ch.to_ascii_lowercase());
+            }
+            out
+        };
+        let pairs = [
+            (WarningCode::NoSuccesses, Warning::NoSuccesses),
+            (WarningCode::SmallSample, Warning::SmallSample { n: 1, needed: 2, q: 0.99 }),
+            (WarningCode::Censored, Warning::Censored { timeouts: 1, share: 0.5, q: 0.99 }),
+            (WarningCode::PileUp, Warning::PileUp { at_ms: 1.0, count: 1, share: 0.1, configured: true }),
+            (WarningCode::Drift, Warning::Drift { configured_ms: 1.0, measured_ms: 3.0, ratio: 3.0, q: 0.99 }),
+            (WarningCode::Resolution, Warning::Resolution { q: 0.99, lo_ms: 1.0, hi_ms: 2.0 }),
+            (WarningCode::AboveLargestBucket, Warning::AboveLargestBucket { q: 0.99, bound_ms: 1.0 }),
+            (WarningCode::UnitAssumed, Warning::UnitAssumed { metric: "m".into() }),
+            (WarningCode::Collapsed, Warning::Collapsed { below_ms: 1.0, quantiles: vec![0.5] }),
+        ];
+        for (code, w) in pairs {
+            assert_eq!(kebab(code), w.code());
+        }
+    }
+
+    #[test]
+    fn errors_name_the_parameter_as_the_js_caller_wrote_it() {
+        let opts = |f: fn(&mut DeriveOptions)| {
+            let mut o = DeriveOptions::default();
+            f(&mut o);
+            o.validate().unwrap_err()
+        };
+        let q = opts(|o| o.q = 1.0);
+        assert_eq!((q.code(), q.param().as_deref()), ("OUT_OF_RANGE", Some("options.q")));
+        let c = opts(|o| o.configured_ms = Some(-1.0));
+        assert_eq!((c.code(), c.param().as_deref()), ("NEGATIVE", Some("options.configuredMs")));
+        let r = opts(|o| o.relative_error = 0.0);
+        assert_eq!(r.param().as_deref(), Some("options.relativeError"));
+
+        let mut d = Deriver::new(DeriveOptions::default(), vec!["model".into()]).unwrap();
+        let e = d.add(&["a"], Outcome::Timeout, Some(f64::NAN)).unwrap_err().at_row(3);
+        assert_eq!((e.code(), e.param().as_deref()), ("NOT_FINITE", Some("data[3].ms")));
+        assert!(e.to_string().starts_with("row 3: 'ms' must be a finite number"), "{e}");
+        let e = Outcome::of_field("result", "maybe").unwrap_err().at_row(7);
+        assert_eq!((e.code(), e.param().as_deref()), ("UNKNOWN_OUTCOME", Some("data[7].result")));
+        let e = d.add(&[], Outcome::Success, Some(1.0)).unwrap_err().at_row(0);
+        assert_eq!((e.code(), e.param().as_deref()), ("LABEL_COUNT", Some("data[0]")));
+        let e = derive_samples(&[1.0, -1.0], &DeriveOptions::default()).unwrap_err();
+        assert_eq!((e.code(), e.param().as_deref()), ("NEGATIVE", Some("data[1]")));
+        assert_eq!(e.kind(), Kind::Range);
     }
 
     #[test]
@@ -1091,7 +1270,7 @@ other_metric{a="x\"y\\z\n"} 3
         // Too long: refused before any parsing (the text need not even be valid).
         let long = "#".repeat(MAX_TEXT_BYTES + 1);
         let e = histograms_in_text(&long, None).unwrap_err();
-        assert_eq!(e, PromError::TooLarge { bytes: MAX_TEXT_BYTES + 1 });
+        assert_eq!(e, PromError::TooLarge { size: MAX_TEXT_BYTES + 1, unit: "bytes" });
         assert!(e.to_string().starts_with("'input' is 16777217 bytes of exposition text: at most 16777216"), "{e}");
         assert!(histograms_in_text(&long[1..], None).unwrap_err().to_string().starts_with("no histogram"));
     }

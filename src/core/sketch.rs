@@ -69,6 +69,7 @@
 use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
+use crate::core::error::Described;
 
 mod bytes;
 pub use bytes::{BytesError, MAGIC, VERSION};
@@ -99,7 +100,8 @@ pub enum SketchError {
     Quantile { value: f64 },
     /// A sample was NaN, infinite, negative or too large. `index` is its
     /// position in a batch, `None` for a single `add`. Nothing was added.
-    Sample { index: Option<usize>, error: DeadlineError },
+    /// `root` names the batch (`"samples"`) for [`Described::param`].
+    Sample { root: &'static str, index: Option<usize>, error: DeadlineError },
     /// Only sketches with the same relative error can be merged: create both
     /// with the same `relativeError`.
     Mismatch { ours: f64, theirs: f64 },
@@ -113,8 +115,8 @@ impl fmt::Display for SketchError {
                 "'relativeError' must be between {MIN_RELATIVE_ERROR} and {MAX_RELATIVE_ERROR}: current value is {value}"
             ),
             Self::Quantile { value } => write!(f, "'q' must be between 0 and 1: current value is {value}"),
-            Self::Sample { index: None, error } => write!(f, "{error}"),
-            Self::Sample { index: Some(i), error } => write!(f, "sample {i}: {error}"),
+            Self::Sample { index: None, error, .. } => write!(f, "{error}"),
+            Self::Sample { index: Some(i), error, .. } => write!(f, "sample {i}: {error}"),
             Self::Mismatch { ours, theirs } => write!(
                 f,
                 "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'"
@@ -124,6 +126,38 @@ impl fmt::Display for SketchError {
 }
 
 impl std::error::Error for SketchError {}
+
+impl SketchError {
+    /// The same error with a batch sample's parameter named `root[i]` (the
+    /// array the caller passed: `samples`, `data`), shifted by `base` (the
+    /// index of a chunk's first element).
+    pub fn in_batch(self, root: &'static str, base: usize) -> SketchError {
+        match self {
+            Self::Sample { index: Some(i), error, .. } => Self::Sample { root, index: Some(i + base), error },
+            other => other,
+        }
+    }
+}
+
+impl Described for SketchError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::RelativeError { .. } | Self::Quantile { .. } => "OUT_OF_RANGE",
+            Self::Sample { error, .. } => error.code(),
+            Self::Mismatch { .. } => "RELATIVE_ERROR_MISMATCH",
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        Some(match self {
+            Self::RelativeError { .. } => "options.relativeError".into(),
+            Self::Quantile { .. } => "q".into(),
+            Self::Sample { root, index: Some(i), .. } => format!("{root}[{i}]"),
+            Self::Sample { error, .. } => return Described::param(error),
+            Self::Mismatch { .. } => "other".into(),
+        })
+    }
+}
 
 /// The 0-based rank of the `q`-quantile among `n` sorted samples:
 /// `⌊q · (n − 1)⌋`, with a 1e-9 allowance so that `0.29 · 100` is rank 29
@@ -299,7 +333,7 @@ impl LatencySketch {
     /// Adds one duration. NaN, ±∞ and negatives are refused, and the sketch
     /// is left unchanged.
     pub fn add(&mut self, ms: f64) -> Result<(), SketchError> {
-        let ms = check_ms("ms", ms).map_err(|error| SketchError::Sample { index: None, error })?;
+        let ms = check_ms("ms", ms).map_err(|error| SketchError::Sample { root: "samples", index: None, error })?;
         self.insert(ms, 1);
         Ok(())
     }
@@ -314,7 +348,7 @@ impl LatencySketch {
             // `check_ms` only to word the error.
             #[allow(clippy::manual_range_contains)]
             if !(ms >= 0.0 && ms <= MAX_MS) {
-                check_ms("ms", ms).map_err(|error| SketchError::Sample { index: Some(i), error })?;
+                check_ms("ms", ms).map_err(|error| SketchError::Sample { root: "samples", index: Some(i), error })?;
             }
         }
         if self.exact.is_some() && self.count.saturating_add(samples.len() as u64) > EXACT_LIMIT as u64 {
@@ -555,7 +589,11 @@ impl LatencySketch {
     /// part of it above `timeout_ms` on a log scale (its samples are assumed
     /// spread evenly in log space), so the error is a fraction of one bucket.
     pub fn fraction_above(&self, timeout_ms: f64) -> Result<Option<f64>, SketchError> {
-        let t = check_ms("timeoutMs", timeout_ms).map_err(|error| SketchError::Sample { index: None, error })?;
+        let t = check_ms("timeoutMs", timeout_ms).map_err(|error| SketchError::Sample {
+            root: "samples",
+            index: None,
+            error,
+        })?;
         if self.count == 0 {
             return Ok(None);
         }

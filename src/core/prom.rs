@@ -46,6 +46,12 @@
 //!    [`parse_text`] followed by [`histograms`].
 
 use core::fmt;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::core::derive::pairs_as_object;
+use crate::core::error::Described;
 
 /// The most buckets one series may have (classic histograms have tens).
 pub const MAX_SERIES_BUCKETS: usize = 4096;
@@ -101,7 +107,9 @@ pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
 }
 
 /// The unit a histogram family was recorded in, from its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Unit {
     Seconds,
     Milliseconds,
@@ -200,7 +208,64 @@ pub enum PromError {
     /// Several histogram families are present: pass the metric to use.
     Ambiguous { found: Vec<String> },
     /// The text is longer than [`MAX_TEXT_BYTES`]; nothing was parsed.
-    TooLarge { bytes: usize },
+    /// `size` is in `unit`s: `"bytes"`, or `"characters"` when the JS API
+    /// refuses a string before copying it into Wasm memory (UTF-8 is never
+    /// shorter than UTF-16, so more characters than bytes allowed is too
+    /// long in bytes too).
+    TooLarge { size: usize, unit: &'static str },
+    /// Query result `index` (1-based) has no `__name__` label and no
+    /// `metric` option was given to name it.
+    Unnamed { index: usize },
+}
+
+impl Described for PromError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Syntax { .. } => "SYNTAX",
+            Self::NonMonotonic { .. } => "NOT_CUMULATIVE",
+            Self::DuplicateBound { .. } => "DUPLICATE_BOUND",
+            Self::BadBucket { .. } => "BAD_BUCKET",
+            Self::TooManyBuckets { .. } => "TOO_MANY_BUCKETS",
+            Self::MissingInf { .. } => "MISSING_INF_BUCKET",
+            Self::NoFiniteBucket { .. } => "NO_FINITE_BUCKET",
+            Self::BoundsDiffer { .. } => "BOUNDS_DIFFER",
+            Self::NoHistogram { .. } => "NO_HISTOGRAM",
+            Self::Ambiguous { .. } => "AMBIGUOUS_METRIC",
+            Self::TooLarge { .. } => "TOO_LARGE",
+            Self::Unnamed { .. } => "UNNAMED_RESULT",
+        }
+    }
+
+    /// Where the fault is in what the caller passed: `input` (exposition
+    /// text), `input.data.result[i]` (a query response), `data[i]`
+    /// (histograms handed back to `deriveTimeouts`), `options.metric`.
+    fn param(&self) -> Option<String> {
+        let at = |loc: &Loc, field: &str| {
+            let dot = if field.is_empty() { String::new() } else { format!(".{field}") };
+            match loc.kind {
+                "result" => format!("input.data.result[{}]{dot}", loc.index - 1),
+                "histogram" => format!("data[{}]{dot}", loc.index - 1),
+                _ => "input".into(),
+            }
+        };
+        Some(match self {
+            Self::Syntax { loc, field, .. } => at(loc, if loc.kind == "result" { field } else { "" }),
+            Self::NonMonotonic { loc, .. } | Self::DuplicateBound { loc, .. } => {
+                at(loc, if loc.kind == "histogram" { "cumulative" } else { "" })
+            }
+            Self::BadBucket { loc, field, .. } => at(
+                loc,
+                match (loc.kind, *field) {
+                    ("histogram", "le") => "boundsMs",
+                    ("histogram", _) => "cumulative",
+                    _ => "",
+                },
+            ),
+            Self::Unnamed { index } => format!("input.data.result[{}].metric", index - 1),
+            Self::NoHistogram { metric: Some(_), .. } | Self::Ambiguous { .. } => "options.metric".into(),
+            _ => "input".into(),
+        })
+    }
 }
 
 /// `a, b, c` (without `join`, which adds its own copy loop to the Wasm build).
@@ -255,10 +320,14 @@ impl fmt::Display for PromError {
                 list(f, found)?;
                 write!(f, "): choose one with 'metric'")
             }
-            Self::TooLarge { bytes } => write!(
+            Self::TooLarge { size, unit } => write!(
                 f,
-                "'input' is {bytes} bytes of exposition text: at most {MAX_TEXT_BYTES} are parsed; \
+                "'input' is {size} {unit} of exposition text: at most {MAX_TEXT_BYTES} bytes are parsed; \
                  scrape or filter one histogram family (e.g. query Prometheus for it) instead"
+            ),
+            Self::Unnamed { index } => write!(
+                f,
+                "result {index} has no __name__ (as after increase()): pass the histogram's name as 'metric'"
             ),
         }
     }
@@ -278,20 +347,85 @@ pub struct BucketQuantile {
     pub above_largest: bool,
 }
 
-/// One histogram series, converted to milliseconds.
-#[derive(Debug, Clone, PartialEq)]
+/// One histogram series, converted to milliseconds. In JavaScript
+/// `{ kind: "histogram", metric, unit, labels, boundsMs, cumulative, sumMs,
+/// count }` (`null` for an absent sum or count): what `parsePrometheus`
+/// returns and `deriveTimeouts` takes back, validated again
+/// ([`Histogram::validated`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename = "histogram", rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
 pub struct Histogram {
     /// The family name, e.g. `dependency_latency_seconds`.
+    #[serde(rename = "metric")]
     pub name: String,
     /// Labels other than `le`, sorted by name.
+    #[serde(serialize_with = "pairs_as_object", deserialize_with = "object_as_pairs")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
     pub unit: Unit,
     /// Upper bounds in ms, strictly increasing, the last one `+Inf`.
     pub bounds_ms: Vec<f64>,
     /// Cumulative counts, one per bound.
     pub cumulative: Vec<f64>,
+    #[serde(default)]
     pub sum_ms: Option<f64>,
+    #[serde(default)]
     pub count: Option<f64>,
+}
+
+/// `{ k: v }` as `[(k, v)]`, sorted by name.
+fn object_as_pairs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+    Ok(BTreeMap::<String, String>::deserialize(d)?.into_iter().collect())
+}
+
+/// One sample of a Prometheus HTTP API instant-query response
+/// (`data.result[i]` of `/api/v1/query`): its labels (with `__name__`
+/// unless a function dropped it) and `[timestamp, "value"]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct QueryResult {
+    #[serde(deserialize_with = "object_as_pairs")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
+    pub metric: Vec<(String, String)>,
+    pub value: (f64, String),
+}
+
+/// The samples of a query response's results. A result without `__name__`
+/// (as after `increase()`) is named `<metric>_bucket` when `metric` is
+/// given, else refused.
+pub fn query_samples(results: Vec<QueryResult>, metric: Option<&str>) -> Result<Vec<PromSample>, PromError> {
+    let fallback = metric.map(|m| format!("{}_bucket", m.strip_suffix("_bucket").unwrap_or(m)));
+    let mut samples = Vec::with_capacity(results.len());
+    for (i, r) in results.into_iter().enumerate() {
+        let loc = Loc { kind: "result", index: i + 1 };
+        let text = r.value.1;
+        let value = parse_value(text.trim()).ok_or_else(|| PromError::Syntax {
+            loc,
+            field: "value",
+            detail: format!("'{text}' is not a number"),
+        })?;
+        let mut name = None;
+        let mut labels = Vec::with_capacity(r.metric.len());
+        for (k, v) in r.metric {
+            if k == "__name__" {
+                name = Some(v);
+            } else {
+                labels.push((k, v));
+            }
+        }
+        let name = name.or_else(|| fallback.clone()).ok_or(PromError::Unnamed { index: i + 1 })?;
+        samples.push(PromSample { name, labels, value, loc });
+    }
+    Ok(samples)
+}
+
+/// The refusal of text of `size` `unit`s, when it is over [`MAX_TEXT_BYTES`].
+pub fn check_text_size(size: usize, unit: &'static str) -> Result<(), PromError> {
+    if size > MAX_TEXT_BYTES {
+        return Err(PromError::TooLarge { size, unit });
+    }
+    Ok(())
 }
 
 fn series_name(name: &str, labels: &[(String, String)]) -> String {
@@ -334,6 +468,17 @@ impl Histogram {
         buckets_ms: Vec<(f64, f64, Loc)>,
     ) -> Result<Histogram, PromError> {
         Self::build(name, labels, unit, 1.0, buckets_ms)
+    }
+
+    /// Histogram `index` (0-based) of what the caller handed back (from
+    /// `parsePrometheus`, possibly edited), validated again as
+    /// [`Histogram::from_ms`] does; errors name `data[index]`.
+    pub fn validated(self, index: usize) -> Result<Histogram, PromError> {
+        let loc = Loc { kind: "histogram", index: index + 1 };
+        let buckets = self.bounds_ms.iter().zip(&self.cumulative).map(|(&b, &c)| (b, c, loc)).collect();
+        let mut h = Self::from_ms(&self.name, self.labels, self.unit, buckets)?;
+        (h.sum_ms, h.count) = (self.sum_ms, self.count);
+        Ok(h)
     }
 
     fn build(
@@ -514,7 +659,7 @@ pub fn each_histogram_in_text(
     each: &mut dyn FnMut(Histogram),
 ) -> Result<(), PromError> {
     if text.len() > MAX_TEXT_BYTES {
-        return Err(PromError::TooLarge { bytes: text.len() });
+        return Err(PromError::TooLarge { size: text.len(), unit: "bytes" });
     }
     let mut parse = TextHistograms::new(metric);
     if metric.is_none() {
@@ -571,7 +716,7 @@ impl TextHistograms {
         };
         let total = self.bytes + piece.len();
         if total > MAX_TEXT_BYTES {
-            return Err(PromError::TooLarge { bytes: total });
+            return Err(PromError::TooLarge { size: total, unit: "bytes" });
         }
         self.bytes = total;
         for s in samples_from(piece, self.lines) {
@@ -593,7 +738,7 @@ impl TextHistograms {
     fn count(&mut self, piece: &str) -> Result<(), PromError> {
         self.bytes += piece.len();
         if self.bytes > MAX_TEXT_BYTES {
-            return Err(PromError::TooLarge { bytes: self.bytes });
+            return Err(PromError::TooLarge { size: self.bytes, unit: "bytes" });
         }
         Ok(())
     }
