@@ -151,7 +151,7 @@ pub fn max_timeout_for(rate_per_sec: f64, limit: f64) -> Result<f64, LittleError
 }
 
 /// Validates a concurrency limiter's number of slots: a whole number
-/// `1 ..= MAX_SLOTS`. (The limiter itself is in `js/limiter.js`: it holds
+/// `1 ..= MAX_SLOTS`. (The limiter itself is in `js/little.js`: it holds
 /// promises, which only the host has.)
 pub fn check_slots(limit: f64) -> Result<f64, LittleError> {
     if !(1.0..=MAX_SLOTS).contains(&limit) || limit.fract() != 0.0 {

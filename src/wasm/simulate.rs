@@ -11,8 +11,8 @@ use crate::core::simulate::{self, PolicySpec, ScenarioSpec, Simulation};
 
 #[wasm_bindgen(unchecked_return_type = "Simulation")]
 pub fn simulate(
-    #[wasm_bindgen(unchecked_param_type = "Scenario")] scenario: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "Policy[]")] policies: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ScenarioSpec")] scenario: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "PolicySpec[]")] policies: JsValue,
 ) -> Result<JsValue, JsValue> {
     let scenario: ScenarioSpec = from_js(scenario, "scenario")?;
     let policies: Vec<PolicySpec> = from_js(policies, "policies")?;
