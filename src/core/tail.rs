@@ -23,7 +23,7 @@
 //! gap (on a log scale). Whether the tail is *independent* (a retry avoids
 //! it) cannot be seen in the marginal distribution; the caller decides.
 //!
-//! # Invariants (tested in `derive.rs`)
+//! # Invariants (tested in `derive/tests.rs`)
 //! 1. `body_edge_ms < recommended_ms < tail_start_ms`.
 //! 2. `0 < tail_share <= MAX_TAIL_SHARE`.
 //! 3. Unimodal data (constant, uniform, normal, lognormal) finds no gap.
