@@ -12,10 +12,13 @@
 //! chunk ([`DeriverJs::add_rows`]): a bucket id (label tuples are sent once
 //! each, [`DeriverJs::add_bucket`]), an outcome id (issued by
 //! [`DeriverJs::outcome`] for each distinct outcome word: JS caches the ids
-//! and never interprets them) and a duration. Measured with `node
-//! bench/run.mjs derive` (`callsMs`, 200 000 rows by model, Node 20, same
-//! machine and load): the columns take about 115 ms; see BENCHMARKS.md for
-//! the serde alternative's figure that kept them.
+//! and never interprets them) and a duration. Measured (Node 20, 200 000
+//! rows, two runs): `addRows` over the columns, the core's work included,
+//! 9.3–9.7 ms; serde-wasm-bindgen *decoding alone* of the same rows as
+//! `{ bucket, outcome, ms }` objects, 56–66 ms. `deriveTimeouts` over
+//! 200 000 rows by model (`callsMs` of `node bench/run.mjs derive`): 25.3 and
+//! 21.9 ms before the rework, 15.2 and 35.6 ms after (noise on a shared
+//! machine; BENCHMARKS.md).
 //!
 //! # What holds Wasm memory
 //! A [`DeriverJs`] lives for one `deriveTimeouts` call over rows and is

@@ -6,10 +6,10 @@
 //! number and bool (no allocation: a `Result` would come back as a fresh
 //! two-element array on every call), and `addAll` takes a chunk of a
 //! `Float64Array` as a slice (one copy into Wasm memory, no per-element
-//! conversion). Measured with `node bench/run.mjs derive` (1 M samples,
-//! Node 20, ns per sample, before → after this module's rework, same
-//! machine and load): `addAll` 12.5 → see BENCHMARKS.md, `add()` in a loop
-//! 37.7 → see BENCHMARKS.md.
+//! conversion). Measured with `bench/derive.bench.mjs` (`node bench/run.mjs
+//! derive`; 1 M samples, Node 20, four runs alternating the builds before
+//! and after the serde rework): `addAll` 12.3–13.0 → 4.3–8.3 ns per sample,
+//! `add()` in a loop 37.1–54.9 → 23.8–30.7 ns per call (BENCHMARKS.md).
 //!
 //! # What holds Wasm memory, and who frees it
 //! A [`SketchJs`] lives as long as the user's `LatencySketch` (at most 16 KB
