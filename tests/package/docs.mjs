@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, project, root, run, runOk } from "./lib.mjs";
+import { checkReadme } from "./readme.mjs";
 
 /**
  * `[{ name, body, examples: [code] }]` for each `## \`name\`` section of the markdown; an export
@@ -53,6 +54,8 @@ export async function checkDocs(g, packed) {
     const bad = docs.filter((s) => !/^\*\*Throws/m.test(s.body) || s.examples.length === 0).map((s) => s.name);
     assert.deepEqual(bad, []);
   });
+
+  await checkReadme(g, dir);
 
   const failures = [];
   const blocks = docs.flatMap((s) => s.examples.map((code, i) => ({ name: s.examples.length > 1 ? `${s.name} #${i + 1}` : s.name, code })));
