@@ -1,7 +1,7 @@
 // Builds the package directory pkg/ from the crate and js/:
 //   cargo (wasm32, release) → wasm-bindgen --target web → wasm-opt -Oz → copy js/ → package.json
 // Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
-// this project's CI cannot do (see README, "Design").
+// this project's CI cannot do (see docs/design.md, "Build").
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
