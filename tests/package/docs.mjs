@@ -2,6 +2,8 @@
 // installed package (no more, no fewer), each with a "Throws" paragraph and a
 // runnable example, and every example runs (in Node, against the installed
 // tarball) and exits 0. Examples assert what they show.
+// The README's checks (quick start, API table, links, wording) run in the same
+// installed project: tests/package/readme.mjs.
 import assert from "node:assert/strict";
 import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
