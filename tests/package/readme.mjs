@@ -139,9 +139,13 @@ console.log(JSON.stringify(out));`;
     assert.deepEqual(broken, []);
   });
 
-  await g.check("no user document uses project-history words", () => {
+  await g.check("no user document, example or demo page uses project-history words", () => {
     const hits = [];
-    for (const f of userDocuments()) {
+    const sources = (dir) =>
+      readdirSync(join(root, dir), { recursive: true })
+        .filter((f) => /\.(m?js|ts|html|css|rs|toml|json)$/.test(f) && !/(^|\/)(node_modules|dist|target|pkg)\//.test(f))
+        .map((f) => `${dir}/${f}`);
+    for (const f of [...userDocuments(), ...sources("examples"), ...sources("www")]) {
       readFileSync(join(root, f), "utf8")
         .split("\n")
         .forEach((line, i) => {
