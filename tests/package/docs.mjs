@@ -57,6 +57,24 @@ export async function checkDocs(g, packed) {
     assert.deepEqual(bad, []);
   });
 
+  await g.check("docs/api.md's Errors section lists every error class with its guard, and every code of CODES", async () => {
+    const list = `const m = await import("edge-deadline");
+const { CODES } = await import("./node_modules/edge-deadline/errors.js");
+const classes = Object.keys(m).filter((k) => typeof m[k] === "function" && m[k].prototype instanceof Error);
+console.log(JSON.stringify({ classes, guards: classes.filter((c) => typeof m["is" + c] === "function").map((c) => "is" + c), codes: Object.values(CODES) }));`;
+    const { classes, guards, codes } = JSON.parse((await runOk(bin.node, ["--input-type=module", "-e", list], { cwd: dir })).stdout);
+    const text = readFileSync(join(root, "docs/api.md"), "utf8");
+    const errors = text.slice(text.indexOf("\n# Errors\n"), text.indexOf("\n## `DeadlineExceeded`"));
+    const rows = (first) => [...errors.matchAll(/^\| `(\w+)` \|(.*)$/gm)].filter((r) => first(r[1]));
+    const classRows = new Map(rows((n) => classes.includes(n)).map((r) => [r[1], r[2]]));
+    assert.deepEqual(classes.filter((c) => !classRows.has(c)), [], "classes missing from the table");
+    assert.deepEqual(guards.filter((gd) => ![...classRows.values()].some((r) => r.includes(`\`${gd}\``))), [], "guards missing");
+    assert.ok(errors.includes("`isTimeout"), "isTimeout");
+    const listedCodes = rows((n) => /^[A-Z_]+$/.test(n)).map((r) => r[1]);
+    assert.deepEqual(codes.filter((c) => !listedCodes.includes(c)), [], "codes of CODES missing from the codes table");
+    assert.match(errors, /`\.param`/);
+  });
+
   await checkReadme(g, dir);
 
   const failures = [];
