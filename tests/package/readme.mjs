@@ -122,6 +122,11 @@ console.log(JSON.stringify(out));`;
     );
   });
 
+  await g.check("the packaged README's quick start is the README's (run above)", () => {
+    const packaged = readFileSync(join(dir, "node_modules/edge-deadline/README.md"), "utf8");
+    assert.equal(jsBlockUnder(packaged, "Quick start"), jsBlockUnder(readme, "Quick start"));
+  });
+
   await g.check("the packaged README's relative links resolve inside the installed package", () => {
     const pkgDir = join(dir, "node_modules/edge-deadline");
     const own = links(readFileSync(join(pkgDir, "README.md"), "utf8")).filter((t) => !/^[a-z][a-z+.-]*:/i.test(t));
