@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
 import { codeBlocks, jsBlockUnder, links } from "../support/markdown.mjs";
 import { bin, root, runOk } from "./lib.mjs";
 
@@ -98,6 +99,31 @@ export async function checkReadme(g, dir) {
       assert.match(readme, /It prints `a fallback answer for ada, 200 ms to spare`/, "the README says what it prints");
     });
   }
+
+  await g.check("README: the Hono example runs as printed (Node, the real hono, a local SSE upstream)", async () => {
+    writeFileSync(join(dir, "hono-app.mjs"), jsBlockUnder(readme, "With Hono"));
+    // Hono's app.request(path, init, env) hands `env` to the handler as c.env, as a Worker does.
+    const script = `import app from "./hono-app.mjs";
+import { startUpstream } from ${JSON.stringify(pathToFileURL(join(root, "examples/upstream.mjs")).href)};
+const up = await startUpstream();
+const read = async (path) => {
+  const res = await app.request("/chat", {}, { LLM_URL: up.url + path });
+  return { status: res.status, timing: res.headers.get("server-timing"), text: await res.text() };
+};
+const whole = await read("/events?n=3&id=whole");
+const stalled = await read("/mid?id=stalled");
+const sent = up.requests.get("whole").remainingMs;
+await up.close();
+console.log(JSON.stringify({ whole, stalled, sent }));`;
+    writeFileSync(join(dir, "hono-run.mjs"), script);
+    const { stdout } = await runOk(bin.node, ["hono-run.mjs"], { cwd: dir, timeoutMs: 30_000 });
+    const { whole, stalled, sent } = JSON.parse(stdout.trim().split("\n").pop());
+    assert.equal(whole.status, 200);
+    assert.equal(whole.text, "data: event 1\n\ndata: event 2\n\ndata: event 3\n\n");
+    assert.match(whole.timing ?? "", /^edge-deadline;dur=[\d.]+;desc="budget \d+ ms from /, "Server-Timing");
+    assert.ok(sent > 0 && sent <= 8_000 - 300, `the upstream was told ${sent} ms`);
+    assert.match(stalled.text, /data: event 3\n\n(: ping\n\n)*event: error\ndata: \{"fallback":true,"reason":"upstream stalled \(stall\): /);
+  });
 
   await g.check("README: the API table names every export of every entry point, and nothing else", async () => {
     const manifest = JSON.parse(readFileSync(join(dir, "node_modules/edge-deadline/package.json"), "utf8"));
