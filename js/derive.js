@@ -39,7 +39,7 @@ function deriveOptions(options) {
   if (!Array.isArray(by)) throw typeError("options.by", "an array of label names", by);
   by.forEach((b, i) => str(`options.by[${i}]`, b, "a label name (a string)"));
   if (new Set(by).size !== by.length) {
-    throw argumentError("range", "DUPLICATE_LABEL", "options.by", `'options.by' must not name a label twice: current value is ${JSON.stringify(by)}`);
+    throw argumentError("range", CODES.DUPLICATE_LABEL, "options.by", `'options.by' must not name a label twice: current value is ${JSON.stringify(by)}`);
   }
   return { core: coreOptions, outcome, by };
 }

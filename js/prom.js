@@ -14,7 +14,7 @@
 //    message names the line or result and the field.
 
 import * as core from "./edge_deadline.js";
-import { argumentError } from "./errors.js";
+import { argumentError, CODES } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { describe, obj, str, typeError } from "./validate.js";
 
@@ -52,7 +52,7 @@ function fromQueryResponse(response, metric) {
     const why = typeof response.error === "string" ? `: ${response.error}` : "";
     throw argumentError(
       "range",
-      "QUERY_FAILED",
+      CODES.QUERY_FAILED,
       "input.status",
       `'input' is a Prometheus response with status ${JSON.stringify(response.status)}, not "success"${why}`,
     );
@@ -61,7 +61,7 @@ function fromQueryResponse(response, metric) {
   if (data?.resultType !== "vector") {
     throw argumentError(
       "range",
-      "NOT_A_VECTOR",
+      CODES.UNKNOWN_VALUE,
       "input.data.resultType",
       `'input.data.resultType' must be "vector" (an instant query such as NAME_bucket or increase(NAME_bucket[1h])): current value is ${describe(data?.resultType)}`,
     );
@@ -98,7 +98,7 @@ export function parsePrometheus(input, options) {
     try {
       response = JSON.parse(input);
     } catch (error) {
-      throw argumentError("range", "INVALID_JSON", "input", `'input' looks like a Prometheus query response but is not valid JSON: ${error.message}`);
+      throw argumentError("range", "SYNTAX", "input", `'input' looks like a Prometheus query response but is not valid JSON: ${error.message}`);
     }
   }
   if (response === null || typeof response !== "object") {
