@@ -367,7 +367,7 @@ pub struct Histogram {
     #[serde(rename = "metric")]
     pub name: String,
     /// Labels other than `le`, sorted by name.
-    #[serde(serialize_with = "pairs_as_object", deserialize_with = "object_as_pairs")]
+    #[serde(default, serialize_with = "pairs_as_object", deserialize_with = "object_as_pairs")]
     #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
     pub unit: Unit,

@@ -88,6 +88,11 @@ const cases = [
       const hists = lib.parsePrometheus(EXPOSITION);
       hists[0].cumulative[1] = 1;
       throwsArg(() => lib.deriveTimeouts(hists), RangeError, "data[0].cumulative", "NOT_CUMULATIVE", /^histogram 1: bucket le="50" of dependency_latency_seconds\{.*\} counts 1, fewer than the 100/);
+      // Histograms built by hand: labels may be left out; a unit that is not one is a TypeError naming data.
+      const own = { kind: "histogram", metric: "x_ms", unit: "milliseconds", boundsMs: [1, 10, Infinity], cumulative: [1, 5, 6] };
+      equal(lib.deriveTimeouts([own])[0].n, 6, "a histogram without labels");
+      throwsArg(() => lib.deriveTimeouts([{ ...own, unit: "weeks" }]), TypeError, "data", "INVALID_TYPE", /^'data' does not have the expected shape: unknown variant `weeks`/);
+      throwsArg(() => lib.deriveTimeouts([{ ...own, cumulative: [1] }]), TypeError, "data[0].cumulative", "INVALID_TYPE", /as long as 'boundsMs'/);
     },
   },
 ];
