@@ -1,7 +1,7 @@
 //! Bindings for [`crate::core::derive`] (`js/derive.js`: `deriveTimeouts`).
 //!
 //! Options and results cross through serde, their TypeScript generated from
-//! [`DeriveOptions`] and [`BucketResult`]; the defaults (`q` 0.99, `safety`
+//! [`DeriveOptions`] and [`BucketResult`](crate::core::derive::BucketResult); the defaults (`q` 0.99, `safety`
 //! 2, `relativeError` 0.01) are the core's, read by JS through
 //! [`derive_defaults`]. Histograms handed back come through serde and are
 //! validated again.
