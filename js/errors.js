@@ -242,6 +242,14 @@ export const CODES = Object.freeze({
   NOT_FINITE: "NOT_FINITE",
   /** A class the package constructs itself was called with `new` (use its factory). */
   NOT_CONSTRUCTIBLE: "NOT_CONSTRUCTIBLE",
+  /** A string that is not one of the accepted words (a platform, a header name). */
+  UNKNOWN_VALUE: "UNKNOWN_VALUE",
+  /** An options object without a choice it needs (the middleware's bound: `budgetMs`, `platform` or `caps`). */
+  MISSING_OPTION: "MISSING_OPTION",
+  /** A list that must name each thing once names one twice (`deriveTimeouts`' `options.by`). */
+  DUPLICATE_LABEL: "DUPLICATE_LABEL",
+  /** A Prometheus query response that reports a failure (`status` other than "success"). */
+  QUERY_FAILED: "QUERY_FAILED",
 });
 
 /**

@@ -12,6 +12,9 @@ export const ALLOWED = [
   "package.json",
   "README.md",
   "LICENSE",
+  // the API reference and the SDK recipes, linked from README.md
+  "docs/api.md",
+  "docs/recipes.md",
   // entry points: index.js (browsers, Deno, bundlers), node.js, workerd.js (Workers)
   "index.js",
   "node.js",
@@ -36,9 +39,12 @@ export const ALLOWED = [
   "plan.js",
   "retry.js",
   "propagation.js",
-  "derive.js",
   "sketch.js",
-  "limiter.js",
+  "derive.js",
+  "prom.js",
+  "tail.js",
+  "simulate.js",
+  "little.js",
   "context.js",
   "servertiming.js",
   "relay.js",
@@ -48,7 +54,12 @@ export const ALLOWED = [
   "index.d.ts",
   "stall.d.ts",
   "pipeline.d.ts",
+  "sketch.d.ts",
   "derive.d.ts",
+  "prom.d.ts",
+  "tail.d.ts",
+  "simulate.d.ts",
+  "little.d.ts",
   "context.d.ts",
   "relay.d.ts",
   "hono.d.ts",
@@ -106,7 +117,7 @@ export async function checkTarball(g, packed) {
       }
     }
     // Documents are for people, not for module resolution.
-    const unreachable = files.filter((f) => !seen.has(f) && f !== "README.md" && f !== "LICENSE");
+    const unreachable = files.filter((f) => !seen.has(f) && !f.endsWith(".md") && f !== "LICENSE");
     assert.deepEqual(unreachable, [], "files no entry point reaches");
   });
 
