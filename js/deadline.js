@@ -38,7 +38,7 @@ import * as core from "./edge_deadline.js";
 import { CODES, DEADLINE_BRAND, DeadlineExceeded, argumentError } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { IS_WORKERD, NODE, child, now, sharedQueue, turnQueue } from "./timers.js";
+import { Child, IS_WORKERD, NODE, child, now, sharedQueue, turnQueue } from "./timers.js";
 import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
 import * as propagation from "./propagation.js";
 
@@ -219,7 +219,8 @@ export class Deadline {
     // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
     const at = this.#at;
     const passed = at <= now();
-    node = this.#node = child(this.#parents, passed ? Infinity : at, { queue: this.#queueOf(), onTime: expire });
+    node = this.#node = new Child(passed ? Infinity : at, expire, undefined);
+    node.start(this.#parents, this.#queueOf());
     if (passed) node.abort(new DeadlineExceeded(at, now() - at));
     return node;
   }
@@ -262,15 +263,22 @@ if (typeof Symbol.dispose === "symbol") {
  * @param {() => void} [onAbort]
  */
 export function watch(deadline, at, onTime, onAbort) {
-  const home = deadline[NODE]().home;
-  return child(onAbort === undefined ? EMPTY : [deadline], at, {
-    queue: home,
-    onTime: (c) => {
-      c.dispose();
-      onTime();
-    },
-    onAbort: onAbort && (() => onAbort()),
-  });
+  const w = new Watch(at, onTime, onAbort);
+  w.start(onAbort === undefined ? EMPTY : [deadline], deadline[NODE]().queue);
+  return w;
+}
+
+/** A `watch`: a child that leaves its parent once its instant came. */
+class Watch extends Child {
+  constructor(at, onTime, onAbort) {
+    super(at, fireWatch, onAbort);
+    this.onFire = onTime;
+  }
+}
+
+function fireWatch(w) {
+  w.dispose();
+  w.onFire();
 }
 
 /** Cancels a `watch` (a no-op once it fired or was cancelled). */

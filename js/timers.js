@@ -40,8 +40,12 @@ const HOST_CLOCK = Object.freeze({
  */
 export let clock = HOST_CLOCK;
 
-/** `clock.now()`: the instant on the package's timeline. */
-export const now = () => clock.now();
+/**
+ * `clock.now()`: the instant on the package's timeline. A live binding of
+ * the clock's own function (replaced by `setClock`), so a hot path pays one
+ * call, as it did reading `performance.now()` itself.
+ */
+export let now = HOST_CLOCK.now;
 
 /**
  * Replaces the clock (tests: tests/js/fake-time.js) and starts fresh wake-up
@@ -55,6 +59,7 @@ export function setClock(next = HOST_CLOCK) {
   }
   const previous = clock;
   clock = next;
+  now = next === HOST_CLOCK ? HOST_CLOCK.now : () => next.now();
   sharedQueue = new WakeQueue(true);
   turn = null;
   return previous;
@@ -349,12 +354,11 @@ const links = new WeakMap();
  * documented getters and methods are internal.
  */
 export class Child extends Wakeup {
-  constructor(parents, at, queue, onTime, onAbort) {
+  /** @private Use `child()`; a Deadline makes its own with `start`. */
+  constructor(at, onTime, onAbort) {
     super(at);
     this.onTime = onTime;
     this.onAbort = onAbort;
-    this.parents = parents;
-    this.home = queue;
     this.controller = null;
     this.aborted = false;
     this.reason = undefined;
@@ -383,7 +387,7 @@ export class Child extends Wakeup {
     if (!this.live) return;
     if (this.index >= 0) this.queue.cancel(this);
     this.at = atMs;
-    if (atMs < Infinity) this.home.schedule(this);
+    if (atMs < Infinity) this.queue.schedule(this);
   }
 
   /**
@@ -451,9 +455,25 @@ export class Child extends Wakeup {
     for (let i = 0; i < signals.length; i++) ParentLink.leave(signals[i], this);
   }
 
+  /** @private Links the parents, picks the home queue (`queue`, else see `child`) and queues the wake-up. */
+  start(parents, queue) {
+    if (parents.length !== 0 && !this.link(parents)) return;
+    // A child's `queue` is its home for good: it is only ever scheduled there.
+    this.queue = queue ?? (this.up !== null ? this.up.queue : turnQueue());
+    if (this.at < Infinity) this.queue.schedule(this);
+  }
+
   /** @private Links the parents (see `child`); false when one had aborted (then this child has too). */
-  link() {
-    const parents = this.parents;
+  link(parents) {
+    // The common case, a Deadline's own parents: AbortSignals only, joined without copying the list.
+    let plain = true;
+    for (let i = 0; i < parents.length && plain; i++) plain = isAbortSignal(parents[i]);
+    if (plain) {
+      for (let i = 0; i < parents.length; i++) if (parents[i].aborted) return this.bornAborted(parents[i].reason, parents[i]);
+      this.signals = this.owners = parents;
+      for (let i = 0; i < parents.length; i++) ParentLink.join(parents[i], this);
+      return true;
+    }
     for (let i = 0; i < parents.length; i++) {
       const p = parents[i];
       if (p === undefined) continue;
@@ -531,16 +551,10 @@ export class Child extends Wakeup {
  */
 export function child(parents, atMs, options) {
   const onTime = options?.onTime;
-  const onAbort = options?.onAbort;
-  const c = new Child(parents, atMs, options?.queue ?? null, onTime, onAbort);
-  if (!c.link()) return c;
-  if (c.home === null) c.home = c.up !== null ? c.up.home : turnQueue();
-  if (atMs < Infinity) {
-    if (typeof onTime !== "function") {
-      c.dispose();
-      throw argumentError("type", CODES.INVALID_TYPE, "options.onTime", "'options.onTime' must be a function (child) => void when 'atMs' is finite");
-    }
-    c.home.schedule(c);
+  if (atMs < Infinity && typeof onTime !== "function") {
+    throw argumentError("type", CODES.INVALID_TYPE, "options.onTime", "'options.onTime' must be a function (child) => void when 'atMs' is finite");
   }
+  const c = new Child(atMs, onTime, options?.onAbort);
+  c.start(parents, options?.queue);
   return c;
 }
