@@ -263,22 +263,9 @@ if (typeof Symbol.dispose === "symbol") {
  * @param {() => void} [onAbort]
  */
 export function watch(deadline, at, onTime, onAbort) {
-  const w = new Watch(at, onTime, onAbort);
+  const w = new Child(at, onTime, onAbort, true);
   w.start(onAbort === undefined ? EMPTY : [deadline], deadline[NODE]().queue);
   return w;
-}
-
-/** A `watch`: a child that leaves its parent once its instant came. */
-class Watch extends Child {
-  constructor(at, onTime, onAbort) {
-    super(at, fireWatch, onAbort);
-    this.onFire = onTime;
-  }
-}
-
-function fireWatch(w) {
-  w.dispose();
-  w.onFire();
 }
 
 /** Cancels a `watch` (a no-op once it fired or was cancelled). */

@@ -35,31 +35,30 @@ const HOST_CLOCK = Object.freeze({
 /**
  * The clock every module of the package reads: `now()` in ms on one monotonic
  * timeline (the host's is `performance.now()`), `setTimeout(fn, ms)` → id,
- * `clearTimeout(id)`. A live binding: replaced by `setClock`.
+ * `clearTimeout(id)`. One object whose members `setClock` replaces: read as
+ * `clock.now()`, a member that production never reassigns is a constant to
+ * the engine, so the hot paths pay what reading `performance.now()` cost.
  * @type {{ now(): number, setTimeout(fn: () => void, ms: number): unknown, clearTimeout(id: unknown): void }}
  */
-export let clock = HOST_CLOCK;
+export const clock = { now: HOST_CLOCK.now, setTimeout: HOST_CLOCK.setTimeout, clearTimeout: HOST_CLOCK.clearTimeout };
+
+/** `clock.now()`: the instant on the package's timeline. */
+export const now = () => clock.now();
 
 /**
- * `clock.now()`: the instant on the package's timeline. A live binding of
- * the clock's own function (replaced by `setClock`), so a hot path pays one
- * call, as it did reading `performance.now()` itself.
- */
-export let now = HOST_CLOCK.now;
-
-/**
- * Replaces the clock (tests: tests/js/fake-time.js) and starts fresh wake-up
- * queues on it; `setClock()` with no argument puts the host's clock back.
- * Returns the clock that was in use.
+ * Replaces the clock's members (tests: tests/js/fake-time.js) and starts
+ * fresh wake-up queues on it; `setClock()` with no argument puts the host's
+ * clock back. Returns the members that were in use (to pass back later).
  * @param {{ now(): number, setTimeout(fn: () => void, ms: number): unknown, clearTimeout(id: unknown): void }} [next]
  */
 export function setClock(next = HOST_CLOCK) {
   if (next === null || typeof next !== "object" || ["now", "setTimeout", "clearTimeout"].some((k) => typeof next[k] !== "function")) {
     throw argumentError("type", CODES.INVALID_TYPE, "clock", "'clock' must be an object with now(), setTimeout(fn, ms) and clearTimeout(id)");
   }
-  const previous = clock;
-  clock = next;
-  now = next === HOST_CLOCK ? HOST_CLOCK.now : () => next.now();
+  const previous = { now: clock.now, setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout };
+  clock.now = next.now;
+  clock.setTimeout = next.setTimeout;
+  clock.clearTimeout = next.clearTimeout;
   sharedQueue = new WakeQueue(true);
   turn = null;
   return previous;
@@ -142,11 +141,14 @@ export class Wakeup {
 export class WakeQueue {
   constructor(unrefHost) {
     this.heap = [];
-    this.clock = clock; // invariant 6
+    // Invariant 6: the clock's members as they are now, kept.
+    this.now = clock.now;
+    this.setTimeout = clock.setTimeout;
+    this.clearTimeout = clock.clearTimeout;
     this.host = undefined;
     this.hostAt = Infinity;
     this.hostTurn = null; // workerd: the turn that armed the host timer
-    this.unrefHost = unrefHost && clock === HOST_CLOCK;
+    this.unrefHost = unrefHost && clock.setTimeout === HOST_CLOCK.setTimeout;
     this.wake = () => this.#wake();
   }
 
@@ -158,7 +160,7 @@ export class WakeQueue {
     heap.push(entry);
     this.#up(entry.index);
     if (entry.at < this.hostAt) this.#arm(entry.at);
-    else if (IS_WORKERD && this.hostAt < this.clock.now() - 1 && this.hostTurn !== currentTurn()) this.#arm(heap[0].at); // invariant 5
+    else if (IS_WORKERD && this.hostAt < this.now() - 1 && this.hostTurn !== currentTurn()) this.#arm(heap[0].at); // invariant 5
   }
 
   /** Takes `entry` out of this queue (a no-op when it is not queued). */
@@ -176,10 +178,9 @@ export class WakeQueue {
   }
 
   #arm(at) {
-    const c = this.clock;
-    if (this.host !== undefined) c.clearTimeout(this.host);
+    if (this.host !== undefined) this.clearTimeout(this.host);
     this.hostAt = at;
-    this.host = c.setTimeout(this.wake, timerMs(Math.max(0, at - c.now())));
+    this.host = this.setTimeout(this.wake, timerMs(Math.max(0, at - this.now())));
     if (this.unrefHost) unref(this.host);
     else this.hostTurn = currentTurn();
   }
@@ -188,7 +189,7 @@ export class WakeQueue {
     this.host = undefined;
     this.hostAt = Infinity;
     const heap = this.heap;
-    const t = this.clock.now();
+    const t = this.now();
     while (heap.length && heap[0].at <= t) {
       const entry = heap[0];
       this.cancel(entry);
@@ -353,10 +354,18 @@ const links = new WeakMap();
  * A node of the cancellation tree: see `child`. Fields other than the
  * documented getters and methods are internal.
  */
-export class Child extends Wakeup {
-  /** @private Use `child()`; a Deadline makes its own with `start`. */
-  constructor(at, onTime, onAbort) {
-    super(at);
+export class Child {
+  /**
+   * @private Use `child()`; a Deadline makes its own with `start`. A queue
+   * entry like `Wakeup` (`at`, `index`, `queue`, `fire()`), one constructor
+   * deep: children are made per step and per attempt. `once`: leave the
+   * parents when the instant comes (js/deadline.js `watch`).
+   */
+  constructor(at, onTime, onAbort, once = false) {
+    this.at = at;
+    this.index = -1;
+    this.queue = null;
+    this.once = once;
     this.onTime = onTime;
     this.onAbort = onAbort;
     this.controller = null;
@@ -435,6 +444,7 @@ export class Child extends Wakeup {
 
   /** @private */
   fire() {
+    if (this.once) this.dispose();
     this.onTime(this);
   }
 
@@ -465,7 +475,22 @@ export class Child extends Wakeup {
 
   /** @private Links the parents (see `child`); false when one had aborted (then this child has too). */
   link(parents) {
-    // The common case, a Deadline's own parents: AbortSignals only, joined without copying the list.
+    // The common cases first: one Deadline (a step, an attempt, a stall timer)…
+    const first = parents[0];
+    if (parents.length === 1 && first != null && typeof first[NODE] === "function") {
+      const node = first[NODE]();
+      if (node.aborted) return this.bornAborted(node.reason, first);
+      if (node.live) {
+        this.up = node;
+        this.upOwner = first;
+        const head = node.kids;
+        this.next = head;
+        if (head !== null) head.prev = this;
+        node.kids = this;
+        return true;
+      }
+    }
+    // …and a Deadline's own parents: AbortSignals only, joined without copying the list.
     let plain = true;
     for (let i = 0; i < parents.length && plain; i++) plain = isAbortSignal(parents[i]);
     if (plain) {
@@ -479,8 +504,8 @@ export class Child extends Wakeup {
       if (p === undefined) continue;
       let node = null;
       let signal = null;
-      if (p instanceof Child) node = p;
-      else if (p !== null && typeof p[NODE] === "function") node = p[NODE]();
+      if (p !== null && typeof p[NODE] === "function") node = p[NODE]();
+      else if (p instanceof Child) node = p;
       else if (isAbortSignal(p)) signal = p;
       else if (p !== null && typeof p === "object" && typeof p.signal === "function") signal = p.signal(); // a Deadline of another copy
       else throw argumentError("type", CODES.INVALID_TYPE, `parents[${i}]`, `'parents[${i}]' must be an AbortSignal or a Deadline`);

@@ -1,4 +1,26 @@
 //! Bindings for [`crate::core::deadline`]. Names are the JS API's.
+//!
+//! # All scalar, on purpose
+//! Every export takes and returns plain `f64`s: `deadlineIn`, `checkMs`,
+//! `checkInstant`, `reserve`, `budget`, `admit`, `generationBudget`. They run
+//! per request and per step (`Deadline.in`, `reserve`, `budget`, `step`), where
+//! a number crossing costs no allocation and an object through serde would
+//! cost one per call; nothing structured crosses here (the header and
+//! platform constructors cross in their own modules). The timer arithmetic
+//! is not even called: `js/deadline.js` and `js/timers.js` do it in JS.
+//!
+//! Measured (`node bench/run.mjs deadline`, the "design:" rows, and an A/B of
+//! the package before and after the boundary rework in one process, see
+//! BENCHMARKS.md): `budget(at, now, pref)` through Wasm costs about what the
+//! JS `remaining()` around it costs (277 vs 178 ns in Node, 290 vs 311 ns in
+//! Deno on this loaded 2-core machine), so the scalar call is not where a
+//! deadline's time goes; `Deadline.in(10_000).signal() + dispose` stayed
+//! within run-to-run noise of its figure before the rework.
+//!
+//! Errors cross through [`super::to_js`]: `DeadlineExceeded` and
+//! `InsufficientBudget` as the branded classes (with the core's message, the
+//! same words js/errors.js writes), bad input as a `RangeError` with `.param`
+//! and `.code`.
 
 use wasm_bindgen::prelude::*;
 

@@ -10,7 +10,7 @@ const TIMER_SLACK_MS = 250;
 const BRAND = "edgeDeadlineError";
 
 /** An AbortSignal whose add/removeEventListener calls are counted. */
-function countedParent() {
+export function countedParent() {
   const controller = new AbortController();
   const signal = controller.signal;
   const counts = { added: 0, removed: 0 };

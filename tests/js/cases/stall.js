@@ -41,7 +41,7 @@ function source({ chunks = [], close = false, error } = {}) {
 }
 
 /** A small seeded generator (numerical recipes' LCG): the same "random" pauses in every runtime. */
-function lcg(seed) {
+export function lcg(seed) {
   let x = seed >>> 0;
   return () => {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;

@@ -6,15 +6,8 @@
 import { aborted, equal, ok, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 import { MAX_TIMER_MS, child } from "../../../pkg/timers.js";
-
-/** A small seeded generator (numerical recipes' LCG): the same instants in every runtime. */
-function lcg(seed) {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
-}
+import { countedParent } from "./deadline.js";
+import { lcg } from "./stall.js";
 
 /** Runs `body(clock)` on fake time, restoring the host clock whatever happens. */
 async function onFakeTime(body) {
@@ -24,18 +17,6 @@ async function onFakeTime(body) {
   } finally {
     clock.restore();
   }
-}
-
-/** An AbortSignal whose add/removeEventListener calls are counted. */
-function countedParent() {
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const counts = { added: 0, removed: 0 };
-  const add = signal.addEventListener.bind(signal);
-  const remove = signal.removeEventListener.bind(signal);
-  signal.addEventListener = (...args) => (counts.added++, add(...args));
-  signal.removeEventListener = (...args) => (counts.removed++, remove(...args));
-  return { controller, signal, counts };
 }
 
 const cases = [
