@@ -9,13 +9,13 @@
 //! platform constructors cross in their own modules). The timer arithmetic
 //! is not even called: `js/deadline.js` and `js/timers.js` do it in JS.
 //!
-//! Measured (`node bench/run.mjs deadline`, the "design:" rows, and an A/B of
-//! the package before and after the boundary rework in one process, see
-//! BENCHMARKS.md): `budget(at, now, pref)` through Wasm costs about what the
-//! JS `remaining()` around it costs (277 vs 178 ns in Node, 290 vs 311 ns in
-//! Deno on this loaded 2-core machine), so the scalar call is not where a
-//! deadline's time goes; `Deadline.in(10_000).signal() + dispose` stayed
-//! within run-to-run noise of its figure before the rework.
+//! Measured (`node bench/run.mjs deadline`, its "design:" rows, on the loaded
+//! 2-core machine): `budget(at, now, pref)` through Wasm 277 ns in Node and
+//! 290 ns in Deno, against 178 and 311 ns for the JS `remaining()` beside it,
+//! so a scalar call is not where a deadline's time goes, and an object per
+//! call would be. `node bench/ab.mjs` (BENCHMARKS.md, "The deadline and stall
+//! boundary"): `Deadline.in(10_000).signal() + dispose` 344 → 349 ns in Deno,
+//! 2530 → 2415 ns in Node, before and after the rework, within noise.
 //!
 //! Errors cross through [`super::to_js`]: `DeadlineExceeded` and
 //! `InsufficientBudget` as the branded classes (with the core's message, the
