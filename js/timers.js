@@ -126,18 +126,11 @@ export const unref =
 export const IS_WORKERD = typeof globalThis.WebSocketPair === "function";
 
 /**
- * A pending call of `fire()` at or after `at` (ms on the clock's timeline).
- * Subclasses define `fire()`: a method, not a closure per wake-up.
+ * A binary heap of wake-ups behind one host timer. An entry is any object
+ * with `at` (ms on the clock's timeline), `index` (-1 when not queued),
+ * `queue` and a `fire()` method (a method, not a closure per wake-up): in
+ * this package, a `Child`.
  */
-export class Wakeup {
-  constructor(at) {
-    this.at = at;
-    this.index = -1;
-    this.queue = null;
-  }
-}
-
-/** A binary heap of wake-ups behind one host timer. */
 export class WakeQueue {
   constructor(unrefHost) {
     this.heap = [];
@@ -357,8 +350,8 @@ const links = new WeakMap();
 export class Child {
   /**
    * @private Use `child()`; a Deadline makes its own with `start`. A queue
-   * entry like `Wakeup` (`at`, `index`, `queue`, `fire()`), one constructor
-   * deep: children are made per step and per attempt. `once`: leave the
+   * entry (`at`, `index`, `queue`, `fire()`), one constructor deep:
+   * children are made per step and per attempt. `once`: leave the
    * parents when the instant comes (js/deadline.js `watch`).
    */
   constructor(at, onTime, onAbort, once = false) {
