@@ -412,7 +412,7 @@ pub fn earliest_incoming(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::retry::SplitMix64;
+    use crate::core::rng::SplitMix64;
     use proptest::prelude::*;
     use HeaderFormat::*;
 

@@ -55,6 +55,7 @@
 use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, Ms};
+use crate::core::rng::SplitMix64;
 
 /// The most attempts one retry loop accepts (and the longest schedule).
 pub const MAX_ATTEMPTS: u32 = 100;
@@ -130,34 +131,6 @@ impl std::error::Error for RetryError {}
 impl From<DeadlineError> for RetryError {
     fn from(e: DeadlineError) -> Self {
         Self::Time(e)
-    }
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): 64 bits of state, one add and
-/// three xor-shift-multiply rounds per output. Not cryptographic; enough to
-/// decorrelate retries, and identical on every platform.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number in `[0, 1)` with 53 random bits.
-    pub fn next_f64(&mut self) -> f64 {
-        // The top 53 bits fit an f64 mantissa exactly.
-        (self.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
     }
 }
 
@@ -762,20 +735,6 @@ mod tests {
         ));
         assert_eq!(check_hedge(1.0, 0), Err(RetryError::BadMaxAttempts { value: 0 }));
         assert_eq!(check_hedge(1.0, MAX_ATTEMPTS + 1), Err(RetryError::BadMaxAttempts { value: MAX_ATTEMPTS + 1 }));
-    }
-
-    #[test]
-    fn splitmix64_reference_values() {
-        // Outputs of the reference splitmix64.c for seed 0.
-        let mut r = SplitMix64::new(0);
-        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
-        assert_eq!(r.next_u64(), 0x06C4_5D18_8009_454F);
-        let mut r = SplitMix64::new(42);
-        for _ in 0..10_000 {
-            let u = r.next_f64();
-            assert!((0.0..1.0).contains(&u));
-        }
     }
 
     #[test]
