@@ -6,11 +6,13 @@
 //! integer millisecond up to 2^53 exactly; the validators in [`deadline`]
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
+pub mod budget;
 pub mod caps;
 pub mod deadline;
 pub mod derive;
 pub mod error;
 pub mod headers;
+pub mod hedge;
 pub mod little;
 pub mod plan;
 pub mod retry;
