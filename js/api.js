@@ -15,5 +15,10 @@ export {
 export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
 export { relay } from "./relay.js";
 export * from "./stall.js";
-export * from "./pipeline.js";
+export { plan, Plan, isSkipped } from "./plan.js";
+export { retry, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
+export { hedge } from "./hedge.js";
+export { RetryBudget } from "./budget.js";
+export { toHeaders, encodeHeader, parseHeader, deadlineFromHeaders, deadlineHeaders } from "./headers.js";
+export { platformCaps, platformDeadline } from "./caps.js";
 export * from "./derive.js";

@@ -43,7 +43,8 @@ import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { IS_WORKERD, Wakeup, sharedQueue, turnQueue } from "./timers.js";
 import { describe, isAbortSignal, number } from "./validate.js";
-import * as propagation from "./propagation.js";
+import { forPlatform } from "./caps.js";
+import { fromHeaders } from "./headers.js";
 
 const now = () => performance.now();
 
@@ -160,18 +161,18 @@ export class Deadline {
    * The deadline a request's propagation headers ask for (`grpc-timeout`,
    * `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms`,
    * `edge-deadline-remaining-ms`), less `transitMs`, never later than `maxMs`
-   * from now. See js/propagation.js.
+   * from now. See js/headers.js.
    */
   static fromHeaders(headers, options) {
-    return propagation.fromHeaders(headers, options);
+    return fromHeaders(headers, options);
   }
 
   /**
    * `now + min(every cap in front: the platform's, the product's) − fallbackReserveMs`.
-   * See js/propagation.js and src/core/caps.rs.
+   * See js/caps.js and src/core/caps.rs.
    */
   static forPlatform(options) {
-    return propagation.forPlatform(options);
+    return forPlatform(options);
   }
 
   /** The earliest of the given deadlines; the result links every parent signal. */

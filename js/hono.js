@@ -33,7 +33,8 @@
 // the first request; the error says so otherwise.
 
 import { runWithDeadline } from "./context.js";
-import { deadlineHeaders, deadlineFromHeaders, platformDeadline } from "./propagation.js";
+import { platformDeadline } from "./caps.js";
+import { deadlineHeaders, deadlineFromHeaders } from "./headers.js";
 import { metric } from "./servertiming.js";
 import * as check from "./validate.js";
 

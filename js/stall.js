@@ -61,7 +61,7 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, brand, ms } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { propagateFormats, withBudgetHeaders } from "./propagation.js";
+import { propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { unref } from "./timers.js";
 import { clearWake, setWake } from "./deadline.js";

@@ -88,7 +88,7 @@ export function optSignal(param, value) {
 export function count(param, value) {
   number(param, value, "a whole number");
   if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) {
-    throw new RangeError(`'${param}' must be a whole number: current value is ${value}`);
+    throw argumentError("range", "NOT_A_WHOLE_NUMBER", param, `'${param}' must be a whole number: current value is ${value}`);
   }
   return value;
 }

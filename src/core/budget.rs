@@ -21,7 +21,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::deadline::{check_ms, DeadlineError};
+use crate::core::error::{Described, Kind};
 
 /// Buckets in a [`RetryBudget`]'s sliding window.
 pub const BUDGET_BUCKETS: usize = 10;
@@ -61,6 +64,65 @@ impl fmt::Display for BudgetError {
 }
 
 impl std::error::Error for BudgetError {}
+
+impl Described for BudgetError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::BadRatio { .. } => "RATIO_OUT_OF_RANGE",
+            Self::BadMinPerSecond { .. } => "MIN_PER_SECOND_OUT_OF_RANGE",
+            Self::BadWindow { .. } => "WINDOW_OUT_OF_RANGE",
+            Self::Time(e) => e.code(),
+        }
+    }
+
+    /// Names inside [`BudgetOptions`]; the binding prefixes the argument.
+    fn param(&self) -> Option<String> {
+        match self {
+            Self::BadRatio { .. } => Some("ratio".into()),
+            Self::BadMinPerSecond { .. } => Some("minPerSecond".into()),
+            Self::BadWindow { .. } => Some("windowMs".into()),
+            Self::Time(e) => Described::param(e),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            _ => Kind::Range,
+        }
+    }
+}
+
+/// A retry budget as the caller writes it, every field optional; the
+/// defaults are Finagle's: `ratio` 0.2 (20 % of requests), `minPerSecond` 10,
+/// `windowMs` 10 000.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct BudgetOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub min_per_second: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub window_ms: Option<f64>,
+}
+
+/// What a budget's window holds now, for logs and dashboards.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct BudgetCounts {
+    /// First attempts counted in the window.
+    pub requests: u64,
+    /// Retries granted in the window.
+    pub retries: u64,
+    /// Retries always allowed per window ([`RetryBudget::floor`]).
+    pub floor: f64,
+}
 
 impl From<DeadlineError> for BudgetError {
     fn from(e: DeadlineError) -> Self {
@@ -109,6 +171,21 @@ impl RetryBudget {
             retries: [0; BUDGET_BUCKETS],
             head: None,
         })
+    }
+
+    /// [`RetryBudget::new`] from the caller's options.
+    pub fn from_options(options: &BudgetOptions) -> Result<Self, BudgetError> {
+        Self::new(
+            options.ratio.unwrap_or(0.2),
+            options.min_per_second.unwrap_or(10.0),
+            options.window_ms.unwrap_or(10_000.0),
+        )
+    }
+
+    /// [`RetryBudget::counts`] with the floor, as [`BudgetCounts`].
+    pub fn window(&mut self, now_ms: f64) -> Result<BudgetCounts, BudgetError> {
+        let (requests, retries) = self.counts(now_ms)?;
+        Ok(BudgetCounts { requests, retries, floor: self.floor() })
     }
 
     /// Retries always allowed per window: `minPerSecond × windowMs / 1000`.

@@ -53,7 +53,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize, Serializer};
+
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError, MAX_TIMER_MS};
+use crate::core::error::{Described, Kind};
 
 /// The longest header value examined, in bytes. Longer input is refused
 /// before any other work.
@@ -62,16 +65,22 @@ pub const MAX_HEADER_LEN: usize = 64;
 /// This package's own header.
 pub const EDGE_DEADLINE_HEADER: &str = "edge-deadline-remaining-ms";
 
-/// A deadline propagation header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A deadline propagation header. Crosses to JavaScript as its lowercase
+/// name ([`HeaderFormat::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum HeaderFormat {
     /// `grpc-timeout`: gRPC over HTTP/2.
+    #[serde(rename = "grpc-timeout")]
     GrpcTimeout,
     /// `connect-timeout-ms`: the Connect protocol.
+    #[serde(rename = "connect-timeout-ms")]
     ConnectTimeoutMs,
     /// `x-envoy-expected-rq-timeout-ms`: set by Envoy for its upstream.
+    #[serde(rename = "x-envoy-expected-rq-timeout-ms")]
     EnvoyExpectedRqTimeoutMs,
     /// `edge-deadline-remaining-ms`: this package.
+    #[serde(rename = "edge-deadline-remaining-ms")]
     EdgeDeadlineRemainingMs,
 }
 
@@ -181,6 +190,43 @@ impl fmt::Display for HeaderError {
 }
 
 impl std::error::Error for HeaderError {}
+
+impl Described for HeaderError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::TooLong { .. } => "HEADER_TOO_LONG",
+            Self::Empty { .. } => "HEADER_EMPTY",
+            Self::Signed { .. } => "HEADER_SIGNED",
+            Self::Whitespace { .. } => "HEADER_WHITESPACE",
+            Self::NonAscii { .. } => "HEADER_NON_ASCII",
+            Self::NotDigit { .. } => "HEADER_NOT_DIGIT",
+            Self::NoDigits { .. } => "HEADER_NO_DIGITS",
+            Self::TooManyDigits { .. } => "HEADER_TOO_MANY_DIGITS",
+            Self::MissingUnit { .. } => "HEADER_MISSING_UNIT",
+            Self::BadUnit { .. } => "HEADER_BAD_UNIT",
+            Self::UnknownFormat { .. } => "UNKNOWN_FORMAT",
+            Self::Time(e) => e.code(),
+        }
+    }
+
+    /// `value` for a refused header value (`parseHeader(format, value)`),
+    /// `format` for an unknown header name, the time argument's own name
+    /// (`remainingMs`, `maxMs`, `transitMs`) otherwise.
+    fn param(&self) -> Option<String> {
+        match self {
+            Self::UnknownFormat { .. } => Some("format".into()),
+            Self::Time(e) => Described::param(e),
+            _ => Some("value".into()),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            _ => Kind::Range,
+        }
+    }
+}
 
 impl From<DeadlineError> for HeaderError {
     fn from(e: DeadlineError) -> Self {
@@ -363,8 +409,40 @@ pub fn incoming_deadline(now_ms: f64, parsed_ms: f64, transit_ms: f64, max_ms: f
     Ok(deadline_in(now, granted)?)
 }
 
-/// The deadline from every propagation header present.
-#[derive(Debug, Clone, PartialEq)]
+/// One header value present on a request, as a binding hands it over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct HeaderValue {
+    pub header: HeaderFormat,
+    pub value: String,
+}
+
+/// The options of reading a deadline from headers: the local cap (`maxMs`)
+/// and the estimated transit time (`transitMs`, 0 unless given).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct IncomingOptions {
+    pub max_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub transit_ms: Option<f64>,
+}
+
+/// [`earliest_incoming`] over [`HeaderValue`]s.
+pub fn earliest_incoming_values(
+    now_ms: f64,
+    values: &[HeaderValue],
+    options: &IncomingOptions,
+) -> Result<Incoming, HeaderError> {
+    let raw: Vec<(HeaderFormat, &[u8])> = values.iter().map(|v| (v.header, v.value.as_bytes())).collect();
+    earliest_incoming(now_ms, &raw, options.transit_ms.unwrap_or(0.0), options.max_ms)
+}
+
+/// The deadline from every propagation header present. Crosses to
+/// JavaScript with each rejection as `{ index, code, message }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Incoming {
     /// The earliest deadline among the valid headers and the local cap.
     pub at: f64,
@@ -374,7 +452,19 @@ pub struct Incoming {
     /// The index and error of each header that was present but malformed.
     /// They are ignored, which can only leave the deadline at the local cap,
     /// never extend it; strict callers may turn any entry here into a 400.
+    #[serde(serialize_with = "rejections")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "{ index: number, code: string, message: string }[]"))]
     pub rejected: Vec<(usize, HeaderError)>,
+}
+
+fn rejections<S: Serializer>(rejected: &[(usize, HeaderError)], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Rejection<'a> {
+        index: usize,
+        code: &'a str,
+        message: String,
+    }
+    s.collect_seq(rejected.iter().map(|(index, e)| Rejection { index: *index, code: e.code(), message: e.to_string() }))
 }
 
 /// Folds the headers present into one deadline: the earliest of

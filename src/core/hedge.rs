@@ -7,6 +7,8 @@
 //! `src/web/retry.rs`); the core validates the policy, so both hosts refuse
 //! the same values with the same words.
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::deadline::check_ms;
 use crate::core::retry::{RetryError, MAX_ATTEMPTS};
 
@@ -20,6 +22,39 @@ pub fn check_hedge(delay_ms: f64, max_attempts: u32) -> Result<f64, RetryError> 
         return Err(RetryError::BadMaxAttempts { value: max_attempts });
     }
     Ok(delay_ms)
+}
+
+/// Attempts of a hedge when the caller does not say: the first and one hedge.
+pub const DEFAULT_HEDGE_ATTEMPTS: u32 = 2;
+
+/// A hedging policy as the caller writes it (`hedge`'s options): the delay
+/// before each extra attempt and the most attempts over the call
+/// ([`DEFAULT_HEDGE_ATTEMPTS`] unless given).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct HedgeOptions {
+    pub delay_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub max_attempts: Option<u32>,
+}
+
+/// A validated hedging policy.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct HedgePolicy {
+    pub delay_ms: f64,
+    pub max_attempts: u32,
+}
+
+impl HedgeOptions {
+    /// The validated policy ([`check_hedge`]), the default filled in; `-0` becomes `0`.
+    pub fn policy(&self) -> Result<HedgePolicy, RetryError> {
+        let max_attempts = self.max_attempts.unwrap_or(DEFAULT_HEDGE_ATTEMPTS);
+        Ok(HedgePolicy { delay_ms: check_hedge(self.delay_ms, max_attempts)?, max_attempts })
+    }
 }
 
 #[cfg(test)]

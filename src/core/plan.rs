@@ -95,7 +95,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::deadline::{check_ms, DeadlineError, Ms};
+use crate::core::error::Described;
 
 /// The default hand-off margin per step start: the worst p99 hand-off
 /// lateness on an idle event loop across Node, Deno, workerd and Chromium
@@ -136,21 +139,24 @@ pub enum PlanError {
     IndexOutOfRange { index: usize, len: usize },
     /// A step kind other than `mandatory`, `optional` or `fallback`.
     UnknownKind { value: String },
+    /// Step number `index` is not a step object (what a binding reports
+    /// when the step's fields cannot be read at all).
+    BadStep { index: usize, message: String },
     /// A step's duration (`minMs`, `preferredMs`, `reserveMs`) is NaN,
     /// infinite, negative or past [`MAX_MS`](crate::core::deadline::MAX_MS).
-    BadStepValue { step: String, error: DeadlineError },
+    BadStepValue { index: usize, step: String, error: DeadlineError },
     /// `minMs` is above `preferredMs`: the step could never be admitted at its
     /// preferred size. Lower `minMs` or raise `preferredMs`.
-    MinAbovePreferred { step: String, min_ms: f64, preferred_ms: f64 },
+    MinAbovePreferred { index: usize, step: String, min_ms: f64, preferred_ms: f64 },
     /// A mandatory or fallback step reserves less than its minimum, so holding
     /// the reserve would not guarantee it can start. Raise `reserveMs`.
-    ReserveBelowMin { step: String, reserve_ms: f64, min_ms: f64 },
+    ReserveBelowMin { index: usize, step: String, reserve_ms: f64, min_ms: f64 },
     /// `preferredMs` is 0: the step could never be given any time. Remove it
     /// to take whatever is available, or give a positive duration.
-    ZeroPreferred { step: String },
+    ZeroPreferred { index: usize, step: String },
     /// A fallback step gets everything left when it runs, so a preferred
     /// duration contradicts it. Remove `preferredMs` or make the step mandatory.
-    PreferredOnFallback { step: String },
+    PreferredOnFallback { index: usize, step: String },
     /// The margin is outside `0 ..= MAX_MARGIN_MS`.
     BadMargin { value: f64 },
     /// A time argument (`at`, `now`, trace values) is invalid.
@@ -181,19 +187,20 @@ impl fmt::Display for PlanError {
                 f,
                 "'kind' must be one of mandatory, optional, fallback: current value is '{value}'"
             ),
-            Self::BadStepValue { step, error } => write!(f, "step '{step}': {error}"),
-            Self::MinAbovePreferred { step, min_ms, preferred_ms } => write!(
+            Self::BadStep { index, message } => write!(f, "step {index}: {message}"),
+            Self::BadStepValue { step, error, .. } => write!(f, "step '{step}': {error}"),
+            Self::MinAbovePreferred { step, min_ms, preferred_ms, .. } => write!(
                 f,
                 "step '{step}': 'minMs' must not exceed 'preferredMs' ({preferred_ms}): current value is {min_ms}"
             ),
-            Self::ReserveBelowMin { step, reserve_ms, min_ms } => write!(
+            Self::ReserveBelowMin { step, reserve_ms, min_ms, .. } => write!(
                 f,
                 "step '{step}': 'reserveMs' must be at least 'minMs' ({min_ms}) for mandatory and fallback steps: current value is {reserve_ms}"
             ),
-            Self::ZeroPreferred { step } => {
+            Self::ZeroPreferred { step, .. } => {
                 write!(f, "step '{step}': 'preferredMs' must be above 0 milliseconds: current value is 0")
             }
-            Self::PreferredOnFallback { step } => write!(
+            Self::PreferredOnFallback { step, .. } => write!(
                 f,
                 "step '{step}': a fallback step gets everything left, so 'preferredMs' must not be set"
             ),
@@ -208,14 +215,74 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
+impl Described for PlanError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NoSteps => "NO_STEPS",
+            Self::TooManySteps { .. } => "TOO_MANY_STEPS",
+            Self::EmptyName { .. } => "EMPTY_NAME",
+            Self::NameTooLong { .. } => "NAME_TOO_LONG",
+            Self::DuplicateName { .. } => "DUPLICATE_NAME",
+            Self::UnknownStep { .. } => "UNKNOWN_STEP",
+            Self::IndexOutOfRange { .. } => "INDEX_OUT_OF_RANGE",
+            Self::UnknownKind { .. } => "UNKNOWN_KIND",
+            Self::BadStep { .. } => "INVALID_STEP",
+            Self::BadStepValue { error, .. } | Self::Time(error) => error.code(),
+            Self::MinAbovePreferred { .. } => "MIN_ABOVE_PREFERRED",
+            Self::ReserveBelowMin { .. } => "RESERVE_BELOW_MIN",
+            Self::ZeroPreferred { .. } => "ZERO_PREFERRED",
+            Self::PreferredOnFallback { .. } => "PREFERRED_ON_FALLBACK",
+            Self::BadMargin { .. } => "MARGIN_OUT_OF_RANGE",
+        }
+    }
+
+    /// Paths as `plan(deadline, steps, options)` names them: `steps[2].minMs`,
+    /// `options.marginMs`; `name` for `p.run(name, fn)`.
+    fn param(&self) -> Option<String> {
+        let step = |index: &usize, field: &str| Some(format!("steps[{index}].{field}"));
+        match self {
+            Self::NoSteps | Self::TooManySteps { .. } => Some("steps".into()),
+            Self::EmptyName { index } | Self::NameTooLong { index, .. } => step(index, "name"),
+            Self::DuplicateName { second, .. } => step(second, "name"),
+            Self::UnknownStep { .. } => Some("name".into()),
+            Self::IndexOutOfRange { .. } => Some("index".into()),
+            Self::UnknownKind { .. } => Some("kind".into()),
+            Self::BadStep { index, .. } => Some(format!("steps[{index}]")),
+            Self::BadStepValue { index, error, .. } => step(index, error.param().unwrap_or("minMs")),
+            Self::MinAbovePreferred { index, .. } => step(index, "minMs"),
+            Self::ReserveBelowMin { index, .. } => step(index, "reserveMs"),
+            Self::ZeroPreferred { index, .. } | Self::PreferredOnFallback { index, .. } => step(index, "preferredMs"),
+            Self::BadMargin { .. } => Some("options.marginMs".into()),
+            Self::Time(e) => Described::param(e),
+        }
+    }
+
+    fn kind(&self) -> crate::core::error::Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            _ => crate::core::error::Kind::Range,
+        }
+    }
+
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Self::Time(e) => e.fields(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl From<DeadlineError> for PlanError {
     fn from(e: DeadlineError) -> Self {
         Self::Time(e)
     }
 }
 
-/// What a step is to the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a step is to the pipeline. Crosses to JavaScript as its name
+/// (`"mandatory"`, `"optional"`, `"fallback"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum StepKind {
     /// Must run (a policy check): its reserve is held while earlier steps run;
     /// when it cannot get `minMs` it is [`Decision::Insufficient`].
@@ -256,18 +323,25 @@ impl StepKind {
     }
 }
 
-/// A step as the caller declares it, before validation.
-#[derive(Debug, Clone, PartialEq)]
+/// A step as the caller declares it, before validation (`steps[i]` of
+/// `plan(deadline, steps)`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct StepSpec {
     pub name: String,
     /// The least time in which the step can plausibly succeed (its p95, not its median).
     pub min_ms: f64,
     /// The most the step should be given; `None` takes whatever is available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub preferred_ms: Option<f64>,
     pub kind: StepKind,
     /// What is held back for this step while earlier steps run; `None` means
     /// `min_ms`. Only mandatory and fallback steps hold a reserve; on an
     /// optional step the value is validated and otherwise unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reserve_ms: Option<f64>,
 }
 
@@ -298,6 +372,47 @@ pub struct Step {
     preferred_ms: Option<f64>,
     kind: StepKind,
     reserve_ms: f64,
+}
+
+/// What a binding keeps of a validated plan, per step: the step's validated
+/// numbers and the time held back from it ([`Plan::held_after`]). With these
+/// and the deadline, [`step_cap`] and [`decide_step`] need no `Plan`, so a
+/// plan object on the host side holds no memory of the core's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct StepInfo {
+    pub name: String,
+    pub kind: StepKind,
+    pub min_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub preferred_ms: Option<f64>,
+    pub reserve_ms: f64,
+    pub held_after_ms: f64,
+}
+
+/// A validated plan as a binding keeps it: one [`StepInfo`] per step, in
+/// declaration order, and the hand-off margin in use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct PlanInfo {
+    pub steps: Vec<StepInfo>,
+    pub margin_ms: f64,
+}
+
+/// Why a step did not start, for a binding: the trace outcome (`skipped` or
+/// `insufficient`), the reason in words, and the numbers the
+/// `InsufficientBudget` error carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct Refusal {
+    pub outcome: Outcome,
+    pub reason: String,
+    pub available_ms: f64,
+    pub min_ms: f64,
 }
 
 impl Step {
@@ -450,6 +565,24 @@ impl Plan {
         &self.steps
     }
 
+    /// What a binding keeps of this plan (see [`StepInfo`]).
+    pub fn info(&self) -> PlanInfo {
+        let steps = self
+            .steps
+            .iter()
+            .zip(&self.held_after)
+            .map(|(s, &held_after_ms)| StepInfo {
+                name: s.name.clone(),
+                kind: s.kind,
+                min_ms: s.min_ms,
+                preferred_ms: s.preferred_ms,
+                reserve_ms: s.reserve_ms,
+                held_after_ms,
+            })
+            .collect();
+        PlanInfo { steps, margin_ms: self.margin_ms }
+    }
+
     /// The index of the step called `name`.
     pub fn index_of(&self, name: &str) -> Result<usize, PlanError> {
         self.steps
@@ -515,6 +648,47 @@ pub fn decide_step(
     })
 }
 
+/// The cap [`decide_step`] gives a step, or `0` when it must not start: the
+/// one number a binding's hot path needs per step, from a [`StepInfo`]'s
+/// numbers. Admission distinguishes only fallback steps (which run below
+/// their minimum); optional and mandatory steps differ in what a refusal is,
+/// which [`refusal`] says.
+pub fn step_cap(
+    fallback: bool,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<f64, PlanError> {
+    let kind = if fallback { StepKind::Fallback } else { StepKind::Mandatory };
+    decide_step(kind, min_ms, preferred_ms, held_ms, at, now_ms).map(|d| d.cap_ms())
+}
+
+/// Why `step` does not start at `now_ms` (the rare path after [`step_cap`]
+/// answered `0`); `None` when it would start.
+pub fn refusal(step: &StepInfo, at: f64, now_ms: f64) -> Result<Option<Refusal>, PlanError> {
+    let decision = decide_step(step.kind, step.min_ms, step.preferred_ms, step.held_after_ms, at, now_ms)?;
+    Ok(match decision {
+        Decision::Run { .. } => None,
+        Decision::Skip { reason, .. } => Some(Refusal {
+            outcome: Outcome::Skipped,
+            reason: reason.to_string(),
+            available_ms: match reason {
+                SkipReason::BelowMinimum { available_ms, .. } => available_ms,
+                SkipReason::Expired => 0.0,
+            },
+            min_ms: step.min_ms,
+        }),
+        Decision::Insufficient { available_ms, min_ms, remaining_ms } => Some(Refusal {
+            outcome: Outcome::Insufficient,
+            reason: DeadlineError::Insufficient { remaining_ms, min_ms }.to_string(),
+            available_ms,
+            min_ms,
+        }),
+    })
+}
+
 fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
     let StepSpec { name, min_ms, preferred_ms, kind, reserve_ms } = spec;
     if name.is_empty() {
@@ -523,7 +697,7 @@ fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
     if name.len() > MAX_NAME_LEN {
         return Err(PlanError::NameTooLong { index, len: name.len() });
     }
-    let bad = |error: DeadlineError| PlanError::BadStepValue { step: name.clone(), error };
+    let bad = |error: DeadlineError| PlanError::BadStepValue { index, step: name.clone(), error };
     let min_ms = check_ms("minMs", min_ms).map_err(bad)?;
     let preferred_ms = match preferred_ms {
         Some(p) => Some(check_ms("preferredMs", p).map_err(bad)?),
@@ -535,23 +709,26 @@ fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
     };
     if let Some(preferred_ms) = preferred_ms {
         if kind == StepKind::Fallback {
-            return Err(PlanError::PreferredOnFallback { step: name });
+            return Err(PlanError::PreferredOnFallback { index, step: name });
         }
         if preferred_ms == 0.0 {
-            return Err(PlanError::ZeroPreferred { step: name });
+            return Err(PlanError::ZeroPreferred { index, step: name });
         }
         if min_ms > preferred_ms {
-            return Err(PlanError::MinAbovePreferred { step: name, min_ms, preferred_ms });
+            return Err(PlanError::MinAbovePreferred { index, step: name, min_ms, preferred_ms });
         }
     }
     if kind.holds_reserve() && reserve_ms < min_ms {
-        return Err(PlanError::ReserveBelowMin { step: name, reserve_ms, min_ms });
+        return Err(PlanError::ReserveBelowMin { index, step: name, reserve_ms, min_ms });
     }
     Ok(Step { name, min_ms, preferred_ms, kind, reserve_ms })
 }
 
-/// How a step ended, as recorded in the trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a step ended, as recorded in the trace. Crosses to JavaScript as its
+/// name ([`Outcome::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Outcome {
     /// The step resolved.
     Ok,
@@ -601,7 +778,9 @@ impl Outcome {
 }
 
 /// One line of a pipeline's trace: what the step was given and what happened.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct TraceRecord {
     pub step: String,
     pub remaining_at_start_ms: f64,
@@ -773,19 +952,19 @@ mod tests {
             Err(PlanError::BadStepValue { error: DeadlineError::NotFinite { param: "reserveMs", .. }, .. })
         ));
         let e = Plan::new(1e4, 0.0, vec![opt("a", 50.0).preferred(10.0)]).unwrap_err();
-        assert_eq!(e, PlanError::MinAbovePreferred { step: "a".into(), min_ms: 50.0, preferred_ms: 10.0 });
+        assert_eq!(e, PlanError::MinAbovePreferred { index: 0, step: "a".into(), min_ms: 50.0, preferred_ms: 10.0 });
         assert!(e.to_string().contains("'minMs' must not exceed 'preferredMs' (10): current value is 50"), "{e}");
         assert_eq!(
             Plan::new(1e4, 0.0, vec![man("m", 50.0).reserve(10.0)]),
-            Err(PlanError::ReserveBelowMin { step: "m".into(), reserve_ms: 10.0, min_ms: 50.0 })
+            Err(PlanError::ReserveBelowMin { index: 0, step: "m".into(), reserve_ms: 10.0, min_ms: 50.0 })
         );
         assert_eq!(
             Plan::new(1e4, 0.0, vec![man("m", 0.0).preferred(0.0)]),
-            Err(PlanError::ZeroPreferred { step: "m".into() })
+            Err(PlanError::ZeroPreferred { index: 0, step: "m".into() })
         );
         assert_eq!(
             Plan::new(1e4, 0.0, vec![fb("f", 50.0).preferred(100.0)]),
-            Err(PlanError::PreferredOnFallback { step: "f".into() })
+            Err(PlanError::PreferredOnFallback { index: 0, step: "f".into() })
         );
         assert!(matches!(Plan::with_margin(1e4, 0.0, vec![opt("a", 1.0)], f64::NAN), Err(PlanError::BadMargin { .. })));
         assert!(matches!(Plan::with_margin(1e4, 0.0, vec![opt("a", 1.0)], 1e4), Err(PlanError::BadMargin { .. })));

@@ -44,8 +44,11 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::budget::{BudgetError, RetryBudget};
 use crate::core::deadline::{check_ms, DeadlineError, Ms};
+use crate::core::error::{Described, Kind};
 use crate::core::rng::SplitMix64;
 
 /// The most attempts one retry loop accepts (and the longest schedule).
@@ -53,6 +56,11 @@ pub const MAX_ATTEMPTS: u32 = 100;
 
 /// Attempts when the caller does not say (one try and two retries).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// The backoff when the caller does not say: full jitter (`jitter: 1`) under a
+/// ceiling that doubles from 100 ms up to 2 s, so synchronized clients spread
+/// out.
+pub const DEFAULT_BACKOFF: BackoffOptions = BackoffOptions { base_ms: 100.0, max_ms: 2_000.0, jitter: 1.0 };
 
 /// Why a retry setting or call was refused.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +74,8 @@ pub enum RetryError {
     MaxBelowBase { base_ms: f64, max_ms: f64 },
     /// `maxAttempts` is outside `1 ..= MAX_ATTEMPTS`.
     BadMaxAttempts { value: u32 },
+    /// A schedule of more than `MAX_ATTEMPTS` retries was asked for.
+    TooManyRetries { value: u32 },
     /// Attempt numbers start at 1.
     BadAttempt { value: u32 },
     /// A failure kind other than `ambiguous`, `not-applied` or `permanent`.
@@ -88,6 +98,9 @@ impl fmt::Display for RetryError {
             Self::BadMaxAttempts { value } => {
                 write!(f, "'maxAttempts' must be between 1 and {MAX_ATTEMPTS}: current value is {value}")
             }
+            Self::TooManyRetries { value } => {
+                write!(f, "'retries' must be between 0 and {MAX_ATTEMPTS}: current value is {value}")
+            }
             Self::BadAttempt { value } => write!(f, "'attempt' must be at least 1: current value is {value}"),
             Self::UnknownFailure { value } => {
                 write!(f, "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'")
@@ -99,6 +112,58 @@ impl fmt::Display for RetryError {
 }
 
 impl std::error::Error for RetryError {}
+
+impl Described for RetryError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Time(e) => e.code(),
+            Self::BadJitter { .. } => "JITTER_OUT_OF_RANGE",
+            Self::MaxBelowBase { .. } => "MAX_BELOW_BASE",
+            Self::BadMaxAttempts { .. } => "MAX_ATTEMPTS_OUT_OF_RANGE",
+            Self::TooManyRetries { .. } => "RETRIES_OUT_OF_RANGE",
+            Self::BadAttempt { .. } => "ATTEMPT_OUT_OF_RANGE",
+            Self::UnknownFailure { .. } => "UNKNOWN_FAILURE",
+            Self::Budget(e) => e.code(),
+            Self::OutOfOrder { .. } => "OUT_OF_ORDER",
+        }
+    }
+
+    /// Paths inside [`RetryOptions`] (`backoff.jitter`, `maxAttempts`); the
+    /// binding prefixes the argument (`options.backoff.jitter`).
+    fn param(&self) -> Option<String> {
+        let name = match self {
+            Self::Time(e) => match e.param() {
+                Some("baseMs") => "backoff.baseMs",
+                Some("maxMs") => "backoff.maxMs",
+                other => return other.map(String::from),
+            },
+            Self::BadJitter { .. } => "backoff.jitter",
+            Self::MaxBelowBase { .. } => "backoff.maxMs",
+            Self::BadMaxAttempts { .. } => "maxAttempts",
+            Self::TooManyRetries { .. } => "retries",
+            Self::BadAttempt { .. } => "attempt",
+            Self::UnknownFailure { .. } => "failure",
+            Self::Budget(e) => return e.param(),
+            Self::OutOfOrder { .. } => return None,
+        };
+        Some(name.into())
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            Self::Budget(e) => e.kind(),
+            _ => Kind::Range,
+        }
+    }
+
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Self::Time(e) => e.fields(),
+            _ => Vec::new(),
+        }
+    }
+}
 
 impl From<BudgetError> for RetryError {
     fn from(e: BudgetError) -> Self {
@@ -174,15 +239,83 @@ impl Backoff {
     /// The first `retries` delays for `seed`.
     pub fn schedule(&self, retries: u32, seed: u64) -> Result<Vec<f64>, RetryError> {
         if retries > MAX_ATTEMPTS {
-            return Err(RetryError::BadMaxAttempts { value: retries });
+            return Err(RetryError::TooManyRetries { value: retries });
         }
         let mut rng = SplitMix64::new(seed);
         Ok((1..=retries).map(|k| self.delay(k, &mut rng)).collect())
     }
 }
 
-/// How an attempt failed, as far as the caller can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A backoff as the caller writes it (`backoff` in the retry options);
+/// [`BackoffOptions::backoff`] validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct BackoffOptions {
+    pub base_ms: f64,
+    pub max_ms: f64,
+    pub jitter: f64,
+}
+
+impl BackoffOptions {
+    pub fn backoff(&self) -> Result<Backoff, RetryError> {
+        Backoff::new(self.base_ms, self.max_ms, self.jitter)
+    }
+}
+
+impl Default for BackoffOptions {
+    fn default() -> Self {
+        DEFAULT_BACKOFF
+    }
+}
+
+/// A retry policy as the caller writes it (the numeric part of `retry`'s
+/// options). Every field is optional (absent, `undefined` and `null` alike),
+/// and the defaults are written here once: `attemptMinMs` 0 (an attempt
+/// starts whenever any time is left; give the operation's p95 to skip
+/// hopeless attempts), no `attemptTimeoutMs` (each attempt may run to the
+/// deadline), [`DEFAULT_BACKOFF`], [`DEFAULT_MAX_ATTEMPTS`], and not
+/// idempotent: an ambiguous failure is not repeated unless the operation is
+/// idempotent or holds an operation key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct RetryOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub attempt_min_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub attempt_timeout_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub backoff: Option<BackoffOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub max_attempts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub idempotent: Option<bool>,
+}
+
+impl RetryOptions {
+    /// The validated policy, defaults filled in.
+    pub fn policy(&self) -> Result<RetryPolicy, RetryError> {
+        RetryPolicy::new(
+            self.attempt_min_ms.unwrap_or(0.0),
+            self.attempt_timeout_ms,
+            self.backoff.unwrap_or(DEFAULT_BACKOFF).backoff()?,
+            self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
+            self.idempotent.unwrap_or(false),
+        )
+    }
+}
+
+/// How an attempt failed, as far as the caller can tell. Crosses to
+/// JavaScript as `"ambiguous"`, `"not-applied"` or `"permanent"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Failure {
     /// The attempt may have been applied: a timeout, or a connection lost
     /// after the request was sent.
@@ -195,6 +328,9 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Every failure kind, in the order of [`Failure::as_str`]'s documentation.
+    pub const ALL: [Self; 3] = [Self::Ambiguous, Self::NotApplied, Self::Permanent];
+
     /// Parses the JS spelling: `ambiguous`, `not-applied` or `permanent`.
     pub fn parse(value: &str) -> Result<Self, RetryError> {
         match value {
@@ -234,17 +370,63 @@ pub enum StopReason {
     BudgetExhausted,
 }
 
-impl StopReason {
-    /// A stable code for JS (`err.reason`).
-    pub fn code(&self) -> &'static str {
+/// Why a retry loop stopped, as a stable word (`RetryFailed.reason` in
+/// JavaScript). Several [`StopReason`]s share one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum StopCode {
+    Permanent,
+    NotIdempotent,
+    Exhausted,
+    Insufficient,
+    BackoffPastDeadline,
+    BudgetExhausted,
+}
+
+impl StopCode {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Permanent => "permanent",
             Self::NotIdempotent => "not-idempotent",
-            Self::Exhausted { .. } => "exhausted",
-            Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => "insufficient",
-            Self::BackoffPastDeadline { .. } => "backoff-past-deadline",
+            Self::Exhausted => "exhausted",
+            Self::Insufficient => "insufficient",
+            Self::BackoffPastDeadline => "backoff-past-deadline",
             Self::BudgetExhausted => "budget-exhausted",
         }
+    }
+}
+
+/// A stop as a binding reports it: the word and the sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct Stop {
+    pub reason: StopCode,
+    pub message: String,
+}
+
+impl StopReason {
+    /// The stable word for this reason.
+    pub fn stop_code(&self) -> StopCode {
+        match self {
+            Self::Permanent => StopCode::Permanent,
+            Self::NotIdempotent => StopCode::NotIdempotent,
+            Self::Exhausted { .. } => StopCode::Exhausted,
+            Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => StopCode::Insufficient,
+            Self::BackoffPastDeadline { .. } => StopCode::BackoffPastDeadline,
+            Self::BudgetExhausted => StopCode::BudgetExhausted,
+        }
+    }
+
+    /// A stable code for JS (`err.reason`).
+    pub fn code(&self) -> &'static str {
+        self.stop_code().as_str()
+    }
+
+    /// The word and the sentence, for a binding.
+    pub fn stop(&self) -> Stop {
+        Stop { reason: self.stop_code(), message: self.to_string() }
     }
 }
 
@@ -428,20 +610,52 @@ fn left(now_ms: f64, at: f64) -> Result<f64, RetryError> {
 }
 
 /// How one attempt ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum AttemptOutcome {
+    #[default]
     Ok,
     Failed(Failure),
 }
 
-/// One attempt, for the error that carries every attempt's outcome.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One attempt, for the error that carries every attempt's outcome. Crosses
+/// to JavaScript as `{ attempt, startedAtMs, timeoutMs, elapsedMs, failure? }`
+/// (no `failure`: the attempt succeeded).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct AttemptRecord {
+    #[serde(rename = "attempt")]
     pub number: u32,
+    #[serde(rename = "startedAtMs")]
     pub started_ms: f64,
     pub timeout_ms: f64,
     pub elapsed_ms: f64,
+    #[serde(rename = "failure", with = "outcome_as_failure", default, skip_serializing_if = "AttemptOutcome::is_ok")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Failure"))]
     pub outcome: AttemptOutcome,
+}
+
+impl AttemptOutcome {
+    fn is_ok(&self) -> bool {
+        *self == Self::Ok
+    }
+}
+
+/// An [`AttemptOutcome`] on the wire: the failure, or nothing for success.
+mod outcome_as_failure {
+    use super::{AttemptOutcome, Failure};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(outcome: &AttemptOutcome, s: S) -> Result<S::Ok, S::Error> {
+        match outcome {
+            AttemptOutcome::Ok => s.serialize_none(),
+            AttemptOutcome::Failed(f) => f.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AttemptOutcome, D::Error> {
+        Ok(Option::<Failure>::deserialize(d)?.map_or(AttemptOutcome::Ok, AttemptOutcome::Failed))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

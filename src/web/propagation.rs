@@ -46,7 +46,7 @@ impl From<CapsError> for Error {
             CapsError::UnknownPlatform { .. } => "platform",
             CapsError::UnknownTier { .. } => "plan",
             CapsError::UnknownTrigger { .. } | CapsError::UnsupportedTrigger { .. } => "trigger",
-            CapsError::ZeroCap { param } => param,
+            CapsError::ZeroCap { param } | CapsError::CustomWith { param } => param,
         };
         Error::invalid(param, error.to_string())
     }

@@ -1,0 +1,83 @@
+//! Bindings for [`crate::core::plan`] (`js/plan.js`).
+//!
+//! # What crosses, and how
+//! - `plan(deadline, steps, options)` is a cold call: the steps cross as
+//!   [`StepSpec`] objects through serde-wasm-bindgen, and the validated plan
+//!   comes back as a [`PlanInfo`] (TypeScript generated from the Rust types).
+//!   The `Plan` is dropped before the call returns: a JS plan holds no Wasm
+//!   memory, whatever happens to it.
+//! - [`plan_cap`] is the hot path, called by every `p.run`: scalars in, one
+//!   `f64` out (the cap, or `0` when the step must not start), no allocation.
+//!   Passing the step as an object instead would run serde on every step.
+//!   Measured with `node bench/run.mjs pipeline` (Node, same machine, same
+//!   session): "design: core.planCap (scalar in, scalar out)" 21 ns before
+//!   (the positional `planDecide`) and the figure in BENCHMARKS.md after;
+//!   "p.run bookkeeping" stays within the 1 µs goal.
+//! - [`plan_refusal`] is the rare path after a `0`: why the step does not
+//!   start, as a [`Refusal`] (`outcome` is the trace's string enum).
+
+use wasm_bindgen::prelude::*;
+
+use super::{from_js, into_js, to_js};
+use crate::core::error::Within;
+use crate::core::plan::{self, Plan, PlanError, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+
+/// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
+/// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
+#[wasm_bindgen(js_name = planNew, unchecked_return_type = "PlanInfo")]
+pub fn plan_new(
+    at: f64,
+    now_ms: f64,
+    #[wasm_bindgen(unchecked_param_type = "StepSpec[]")] steps: Vec<JsValue>,
+    margin_ms: Option<f64>,
+) -> Result<JsValue, JsValue> {
+    let mut specs = Vec::with_capacity(steps.len());
+    for (index, step) in steps.into_iter().enumerate() {
+        specs.push(step_spec(index, step)?);
+    }
+    let plan = Plan::with_margin(at, now_ms, specs, margin_ms.unwrap_or(DEFAULT_MARGIN_MS)).map_err(to_js)?;
+    into_js(&plan.info())
+}
+
+/// One step through serde. `js/plan.js` checks every field's type first, so
+/// what serde refuses here is a `kind` it does not know: the core's
+/// [`StepKind::parse`] then names it (`steps[2].kind`).
+fn step_spec(index: usize, step: JsValue) -> Result<StepSpec, JsValue> {
+    serde_wasm_bindgen::from_value(step.clone()).map_err(|e| {
+        let kind = js_sys::Reflect::get(&step, &JsValue::from_str("kind")).ok().and_then(|k| k.as_string());
+        match kind.map(|k| StepKind::parse(&k)) {
+            Some(Err(error)) => to_js(Within::new(format!("steps[{index}]"), error)),
+            _ => to_js(PlanError::BadStep { index, message: e.to_string() }),
+        }
+    })
+}
+
+/// [`plan::step_cap`]: the cap of a step from [`plan_new`]'s numbers at
+/// `now_ms`, or `0` when it must not start. `fallback` is `kind ===
+/// "fallback"`, the one distinction admission makes.
+#[wasm_bindgen(js_name = planCap)]
+pub fn plan_cap(
+    fallback: bool,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_after_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<f64, JsValue> {
+    plan::step_cap(fallback, min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
+}
+
+/// [`plan::refusal`]: why `step` (one of [`plan_new`]'s) does not start at
+/// `now_ms`; `undefined` when it would.
+#[wasm_bindgen(js_name = planRefusal, unchecked_return_type = "Refusal | undefined")]
+pub fn plan_refusal(
+    #[wasm_bindgen(unchecked_param_type = "StepInfo")] step: JsValue,
+    at: f64,
+    now_ms: f64,
+) -> Result<JsValue, JsValue> {
+    let step: StepInfo = from_js(step, "step")?;
+    match plan::refusal(&step, at, now_ms).map_err(to_js)? {
+        Some(refusal) => into_js(&refusal),
+        None => Ok(JsValue::UNDEFINED),
+    }
+}
