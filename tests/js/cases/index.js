@@ -1,14 +1,18 @@
 // Every JS test case, one module per concept (same names as src/core/ and js/).
+import budget from "./budget.js";
+import caps from "./caps.js";
 import context from "./context.js";
 import deadline from "./deadline.js";
 import derive from "./derive.js";
 import ergonomics from "./ergonomics.js";
 import errors from "./errors.js";
+import headers from "./headers.js";
+import hedge from "./hedge.js";
 import load from "./load.js";
-import pipeline from "./pipeline.js";
-import propagation from "./propagation.js";
+import plan from "./plan.js";
 import relay from "./relay.js";
+import retry from "./retry.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...propagation, ...derive, ...load, ...errors, ...ergonomics];
+export const cases = [...deadline, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...derive, ...load, ...errors, ...ergonomics];
