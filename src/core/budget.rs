@@ -100,12 +100,15 @@ impl Described for BudgetError {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct BudgetOptions {
+    /// Retries allowed per request in the window, `[0, 1]` (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub ratio: Option<f64>,
+    /// Retries always allowed per second (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub min_per_second: Option<f64>,
+    /// The sliding window (default 10 000, at most one day).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub window_ms: Option<f64>,

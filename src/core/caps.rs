@@ -270,13 +270,13 @@ pub enum CapKind {
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null))]
 pub struct Cap {
     pub platform: Platform,
-    /// `None`: every plan.
+    /// `null` (`None`): every plan.
     #[serde(rename = "plan")]
     pub tier: Option<Tier>,
-    /// `None`: every trigger the platform has.
+    /// `null` (`None`): every trigger the platform has.
     pub trigger: Option<Trigger>,
     pub kind: CapKind,
-    /// The limit; `None` when the platform documents none.
+    /// The limit; `null` (`None`) when the platform documents none.
     pub ms: Option<f64>,
     /// The highest value the user may configure, when configurable.
     pub configurable_max_ms: Option<f64>,
@@ -375,7 +375,7 @@ pub struct PlatformCaps {
     pub sources: Vec<&'static str>,
 }
 
-/// User corrections to the built-in figures; `Some` replaces the figure.
+/// User corrections to the built-in figures; a figure given replaces the built-in one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]

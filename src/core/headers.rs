@@ -446,7 +446,7 @@ pub fn earliest_incoming_values(
 pub struct Incoming {
     /// The earliest deadline among the valid headers and the local cap.
     pub at: f64,
-    /// The index (in the headers given) of the header that set `at`; `None`
+    /// The index (in the headers given) of the header that set `at`; absent (`None`)
     /// when the local cap did.
     pub source: Option<usize>,
     /// The index and error of each header that was present but malformed.

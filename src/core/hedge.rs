@@ -34,7 +34,9 @@ pub const DEFAULT_HEDGE_ATTEMPTS: u32 = 2;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct HedgeOptions {
+    /// Wait before each extra attempt while none has answered.
     pub delay_ms: f64,
+    /// 1–100, default 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_attempts: Option<u32>,

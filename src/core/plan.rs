@@ -332,12 +332,13 @@ pub struct StepSpec {
     pub name: String,
     /// The least time in which the step can plausibly succeed (its p95, not its median).
     pub min_ms: f64,
-    /// The most the step should be given; `None` takes whatever is available.
+    /// The most the step should be given; absent (`None`): whatever is
+    /// available. Not allowed on a fallback step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub preferred_ms: Option<f64>,
     pub kind: StepKind,
-    /// What is held back for this step while earlier steps run; `None` means
+    /// What is held back for this step while earlier steps run; absent means
     /// `min_ms`. Only mandatory and fallback steps hold a reserve; on an
     /// optional step the value is validated and otherwise unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]

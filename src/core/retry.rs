@@ -252,8 +252,11 @@ impl Backoff {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct BackoffOptions {
+    /// The first retry's ceiling.
     pub base_ms: f64,
+    /// No delay exceeds this (at least `baseMs`).
     pub max_ms: f64,
+    /// 0: plain exponential; 1: anywhere in `[0, ceiling]`; jitter only shortens a delay.
     pub jitter: f64,
 }
 
@@ -281,18 +284,28 @@ impl Default for BackoffOptions {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct RetryOptions {
+    /// No attempt starts with less than this left (checked again after every
+    /// backoff). Default 0: whenever any time is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub attempt_min_ms: Option<f64>,
+    /// Each attempt's own timeout (default: the time left). Below
+    /// `attemptMinMs` (or 0): no attempt, a stop for "insufficient".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub attempt_timeout_ms: Option<f64>,
+    /// Default `{ baseMs: 100, maxMs: 2000, jitter: 1 }`: full jitter under a
+    /// ceiling doubling from 100 ms to 2 s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub backoff: Option<BackoffOptions>,
+    /// 1–100, default 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_attempts: Option<u32>,
+    /// Whether repeating the operation is harmless (default false). An
+    /// ambiguous failure (a timeout) of a non-idempotent one is not retried
+    /// without an operation key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub idempotent: Option<bool>,
