@@ -290,6 +290,20 @@ mod tests {
     }
 
     #[test]
+    fn options_default_to_finagles_and_errors_name_the_option() {
+        use crate::core::error::{Described, Within};
+        let mut b = RetryBudget::from_options(&BudgetOptions::default()).unwrap();
+        assert_eq!(b.window(0.0).unwrap(), BudgetCounts { requests: 0, retries: 0, floor: 100.0 });
+        let e = Within::new(
+            "options",
+            RetryBudget::from_options(&BudgetOptions { ratio: Some(1.5), ..Default::default() }).unwrap_err(),
+        );
+        assert_eq!((e.param().as_deref(), e.code()), (Some("options.ratio"), "RATIO_OUT_OF_RANGE"));
+        let e = RetryBudget::from_options(&BudgetOptions { window_ms: Some(0.0), ..Default::default() }).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("windowMs"), "WINDOW_OUT_OF_RANGE"));
+    }
+
+    #[test]
     fn rejects_bad_settings_with_clear_errors() {
         assert_eq!(RetryBudget::new(1.5, 0.0, 1_000.0), Err(BudgetError::BadRatio { value: 1.5 }));
         assert!(matches!(RetryBudget::new(f64::NAN, 0.0, 1_000.0), Err(BudgetError::BadRatio { .. })));

@@ -684,6 +684,36 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn requests_fold_like_the_caps_and_errors_name_the_option() {
+        use crate::core::error::{Described, Within};
+        let request = |platform: &str, caps: Option<CapOverrides>| PlatformRequest {
+            platform: platform.into(),
+            plan: None,
+            trigger: None,
+            product_ms: 30_000.0,
+            fallback_reserve_ms: 500.0,
+            caps,
+        };
+        let a = platform_deadline(0.0, &request("vercel-edge", None)).unwrap();
+        assert_eq!((a.at, a.bound, a.cpu_ms), (24_500.0, Bound::FirstByte, None));
+        assert_eq!(a.sources, vec![VERCEL_LIMITS]);
+        let zero = Some(CapOverrides { wall_ms: Some(0.0), ..Default::default() });
+        let e = Within::new("options", platform_deadline(0.0, &request("custom", zero)).unwrap_err());
+        assert_eq!((e.param().as_deref(), e.code()), (Some("options.caps.wallMs"), "ZERO_CAP"));
+        let nan = Some(CapOverrides { cpu_ms: Some(f64::NAN), ..Default::default() });
+        let e = platform_deadline(0.0, &request("deno-deploy", nan)).unwrap_err();
+        assert_eq!(e.param().as_deref(), Some("caps.cpuMs"));
+        let e = platform_deadline(0.0, &request("lambda", None)).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("platform"), "UNKNOWN_PLATFORM"));
+        let mut custom = request("custom", None);
+        custom.plan = Some("free".into());
+        let e = platform_deadline(0.0, &custom).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.kind()), (Some("plan"), Kind::Type));
+        let custom = request("custom", Some(CapOverrides { wall_ms: Some(10_000.0), ..Default::default() }));
+        assert_eq!(platform_deadline(0.0, &custom).unwrap().at, 9_500.0);
+    }
+
     /// Invariant 4.
     #[test]
     fn builtin_figures_are_sourced() {

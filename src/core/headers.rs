@@ -621,6 +621,28 @@ mod tests {
     }
 
     #[test]
+    fn errors_carry_codes_and_name_the_value() {
+        use crate::core::error::Described;
+        let e = grpc("1e3S").unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("value"), "HEADER_NOT_DIGIT"));
+        let e = HeaderFormat::from_name("x-deadline").unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("format"), "UNKNOWN_FORMAT"));
+        let e = encode(GrpcTimeout, -1.0).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("remainingMs"), "NEGATIVE"));
+        let values = vec![
+            HeaderValue { header: GrpcTimeout, value: "100m".into() },
+            HeaderValue { header: ConnectTimeoutMs, value: "-5".into() },
+        ];
+        let inc =
+            earliest_incoming_values(0.0, &values, &IncomingOptions { max_ms: 5_000.0, transit_ms: None }).unwrap();
+        assert_eq!((inc.at, inc.source), (100.0, Some(0)));
+        assert_eq!(inc.rejected[0].1.code(), "HEADER_SIGNED");
+        let e = earliest_incoming_values(0.0, &values, &IncomingOptions { max_ms: f64::NAN, transit_ms: None })
+            .unwrap_err();
+        assert_eq!(e.param().as_deref(), Some("maxMs"));
+    }
+
+    #[test]
     fn what_real_peers_send_parses() {
         // grpc-js (ceil, then m/S/M/H) and grpc-go (n/u/m/S/M/H) shapes.
         assert_eq!(grpc("29999m"), Ok(29_999.0));

@@ -65,6 +65,19 @@ mod tests {
     use crate::core::deadline::DeadlineError;
 
     #[test]
+    fn options_default_to_two_attempts_and_errors_name_the_option() {
+        use crate::core::error::Described;
+        assert_eq!(
+            HedgeOptions { delay_ms: -0.0, max_attempts: None }.policy(),
+            Ok(HedgePolicy { delay_ms: 0.0, max_attempts: DEFAULT_HEDGE_ATTEMPTS })
+        );
+        let e = HedgeOptions { delay_ms: 1.0, max_attempts: Some(101) }.policy().unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("maxAttempts"), "MAX_ATTEMPTS_OUT_OF_RANGE"));
+        let e = HedgeOptions { delay_ms: -1.0, max_attempts: None }.policy().unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("delayMs"), "NEGATIVE"));
+    }
+
+    #[test]
     fn hedge_policy_is_checked_by_name() {
         assert_eq!(check_hedge(50.0, 2), Ok(50.0));
         assert!(check_hedge(-0.0, 1).unwrap().is_sign_positive());

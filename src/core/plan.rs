@@ -975,6 +975,51 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_the_step_field_as_the_caller_wrote_it() {
+        use crate::core::error::{Described, Within};
+        let param = |steps: Vec<StepSpec>| Plan::new(1e4, 0.0, steps).unwrap_err().param();
+        let code = |steps: Vec<StepSpec>| Plan::new(1e4, 0.0, steps).unwrap_err().code();
+        assert_eq!(param(vec![opt("a", 1.0), opt("b", f64::NAN)]).as_deref(), Some("steps[1].minMs"));
+        assert_eq!(code(vec![opt("a", 1.0), opt("b", f64::NAN)]), "NOT_FINITE");
+        assert_eq!(param(vec![opt("a", 1.0).reserve(-1.0)]).as_deref(), Some("steps[0].reserveMs"));
+        assert_eq!(param(vec![opt("a", 1.0), opt("a", 1.0)]).as_deref(), Some("steps[1].name"));
+        assert_eq!(code(vec![opt("a", 1.0), opt("a", 1.0)]), "DUPLICATE_NAME");
+        assert_eq!(param(vec![fb("f", 1.0).preferred(2.0)]).as_deref(), Some("steps[0].preferredMs"));
+        assert_eq!(param(vec![man("m", 5.0).reserve(1.0)]).as_deref(), Some("steps[0].reserveMs"));
+        assert_eq!(param(vec![]).as_deref(), Some("steps"));
+        let margin = Plan::with_margin(1e4, 0.0, vec![opt("a", 1.0)], -1.0).unwrap_err();
+        assert_eq!((margin.param().as_deref(), margin.code()), (Some("options.marginMs"), "MARGIN_OUT_OF_RANGE"));
+        // A kind the deserializer could not read, reported inside its step.
+        let kind = Within::new("steps[2]", StepKind::parse("required").unwrap_err());
+        assert_eq!((kind.param().as_deref(), kind.code()), (Some("steps[2].kind"), "UNKNOWN_KIND"));
+        assert!(kind.to_string().starts_with("'kind' must be one of mandatory, optional, fallback"));
+    }
+
+    #[test]
+    fn step_cap_and_refusal_agree_with_decide() {
+        let p = seed_002(DEFAULT_MARGIN_MS);
+        let info = p.info();
+        assert_eq!(info.margin_ms, DEFAULT_MARGIN_MS);
+        for now in [0.0, 2_000.0, 7_400.0, 7_555.0, 7_999.5, 8_000.0, 9_000.0] {
+            for (i, s) in info.steps.iter().enumerate() {
+                let d = p.decide_index(i, now).unwrap();
+                let fallback = s.kind == StepKind::Fallback;
+                let cap = step_cap(fallback, s.min_ms, s.preferred_ms, s.held_after_ms, p.at(), now).unwrap();
+                assert_eq!(cap, d.cap_ms(), "step {i} at {now}");
+                let refusal = refusal(s, p.at(), now).unwrap();
+                assert_eq!(refusal.as_ref().map(|r| r.outcome), d.outcome_if_not_run(), "step {i} at {now}");
+                assert_eq!(cap == 0.0, refusal.is_some());
+            }
+        }
+        // Generation after a slow retrieval: skipped, with the core's reason and the numbers.
+        let r = refusal(&info.steps[2], p.at(), 7_400.0).unwrap().unwrap();
+        assert_eq!((r.outcome, r.available_ms, r.min_ms), (Outcome::Skipped, 95.0, 1_000.0));
+        assert!(r.reason.starts_with("only 95 ms are available"), "{}", r.reason);
+        let r = refusal(&info.steps[3], p.at(), 8_000.0).unwrap().unwrap();
+        assert_eq!((r.outcome, r.available_ms, r.min_ms), (Outcome::Insufficient, 0.0, 500.0));
+    }
+
+    #[test]
     fn unknown_step_and_bad_now_at_run_time() {
         let p = seed_002(DEFAULT_MARGIN_MS);
         assert_eq!(p.decide("nope", 0.0), Err(PlanError::UnknownStep { name: "nope".into() }));

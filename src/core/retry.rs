@@ -850,6 +850,34 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_the_option_and_defaults_live_here() {
+        use crate::core::error::{Described, Within};
+        let named = |o: RetryOptions| {
+            let e = Within::new("options", o.policy().unwrap_err());
+            (e.param().unwrap(), e.code())
+        };
+        let bad = |base_ms, max_ms, jitter| RetryOptions {
+            backoff: Some(BackoffOptions { base_ms, max_ms, jitter }),
+            ..RetryOptions::default()
+        };
+        assert_eq!(named(bad(1.0, 2.0, 2.0)), ("options.backoff.jitter".into(), "JITTER_OUT_OF_RANGE"));
+        assert_eq!(named(bad(10.0, 2.0, 0.0)), ("options.backoff.maxMs".into(), "MAX_BELOW_BASE"));
+        assert_eq!(named(bad(-1.0, 2.0, 0.0)), ("options.backoff.baseMs".into(), "NEGATIVE"));
+        let attempts = RetryOptions { max_attempts: Some(0), ..RetryOptions::default() };
+        assert_eq!(named(attempts), ("options.maxAttempts".into(), "MAX_ATTEMPTS_OUT_OF_RANGE"));
+        let min = RetryOptions { attempt_min_ms: Some(f64::NAN), ..RetryOptions::default() };
+        assert_eq!(named(min), ("options.attemptMinMs".into(), "NOT_FINITE"));
+        let retries = Backoff::new(1.0, 1.0, 0.0).unwrap().schedule(MAX_ATTEMPTS + 1, 0).unwrap_err();
+        assert_eq!((retries.param().as_deref(), retries.code()), (Some("retries"), "RETRIES_OUT_OF_RANGE"));
+        // Nothing given: the documented defaults.
+        let p = RetryOptions::default().policy().unwrap();
+        assert_eq!((p.attempt_min_ms(), p.max_attempts(), p.idempotent()), (0.0, DEFAULT_MAX_ATTEMPTS, false));
+        assert_eq!(*p.backoff(), Backoff::new(100.0, 2_000.0, 1.0).unwrap());
+        assert_eq!(StopReason::BudgetExhausted.stop().reason, StopCode::BudgetExhausted);
+        assert_eq!(StopReason::BudgetExhausted.code(), "budget-exhausted");
+    }
+
+    #[test]
     fn attempt_timeout_is_min_of_timeout_and_remaining() {
         let b = Backoff::new(100.0, 1_000.0, 0.0).unwrap();
         let p = RetryPolicy::new(200.0, Some(1_000.0), b, 3, true).unwrap();
