@@ -14,5 +14,6 @@ import relay from "./relay.js";
 import retry from "./retry.js";
 import servertiming from "./servertiming.js";
 import stall from "./stall.js";
+import timers from "./timers.js";
 
-export const cases = [...deadline, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...derive, ...load, ...errors, ...ergonomics];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...derive, ...load, ...errors, ...ergonomics];
