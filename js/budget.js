@@ -12,9 +12,9 @@
 
 import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
+import { now } from "./timers.js";
 import * as check from "./validate.js";
 
-const now = () => performance.now();
 
 /** The core object behind a budget, for js/retry.js; throws once it is disposed. */
 export let budgetCore;

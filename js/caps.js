@@ -9,9 +9,9 @@
 import * as core from "./edge_deadline.js";
 import { Deadline } from "./deadline.js";
 import { isReady, notReady } from "./load.js";
+import { now } from "./timers.js";
 import * as check from "./validate.js";
 
-const now = () => performance.now();
 
 /**
  * The built-in platform caps, each with its source and the date it was read

@@ -27,9 +27,9 @@ import * as core from "./edge_deadline.js";
 import { Deadline } from "./deadline.js";
 import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
+import { now } from "./timers.js";
 import * as check from "./validate.js";
 
-const now = () => performance.now();
 
 /**
  * The header names this package reads and writes, in the order `fromHeaders`

@@ -6,8 +6,8 @@
 // # Invariants
 // 1. The first attempt to resolve wins and every other attempt in flight is
 //    aborted at once; none starts after the deadline's signal has aborted.
-// 2. When `hedge` settles, its timer is cleared and every listener it added
-//    is removed.
+// 2. When `hedge` settles, its node is disposed: no wake-up and no listener
+//    is left (one node per hedge, one per attempt, js/timers.js `child`).
 // 3. The hedge timer is unref'd, like every timer of the package; awaiting
 //    `hedge` keeps a Node or Deno process alive until it settles
 //    (js/keepalive.js), and nobody awaiting keeps nothing alive.
@@ -18,11 +18,9 @@ import * as core from "./edge_deadline.js";
 import { isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { unwatch, watch } from "./deadline.js";
 import { RetryFailed } from "./retry.js";
+import { child, now } from "./timers.js";
 import * as check from "./validate.js";
-
-const now = () => performance.now();
 
 /**
  * Starts `fn(signal, { attempt })`, and another attempt every `delayMs` while
@@ -48,50 +46,45 @@ function startHedge(fn, options) {
   // The range checks and the default number of attempts are the core's.
   const { delayMs, maxAttempts } = core.hedgePolicy(o);
   const at = deadline.at;
-  const deadlineSignal = deadline.signal();
   return pending((resolve, reject) => {
-    const inFlight = new Map(); // attempt number → AbortController
+    const inFlight = new Map(); // attempt number → its node (a child of the hedge's)
     const records = [];
     let started = 0;
     let done = false;
-    let timer;
+    let hedge; // the hedge's own node (below)
     const end = () => {
       done = true;
-      unwatch(timer);
-      deadlineSignal.removeEventListener("abort", onAbort);
-      parent?.removeEventListener("abort", onAbort);
+      hedge?.dispose(); // unset when the node was born aborted (then it is released already)
     };
-    const abortAll = (reason) => {
-      for (const [number, controller] of inFlight) {
+    /** Aborts every attempt in flight with `reason`, recording each as `outcome`. */
+    const abortAll = (reason, outcome) => {
+      for (const [number, node] of inFlight) {
         const record = records[number - 1];
         record.elapsedMs = now() - record.startedAtMs;
-        record.outcome = "aborted";
+        record.outcome = outcome;
         record.error = reason;
-        controller.abort(reason);
+        node.abort(reason);
       }
       inFlight.clear();
     };
-    const onAbort = (event) => {
+    const onAbort = (reason, by) => {
       if (done) return;
-      const reason = event.target.reason;
-      const own = event.target === deadlineSignal && isDeadlineExceeded(reason) && reason.at === at;
+      const own = by === deadline && isDeadlineExceeded(reason) && reason.at === at;
       end();
-      abortAll(reason);
-      for (const r of records) if (r.outcome === "aborted") r.outcome = own ? "deadline" : "aborted";
+      abortAll(reason, own ? "deadline" : "aborted");
       reject(new RetryFailed(own ? "deadline" : "aborted", `hedge stopped after ${started} attempt${started === 1 ? "" : "s"}: ${own ? "the deadline passed" : "the operation was aborted"}`, records, { cause: reason }));
     };
     const startNext = () => {
       if (done) return;
-      unwatch(timer);
       const number = ++started;
-      const controller = new AbortController();
+      const node = child([hedge], Infinity);
       const record = { attempt: number, startedAtMs: now(), elapsedMs: 0, outcome: "running", error: undefined };
       records.push(record);
-      inFlight.set(number, controller);
-      if (started < maxAttempts) timer = watch(deadline, now() + delayMs, startNext);
+      inFlight.set(number, node);
+      hedge.rearm(started < maxAttempts ? now() + delayMs : Infinity);
       let result;
       try {
-        result = fn(controller.signal, { attempt: number });
+        result = fn(node.signal, { attempt: number });
       } catch (error) {
         result = Promise.reject(error);
       }
@@ -99,19 +92,21 @@ function startHedge(fn, options) {
         (value) => {
           if (done || !inFlight.has(number)) return;
           inFlight.delete(number);
+          node.dispose();
           record.elapsedMs = now() - record.startedAtMs;
           record.outcome = "ok";
           end();
-          abortAll(new DOMException(`hedged attempt ${number} answered first`, "AbortError"));
+          abortAll(new DOMException(`hedged attempt ${number} answered first`, "AbortError"), "aborted");
           resolve(value);
         },
         (error) => {
           if (done || !inFlight.has(number)) return;
           inFlight.delete(number);
+          node.dispose();
           record.elapsedMs = now() - record.startedAtMs;
           record.outcome = "error";
           record.error = error;
-          if (started < maxAttempts && !deadlineSignal.aborted) return startNext();
+          if (started < maxAttempts && !hedge.aborted) return startNext();
           if (inFlight.size > 0) return; // a hedge still running may answer
           end();
           reject(failedHedge(records));
@@ -120,11 +115,10 @@ function startHedge(fn, options) {
     };
     const failedHedge = (list) =>
       new RetryFailed("exhausted", `hedge stopped after ${list.length} attempt${list.length === 1 ? "" : "s"}: all ${list.length} attempts failed`, list, { cause: list[list.length - 1]?.error });
-    for (const s of [deadlineSignal, parent]) {
-      if (s?.aborted) return onAbort({ target: s });
-    }
-    deadlineSignal.addEventListener("abort", onAbort);
-    parent?.addEventListener("abort", onAbort);
+    // The hedge's own node: aborted by the deadline or `parent` (and with it
+    // every attempt's node), woken at each hedge instant on the deadline's queue.
+    hedge = child([deadline, parent], Infinity, { onTime: startNext, onAbort });
+    if (done) return;
     startNext();
   });
 }

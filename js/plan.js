@@ -1,9 +1,9 @@
 // Pipeline plans: one deadline split between named steps, the tail protected.
 // Every cap and admission is the Wasm core's decision (src/core/plan.rs: see
 // its module doc for the arithmetic and the hand-off margin); this file owns
-// what only the host can do: the clock, one AbortController and one wake-up
-// per running step (js/deadline.js `watch`: on the deadline's root queue, told
-// when the deadline's signal aborts), and the trace.
+// what only the host can do: the clock, one cancellation node per running
+// step (js/timers.js `child`: a child of the deadline, woken at the cap on the
+// deadline's root queue), and the trace.
 //
 // # Invariants
 // 1. A step that is refused (optional: skipped; mandatory or fallback:
@@ -42,10 +42,8 @@ import { argumentError, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { metric } from "./servertiming.js";
-import { unwatch, watch } from "./deadline.js";
+import { child, now } from "./timers.js";
 import * as check from "./validate.js";
-
-const now = () => performance.now();
 
 const TOKEN = Symbol("Plan constructor");
 
@@ -155,36 +153,34 @@ export class Plan {
     }
     // Only a running step is pending: awaiting it keeps Node or Deno alive (invariant 6).
     return pending((resolve, reject) => {
-      const controller = new AbortController();
       const capAt = t0 + cap;
       // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
       const capIsDeadline = capAt >= at - 1e-6;
       let settled = false;
-      let timer;
+      let step;
       const finish = (outcome, value, ok) => {
         if (settled) return;
         settled = true;
-        unwatch(timer);
+        step?.dispose();
         this.#record(name, remaining, cap, t0, outcome);
         if (ok) resolve(value);
         else reject(value);
       };
-      const onParent = () => {
-        const reason = parent.reason;
-        controller.abort(reason);
-        finish(this.#reasonOutcome(reason), reason, false);
-      };
-      const onCap = () => {
-        const t = now(); // ≥ capAt: watch never calls back early
-        const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
-        controller.abort(reason);
-        finish(capIsDeadline ? "deadline" : "timeout", reason, false);
-      };
-      // The root's queue (one host timer); the deadline's abort without a listener.
-      timer = watch(this.#deadline, capAt, onCap, onParent);
+      // One node: aborted by the deadline's abort (its own instant or a
+      // parent's reason), woken at the cap on the deadline's queue.
+      step = child([this.#deadline], capAt, {
+        onTime: (c) => {
+          const t = now(); // ≥ capAt: a child never wakes early
+          const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
+          c.abort(reason);
+          finish(capIsDeadline ? "deadline" : "timeout", reason, false);
+        },
+        onAbort: (reason) => finish(this.#reasonOutcome(reason), reason, false),
+      });
+      if (settled) return;
       let result;
       try {
-        result = fn(controller.signal, cap);
+        result = fn(step.signal, cap);
       } catch (error) {
         return finish("error", error, false);
       }

@@ -2,8 +2,9 @@
 // the backoff delay (seeded jitter), the idempotency rule and the defaults
 // are the Wasm core's (src/core/retry.rs: see its module doc), and so is the
 // retry budget's accounting (src/core/budget.rs, js/budget.js); this file
-// owns the attempts' signals and timers and the abortable backoff sleep.
-// Hedging is js/hedge.js.
+// owns the attempts' signals and timers and the abortable backoff sleep, each
+// one cancellation node (js/timers.js `child`) hanging from the deadline and
+// `options.signal`. Hedging is js/hedge.js.
 //
 // # Invariants
 // 1. Every attempt gets its own AbortSignal, aborted at the attempt's timeout
@@ -39,10 +40,8 @@ import { argumentError, brand, CODES, isDeadlineExceeded } from "./errors.js";
 import { budgetCore, RetryBudget } from "./budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { unwatch, watch } from "./deadline.js";
+import { child, now } from "./timers.js";
 import * as check from "./validate.js";
-
-const now = () => performance.now();
 const BRAND = "edgeDeadlineError";
 
 /**
@@ -109,43 +108,37 @@ function checkBackoff(param, backoff) {
 
 /**
  * Runs `fn(signal, info)` with a signal aborted after `timeoutMs`, or when
- * `deadlineSignal` or `parent` aborts. Resolves `{ ok: true, value }` or
+ * the deadline or `parent` aborts: one cancellation node (js/timers.js
+ * `child`) hanging from both. Resolves `{ ok: true, value }` or
  * `{ ok: false, error, ended }` with `ended` = "error" | "timeout" |
  * "deadline" | "aborted".
  */
 function attempt(fn, info, timeoutMs, deadline, parent) {
-  const deadlineSignal = deadline.signal();
   const at = deadline.at;
   return new Promise((resolve) => {
-    const controller = new AbortController();
-    const started = now();
-    const endAt = started + timeoutMs;
     let settled = false;
-    let timer;
+    let node;
     const finish = (result) => {
       if (settled) return;
       settled = true;
-      unwatch(timer);
-      parent?.removeEventListener("abort", onAbort);
+      node?.dispose();
       resolve(result);
     };
-    const onAbort = (event) => {
-      const reason = event.target.reason;
-      controller.abort(reason);
-      const own = event.target === deadlineSignal && isDeadlineExceeded(reason) && reason.at === at;
-      finish({ ok: false, error: reason, ended: own ? "deadline" : "aborted" });
-    };
-    const onTimeout = () => {
-      const reason = new AttemptTimeout(info.attempt, timeoutMs);
-      controller.abort(reason);
-      finish({ ok: false, error: reason, ended: "timeout" });
-    };
-    for (const s of [deadlineSignal, parent]) if (s?.aborted) return onAbort({ target: s });
-    parent?.addEventListener("abort", onAbort);
-    timer = watch(deadline, endAt, onTimeout, () => onAbort({ target: deadlineSignal }));
+    node = child([deadline, parent], now() + timeoutMs, {
+      onTime: (c) => {
+        const reason = new AttemptTimeout(info.attempt, timeoutMs);
+        c.abort(reason);
+        finish({ ok: false, error: reason, ended: "timeout" });
+      },
+      onAbort: (reason, by) => {
+        const own = by === deadline && isDeadlineExceeded(reason) && reason.at === at;
+        finish({ ok: false, error: reason, ended: own ? "deadline" : "aborted" });
+      },
+    });
+    if (settled) return;
     let result;
     try {
-      result = fn(controller.signal, info);
+      result = fn(node.signal, info);
     } catch (error) {
       return finish({ ok: false, error, ended: "error" });
     }
@@ -166,22 +159,20 @@ export class AttemptTimeout extends Error {
   }
 }
 
-/** Resolves `undefined` after `ms`, or the abort event's target when a signal aborts first. */
+/**
+ * Resolves `undefined` after `ms`, or, when the deadline or `parent` aborts
+ * first, the signal that did (the deadline's or `parent`): one node hanging
+ * from both, woken on the deadline's queue.
+ */
 function sleep(ms, deadline, parent) {
-  const deadlineSignal = deadline.signal();
   return new Promise((resolve) => {
-    const wakeAt = now() + ms;
-    let timer;
-    const finish = (value) => {
-      unwatch(timer);
-      parent?.removeEventListener("abort", onAbort);
-      resolve(value);
-    };
-    const onAbort = (event) => finish(event.target);
-    const wake = () => finish(undefined);
-    for (const s of [deadlineSignal, parent]) if (s?.aborted) return resolve(s);
-    parent?.addEventListener("abort", onAbort);
-    timer = watch(deadline, wakeAt, wake, () => onAbort({ target: deadlineSignal }));
+    child([deadline, parent], now() + ms, {
+      onTime: (c) => {
+        c.dispose();
+        resolve(undefined);
+      },
+      onAbort: (_reason, by) => resolve(by === deadline ? deadline.signal() : by),
+    });
   });
 }
 

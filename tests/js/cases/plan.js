@@ -1,9 +1,78 @@
 // Plan cases: one deadline split between named steps, the tail protected.
 // The same file runs in Node, Deno, workerd and Chromium.
 import { equal, near, ok, rejects, throws } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 import { BRAND, stub, deaf, countListeners, countedParent, uid, seen, spin, seedSteps, withFakeClock, untilAborted, calibrate, badInputCases } from "../pipeline-support.js";
 
 const cases = [
+  {
+    name: "plan on fake time: caps are exact, a step is cut at its cap to the millisecond, the fallback gets what is left",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(1_000);
+        const t0 = clock.now();
+        const steps = [
+          { name: "retrieve", minMs: 10, preferredMs: 300, kind: "optional" },
+          { name: "generate", minMs: 50, kind: "optional" },
+          { name: "respond", minMs: 100, kind: "fallback" },
+        ];
+        const p = lib.plan(d, steps, { marginMs: 5 });
+        const hang = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+        const caps = [];
+        const retrieve = p.run("retrieve", (signal, cap) => (caps.push(cap), hang(signal)));
+        await clock.advance(300);
+        const cut = await rejects(retrieve, lib.StepTimeout);
+        equal(cut.capMs, 300);
+        // Generation: 700 left, the fallback's 100 and one 5 ms hand-off held: 595.
+        const generate = p.run("generate", (signal, cap) => (caps.push(cap), hang(signal)));
+        await clock.advance(595);
+        await rejects(generate, lib.StepTimeout);
+        // The fallback gets everything left (105) and is cut by the deadline itself.
+        const respond = p.run("respond", (signal, cap) => (caps.push(cap), hang(signal)));
+        await clock.advance(105);
+        await rejects(respond, lib.DeadlineExceeded);
+        equal(caps.join(), "300,595,105");
+        equal(
+          p.records.map((r) => `${r.step}:${r.capMs}/${r.elapsedMs}:${r.outcome}`).join(),
+          "retrieve:300/300:timeout,generate:595/595:timeout,respond:105/105:deadline",
+        );
+        equal(clock.now() - t0, 1_000);
+        // What is left is the deadline's own wake-up: one host timer behind the queue.
+        ok(clock.pending() <= 1, `${clock.pending()} host timers armed after it settled`);
+        d.dispose();
+        await clock.advance(20_000);
+        equal(clock.pending(), 0, "host timers left armed");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "plan on fake time: a late host timer cuts the step late, and the fallback still runs with what is left",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(500);
+        const p = lib.plan(d, [{ name: "work", minMs: 10, kind: "optional" }, { name: "respond", minMs: 100, kind: "fallback" }], { marginMs: 5 });
+        const work = p.run("work", (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })));
+        // The cap is 395 (500 − 100 − 5); the host wakes 60 ms late.
+        clock.jump(455);
+        await clock.advance(0);
+        await rejects(work, lib.StepTimeout);
+        equal(p.records[0].elapsedMs, 455, "cut when the late timer fired, not before");
+        const answer = await p.run("respond", (signal, cap) => cap);
+        equal(answer, 45, "the fallback runs with the 45 ms left, below its 100 ms minimum");
+        // What is left is the deadline's own wake-up: one host timer behind the queue.
+        ok(clock.pending() <= 1, `${clock.pending()} host timers armed after it settled`);
+        d.dispose();
+        await clock.advance(20_000);
+        equal(clock.pending(), 0, "host timers left armed");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
   // ---- plans --------------------------------------------------------------------
   {
     name: "plan: fast retrieval + slow generation: generation's cap is what is left minus the fallback reserve",

@@ -1,9 +1,78 @@
 // Retry cases: attempts, backoff and the decision to try again inside one
 // deadline. The same file runs in Node, Deno, workerd and Chromium.
 import { equal, ok, rejects } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 import { SLACK_MS, BRAND, stub, countedParent, spawnWithLib, untilAborted, badInputCases } from "../pipeline-support.js";
 
 const cases = [
+  {
+    name: "retry on fake time: each backoff is slept exactly, the next attempt starts at its instant, nothing is left armed",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(10_000);
+        const t0 = clock.now();
+        const starts = [];
+        const refused = () => Promise.reject(Object.assign(new Error("refused"), { failure: "not-applied" }));
+        const run = lib.retry(
+          () => (starts.push(clock.now() - t0), refused()),
+          { deadline: d, backoff: { baseMs: 100, maxMs: 1_000, jitter: 0 }, maxAttempts: 5 },
+        );
+        await clock.advance(2_000);
+        const e = await rejects(run, lib.RetryFailed);
+        equal(e.reason, "exhausted");
+        equal(starts.join(), "0,100,300,700,1500", "attempts at the exact backoff instants (100, 200, 400, 800)");
+        // A seeded full-jitter schedule is slept as drawn (each delay rounded up to the host's whole ms).
+        const schedule = lib.backoffSchedule({ baseMs: 100, maxMs: 2_000, jitter: 1 }, 2, 42); // the default backoff
+        const jittered = [];
+        const t1 = clock.now();
+        const again = lib.retry(() => (jittered.push(clock.now() - t1), refused()), { deadline: d, maxAttempts: 3, seed: 42 });
+        await clock.advance(3_000);
+        await rejects(again, lib.RetryFailed);
+        equal(jittered.length, 3);
+        equal(jittered[1], Math.ceil(schedule[0]), "the first backoff is the seed's first delay");
+        equal(jittered[2] - jittered[1], Math.ceil(schedule[1]), "the second backoff is the seed's second delay");
+        // What is left is the deadline's own wake-up: one host timer behind the queue.
+        ok(clock.pending() <= 1, `${clock.pending()} host timers armed after it settled`);
+        d.dispose();
+        await clock.advance(20_000);
+        equal(clock.pending(), 0, "host timers left armed");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "retry on fake time: an attempt is cut at exactly its timeout; a backoff that would pass the deadline is not slept",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(1_000);
+        const t0 = clock.now();
+        const ends = [];
+        const run = lib.retry(
+          (signal) =>
+            new Promise((_, reject) =>
+              signal.addEventListener("abort", () => (ends.push(clock.now() - t0), reject(signal.reason)), { once: true }),
+            ),
+          { deadline: d, attemptMinMs: 150, attemptTimeoutMs: 200, backoff: { baseMs: 500, maxMs: 500, jitter: 0 }, maxAttempts: 5, idempotent: true },
+        );
+        await clock.advance(1_000);
+        const e = await rejects(run, lib.RetryFailed);
+        // 0–200 (timeout), sleep 500, 700–900 (timeout); then 100 ms are left: a 500 ms backoff is not slept.
+        equal(ends.join(), "200,900");
+        equal(e.attempts.map((a) => `${a.startedAtMs - t0}+${a.elapsedMs}:${a.outcome}`).join(), "0+200:timeout,700+200:timeout");
+        equal(e.reason, "backoff-past-deadline");
+        // What is left is the deadline's own wake-up: one host timer behind the queue.
+        ok(clock.pending() <= 1, `${clock.pending()} host timers armed after it settled`);
+        d.dispose();
+        await clock.advance(20_000);
+        equal(clock.pending(), 0, "host timers left armed");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
 
   // ---- retries ------------------------------------------------------------------
   {
