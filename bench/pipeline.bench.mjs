@@ -139,7 +139,10 @@ export async function run(lib) {
   const at = deadline.at;
   const info = core.planNew(at, 1_000, steps, undefined).steps[0];
   rows["design: core.planCap (scalar in, scalar out)"] = nsPerOp(() => core.planCap(false, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
-  rows["design: core.planRefusal (a StepInfo in through serde, a Refusal out)"] = nsPerOp(() => core.planRefusal(info, at, at), { n: 100_000 });
+  rows["design: core.planRefusal (scalars in, a Refusal out through serde)"] = nsPerOp(
+    () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
+    { n: 100_000 },
+  );
   rows["design: a Wasm call answering a Float64Array(4) (core.stallDecide)"] = nsPerOp(
     () => core.stallDecide(1_000, 1_000, at, 0, undefined, 0, 0, 1_000),
     { n: 1_000_000 },

@@ -233,7 +233,7 @@ export class Plan {
 
   /** A step the core refused (the rare path): why, and the outcome, from core.planRefusal. */
   #refuse(step, t0, remaining) {
-    const { outcome, reason, availableMs, minMs } = core.planRefusal(step, this.#at, t0);
+    const { outcome, reason, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
     if (outcome === "skipped") return this.#settle(step.name, remaining, 0, t0, outcome, { skipped: true, reason }, true);
     const error = new InsufficientBudget(availableMs, minMs);
     error.step = step.name;

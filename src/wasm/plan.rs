@@ -18,7 +18,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{from_js, into_js, to_js};
+use super::{into_js, to_js};
 use crate::core::error::Within;
 use crate::core::plan::{self, Plan, PlanError, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
 
@@ -67,15 +67,21 @@ pub fn plan_cap(
     plan::step_cap(fallback, min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
 }
 
-/// [`plan::refusal`]: why `step` (one of [`plan_new`]'s) does not start at
-/// `now_ms`; `undefined` when it would.
+/// [`plan::refusal`]: why a step (its [`plan_new`] numbers) does not start at
+/// `now_ms`; `undefined` when it would. The kind crosses by name; the step
+/// itself does not cross as an object, which would cost a serde read of six
+/// fields and the name on every refusal.
 #[wasm_bindgen(js_name = planRefusal, unchecked_return_type = "Refusal | undefined")]
 pub fn plan_refusal(
-    #[wasm_bindgen(unchecked_param_type = "StepInfo")] step: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "StepKind")] kind: &str,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_after_ms: f64,
     at: f64,
     now_ms: f64,
 ) -> Result<JsValue, JsValue> {
-    let step: StepInfo = from_js(step, "step")?;
+    let kind = StepKind::parse(kind).map_err(to_js)?;
+    let step = StepInfo { name: String::new(), kind, min_ms, preferred_ms, reserve_ms: min_ms, held_after_ms };
     match plan::refusal(&step, at, now_ms).map_err(to_js)? {
         Some(refusal) => into_js(&refusal),
         None => Ok(JsValue::UNDEFINED),

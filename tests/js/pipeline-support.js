@@ -8,6 +8,7 @@
 // suite stays fast; SLACK_MS bounds how late a host timer may fire on a
 // loaded 2-core machine. "Never before" checks are exact.
 import { equal, ok, rejects } from "./assert.js";
+import { installFakeTime } from "./fake-time.js";
 
 export const SLACK_MS = 150;
 export const BRAND = "edgeDeadlineError";
@@ -134,4 +135,23 @@ export function badInputCases(list) {
       ok(lib.Deadline.in(5).remaining() >= 0, "the API still works afterwards");
     },
   }));
+}
+
+/**
+ * Runs `body(clock)` on fake time (tests/js/fake-time.js): the package's
+ * clock is swapped, whatever happens it is restored. `body` returns the
+ * deadlines it made; once it settled at most their one wake-up may be armed,
+ * and once they are disposed (and their instants passed) nothing is.
+ */
+export async function onFakeTime(body) {
+  const clock = installFakeTime();
+  try {
+    const deadlines = await body(clock);
+    ok(clock.pending() <= 1, `${clock.pending()} host timers armed after it settled`);
+    for (const d of deadlines) d.dispose();
+    await clock.advance(20_000);
+    equal(clock.pending(), 0, "host timers left armed");
+  } finally {
+    clock.restore();
+  }
 }
