@@ -3,8 +3,10 @@
 //! A [`RetryBudgetJs`] lives as long as the user's `RetryBudget` and is freed
 //! by its `dispose()`. The options cross once as [`BudgetOptions`] (the
 //! defaults are the core's); the window's counts come back as
-//! [`BudgetCounts`]. Nothing here is hot: the budget is asked once per
-//! failed attempt, through [`super::retry`], inside the same Wasm call.
+//! [`BudgetCounts`](crate::core::budget::BudgetCounts). Nothing here is
+//! scalar by necessity: the budget is asked once per failed attempt, through
+//! [`super::retry`], inside the same Wasm call; `counts()` is for logs
+//! (264 ns in Node against 138 ns as a positional array, BENCHMARKS.md).
 
 use wasm_bindgen::prelude::*;
 

@@ -1,7 +1,7 @@
 //! Bindings for [`crate::core::hedge`] (`js/hedge.js`): one cold call per
 //! `hedge()`, the options in as [`HedgeOptions`] and the validated policy
 //! (the default number of attempts filled in by the core) out as
-//! [`HedgePolicy`]. Timers and racing are the host's.
+//! [`HedgePolicy`](crate::core::hedge::HedgePolicy). Nothing is hot here. Timers and racing are the host's.
 
 use wasm_bindgen::prelude::*;
 

@@ -3,18 +3,22 @@
 //! # What crosses, and how
 //! - `plan(deadline, steps, options)` is a cold call: the steps cross as
 //!   [`StepSpec`] objects through serde-wasm-bindgen, and the validated plan
-//!   comes back as a [`PlanInfo`] (TypeScript generated from the Rust types).
+//!   comes back as a [`PlanInfo`](crate::core::plan::PlanInfo) (TypeScript generated from the Rust types).
 //!   The `Plan` is dropped before the call returns: a JS plan holds no Wasm
 //!   memory, whatever happens to it.
 //! - [`plan_cap`] is the hot path, called by every `p.run`: scalars in, one
 //!   `f64` out (the cap, or `0` when the step must not start), no allocation.
-//!   Passing the step as an object instead would run serde on every step.
-//!   Measured with `node bench/run.mjs pipeline` (Node, same machine, same
-//!   session): "design: core.planCap (scalar in, scalar out)" 21 ns before
-//!   (the positional `planDecide`) and the figure in BENCHMARKS.md after;
-//!   "p.run bookkeeping" stays within the 1 µs goal.
+//!   Passing the step as an object instead runs serde on every step: the
+//!   refusal below cost 2.3 µs in Node that way against 1.0 µs with scalars.
+//!   Measured (BENCHMARKS.md, "The pipeline boundary through serde", both
+//!   builds alternating in one process): `planCap` 66 ns in Node and 20 ns in
+//!   Deno against 62 and 21 ns for the positional `planDecide` it replaces;
+//!   `node bench/run.mjs pipeline`: 37 / 21 / 28 ns (Node / Deno / workerd)
+//!   against 99 / 21 / 43 ns before, on a loaded machine.
 //! - [`plan_refusal`] is the rare path after a `0`: why the step does not
-//!   start, as a [`Refusal`] (`outcome` is the trace's string enum).
+//!   start, as a [`Refusal`](crate::core::plan::Refusal) whose `outcome` is
+//!   the trace's string enum. The step's numbers cross as scalars and its kind
+//!   by name.
 
 use wasm_bindgen::prelude::*;
 
