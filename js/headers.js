@@ -46,14 +46,14 @@ export const deadlineHeaders = Object.freeze([
 
 const DEFAULT_FORMAT = "edge-deadline-remaining-ms";
 
-/** Lowercase names, checked by the core (an unknown name is its RangeError, naming `within`.format). */
-function formatList(param, within, value, fallback) {
+/** Lowercase names, checked by the core (an unknown name is its RangeError, naming `param`). */
+function formatList(param, value, fallback) {
   if (value === undefined) return fallback;
   const list = typeof value === "string" ? [value] : value;
   if (!Array.isArray(list) || list.length === 0 || list.some((f) => typeof f !== "string")) {
     throw check.typeError(param, `a header name or a non-empty array of them (${deadlineHeaders.join(", ")})`, value);
   }
-  return list.map((f) => core.headerFormat(f, within));
+  return list.map((f) => core.headerFormat(f, param));
 }
 
 /** The header value stating `remainingMs` in `format` (rounded down). */
@@ -81,7 +81,7 @@ export function toHeaders(deadline, options) {
   if (!isReady()) notReady("toHeaders");
   check.deadline("deadline", deadline);
   const { format } = check.obj("options", options, "an object like { format }", true);
-  const formats = formatList("options.format", "options", format, [DEFAULT_FORMAT]);
+  const formats = formatList("options.format", format, [DEFAULT_FORMAT]);
   const remaining = deadline.remaining();
   const out = {};
   for (const f of formats) out[f] = core.encodeHeader(f, remaining);
@@ -98,7 +98,7 @@ export function toHeaders(deadline, options) {
 export function propagateFormats(value) {
   if (value === undefined || value === true) return [DEFAULT_FORMAT];
   if (value === false) return [];
-  return formatList("propagate", undefined, value, undefined);
+  return formatList("propagate", value, undefined);
 }
 
 /**
@@ -160,7 +160,7 @@ export function deadlineFromHeaders(headers, options) {
   const o = check.obj("options", options, "an object like { maxMs, transitMs }");
   check.number("options.maxMs", o.maxMs);
   check.optNumber("options.transitMs", o.transitMs);
-  const formats = formatList("options.formats", "options", o.formats, deadlineHeaders);
+  const formats = formatList("options.formats", o.formats, deadlineHeaders);
   const invalid = o.invalid ?? "ignore";
   if (invalid !== "throw" && invalid !== "ignore") throw check.typeError("options.invalid", `"throw" or "ignore"`, invalid);
   const signal = check.optSignal("options.signal", o.signal);

@@ -104,7 +104,16 @@ impl HeaderFormat {
         Self::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| HeaderError::UnknownFormat { value: name.chars().take(64).collect() })
+            .ok_or_else(|| HeaderError::UnknownFormat { value: name.chars().take(64).collect(), param: None })
+    }
+
+    /// [`HeaderFormat::from_name`] for a name the caller gave as `param`
+    /// (`options.formats`, `propagate`), which an unknown name's error names.
+    pub fn from_name_as(name: &str, param: &str) -> Result<Self, HeaderError> {
+        Self::from_name(name).map_err(|e| match e {
+            HeaderError::UnknownFormat { value, .. } => HeaderError::UnknownFormat { value, param: Some(param.into()) },
+            other => other,
+        })
     }
 
     /// The most digits a value may have.
@@ -140,8 +149,9 @@ pub enum HeaderError {
     MissingUnit { header: &'static str },
     /// A `grpc-timeout` unit other than `H M S m u n`.
     BadUnit { header: &'static str, found: char },
-    /// A header name this package does not know.
-    UnknownFormat { value: String },
+    /// A header name this package does not know; `param` is where the caller
+    /// gave it (`format` unless said).
+    UnknownFormat { value: String, param: Option<String> },
     /// A time argument (`now`, `parsedMs`, `transitMs`, `maxMs`, `remainingMs`) is invalid.
     Time(DeadlineError),
 }
@@ -180,7 +190,7 @@ impl fmt::Display for HeaderError {
                 "'{header}' must end with one of the units H M S m u n: current value ends with '{}'",
                 found.escape_default()
             ),
-            Self::UnknownFormat { ref value } => write!(
+            Self::UnknownFormat { ref value, .. } => write!(
                 f,
                 "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, {EDGE_DEADLINE_HEADER}: current value is '{value}'"
             ),
@@ -214,7 +224,7 @@ impl Described for HeaderError {
     /// (`remainingMs`, `maxMs`, `transitMs`) otherwise.
     fn param(&self) -> Option<String> {
         match self {
-            Self::UnknownFormat { .. } => Some("format".into()),
+            Self::UnknownFormat { param, .. } => Some(param.clone().unwrap_or_else(|| "format".into())),
             Self::Time(e) => Described::param(e),
             _ => Some("value".into()),
         }
@@ -627,6 +637,9 @@ mod tests {
         assert_eq!((e.param().as_deref(), e.code()), (Some("value"), "HEADER_NOT_DIGIT"));
         let e = HeaderFormat::from_name("x-deadline").unwrap_err();
         assert_eq!((e.param().as_deref(), e.code()), (Some("format"), "UNKNOWN_FORMAT"));
+        let e = HeaderFormat::from_name_as("x-deadline", "options.formats").unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("options.formats"), "UNKNOWN_FORMAT"));
+        assert!(e.to_string().starts_with("'format' must be one of grpc-timeout"), "{e}");
         let e = encode(GrpcTimeout, -1.0).unwrap_err();
         assert_eq!((e.param().as_deref(), e.code()), (Some("remainingMs"), "NEGATIVE"));
         let values = vec![

@@ -26,15 +26,15 @@ pub fn header_formats() -> Result<js_sys::Array, JsValue> {
 }
 
 /// The format called `name` (ASCII case-insensitive). An unknown name is a
-/// `RangeError` listing the known ones, its `param` `format` (inside the
-/// argument `within`, when given: `options.format`).
+/// `RangeError` listing the known ones, its `param` the one given (where
+/// the user wrote the name: `options.format`, `propagate`), else `format`.
 #[wasm_bindgen(js_name = headerFormat, unchecked_return_type = "HeaderFormat")]
-pub fn header_format(name: &str, within: Option<String>) -> Result<JsValue, JsValue> {
-    let format = HeaderFormat::from_name(name).map_err(|e| match within {
-        Some(arg) => to_js(Within::new(arg, e)),
-        None => to_js(e),
-    })?;
-    into_js(&format)
+pub fn header_format(name: &str, param: Option<String>) -> Result<JsValue, JsValue> {
+    let format = match param {
+        Some(param) => HeaderFormat::from_name_as(name, &param),
+        None => HeaderFormat::from_name(name),
+    };
+    into_js(&format.map_err(to_js)?)
 }
 
 /// [`headers::encode`]: the header value for `remaining_ms`.

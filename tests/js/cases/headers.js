@@ -169,8 +169,12 @@ const cases = [
     name: "propagation: a bad propagate option is a TypeError naming it",
     run: async (lib) => {
       const d = lib.Deadline.in(1_000);
-      await rejects(() => lib.fetchWithDeadline("data:,x", undefined, { deadline: d, propagate: 5 }), TypeError, /'propagate'/);
-      await rejects(() => lib.fetchWithDeadline("data:,x", undefined, { deadline: d, propagate: "x-my-header" }), RangeError, /x-my-header/);
+      const type = await rejects(() => lib.fetchWithDeadline("data:,x", undefined, { deadline: d, propagate: 5 }), TypeError, /'propagate'/);
+      equal(type.param, "propagate");
+      equal(type.code, "INVALID_TYPE");
+      const range = await rejects(() => lib.fetchWithDeadline("data:,x", undefined, { deadline: d, propagate: "x-my-header" }), RangeError, /x-my-header/);
+      equal(range.param, "propagate");
+      equal(range.code, "UNKNOWN_FORMAT");
       d.dispose();
     },
   },
@@ -190,6 +194,7 @@ function badInputs() {
     ["fromHeaders: transitMs negative", (lib) => lib.Deadline.fromHeaders({}, { maxMs: 1, transitMs: -5 }), RangeError, /'transitMs' must be between 0 and/, "options.transitMs", "NEGATIVE"],
     ["fromHeaders: headers null", (lib) => lib.Deadline.fromHeaders(null, { maxMs: 1 }), TypeError, /'headers' must be a Headers or a plain object/, "headers", "INVALID_TYPE"],
     ["fromHeaders: a header value that is a number", (lib) => lib.Deadline.fromHeaders({ "grpc-timeout": 5 }, { maxMs: 1 }), TypeError, /'headers\["grpc-timeout"\]' must be a string/, "headers[\"grpc-timeout\"]", "INVALID_TYPE"],
+    ["fromHeaders: an unknown name in formats", (lib) => lib.Deadline.fromHeaders({}, { maxMs: 1, formats: ["grpc-timeout", "x-timeout"] }), RangeError, /'format' must be one of .*: current value is 'x-timeout'/, "options.formats", "UNKNOWN_FORMAT"],
     ["fromHeaders: invalid = 'warn'", (lib) => lib.Deadline.fromHeaders({}, { maxMs: 1, invalid: "warn" }), TypeError, /'options.invalid' must be "throw" or "ignore"/, "options.invalid", "INVALID_TYPE"],
   ]);
 }
