@@ -46,6 +46,18 @@ pub trait Described: fmt::Display {
     }
 }
 
+/// The code of a count that must be a whole number `lo ..= hi` and is not:
+/// `NOT_FINITE`, `OUT_OF_RANGE`, or `NOT_WHOLE` (in range, with a fraction).
+pub fn whole_code(value: f64, lo: f64, hi: f64) -> &'static str {
+    if !value.is_finite() {
+        "NOT_FINITE"
+    } else if !(lo..=hi).contains(&value) {
+        "OUT_OF_RANGE"
+    } else {
+        "NOT_WHOLE"
+    }
+}
+
 /// A value handed over from JavaScript that does not have the shape of the
 /// data type it should be (`param`, e.g. `"data"`), as its deserializer
 /// words it. The JS API checks types before the call, so this is the net

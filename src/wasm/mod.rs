@@ -16,9 +16,14 @@ mod deadline;
 mod derive;
 mod headers;
 mod hedge;
+mod little;
 mod plan;
+mod prom;
 mod retry;
+mod simulate;
+mod sketch;
 mod stall;
+mod tail;
 
 #[wasm_bindgen(raw_module = "./errors.js")]
 extern "C" {
@@ -54,7 +59,12 @@ pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
 /// `from_wasm_abi`, whose failure throws past the Rust frames (tsify marks
 /// it deprecated for that leak).
 pub(crate) fn from_js<T: serde::de::DeserializeOwned>(value: JsValue, param: &'static str) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| to_js(ShapeError { param, detail: e.to_string() }))
+    serde_wasm_bindgen::from_value(value).map_err(|e| {
+        // The deserializer's message is a JS Error's `toString()`: drop its "Error: ".
+        let text = e.to_string();
+        let detail = text.strip_prefix("Error: ").unwrap_or(&text).to_string();
+        to_js(ShapeError { param, detail })
+    })
 }
 
 /// Structured data to JavaScript: `value`'s serde form with its tsify

@@ -8,12 +8,17 @@ import ergonomics from "./ergonomics.js";
 import errors from "./errors.js";
 import headers from "./headers.js";
 import hedge from "./hedge.js";
+import little from "./little.js";
 import load from "./load.js";
 import plan from "./plan.js";
+import prom from "./prom.js";
 import relay from "./relay.js";
 import retry from "./retry.js";
 import servertiming from "./servertiming.js";
+import simulate from "./simulate.js";
+import sketch from "./sketch.js";
 import stall from "./stall.js";
+import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...derive, ...load, ...errors, ...ergonomics];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...errors, ...ergonomics];
