@@ -2,12 +2,13 @@
 // figures (each with its source and the date it was read) and the fold into
 // one deadline are the Wasm core's (src/core/caps.rs): they cross as data
 // whose TypeScript is generated from the Rust types, with names and `bound`
-// as string enums. This file reads the clock and builds the Deadline.
+// as string enums. This file reads the clock; it computes the instant and
+// never builds a Deadline (js/deadline.js does, from `readPlatformCaps`), so
+// the two do not import each other.
 //
 // Nothing here holds a timer, a listener or Wasm memory.
 
 import * as core from "./edge_deadline.js";
-import { Deadline } from "./deadline.js";
 import { isReady, notReady } from "./load.js";
 import { now } from "./timers.js";
 import * as check from "./validate.js";
@@ -26,10 +27,10 @@ export function platformCaps() {
 /**
  * `now + min(product cap, the platform's wall-clock caps) − fallbackReserveMs`,
  * with which cap bound it, the CPU budget (reported, never folded in) and the
- * sources of the figures used: `{ deadline, bound, cpuMs, sources }`.
+ * sources of the figures used: `{ at, signal, bound, cpuMs, sources }`.
  * `platform: "custom"` takes the caps from `options.caps` alone.
  */
-export function platformDeadline(options) {
+export function readPlatformCaps(options) {
   if (!isReady()) notReady("Deadline.forPlatform");
   const o = check.obj("options", options, "an object like { platform, productMs, fallbackReserveMs }");
   check.str("options.platform", o.platform, `one of "cloudflare-workers", "deno-deploy", "vercel-edge", "custom"`);
@@ -43,10 +44,5 @@ export function platformDeadline(options) {
   check.optNumber("options.caps.cpuMs", caps.cpuMs);
   const signal = check.optSignal("options.signal", o.signal);
   const { at, bound, cpuMs, sources } = core.platformDeadline(now(), o);
-  return { deadline: Deadline.at(at, signal ? { signal } : undefined), bound, cpuMs, sources };
-}
-
-/** `Deadline.forPlatform`: the deadline of {@link platformDeadline}. */
-export function forPlatform(options) {
-  return platformDeadline(options).deadline;
+  return { at, signal, bound, cpuMs, sources };
 }

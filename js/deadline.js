@@ -35,13 +35,13 @@
 //    request (a deadline kept across requests: see README "Timers").
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded } from "./errors.js";
+import { CODES, DEADLINE_BRAND, DeadlineExceeded, argumentError } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { IS_WORKERD, NODE, child, now, sharedQueue, turnQueue } from "./timers.js";
-import { describe, isAbortSignal, number } from "./validate.js";
-import { forPlatform } from "./caps.js";
-import { fromHeaders } from "./headers.js";
+import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
+import { readPlatformCaps } from "./caps.js";
+import { readDeadlineHeaders } from "./headers.js";
 
 // `Deadline.in(ms, request.signal)` is what people write first: an AbortSignal
 // in the options' place is the parent, never an object whose missing `signal`
@@ -50,13 +50,11 @@ function parentsFrom(options, where) {
   if (options === undefined) return EMPTY;
   if (isAbortSignal(options)) return [options];
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`'options' of ${where} must be an object like { signal } or an AbortSignal: current value is ${describe(options)}`);
+    throw typeError("options", "an object like { signal } or an AbortSignal", options, where);
   }
   const { signal } = options;
   if (signal === undefined) return EMPTY;
-  if (!isAbortSignal(signal)) {
-    throw new TypeError(`'options.signal' of ${where} must be an AbortSignal: current value is ${describe(signal)}`);
-  }
+  if (!isAbortSignal(signal)) throw typeError("options.signal", "an AbortSignal", signal, where);
   return [signal];
 }
 
@@ -78,7 +76,9 @@ export class Deadline {
 
   /** @private Use `Deadline.in`, `Deadline.at` or a derivation. */
   constructor(token, at, parents, root) {
-    if (token !== TOKEN) throw new TypeError("use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
+    if (token !== TOKEN) {
+      throw argumentError("type", CODES.NOT_CONSTRUCTIBLE, undefined, "use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
+    }
     this.#at = at;
     this.#parents = parents;
     this.#root = root ?? this;
@@ -102,37 +102,47 @@ export class Deadline {
    * The deadline a request's propagation headers ask for (`grpc-timeout`,
    * `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms`,
    * `edge-deadline-remaining-ms`), less `transitMs`, never later than `maxMs`
-   * from now. See js/headers.js.
+   * from now. See `deadlineFromHeaders` and js/headers.js.
    */
   static fromHeaders(headers, options) {
-    return fromHeaders(headers, options);
+    return deadlineFromHeaders(headers, options).deadline;
   }
 
   /**
    * `now + min(every cap in front: the platform's, the product's) − fallbackReserveMs`.
-   * See js/caps.js and src/core/caps.rs.
+   * See `platformDeadline`, js/caps.js and src/core/caps.rs.
    */
   static forPlatform(options) {
-    return forPlatform(options);
+    return platformDeadline(options).deadline;
   }
 
-  /** The earliest of the given deadlines; the result links every parent signal. */
+  /**
+   * The earliest of the given deadlines; the result links every parent signal.
+   * A Deadline of another copy of the package counts too: its signal is then
+   * the parent (its family's queue is that copy's).
+   */
   static min(...deadlines) {
-    if (deadlines.length === 0) throw new TypeError("Deadline.min needs at least one Deadline");
-    let best = deadlines[0];
+    if (deadlines.length === 0) {
+      throw argumentError("type", CODES.INVALID_TYPE, "deadlines", "Deadline.min needs at least one Deadline");
+    }
+    let best;
+    let bestAt = Infinity;
+    const parents = new Set();
     deadlines.forEach((d, i) => {
-      if (!(d instanceof Deadline)) {
-        throw new TypeError(`argument ${i} of Deadline.min must be a Deadline: current value is ${describe(d)}`);
-      }
-      if (d.#at < best.#at) best = d;
+      checkDeadline(`deadlines[${i}]`, d, "Deadline.min");
+      const own = #at in d;
+      const at = own ? d.#at : d.at;
+      if (best === undefined || at < bestAt) (best = d), (bestAt = at);
+      if (own) for (const p of d.#parents) parents.add(p);
+      else parents.add(d.signal());
     });
-    const parents = [...new Set(deadlines.flatMap((d) => d.#parents))];
-    return new Deadline(TOKEN, best.#at, parents.length ? parents : EMPTY, best.#root);
+    const root = #at in best ? best.#root : undefined;
+    return new Deadline(TOKEN, bestAt, parents.size ? [...parents] : EMPTY, root);
   }
 
   /** The earlier of this deadline and `other`. */
   min(other) {
-    return Deadline.min(this, other);
+    return Deadline.min(this, checkDeadline("other", other, "min"));
   }
 
   /** The instant, in ms on the `performance.now()` timeline. */
@@ -179,9 +189,7 @@ export class Deadline {
 
   async #step(minMs, run) {
     number("minMs", minMs);
-    if (typeof run !== "function") {
-      throw new TypeError(`'run' of step must be a function (signal, budgetMs) => Promise: current value is ${describe(run)}`);
-    }
+    fn("run", run, "a function (signal, budgetMs) => Promise");
     this.#throwIfParentAborted();
     const budgetMs = core.admit(this.#at, now(), minMs);
     return run(this.signal(), budgetMs);
@@ -237,6 +245,9 @@ export class Deadline {
   }
 }
 
+// The brand: "is this a Deadline" across copies of the package (js/errors.js `isDeadline`).
+Object.defineProperty(Deadline.prototype, DEADLINE_BRAND, { value: true });
+
 if (typeof Symbol.dispose === "symbol") {
   Deadline.prototype[Symbol.dispose] = Deadline.prototype.dispose;
 }
@@ -266,6 +277,26 @@ export function watch(deadline, at, onTime, onAbort) {
 /** Cancels a `watch` (a no-op once it fired or was cancelled). */
 export function unwatch(w) {
   if (w !== undefined) w.dispose();
+}
+
+/**
+ * The deadline of `Deadline.fromHeaders`, with what set it:
+ * `{ deadline, source, rejected }` (js/headers.js `readDeadlineHeaders`).
+ * @param {Headers | Record<string, string | string[] | undefined>} headers
+ * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
+ */
+export function deadlineFromHeaders(headers, options) {
+  const { at, signal, ...found } = readDeadlineHeaders(headers, options);
+  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
+}
+
+/**
+ * The deadline of `Deadline.forPlatform`, with the cap that bound it:
+ * `{ deadline, bound, cpuMs, sources }` (js/caps.js `readPlatformCaps`).
+ */
+export function platformDeadline(options) {
+  const { at, signal, ...found } = readPlatformCaps(options);
+  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
 }
 
 /** The launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */

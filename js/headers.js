@@ -1,7 +1,7 @@
 // Deadline propagation headers. Encoding, strict parsing and the
 // transit/local-cap clamp are the Wasm core's (src/core/headers.rs); this
-// file reads the clock, finds the headers in a `Headers` or a plain object,
-// and builds the Deadline. Header formats cross by name (the core's string
+// file reads the clock and finds the headers in a `Headers` or a plain
+// object. Header formats cross by name (the core's string
 // enum), so no table of codes is kept here.
 //
 // # Invariants
@@ -12,6 +12,10 @@
 //    spellings of one name in a plain object, a repeated field joined with
 //    commas): the earliest wins, so a second copy can never extend the first.
 // 3. Nothing here holds a timer, a listener or Wasm memory.
+//
+// This module computes instants and never builds a Deadline (js/deadline.js
+// does, from `readDeadlineHeaders` here and `readPlatformCaps` in js/caps.js),
+// so the two do not import each other.
 //
 // # Malformed incoming headers
 // A header's value comes from the caller, possibly an attacker, so a bad one
@@ -24,7 +28,6 @@
 // server that answers 400.
 
 import * as core from "./edge_deadline.js";
-import { Deadline } from "./deadline.js";
 import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { now } from "./timers.js";
@@ -145,15 +148,15 @@ function splitInto(value, out) {
 }
 
 /**
- * The deadline a request's headers ask for, clamped to `maxMs`, with what set
- * it: `{ deadline, source, rejected }` (`source`: the header name, or `null`
+ * The instant a request's headers ask for, clamped to `maxMs`, with what set
+ * it: `{ at, signal, source, rejected }` (`signal`: `options.signal`; `source`: the header name, or `null`
  * when the local cap did; `rejected`: `[{ header, error }]`, one per malformed
  * value, `error` an `InvalidHeader`). A malformed header is ignored unless
  * `invalid: "throw"` (see "Malformed incoming headers" above).
  * @param {Headers | Record<string, string | string[] | undefined>} headers
  * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
  */
-export function deadlineFromHeaders(headers, options) {
+export function readDeadlineHeaders(headers, options) {
   if (!isReady()) notReady("Deadline.fromHeaders");
   const isHeaders = headers != null && typeof headers === "object" && typeof headers.get === "function" && typeof headers.has === "function";
   if (!isHeaders) check.obj("headers", headers, "a Headers or a plain object of header values");
@@ -189,10 +192,5 @@ export function deadlineFromHeaders(headers, options) {
     return { header, error: Object.assign(new InvalidHeader(header, message), { code }) };
   });
   if (invalid === "throw" && rejected.length) throw rejected[0].error;
-  return { deadline: Deadline.at(at, signal ? { signal } : undefined), source: source == null ? null : present[source].header, rejected };
-}
-
-/** `Deadline.fromHeaders`: the deadline of {@link deadlineFromHeaders}. */
-export function fromHeaders(headers, options) {
-  return deadlineFromHeaders(headers, options).deadline;
+  return { at, signal, source: source == null ? null : present[source].header, rejected };
 }

@@ -33,9 +33,9 @@
 // the first request; the error says so otherwise.
 
 import { runWithDeadline } from "./context.js";
-import { platformDeadline } from "./caps.js";
+import { deadlineFromHeaders, platformDeadline } from "./deadline.js";
 import { argumentError, CODES } from "./errors.js";
-import { deadlineHeaders, deadlineFromHeaders } from "./headers.js";
+import { deadlineHeaders } from "./headers.js";
 import { metric } from "./servertiming.js";
 import * as check from "./validate.js";
 

@@ -63,22 +63,17 @@
 //    BURST_RUN ends the burst. A burst re-arms the timer once, when it starts.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, brand, ms } from "./errors.js";
+import { DeadlineExceeded, StreamStalled, isStreamStalled } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { child, now } from "./timers.js";
 import { hold, releaseHold } from "./keepalive.js";
-import { describe, number } from "./validate.js";
+import { deadline as checkDeadline, isAbortSignal, number, typeError } from "./validate.js";
 
-export { createSseProgress, sseProgress };
+export { createSseProgress, sseProgress, StreamStalled, isStreamStalled };
 
 const noop = () => {};
-
-// Codes of the core's answer (src/wasm/stall.rs): [kind, …].
-const WAKE = 0;
-const STALLED_FIRST_CHUNK = 1;
-const DEADLINE = 3;
 
 /** Progress chunks closer than this (ms) are a burst… */
 const BURST_GAP_MS = 0.1;
@@ -90,37 +85,10 @@ const MAX_SAMPLE_MS = 16;
 /** A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
-/** The stream went quiet: no progress chunk within the limit of its phase. */
-export class StreamStalled extends Error {
-  /**
-   * @param {"first-byte" | "first-chunk" | "stall"} phase which limit expired
-   * @param {number} afterMs the silence observed (≥ the limit)
-   * @param {number} chunks chunks received before the stall
-   * @param {number} bytes bytes received before the stall
-   */
-  constructor(phase, afterMs, chunks, bytes, options) {
-    super(
-      phase === "first-byte"
-        ? `stream stalled: no response headers after ${ms(afterMs)} ms`
-        : phase === "first-chunk"
-          ? `stream stalled: no first chunk after ${ms(afterMs)} ms`
-          : `stream stalled: no progress for ${ms(afterMs)} ms after ${chunks} chunks (${bytes} bytes)`,
-      options,
-    );
-    brand(this, "StreamStalled");
-    this.phase = phase;
-    this.afterMs = afterMs;
-    this.chunks = chunks;
-    this.bytes = bytes;
-  }
-}
-
-/** @returns {e is StreamStalled} brand check: works across package copies and workerd's clones */
-export function isStreamStalled(e) {
-  return e != null && e.edgeDeadlineError === "StreamStalled";
-}
-
 // ---- input checks (types here; ranges in the core) -----------------------------------------
+// Every check names the parameter as the caller wrote it (`options.stallMs`)
+// in `.param`, with `.code` (js/validate.js); the core's range errors name
+// the same parameters (src/wasm/stall.rs).
 
 function isReadableStream(s) {
   return s != null && typeof s === "object" && typeof s.getReader === "function" && typeof s.cancel === "function";
@@ -137,34 +105,23 @@ function isAbortController(c) {
   );
 }
 
-function isDeadline(d) {
-  return d != null && typeof d === "object" && typeof d.at === "number" && typeof d.signal === "function";
-}
-
 function options(value, where, shape) {
-  if (value === null || typeof value !== "object") {
-    throw new TypeError(`'options' of ${where} must be an object like ${shape}: current value is ${describe(value)}`);
-  }
+  if (value === null || typeof value !== "object") throw typeError("options", `an object like ${shape}`, value, where);
   return value;
 }
 
-function limit(param, value, fallback) {
-  return value === undefined ? fallback : number(param, value);
+function limit(param, value, fallback, where) {
+  return value === undefined ? fallback : number(param, value, undefined, where);
 }
 
 function deadlineAt(deadline, where, required) {
   if (deadline === undefined && !required) return undefined;
-  if (!isDeadline(deadline)) {
-    throw new TypeError(`'deadline' of ${where} must be a Deadline (Deadline.in(ms)): current value is ${describe(deadline)}`);
-  }
-  return deadline.at;
+  return checkDeadline("options.deadline", deadline, where).at;
 }
 
 function predicate(isProgress, where) {
   if (isProgress === undefined) return undefined;
-  if (typeof isProgress !== "function") {
-    throw new TypeError(`'isProgress' of ${where} must be a function (chunk) => boolean: current value is ${describe(isProgress)}`);
-  }
+  if (typeof isProgress !== "function") throw typeError("options.isProgress", "a function (chunk) => boolean", isProgress, where);
   // The ready SSE predicate needs line state per stream: give this stream its own.
   return isProgress === sseProgress ? createSseProgress() : isProgress;
 }
@@ -192,16 +149,15 @@ function predicate(isProgress, where) {
 export function withStallTimeout(stream, opts) {
   if (!isReady()) notReady("withStallTimeout");
   const where = "withStallTimeout";
-  if (!isReadableStream(stream)) {
-    throw new TypeError(`'stream' of ${where} must be a ReadableStream: current value is ${describe(stream)}`);
-  }
+  if (!isReadableStream(stream)) throw typeError("stream", "a ReadableStream", stream, where);
+  if (stream.locked) throw typeError("stream", "a ReadableStream that is not locked to a reader", stream, where);
   const o = options(opts, where, "{ firstChunkMs, stallMs }");
-  const firstChunkMs = number("firstChunkMs", o.firstChunkMs);
-  const stallMs = number("stallMs", o.stallMs);
+  const firstChunkMs = number("options.firstChunkMs", o.firstChunkMs, undefined, where);
+  const stallMs = number("options.stallMs", o.stallMs, undefined, where);
   const at = deadlineAt(o.deadline, where, false);
   const { controller } = o;
   if (controller !== undefined && !isAbortController(controller)) {
-    throw new TypeError(`'controller' of ${where} must be an AbortController: current value is ${describe(controller)}`);
+    throw typeError("options.controller", "an AbortController", controller, where);
   }
   // The deadline carries its parents (a client that left): follow it.
   const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
@@ -241,14 +197,26 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   let settled = false;
   let out; // the wrapper's controller
 
-  const decide = (t) => core.stallDecide(firstChunkMs, stallMs, at, startedAt, lastProgressAt, chunks, bytes, t);
-  // While parked only the deadline applies: the same decision without limits.
-  const decideParked = (t) => core.stallDecide(NO_LIMIT, NO_LIMIT, at, t, t, chunks, bytes, t);
+  /**
+   * The core's answer at `t` (src/wasm/stall.rs): the delay to wait before
+   * asking again, or the error that ends the stream. While parked only the
+   * deadline applies: the same decision without limits.
+   */
+  function ask(t) {
+    const first = parked ? NO_LIMIT : firstChunkMs;
+    const gap = parked ? NO_LIMIT : stallMs;
+    const from = parked ? t : startedAt;
+    const last = parked ? t : lastProgressAt;
+    const delay = core.stallWake(first, gap, at, from, last, chunks, bytes, t);
+    if (delay !== undefined) return delay;
+    const d = core.stallDecision(first, gap, at, from, last, chunks, bytes, t);
+    return d.kind === "deadlineExceeded" ? new DeadlineExceeded(at, d.lateByMs) : new StreamStalled(d.phase, d.afterMs, d.chunks, d.bytes);
+  }
 
   // The first decision validates the limits (a RangeError naming the
   // parameter) before the source is locked, and plans the first wake.
   const t0 = startedAt;
-  let first = decide(t0);
+  let first = ask(t0);
   const reader = source.getReader();
 
   function arm(delayMs, t) {
@@ -264,10 +232,8 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   }
 
   function act(answer, t) {
-    const kind = answer[0];
-    if (kind === WAKE) arm(sampling && answer[1] > sampleMs ? sampleMs : answer[1], t);
-    else if (kind === DEADLINE) fail(new DeadlineExceeded(at, answer[1]));
-    else fail(new StreamStalled(kind === STALLED_FIRST_CHUNK ? "first-chunk" : "stall", answer[1], answer[2], answer[3]));
+    if (typeof answer === "number") arm(sampling && answer > sampleMs ? sampleMs : answer, t);
+    else fail(answer);
   }
 
   /** The one wake-up came: account for sampled progress, then ask the core. */
@@ -292,7 +258,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     }
     let answer;
     try {
-      answer = parked ? decideParked(t) : decide(t);
+      answer = ask(t);
     } catch (error) {
       return fail(error);
     }
@@ -333,7 +299,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     node.rearm(Infinity);
     let answer;
     try {
-      answer = decide(t);
+      answer = ask(t);
     } catch (error) {
       return fail(error);
     }
@@ -456,22 +422,18 @@ export async function fetchWithDeadline(input, init, opts) {
   const where = "fetchWithDeadline";
   const o = options(opts, where, "{ deadline, firstByteMs, firstChunkMs, stallMs }");
   const at = deadlineAt(o.deadline, where, true);
-  const firstByteMs = limit("firstByteMs", o.firstByteMs, undefined);
-  const firstChunkMs = limit("firstChunkMs", o.firstChunkMs, NO_LIMIT);
-  const stallMs = limit("stallMs", o.stallMs, NO_LIMIT);
+  const firstByteMs = limit("options.firstByteMs", o.firstByteMs, undefined, where);
+  const firstChunkMs = limit("options.firstChunkMs", o.firstChunkMs, NO_LIMIT, where);
+  const stallMs = limit("options.stallMs", o.stallMs, NO_LIMIT, where);
   const isProgress = predicate(o.isProgress, where);
   const formats = propagateFormats(o.propagate);
-  if (init != null && typeof init !== "object") {
-    throw new TypeError(`'init' of ${where} must be a RequestInit object: current value is ${describe(init)}`);
-  }
+  if (init != null && typeof init !== "object") throw typeError("init", "a RequestInit object", init, where);
   const userSignal = init?.signal ?? undefined;
-  if (userSignal !== undefined && !(typeof userSignal === "object" && typeof userSignal.aborted === "boolean")) {
-    throw new TypeError(`'init.signal' of ${where} must be an AbortSignal: current value is ${describe(userSignal)}`);
-  }
+  if (userSignal !== undefined && !isAbortSignal(userSignal)) throw typeError("init.signal", "an AbortSignal", userSignal, where);
   // Range checks before any I/O (the core names the parameter).
   const t0 = now();
-  core.stallDecide(firstChunkMs, stallMs, at, t0, undefined, 0, 0, t0);
-  let firstByte = firstByteMs === undefined ? undefined : core.firstByteDecide(firstByteMs, t0, t0);
+  core.stallWake(firstChunkMs, stallMs, at, t0, undefined, 0, 0, t0);
+  const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
 
   // The request's own child: it follows the deadline (and so the deadline's
   // parents), the caller's signal and a Request input's signal.
@@ -480,22 +442,21 @@ export async function fetchWithDeadline(input, init, opts) {
 
   // The wait for headers: a child of the request, re-armed on the first-byte limit.
   let waitForHeaders;
-  const headersLate = (answer) => upstream.abort(new StreamStalled("first-byte", answer[1], 0, 0));
+  const headersLate = (t) => upstream.abort(new StreamStalled("first-byte", t - t0, 0, 0));
   const onFirstByteTimer = (c) => {
     const t = now();
-    let answer;
+    let delay;
     try {
-      answer = core.firstByteDecide(firstByteMs, t0, t);
+      delay = core.firstByteWake(firstByteMs, t0, t);
     } catch (error) {
       return upstream.abort(error);
     }
-    if (answer[0] === WAKE) c.rearm(t + answer[1]);
-    else headersLate(answer);
+    if (delay !== undefined) c.rearm(t + delay);
+    else headersLate(t);
   };
-  if (firstByte !== undefined) {
-    if (firstByte[0] !== WAKE) headersLate(firstByte);
-    else waitForHeaders = child([upstream], t0 + firstByte[1], { onTime: onFirstByteTimer });
-    firstByte = undefined;
+  if (firstByteMs !== undefined) {
+    if (firstByteDelay === undefined) headersLate(t0);
+    else waitForHeaders = child([upstream], t0 + firstByteDelay, { onTime: onFirstByteTimer });
   }
 
   let response;

@@ -12,6 +12,7 @@
 // were armed on, and none of them leaks into the fake timeline.
 
 import { argumentError, CODES } from "./errors.js";
+import { isAbortSignal } from "./validate.js";
 
 /** 2^31 − 1 ms: browsers, Node, Deno and workerd fire a longer `setTimeout` at once (src/core/deadline.rs, MAX_TIMER_MS). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -343,10 +344,6 @@ class ParentLink {
 /** AbortSignal → its ParentLink; weak, so a parent nobody holds is collected with its link. */
 const links = new WeakMap();
 
-function isSignal(s) {
-  return typeof s === "object" && typeof s.aborted === "boolean" && typeof s.addEventListener === "function" && typeof s.removeEventListener === "function";
-}
-
 /**
  * A node of the cancellation tree: see `child`. Fields other than the
  * documented getters and methods are internal.
@@ -464,7 +461,7 @@ export class Child extends Wakeup {
       let signal = null;
       if (p instanceof Child) node = p;
       else if (p !== null && typeof p[NODE] === "function") node = p[NODE]();
-      else if (p !== null && typeof p === "object" && isSignal(p)) signal = p;
+      else if (isAbortSignal(p)) signal = p;
       else if (p !== null && typeof p === "object" && typeof p.signal === "function") signal = p.signal(); // a Deadline of another copy
       else throw argumentError("type", CODES.INVALID_TYPE, `parents[${i}]`, `'parents[${i}]' must be an AbortSignal or a Deadline`);
       if (node !== null) {

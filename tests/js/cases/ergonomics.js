@@ -31,7 +31,8 @@ const cases = [
       await rejects(d.step(1, () => "ran"), undefined, /the client left/);
       for (const x of [d, at, reserved]) x.dispose();
       // Anything else in that place is still a TypeError naming the parameter.
-      throws(() => lib.Deadline.in(10, 5), TypeError, /'options' of Deadline\.in must be an object like \{ signal \} or an AbortSignal/);
+      const e = throws(() => lib.Deadline.in(10, 5), TypeError, /^Deadline\.in: 'options' must be an object like \{ signal \} or an AbortSignal/);
+      equal(e.param, "options");
       throws(() => lib.Deadline.in(10, { signal: {} }), TypeError, /'options\.signal'/);
     },
   },

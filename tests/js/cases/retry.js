@@ -325,7 +325,7 @@ function badInputs() {
     ["retry: jitter 2", (lib) => lib.retry(() => 1, retryOpts(lib, { backoff: { baseMs: 1, maxMs: 2, jitter: 2 } })), RangeError, /'jitter' must be between 0 and 1: current value is 2/, "options.backoff.jitter", "JITTER_OUT_OF_RANGE"],
     ["retry: maxMs below baseMs", (lib) => lib.retry(() => 1, retryOpts(lib, { backoff: { baseMs: 10, maxMs: 2, jitter: 0 } })), RangeError, /'maxMs' must be at least 'baseMs' \(10\)/, "options.backoff.maxMs", "MAX_BELOW_BASE"],
     ["retry: maxAttempts 0", (lib) => lib.retry(() => 1, retryOpts(lib, { maxAttempts: 0 })), RangeError, /'maxAttempts' must be between 1 and 100: current value is 0/, "options.maxAttempts", "MAX_ATTEMPTS_OUT_OF_RANGE"],
-    ["retry: maxAttempts 2.5", (lib) => lib.retry(() => 1, retryOpts(lib, { maxAttempts: 2.5 })), RangeError, /'options.maxAttempts' must be a whole number: current value is 2.5/, "options.maxAttempts", "NOT_A_WHOLE_NUMBER"],
+    ["retry: maxAttempts 2.5", (lib) => lib.retry(() => 1, retryOpts(lib, { maxAttempts: 2.5 })), RangeError, /'options.maxAttempts' must be a whole number: current value is 2.5/, "options.maxAttempts", "NOT_WHOLE"],
     ["retry: attemptMinMs NaN", (lib) => lib.retry(() => 1, retryOpts(lib, { attemptMinMs: NaN })), RangeError, /'attemptMinMs' must be a finite number/, "options.attemptMinMs", "NOT_FINITE"],
     ["retry: idempotent not a boolean", (lib) => lib.retry(() => 1, retryOpts(lib, { idempotent: "yes" })), TypeError, /'options.idempotent' must be true or false/, "options.idempotent", "INVALID_TYPE"],
     ["retry: no deadline", (lib) => lib.retry(() => 1, retryOpts(lib, { deadline: undefined })), TypeError, /'options.deadline' must be a Deadline/, "options.deadline", "INVALID_TYPE"],
