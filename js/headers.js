@@ -1,8 +1,8 @@
 // Deadline propagation headers. Encoding, strict parsing and the
 // transit/local-cap clamp are the Wasm core's (src/core/headers.rs); this
 // file reads the clock and finds the headers in a `Headers` or a plain
-// object. Header formats cross by name (the core's string
-// enum), so no table of codes is kept here.
+// object. Header formats cross by name (the core's string enum), so no table
+// of codes is kept here.
 //
 // # Invariants
 // 1. What is sent is the remaining duration at the moment of the call,
@@ -32,7 +32,6 @@ import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { now } from "./timers.js";
 import * as check from "./validate.js";
-
 
 /**
  * The header names this package reads and writes, in the order `fromHeaders`

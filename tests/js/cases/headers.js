@@ -5,6 +5,7 @@
 // Chromium.
 import { equal, near, ok, rejects, throws } from "../assert.js";
 import { BRAND, badInputCases } from "../pipeline-support.js";
+import { headerFormats } from "../../../pkg/edge_deadline.js";
 
 const OWN = "edge-deadline-remaining-ms";
 const FORMATS = ["grpc-timeout", "connect-timeout-ms", "x-envoy-expected-rq-timeout-ms", OWN];
@@ -16,6 +17,13 @@ async function echoed(lib, ctx, init, opts, input = `${ctx.fixtureUrl}/pipeline/
 }
 
 const cases = [
+  {
+    name: "headers: deadlineHeaders (readable before init) is the core's list of formats, in its order",
+    run: (lib) => {
+      equal(JSON.stringify(lib.deadlineHeaders), JSON.stringify(headerFormats()));
+      ok(Object.isFrozen(lib.deadlineHeaders));
+    },
+  },
 
   // ---- propagation ------------------------------------------------------------------
   {
