@@ -40,7 +40,8 @@ import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { Child, IS_WORKERD, NODE, child, now, sharedQueue, turnQueue } from "./timers.js";
 import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
-import * as propagation from "./propagation.js";
+import { readPlatformCaps } from "./caps.js";
+import { readDeadlineHeaders } from "./headers.js";
 
 // `Deadline.in(ms, request.signal)` is what people write first: an AbortSignal
 // in the options' place is the parent, never an object whose missing `signal`
@@ -101,7 +102,7 @@ export class Deadline {
    * The deadline a request's propagation headers ask for (`grpc-timeout`,
    * `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms`,
    * `edge-deadline-remaining-ms`), less `transitMs`, never later than `maxMs`
-   * from now. See `deadlineFromHeaders` and js/propagation.js.
+   * from now. See `deadlineFromHeaders` and js/headers.js.
    */
   static fromHeaders(headers, options) {
     return deadlineFromHeaders(headers, options).deadline;
@@ -109,7 +110,7 @@ export class Deadline {
 
   /**
    * `now + min(every cap in front: the platform's, the product's) − fallbackReserveMs`.
-   * See `platformDeadline`, js/propagation.js and src/core/caps.rs.
+   * See `platformDeadline`, js/caps.js and src/core/caps.rs.
    */
   static forPlatform(options) {
     return platformDeadline(options).deadline;
@@ -275,21 +276,21 @@ export function unwatch(w) {
 
 /**
  * The deadline of `Deadline.fromHeaders`, with what set it:
- * `{ deadline, source, rejected }` (js/propagation.js `readDeadlineHeaders`).
+ * `{ deadline, source, rejected }` (js/headers.js `readDeadlineHeaders`).
  * @param {Headers | Record<string, string | string[] | undefined>} headers
  * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
  */
 export function deadlineFromHeaders(headers, options) {
-  const { at, signal, ...found } = propagation.readDeadlineHeaders(headers, options);
+  const { at, signal, ...found } = readDeadlineHeaders(headers, options);
   return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
 }
 
 /**
  * The deadline of `Deadline.forPlatform`, with the cap that bound it:
- * `{ deadline, bound, cpuMs, sources }` (js/propagation.js `readPlatformCaps`).
+ * `{ deadline, bound, cpuMs, sources }` (js/caps.js `readPlatformCaps`).
  */
 export function platformDeadline(options) {
-  const { at, signal, ...found } = propagation.readPlatformCaps(options);
+  const { at, signal, ...found } = readPlatformCaps(options);
   return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
 }
 

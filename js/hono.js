@@ -35,7 +35,7 @@
 import { runWithDeadline } from "./context.js";
 import { deadlineFromHeaders, platformDeadline } from "./deadline.js";
 import { argumentError, CODES } from "./errors.js";
-import { deadlineHeaders } from "./propagation.js";
+import { deadlineHeaders } from "./headers.js";
 import { metric } from "./servertiming.js";
 import * as check from "./validate.js";
 

@@ -65,7 +65,7 @@
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, StreamStalled, isStreamStalled } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { propagateFormats, withBudgetHeaders } from "./propagation.js";
+import { propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { child, now } from "./timers.js";
 import { hold, releaseHold } from "./keepalive.js";

@@ -10,11 +10,16 @@ use wasm_bindgen::prelude::*;
 
 use crate::core::error::{Described, Kind, ShapeError};
 
+mod budget;
+mod caps;
 mod deadline;
 mod derive;
+mod headers;
+mod hedge;
 mod little;
-mod pipeline;
+mod plan;
 mod prom;
+mod retry;
 mod simulate;
 mod sketch;
 mod stall;
@@ -77,28 +82,6 @@ pub(crate) fn array_js<T: tsify::Tsify + serde::Serialize>(values: &[T]) -> Resu
         out.set(i as u32, into_js(v)?);
     }
     Ok(out)
-}
-
-/// Transitional: what errors not yet [`Described`] become (a `RangeError`
-/// with no `.param`/`.code`). Removed once every core error implements
-/// [`Described`]; new code uses [`to_js`].
-pub(crate) enum JsFailure {
-    Range(String),
-    Described(crate::core::deadline::DeadlineError),
-}
-
-impl From<crate::core::deadline::DeadlineError> for JsFailure {
-    fn from(error: crate::core::deadline::DeadlineError) -> Self {
-        Self::Described(error)
-    }
-}
-
-/// Transitional twin of [`to_js`] for errors not yet [`Described`].
-pub(crate) fn legacy_to_js(error: impl Into<JsFailure>) -> JsValue {
-    match error.into() {
-        JsFailure::Range(message) => js_sys::RangeError::new(&message).into(),
-        JsFailure::Described(error) => to_js(error),
-    }
 }
 
 /// Runs once per instantiation (wasm-bindgen's start hook): a bug in the core

@@ -93,7 +93,9 @@ const cases = [
       }
       equal(logged.length, 1, "the hook's error was reported once");
       ok(logged[0].some((a) => a?.message === "hook bug"));
-      await rejects(lib.retry(() => "x", { deadline: d, onAttempt: 5 }), TypeError, /'options\.onAttempt' must be a function/);
+      const bad = await rejects(lib.retry(() => "x", { deadline: d, onAttempt: 5 }), TypeError, /'options\.onAttempt' must be a function/);
+      equal(bad.param, "options.onAttempt");
+      equal(bad.code, "INVALID_TYPE");
       d.dispose();
     },
   },
