@@ -473,15 +473,7 @@ export class Child {
     if (parents.length === 1 && first != null && typeof first[NODE] === "function") {
       const node = first[NODE]();
       if (node.aborted) return this.bornAborted(node.reason, first);
-      if (node.live) {
-        this.up = node;
-        this.upOwner = first;
-        const head = node.kids;
-        this.next = head;
-        if (head !== null) head.prev = this;
-        node.kids = this;
-        return true;
-      }
+      if (node.live) return this.joinKids(node, first);
     }
     // …and a Deadline's own parents: AbortSignals only, joined without copying the list.
     let plain = true;
@@ -505,12 +497,7 @@ export class Child {
       if (node !== null) {
         if (node.aborted) return this.bornAborted(node.reason, p);
         if (this.up === null && node.live) {
-          this.up = node;
-          this.upOwner = p;
-          const head = node.kids;
-          this.next = head;
-          if (head !== null) head.prev = this;
-          node.kids = this;
+          this.joinKids(node, p);
           continue;
         }
         signal = node.signal;
@@ -521,6 +508,17 @@ export class Child {
       this.owners.push(p);
       ParentLink.join(signal, this);
     }
+    return true;
+  }
+
+  /** @private Joins `node`'s list of children (the first Child/Deadline parent, given as `owner`). */
+  joinKids(node, owner) {
+    this.up = node;
+    this.upOwner = owner;
+    const head = node.kids;
+    this.next = head;
+    if (head !== null) head.prev = this;
+    node.kids = this;
     return true;
   }
 
