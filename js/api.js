@@ -16,4 +16,3 @@ export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js"
 export { relay } from "./relay.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
-export * from "./derive.js";

@@ -14,8 +14,8 @@
 // 3. "No data" is `null` in a derived row (a record, kept in JSON) and
 //    `undefined` from a function that answers one number.
 
-import * as core from "./edge_deadline.js";
-import { isReady, notReady } from "./load.js";
+import * as core from "./edge_deadline_derive.js";
+import { isReady, notReady } from "./derive-load.js";
 import { CHUNK, LatencySketch, SKETCH_TOKEN, addAllTo, float64 } from "./sketch.js";
 import { describe, number } from "./validate.js";
 

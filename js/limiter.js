@@ -18,9 +18,9 @@
 //    returns a value, resolves, rejects, throws synchronously, or returns a
 //    thenable whose `then` throws.
 
-import * as core from "./edge_deadline.js";
+import * as core from "./edge_deadline_derive.js";
 import { brand } from "./errors.js";
-import { isReady, notReady } from "./load.js";
+import { isReady, notReady } from "./derive-load.js";
 import { describe, number } from "./validate.js";
 
 /** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */

@@ -46,8 +46,8 @@
 // that carries the same bytes as base64 (`fromBytes` takes that string), so
 // a sketch logged as JSON is neither `{}` nor lost.
 
-import * as core from "./edge_deadline.js";
-import { isReady, notReady } from "./load.js";
+import * as core from "./edge_deadline_derive.js";
+import { isReady, notReady } from "./derive-load.js";
 import { describe, number } from "./validate.js";
 
 /** Samples per Wasm call in `addAll` (512 KB of f64). */

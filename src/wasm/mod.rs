@@ -10,9 +10,16 @@ use wasm_bindgen::prelude::*;
 
 use crate::core::error::{Described, Kind};
 
+// One feature per .wasm (wasm-pack.toml's outputs): `main` for the
+// `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
+// the boundary belongs to exactly one; what is below this list is shared.
+#[cfg(feature = "main")]
 mod deadline;
+#[cfg(feature = "derive")]
 mod derive;
+#[cfg(feature = "main")]
 mod pipeline;
+#[cfg(feature = "main")]
 mod stall;
 
 #[wasm_bindgen(raw_module = "./errors.js")]
