@@ -4,6 +4,9 @@
 // then copy js/ and write package.json.
 // Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
 // this project's CI cannot do (see README, "Design").
+//
+// WASM_NAMES=1 keeps the function names in each .wasm (for a size profile:
+// `twiggy top --retained pkg/edge_deadline_bg.wasm`); never for a release.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,6 +14,7 @@ import { readWasmConfig, root } from "./wasm-config.mjs";
 import { entrySize } from "./sizes.mjs";
 
 const { build, output } = readWasmConfig();
+const names = process.env.WASM_NAMES === "1";
 const pkg = join(root, build["out-dir"]);
 // Build beside pkg/ and swap it in at the end, so a test run reading pkg/
 // never sees a half-built package.
@@ -43,14 +47,14 @@ for (const { name, features } of output) {
     "--target", build.targets[0],
     "--out-dir", out,
     "--out-name", name,
-    ...(build["remove-name-section"] ? ["--remove-name-section"] : []),
+    ...(build["remove-name-section"] && !names ? ["--remove-name-section"] : []),
     join(root, "target/wasm32-unknown-unknown", build.profile, "edge_deadline.wasm"),
   ]);
   // The glue's types are published (the .d.ts files of js/ import the data types
   // generated from the Rust types); the raw exports' types are not.
   rmSync(join(out, `${name}_bg.wasm.d.ts`), { force: true });
   const wasm = join(out, `${name}_bg.wasm`);
-  run(join(root, "node_modules/.bin/wasm-opt"), [...build["wasm-opt"], wasm, "-o", wasm]);
+  run(join(root, "node_modules/.bin/wasm-opt"), [...build["wasm-opt"], ...(names ? ["-g"] : []), wasm, "-o", wasm]);
   const exported = WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(wasm))).map((e) => e.name).sort();
   expected[name] = [exported.length, exportsDigest(exported)];
 }

@@ -36,3 +36,22 @@ export function entrySize(dir, entry) {
   const sum = (list) => list.reduce((s, f) => s + gzipSize(join(dir, f)), 0);
   return { wasm: sum(files.filter((f) => f.endsWith(".wasm"))), js: sum(files.filter((f) => f.endsWith(".js"))), files };
 }
+
+/**
+ * gzip (level 9) of `entry`'s JS bundled and minified by esbuild, the .wasm
+ * and node: modules left out: what a bundler or `wrangler deploy --minify` ships.
+ */
+export async function bundledGzip(dir, entry) {
+  const esbuild = await import(new URL("../node_modules/esbuild/lib/main.js", import.meta.url));
+  const { outputFiles } = await esbuild.build({
+    entryPoints: [join(dir, entry)],
+    bundle: true,
+    minify: true,
+    format: "esm",
+    platform: "neutral",
+    write: false,
+    external: ["*.wasm", "node:*"],
+    logLevel: "silent",
+  });
+  return gzipSync(outputFiles[0].contents, { level: 9 }).length;
+}

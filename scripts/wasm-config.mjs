@@ -76,11 +76,12 @@ export function parseToml(text, { only = () => true, file = "toml" } = {}) {
     const where = `${file}:${i + 1}`;
     let line = stripComment(lines[i]).trim();
     if (line === "") continue;
-    const header = /^(\[\[?)\s*([\w.-]+)\s*(\]\]?)$/.exec(line);
+    const header = /^(\[\[?)\s*(.+?)\s*(\]\]?)$/.exec(line);
     if (header) {
       const name = header[2];
       reading = only(name);
       if (!reading) continue;
+      if (!/^[\w.-]+$/.test(name)) throw new Error(`${where}: this parser reads plain dotted table names, not ${name}`);
       const path = name.split(".");
       let at = doc;
       for (const key of path.slice(0, -1)) at = at[key] ??= {};

@@ -20,8 +20,8 @@ import {
   retry,
 } from "edge-deadline";
 import type { AttemptRecord, Skipped, StepOutcome, StepSpec, TraceRecord } from "edge-deadline";
-import { LatencySketch } from "edge-deadline";
-import type { LatencySketchJSON } from "edge-deadline";
+import { LatencySketch } from "edge-deadline/derive";
+import type { LatencySketchJSON } from "edge-deadline/derive";
 
 export function sketches(received: Uint8Array[], logged: string) {
   const merged = new LatencySketch();

@@ -1,0 +1,97 @@
+// What the package costs before it does anything: sizes and start-up time,
+// measured in one run for BENCHMARKS.md ("Size and start-up").
+//
+//   node bench/startup.mjs [runs=10]
+//
+// - Sizes: each entry's .wasm plus every JS module its static import graph
+//   loads, gzipped file by file (level 9) as they ship in the package; and the
+//   same JS bundled and minified by esbuild (what a bundler or
+//   `wrangler deploy --minify` ships).
+// - Start-up, in a fresh process each time (median of `runs`), Node and Deno:
+//   `import` of the entry → the first `Deadline.in(…).signal()` returned (the
+//   first call loads the .wasm: no init()); then, in other fresh processes,
+//   the .wasm alone: compile (`new WebAssembly.Module`) and instantiate
+//   (the glue's `initSync`).
+// Build pkg/ first (node scripts/build.mjs).
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { bundledGzip, entrySize } from "../scripts/sizes.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const pkg = join(root, "pkg");
+const deno = join(root, "node_modules/@deno/linux-x64-glibc/deno");
+const runs = Number(process.argv[2] ?? 10);
+const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+// ---- sizes -------------------------------------------------------------------------
+
+const sizes = [];
+for (const [label, entry] of [
+  ["edge-deadline (browser entry)", "index.js"],
+  ["edge-deadline/derive (browser entry)", "derive-index.js"],
+]) {
+  const { wasm, js, files } = entrySize(pkg, entry);
+  sizes.push({ label, wasm, js, files: files.length, bundled: await bundledGzip(pkg, entry) });
+}
+
+// ---- start-up ----------------------------------------------------------------------
+
+const tmp = mkdtempSync(join(tmpdir(), "edge-deadline-startup-"));
+process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs `source` as a module in a fresh process `runs` times; the medians of the JSON it prints. */
+function fresh(runtime, name, source) {
+  const file = join(tmp, `${name}.mjs`);
+  writeFileSync(file, source);
+  const [cmd, args] = runtime === "node" ? [process.execPath, [file]] : [deno, ["run", "--allow-read", file]];
+  const samples = [];
+  for (let i = 0; i < runs; i++) {
+    samples.push(JSON.parse(execFileSync(cmd, args, { encoding: "utf8", env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" } }).trim().split("\n").pop()));
+  }
+  return Object.fromEntries(Object.keys(samples[0]).map((k) => [k, median(samples.map((s) => s[k]))]));
+}
+
+const url = (f) => pathToFileURL(join(pkg, f)).href;
+const firstSignal = (entry) => `const t0 = performance.now();
+const { Deadline } = await import(${JSON.stringify(url(entry))});
+const t1 = performance.now();
+const signal = Deadline.in(1_000).signal();
+const t2 = performance.now();
+if (signal.aborted) throw new Error("aborted already");
+console.log(JSON.stringify({ importMs: t1 - t0, firstCallMs: t2 - t1, totalMs: t2 - t0 }));
+`;
+const wasmAlone = `import { initSync } from ${JSON.stringify(url("edge_deadline.js"))};
+const bytes = ${"typeof Deno === 'undefined'"} ? (await import("node:fs")).readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))})) : Deno.readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))}));
+const t0 = performance.now();
+const module = new WebAssembly.Module(bytes);
+const t1 = performance.now();
+initSync({ module });
+const t2 = performance.now();
+console.log(JSON.stringify({ compileMs: t1 - t0, instantiateMs: t2 - t1 }));
+`;
+
+const startup = {};
+for (const [runtime, entry] of [["node", "node.js"], ["deno", "deno.js"]]) {
+  startup[runtime] = { ...fresh(runtime, `first-${runtime}`, firstSignal(entry)), ...fresh(runtime, `wasm-${runtime}`, wasmAlone) };
+}
+
+// ---- report ------------------------------------------------------------------------
+
+const version = (cmd, args) => execFileSync(cmd, args, { encoding: "utf8" }).split("\n")[0].trim();
+console.log(`node ${process.version}, ${version(deno, ["--version"])}; ${runs} fresh processes per figure (median)\n`);
+console.log("| entry | .wasm gzip | JS gzip, file by file (files) | total | JS bundled + minified, gzip | total bundled |");
+console.log("|---|---:|---:|---:|---:|---:|");
+for (const s of sizes) {
+  console.log(`| ${s.label} | ${kb(s.wasm)} | ${kb(s.js)} (${s.files - 1}) | ${kb(s.wasm + s.js)} | ${kb(s.bundled)} | ${kb(s.wasm + s.bundled)} |`);
+}
+console.log("\n| runtime | import → first `Deadline.in(…).signal()` | of which import | first call (loads the .wasm) | compile alone | instantiate alone |");
+console.log("|---|---:|---:|---:|---:|---:|");
+for (const [runtime, t] of Object.entries(startup)) {
+  const ms = (x) => `${x.toFixed(1)} ms`;
+  console.log(`| ${runtime} | ${ms(t.totalMs)} | ${ms(t.importMs)} | ${ms(t.firstCallMs)} | ${ms(t.compileMs)} | ${ms(t.instantiateMs)} |`);
+}
+console.log("\n" + JSON.stringify({ sizes, startup, wasmBytes: readFileSync(join(pkg, "edge_deadline_bg.wasm")).length }));
