@@ -43,10 +43,11 @@ export async function checkWorker(g, packed, upstream) {
     assert.doesNotMatch(source, /await\s+init\(/);
   });
 
+  // The example's wrangler.toml sets `minify = true`; `--minify false` shows what it saves.
   for (const minify of [false, true]) {
-    await g.check(`wrangler deploy --dry-run${minify ? " --minify" : ""}: the upload bundle holds the .wasm`, async () => {
+    await g.check(`wrangler deploy --dry-run${minify ? "" : " --minify false"}: the upload bundle holds the .wasm`, async () => {
       const outdir = join(dir, minify ? "upload-min" : "upload");
-      const { stdout, stderr } = await runOk(bin.node, [bin.wrangler, "deploy", "--dry-run", "--outdir", outdir, ...(minify ? ["--minify"] : [])], { cwd: dir, env, timeoutMs: 60_000 });
+      const { stdout, stderr } = await runOk(bin.node, [bin.wrangler, "deploy", "--dry-run", "--outdir", outdir, ...(minify ? [] : ["--minify", "false"])], { cwd: dir, env, timeoutMs: 60_000 });
       const files = readdirSync(outdir);
       const wasmFiles = files.filter((f) => f.endsWith(".wasm"));
       assert.equal(wasmFiles.length, 1, `one .wasm module (the main entry's, not the derive one) in ${files.join(", ")}`);
@@ -58,11 +59,12 @@ export async function checkWorker(g, packed, upstream) {
       assert.ok(total, `wrangler printed its upload size:\n${stdout}`);
       const ours = [wasmFiles[0], "index.js"].reduce((s, f) => s + gzipSync(readFileSync(join(outdir, f))).length, 0);
       g.fact(
-        `Worker upload${minify ? " (--minify)" : ""}: wrangler says ${total[1]}, gzip ${total[2]}; gzip of index.js + .wasm here ${(ours / 1024).toFixed(1)} KB`,
-        minify ? undefined : `Worker upload ${total[2]} gzip`,
+        `Worker upload${minify ? " (as configured: minify)" : " (not minified)"}: wrangler says ${total[1]}, gzip ${total[2]}; gzip of index.js + .wasm here ${(ours / 1024).toFixed(1)} KB`,
+        minify ? `Worker upload ${total[2]} gzip` : undefined,
       );
+      // The target is for the Worker as the example configures it.
       const kib = parseFloat(total[2]);
-      assert.ok(kib <= UPLOAD_GZIP_KIB, `the upload is ${kib} KiB gzip, over the ${UPLOAD_GZIP_KIB} KiB target`);
+      if (minify) assert.ok(kib <= UPLOAD_GZIP_KIB, `the upload is ${kib} KiB gzip, over the ${UPLOAD_GZIP_KIB} KiB target`);
     });
   }
 
