@@ -2,6 +2,8 @@
 // measured in one run for BENCHMARKS.md ("Size and start-up").
 //
 //   node bench/startup.mjs [runs=10]
+//   BASELINE=/path/to/old/pkg node bench/startup.mjs   also times an older build (whose
+//     entries need `await init()`; Deno with --allow-read), interleaved run by run
 //
 // - Sizes: each entry's .wasm plus every JS module its static import graph
 //   loads, gzipped file by file (level 9) as they ship in the package; and the
@@ -43,29 +45,41 @@ for (const [label, entry] of [
 const tmp = mkdtempSync(join(tmpdir(), "edge-deadline-startup-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
 
-/** Runs `source` as a module in a fresh process `runs` times; the medians of the JSON it prints. */
-function fresh(runtime, name, source) {
-  const file = join(tmp, `${name}.mjs`);
-  writeFileSync(file, source);
-  const [cmd, args] = runtime === "node" ? [process.execPath, [file]] : [deno, ["run", "--allow-read", file]];
-  const samples = [];
+/**
+ * Runs each `[runtime, source]` as a module in a fresh process, `runs` times,
+ * interleaved (so they share the machine's load); the medians of the JSON each prints.
+ */
+function fresh(name, variants) {
+  const jobs = variants.map(([runtime, source], i) => {
+    const file = join(tmp, `${name}-${i}.mjs`);
+    writeFileSync(file, source);
+    // No permission flags: the Deno entry must need none (the old build's read its .wasm).
+    const flags = source.includes("BASELINE") || source.includes("readFileSync") ? ["--allow-read"] : [];
+    return { cmd: runtime === "node" ? process.execPath : deno, args: runtime === "node" ? [file] : ["run", ...flags, file], samples: [] };
+  });
   for (let i = 0; i < runs; i++) {
-    samples.push(JSON.parse(execFileSync(cmd, args, { encoding: "utf8", env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" } }).trim().split("\n").pop()));
+    for (const job of jobs) {
+      const out = execFileSync(job.cmd, job.args, { encoding: "utf8", env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" } });
+      job.samples.push(JSON.parse(out.trim().split("\n").pop()));
+    }
   }
-  return Object.fromEntries(Object.keys(samples[0]).map((k) => [k, median(samples.map((s) => s[k]))]));
+  return jobs.map(({ samples }) => Object.fromEntries(Object.keys(samples[0]).map((k) => [k, median(samples.map((s) => s[k]))])));
 }
 
-const url = (f) => pathToFileURL(join(pkg, f)).href;
-const firstSignal = (entry) => `const t0 = performance.now();
-const { Deadline } = await import(${JSON.stringify(url(entry))});
+const url = (f, dir = pkg) => pathToFileURL(join(dir, f)).href;
+const baseline = process.env.BASELINE;
+const firstSignal = (entry, dir = pkg) => `const t0 = performance.now();
+const { Deadline, init } = await import(${JSON.stringify(url(entry, dir))});
 const t1 = performance.now();
+${dir === pkg ? "" : "await init(); // BASELINE: its entries need init()"}
 const signal = Deadline.in(1_000).signal();
 const t2 = performance.now();
 if (signal.aborted) throw new Error("aborted already");
 console.log(JSON.stringify({ importMs: t1 - t0, firstCallMs: t2 - t1, totalMs: t2 - t0 }));
 `;
 const wasmAlone = `import { initSync } from ${JSON.stringify(url("edge_deadline.js"))};
-const bytes = ${"typeof Deno === 'undefined'"} ? (await import("node:fs")).readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))})) : Deno.readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))}));
+import { readFileSync } from "node:fs";
+const bytes = readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))}));
 const t0 = performance.now();
 const module = new WebAssembly.Module(bytes);
 const t1 = performance.now();
@@ -75,8 +89,11 @@ console.log(JSON.stringify({ compileMs: t1 - t0, instantiateMs: t2 - t1 }));
 `;
 
 const startup = {};
-for (const [runtime, entry] of [["node", "node.js"], ["deno", "deno.js"]]) {
-  startup[runtime] = { ...fresh(runtime, `first-${runtime}`, firstSignal(entry)), ...fresh(runtime, `wasm-${runtime}`, wasmAlone) };
+for (const [runtime, entry, oldEntry] of [["node", "node.js", "node.js"], ["deno", "deno.js", "index.js"]]) {
+  const [now, old] = fresh(`first-${runtime}`, [[runtime, firstSignal(entry)], ...(baseline ? [[runtime, firstSignal(oldEntry, baseline)]] : [])]);
+  const [wasm] = fresh(`wasm-${runtime}`, [[runtime, wasmAlone]]);
+  startup[runtime] = { ...now, ...wasm };
+  if (old) startup[`${runtime} (baseline)`] = old;
 }
 
 // ---- report ------------------------------------------------------------------------
@@ -92,6 +109,7 @@ console.log("\n| runtime | import → first `Deadline.in(…).signal()` | of whi
 console.log("|---|---:|---:|---:|---:|---:|");
 for (const [runtime, t] of Object.entries(startup)) {
   const ms = (x) => `${x.toFixed(1)} ms`;
-  console.log(`| ${runtime} | ${ms(t.totalMs)} | ${ms(t.importMs)} | ${ms(t.firstCallMs)} | ${ms(t.compileMs)} | ${ms(t.instantiateMs)} |`);
+  const opt = (x) => (x === undefined ? "–" : ms(x));
+  console.log(`| ${runtime} | ${ms(t.totalMs)} | ${ms(t.importMs)} | ${ms(t.firstCallMs)} | ${opt(t.compileMs)} | ${opt(t.instantiateMs)} |`);
 }
 console.log("\n" + JSON.stringify({ sizes, startup, wasmBytes: readFileSync(join(pkg, "edge_deadline_bg.wasm")).length }));
