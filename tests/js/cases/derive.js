@@ -4,7 +4,8 @@
 import { equal, near, ok, rejects, throws } from "../assert.js";
 // The glue's `initSync()` returns the instance's exports once loaded: the
 // memory cases read Wasm memory's size from it (the API has no reason to).
-import { initSync } from "../../../pkg/edge_deadline.js";
+// Sketches and parses live in edge-deadline/derive's own .wasm.
+import { initSync } from "../../../pkg/edge_deadline_derive.js";
 
 const wasmBytes = () => initSync().memory.buffer.byteLength;
 
