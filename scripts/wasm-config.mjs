@@ -24,19 +24,26 @@ function value(text, where) {
   throw new Error(`${where}: unsupported value ${JSON.stringify(text)} (this parser reads strings, booleans, integers and arrays)`);
 }
 
-/** Splits on the commas outside strings and brackets. */
-function splitTop(text) {
-  const parts = [];
-  let depth = 0;
+/** The characters of `text` that are outside "strings", with their indices. */
+function* outsideStrings(text) {
   let inString = false;
-  let start = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (inString) {
       if (c === "\\") i++;
       else if (c === '"') inString = false;
     } else if (c === '"') inString = true;
-    else if (c === "[") depth++;
+    else yield [i, c];
+  }
+}
+
+/** Splits on the commas outside strings and brackets. */
+function splitTop(text) {
+  const parts = [];
+  let depth = 0;
+  let start = 0;
+  for (const [i, c] of outsideStrings(text)) {
+    if (c === "[") depth++;
     else if (c === "]") depth--;
     else if (c === "," && depth === 0) {
       parts.push(text.slice(start, i));
@@ -49,15 +56,7 @@ function splitTop(text) {
 
 /** Removes a `#` comment that is outside a string. */
 function stripComment(line) {
-  let inString = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (inString) {
-      if (c === "\\") i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === "#") return line.slice(0, i);
-  }
+  for (const [i, c] of outsideStrings(line)) if (c === "#") return line.slice(0, i);
   return line;
 }
 
