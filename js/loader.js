@@ -36,6 +36,7 @@
 // (`node_modules/edge-deadline/`) is tried once before giving up; anything
 // else gets the error of invariant 5, naming Vite's `optimizeDeps.exclude`.
 
+import { argumentError, CODES } from "./errors.js";
 import { exportsDigest } from "./wasm_exports.js";
 
 function isResponse(x) {
@@ -96,7 +97,10 @@ async function compile(source, readFile) {
     if (bytes[0] === 0x3c) throw notWasm(source.url);
     return compileBytes(bytes);
   }
-  throw new TypeError(
+  throw argumentError(
+    "type",
+    CODES.INVALID_TYPE,
+    "source",
     "edge-deadline: init(source) accepts a WebAssembly.Module, an ArrayBuffer or typed array of the .wasm bytes, " +
       `a Response, a URL or URL string, or nothing; got ${source === null ? "null" : typeof source}`,
   );

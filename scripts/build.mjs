@@ -3,12 +3,12 @@
 //   cargo (wasm32, the profile, the output's features) → wasm-bindgen → wasm-opt
 // then copy js/ and write package.json.
 // Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
-// this project's CI cannot do (see README, "Design").
+// this project's CI cannot do (see docs/design.md, "Build").
 //
 // WASM_NAMES=1 keeps the function names in each .wasm (for a size profile:
 // `twiggy top --retained pkg/edge_deadline_bg.wasm`); never for a release.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readWasmConfig, root } from "./wasm-config.mjs";
 import { entrySize } from "./sizes.mjs";
@@ -68,6 +68,9 @@ export ${exportsDigest.toString()}
 
 for (const f of readdirSync(join(root, "js"))) copyFileSync(join(root, "js", f), join(out, f));
 copyFileSync(join(root, "LICENSE"), join(out, "LICENSE"));
+// The API reference and the SDK recipes travel with the package: its README links to them.
+mkdirSync(join(out, "docs"));
+for (const f of ["api.md", "recipes.md"]) copyFileSync(join(root, "docs", f), join(out, "docs", f));
 
 const crate = readFileSync(join(root, "Cargo.toml"), "utf8");
 const version = /^version = "([^"]+)"/m.exec(crate)[1];

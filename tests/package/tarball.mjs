@@ -13,6 +13,9 @@ export const ALLOWED = [
   "package.json",
   "README.md",
   "LICENSE",
+  // the API reference and the SDK recipes, linked from README.md
+  "docs/api.md",
+  "docs/recipes.md",
   // entry points: index.js (browsers, bundlers), node.js, deno.js, workerd.js (Workers); the same for
   // edge-deadline/derive, and the public surface each set shares
   "index.js",
@@ -114,7 +117,7 @@ export async function checkTarball(g, packed) {
       }
     }
     // Documents are for people, not for module resolution.
-    const unreachable = files.filter((f) => !seen.has(f) && f !== "README.md" && f !== "LICENSE");
+    const unreachable = files.filter((f) => !seen.has(f) && !f.endsWith(".md") && f !== "LICENSE");
     assert.deepEqual(unreachable, [], "files no entry point reaches");
   });
 
