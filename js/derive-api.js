@@ -3,4 +3,9 @@
 // data and the timeouts derived from it. Its own .wasm, loaded by
 // derive-load.js; it works with the main entry's objects (a LatencySketch fed
 // from a plan's trace records) because only plain JS values cross between them.
+export { LatencySketch } from "./sketch.js";
 export * from "./derive.js";
+export * from "./prom.js";
+export * from "./tail.js";
+export * from "./simulate.js";
+export * from "./little.js";

@@ -2,7 +2,12 @@
 // The data types that cross into its WebAssembly core are declared once, in
 // Rust, and generated into edge_deadline_derive.d.ts (its own glue's types).
 import type {} from "./edge_deadline_derive.js";
+export * from "./sketch.js";
 export * from "./derive.js";
+export * from "./prom.js";
+export * from "./tail.js";
+export * from "./simulate.js";
+export * from "./little.js";
 
 /**
  * Loads the derive WebAssembly core (its own `.wasm`, apart from the main

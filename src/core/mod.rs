@@ -7,13 +7,15 @@
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
 pub mod caps;
-pub mod error;
 pub mod deadline;
 pub mod derive;
+pub mod error;
 pub mod headers;
 pub mod little;
 pub mod plan;
+pub mod prom;
 pub mod retry;
 pub mod simulate;
 pub mod sketch;
 pub mod stall;
+pub mod tail;
