@@ -3,7 +3,7 @@
 // top-level await), both entries together, TypeScript resolving the `types`
 // condition, and the budget-trace example.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { cpSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, project, runOk } from "./lib.mjs";
 
@@ -54,6 +54,28 @@ export async function checkNode(g, packed) {
     writeFileSync(join(dir, "import.mjs"), IMPORT);
     const { stdout } = await runOk(bin.node, ["import.mjs"], { cwd: dir, timeoutMs: 20_000 });
     assert.match(stdout, /^ok \d+ exports/);
+  });
+
+  await g.check("a .wasm the first call cannot read: a plain-words error with the cause, then init(bytes) works (nothing half-loaded)", async () => {
+    // A copy of the installed package without its .wasm, imported by path.
+    const copy = join(dir, "copy");
+    cpSync(join(dir, "node_modules/edge-deadline"), copy, { recursive: true });
+    rmSync(join(copy, "edge_deadline_bg.wasm"));
+    writeFileSync(
+      join(dir, "missing.mjs"),
+      `import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Deadline, init } from "./copy/node.js";
+const e = (() => { try { Deadline.in(10); } catch (error) { return error; } })();
+assert.match(e?.message ?? "", /Deadline.in was used before the WebAssembly core was loaded; call \\\`await init\\(\\)\\\` first/);
+assert.equal(e.cause?.code, "ENOENT", "the cause says what failed");
+await init(readFileSync("node_modules/edge-deadline/edge_deadline_bg.wasm"));
+assert.ok(Deadline.in(10).remaining() > 0);
+console.log("ok");
+`,
+    );
+    const { stdout } = await runOk(bin.node, ["missing.mjs"], { cwd: dir, timeoutMs: 20_000 });
+    assert.equal(stdout.trim(), "ok");
   });
 
   await g.check("require() loads it too (no top-level await anywhere in the graph)", async () => {
