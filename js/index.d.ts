@@ -47,14 +47,14 @@ export class Deadline implements Disposable {
    * ignored (the other headers or `maxMs` apply) unless `invalid: "throw"`.
    * @throws {TypeError} | {RangeError} bad options; {InvalidHeader} a malformed header with `invalid: "throw"`
    */
-  static fromHeaders(headers: import("./pipeline.js").HeadersLike, options: import("./pipeline.js").FromHeadersOptions): Deadline;
+  static fromHeaders(headers: import("./headers.js").HeadersLike, options: import("./headers.js").FromHeadersOptions): Deadline;
   /**
    * `now + min(every cap in front: the platform's wall-clock caps, productMs) − fallbackReserveMs`.
    * CPU caps are not deadlines (see `platformDeadline`'s `cpuMs`). A reserve at or above the smallest cap
    * gives an expired deadline: work is refused at run time and the fallback answers.
    * @throws {TypeError} | {RangeError} unknown platform/plan/trigger, a cap of 0, NaN or negative figures
    */
-  static forPlatform(options: import("./pipeline.js").ForPlatformOptions): Deadline;
+  static forPlatform(options: import("./caps.js").ForPlatformOptions): Deadline;
   /** The earliest of the deadlines; its signal links every parent of every argument. */
   static min(...deadlines: [Deadline, ...Deadline[]]): Deadline;
   /** The earlier of this and `other`. */
@@ -156,4 +156,9 @@ export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: n
 export * from "./context.js";
 export * from "./relay.js";
 export * from "./stall.js";
-export * from "./pipeline.js";
+export * from "./plan.js";
+export * from "./retry.js";
+export * from "./budget.js";
+export * from "./hedge.js";
+export * from "./headers.js";
+export * from "./caps.js";

@@ -14,15 +14,25 @@ use crate::core::error::{Described, Kind, ShapeError};
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
 // the boundary belongs to exactly one; what is below this list is shared.
 #[cfg(feature = "main")]
+mod budget;
+#[cfg(feature = "main")]
+mod caps;
+#[cfg(feature = "main")]
 mod deadline;
 #[cfg(feature = "derive")]
 mod derive;
+#[cfg(feature = "main")]
+mod headers;
+#[cfg(feature = "main")]
+mod hedge;
 #[cfg(feature = "derive")]
 mod little;
 #[cfg(feature = "main")]
-mod pipeline;
+mod plan;
 #[cfg(feature = "derive")]
 mod prom;
+#[cfg(feature = "main")]
+mod retry;
 #[cfg(feature = "derive")]
 mod simulate;
 #[cfg(feature = "derive")]
@@ -65,7 +75,6 @@ pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
 /// this is why the exports take a `JsValue` rather than tsify's
 /// `from_wasm_abi`, whose failure throws past the Rust frames (tsify marks
 /// it deprecated for that leak).
-#[cfg_attr(not(all(feature = "main", feature = "derive")), allow(dead_code))] // one output may not use every shared helper
 pub(crate) fn from_js<T: serde::de::DeserializeOwned>(value: JsValue, param: &'static str) -> Result<T, JsValue> {
     serde_wasm_bindgen::from_value(value).map_err(|e| {
         // The deserializer's message is a JS Error's `toString()`: drop its "Error: ".
@@ -79,43 +88,17 @@ pub(crate) fn from_js<T: serde::de::DeserializeOwned>(value: JsValue, param: &'s
 /// settings (`null` for `None` where the type says so, objects for maps).
 /// Serialising numbers and strings cannot fail; if it ever did, the error
 /// is thrown, not a trap (tsify's `into_wasm_abi` panics).
-#[cfg_attr(not(all(feature = "main", feature = "derive")), allow(dead_code))] // one output may not use every shared helper
 pub(crate) fn into_js<T: tsify::Tsify + serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
     value.into_js().map(Into::into).map_err(Into::into)
 }
 
 /// A slice of [`into_js`] values as a JS array.
-#[cfg_attr(not(all(feature = "main", feature = "derive")), allow(dead_code))] // one output may not use every shared helper
 pub(crate) fn array_js<T: tsify::Tsify + serde::Serialize>(values: &[T]) -> Result<js_sys::Array, JsValue> {
     let out = js_sys::Array::new_with_length(values.len() as u32);
     for (i, v) in values.iter().enumerate() {
         out.set(i as u32, into_js(v)?);
     }
     Ok(out)
-}
-
-/// Transitional: what errors not yet [`Described`] become (a `RangeError`
-/// with no `.param`/`.code`). Removed once every core error implements
-/// [`Described`]; new code uses [`to_js`].
-#[cfg_attr(not(all(feature = "main", feature = "derive")), allow(dead_code))] // one output may not use every shared helper
-pub(crate) enum JsFailure {
-    Range(String),
-    Described(crate::core::deadline::DeadlineError),
-}
-
-impl From<crate::core::deadline::DeadlineError> for JsFailure {
-    fn from(error: crate::core::deadline::DeadlineError) -> Self {
-        Self::Described(error)
-    }
-}
-
-/// Transitional twin of [`to_js`] for errors not yet [`Described`].
-#[cfg_attr(not(all(feature = "main", feature = "derive")), allow(dead_code))] // one output may not use every shared helper
-pub(crate) fn legacy_to_js(error: impl Into<JsFailure>) -> JsValue {
-    match error.into() {
-        JsFailure::Range(message) => js_sys::RangeError::new(&message).into(),
-        JsFailure::Described(error) => to_js(error),
-    }
 }
 
 /// Runs once per instantiation (wasm-bindgen's start hook): a bug in the core
