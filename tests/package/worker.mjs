@@ -44,6 +44,7 @@ export async function checkWorker(g, packed, upstream) {
   });
 
   // The example's wrangler.toml sets `minify = true`; `--minify false` shows what it saves.
+  let uploadKib;
   for (const minify of [false, true]) {
     await g.check(`wrangler deploy --dry-run${minify ? "" : " --minify false"}: the upload bundle holds the .wasm`, async () => {
       const outdir = join(dir, minify ? "upload-min" : "upload");
@@ -63,10 +64,13 @@ export async function checkWorker(g, packed, upstream) {
         minify ? `Worker upload ${total[2]} gzip` : undefined,
       );
       // The target is for the Worker as the example configures it.
-      const kib = parseFloat(total[2]);
-      if (minify) assert.ok(kib <= UPLOAD_GZIP_KIB, `the upload is ${kib} KiB gzip, over the ${UPLOAD_GZIP_KIB} KiB target`);
+      if (minify) uploadKib = parseFloat(total[2]);
     });
   }
+  await g.target(`the Worker as configured uploads ≤ ${UPLOAD_GZIP_KIB} KiB gzip`, () => {
+    assert.ok(uploadKib !== undefined, "wrangler's upload size was measured");
+    assert.ok(uploadKib <= UPLOAD_GZIP_KIB, `the upload is ${uploadKib} KiB gzip, over the ${UPLOAD_GZIP_KIB} KiB target`);
+  });
 
   const port = await freePort();
   const inspector = await freePort();
