@@ -7,9 +7,9 @@
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
 pub mod caps;
-pub mod error;
 pub mod deadline;
 pub mod derive;
+pub mod error;
 pub mod headers;
 pub mod little;
 pub mod plan;

@@ -218,8 +218,8 @@ impl RetryRunJs {
     ) -> Result<RetryRunJs, JsValue> {
         let max_attempts = max_attempts.unwrap_or(retry::DEFAULT_MAX_ATTEMPTS);
         let backoff = Backoff::new(base_ms, max_ms, jitter).map_err(legacy_to_js)?;
-        let policy =
-            RetryPolicy::new(attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent).map_err(legacy_to_js)?;
+        let policy = RetryPolicy::new(attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent)
+            .map_err(legacy_to_js)?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(legacy_to_js)?;
         Ok(Self { run, stop: None })
     }
