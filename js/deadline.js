@@ -64,6 +64,7 @@ function parentsFrom(options, where) {
   return [signal];
 }
 
+/** @type {readonly AbortSignal[]} */
 const EMPTY = Object.freeze([]);
 const TOKEN = Symbol("Deadline constructor");
 const PARENT_ABORTED = Symbol("parent aborted");
@@ -125,10 +126,14 @@ const links = new WeakMap();
 export class Deadline {
   #at;
   #parents;
+  /** @type {Deadline} */
   #root;
   #queue = null; // the root's only: the wake-up queue of the whole family
+  /** @type {AbortController | null} */
   #controller = null;
+  /** @type {DeadlineWakeup | null} */
   #wakeup = null;
+  /** @type {Watch | null} */
   #watchers = null; // the first Watch of a doubly-linked list: told when the signal aborts
   #linked = false;
   #aborted = false; // the signal has aborted (read without the AbortSignal accessor)
@@ -308,7 +313,7 @@ export class Deadline {
     this.#release();
     if (this.#aborted) return;
     this.#aborted = true;
-    this.#controller.abort(reason);
+    /** @type {AbortController} */ (this.#controller).abort(reason); // only an armed deadline settles
     let w = this.#dropWatchers();
     while (w !== null) {
       const next = w.next;
@@ -354,7 +359,7 @@ export class Deadline {
     return w;
   }
 
-  /** @private */
+  /** Internal (Watch#fire, unwatch): takes `w` off its owner's watcher list. */
   static unwatch(w) {
     const owner = w.owner;
     if (owner === null) return;

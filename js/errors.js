@@ -30,6 +30,7 @@ export class DeadlineExceeded extends Error {
   /**
    * @param {number} at the deadline instant (ms on the `performance.now()` timeline)
    * @param {number} lateByMs how long after the instant this was observed (≥ 0)
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(at, lateByMs, options) {
     super(
@@ -49,6 +50,7 @@ export class InsufficientBudget extends Error {
   /**
    * @param {number} remainingMs time left when the step asked
    * @param {number} minMs the step's declared minimum
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(remainingMs, minMs, options) {
     super(
@@ -71,6 +73,7 @@ export class StepTimeout extends Error {
   /**
    * @param {string} step the step's name
    * @param {number} capMs the cap it was given
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(step, capMs, options) {
     super(`step '${step}' timed out at its ${ms(capMs)} ms cap; the deadline still has time`, options);
@@ -90,6 +93,7 @@ export class InvalidHeader extends Error {
   /**
    * @param {string} header the header's name, lowercase
    * @param {string} message what is wrong with its value
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(header, message, options) {
     super(message, options);
@@ -143,7 +147,7 @@ const TIMEOUTS = new Set(["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "
  */
 export function isTimeout(error, signal) {
   const seen = new Set();
-  for (let e = error; e != null && typeof e === "object" && !seen.has(e); e = e.cause) {
+  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = e.cause) {
     seen.add(e);
     if (TIMEOUTS.has(e[BRAND]) || e.name === "TimeoutError") return true;
   }
@@ -175,6 +179,7 @@ export const CODES = Object.freeze({
  * @param {string} message
  */
 export function argumentError(kind, code, param, message) {
+  /** @type {(TypeError | RangeError) & { code?: string, param?: string }} */
   const error = kind === "type" ? new TypeError(message) : new RangeError(message);
   error.code = code;
   if (param !== undefined) error.param = param;

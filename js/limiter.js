@@ -28,6 +28,7 @@ export class Overloaded extends Error {
   /**
    * @param {number} limit the limiter's number of slots
    * @param {number} inFlight calls running when this one was shed
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(limit, inFlight, options) {
     super(`overloaded: all ${limit} slots are in use (${inFlight} calls in flight), so the call was shed instead of queued`, options);

@@ -115,7 +115,7 @@ export class Plan {
   #onStepError;
   #records = [];
 
-  /** @private Use `plan(deadline, steps, options)`. */
+  /** Internal (the token refuses other callers): use `plan(deadline, steps, options)`. */
   constructor(token, deadline, names, numbers, onStep, onStepError) {
     if (token !== TOKEN) throw new TypeError("use plan(deadline, steps, options) to create a plan");
     this.#deadline = deadline;
@@ -252,8 +252,7 @@ export class Plan {
       return this.#settle(name, remaining, 0, t0, "skipped", { skipped: true, reason }, true);
     }
     const available = core.planAvailable(x[k], x[k + 1], x[k + 2], x[k + 3], this.#at, t0);
-    const error = new InsufficientBudget(available, x[k + 1]);
-    error.step = name;
+    const error = Object.assign(new InsufficientBudget(available, x[k + 1]), { step: name });
     return this.#settle(name, remaining, 0, t0, "insufficient", error, false);
   }
 

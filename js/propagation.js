@@ -85,7 +85,7 @@ export function toHeaders(deadline, options) {
   const formats = formatList("options.format", format, [DEFAULT_FORMAT]);
   const remaining = deadline.remaining();
   const out = {};
-  for (const f of formats) out[f] = core.encodeHeader(CODES.get(f), remaining);
+  for (const f of formats) out[f] = core.encodeHeader(/** @type {number} */ (CODES.get(f)), remaining);
   return out;
 }
 
@@ -114,7 +114,7 @@ export function withBudgetHeaders(input, init, deadline, formats) {
   const own = init?.headers ?? (typeof Request !== "undefined" && input instanceof Request ? input.headers : undefined);
   const headers = new Headers(own);
   const remaining = deadline.remaining();
-  for (const f of formats) if (!headers.has(f)) headers.set(f, core.encodeHeader(CODES.get(f), remaining));
+  for (const f of formats) if (!headers.has(f)) headers.set(f, core.encodeHeader(/** @type {number} */ (CODES.get(f)), remaining));
   return { ...init, headers };
 }
 
@@ -184,7 +184,7 @@ export function deadlineFromHeaders(headers, options) {
     readHeader(headers, lowerKeys, name, values);
     for (let i = before; i < values.length; i++) names.push(name);
   }
-  const codes = Uint8Array.from(names, (name) => CODES.get(name));
+  const codes = Uint8Array.from(names, (name) => /** @type {number} */ (CODES.get(name)));
   const [at, source, ...rejectedAt] = core.earliestIncoming(now(), codes, values, transitMs, o.maxMs);
   const rejected = rejectedAt.map((i) => ({ header: names[i], error: invalidHeader(codes[i], names[i], values[i]) }));
   if (invalid === "throw" && rejected.length) throw rejected[0].error;

@@ -99,6 +99,7 @@ let budgetCore;
  * frees it (a budget normally lives as long as the service).
  */
 export class RetryBudget {
+  /** @type {core.RetryBudgetCore | undefined} undefined once disposed */
   #core;
 
   static {
