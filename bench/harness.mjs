@@ -1,5 +1,6 @@
 // Shared benchmark helpers. Runs unchanged in Node, Deno and workerd: no
-// runtime-specific APIs.
+// runtime-specific APIs (loadPackage, which reads the environment, is called
+// only by the Node and Deno scripts).
 
 /** Median ns/op of `fn` called `n` times per round, over `rounds` rounds after a warm-up round. */
 export function nsPerOp(fn, { n = 100_000, rounds = 7 } = {}) {
@@ -64,3 +65,34 @@ export const runtimeName = () =>
     : typeof Deno !== "undefined"
       ? `deno ${Deno.version.deno}`
       : `node ${process.version}`;
+
+/**
+ * The package a bench measures, as its users import it: the entry point
+ * (node.js in Node, index.js in Deno) of pkg/, or of the directory named by
+ * BENCH_PKG (`node bench/run.mjs --before DIR` measures an older build that
+ * way). Resolves `{ ...entry, __core, __watch, __pending, __instantiateMs }`
+ * with init() done (__instantiateMs: how long that first init() took).
+ *
+ * The `__` members are internals that only the "design:" rows use (raw Wasm
+ * exports, js/deadline.js's cap-timer queue, js/keepalive.js's promise): a
+ * package whose internal modules differ leaves them empty and those rows
+ * out, so one bench runs against both the old and the new layout.
+ */
+export async function loadPackage() {
+  const isDeno = typeof Deno !== "undefined";
+  const env = isDeno ? Deno.env.get("BENCH_PKG") : globalThis.process.env.BENCH_PKG;
+  const base = env ? new URL(`file://${env.replace(/\/?$/, "/")}`) : new URL("../pkg/", import.meta.url);
+  const lib = await import(new URL(isDeno ? "index.js" : "node.js", base).href);
+  const t0 = performance.now();
+  await lib.init();
+  const instantiateMs = performance.now() - t0;
+  const internal = (file) => import(new URL(file, base).href).catch(() => ({}));
+  const [core, deadline, keepalive] = await Promise.all(["edge_deadline.js", "deadline.js", "keepalive.js"].map(internal));
+  return { ...withInternals(lib, core, deadline, keepalive), __instantiateMs: instantiateMs };
+}
+
+/** The entry's exports plus the internals the "design:" rows use, where the package has them. */
+export function withInternals(lib, core = {}, deadline = {}, keepalive = {}) {
+  const watch = typeof deadline.watch === "function" && typeof deadline.unwatch === "function" ? { watch: deadline.watch, unwatch: deadline.unwatch } : undefined;
+  return { ...lib, __core: core, __watch: watch, __pending: typeof keepalive.pending === "function" ? keepalive.pending : undefined };
+}
