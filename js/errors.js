@@ -168,6 +168,10 @@ export const CODES = Object.freeze({
   INVALID_TYPE: "INVALID_TYPE",
   /** A callback returned something it must not (a Promise from a synchronous hook, an unknown word). */
   INVALID_RETURN: "INVALID_RETURN",
+  /** A string that is not one of the accepted words (a platform, a header name). */
+  UNKNOWN_VALUE: "UNKNOWN_VALUE",
+  /** An options object without a choice it needs (the middleware's bound: `budgetMs`, `platform` or `caps`). */
+  MISSING_OPTION: "MISSING_OPTION",
 });
 
 /**

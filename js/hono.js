@@ -33,6 +33,7 @@
 // the first request; the error says so otherwise.
 
 import { runWithDeadline } from "./context.js";
+import { argumentError, CODES } from "./errors.js";
 import { deadlineHeaders, deadlineFromHeaders, platformDeadline } from "./propagation.js";
 import { metric } from "./servertiming.js";
 import * as check from "./validate.js";
@@ -48,10 +49,13 @@ export function deadline(options) {
   const o = check.obj("options", options, "an object like { budgetMs, platform, fallbackReserveMs }", true);
   const budgetMs = o.budgetMs === undefined ? undefined : duration("options.budgetMs", o.budgetMs);
   if (o.platform !== undefined && !PLATFORMS.includes(o.platform)) {
-    throw new TypeError(`'options.platform' must be one of ${PLATFORMS.map((p) => `"${p}"`).join(", ")}: current value is ${check.describe(o.platform)}`);
+    const message = `'options.platform' must be one of ${PLATFORMS.map((p) => `"${p}"`).join(", ")}: current value is ${check.describe(o.platform)}`;
+    // A string that is not a platform is a wrong value; anything else a wrong type.
+    const [kind, code] = typeof o.platform === "string" ? ["range", CODES.UNKNOWN_VALUE] : ["type", CODES.INVALID_TYPE];
+    throw argumentError(kind, code, "options.platform", message);
   }
   if (budgetMs === undefined && (o.platform === undefined || o.platform === "custom") && o.caps === undefined) {
-    throw new TypeError("'options' of deadline must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })");
+    throw argumentError("type", CODES.MISSING_OPTION, "options", "'options' of deadline must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })");
   }
   const reserveMs = o.fallbackReserveMs === undefined ? 0 : duration("options.fallbackReserveMs", o.fallbackReserveMs);
   const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
@@ -111,12 +115,15 @@ export function deadline(options) {
   };
 }
 
-/** A server's own duration option, checked when the middleware is created (the core checks it again per request). */
+/**
+ * A server's own duration option, checked when the middleware is created (the
+ * core, which may not be loaded yet then, checks it again per request). The
+ * codes are the core's words for the same faults.
+ */
 function duration(param, value) {
   check.number(param, value);
-  if (!Number.isFinite(value) || value < 0 || value > Number.MAX_SAFE_INTEGER) {
-    throw new RangeError(`'${param}' must be a finite number of milliseconds ≥ 0: current value is ${check.describe(value)}`);
-  }
+  const code = !Number.isFinite(value) ? "NOT_FINITE" : value < 0 ? "NEGATIVE" : value > Number.MAX_SAFE_INTEGER ? "TOO_LARGE" : null;
+  if (code) throw argumentError("range", code, param, `'${param}' must be a finite number of milliseconds ≥ 0: current value is ${check.describe(value)}`);
   return value;
 }
 
@@ -124,10 +131,13 @@ function duration(param, value) {
 function headerNames(value) {
   const list = typeof value === "string" ? [value] : value;
   if (!Array.isArray(list) || list.length === 0 || list.some((f) => typeof f !== "string")) {
-    throw new TypeError(`'options.formats' must be a header name or a non-empty array of them (${deadlineHeaders.join(", ")}): current value is ${check.describe(value)}`);
+    throw check.typeError("options.formats", `a header name or a non-empty array of them (${deadlineHeaders.join(", ")})`, value);
   }
-  const unknown = list.find((f) => !deadlineHeaders.includes(f.toLowerCase()));
-  if (unknown !== undefined) throw new RangeError(`'options.formats' must name headers of ${deadlineHeaders.join(", ")}: '${unknown}' is not one`);
+  const i = list.findIndex((f) => !deadlineHeaders.includes(f.toLowerCase()));
+  if (i !== -1) {
+    const param = typeof value === "string" ? "options.formats" : `options.formats[${i}]`;
+    throw argumentError("range", CODES.UNKNOWN_VALUE, param, `'options.formats' must name headers of ${deadlineHeaders.join(", ")}: '${list[i]}' is not one`);
+  }
   return list.map((f) => f.toLowerCase());
 }
 

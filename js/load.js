@@ -27,6 +27,7 @@
 // else gets the error of invariant 5, naming Vite's `optimizeDeps.exclude`.
 
 import { initSync } from "./edge_deadline.js";
+import { argumentError, CODES } from "./errors.js";
 import { EXPORTS, EXPORTS_DIGEST, exportsDigest } from "./wasm_exports.js";
 
 let pending = null;
@@ -114,7 +115,10 @@ async function compile(source, readFile) {
     if (bytes[0] === 0x3c) throw notWasm(source.url);
     return compileBytes(bytes);
   }
-  throw new TypeError(
+  throw argumentError(
+    "type",
+    CODES.INVALID_TYPE,
+    "source",
     "edge-deadline: init(source) accepts a WebAssembly.Module, an ArrayBuffer or typed array of the .wasm bytes, " +
       `a Response, a URL or URL string, or nothing; got ${source === null ? "null" : typeof source}`,
   );

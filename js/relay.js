@@ -30,7 +30,7 @@
 // 4. The SSE error event starts on a fresh line: a half-sent event becomes
 //    part of the error event instead of passing as a message.
 
-import { isDeadlineExceeded } from "./errors.js";
+import { argumentError, CODES, isDeadlineExceeded } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { isStreamStalled, sseProgress, withStallTimeout } from "./stall.js";
@@ -68,7 +68,7 @@ async function start(upstream, options) {
   if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, elapsedMs) => Response");
   const extraHeaders = o.headers === undefined ? undefined : new Headers(o.headers);
   if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
-    throw new TypeError(`'upstream' of relay must be a Response, a promise of one or a function (signal) => fetch(…): current value is ${check.describe(upstream)}`);
+    throw check.typeError("upstream", "a Response, a promise of one or a function (signal) => fetch(…)", upstream);
   }
   const started = now();
 
@@ -100,7 +100,9 @@ async function start(upstream, options) {
   let response;
   try {
     response = await (typeof upstream === "function" ? upstream(controller.signal) : upstream);
-    if (!isResponse(response)) throw new TypeError(`'upstream' of relay must give a Response: it gave ${check.describe(response)}`);
+    if (!isResponse(response)) {
+      throw argumentError("type", CODES.INVALID_RETURN, "upstream", `'upstream' of relay must give a Response: it gave ${check.describe(response)}`);
+    }
   } catch (error) {
     return fail(error);
   }

@@ -19,7 +19,7 @@
 // 3. Bytes and text give the same answers: in UTF-8, CR, LF and `:` never
 //    occur inside a multi-byte character, so scanning bytes is exact.
 
-import { describe } from "./validate.js";
+import { typeError } from "./validate.js";
 
 const LF = 10;
 const CR = 13;
@@ -60,7 +60,7 @@ function scan(chunk, s) {
     if (chunk instanceof Uint8Array) bytes = chunk;
     else if (ArrayBuffer.isView(chunk)) bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     else if (chunk instanceof ArrayBuffer) bytes = new Uint8Array(chunk);
-    else throw new TypeError(`sseProgress expects Uint8Array, ArrayBuffer or string chunks: got ${describe(chunk)}`);
+    else throw typeError("chunk", "a Uint8Array, an ArrayBuffer or a string", chunk, "sseProgress");
     let i = 0;
     const n = bytes.length;
     // A UTF-8 BOM may itself be split across the first chunks.

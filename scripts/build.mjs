@@ -1,9 +1,9 @@
 // Builds the package directory pkg/ from the crate and js/:
 //   cargo (wasm32, release) → wasm-bindgen --target web → wasm-opt -Oz → copy js/ → package.json
 // Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
-// this project's CI cannot do (see README, "Design").
+// this project's CI cannot do (see docs/design.md, "Build").
 import { execFileSync } from "node:child_process";
-import { copyFileSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -61,6 +61,9 @@ export ${exportsDigest.toString()}
 
 for (const f of readdirSync(join(root, "js"))) copyFileSync(join(root, "js", f), join(out, f));
 copyFileSync(join(root, "LICENSE"), join(out, "LICENSE"));
+// The API reference and the SDK recipes travel with the package: its README links to them.
+mkdirSync(join(out, "docs"));
+for (const f of ["api.md", "recipes.md"]) copyFileSync(join(root, "docs", f), join(out, "docs", f));
 
 const crate = readFileSync(join(root, "Cargo.toml"), "utf8");
 const version = /^version = "([^"]+)"/m.exec(crate)[1];

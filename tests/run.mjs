@@ -171,9 +171,10 @@ const suites = {
     });
   },
 
-  // Recipes for SDKs (openai v6) against a local OpenAI-compatible upstream, in Node.
+  // The SDK recipes of docs/recipes.md (openai v6, the Vercel AI SDK v6), run as printed
+  // against a local model upstream (tests/sdk/upstream.mjs), in Node.
   async sdk() {
-    await nodeTest("sdk (openai, node)", "tests/sdk/");
+    await nodeTest("sdk (openai, ai; node)", "tests/sdk/");
   },
 
   async types() {

@@ -258,14 +258,26 @@ export function honoChecks({ Hono, lib, deadline }) {
     {
       name: "hono: the server's own bad options throw at app set-up, naming the option",
       run: () => {
-        throws(() => deadline({ budgetMs: "8s" }), TypeError, /'options\.budgetMs'/);
-        throws(() => deadline({ budgetMs: -1 }), RangeError, /budgetMs/);
-        throws(() => deadline({}), TypeError, /budgetMs/);
-        throws(() => deadline({ budgetMs: 10, platform: "aws" }), TypeError, /'options\.platform'/);
-        throws(() => deadline({ budgetMs: 10, serverTiming: "yes" }), TypeError, /'options\.serverTiming'/);
-        throws(() => deadline({ budgetMs: 10, requestSignal: 1 }), TypeError, /'options\.requestSignal'/);
-        throws(() => deadline({ budgetMs: 10, formats: 5 }), TypeError, /'options\.formats'/);
-        throws(() => deadline({ budgetMs: 10, formats: ["grpc-timeout", "x-deadline"] }), RangeError, /x-deadline/);
+        const cases = [
+          [{ budgetMs: "8s" }, TypeError, /'options\.budgetMs'/, "options.budgetMs", "INVALID_TYPE"],
+          [{ budgetMs: -1 }, RangeError, /'options\.budgetMs'/, "options.budgetMs", "NEGATIVE"],
+          [{ budgetMs: NaN }, RangeError, /'options\.budgetMs'/, "options.budgetMs", "NOT_FINITE"],
+          [{ budgetMs: 2 ** 53 }, RangeError, /'options\.budgetMs'/, "options.budgetMs", "TOO_LARGE"],
+          [{ budgetMs: 10, fallbackReserveMs: -5 }, RangeError, /'options\.fallbackReserveMs'/, "options.fallbackReserveMs", "NEGATIVE"],
+          [{ budgetMs: 10, transitMs: Infinity }, RangeError, /'options\.transitMs'/, "options.transitMs", "NOT_FINITE"],
+          [{}, TypeError, /budgetMs/, "options", "MISSING_OPTION"],
+          [5, TypeError, /'options'/, "options", "INVALID_TYPE"],
+          [{ budgetMs: 10, platform: "aws" }, RangeError, /'options\.platform'/, "options.platform", "UNKNOWN_VALUE"],
+          [{ budgetMs: 10, serverTiming: "yes" }, TypeError, /'options\.serverTiming'/, "options.serverTiming", "INVALID_TYPE"],
+          [{ budgetMs: 10, requestSignal: 1 }, TypeError, /'options\.requestSignal'/, "options.requestSignal", "INVALID_TYPE"],
+          [{ budgetMs: 10, formats: 5 }, TypeError, /'options\.formats'/, "options.formats", "INVALID_TYPE"],
+          [{ budgetMs: 10, formats: ["grpc-timeout", "x-deadline"] }, RangeError, /x-deadline/, "options.formats[1]", "UNKNOWN_VALUE"],
+        ];
+        for (const [options, Type, pattern, param, code] of cases) {
+          const e = throws(() => deadline(options), Type, pattern);
+          equal(e.param, param, `param for ${JSON.stringify(options)}`);
+          equal(e.code, code, `code for ${JSON.stringify(options)}`);
+        }
       },
     },
   ];

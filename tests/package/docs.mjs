@@ -2,10 +2,13 @@
 // installed package (no more, no fewer), each with a "Throws" paragraph and a
 // runnable example, and every example runs (in Node, against the installed
 // tarball) and exits 0. Examples assert what they show.
+// The README's checks (quick start, API table, links, wording) run in the same
+// installed project: tests/package/readme.mjs.
 import assert from "node:assert/strict";
 import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, project, root, run, runOk } from "./lib.mjs";
+import { checkReadme } from "./readme.mjs";
 
 /**
  * `[{ name, body, examples: [code] }]` for each `## \`name\`` section of the markdown; an export
@@ -53,6 +56,26 @@ export async function checkDocs(g, packed) {
     const bad = docs.filter((s) => !/^\*\*Throws/m.test(s.body) || s.examples.length === 0).map((s) => s.name);
     assert.deepEqual(bad, []);
   });
+
+  await g.check("docs/api.md's Errors section lists every error class with its guard, and every code of CODES", async () => {
+    const list = `const m = await import("edge-deadline");
+const { CODES } = await import("./node_modules/edge-deadline/errors.js");
+const classes = Object.keys(m).filter((k) => typeof m[k] === "function" && m[k].prototype instanceof Error);
+console.log(JSON.stringify({ classes, guards: classes.filter((c) => typeof m["is" + c] === "function").map((c) => "is" + c), codes: Object.values(CODES) }));`;
+    const { classes, guards, codes } = JSON.parse((await runOk(bin.node, ["--input-type=module", "-e", list], { cwd: dir })).stdout);
+    const text = readFileSync(join(root, "docs/api.md"), "utf8");
+    const errors = text.slice(text.indexOf("\n# Errors\n"), text.indexOf("\n## `DeadlineExceeded`"));
+    const rows = (first) => [...errors.matchAll(/^\| `(\w+)` \|(.*)$/gm)].filter((r) => first(r[1]));
+    const classRows = new Map(rows((n) => classes.includes(n)).map((r) => [r[1], r[2]]));
+    assert.deepEqual(classes.filter((c) => !classRows.has(c)), [], "classes missing from the table");
+    assert.deepEqual(guards.filter((gd) => ![...classRows.values()].some((r) => r.includes(`\`${gd}\``))), [], "guards missing");
+    assert.ok(errors.includes("`isTimeout"), "isTimeout");
+    const listedCodes = rows((n) => /^[A-Z_]+$/.test(n)).map((r) => r[1]);
+    assert.deepEqual(codes.filter((c) => !listedCodes.includes(c)), [], "codes of CODES missing from the codes table");
+    assert.match(errors, /`\.param`/);
+  });
+
+  await checkReadme(g, dir);
 
   const failures = [];
   const blocks = docs.flatMap((s) => s.examples.map((code, i) => ({ name: s.examples.length > 1 ? `${s.name} #${i + 1}` : s.name, code })));

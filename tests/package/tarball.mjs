@@ -12,6 +12,9 @@ export const ALLOWED = [
   "package.json",
   "README.md",
   "LICENSE",
+  // the API reference and the SDK recipes, linked from README.md
+  "docs/api.md",
+  "docs/recipes.md",
   // entry points: index.js (browsers, Deno, bundlers), node.js, workerd.js (Workers)
   "index.js",
   "node.js",
@@ -106,7 +109,7 @@ export async function checkTarball(g, packed) {
       }
     }
     // Documents are for people, not for module resolution.
-    const unreachable = files.filter((f) => !seen.has(f) && f !== "README.md" && f !== "LICENSE");
+    const unreachable = files.filter((f) => !seen.has(f) && !f.endsWith(".md") && f !== "LICENSE");
     assert.deepEqual(unreachable, [], "files no entry point reaches");
   });
 

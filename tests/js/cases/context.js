@@ -69,11 +69,15 @@ export default [
     },
   },
   {
-    name: "context: bad input → TypeError naming the parameter",
+    name: "context: bad input → TypeError naming the parameter (.param, .code)",
     run: (lib) => {
-      throws(() => lib.runWithDeadline(1000, () => {}), TypeError, /'deadline'/);
+      const a = throws(() => lib.runWithDeadline(1000, () => {}), TypeError, /'deadline'/);
+      equal(a.param, "deadline");
+      equal(a.code, "INVALID_TYPE");
       const d = lib.Deadline.in(10);
-      throws(() => lib.runWithDeadline(d, "fn"), TypeError, /'fn'/);
+      const b = throws(() => lib.runWithDeadline(d, "fn"), TypeError, /'fn'/);
+      equal(b.param, "fn");
+      equal(b.code, "INVALID_TYPE");
       d.dispose();
     },
   },

@@ -48,6 +48,33 @@ sketch.free();`);
       equal(r.text, "abc");
     },
   })),
+  {
+    name: "init: a source of another kind → TypeError naming 'source' (.param, .code), and init works after it",
+    needs: ["freshPackageScript"],
+    run: async (lib, ctx) => {
+      const { code, stdout, error } = await ctx.freshPackageScript(`
+const seen = [];
+for (const bad of [5, true, {}]) {
+  try {
+    await init(bad);
+    seen.push("resolved");
+  } catch (e) {
+    seen.push({ name: e.name, param: e.param, code: e.code, message: e.message });
+  }
+}
+await init(await readBytes(wasmUrl));
+console.log(JSON.stringify({ seen, budget: Deadline.in(1_000).budget(10) }));`);
+      equal(code, 0, `exit code (${error ?? ""})`);
+      const r = JSON.parse(stdout.trim().split("\n").pop());
+      for (const e of r.seen) {
+        equal(e.name, "TypeError", JSON.stringify(e));
+        equal(e.param, "source");
+        equal(e.code, "INVALID_TYPE");
+        ok(/init\(source\) accepts a WebAssembly\.Module/.test(e.message), e.message);
+      }
+      equal(r.budget, 10);
+    },
+  },
 ];
 
 export default cases;

@@ -186,12 +186,33 @@ console.log("status", res.status);`);
     },
   },
   {
-    name: "relay: bad input → TypeError naming the parameter",
+    name: "relay: bad input → TypeError naming the parameter (.param, .code)",
     run: async (lib) => {
-      await rejects(() => lib.relay("http://x"), TypeError, /'upstream'/);
-      await rejects(() => lib.relay(new Response("x"), { deadline: 5 }), TypeError, /'options\.deadline'/);
-      await rejects(() => lib.relay(new Response("x"), { stallMs: "1s" }), TypeError, /'options\.stallMs'/);
-      await rejects(() => lib.relay(new Response("x"), { fallback: 1 }), TypeError, /'options\.fallback'/);
+      for (const [args, param] of [
+        [["http://x"], "upstream"],
+        [[new Response("x"), 5], "options"],
+        [[new Response("x"), { deadline: 5 }], "options.deadline"],
+        [[new Response("x"), { signal: {} }], "options.signal"],
+        [[new Response("x"), { stallMs: "1s" }], "options.stallMs"],
+        [[new Response("x"), { firstChunkMs: null }], "options.firstChunkMs"],
+        [[new Response("x"), { isProgress: 1 }], "options.isProgress"],
+        [[new Response("x"), { fallback: 1 }], "options.fallback"],
+      ]) {
+        const e = await rejects(() => lib.relay(...args), TypeError, new RegExp(`'${param.replace(".", "\\.")}'`));
+        equal(e.param, param, "param");
+        equal(e.code, "INVALID_TYPE", `code of ${param}`);
+      }
+    },
+  },
+  {
+    name: "relay: an upstream function that gives no Response → the fallback, its reason a TypeError (.param 'upstream', .code INVALID_RETURN)",
+    run: async (lib) => {
+      let reason;
+      const res = await lib.relay(async () => "text", { fallback: (r) => ((reason = r), new Response("fb", { status: 502 })) });
+      equal(res.status, 502);
+      ok(reason instanceof TypeError, `reason ${reason}`);
+      equal(reason.param, "upstream");
+      equal(reason.code, "INVALID_RETURN");
     },
   },
 ];

@@ -619,8 +619,10 @@ const cases = [
         equal(lib.sseProgress(enc.encode(chunk).buffer), want, `ArrayBuffer of ${JSON.stringify(chunk)}`);
       }
       equal(lib.sseProgress(new DataView(enc.encode("data: 1\n").buffer)), true, "any ArrayBufferView");
-      throws(() => lib.sseProgress(42), TypeError, /sseProgress expects Uint8Array, ArrayBuffer or string chunks: got 42/);
-      throws(() => lib.sseProgress({}), TypeError, /got an object/);
+      const bad = throws(() => lib.sseProgress(42), TypeError, /sseProgress: 'chunk' must be a Uint8Array, an ArrayBuffer or a string: current value is 42/);
+      equal(bad.param, "chunk");
+      equal(bad.code, "INVALID_TYPE");
+      throws(() => lib.sseProgress({}), TypeError, /current value is an object/);
     },
   },
   {

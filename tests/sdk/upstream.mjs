@@ -1,0 +1,55 @@
+// A local model upstream on 127.0.0.1 for the SDK recipes. It speaks the two
+// streaming protocols the recipes' clients use: OpenAI's chat completions
+// (`…/chat/completions`, what the `openai` client and every OpenAI-compatible
+// server speak) and the AI SDK's gateway protocol (`…/language-model`, what
+// the `ai` package's built-in provider speaks). The first path segment picks
+// the behaviour:
+//   /full/…    two text chunks, then the end of the answer
+//   /stall/…   two text chunks, then silence (the connection stays open)
+//   /silent/…  nothing at all, not even the response headers
+// Each request is recorded ({ url, headers, closed }) so a test can check what
+// the client sent and that the connection was closed when the client gave up.
+import { createServer } from "node:http";
+
+export const WORDS = ["Hel", "lo"];
+
+const sse = (data) => `data: ${JSON.stringify(data)}\n\n`;
+
+function openaiChunks(done) {
+  const chunk = (delta, finish = null) => ({ id: "c1", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] });
+  const out = WORDS.map((w) => sse(chunk({ content: w })));
+  if (done) out.push(sse(chunk({}, "stop")), "data: [DONE]\n\n");
+  return out;
+}
+
+function gatewayParts(done) {
+  const parts = [{ type: "stream-start", warnings: [] }, { type: "text-start", id: "t" }, ...WORDS.map((delta) => ({ type: "text-delta", id: "t", delta }))];
+  if (done) parts.push({ type: "text-end", id: "t" }, { type: "finish", finishReason: "stop", usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 } });
+  return parts.map(sse);
+}
+
+/** Starts the upstream; resolves `{ url, requests, close() }`. */
+export async function startUpstream() {
+  const requests = [];
+  const server = createServer((req, res) => {
+    const record = { url: req.url, headers: req.headers, closed: false };
+    requests.push(record);
+    res.on("close", () => (record.closed = true));
+    req.resume();
+    const mode = req.url.split("/")[1];
+    if (mode === "silent") return;
+    const events = req.url.endsWith("/language-model") ? gatewayParts(mode === "full") : openaiChunks(mode === "full");
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    for (const e of events) res.write(e);
+    if (mode === "full") res.end();
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests,
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
