@@ -220,10 +220,12 @@ const change = (b, a) => (typeof a === "number" && typeof b === "number" && b > 
 
 /** A Markdown table of `rows` per column (one runtime: its result per package), before/after/change with --before. */
 function table(unit, columns) {
+  const labels = new Set(columns.flatMap((c) => c.flatMap((r) => Object.keys(r.rows))));
+  if (!labels.size) return;
   const heads = columns.flatMap((c) => (flags.before ? [`${c[0].runtime} before`, "after", "change"] : [`${c[0].runtime} ${unit}`]));
   console.log(`\n| case${flags.before ? ` (${unit})` : unit === "ns/op" ? "" : ` (${unit})`} | ${heads.join(" | ")} |`);
   console.log(`|---|${heads.map(() => "---:").join("|")}|`);
-  for (const label of new Set(columns.flatMap((c) => c.flatMap((r) => Object.keys(r.rows))))) {
+  for (const label of labels) {
     const cells = columns.flatMap(([b, a]) => (a ? [fmt(b.rows[label]), fmt(a.rows[label]), change(b.rows[label], a.rows[label])] : [fmt(b.rows[label])]));
     console.log(`| ${label} | ${cells.join(" | ")} |`);
   }
@@ -265,6 +267,11 @@ for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".b
   const extras = [...new Set(columns.flatMap((c) => c.flatMap((r) => Object.keys(r))))].filter((k) => k !== "runtime" && k !== "rows");
   for (const k of extras) {
     const present = columns.filter((c) => c.some((r) => r[k] !== undefined));
+    const values = new Set(present.flatMap((c) => c.map((r) => JSON.stringify(r[k]))));
+    if (values.size === 1) {
+      console.log(`\n${k}: ${[...values][0]}${present.length > 1 || packages.length > 1 ? " (the same in every column)" : ""}`);
+      continue;
+    }
     // A flat { label: number } (ratios, timesMs, firstCallUs) gets a table like the rows'.
     const flat = (v) => v && typeof v === "object" && Object.values(v).every((x) => typeof x === "number");
     if (present.every((c) => c.every((r) => flat(r[k])))) {
