@@ -205,18 +205,42 @@ async function once(file, path, runtime, pkgDir, label) {
   return JSON.parse(out.trim().split("\n").pop());
 }
 
-/** Each row's median over the samples (of two, the mean); the other fields from the first sample. */
+/** The median of `xs` (of an even count, the mean of the middle two); undefined for none. */
+function median(xs) {
+  const s = xs.filter((x) => typeof x === "number").sort((a, b) => a - b);
+  if (!s.length) return undefined;
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/**
+ * The samples of one bench, runtime and package as one: each row's median, and
+ * so for every other figure made only of numbers (ratios, lateness, first
+ * calls; nested ones flattened); anything else from the first sample.
+ */
 function merge(samples) {
-  const rows = {};
-  for (const label of new Set(samples.flatMap((r) => Object.keys(r.rows)))) {
-    const xs = samples.map((r) => r.rows[label]).filter((x) => typeof x === "number").sort((a, b) => a - b);
-    if (xs.length) rows[label] = xs.length % 2 ? xs[xs.length >> 1] : (xs[xs.length / 2 - 1] + xs[xs.length / 2]) / 2;
+  const out = { ...samples[0] };
+  for (const key of Object.keys(out)) {
+    if (key === "runtime") continue;
+    const maps = samples.map((r) => numbers(r[key]));
+    if (maps.some((m) => m === null)) continue;
+    const labels = new Set(maps.flatMap((m) => Object.keys(m)));
+    out[key] = Object.fromEntries([...labels].map((label) => [label, median(maps.map((m) => m[label]))]).filter(([, v]) => v !== undefined));
   }
-  return { ...samples[0], rows };
+  return out;
 }
 
 const fmt = (x) => (typeof x === "number" ? x.toFixed(1) : "–");
 const change = (b, a) => (typeof a === "number" && typeof b === "number" && b > 0 ? `${a >= b ? "+" : "−"}${Math.abs(((a - b) / b) * 100).toFixed(0)} %` : "–");
+
+/** `{ a: 1, b: { c: 2 } }` → `{ a: 1, "b c": 2 }`; null unless every leaf is a number. */
+function numbers(value, prefix = "", out = {}) {
+  if (!value || typeof value !== "object") return null;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === "number") out[prefix + k] = v;
+    else if (!numbers(v, `${prefix}${k} `, out)) return null;
+  }
+  return out;
+}
 
 /** A Markdown table of `rows` per column (one runtime: its result per package), before/after/change with --before. */
 function table(unit, columns) {
@@ -272,10 +296,9 @@ for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".b
       console.log(`\n${k}: ${[...values][0]}${present.length > 1 || packages.length > 1 ? " (the same in every column)" : ""}`);
       continue;
     }
-    // A flat { label: number } (ratios, timesMs, firstCallUs) gets a table like the rows'.
-    const flat = (v) => v && typeof v === "object" && Object.values(v).every((x) => typeof x === "number");
-    if (present.every((c) => c.every((r) => flat(r[k])))) {
-      table(k, present.map((c) => c.map((r) => ({ runtime: r.runtime, rows: r[k] }))));
+    // Numbers by label (ratios, timesMs, firstCallUs; nested as lateness is) get a table like the rows'.
+    if (present.every((c) => c.every((r) => numbers(r[k])))) {
+      table(k, present.map((c) => c.map((r) => ({ runtime: r.runtime, rows: numbers(r[k]) }))));
       continue;
     }
     const parts = present.flatMap((c) => c.map((r, i) => `${r.runtime}${packages[i][0] ? ` ${packages[i][0]}` : ""} ${JSON.stringify(r[k])}`));
