@@ -292,8 +292,8 @@ for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".b
   for (const k of extras) {
     const present = columns.filter((c) => c.some((r) => r[k] !== undefined));
     const values = new Set(present.flatMap((c) => c.map((r) => JSON.stringify(r[k]))));
-    if (values.size === 1) {
-      console.log(`\n${k}: ${[...values][0]}${present.length > 1 || packages.length > 1 ? " (the same in every column)" : ""}`);
+    if (values.size === 1 && (present.length > 1 || packages.length > 1)) {
+      console.log(`\n${k}: ${[...values][0]} (the same in every column)`);
       continue;
     }
     // Numbers by label (ratios, timesMs, firstCallUs; nested as lateness is) get a table like the rows'.
