@@ -125,7 +125,49 @@ const travel = {
 };
 sent.free();
 
-const extras = { samples: N, exactMs: Object.fromEntries(KEYS.map((k, i) => [k, +exact[i].toFixed(3)])), timesMs, maxRelativeError, speedup, travel };
+// Structured calls (ms per call, median of 5): derivation over labelled rows,
+// Prometheus text, a simulation. What the boundary's encoding costs shows here.
+const ROWS = 200_000;
+const MODELS = ["a", "b", "c", "d"];
+const labelled = Array.from({ length: ROWS }, (_, i) => ({
+  ms: xs[i],
+  outcome: i % 97 === 0 ? "timeout" : i % 89 === 0 ? "error" : "ok",
+  model: MODELS[i & 3],
+}));
+let exposition = "# TYPE http_request_duration_seconds histogram\n";
+for (const route of ["/a", "/b", "/c"]) {
+  let c = 0;
+  for (const le of [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]) {
+    c += 100 + Math.round(le * 10);
+    exposition += `http_request_duration_seconds_bucket{route="${route}",le="${le}"} ${c}\n`;
+  }
+  exposition += `http_request_duration_seconds_bucket{route="${route}",le="+Inf"} ${c + 3}\n`;
+  exposition += `http_request_duration_seconds_sum{route="${route}"} ${c * 0.04}\nhttp_request_duration_seconds_count{route="${route}"} ${c + 3}\n`;
+}
+function msPerCall(fn, rounds = 5) {
+  const times = [];
+  for (let r = -1; r < rounds; r++) {
+    const t0 = performance.now();
+    fn();
+    if (r >= 0) times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return +times[times.length >> 1].toFixed(3);
+}
+const callsMs = {
+  [`deriveTimeouts(${ROWS} rows, by model)`]: msPerCall(() => lib.deriveTimeouts(labelled, { by: ["model"] })),
+  [`deriveTimeouts(${ROWS} rows, no labels)`]: msPerCall(() => lib.deriveTimeouts(labelled)),
+  "parsePrometheus(3 series × 12 buckets) + deriveTimeouts by route": msPerCall(
+    () => lib.deriveTimeouts(lib.parsePrometheus(exposition), { by: ["route"] }),
+    50,
+  ),
+  "simulate(n 20 000, 3 policies)": msPerCall(
+    () => lib.simulate({ body: { medianMs: 40, sigma: 0.5 }, n: 20_000 }, [{ timeoutMs: 100 }, { timeoutMs: 200, retries: 1 }, { timeoutMs: 400, retries: 2 }]),
+    20,
+  ),
+};
+
+const extras = { samples: N, exactMs: Object.fromEntries(KEYS.map((k, i) => [k, +exact[i].toFixed(3)])), timesMs, maxRelativeError, speedup, travel, callsMs };
 if (!isDeno && process.env.BENCH_SKIP_CLI !== "1") extras.cli = await cliThroughput();
 console.log(JSON.stringify({ runtime: runtimeName(), unit: "ns per sample", rows, ...extras }));
 

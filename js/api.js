@@ -16,4 +16,9 @@ export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js"
 export { relay } from "./relay.js";
 export * from "./stall.js";
 export * from "./pipeline.js";
+export { LatencySketch } from "./sketch.js";
 export * from "./derive.js";
+export * from "./prom.js";
+export * from "./tail.js";
+export * from "./simulate.js";
+export * from "./little.js";

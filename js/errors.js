@@ -172,6 +172,10 @@ export const CODES = Object.freeze({
   UNKNOWN_VALUE: "UNKNOWN_VALUE",
   /** An options object without a choice it needs (the middleware's bound: `budgetMs`, `platform` or `caps`). */
   MISSING_OPTION: "MISSING_OPTION",
+  /** A list that must name each thing once names one twice (`deriveTimeouts`' `options.by`). */
+  DUPLICATE_LABEL: "DUPLICATE_LABEL",
+  /** A Prometheus query response that reports a failure (`status` other than "success"). */
+  QUERY_FAILED: "QUERY_FAILED",
 });
 
 /**

@@ -1,5 +1,6 @@
 // LatencySketch: a mergeable quantile sketch of durations (ms) with a stated
-// relative error. The sketch itself is the Wasm core's (src/core/sketch.rs:
+// relative error. The sketch itself is the Wasm core's (src/core/sketch.rs,
+// bound in src/wasm/sketch.rs:
 // DDSketch-style log buckets, exact below 257 samples, at most 16 KB); this
 // file owns the JS edge: type checks, chunked bulk ingest, freeing.
 //
@@ -48,7 +49,8 @@
 
 import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
-import { describe, number } from "./validate.js";
+import { argumentError, CODES } from "./errors.js";
+import { number, obj, optNumber, typeError } from "./validate.js";
 
 /** Samples per Wasm call in `addAll` (512 KB of f64). */
 export const CHUNK = 65_536;
@@ -63,25 +65,26 @@ export function float64(param, samples) {
     const out = new Float64Array(samples.length);
     for (let i = 0; i < samples.length; i++) {
       const v = samples[i];
-      if (typeof v !== "number") {
-        throw new TypeError(`'${param}' must hold numbers of milliseconds: element ${i} is ${describe(v)}`);
-      }
+      if (typeof v !== "number") throw typeError(`${param}[${i}]`, "a number of milliseconds", v);
       out[i] = v;
     }
     return out;
   }
-  throw new TypeError(`'${param}' must be a Float64Array or an array of numbers of milliseconds: current value is ${describe(samples)}`);
+  throw typeError(param, "a Float64Array or an array of numbers of milliseconds", samples);
 }
 
-/** Adds every sample to a core sketch, all or nothing (invariant 2). */
-export function addAllTo(sketchCore, samples) {
+/**
+ * Adds every sample to a core sketch, all or nothing (invariant 2); errors
+ * name `root[i]` (`samples`, or `data` for deriveTimeouts).
+ */
+export function addAllTo(sketchCore, samples, root = "samples") {
   if (samples.length <= CHUNK) {
-    sketchCore.addAll(samples, 0);
+    sketchCore.addAll(samples, 0, root);
     return;
   }
   sketchCore.checkpoint();
   try {
-    for (let at = 0; at < samples.length; at += CHUNK) sketchCore.addAll(samples.subarray(at, at + CHUNK), at);
+    for (let at = 0; at < samples.length; at += CHUNK) sketchCore.addAll(samples.subarray(at, at + CHUNK), at, root);
   } catch (error) {
     sketchCore.rollback();
     throw error;
@@ -113,13 +116,13 @@ function byteView(bytes) {
     try {
       text = atob(bytes);
     } catch {
-      throw new RangeError("'bytes' is not valid base64: pass the 'bytes' string of a sketch's JSON form unchanged");
+      throw argumentError("range", "CORRUPT_BYTES", "bytes", "'bytes' is not valid base64: pass the 'bytes' string of a sketch's JSON form unchanged");
     }
     const out = new Uint8Array(text.length);
     for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
     return out;
   }
-  throw new TypeError(`'bytes' of fromBytes must be a Uint8Array, an ArrayBuffer or the base64 string of toJSON(): current value is ${describe(bytes)}`);
+  throw typeError("bytes", "a Uint8Array, an ArrayBuffer or the base64 string of toJSON()", bytes);
 }
 
 function base64(bytes) {
@@ -148,12 +151,9 @@ export class LatencySketch {
       LatencySketch.#admit(this);
       return;
     }
-    if (options !== undefined && (options === null || typeof options !== "object")) {
-      throw new TypeError(`'options' of LatencySketch must be an object like { relativeError }: current value is ${describe(options)}`);
-    }
-    const relativeError = options?.relativeError ?? 0.01;
-    number("relativeError", relativeError, "a number between 0.001 and 0.5");
-    this.#core = new core.LatencySketchCore(relativeError);
+    const o = obj("options", options, "an object like { relativeError }", true);
+    // The default (0.01) is the core's.
+    this.#core = new core.LatencySketchCore(optNumber("options.relativeError", o.relativeError, "a number between 0.001 and 0.5"));
     LatencySketch.#admit(this);
   }
 
@@ -192,7 +192,7 @@ export class LatencySketch {
     resident.delete(this);
   }
 
-  /** @internal the core sketch, for js/derive.js */
+  /** @internal the core sketch, for js/derive.js and js/tail.js */
   static core(sketch, token) {
     return token === TOKEN ? sketch.#live() : undefined;
   }
@@ -215,10 +215,8 @@ export class LatencySketch {
 
   /** Adds every sample of `other` (same `relativeError`); `other` is unchanged. */
   merge(other) {
-    if (!(other instanceof LatencySketch)) {
-      throw new TypeError(`'other' of merge must be a LatencySketch: current value is ${describe(other)}`);
-    }
-    if (other === this) throw new TypeError("cannot merge a LatencySketch into itself");
+    if (!(other instanceof LatencySketch)) throw typeError("other", "a LatencySketch", other);
+    if (other === this) throw argumentError("type", CODES.INVALID_TYPE, "other", "cannot merge a LatencySketch into itself: pass another sketch");
     const mine = this.#live();
     pinned = this; // restoring `other` must not park this one (invariant 5)
     try {

@@ -18,9 +18,10 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use edge_deadline::core::deadline::check_ms;
 use edge_deadline::core::derive::{
-    derive_exposition, derive_histograms, derive_sketch, prom, BucketResult, DeriveError, DeriveOptions, Deriver,
-    Excluded, Outcome, PromSample,
+    derive_exposition, derive_histograms, derive_sketch, BucketResult, DeriveError, DeriveOptions, Deriver, Excluded,
+    Outcome,
 };
+use edge_deadline::core::prom::{self, PromSample};
 use edge_deadline::core::simulate::{simulate, Body, Percentiles, Policy, Sampler, Scenario, SimulateError, Tail};
 use edge_deadline::core::sketch::LatencySketch;
 use serde_json::Value;

@@ -45,3 +45,47 @@ pub trait Described: fmt::Display {
         Vec::new()
     }
 }
+
+/// The code of a count that must be a whole number `lo ..= hi` and is not:
+/// `NOT_FINITE`, `OUT_OF_RANGE`, or `NOT_WHOLE` (in range, with a fraction).
+pub fn whole_code(value: f64, lo: f64, hi: f64) -> &'static str {
+    if !value.is_finite() {
+        "NOT_FINITE"
+    } else if !(lo..=hi).contains(&value) {
+        "OUT_OF_RANGE"
+    } else {
+        "NOT_WHOLE"
+    }
+}
+
+/// A value handed over from JavaScript that does not have the shape of the
+/// data type it should be (`param`, e.g. `"data"`), as its deserializer
+/// words it. The JS API checks types before the call, so this is the net
+/// under those checks, not the usual error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeError {
+    pub param: &'static str,
+    pub detail: String,
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}' does not have the expected shape: {}", self.param, self.detail)
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+impl Described for ShapeError {
+    fn code(&self) -> &'static str {
+        "INVALID_TYPE"
+    }
+
+    fn param(&self) -> Option<String> {
+        Some(self.param.into())
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Type
+    }
+}

@@ -26,6 +26,7 @@
 use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
+use crate::core::error::{whole_code, Described};
 
 /// The largest accepted arrival rate: 10^9 requests per second.
 pub const MAX_RATE: f64 = 1e9;
@@ -71,6 +72,53 @@ impl fmt::Display for LittleError {
 
 impl std::error::Error for LittleError {}
 
+impl Described for LittleError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Timeout(e) => e.code(),
+            Self::Slots { value } => whole_code(*value, 1.0, MAX_SLOTS),
+            _ => "OUT_OF_RANGE",
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        Some(
+            match self {
+                Self::Rate { .. } => "options.ratePerSec",
+                Self::Limit { .. } | Self::Slots { .. } => "options.limit",
+                Self::Timeout(_) => "options.timeoutMs",
+            }
+            .into(),
+        )
+    }
+}
+
+/// The arguments of [`concurrency_bound`] as JavaScript passes them.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct ConcurrencyBoundOptions {
+    pub rate_per_sec: f64,
+    pub timeout_ms: f64,
+}
+
+/// The arguments of [`max_timeout_for`] as JavaScript passes them.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct MaxTimeoutOptions {
+    pub rate_per_sec: f64,
+    pub limit: f64,
+}
+
+/// A concurrency limiter's options ([`check_slots`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct LimiterOptions {
+    pub limit: f64,
+}
+
 fn check_rate(rate: f64, positive: bool) -> Result<f64, LittleError> {
     let ok = if positive { rate > 0.0 && rate <= MAX_RATE } else { (0.0..=MAX_RATE).contains(&rate) };
     if !ok {
@@ -103,7 +151,7 @@ pub fn max_timeout_for(rate_per_sec: f64, limit: f64) -> Result<f64, LittleError
 }
 
 /// Validates a concurrency limiter's number of slots: a whole number
-/// `1 ..= MAX_SLOTS`. (The limiter itself is in `js/limiter.js`: it holds
+/// `1 ..= MAX_SLOTS`. (The limiter itself is in `js/little.js`: it holds
 /// promises, which only the host has.)
 pub fn check_slots(limit: f64) -> Result<f64, LittleError> {
     if !(1.0..=MAX_SLOTS).contains(&limit) || limit.fract() != 0.0 {
@@ -116,6 +164,18 @@ pub fn check_slots(limit: f64) -> Result<f64, LittleError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn errors_name_the_option_and_a_stable_code() {
+        let e = max_timeout_for(0.0, 10.0).unwrap_err();
+        assert_eq!((e.code(), e.param().as_deref()), ("OUT_OF_RANGE", Some("options.ratePerSec")));
+        let e = concurrency_bound(1.0, -1.0).unwrap_err();
+        assert_eq!((e.code(), e.param().as_deref()), ("NEGATIVE", Some("options.timeoutMs")));
+        for (limit, code) in [(1.5, "NOT_WHOLE"), (0.0, "OUT_OF_RANGE"), (f64::NAN, "NOT_FINITE")] {
+            let e = check_slots(limit).unwrap_err();
+            assert_eq!((e.code(), e.param().as_deref()), (code, Some("options.limit")));
+        }
+    }
 
     #[test]
     fn seed_000_table() {

@@ -51,7 +51,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
+use crate::core::error::{whole_code, Described};
 use crate::core::sketch::rank_index;
 
 /// The most calls one simulation runs (16 MB of `f64` for the sort).
@@ -64,7 +67,9 @@ pub const MAX_POLICIES: usize = 32;
 pub const MAX_SIGMA: f64 = 4.0;
 
 /// The fast population: lognormal.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Body {
     pub median_ms: f64,
     pub sigma: f64,
@@ -72,7 +77,9 @@ pub struct Body {
 
 /// The slow population: uniform between `lo_ms` and `hi_ms`, drawn with
 /// probability `share`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Tail {
     pub share: f64,
     pub lo_ms: f64,
@@ -102,14 +109,18 @@ impl Scenario {
 }
 
 /// A per-attempt timeout and how many times a timed-out call is retried.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Policy {
     pub timeout_ms: f64,
     pub retries: u32,
 }
 
 /// Percentiles of a set of latencies, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Percentiles {
     pub p50_ms: f64,
     pub p90_ms: f64,
@@ -118,8 +129,11 @@ pub struct Percentiles {
 }
 
 /// What one policy did to the scenario's calls.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct PolicyResult {
+    #[serde(flatten)]
     pub policy: Policy,
     /// End-to-end percentiles over all calls (failed calls at the time spent).
     pub p50_ms: f64,
@@ -135,10 +149,86 @@ pub struct PolicyResult {
 }
 
 /// A scenario's own percentiles and one result per policy, in order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(hashmap_as_object))]
 pub struct Simulation {
     pub scenario: Percentiles,
     pub policies: Vec<PolicyResult>,
+}
+
+/// Calls a [`ScenarioSpec`] draws unless it says otherwise.
+pub const DEFAULT_CALLS: f64 = 200_000.0;
+/// The seed a [`ScenarioSpec`] uses unless it says otherwise.
+pub const DEFAULT_SEED: f64 = 1.0;
+
+/// A [`Scenario`] as a JS caller writes it (`Scenario` in js/simulate.d.ts):
+/// numbers as JavaScript has them, the tail and the counts optional.
+/// [`ScenarioSpec::scenario`] validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct ScenarioSpec {
+    pub body: Body,
+    /// No tail when absent.
+    #[serde(default)]
+    pub tail: Option<Tail>,
+    /// Calls, a whole number `1 ..= MAX_CALLS`; [`DEFAULT_CALLS`] when absent.
+    #[serde(default)]
+    pub n: Option<f64>,
+    /// A whole number `0 ..= 2^53 − 1`; [`DEFAULT_SEED`] when absent.
+    #[serde(default)]
+    pub seed: Option<f64>,
+}
+
+/// A [`Policy`] as a JS caller writes it (`Policy` in js/simulate.d.ts).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct PolicySpec {
+    pub timeout_ms: f64,
+    /// A whole number `0 ..= MAX_RETRIES`; 0 when absent.
+    #[serde(default)]
+    pub retries: Option<f64>,
+}
+
+/// `value` if it is a whole number `lo ..= hi`.
+fn whole(param: &'static str, index: Option<usize>, value: f64, lo: f64, hi: f64) -> Result<f64, SimulateError> {
+    if !(lo..=hi).contains(&value) || value.fract() != 0.0 {
+        return Err(SimulateError::Whole { param, index, value, lo, hi });
+    }
+    Ok(value)
+}
+
+impl ScenarioSpec {
+    /// The scenario, with the counts checked (the distribution is checked by
+    /// [`simulate`]).
+    pub fn scenario(&self) -> Result<Scenario, SimulateError> {
+        let n = whole("n", None, self.n.unwrap_or(DEFAULT_CALLS), 1.0, MAX_CALLS as f64)?;
+        let seed = whole("seed", None, self.seed.unwrap_or(DEFAULT_SEED), 0.0, MAX_MS)?;
+        Ok(Scenario {
+            body: self.body,
+            tail: self.tail.unwrap_or(Tail { share: 0.0, lo_ms: 0.0, hi_ms: 0.0 }),
+            // Whole and at most MAX_CALLS / 2^53 − 1: exact conversions.
+            n: n as usize,
+            seed: seed as u64,
+        })
+    }
+}
+
+impl PolicySpec {
+    /// Policy `index`, with its retries checked.
+    pub fn policy(&self, index: usize) -> Result<Policy, SimulateError> {
+        let retries = whole("retries", Some(index), self.retries.unwrap_or(0.0), 0.0, f64::from(MAX_RETRIES))?;
+        // Whole and at most MAX_RETRIES: exact.
+        Ok(Policy { timeout_ms: self.timeout_ms, retries: retries as u32 })
+    }
+}
+
+/// [`simulate`] of what a JS caller wrote.
+pub fn simulate_spec(spec: &ScenarioSpec, policies: &[PolicySpec]) -> Result<Simulation, SimulateError> {
+    let scenario = spec.scenario()?;
+    let policies = policies.iter().enumerate().map(|(i, p)| p.policy(i)).collect::<Result<Vec<_>, _>>()?;
+    simulate(&scenario, &policies)
 }
 
 /// Why a simulation was refused.
@@ -162,6 +252,41 @@ pub enum SimulateError {
     Timeout { index: usize, error: DeadlineError },
     /// At most [`MAX_POLICIES`] policies can be compared at once.
     Policies { value: usize },
+    /// A count (`n`, `seed`, policy `index`'s `retries`) must be a whole
+    /// number `lo ..= hi`.
+    Whole { param: &'static str, index: Option<usize>, value: f64, lo: f64, hi: f64 },
+}
+
+impl Described for SimulateError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Duration(e) | Self::Timeout { error: e, .. } => e.code(),
+            Self::TailOrder { .. } => "TAIL_ORDER",
+            Self::Policies { .. } => "TOO_MANY_POLICIES",
+            Self::Whole { value, lo, hi, .. } => whole_code(*value, *lo, *hi),
+            _ => "OUT_OF_RANGE",
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        let field = |name: &str| match name {
+            "medianMs" | "sigma" => format!("scenario.body.{name}"),
+            _ => format!("scenario.tail.{name}"),
+        };
+        Some(match self {
+            Self::Duration(e) => field(e.param().unwrap_or("medianMs")),
+            Self::Median { .. } => field("medianMs"),
+            Self::Sigma { .. } => field("sigma"),
+            Self::Share { .. } => field("share"),
+            Self::TailOrder { .. } => field("loMs"),
+            Self::Calls { .. } => "scenario.n".into(),
+            Self::Retries { index, .. } => format!("policies[{index}].retries"),
+            Self::Timeout { index, .. } => format!("policies[{index}].timeoutMs"),
+            Self::Policies { .. } => "policies".into(),
+            Self::Whole { param, index: Some(i), .. } => format!("policies[{i}].{param}"),
+            Self::Whole { param, index: None, .. } => format!("scenario.{param}"),
+        })
+    }
 }
 
 impl fmt::Display for SimulateError {
@@ -186,6 +311,12 @@ impl fmt::Display for SimulateError {
             Self::Timeout { index, error } => write!(f, "policy {index}: {error}"),
             Self::Policies { value } => {
                 write!(f, "at most {MAX_POLICIES} policies can be simulated at once: current count is {value}")
+            }
+            Self::Whole { param, index, value, lo, hi } => {
+                if let Some(i) = index {
+                    write!(f, "policy {i}: ")?;
+                }
+                write!(f, "'{param}' must be a whole number between {lo} and {hi}: current value is {value}")
             }
         }
     }
@@ -383,6 +514,40 @@ pub fn simulate(scenario: &Scenario, policies: &[Policy]) -> Result<Simulation, 
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn specs_take_the_core_defaults_and_name_what_is_wrong() {
+        let body = Body { median_ms: 40.0, sigma: 0.3 };
+        let spec = ScenarioSpec { body, tail: None, n: None, seed: None };
+        let s = spec.scenario().unwrap();
+        assert_eq!((s.n as f64, s.seed as f64, s.tail.share), (DEFAULT_CALLS, DEFAULT_SEED, 0.0));
+        let p = PolicySpec { timeout_ms: 50.0, retries: None }.policy(0).unwrap();
+        assert_eq!(p, Policy { timeout_ms: 50.0, retries: 0 });
+
+        let param = |e: SimulateError| (e.code(), e.param().unwrap(), e.to_string());
+        let n = ScenarioSpec { n: Some(1.5), ..spec }.scenario().unwrap_err();
+        assert_eq!(
+            param(n),
+            (
+                "NOT_WHOLE",
+                "scenario.n".into(),
+                "'n' must be a whole number between 1 and 2000000: current value is 1.5".into()
+            )
+        );
+        let r = PolicySpec { timeout_ms: 1.0, retries: Some(11.0) }.policy(2).unwrap_err();
+        assert_eq!(param(r).0, "OUT_OF_RANGE");
+        let r = PolicySpec { timeout_ms: 1.0, retries: Some(f64::NAN) }.policy(2).unwrap_err();
+        assert_eq!(param(r).1, "policies[2].retries");
+        let bad = |body: Body, tail: Option<Tail>| {
+            simulate_spec(&ScenarioSpec { body, tail, n: Some(10.0), seed: None }, &[]).unwrap_err()
+        };
+        assert_eq!(param(bad(Body { median_ms: -1.0, sigma: 0.3 }, None)).1, "scenario.body.medianMs");
+        assert_eq!(param(bad(Body { sigma: 9.0, ..body }, None)).1, "scenario.body.sigma");
+        let tail = Tail { share: 0.1, lo_ms: 5.0, hi_ms: f64::NAN };
+        assert_eq!(param(bad(body, Some(tail))).1, "scenario.tail.hiMs");
+        let e = simulate_spec(&spec, &[PolicySpec { timeout_ms: -1.0, retries: None }]).unwrap_err();
+        assert_eq!(param(e).1, "policies[0].timeoutMs");
+    }
 
     fn close(got: f64, want: f64, tol: f64, what: &str) {
         assert!((got - want).abs() <= tol, "{what}: got {got}, seed 003 says {want} (tolerance {tol})");

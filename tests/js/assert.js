@@ -69,3 +69,15 @@ export function aborted(signal) {
     else signal.addEventListener("abort", () => resolve(performance.now()), { once: true });
   });
 }
+
+/**
+ * Asserts that `fn()` throws a `Type` whose `.param` and `.code` are the given
+ * ones (and whose message matches `pattern`, when given); returns the error.
+ */
+export function throwsArg(fn, Type, param, code, pattern) {
+  const error = throws(fn, Type, pattern);
+  if (error.param !== param || error.code !== code) {
+    throw new AssertionError(`expected .param ${show(param)} and .code ${show(code)}, got ${show(error.param)} and ${show(error.code)}: ${error.message}`);
+  }
+  return error;
+}

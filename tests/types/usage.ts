@@ -22,6 +22,29 @@ import {
 import type { AttemptRecord, Skipped, StepOutcome, StepSpec, TraceRecord } from "edge-deadline";
 import { LatencySketch } from "edge-deadline";
 import type { LatencySketchJSON } from "edge-deadline";
+import { ConcurrencyLimiter, concurrencyBound, deriveTimeouts, parsePrometheus, simulate, tailShape } from "edge-deadline";
+import type { DerivedTimeout, PrometheusHistogram, Scenario, Simulation, TailShape, WarningCode } from "edge-deadline";
+
+/** The data types generated from the Rust ones reach the public API. */
+export function derived(rows: { ms: number; outcome: string; model: string }[], text: string) {
+  const out: DerivedTimeout[] = deriveTimeouts(rows, { by: ["model"], q: 0.999 });
+  const code: WarningCode = out[0].warnings[0].code;
+  const timeout: number | null = out[0].timeoutMs;
+  const bucket: string | undefined = out[0].bucket["model"];
+  const hists: PrometheusHistogram[] = parsePrometheus(text, { metric: "x" });
+  const unit: "seconds" | "milliseconds" | "unknown" = hists[0].unit;
+  const again: DerivedTimeout[] = deriveTimeouts(hists, { safety: 1.5 });
+  const shape: TailShape | null = tailShape(new Float64Array(0));
+  const scenario: Scenario = { body: { medianMs: 40, sigma: 0.3 } };
+  const sim: Simulation = simulate(scenario, [{ timeoutMs: 100 }]);
+  const rate: number = sim.policies[0].failureRate + sim.policies[0].timeoutMs;
+  const slots = new ConcurrencyLimiter({ limit: concurrencyBound({ ratePerSec: 50, timeoutMs: 100 }) });
+  // @ts-expect-error: warning codes are a closed set
+  const wrong: WarningCode = "unknown-warning";
+  // @ts-expect-error: a scenario needs its body's sigma
+  simulate({ body: { medianMs: 40 } });
+  return [code, timeout, bucket, unit, again, shape, rate, slots, wrong];
+}
 
 export function sketches(received: Uint8Array[], logged: string) {
   const merged = new LatencySketch();

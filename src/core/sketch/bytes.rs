@@ -82,6 +82,22 @@ impl fmt::Display for BytesError {
 
 impl std::error::Error for BytesError {}
 
+impl crate::core::error::Described for BytesError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Foreign => "FOREIGN_BYTES",
+            Self::Version { .. } => "NEWER_VERSION",
+            Self::Truncated { .. } => "TRUNCATED_BYTES",
+            Self::Invalid { .. } => "CORRUPT_BYTES",
+            Self::Trailing { .. } => "TRAILING_BYTES",
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        Some("bytes".into())
+    }
+}
+
 fn invalid(field: &'static str, detail: impl Into<String>) -> BytesError {
     BytesError::Invalid { field, detail: detail.into() }
 }

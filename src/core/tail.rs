@@ -23,7 +23,7 @@
 //! gap (on a log scale). Whether the tail is *independent* (a retry avoids
 //! it) cannot be seen in the marginal distribution; the caller decides.
 //!
-//! # Invariants (tested in `derive.rs`)
+//! # Invariants (tested in `derive/tests.rs`)
 //! 1. `body_edge_ms < recommended_ms < tail_start_ms`.
 //! 2. `0 < tail_share <= MAX_TAIL_SHARE`.
 //! 3. Unimodal data (constant, uniform, normal, lognormal) finds no gap.
@@ -45,7 +45,9 @@ pub const STRAGGLERS_PER_SAMPLE: f64 = 1e-5;
 pub const MIN_SAMPLES: u64 = 200;
 
 /// A fast body, a gap, and a slow tail.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct TailShape {
     /// The largest value of the fast body.
     pub body_edge_ms: f64,
@@ -154,10 +156,14 @@ pub fn false_timeout_rate(samples: &[f64], timeout_ms: f64) -> Result<Option<f64
 /// validated; an invalid one is an error naming its index). The numerator
 /// of [`false_timeout_rate`], for callers that count in batches.
 pub fn count_above(samples: &[f64], timeout_ms: f64) -> Result<usize, SketchError> {
-    let t = check_ms("timeoutMs", timeout_ms).map_err(|error| SketchError::Sample { index: None, error })?;
+    let t = check_ms("timeoutMs", timeout_ms).map_err(|error| SketchError::Sample {
+        root: "samples",
+        index: None,
+        error,
+    })?;
     let mut above = 0usize;
     for (i, &x) in samples.iter().enumerate() {
-        let x = check_ms("ms", x).map_err(|error| SketchError::Sample { index: Some(i), error })?;
+        let x = check_ms("ms", x).map_err(|error| SketchError::Sample { root: "samples", index: Some(i), error })?;
         if x > t {
             above += 1;
         }

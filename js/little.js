@@ -1,4 +1,8 @@
-// ConcurrencyLimiter: bound occupancy directly, shedding instead of queueing.
+// Little's law (src/core/little.rs, bound in src/wasm/little.rs):
+// `concurrencyBound` and `maxTimeoutFor` compute it; `ConcurrencyLimiter`
+// bounds occupancy directly, shedding instead of queueing. The options
+// objects cross as they are (types generated from the Rust structs); every
+// range check is the core's, this file checks JS types.
 //
 // # Why shed and not queue
 // Little's law: in flight = arrival rate × time each call stays. When a
@@ -7,8 +11,8 @@
 // front of a slow dependency only moves that occupancy into memory and adds
 // its wait to every call; a limiter that rejects at once keeps latency and
 // memory bounded and tells the caller now, while it can still fall back.
-// `maxTimeoutFor({ ratePerSec, limit })` (js/derive.js) says which timeout a
-// limit allows; this class enforces the limit itself.
+// `maxTimeoutFor({ ratePerSec, limit })` says which timeout a limit allows;
+// the class enforces the limit itself.
 //
 // # Invariants
 // 1. At most `limit` calls of `fn` are running (started and not settled).
@@ -17,11 +21,13 @@
 // 3. A slot is released exactly once per started call, on every path: `fn`
 //    returns a value, resolves, rejects, throws synchronously, or returns a
 //    thenable whose `then` throws.
+// 4. `.param` of a bad argument names it as the caller wrote it
+//    (`options.ratePerSec`, `options.limit`, `fn`).
 
 import * as core from "./edge_deadline.js";
 import { brand } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { describe, number } from "./validate.js";
+import { number, obj, typeError } from "./validate.js";
 
 /** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */
 export class Overloaded extends Error {
@@ -54,11 +60,8 @@ export class ConcurrencyLimiter {
   /** @param {{ limit: number }} options whole number of slots, 1 … 2^32 − 1 */
   constructor(options) {
     if (!isReady()) notReady("ConcurrencyLimiter");
-    if (options === null || typeof options !== "object") {
-      throw new TypeError(`'options' of ConcurrencyLimiter must be an object like { limit }: current value is ${describe(options)}`);
-    }
-    number("limit", options.limit, "a whole number of slots");
-    this.#limit = core.checkSlots(options.limit);
+    const o = obj("options", options, "an object like { limit }");
+    this.#limit = core.checkSlots({ limit: number("options.limit", o.limit, "a whole number of slots") });
   }
 
   /** The number of slots. */
@@ -90,7 +93,7 @@ export class ConcurrencyLimiter {
    */
   run(fn) {
     if (typeof fn !== "function") {
-      return Promise.reject(new TypeError(`'fn' of run must be a function: current value is ${describe(fn)}`));
+      return Promise.reject(typeError("fn", "a function", fn));
     }
     if (this.#inFlight >= this.#limit) {
       this.#shed++;
@@ -112,4 +115,24 @@ export class ConcurrencyLimiter {
   toString() {
     return `ConcurrencyLimiter(${this.#inFlight}/${this.#limit} in flight, ${this.#shed} shed)`;
   }
+}
+
+/** Worst-case calls in flight: `ratePerSec × timeoutMs / 1000`. */
+export function concurrencyBound(options) {
+  if (!isReady()) notReady("concurrencyBound");
+  const o = obj("options", options, "an object like { ratePerSec, timeoutMs }");
+  return core.concurrencyBound({
+    ratePerSec: number("options.ratePerSec", o.ratePerSec, "a number of requests per second"),
+    timeoutMs: number("options.timeoutMs", o.timeoutMs, "a number of milliseconds"),
+  });
+}
+
+/** The longest timeout (ms) that keeps `ratePerSec × timeout` within `limit`. */
+export function maxTimeoutFor(options) {
+  if (!isReady()) notReady("maxTimeoutFor");
+  const o = obj("options", options, "an object like { ratePerSec, limit }");
+  return core.maxTimeoutFor({
+    ratePerSec: number("options.ratePerSec", o.ratePerSec, "a number of requests per second"),
+    limit: number("options.limit", o.limit, "a number of slots"),
+  });
 }

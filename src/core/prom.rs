@@ -36,7 +36,11 @@
 //! Invariant 4 (below) also holds for text handed to [`TextHistograms`] in
 //! pieces that end at line breaks.
 //!
-//! # Invariants (tested in `derive.rs`)
+//! # Files
+//! The text format's parser (and its number parser) is [`text`]; this file
+//! holds the data types, their errors and the assembly of histograms.
+//!
+//! # Invariants (tested in `derive/tests.rs`; the parser's own in `prom/text.rs`)
 //! 1. Every [`Histogram`] has strictly increasing bounds ending in `+Inf`,
 //!    at least one finite bound, and non-decreasing finite counts.
 //! 2. Quantiles are monotone in `q` and lie within `[0, largest finite bound]`.
@@ -46,6 +50,15 @@
 //!    [`parse_text`] followed by [`histograms`].
 
 use core::fmt;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::core::derive::pairs_as_object;
+
+mod text;
+use crate::core::error::Described;
+pub use text::{each_histogram_in_text, histograms_in_text, parse_decimal, parse_text, parse_value, TextHistograms};
 
 /// The most buckets one series may have (classic histograms have tens).
 pub const MAX_SERIES_BUCKETS: usize = 4096;
@@ -101,7 +114,9 @@ pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
 }
 
 /// The unit a histogram family was recorded in, from its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Unit {
     Seconds,
     Milliseconds,
@@ -200,7 +215,64 @@ pub enum PromError {
     /// Several histogram families are present: pass the metric to use.
     Ambiguous { found: Vec<String> },
     /// The text is longer than [`MAX_TEXT_BYTES`]; nothing was parsed.
-    TooLarge { bytes: usize },
+    /// `size` is in `unit`s: `"bytes"`, or `"characters"` when the JS API
+    /// refuses a string before copying it into Wasm memory (UTF-8 is never
+    /// shorter than UTF-16, so more characters than bytes allowed is too
+    /// long in bytes too).
+    TooLarge { size: usize, unit: &'static str },
+    /// Query result `index` (1-based) has no `__name__` label and no
+    /// `metric` option was given to name it.
+    Unnamed { index: usize },
+}
+
+impl Described for PromError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Syntax { .. } => "SYNTAX",
+            Self::NonMonotonic { .. } => "NOT_CUMULATIVE",
+            Self::DuplicateBound { .. } => "DUPLICATE_BOUND",
+            Self::BadBucket { .. } => "BAD_BUCKET",
+            Self::TooManyBuckets { .. } => "TOO_MANY_BUCKETS",
+            Self::MissingInf { .. } => "MISSING_INF_BUCKET",
+            Self::NoFiniteBucket { .. } => "NO_FINITE_BUCKET",
+            Self::BoundsDiffer { .. } => "BOUNDS_DIFFER",
+            Self::NoHistogram { .. } => "NO_HISTOGRAM",
+            Self::Ambiguous { .. } => "AMBIGUOUS_METRIC",
+            Self::TooLarge { .. } => "TOO_LARGE",
+            Self::Unnamed { .. } => "UNNAMED_RESULT",
+        }
+    }
+
+    /// Where the fault is in what the caller passed: `input` (exposition
+    /// text), `input.data.result[i]` (a query response), `data[i]`
+    /// (histograms handed back to `deriveTimeouts`), `options.metric`.
+    fn param(&self) -> Option<String> {
+        let at = |loc: &Loc, field: &str| {
+            let dot = if field.is_empty() { String::new() } else { format!(".{field}") };
+            match loc.kind {
+                "result" => format!("input.data.result[{}]{dot}", loc.index - 1),
+                "histogram" => format!("data[{}]{dot}", loc.index - 1),
+                _ => "input".into(),
+            }
+        };
+        Some(match self {
+            Self::Syntax { loc, field, .. } => at(loc, if loc.kind == "result" { field } else { "" }),
+            Self::NonMonotonic { loc, .. } | Self::DuplicateBound { loc, .. } => {
+                at(loc, if loc.kind == "histogram" { "cumulative" } else { "" })
+            }
+            Self::BadBucket { loc, field, .. } => at(
+                loc,
+                match (loc.kind, *field) {
+                    ("histogram", "le") => "boundsMs",
+                    ("histogram", _) => "cumulative",
+                    _ => "",
+                },
+            ),
+            Self::Unnamed { index } => format!("input.data.result[{}].metric", index - 1),
+            Self::NoHistogram { metric: Some(_), .. } | Self::Ambiguous { .. } => "options.metric".into(),
+            _ => "input".into(),
+        })
+    }
 }
 
 /// `a, b, c` (without `join`, which adds its own copy loop to the Wasm build).
@@ -255,10 +327,14 @@ impl fmt::Display for PromError {
                 list(f, found)?;
                 write!(f, "): choose one with 'metric'")
             }
-            Self::TooLarge { bytes } => write!(
+            Self::TooLarge { size, unit } => write!(
                 f,
-                "'input' is {bytes} bytes of exposition text: at most {MAX_TEXT_BYTES} are parsed; \
+                "'input' is {size} {unit} of exposition text: at most {MAX_TEXT_BYTES} bytes are parsed; \
                  scrape or filter one histogram family (e.g. query Prometheus for it) instead"
+            ),
+            Self::Unnamed { index } => write!(
+                f,
+                "result {index} has no __name__ (as after increase()): pass the histogram's name as 'metric'"
             ),
         }
     }
@@ -278,20 +354,85 @@ pub struct BucketQuantile {
     pub above_largest: bool,
 }
 
-/// One histogram series, converted to milliseconds.
-#[derive(Debug, Clone, PartialEq)]
+/// One histogram series, converted to milliseconds. In JavaScript
+/// `{ kind: "histogram", metric, unit, labels, boundsMs, cumulative, sumMs,
+/// count }` (`null` for an absent sum or count): what `parsePrometheus`
+/// returns and `deriveTimeouts` takes back, validated again
+/// ([`Histogram::validated`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename = "histogram", rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
 pub struct Histogram {
     /// The family name, e.g. `dependency_latency_seconds`.
+    #[serde(rename = "metric")]
     pub name: String,
     /// Labels other than `le`, sorted by name.
+    #[serde(default, serialize_with = "pairs_as_object", deserialize_with = "object_as_pairs")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
     pub unit: Unit,
     /// Upper bounds in ms, strictly increasing, the last one `+Inf`.
     pub bounds_ms: Vec<f64>,
     /// Cumulative counts, one per bound.
     pub cumulative: Vec<f64>,
+    #[serde(default)]
     pub sum_ms: Option<f64>,
+    #[serde(default)]
     pub count: Option<f64>,
+}
+
+/// `{ k: v }` as `[(k, v)]`, sorted by name.
+fn object_as_pairs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+    Ok(BTreeMap::<String, String>::deserialize(d)?.into_iter().collect())
+}
+
+/// One sample of a Prometheus HTTP API instant-query response
+/// (`data.result[i]` of `/api/v1/query`): its labels (with `__name__`
+/// unless a function dropped it) and `[timestamp, "value"]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct QueryResult {
+    #[serde(deserialize_with = "object_as_pairs")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
+    pub metric: Vec<(String, String)>,
+    pub value: (f64, String),
+}
+
+/// The samples of a query response's results. A result without `__name__`
+/// (as after `increase()`) is named `<metric>_bucket` when `metric` is
+/// given, else refused.
+pub fn query_samples(results: Vec<QueryResult>, metric: Option<&str>) -> Result<Vec<PromSample>, PromError> {
+    let fallback = metric.map(|m| format!("{}_bucket", m.strip_suffix("_bucket").unwrap_or(m)));
+    let mut samples = Vec::with_capacity(results.len());
+    for (i, r) in results.into_iter().enumerate() {
+        let loc = Loc { kind: "result", index: i + 1 };
+        let text = r.value.1;
+        let value = parse_value(text.trim()).ok_or_else(|| PromError::Syntax {
+            loc,
+            field: "value",
+            detail: format!("'{text}' is not a number"),
+        })?;
+        let mut name = None;
+        let mut labels = Vec::with_capacity(r.metric.len());
+        for (k, v) in r.metric {
+            if k == "__name__" {
+                name = Some(v);
+            } else {
+                labels.push((k, v));
+            }
+        }
+        let name = name.or_else(|| fallback.clone()).ok_or(PromError::Unnamed { index: i + 1 })?;
+        samples.push(PromSample { name, labels, value, loc });
+    }
+    Ok(samples)
+}
+
+/// The refusal of text of `size` `unit`s, when it is over [`MAX_TEXT_BYTES`].
+pub fn check_text_size(size: usize, unit: &'static str) -> Result<(), PromError> {
+    if size > MAX_TEXT_BYTES {
+        return Err(PromError::TooLarge { size, unit });
+    }
+    Ok(())
 }
 
 fn series_name(name: &str, labels: &[(String, String)]) -> String {
@@ -334,6 +475,17 @@ impl Histogram {
         buckets_ms: Vec<(f64, f64, Loc)>,
     ) -> Result<Histogram, PromError> {
         Self::build(name, labels, unit, 1.0, buckets_ms)
+    }
+
+    /// Histogram `index` (0-based) of what the caller handed back (from
+    /// `parsePrometheus`, possibly edited), validated again as
+    /// [`Histogram::from_ms`] does; errors name `data[index]`.
+    pub fn validated(self, index: usize) -> Result<Histogram, PromError> {
+        let loc = Loc { kind: "histogram", index: index + 1 };
+        let buckets = self.bounds_ms.iter().zip(&self.cumulative).map(|(&b, &c)| (b, c, loc)).collect();
+        let mut h = Self::from_ms(&self.name, self.labels, self.unit, buckets)?;
+        (h.sum_ms, h.count) = (self.sum_ms, self.count);
+        Ok(h)
     }
 
     fn build(
@@ -475,343 +627,8 @@ impl Histogram {
     }
 }
 
-/// Parses the text exposition format into samples. Comments (`# HELP`,
-/// `# TYPE`, any `#` line) and blank lines are skipped; every other line must
-/// be `name{label="value",…} value [timestamp]`.
-pub fn parse_text(text: &str) -> Result<Vec<PromSample>, PromError> {
-    samples(text).collect()
-}
-
-/// The samples of `text`, one at a time (see [`parse_text`]).
-fn samples(text: &str) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
-    samples_from(text, 0)
-}
-
-/// [`samples`] of a piece that follows `before` lines of the same text.
-fn samples_from(text: &str, before: usize) -> impl Iterator<Item = Result<PromSample, PromError>> + '_ {
-    text.lines().enumerate().filter_map(move |(i, raw)| {
-        let line = raw.trim();
-        (!line.is_empty() && !line.starts_with('#'))
-            .then(|| parse_line(line, Loc { kind: "line", index: before + i + 1 }))
-    })
-}
-
-/// The histograms of `metric` (or of the only family present) in exposition
-/// text, streaming (see *Memory and time*): the same answer as [`parse_text`]
-/// then [`histograms`], without holding every sample at once.
-pub fn histograms_in_text(text: &str, metric: Option<&str>) -> Result<Vec<Histogram>, PromError> {
-    let mut out = Vec::new();
-    each_histogram_in_text(text, metric, &mut |h| out.push(h))?;
-    Ok(out)
-}
-
-/// [`histograms_in_text`], handing each histogram to `each` (in label order)
-/// instead of collecting them: the caller can convert and drop one at a time,
-/// so the parse never holds every finished histogram at once.
-pub fn each_histogram_in_text(
-    text: &str,
-    metric: Option<&str>,
-    each: &mut dyn FnMut(Histogram),
-) -> Result<(), PromError> {
-    if text.len() > MAX_TEXT_BYTES {
-        return Err(PromError::TooLarge { bytes: text.len() });
-    }
-    let mut parse = TextHistograms::new(metric);
-    if metric.is_none() {
-        parse.scan(text)?;
-    }
-    parse.feed(text)?;
-    parse.finish(each)
-}
-
-/// [`each_histogram_in_text`] for text handed over in pieces, each ending at a
-/// line break (or at the end of the text): the caller keeps the text, and
-/// Wasm memory holds one piece at a time instead of all of it.
-///
-/// Without a metric, pass every piece to [`TextHistograms::scan`] first (it
-/// finds the one family and checks every line), then every piece again to
-/// [`TextHistograms::feed`]; with one, only `feed`. Then
-/// [`TextHistograms::finish`]. Line numbers in errors count across pieces.
-pub struct TextHistograms {
-    metric: Option<String>,
-    families: Vec<String>,
-    assembler: Option<Assembler>,
-    /// Lines and bytes seen so far in the current pass.
-    lines: usize,
-    bytes: usize,
-}
-
-impl TextHistograms {
-    pub fn new(metric: Option<&str>) -> Self {
-        Self { metric: metric.map(str::to_string), families: Vec::new(), assembler: None, lines: 0, bytes: 0 }
-    }
-
-    /// The first pass (without a metric): notes the histogram families.
-    pub fn scan(&mut self, piece: &str) -> Result<(), PromError> {
-        self.count(piece)?;
-        for s in samples_from(piece, self.lines) {
-            note_family(&mut self.families, &s?);
-        }
-        self.lines += piece.lines().count();
-        Ok(())
-    }
-
-    /// The second pass: files the family's samples under their series.
-    pub fn feed(&mut self, piece: &str) -> Result<(), PromError> {
-        let assembler = match &mut self.assembler {
-            Some(a) => a,
-            None => {
-                let family = match &self.metric {
-                    Some(m) => m.clone(),
-                    None => only_family(core::mem::take(&mut self.families))?,
-                };
-                (self.lines, self.bytes) = (0, 0);
-                self.assembler.insert(Assembler::new(&family))
-            }
-        };
-        let total = self.bytes + piece.len();
-        if total > MAX_TEXT_BYTES {
-            return Err(PromError::TooLarge { bytes: total });
-        }
-        self.bytes = total;
-        for s in samples_from(piece, self.lines) {
-            assembler.feed(&s?)?;
-        }
-        self.lines += piece.lines().count();
-        Ok(())
-    }
-
-    /// Hands over every histogram, in label order ([`each_histogram_in_text`]).
-    pub fn finish(&mut self, each: &mut dyn FnMut(Histogram)) -> Result<(), PromError> {
-        self.feed("")?;
-        match self.assembler.take() {
-            Some(a) => a.finish(each),
-            None => Ok(()),
-        }
-    }
-
-    fn count(&mut self, piece: &str) -> Result<(), PromError> {
-        self.bytes += piece.len();
-        if self.bytes > MAX_TEXT_BYTES {
-            return Err(PromError::TooLarge { bytes: self.bytes });
-        }
-        Ok(())
-    }
-}
-
 fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
     PromError::Syntax { loc, field, detail: detail.into() }
-}
-
-fn is_name_start(c: char) -> bool {
-    c.is_ascii_alphabetic() || c == '_' || c == ':'
-}
-
-fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == ':'
-}
-
-/// Parses a sample value as Prometheus writes it: `+Inf`, `-Inf`, `NaN`,
-/// or a decimal number with an optional exponent.
-pub fn parse_value(s: &str) -> Option<f64> {
-    match s {
-        "+Inf" | "Inf" | "+inf" | "inf" => Some(f64::INFINITY),
-        "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
-        "NaN" | "nan" => Some(f64::NAN),
-        _ => parse_decimal(s),
-    }
-}
-
-/// Consumes an optional `-` or `+` at `b[*i]`; `true` for `-`.
-fn sign(b: &[u8], i: &mut usize) -> bool {
-    match b.get(*i) {
-        Some(b'-') => {
-            *i += 1;
-            true
-        }
-        Some(b'+') => {
-            *i += 1;
-            false
-        }
-        _ => false,
-    }
-}
-
-/// A decimal number (`-12.5e-3`) to `f64` without the standard library's
-/// float parser, whose tables would add about 14 KB (gzip) to the Wasm
-/// build. Exact (correctly rounded) when the digits fit in 2^53 and the
-/// decimal exponent is within ±22, which covers every bucket bound and count
-/// an exporter writes; otherwise within a few ulps.
-pub fn parse_decimal(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    let neg = sign(b, &mut i);
-    let (mut mant, mut exp, mut any) = (0u64, 0i32, false);
-    let digit = |d: u8, frac: bool, mant: &mut u64, exp: &mut i32| {
-        if *mant < 100_000_000_000_000_000 {
-            *mant = *mant * 10 + u64::from(d - b'0');
-            if frac {
-                *exp -= 1;
-            }
-        } else if !frac {
-            // Digits beyond 18 only scale an integer part.
-            *exp += 1;
-        }
-    };
-    while i < b.len() && b[i].is_ascii_digit() {
-        digit(b[i], false, &mut mant, &mut exp);
-        any = true;
-        i += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_digit() {
-            digit(b[i], true, &mut mant, &mut exp);
-            any = true;
-            i += 1;
-        }
-    }
-    if !any {
-        return None;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        i += 1;
-        let eneg = sign(b, &mut i);
-        let start = i;
-        let mut e = 0i32;
-        while i < b.len() && b[i].is_ascii_digit() {
-            e = (e * 10 + i32::from(b[i] - b'0')).min(10_000);
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        exp += if eneg { -e } else { e };
-    }
-    if i != b.len() {
-        return None;
-    }
-    let m = mant as f64;
-    let v = if mant == 0 {
-        0.0
-    } else if exp == 0 {
-        m
-    } else if mant <= 1 << 53 && (0..=22).contains(&exp) {
-        // 10^exp is exact up to 10^22, so one rounding.
-        m * 10f64.powi(exp)
-    } else if mant <= 1 << 53 && (-22..0).contains(&exp) {
-        m / 10f64.powi(-exp)
-    } else {
-        let e = exp.clamp(-400, 400);
-        if e < 0 {
-            m / 10f64.powi(-e.max(-300)) / 10f64.powi(-(e + 300).min(0))
-        } else {
-            m * 10f64.powi(e)
-        }
-    };
-    Some(if neg { -v } else { v })
-}
-
-#[inline(never)] // one copy in the Wasm build, though three loops call it
-fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
-    let mut chars = line.char_indices().peekable();
-    match chars.peek() {
-        Some(&(_, c)) if is_name_start(c) => {}
-        _ => return Err(syntax(loc, "metric name", "must start with a letter, '_' or ':'")),
-    }
-    let mut end = line.len();
-    while let Some(&(i, c)) = chars.peek() {
-        if !is_name_char(c) {
-            end = i;
-            break;
-        }
-        chars.next();
-    }
-    // `end` is a char boundary (from char_indices); `split_at_checked`
-    // keeps the panic path (and its formatting code) out of the build.
-    let (name, after) = line.split_at_checked(end).unwrap_or((line, ""));
-    let mut labels = Vec::new();
-    let mut rest = after;
-    if let Some(body) = rest.strip_prefix('{') {
-        let (parsed, after) = parse_labels(body, loc)?;
-        labels = parsed;
-        rest = after;
-    }
-    if !rest.starts_with([' ', '\t']) {
-        return Err(syntax(loc, "metric name", format!("unexpected character after '{name}'")));
-    }
-    let mut parts = rest.split_ascii_whitespace();
-    let value_text = parts.next().ok_or_else(|| syntax(loc, "value", "missing"))?;
-    let value =
-        parse_value(value_text).ok_or_else(|| syntax(loc, "value", format!("'{value_text}' is not a number")))?;
-    if let Some(ts) = parts.next() {
-        if ts.parse::<i64>().is_err() {
-            return Err(syntax(loc, "timestamp", format!("'{ts}' is not an integer number of milliseconds")));
-        }
-    }
-    if let Some(extra) = parts.next() {
-        return Err(syntax(loc, "value", format!("unexpected '{extra}' after the timestamp")));
-    }
-    Ok(PromSample { name: name.to_string(), labels, value, loc })
-}
-
-type Labels = Vec<(String, String)>;
-
-/// Parses `name="value",…}` and returns the labels and the text after `}`.
-fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
-    let mut labels: Vec<(String, String)> = Vec::new();
-    loop {
-        s = s.trim_start();
-        if let Some(after) = s.strip_prefix('}') {
-            return Ok((labels, after));
-        }
-        let n = s.find(|c: char| !is_name_char(c)).unwrap_or(s.len());
-        let (lname, after) = s.split_at_checked(n).unwrap_or((s, ""));
-        if lname.is_empty() || !lname.starts_with(is_name_start) {
-            return Err(syntax(loc, "label name", "expected a label name or '}'"));
-        }
-        s = after.trim_start();
-        s = s.strip_prefix('=').ok_or_else(|| syntax(loc, "label name", format!("expected '=' after '{lname}'")))?;
-        s = s.trim_start();
-        s = s
-            .strip_prefix('"')
-            .ok_or_else(|| syntax(loc, "label value", format!("value of '{lname}' must be quoted")))?;
-        let mut value = String::new();
-        let mut chars = s.char_indices();
-        let close = loop {
-            match chars.next() {
-                None => return Err(syntax(loc, "label value", format!("value of '{lname}' has no closing quote"))),
-                Some((i, '"')) => break i,
-                Some((_, '\\')) => match chars.next() {
-                    Some((_, '\\')) => value.push('\\'),
-                    Some((_, '"')) => value.push('"'),
-                    Some((_, 'n')) => value.push('\n'),
-                    other => {
-                        let what = other.map_or(String::from("end of line"), |(_, c)| format!("'\\{c}'"));
-                        return Err(syntax(
-                            loc,
-                            "label value",
-                            format!("invalid escape {what} in '{lname}' (use \\\\, \\\" or \\n)"),
-                        ));
-                    }
-                },
-                Some((_, c)) => value.push(c),
-            }
-        };
-        if labels.iter().any(|(k, _)| k == lname) {
-            return Err(syntax(loc, "label name", format!("'{lname}' appears twice")));
-        }
-        if labels.len() >= MAX_LABELS {
-            return Err(syntax(loc, "label name", format!("more than {MAX_LABELS} labels")));
-        }
-        labels.push((lname.to_string(), value));
-        s = s.get(close + 1..).unwrap_or("").trim_start();
-        if let Some(after) = s.strip_prefix(',') {
-            s = after;
-        } else if !s.starts_with('}') {
-            return Err(syntax(loc, "label value", format!("expected ',' or '}}' after the value of '{lname}'")));
-        }
-    }
 }
 
 /// Assembles histograms from samples. `metric` is the family name (a
@@ -973,5 +790,29 @@ impl Assembler {
             each(h);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn histogram_quantiles_monotone_and_bounded(mut counts in prop::collection::vec(0.0..1e6f64, 1..12), q1 in 0.0..=1.0f64, q2 in 0.0..=1.0f64) {
+            counts.sort_by(f64::total_cmp);
+            let total = counts[counts.len() - 1];
+            let mut buckets: Vec<(f64, f64, Loc)> = counts.iter().enumerate().map(|(i, &c)| ((i + 1) as f64, c, Loc { kind: "line", index: i + 1 })).collect();
+            buckets.push((f64::INFINITY, total + 1.0, Loc { kind: "line", index: 99 }));
+            let h = Histogram::new("h_ms", vec![], buckets).unwrap();
+            let (lo, hi) = if q1 <= q2 { (q1, q2) } else { (q2, q1) };
+            let (a, b) = (h.quantile(lo).unwrap().ms, h.quantile(hi).unwrap().ms);
+            prop_assert!(a <= b && a >= 0.0 && b <= counts.len() as f64);
+            let f = h.fraction_above(a).unwrap();
+            prop_assert!((0.0..=1.0).contains(&f));
+        }
     }
 }

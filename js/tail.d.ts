@@ -1,0 +1,12 @@
+// Types for js/tail.js. `TailShape` is generated from the Rust type
+// (src/core/tail.rs) into edge_deadline.d.ts.
+import type { TailShape } from "./edge_deadline.js";
+import type { LatencySketch } from "./sketch.js";
+
+export type { TailShape } from "./edge_deadline.js";
+
+/** Share of samples above `timeoutMs`; `undefined` without samples. */
+export function falseTimeoutRate(samples: Float64Array | readonly number[] | LatencySketch, timeoutMs: number): number | undefined;
+
+/** A gap between a fast body and a slow tail, or `null` (also below 200 samples). */
+export function tailShape(samples: Float64Array | readonly number[] | LatencySketch): TailShape | null;
