@@ -133,13 +133,24 @@ export async function run(lib) {
   for (let i = 0; i < 3; i++) await traced.run(steps[i].name, sync);
   rows["p.trace() of 3 records (JSON.stringify of the records)"] = nsPerOp(() => traced.trace(), { n: 20_000 });
 
-  // The boundary decision (src/wasm/pipeline.rs): one scalar Wasm call per
+  // The boundary decision (src/wasm/plan.rs): one scalar Wasm call per
   // decision vs an answer returned as a Float64Array (what a `Plan` class's
-  // `decide` → Float64Array would cost; stallDecide has that shape).
+  // `decide` → Float64Array would cost; stallDecide has that shape) and vs
+  // the step crossing as an object through serde (what `p.run` would pay per
+  // step if the hot path took structured data: the cold planRefusal does).
   const at = deadline.at;
   // Raw exports of the build being measured: rows left out where it has none of that name.
-  if (typeof core?.planDecide === "function") rows["design: core.planDecide (scalar in, scalar out)"] = nsPerOp(() => core.planDecide(1, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
-  if (typeof core?.stallDecide === "function") {
+  const has = (...names) => names.every((n) => typeof core?.[n] === "function");
+  if (has("planNew", "planCap", "planRefusal")) {
+    const info = core.planNew(at, 1_000, steps, undefined).steps[0];
+    rows["design: core.planCap (scalar in, scalar out)"] = nsPerOp(() => core.planCap(false, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
+    rows["design: core.planRefusal (scalars in, a Refusal out through serde)"] = nsPerOp(
+      () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
+      { n: 100_000 },
+    );
+  }
+  if (has("planDecide")) rows["design: core.planDecide (scalar in, scalar out)"] = nsPerOp(() => core.planDecide(1, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
+  if (has("stallDecide")) {
     rows["design: a Wasm call answering a Float64Array(4) (core.stallDecide)"] = nsPerOp(() => core.stallDecide(1_000, 1_000, at, 0, undefined, 0, 0, 1_000), { n: 1_000_000 });
   }
   rows["design: performance.now()"] = nsPerOp(() => performance.now(), { n: 1_000_000 });

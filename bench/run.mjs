@@ -27,6 +27,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { workerdConfig } from "../scripts/workerd-config.mjs";
+import { entryFiles } from "./harness.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const deno = join(root, "node_modules/@deno/linux-x64-glibc/deno");
@@ -70,16 +71,18 @@ async function inWorkerd(file, pkgDir) {
   mkdirSync(out, { recursive: true });
   const entry = join(out, "entry.mjs");
   const files = readdirSync(pkgDir).filter((f) => /\.(js|wasm)$/.test(f));
+  const entries = entryFiles(JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")), "workerd");
   // The internals the "design:" rows use, where this package has those modules (bench/harness.mjs, withInternals).
   const internal = (f, as) => (files.includes(f) ? `import * as ${as} from "../pkg/${f}";` : `const ${as} = {};`);
   writeFileSync(
     entry,
-    `import * as lib from "../pkg/workerd.js";
+    `${entries.map((f, i) => `import * as entry${i} from "../pkg/${f}";`).join("\n")}
 ${internal("edge_deadline.js", "core")}
 ${internal("deadline.js", "deadline")}
 ${internal("keepalive.js", "keepalive")}
-import { withInternals } from "./harness.mjs";
+import { merged, withInternals } from "./harness.mjs";
 import { run } from "./${file}";
+const lib = merged([${entries.map((_, i) => `entry${i}`).join(", ")}]);
 export default {
   async fetch(request) {
     await lib.init();
@@ -155,11 +158,16 @@ async function inChromium(file, pkgDir) {
   try {
     const page = await context.newPage();
     await page.goto(`${server.url}blank`);
-    return await page.evaluate(async (f) => {
-      const lib = await import("/pkg/index.js");
-      await lib.init();
-      return (await import(`/bench/${f}`)).run(lib);
-    }, file);
+    const entries = entryFiles(JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")), "browser");
+    return await page.evaluate(
+      async ([f, entries]) => {
+        const { merged } = await import("/bench/harness.mjs");
+        const lib = merged(await Promise.all(entries.map((e) => import(`/pkg/${e}`))));
+        await lib.init();
+        return (await import(`/bench/${f}`)).run(lib);
+      },
+      [file, entries],
+    );
   } finally {
     await context.close();
     await server.close();
@@ -182,15 +190,19 @@ function loaded(dir, entry) {
   return [...seen];
 }
 
+/** Sizes in bytes: each .wasm (raw, gzip -9), and the JS (gzip -9) each Node entry point loads, and all of it. */
 function sizes(dir) {
-  const js = readdirSync(dir).filter((f) => f.endsWith(".js"));
-  const sum = (files) => files.reduce((n, f) => n + gz(dir, f), 0);
-  return {
-    ".wasm (bytes)": readFileSync(join(dir, "edge_deadline_bg.wasm")).length,
-    ".wasm (gzip -9)": gz(dir, "edge_deadline_bg.wasm"),
-    "JS a Node user loads (node.js and its imports, gzip -9)": sum(loaded(dir, "node.js")),
-    "all JS in the package (gzip -9)": sum(js),
-  };
+  const files = readdirSync(dir);
+  const sum = (list) => list.reduce((n, f) => n + gz(dir, f), 0);
+  const out = {};
+  for (const f of files.filter((f) => f.endsWith(".wasm"))) {
+    out[`${f} (bytes)`] = readFileSync(join(dir, f)).length;
+    out[`${f} (gzip -9)`] = gz(dir, f);
+  }
+  const entries = entryFiles(JSON.parse(readFileSync(join(dir, "package.json"), "utf8")), "node");
+  for (const e of entries) out[`JS that ${e} loads (it and its imports, gzip -9)`] = sum(loaded(dir, e));
+  out["all JS in the package (gzip -9)"] = sum(files.filter((f) => f.endsWith(".js")));
+  return out;
 }
 
 /** One bench in one runtime against one package: its JSON, or null where the bench does not run there. */
@@ -260,7 +272,10 @@ if (flags.before) {
   const [b, a] = [sizes(beforeDir), sizes(afterDir)];
   console.log(`\n### package size\n\nbefore: ${beforeDir}\nafter: ${afterDir}\n`);
   console.log("| | before | after | change |\n|---|---:|---:|---:|");
-  for (const k of Object.keys(a)) console.log(`| ${k} | ${b[k]} | ${a[k]} | ${a[k] - b[k] >= 0 ? "+" : "−"}${Math.abs(a[k] - b[k])} B (${change(b[k], a[k])}) |`);
+  for (const k of new Set([...Object.keys(b), ...Object.keys(a)])) {
+    const diff = k in a && k in b ? `${a[k] - b[k] >= 0 ? "+" : "−"}${Math.abs(a[k] - b[k])} B (${change(b[k], a[k])})` : "–";
+    console.log(`| ${k} | ${b[k] ?? "–"} | ${a[k] ?? "–"} | ${diff} |`);
+  }
 }
 
 for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".bench.mjs")).sort()) {

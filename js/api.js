@@ -15,10 +15,10 @@ export {
 export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
 export { relay } from "./relay.js";
 export * from "./stall.js";
-export * from "./pipeline.js";
-export { LatencySketch } from "./sketch.js";
-export * from "./derive.js";
-export * from "./prom.js";
-export * from "./tail.js";
-export * from "./simulate.js";
-export * from "./little.js";
+export { plan, Plan, isSkipped } from "./plan.js";
+export { retry, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
+export { hedge } from "./hedge.js";
+export { RetryBudget } from "./budget.js";
+export { toHeaders, encodeHeader, parseHeader, deadlineHeaders } from "./headers.js";
+export { platformCaps } from "./caps.js";
+export { deadlineFromHeaders, platformDeadline } from "./deadline.js";

@@ -6,46 +6,44 @@
 //
 // # Roots and the wake-ups derived from them
 // `Deadline.in`/`at` (and the header and platform constructors) make a root;
-// `reserve` and `min` derive from one. Every deadline derived from a root, and
-// every timer that `watch` arms for a root or a derivation (plan steps, retry
-// and hedge attempts, stall timers), waits in the root's wake-up queue
-// (js/timers.js): in workerd that queue has one host timer of the request
-// that armed it first, which is the only timer the whole family holds.
+// `reserve` and `min` derive from one. A deadline's signal is the signal of
+// its child (js/timers.js `child`), and everything that hangs from a deadline
+// (plan steps, retry and hedge attempts, stall timers: `child([deadline], …)`)
+// joins that child's list and the root's wake-up queue: in workerd that queue
+// has one host timer of the request that armed it first, which is the only
+// timer the whole family holds.
 //
 // # Invariants
 // 1. `at` never changes; derived deadlines (`reserve`, `min`) are new objects
 //    sharing their root's queue and parents.
-// 2. A deadline owns at most one AbortController and at most one pending
-//    wake-up in its root's queue, created lazily by the first `signal()`;
-//    every later `signal()` returns the same AbortSignal.
-// 3. The signal never aborts for time before `performance.now() >= at`:
-//    host timers are armed rounded up (js/timers.js `timerMs`), and a wake
-//    before the instant re-arms instead of firing. Deadlines past the
-//    2^31−1 ms host-timer limit are re-armed in slices, never truncated.
+// 2. A deadline owns at most one child (one AbortController, at most one
+//    pending wake-up in its root's queue), created lazily by the first
+//    `signal()`; every later `signal()` returns the same AbortSignal.
+// 3. The signal never aborts for time before `now() >= at` (js/timers.js
+//    `clock`): the queue's invariant 3.
 // 4. When a parent signal aborts, the deadline's signal aborts with the
-//    parent's `reason`. Whichever fires first, the wake-up is cancelled and
-//    the deadline leaves its parents' links in the same turn. A parent signal
-//    has one listener however many deadlines link to it (`ParentLink`),
-//    removed by the end of the turn in which its last deadline left.
+//    parent's `reason`, in the same turn, then its children: the child's
+//    invariants 3 and 4 (one listener per parent signal, shared).
 // 5. After `dispose()` nothing of the deadline is pending: no wake-up, no
-//    link membership, no watcher (and, by the end of the turn, no listener
-//    on a parent no other deadline links to). The deadline holds no Wasm
-//    memory at any time (it is two numbers and some JS objects).
-// 6. Timers never keep a Node or Deno process alive, `watch` timers included
-//    (whoever awaits the work they bound keeps it alive: js/keepalive.js).
+//    link, no child told (and, by the end of the turn, no listener on a
+//    parent no other child links to). The deadline holds no Wasm memory at
+//    any time (it is two numbers and some JS objects).
+// 6. Timers never keep a Node or Deno process alive (whoever awaits the work
+//    they bound keeps it alive: js/keepalive.js).
 // 7. workerd: a signal asked for after its instant has passed is aborted by
 //    then, even if the timer that should have fired died with an earlier
 //    request (a deadline kept across requests: see README "Timers").
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded } from "./errors.js";
+import { CODES, DEADLINE_BRAND, DeadlineExceeded, argumentError } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { IS_WORKERD, Wakeup, sharedQueue, turnQueue } from "./timers.js";
-import { describe, isAbortSignal, number } from "./validate.js";
-import * as propagation from "./propagation.js";
-
-const now = () => performance.now();
+import { IS_WORKERD, NODE, child, now, sharedQueue, turnQueue } from "./timers.js";
+import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
+// @ts-expect-error internal: not in the public caps.d.ts
+import { readPlatformCaps } from "./caps.js";
+// @ts-expect-error internal: not in the public headers.d.ts
+import { readDeadlineHeaders } from "./headers.js";
 
 // `Deadline.in(ms, request.signal)` is what people write first: an AbortSignal
 // in the options' place is the parent, never an object whose missing `signal`
@@ -54,74 +52,22 @@ function parentsFrom(options, where) {
   if (options === undefined) return EMPTY;
   if (isAbortSignal(options)) return [options];
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`'options' of ${where} must be an object like { signal } or an AbortSignal: current value is ${describe(options)}`);
+    throw typeError("options", "an object like { signal } or an AbortSignal", options, where);
   }
   const { signal } = options;
   if (signal === undefined) return EMPTY;
-  if (!isAbortSignal(signal)) {
-    throw new TypeError(`'options.signal' of ${where} must be an AbortSignal: current value is ${describe(signal)}`);
-  }
+  if (!isAbortSignal(signal)) throw typeError("options.signal", "an AbortSignal", signal, where);
   return [signal];
 }
 
 /** @type {readonly AbortSignal[]} */
 const EMPTY = Object.freeze([]);
 const TOKEN = Symbol("Deadline constructor");
-const PARENT_ABORTED = Symbol("parent aborted");
-const WATCH = Symbol("watch");
-const WAKE = Symbol("wake");
 
-/**
- * The one "abort" listener on a parent signal, shared by every deadline
- * linked to it. Removal is deferred to the end of the turn, so a deadline
- * made and disposed per call in a loop adds one listener per turn, not one
- * per deadline.
- */
-class ParentLink {
-  constructor(signal) {
-    this.signal = signal;
-    this.members = new Set();
-    this.listening = false;
-    this.sweeping = false;
-    this.onAbort = () => {
-      const members = [...this.members];
-      this.members.clear();
-      this.unlisten();
-      for (const d of members) d[PARENT_ABORTED](signal.reason);
-    };
-    this.sweep = () => {
-      this.sweeping = false;
-      if (this.members.size === 0) this.unlisten();
-    };
-  }
-
-  static join(signal, d) {
-    let link = links.get(signal);
-    if (link === undefined) links.set(signal, (link = new ParentLink(signal)));
-    link.members.add(d);
-    if (!link.listening) {
-      link.listening = true;
-      signal.addEventListener("abort", link.onAbort);
-    }
-  }
-
-  static leave(signal, d) {
-    const link = links.get(signal);
-    if (link === undefined || !link.members.delete(d) || link.members.size || link.sweeping) return;
-    link.sweeping = true;
-    queueMicrotask(link.sweep);
-  }
-
-  unlisten() {
-    if (!this.listening) return;
-    this.listening = false;
-    this.signal.removeEventListener("abort", this.onAbort);
-    links.delete(this.signal);
-  }
+/** A deadline's child reached the instant: it aborts with `DeadlineExceeded` (no closure per deadline). */
+function expire(node) {
+  node.abort(new DeadlineExceeded(node.at, now() - node.at));
 }
-
-/** AbortSignal → its ParentLink; weak, so a parent nobody holds is collected with its link. */
-const links = new WeakMap();
 
 export class Deadline {
   #at;
@@ -129,19 +75,15 @@ export class Deadline {
   /** @type {Deadline} */
   #root;
   #queue = null; // the root's only: the wake-up queue of the whole family
-  /** @type {AbortController | null} */
-  #controller = null;
-  /** @type {DeadlineWakeup | null} */
-  #wakeup = null;
-  /** @type {Watch | null} */
-  #watchers = null; // the first Watch of a doubly-linked list: told when the signal aborts
-  #linked = false;
-  #aborted = false; // the signal has aborted (read without the AbortSignal accessor)
+  /** @type {import("./timers.js").Child | null} */
+  #node = null; // the deadline's child (js/timers.js), made by the first signal()
   #disposed = false;
 
-  /** @private Use `Deadline.in`, `Deadline.at` or a derivation. */
+  /** Internal (the token refuses other callers): use `Deadline.in`, `Deadline.at` or a derivation. */
   constructor(token, at, parents, root) {
-    if (token !== TOKEN) throw new TypeError("use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
+    if (token !== TOKEN) {
+      throw argumentError("type", CODES.NOT_CONSTRUCTIBLE, undefined, "use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
+    }
     this.#at = at;
     this.#parents = parents;
     this.#root = root ?? this;
@@ -165,37 +107,48 @@ export class Deadline {
    * The deadline a request's propagation headers ask for (`grpc-timeout`,
    * `connect-timeout-ms`, `x-envoy-expected-rq-timeout-ms`,
    * `edge-deadline-remaining-ms`), less `transitMs`, never later than `maxMs`
-   * from now. See js/propagation.js.
+   * from now. See `deadlineFromHeaders` and js/headers.js.
    */
   static fromHeaders(headers, options) {
-    return propagation.fromHeaders(headers, options);
+    return deadlineFromHeaders(headers, options).deadline;
   }
 
   /**
    * `now + min(every cap in front: the platform's, the product's) − fallbackReserveMs`.
-   * See js/propagation.js and src/core/caps.rs.
+   * See `platformDeadline`, js/caps.js and src/core/caps.rs.
    */
   static forPlatform(options) {
-    return propagation.forPlatform(options);
+    return platformDeadline(options).deadline;
   }
 
-  /** The earliest of the given deadlines; the result links every parent signal. */
+  /**
+   * The earliest of the given deadlines; the result links every parent signal.
+   * A Deadline of another copy of the package counts too: its signal is then
+   * the parent (its family's queue is that copy's).
+   */
   static min(...deadlines) {
-    if (deadlines.length === 0) throw new TypeError("Deadline.min needs at least one Deadline");
-    let best = deadlines[0];
+    if (deadlines.length === 0) {
+      throw argumentError("type", CODES.INVALID_TYPE, "deadlines", "Deadline.min needs at least one Deadline");
+    }
+    /** @type {any} */
+    let best;
+    let bestAt = Infinity;
+    const parents = new Set();
     deadlines.forEach((d, i) => {
-      if (!(d instanceof Deadline)) {
-        throw new TypeError(`argument ${i} of Deadline.min must be a Deadline: current value is ${describe(d)}`);
-      }
-      if (d.#at < best.#at) best = d;
+      checkDeadline(`deadlines[${i}]`, d, "Deadline.min");
+      const own = #at in d;
+      const at = own ? d.#at : d.at;
+      if (best === undefined || at < bestAt) (best = d), (bestAt = at);
+      if (own) for (const p of d.#parents) parents.add(p);
+      else parents.add(d.signal());
     });
-    const parents = [...new Set(deadlines.flatMap((d) => d.#parents))];
-    return new Deadline(TOKEN, best.#at, parents.length ? parents : EMPTY, best.#root);
+    const root = #at in best ? best.#root : undefined;
+    return new Deadline(TOKEN, bestAt, parents.size ? [...parents] : EMPTY, root);
   }
 
   /** The earlier of this deadline and `other`. */
   min(other) {
-    return Deadline.min(this, other);
+    return Deadline.min(this, checkDeadline("other", other, "min"));
   }
 
   /** The instant, in ms on the `performance.now()` timeline. */
@@ -242,9 +195,7 @@ export class Deadline {
 
   async #step(minMs, run) {
     number("minMs", minMs);
-    if (typeof run !== "function") {
-      throw new TypeError(`'run' of step must be a function (signal, budgetMs) => Promise: current value is ${describe(run)}`);
-    }
+    fn("run", run, "a function (signal, budgetMs) => Promise");
     this.#throwIfParentAborted();
     const budgetMs = core.admit(this.#at, now(), minMs);
     return run(this.signal(), budgetMs);
@@ -257,28 +208,27 @@ export class Deadline {
 
   /** The deadline's AbortSignal: one per deadline, one wake-up behind it. */
   signal() {
-    const controller = this.#controller;
-    if (controller !== null) {
+    const node = this.#node;
+    if (node !== null) {
       // Invariant 7: a wake-up still pending after its instant may have died with another request.
-      if (IS_WORKERD && this.#wakeup !== null && this.#at <= now()) this.#expire();
-      return controller.signal;
+      if (IS_WORKERD && node.index >= 0 && this.#at <= now()) expire(node);
+      return node.signal;
     }
     if (this.#disposed) throw new Error("this deadline was disposed; create a new one (or call signal() before dispose)");
-    this.#controller = new AbortController();
-    const parents = this.#parents;
-    for (let i = 0; i < parents.length; i++) {
-      if (parents[i].aborted) {
-        this.#aborted = true;
-        this.#controller.abort(parents[i].reason);
-        return this.#controller.signal;
-      }
-    }
-    if (parents.length) {
-      this.#linked = true;
-      for (let i = 0; i < parents.length; i++) ParentLink.join(parents[i], this);
-    }
-    this.#arm();
-    return this.#controller.signal;
+    return this[NODE]().signal;
+  }
+
+  /** Internal: the deadline's child (js/timers.js `child`): what derived work hangs from. */
+  [NODE]() {
+    let node = this.#node;
+    if (node !== null) return node;
+    // Timer arithmetic stays in JS: this runs on every fresh signal(), where a
+    // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
+    const at = this.#at;
+    const passed = at <= now();
+    node = this.#node = child(this.#parents, passed ? Infinity : at, { queue: this.#queueOf(), onTime: expire });
+    if (passed) node.abort(new DeadlineExceeded(at, now() - at));
+    return node;
   }
 
   /** The root's queue, chosen when the family first arms (js/timers.js `turnQueue`). */
@@ -288,93 +238,10 @@ export class Deadline {
     return root.#queue ?? (root.#queue = turnQueue());
   }
 
-  // Timer arithmetic stays in JS: this runs on every fresh signal(), where a
-  // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
-  #arm() {
-    if (this.#at <= now()) return this.#expire();
-    this.#queueOf().schedule((this.#wakeup = new DeadlineWakeup(this.#at, this)));
-  }
-
-  [WAKE]() {
-    this.#wakeup = null;
-    this.#expire();
-  }
-
-  #expire() {
-    this.#settle(new DeadlineExceeded(this.#at, now() - this.#at));
-  }
-
-  [PARENT_ABORTED](reason) {
-    this.#settle(reason);
-  }
-
-  /** Aborts the signal (once), releases the wake-up and links, then tells the watchers. */
-  #settle(reason) {
-    this.#release();
-    if (this.#aborted) return;
-    this.#aborted = true;
-    /** @type {AbortController} */ (this.#controller).abort(reason); // only an armed deadline settles
-    let w = this.#dropWatchers();
-    while (w !== null) {
-      const next = w.next;
-      w.next = null;
-      unwatch(w);
-      w.onAbort();
-      w = next;
-    }
-  }
-
-  /** Empties the watcher list; returns its head, every member already ownerless. */
-  #dropWatchers() {
-    const head = this.#watchers;
-    this.#watchers = null;
-    for (let w = head; w !== null; w = w.next) w.owner = w.prev = null;
-    return head;
-  }
-
-  #release() {
-    const wakeup = this.#wakeup;
-    if (wakeup !== null) {
-      wakeup.queue?.cancel(wakeup);
-      this.#wakeup = null;
-    }
-    if (this.#linked) {
-      this.#linked = false;
-      const parents = this.#parents;
-      for (let i = 0; i < parents.length; i++) ParentLink.leave(parents[i], this);
-    }
-  }
-
-  /** @private See `watch`. */
-  [WATCH](at, onTime, onAbort) {
-    const w = new Watch(at, onTime, onAbort);
-    if (onAbort !== undefined && (this.#controller !== null || this.signal()) && !this.#aborted) {
-      const head = this.#watchers;
-      w.owner = this;
-      w.next = head;
-      if (head !== null) head.prev = w;
-      this.#watchers = w;
-    }
-    this.#queueOf().schedule(w);
-    return w;
-  }
-
-  /** Internal (Watch#fire, unwatch): takes `w` off its owner's watcher list. */
-  static unwatch(w) {
-    const owner = w.owner;
-    if (owner === null) return;
-    w.owner = null;
-    if (w.prev !== null) w.prev.next = w.next;
-    else owner.#watchers = w.next;
-    if (w.next !== null) w.next.prev = w.prev;
-    w.prev = w.next = null;
-  }
-
   /** Clears the wake-up and parent links. The signal, if any, stays as it is. */
   dispose() {
     this.#disposed = true;
-    for (let w = this.#dropWatchers(), next; w !== null; w = next) (next = w.next), (w.next = null);
-    this.#release();
+    if (this.#node !== null) this.#node.dispose();
   }
 
   /** Readable in logs: `Deadline(in 812.3 ms)`. */
@@ -384,77 +251,58 @@ export class Deadline {
   }
 }
 
+// The brand: "is this a Deadline" across copies of the package (js/errors.js `isDeadline`).
+Object.defineProperty(Deadline.prototype, DEADLINE_BRAND, { value: true });
+
 if (typeof Symbol.dispose === "symbol") {
   Deadline.prototype[Symbol.dispose] = Deadline.prototype.dispose;
 }
 
-/** A deadline's own wake-up in its root's queue. */
-class DeadlineWakeup extends Wakeup {
-  constructor(at, deadline) {
-    super(at);
-    this.deadline = deadline;
-  }
-
-  fire() {
-    this.deadline[WAKE]();
-  }
-}
-
-/** A timer armed by `watch`: an entry of the root's queue (the process's shared one outside workerd). */
-class Watch extends Wakeup {
-  constructor(at, onTime, onAbort) {
-    super(at);
-    this.onTime = onTime;
-    this.onAbort = onAbort;
-    this.owner = null; // the deadline whose watcher list holds it
-    this.prev = null;
-    this.next = null;
-  }
-
-  fire() {
-    Deadline.unwatch(this);
-    this.onTime();
-  }
-}
-
 /**
- * For the modules that arm timers for a deadline (plan steps, retry and hedge
- * attempts, stall timers): calls `onTime()` once `performance.now() >= at`,
- * or `onAbort()` when `deadline`'s signal aborts, whichever comes first, and
- * never both. The timer is an entry of the root's queue: in workerd that
- * queue's one host timer is all a request holds however many it arms from
- * one deadline; elsewhere it is the process's shared, unref'd timer.
- * Returns a handle for `unwatch`. `deadline.signal()` must have been called.
- * @param {Deadline} deadline
- * @param {number} at instant on the `performance.now()` timeline
+ * Transitional, for the modules that still arm their own timers per deadline
+ * (plan.js, retry.js): `onTime()` once `now() >= at`, or `onAbort()` when the
+ * deadline's signal aborts, whichever comes first, never both; `unwatch` to
+ * cancel. New code uses js/timers.js `child` directly.
+ * @param {Deadline} deadline `deadline.signal()` must have been called
+ * @param {number} at
  * @param {() => void} onTime
  * @param {() => void} [onAbort]
  */
 export function watch(deadline, at, onTime, onAbort) {
-  return deadline[WATCH](at, onTime, onAbort);
-}
-
-/**
- * A one-shot timer calling `fn` after `delayMs`, for code that may or may not
- * have a deadline (stall detection): in workerd, with a deadline, on that
- * deadline's root queue (so it holds no timeout of its own); otherwise a host
- * `setTimeout`, as callers had. Cancel with `clearWake`.
- */
-export function setWake(deadline, delayMs, fn) {
-  return IS_WORKERD && deadline !== undefined ? watch(deadline, now() + delayMs, fn) : setTimeout(fn, delayMs);
-}
-
-/** Cancels a `setWake` timer (a no-op once it fired or was cancelled). */
-export function clearWake(handle) {
-  if (handle instanceof Watch) unwatch(handle);
-  else clearTimeout(handle);
+  const home = deadline[NODE]().home;
+  return child(onAbort === undefined ? EMPTY : [deadline], at, {
+    queue: home,
+    onTime: (c) => {
+      c.dispose();
+      onTime();
+    },
+    onAbort: onAbort && (() => onAbort()),
+  });
 }
 
 /** Cancels a `watch` (a no-op once it fired or was cancelled). */
 export function unwatch(w) {
-  if (w === undefined) return;
-  Deadline.unwatch(w);
-  if (w.queue !== null) w.queue.cancel(w);
+  if (w !== undefined) w.dispose();
+}
+
+/**
+ * The deadline of `Deadline.fromHeaders`, with what set it:
+ * `{ deadline, source, rejected }` (js/headers.js `readDeadlineHeaders`).
+ * @param {Headers | Record<string, string | string[] | undefined>} headers
+ * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
+ */
+export function deadlineFromHeaders(headers, options) {
+  const { at, signal, ...found } = readDeadlineHeaders(headers, options);
+  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
+}
+
+/**
+ * The deadline of `Deadline.forPlatform`, with the cap that bound it:
+ * `{ deadline, bound, cpuMs, sources }` (js/caps.js `readPlatformCaps`).
+ */
+export function platformDeadline(options) {
+  const { at, signal, ...found } = readPlatformCaps(options);
+  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
 }
 
 /** The launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */

@@ -12,6 +12,20 @@
 // The Wasm core creates errors through the factory functions at the bottom
 // (imported by the wasm-bindgen glue as `./errors.js`), so the core and the JS
 // API throw instances of the very same classes.
+//
+// This module imports nothing: every other module (and the glue) imports it,
+// so it holds all the error classes and every brand guard, the Deadline's
+// included (`isDeadline`).
+//
+// # One wording per message
+// `DeadlineExceeded` and `InsufficientBudget` are made here, on hot paths (a
+// deadline's timer, a refused step) where the message must not cost a Wasm
+// call, and by the core (`DeadlineError` in src/core/deadline.rs, whose
+// `Display` the Rust API shows). The sentences below are the core's `Display`
+// word for word, numbers formatted alike (`ms` here, `Ms` there); the
+// deadline and errors cases check that an error the core raised and one built
+// here with the same numbers have the same message. A core error of another
+// kind keeps the core's message as it is.
 
 const BRAND = "edgeDeadlineError";
 
@@ -20,7 +34,11 @@ export function brand(error, name) {
   error[BRAND] = name;
 }
 
-/** Milliseconds for a message: whole, or to 0.1 ms (the exact value stays on the error's fields). */
+/**
+ * Milliseconds for a message: whole, or to 0.1 ms (the exact value stays on
+ * the error's fields). The core's `Ms` (src/core/deadline.rs) formats alike,
+ * exact ties (x.25) rounded up as `toFixed` does.
+ */
 export function ms(n) {
   return Number.isInteger(n) ? String(n) : n.toFixed(1);
 }
@@ -122,6 +140,56 @@ export function isInvalidHeader(e) {
   return e != null && e[BRAND] === "InvalidHeader";
 }
 
+/** The stream went quiet: no progress chunk within the limit of its phase (js/stall.js). */
+export class StreamStalled extends Error {
+  /**
+   * @param {"first-byte" | "first-chunk" | "stall"} phase which limit expired
+   * @param {number} afterMs the silence observed (≥ the limit)
+   * @param {number} chunks chunks received before the stall
+   * @param {number} bytes bytes received before the stall
+   */
+  constructor(phase, afterMs, chunks, bytes, options) {
+    super(
+      phase === "first-byte"
+        ? `stream stalled: no response headers after ${ms(afterMs)} ms`
+        : phase === "first-chunk"
+          ? `stream stalled: no first chunk after ${ms(afterMs)} ms`
+          : `stream stalled: no progress for ${ms(afterMs)} ms after ${chunks} chunks (${bytes} bytes)`,
+      options,
+    );
+    brand(this, "StreamStalled");
+    this.phase = phase;
+    this.afterMs = afterMs;
+    this.chunks = chunks;
+    this.bytes = bytes;
+  }
+}
+
+/** @returns {e is StreamStalled} brand check: works across package copies and workerd's clones */
+export function isStreamStalled(e) {
+  return e != null && e[BRAND] === "StreamStalled";
+}
+
+// ─── The Deadline's brand ────────────────────────────────────────────────────
+//
+// Checking "is this a Deadline" with `instanceof` would refuse a deadline made
+// by a second copy of the package (a bundle and a library each with their
+// own), and would make every module that checks import the class. A Deadline
+// carries this registered symbol on its prototype instead: the same symbol in
+// every copy and realm, never enumerated, never cloned (a Deadline is not
+// sent anywhere).
+
+/** Set to `true` on `Deadline.prototype` (js/deadline.js). */
+export const DEADLINE_BRAND = Symbol.for("edge-deadline.Deadline");
+
+/**
+ * Whether `value` is a Deadline of this or any other copy of the package.
+ * @returns {value is import("./deadline.js").Deadline}
+ */
+export function isDeadline(value) {
+  return value != null && typeof value === "object" && value[DEADLINE_BRAND] === true;
+}
+
 /** The package's errors that mean "time ran out" (see `isTimeout`). */
 const TIMEOUTS = new Set(["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "StreamStalled"]);
 
@@ -168,6 +236,16 @@ export const CODES = Object.freeze({
   INVALID_TYPE: "INVALID_TYPE",
   /** A callback returned something it must not (a Promise from a synchronous hook, an unknown word). */
   INVALID_RETURN: "INVALID_RETURN",
+  /** A number that must be whole (a count) has a fraction; the core's range codes cover the rest. */
+  NOT_WHOLE: "NOT_WHOLE",
+  /** A value outside its range, checked here because the core never sees it (an attempt count past 2^32 − 1). */
+  TOO_LARGE: "TOO_LARGE",
+  /** A negative value checked here (same reason); the core's code for the same fault is the same word. */
+  NEGATIVE: "NEGATIVE",
+  /** NaN or ±∞ checked here; the core's code for the same fault is the same word. */
+  NOT_FINITE: "NOT_FINITE",
+  /** A class the package constructs itself was called with `new` (use its factory). */
+  NOT_CONSTRUCTIBLE: "NOT_CONSTRUCTIBLE",
   /** A string that is not one of the accepted words (a platform, a header name). */
   UNKNOWN_VALUE: "UNKNOWN_VALUE",
   /** An options object without a choice it needs (the middleware's bound: `budgetMs`, `platform` or `caps`). */
@@ -196,8 +274,15 @@ export function argumentError(kind, code, param, message) {
 
 // The factory the Wasm core calls (src/wasm/mod.rs, `to_js`). Not re-exported by the API.
 export function coreError(kind, code, param, message, fields) {
-  if (kind === "deadline") return new DeadlineExceeded(fields.at, fields.lateByMs);
-  if (kind === "insufficient") return new InsufficientBudget(fields.remainingMs, fields.minMs);
+  if (kind === "deadline") return withMessage(new DeadlineExceeded(fields.at, fields.lateByMs), message);
+  if (kind === "insufficient") return withMessage(new InsufficientBudget(fields.remainingMs, fields.minMs), message);
   const error = argumentError(kind, code, param ?? undefined, message);
   return Object.assign(error, fields);
+}
+
+// The core's words, kept on the error it raised: the same as the class's own
+// for the same numbers (see "One wording per message"), which the cases check.
+function withMessage(error, message) {
+  if (error.message !== message) Object.defineProperty(error, "message", { value: message, configurable: true, writable: true });
+  return error;
 }

@@ -33,8 +33,9 @@
 // the first request; the error says so otherwise.
 
 import { runWithDeadline } from "./context.js";
+import { deadlineFromHeaders, platformDeadline } from "./deadline.js";
 import { argumentError, CODES } from "./errors.js";
-import { deadlineHeaders, deadlineFromHeaders, platformDeadline } from "./propagation.js";
+import { deadlineHeaders } from "./headers.js";
 import { metric } from "./servertiming.js";
 import * as check from "./validate.js";
 

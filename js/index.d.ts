@@ -8,13 +8,15 @@
 import type {} from "./edge_deadline.js";
 
 /**
- * Loads the WebAssembly core. Safe to call more than once; concurrent calls
- * share one instantiation. Every other API throws until it has resolved.
+ * Loads the WebAssembly core. Optional in Workers, Deno and Node: there the
+ * first API call loads the `.wasm` that ships with the package, synchronously.
+ * Browsers and bundled pages call it once before anything else (every other
+ * API throws until it has resolved). Safe to call more than once; concurrent
+ * calls share one instantiation.
  *
- * - Workers: `import wasm from "edge-deadline/edge_deadline_bg.wasm"; await init(wasm)`
- *   (or just `await init()`: the `workerd` entry imports it for you).
- * - Node: `await init()` reads the file next to the module.
- * - Browsers, Deno: `await init()` fetches it (Deno needs `--allow-read`).
+ * - Browsers: `await init()` fetches the `.wasm` next to the module (or pass its URL, a Response or bytes).
+ * - Workers: the `workerd` entry imports the `.wasm` as a module; `init(wasm)` takes another one.
+ * - Node: the `node` entry reads the file next to the module; Deno: the `deno` entry imports it (no `--allow-read`).
  *
  * @throws {TypeError} when `source` is none of the accepted kinds
  */
@@ -45,14 +47,14 @@ export class Deadline implements Disposable {
    * ignored (the other headers or `maxMs` apply) unless `invalid: "throw"`.
    * @throws {TypeError} | {RangeError} bad options; {InvalidHeader} a malformed header with `invalid: "throw"`
    */
-  static fromHeaders(headers: import("./pipeline.js").HeadersLike, options: import("./pipeline.js").FromHeadersOptions): Deadline;
+  static fromHeaders(headers: import("./headers.js").HeadersLike, options: import("./headers.js").FromHeadersOptions): Deadline;
   /**
    * `now + min(every cap in front: the platform's wall-clock caps, productMs) − fallbackReserveMs`.
    * CPU caps are not deadlines (see `platformDeadline`'s `cpuMs`). A reserve at or above the smallest cap
    * gives an expired deadline: work is refused at run time and the fallback answers.
    * @throws {TypeError} | {RangeError} unknown platform/plan/trigger, a cap of 0, NaN or negative figures
    */
-  static forPlatform(options: import("./pipeline.js").ForPlatformOptions): Deadline;
+  static forPlatform(options: import("./caps.js").ForPlatformOptions): Deadline;
   /** The earliest of the deadlines; its signal links every parent of every argument. */
   static min(...deadlines: [Deadline, ...Deadline[]]): Deadline;
   /** The earlier of this and `other`. */
@@ -154,10 +156,9 @@ export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: n
 export * from "./context.js";
 export * from "./relay.js";
 export * from "./stall.js";
-export * from "./pipeline.js";
-export * from "./sketch.js";
-export * from "./derive.js";
-export * from "./prom.js";
-export * from "./tail.js";
-export * from "./simulate.js";
-export * from "./little.js";
+export * from "./plan.js";
+export * from "./retry.js";
+export * from "./budget.js";
+export * from "./hedge.js";
+export * from "./headers.js";
+export * from "./caps.js";

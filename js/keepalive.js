@@ -23,6 +23,8 @@
 // 2. Each awaited promise takes at most one hold, and releases it in the turn
 //    it settles.
 // 3. A promise that nobody awaits never takes a hold.
+// 4. Other holders (a stream wrapper waiting on its source: js/stall.js) call
+//    `hold()` and `releaseHold()` in pairs.
 
 import { MAX_TIMER_MS } from "./timers.js";
 
@@ -81,3 +83,9 @@ export const awaited = PROCESS_HOST ? (promise) => Awaited.resolve(promise) : (p
 
 /** `new Promise(executor)`, as one that keeps the process alive while someone awaits it. */
 export const pending = PROCESS_HOST ? (executor) => new Awaited(executor) : (executor) => new Promise(executor);
+
+/** Takes a hold: the process stays alive until the matching `releaseHold()` (a no-op outside Node and Deno). */
+export const hold = PROCESS_HOST ? take : noop;
+
+/** Releases a hold taken with `hold()`. */
+export const releaseHold = PROCESS_HOST ? release : noop;

@@ -24,9 +24,9 @@
 // 4. `.param` of a bad argument names it as the caller wrote it
 //    (`options.ratePerSec`, `options.limit`, `fn`).
 
-import * as core from "./edge_deadline.js";
+import * as core from "./edge_deadline_derive.js";
 import { brand } from "./errors.js";
-import { isReady, notReady } from "./load.js";
+import { isReady, notReady } from "./derive-load.js";
 import { number, obj, typeError } from "./validate.js";
 
 /** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */

@@ -1,9 +1,9 @@
 // Pipeline plans: one deadline split between named steps, the tail protected.
 // Every cap and admission is the Wasm core's decision (src/core/plan.rs: see
 // its module doc for the arithmetic and the hand-off margin); this file owns
-// what only the host can do: the clock, one AbortController and one wake-up
-// per running step (js/deadline.js `watch`: on the deadline's root queue, told
-// when the deadline's signal aborts), and the trace.
+// what only the host can do: the clock, one cancellation node per running
+// step (js/timers.js `child`: a child of the deadline, woken at the cap on the
+// deadline's root queue), and the trace.
 //
 // # Invariants
 // 1. A step that is refused (optional: skipped; mandatory or fallback:
@@ -18,8 +18,8 @@
 //    the instant (a fallback's, or a step given everything left) aborts with
 //    `DeadlineExceeded` (outcome "deadline").
 // 3. When `p.run` settles, its wake-up is cancelled; between runs a plan
-//    holds no timer, no listener and no Wasm memory (the core's numbers are
-//    copied out once).
+//    holds no timer, no listener and no Wasm memory (the validated steps
+//    come out of the core once, as data: `StepInfo`).
 // 4. Every `p.run`, started or not, appends exactly one trace record and
 //    calls `onStep` with it before the returned promise settles. The promise
 //    settles with the step's own result whatever `onStep` does: an error
@@ -38,17 +38,13 @@
 //    disposes it when the request ends.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded } from "./errors.js";
+import { argumentError, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { metric } from "./servertiming.js";
-import { unwatch, watch } from "./deadline.js";
+import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
-const now = () => performance.now();
-
-// Answers of core.planDecide (src/wasm/pipeline.rs).
-const SKIP = -1;
 const TOKEN = Symbol("Plan constructor");
 
 /**
@@ -60,28 +56,22 @@ const TOKEN = Symbol("Plan constructor");
 export function plan(deadline, steps, options) {
   if (!isReady()) notReady("plan");
   check.deadline("deadline", deadline);
-  if (!Array.isArray(steps)) throw new TypeError(`'steps' must be an array of steps: current value is ${check.describe(steps)}`);
+  if (!Array.isArray(steps)) throw check.typeError("steps", "an array of steps", steps);
   const { onStep, onStepError, marginMs } = check.obj("options", options, "an object like { onStep, onStepError, marginMs }", true);
   if (onStep !== undefined) check.fn("options.onStep", onStep);
   if (onStepError !== undefined) check.fn("options.onStepError", onStepError);
   check.optNumber("options.marginMs", marginMs);
-  const n = steps.length;
-  const names = new Array(n);
-  const kinds = new Array(n);
-  const mins = new Float64Array(n);
-  const preferreds = new Float64Array(n);
-  const reserves = new Float64Array(n);
-  const given = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
+  // Types here (Wasm cannot see them); every range, name and kind rule is the core's.
+  for (let i = 0; i < steps.length; i++) {
     const s = check.obj(`steps[${i}]`, steps[i], "an object like { name, minMs, kind }");
-    names[i] = check.str(`steps[${i}].name`, s.name);
-    kinds[i] = check.str(`steps[${i}].kind`, s.kind, `one of "mandatory", "optional", "fallback"`);
-    mins[i] = check.number(`steps[${i}].minMs`, s.minMs);
-    if (s.preferredMs !== undefined) (preferreds[i] = check.number(`steps[${i}].preferredMs`, s.preferredMs)), (given[i] |= 1);
-    if (s.reserveMs !== undefined) (reserves[i] = check.number(`steps[${i}].reserveMs`, s.reserveMs)), (given[i] |= 2);
+    check.str(`steps[${i}].name`, s.name);
+    check.str(`steps[${i}].kind`, s.kind, `one of "mandatory", "optional", "fallback"`);
+    check.number(`steps[${i}].minMs`, s.minMs);
+    check.optNumber(`steps[${i}].preferredMs`, s.preferredMs);
+    check.optNumber(`steps[${i}].reserveMs`, s.reserveMs);
   }
-  const numbers = core.planNew(deadline.at, now(), names, kinds, mins, preferreds, reserves, given, marginMs);
-  return new Plan(TOKEN, deadline, names, numbers, onStep, onStepError);
+  const info = core.planNew(deadline.at, now(), steps, marginMs);
+  return new Plan(TOKEN, deadline, info.steps, onStep, onStepError);
 }
 
 /**
@@ -107,22 +97,23 @@ export function isSkipped(value) {
 export class Plan {
   #deadline;
   #at;
-  #names;
+  /** The validated steps (`StepInfo` from core.planNew), in declaration order. */
+  #steps;
+  /** Per step: whether it is a fallback (the one kind distinction admission makes). */
+  #fallback;
   #index = new Map();
-  /** Four numbers per step from core.planNew: kind, minMs, preferredMs | NaN, heldAfterMs. */
-  #numbers;
   #onStep;
   #onStepError;
   #records = [];
 
-  /** Internal (the token refuses other callers): use `plan(deadline, steps, options)`. */
-  constructor(token, deadline, names, numbers, onStep, onStepError) {
+  /** @private Use `plan(deadline, steps, options)`. */
+  constructor(token, deadline, steps, onStep, onStepError) {
     if (token !== TOKEN) throw new TypeError("use plan(deadline, steps, options) to create a plan");
     this.#deadline = deadline;
     this.#at = deadline.at;
-    this.#names = names;
-    names.forEach((name, i) => this.#index.set(name, i));
-    this.#numbers = numbers;
+    this.#steps = steps;
+    this.#fallback = steps.map((s) => s.kind === "fallback");
+    steps.forEach((s, i) => this.#index.set(s.name, i));
     this.#onStep = onStep;
     this.#onStepError = onStepError;
   }
@@ -145,54 +136,51 @@ export class Plan {
     const i = this.#index.get(name);
     if (i === undefined) return Promise.reject(this.#unknown(name));
     if (typeof fn !== "function") {
-      return Promise.reject(new TypeError(`'fn' of run('${name}') must be a function (signal, budgetMs) => Promise: current value is ${check.describe(fn)}`));
+      return Promise.reject(argumentError("type", CODES.INVALID_TYPE, "fn", `'fn' of run('${name}') must be a function (signal, budgetMs) => Promise: current value is ${check.describe(fn)}`));
     }
     const at = this.#at;
     const t0 = now();
-    const k = i * 4;
-    const x = this.#numbers;
-    const cap = core.planDecide(x[k], x[k + 1], x[k + 2], x[k + 3], at, t0);
+    const s = this.#steps[i];
+    const cap = core.planCap(this.#fallback[i], s.minMs, s.preferredMs, s.heldAfterMs, at, t0);
     const remaining = at > t0 ? at - t0 : 0;
     const parent = this.#deadline.signal();
     // A departed client wins over any refusal (invariant 5); the deadline's
     // own expiry does not: a step refused for time is skipped or insufficient.
     const departed = parent.aborted && this.#reasonOutcome(parent.reason) === "aborted";
-    if (cap < 0 && !departed) return this.#refuse(i, cap, t0, remaining);
+    if (cap === 0 && !departed) return this.#refuse(s, t0, remaining);
     if (parent.aborted) {
       return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
     }
     // Only a running step is pending: awaiting it keeps Node or Deno alive (invariant 6).
     return pending((resolve, reject) => {
-      const controller = new AbortController();
       const capAt = t0 + cap;
       // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
       const capIsDeadline = capAt >= at - 1e-6;
       let settled = false;
-      let timer;
+      let step;
       const finish = (outcome, value, ok) => {
         if (settled) return;
         settled = true;
-        unwatch(timer);
+        step?.dispose();
         this.#record(name, remaining, cap, t0, outcome);
         if (ok) resolve(value);
         else reject(value);
       };
-      const onParent = () => {
-        const reason = parent.reason;
-        controller.abort(reason);
-        finish(this.#reasonOutcome(reason), reason, false);
-      };
-      const onCap = () => {
-        const t = now(); // ≥ capAt: watch never calls back early
-        const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
-        controller.abort(reason);
-        finish(capIsDeadline ? "deadline" : "timeout", reason, false);
-      };
-      // The root's queue (one host timer); the deadline's abort without a listener.
-      timer = watch(this.#deadline, capAt, onCap, onParent);
+      // One node: aborted by the deadline's abort (its own instant or a
+      // parent's reason), woken at the cap on the deadline's queue.
+      step = child([this.#deadline], capAt, {
+        onTime: (c) => {
+          const t = now(); // ≥ capAt: a child never wakes early
+          const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
+          c.abort(reason);
+          finish(capIsDeadline ? "deadline" : "timeout", reason, false);
+        },
+        onAbort: (reason) => finish(this.#reasonOutcome(reason), reason, false),
+      });
+      if (settled) return;
       let result;
       try {
-        result = fn(controller.signal, cap);
+        result = fn(step.signal, cap);
       } catch (error) {
         return finish("error", error, false);
       }
@@ -234,7 +222,7 @@ export class Plan {
 
   /** The step names, in declaration order. */
   get steps() {
-    return this.#names.slice();
+    return this.#steps.map((s) => s.name);
   }
 
   // A DeadlineExceeded for this plan's own instant is the deadline; any other
@@ -243,17 +231,13 @@ export class Plan {
     return isDeadlineExceeded(reason) && reason.at === this.#at ? "deadline" : "aborted";
   }
 
-  #refuse(i, code, t0, remaining) {
-    const k = i * 4;
-    const x = this.#numbers;
-    const name = this.#names[i];
-    if (code === SKIP) {
-      const reason = core.planSkipReason(x[k], x[k + 1], x[k + 2], x[k + 3], this.#at, t0);
-      return this.#settle(name, remaining, 0, t0, "skipped", { skipped: true, reason }, true);
-    }
-    const available = core.planAvailable(x[k], x[k + 1], x[k + 2], x[k + 3], this.#at, t0);
-    const error = Object.assign(new InsufficientBudget(available, x[k + 1]), { step: name });
-    return this.#settle(name, remaining, 0, t0, "insufficient", error, false);
+  /** A step the core refused (the rare path): why, and the outcome, from core.planRefusal. */
+  #refuse(step, t0, remaining) {
+    const { outcome, reason, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
+    if (outcome === "skipped") return this.#settle(step.name, remaining, 0, t0, outcome, { skipped: true, reason }, true);
+    const error = new InsufficientBudget(availableMs, minMs);
+    error.step = step.name;
+    return this.#settle(step.name, remaining, 0, t0, outcome, error, false);
   }
 
   /** Records one step and settles its promise with the step's own result. */
@@ -285,8 +269,9 @@ export class Plan {
   }
 
   #unknown(name) {
-    if (typeof name !== "string") return new TypeError(`'name' of run must be a step name (a string): current value is ${check.describe(name)}`);
-    const known = this.#names.length > 8 ? `${this.#names.slice(0, 8).join(", ")}, …` : this.#names.join(", ");
-    return new RangeError(`'name' must be a step of this plan (${known}): current value is ${check.describe(name)}`);
+    if (typeof name !== "string") return argumentError("type", CODES.INVALID_TYPE, "name", `'name' of run must be a step name (a string): current value is ${check.describe(name)}`);
+    const names = this.steps;
+    const known = names.length > 8 ? `${names.slice(0, 8).join(", ")}, …` : names.join(", ");
+    return argumentError("range", "UNKNOWN_STEP", "name", `'name' must be a step of this plan (${known}): current value is ${check.describe(name)}`);
   }
 }

@@ -12,8 +12,10 @@
 // and, for progress chunks, one `performance.now()`; a chunk that has to wait
 // for the consumer costs one clock read more when it arrives and one when it
 // is taken (invariant 3). Nothing else: no Wasm call, no timer, no promise
-// beyond the read. Its one timer is armed for the core's wake instant and
-// re-armed only when it fires; a chunk never touches it (but see invariant 5).
+// beyond the read. Its one wake-up (a js/timers.js `child` of the deadline,
+// so on the deadline's queue: no host timer of its own) is armed for the
+// core's wake instant and re-armed only when it fires; a chunk never touches
+// it (but see invariant 5).
 // The core makes that safe (its invariant 3: the wake is never later than any
 // expiry progress could cause).
 //
@@ -23,7 +25,8 @@
 // millisecond. So a burst switches the stream to sampling (invariant 5).
 //
 // # Invariants
-// 1. At most one timer per wrapped stream. It is cleared the moment the
+// 1. One `child` per wrapped stream: its wake-up is the stream's one timer,
+//    its parents are the signals it follows. It is disposed the moment the
 //    stream settles: closes, errors or is cancelled.
 // 2. The wrapper settles once. On a stall or the deadline it errors with
 //    `StreamStalled` or `DeadlineExceeded`; when `isProgress` throws, with that
@@ -46,9 +49,10 @@
 //    deadline can expire, and the read replaces the timer with a fresh
 //    decision. A slow or pausing consumer is never reported as a stalled
 //    source, and a real stall is declared after exactly its limit of waiting.
-// 4. Timers that wait on the source keep Node and Deno alive (someone is
-//    awaiting the verdict); during a hold the timer is unref'd (an unread
-//    stream keeps nothing alive) and ref'd again when the consumer reads.
+// 4. While the wrapper waits on the source it keeps Node and Deno alive
+//    (someone is awaiting the verdict: a js/keepalive.js hold, since queue
+//    timers are unref'd); during a hold it lets go (an unread stream keeps
+//    nothing alive) and takes hold again when the consumer reads.
 // 5. Never early, at most `sampleMs` late. Each progress chunk is timed
 //    (`lastProgressAt`), except in a burst: after BURST_RUN progress chunks
 //    less than BURST_GAP_MS apart, chunks are only counted, and the timer is
@@ -59,31 +63,17 @@
 //    BURST_RUN ends the burst. A burst re-arms the timer once, when it starts.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, brand, ms } from "./errors.js";
+import { DeadlineExceeded, StreamStalled, isStreamStalled } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { propagateFormats, withBudgetHeaders } from "./propagation.js";
+import { propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
-import { unref } from "./timers.js";
-import { clearWake, setWake } from "./deadline.js";
-import { describe, number } from "./validate.js";
+import { child, now } from "./timers.js";
+import { hold, releaseHold } from "./keepalive.js";
+import { deadline as checkDeadline, isAbortSignal, number, typeError } from "./validate.js";
 
-export { createSseProgress, sseProgress };
+export { createSseProgress, sseProgress, StreamStalled, isStreamStalled };
 
-const now = () => performance.now();
 const noop = () => {};
-
-/** Undoes js/timers.js `unref`: the timer keeps Node or Deno alive again. */
-const ref =
-  typeof globalThis.Deno?.refTimer === "function"
-    ? (id) => globalThis.Deno.refTimer(id)
-    : (t) => {
-        if (typeof t === "object" && typeof t.ref === "function") t.ref();
-      };
-
-// Codes of the core's answer (src/wasm/stall.rs): [kind, …].
-const WAKE = 0;
-const STALLED_FIRST_CHUNK = 1;
-const DEADLINE = 3;
 
 /** Progress chunks closer than this (ms) are a burst… */
 const BURST_GAP_MS = 0.1;
@@ -95,37 +85,10 @@ const MAX_SAMPLE_MS = 16;
 /** A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
-/** The stream went quiet: no progress chunk within the limit of its phase. */
-export class StreamStalled extends Error {
-  /**
-   * @param {"first-byte" | "first-chunk" | "stall"} phase which limit expired
-   * @param {number} afterMs the silence observed (≥ the limit)
-   * @param {number} chunks chunks received before the stall
-   * @param {number} bytes bytes received before the stall
-   */
-  constructor(phase, afterMs, chunks, bytes, options) {
-    super(
-      phase === "first-byte"
-        ? `stream stalled: no response headers after ${ms(afterMs)} ms`
-        : phase === "first-chunk"
-          ? `stream stalled: no first chunk after ${ms(afterMs)} ms`
-          : `stream stalled: no progress for ${ms(afterMs)} ms after ${chunks} chunks (${bytes} bytes)`,
-      options,
-    );
-    brand(this, "StreamStalled");
-    this.phase = phase;
-    this.afterMs = afterMs;
-    this.chunks = chunks;
-    this.bytes = bytes;
-  }
-}
-
-/** @returns {e is StreamStalled} brand check: works across package copies and workerd's clones */
-export function isStreamStalled(e) {
-  return e != null && e.edgeDeadlineError === "StreamStalled";
-}
-
 // ---- input checks (types here; ranges in the core) -----------------------------------------
+// Every check names the parameter as the caller wrote it (`options.stallMs`)
+// in `.param`, with `.code` (js/validate.js); the core's range errors name
+// the same parameters (src/wasm/stall.rs).
 
 function isReadableStream(s) {
   return s != null && typeof s === "object" && typeof s.getReader === "function" && typeof s.cancel === "function";
@@ -142,34 +105,23 @@ function isAbortController(c) {
   );
 }
 
-function isDeadline(d) {
-  return d != null && typeof d === "object" && typeof d.at === "number" && typeof d.signal === "function";
-}
-
 function options(value, where, shape) {
-  if (value === null || typeof value !== "object") {
-    throw new TypeError(`'options' of ${where} must be an object like ${shape}: current value is ${describe(value)}`);
-  }
+  if (value === null || typeof value !== "object") throw typeError("options", `an object like ${shape}`, value, where);
   return value;
 }
 
-function limit(param, value, fallback) {
-  return value === undefined ? fallback : number(param, value);
+function limit(param, value, fallback, where) {
+  return value === undefined ? fallback : number(param, value, undefined, where);
 }
 
 function deadlineAt(deadline, where, required) {
   if (deadline === undefined && !required) return undefined;
-  if (!isDeadline(deadline)) {
-    throw new TypeError(`'deadline' of ${where} must be a Deadline (Deadline.in(ms)): current value is ${describe(deadline)}`);
-  }
-  return deadline.at;
+  return checkDeadline("options.deadline", deadline, where).at;
 }
 
 function predicate(isProgress, where) {
   if (isProgress === undefined) return undefined;
-  if (typeof isProgress !== "function") {
-    throw new TypeError(`'isProgress' of ${where} must be a function (chunk) => boolean: current value is ${describe(isProgress)}`);
-  }
+  if (typeof isProgress !== "function") throw typeError("options.isProgress", "a function (chunk) => boolean", isProgress, where);
   // The ready SSE predicate needs line state per stream: give this stream its own.
   return isProgress === sseProgress ? createSseProgress() : isProgress;
 }
@@ -197,39 +149,38 @@ function predicate(isProgress, where) {
 export function withStallTimeout(stream, opts) {
   if (!isReady()) notReady("withStallTimeout");
   const where = "withStallTimeout";
-  if (!isReadableStream(stream)) {
-    throw new TypeError(`'stream' of ${where} must be a ReadableStream: current value is ${describe(stream)}`);
-  }
+  if (!isReadableStream(stream)) throw typeError("stream", "a ReadableStream", stream, where);
+  if (stream.locked) throw typeError("stream", "a ReadableStream that is not locked to a reader", stream, where);
   const o = options(opts, where, "{ firstChunkMs, stallMs }");
-  const firstChunkMs = number("firstChunkMs", o.firstChunkMs);
-  const stallMs = number("stallMs", o.stallMs);
+  const firstChunkMs = number("options.firstChunkMs", o.firstChunkMs, undefined, where);
+  const stallMs = number("options.stallMs", o.stallMs, undefined, where);
   const at = deadlineAt(o.deadline, where, false);
   const { controller } = o;
   if (controller !== undefined && !isAbortController(controller)) {
-    throw new TypeError(`'controller' of ${where} must be an AbortController: current value is ${describe(controller)}`);
+    throw typeError("options.controller", "an AbortController", controller, where);
   }
-  const signals = [];
-  // The deadline's signal carries its parents (a client that left): follow it.
-  const deadlineSignal = at === undefined ? undefined : signalOf(o.deadline);
-  if (deadlineSignal) signals.push(deadlineSignal);
-  if (controller) signals.push(controller.signal);
-  return watch(stream, { firstChunkMs, stallMs, at, deadline: o.deadline, controller, signals, isProgress: predicate(o.isProgress, where) });
+  // The deadline carries its parents (a client that left): follow it.
+  const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
+  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress: predicate(o.isProgress, where) });
 }
 
-/** The deadline's signal, or undefined for a disposed deadline (its instant still applies). */
-function signalOf(deadline) {
+/** The deadline to follow, or undefined for a disposed one (its instant still applies). */
+function followable(deadline) {
   try {
-    return deadline.signal();
+    deadline.signal();
+    return deadline;
   } catch {
     return undefined;
   }
 }
 
 /**
- * The wrapper itself, on checked arguments. `onSettle` runs once, when the
- * stream closes, errors or is cancelled (fetchWithDeadline unlinks its signals).
+ * The wrapper itself, on checked arguments: `parents` are what it follows
+ * (js/timers.js `child`), `controller` (anything with `abort(reason)` and
+ * `signal`) is the upstream it aborts. `onSettle` runs once, when the stream
+ * closes, errors or is cancelled.
  */
-function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signals, isProgress }, onSettle = noop) {
+function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress }, onSettle = noop) {
   let startedAt = now();
   let lastProgressAt; // undefined until the first progress chunk
   let chunks = 0;
@@ -241,39 +192,52 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
   let sampling = false; // in a burst: progress is counted, not timed (invariant 5)
   let sampledProgress = 0; // `progress` at the last consult while sampling
   const sampleMs = Math.max(1, Math.min(MAX_SAMPLE_MS, Math.floor(stallMs / 4)));
-  let timer;
-  let timerDueAt = Infinity;
-  let unrefd = false; // the timer does not keep the process alive (invariant 4)
+  let node; // the child: the one wake-up and the followed parents (invariant 1)
+  let holding = false; // a keepalive hold is taken (invariant 4)
   let settled = false;
   let out; // the wrapper's controller
 
-  const decide = (t) => core.stallDecide(firstChunkMs, stallMs, at, startedAt, lastProgressAt, chunks, bytes, t);
-  // While parked only the deadline applies: the same decision without limits.
-  const decideParked = (t) => core.stallDecide(NO_LIMIT, NO_LIMIT, at, t, t, chunks, bytes, t);
+  /**
+   * The core's answer at `t` (src/wasm/stall.rs): the delay to wait before
+   * asking again, or the error that ends the stream. While parked only the
+   * deadline applies: the same decision without limits.
+   */
+  function ask(t) {
+    const first = parked ? NO_LIMIT : firstChunkMs;
+    const gap = parked ? NO_LIMIT : stallMs;
+    const from = parked ? t : startedAt;
+    const last = parked ? t : lastProgressAt;
+    const delay = core.stallWake(first, gap, at, from, last, chunks, bytes, t);
+    if (delay !== undefined) return delay;
+    const d = core.stallDecision(first, gap, at, from, last, chunks, bytes, t);
+    return d.kind === "deadlineExceeded" ? new DeadlineExceeded(at, d.lateByMs) : new StreamStalled(d.phase, d.afterMs, d.chunks, d.bytes);
+  }
 
   // The first decision validates the limits (a RangeError naming the
   // parameter) before the source is locked, and plans the first wake.
   const t0 = startedAt;
-  let first = decide(t0);
+  let first = ask(t0);
   const reader = source.getReader();
 
   function arm(delayMs, t) {
-    timer = setWake(deadline, delayMs, onTimer); // workerd: the deadline's root timer
-    timerDueAt = t + delayMs;
-    unrefd = heldSince !== undefined;
-    if (unrefd) unref(timer);
+    node.rearm(t + delayMs);
+  }
+
+  /** Invariant 4: hold the process while nothing but the source holds us up. */
+  function keep(on) {
+    if (on === holding) return;
+    holding = on;
+    if (on) hold();
+    else releaseHold();
   }
 
   function act(answer, t) {
-    const kind = answer[0];
-    if (kind === WAKE) arm(sampling && answer[1] > sampleMs ? sampleMs : answer[1], t);
-    else if (kind === DEADLINE) fail(new DeadlineExceeded(at, answer[1]));
-    else fail(new StreamStalled(kind === STALLED_FIRST_CHUNK ? "first-chunk" : "stall", answer[1], answer[2], answer[3]));
+    if (typeof answer === "number") arm(sampling && answer > sampleMs ? sampleMs : answer, t);
+    else fail(answer);
   }
 
-  /** The one timer fired: account for sampled progress, then ask the core. */
+  /** The one wake-up came: account for sampled progress, then ask the core. */
   function onTimer() {
-    timer = undefined;
     if (settled) return;
     const t = now();
     if (sampling) {
@@ -294,7 +258,7 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
     }
     let answer;
     try {
-      answer = parked ? decideParked(t) : decide(t);
+      answer = ask(t);
     } catch (error) {
       return fail(error);
     }
@@ -305,19 +269,13 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
   function startSampling(t) {
     sampling = true;
     sampledProgress = progress;
-    if (timer !== undefined && timerDueAt > t + sampleMs) {
-      clearWake(timer);
-      arm(sampleMs, t);
-    }
+    if (node.at > t + sampleMs) arm(sampleMs, t);
   }
 
   /** A chunk now waits in the full queue: nobody waits on the source until the consumer reads. */
-  function hold() {
+  function held() {
     heldSince = now();
-    if (timer !== undefined && !unrefd) {
-      unref(timer);
-      unrefd = true;
-    }
+    keep(false);
   }
 
   /**
@@ -330,37 +288,28 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
     const t = now();
     const held = t - heldSince;
     heldSince = undefined;
+    keep(true);
     if (held > 0) {
       if (lastProgressAt === undefined) startedAt += held;
       else lastProgressAt += held;
     }
-    if (!parked) {
-      if (timer !== undefined && unrefd) ref(timer);
-      unrefd = false;
-      return;
-    }
+    if (!parked) return;
     parked = false;
     sampledProgress = progress;
-    clearWake(timer);
-    timer = undefined;
+    node.rearm(Infinity);
     let answer;
     try {
-      answer = decide(t);
+      answer = ask(t);
     } catch (error) {
       return fail(error);
     }
     act(answer, t);
   }
 
-  function onAbort(event) {
-    fail(event.target.reason);
-  }
-
   function settle() {
     settled = true;
-    if (timer !== undefined) clearWake(timer);
-    timer = undefined;
-    for (const signal of signals) signal.removeEventListener("abort", onAbort);
+    node?.dispose();
+    keep(false);
     onSettle();
   }
 
@@ -405,7 +354,7 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
     }
     out.enqueue(chunk);
     // No read waited for the chunk: it stays in the queue until the consumer asks.
-    if (out.desiredSize <= 0) hold();
+    if (out.desiredSize <= 0) held();
   }
 
   /**
@@ -413,8 +362,7 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
    * the cause: some runtimes error an aborted body with an unbranded copy.
    */
   function onReadError(error) {
-    const aborted = signals.find((signal) => signal.aborted);
-    fail(aborted ? aborted.reason : error);
+    fail(node.aborted ? node.reason : error);
   }
 
   return new ReadableStream({
@@ -422,10 +370,11 @@ function watch(source, { firstChunkMs, stallMs, at, deadline, controller, signal
       out = c;
       const answer = first;
       first = undefined;
-      // A parent (a client that left, the caller's signal) may have aborted already.
-      const gone = signals.find((signal) => signal.aborted);
-      if (gone) return fail(gone.reason);
-      for (const signal of signals) signal.addEventListener("abort", onAbort);
+      // A parent (a client that left, the caller's signal) may have aborted
+      // already: then `child` calls onAbort before it returns.
+      node = child(parents, Infinity, { onTime: onTimer, onAbort: fail });
+      if (settled) return;
+      keep(true);
       act(answer, t0);
     },
     pull() {
@@ -473,56 +422,41 @@ export async function fetchWithDeadline(input, init, opts) {
   const where = "fetchWithDeadline";
   const o = options(opts, where, "{ deadline, firstByteMs, firstChunkMs, stallMs }");
   const at = deadlineAt(o.deadline, where, true);
-  const firstByteMs = limit("firstByteMs", o.firstByteMs, undefined);
-  const firstChunkMs = limit("firstChunkMs", o.firstChunkMs, NO_LIMIT);
-  const stallMs = limit("stallMs", o.stallMs, NO_LIMIT);
+  const firstByteMs = limit("options.firstByteMs", o.firstByteMs, undefined, where);
+  const firstChunkMs = limit("options.firstChunkMs", o.firstChunkMs, NO_LIMIT, where);
+  const stallMs = limit("options.stallMs", o.stallMs, NO_LIMIT, where);
   const isProgress = predicate(o.isProgress, where);
   const formats = propagateFormats(o.propagate);
-  if (init != null && typeof init !== "object") {
-    throw new TypeError(`'init' of ${where} must be a RequestInit object: current value is ${describe(init)}`);
-  }
+  if (init != null && typeof init !== "object") throw typeError("init", "a RequestInit object", init, where);
   const userSignal = init?.signal ?? undefined;
-  if (userSignal !== undefined && !(typeof userSignal === "object" && typeof userSignal.aborted === "boolean")) {
-    throw new TypeError(`'init.signal' of ${where} must be an AbortSignal: current value is ${describe(userSignal)}`);
-  }
+  if (userSignal !== undefined && !isAbortSignal(userSignal)) throw typeError("init.signal", "an AbortSignal", userSignal, where);
   // Range checks before any I/O (the core names the parameter).
   const t0 = now();
-  core.stallDecide(firstChunkMs, stallMs, at, t0, undefined, 0, 0, t0);
-  let firstByte = firstByteMs === undefined ? undefined : core.firstByteDecide(firstByteMs, t0, t0);
+  core.stallWake(firstChunkMs, stallMs, at, t0, undefined, 0, 0, t0);
+  const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
 
-  const upstream = new AbortController();
-  const linked = [];
-  const unlink = () => {
-    for (const [signal, listener] of linked) signal.removeEventListener("abort", listener);
-    linked.length = 0;
-  };
-  const link = (signal) => {
-    if (upstream.signal.aborted) return;
-    if (signal.aborted) return upstream.abort(signal.reason);
-    const listener = () => upstream.abort(signal.reason);
-    signal.addEventListener("abort", listener, { once: true });
-    linked.push([signal, listener]);
-  };
-  link(o.deadline.signal());
-  if (userSignal) link(userSignal);
-  if (typeof Request !== "undefined" && input instanceof Request) link(input.signal);
+  // The request's own child: it follows the deadline (and so the deadline's
+  // parents), the caller's signal and a Request input's signal.
+  const requestSignal = typeof Request !== "undefined" && input instanceof Request ? input.signal : undefined;
+  const upstream = child([o.deadline, userSignal, requestSignal], Infinity);
 
-  // The wait for headers: the same one-timer loop, on the first-byte limit.
-  let timer;
-  const onFirstByteTimer = () => {
-    let answer;
+  // The wait for headers: a child of the request, re-armed on the first-byte limit.
+  let waitForHeaders;
+  const headersLate = (t) => upstream.abort(new StreamStalled("first-byte", t - t0, 0, 0));
+  const onFirstByteTimer = (c) => {
+    const t = now();
+    let delay;
     try {
-      answer = core.firstByteDecide(firstByteMs, t0, now());
+      delay = core.firstByteWake(firstByteMs, t0, t);
     } catch (error) {
       return upstream.abort(error);
     }
-    if (answer[0] === WAKE) timer = setWake(o.deadline, answer[1], onFirstByteTimer);
-    else upstream.abort(new StreamStalled("first-byte", answer[1], 0, 0));
+    if (delay !== undefined) c.rearm(t + delay);
+    else headersLate(t);
   };
-  if (firstByte !== undefined) {
-    if (firstByte[0] === WAKE) timer = setWake(o.deadline, firstByte[1], onFirstByteTimer);
-    else upstream.abort(new StreamStalled("first-byte", firstByte[1], 0, 0));
-    firstByte = undefined;
+  if (firstByteMs !== undefined) {
+    if (firstByteDelay === undefined) headersLate(t0);
+    else waitForHeaders = child([upstream], t0 + firstByteDelay, { onTime: onFirstByteTimer });
   }
 
   let response;
@@ -530,17 +464,17 @@ export async function fetchWithDeadline(input, init, opts) {
     // The budget is read here, as the request leaves: the upstream is told what is left now.
     response = await fetch(input, { ...withBudgetHeaders(input, init, o.deadline, formats), signal: upstream.signal });
   } catch (error) {
-    unlink();
+    upstream.dispose();
     // Some runtimes reject with their own AbortError: report our reason.
-    throw upstream.signal.aborted ? upstream.signal.reason : error;
+    throw upstream.aborted ? upstream.reason : error;
   } finally {
-    clearWake(timer);
+    waitForHeaders?.dispose();
   }
   if (response.body === null) {
-    unlink();
+    upstream.dispose();
     return response;
   }
-  const body = watch(response.body, { firstChunkMs, stallMs, at, deadline: o.deadline, controller: upstream, signals: [upstream.signal], isProgress }, unlink);
+  const body = wrap(response.body, { firstChunkMs, stallMs, at, controller: upstream, parents: [upstream], isProgress }, () => upstream.dispose());
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
   for (const key of ["url", "redirected", "type"]) {

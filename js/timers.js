@@ -1,6 +1,18 @@
-// Host-timer facts shared by every module that arms a timer (deadline.js,
-// stall.js, plan.js, retry.js). The deadline arithmetic itself is the core's;
-// these are properties of `setTimeout` in the four runtimes.
+// Timers for every module that arms one (deadline.js, stall.js, plan.js,
+// retry.js): the clock they read, the wake-up queues behind one host timer,
+// and the one cancellation primitive, `child`. The deadline arithmetic itself
+// is the core's; what lives here are properties of the host's timers.
+//
+// # The clock
+// Every module reads time and arms host timers through `clock` (`now`,
+// `setTimeout`, `clearTimeout`), never through the globals, so a test swaps
+// the clock (`setClock`) instead of patching `performance` and `setTimeout`
+// for the whole realm. A swap starts fresh queues: a queue keeps the clock it
+// was made with, so wake-ups armed before the swap stay on the clock they
+// were armed on, and none of them leaks into the fake timeline.
+
+import { argumentError, CODES } from "./errors.js";
+import { isAbortSignal } from "./validate.js";
 
 /** 2^31 − 1 ms: browsers, Node, Deno and workerd fire a longer `setTimeout` at once (src/core/deadline.rs, MAX_TIMER_MS). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -13,10 +25,45 @@ export function timerMs(ms) {
   return ms < MAX_TIMER_MS ? Math.ceil(ms) : MAX_TIMER_MS;
 }
 
+/** The host's clock: `performance.now()` and the global timers, read at call time. */
+const HOST_CLOCK = Object.freeze({
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (id) => clearTimeout(id),
+});
+
+/**
+ * The clock every module of the package reads: `now()` in ms on one monotonic
+ * timeline (the host's is `performance.now()`), `setTimeout(fn, ms)` → id,
+ * `clearTimeout(id)`. A live binding: replaced by `setClock`.
+ * @type {{ now(): number, setTimeout(fn: () => void, ms: number): unknown, clearTimeout(id: unknown): void }}
+ */
+export let clock = HOST_CLOCK;
+
+/** `clock.now()`: the instant on the package's timeline. */
+export const now = () => clock.now();
+
+/**
+ * Replaces the clock (tests: tests/js/fake-time.js) and starts fresh wake-up
+ * queues on it; `setClock()` with no argument puts the host's clock back.
+ * Returns the clock that was in use.
+ * @param {{ now(): number, setTimeout(fn: () => void, ms: number): unknown, clearTimeout(id: unknown): void }} [next]
+ */
+export function setClock(next = HOST_CLOCK) {
+  if (next === null || typeof next !== "object" || ["now", "setTimeout", "clearTimeout"].some((k) => typeof next[k] !== "function")) {
+    throw argumentError("type", CODES.INVALID_TYPE, "clock", "'clock' must be an object with now(), setTimeout(fn, ms) and clearTimeout(id)");
+  }
+  const previous = clock;
+  clock = next;
+  sharedQueue = new WakeQueue(true);
+  turn = null;
+  return previous;
+}
+
 /**
  * Lets the event loop exit while the timer is pending: Node's timers have
  * `unref()`, Deno's are numbers unref'd through `Deno.unrefTimer`; browsers
- * and workerd have nothing to unref.
+ * and workerd have nothing to unref. Only for the host clock's timers.
  */
 export const unref =
   typeof globalThis.Deno?.unrefTimer === "function"
@@ -44,8 +91,9 @@ export const unref =
 // synchronous turn (one task and its microtasks), since all code of one turn
 // runs for one request. A deadline keeps the queue it first armed on, and
 // everything derived from it (reserve, min, plan steps, retry and hedge
-// attempts, stall timers) joins that same queue, so a request that derives
-// 20 000 wake-ups from one deadline holds one host timer of its 10 000.
+// attempts, stall timers: every `child` of it) joins that same queue, so a
+// request that derives 20 000 wake-ups from one deadline holds one host timer
+// of its 10 000.
 //
 // # Invariants
 // 1. An entry is in at most one heap, at most once; `entry.index` is its
@@ -53,8 +101,9 @@ export const unref =
 // 2. When a heap is not empty, its host timer is armed for an instant no
 //    later than the earliest entry's. When the heap empties it may stay armed
 //    (lazily): it then fires once, finds nothing due, and stops.
-// 3. An entry fires only once `performance.now() >= entry.at`; a host timer
-//    that wakes early (Node's can, by 1 ms) re-arms instead.
+// 3. An entry fires only once `clock.now() >= entry.at`; a host timer that
+//    wakes early (Node's can, by 1 ms) re-arms instead, and so does one cut
+//    short by the 2^31 − 1 ms host limit.
 // 4. The shared queue's host timer is unref'd: pending deadlines never keep a
 //    process alive.
 // 5. workerd: a queue's host timer that is overdue when an entry is queued
@@ -62,6 +111,8 @@ export const unref =
 //    request queueing, unless it was armed in this very turn (then it is alive,
 //    only kept from firing by the code running now); a turn queue is never
 //    handed to a later turn.
+// 6. A queue arms its host timer on the clock it was made with, whatever
+//    `setClock` did since.
 
 /**
  * True in workerd (Cloudflare Workers, wrangler, miniflare). Detected by
@@ -71,8 +122,8 @@ export const unref =
 export const IS_WORKERD = typeof globalThis.WebSocketPair === "function";
 
 /**
- * A pending call of `fire()` at or after `at` (ms on the `performance.now()`
- * timeline). Subclasses define `fire()`: a method, not a closure per wake-up.
+ * A pending call of `fire()` at or after `at` (ms on the clock's timeline).
+ * Subclasses define `fire()`: a method, not a closure per wake-up.
  */
 export class Wakeup {
   constructor(at) {
@@ -86,10 +137,11 @@ export class Wakeup {
 export class WakeQueue {
   constructor(unrefHost) {
     this.heap = [];
+    this.clock = clock; // invariant 6
     this.host = undefined;
     this.hostAt = Infinity;
     this.hostTurn = null; // workerd: the turn that armed the host timer
-    this.unrefHost = unrefHost;
+    this.unrefHost = unrefHost && clock === HOST_CLOCK;
     this.wake = () => this.#wake();
   }
 
@@ -101,7 +153,7 @@ export class WakeQueue {
     heap.push(entry);
     this.#up(entry.index);
     if (entry.at < this.hostAt) this.#arm(entry.at);
-    else if (IS_WORKERD && this.hostAt < performance.now() - 1 && this.hostTurn !== currentTurn()) this.#arm(heap[0].at); // invariant 5
+    else if (IS_WORKERD && this.hostAt < this.clock.now() - 1 && this.hostTurn !== currentTurn()) this.#arm(heap[0].at); // invariant 5
   }
 
   /** Takes `entry` out of this queue (a no-op when it is not queued). */
@@ -119,9 +171,10 @@ export class WakeQueue {
   }
 
   #arm(at) {
-    if (this.host !== undefined) clearTimeout(this.host);
+    const c = this.clock;
+    if (this.host !== undefined) c.clearTimeout(this.host);
     this.hostAt = at;
-    this.host = setTimeout(this.wake, timerMs(Math.max(0, at - performance.now())));
+    this.host = c.setTimeout(this.wake, timerMs(Math.max(0, at - c.now())));
     if (this.unrefHost) unref(this.host);
     else this.hostTurn = currentTurn();
   }
@@ -130,7 +183,7 @@ export class WakeQueue {
     this.host = undefined;
     this.hostAt = Infinity;
     const heap = this.heap;
-    const t = performance.now();
+    const t = this.clock.now();
     while (heap.length && heap[0].at <= t) {
       const entry = heap[0];
       this.cancel(entry);
@@ -171,8 +224,8 @@ export class WakeQueue {
   }
 }
 
-/** The one queue of Node, Deno and browsers (unused in workerd). */
-export const sharedQueue = new WakeQueue(true);
+/** The one queue of Node, Deno and browsers (unused in workerd); replaced with the clock. */
+export let sharedQueue = new WakeQueue(true);
 
 /** The current turn (one task and its microtasks), made by its first caller; workerd only. */
 class Turn {
@@ -191,11 +244,304 @@ function currentTurn() {
 }
 
 /**
- * The queue for a deadline arming now: the shared one, or in workerd the
- * current turn's (invariant 5), created by the turn's first caller.
+ * The queue for a family of timers arming now: the shared one, or in workerd
+ * the current turn's (invariant 5), created by the turn's first caller.
  */
 export function turnQueue() {
   if (!IS_WORKERD) return sharedQueue;
   const t = currentTurn();
   return t.queue ?? (t.queue = new WakeQueue(false));
+}
+
+// ─── The cancellation primitive ──────────────────────────────────────────────
+//
+// # Why one primitive
+// A deadline, a plan step, a retry attempt, a backoff sleep, a hedge's next
+// start and a stall timer all need the same four things: an AbortSignal of
+// their own, a wake-up at an instant (never early, re-armed past the host
+// limit), the abort of whatever they hang from (the deadline, a caller's
+// signal) passed down with its reason, and a clean exit that leaves no timer
+// and no listener behind. `child` is that, once.
+//
+// # How it links
+// A parent that is a `Child` (or a Deadline: `parent[NODE]()` is its child)
+// tells its children directly, through an intrusive list: no listener, no
+// allocation. An AbortSignal parent gets one shared "abort" listener however
+// many children hang from it (`ParentLink`), removed by the end of the turn in
+// which its last child left. The wake-up is the child itself, an entry of its
+// home queue: the first Child/Deadline parent's (so in workerd the whole
+// family shares one host timer), else `turnQueue()`.
+//
+// # Invariants
+// 1. A child aborts at most once; its signal, once asked for, is the same
+//    AbortSignal every time, and carries the child's `reason`.
+// 2. `onTime(child)` is called only once `clock.now() >= child.at`, at most
+//    once per `child()` or `rearm()`, never after the child aborted or was
+//    disposed. The child stays linked to its parents after `onTime`: the
+//    callback aborts it, re-arms it or disposes it.
+// 3. When a parent aborts, the child aborts with the parent's `reason` in the
+//    same turn, then its own children, then `onAbort(reason, by, child)` is
+//    called (`by`: the parent as it was given). A parent already aborted when
+//    the child is made aborts it during `child()` (onAbort included).
+// 4. Once a child aborted or was disposed, it is in no queue, no parent's
+//    list and no parent link: nothing of it is pending. Its children, when it
+//    is disposed, are no longer told (they keep their own wake-ups).
+// 5. A child holds no Wasm memory and no host timer of its own.
+
+/** The method by which a Deadline hands over its child (made on first use). */
+export const NODE = Symbol("edge-deadline node");
+
+/** @type {any} a frozen [] standing for "none yet" */
+const EMPTY = Object.freeze([]);
+
+/**
+ * The one "abort" listener on a parent signal, shared by every child linked
+ * to it. Removal is deferred to the end of the turn, so a child made and
+ * disposed per call in a loop adds one listener per turn, not one per child.
+ */
+class ParentLink {
+  constructor(signal) {
+    this.signal = signal;
+    this.members = new Set();
+    this.listening = false;
+    this.sweeping = false;
+    this.onAbort = () => {
+      const members = [...this.members];
+      this.members.clear();
+      this.unlisten();
+      for (const c of members) c.parentAborted(signal.reason, c.ownerOf(signal));
+    };
+    this.sweep = () => {
+      this.sweeping = false;
+      if (this.members.size === 0) this.unlisten();
+    };
+  }
+
+  static join(signal, c) {
+    let link = links.get(signal);
+    if (link === undefined) links.set(signal, (link = new ParentLink(signal)));
+    link.members.add(c);
+    if (!link.listening) {
+      link.listening = true;
+      signal.addEventListener("abort", link.onAbort);
+    }
+  }
+
+  static leave(signal, c) {
+    const link = links.get(signal);
+    if (link === undefined || !link.members.delete(c) || link.members.size || link.sweeping) return;
+    link.sweeping = true;
+    queueMicrotask(link.sweep);
+  }
+
+  unlisten() {
+    if (!this.listening) return;
+    this.listening = false;
+    this.signal.removeEventListener("abort", this.onAbort);
+    links.delete(this.signal);
+  }
+}
+
+/** AbortSignal → its ParentLink; weak, so a parent nobody holds is collected with its link. */
+const links = new WeakMap();
+
+/**
+ * A node of the cancellation tree: see `child`. Fields other than the
+ * documented getters and methods are internal.
+ */
+export class Child extends Wakeup {
+  constructor(parents, at, queue, onTime, onAbort) {
+    super(at);
+    this.onTime = onTime;
+    this.onAbort = onAbort;
+    this.parents = parents;
+    this.home = queue;
+    this.controller = null;
+    this.aborted = false;
+    this.reason = undefined;
+    this.live = true; // linked to its parents (until it aborts or is disposed)
+    this.up = null; // the Child parent whose list holds this child
+    this.upOwner = undefined; // that parent as given (a Deadline or the Child)
+    this.prev = null;
+    this.next = null;
+    this.kids = null; // head of this child's own list of children
+    this.signals = EMPTY; // AbortSignal parents joined through ParentLink
+    this.owners = EMPTY; // each one's parent as given
+  }
+
+  /** The child's AbortSignal, made on first use (aborted already if the child is). */
+  get signal() {
+    let c = this.controller;
+    if (c === null) {
+      c = this.controller = new AbortController();
+      if (this.aborted) c.abort(this.reason);
+    }
+    return c.signal;
+  }
+
+  /** Moves the wake-up to `atMs` (`Infinity`: none); a no-op once the child aborted or was disposed. */
+  rearm(atMs) {
+    if (!this.live) return;
+    if (this.index >= 0) this.queue.cancel(this);
+    this.at = atMs;
+    if (atMs < Infinity) this.home.schedule(this);
+  }
+
+  /**
+   * Aborts the child with `reason` (once): releases its wake-up and links,
+   * aborts its signal, then tells its children. `onAbort` is not called (it
+   * is for the parents' aborts).
+   */
+  abort(reason) {
+    if (this.aborted) return;
+    this.release();
+    this.aborted = true;
+    this.reason = reason;
+    if (this.controller !== null) this.controller.abort(reason);
+    let k = this.kids;
+    this.kids = null;
+    for (let next; k !== null; k = next) {
+      next = k.next;
+      k.up = k.prev = k.next = null;
+      k.parentAborted(reason, k.upOwner);
+    }
+  }
+
+  /** Releases the wake-up and every link; the signal, if any, stays as it is. No callback runs. */
+  dispose() {
+    this.release();
+    for (let k = this.kids, next; k !== null; k = next) {
+      next = k.next;
+      k.up = k.prev = k.next = null;
+    }
+    this.kids = null;
+  }
+
+  /** Internal. */
+  parentAborted(reason, by) {
+    if (this.aborted) return;
+    this.abort(reason);
+    if (this.onAbort !== undefined) this.onAbort(reason, by, this);
+  }
+
+  /** Internal: The parent as given whose signal is `signal`. */
+  ownerOf(signal) {
+    const i = this.signals.indexOf(signal);
+    return i < 0 ? signal : this.owners[i];
+  }
+
+  /** Internal. */
+  fire() {
+    this.onTime(this);
+  }
+
+  /** Internal: Out of the queue, the parent's list and the parent links. */
+  release() {
+    if (!this.live) return;
+    this.live = false;
+    if (this.index >= 0) this.queue.cancel(this);
+    const up = this.up;
+    if (up !== null) {
+      if (this.prev !== null) this.prev.next = this.next;
+      else up.kids = this.next;
+      if (this.next !== null) this.next.prev = this.prev;
+      this.up = this.prev = this.next = null;
+      this.upOwner = undefined;
+    }
+    const signals = this.signals;
+    for (let i = 0; i < signals.length; i++) ParentLink.leave(signals[i], this);
+  }
+
+  /** Internal: Links the parents (see `child`); false when one had aborted (then this child has too). */
+  link() {
+    const parents = this.parents;
+    for (let i = 0; i < parents.length; i++) {
+      const p = parents[i];
+      if (p === undefined) continue;
+      let node = null;
+      let signal = null;
+      if (p instanceof Child) node = p;
+      else if (p !== null && typeof p[NODE] === "function") node = p[NODE]();
+      else if (isAbortSignal(p)) signal = p;
+      else if (p !== null && typeof p === "object" && typeof p.signal === "function") signal = p.signal(); // a Deadline of another copy
+      else throw argumentError("type", CODES.INVALID_TYPE, `parents[${i}]`, `'parents[${i}]' must be an AbortSignal or a Deadline`);
+      if (node !== null) {
+        if (node.aborted) return this.bornAborted(node.reason, p);
+        if (this.up === null && node.live) {
+          this.up = node;
+          this.upOwner = p;
+          const head = node.kids;
+          this.next = head;
+          if (head !== null) head.prev = this;
+          node.kids = this;
+          continue;
+        }
+        signal = node.signal;
+      }
+      if (signal.aborted) return this.bornAborted(signal.reason, p);
+      if (this.signals === EMPTY) (this.signals = []), (this.owners = []);
+      this.signals.push(signal);
+      this.owners.push(p);
+      ParentLink.join(signal, this);
+    }
+    return true;
+  }
+
+  /** Internal. */
+  bornAborted(reason, by) {
+    this.parentAborted(reason, by);
+    return false;
+  }
+}
+
+/**
+ * The cancellation primitive: a node hanging from `parents` that aborts with
+ * the first parent's abort reason, and wakes at `atMs`.
+ *
+ * ```js
+ * const c = child([deadline, options.signal], now() + timeoutMs, {
+ *   onTime: (c) => { c.abort(new AttemptTimeout(n, timeoutMs)); finish("timeout"); },
+ *   onAbort: (reason, by) => finish(by === deadline ? "deadline" : "aborted"),
+ * });
+ * fn(c.signal).finally(() => c.dispose());
+ * ```
+ *
+ * Returns a `Child`:
+ * - `c.signal`: its AbortSignal (made on first use; aborted with `c.reason`).
+ * - `c.aborted`, `c.reason`, `c.at` (the pending instant).
+ * - `c.abort(reason)`: abort now (its signal and its own children); no callback.
+ * - `c.rearm(atMs)`: wait for another instant (`Infinity`: none).
+ * - `c.dispose()`: leave the parents and the queue; the signal stays as it is.
+ * `c` is itself a parent for further `child` calls (and a Deadline is one).
+ *
+ * @param {ReadonlyArray<AbortSignal | import("./deadline.js").Deadline | Child | undefined>} parents
+ *   `undefined` entries are skipped (an optional caller signal). A Deadline
+ *   is joined without a listener, and its root's queue becomes this child's;
+ *   a Deadline of another copy of the package is followed through its signal.
+ * @param {number} atMs the instant to wake at, on the clock's timeline
+ *   (`now()`); `Infinity` for none. Never fires early, whatever the host timer.
+ * @param {{ onTime?: (child: Child) => void,
+ *   onAbort?: (reason: unknown, by: unknown, child: Child) => void,
+ *   queue?: WakeQueue }} [options]
+ *   `onTime` (required for a finite `atMs`) is called once the instant came
+ *   (the child is still linked: abort, re-arm or dispose it). `onAbort` is
+ *   called after a parent's abort reached the child (its signal is aborted
+ *   and it is released by then), also during `child()` for a parent already
+ *   aborted. `queue`: where the wake-up waits (default: see "How it links").
+ * @returns {Child}
+ */
+export function child(parents, atMs, options) {
+  const onTime = options?.onTime;
+  const onAbort = options?.onAbort;
+  const c = new Child(parents, atMs, options?.queue ?? null, onTime, onAbort);
+  if (!c.link()) return c;
+  if (c.home === null) c.home = c.up !== null ? c.up.home : turnQueue();
+  if (atMs < Infinity) {
+    if (typeof onTime !== "function") {
+      c.dispose();
+      throw argumentError("type", CODES.INVALID_TYPE, "options.onTime", "'options.onTime' must be a function (child) => void when 'atMs' is finite");
+    }
+    c.home.schedule(c);
+  }
+  return c;
 }

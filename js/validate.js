@@ -1,10 +1,15 @@
 // Type checks shared by every module of the JS API. Wasm cannot see JS types,
 // so these run at the JS edge and throw TypeErrors in one wording:
 //   'param' must be <what>: current value is <description>
-// Every *range* check (NaN, ±∞, negatives, limits) is the core's.
+// with `.param` and `.code` (js/errors.js `argumentError`). Every *range*
+// check (NaN, ±∞, negatives, limits) is the core's, except for values the
+// core never receives (`count`).
+//
+// This module imports only js/errors.js: "is this a Deadline" is the brand
+// (`isDeadline`), so deadline.js, the modules built on it and this one import
+// each other in no circle.
 
-import { Deadline } from "./deadline.js";
-import { argumentError, CODES } from "./errors.js";
+import { argumentError, CODES, isDeadline } from "./errors.js";
 
 /** How a value is named in an error message: `"5" (a string)`, `10n (a BigInt)`, `a Uint8Array`. */
 export function describe(value) {
@@ -63,8 +68,9 @@ export function obj(param, value, what, optional = false) {
   return value;
 }
 
-export function deadline(param, value) {
-  if (!(value instanceof Deadline)) throw typeError(param, "a Deadline (Deadline.in(ms) or Deadline.at(instantMs))", value);
+/** A Deadline of this copy of the package or another (the brand, js/errors.js). */
+export function deadline(param, value, where = "") {
+  if (!isDeadline(value)) throw typeError(param, "a Deadline (Deadline.in(ms) or Deadline.at(instantMs))", value, where);
   return value;
 }
 
@@ -84,11 +90,15 @@ export function optSignal(param, value) {
   return value;
 }
 
-/** A whole count for a `u32` parameter; the core checks the range. */
+/**
+ * A whole count for a `u32` parameter. Checked here: a count crosses into
+ * Wasm as a `u32`, which would wrap or truncate what the core then checks.
+ */
 export function count(param, value) {
   number(param, value, "a whole number");
   if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) {
-    throw new RangeError(`'${param}' must be a whole number: current value is ${value}`);
+    const code = !Number.isFinite(value) ? CODES.NOT_FINITE : value < 0 ? CODES.NEGATIVE : value > 0xffff_ffff ? CODES.TOO_LARGE : CODES.NOT_WHOLE;
+    throw argumentError("range", code, param, `'${param}' must be a whole number: current value is ${value}`);
   }
   return value;
 }

@@ -56,7 +56,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError};
+use crate::core::error::{Described, Kind};
 
 /// When the built-in figures were read.
 pub const RETRIEVED: &str = "2026-11-30";
@@ -80,6 +83,9 @@ pub enum CapsError {
     UnsupportedTrigger { platform: Platform, trigger: Trigger },
     /// A cap (`wallMs`, `firstByteMs`, `cpuMs`) is 0: nothing could ever run.
     ZeroCap { param: &'static str },
+    /// `plan` or `trigger` was given with the platform `custom`, whose caps
+    /// are the caller's own: pass them in `caps` instead.
+    CustomWith { param: &'static str },
     /// A time or duration argument is invalid.
     Time(DeadlineError),
 }
@@ -101,6 +107,9 @@ impl fmt::Display for CapsError {
                 write!(f, "'trigger' {} is not an invocation {} has", trigger.as_str(), platform.as_str())
             }
             Self::ZeroCap { param } => write!(f, "'{param}' must be above 0 milliseconds: current value is 0"),
+            Self::CustomWith { param } => {
+                write!(f, "'{param}' applies to built-in platforms, not \"custom\": pass the caps in 'caps' instead")
+            }
             Self::Time(e) => e.fmt(f),
         }
     }
@@ -108,14 +117,56 @@ impl fmt::Display for CapsError {
 
 impl std::error::Error for CapsError {}
 
+impl Described for CapsError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownPlatform { .. } => "UNKNOWN_PLATFORM",
+            Self::UnknownTier { .. } => "UNKNOWN_PLAN",
+            Self::UnknownTrigger { .. } => "UNKNOWN_TRIGGER",
+            Self::UnsupportedTrigger { .. } => "UNSUPPORTED_TRIGGER",
+            Self::ZeroCap { .. } => "ZERO_CAP",
+            Self::CustomWith { .. } => "NOT_FOR_CUSTOM",
+            Self::Time(e) => e.code(),
+        }
+    }
+
+    /// Names inside [`PlatformRequest`] (`caps.wallMs`, `productMs`); the
+    /// binding prefixes the argument.
+    fn param(&self) -> Option<String> {
+        let caps = |p: &str| Some(format!("caps.{p}"));
+        match self {
+            Self::UnknownPlatform { .. } => Some("platform".into()),
+            Self::UnknownTier { .. } => Some("plan".into()),
+            Self::UnknownTrigger { .. } | Self::UnsupportedTrigger { .. } => Some("trigger".into()),
+            Self::ZeroCap { param } => caps(param),
+            Self::CustomWith { param } => Some((*param).into()),
+            Self::Time(e) => match e.param() {
+                Some(p @ ("wallMs" | "firstByteMs" | "cpuMs")) => caps(p),
+                other => other.map(String::from),
+            },
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::CustomWith { .. } => Kind::Type,
+            Self::Time(e) => e.kind(),
+            _ => Kind::Range,
+        }
+    }
+}
+
 impl From<DeadlineError> for CapsError {
     fn from(e: DeadlineError) -> Self {
         Self::Time(e)
     }
 }
 
-/// A platform with built-in figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A platform with built-in figures. Crosses to JavaScript as its name
+/// (`"cloudflare-workers"`, `"deno-deploy"`, `"vercel-edge"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Platform {
     CloudflareWorkers,
     DenoDeploy,
@@ -141,8 +192,11 @@ impl Platform {
     }
 }
 
-/// The account plan (`plan` in JS; `Plan` is the pipeline type here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The account plan (`plan` in JS; `Plan` is the pipeline type here):
+/// `"free"` or `"paid"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Tier {
     Free,
     Paid,
@@ -158,13 +212,16 @@ impl Tier {
     }
 }
 
-/// What started the invocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What started the invocation: `"fetch"`, `"wait-until"`, `"cron"` or `"queue"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Trigger {
     /// An HTTP request.
     Fetch,
     /// Work passed to `waitUntil`, measured from when the response was sent
     /// (or the client disconnected): call [`for_platform`] with that `now`.
+    #[serde(rename = "wait-until")]
     AfterResponse,
     /// A scheduled (cron) invocation.
     Cron,
@@ -193,8 +250,10 @@ impl Trigger {
     }
 }
 
-/// What a cap limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a cap limits: `"wall"`, `"first-byte"` or `"cpu"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum CapKind {
     /// Elapsed (wall-clock) time for the whole invocation.
     Wall,
@@ -204,16 +263,20 @@ pub enum CapKind {
     Cpu,
 }
 
-/// One documented limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One documented limit. Crosses to JavaScript with `null` for an absent
+/// plan, trigger or figure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null))]
 pub struct Cap {
     pub platform: Platform,
-    /// `None`: every plan.
+    /// `null` (`None`): every plan.
+    #[serde(rename = "plan")]
     pub tier: Option<Tier>,
-    /// `None`: every trigger the platform has.
+    /// `null` (`None`): every trigger the platform has.
     pub trigger: Option<Trigger>,
     pub kind: CapKind,
-    /// The limit; `None` when the platform documents none.
+    /// The limit; `null` (`None`) when the platform documents none.
     pub ms: Option<f64>,
     /// The highest value the user may configure, when configurable.
     pub configurable_max_ms: Option<f64>,
@@ -312,11 +375,19 @@ pub struct PlatformCaps {
     pub sources: Vec<&'static str>,
 }
 
-/// User corrections to the built-in figures; `Some` replaces the figure.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// User corrections to the built-in figures; a figure given replaces the built-in one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct CapOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub wall_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub first_byte_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub cpu_ms: Option<f64>,
 }
 
@@ -406,8 +477,11 @@ fn check_cap(param: &'static str, value: Option<f64>) -> Result<Option<f64>, Cap
     }
 }
 
-/// Which cap set the deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which cap set the deadline: `"product"`, `"wall"` or `"first-byte"` in
+/// JavaScript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Bound {
     /// The product's own limit (`productMs`).
     Product,
@@ -464,6 +538,62 @@ pub fn for_platform(
     // A reserve at or above the cap leaves nothing: an expired deadline (module doc).
     let left = if front > reserve { front - reserve } else { 0.0 };
     Ok(PlatformDeadline { at: deadline_in(now, left)?, bound, cpu_ms: caps.cpu_ms })
+}
+
+/// A platform deadline as the caller asks for it (`Deadline.forPlatform`'s
+/// options). The names stay strings here, so that an unknown one is refused
+/// by name ([`CapsError`]) rather than by the deserializer; `platform:
+/// "custom"` takes every cap from `caps`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct PlatformRequest {
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Platform | \"custom\""))]
+    pub platform: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Tier"))]
+    pub plan: Option<String>,
+    /// `fetch` unless given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Trigger"))]
+    pub trigger: Option<String>,
+    pub product_ms: f64,
+    pub fallback_reserve_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub caps: Option<CapOverrides>,
+}
+
+/// The answer to a [`PlatformRequest`]: the instant, which cap bound it, the
+/// CPU budget (reported, never folded in) and the sources of the figures used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null))]
+pub struct PlatformAnswer {
+    pub at: f64,
+    pub bound: Bound,
+    pub cpu_ms: Option<f64>,
+    pub sources: Vec<&'static str>,
+}
+
+/// [`PlatformCaps`] for `request` (built-in figures with its overrides, or
+/// its own caps for `custom`) folded by [`for_platform`] at `now_ms`.
+pub fn platform_deadline(now_ms: f64, request: &PlatformRequest) -> Result<PlatformAnswer, CapsError> {
+    let overrides = request.caps.unwrap_or_default();
+    let caps = if request.platform == "custom" {
+        if request.plan.is_some() {
+            return Err(CapsError::CustomWith { param: "plan" });
+        }
+        if request.trigger.is_some() {
+            return Err(CapsError::CustomWith { param: "trigger" });
+        }
+        PlatformCaps::custom(overrides.wall_ms, overrides.first_byte_ms, overrides.cpu_ms)?
+    } else {
+        let trigger = request.trigger.as_deref().unwrap_or("fetch");
+        PlatformCaps::parse(&request.platform, request.plan.as_deref(), trigger)?.with_overrides(overrides)?
+    };
+    let d = for_platform(now_ms, &caps, request.product_ms, request.fallback_reserve_ms)?;
+    Ok(PlatformAnswer { at: d.at, bound: d.bound, cpu_ms: d.cpu_ms, sources: caps.sources })
 }
 
 #[cfg(test)]
@@ -552,6 +682,36 @@ mod tests {
             for_platform(MAX_MS, &caps, 1_000.0, 0.0),
             Err(CapsError::Time(DeadlineError::TooLarge { .. }))
         ));
+    }
+
+    #[test]
+    fn requests_fold_like_the_caps_and_errors_name_the_option() {
+        use crate::core::error::{Described, Within};
+        let request = |platform: &str, caps: Option<CapOverrides>| PlatformRequest {
+            platform: platform.into(),
+            plan: None,
+            trigger: None,
+            product_ms: 30_000.0,
+            fallback_reserve_ms: 500.0,
+            caps,
+        };
+        let a = platform_deadline(0.0, &request("vercel-edge", None)).unwrap();
+        assert_eq!((a.at, a.bound, a.cpu_ms), (24_500.0, Bound::FirstByte, None));
+        assert_eq!(a.sources, vec![VERCEL_LIMITS]);
+        let zero = Some(CapOverrides { wall_ms: Some(0.0), ..Default::default() });
+        let e = Within::new("options", platform_deadline(0.0, &request("custom", zero)).unwrap_err());
+        assert_eq!((e.param().as_deref(), e.code()), (Some("options.caps.wallMs"), "ZERO_CAP"));
+        let nan = Some(CapOverrides { cpu_ms: Some(f64::NAN), ..Default::default() });
+        let e = platform_deadline(0.0, &request("deno-deploy", nan)).unwrap_err();
+        assert_eq!(e.param().as_deref(), Some("caps.cpuMs"));
+        let e = platform_deadline(0.0, &request("lambda", None)).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("platform"), "UNKNOWN_PLATFORM"));
+        let mut custom = request("custom", None);
+        custom.plan = Some("free".into());
+        let e = platform_deadline(0.0, &custom).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.kind()), (Some("plan"), Kind::Type));
+        let custom = request("custom", Some(CapOverrides { wall_ms: Some(10_000.0), ..Default::default() }));
+        assert_eq!(platform_deadline(0.0, &custom).unwrap().at, 9_500.0);
     }
 
     /// Invariant 4.

@@ -46,10 +46,18 @@ pub struct Ms(pub f64);
 
 impl fmt::Display for Ms {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.fract() == 0.0 {
-            write!(f, "{}", self.0)
+        let v = self.0;
+        if v.fract() == 0.0 {
+            write!(f, "{v}")
+        } else if (v * 4.0).fract() == 0.0 && (v * 2.0).fract() != 0.0 {
+            // An exact tie (x.25, x.75: ×4 and ×2 are exact in binary) rounds
+            // away from zero, as JavaScript's `toFixed(1)` does (js/errors.js
+            // `ms`); `{:.1}` alone would round it to even.
+            let whole = v.trunc();
+            let tenth = if (v - whole).abs() == 0.25 { 3 } else { 8 };
+            write!(f, "{}{}.{tenth}", if v < 0.0 { "-" } else { "" }, whole.abs())
         } else {
-            write!(f, "{:.1}", self.0)
+            write!(f, "{v:.1}")
         }
     }
 }
@@ -93,12 +101,16 @@ impl fmt::Display for DeadlineError {
             Self::TooLarge { param, value } => {
                 write!(f, "'{param}' must be between 0 and {MAX_MS} milliseconds (2^53 - 1): current value is {value}")
             }
-            Self::Exhausted { late_by_ms, .. } => {
-                write!(f, "the deadline passed {} ms ago, so no time is left for this step", Ms(late_by_ms))
+            // These two sentences are also js/errors.js's (made there on hot
+            // paths without a Wasm call): word for word, numbers through `Ms`
+            // and its twin `ms`. The deadline and errors JS cases compare them.
+            Self::Exhausted { late_by_ms, .. } if late_by_ms > 0.0 => {
+                write!(f, "deadline exceeded: it passed {} ms ago", Ms(late_by_ms))
             }
+            Self::Exhausted { .. } => f.write_str("deadline exceeded: no time is left"),
             Self::Insufficient { remaining_ms, min_ms } => write!(
                 f,
-                "only {} ms remain but this step needs at least {} ms, so it was not started",
+                "insufficient budget: {} ms left, the step needs at least {} ms, so it was not started",
                 Ms(remaining_ms),
                 Ms(min_ms)
             ),
@@ -285,8 +297,16 @@ mod tests {
     fn clock_readings_in_messages_are_rounded_to_a_tenth() {
         assert_eq!(Ms(43.085_806).to_string(), "43.1");
         assert_eq!(Ms(5_000.0).to_string(), "5000");
+        // Exact ties (quarters) round away from zero, as js/errors.js `ms` (`toFixed`) does.
+        assert_eq!(Ms(0.25).to_string(), "0.3");
+        assert_eq!(Ms(1.75).to_string(), "1.8");
+        assert_eq!(Ms(12.35).to_string(), "12.3"); // 12.3499…: not a tie
+        assert_eq!(Ms(-0.25).to_string(), "-0.3");
+        assert_eq!(Ms(1e15 + 0.25).to_string(), "1000000000000000.3");
         let msg = admit(100.0, 56.914194, 50.0).unwrap_err().to_string();
-        assert_eq!(msg, "only 43.1 ms remain but this step needs at least 50 ms, so it was not started");
+        assert_eq!(msg, "insufficient budget: 43.1 ms left, the step needs at least 50 ms, so it was not started");
+        assert_eq!(budget(10.0, 12.5, 1.0).unwrap_err().to_string(), "deadline exceeded: it passed 2.5 ms ago");
+        assert_eq!(budget(10.0, 10.0, 1.0).unwrap_err().to_string(), "deadline exceeded: no time is left");
     }
 
     #[test]

@@ -89,3 +89,46 @@ impl Described for ShapeError {
         Kind::Type
     }
 }
+
+/// A core error found inside one of the caller's arguments: the same error,
+/// its [`param`](Described::param) prefixed with the argument's name. The
+/// core names a field by its place in the data type it validates
+/// (`"backoff.jitter"` in retry options); the binding knows which argument
+/// that type arrived as (`options`), so `retry(fn, options)` reports
+/// `"options.backoff.jitter"`, as the user wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Within<E> {
+    /// The argument's name (`"options"`, `"steps[2]"`).
+    pub arg: String,
+    pub error: E,
+}
+
+impl<E> Within<E> {
+    pub fn new(arg: impl Into<String>, error: E) -> Self {
+        Self { arg: arg.into(), error }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Within<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<E: Described> Described for Within<E> {
+    fn code(&self) -> &'static str {
+        self.error.code()
+    }
+    fn param(&self) -> Option<String> {
+        Some(match self.error.param() {
+            Some(inner) => format!("{}.{inner}", self.arg),
+            None => self.arg.clone(),
+        })
+    }
+    fn kind(&self) -> Kind {
+        self.error.kind()
+    }
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        self.error.fields()
+    }
+}

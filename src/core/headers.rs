@@ -53,7 +53,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize, Serializer};
+
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError, MAX_TIMER_MS};
+use crate::core::error::{Described, Kind};
 
 /// The longest header value examined, in bytes. Longer input is refused
 /// before any other work.
@@ -62,16 +65,22 @@ pub const MAX_HEADER_LEN: usize = 64;
 /// This package's own header.
 pub const EDGE_DEADLINE_HEADER: &str = "edge-deadline-remaining-ms";
 
-/// A deadline propagation header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A deadline propagation header. Crosses to JavaScript as its lowercase
+/// name ([`HeaderFormat::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum HeaderFormat {
     /// `grpc-timeout`: gRPC over HTTP/2.
+    #[serde(rename = "grpc-timeout")]
     GrpcTimeout,
     /// `connect-timeout-ms`: the Connect protocol.
+    #[serde(rename = "connect-timeout-ms")]
     ConnectTimeoutMs,
     /// `x-envoy-expected-rq-timeout-ms`: set by Envoy for its upstream.
+    #[serde(rename = "x-envoy-expected-rq-timeout-ms")]
     EnvoyExpectedRqTimeoutMs,
     /// `edge-deadline-remaining-ms`: this package.
+    #[serde(rename = "edge-deadline-remaining-ms")]
     EdgeDeadlineRemainingMs,
 }
 
@@ -95,7 +104,16 @@ impl HeaderFormat {
         Self::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| HeaderError::UnknownFormat { value: name.chars().take(64).collect() })
+            .ok_or_else(|| HeaderError::UnknownFormat { value: name.chars().take(64).collect(), param: None })
+    }
+
+    /// [`HeaderFormat::from_name`] for a name the caller gave as `param`
+    /// (`options.formats`, `propagate`), which an unknown name's error names.
+    pub fn from_name_as(name: &str, param: &str) -> Result<Self, HeaderError> {
+        Self::from_name(name).map_err(|e| match e {
+            HeaderError::UnknownFormat { value, .. } => HeaderError::UnknownFormat { value, param: Some(param.into()) },
+            other => other,
+        })
     }
 
     /// The most digits a value may have.
@@ -131,8 +149,9 @@ pub enum HeaderError {
     MissingUnit { header: &'static str },
     /// A `grpc-timeout` unit other than `H M S m u n`.
     BadUnit { header: &'static str, found: char },
-    /// A header name this package does not know.
-    UnknownFormat { value: String },
+    /// A header name this package does not know; `param` is where the caller
+    /// gave it (`format` unless said).
+    UnknownFormat { value: String, param: Option<String> },
     /// A time argument (`now`, `parsedMs`, `transitMs`, `maxMs`, `remainingMs`) is invalid.
     Time(DeadlineError),
 }
@@ -171,7 +190,7 @@ impl fmt::Display for HeaderError {
                 "'{header}' must end with one of the units H M S m u n: current value ends with '{}'",
                 found.escape_default()
             ),
-            Self::UnknownFormat { ref value } => write!(
+            Self::UnknownFormat { ref value, .. } => write!(
                 f,
                 "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, {EDGE_DEADLINE_HEADER}: current value is '{value}'"
             ),
@@ -181,6 +200,43 @@ impl fmt::Display for HeaderError {
 }
 
 impl std::error::Error for HeaderError {}
+
+impl Described for HeaderError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::TooLong { .. } => "HEADER_TOO_LONG",
+            Self::Empty { .. } => "HEADER_EMPTY",
+            Self::Signed { .. } => "HEADER_SIGNED",
+            Self::Whitespace { .. } => "HEADER_WHITESPACE",
+            Self::NonAscii { .. } => "HEADER_NON_ASCII",
+            Self::NotDigit { .. } => "HEADER_NOT_DIGIT",
+            Self::NoDigits { .. } => "HEADER_NO_DIGITS",
+            Self::TooManyDigits { .. } => "HEADER_TOO_MANY_DIGITS",
+            Self::MissingUnit { .. } => "HEADER_MISSING_UNIT",
+            Self::BadUnit { .. } => "HEADER_BAD_UNIT",
+            Self::UnknownFormat { .. } => "UNKNOWN_FORMAT",
+            Self::Time(e) => e.code(),
+        }
+    }
+
+    /// `value` for a refused header value (`parseHeader(format, value)`),
+    /// `format` for an unknown header name, the time argument's own name
+    /// (`remainingMs`, `maxMs`, `transitMs`) otherwise.
+    fn param(&self) -> Option<String> {
+        match self {
+            Self::UnknownFormat { param, .. } => Some(param.clone().unwrap_or_else(|| "format".into())),
+            Self::Time(e) => Described::param(e),
+            _ => Some("value".into()),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            _ => Kind::Range,
+        }
+    }
+}
 
 impl From<DeadlineError> for HeaderError {
     fn from(e: DeadlineError) -> Self {
@@ -363,18 +419,62 @@ pub fn incoming_deadline(now_ms: f64, parsed_ms: f64, transit_ms: f64, max_ms: f
     Ok(deadline_in(now, granted)?)
 }
 
-/// The deadline from every propagation header present.
-#[derive(Debug, Clone, PartialEq)]
+/// One header value present on a request, as a binding hands it over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct HeaderValue {
+    pub header: HeaderFormat,
+    pub value: String,
+}
+
+/// The options of reading a deadline from headers: the local cap (`maxMs`)
+/// and the estimated transit time (`transitMs`, 0 unless given).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct IncomingOptions {
+    pub max_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub transit_ms: Option<f64>,
+}
+
+/// [`earliest_incoming`] over [`HeaderValue`]s.
+pub fn earliest_incoming_values(
+    now_ms: f64,
+    values: &[HeaderValue],
+    options: &IncomingOptions,
+) -> Result<Incoming, HeaderError> {
+    let raw: Vec<(HeaderFormat, &[u8])> = values.iter().map(|v| (v.header, v.value.as_bytes())).collect();
+    earliest_incoming(now_ms, &raw, options.transit_ms.unwrap_or(0.0), options.max_ms)
+}
+
+/// The deadline from every propagation header present. Crosses to
+/// JavaScript with each rejection as `{ index, code, message }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Incoming {
     /// The earliest deadline among the valid headers and the local cap.
     pub at: f64,
-    /// The index (in the headers given) of the header that set `at`; `None`
+    /// The index (in the headers given) of the header that set `at`; absent (`None`)
     /// when the local cap did.
     pub source: Option<usize>,
     /// The index and error of each header that was present but malformed.
     /// They are ignored, which can only leave the deadline at the local cap,
     /// never extend it; strict callers may turn any entry here into a 400.
+    #[serde(serialize_with = "rejections")]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "{ index: number, code: string, message: string }[]"))]
     pub rejected: Vec<(usize, HeaderError)>,
+}
+
+fn rejections<S: Serializer>(rejected: &[(usize, HeaderError)], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Rejection<'a> {
+        index: usize,
+        code: &'a str,
+        message: String,
+    }
+    s.collect_seq(rejected.iter().map(|(index, e)| Rejection { index: *index, code: e.code(), message: e.to_string() }))
 }
 
 /// Folds the headers present into one deadline: the earliest of
@@ -412,7 +512,7 @@ pub fn earliest_incoming(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::retry::SplitMix64;
+    use crate::core::rng::SplitMix64;
     use proptest::prelude::*;
     use HeaderFormat::*;
 
@@ -528,6 +628,31 @@ mod tests {
         assert_eq!(HeaderFormat::from_name("Grpc-Timeout"), Ok(GrpcTimeout));
         assert_eq!(HeaderFormat::from_name(EDGE_DEADLINE_HEADER), Ok(EdgeDeadlineRemainingMs));
         assert!(matches!(HeaderFormat::from_name("x-deadline"), Err(HeaderError::UnknownFormat { .. })));
+    }
+
+    #[test]
+    fn errors_carry_codes_and_name_the_value() {
+        use crate::core::error::Described;
+        let e = grpc("1e3S").unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("value"), "HEADER_NOT_DIGIT"));
+        let e = HeaderFormat::from_name("x-deadline").unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("format"), "UNKNOWN_FORMAT"));
+        let e = HeaderFormat::from_name_as("x-deadline", "options.formats").unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("options.formats"), "UNKNOWN_FORMAT"));
+        assert!(e.to_string().starts_with("'format' must be one of grpc-timeout"), "{e}");
+        let e = encode(GrpcTimeout, -1.0).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some("remainingMs"), "NEGATIVE"));
+        let values = vec![
+            HeaderValue { header: GrpcTimeout, value: "100m".into() },
+            HeaderValue { header: ConnectTimeoutMs, value: "-5".into() },
+        ];
+        let inc =
+            earliest_incoming_values(0.0, &values, &IncomingOptions { max_ms: 5_000.0, transit_ms: None }).unwrap();
+        assert_eq!((inc.at, inc.source), (100.0, Some(0)));
+        assert_eq!(inc.rejected[0].1.code(), "HEADER_SIGNED");
+        let e = earliest_incoming_values(0.0, &values, &IncomingOptions { max_ms: f64::NAN, transit_ms: None })
+            .unwrap_err();
+        assert_eq!(e.param().as_deref(), Some("maxMs"));
     }
 
     #[test]

@@ -6,15 +6,18 @@
 //! integer millisecond up to 2^53 exactly; the validators in [`deadline`]
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
+pub mod budget;
 pub mod caps;
 pub mod deadline;
 pub mod derive;
 pub mod error;
 pub mod headers;
+pub mod hedge;
 pub mod little;
 pub mod plan;
 pub mod prom;
 pub mod retry;
+pub mod rng;
 pub mod simulate;
 pub mod sketch;
 pub mod stall;

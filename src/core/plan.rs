@@ -75,7 +75,7 @@
 //! is allowed and uses the same arithmetic. Recording what actually happened
 //! is the [`TraceRecord`]'s job.
 //!
-//! # Invariants (each is a property test in this module)
+//! # Invariants (each is a property test, in `plan/tests.rs`)
 //! 1. An admitted step's cap never exceeds `remaining − held(i)`, nor its
 //!    preferred duration, and is above zero and (except a fallback's) at
 //!    least its minimum.
@@ -95,7 +95,10 @@
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::core::deadline::{check_ms, DeadlineError, Ms};
+use crate::core::error::Described;
 
 /// The default hand-off margin per step start: the worst p99 hand-off
 /// lateness on an idle event loop across Node, Deno, workerd and Chromium
@@ -136,21 +139,24 @@ pub enum PlanError {
     IndexOutOfRange { index: usize, len: usize },
     /// A step kind other than `mandatory`, `optional` or `fallback`.
     UnknownKind { value: String },
+    /// Step number `index` is not a step object (what a binding reports
+    /// when the step's fields cannot be read at all).
+    BadStep { index: usize, message: String },
     /// A step's duration (`minMs`, `preferredMs`, `reserveMs`) is NaN,
     /// infinite, negative or past [`MAX_MS`](crate::core::deadline::MAX_MS).
-    BadStepValue { step: String, error: DeadlineError },
+    BadStepValue { index: usize, step: String, error: DeadlineError },
     /// `minMs` is above `preferredMs`: the step could never be admitted at its
     /// preferred size. Lower `minMs` or raise `preferredMs`.
-    MinAbovePreferred { step: String, min_ms: f64, preferred_ms: f64 },
+    MinAbovePreferred { index: usize, step: String, min_ms: f64, preferred_ms: f64 },
     /// A mandatory or fallback step reserves less than its minimum, so holding
     /// the reserve would not guarantee it can start. Raise `reserveMs`.
-    ReserveBelowMin { step: String, reserve_ms: f64, min_ms: f64 },
+    ReserveBelowMin { index: usize, step: String, reserve_ms: f64, min_ms: f64 },
     /// `preferredMs` is 0: the step could never be given any time. Remove it
     /// to take whatever is available, or give a positive duration.
-    ZeroPreferred { step: String },
+    ZeroPreferred { index: usize, step: String },
     /// A fallback step gets everything left when it runs, so a preferred
     /// duration contradicts it. Remove `preferredMs` or make the step mandatory.
-    PreferredOnFallback { step: String },
+    PreferredOnFallback { index: usize, step: String },
     /// The margin is outside `0 ..= MAX_MARGIN_MS`.
     BadMargin { value: f64 },
     /// A time argument (`at`, `now`, trace values) is invalid.
@@ -181,19 +187,20 @@ impl fmt::Display for PlanError {
                 f,
                 "'kind' must be one of mandatory, optional, fallback: current value is '{value}'"
             ),
-            Self::BadStepValue { step, error } => write!(f, "step '{step}': {error}"),
-            Self::MinAbovePreferred { step, min_ms, preferred_ms } => write!(
+            Self::BadStep { index, message } => write!(f, "step {index}: {message}"),
+            Self::BadStepValue { step, error, .. } => write!(f, "step '{step}': {error}"),
+            Self::MinAbovePreferred { step, min_ms, preferred_ms, .. } => write!(
                 f,
                 "step '{step}': 'minMs' must not exceed 'preferredMs' ({preferred_ms}): current value is {min_ms}"
             ),
-            Self::ReserveBelowMin { step, reserve_ms, min_ms } => write!(
+            Self::ReserveBelowMin { step, reserve_ms, min_ms, .. } => write!(
                 f,
                 "step '{step}': 'reserveMs' must be at least 'minMs' ({min_ms}) for mandatory and fallback steps: current value is {reserve_ms}"
             ),
-            Self::ZeroPreferred { step } => {
+            Self::ZeroPreferred { step, .. } => {
                 write!(f, "step '{step}': 'preferredMs' must be above 0 milliseconds: current value is 0")
             }
-            Self::PreferredOnFallback { step } => write!(
+            Self::PreferredOnFallback { step, .. } => write!(
                 f,
                 "step '{step}': a fallback step gets everything left, so 'preferredMs' must not be set"
             ),
@@ -208,14 +215,74 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
+impl Described for PlanError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NoSteps => "NO_STEPS",
+            Self::TooManySteps { .. } => "TOO_MANY_STEPS",
+            Self::EmptyName { .. } => "EMPTY_NAME",
+            Self::NameTooLong { .. } => "NAME_TOO_LONG",
+            Self::DuplicateName { .. } => "DUPLICATE_NAME",
+            Self::UnknownStep { .. } => "UNKNOWN_STEP",
+            Self::IndexOutOfRange { .. } => "INDEX_OUT_OF_RANGE",
+            Self::UnknownKind { .. } => "UNKNOWN_KIND",
+            Self::BadStep { .. } => "INVALID_STEP",
+            Self::BadStepValue { error, .. } | Self::Time(error) => error.code(),
+            Self::MinAbovePreferred { .. } => "MIN_ABOVE_PREFERRED",
+            Self::ReserveBelowMin { .. } => "RESERVE_BELOW_MIN",
+            Self::ZeroPreferred { .. } => "ZERO_PREFERRED",
+            Self::PreferredOnFallback { .. } => "PREFERRED_ON_FALLBACK",
+            Self::BadMargin { .. } => "MARGIN_OUT_OF_RANGE",
+        }
+    }
+
+    /// Paths as `plan(deadline, steps, options)` names them: `steps[2].minMs`,
+    /// `options.marginMs`; `name` for `p.run(name, fn)`.
+    fn param(&self) -> Option<String> {
+        let step = |index: &usize, field: &str| Some(format!("steps[{index}].{field}"));
+        match self {
+            Self::NoSteps | Self::TooManySteps { .. } => Some("steps".into()),
+            Self::EmptyName { index } | Self::NameTooLong { index, .. } => step(index, "name"),
+            Self::DuplicateName { second, .. } => step(second, "name"),
+            Self::UnknownStep { .. } => Some("name".into()),
+            Self::IndexOutOfRange { .. } => Some("index".into()),
+            Self::UnknownKind { .. } => Some("kind".into()),
+            Self::BadStep { index, .. } => Some(format!("steps[{index}]")),
+            Self::BadStepValue { index, error, .. } => step(index, error.param().unwrap_or("minMs")),
+            Self::MinAbovePreferred { index, .. } => step(index, "minMs"),
+            Self::ReserveBelowMin { index, .. } => step(index, "reserveMs"),
+            Self::ZeroPreferred { index, .. } | Self::PreferredOnFallback { index, .. } => step(index, "preferredMs"),
+            Self::BadMargin { .. } => Some("options.marginMs".into()),
+            Self::Time(e) => Described::param(e),
+        }
+    }
+
+    fn kind(&self) -> crate::core::error::Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            _ => crate::core::error::Kind::Range,
+        }
+    }
+
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Self::Time(e) => e.fields(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl From<DeadlineError> for PlanError {
     fn from(e: DeadlineError) -> Self {
         Self::Time(e)
     }
 }
 
-/// What a step is to the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a step is to the pipeline. Crosses to JavaScript as its name
+/// (`"mandatory"`, `"optional"`, `"fallback"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum StepKind {
     /// Must run (a policy check): its reserve is held while earlier steps run;
     /// when it cannot get `minMs` it is [`Decision::Insufficient`].
@@ -256,18 +323,26 @@ impl StepKind {
     }
 }
 
-/// A step as the caller declares it, before validation.
-#[derive(Debug, Clone, PartialEq)]
+/// A step as the caller declares it, before validation (`steps[i]` of
+/// `plan(deadline, steps)`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct StepSpec {
     pub name: String,
     /// The least time in which the step can plausibly succeed (its p95, not its median).
     pub min_ms: f64,
-    /// The most the step should be given; `None` takes whatever is available.
+    /// The most the step should be given; absent (`None`): whatever is
+    /// available. Not allowed on a fallback step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub preferred_ms: Option<f64>,
     pub kind: StepKind,
-    /// What is held back for this step while earlier steps run; `None` means
+    /// What is held back for this step while earlier steps run; absent means
     /// `min_ms`. Only mandatory and fallback steps hold a reserve; on an
     /// optional step the value is validated and otherwise unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reserve_ms: Option<f64>,
 }
 
@@ -298,6 +373,47 @@ pub struct Step {
     preferred_ms: Option<f64>,
     kind: StepKind,
     reserve_ms: f64,
+}
+
+/// What a binding keeps of a validated plan, per step: the step's validated
+/// numbers and the time held back from it ([`Plan::held_after`]). With these
+/// and the deadline, [`step_cap`] and [`decide_step`] need no `Plan`, so a
+/// plan object on the host side holds no memory of the core's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct StepInfo {
+    pub name: String,
+    pub kind: StepKind,
+    pub min_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub preferred_ms: Option<f64>,
+    pub reserve_ms: f64,
+    pub held_after_ms: f64,
+}
+
+/// A validated plan as a binding keeps it: one [`StepInfo`] per step, in
+/// declaration order, and the hand-off margin in use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct PlanInfo {
+    pub steps: Vec<StepInfo>,
+    pub margin_ms: f64,
+}
+
+/// Why a step did not start, for a binding: the trace outcome (`skipped` or
+/// `insufficient`), the reason in words, and the numbers the
+/// `InsufficientBudget` error carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct Refusal {
+    pub outcome: Outcome,
+    pub reason: String,
+    pub available_ms: f64,
+    pub min_ms: f64,
 }
 
 impl Step {
@@ -450,6 +566,24 @@ impl Plan {
         &self.steps
     }
 
+    /// What a binding keeps of this plan (see [`StepInfo`]).
+    pub fn info(&self) -> PlanInfo {
+        let steps = self
+            .steps
+            .iter()
+            .zip(&self.held_after)
+            .map(|(s, &held_after_ms)| StepInfo {
+                name: s.name.clone(),
+                kind: s.kind,
+                min_ms: s.min_ms,
+                preferred_ms: s.preferred_ms,
+                reserve_ms: s.reserve_ms,
+                held_after_ms,
+            })
+            .collect();
+        PlanInfo { steps, margin_ms: self.margin_ms }
+    }
+
     /// The index of the step called `name`.
     pub fn index_of(&self, name: &str) -> Result<usize, PlanError> {
         self.steps
@@ -515,6 +649,47 @@ pub fn decide_step(
     })
 }
 
+/// The cap [`decide_step`] gives a step, or `0` when it must not start: the
+/// one number a binding's hot path needs per step, from a [`StepInfo`]'s
+/// numbers. Admission distinguishes only fallback steps (which run below
+/// their minimum); optional and mandatory steps differ in what a refusal is,
+/// which [`refusal`] says.
+pub fn step_cap(
+    fallback: bool,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<f64, PlanError> {
+    let kind = if fallback { StepKind::Fallback } else { StepKind::Mandatory };
+    decide_step(kind, min_ms, preferred_ms, held_ms, at, now_ms).map(|d| d.cap_ms())
+}
+
+/// Why `step` does not start at `now_ms` (the rare path after [`step_cap`]
+/// answered `0`); `None` when it would start.
+pub fn refusal(step: &StepInfo, at: f64, now_ms: f64) -> Result<Option<Refusal>, PlanError> {
+    let decision = decide_step(step.kind, step.min_ms, step.preferred_ms, step.held_after_ms, at, now_ms)?;
+    Ok(match decision {
+        Decision::Run { .. } => None,
+        Decision::Skip { reason, .. } => Some(Refusal {
+            outcome: Outcome::Skipped,
+            reason: reason.to_string(),
+            available_ms: match reason {
+                SkipReason::BelowMinimum { available_ms, .. } => available_ms,
+                SkipReason::Expired => 0.0,
+            },
+            min_ms: step.min_ms,
+        }),
+        Decision::Insufficient { available_ms, min_ms, remaining_ms } => Some(Refusal {
+            outcome: Outcome::Insufficient,
+            reason: DeadlineError::Insufficient { remaining_ms, min_ms }.to_string(),
+            available_ms,
+            min_ms,
+        }),
+    })
+}
+
 fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
     let StepSpec { name, min_ms, preferred_ms, kind, reserve_ms } = spec;
     if name.is_empty() {
@@ -523,7 +698,7 @@ fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
     if name.len() > MAX_NAME_LEN {
         return Err(PlanError::NameTooLong { index, len: name.len() });
     }
-    let bad = |error: DeadlineError| PlanError::BadStepValue { step: name.clone(), error };
+    let bad = |error: DeadlineError| PlanError::BadStepValue { index, step: name.clone(), error };
     let min_ms = check_ms("minMs", min_ms).map_err(bad)?;
     let preferred_ms = match preferred_ms {
         Some(p) => Some(check_ms("preferredMs", p).map_err(bad)?),
@@ -535,491 +710,23 @@ fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
     };
     if let Some(preferred_ms) = preferred_ms {
         if kind == StepKind::Fallback {
-            return Err(PlanError::PreferredOnFallback { step: name });
+            return Err(PlanError::PreferredOnFallback { index, step: name });
         }
         if preferred_ms == 0.0 {
-            return Err(PlanError::ZeroPreferred { step: name });
+            return Err(PlanError::ZeroPreferred { index, step: name });
         }
         if min_ms > preferred_ms {
-            return Err(PlanError::MinAbovePreferred { step: name, min_ms, preferred_ms });
+            return Err(PlanError::MinAbovePreferred { index, step: name, min_ms, preferred_ms });
         }
     }
     if kind.holds_reserve() && reserve_ms < min_ms {
-        return Err(PlanError::ReserveBelowMin { step: name, reserve_ms, min_ms });
+        return Err(PlanError::ReserveBelowMin { index, step: name, reserve_ms, min_ms });
     }
     Ok(Step { name, min_ms, preferred_ms, kind, reserve_ms })
 }
 
-/// How a step ended, as recorded in the trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// The step resolved.
-    Ok,
-    /// The step threw (not because of an abort).
-    Error,
-    /// An optional step was not started.
-    Skipped,
-    /// A mandatory or fallback step could not get its minimum and was not started.
-    Insufficient,
-    /// The deadline itself passed while the step ran, and it was aborted.
-    Deadline,
-    /// A parent signal (a cancelled client) aborted the step.
-    Aborted,
-    /// The step's own cap fired while the deadline still had time: it was
-    /// aborted with `StepTimeout`.
-    Timeout,
-}
-
-impl Outcome {
-    /// The JS spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Error => "error",
-            Self::Skipped => "skipped",
-            Self::Insufficient => "insufficient",
-            Self::Deadline => "deadline",
-            Self::Aborted => "aborted",
-            Self::Timeout => "timeout",
-        }
-    }
-
-    /// The outcome of a step that started. A parent abort wins over the cap
-    /// (the client left, whatever the timer did), the cap wins over the error
-    /// it caused, and a step that resolved is `ok` even if a timer fired late.
-    /// A cap that is the deadline's own instant (a fallback's, or a step
-    /// given everything left) is the deadline; an earlier cap is a timeout.
-    pub fn after_run(resolved: bool, cap_fired: bool, cap_is_deadline: bool, parent_aborted: bool) -> Self {
-        match (resolved, parent_aborted, cap_fired) {
-            (true, _, _) => Self::Ok,
-            (false, true, _) => Self::Aborted,
-            (false, false, true) if cap_is_deadline => Self::Deadline,
-            (false, false, true) => Self::Timeout,
-            (false, false, false) => Self::Error,
-        }
-    }
-}
-
-/// One line of a pipeline's trace: what the step was given and what happened.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TraceRecord {
-    pub step: String,
-    pub remaining_at_start_ms: f64,
-    pub cap_ms: f64,
-    pub elapsed_ms: f64,
-    pub outcome: Outcome,
-}
-
-impl TraceRecord {
-    /// A validated record: every duration finite, `0 ..= MAX_MS`.
-    pub fn new(
-        step: impl Into<String>,
-        remaining_at_start_ms: f64,
-        cap_ms: f64,
-        elapsed_ms: f64,
-        outcome: Outcome,
-    ) -> Result<Self, PlanError> {
-        Ok(Self {
-            step: step.into(),
-            remaining_at_start_ms: check_ms("remainingAtStartMs", remaining_at_start_ms)?,
-            cap_ms: check_ms("capMs", cap_ms)?,
-            elapsed_ms: check_ms("elapsedMs", elapsed_ms)?,
-            outcome,
-        })
-    }
-}
+pub mod trace;
+pub use trace::{Outcome, TraceRecord};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::deadline::MAX_MS;
-    use proptest::prelude::*;
-
-    fn opt(name: &str, min: f64) -> StepSpec {
-        StepSpec::new(name, StepKind::Optional, min)
-    }
-    fn man(name: &str, min: f64) -> StepSpec {
-        StepSpec::new(name, StepKind::Mandatory, min)
-    }
-    fn fb(name: &str, min: f64) -> StepSpec {
-        StepSpec::new(name, StepKind::Fallback, min)
-    }
-
-    /// Seed 002: 8 s total, 0.5 s reserved for the response.
-    fn seed_002(margin: f64) -> Plan {
-        Plan::with_margin(
-            8_000.0,
-            0.0,
-            vec![
-                man("auth", 100.0).preferred(500.0),
-                opt("retrieve", 300.0).preferred(2_000.0),
-                opt("generate", 1_000.0),
-                fb("respond", 500.0),
-            ],
-            margin,
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn seed_002_generation_budget() {
-        // Auth 0.5 s + retrieval 1.5 s elapsed: generation gets 8 − 2 − 0.5 = 5.5 s.
-        let p = seed_002(0.0);
-        assert_eq!(p.decide("generate", 2_000.0), Ok(Decision::Run { cap_ms: 5_500.0, remaining_ms: 6_000.0 }));
-        // With the default margin, one hand-off (generate → respond) is held too.
-        let p = seed_002(DEFAULT_MARGIN_MS);
-        assert_eq!(p.decide("generate", 2_000.0).unwrap().cap_ms(), 5_495.0);
-        // Auth and retrieval stop at their preferred sizes.
-        assert_eq!(p.decide("auth", 0.0).unwrap().cap_ms(), 500.0);
-        assert_eq!(p.decide("retrieve", 500.0).unwrap().cap_ms(), 2_000.0);
-    }
-
-    #[test]
-    fn slow_retrieval_skips_generation_and_keeps_the_fallback() {
-        let p = seed_002(DEFAULT_MARGIN_MS);
-        // Retrieval ran to 7.4 s: 600 ms left, 505 held, 95 ms available < 1 s.
-        let d = p.decide("generate", 7_400.0).unwrap();
-        assert_eq!(
-            d,
-            Decision::Skip {
-                reason: SkipReason::BelowMinimum { available_ms: 95.0, min_ms: 1_000.0 },
-                remaining_ms: 600.0
-            }
-        );
-        assert_eq!(d.outcome_if_not_run(), Some(Outcome::Skipped));
-        // The fallback runs in its reserve and gets everything left.
-        assert_eq!(p.decide("respond", 7_401.0), Ok(Decision::Run { cap_ms: 599.0, remaining_ms: 599.0 }));
-        // Past the deadline, optional steps are skipped and held steps are insufficient.
-        assert!(matches!(p.decide("retrieve", 9_000.0), Ok(Decision::Skip { reason: SkipReason::Expired, .. })));
-        assert!(matches!(p.decide("respond", 8_000.0), Ok(Decision::Insufficient { .. })));
-        assert!(matches!(p.decide("auth", 7_900.0), Ok(Decision::Insufficient { .. })));
-    }
-
-    #[test]
-    fn a_late_step_leaves_the_fallback_whatever_is_left() {
-        let p = seed_002(DEFAULT_MARGIN_MS);
-        // Generation ended 60 ms past its cap (far more than the margin):
-        // 445 ms remain of the 505 held, below the fallback's 500 ms minimum.
-        assert_eq!(p.decide("respond", 7_555.0), Ok(Decision::Run { cap_ms: 445.0, remaining_ms: 445.0 }));
-        // Down to the last sliver of time it still runs; at the deadline it cannot.
-        assert_eq!(p.decide("respond", 7_999.5), Ok(Decision::Run { cap_ms: 0.5, remaining_ms: 0.5 }));
-        assert_eq!(
-            p.decide("respond", 8_000.0),
-            Ok(Decision::Insufficient { remaining_ms: 0.0, available_ms: 0.0, min_ms: 500.0 })
-        );
-        // A mandatory step below its minimum is still refused.
-        let m = Plan::new(1_000.0, 0.0, vec![opt("a", 10.0), man("check", 200.0)]).unwrap();
-        assert!(matches!(m.decide("check", 900.0), Ok(Decision::Insufficient { .. })));
-    }
-
-    #[test]
-    fn short_budgets_build_a_plan_and_degrade_when_decided() {
-        // A propagated 50 ms against 180 ms of reserves.
-        let p = Plan::new(
-            50.0,
-            0.0,
-            vec![opt("retrieve", 20.0).preferred(200.0), man("check", 80.0), fb("respond", 100.0)],
-        )
-        .unwrap();
-        assert!(matches!(p.decide("retrieve", 0.0), Ok(Decision::Skip { .. })));
-        assert!(matches!(p.decide("check", 0.0), Ok(Decision::Insufficient { .. })));
-        assert_eq!(p.decide("respond", 0.0), Ok(Decision::Run { cap_ms: 50.0, remaining_ms: 50.0 }));
-        // All optional with 12 ms left: three 5 ms margins do not fit, still a plan.
-        let q = Plan::new(12.0, 0.0, vec![opt("a", 1.0), opt("b", 1.0), opt("c", 1.0)]).unwrap();
-        assert_eq!(q.decide("a", 0.0).unwrap().cap_ms(), 2.0);
-        assert_eq!(q.decide("c", 0.0).unwrap().cap_ms(), 12.0);
-        // An expired deadline with a single fallback step.
-        let r = Plan::new(100.0, 250.0, vec![fb("respond", 10.0)]).unwrap();
-        assert!(matches!(r.decide("respond", 250.0), Ok(Decision::Insufficient { .. })));
-    }
-
-    #[test]
-    fn mandatory_step_below_minimum_is_insufficient() {
-        let p = Plan::new(1_000.0, 0.0, vec![opt("a", 10.0), man("check", 200.0)]).unwrap();
-        let d = p.decide("check", 850.0).unwrap();
-        assert_eq!(d, Decision::Insufficient { remaining_ms: 150.0, available_ms: 150.0, min_ms: 200.0 });
-        assert_eq!(d.outcome_if_not_run(), Some(Outcome::Insufficient));
-        assert_eq!(d.cap_ms(), 0.0);
-    }
-
-    #[test]
-    fn zero_minimum_still_needs_time() {
-        let p = Plan::with_margin(100.0, 0.0, vec![opt("a", 0.0)], 0.0).unwrap();
-        assert!(matches!(p.decide("a", 100.0), Ok(Decision::Skip { reason: SkipReason::Expired, .. })));
-        assert_eq!(p.decide("a", 99.5).unwrap().cap_ms(), 0.5);
-    }
-
-    #[test]
-    fn rejects_bad_plans_with_clear_errors() {
-        let e = Plan::new(1e4, 0.0, vec![opt("a", 1.0), opt("a", 1.0)]).unwrap_err();
-        assert_eq!(e, PlanError::DuplicateName { name: "a".into(), first: 0, second: 1 });
-        assert!(e.to_string().contains("'a'"), "{e}");
-        assert_eq!(Plan::new(1e4, 0.0, vec![opt("", 1.0)]), Err(PlanError::EmptyName { index: 0 }));
-        assert_eq!(Plan::new(1e4, 0.0, vec![]), Err(PlanError::NoSteps));
-        let long = "x".repeat(MAX_NAME_LEN + 1);
-        assert!(matches!(Plan::new(1e4, 0.0, vec![opt(&long, 1.0)]), Err(PlanError::NameTooLong { .. })));
-        let many = (0..=MAX_STEPS).map(|i| opt(&i.to_string(), 0.0)).collect();
-        assert!(matches!(Plan::new(1e4, 0.0, many), Err(PlanError::TooManySteps { .. })));
-
-        let e = Plan::new(1e4, 0.0, vec![opt("a", f64::NAN)]).unwrap_err();
-        assert!(matches!(&e, PlanError::BadStepValue { error: DeadlineError::NotFinite { param: "minMs", .. }, .. }));
-        assert!(e.to_string().starts_with("step 'a': 'minMs'"), "{e}");
-        assert!(matches!(
-            Plan::new(1e4, 0.0, vec![opt("a", -1.0)]),
-            Err(PlanError::BadStepValue { error: DeadlineError::Negative { param: "minMs", .. }, .. })
-        ));
-        assert!(matches!(
-            Plan::new(1e4, 0.0, vec![opt("a", 1.0).reserve(f64::INFINITY)]),
-            Err(PlanError::BadStepValue { error: DeadlineError::NotFinite { param: "reserveMs", .. }, .. })
-        ));
-        let e = Plan::new(1e4, 0.0, vec![opt("a", 50.0).preferred(10.0)]).unwrap_err();
-        assert_eq!(e, PlanError::MinAbovePreferred { step: "a".into(), min_ms: 50.0, preferred_ms: 10.0 });
-        assert!(e.to_string().contains("'minMs' must not exceed 'preferredMs' (10): current value is 50"), "{e}");
-        assert_eq!(
-            Plan::new(1e4, 0.0, vec![man("m", 50.0).reserve(10.0)]),
-            Err(PlanError::ReserveBelowMin { step: "m".into(), reserve_ms: 10.0, min_ms: 50.0 })
-        );
-        assert_eq!(
-            Plan::new(1e4, 0.0, vec![man("m", 0.0).preferred(0.0)]),
-            Err(PlanError::ZeroPreferred { step: "m".into() })
-        );
-        assert_eq!(
-            Plan::new(1e4, 0.0, vec![fb("f", 50.0).preferred(100.0)]),
-            Err(PlanError::PreferredOnFallback { step: "f".into() })
-        );
-        assert!(matches!(Plan::with_margin(1e4, 0.0, vec![opt("a", 1.0)], f64::NAN), Err(PlanError::BadMargin { .. })));
-        assert!(matches!(Plan::with_margin(1e4, 0.0, vec![opt("a", 1.0)], 1e4), Err(PlanError::BadMargin { .. })));
-        assert!(matches!(Plan::new(f64::NAN, 0.0, vec![opt("a", 1.0)]), Err(PlanError::Time(_))));
-        assert_eq!(StepKind::parse("required"), Err(PlanError::UnknownKind { value: "required".into() }));
-        assert_eq!(StepKind::parse("fallback"), Ok(StepKind::Fallback));
-    }
-
-    #[test]
-    fn unknown_step_and_bad_now_at_run_time() {
-        let p = seed_002(DEFAULT_MARGIN_MS);
-        assert_eq!(p.decide("nope", 0.0), Err(PlanError::UnknownStep { name: "nope".into() }));
-        assert!(matches!(p.decide("auth", f64::NAN), Err(PlanError::Time(DeadlineError::NotFinite { .. }))));
-        assert!(matches!(p.decide_index(9, 0.0), Err(PlanError::IndexOutOfRange { index: 9, len: 4 })));
-        assert!(p.held_after(4).is_err());
-    }
-
-    #[test]
-    fn optional_reserve_is_not_held() {
-        let p = Plan::with_margin(1_000.0, 0.0, vec![opt("a", 1.0), opt("b", 1.0).reserve(900.0)], 0.0).unwrap();
-        assert_eq!(p.decide("a", 0.0).unwrap().cap_ms(), 1_000.0);
-    }
-
-    #[test]
-    fn trace_records_are_validated() {
-        let r = TraceRecord::new("gen", 6_000.0, 5_495.0, 812.5, Outcome::Deadline).unwrap();
-        assert_eq!((r.step.as_str(), r.cap_ms, r.outcome.as_str()), ("gen", 5_495.0, "deadline"));
-        assert!(TraceRecord::new("a", f64::NAN, 0.0, 0.0, Outcome::Ok).is_err());
-        assert!(TraceRecord::new("a", 0.0, 0.0, -1.0, Outcome::Ok).is_err());
-    }
-
-    #[test]
-    fn outcome_after_run() {
-        assert_eq!(Outcome::after_run(true, true, false, true), Outcome::Ok);
-        assert_eq!(Outcome::after_run(false, true, false, true), Outcome::Aborted);
-        assert_eq!(Outcome::after_run(false, true, true, false), Outcome::Deadline);
-        assert_eq!(Outcome::after_run(false, true, false, false), Outcome::Timeout);
-        assert_eq!(Outcome::after_run(false, false, false, false), Outcome::Error);
-        let all = [
-            Outcome::Ok,
-            Outcome::Error,
-            Outcome::Skipped,
-            Outcome::Insufficient,
-            Outcome::Deadline,
-            Outcome::Aborted,
-            Outcome::Timeout,
-        ];
-        let names: Vec<_> = all.iter().map(|o| o.as_str()).collect();
-        assert_eq!(names, ["ok", "error", "skipped", "insufficient", "deadline", "aborted", "timeout"]);
-    }
-
-    // ---- property tests -------------------------------------------------
-
-    #[derive(Debug, Clone)]
-    struct Gen {
-        kind: StepKind,
-        min: f64,
-        pref_extra: Option<f64>,
-        reserve_extra: f64,
-    }
-
-    fn step_gen() -> impl Strategy<Value = Gen> {
-        (
-            prop_oneof![Just(StepKind::Mandatory), Just(StepKind::Optional), Just(StepKind::Fallback)],
-            prop_oneof![Just(0.0), 0.0..2_000.0f64],
-            proptest::option::of(0.0..5_000.0f64),
-            prop_oneof![Just(0.0), 0.0..1_000.0f64],
-        )
-            .prop_map(|(kind, min, pref_extra, reserve_extra)| Gen { kind, min, pref_extra, reserve_extra })
-    }
-
-    fn build(gens: &[Gen]) -> Vec<StepSpec> {
-        gens.iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let mut s = StepSpec::new(format!("s{i}"), g.kind, g.min).reserve(g.min + g.reserve_extra);
-                if g.kind != StepKind::Fallback {
-                    if let Some(extra) = g.pref_extra {
-                        s = s.preferred(g.min + extra);
-                    }
-                }
-                s
-            })
-            .collect()
-    }
-
-    /// Sum of reserves held for steps from `j` on (including `j`).
-    fn held_from(p: &Plan, j: usize) -> f64 {
-        p.steps()[j..].iter().filter(|s| s.kind().holds_reserve()).map(|s| s.reserve_ms()).sum()
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2048))]
-
-        /// Invariants 1 and 5.
-        #[test]
-        fn cap_within_remaining_minus_tail(
-            gens in proptest::collection::vec(step_gen(), 1..8),
-            budget in 0.0..60_000.0f64,
-            now_frac in -0.2..1.3f64,
-            margin in prop_oneof![Just(0.0), Just(DEFAULT_MARGIN_MS), 0.0..50.0f64],
-        ) {
-            let Ok(p) = Plan::with_margin(1_000.0 + budget, 1_000.0, build(&gens), margin) else { return Ok(()); };
-            let now = (1_000.0 + budget * now_frac).max(0.0);
-            for i in 0..gens.len() {
-                let d = p.decide_index(i, now).unwrap();
-                let remaining = (p.at() - now).max(0.0);
-                let step = &p.steps()[i];
-                prop_assert!(d.remaining_ms() == remaining);
-                match d {
-                    Decision::Run { cap_ms, .. } => {
-                        prop_assert!(cap_ms.is_finite() && cap_ms > 0.0);
-                        // A fallback runs in whatever is left; the others get their minimum.
-                        prop_assert!(step.kind() == StepKind::Fallback || cap_ms + ADMIT_EPSILON_MS >= step.min_ms());
-                        prop_assert!(cap_ms <= remaining - p.held_after(i).unwrap());
-                        if let Some(pref) = step.preferred_ms() { prop_assert!(cap_ms <= pref); }
-                    }
-                    Decision::Skip { reason, .. } => {
-                        prop_assert_eq!(step.kind(), StepKind::Optional);
-                        if let SkipReason::BelowMinimum { available_ms, min_ms } = reason {
-                            prop_assert!(available_ms >= 0.0 && (available_ms + ADMIT_EPSILON_MS < min_ms || available_ms == 0.0));
-                        }
-                    }
-                    Decision::Insufficient { available_ms, .. } => {
-                        prop_assert!(step.kind().holds_reserve() && available_ms >= 0.0);
-                    }
-                }
-            }
-        }
-
-        /// Invariant 2: valid steps give a plan at any budget, expired included.
-        #[test]
-        fn construction_never_depends_on_the_budget(
-            gens in proptest::collection::vec(step_gen(), 1..8),
-            budget in -5_000.0..20_000.0f64,
-            margin in 0.0..20.0f64,
-        ) {
-            let built = Plan::with_margin(5_000.0 + budget, 5_000.0, build(&gens), margin);
-            prop_assert!(built.is_ok(), "{:?}", built);
-        }
-
-        /// Invariant 3, second half: however late the steps before it end, a
-        /// fallback is admitted with everything left after later held steps
-        /// whenever that is above zero, and refused only when it is not.
-        #[test]
-        fn a_fallback_runs_while_anything_is_left(
-            gens in proptest::collection::vec(step_gen(), 1..8),
-            budget in 0.0..10_000.0f64,
-            now_frac in 0.0..1.2f64,
-            margin in prop_oneof![Just(DEFAULT_MARGIN_MS), 0.0..30.0f64],
-        ) {
-            let p = Plan::with_margin(1_000.0 + budget, 1_000.0, build(&gens), margin).unwrap();
-            let now = 1_000.0 + budget * now_frac;
-            for (i, step) in p.steps().iter().enumerate() {
-                if step.kind() != StepKind::Fallback { continue; }
-                let left = (p.at() - now).max(0.0) - p.held_after(i).unwrap();
-                match p.decide_index(i, now).unwrap() {
-                    Decision::Run { cap_ms, .. } => prop_assert!(left > 0.0 && cap_ms == left),
-                    Decision::Insufficient { .. } => prop_assert!(left <= 0.0),
-                    Decision::Skip { .. } => prop_assert!(false, "a fallback was skipped"),
-                }
-            }
-        }
-
-        /// Invariants 3 and 4: a sequential run where every step ends at most
-        /// `margin` after its cap (or takes up to `margin` to skip) admits
-        /// every mandatory and fallback step with at least
-        /// min(preferred, reserve), and never runs past the deadline.
-        #[test]
-        fn sequential_run_keeps_the_tail(
-            gens in proptest::collection::vec(step_gen(), 1..8),
-            budget in 0.0..60_000.0f64,
-            margin in prop_oneof![Just(DEFAULT_MARGIN_MS), 0.0..30.0f64],
-            use_frac in prop_oneof![
-                Just(vec![1.0; 8]),
-                proptest::collection::vec(prop_oneof![Just(1.0), Just(0.0), 0.0..1.0f64], 8),
-            ],
-            late_frac in proptest::collection::vec(prop_oneof![Just(1.0), Just(0.0), 0.0..1.0f64], 9),
-        ) {
-            let start = 250.0;
-            let p = Plan::with_margin(start + budget, start, build(&gens), margin).unwrap();
-            let held: f64 = p.steps().iter().filter(|s| s.kind().holds_reserve()).map(|s| s.reserve_ms()).sum();
-            // The guarantee holds for plans whose reserves and margins fit.
-            if held + margin * p.steps().len() as f64 > budget {
-                return Ok(());
-            }
-            // A delay of up to one margin before the first step starts, too.
-            let mut now = start + margin * late_frac[8];
-            let mut caps = 0.0;
-            let mut full = true;
-            for (i, step) in p.steps().iter().enumerate() {
-                // Invariant (induction hypothesis) checked directly, too.
-                let left = p.at() - now;
-                prop_assert!(left + 1e-6 >= held_from(&p, i) + margin * (p.steps().len() - 1 - i) as f64);
-                match p.decide_index(i, now).unwrap() {
-                    Decision::Run { cap_ms, .. } => {
-                        if step.kind().holds_reserve() {
-                            let floor = step.preferred_ms().map_or(step.reserve_ms(), |pr| pr.min(step.reserve_ms()));
-                            prop_assert!(cap_ms + ADMIT_EPSILON_MS >= floor, "step {} got {} < {}", i, cap_ms, floor);
-                        }
-                        prop_assert!(now + cap_ms <= p.at() + 1e-6);
-                        caps += cap_ms;
-                        full &= use_frac[i] == 1.0;
-                        now += cap_ms * use_frac[i] + margin * late_frac[i];
-                    }
-                    Decision::Skip { .. } => now += margin * late_frac[i],
-                    // A zero reserve guarantees nothing: with the budget spent to
-                    // the last bit there is no time to start in.
-                    Decision::Insufficient { .. } if step.reserve_ms() == 0.0 => now += margin * late_frac[i],
-                    Decision::Insufficient { .. } => {
-                        prop_assert!(false, "held step {} was insufficient at {} (at {})", i, now, p.at());
-                    }
-                }
-            }
-            // A step that finishes early hands its slack to the next one, so
-            // caps only add up to the budget when each consumes its whole cap.
-            if full {
-                prop_assert!(caps <= budget + 1e-6, "caps {} > budget {}", caps, budget);
-            }
-        }
-
-        /// Invariant 5 for arbitrary times: decisions never carry NaN or negatives.
-        #[test]
-        fn decisions_are_finite(
-            gens in proptest::collection::vec(step_gen(), 1..6),
-            now in prop_oneof![any::<f64>(), 0.0..1e5f64],
-        ) {
-            let p = Plan::with_margin(MAX_MS, 0.0, build(&gens), 0.0).unwrap();
-            for i in 0..gens.len() {
-                if let Ok(d) = p.decide_index(i, now) {
-                    prop_assert!(d.cap_ms().is_finite() && d.cap_ms() >= 0.0);
-                    prop_assert!(d.remaining_ms().is_finite() && d.remaining_ms() >= 0.0);
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
-//! Retries inside one deadline: backoff schedules, the decision to try again,
-//! and retry budgets shared across calls.
+//! Retries inside one deadline: backoff schedules and the decision to try
+//! again. The retry budget shared across calls is [`crate::core::budget`];
+//! hedging's policy is [`crate::core::hedge`].
 //!
 //! # Why retries live inside the deadline
 //! Two attempts of 10 s each are a 20 s step, whatever the caller's deadline
@@ -20,24 +21,14 @@
 //! 503 that proves nothing ran) is always safe to retry;
 //! [`Failure::Permanent`] never is.
 //!
-//! # Why a budget and not only a maximum number of attempts
-//! `maxAttempts = 3` triples the load on a dependency that is failing
-//! because it is overloaded. A [`RetryBudget`] (the scheme of Finagle's
-//! `RetryBudget` and Envoy's retry budgets) shares one allowance between all
-//! calls: in any window of `windowMs`, retries are allowed only while
-//! `retries ≤ ratio × requests + minPerSecond × windowMs / 1000`. The floor
-//! keeps a quiet service able to retry at all; the ratio bounds the extra
-//! load at `1 + ratio` times the original traffic.
-//!
 //! # Determinism
 //! Jitter comes from [`SplitMix64`], seeded by the caller: the same seed gives
 //! the same schedule on every runtime, so tests and incident replays are exact.
 //! Production callers seed from `crypto.getRandomValues`.
 //!
-//! # Invariants (each is a property test in this module)
-//! 1. A backoff delay lies in `[c × (1 − jitter), c]` where the ceiling
-//!    `c = min(maxMs, baseMs × 2^(k−1))` never decreases with `k`; a seed
-//!    always yields the same schedule.
+//! # Invariants (each is a property test, in `retry/tests.rs`)
+//! 1. Backoff schedules: see [`backoff`] (bounded, monotone ceilings,
+//!    deterministic for a seed).
 //! 2. No attempt starts with less than `attemptMinMs` (or nothing) left; its
 //!    timeout never exceeds `attemptTimeoutMs` nor the time remaining, and
 //!    is at least `attemptMinMs` and above zero.
@@ -49,27 +40,21 @@
 //!    deadline (plus the lateness of the last timer), with at most
 //!    `maxAttempts` attempts; inside a plan, seed 004's four steps × two
 //!    attempts × 10 s end by the caller's 30 s, never at 80 s.
-//! 6. After every retry a budget allows, `retries ≤ ratio × requests + floor`
-//!    holds for its window, and its counts equal an exact oracle's.
 
 use core::fmt;
 
+use serde::{Deserialize, Serialize};
+
+use crate::core::budget::{BudgetError, RetryBudget};
 use crate::core::deadline::{check_ms, DeadlineError, Ms};
+use crate::core::error::{Described, Kind};
+use crate::core::rng::SplitMix64;
 
 /// The most attempts one retry loop accepts (and the longest schedule).
 pub const MAX_ATTEMPTS: u32 = 100;
 
 /// Attempts when the caller does not say (one try and two retries).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
-
-/// Buckets in a [`RetryBudget`]'s sliding window.
-pub const BUDGET_BUCKETS: usize = 10;
-
-/// The longest retry-budget window: one day.
-pub const MAX_WINDOW_MS: f64 = 86_400_000.0;
-
-/// The highest accepted retry-budget floor, in retries per second.
-pub const MAX_MIN_PER_SECOND: f64 = 1_000_000.0;
 
 /// Why a retry setting or call was refused.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,16 +68,14 @@ pub enum RetryError {
     MaxBelowBase { base_ms: f64, max_ms: f64 },
     /// `maxAttempts` is outside `1 ..= MAX_ATTEMPTS`.
     BadMaxAttempts { value: u32 },
+    /// A schedule of more than `MAX_ATTEMPTS` retries was asked for.
+    TooManyRetries { value: u32 },
     /// Attempt numbers start at 1.
     BadAttempt { value: u32 },
     /// A failure kind other than `ambiguous`, `not-applied` or `permanent`.
     UnknownFailure { value: String },
-    /// `ratio` is outside `[0, 1]`.
-    BadRatio { value: f64 },
-    /// `minPerSecond` is outside `0 ..= MAX_MIN_PER_SECOND`.
-    BadMinPerSecond { value: f64 },
-    /// `windowMs` is outside `1 ..= MAX_WINDOW_MS`.
-    BadWindow { value: f64 },
+    /// The shared retry budget refused a value ([`crate::core::budget`]).
+    Budget(BudgetError),
     /// A [`RetryRun`] method was called in the wrong state, e.g. `failed`
     /// without a started attempt.
     OutOfOrder { call: &'static str, state: &'static str },
@@ -109,17 +92,14 @@ impl fmt::Display for RetryError {
             Self::BadMaxAttempts { value } => {
                 write!(f, "'maxAttempts' must be between 1 and {MAX_ATTEMPTS}: current value is {value}")
             }
+            Self::TooManyRetries { value } => {
+                write!(f, "'retries' must be between 0 and {MAX_ATTEMPTS}: current value is {value}")
+            }
             Self::BadAttempt { value } => write!(f, "'attempt' must be at least 1: current value is {value}"),
             Self::UnknownFailure { value } => {
                 write!(f, "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'")
             }
-            Self::BadRatio { value } => write!(f, "'ratio' must be between 0 and 1: current value is {value}"),
-            Self::BadMinPerSecond { value } => {
-                write!(f, "'minPerSecond' must be between 0 and {MAX_MIN_PER_SECOND}: current value is {value}")
-            }
-            Self::BadWindow { value } => {
-                write!(f, "'windowMs' must be between 1 and {MAX_WINDOW_MS} milliseconds: current value is {value}")
-            }
+            Self::Budget(e) => e.fmt(f),
             Self::OutOfOrder { call, state } => write!(f, "'{call}' cannot be called while the retry is {state}"),
         }
     }
@@ -127,111 +107,127 @@ impl fmt::Display for RetryError {
 
 impl std::error::Error for RetryError {}
 
+impl Described for RetryError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Time(e) => e.code(),
+            Self::BadJitter { .. } => "JITTER_OUT_OF_RANGE",
+            Self::MaxBelowBase { .. } => "MAX_BELOW_BASE",
+            Self::BadMaxAttempts { .. } => "MAX_ATTEMPTS_OUT_OF_RANGE",
+            Self::TooManyRetries { .. } => "RETRIES_OUT_OF_RANGE",
+            Self::BadAttempt { .. } => "ATTEMPT_OUT_OF_RANGE",
+            Self::UnknownFailure { .. } => "UNKNOWN_FAILURE",
+            Self::Budget(e) => e.code(),
+            Self::OutOfOrder { .. } => "OUT_OF_ORDER",
+        }
+    }
+
+    /// Paths inside [`RetryOptions`] (`backoff.jitter`, `maxAttempts`); the
+    /// binding prefixes the argument (`options.backoff.jitter`).
+    fn param(&self) -> Option<String> {
+        let name = match self {
+            Self::Time(e) => match e.param() {
+                Some("baseMs") => "backoff.baseMs",
+                Some("maxMs") => "backoff.maxMs",
+                other => return other.map(String::from),
+            },
+            Self::BadJitter { .. } => "backoff.jitter",
+            Self::MaxBelowBase { .. } => "backoff.maxMs",
+            Self::BadMaxAttempts { .. } => "maxAttempts",
+            Self::TooManyRetries { .. } => "retries",
+            Self::BadAttempt { .. } => "attempt",
+            Self::UnknownFailure { .. } => "failure",
+            Self::Budget(e) => return e.param(),
+            Self::OutOfOrder { .. } => return None,
+        };
+        Some(name.into())
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Time(e) => e.kind(),
+            Self::Budget(e) => e.kind(),
+            _ => Kind::Range,
+        }
+    }
+
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Self::Time(e) => e.fields(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl From<BudgetError> for RetryError {
+    fn from(e: BudgetError) -> Self {
+        Self::Budget(e)
+    }
+}
+
 impl From<DeadlineError> for RetryError {
     fn from(e: DeadlineError) -> Self {
         Self::Time(e)
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014): 64 bits of state, one add and
-/// three xor-shift-multiply rounds per output. Not cryptographic; enough to
-/// decorrelate retries, and identical on every platform.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitMix64 {
-    state: u64,
+/// A retry policy as the caller writes it (the numeric part of `retry`'s
+/// options). Every field is optional (absent, `undefined` and `null` alike),
+/// and the defaults are written here once: `attemptMinMs` 0 (an attempt
+/// starts whenever any time is left; give the operation's p95 to skip
+/// hopeless attempts), no `attemptTimeoutMs` (each attempt may run to the
+/// deadline), [`DEFAULT_BACKOFF`], [`DEFAULT_MAX_ATTEMPTS`], and not
+/// idempotent: an ambiguous failure is not repeated unless the operation is
+/// idempotent or holds an operation key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct RetryOptions {
+    /// No attempt starts with less than this left (checked again after every
+    /// backoff). Default 0: whenever any time is left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub attempt_min_ms: Option<f64>,
+    /// Each attempt's own timeout (default: the time left). Below
+    /// `attemptMinMs` (or 0): no attempt, a stop for "insufficient".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub attempt_timeout_ms: Option<f64>,
+    /// Default `{ baseMs: 100, maxMs: 2000, jitter: 1 }`: full jitter under a
+    /// ceiling doubling from 100 ms to 2 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub backoff: Option<BackoffOptions>,
+    /// 1–100, default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub max_attempts: Option<u32>,
+    /// Whether repeating the operation is harmless (default false). An
+    /// ambiguous failure (a timeout) of a non-idempotent one is not retried
+    /// without an operation key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub idempotent: Option<bool>,
 }
 
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number in `[0, 1)` with 53 random bits.
-    pub fn next_f64(&mut self) -> f64 {
-        // The top 53 bits fit an f64 mantissa exactly.
-        (self.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
-    }
-}
-
-/// Exponential backoff with subtractive jitter.
-///
-/// Before retry `k` (1 for the first retry) the ceiling is
-/// `min(maxMs, baseMs × 2^(k−1))` and the delay is `ceiling × (1 − jitter × u)`
-/// with `u` uniform in `[0, 1)`: `jitter = 0` is plain exponential backoff,
-/// `1` is "full jitter", `0.5` is "equal jitter". Jitter only ever shortens a
-/// delay, so `maxMs` is a true maximum.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Backoff {
-    base_ms: f64,
-    max_ms: f64,
-    jitter: f64,
-}
-
-impl Backoff {
-    pub fn new(base_ms: f64, max_ms: f64, jitter: f64) -> Result<Self, RetryError> {
-        let base_ms = check_ms("baseMs", base_ms)?;
-        let max_ms = check_ms("maxMs", max_ms)?;
-        if max_ms < base_ms {
-            return Err(RetryError::MaxBelowBase { base_ms, max_ms });
-        }
-        if !(0.0..=1.0).contains(&jitter) {
-            return Err(RetryError::BadJitter { value: jitter });
-        }
-        Ok(Self { base_ms, max_ms, jitter: jitter + 0.0 })
-    }
-
-    pub fn base_ms(&self) -> f64 {
-        self.base_ms
-    }
-    pub fn max_ms(&self) -> f64 {
-        self.max_ms
-    }
-    pub fn jitter(&self) -> f64 {
-        self.jitter
-    }
-
-    /// The un-jittered delay before retry `retry` (1-based); 0 for retry 0.
-    pub fn ceiling(&self, retry: u32) -> f64 {
-        if retry == 0 {
-            return 0.0;
-        }
-        // 2^1023 is finite; past it the product saturates to ∞ and `min` caps it.
-        let exp = retry.saturating_sub(1).min(1023) as i32;
-        let c = self.base_ms * 2f64.powi(exp);
-        if c < self.max_ms {
-            c
-        } else {
-            self.max_ms
-        }
-    }
-
-    /// The jittered delay before retry `retry`. Draws exactly one number from
-    /// `rng`, whatever the jitter, so schedules stay aligned across settings.
-    pub fn delay(&self, retry: u32, rng: &mut SplitMix64) -> f64 {
-        let u = rng.next_f64();
-        self.ceiling(retry) * (1.0 - self.jitter * u)
-    }
-
-    /// The first `retries` delays for `seed`.
-    pub fn schedule(&self, retries: u32, seed: u64) -> Result<Vec<f64>, RetryError> {
-        if retries > MAX_ATTEMPTS {
-            return Err(RetryError::BadMaxAttempts { value: retries });
-        }
-        let mut rng = SplitMix64::new(seed);
-        Ok((1..=retries).map(|k| self.delay(k, &mut rng)).collect())
+impl RetryOptions {
+    /// The validated policy, defaults filled in.
+    pub fn policy(&self) -> Result<RetryPolicy, RetryError> {
+        RetryPolicy::new(
+            self.attempt_min_ms.unwrap_or(0.0),
+            self.attempt_timeout_ms,
+            self.backoff.unwrap_or(DEFAULT_BACKOFF).backoff()?,
+            self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
+            self.idempotent.unwrap_or(false),
+        )
     }
 }
 
-/// How an attempt failed, as far as the caller can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an attempt failed, as far as the caller can tell. Crosses to
+/// JavaScript as `"ambiguous"`, `"not-applied"` or `"permanent"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub enum Failure {
     /// The attempt may have been applied: a timeout, or a connection lost
     /// after the request was sent.
@@ -244,6 +240,9 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Every failure kind, in the order of [`Failure::as_str`]'s documentation.
+    pub const ALL: [Self; 3] = [Self::Ambiguous, Self::NotApplied, Self::Permanent];
+
     /// Parses the JS spelling: `ambiguous`, `not-applied` or `permanent`.
     pub fn parse(value: &str) -> Result<Self, RetryError> {
         match value {
@@ -283,17 +282,63 @@ pub enum StopReason {
     BudgetExhausted,
 }
 
-impl StopReason {
-    /// A stable code for JS (`err.reason`).
-    pub fn code(&self) -> &'static str {
+/// Why a retry loop stopped, as a stable word (`RetryFailed.reason` in
+/// JavaScript). Several [`StopReason`]s share one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum StopCode {
+    Permanent,
+    NotIdempotent,
+    Exhausted,
+    Insufficient,
+    BackoffPastDeadline,
+    BudgetExhausted,
+}
+
+impl StopCode {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Permanent => "permanent",
             Self::NotIdempotent => "not-idempotent",
-            Self::Exhausted { .. } => "exhausted",
-            Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => "insufficient",
-            Self::BackoffPastDeadline { .. } => "backoff-past-deadline",
+            Self::Exhausted => "exhausted",
+            Self::Insufficient => "insufficient",
+            Self::BackoffPastDeadline => "backoff-past-deadline",
             Self::BudgetExhausted => "budget-exhausted",
         }
+    }
+}
+
+/// A stop as a binding reports it: the word and the sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct Stop {
+    pub reason: StopCode,
+    pub message: String,
+}
+
+impl StopReason {
+    /// The stable word for this reason.
+    pub fn stop_code(&self) -> StopCode {
+        match self {
+            Self::Permanent => StopCode::Permanent,
+            Self::NotIdempotent => StopCode::NotIdempotent,
+            Self::Exhausted { .. } => StopCode::Exhausted,
+            Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => StopCode::Insufficient,
+            Self::BackoffPastDeadline { .. } => StopCode::BackoffPastDeadline,
+            Self::BudgetExhausted => StopCode::BudgetExhausted,
+        }
+    }
+
+    /// A stable code for JS (`err.reason`).
+    pub fn code(&self) -> &'static str {
+        self.stop_code().as_str()
+    }
+
+    /// The word and the sentence, for a binding.
+    pub fn stop(&self) -> Stop {
+        Stop { reason: self.stop_code(), message: self.to_string() }
     }
 }
 
@@ -477,20 +522,52 @@ fn left(now_ms: f64, at: f64) -> Result<f64, RetryError> {
 }
 
 /// How one attempt ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum AttemptOutcome {
+    #[default]
     Ok,
     Failed(Failure),
 }
 
-/// One attempt, for the error that carries every attempt's outcome.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One attempt, for the error that carries every attempt's outcome. Crosses
+/// to JavaScript as `{ attempt, startedAtMs, timeoutMs, elapsedMs, failure? }`
+/// (no `failure`: the attempt succeeded).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct AttemptRecord {
+    #[serde(rename = "attempt")]
     pub number: u32,
+    #[serde(rename = "startedAtMs")]
     pub started_ms: f64,
     pub timeout_ms: f64,
     pub elapsed_ms: f64,
+    #[serde(rename = "failure", with = "outcome_as_failure", default, skip_serializing_if = "AttemptOutcome::is_ok")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Failure"))]
     pub outcome: AttemptOutcome,
+}
+
+impl AttemptOutcome {
+    fn is_ok(&self) -> bool {
+        *self == Self::Ok
+    }
+}
+
+/// An [`AttemptOutcome`] on the wire: the failure, or nothing for success.
+mod outcome_as_failure {
+    use super::{AttemptOutcome, Failure};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(outcome: &AttemptOutcome, s: S) -> Result<S::Ok, S::Error> {
+        match outcome {
+            AttemptOutcome::Ok => s.serialize_none(),
+            AttemptOutcome::Failed(f) => f.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AttemptOutcome, D::Error> {
+        Ok(Option::<Failure>::deserialize(d)?.map_or(AttemptOutcome::Ok, AttemptOutcome::Failed))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -617,629 +694,8 @@ impl RetryRun {
     }
 }
 
-/// A retry allowance shared across calls, over a sliding window of
-/// [`BUDGET_BUCKETS`] buckets.
-///
-/// The window is bucketed: counts older than `windowMs` leave a bucket at a
-/// time, so the effective window is between `windowMs × (1 − 1/BUDGET_BUCKETS)`
-/// and `windowMs`. Time is passed in; a `now` earlier than one already seen
-/// (which a monotonic clock never produces) counts in the newest bucket.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetryBudget {
-    ratio: f64,
-    min_per_second: f64,
-    window_ms: f64,
-    bucket_ms: f64,
-    requests: [u64; BUDGET_BUCKETS],
-    retries: [u64; BUDGET_BUCKETS],
-    /// Absolute index (`floor(now / bucket_ms)`) of the newest bucket, once one is seen.
-    head: Option<u64>,
-}
-
-impl RetryBudget {
-    /// `ratio` in `[0, 1]`, `min_per_second` in `0 ..= MAX_MIN_PER_SECOND`,
-    /// `window_ms` in `1 ..= MAX_WINDOW_MS`.
-    pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<Self, RetryError> {
-        if !(0.0..=1.0).contains(&ratio) {
-            return Err(RetryError::BadRatio { value: ratio });
-        }
-        if !(0.0..=MAX_MIN_PER_SECOND).contains(&min_per_second) {
-            return Err(RetryError::BadMinPerSecond { value: min_per_second });
-        }
-        if !(1.0..=MAX_WINDOW_MS).contains(&window_ms) {
-            return Err(RetryError::BadWindow { value: window_ms });
-        }
-        Ok(Self {
-            ratio: ratio + 0.0,
-            min_per_second: min_per_second + 0.0,
-            window_ms,
-            bucket_ms: window_ms / BUDGET_BUCKETS as f64,
-            requests: [0; BUDGET_BUCKETS],
-            retries: [0; BUDGET_BUCKETS],
-            head: None,
-        })
-    }
-
-    /// Retries always allowed per window: `minPerSecond × windowMs / 1000`.
-    pub fn floor(&self) -> f64 {
-        self.min_per_second * self.window_ms / 1000.0
-    }
-
-    /// Counts one original request (a first attempt).
-    pub fn record_request(&mut self, now_ms: f64) -> Result<(), RetryError> {
-        let slot = self.advance(now_ms)?;
-        self.requests[slot] = self.requests[slot].saturating_add(1);
-        Ok(())
-    }
-
-    /// Withdraws one retry if `retries + 1 ≤ ratio × requests + floor` in the
-    /// window; `Ok(false)` (and nothing recorded) otherwise.
-    pub fn try_retry(&mut self, now_ms: f64) -> Result<bool, RetryError> {
-        let slot = self.advance(now_ms)?;
-        let (requests, retries) = self.sums();
-        // u64 → f64 rounds only past 2^53 events, long after any window fills.
-        let allowed = (retries as f64) + 1.0 <= self.ratio * requests as f64 + self.floor();
-        if allowed {
-            self.retries[slot] = self.retries[slot].saturating_add(1);
-        }
-        Ok(allowed)
-    }
-
-    /// `(requests, retries)` in the window ending at `now_ms`.
-    pub fn counts(&mut self, now_ms: f64) -> Result<(u64, u64), RetryError> {
-        self.advance(now_ms)?;
-        Ok(self.sums())
-    }
-
-    fn sums(&self) -> (u64, u64) {
-        let add = |a: &[u64]| a.iter().fold(0u64, |s, &x| s.saturating_add(x));
-        (add(&self.requests), add(&self.retries))
-    }
-
-    /// Moves the window to `now_ms`, clearing buckets that fell out of it, and
-    /// returns the slot of the newest bucket.
-    fn advance(&mut self, now_ms: f64) -> Result<usize, RetryError> {
-        let now = check_ms("now", now_ms)?;
-        // now ≤ 2^53 and bucket_ms ≥ 0.1, so the index is below 2^57: exact in u64.
-        let index = (now / self.bucket_ms).floor() as u64;
-        let head = match self.head {
-            None => index,
-            Some(head) if index > head => {
-                let gap = index - head;
-                if gap >= BUDGET_BUCKETS as u64 {
-                    self.requests = [0; BUDGET_BUCKETS];
-                    self.retries = [0; BUDGET_BUCKETS];
-                } else {
-                    for k in 1..=gap {
-                        let slot = slot_of(head + k);
-                        self.requests[slot] = 0;
-                        self.retries[slot] = 0;
-                    }
-                }
-                index
-            }
-            Some(head) => head,
-        };
-        self.head = Some(head);
-        Ok(slot_of(head))
-    }
-}
-
-fn slot_of(index: u64) -> usize {
-    // The remainder is below BUDGET_BUCKETS, so it fits any usize.
-    (index % BUDGET_BUCKETS as u64) as usize
-}
-
-/// Validates a hedging policy (`hedge` in JS): `delay_ms` before each extra
-/// attempt, at most `max_attempts` attempts over the call. Hedging has no
-/// arithmetic beyond "is any time left", so the rest (timers, first answer
-/// wins, losers aborted) is the host's. Returns the delay (`-0` as `0`).
-pub fn check_hedge(delay_ms: f64, max_attempts: u32) -> Result<f64, RetryError> {
-    let delay_ms = check_ms("delayMs", delay_ms)?;
-    if !(1..=MAX_ATTEMPTS).contains(&max_attempts) {
-        return Err(RetryError::BadMaxAttempts { value: max_attempts });
-    }
-    Ok(delay_ms)
-}
+pub mod backoff;
+pub use backoff::{Backoff, BackoffOptions, DEFAULT_BACKOFF};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::plan::{Decision, Plan, StepKind, StepSpec};
-    use proptest::prelude::*;
-
-    #[test]
-    fn hedge_policy_is_checked_by_name() {
-        assert_eq!(check_hedge(50.0, 2), Ok(50.0));
-        assert!(check_hedge(-0.0, 1).unwrap().is_sign_positive());
-        assert!(matches!(
-            check_hedge(f64::NAN, 2),
-            Err(RetryError::Time(DeadlineError::NotFinite { param: "delayMs", .. }))
-        ));
-        assert!(matches!(
-            check_hedge(-1.0, 2),
-            Err(RetryError::Time(DeadlineError::Negative { param: "delayMs", .. }))
-        ));
-        assert_eq!(check_hedge(1.0, 0), Err(RetryError::BadMaxAttempts { value: 0 }));
-        assert_eq!(check_hedge(1.0, MAX_ATTEMPTS + 1), Err(RetryError::BadMaxAttempts { value: MAX_ATTEMPTS + 1 }));
-    }
-
-    #[test]
-    fn splitmix64_reference_values() {
-        // Outputs of the reference splitmix64.c for seed 0.
-        let mut r = SplitMix64::new(0);
-        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
-        assert_eq!(r.next_u64(), 0x06C4_5D18_8009_454F);
-        let mut r = SplitMix64::new(42);
-        for _ in 0..10_000 {
-            let u = r.next_f64();
-            assert!((0.0..1.0).contains(&u));
-        }
-    }
-
-    #[test]
-    fn backoff_schedule_is_exponential_capped_and_deterministic() {
-        let b = Backoff::new(100.0, 1_000.0, 0.0).unwrap();
-        assert_eq!(b.schedule(6, 7).unwrap(), vec![100.0, 200.0, 400.0, 800.0, 1_000.0, 1_000.0]);
-        assert_eq!(b.ceiling(0), 0.0);
-        assert_eq!(b.ceiling(u32::MAX), 1_000.0);
-        let j = Backoff::new(100.0, 1_000.0, 0.5).unwrap();
-        assert_eq!(j.schedule(5, 99).unwrap(), j.schedule(5, 99).unwrap());
-        assert_ne!(j.schedule(5, 99).unwrap(), j.schedule(5, 100).unwrap());
-        assert!(j.schedule(MAX_ATTEMPTS + 1, 0).is_err());
-        let zero = Backoff::new(0.0, 0.0, 1.0).unwrap();
-        assert_eq!(zero.ceiling(5_000), 0.0);
-    }
-
-    #[test]
-    fn rejects_bad_settings_with_clear_errors() {
-        assert_eq!(Backoff::new(10.0, 5.0, 0.0), Err(RetryError::MaxBelowBase { base_ms: 10.0, max_ms: 5.0 }));
-        let e = Backoff::new(10.0, 50.0, 2.0).unwrap_err();
-        assert_eq!(e.to_string(), "'jitter' must be between 0 and 1: current value is 2");
-        assert!(matches!(Backoff::new(10.0, 50.0, f64::NAN), Err(RetryError::BadJitter { .. })));
-        assert!(matches!(
-            Backoff::new(-1.0, 50.0, 0.0),
-            Err(RetryError::Time(DeadlineError::Negative { param: "baseMs", .. }))
-        ));
-        let b = Backoff::new(10.0, 50.0, 0.1).unwrap();
-        // A timeout of 0, or below the attempt minimum, is a shortage: the
-        // policy is valid and its first start stops the loop.
-        for (min, timeout) in [(1.0, 0.0), (500.0, 100.0)] {
-            let p = RetryPolicy::new(min, Some(timeout), b, 2, true).unwrap();
-            let stop = StopReason::TimeoutBelowMin { attempt_timeout_ms: timeout, attempt_min_ms: min };
-            assert_eq!(p.start(1, 0.0, 10_000.0), Ok(Start::Stop(stop)));
-            assert_eq!(stop.code(), "insufficient");
-        }
-        assert!(matches!(
-            RetryPolicy::new(1.0, Some(f64::NAN), b, 2, true),
-            Err(RetryError::Time(DeadlineError::NotFinite { param: "attemptTimeoutMs", .. }))
-        ));
-        assert_eq!(RetryPolicy::new(1.0, None, b, 0, true), Err(RetryError::BadMaxAttempts { value: 0 }));
-        assert_eq!(RetryPolicy::new(1.0, None, b, 101, true), Err(RetryError::BadMaxAttempts { value: 101 }));
-        let p = RetryPolicy::new(1.0, None, b, 2, true).unwrap();
-        assert_eq!(p.start(0, 0.0, 10.0), Err(RetryError::BadAttempt { value: 0 }));
-        assert!(matches!(p.start(1, f64::NAN, 10.0), Err(RetryError::Time(_))));
-        assert!(matches!(p.after_failure(1, Failure::NotApplied, false, -1.0, 0.0, 10.0), Err(RetryError::Time(_))));
-        assert_eq!(Failure::parse("timeout"), Err(RetryError::UnknownFailure { value: "timeout".into() }));
-        assert_eq!(Failure::parse("not-applied"), Ok(Failure::NotApplied));
-
-        assert_eq!(RetryBudget::new(1.5, 0.0, 1_000.0), Err(RetryError::BadRatio { value: 1.5 }));
-        assert!(matches!(RetryBudget::new(f64::NAN, 0.0, 1_000.0), Err(RetryError::BadRatio { .. })));
-        assert!(matches!(RetryBudget::new(-0.1, 0.0, 1_000.0), Err(RetryError::BadRatio { .. })));
-        assert!(matches!(RetryBudget::new(0.2, -1.0, 1_000.0), Err(RetryError::BadMinPerSecond { .. })));
-        assert!(matches!(RetryBudget::new(0.2, f64::INFINITY, 1_000.0), Err(RetryError::BadMinPerSecond { .. })));
-        assert!(matches!(RetryBudget::new(0.2, 1.0, 0.5), Err(RetryError::BadWindow { .. })));
-        assert!(matches!(RetryBudget::new(0.2, 1.0, f64::NAN), Err(RetryError::BadWindow { .. })));
-        let e = RetryBudget::new(0.2, 1.0, 0.0).unwrap_err().to_string();
-        assert!(e.starts_with("'windowMs' must be between 1 and"), "{e}");
-    }
-
-    #[test]
-    fn attempt_timeout_is_min_of_timeout_and_remaining() {
-        let b = Backoff::new(100.0, 1_000.0, 0.0).unwrap();
-        let p = RetryPolicy::new(200.0, Some(1_000.0), b, 3, true).unwrap();
-        assert_eq!(
-            p.start(1, 0.0, 5_000.0),
-            Ok(Start::Attempt { number: 1, timeout_ms: 1_000.0, remaining_ms: 5_000.0 })
-        );
-        assert_eq!(
-            p.start(2, 4_500.0, 5_000.0),
-            Ok(Start::Attempt { number: 2, timeout_ms: 500.0, remaining_ms: 500.0 })
-        );
-        assert_eq!(
-            p.start(2, 4_850.0, 5_000.0),
-            Ok(Start::Stop(StopReason::Insufficient { remaining_ms: 150.0, attempt_min_ms: 200.0 }))
-        );
-        assert_eq!(p.start(4, 0.0, 5_000.0), Ok(Start::Stop(StopReason::Exhausted { attempts: 3 })));
-    }
-
-    #[test]
-    fn backoff_that_would_pass_the_deadline_is_not_slept() {
-        let b = Backoff::new(1_000.0, 4_000.0, 0.0).unwrap();
-        let p = RetryPolicy::new(500.0, Some(2_000.0), b, 5, true).unwrap();
-        // 1 200 ms left, a 1 000 ms backoff would leave 200 < 500: stop now.
-        let d = p.after_failure(1, Failure::NotApplied, false, 1_000.0, 8_800.0, 10_000.0).unwrap();
-        assert_eq!(
-            d,
-            AfterFailure::Stop(StopReason::BackoffPastDeadline {
-                delay_ms: 1_000.0,
-                remaining_ms: 1_200.0,
-                attempt_min_ms: 500.0
-            })
-        );
-        assert_eq!(
-            AfterFailure::Stop(StopReason::Permanent),
-            p.after_failure(1, Failure::Permanent, true, 1.0, 0.0, 1e4).unwrap()
-        );
-        // With 1 600 ms left it sleeps, then the decision is recomputed: the
-        // sleep overran by 200 ms, so 400 ms remain and no attempt starts.
-        assert_eq!(
-            p.after_failure(1, Failure::NotApplied, false, 1_000.0, 8_400.0, 10_000.0),
-            Ok(AfterFailure::Backoff { delay_ms: 1_000.0 })
-        );
-        assert!(matches!(p.start(2, 9_600.0, 10_000.0), Ok(Start::Stop(StopReason::Insufficient { .. }))));
-    }
-
-    #[test]
-    fn ambiguous_failures_need_idempotency_or_a_key() {
-        let b = Backoff::new(10.0, 10.0, 0.0).unwrap();
-        let post = RetryPolicy::new(0.0, Some(100.0), b, 3, false).unwrap();
-        let get = RetryPolicy::new(0.0, Some(100.0), b, 3, true).unwrap();
-        let at = 10_000.0;
-        assert_eq!(
-            post.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at),
-            Ok(AfterFailure::Stop(StopReason::NotIdempotent))
-        );
-        assert_eq!(
-            post.after_failure(1, Failure::Ambiguous, true, 10.0, 0.0, at),
-            Ok(AfterFailure::Backoff { delay_ms: 10.0 })
-        );
-        assert_eq!(
-            post.after_failure(1, Failure::NotApplied, false, 10.0, 0.0, at),
-            Ok(AfterFailure::Backoff { delay_ms: 10.0 })
-        );
-        assert_eq!(
-            get.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at),
-            Ok(AfterFailure::Backoff { delay_ms: 10.0 })
-        );
-        assert!(StopReason::NotIdempotent.to_string().contains("operation key"));
-    }
-
-    #[test]
-    fn run_records_every_attempt_and_enforces_order() {
-        let b = Backoff::new(100.0, 100.0, 0.0).unwrap();
-        let p = RetryPolicy::new(50.0, Some(1_000.0), b, 3, true).unwrap();
-        let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
-        assert!(matches!(
-            run.failed(0.0, Failure::Ambiguous, None),
-            Err(RetryError::OutOfOrder { call: "failed", .. })
-        ));
-        assert!(matches!(run.start(0.0, None), Ok(Start::Attempt { number: 1, .. })));
-        assert!(matches!(run.start(0.0, None), Err(RetryError::OutOfOrder { call: "start", .. })));
-        assert_eq!(run.failed(1_000.0, Failure::Ambiguous, None), Ok(AfterFailure::Backoff { delay_ms: 100.0 }));
-        assert!(matches!(run.start(1_100.0, None), Ok(Start::Attempt { number: 2, .. })));
-        run.succeeded(1_400.0).unwrap();
-        assert!(run.is_done());
-        assert!(matches!(run.start(2_000.0, None), Err(RetryError::OutOfOrder { .. })));
-        let r = run.records();
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[0].outcome, AttemptOutcome::Failed(Failure::Ambiguous));
-        assert_eq!(
-            (r[1].number, r[1].started_ms, r[1].elapsed_ms, r[1].outcome),
-            (2, 1_100.0, 300.0, AttemptOutcome::Ok)
-        );
-    }
-
-    #[test]
-    fn budget_allows_ratio_plus_floor_and_slides() {
-        // 20 % of requests, no floor, 10 s window of 1 s buckets.
-        let mut b = RetryBudget::new(0.2, 0.0, 10_000.0).unwrap();
-        for i in 0..10 {
-            b.record_request(f64::from(i)).unwrap();
-        }
-        assert!(b.try_retry(10.0).unwrap());
-        assert!(b.try_retry(11.0).unwrap());
-        assert!(!b.try_retry(12.0).unwrap(), "2 retries per 10 requests");
-        assert_eq!(b.counts(12.0).unwrap(), (10, 2));
-        // 10 s later every bucket has left the window.
-        assert_eq!(b.counts(10_500.0).unwrap(), (0, 0));
-        assert!(!b.try_retry(10_500.0).unwrap());
-        // A floor of 1 retry/s allows 10 per 10 s window with no traffic.
-        let mut f = RetryBudget::new(0.0, 1.0, 10_000.0).unwrap();
-        let allowed = (0..20).filter(|&i| f.try_retry(f64::from(i)).unwrap()).count();
-        assert_eq!(allowed, 10);
-        // Time going backwards counts in the newest bucket and does not panic.
-        assert!(!f.try_retry(0.0).unwrap());
-        assert!(f.try_retry(f64::NAN).is_err());
-    }
-
-    #[test]
-    fn run_withdraws_from_the_budget() {
-        let b = Backoff::new(10.0, 10.0, 0.0).unwrap();
-        let p = RetryPolicy::new(0.0, Some(100.0), b, 5, true).unwrap();
-        let mut budget = RetryBudget::new(0.0, 0.0, 1_000.0).unwrap();
-        let mut run = RetryRun::new(p, 10_000.0, 3, false).unwrap();
-        run.start(0.0, Some(&mut budget)).unwrap();
-        assert_eq!(budget.counts(0.0).unwrap(), (1, 0));
-        assert_eq!(
-            run.failed(100.0, Failure::NotApplied, Some(&mut budget)),
-            Ok(AfterFailure::Stop(StopReason::BudgetExhausted))
-        );
-        assert!(run.is_done());
-    }
-
-    // ---- the seed 004 scenario on a fake clock ----------------------------
-
-    /// How a simulated attempt behaves.
-    #[derive(Debug, Clone, Copy)]
-    enum Behaviour {
-        /// Never answers: runs until its timeout fires, `late_ms` late.
-        Hang,
-        /// Fails after `ms` (or at its timeout, if sooner).
-        FailAfter(f64, Failure),
-        /// Succeeds after `ms` (or times out first).
-        SucceedAfter(f64),
-    }
-
-    /// Runs one step's retry loop on a fake clock from `now` with the step
-    /// deadline `step_at`; returns the clock when the loop ends and the attempts.
-    fn simulate_step(
-        policy: RetryPolicy,
-        now: f64,
-        step_at: f64,
-        seed: u64,
-        late_ms: f64,
-        behaviour: &mut dyn FnMut(u32) -> Behaviour,
-    ) -> (f64, u32) {
-        let mut run = RetryRun::new(policy, step_at, seed, false).unwrap();
-        let mut now = now;
-        loop {
-            let Start::Attempt { number, timeout_ms, .. } = run.start(now, None).unwrap() else {
-                return (now, run.records().len() as u32);
-            };
-            assert!(now + timeout_ms <= step_at + 1e-9, "attempt timeout passes the step deadline");
-            let (took, result) = match behaviour(number) {
-                Behaviour::Hang => (timeout_ms + late_ms, Err(Failure::Ambiguous)),
-                Behaviour::FailAfter(ms, f) if ms < timeout_ms => (ms, Err(f)),
-                Behaviour::SucceedAfter(ms) if ms < timeout_ms => (ms, Ok(())),
-                _ => (timeout_ms + late_ms, Err(Failure::Ambiguous)),
-            };
-            now += took;
-            match result {
-                Ok(()) => {
-                    run.succeeded(now).unwrap();
-                    return (now, run.records().len() as u32);
-                }
-                Err(f) => match run.failed(now, f, None).unwrap() {
-                    AfterFailure::Backoff { delay_ms } => now += delay_ms + late_ms,
-                    AfterFailure::Stop(_) => return (now, run.records().len() as u32),
-                },
-            }
-        }
-    }
-
-    /// Seed 004: classify, retrieve, generate, policy check; "sensible" 10 s
-    /// timeouts and two attempts each; the caller gives up at 30 s.
-    fn seed_004_plan(now: f64) -> Plan {
-        Plan::new(
-            now + 30_000.0,
-            now,
-            vec![
-                StepSpec::new("classify", StepKind::Optional, 500.0).preferred(10_000.0),
-                StepSpec::new("retrieve", StepKind::Optional, 500.0).preferred(10_000.0),
-                StepSpec::new("generate", StepKind::Optional, 1_000.0).preferred(10_000.0),
-                StepSpec::new("policy", StepKind::Mandatory, 1_000.0).preferred(10_000.0).reserve(2_000.0),
-            ],
-        )
-        .unwrap()
-    }
-
-    fn seed_004_policy() -> RetryPolicy {
-        RetryPolicy::new(500.0, Some(10_000.0), Backoff::new(200.0, 2_000.0, 0.5).unwrap(), 2, true).unwrap()
-    }
-
-    /// Runs the whole pipeline; returns (end, attempts, policy check's cap).
-    fn run_seed_004(late_ms: f64, behaviour: &mut dyn FnMut(usize, u32) -> Behaviour) -> (f64, u32, f64) {
-        let start = 1_000.0;
-        let plan = seed_004_plan(start);
-        let mut now = start;
-        let mut attempts = 0;
-        let mut policy_cap = 0.0;
-        for i in 0..plan.steps().len() {
-            match plan.decide_index(i, now).unwrap() {
-                Decision::Run { cap_ms, .. } => {
-                    if i == 3 {
-                        policy_cap = cap_ms;
-                    }
-                    let (end, n) = simulate_step(seed_004_policy(), now, now + cap_ms, i as u64, late_ms, &mut |a| {
-                        behaviour(i, a)
-                    });
-                    attempts += n;
-                    now = end;
-                }
-                Decision::Skip { .. } => {}
-                Decision::Insufficient { .. } => panic!("the mandatory policy check was starved"),
-            }
-            now += late_ms; // scheduling delay before the next step
-        }
-        (now - start, attempts, policy_cap)
-    }
-
-    #[test]
-    fn seed_004_hanging_pipeline_fails_by_30_s_not_80_s() {
-        // The per-step-timeout worst case: 4 steps × 2 attempts × 10 s.
-        let naive = 4.0 * 2.0 * 10_000.0;
-        assert_eq!(naive, 80_000.0);
-        // Every attempt hangs until its timeout, timers exactly on time.
-        let (elapsed, attempts, policy_cap) = run_seed_004(0.0, &mut |_, _| Behaviour::Hang);
-        assert!(elapsed <= 30_000.0, "took {elapsed} ms");
-        assert!(policy_cap >= 1_000.0, "policy check got {policy_cap} ms");
-        assert!(attempts >= 4);
-        // Timers 2 ms late and 2 ms per hand-off (within the 5 ms margin):
-        // still done by the deadline plus the final step's lateness.
-        let (elapsed, _, policy_cap) = run_seed_004(2.0, &mut |_, _| Behaviour::Hang);
-        assert!(elapsed <= 30_000.0 + 2.0 * 2.0, "took {elapsed} ms");
-        assert!(policy_cap >= 1_000.0);
-    }
-
-    #[test]
-    fn seed_004_fast_failures_are_retried_inside_the_deadline() {
-        // First attempts fail fast (refused); second attempts succeed.
-        let (elapsed, attempts, _) = run_seed_004(0.0, &mut |_, a| {
-            if a == 1 {
-                Behaviour::FailAfter(300.0, Failure::NotApplied)
-            } else {
-                Behaviour::SucceedAfter(2_000.0)
-            }
-        });
-        assert_eq!(attempts, 8);
-        assert!(elapsed < 30_000.0 && elapsed > 4.0 * 2_300.0);
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1024))]
-
-        /// Invariant 1.
-        #[test]
-        fn backoff_bounds(base in 0.0..5_000.0f64, extra in 0.0..60_000.0f64, jitter in 0.0..=1.0f64, seed in any::<u64>()) {
-            let b = Backoff::new(base, base + extra, jitter).unwrap();
-            let s = b.schedule(30, seed).unwrap();
-            prop_assert_eq!(&s, &b.schedule(30, seed).unwrap());
-            let mut prev = 0.0;
-            for (i, d) in s.iter().enumerate() {
-                let c = b.ceiling(i as u32 + 1);
-                prop_assert!(c >= prev && c <= b.max_ms());
-                prop_assert!(*d <= c && *d >= c * (1.0 - jitter) - 1e-9 && d.is_finite());
-                prev = c;
-            }
-        }
-
-        /// Invariants 2, 3 and 4 for single decisions.
-        #[test]
-        fn decisions_respect_the_deadline(
-            min in 0.0..2_000.0f64,
-            timeout_extra in proptest::option::of(0.0..10_000.0f64),
-            attempts in 1u32..6,
-            idempotent in any::<bool>(),
-            key in any::<bool>(),
-            attempt in 1u32..8,
-            now in 0.0..20_000.0f64,
-            budget in 0.0..20_000.0f64,
-            delay in 0.0..5_000.0f64,
-            failure in prop_oneof![Just(Failure::Ambiguous), Just(Failure::NotApplied), Just(Failure::Permanent)],
-        ) {
-            let timeout = timeout_extra.map(|t| min + t + 1.0);
-            let p = RetryPolicy::new(min, timeout, Backoff::new(1.0, 1.0, 0.0).unwrap(), attempts, idempotent).unwrap();
-            let at = now + budget;
-            let budget = at - now; // what the policy sees, after rounding
-            match p.start(attempt, now, at).unwrap() {
-                Start::Attempt { timeout_ms, .. } => {
-                    prop_assert!(budget >= min && budget > 0.0 && attempt <= attempts);
-                    prop_assert!(timeout_ms <= budget && timeout_ms > 0.0);
-                    if let Some(t) = timeout { prop_assert!(timeout_ms <= t); }
-                }
-                Start::Stop(_) => prop_assert!(budget < min || budget <= 0.0 || attempt > attempts),
-            }
-            match p.after_failure(attempt, failure, key, delay, now, at).unwrap() {
-                AfterFailure::Backoff { delay_ms } => {
-                    prop_assert!(now + delay_ms + min <= at && now + delay_ms < at);
-                    prop_assert!(failure != Failure::Permanent && attempt < attempts);
-                    prop_assert!(failure != Failure::Ambiguous || idempotent || key);
-                }
-                AfterFailure::Stop(StopReason::NotIdempotent) => {
-                    prop_assert!(failure == Failure::Ambiguous && !idempotent && !key);
-                }
-                AfterFailure::Stop(_) => {}
-            }
-        }
-
-        /// Invariant 5: whatever the attempts do, the loop ends by the deadline
-        /// plus one timer's lateness, and never exceeds maxAttempts.
-        #[test]
-        fn retry_loops_end_by_the_deadline(
-            budget in 0.0..60_000.0f64,
-            min in 0.0..1_000.0f64,
-            timeout_extra in 1.0..15_000.0f64,
-            attempts in 1u32..8,
-            base in 0.0..3_000.0f64,
-            jitter in 0.0..=1.0f64,
-            seed in any::<u64>(),
-            late in 0.0..5.0f64,
-            script in proptest::collection::vec((0u8..3, 0.0..20_000.0f64), 8),
-        ) {
-            let p = RetryPolicy::new(min, Some(min + timeout_extra), Backoff::new(base, base * 8.0, jitter).unwrap(), attempts, true).unwrap();
-            let start = 100.0;
-            let (end, n) = simulate_step(p, start, start + budget, seed, late, &mut |a| {
-                let (kind, ms) = script[(a as usize - 1) % script.len()];
-                match kind {
-                    0 => Behaviour::Hang,
-                    1 => Behaviour::FailAfter(ms, Failure::NotApplied),
-                    _ => Behaviour::SucceedAfter(ms),
-                }
-            });
-            prop_assert!(n <= attempts);
-            prop_assert!(end <= start + budget + late + 1e-6, "ended {} after the deadline", end - start - budget);
-        }
-
-        /// Seed 004 with random behaviour and lateness within the plan margin.
-        #[test]
-        fn seed_004_never_outlives_the_caller(
-            script in proptest::collection::vec((0u8..3, 0.0..12_000.0f64), 8),
-            late in 0.0..2.5f64,
-        ) {
-            let (elapsed, attempts, policy_cap) = run_seed_004(late, &mut |i, a| {
-                let (kind, ms) = script[(i * 2 + a as usize - 1) % script.len()];
-                match kind {
-                    0 => Behaviour::Hang,
-                    1 => Behaviour::FailAfter(ms, Failure::NotApplied),
-                    _ => Behaviour::SucceedAfter(ms),
-                }
-            });
-            prop_assert!(attempts <= 8);
-            prop_assert!(policy_cap >= 1_000.0);
-            prop_assert!(elapsed <= 30_000.0 + 2.0 * late + 1e-6, "took {}", elapsed);
-        }
-
-        /// Invariant 6: the budget never allows more than ratio × requests +
-        /// floor in its window, and its counts match an exact oracle.
-        #[test]
-        fn budget_matches_oracle(
-            ratio in prop_oneof![Just(0.0), Just(1.0), 0.0..=1.0f64],
-            per_second in prop_oneof![Just(0.0), 0.0..5.0f64],
-            window in 1.0..5_000.0f64,
-            events in proptest::collection::vec((any::<bool>(), 0.0..800.0f64), 1..200),
-        ) {
-            let mut b = RetryBudget::new(ratio, per_second, window).unwrap();
-            let bucket = window / BUDGET_BUCKETS as f64;
-            let mut log: Vec<(u64, bool)> = Vec::new(); // (bucket index, is_retry)
-            let mut now = 0.0;
-            let mut newest = 0u64;
-            for (is_retry, step) in events {
-                now += step;
-                let idx = ((now / bucket).floor() as u64).max(newest);
-                newest = idx;
-                let in_window = |log: &Vec<(u64, bool)>, retry: bool| {
-                    log.iter().filter(|(i, r)| *r == retry && i + BUDGET_BUCKETS as u64 > idx).count() as u64
-                };
-                let mut allowed = false;
-                if is_retry {
-                    allowed = b.try_retry(now).unwrap();
-                    let (req, ret) = (in_window(&log, false), in_window(&log, true));
-                    prop_assert_eq!(allowed, (ret + 1) as f64 <= ratio * req as f64 + b.floor());
-                    if allowed { log.push((idx, true)); }
-                } else {
-                    b.record_request(now).unwrap();
-                    log.push((idx, false));
-                }
-                let (req, ret) = b.counts(now).unwrap();
-                prop_assert_eq!((req, ret), (in_window(&log, false), in_window(&log, true)));
-                // Requests can leave the window before the retries they paid
-                // for, so the bound is checked when a retry is granted.
-                if allowed {
-                    prop_assert!(ret as f64 <= ratio * req as f64 + b.floor());
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -10,14 +10,36 @@ use wasm_bindgen::prelude::*;
 
 use crate::core::error::{Described, Kind, ShapeError};
 
+// One feature per .wasm (wasm-pack.toml's outputs): `main` for the
+// `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
+// the boundary belongs to exactly one; what is below this list is shared.
+#[cfg(feature = "main")]
+mod budget;
+#[cfg(feature = "main")]
+mod caps;
+#[cfg(feature = "main")]
 mod deadline;
+#[cfg(feature = "derive")]
 mod derive;
+#[cfg(feature = "main")]
+mod headers;
+#[cfg(feature = "main")]
+mod hedge;
+#[cfg(feature = "derive")]
 mod little;
-mod pipeline;
+#[cfg(feature = "main")]
+mod plan;
+#[cfg(feature = "derive")]
 mod prom;
+#[cfg(feature = "main")]
+mod retry;
+#[cfg(feature = "derive")]
 mod simulate;
+#[cfg(feature = "derive")]
 mod sketch;
+#[cfg(feature = "main")]
 mod stall;
+#[cfg(feature = "derive")]
 mod tail;
 
 #[wasm_bindgen(raw_module = "./errors.js")]
@@ -77,28 +99,6 @@ pub(crate) fn array_js<T: tsify::Tsify + serde::Serialize>(values: &[T]) -> Resu
         out.set(i as u32, into_js(v)?);
     }
     Ok(out)
-}
-
-/// Transitional: what errors not yet [`Described`] become (a `RangeError`
-/// with no `.param`/`.code`). Removed once every core error implements
-/// [`Described`]; new code uses [`to_js`].
-pub(crate) enum JsFailure {
-    Range(String),
-    Described(crate::core::deadline::DeadlineError),
-}
-
-impl From<crate::core::deadline::DeadlineError> for JsFailure {
-    fn from(error: crate::core::deadline::DeadlineError) -> Self {
-        Self::Described(error)
-    }
-}
-
-/// Transitional twin of [`to_js`] for errors not yet [`Described`].
-pub(crate) fn legacy_to_js(error: impl Into<JsFailure>) -> JsValue {
-    match error.into() {
-        JsFailure::Range(message) => js_sys::RangeError::new(&message).into(),
-        JsFailure::Described(error) => to_js(error),
-    }
 }
 
 /// Runs once per instantiation (wasm-bindgen's start hook): a bug in the core

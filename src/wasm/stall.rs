@@ -1,44 +1,39 @@
 //! Bindings for [`crate::core::stall`]. Names are the JS API's.
 //!
-//! `js/stall.js` calls [`stall_decide`] once when a stream is wrapped (which
-//! also validates the limits) and then only when its one timer fires: never per
-//! chunk. The answer crosses the boundary as four numbers in one call, so
-//! reading it costs no further Wasm calls (a `#[wasm_bindgen]` struct would
-//! cost one per field and a `free()`).
+//! # Scalar where it is hot, typed where it is not
+//! `js/stall.js` asks the core once when a stream is wrapped (which also
+//! validates the limits) and then only when its one wake-up comes: never per
+//! chunk. The common answer is "nothing expired, look again in `delayMs`",
+//! which crosses as one number ([`stall_wake`]: `number | undefined`); only
+//! when that is `undefined` (once per stream: the verdict) does the wrapper
+//! ask for the [`Decision`] itself, a typed object generated from the Rust
+//! type ([`stall_decision`]: `{ kind: "stalled", phase, afterMs, chunks,
+//! bytes }` or `{ kind: "deadlineExceeded", lateByMs }`). So no code table and
+//! no positional layout is mirrored in JavaScript, and the wake, which a
+//! bursty stream asks for every `sampleMs`, costs no allocation.
+//!
+//! Measured with `node bench/run.mjs deadline stream` (Node 20 and Deno 2.9
+//! on this 2-core machine, before and after this change, in BENCHMARKS.md):
+//! the stream rows, which include wrapping a stream and its wakes, stay within
+//! run-to-run noise.
+//!
+//! Errors cross through [`super::to_js`]: a `RangeError` with `.param` as the
+//! JS user wrote it (`"options.firstChunkMs"`) and `.code`.
 
+use tsify::{Ts, Tsify};
 use wasm_bindgen::prelude::*;
 
-use super::{legacy_to_js, JsFailure};
+use super::to_js;
 use crate::core::deadline::MAX_MS;
-use crate::core::stall::{Decision, Phase, Snapshot, StallConfig, StallError};
+use crate::core::stall::{Decision, Snapshot, StallConfig, StallError};
 
-/// `[kind, …]` codes of [`stall_decide`]'s answer; `js/stall.js` mirrors them.
-const WAKE: f64 = 0.0;
-const STALLED_FIRST_CHUNK: f64 = 1.0;
-const STALLED: f64 = 2.0;
-const DEADLINE: f64 = 3.0;
+/// The npm package's names for the two limits.
+const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
+/// The wait for headers: `firstByteMs` as the first-chunk wait.
+const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-/// Every stall error is bad input naming its parameter: a `RangeError`.
-impl From<StallError> for JsFailure {
-    fn from(error: StallError) -> Self {
-        Self::Range(error.to_string())
-    }
-}
-
-/// Validates the limits and the snapshot, then decides at `now_ms`
-/// ([`StallConfig::decide`]). `deadline_at` and `last_progress_at` are
-/// `undefined` when absent. The answer, as `Float64Array`:
-///
-/// - `[0, delayMs, atMs, phase]`: nothing expired; arm one timer for `delayMs`
-///   (`phase`: 1 first chunk, 2 stall, 3 deadline, the limit due at `atMs`);
-/// - `[1, afterMs, chunks, bytes]`: stalled before the first progress chunk;
-/// - `[2, afterMs, chunks, bytes]`: stalled after progress;
-/// - `[3, lateByMs, 0, 0]`: the deadline passed.
-///
-/// Throws a `RangeError` naming the parameter for any invalid input.
 #[allow(clippy::too_many_arguments)]
-#[wasm_bindgen(js_name = stallDecide)]
-pub fn stall_decide(
+fn decide(
     first_chunk_ms: f64,
     stall_ms: f64,
     deadline_at: Option<f64>,
@@ -47,41 +42,66 @@ pub fn stall_decide(
     chunks: f64,
     bytes: f64,
     now_ms: f64,
-) -> Result<Vec<f64>, JsValue> {
-    let config = StallConfig::new(first_chunk_ms, stall_ms, deadline_at).map_err(legacy_to_js)?;
-    let snapshot = Snapshot { started_at, last_progress_at, chunks, bytes };
-    let decision = config.decide(&snapshot, now_ms).map_err(legacy_to_js)?;
-    Ok(encode(decision))
+) -> Result<Decision, StallError> {
+    let config = StallConfig::named(first_chunk_ms, stall_ms, deadline_at, OPTIONS)?;
+    config.decide(&Snapshot { started_at, last_progress_at, chunks, bytes }, now_ms)
+}
+
+/// Validates the limits and the snapshot, then decides at `now_ms`
+/// ([`StallConfig::decide`]): the delay to wait before asking again (a whole
+/// number ≥ 1), or `undefined` when a verdict is due (ask [`stall_decision`]).
+/// `deadline_at` and `last_progress_at` are `undefined` when absent.
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(js_name = stallWake)]
+pub fn stall_wake(
+    first_chunk_ms: f64,
+    stall_ms: f64,
+    deadline_at: Option<f64>,
+    started_at: f64,
+    last_progress_at: Option<f64>,
+    chunks: f64,
+    bytes: f64,
+    now_ms: f64,
+) -> Result<Option<f64>, JsValue> {
+    match decide(first_chunk_ms, stall_ms, deadline_at, started_at, last_progress_at, chunks, bytes, now_ms) {
+        Ok(Decision::Wake { delay_ms, .. }) => Ok(Some(delay_ms)),
+        Ok(_) => Ok(None),
+        Err(error) => Err(to_js(error)),
+    }
+}
+
+/// The same decision as [`stall_wake`], as the typed [`Decision`]: for the
+/// verdict, once per stream.
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(js_name = stallDecision)]
+pub fn stall_decision(
+    first_chunk_ms: f64,
+    stall_ms: f64,
+    deadline_at: Option<f64>,
+    started_at: f64,
+    last_progress_at: Option<f64>,
+    chunks: f64,
+    bytes: f64,
+    now_ms: f64,
+) -> Result<Ts<Decision>, JsValue> {
+    let decision = decide(first_chunk_ms, stall_ms, deadline_at, started_at, last_progress_at, chunks, bytes, now_ms)
+        .map_err(to_js)?;
+    // `Ts` (not tsify's deprecated `into_wasm_abi`, which leaks): serializing
+    // a plain enum of numbers and names cannot fail; were it to, it throws.
+    decision.into_ts().map_err(|e| JsError::from(e).into())
 }
 
 /// The wait for response headers (`fetchWithDeadline`'s `firstByteMs`): the
 /// same decision with `firstByteMs` as the first-chunk wait and nothing
-/// received, so the answer is a wake or `[1, afterMs, 0, 0]` (at once for
-/// `firstByteMs` 0: no time was left to wait). Bad input names `firstByteMs`.
-#[wasm_bindgen(js_name = firstByteDecide)]
-pub fn first_byte_decide(first_byte_ms: f64, started_at: f64, now_ms: f64) -> Result<Vec<f64>, JsValue> {
-    let rename = |error: StallError| match error {
-        StallError::Wait { value, .. } => StallError::Wait { param: "firstByteMs", value },
-        other => other,
-    };
+/// received. The delay to wait, or `undefined` once the wait has run out
+/// (at once for `firstByteMs` 0: no time was left to wait); the silence is
+/// then `nowMs − startedAt`. Bad input names `options.firstByteMs`.
+#[wasm_bindgen(js_name = firstByteWake)]
+pub fn first_byte_wake(first_byte_ms: f64, started_at: f64, now_ms: f64) -> Result<Option<f64>, JsValue> {
     // Nothing is ever received, so the gap limit never applies: the largest one.
-    let config = StallConfig::new(first_byte_ms, MAX_MS, None).map_err(rename).map_err(legacy_to_js)?;
-    let decision = config.decide(&Snapshot::started(started_at), now_ms).map_err(legacy_to_js)?;
-    Ok(encode(decision))
-}
-
-fn encode(decision: Decision) -> Vec<f64> {
-    match decision {
-        Decision::Wake { at_ms, delay_ms, phase } => vec![WAKE, delay_ms, at_ms, phase_code(phase)],
-        Decision::Stalled { phase, after_ms, chunks, bytes } => vec![phase_code(phase), after_ms, chunks, bytes],
-        Decision::DeadlineExceeded { late_by_ms } => vec![DEADLINE, late_by_ms, 0.0, 0.0],
-    }
-}
-
-fn phase_code(phase: Phase) -> f64 {
-    match phase {
-        Phase::FirstChunk => STALLED_FIRST_CHUNK,
-        Phase::Stall => STALLED,
-        Phase::Deadline => DEADLINE,
+    let config = StallConfig::named(first_byte_ms, MAX_MS, None, FIRST_BYTE).map_err(to_js)?;
+    match config.decide(&Snapshot::started(started_at), now_ms).map_err(to_js)? {
+        Decision::Wake { delay_ms, .. } => Ok(Some(delay_ms)),
+        _ => Ok(None),
     }
 }

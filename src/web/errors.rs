@@ -238,16 +238,13 @@ impl fmt::Display for Error {
         // The same sentences as js/errors.js, js/stall.js and js/retry.js.
         match self {
             Self::InvalidArgument { message, .. } => f.write_str(message),
-            Self::DeadlineExceeded { late_by_ms, .. } if *late_by_ms > 0.0 => {
-                write!(f, "deadline exceeded: it passed {} ms ago", Ms(*late_by_ms))
+            // The core's sentences (src/core/deadline.rs `DeadlineError`).
+            Self::DeadlineExceeded { at, late_by_ms } => {
+                fmt::Display::fmt(&DeadlineError::Exhausted { at: *at, late_by_ms: *late_by_ms }, f)
             }
-            Self::DeadlineExceeded { .. } => f.write_str("deadline exceeded: no time is left"),
-            Self::InsufficientBudget { remaining_ms, min_ms } => write!(
-                f,
-                "insufficient budget: {} ms left, the step needs at least {} ms, so it was not started",
-                Ms(*remaining_ms),
-                Ms(*min_ms)
-            ),
+            Self::InsufficientBudget { remaining_ms, min_ms } => {
+                fmt::Display::fmt(&DeadlineError::Insufficient { remaining_ms: *remaining_ms, min_ms: *min_ms }, f)
+            }
             Self::StreamStalled { phase, after_ms, chunks, bytes } => match phase {
                 StallPhase::FirstByte => write!(f, "stream stalled: no response headers after {} ms", Ms(*after_ms)),
                 StallPhase::FirstChunk => write!(f, "stream stalled: no first chunk after {} ms", Ms(*after_ms)),

@@ -51,6 +51,7 @@ impl From<PlanError> for Error {
             | PlanError::UnknownStep { .. }
             | PlanError::IndexOutOfRange { .. } => "name",
             PlanError::UnknownKind { .. } => "kind",
+            PlanError::BadStep { .. } => "steps",
             PlanError::BadStepValue { error, .. } => error.param().unwrap_or("steps"),
             PlanError::MinAbovePreferred { .. } => "minMs",
             PlanError::ReserveBelowMin { .. } => "reserveMs",

@@ -3,7 +3,7 @@
 //! Encoding, strict parsing, the transit/local-cap clamp
 //! ([`crate::core::headers`]) and the cap fold ([`crate::core::caps`]) are the
 //! core's; this file reads the clock and the `Headers`, and builds the
-//! [`Deadline`], as `js/propagation.js` does.
+//! [`Deadline`], as `js/headers.js` and `js/caps.js` do.
 //!
 //! # Invariants
 //! 1. What is sent is the remaining duration at the moment of the call,
@@ -46,7 +46,7 @@ impl From<CapsError> for Error {
             CapsError::UnknownPlatform { .. } => "platform",
             CapsError::UnknownTier { .. } => "plan",
             CapsError::UnknownTrigger { .. } | CapsError::UnsupportedTrigger { .. } => "trigger",
-            CapsError::ZeroCap { param } => param,
+            CapsError::ZeroCap { param } | CapsError::CustomWith { param } => param,
         };
         Error::invalid(param, error.to_string())
     }

@@ -35,6 +35,8 @@ use super::errors::AttemptReport;
 use super::guard::{Ended, Guard};
 use super::timers::{sleep_until, Sleep};
 use super::{sys, Deadline, Error};
+use crate::core::budget::{self, BudgetError};
+use crate::core::hedge::check_hedge;
 pub use crate::core::retry::Failure;
 use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start, StopReason};
 
@@ -47,10 +49,20 @@ impl From<RetryError> for Error {
             RetryError::BadMaxAttempts { .. } => "maxAttempts",
             RetryError::BadAttempt { .. } => "attempt",
             RetryError::UnknownFailure { .. } => "failure",
-            RetryError::BadRatio { .. } => "ratio",
-            RetryError::BadMinPerSecond { .. } => "minPerSecond",
-            RetryError::BadWindow { .. } => "windowMs",
+            RetryError::Budget(e) => return Error::from(e.clone()),
             _ => "options",
+        };
+        Error::invalid(param, error.to_string())
+    }
+}
+
+impl From<BudgetError> for Error {
+    fn from(error: BudgetError) -> Self {
+        let param = match &error {
+            BudgetError::Time(e) => return Error::from(*e),
+            BudgetError::BadRatio { .. } => "ratio",
+            BudgetError::BadMinPerSecond { .. } => "minPerSecond",
+            BudgetError::BadWindow { .. } => "windowMs",
         };
         Error::invalid(param, error.to_string())
     }
@@ -71,7 +83,7 @@ impl From<RetryError> for Error {
 /// # fn main() {}
 /// ```
 #[derive(Debug)]
-pub struct RetryBudget(RefCell<core::RetryBudget>);
+pub struct RetryBudget(RefCell<budget::RetryBudget>);
 
 impl RetryBudget {
     /// `ratio` in `[0, 1]`, `min_per_second` ≥ 0, `window_ms` in `1 ..= 86 400 000`.
@@ -89,7 +101,7 @@ impl RetryBudget {
     /// # fn main() {}
     /// ```
     pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<Self, Error> {
-        Ok(Self(RefCell::new(core::RetryBudget::new(ratio, min_per_second, window_ms)?)))
+        Ok(Self(RefCell::new(budget::RetryBudget::new(ratio, min_per_second, window_ms)?)))
     }
 }
 
@@ -602,7 +614,7 @@ where
     F: FnMut(AbortSignal, u32) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let delay_ms = core::check_hedge(options.delay_ms, options.max_attempts)?;
+    let delay_ms = check_hedge(options.delay_ms, options.max_attempts)?;
     let max = options.max_attempts;
     let at = deadline.instant_ms();
     let deadline_signal = deadline.signal();

@@ -18,12 +18,15 @@ import {
   isTimeout,
   plan,
   retry,
+  platformDeadline,
+  RetryBudget,
+  toHeaders,
 } from "edge-deadline";
 import type { AttemptRecord, Skipped, StepOutcome, StepSpec, TraceRecord } from "edge-deadline";
-import { LatencySketch } from "edge-deadline";
-import type { LatencySketchJSON } from "edge-deadline";
-import { ConcurrencyLimiter, concurrencyBound, deriveTimeouts, parsePrometheus, simulate, tailShape } from "edge-deadline";
-import type { DerivedTimeout, PrometheusHistogram, Scenario, Simulation, TailShape, WarningCode } from "edge-deadline";
+import { LatencySketch } from "edge-deadline/derive";
+import type { LatencySketchJSON } from "edge-deadline/derive";
+import { ConcurrencyLimiter, concurrencyBound, deriveTimeouts, parsePrometheus, simulate, tailShape } from "edge-deadline/derive";
+import type { DerivedTimeout, PrometheusHistogram, Scenario, Simulation, TailShape, WarningCode } from "edge-deadline/derive";
 
 /** The data types generated from the Rust ones reach the public API. */
 export function derived(rows: { ms: number; outcome: string; model: string }[], text: string) {
@@ -119,7 +122,17 @@ export async function pipeline(headers: Headers) {
   await retry(() => 1, { deadline, attemptMinMs: 10, backoff: { baseMs: 1, maxMs: 2, jitter: 0 }, idempotent: true, classify: () => 5 });
   // @ts-expect-error: the header name is a string
   new InvalidHeader(5, "bad");
-  return [outcome, hookErrors];
+  // The data types come from the Rust core (edge_deadline.d.ts): kinds, bounds and stop words are string enums.
+  // @ts-expect-error: "required" is not a step kind
+  plan(deadline, [{ name: "x", minMs: 1, kind: "required" }]);
+  const { bound } = platformDeadline({ platform: "vercel-edge", productMs: 1_000, fallbackReserveMs: 0 });
+  // @ts-expect-error: a bound is "product", "wall" or "first-byte"
+  const wrongBound: typeof bound = "cpu";
+  const counts: { requests: number; retries: number; floor: number } = new RetryBudget().counts();
+  toHeaders(deadline, { format: ["grpc-timeout", "connect-timeout-ms"] });
+  // @ts-expect-error: not a propagation header
+  toHeaders(deadline, { format: "x-timeout" });
+  return [outcome, hookErrors, wrongBound, counts];
 }
 
 /** The short forms users write first, and what must not compile. */

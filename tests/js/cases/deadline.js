@@ -23,7 +23,8 @@ function countedParent() {
 
 const cases = [
   {
-    name: "any API used before init throws a plain-words error",
+    name: "any API used before init throws a plain-words error (entries that need init: browsers, bundlers)",
+    needs: ["beforeInitError"],
     run: (lib, ctx) => {
       ok(ctx.beforeInitError, "the runner records the pre-init error");
       ok(/before the WebAssembly core was loaded; call `await init\(\)` first/.test(ctx.beforeInitError), ctx.beforeInitError);
@@ -510,19 +511,19 @@ const cases = [
 /** ≥ 60 generated bad-input cases: each names the parameter and the range. */
 function badInputCases() {
   const values = [
-    ["NaN", NaN, RangeError],
-    ["Infinity", Infinity, RangeError],
-    ["-Infinity", -Infinity, RangeError],
-    ["a negative number", -1, RangeError],
-    ["a string", "5", TypeError],
-    ["null", null, TypeError],
-    ["undefined", undefined, TypeError],
-    ["a BigInt", 10n, TypeError],
-    ["an object", { valueOf: () => 5 }, TypeError],
-    ["an array", [5], TypeError],
-    ["a boolean", true, TypeError],
-    ["2^53 (past the exact-integer range)", 2 ** 53, RangeError],
-    ["2^60", 2 ** 60, RangeError],
+    ["NaN", NaN, RangeError, "NOT_FINITE"],
+    ["Infinity", Infinity, RangeError, "NOT_FINITE"],
+    ["-Infinity", -Infinity, RangeError, "NOT_FINITE"],
+    ["a negative number", -1, RangeError, "NEGATIVE"],
+    ["a string", "5", TypeError, "INVALID_TYPE"],
+    ["null", null, TypeError, "INVALID_TYPE"],
+    ["undefined", undefined, TypeError, "INVALID_TYPE"],
+    ["a BigInt", 10n, TypeError, "INVALID_TYPE"],
+    ["an object", { valueOf: () => 5 }, TypeError, "INVALID_TYPE"],
+    ["an array", [5], TypeError, "INVALID_TYPE"],
+    ["a boolean", true, TypeError, "INVALID_TYPE"],
+    ["2^53 (past the exact-integer range)", 2 ** 53, RangeError, "TOO_LARGE"],
+    ["2^60", 2 ** 60, RangeError, "TOO_LARGE"],
   ];
   const targets = [
     ["Deadline.in", "ms", (lib, v) => lib.Deadline.in(v)],
@@ -536,38 +537,45 @@ function badInputCases() {
   ];
   const out = [];
   for (const [fn, param, call, opts = {}] of targets) {
-    for (const [label, value, Type] of values) {
+    for (const [label, value, Type, code] of values) {
       if (opts.negativeOk && value === -1) continue;
       out.push({
         name: `bad input: ${fn}(${param} = ${label}) → ${Type.name} naming '${param}'`,
         run: async (lib) => {
           const e = await rejects(async () => call(lib, value), Type, new RegExp(`'${param}'`));
           ok(Type === TypeError || /between 0 and/.test(e.message) || /finite/.test(e.message), `no range in: ${e.message}`);
+          equal(e.param, param, ".param");
+          equal(e.code, code, ".code");
           // Nothing trapped the instance: the API still works afterwards.
           ok(lib.Deadline.in(5).remaining() >= 0);
         },
       });
     }
   }
+  const T = "INVALID_TYPE";
+  // [label, call, class, message pattern, .param, .code]
   const structural = [
-    ["Deadline.in options = null", (lib) => lib.Deadline.in(10, null), TypeError, /'options'/],
-    ["Deadline.in options = 5", (lib) => lib.Deadline.in(10, 5), TypeError, /'options'/],
-    ["Deadline.in signal = a string", (lib) => lib.Deadline.in(10, { signal: "x" }), TypeError, /'options.signal'.*AbortSignal/],
-    ["Deadline.in signal = {}", (lib) => lib.Deadline.in(10, { signal: {} }), TypeError, /'options.signal'/],
-    ["Deadline.at signal = 1", (lib) => lib.Deadline.at(10, { signal: 1 }), TypeError, /'options.signal'/],
-    ["Deadline.min()", (lib) => lib.Deadline.min(), TypeError, /at least one Deadline/],
-    ["Deadline.min(d, 5)", (lib) => lib.Deadline.min(lib.Deadline.in(1), 5), TypeError, /argument 1 of Deadline.min/],
-    ["d.min(null)", (lib) => lib.Deadline.in(1).min(null), TypeError, /must be a Deadline/],
-    ["step(run = undefined)", (lib) => lib.Deadline.in(100).step(0), TypeError, /'run' of step must be a function/],
-    ["step(run = 'f')", (lib) => lib.Deadline.in(100).step(0, "f"), TypeError, /'run'/],
-    ["new Deadline()", (lib) => new lib.Deadline(), TypeError, /Deadline\.in/],
-    ["Deadline.in(2^53 - 1) overflows the timeline", (lib) => lib.Deadline.in(2 ** 53 - 1), RangeError, /'ms'/],
+    ["Deadline.in options = null", (lib) => lib.Deadline.in(10, null), TypeError, /^Deadline.in: 'options' must be an object like \{ signal \} or an AbortSignal/, "options", T],
+    ["Deadline.in options = 5", (lib) => lib.Deadline.in(10, 5), TypeError, /'options'/, "options", T],
+    ["Deadline.in signal = a string", (lib) => lib.Deadline.in(10, { signal: "x" }), TypeError, /'options.signal'.*AbortSignal/, "options.signal", T],
+    ["Deadline.in signal = {}", (lib) => lib.Deadline.in(10, { signal: {} }), TypeError, /'options.signal'/, "options.signal", T],
+    ["Deadline.at signal = 1", (lib) => lib.Deadline.at(10, { signal: 1 }), TypeError, /^Deadline.at: 'options.signal'/, "options.signal", T],
+    ["Deadline.min()", (lib) => lib.Deadline.min(), TypeError, /at least one Deadline/, "deadlines", T],
+    ["Deadline.min(d, 5)", (lib) => lib.Deadline.min(lib.Deadline.in(1), 5), TypeError, /^Deadline.min: 'deadlines\[1\]' must be a Deadline/, "deadlines[1]", T],
+    ["d.min(null)", (lib) => lib.Deadline.in(1).min(null), TypeError, /'other' must be a Deadline/, "other", T],
+    ["Deadline.min(a look-alike without the brand)", (lib) => lib.Deadline.min({ at: 1, signal: () => new AbortController().signal }), TypeError, /'deadlines\[0\]' must be a Deadline/, "deadlines[0]", T],
+    ["step(run = undefined)", (lib) => lib.Deadline.in(100).step(0), TypeError, /'run' must be a function \(signal, budgetMs\)/, "run", T],
+    ["step(run = 'f')", (lib) => lib.Deadline.in(100).step(0, "f"), TypeError, /'run'/, "run", T],
+    ["new Deadline()", (lib) => new lib.Deadline(), TypeError, /Deadline\.in/, undefined, "NOT_CONSTRUCTIBLE"],
+    ["Deadline.in(2^53 - 1) overflows the timeline", (lib) => lib.Deadline.in(2 ** 53 - 1), RangeError, /'ms'/, "ms", "TOO_LARGE"],
   ];
-  for (const [label, call, Type, pattern] of structural) {
+  for (const [label, call, Type, pattern, param, code] of structural) {
     out.push({
       name: `bad input: ${label} → ${Type.name}`,
       run: async (lib) => {
-        await rejects(async () => call(lib), Type, pattern);
+        const e = await rejects(async () => call(lib), Type, pattern);
+        equal(e.param, param, ".param");
+        equal(e.code, code, ".code");
       },
     });
   }

@@ -31,7 +31,8 @@ const cases = [
       await rejects(d.step(1, () => "ran"), undefined, /the client left/);
       for (const x of [d, at, reserved]) x.dispose();
       // Anything else in that place is still a TypeError naming the parameter.
-      throws(() => lib.Deadline.in(10, 5), TypeError, /'options' of Deadline\.in must be an object like \{ signal \} or an AbortSignal/);
+      const e = throws(() => lib.Deadline.in(10, 5), TypeError, /^Deadline\.in: 'options' must be an object like \{ signal \} or an AbortSignal/);
+      equal(e.param, "options");
       throws(() => lib.Deadline.in(10, { signal: {} }), TypeError, /'options\.signal'/);
     },
   },
@@ -92,7 +93,9 @@ const cases = [
       }
       equal(logged.length, 1, "the hook's error was reported once");
       ok(logged[0].some((a) => a?.message === "hook bug"));
-      await rejects(lib.retry(() => "x", { deadline: d, onAttempt: 5 }), TypeError, /'options\.onAttempt' must be a function/);
+      const bad = await rejects(lib.retry(() => "x", { deadline: d, onAttempt: 5 }), TypeError, /'options\.onAttempt' must be a function/);
+      equal(bad.param, "options.onAttempt");
+      equal(bad.code, "INVALID_TYPE");
       d.dispose();
     },
   },

@@ -1,6 +1,7 @@
 // isTimeout across the package's own errors and the wrappers SDKs put around
 // them. The same file runs in Node, Deno, workerd and Chromium.
-import { equal } from "../assert.js";
+import { equal, ok, rejects, throws } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 
 /** An SDK-style wrapper: its own class, our error as `cause`. */
 class ConnectionError extends Error {
@@ -73,5 +74,89 @@ const cases = [
     },
   },
 ];
+
+// ---- one wording per message -----------------------------------------------------------------
+
+cases.push(
+  {
+    name: "errors: DeadlineExceeded and InsufficientBudget raised by the core read exactly as the ones made in JS with the same numbers",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const t = clock.now();
+        // Late by a whole, a fractional, an exact-tie (x.25) and no amount at all.
+        for (const late of [3, 2.625, 0.25, 12.75, 0]) {
+          const e = throws(() => lib.Deadline.at(t - late).budget(10), lib.DeadlineExceeded);
+          equal(e.lateByMs, late, "lateByMs");
+          equal(e.message, new lib.DeadlineExceeded(e.at, e.lateByMs).message, `late by ${late}`);
+          ok(e.message.startsWith("deadline exceeded: "), e.message);
+        }
+        // Raised by the core (step's admission) and by the JS API's own timer path.
+        for (const [left, min] of [[12.25, 100], [43.125, 50], [7, 7.5]]) {
+          const e = await rejects(lib.Deadline.in(left).step(min, () => "ran"), lib.InsufficientBudget);
+          equal(e.remainingMs, left);
+          equal(e.message, new lib.InsufficientBudget(left, min).message, `${left} of ${min}`);
+          ok(e.message.startsWith("insufficient budget: "), e.message);
+        }
+        const d = lib.Deadline.in(5);
+        const signal = d.signal();
+        await clock.advance(5);
+        equal(signal.reason.message, "deadline exceeded: no time is left", "the timer's own DeadlineExceeded");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "errors: every bad argument the deadline and stall APIs reject carries .param and .code as own enumerable fields",
+    run: (lib) => {
+      const e = throws(() => lib.Deadline.in(-1), RangeError);
+      ok(Object.keys(e).includes("param") && Object.keys(e).includes("code"), `own keys: ${Object.keys(e)}`);
+      // A structured clone (a worker's postMessage, workerd's abort reasons) keeps them.
+      const copy = { ...e };
+      equal(copy.param, "ms");
+      equal(copy.code, "NEGATIVE");
+    },
+  },
+  {
+    name: "brand: a Deadline from a second copy of the module is accepted where a Deadline goes; a look-alike is not",
+    run: async (lib) => {
+      // A second copy: the same file imported under another URL (where the runtime allows it),
+      // and a Deadline of another version, which shares only the brand and the public methods.
+      let copy;
+      try {
+        copy = await import(`../../../pkg/deadline.js?copy=${Date.now()}`);
+      } catch {
+        copy = undefined; // workerd serves only the modules its config names
+      }
+      const foreign = [];
+      if (copy) {
+        ok(copy.Deadline !== lib.Deadline, "the query string gave a second copy of the class");
+        foreign.push(copy.Deadline.in(10_000));
+      }
+      const controller = new AbortController();
+      foreign.push({ [Symbol.for("edge-deadline.Deadline")]: true, at: performance.now() + 10_000, signal: () => controller.signal, remaining: () => 10_000 });
+      for (const d of foreign) {
+        ok(!(d instanceof lib.Deadline), "not an instance of this copy's class");
+        const earliest = lib.Deadline.min(lib.Deadline.in(60_000), d);
+        equal(earliest.at, d.at, "Deadline.min took the other copy's instant");
+        const body = lib.withStallTimeout(new ReadableStream(), { firstChunkMs: 1_000, stallMs: 1_000, deadline: d });
+        const reader = body.getReader();
+        const read = reader.read().catch((e) => e);
+        d.signal().addEventListener("abort", () => {}, { once: true });
+        earliest.dispose();
+        await reader.cancel("done");
+        equal((await read).done, true);
+      }
+      // The other version's signal is followed: its abort reaches a deadline derived here.
+      const linked = lib.Deadline.min(lib.Deadline.in(60_000), foreign.at(-1));
+      controller.abort(new Error("the other copy's client left"));
+      equal(linked.signal().reason.message, "the other copy's client left");
+      linked.dispose();
+      const lookAlike = { at: 1, signal: () => new AbortController().signal };
+      throws(() => lib.withStallTimeout(new ReadableStream(), { firstChunkMs: 1, stallMs: 1, deadline: lookAlike }), TypeError, /'options.deadline' must be a Deadline/);
+    },
+  },
+);
 
 export default cases;

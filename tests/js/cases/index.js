@@ -1,19 +1,24 @@
 // Every JS test case, one module per concept (same names as src/core/ and js/).
+import budget from "./budget.js";
+import caps from "./caps.js";
 import context from "./context.js";
 import deadline from "./deadline.js";
 import derive from "./derive.js";
 import ergonomics from "./ergonomics.js";
 import errors from "./errors.js";
+import headers from "./headers.js";
+import hedge from "./hedge.js";
 import little from "./little.js";
 import load from "./load.js";
-import pipeline from "./pipeline.js";
+import plan from "./plan.js";
 import prom from "./prom.js";
-import propagation from "./propagation.js";
 import relay from "./relay.js";
+import retry from "./retry.js";
 import servertiming from "./servertiming.js";
 import simulate from "./simulate.js";
 import sketch from "./sketch.js";
 import stall from "./stall.js";
 import tail from "./tail.js";
+import timers from "./timers.js";
 
-export const cases = [...deadline, ...stall, ...pipeline, ...servertiming, ...context, ...relay, ...propagation, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...errors, ...ergonomics];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...errors, ...ergonomics];

@@ -491,6 +491,163 @@ const cases = [
     },
   },
   {
+    name: "stall (fake time): the first-chunk and stall limits are declared at exactly their instants, not a millisecond before",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const src = source();
+        const controller = new AbortController();
+        let abortedAt;
+        controller.signal.addEventListener("abort", () => (abortedAt = clock.now()));
+        const t0 = clock.now();
+        const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 100, stallMs: 40, controller }).getReader();
+        const first = reader.read();
+        await clock.advance(99);
+        src.enqueue(CHUNK); // 99 ms: within the first-chunk limit
+        equal((await first).value, CHUNK);
+        let error;
+        const second = reader.read().catch((e) => (error = e));
+        await clock.advance(39);
+        src.enqueue(CHUNK); // 39 ms after the last progress: within the stall limit
+        await clock.advance(0);
+        equal(error, undefined, "stalled before the limit");
+        equal((await second).value, CHUNK);
+        const third = reader.read().catch((e) => (error = e));
+        await clock.advance(39);
+        equal(error, undefined, "stalled 1 ms early");
+        await clock.advance(1);
+        await third;
+        ok(lib.isStreamStalled(error), `errored with ${error?.name}: ${error?.message}`);
+        equal(error.phase, "stall");
+        equal(error.afterMs, 40);
+        equal(error.chunks, 2);
+        equal(abortedAt - t0, 99 + 39 + 40, "the upstream was aborted at the stall instant");
+        ok(src.log.cancelled, "the source was cancelled");
+        // The first-chunk limit on its own: exact too.
+        const quiet = source();
+        const r2 = lib.withStallTimeout(quiet.stream, { firstChunkMs: 100, stallMs: 10 }).getReader();
+        let e2;
+        const read2 = r2.read().catch((e) => (e2 = e));
+        await clock.advance(99);
+        equal(e2, undefined, "first-chunk stall 1 ms early");
+        await clock.advance(1);
+        await read2;
+        equal(e2?.phase, "first-chunk");
+        equal(e2.afterMs, 100);
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "stall (fake time): a burst after silence is sampled; the stall after it is never early and at most sampleMs late; exact again once the burst ends",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        for (const [stallMs, sampleMs] of [[100, 16], [20, 5]]) {
+          // Silence just under the first-chunk limit, then 500 chunks in one instant (a burst), then silence.
+          const src = source();
+          const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 200, stallMs }).getReader();
+          let error;
+          let n = 0;
+          const reading = (async () => {
+            for (;;) {
+              const { done } = await reader.read();
+              if (done) return;
+              n++;
+            }
+          })().catch((e) => (error = e));
+          await clock.advance(199);
+          const burstAt = clock.now();
+          for (let i = 0; i < 500; i++) src.enqueue(CHUNK);
+          // All 500 are read at this one instant (a read takes a few promise hops).
+          for (let i = 0; i < 100 && n < 500; i++) await clock.advance(0);
+          await clock.advance(stallMs - 1);
+          equal(n, 500, "chunks read");
+          equal(error, undefined, `stalled ${clock.now() - burstAt} ms after a burst (limit ${stallMs})`);
+          for (let i = 0; i <= sampleMs; i++) if (error === undefined) await clock.advance(1);
+          await reading;
+          ok(lib.isStreamStalled(error), `no stall within sampleMs of the limit (${stallMs} ms): ${error?.name}`);
+          const late = clock.now() - burstAt - stallMs;
+          ok(late >= 0 && late <= sampleMs, `declared ${late} ms after the limit (sampleMs ${sampleMs})`);
+          ok(error.afterMs >= stallMs, `afterMs ${error.afterMs}`);
+        }
+        // A burst, then chunks 10 ms apart (not a burst): the stall after the last one is exact again.
+        const src = source();
+        const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 200, stallMs: 50 }).getReader();
+        let error;
+        const reading = (async () => {
+          for (;;) if ((await reader.read()).done) return;
+        })().catch((e) => (error = e));
+        for (let i = 0; i < 100; i++) src.enqueue(CHUNK);
+        for (let i = 0; i < 100; i++) await clock.advance(0);
+        for (let i = 0; i < 10; i++) {
+          await clock.advance(10);
+          src.enqueue(CHUNK);
+        }
+        const lastAt = clock.now();
+        await clock.advance(49);
+        equal(error, undefined, "stalled early after the burst ended");
+        await clock.advance(1);
+        await reading;
+        equal(error?.phase, "stall", `errored with ${error?.name}: ${error?.message}`);
+        equal(clock.now() - lastAt, 50);
+        equal(error.afterMs, 50, "timed per chunk again after the burst");
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "stall (fake time): parked while a chunk waits for the consumer, only the deadline expires, at its instant; the consumer's read resumes the limits",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const t0 = clock.now();
+        const src = source({ chunks: [CHUNK, CHUNK] });
+        const controller = new AbortController();
+        let abortedAt;
+        controller.signal.addEventListener("abort", () => (abortedAt = clock.now()));
+        const deadline = lib.Deadline.in(300);
+        const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 50, stallMs: 50, deadline, controller }).getReader();
+        // Nobody reads for 120 ms: the stall timer fires during the hold and parks.
+        await clock.advance(120);
+        equal(abortedAt, undefined, "a held chunk was reported as a stall");
+        equal((await reader.read()).value, CHUNK);
+        equal((await reader.read()).value, CHUNK);
+        // Now the wrapper waits on the source again: a stall 50 ms later, exactly.
+        let error;
+        const read = reader.read().catch((e) => (error = e));
+        await clock.advance(49);
+        equal(error, undefined, "stalled before 50 ms of waiting");
+        await clock.advance(1);
+        await read;
+        equal(error?.phase, "stall", `errored with ${error?.name}: ${error?.message}`);
+        equal(abortedAt - t0, 170);
+        // Parked past the deadline: the deadline still ends the stream at its instant.
+        const src2 = source({ chunks: [CHUNK, CHUNK] });
+        const c2 = new AbortController();
+        let aborted2;
+        c2.signal.addEventListener("abort", () => (aborted2 = clock.now()));
+        const d2 = lib.Deadline.in(200);
+        const r2 = lib.withStallTimeout(src2.stream, { firstChunkMs: 50, stallMs: 50, deadline: d2, controller: c2 }).getReader();
+        await clock.advance(199);
+        equal(aborted2, undefined, "ended before the deadline while parked");
+        await clock.advance(1);
+        equal(aborted2, d2.at, "the deadline ended a parked stream at its instant");
+        ok(lib.isDeadlineExceeded(c2.signal.reason), `aborted with ${c2.signal.reason}`);
+        await rejects(r2.read(), lib.DeadlineExceeded);
+        deadline.dispose();
+        d2.dispose();
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "stall: a deadline's parent aborting (the client left) errors the stream with the parent's reason and aborts the upstream",
     run: async (lib, ctx) => {
       const before = timers(ctx);
@@ -957,34 +1114,39 @@ function badInputCases() {
   const ok_ = { firstChunkMs: 100, stallMs: 100 };
   const w = (lib, s, o) => lib.withStallTimeout(s, o);
   const f = (lib, o, init) => lib.fetchWithDeadline("http://127.0.0.1:9/", init, o);
+  const T = "INVALID_TYPE";
+  // [label, call, class, message pattern, .param, .code]
   const table = [
-    ["withStallTimeout(stream = null)", (lib) => w(lib, null, ok_), TypeError, /'stream' of withStallTimeout must be a ReadableStream: current value is null/],
-    ["withStallTimeout(stream = a string)", (lib) => w(lib, "data", ok_), TypeError, /'stream'.*a string/],
-    ["withStallTimeout(stream = an async iterable)", (lib) => w(lib, { async *[Symbol.asyncIterator]() {} }, ok_), TypeError, /'stream'/],
-    ["withStallTimeout(stream = a Uint8Array)", (lib) => w(lib, CHUNK, ok_), TypeError, /'stream'.*a Uint8Array/],
-    ["withStallTimeout(options missing)", (lib) => w(lib, stream()), TypeError, /'options' of withStallTimeout must be an object like \{ firstChunkMs, stallMs \}/],
-    ["withStallTimeout(options = 5)", (lib) => w(lib, stream(), 5), TypeError, /'options'/],
-    ["firstChunkMs missing", (lib) => w(lib, stream(), { stallMs: 1 }), TypeError, /'firstChunkMs' must be a number.*undefined/],
-    ["stallMs missing", (lib) => w(lib, stream(), { firstChunkMs: 1 }), TypeError, /'stallMs' must be a number/],
-    ["firstChunkMs = '100'", (lib) => w(lib, stream(), { ...ok_, firstChunkMs: "100" }), TypeError, /'firstChunkMs'/],
-    ["stallMs = 10n", (lib) => w(lib, stream(), { ...ok_, stallMs: 10n }), TypeError, /'stallMs'/],
+    ["withStallTimeout(stream = null)", (lib) => w(lib, null, ok_), TypeError, /^withStallTimeout: 'stream' must be a ReadableStream: current value is null$/, "stream", T],
+    ["withStallTimeout(stream = a string)", (lib) => w(lib, "data", ok_), TypeError, /'stream'.*a string/, "stream", T],
+    ["withStallTimeout(stream = an async iterable)", (lib) => w(lib, { async *[Symbol.asyncIterator]() {} }, ok_), TypeError, /'stream'/, "stream", T],
+    ["withStallTimeout(stream = a Uint8Array)", (lib) => w(lib, CHUNK, ok_), TypeError, /'stream'.*a Uint8Array/, "stream", T],
+    ["withStallTimeout(options missing)", (lib) => w(lib, stream()), TypeError, /'options' must be an object like \{ firstChunkMs, stallMs \}/, "options", T],
+    ["withStallTimeout(options = 5)", (lib) => w(lib, stream(), 5), TypeError, /'options'/, "options", T],
+    ["firstChunkMs missing", (lib) => w(lib, stream(), { stallMs: 1 }), TypeError, /'options.firstChunkMs' must be a number.*undefined/, "options.firstChunkMs", T],
+    ["stallMs missing", (lib) => w(lib, stream(), { firstChunkMs: 1 }), TypeError, /'options.stallMs' must be a number/, "options.stallMs", T],
+    ["firstChunkMs = '100'", (lib) => w(lib, stream(), { ...ok_, firstChunkMs: "100" }), TypeError, /'options.firstChunkMs'/, "options.firstChunkMs", T],
+    ["stallMs = 10n", (lib) => w(lib, stream(), { ...ok_, stallMs: 10n }), TypeError, /'options.stallMs'/, "options.stallMs", T],
     ...[
-      ["NaN", NaN],
-      ["Infinity", Infinity],
-      ["-Infinity", -Infinity],
-      ["-1", -1],
-      ["0", 0],
-      ["-0", -0],
-      ["2^60", 2 ** 60],
-    ].flatMap(([label, v]) => [
-      ...(v === 0 ? [] : [[`firstChunkMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, firstChunkMs: v }), RangeError, /'firstChunkMs' must be a finite number of milliseconds, 0 or more/]]),
-      [`stallMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, stallMs: v }), RangeError, /'stallMs' must be a finite number of milliseconds greater than 0/],
+      ["NaN", NaN, "NOT_FINITE"],
+      ["Infinity", Infinity, "NOT_FINITE"],
+      ["-Infinity", -Infinity, "NOT_FINITE"],
+      ["-1", -1, "NEGATIVE"],
+      ["0", 0, "NOT_POSITIVE"],
+      ["-0", -0, "NOT_POSITIVE"],
+      ["2^60", 2 ** 60, "TOO_LARGE"],
+    ].flatMap(([label, v, code]) => [
+      ...(v === 0
+        ? []
+        : [[`firstChunkMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, firstChunkMs: v }), RangeError, /^'options.firstChunkMs' must be a finite number of milliseconds, 0 or more/, "options.firstChunkMs", code]]),
+      [`stallMs = ${label}`, (lib) => w(lib, stream(), { ...ok_, stallMs: v }), RangeError, /^'options.stallMs' must be a finite number of milliseconds greater than 0/, "options.stallMs", code],
     ]),
-    ["deadline = 5000 (a number)", (lib) => w(lib, stream(), { ...ok_, deadline: 5_000 }), TypeError, /'deadline' of withStallTimeout must be a Deadline/],
-    ["deadline = null", (lib) => w(lib, stream(), { ...ok_, deadline: null }), TypeError, /'deadline'/],
-    ["controller = {}", (lib) => w(lib, stream(), { ...ok_, controller: {} }), TypeError, /'controller' of withStallTimeout must be an AbortController: current value is an object/],
-    ["controller = an AbortSignal", (lib) => w(lib, stream(), { ...ok_, controller: new AbortController().signal }), TypeError, /'controller'/],
-    ["isProgress = true", (lib) => w(lib, stream(), { ...ok_, isProgress: true }), TypeError, /'isProgress' of withStallTimeout must be a function/],
+    ["deadline = 5000 (a number)", (lib) => w(lib, stream(), { ...ok_, deadline: 5_000 }), TypeError, /^withStallTimeout: 'options.deadline' must be a Deadline/, "options.deadline", T],
+    ["deadline = null", (lib) => w(lib, stream(), { ...ok_, deadline: null }), TypeError, /'options.deadline'/, "options.deadline", T],
+    ["deadline = a look-alike without the brand", (lib) => w(lib, stream(), { ...ok_, deadline: { at: 5, signal: () => new AbortController().signal } }), TypeError, /'options.deadline' must be a Deadline/, "options.deadline", T],
+    ["controller = {}", (lib) => w(lib, stream(), { ...ok_, controller: {} }), TypeError, /'options.controller' must be an AbortController: current value is an object/, "options.controller", T],
+    ["controller = an AbortSignal", (lib) => w(lib, stream(), { ...ok_, controller: new AbortController().signal }), TypeError, /'options.controller'/, "options.controller", T],
+    ["isProgress = true", (lib) => w(lib, stream(), { ...ok_, isProgress: true }), TypeError, /^withStallTimeout: 'options.isProgress' must be a function/, "options.isProgress", T],
     [
       "a locked stream",
       (lib) => {
@@ -993,22 +1155,26 @@ function badInputCases() {
         return w(lib, s, ok_);
       },
       TypeError,
-      null,
+      /'stream' must be a ReadableStream that is not locked to a reader/,
+      "stream",
+      T,
     ],
-    ["fetchWithDeadline(options missing)", (lib) => f(lib, undefined), TypeError, /'options' of fetchWithDeadline must be an object/],
-    ["fetchWithDeadline(deadline missing)", (lib) => f(lib, { stallMs: 10 }), TypeError, /'deadline' of fetchWithDeadline must be a Deadline/],
-    ["fetchWithDeadline(firstByteMs = -1)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: -1 }), RangeError, /'firstByteMs' must be a finite number of milliseconds, 0 or more/],
-    ["fetchWithDeadline(firstByteMs = NaN)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: NaN }), RangeError, /'firstByteMs'/],
-    ["fetchWithDeadline(stallMs = -5)", (lib) => f(lib, { deadline: lib.Deadline.in(100), stallMs: -5 }), RangeError, /'stallMs'/],
-    ["fetchWithDeadline(firstChunkMs = '1')", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstChunkMs: "1" }), TypeError, /'firstChunkMs'/],
-    ["fetchWithDeadline(isProgress = 1)", (lib) => f(lib, { deadline: lib.Deadline.in(100), isProgress: 1 }), TypeError, /'isProgress'/],
-    ["fetchWithDeadline(init = 'GET')", (lib) => f(lib, { deadline: lib.Deadline.in(100) }, "GET"), TypeError, /'init' of fetchWithDeadline/],
-    ["fetchWithDeadline(init.signal = {})", (lib) => f(lib, { deadline: lib.Deadline.in(100) }, { signal: {} }), TypeError, /'init.signal'/],
+    ["fetchWithDeadline(options missing)", (lib) => f(lib, undefined), TypeError, /^fetchWithDeadline: 'options' must be an object/, "options", T],
+    ["fetchWithDeadline(deadline missing)", (lib) => f(lib, { stallMs: 10 }), TypeError, /^fetchWithDeadline: 'options.deadline' must be a Deadline/, "options.deadline", T],
+    ["fetchWithDeadline(firstByteMs = -1)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: -1 }), RangeError, /^'options.firstByteMs' must be a finite number of milliseconds, 0 or more/, "options.firstByteMs", "NEGATIVE"],
+    ["fetchWithDeadline(firstByteMs = NaN)", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstByteMs: NaN }), RangeError, /'options.firstByteMs'/, "options.firstByteMs", "NOT_FINITE"],
+    ["fetchWithDeadline(stallMs = -5)", (lib) => f(lib, { deadline: lib.Deadline.in(100), stallMs: -5 }), RangeError, /'options.stallMs'/, "options.stallMs", "NEGATIVE"],
+    ["fetchWithDeadline(firstChunkMs = '1')", (lib) => f(lib, { deadline: lib.Deadline.in(100), firstChunkMs: "1" }), TypeError, /'options.firstChunkMs'/, "options.firstChunkMs", T],
+    ["fetchWithDeadline(isProgress = 1)", (lib) => f(lib, { deadline: lib.Deadline.in(100), isProgress: 1 }), TypeError, /'options.isProgress'/, "options.isProgress", T],
+    ["fetchWithDeadline(init = 'GET')", (lib) => f(lib, { deadline: lib.Deadline.in(100) }, "GET"), TypeError, /^fetchWithDeadline: 'init' must be a RequestInit object/, "init", T],
+    ["fetchWithDeadline(init.signal = {})", (lib) => f(lib, { deadline: lib.Deadline.in(100) }, { signal: {} }), TypeError, /'init.signal'/, "init.signal", T],
   ];
-  return table.map(([label, call, Type, pattern]) => ({
+  return table.map(([label, call, Type, pattern, param, code]) => ({
     name: `bad input: ${label} → ${Type.name}`,
     run: async (lib) => {
-      await rejects(async () => call(lib), Type, pattern);
+      const e = await rejects(async () => call(lib), Type, pattern);
+      equal(e.param, param, ".param");
+      equal(e.code, code, ".code");
     },
   }));
 }

@@ -1,7 +1,8 @@
-// Deadline propagation headers and platform caps. Encoding, strict parsing,
-// the transit/local-cap clamp (src/core/headers.rs) and the cap fold
-// (src/core/caps.rs) are the Wasm core's; this file reads the clock, finds
-// the headers in a `Headers` or a plain object, and builds the Deadline.
+// Deadline propagation headers. Encoding, strict parsing and the
+// transit/local-cap clamp are the Wasm core's (src/core/headers.rs); this
+// file reads the clock and finds the headers in a `Headers` or a plain
+// object. Header formats cross by name (the core's string enum), so no table
+// of codes is kept here.
 //
 // # Invariants
 // 1. What is sent is the remaining duration at the moment of the call,
@@ -11,6 +12,10 @@
 //    spellings of one name in a plain object, a repeated field joined with
 //    commas): the earliest wins, so a second copy can never extend the first.
 // 3. Nothing here holds a timer, a listener or Wasm memory.
+//
+// This module computes instants and never builds a Deadline (js/deadline.js
+// does, from `readDeadlineHeaders` here and `readPlatformCaps` in js/caps.js),
+// so the two do not import each other.
 //
 // # Malformed incoming headers
 // A header's value comes from the caller, possibly an attacker, so a bad one
@@ -23,14 +28,17 @@
 // server that answers 400.
 
 import * as core from "./edge_deadline.js";
-import { Deadline } from "./deadline.js";
 import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
+import { now } from "./timers.js";
 import * as check from "./validate.js";
 
-const now = () => performance.now();
-
-/** The header names this package reads and writes, in the order `fromHeaders` consults them. */
+/**
+ * The header names this package reads and writes, in the order `fromHeaders`
+ * consults them: a copy of the core's list (`HeaderFormat` in
+ * src/core/headers.rs), readable before `init()`; the headers case checks
+ * that the two are equal.
+ */
 export const deadlineHeaders = Object.freeze([
   "grpc-timeout",
   "connect-timeout-ms",
@@ -40,21 +48,14 @@ export const deadlineHeaders = Object.freeze([
 
 const DEFAULT_FORMAT = "edge-deadline-remaining-ms";
 
-const CODES = new Map(deadlineHeaders.map((name, i) => [name, i]));
-
-/** A header name's index in `deadlineHeaders` (how formats cross into Wasm); the core's RangeError for others. */
-function formatCode(name) {
-  return CODES.get(name) ?? CODES.get(name.toLowerCase()) ?? core.headerFormat(name);
-}
-
-/** Lowercase names, checked. */
+/** Lowercase names, checked by the core (an unknown name is its RangeError, naming `param`). */
 function formatList(param, value, fallback) {
   if (value === undefined) return fallback;
   const list = typeof value === "string" ? [value] : value;
   if (!Array.isArray(list) || list.length === 0 || list.some((f) => typeof f !== "string")) {
-    throw new TypeError(`'${param}' must be a header name or a non-empty array of them (${deadlineHeaders.join(", ")}): current value is ${check.describe(value)}`);
+    throw check.typeError(param, `a header name or a non-empty array of them (${deadlineHeaders.join(", ")})`, value);
   }
-  return list.map((f) => deadlineHeaders[formatCode(f)]);
+  return list.map((f) => core.headerFormat(f, param));
 }
 
 /** The header value stating `remainingMs` in `format` (rounded down). */
@@ -62,7 +63,7 @@ export function encodeHeader(format, remainingMs) {
   if (!isReady()) notReady("encodeHeader");
   check.str("format", format, `one of ${deadlineHeaders.join(", ")}`);
   check.number("remainingMs", remainingMs);
-  return core.encodeHeader(formatCode(format), remainingMs);
+  return core.encodeHeader(format, remainingMs);
 }
 
 /** The remaining duration (ms) a header value states; strict (see src/core/headers.rs). */
@@ -70,7 +71,7 @@ export function parseHeader(format, value) {
   if (!isReady()) notReady("parseHeader");
   check.str("format", format, `one of ${deadlineHeaders.join(", ")}`);
   check.str("value", value);
-  return core.parseHeader(formatCode(format), value);
+  return core.parseHeader(format, value);
 }
 
 /**
@@ -85,7 +86,7 @@ export function toHeaders(deadline, options) {
   const formats = formatList("options.format", format, [DEFAULT_FORMAT]);
   const remaining = deadline.remaining();
   const out = {};
-  for (const f of formats) out[f] = core.encodeHeader(/** @type {number} */ (CODES.get(f)), remaining);
+  for (const f of formats) out[f] = core.encodeHeader(f, remaining);
   return out;
 }
 
@@ -114,7 +115,7 @@ export function withBudgetHeaders(input, init, deadline, formats) {
   const own = init?.headers ?? (typeof Request !== "undefined" && input instanceof Request ? input.headers : undefined);
   const headers = new Headers(own);
   const remaining = deadline.remaining();
-  for (const f of formats) if (!headers.has(f)) headers.set(f, core.encodeHeader(/** @type {number} */ (CODES.get(f)), remaining));
+  for (const f of formats) if (!headers.has(f)) headers.set(f, core.encodeHeader(f, remaining));
   return { ...init, headers };
 }
 
@@ -130,7 +131,7 @@ function readHeader(headers, lowerKeys, name, out) {
     if (value === undefined) continue;
     if (Array.isArray(value) && value.every((v) => typeof v === "string")) value.forEach((v) => splitInto(v, out));
     else if (typeof value === "string") splitInto(value, out);
-    else throw new TypeError(`'headers["${key}"]' must be a string: current value is ${check.describe(value)}`);
+    else throw check.typeError(`headers["${key}"]`, "a string", value);
   }
 }
 
@@ -146,26 +147,24 @@ function splitInto(value, out) {
 }
 
 /**
- * The deadline a request's headers ask for, clamped to `maxMs`, with what set
- * it: `{ deadline, source, rejected }` (`source`: the header name, or `null`
+ * The instant a request's headers ask for, clamped to `maxMs`, with what set
+ * it: `{ at, signal, source, rejected }` (`signal`: `options.signal`; `source`: the header name, or `null`
  * when the local cap did; `rejected`: `[{ header, error }]`, one per malformed
  * value, `error` an `InvalidHeader`). A malformed header is ignored unless
  * `invalid: "throw"` (see "Malformed incoming headers" above).
  * @param {Headers | Record<string, string | string[] | undefined>} headers
  * @param {{ maxMs: number, transitMs?: number, formats?: string | string[], invalid?: "throw" | "ignore", signal?: AbortSignal }} options
  */
-export function deadlineFromHeaders(headers, options) {
+export function readDeadlineHeaders(headers, options) {
   if (!isReady()) notReady("Deadline.fromHeaders");
   const isHeaders = headers != null && typeof headers === "object" && typeof headers.get === "function" && typeof headers.has === "function";
   if (!isHeaders) check.obj("headers", headers, "a Headers or a plain object of header values");
   const o = check.obj("options", options, "an object like { maxMs, transitMs }");
   check.number("options.maxMs", o.maxMs);
-  const transitMs = o.transitMs === undefined ? 0 : check.number("options.transitMs", o.transitMs);
+  check.optNumber("options.transitMs", o.transitMs);
   const formats = formatList("options.formats", o.formats, deadlineHeaders);
   const invalid = o.invalid ?? "ignore";
-  if (invalid !== "throw" && invalid !== "ignore") {
-    throw new TypeError(`'options.invalid' must be "throw" or "ignore": current value is ${check.describe(invalid)}`);
-  }
+  if (invalid !== "throw" && invalid !== "ignore") throw check.typeError("options.invalid", `"throw" or "ignore"`, invalid);
   const signal = check.optSignal("options.signal", o.signal);
   let lowerKeys = null;
   if (!isHeaders) {
@@ -177,112 +176,20 @@ export function deadlineFromHeaders(headers, options) {
       else lowerKeys.set(lower, [key]);
     }
   }
-  const names = [];
+  const present = [];
   const values = [];
-  for (const name of formats) {
-    const before = values.length;
-    readHeader(headers, lowerKeys, name, values);
-    for (let i = before; i < values.length; i++) names.push(name);
+  for (const header of formats) {
+    values.length = 0;
+    readHeader(headers, lowerKeys, header, values);
+    for (const value of values) present.push({ header, value });
   }
-  const codes = Uint8Array.from(names, (name) => /** @type {number} */ (CODES.get(name)));
-  const [at, source, ...rejectedAt] = core.earliestIncoming(now(), codes, values, transitMs, o.maxMs);
-  const rejected = rejectedAt.map((i) => ({ header: names[i], error: invalidHeader(codes[i], names[i], values[i]) }));
+  const { at, source, rejected: refused } = core.earliestIncoming(now(), present, o);
+  // The core's code and words for each refused value, as a branded InvalidHeader
+  // (the caller's header, not the server's bad argument: see above).
+  const rejected = refused.map(({ index, code, message }) => {
+    const { header } = present[index];
+    return { header, error: Object.assign(new InvalidHeader(header, message), { code }) };
+  });
   if (invalid === "throw" && rejected.length) throw rejected[0].error;
-  return { deadline: Deadline.at(at, signal ? { signal } : undefined), source: source < 0 ? null : names[source], rejected };
-}
-
-/** The core's words for a refused value (a rare path: parsed again), as an `InvalidHeader`. */
-function invalidHeader(code, name, value) {
-  try {
-    core.parseHeader(code, value);
-  } catch (error) {
-    return new InvalidHeader(name, error.message, { cause: error });
-  }
-  return new InvalidHeader(name, `'${name}' was refused`); // unreachable: the core refused it
-}
-
-/** `Deadline.fromHeaders`: the deadline of {@link deadlineFromHeaders}. */
-export function fromHeaders(headers, options) {
-  return deadlineFromHeaders(headers, options).deadline;
-}
-
-// ---- platform caps -----------------------------------------------------------
-
-const BOUNDS = ["product", "wall", "first-byte"];
-
-/**
- * The built-in platform caps, each with its source and the date it was read
- * (src/core/caps.rs). `plan`/`trigger` `null`: every plan/trigger; `ms`
- * `null`: the platform documents no such limit.
- */
-export function platformCaps() {
-  if (!isReady()) notReady("platformCaps");
-  const text = core.builtinCapsText();
-  const ms = core.builtinCapsMs();
-  const out = [];
-  for (let i = 0; i * 7 < text.length; i++) {
-    const [platform, plan, trigger, kind, note, source, retrieved] = text.slice(i * 7, i * 7 + 7);
-    const value = ms[i * 2];
-    const max = ms[i * 2 + 1];
-    out.push(
-      Object.freeze({
-        platform,
-        plan: plan || null,
-        trigger: trigger || null,
-        kind,
-        ms: Number.isNaN(value) ? null : value,
-        configurableMaxMs: Number.isNaN(max) ? null : max,
-        note,
-        source,
-        retrieved,
-      }),
-    );
-  }
-  return out;
-}
-
-/**
- * `now + min(product cap, the platform's wall-clock caps) − fallbackReserveMs`,
- * with which cap bound it, the CPU budget (reported, never folded in) and the
- * sources of the figures used: `{ deadline, bound, cpuMs, sources }`.
- * `platform: "custom"` takes the caps from `options.caps` alone.
- */
-export function platformDeadline(options) {
-  if (!isReady()) notReady("Deadline.forPlatform");
-  const o = check.obj("options", options, "an object like { platform, productMs, fallbackReserveMs }");
-  const platform = check.str("options.platform", o.platform, `one of "cloudflare-workers", "deno-deploy", "vercel-edge", "custom"`);
-  const plan = o.plan === undefined ? undefined : check.str("options.plan", o.plan, `"free" or "paid"`);
-  const trigger = o.trigger === undefined ? "fetch" : check.str("options.trigger", o.trigger, `one of "fetch", "wait-until", "cron", "queue"`);
-  check.number("options.productMs", o.productMs);
-  check.number("options.fallbackReserveMs", o.fallbackReserveMs);
-  const caps = check.obj("options.caps", o.caps, "an object like { wallMs, firstByteMs, cpuMs }", true);
-  const wallMs = check.optNumber("options.caps.wallMs", caps.wallMs);
-  const firstByteMs = check.optNumber("options.caps.firstByteMs", caps.firstByteMs);
-  const cpuMs = check.optNumber("options.caps.cpuMs", caps.cpuMs);
-  const signal = check.optSignal("options.signal", o.signal);
-  const t = now();
-  let answer;
-  let sources;
-  if (platform === "custom") {
-    if (plan !== undefined || o.trigger !== undefined) {
-      throw new TypeError(`'options.plan' and 'options.trigger' apply to built-in platforms, not "custom": pass the caps in 'options.caps'`);
-    }
-    answer = core.forCustomPlatform(t, o.productMs, o.fallbackReserveMs, wallMs, firstByteMs, cpuMs);
-    sources = [];
-  } else {
-    answer = core.forPlatform(t, platform, plan, trigger, o.productMs, o.fallbackReserveMs, wallMs, firstByteMs, cpuMs);
-    sources = core.platformSources(platform, plan, trigger);
-  }
-  const [at, bound, cpu] = answer;
-  return {
-    deadline: Deadline.at(at, signal ? { signal } : undefined),
-    bound: BOUNDS[bound],
-    cpuMs: Number.isNaN(cpu) ? null : cpu,
-    sources,
-  };
-}
-
-/** `Deadline.forPlatform`: the deadline of {@link platformDeadline}. */
-export function forPlatform(options) {
-  return platformDeadline(options).deadline;
+  return { at, signal, source: source == null ? null : present[source].header, rejected };
 }

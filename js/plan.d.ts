@@ -1,0 +1,81 @@
+// Types for js/plan.js. All durations and instants are milliseconds;
+// instants are on the `performance.now()` timeline. The data types (a step,
+// its kind, a trace record and its outcome) are generated from the Rust core
+// (src/core/plan.rs) into edge_deadline.d.ts.
+import type { Outcome, StepKind, StepSpec, TraceRecord } from "./edge_deadline.js";
+import type { Deadline } from "./index.js";
+
+export type { StepKind, StepSpec, TraceRecord };
+
+/** "timeout": cut at its own cap (`StepTimeout`); "deadline": the deadline itself passed; "aborted": a parent signal. */
+export type StepOutcome = Outcome;
+
+export interface PlanOptions {
+  /**
+   * Called with each record as it happens (before that step's `run` settles). What it throws never changes
+   * the step's result: it goes to `onStepError`, or to `console.error` without one.
+   */
+  onStep?: (record: TraceRecord) => void;
+  /** Receives what `onStep` threw, with the record it was given. */
+  onStepError?: (error: unknown, record: TraceRecord) => void;
+  /** Held per step start for timer lateness and hand-off (default 5, measured; at most 1000). */
+  marginMs?: number;
+}
+
+/** What `run` resolves to for an optional step that did not start. */
+export interface Skipped {
+  skipped: true;
+  /** Why, in words (e.g. "only 95 ms are available after the reserve for later steps but this step needs at least 1000 ms"). */
+  reason: string;
+}
+
+/**
+ * Plans `steps` inside `deadline`: each step's cap is `min(preferredMs, remaining − reserves held for
+ * later mandatory and fallback steps − one margin per later step)`. A plan is created whatever the time
+ * left (an expired deadline included): a shortage shows when steps run (skipped, `InsufficientBudget`).
+ * @throws {TypeError} wrong types; {RangeError} duplicate or empty names, NaN/negative durations,
+ *   `minMs > preferredMs`, an unknown kind
+ */
+export function plan<const S extends readonly StepSpec[]>(deadline: Deadline, steps: S, options?: PlanOptions): Plan<S>;
+
+/** The names of a plan's steps (literals when the steps are written inline or `as const`). */
+export type StepName<S extends readonly StepSpec[]> = S[number]["name"];
+
+/**
+ * What `run` resolves to for the step `N`: only an optional step can be skipped, so a mandatory or
+ * fallback step resolves to `fn`'s value alone (when the steps' kinds are known to the compiler).
+ */
+export type StepResult<S extends readonly StepSpec[], N extends string, T> =
+  "optional" extends (string extends StepName<S> ? S[number] : Extract<S[number], { name: N }>)["kind"] ? T | Skipped : T;
+
+/** Whether `p.run` skipped an optional step (`{ skipped: true, reason }`, checked by shape). */
+export function isSkipped(value: unknown): value is Skipped;
+
+export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
+  private constructor();
+  /**
+   * Runs one step with its own signal and its cap as `budgetMs`. The signal aborts at the step's cap with
+   * `StepTimeout` (with `DeadlineExceeded` when the cap is the deadline's instant), or with the deadline's
+   * signal. Settles at the cap even if `fn` ignores the signal. Once a parent signal has aborted, no step
+   * starts. Awaiting it keeps a Node or Deno process alive until it settles.
+   * @returns `fn`'s value, or `{ skipped: true, reason }` for an optional step that did not start
+   * @throws (as a rejection) `InsufficientBudget` (with `step`) for a mandatory step that cannot get its
+   *   minimum or a step with nothing left, `StepTimeout` at the cap, `DeadlineExceeded` or a parent's reason
+   *   from the deadline's signal, `fn`'s error, `RangeError` for an unknown name, `TypeError` when `fn` is
+   *   not a function
+   */
+  run<N extends StepName<S>, T>(name: N, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<StepResult<S, N, Awaited<T>>>;
+  /** The trace so far as JSON: `TraceRecord[]`, durations rounded to 0.1 ms (`records` keeps them exact). */
+  trace(): string;
+  /**
+   * The trace as a `Server-Timing` header value: one metric per step run so far, with its
+   * duration (0.1 ms) and its outcome (and cap) as the description, e.g.
+   * `retrieve;dur=41.2;desc="ok, cap 100 ms"`. Step names are made HTTP tokens.
+   */
+  serverTiming(): string;
+  /** The trace records so far (a copy). */
+  readonly records: TraceRecord[];
+  readonly deadline: Deadline;
+  /** Step names in declaration order. */
+  readonly steps: string[];
+}

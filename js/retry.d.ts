@@ -1,0 +1,89 @@
+// Types for js/retry.js. All durations and instants are milliseconds;
+// instants are on the `performance.now()` timeline. The policy, a failure,
+// an attempt's record and the stop words are generated from the Rust core
+// (src/core/retry.rs) into edge_deadline.d.ts, defaults included in their docs.
+import type {
+  AttemptRecord as CoreAttemptRecord,
+  BackoffOptions,
+  Failure,
+  RetryOptions as RetryPolicyOptions,
+  StopCode,
+} from "./edge_deadline.js";
+import type { RetryBudget } from "./budget.js";
+import type { Deadline } from "./index.js";
+
+export type { BackoffOptions, Failure };
+
+export interface AttemptInfo {
+  /** 1-based. */
+  attempt: number;
+  /** `min(attemptTimeoutMs, remaining)` when the attempt started. */
+  timeoutMs: number;
+  operationKey: string | undefined;
+}
+
+/** `retry`'s options: the core's policy (`attemptMinMs`, `attemptTimeoutMs`, `backoff`, `maxAttempts`, `idempotent`) and what the host owns. */
+export interface RetryOptions extends RetryPolicyOptions {
+  deadline: Deadline;
+  /** …unless this key lets the server de-duplicate (it is passed to `fn`). */
+  operationKey?: string;
+  budget?: RetryBudget;
+  /** Aborts the attempt in flight and the backoff sleep. */
+  signal?: AbortSignal;
+  /**
+   * How an error failed (default: its `failure` property if valid, else "ambiguous"). Timeouts are "ambiguous".
+   * Must return one of the three words synchronously; anything else rejects `retry` with a `TypeError`.
+   */
+  classify?: (error: unknown) => Failure;
+  /** Seeds the jitter (default: random) so a schedule can be replayed. */
+  seed?: number | bigint;
+  /** Called with each attempt's record once it ended (before the backoff); what it throws goes to `console.error`. */
+  onAttempt?: (record: AttemptRecord) => void;
+}
+
+/** One attempt: the core's record (`attempt`, `startedAtMs`, `timeoutMs`, `elapsedMs`, `failure`) and how it ended here. */
+export interface AttemptRecord extends CoreAttemptRecord {
+  /** "timeout": the attempt's own timer; "deadline"/"aborted": the deadline or a parent signal; "running": still in flight (hedge). */
+  outcome: "ok" | "error" | "timeout" | "deadline" | "aborted" | "running";
+  error?: unknown;
+}
+
+/** The core's stop words, and "deadline"/"aborted" when a signal ended the loop. */
+export type RetryStopReason = StopCode | "deadline" | "aborted";
+
+/** No further attempt will be made; carries every attempt's outcome. */
+export class RetryFailed extends Error {
+  private constructor();
+  readonly name: "RetryFailed";
+  readonly reason: RetryStopReason;
+  readonly attempts: AttemptRecord[];
+  /** The last attempt's error (or the signal's reason). */
+  readonly cause: unknown;
+}
+
+/**
+ * An attempt's own timeout fired (the attempt signal's abort reason): the per-attempt counterpart of a
+ * plan step's `StepTimeout`. Recorded as outcome "timeout"; `retry` and `hedge` themselves reject only
+ * with `RetryFailed`.
+ */
+export class AttemptTimeout extends Error {
+  private constructor();
+  readonly name: "AttemptTimeout";
+  readonly attempt: number;
+  readonly timeoutMs: number;
+}
+
+/** Brand check that works across two copies of the package. */
+export function isRetryFailed(e: unknown): e is RetryFailed;
+
+/**
+ * Calls `fn` until it resolves or the core says stop (see RetryOptions). A parent signal that aborts
+ * stops new attempts and aborts the one in flight with its reason. Awaiting it keeps a Node or Deno
+ * process alive until it settles.
+ * @throws {TypeError} | {RangeError} bad options (synchronously inside the returned promise)
+ * @throws {RetryFailed} (as a rejection) when it stops
+ */
+export function retry<T>(fn: (signal: AbortSignal, info: AttemptInfo) => T | PromiseLike<T>, options: RetryOptions): Promise<Awaited<T>>;
+
+/** The first `retries` backoff delays for `seed` (the same on every runtime). */
+export function backoffSchedule(backoff: BackoffOptions, retries: number, seed?: number | bigint): number[];

@@ -1,0 +1,385 @@
+//! The retry policy's and loop's tests, the property tests of the module's
+//! invariants 2 to 5, and the seed 004 scenario (a plan whose steps retry).
+
+use super::*;
+use crate::core::budget::RetryBudget;
+use crate::core::plan::{Decision, Plan, StepKind, StepSpec};
+use proptest::prelude::*;
+
+#[test]
+fn rejects_bad_settings_with_clear_errors() {
+    assert_eq!(Backoff::new(10.0, 5.0, 0.0), Err(RetryError::MaxBelowBase { base_ms: 10.0, max_ms: 5.0 }));
+    let e = Backoff::new(10.0, 50.0, 2.0).unwrap_err();
+    assert_eq!(e.to_string(), "'jitter' must be between 0 and 1: current value is 2");
+    assert!(matches!(Backoff::new(10.0, 50.0, f64::NAN), Err(RetryError::BadJitter { .. })));
+    assert!(matches!(
+        Backoff::new(-1.0, 50.0, 0.0),
+        Err(RetryError::Time(DeadlineError::Negative { param: "baseMs", .. }))
+    ));
+    let b = Backoff::new(10.0, 50.0, 0.1).unwrap();
+    // A timeout of 0, or below the attempt minimum, is a shortage: the
+    // policy is valid and its first start stops the loop.
+    for (min, timeout) in [(1.0, 0.0), (500.0, 100.0)] {
+        let p = RetryPolicy::new(min, Some(timeout), b, 2, true).unwrap();
+        let stop = StopReason::TimeoutBelowMin { attempt_timeout_ms: timeout, attempt_min_ms: min };
+        assert_eq!(p.start(1, 0.0, 10_000.0), Ok(Start::Stop(stop)));
+        assert_eq!(stop.code(), "insufficient");
+    }
+    assert!(matches!(
+        RetryPolicy::new(1.0, Some(f64::NAN), b, 2, true),
+        Err(RetryError::Time(DeadlineError::NotFinite { param: "attemptTimeoutMs", .. }))
+    ));
+    assert_eq!(RetryPolicy::new(1.0, None, b, 0, true), Err(RetryError::BadMaxAttempts { value: 0 }));
+    assert_eq!(RetryPolicy::new(1.0, None, b, 101, true), Err(RetryError::BadMaxAttempts { value: 101 }));
+    let p = RetryPolicy::new(1.0, None, b, 2, true).unwrap();
+    assert_eq!(p.start(0, 0.0, 10.0), Err(RetryError::BadAttempt { value: 0 }));
+    assert!(matches!(p.start(1, f64::NAN, 10.0), Err(RetryError::Time(_))));
+    assert!(matches!(p.after_failure(1, Failure::NotApplied, false, -1.0, 0.0, 10.0), Err(RetryError::Time(_))));
+    assert_eq!(Failure::parse("timeout"), Err(RetryError::UnknownFailure { value: "timeout".into() }));
+    assert_eq!(Failure::parse("not-applied"), Ok(Failure::NotApplied));
+}
+
+#[test]
+fn errors_name_the_option_and_defaults_live_here() {
+    use crate::core::error::{Described, Within};
+    let named = |o: RetryOptions| {
+        let e = Within::new("options", o.policy().unwrap_err());
+        (e.param().unwrap(), e.code())
+    };
+    let bad = |base_ms, max_ms, jitter| RetryOptions {
+        backoff: Some(BackoffOptions { base_ms, max_ms, jitter }),
+        ..RetryOptions::default()
+    };
+    assert_eq!(named(bad(1.0, 2.0, 2.0)), ("options.backoff.jitter".into(), "JITTER_OUT_OF_RANGE"));
+    assert_eq!(named(bad(10.0, 2.0, 0.0)), ("options.backoff.maxMs".into(), "MAX_BELOW_BASE"));
+    assert_eq!(named(bad(-1.0, 2.0, 0.0)), ("options.backoff.baseMs".into(), "NEGATIVE"));
+    let attempts = RetryOptions { max_attempts: Some(0), ..RetryOptions::default() };
+    assert_eq!(named(attempts), ("options.maxAttempts".into(), "MAX_ATTEMPTS_OUT_OF_RANGE"));
+    let min = RetryOptions { attempt_min_ms: Some(f64::NAN), ..RetryOptions::default() };
+    assert_eq!(named(min), ("options.attemptMinMs".into(), "NOT_FINITE"));
+    let retries = Backoff::new(1.0, 1.0, 0.0).unwrap().schedule(MAX_ATTEMPTS + 1, 0).unwrap_err();
+    assert_eq!((retries.param().as_deref(), retries.code()), (Some("retries"), "RETRIES_OUT_OF_RANGE"));
+    // Nothing given: the documented defaults.
+    let p = RetryOptions::default().policy().unwrap();
+    assert_eq!((p.attempt_min_ms(), p.max_attempts(), p.idempotent()), (0.0, DEFAULT_MAX_ATTEMPTS, false));
+    assert_eq!(*p.backoff(), Backoff::new(100.0, 2_000.0, 1.0).unwrap());
+    assert_eq!(StopReason::BudgetExhausted.stop().reason, StopCode::BudgetExhausted);
+    assert_eq!(StopReason::BudgetExhausted.code(), "budget-exhausted");
+}
+
+#[test]
+fn attempt_timeout_is_min_of_timeout_and_remaining() {
+    let b = Backoff::new(100.0, 1_000.0, 0.0).unwrap();
+    let p = RetryPolicy::new(200.0, Some(1_000.0), b, 3, true).unwrap();
+    assert_eq!(p.start(1, 0.0, 5_000.0), Ok(Start::Attempt { number: 1, timeout_ms: 1_000.0, remaining_ms: 5_000.0 }));
+    assert_eq!(p.start(2, 4_500.0, 5_000.0), Ok(Start::Attempt { number: 2, timeout_ms: 500.0, remaining_ms: 500.0 }));
+    assert_eq!(
+        p.start(2, 4_850.0, 5_000.0),
+        Ok(Start::Stop(StopReason::Insufficient { remaining_ms: 150.0, attempt_min_ms: 200.0 }))
+    );
+    assert_eq!(p.start(4, 0.0, 5_000.0), Ok(Start::Stop(StopReason::Exhausted { attempts: 3 })));
+}
+
+#[test]
+fn backoff_that_would_pass_the_deadline_is_not_slept() {
+    let b = Backoff::new(1_000.0, 4_000.0, 0.0).unwrap();
+    let p = RetryPolicy::new(500.0, Some(2_000.0), b, 5, true).unwrap();
+    // 1 200 ms left, a 1 000 ms backoff would leave 200 < 500: stop now.
+    let d = p.after_failure(1, Failure::NotApplied, false, 1_000.0, 8_800.0, 10_000.0).unwrap();
+    assert_eq!(
+        d,
+        AfterFailure::Stop(StopReason::BackoffPastDeadline {
+            delay_ms: 1_000.0,
+            remaining_ms: 1_200.0,
+            attempt_min_ms: 500.0
+        })
+    );
+    assert_eq!(
+        AfterFailure::Stop(StopReason::Permanent),
+        p.after_failure(1, Failure::Permanent, true, 1.0, 0.0, 1e4).unwrap()
+    );
+    // With 1 600 ms left it sleeps, then the decision is recomputed: the
+    // sleep overran by 200 ms, so 400 ms remain and no attempt starts.
+    assert_eq!(
+        p.after_failure(1, Failure::NotApplied, false, 1_000.0, 8_400.0, 10_000.0),
+        Ok(AfterFailure::Backoff { delay_ms: 1_000.0 })
+    );
+    assert!(matches!(p.start(2, 9_600.0, 10_000.0), Ok(Start::Stop(StopReason::Insufficient { .. }))));
+}
+
+#[test]
+fn ambiguous_failures_need_idempotency_or_a_key() {
+    let b = Backoff::new(10.0, 10.0, 0.0).unwrap();
+    let post = RetryPolicy::new(0.0, Some(100.0), b, 3, false).unwrap();
+    let get = RetryPolicy::new(0.0, Some(100.0), b, 3, true).unwrap();
+    let at = 10_000.0;
+    assert_eq!(
+        post.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at),
+        Ok(AfterFailure::Stop(StopReason::NotIdempotent))
+    );
+    assert_eq!(
+        post.after_failure(1, Failure::Ambiguous, true, 10.0, 0.0, at),
+        Ok(AfterFailure::Backoff { delay_ms: 10.0 })
+    );
+    assert_eq!(
+        post.after_failure(1, Failure::NotApplied, false, 10.0, 0.0, at),
+        Ok(AfterFailure::Backoff { delay_ms: 10.0 })
+    );
+    assert_eq!(
+        get.after_failure(1, Failure::Ambiguous, false, 10.0, 0.0, at),
+        Ok(AfterFailure::Backoff { delay_ms: 10.0 })
+    );
+    assert!(StopReason::NotIdempotent.to_string().contains("operation key"));
+}
+
+#[test]
+fn run_records_every_attempt_and_enforces_order() {
+    let b = Backoff::new(100.0, 100.0, 0.0).unwrap();
+    let p = RetryPolicy::new(50.0, Some(1_000.0), b, 3, true).unwrap();
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    assert!(matches!(run.failed(0.0, Failure::Ambiguous, None), Err(RetryError::OutOfOrder { call: "failed", .. })));
+    assert!(matches!(run.start(0.0, None), Ok(Start::Attempt { number: 1, .. })));
+    assert!(matches!(run.start(0.0, None), Err(RetryError::OutOfOrder { call: "start", .. })));
+    assert_eq!(run.failed(1_000.0, Failure::Ambiguous, None), Ok(AfterFailure::Backoff { delay_ms: 100.0 }));
+    assert!(matches!(run.start(1_100.0, None), Ok(Start::Attempt { number: 2, .. })));
+    run.succeeded(1_400.0).unwrap();
+    assert!(run.is_done());
+    assert!(matches!(run.start(2_000.0, None), Err(RetryError::OutOfOrder { .. })));
+    let r = run.records();
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0].outcome, AttemptOutcome::Failed(Failure::Ambiguous));
+    assert_eq!((r[1].number, r[1].started_ms, r[1].elapsed_ms, r[1].outcome), (2, 1_100.0, 300.0, AttemptOutcome::Ok));
+}
+
+#[test]
+fn run_withdraws_from_the_budget() {
+    let b = Backoff::new(10.0, 10.0, 0.0).unwrap();
+    let p = RetryPolicy::new(0.0, Some(100.0), b, 5, true).unwrap();
+    let mut budget = RetryBudget::new(0.0, 0.0, 1_000.0).unwrap();
+    let mut run = RetryRun::new(p, 10_000.0, 3, false).unwrap();
+    run.start(0.0, Some(&mut budget)).unwrap();
+    assert_eq!(budget.counts(0.0).unwrap(), (1, 0));
+    assert_eq!(
+        run.failed(100.0, Failure::NotApplied, Some(&mut budget)),
+        Ok(AfterFailure::Stop(StopReason::BudgetExhausted))
+    );
+    assert!(run.is_done());
+}
+
+// ---- the seed 004 scenario on a fake clock ----------------------------
+
+/// How a simulated attempt behaves.
+#[derive(Debug, Clone, Copy)]
+enum Behaviour {
+    /// Never answers: runs until its timeout fires, `late_ms` late.
+    Hang,
+    /// Fails after `ms` (or at its timeout, if sooner).
+    FailAfter(f64, Failure),
+    /// Succeeds after `ms` (or times out first).
+    SucceedAfter(f64),
+}
+
+/// Runs one step's retry loop on a fake clock from `now` with the step
+/// deadline `step_at`; returns the clock when the loop ends and the attempts.
+fn simulate_step(
+    policy: RetryPolicy,
+    now: f64,
+    step_at: f64,
+    seed: u64,
+    late_ms: f64,
+    behaviour: &mut dyn FnMut(u32) -> Behaviour,
+) -> (f64, u32) {
+    let mut run = RetryRun::new(policy, step_at, seed, false).unwrap();
+    let mut now = now;
+    loop {
+        let Start::Attempt { number, timeout_ms, .. } = run.start(now, None).unwrap() else {
+            return (now, run.records().len() as u32);
+        };
+        assert!(now + timeout_ms <= step_at + 1e-9, "attempt timeout passes the step deadline");
+        let (took, result) = match behaviour(number) {
+            Behaviour::Hang => (timeout_ms + late_ms, Err(Failure::Ambiguous)),
+            Behaviour::FailAfter(ms, f) if ms < timeout_ms => (ms, Err(f)),
+            Behaviour::SucceedAfter(ms) if ms < timeout_ms => (ms, Ok(())),
+            _ => (timeout_ms + late_ms, Err(Failure::Ambiguous)),
+        };
+        now += took;
+        match result {
+            Ok(()) => {
+                run.succeeded(now).unwrap();
+                return (now, run.records().len() as u32);
+            }
+            Err(f) => match run.failed(now, f, None).unwrap() {
+                AfterFailure::Backoff { delay_ms } => now += delay_ms + late_ms,
+                AfterFailure::Stop(_) => return (now, run.records().len() as u32),
+            },
+        }
+    }
+}
+
+/// Seed 004: classify, retrieve, generate, policy check; "sensible" 10 s
+/// timeouts and two attempts each; the caller gives up at 30 s.
+fn seed_004_plan(now: f64) -> Plan {
+    Plan::new(
+        now + 30_000.0,
+        now,
+        vec![
+            StepSpec::new("classify", StepKind::Optional, 500.0).preferred(10_000.0),
+            StepSpec::new("retrieve", StepKind::Optional, 500.0).preferred(10_000.0),
+            StepSpec::new("generate", StepKind::Optional, 1_000.0).preferred(10_000.0),
+            StepSpec::new("policy", StepKind::Mandatory, 1_000.0).preferred(10_000.0).reserve(2_000.0),
+        ],
+    )
+    .unwrap()
+}
+
+fn seed_004_policy() -> RetryPolicy {
+    RetryPolicy::new(500.0, Some(10_000.0), Backoff::new(200.0, 2_000.0, 0.5).unwrap(), 2, true).unwrap()
+}
+
+/// Runs the whole pipeline; returns (end, attempts, policy check's cap).
+fn run_seed_004(late_ms: f64, behaviour: &mut dyn FnMut(usize, u32) -> Behaviour) -> (f64, u32, f64) {
+    let start = 1_000.0;
+    let plan = seed_004_plan(start);
+    let mut now = start;
+    let mut attempts = 0;
+    let mut policy_cap = 0.0;
+    for i in 0..plan.steps().len() {
+        match plan.decide_index(i, now).unwrap() {
+            Decision::Run { cap_ms, .. } => {
+                if i == 3 {
+                    policy_cap = cap_ms;
+                }
+                let (end, n) =
+                    simulate_step(seed_004_policy(), now, now + cap_ms, i as u64, late_ms, &mut |a| behaviour(i, a));
+                attempts += n;
+                now = end;
+            }
+            Decision::Skip { .. } => {}
+            Decision::Insufficient { .. } => panic!("the mandatory policy check was starved"),
+        }
+        now += late_ms; // scheduling delay before the next step
+    }
+    (now - start, attempts, policy_cap)
+}
+
+#[test]
+fn seed_004_hanging_pipeline_fails_by_30_s_not_80_s() {
+    // The per-step-timeout worst case: 4 steps × 2 attempts × 10 s.
+    let naive = 4.0 * 2.0 * 10_000.0;
+    assert_eq!(naive, 80_000.0);
+    // Every attempt hangs until its timeout, timers exactly on time.
+    let (elapsed, attempts, policy_cap) = run_seed_004(0.0, &mut |_, _| Behaviour::Hang);
+    assert!(elapsed <= 30_000.0, "took {elapsed} ms");
+    assert!(policy_cap >= 1_000.0, "policy check got {policy_cap} ms");
+    assert!(attempts >= 4);
+    // Timers 2 ms late and 2 ms per hand-off (within the 5 ms margin):
+    // still done by the deadline plus the final step's lateness.
+    let (elapsed, _, policy_cap) = run_seed_004(2.0, &mut |_, _| Behaviour::Hang);
+    assert!(elapsed <= 30_000.0 + 2.0 * 2.0, "took {elapsed} ms");
+    assert!(policy_cap >= 1_000.0);
+}
+
+#[test]
+fn seed_004_fast_failures_are_retried_inside_the_deadline() {
+    // First attempts fail fast (refused); second attempts succeed.
+    let (elapsed, attempts, _) = run_seed_004(0.0, &mut |_, a| {
+        if a == 1 {
+            Behaviour::FailAfter(300.0, Failure::NotApplied)
+        } else {
+            Behaviour::SucceedAfter(2_000.0)
+        }
+    });
+    assert_eq!(attempts, 8);
+    assert!(elapsed < 30_000.0 && elapsed > 4.0 * 2_300.0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Invariants 2, 3 and 4 for single decisions.
+    #[test]
+    fn decisions_respect_the_deadline(
+        min in 0.0..2_000.0f64,
+        timeout_extra in proptest::option::of(0.0..10_000.0f64),
+        attempts in 1u32..6,
+        idempotent in any::<bool>(),
+        key in any::<bool>(),
+        attempt in 1u32..8,
+        now in 0.0..20_000.0f64,
+        budget in 0.0..20_000.0f64,
+        delay in 0.0..5_000.0f64,
+        failure in prop_oneof![Just(Failure::Ambiguous), Just(Failure::NotApplied), Just(Failure::Permanent)],
+    ) {
+        let timeout = timeout_extra.map(|t| min + t + 1.0);
+        let p = RetryPolicy::new(min, timeout, Backoff::new(1.0, 1.0, 0.0).unwrap(), attempts, idempotent).unwrap();
+        let at = now + budget;
+        let budget = at - now; // what the policy sees, after rounding
+        match p.start(attempt, now, at).unwrap() {
+            Start::Attempt { timeout_ms, .. } => {
+                prop_assert!(budget >= min && budget > 0.0 && attempt <= attempts);
+                prop_assert!(timeout_ms <= budget && timeout_ms > 0.0);
+                if let Some(t) = timeout { prop_assert!(timeout_ms <= t); }
+            }
+            Start::Stop(_) => prop_assert!(budget < min || budget <= 0.0 || attempt > attempts),
+        }
+        match p.after_failure(attempt, failure, key, delay, now, at).unwrap() {
+            AfterFailure::Backoff { delay_ms } => {
+                prop_assert!(now + delay_ms + min <= at && now + delay_ms < at);
+                prop_assert!(failure != Failure::Permanent && attempt < attempts);
+                prop_assert!(failure != Failure::Ambiguous || idempotent || key);
+            }
+            AfterFailure::Stop(StopReason::NotIdempotent) => {
+                prop_assert!(failure == Failure::Ambiguous && !idempotent && !key);
+            }
+            AfterFailure::Stop(_) => {}
+        }
+    }
+
+    /// Invariant 5: whatever the attempts do, the loop ends by the deadline
+    /// plus one timer's lateness, and never exceeds maxAttempts.
+    #[test]
+    fn retry_loops_end_by_the_deadline(
+        budget in 0.0..60_000.0f64,
+        min in 0.0..1_000.0f64,
+        timeout_extra in 1.0..15_000.0f64,
+        attempts in 1u32..8,
+        base in 0.0..3_000.0f64,
+        jitter in 0.0..=1.0f64,
+        seed in any::<u64>(),
+        late in 0.0..5.0f64,
+        script in proptest::collection::vec((0u8..3, 0.0..20_000.0f64), 8),
+    ) {
+        let p = RetryPolicy::new(min, Some(min + timeout_extra), Backoff::new(base, base * 8.0, jitter).unwrap(), attempts, true).unwrap();
+        let start = 100.0;
+        let (end, n) = simulate_step(p, start, start + budget, seed, late, &mut |a| {
+            let (kind, ms) = script[(a as usize - 1) % script.len()];
+            match kind {
+                0 => Behaviour::Hang,
+                1 => Behaviour::FailAfter(ms, Failure::NotApplied),
+                _ => Behaviour::SucceedAfter(ms),
+            }
+        });
+        prop_assert!(n <= attempts);
+        prop_assert!(end <= start + budget + late + 1e-6, "ended {} after the deadline", end - start - budget);
+    }
+
+    /// Seed 004 with random behaviour and lateness within the plan margin.
+    #[test]
+    fn seed_004_never_outlives_the_caller(
+        script in proptest::collection::vec((0u8..3, 0.0..12_000.0f64), 8),
+        late in 0.0..2.5f64,
+    ) {
+        let (elapsed, attempts, policy_cap) = run_seed_004(late, &mut |i, a| {
+            let (kind, ms) = script[(i * 2 + a as usize - 1) % script.len()];
+            match kind {
+                0 => Behaviour::Hang,
+                1 => Behaviour::FailAfter(ms, Failure::NotApplied),
+                _ => Behaviour::SucceedAfter(ms),
+            }
+        });
+        prop_assert!(attempts <= 8);
+        prop_assert!(policy_cap >= 1_000.0);
+        prop_assert!(elapsed <= 30_000.0 + 2.0 * late + 1e-6, "took {}", elapsed);
+    }
+
+}

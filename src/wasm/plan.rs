@@ -1,0 +1,93 @@
+//! Bindings for [`crate::core::plan`] (`js/plan.js`).
+//!
+//! # What crosses, and how
+//! - `plan(deadline, steps, options)` is a cold call: the steps cross as
+//!   [`StepSpec`] objects through serde-wasm-bindgen, and the validated plan
+//!   comes back as a [`PlanInfo`](crate::core::plan::PlanInfo) (TypeScript generated from the Rust types).
+//!   The `Plan` is dropped before the call returns: a JS plan holds no Wasm
+//!   memory, whatever happens to it.
+//! - [`plan_cap`] is the hot path, called by every `p.run`: scalars in, one
+//!   `f64` out (the cap, or `0` when the step must not start), no allocation.
+//!   Passing the step as an object instead runs serde on every step: the
+//!   refusal below cost 2.3 µs in Node that way against 1.0 µs with scalars.
+//!   Measured (BENCHMARKS.md, "The pipeline boundary through serde", both
+//!   builds alternating in one process): `planCap` 66 ns in Node and 20 ns in
+//!   Deno against 62 and 21 ns for the positional `planDecide` it replaces;
+//!   `node bench/run.mjs pipeline`: 37 / 21 / 28 ns (Node / Deno / workerd)
+//!   against 99 / 21 / 43 ns before, on a loaded machine.
+//! - [`plan_refusal`] is the rare path after a `0`: why the step does not
+//!   start, as a [`Refusal`](crate::core::plan::Refusal) whose `outcome` is
+//!   the trace's string enum. The step's numbers cross as scalars and its kind
+//!   by name.
+
+use wasm_bindgen::prelude::*;
+
+use super::{into_js, to_js};
+use crate::core::error::Within;
+use crate::core::plan::{self, Plan, PlanError, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+
+/// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
+/// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
+#[wasm_bindgen(js_name = planNew, unchecked_return_type = "PlanInfo")]
+pub fn plan_new(
+    at: f64,
+    now_ms: f64,
+    #[wasm_bindgen(unchecked_param_type = "StepSpec[]")] steps: Vec<JsValue>,
+    margin_ms: Option<f64>,
+) -> Result<JsValue, JsValue> {
+    let mut specs = Vec::with_capacity(steps.len());
+    for (index, step) in steps.into_iter().enumerate() {
+        specs.push(step_spec(index, step)?);
+    }
+    let plan = Plan::with_margin(at, now_ms, specs, margin_ms.unwrap_or(DEFAULT_MARGIN_MS)).map_err(to_js)?;
+    into_js(&plan.info())
+}
+
+/// One step through serde. `js/plan.js` checks every field's type first, so
+/// what serde refuses here is a `kind` it does not know: the core's
+/// [`StepKind::parse`] then names it (`steps[2].kind`).
+fn step_spec(index: usize, step: JsValue) -> Result<StepSpec, JsValue> {
+    serde_wasm_bindgen::from_value(step.clone()).map_err(|e| {
+        let kind = js_sys::Reflect::get(&step, &JsValue::from_str("kind")).ok().and_then(|k| k.as_string());
+        match kind.map(|k| StepKind::parse(&k)) {
+            Some(Err(error)) => to_js(Within::new(format!("steps[{index}]"), error)),
+            _ => to_js(PlanError::BadStep { index, message: e.to_string() }),
+        }
+    })
+}
+
+/// [`plan::step_cap`]: the cap of a step from [`plan_new`]'s numbers at
+/// `now_ms`, or `0` when it must not start. `fallback` is `kind ===
+/// "fallback"`, the one distinction admission makes.
+#[wasm_bindgen(js_name = planCap)]
+pub fn plan_cap(
+    fallback: bool,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_after_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<f64, JsValue> {
+    plan::step_cap(fallback, min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
+}
+
+/// [`plan::refusal`]: why a step (its [`plan_new`] numbers) does not start at
+/// `now_ms`; `undefined` when it would. The kind crosses by name; the step
+/// itself does not cross as an object, which would cost a serde read of six
+/// fields and the name on every refusal.
+#[wasm_bindgen(js_name = planRefusal, unchecked_return_type = "Refusal | undefined")]
+pub fn plan_refusal(
+    #[wasm_bindgen(unchecked_param_type = "StepKind")] kind: &str,
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_after_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<JsValue, JsValue> {
+    let kind = StepKind::parse(kind).map_err(to_js)?;
+    let step = StepInfo { name: String::new(), kind, min_ms, preferred_ms, reserve_ms: min_ms, held_after_ms };
+    match plan::refusal(&step, at, now_ms).map_err(to_js)? {
+        Some(refusal) => into_js(&refusal),
+        None => Ok(JsValue::UNDEFINED),
+    }
+}

@@ -1,0 +1,132 @@
+// Platform cap cases: the built-in figures as data, and the deadline they
+// give an invocation. The same file runs in Node, Deno, workerd and Chromium.
+import { equal, near, ok } from "../assert.js";
+import { spin, badInputCases } from "../pipeline-support.js";
+
+const cases = [
+
+  // ---- platform caps --------------------------------------------------------------
+  {
+    name: "platform caps ship as data with their source and date; forPlatform folds wall-clock caps, never the CPU cap",
+    run: (lib) => {
+      const caps = lib.platformCaps();
+      ok(caps.length >= 9);
+      for (const c of caps) {
+        ok(c.source.startsWith("https://") && /^\d{4}-\d{2}-\d{2}$/.test(c.retrieved), JSON.stringify(c));
+        ok(c.ms === null || (c.ms > 0 && Number.isFinite(c.ms)));
+      }
+      const cpu = caps.filter((c) => c.platform === "cloudflare-workers" && c.kind === "cpu").map((c) => `${c.plan}:${c.ms}:${c.configurableMaxMs}`);
+      equal(cpu.join(), "free:10:null,paid:30000:300000");
+      const waitUntil = caps.find((c) => c.platform === "cloudflare-workers" && c.trigger === "wait-until");
+      equal(waitUntil.ms, 30_000);
+      equal(caps.find((c) => c.trigger === "cron").ms, 900_000);
+
+      const free = lib.platformDeadline({ platform: "cloudflare-workers", plan: "free", productMs: 8_000, fallbackReserveMs: 500 });
+      equal(free.bound, "product");
+      equal(free.cpuMs, 10, "the CPU cap is reported");
+      near(free.deadline.remaining(), 7_500, 50, "and not folded into the deadline");
+      ok(free.sources.every((s) => s.startsWith("https://")));
+      const after = lib.Deadline.forPlatform({ platform: "cloudflare-workers", trigger: "wait-until", productMs: 60_000, fallbackReserveMs: 1_000 });
+      near(after.remaining(), 29_000, 50);
+      const vercel = lib.platformDeadline({ platform: "vercel-edge", productMs: 60_000, fallbackReserveMs: 2_000 });
+      equal(vercel.bound, "first-byte");
+      near(vercel.deadline.remaining(), 23_000, 50);
+      const over = lib.platformDeadline({ platform: "cloudflare-workers", productMs: 60_000, fallbackReserveMs: 100, caps: { wallMs: 5_000, cpuMs: 50 } });
+      equal(over.bound, "wall");
+      equal(over.cpuMs, 50);
+      near(over.deadline.remaining(), 4_900, 50);
+      const custom = lib.platformDeadline({ platform: "custom", productMs: 9_000, fallbackReserveMs: 0, caps: { firstByteMs: 3_000 } });
+      equal(custom.bound, "first-byte");
+      equal(custom.cpuMs, null);
+      const deno = lib.platformDeadline({ platform: "deno-deploy", productMs: 4_000, fallbackReserveMs: 250 });
+      equal(deno.bound, "product");
+      near(deno.deadline.remaining(), 3_750, 50);
+    },
+  },
+  {
+    name: "Workers clock: the real host clock across a CPU busy loop and across I/O; remaining() follows it exactly",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      // Production Workers freeze Date.now()/performance.now() while JavaScript
+      // runs (they move only across I/O). The workerd here (1.20261117.1) does
+      // not: its WorkerTimerChannel reads the precise calendar clock, so time
+      // advances during CPU work. Either way remaining() must be exactly
+      // `at − performance.now()`: the package keeps no clock of its own.
+      const d = lib.Deadline.in(10_000);
+      await fetch(`${ctx.fixtureUrl}/ping`).then((r) => r.text());
+      const t0 = performance.now();
+      const r0 = d.remaining();
+      let t1 = t0;
+      for (let i = 0; i < 200 && t1 - t0 < 30; i++) spin(1_000_000), (t1 = performance.now());
+      const r1 = d.remaining();
+      const t1b = performance.now();
+      ok(r1 <= d.at - t1 && r1 >= d.at - t1b, "remaining() is not at − performance.now()");
+      if (t1 === t0) {
+        // Frozen (production Workers): no progress during the loop, progress after I/O.
+        equal(r1, r0, "remaining() moved while the clock did not");
+        await fetch(`${ctx.fixtureUrl}/ping`).then((r) => r.text());
+        ok(performance.now() > t0 && d.remaining() < r0, "time did not advance across I/O");
+      } else {
+        ok(t1 - t0 >= 30 && r1 <= r0 - 30, `the busy loop advanced the clock ${t1 - t0} ms and remaining() ${r0 - r1} ms`);
+      }
+      d.dispose();
+    },
+  },
+  {
+    name: "Workers clock, modelled: with time frozen during CPU work, a busy loop leaves remaining() unchanged and a plan step's cap cannot interrupt it",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      // The production Workers clock, modelled in any runtime: performance.now()
+      // returns the time of the last I/O. This shows what it means for the
+      // package: remaining() does not fall during CPU work, so CPU-heavy steps
+      // must be bounded by the CPU cap (platformDeadline().cpuMs), not by the
+      // wall-clock deadline.
+      const real = performance.now.bind(performance);
+      let frozen = real();
+      const io = async () => {
+        await fetch(`${ctx.fixtureUrl}/ping`).then((r) => r.text());
+        frozen = real();
+      };
+      const own = Object.getOwnPropertyDescriptor(performance, "now");
+      Object.defineProperty(performance, "now", { value: () => frozen, configurable: true, writable: true });
+      try {
+        equal(performance.now(), frozen, "the modelled clock is in place");
+        const d = lib.Deadline.in(5_000);
+        const r0 = d.remaining();
+        spin(3_000_000);
+        equal(d.remaining(), r0, "remaining() fell during CPU work under a frozen clock");
+        const p = lib.plan(d, [{ name: "cpu", minMs: 1, preferredMs: 20, kind: "optional" }, { name: "respond", minMs: 10, kind: "fallback" }]);
+        let budget;
+        const result = await p.run("cpu", (signal, budgetMs) => {
+          budget = budgetMs;
+          spin(3_000_000); // longer than 20 ms of real CPU, yet the clock says 0
+          return signal.aborted ? "aborted" : "finished";
+        });
+        equal(result, "finished", "a synchronous step cannot be interrupted by its cap");
+        equal(budget, 20);
+        equal(p.records[0].elapsedMs, 0, "the trace shows no time spent: the clock did not move");
+        await io();
+        ok(d.remaining() < r0, "remaining() did not fall across I/O");
+        d.dispose();
+      } finally {
+        if (own) Object.defineProperty(performance, "now", own);
+        else delete performance.now;
+      }
+      ok(performance.now() >= frozen, "the real clock is back");
+    },
+  },
+  ...badInputs(),
+];
+
+/** Bad input: the error class, the message, `.param` as the user wrote it and `.code`. */
+function badInputs() {
+  return badInputCases([
+    ["forPlatform: unknown platform", (lib) => lib.Deadline.forPlatform({ platform: "lambda", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is 'lambda'/, "options.platform", "UNKNOWN_PLATFORM"],
+    ["forPlatform: unknown plan", (lib) => lib.Deadline.forPlatform({ platform: "cloudflare-workers", plan: "pro", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'plan' must be one of free, paid/, "options.plan", "UNKNOWN_PLAN"],
+    ["forPlatform: a trigger the platform lacks", (lib) => lib.Deadline.forPlatform({ platform: "vercel-edge", trigger: "cron", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'trigger' cron is not an invocation vercel-edge has/, "options.trigger", "UNSUPPORTED_TRIGGER"],
+    ["forPlatform: a zero cap", (lib) => lib.Deadline.forPlatform({ platform: "custom", productMs: 1_000, fallbackReserveMs: 0, caps: { wallMs: 0 } }), RangeError, /'wallMs' must be above 0/, "options.caps.wallMs", "ZERO_CAP"],
+    ["forPlatform: productMs missing", (lib) => lib.Deadline.forPlatform({ platform: "deno-deploy", fallbackReserveMs: 0 }), TypeError, /'options.productMs' must be a number/, "options.productMs", "INVALID_TYPE"],
+  ]);
+}
+
+export default cases;

@@ -1,0 +1,87 @@
+// Hedging cases: a second attempt after a delay, the first answer wins. The
+// same file runs in Node, Deno, workerd and Chromium.
+import { equal, ok, rejects } from "../assert.js";
+import { stub, uid, seen, badInputCases } from "../pipeline-support.js";
+
+const cases = [
+
+  // ---- hedging ------------------------------------------------------------------------
+  {
+    name: "hedge: a second attempt starts after delayMs, the first answer wins and the loser is aborted",
+    run: async (lib) => {
+      const d = lib.Deadline.in(2_000);
+      const logs = [];
+      const t0 = performance.now();
+      const value = await lib.hedge(
+        (signal, { attempt }) => {
+          const s = stub(signal, attempt === 1 ? {} : { ms: 5, value: `attempt ${attempt}` });
+          logs.push(s.log);
+          return s;
+        },
+        { deadline: d, delayMs: 30, maxAttempts: 3 },
+      );
+      equal(value, "attempt 2");
+      ok(logs[1].started - t0 >= 30 - 1, `the hedge started after ${logs[1].started - t0} ms`);
+      equal(logs.length, 2, "a third attempt started after the answer");
+      ok(logs[0].abortedAt !== undefined, "the loser was not aborted");
+      equal(logs[0].reason.name, "AbortError");
+      ok(/hedged attempt 2 answered first/.test(logs[0].reason.message), logs[0].reason.message);
+      d.dispose();
+    },
+  },
+  {
+    name: "hedge: the losing request's server sees the abort",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const d = lib.Deadline.in(5_000);
+      const slow = uid("hedge-slow");
+      const fast = uid("hedge-fast");
+      const body = await lib.hedge(
+        async (signal, { attempt }) => {
+          const url = attempt === 1 ? `${ctx.fixtureUrl}/pipeline/stub?id=${slow}` : `${ctx.fixtureUrl}/pipeline/stub?id=${fast}&ms=0`;
+          if (attempt === 2) equal((await seen(ctx, slow, "started")).state, "started");
+          return (await fetch(url, { signal })).json();
+        },
+        { deadline: d, delayMs: 10 },
+      );
+      equal(body.id, fast);
+      equal((await seen(ctx, slow, "aborted")).state, "aborted", "the loser's request was not cancelled");
+      d.dispose();
+    },
+  },
+  {
+    name: "hedge: all attempts failing rejects with every outcome; the deadline aborts every attempt in flight",
+    run: async (lib) => {
+      const d = lib.Deadline.in(2_000);
+      const e = await rejects(lib.hedge((signal, { attempt }) => Promise.reject(new Error(`fail ${attempt}`)), { deadline: d, delayMs: 1_000, maxAttempts: 3 }), lib.RetryFailed);
+      equal(e.reason, "exhausted");
+      equal(e.attempts.map((a) => `${a.attempt}:${a.outcome}:${a.error.message}`).join(), "1:error:fail 1,2:error:fail 2,3:error:fail 3");
+      const short = lib.Deadline.in(60);
+      const logs = [];
+      const e2 = await rejects(lib.hedge((signal) => {
+        const s = stub(signal);
+        logs.push(s.log);
+        return s;
+      }, { deadline: short, delayMs: 20, maxAttempts: 2 }), lib.RetryFailed);
+      equal(e2.reason, "deadline");
+      equal(logs.length, 2);
+      ok(logs.every((l) => l.abortedAt !== undefined && lib.isDeadlineExceeded(l.reason)), "an attempt kept running past the deadline");
+      equal(e2.attempts.map((a) => a.outcome).join(), "deadline,deadline");
+      d.dispose();
+      short.dispose();
+    },
+  },
+  ...badInputs(),
+];
+
+/** Bad input: the error class, the message, `.param` as the user wrote it and `.code`. */
+function badInputs() {
+  const D = (lib, ms = 10_000) => lib.Deadline.in(ms);
+  return badInputCases([
+    ["hedge: delayMs -1", (lib) => lib.hedge(() => 1, { deadline: D(lib), delayMs: -1 }), RangeError, /'delayMs' must be between 0 and/, "options.delayMs", "NEGATIVE"],
+    ["hedge: maxAttempts 101", (lib) => lib.hedge(() => 1, { deadline: D(lib), delayMs: 1, maxAttempts: 101 }), RangeError, /'maxAttempts' must be between 1 and 100/, "options.maxAttempts", "MAX_ATTEMPTS_OUT_OF_RANGE"],
+    ["hedge: fn missing", (lib) => lib.hedge(undefined, { deadline: D(lib), delayMs: 1 }), TypeError, /'fn' must be a function/, "fn", "INVALID_TYPE"],
+  ]);
+}
+
+export default cases;

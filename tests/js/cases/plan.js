@@ -1,0 +1,504 @@
+// Plan cases: one deadline split between named steps, the tail protected.
+// The same file runs in Node, Deno, workerd and Chromium.
+import { equal, near, ok, rejects, throws } from "../assert.js";
+import { BRAND, stub, deaf, countListeners, countedParent, uid, seen, spin, seedSteps, withFakeClock, untilAborted, calibrate, badInputCases, onFakeTime } from "../pipeline-support.js";
+
+const cases = [
+  {
+    name: "plan on fake time: caps are exact, a step is cut at its cap to the millisecond, the fallback gets what is left",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(1_000);
+        const t0 = clock.now();
+        const steps = [
+          { name: "retrieve", minMs: 10, preferredMs: 300, kind: "optional" },
+          { name: "generate", minMs: 50, kind: "optional" },
+          { name: "respond", minMs: 100, kind: "fallback" },
+        ];
+        const p = lib.plan(d, steps, { marginMs: 5 });
+        const hang = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+        const caps = [];
+        const retrieve = p.run("retrieve", (signal, cap) => (caps.push(cap), hang(signal)));
+        await clock.advance(300);
+        const cut = await rejects(retrieve, lib.StepTimeout);
+        equal(cut.capMs, 300);
+        // Generation: 700 left, the fallback's 100 and one 5 ms hand-off held: 595.
+        const generate = p.run("generate", (signal, cap) => (caps.push(cap), hang(signal)));
+        await clock.advance(595);
+        await rejects(generate, lib.StepTimeout);
+        // The fallback gets everything left (105) and is cut by the deadline itself.
+        const respond = p.run("respond", (signal, cap) => (caps.push(cap), hang(signal)));
+        await clock.advance(105);
+        await rejects(respond, lib.DeadlineExceeded);
+        equal(caps.join(), "300,595,105");
+        equal(
+          p.records.map((r) => `${r.step}:${r.capMs}/${r.elapsedMs}:${r.outcome}`).join(),
+          "retrieve:300/300:timeout,generate:595/595:timeout,respond:105/105:deadline",
+        );
+        equal(clock.now() - t0, 1_000);
+        return [d];
+      }),
+  },
+  {
+    name: "plan on fake time: a late host timer cuts the step late, and the fallback still runs with what is left",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(500);
+        const p = lib.plan(d, [{ name: "work", minMs: 10, kind: "optional" }, { name: "respond", minMs: 100, kind: "fallback" }], { marginMs: 5 });
+        const work = p.run("work", (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })));
+        // The cap is 395 (500 − 100 − 5); the host wakes 60 ms late.
+        clock.jump(455);
+        await clock.advance(0);
+        await rejects(work, lib.StepTimeout);
+        equal(p.records[0].elapsedMs, 455, "cut when the late timer fired, not before");
+        const answer = await p.run("respond", (signal, cap) => cap);
+        equal(answer, 45, "the fallback runs with the 45 ms left, below its 100 ms minimum");
+        return [d];
+      }),
+  },
+  // ---- plans --------------------------------------------------------------------
+  {
+    name: "plan: fast retrieval + slow generation: generation's cap is what is left minus the fallback reserve",
+    run: async (lib, ctx) => {
+      const timersBefore = ctx.pendingTimers?.();
+      const d = lib.Deadline.in(600);
+      const counts = countListeners(d.signal());
+      const seenRecords = [];
+      const p = lib.plan(d, seedSteps(), { onStep: (r) => seenRecords.push(r) });
+      const docs = await p.run("retrieve", (signal, budgetMs) => {
+        equal(budgetMs, 100, "retrieve stops at its preferred size");
+        ok(signal instanceof AbortSignal && !signal.aborted);
+        return "docs";
+      });
+      equal(docs, "docs");
+      let genSignal;
+      const answer = await p.run("generate", (signal, budgetMs) => {
+        genSignal = signal;
+        const remaining = d.remaining(); // read after the decision: a little less
+        // 40 ms held for the fallback + one 5 ms hand-off margin.
+        ok(budgetMs >= remaining - 45 - 1e-6 && budgetMs < remaining - 45 + 5, `generate got ${budgetMs} of ${remaining}`);
+        return stub(signal, { ms: 60, value: "answer" });
+      });
+      equal(answer, "answer");
+      equal(genSignal.aborted, false, "a finished step's signal is never aborted afterwards");
+      const final = await p.run("respond", (signal, budgetMs) => `respond with ${budgetMs > 40 ? "time" : "little time"}`);
+      equal(final, "respond with time");
+      const trace = JSON.parse(p.trace());
+      equal(trace.length, 3);
+      equal(trace.map((r) => r.outcome).join(), "ok,ok,ok");
+      equal(trace.map((r) => r.step).join(), "retrieve,generate,respond");
+      for (const r of trace) {
+        ok(Object.keys(r).join() === "step,remainingAtStartMs,capMs,elapsedMs,outcome", Object.keys(r).join());
+        ok(r.capMs <= r.remainingAtStartMs && r.elapsedMs >= 0, JSON.stringify(r));
+      }
+      ok(trace[1].elapsedMs >= 60 - 1, "generation took its 60 ms");
+      equal(JSON.stringify(seenRecords), JSON.stringify(p.records), "onStep saw every record as it happened");
+      equal(counts.removed, counts.added, "listeners left on the deadline's signal");
+      d.dispose();
+      if (ctx.pendingTimers) equal(ctx.pendingTimers(), timersBefore, "host timers pending after the pipeline");
+    },
+  },
+  {
+    name: "plan: slow retrieval leaves no generation budget: generation is not launched, the fallback runs in its reserve",
+    run: async (lib) => {
+      const d = lib.Deadline.in(400);
+      const p = lib.plan(d, [
+        { name: "retrieve", minMs: 5, preferredMs: 250, kind: "optional" },
+        { name: "generate", minMs: 150, kind: "optional" },
+        { name: "respond", minMs: 50, kind: "fallback" },
+      ]);
+      await p.run("retrieve", (signal) => stub(signal, { ms: 200 }));
+      let launched = false;
+      const skipped = await p.run("generate", () => {
+        launched = true;
+      });
+      equal(launched, false, "generation was launched");
+      equal(skipped.skipped, true);
+      ok(/are available after the reserve for later steps but this step needs at least 150 ms/.test(skipped.reason), skipped.reason);
+      const text = await p.run("respond", (signal, budgetMs) => {
+        ok(budgetMs >= 50, `the fallback got ${budgetMs} ms, less than its 50 ms reserve`);
+        return "links to the retrieved documents";
+      });
+      equal(text, "links to the retrieved documents");
+      const trace = JSON.parse(p.trace());
+      equal(trace.map((r) => r.outcome).join(), "ok,skipped,ok");
+      equal(trace[1].capMs, 0);
+      ok(trace[1].elapsedMs < 5, `a skip took ${trace[1].elapsedMs} ms`);
+      d.dispose();
+    },
+  },
+  {
+    name: "plan: a mandatory step that cannot get its minimum throws InsufficientBudget without starting",
+    run: async (lib) => {
+      // An optional step below its minimum is skipped instead.
+      const early = lib.plan(lib.Deadline.in(50), [{ name: "enrich", minMs: 100, kind: "optional" }, { name: "x", minMs: 0, kind: "optional" }]);
+      let called = false;
+      equal((await early.run("enrich", () => (called = true))).skipped, true, "an optional step below its minimum is skipped");
+      const d = lib.Deadline.in(200);
+      const p = lib.plan(d, [{ name: "check", minMs: 150, kind: "mandatory" }]);
+      await stub(new AbortController().signal, { ms: 80 }); // time spent before the step, outside the plan
+      // What was left when run() was called: exact, unlike "200 − 80" (Node's
+      // timers can fire up to 1 ms early on the performance.now() clock).
+      const leftAtCall = d.at - performance.now();
+      const e = await rejects(p.run("check", () => (called = true)), lib.InsufficientBudget, /the step needs at least 150 ms, so it was not started/);
+      equal(called, false, "a refused step was started");
+      ok(lib.isInsufficientBudget(e));
+      equal(e.step, "check");
+      equal(e.minMs, 150);
+      ok(e.remainingMs <= leftAtCall && e.remainingMs < 150, `remainingMs ${e.remainingMs} (${leftAtCall} ms were left at the call)`);
+      const [record] = p.records;
+      equal(record.outcome, "insufficient");
+      equal(record.capMs, 0);
+      d.dispose();
+    },
+  },
+  {
+    name: "plan: scheduling margin: a step aborted at its cap leaves the next mandatory step its reserve",
+    run: async (lib) => {
+      // marginMs 50 covers timer lateness on a loaded 2-core CI machine; the
+      // default (5 ms) is sized for an idle event loop (src/core/plan.rs).
+      const d = lib.Deadline.in(400);
+      const p = lib.plan(d, [
+        { name: "work", minMs: 10, kind: "optional" },
+        { name: "check", minMs: 60, kind: "mandatory" },
+      ], { marginMs: 50 });
+      let workSignal;
+      const e = await rejects(
+        p.run("work", (signal, budgetMs) => {
+          workSignal = signal;
+          near(budgetMs, d.remaining() - 60 - 50, 2, "work's cap holds the check's reserve and one margin");
+          return deaf(); // ignores its signal: p.run still settles at the cap
+        }),
+        lib.StepTimeout,
+      );
+      ok(workSignal.aborted, "the step's signal was aborted at its cap");
+      equal(workSignal.reason, e, "the step's signal and p.run carry the same reason");
+      const [work] = p.records;
+      equal(work.outcome, "timeout");
+      ok(work.elapsedMs >= work.capMs - 1, `aborted ${work.capMs - work.elapsedMs} ms before its cap`);
+      let checkBudget;
+      await p.run("check", (signal, budgetMs) => {
+        checkBudget = budgetMs;
+        return "policy ok";
+      });
+      ok(checkBudget >= 60, `the mandatory check got ${checkBudget} ms (< its 60 ms reserve); work ended ${work.elapsedMs - work.capMs} ms late`);
+      equal(p.records[1].outcome, "ok");
+      d.dispose();
+    },
+  },
+  {
+    name: "plan: a cancelled client stops the pipeline; the stub services saw the abort and nothing keeps running",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const client = countedParent();
+      const d = lib.Deadline.in(5_000, { signal: client.signal });
+      const p = lib.plan(d, seedSteps());
+      const id = uid("cancelled");
+      let local;
+      const running = p.run("retrieve", async (signal) => {
+        local = stub(signal);
+        const [res] = await Promise.all([fetch(`${ctx.fixtureUrl}/pipeline/stub?id=${id}`, { signal }), local]);
+        return res.json();
+      });
+      equal((await seen(ctx, id, "started")).state, "started", "the stub service received the request");
+      client.controller.abort("client went away");
+      const reason = await rejects(running);
+      equal(reason, "client went away", "p.run rejects with the client's reason");
+      ok(local.log.abortedAt !== undefined, "the in-process stub saw its abort");
+      const server = await seen(ctx, id, "aborted");
+      equal(server.state, "aborted", "the stub service saw the request aborted");
+      let launched = false;
+      equal(await rejects(p.run("generate", () => (launched = true))), "client went away");
+      equal(launched, false, "a step was launched after the client left");
+      equal(p.records.map((r) => r.outcome).join(), "aborted,aborted");
+      equal(client.counts.removed, client.counts.added, "listeners left on the client's signal");
+      d.dispose();
+    },
+  },
+  {
+    name: "plan: a step that throws is recorded as error; a step's error does not stop the plan",
+    run: async (lib) => {
+      const d = lib.Deadline.in(1_000);
+      const p = lib.plan(d, seedSteps());
+      const boom = new Error("index unavailable");
+      equal(await rejects(p.run("retrieve", () => Promise.reject(boom))), boom);
+      equal(await rejects(p.run("generate", () => {
+        throw boom;
+      })), boom);
+      equal(await p.run("respond", () => "fallback"), "fallback");
+      equal(p.records.map((r) => r.outcome).join(), "error,error,ok");
+      d.dispose();
+    },
+  },
+  {
+    name: "plan: onStep receives each record as it happens; a throwing hook does not change the run's result",
+    run: async (lib) => {
+      const d = lib.Deadline.in(1_000);
+      const lines = [];
+      const hookErrors = [];
+      const p = lib.plan(d, seedSteps(), {
+        onStep: (r) => {
+          lines.push(`${r.step} ${r.outcome} remaining=${r.remainingAtStartMs.toFixed(0)}`);
+          if (r.step === "generate") throw new Error("logger down");
+        },
+        onStepError: (e) => hookErrors.push(e.message),
+      });
+      await p.run("retrieve", () => {
+        equal(lines.length, 0, "the hook ran before the step ended");
+        return 1;
+      });
+      equal(lines.length, 1);
+      equal(await p.run("generate", () => 2), 2);
+      equal(hookErrors.join(), "logger down");
+      ok(/^retrieve ok remaining=\d+$/.test(lines[0]), lines[0]);
+      d.dispose();
+    },
+  },
+  {
+    name: "plan: the deadline itself ends a step whose cap reaches it (the fallback's), recorded as deadline",
+    run: async (lib) => {
+      const d = lib.Deadline.in(60);
+      const p = lib.plan(d, [{ name: "respond", minMs: 10, kind: "fallback" }], { marginMs: 0 });
+      const e = await rejects(p.run("respond", (signal) => stub(signal)), lib.DeadlineExceeded);
+      ok(performance.now() >= d.at, "ended before the deadline");
+      equal(p.records[0].outcome, "deadline");
+      ok(e.lateByMs >= 0);
+      d.dispose();
+    },
+  },
+  {
+    name: "reliability: the fallback runs with what is left of its reserve, however late the step before it ended",
+    run: (lib) =>
+      withFakeClock(async (clock) => {
+        const d = lib.Deadline.in(300);
+        const p = lib.plan(d, [
+          { name: "work", minMs: 10, kind: "optional" },
+          { name: "respond", minMs: 100, kind: "fallback" },
+        ]);
+        await p.run("work", (signal, budgetMs) => {
+          equal(budgetMs, 300 - 100 - 5, "work holds the reserve and one margin");
+          clock.t += budgetMs + 60; // ended 60 ms after its cap: far more than the margin
+          return "late";
+        });
+        let given;
+        const answer = await p.run("respond", (signal, budgetMs) => ((given = budgetMs), "fallback answer"));
+        equal(answer, "fallback answer", "the fallback answered");
+        equal(given, 45, "the fallback got every millisecond left (100 + 5 − 60)");
+        equal(p.records.map((r) => r.outcome).join(), "ok,ok");
+        // Once the deadline itself has passed there is nothing to run in.
+        clock.t = d.at;
+        const e = await rejects(p.run("respond", () => "too late"), lib.InsufficientBudget);
+        equal(e.step, "respond");
+        d.dispose();
+      }),
+  },
+  {
+    name: "reliability: short incoming deadlines degrade at run time instead of throwing",
+    run: async (lib) => {
+      // A propagated grpc-timeout of 50 ms, reserves worth 180 ms.
+      const short = lib.Deadline.fromHeaders({ "grpc-timeout": "50m" }, { maxMs: 10_000 });
+      const p = lib.plan(short, [
+        { name: "retrieve", minMs: 20, preferredMs: 200, kind: "optional" },
+        { name: "check", minMs: 80, kind: "mandatory" },
+        { name: "respond", minMs: 100, kind: "fallback" },
+      ]);
+      let calls = 0;
+      equal((await p.run("retrieve", () => calls++)).skipped, true, "retrieve is skipped");
+      const e = await rejects(p.run("check", () => calls++), lib.InsufficientBudget);
+      equal(e.step, "check");
+      equal(calls, 0, "a refused step was started");
+      equal(await p.run("respond", (signal, budgetMs) => (ok(budgetMs > 0 && budgetMs <= 50, `fallback got ${budgetMs}`), "fallback")), "fallback");
+      // All optional with 12 ms left: three hand-off margins (15 ms) do not fit; still a plan.
+      const tiny = lib.plan(lib.Deadline.in(12), [
+        { name: "a", minMs: 1, kind: "optional" },
+        { name: "b", minMs: 1, kind: "optional" },
+        { name: "c", minMs: 1, kind: "optional" },
+      ]);
+      for (const name of ["a", "b", "c"]) {
+        const r = await tiny.run(name, () => "ran");
+        ok(r === "ran" || r.skipped === true, `${name}: ${JSON.stringify(r)}`);
+      }
+      // An expired deadline with a single fallback step: created; refused at run time.
+      const gone = lib.plan(lib.Deadline.in(0), [{ name: "respond", minMs: 10, kind: "fallback" }]);
+      await rejects(gone.run("respond", () => calls++), lib.InsufficientBudget);
+      equal(calls, 0);
+      // A product limit at or below the fallback reserve: an expired deadline, not a RangeError.
+      const platform = lib.platformDeadline({ platform: "cloudflare-workers", productMs: 200, fallbackReserveMs: 500 });
+      equal(platform.bound, "product");
+      equal(platform.deadline.remaining(), 0);
+      ok(platform.deadline.expired());
+      equal(lib.Deadline.forPlatform({ platform: "custom", productMs: 100, fallbackReserveMs: 100 }).remaining(), 0);
+      // A per-attempt timeout of 0 (or below the attempt minimum): no attempt, RetryFailed.
+      for (const over of [{ attemptTimeoutMs: 0 }, { attemptMinMs: 50, attemptTimeoutMs: 10 }]) {
+        const r = await rejects(
+          lib.retry(() => calls++, { deadline: lib.Deadline.in(1_000), attemptMinMs: 1, backoff: { baseMs: 1, maxMs: 1, jitter: 0 }, idempotent: true, ...over }),
+          lib.RetryFailed,
+        );
+        equal(r.reason, "insufficient", JSON.stringify(over));
+        ok(/attempt/.test(r.message), r.message);
+      }
+      equal(calls, 0, "an attempt ran without time");
+    },
+  },
+  {
+    name: "reliability: a step cut at its cap rejects with StepTimeout (step, capMs); DeadlineExceeded is the deadline's alone",
+    run: async (lib) => {
+      const d = lib.Deadline.in(5_000);
+      const p = lib.plan(d, [
+        { name: "generate", minMs: 10, preferredMs: 30, kind: "optional" },
+        { name: "respond", minMs: 50, kind: "fallback" },
+      ]);
+      let stepSignal;
+      const e = await rejects(p.run("generate", (signal) => ((stepSignal = signal), deaf())), lib.StepTimeout, /step 'generate' timed out at its 30 ms cap/);
+      ok(lib.isStepTimeout(e) && !lib.isDeadlineExceeded(e), "StepTimeout, not DeadlineExceeded");
+      equal(e.name, "StepTimeout");
+      equal(e[BRAND], "StepTimeout");
+      equal(e.step, "generate");
+      equal(e.capMs, 30);
+      equal(stepSignal.reason, e, "the step's signal carries the same reason");
+      ok(lib.isStepTimeout({ ...e }), "the brand survives a copy");
+      equal(p.records[0].outcome, "timeout");
+      equal(JSON.parse(p.trace())[0].outcome, "timeout");
+      ok(d.remaining() > 4_000, "the deadline still has time");
+      equal(await p.run("respond", () => "fallback"), "fallback", "and the fallback runs");
+      d.dispose();
+    },
+  },
+  {
+    name: "reliability: once a parent signal has aborted, d.step does not call run and d.budget() answers no budget",
+    run: async (lib) => {
+      const client = new AbortController();
+      const d = lib.Deadline.in(5_000, { signal: client.signal });
+      equal(d.budget(100), 100);
+      client.abort("client left");
+      let called = false;
+      equal(await rejects(d.step(1, () => (called = true))), "client left", "d.step rejects with the parent's reason");
+      equal(called, false, "d.step called run after the client left");
+      // p.run: the client's reason, even for a step that would have been skipped.
+      const p = lib.plan(d, [{ name: "huge", minMs: 1e6, kind: "optional" }]);
+      equal(await rejects(p.run("huge", () => (called = true))), "client left");
+      equal(p.records[0].outcome, "aborted");
+      equal(throws(() => d.budget(100)), "client left", "d.budget() answered a budget after the client left");
+      // A parent already aborted when the deadline was made.
+      const gone = new AbortController();
+      gone.abort(new Error("already gone"));
+      const late = lib.Deadline.in(5_000, { signal: gone.signal });
+      equal((await rejects(late.step(1, () => (called = true)))).message, "already gone");
+      equal(called, false);
+      // retry and hedge: no new attempt, in-flight attempts aborted with the parent's reason.
+      const c2 = new AbortController();
+      const d2 = lib.Deadline.in(5_000, { signal: c2.signal });
+      const seenReasons = [];
+      const pending = lib.retry((signal) => untilAborted(signal).catch((r) => (seenReasons.push(r), Promise.reject(r))), { deadline: d2, attemptMinMs: 1, backoff: { baseMs: 1, maxMs: 1, jitter: 0 }, idempotent: true });
+      const hedged = lib.hedge((signal) => untilAborted(signal).catch((r) => (seenReasons.push(r), Promise.reject(r))), { deadline: d2, delayMs: 1, maxAttempts: 2 });
+      await new Promise((r) => setTimeout(r, 20));
+      c2.abort("client left");
+      equal((await rejects(pending, lib.RetryFailed)).cause, "client left");
+      equal((await rejects(hedged, lib.RetryFailed)).cause, "client left");
+      ok(seenReasons.length >= 2 && seenReasons.every((r) => r === "client left"), JSON.stringify(seenReasons));
+      let after = 0;
+      equal((await rejects(lib.retry(() => after++, { deadline: d2, attemptMinMs: 1, backoff: { baseMs: 1, maxMs: 1, jitter: 0 }, idempotent: true }), lib.RetryFailed)).cause, "client left");
+      equal((await rejects(lib.hedge(() => after++, { deadline: d2, delayMs: 1 }), lib.RetryFailed)).cause, "client left");
+      equal(after, 0, "new work started after the client left");
+      d.dispose();
+      late.dispose();
+      d2.dispose();
+    },
+  },
+  {
+    name: "reliability: onStep throwing after a successful step keeps the step's value; the error goes to onStepError",
+    run: async (lib) => {
+      const d = lib.Deadline.in(1_000);
+      const hookErrors = [];
+      const p = lib.plan(d, seedSteps(), {
+        onStep: () => {
+          throw new Error("logger down");
+        },
+        onStepError: (error, record) => hookErrors.push(`${record.step}:${record.outcome}:${error.message}`),
+      });
+      equal(await p.run("retrieve", () => "docs"), "docs", "the step's value was lost");
+      const boom = new Error("index unavailable");
+      equal(await rejects(p.run("generate", () => Promise.reject(boom))), boom, "the step's own error stays its result");
+      equal(hookErrors.join(), "retrieve:ok:logger down,generate:error:logger down");
+      d.dispose();
+    },
+  },
+  {
+    name: "reliability soak: plans with fallbacks on a busy event loop (timers firing late) answer inside the deadline every time",
+    run: async (lib) => {
+      // The event loop is kept busy by CPU tasks of about 15 ms (three times
+      // the default margin), so every step's cap timer fires late: the step
+      // before the fallback ends later than the margin allows. The reserve
+      // (120 ms) leaves room for a loaded CI machine on top; the deadline
+      // is still the bound: the answer must come before it.
+      let busy = true;
+      const iterations = calibrate(15);
+      const hog = () => {
+        if (!busy) return;
+        spin(iterations);
+        setTimeout(hog, 0);
+      };
+      setTimeout(hog, 0);
+      const runs = 8;
+      const results = [];
+      try {
+        for (let i = 0; i < runs; i++) {
+          const d = lib.Deadline.in(300);
+          const p = lib.plan(d, [
+            { name: "retrieve", minMs: 5, preferredMs: 40, kind: "optional" },
+            { name: "generate", minMs: 20, kind: "optional" },
+            { name: "respond", minMs: 120, kind: "fallback" },
+          ]);
+          await p.run("retrieve", () => deaf()).catch(() => undefined);
+          await p.run("generate", () => deaf()).catch(() => undefined);
+          const leftForFallback = d.remaining();
+          const answer = await p.run("respond", () => "fallback").catch((e) => `${e.name}: ${e.message}`);
+          results.push({ answer, inside: performance.now() <= d.at, leftForFallback, outcomes: p.records.map((r) => r.outcome).join() });
+          d.dispose();
+        }
+      } finally {
+        busy = false;
+      }
+      const bad = results.filter((r) => r.answer !== "fallback" || !r.inside);
+      equal(bad.length, 0, `runs without a fallback answer inside the deadline: ${JSON.stringify(bad)}`);
+      // The load did make timers fire late: some step ended after its cap,
+      // which leaves the fallback its 120 ms reserve plus the 5 ms default
+      // margin. (How late varies with the machine; the exact overrun past
+      // the margin is the fake-clock case above.)
+      ok(results.some((r) => r.leftForFallback < 125), `no step ended late: ${JSON.stringify(results.map((r) => r.leftForFallback))}`);
+    },
+  },
+  ...badInputs(),
+];
+
+/** Bad input: the error class, the message, `.param` as the user wrote it and `.code`. */
+function badInputs() {
+  const D = (lib, ms = 10_000) => lib.Deadline.in(ms);
+  const steps = (over) => [{ name: "a", minMs: 1, kind: "optional", ...over }, { name: "b", minMs: 1, kind: "mandatory" }];
+  return badInputCases([
+    ["plan: duplicate step names", (lib) => lib.plan(D(lib), [{ name: "a", minMs: 1, kind: "optional" }, { name: "a", minMs: 1, kind: "optional" }]), RangeError, /step names must be unique: 'a' is used by steps 0 and 1/, "steps[1].name", "DUPLICATE_NAME"],
+    ["plan: unknown step name in run", (lib) => lib.plan(D(lib), steps()).run("nope", () => 1), RangeError, /'name' must be a step of this plan \(a, b\): current value is "nope"/, "name", "UNKNOWN_STEP"],
+    ["plan: run(name = 5)", (lib) => lib.plan(D(lib), steps()).run(5, () => 1), TypeError, /'name' of run must be a step name/, "name", "INVALID_TYPE"],
+    ["plan: run without a function", (lib) => lib.plan(D(lib), steps()).run("a"), TypeError, /'fn' of run\('a'\) must be a function/, "fn", "INVALID_TYPE"],
+    ["plan: negative minMs", (lib) => lib.plan(D(lib), steps({ minMs: -1 })), RangeError, /step 'a': 'minMs' must be between 0 and/, "steps[0].minMs", "NEGATIVE"],
+    ["plan: NaN minMs", (lib) => lib.plan(D(lib), steps({ minMs: NaN })), RangeError, /step 'a': 'minMs' must be a finite number/, "steps[0].minMs", "NOT_FINITE"],
+    ["plan: minMs as a string", (lib) => lib.plan(D(lib), steps({ minMs: "5" })), TypeError, /'steps\[0\].minMs' must be a number of milliseconds/, "steps[0].minMs", "INVALID_TYPE"],
+    ["plan: minMs > preferredMs", (lib) => lib.plan(D(lib), steps({ minMs: 50, preferredMs: 10 })), RangeError, /step 'a': 'minMs' must not exceed 'preferredMs' \(10\): current value is 50/, "steps[0].minMs", "MIN_ABOVE_PREFERRED"],
+    ["plan: NaN preferredMs", (lib) => lib.plan(D(lib), steps({ preferredMs: NaN })), RangeError, /'preferredMs' must be a finite number/, "steps[0].preferredMs", "NOT_FINITE"],
+    ["plan: NaN reserveMs", (lib) => lib.plan(D(lib), steps({ reserveMs: NaN })), RangeError, /'reserveMs' must be a finite number/, "steps[0].reserveMs", "NOT_FINITE"],
+    ["plan: reserve below the minimum of a mandatory step", (lib) => lib.plan(D(lib), [{ name: "m", minMs: 80, reserveMs: 10, kind: "mandatory" }]), RangeError, /'reserveMs' must be at least 'minMs' \(80\)/, "steps[0].reserveMs", "RESERVE_BELOW_MIN"],
+    ["plan: unknown kind", (lib) => lib.plan(D(lib), steps({ kind: "required" })), RangeError, /'kind' must be one of mandatory, optional, fallback: current value is 'required'/, "steps[0].kind", "UNKNOWN_KIND"],
+    ["plan: a fallback with preferredMs", (lib) => lib.plan(D(lib), [{ name: "f", minMs: 1, preferredMs: 5, kind: "fallback" }]), RangeError, /a fallback step gets everything left/, "steps[0].preferredMs", "PREFERRED_ON_FALLBACK"],
+    ["plan: no steps", (lib) => lib.plan(D(lib), []), RangeError, /'steps' must contain at least one step/, "steps", "NO_STEPS"],
+    ["plan: steps not an array", (lib) => lib.plan(D(lib), { a: 1 }), TypeError, /'steps' must be an array/, "steps", "INVALID_TYPE"],
+    ["plan: a step that is null", (lib) => lib.plan(D(lib), [null]), TypeError, /'steps\[0\]' must be an object/, "steps[0]", "INVALID_TYPE"],
+    ["plan: an empty name", (lib) => lib.plan(D(lib), steps({ name: "" })), RangeError, /step 0 must have a non-empty 'name'/, "steps[0].name", "EMPTY_NAME"],
+    ["plan: a name that is not a string", (lib) => lib.plan(D(lib), steps({ name: 1 })), TypeError, /'steps\[0\].name' must be a string/, "steps[0].name", "INVALID_TYPE"],
+    ["plan: not a Deadline", (lib) => lib.plan(1_000, steps()), TypeError, /'deadline' must be a Deadline/, "deadline", "INVALID_TYPE"],
+    ["plan: marginMs negative", (lib) => lib.plan(D(lib), steps(), { marginMs: -1 }), RangeError, /'marginMs' must be between 0 and 1000/, "options.marginMs", "MARGIN_OUT_OF_RANGE"],
+    ["plan: onStep not a function", (lib) => lib.plan(D(lib), steps(), { onStep: "log" }), TypeError, /'options.onStep' must be a function/, "options.onStep", "INVALID_TYPE"],
+    ["plan: onStepError not a function", (lib) => lib.plan(D(lib), steps(), { onStepError: "log" }), TypeError, /'options.onStepError' must be a function/, "options.onStepError", "INVALID_TYPE"],
+  ]);
+}
+
+export default cases;
