@@ -143,6 +143,10 @@ export async function run(lib) {
     () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
     { n: 100_000 },
   );
+  rows["design: core.planSkipReason (scalars in, one string out: a skip)"] = nsPerOp(
+    () => core.planSkipReason(info.minMs, info.preferredMs, info.heldAfterMs, at, at),
+    { n: 100_000 },
+  );
   rows["design: a Wasm call answering a Float64Array(4) (core.stallDecide)"] = nsPerOp(
     () => core.stallDecide(1_000, 1_000, at, 0, undefined, 0, 0, 1_000),
     { n: 1_000_000 },
