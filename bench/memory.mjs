@@ -11,8 +11,9 @@
 //    one size in a fresh process (the growth is then that parse's peak).
 // Wasm memory never shrinks, so each figure is the growth of one process.
 const isDeno = typeof Deno !== "undefined";
-const lib = await import(isDeno ? "../pkg/index.js" : "../pkg/node.js");
-const glue = await import("../pkg/edge_deadline.js");
+// Sketches and parses live in edge-deadline/derive's own .wasm.
+const lib = await import(isDeno ? "../pkg/derive-deno.js" : "../pkg/derive-node.js");
+const glue = await import("../pkg/edge_deadline_derive.js");
 await lib.init();
 const wasmBytes = () => glue.initSync().memory.buffer.byteLength;
 const MiB = (b) => Math.round((b / 2 ** 20) * 10) / 10;

@@ -11,7 +11,10 @@
 // workerd 1.20261117.1). A static import of that module would break browsers and
 // bundlers, so it is asked for at run time through
 // `process.getBuiltinModule` (Node ≥ 20.16, Deno, workerd), which a browser
-// bundle never resolves.
+// bundle never resolves. Deno builds its Node compatibility layer the first
+// time `process` is touched (about 10 ms of start-up, measured with
+// bench/startup.mjs), so there the lookup waits for the first
+// `runWithDeadline` or `currentDeadline` (Deno has AsyncLocalStorage).
 //
 // # The fallback (browsers, hosts without AsyncLocalStorage)
 // `runWithDeadline` still calls `fn` and `currentDeadline()` answers `d` while
@@ -29,9 +32,20 @@
 
 import * as check from "./validate.js";
 
-const AsyncLocalStorage = findAsyncLocalStorage();
-const storage = AsyncLocalStorage ? new AsyncLocalStorage() : null;
+const IS_DENO = typeof Deno === "object" && Deno !== null && typeof Deno.version === "object";
+/** The AsyncLocalStorage; `null` on a host without one; `undefined` until looked up (Deno). */
+let storage = IS_DENO ? undefined : makeStorage();
 let syncCurrent; // the fallback's value, set only while `fn` runs synchronously
+
+function makeStorage() {
+  const AsyncLocalStorage = findAsyncLocalStorage();
+  return AsyncLocalStorage ? new AsyncLocalStorage() : null;
+}
+
+function store() {
+  if (storage === undefined) storage = makeStorage();
+  return storage;
+}
 
 function findAsyncLocalStorage() {
   try {
@@ -47,7 +61,7 @@ function findAsyncLocalStorage() {
  * How far `currentDeadline()` reaches on this host: `"async"` (across awaits,
  * AsyncLocalStorage) or `"sync"` (until `fn`'s first await; browsers).
  */
-export const ambientDeadline = storage ? "async" : "sync";
+export const ambientDeadline = IS_DENO || storage ? "async" : "sync";
 
 /**
  * Runs `fn()` with `deadline` as the ambient deadline and returns what `fn`
@@ -57,7 +71,8 @@ export const ambientDeadline = storage ? "async" : "sync";
 export function runWithDeadline(deadline, fn) {
   check.deadline("deadline", deadline);
   check.fn("fn", fn);
-  if (storage) return storage.run(deadline, fn);
+  const als = store();
+  if (als) return als.run(deadline, fn);
   const outer = syncCurrent;
   syncCurrent = deadline;
   try {
@@ -69,5 +84,6 @@ export function runWithDeadline(deadline, fn) {
 
 /** The deadline of the innermost `runWithDeadline` around this code, or `undefined`. */
 export function currentDeadline() {
-  return storage ? storage.getStore() : syncCurrent;
+  const als = store();
+  return als ? als.getStore() : syncCurrent;
 }

@@ -1,10 +1,10 @@
 // Types for js/derive.js. Every duration is in milliseconds; Prometheus
 // `_seconds` histograms are converted. The data types are generated from the
-// Rust ones (src/core/derive.rs) into edge_deadline.d.ts.
-import type { BucketResult, DeriveOptions as CoreDeriveOptions, Histogram } from "./edge_deadline.js";
+// Rust ones (src/core/derive.rs) into edge_deadline_derive.d.ts.
+import type { BucketResult, DeriveOptions as CoreDeriveOptions, Histogram } from "./edge_deadline_derive.js";
 import type { LatencySketch } from "./sketch.js";
 
-export type { Candidate as TimeoutCandidate, DerivedWarning, Excluded, WarningCode } from "./edge_deadline.js";
+export type { Candidate as TimeoutCandidate, DerivedWarning, Excluded, WarningCode } from "./edge_deadline_derive.js";
 
 /** One bucket's derived timeout. `null` where there is no data (no successes). */
 export type DerivedTimeout = BucketResult & {

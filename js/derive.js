@@ -14,9 +14,9 @@
 //    and a stable `.code`.
 // 3. "No data" is `null` in a derived row (a record, kept in JSON).
 
-import * as core from "./edge_deadline.js";
+import * as core from "./edge_deadline_derive.js";
 import { argumentError, CODES } from "./errors.js";
-import { isReady, notReady } from "./load.js";
+import { isReady, notReady } from "./derive-load.js";
 import { CHUNK, LatencySketch, SKETCH_TOKEN, addAllTo, float64 } from "./sketch.js";
 import { describe, number, obj, optNumber, str, typeError } from "./validate.js";
 

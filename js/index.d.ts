@@ -8,13 +8,15 @@
 import type {} from "./edge_deadline.js";
 
 /**
- * Loads the WebAssembly core. Safe to call more than once; concurrent calls
- * share one instantiation. Every other API throws until it has resolved.
+ * Loads the WebAssembly core. Optional in Workers, Deno and Node: there the
+ * first API call loads the `.wasm` that ships with the package, synchronously.
+ * Browsers and bundled pages call it once before anything else (every other
+ * API throws until it has resolved). Safe to call more than once; concurrent
+ * calls share one instantiation.
  *
- * - Workers: `import wasm from "edge-deadline/edge_deadline_bg.wasm"; await init(wasm)`
- *   (or just `await init()`: the `workerd` entry imports it for you).
- * - Node: `await init()` reads the file next to the module.
- * - Browsers, Deno: `await init()` fetches it (Deno needs `--allow-read`).
+ * - Browsers: `await init()` fetches the `.wasm` next to the module (or pass its URL, a Response or bytes).
+ * - Workers: the `workerd` entry imports the `.wasm` as a module; `init(wasm)` takes another one.
+ * - Node: the `node` entry reads the file next to the module; Deno: the `deno` entry imports it (no `--allow-read`).
  *
  * @throws {TypeError} when `source` is none of the accepted kinds
  */
@@ -160,9 +162,3 @@ export * from "./budget.js";
 export * from "./hedge.js";
 export * from "./headers.js";
 export * from "./caps.js";
-export * from "./sketch.js";
-export * from "./derive.js";
-export * from "./prom.js";
-export * from "./tail.js";
-export * from "./simulate.js";
-export * from "./little.js";

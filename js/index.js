@@ -1,5 +1,6 @@
-// Entry point for browsers, Deno and bundlers: `init()` with no argument
-// fetches the .wasm that sits next to this file.
+// Entry point for browsers and bundlers: `await init()` fetches the .wasm that
+// sits next to this file (a browser compiles it asynchronously, off the main
+// thread). Workers, Deno and Node have entries of their own that need no init().
 import { initFrom } from "./load.js";
 
 export * from "./api.js";

@@ -1,6 +1,6 @@
 // Types for js/little.js. The options types are generated from the Rust
-// ones (src/core/little.rs) into edge_deadline.d.ts.
-import type { ConcurrencyBoundOptions, LimiterOptions, MaxTimeoutOptions } from "./edge_deadline.js";
+// ones (src/core/little.rs) into edge_deadline_derive.d.ts.
+import type { ConcurrencyBoundOptions, LimiterOptions, MaxTimeoutOptions } from "./edge_deadline_derive.js";
 
 /** Worst-case calls in flight: `ratePerSec × timeoutMs / 1000` (Little's law). */
 export function concurrencyBound(options: ConcurrencyBoundOptions): number;

@@ -24,9 +24,9 @@
 // 4. `.param` of a bad argument names it as the caller wrote it
 //    (`options.ratePerSec`, `options.limit`, `fn`).
 
-import * as core from "./edge_deadline.js";
+import * as core from "./edge_deadline_derive.js";
 import { Overloaded } from "./errors.js";
-import { isReady, notReady } from "./load.js";
+import { isReady, notReady } from "./derive-load.js";
 import { number, obj, typeError } from "./validate.js";
 
 export { isOverloaded, Overloaded } from "./errors.js";

@@ -1,15 +1,18 @@
-// Entry point for Node: `init()` with no argument reads the .wasm next to this
-// file from disk (Node's fetch cannot load file: URLs).
-import { initFrom } from "./load.js";
+// Entry point for Node: the first API call reads the .wasm next to this file
+// and compiles it synchronously, so no `await init()` is needed; `init()`
+// still works (with no argument it reads the same file).
+import { readFileSync } from "node:fs";
+import { autoload, initFrom } from "./load.js";
 
 export * from "./api.js";
 
-const readFile = async (url) => (await import("node:fs/promises")).readFile(url);
+const wasm = new URL("./edge_deadline_bg.wasm", import.meta.url);
+autoload(() => new WebAssembly.Module(readFileSync(wasm)));
 
 /**
- * Loads the WebAssembly core. Safe to call more than once.
+ * Loads the WebAssembly core. Optional in Node; safe to call more than once.
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {
-  return initFrom(source ?? new URL("./edge_deadline_bg.wasm", import.meta.url), readFile);
+  return initFrom(source ?? wasm, async (url) => readFileSync(url));
 }

@@ -1,8 +1,8 @@
 // Types for js/prom.js. The histogram type is generated from the Rust one
-// (src/core/prom.rs) into edge_deadline.d.ts.
-import type { Histogram } from "./edge_deadline.js";
+// (src/core/prom.rs) into edge_deadline_derive.d.ts.
+import type { Histogram } from "./edge_deadline_derive.js";
 
-export type { Histogram, Unit } from "./edge_deadline.js";
+export type { Histogram, Unit } from "./edge_deadline_derive.js";
 /** One histogram series from `parsePrometheus` (plain data, nothing to free). */
 export type PrometheusHistogram = Histogram;
 

@@ -13,9 +13,9 @@
 //    `input.data.result[2].value`, `options.metric`) and `.code`; the
 //    message names the line or result and the field.
 
-import * as core from "./edge_deadline.js";
+import * as core from "./edge_deadline_derive.js";
 import { argumentError, CODES } from "./errors.js";
-import { isReady, notReady } from "./load.js";
+import { isReady, notReady } from "./derive-load.js";
 import { describe, obj, str, typeError } from "./validate.js";
 
 /** Characters of exposition text per Wasm call: Wasm memory holds one piece, not the text. */

@@ -1,8 +1,8 @@
 // Types for js/simulate.js, generated from the Rust types
-// (src/core/simulate.rs) into edge_deadline.d.ts.
-import type { PolicySpec, ScenarioSpec, Simulation } from "./edge_deadline.js";
+// (src/core/simulate.rs) into edge_deadline_derive.d.ts.
+import type { PolicySpec, ScenarioSpec, Simulation } from "./edge_deadline_derive.js";
 
-export type { PolicyResult, Simulation } from "./edge_deadline.js";
+export type { PolicyResult, Simulation } from "./edge_deadline_derive.js";
 /** A lognormal body plus a uniform slow tail, and how many calls to draw. */
 export type Scenario = ScenarioSpec;
 /** A per-attempt timeout and how many times a timed-out call is retried. */

@@ -4,8 +4,8 @@
 // are generated from the Rust ones; the defaults (n 200 000, seed 1,
 // retries 0) and every range check are the core's. This file checks JS types.
 
-import * as core from "./edge_deadline.js";
-import { isReady, notReady } from "./load.js";
+import * as core from "./edge_deadline_derive.js";
+import { isReady, notReady } from "./derive-load.js";
 import { number, obj, optNumber, typeError } from "./validate.js";
 
 /**

@@ -47,8 +47,8 @@
 // that carries the same bytes as base64 (`fromBytes` takes that string), so
 // a sketch logged as JSON is neither `{}` nor lost.
 
-import * as core from "./edge_deadline.js";
-import { isReady, notReady } from "./load.js";
+import * as core from "./edge_deadline_derive.js";
+import { isReady, notReady } from "./derive-load.js";
 import { argumentError, CODES } from "./errors.js";
 import { number, obj, optNumber, typeError } from "./validate.js";
 

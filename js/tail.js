@@ -4,8 +4,8 @@
 // sketch or cross in chunks of a Float64Array; the shape comes back as a
 // plain object (type `TailShape`, generated from the Rust type).
 
-import * as core from "./edge_deadline.js";
-import { isReady, notReady } from "./load.js";
+import * as core from "./edge_deadline_derive.js";
+import { isReady, notReady } from "./derive-load.js";
 import { CHUNK, LatencySketch, SKETCH_TOKEN, addAllTo, float64 } from "./sketch.js";
 import { number } from "./validate.js";
 

@@ -1,13 +1,16 @@
 // Entry point for Cloudflare Workers (workerd, wrangler): the .wasm is
 // imported as a compiled WebAssembly.Module, which is how Workers load Wasm
-// (they forbid compiling bytes at run time).
-import { initFrom } from "./load.js";
+// (they forbid compiling bytes at run time). The first API call instantiates
+// it synchronously, so no `await init()` is needed; `init()` still works.
+import { autoload, initFrom } from "./load.js";
 import wasmModule from "./edge_deadline_bg.wasm";
 
 export * from "./api.js";
 
+autoload(() => wasmModule);
+
 /**
- * Loads the WebAssembly core. Safe to call more than once.
+ * Loads the WebAssembly core. Optional in Workers; safe to call more than once.
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {

@@ -28,6 +28,13 @@
 //!   feature adds nothing). Enabling it also leaves the npm package's own
 //!   `#[wasm_bindgen]` exports out of the build: they import the package's
 //!   `errors.js`, and a Rust application has none.
+//! - `main` (default) and `derive`: which of the npm package's exports a
+//!   wasm32 build carries, one `.wasm` each (wasm-pack.toml): `main` for the
+//!   `edge-deadline` entry (deadlines, plans, retries, hedging, propagation,
+//!   caps, stall detection), `derive` for `edge-deadline/derive` (sketch,
+//!   derivation, Prometheus, tail shape, simulate, Little's law). Neither
+//!   changes the core, which every build has whole; the linker drops what no
+//!   export reaches.
 
 pub mod core;
 

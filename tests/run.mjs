@@ -89,7 +89,7 @@ const workerdVariants = [
 async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
   const port = await freePort();
   const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
-  const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg")]
+  const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg").filter((f) => !/deno\.js$/.test(f))]
     .map((f) => ({ name: f, path: relative(out, join(root, f)) }));
   const config = join(out, "workerd.capnp");
   writeFileSync(config, workerdConfig({ port, modules, compatibilityDate, flags, loopback: true }));

@@ -2,13 +2,15 @@
 // sections. `data-ready` on <html> (with the time it took) is what the
 // browser tests wait for.
 import { init } from "./pkg/index.js";
+import { init as initDerive } from "./pkg/derive-index.js";
 import { mountBudget } from "./budget.js";
 import { mountDerive } from "./derive.js";
 import { mountStall } from "./stall.js";
 
 const status = document.querySelector("#load-status");
 try {
-  await init(); // fetches ./pkg/edge_deadline_bg.wasm next to the module
+  // Each fetches its .wasm next to its module: the main core and the derive core, in parallel.
+  await Promise.all([init(), initDerive()]);
   performance.mark("core-loaded");
   mountBudget();
   mountStall();

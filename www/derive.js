@@ -2,7 +2,7 @@
 // on pasted / dropped CSV, JSON Lines or Prometheus text (`parsePrometheus`),
 // the histogram of the charted bucket with its lines, the candidates, the
 // warnings, and `simulate()`'s retry-versus-wait table and chart.
-import { deriveTimeouts, parsePrometheus, simulate } from "./pkg/index.js";
+import { deriveTimeouts, parsePrometheus, simulate } from "./pkg/derive-index.js";
 import { histogramChart, simChart } from "./charts.js";
 import { EXAMPLES, SEED_003, builtinRows, isSuccess, parseCsv, parseJsonl, sniff } from "./derive-input.js";
 import { $, badge, describeError, el, ms, num, pct } from "./dom.js";

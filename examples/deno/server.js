@@ -3,10 +3,11 @@
 //
 //   npm install edge-deadline         # Deno resolves it from package.json + node_modules
 //   node ../upstream.mjs &            # a local upstream on 127.0.0.1:8788
-//   deno run --allow-net=127.0.0.1 --allow-read server.js [port] [upstream]
+//   deno run --allow-net=127.0.0.1 server.js [port] [upstream]
 //
-// `--allow-read`: `init()` reads the .wasm next to the package's entry point.
-import { Deadline, init, relay, toHeaders } from "edge-deadline";
+// No `--allow-read` and no `init()`: the package's Deno entry imports its .wasm
+// as a module, and the first call instantiates it.
+import { Deadline, relay, toHeaders } from "edge-deadline";
 
 const PRODUCT_MS = 8_000; // the product's budget for one request
 const FALLBACK_RESERVE_MS = 300; // held back for the fallback response
@@ -15,8 +16,6 @@ const STALL_MS = 2_000; // stall limit between events
 
 const port = Number(Deno.args[0] ?? 8000);
 const upstreamUrl = Deno.args[1] ?? "http://127.0.0.1:8788";
-
-await init(); // once, before serving (Deno allows top-level await and timers at module scope)
 
 Deno.serve({ hostname: "127.0.0.1", port, onListen: ({ port }) => console.log(`listening on http://127.0.0.1:${port}/`) }, (request) => {
   const deadline = Deadline.forPlatform({ platform: "deno-deploy", productMs: PRODUCT_MS, fallbackReserveMs: FALLBACK_RESERVE_MS });

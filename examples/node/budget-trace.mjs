@@ -1,9 +1,8 @@
 // A request with an 800 ms edge deadline runs auth → retrieval → generation →
 // response, with stub services, and prints the budget trace a server would log.
 //   npm install edge-deadline && node budget-trace.mjs
-import { Deadline, init, isDeadlineExceeded, isInsufficientBudget } from "edge-deadline";
-
-await init(); // Node: reads the .wasm next to the package's entry point
+// No `init()` in Node: the first call reads and instantiates the .wasm next to the package.
+import { Deadline, isDeadlineExceeded, isInsufficientBudget } from "edge-deadline";
 
 /** A stub service that takes `ms` unless the signal aborts first. */
 const service = (ms, value) => (signal) =>

@@ -1,11 +1,12 @@
-// The package in a Vite app, with no Vite configuration: `init()` finds its
-// .wasm both under `vite dev` and in a `vite build`. To try it: copy this
+// The package in a Vite app, with no Vite configuration: each entry's `init()`
+// finds its .wasm both under `vite dev` and in a `vite build`. To try it: copy this
 // folder, `npm install edge-deadline vite`, then `npx vite` (or `npx vite build`).
-import { Deadline, LatencySketch, init } from "edge-deadline";
+import { Deadline, init } from "edge-deadline";
+import { LatencySketch, init as initDerive } from "edge-deadline/derive";
 
 const status = document.querySelector("#status");
 try {
-  await init();
+  await Promise.all([init(), initDerive()]); // browsers fetch each .wasm once
   const sketch = new LatencySketch();
   for (let ms = 1; ms <= 100; ms++) sketch.add(ms);
   const d = Deadline.in(1_000);

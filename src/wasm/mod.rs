@@ -10,19 +10,36 @@ use wasm_bindgen::prelude::*;
 
 use crate::core::error::{Described, Kind, ShapeError};
 
+// One feature per .wasm (wasm-pack.toml's outputs): `main` for the
+// `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
+// the boundary belongs to exactly one; what is below this list is shared.
+#[cfg(feature = "main")]
 mod budget;
+#[cfg(feature = "main")]
 mod caps;
+#[cfg(feature = "main")]
 mod deadline;
+#[cfg(feature = "derive")]
 mod derive;
+#[cfg(feature = "main")]
 mod headers;
+#[cfg(feature = "main")]
 mod hedge;
+#[cfg(feature = "derive")]
 mod little;
+#[cfg(feature = "main")]
 mod plan;
+#[cfg(feature = "derive")]
 mod prom;
+#[cfg(feature = "main")]
 mod retry;
+#[cfg(feature = "derive")]
 mod simulate;
+#[cfg(feature = "derive")]
 mod sketch;
+#[cfg(feature = "main")]
 mod stall;
+#[cfg(feature = "derive")]
 mod tail;
 
 #[wasm_bindgen(raw_module = "./errors.js")]

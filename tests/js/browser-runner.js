@@ -1,7 +1,10 @@
 // Chromium runner: loaded by browser.html; publishes the report on
 // `globalThis.__report` for the Playwright driver in tests/run.mjs.
-import * as lib from "../../pkg/index.js";
-import { prepare, runSuite } from "./harness.js";
+import * as main from "../../pkg/index.js";
+import * as derive from "../../pkg/derive-index.js";
+import { combine, prepare, runSuite } from "./harness.js";
+
+const lib = combine(main, derive);
 
 const entry = new URL("../../pkg/index.js", import.meta.url).href;
 
@@ -14,6 +17,7 @@ const entry = new URL("../../pkg/index.js", import.meta.url).href;
 function freshPackageScript(code) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
+const deriveUrl = new URL("./derive-index.js", ${JSON.stringify(entry)});
 const readBytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 const lines = [];
 console.log = (...args) => lines.push(args.join(" "));
@@ -45,6 +49,7 @@ try {
     freshPackageScript,
     ...(await prepare(lib)),
   };
+  await lib.initDerive(); // browsers load each core with init()
   globalThis.__report = await runSuite(lib, ctx);
 } catch (error) {
   globalThis.__report = { runtime: "chromium", passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: String(error?.stack ?? error) }] };

@@ -1,14 +1,18 @@
 // Deno runner: `deno run --allow-read --allow-run tests/js/deno-runner.js`.
 // Prints the report as one JSON line and exits 1 on any failure.
-import * as lib from "../../pkg/index.js";
-import { prepare, runSuite } from "./harness.js";
+import * as main from "../../pkg/deno.js";
+import * as derive from "../../pkg/derive-deno.js";
+import { combine, prepare, runSuite } from "./harness.js";
 
-const entry = new URL("../../pkg/index.js", import.meta.url).href;
+const lib = combine(main, derive);
+
+const entry = new URL("../../pkg/deno.js", import.meta.url).href;
 
 /** Like the Node runner's: `init`, `Deadline`, `wasmUrl`, `readBytes` in scope; { code, ms, stdout }. */
 async function spawnPackageScript(code) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
+const deriveUrl = new URL("./derive-deno.js", ${JSON.stringify(entry)});
 const readBytes = (url) => Deno.readFile(url);
 ${code}`;
   const started = performance.now();

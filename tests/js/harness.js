@@ -31,21 +31,31 @@ export async function runSuite(lib, ctx) {
 
 /**
  * What every runner records before the first successful `init()`: the error
- * an API gives before init, and the error `init` gives a wrong-typed source.
- * Then loads the core from `source` (or the entry point's default).
+ * `init` gives a wrong-typed source, then what an API does before init (it
+ * throws where the entry needs `init()`: `beforeInitError`; it loads the core
+ * itself where the runtime's entry can: `loadedWithoutInit`). Then loads the
+ * core from `source` (or the entry point's default).
  */
 export async function prepare(lib, source) {
   const ctx = { wasmSource: source };
-  try {
-    lib.Deadline.in(1);
-  } catch (e) {
-    ctx.beforeInitError = e.message;
-  }
   try {
     await lib.init(42);
   } catch (e) {
     ctx.badInitError = `${e.name}: ${e.message}`;
   }
+  try {
+    ctx.loadedWithoutInit = lib.Deadline.in(1).remaining() >= 0;
+  } catch (e) {
+    ctx.beforeInitError = e.message;
+  }
   await lib.init(source);
   return ctx;
+}
+
+/**
+ * The suite's `lib`: the main entry and `edge-deadline/derive` as one
+ * namespace (`init` is the main entry's; the derive entry's is `initDerive`).
+ */
+export function combine(main, derive) {
+  return { ...derive, ...main, initDerive: derive.init };
 }

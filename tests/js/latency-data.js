@@ -3,7 +3,8 @@
 // as oracles, seed 000's exposition and seed 003's scenario.
 // The glue's `initSync()` returns the instance's exports once loaded: the
 // memory cases read Wasm memory's size from it (the API has no reason to).
-import { initSync } from "../../pkg/edge_deadline.js";
+// Sketches and parses live in edge-deadline/derive's own .wasm.
+import { initSync } from "../../pkg/edge_deadline_derive.js";
 
 export const wasmBytes = () => initSync().memory.buffer.byteLength;
 

@@ -1,9 +1,12 @@
 // Node runner: `node --test tests/js/node.test.js`. Same cases as every runtime.
 import { spawn } from "node:child_process";
 import { after, test } from "node:test";
-import * as lib from "../../pkg/node.js";
+import * as main from "../../pkg/node.js";
+import * as derive from "../../pkg/derive-node.js";
 import { cases } from "./cases/index.js";
-import { prepare, skipReason } from "./harness.js";
+import { combine, prepare, skipReason } from "./harness.js";
+
+const lib = combine(main, derive);
 
 const entry = new URL("../../pkg/node.js", import.meta.url).href;
 
@@ -14,6 +17,7 @@ const entry = new URL("../../pkg/node.js", import.meta.url).href;
 function spawnPackageScript(code) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
+const deriveUrl = new URL("./derive-node.js", ${JSON.stringify(entry)});
 const readBytes = async (url) => (await import("node:fs/promises")).readFile(url);
 ${code}`;
   return new Promise((resolve, reject) => {

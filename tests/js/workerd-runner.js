@@ -2,9 +2,12 @@
 // timers at module scope). GET / answers with the JSON report. The cases that
 // need requests of their own (tests/js/requests.js) send them to this same
 // worker, through its socket: POST /request/<name> with JSON parameters.
-import * as lib from "../../pkg/workerd.js";
-import { prepare, runSuite } from "./harness.js";
+import * as main from "../../pkg/workerd.js";
+import * as derive from "../../pkg/derive-workerd.js";
+import { combine, prepare, runSuite } from "./harness.js";
 import { scenarios } from "./requests.js";
+
+const lib = combine(main, derive);
 
 export default {
   async fetch(request) {

@@ -39,7 +39,7 @@ export async function checkDocs(g, packed) {
   // The Hono middleware's example needs `hono` (a devDependency here, installed by users of the subpath).
   symlinkSync(join(root, "node_modules/hono"), join(dir, "node_modules/hono"), "dir");
   const docs = sections(readFileSync(join(root, "docs/api.md"), "utf8"));
-  const listExports = 'const names = (m, p = "") => Object.keys(m).map((k) => p + k); console.log(JSON.stringify([...names(await import("edge-deadline")), ...names(await import("edge-deadline/hono"), "hono:")]))';
+  const listExports = 'const names = (m, p = "") => Object.keys(m).map((k) => p + k); console.log(JSON.stringify([...names(await import("edge-deadline")), ...names(await import("edge-deadline/derive"), "derive:"), ...names(await import("edge-deadline/hono"), "hono:")]))';
   const { stdout } = await runOk(bin.node, ["--input-type=module", "-e", listExports], { cwd: dir });
   const exported = JSON.parse(stdout).sort();
 

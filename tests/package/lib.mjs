@@ -193,6 +193,25 @@ export function group(name, report) {
         console.log(`  ✗ ${full}\n    ${String(error?.message ?? error).split("\n").join("\n    ")}`);
       }
     },
+    /**
+     * A size or speed target the package does not meet yet: checked and printed
+     * like `check`, but a miss is counted as skipped (with the figure in the
+     * summary) instead of failing the run. A met target passes. Turn one into
+     * `check` once it is met, so that it cannot regress.
+     */
+    async target(checkName, fn) {
+      const full = `${name}: ${checkName}`;
+      try {
+        await fn();
+        report.passed++;
+        console.log(`  ✓ ${full}`);
+      } catch (error) {
+        report.skipped++;
+        const why = String(error?.message ?? error).split("\n")[0];
+        report.notes.push(`target not met: ${why}`);
+        console.log(`  ○ ${full} (target not met yet)\n    ${why}`);
+      }
+    },
     /** A figure for the log; `short`, if given, also goes in the summary line. */
     fact(text, short) {
       report.facts.push(text);

@@ -1,8 +1,9 @@
-// Node users: ESM import of the installed package (the `node` condition, init()
-// reading the .wasm from disk), require() of it (proves no top-level await),
-// TypeScript resolving the `types` condition, and the budget-trace example.
+// Node users: ESM import of the installed package (the `node` condition; the
+// first call reads the .wasm from disk, no init()), require() of it (proves no
+// top-level await), both entries together, TypeScript resolving the `types`
+// condition, and the budget-trace example.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { cpSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, project, runOk } from "./lib.mjs";
 
@@ -10,10 +11,10 @@ const IMPORT = `
 import assert from "node:assert/strict";
 import * as lib from "edge-deadline";
 assert.match(import.meta.resolve("edge-deadline"), /\\/node_modules\\/edge-deadline\\/node\\.js$/);
-assert.throws(() => lib.Deadline.in(10), /call \`await init\\(\\)\` first/);
+assert.equal(lib.LatencySketch, undefined, "the derive concepts are not in the main entry");
+const d = lib.Deadline.in(50); // no init(): the first call loads the .wasm
 await lib.init();
-await lib.init(); // twice is fine
-const d = lib.Deadline.in(50);
+await lib.init(); // still valid, twice too
 assert.ok(d.remaining() > 0 && d.remaining() <= 50);
 const keepAlive = setTimeout(() => {}, 5_000); // a deadline's timer never keeps Node alive by itself
 const e = await new Promise((resolve) => d.signal().addEventListener("abort", () => resolve(d.signal().reason)));
@@ -25,14 +26,20 @@ console.log("ok", Object.keys(lib).length, "exports");
 // Node 20.19+ loads ESM through require() unless the graph has top-level await.
 const REQUIRE = `
 const lib = require("edge-deadline");
+const derive = require("edge-deadline/derive");
 if (typeof lib.init !== "function" || typeof lib.Deadline !== "function") throw new Error("exports missing");
-lib.init().then(() => console.log("ok", lib.Deadline.in(5).remaining() > 0));
+const sketch = new derive.LatencySketch();
+sketch.add(lib.Deadline.in(5).remaining());
+console.log("ok", sketch.count === 1);
 `;
 
 const TS = `
 import { Deadline, init, isStreamStalled, withStallTimeout, type StallPhase } from "edge-deadline";
+import { LatencySketch, init as initDerive } from "edge-deadline/derive";
 await init();
+await initDerive();
 const d: Deadline = Deadline.in(100);
+new LatencySketch().add(d.remaining());
 const phase: StallPhase = "stall";
 const s: ReadableStream<Uint8Array> = withStallTimeout(new ReadableStream<Uint8Array>(), { firstChunkMs: 1, stallMs: 1, deadline: d });
 export const ok: boolean = isStreamStalled(phase) || s.locked;
@@ -43,10 +50,32 @@ Deadline.in("5");
 export async function checkNode(g, packed) {
   const dir = await project("node", packed.tarball, { copy: { "node/budget-trace.mjs": "budget-trace.mjs" } });
 
-  await g.check("ESM import resolves the `node` entry, init() reads the .wasm, a deadline fires", async () => {
+  await g.check("ESM import resolves the `node` entry, the first call reads the .wasm (no init()), a deadline fires", async () => {
     writeFileSync(join(dir, "import.mjs"), IMPORT);
     const { stdout } = await runOk(bin.node, ["import.mjs"], { cwd: dir, timeoutMs: 20_000 });
     assert.match(stdout, /^ok \d+ exports/);
+  });
+
+  await g.check("a .wasm the first call cannot read: a plain-words error with the cause, then init(bytes) works (nothing half-loaded)", async () => {
+    // A copy of the installed package without its .wasm, imported by path.
+    const copy = join(dir, "copy");
+    cpSync(join(dir, "node_modules/edge-deadline"), copy, { recursive: true });
+    rmSync(join(copy, "edge_deadline_bg.wasm"));
+    writeFileSync(
+      join(dir, "missing.mjs"),
+      `import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Deadline, init } from "./copy/node.js";
+const e = (() => { try { Deadline.in(10); } catch (error) { return error; } })();
+assert.match(e?.message ?? "", /Deadline.in was used before the WebAssembly core was loaded; call \\\`await init\\(\\)\\\` first/);
+assert.equal(e.cause?.code, "ENOENT", "the cause says what failed");
+await init(readFileSync("node_modules/edge-deadline/edge_deadline_bg.wasm"));
+assert.ok(Deadline.in(10).remaining() > 0);
+console.log("ok");
+`,
+    );
+    const { stdout } = await runOk(bin.node, ["missing.mjs"], { cwd: dir, timeoutMs: 20_000 });
+    assert.equal(stdout.trim(), "ok");
   });
 
   await g.check("require() loads it too (no top-level await anywhere in the graph)", async () => {

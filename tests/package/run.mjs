@@ -4,15 +4,17 @@
 // a Worker under wrangler, a Hono app under wrangler, a Deno server, two browser pages in Chromium, Node,
 // a Vite project (dev server and build), and the examples of docs/api.md. Prints the usual JSON report last.
 //
-//   node tests/package/run.mjs [tarball|worker|hono|deno|browser|node|docs|vite …]
+//   node tests/package/run.mjs [config|tarball|worker|hono|deno|browser|node|docs|vite …]
 //   KEEP_PACKAGE_TMP=1 keeps the temp projects for a look afterwards.
 import { startUpstream } from "../../examples/upstream.mjs";
 import { pack } from "../../scripts/pack.mjs";
 import { checkBrowser } from "./browser.mjs";
+import { checkConfig } from "./config.mjs";
 import { checkDeno } from "./deno.mjs";
 import { checkDocs } from "./docs.mjs";
 import { checkHono } from "./hono.mjs";
-import { group, killAll, tempDir, within } from "./lib.mjs";
+import { group, killAll, root, tempDir, within } from "./lib.mjs";
+import { join } from "node:path";
 import { checkNode } from "./node.mjs";
 import { checkTarball } from "./tarball.mjs";
 import { checkVite } from "./vite.mjs";
@@ -27,6 +29,7 @@ const packed = pack({ outDir: tempDir("pack") });
 const upstream = await startUpstream();
 
 const groups = {
+  config: (g) => checkConfig(g, join(root, "pkg")),
   tarball: (g) => checkTarball(g, packed),
   worker: (g) => checkWorker(g, packed, upstream),
   deno: (g) => checkDeno(g, packed, upstream),
@@ -53,7 +56,7 @@ async function runGroup(name) {
 // overlap with wrangler's and Chromium's start-up.
 await Promise.all([
   (async () => {
-    for (const name of ["tarball", "worker", "hono", "node", "vite"]) await runGroup(name);
+    for (const name of ["config", "tarball", "worker", "hono", "node", "vite"]) await runGroup(name);
   })(),
   (async () => {
     for (const name of ["deno", "browser", "docs"]) await runGroup(name);

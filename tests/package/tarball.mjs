@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join, posix } from "node:path";
+import { bundledGzip, entrySize, relativeImports } from "../../scripts/sizes.mjs";
 import { runOk, tempDir } from "./lib.mjs";
 
 // Every file users get. A new module in js/ lands here on purpose: add it when
@@ -15,19 +16,32 @@ export const ALLOWED = [
   // the API reference and the SDK recipes, linked from README.md
   "docs/api.md",
   "docs/recipes.md",
-  // entry points: index.js (browsers, Deno, bundlers), node.js, workerd.js (Workers)
+  // entry points: index.js (browsers, bundlers), node.js, deno.js, workerd.js (Workers); the same for
+  // edge-deadline/derive, and the public surface each set shares
   "index.js",
   "node.js",
+  "deno.js",
   "workerd.js",
-  // the Wasm core and its wasm-bindgen glue
+  "api.js",
+  "derive-index.js",
+  "derive-node.js",
+  "derive-deno.js",
+  "derive-workerd.js",
+  "derive-api.js",
+  // the two Wasm cores and their wasm-bindgen glue
   "edge_deadline_bg.wasm",
   "edge_deadline.js",
+  "edge_deadline_derive_bg.wasm",
+  "edge_deadline_derive.js",
   // The types wasm-bindgen generates from the Rust types (tsify), imported by the .d.ts below.
   "edge_deadline.d.ts",
-  "wasm_exports.js", // what load.js checks a given module against (written by the build)
-  // modules the entry points import
-  "api.js",
+  "edge_deadline_derive.d.ts",
+  "wasm_exports.js", // what the loaders check a given module against (written by the build)
+  // the loaders: one per core, one shared implementation
+  "loader.js",
   "load.js",
+  "derive-load.js",
+  // modules the entry points import
   "errors.js",
   "deadline.js",
   "stall.js",
@@ -55,6 +69,7 @@ export const ALLOWED = [
   "hono.js",
   // types
   "index.d.ts",
+  "derive-index.d.ts",
   "stall.d.ts",
   "plan.d.ts",
   "retry.d.ts",
@@ -73,20 +88,13 @@ export const ALLOWED = [
   "hono.d.ts",
 ].sort();
 
+/** The main entry's .wasm + JS, gzip (KB of 1024 bytes): the package's size target. */
+export const MAIN_TARGET_KB = 50;
+const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
+
 const CONDITIONS = ["types", "workerd", "worker", "deno", "browser", "node", "default"];
 const INSTALL_SCRIPTS = ["preinstall", "install", "postinstall", "prepare", "preprepare", "postprepare"];
 
-/** Relative specifiers a module imports or re-exports (static and dynamic), and `new URL("./x", import.meta.url)`. */
-export function relativeImports(source) {
-  const out = new Set();
-  const patterns = [
-    /\b(?:import|export)\s+(?:type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?["'](\.{1,2}\/[^"']+)["']/g,
-    /\bimport\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g,
-    /\bnew URL\(\s*["'](\.{1,2}\/[^"']+)["']\s*,\s*import\.meta\.url\s*\)/g,
-  ];
-  for (const re of patterns) for (const m of source.matchAll(re)) out.add(m[1]);
-  return [...out];
-}
 
 export async function checkTarball(g, packed) {
   const dir = tempDir("tarball");
@@ -129,22 +137,29 @@ export async function checkTarball(g, packed) {
     assert.deepEqual(unreachable, [], "files no entry point reaches");
   });
 
-  await g.check("package.json: ESM, sideEffects false, exports map with every condition in order", () => {
+  await g.check("package.json: ESM, side effects only in the self-loading entries, exports map with every condition in order", () => {
     assert.equal(manifest.name, "edge-deadline");
     assert.equal(manifest.type, "module");
-    assert.equal(manifest.sideEffects, false);
+    // The Node, Deno and workerd entries register how their .wasm loads at the
+    // first call; a bundler that dropped that statement would leave init() mandatory.
+    const selfLoading = ["", "derive-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
+    assert.deepEqual(manifest.sideEffects, selfLoading);
     assert.equal(manifest.types, "./index.d.ts");
-    const dot = manifest.exports?.["."];
-    assert.ok(dot && typeof dot === "object", "exports['.'] is an object of conditions");
-    // Resolution takes the first matching key, so the order is part of the contract:
-    // types first, the specific runtimes next, default last.
-    assert.deepEqual(Object.keys(dot), CONDITIONS);
-    const expect = { workerd: "./workerd.js", worker: "./index.js", deno: "./index.js", browser: "./index.js", node: "./node.js", default: "./index.js" };
-    for (const [cond, file] of Object.entries(expect)) {
-      assert.deepEqual(dot[cond], { types: "./index.d.ts", default: file }, `exports['.'].${cond}`);
+    for (const [subpath, prefix, types] of [[".", "", "./index.d.ts"], ["./derive", "derive-", "./derive-index.d.ts"]]) {
+      const dot = manifest.exports?.[subpath];
+      assert.ok(dot && typeof dot === "object", `exports['${subpath}'] is an object of conditions`);
+      // Resolution takes the first matching key, so the order is part of the contract:
+      // types first, the specific runtimes next, default last.
+      assert.deepEqual(Object.keys(dot), CONDITIONS);
+      const expect = { workerd: "workerd.js", worker: "index.js", deno: "deno.js", browser: "index.js", node: "node.js", default: "index.js" };
+      for (const [cond, file] of Object.entries(expect)) {
+        assert.deepEqual(dot[cond], { types, default: `./${prefix}${file}` }, `exports['${subpath}'].${cond}`);
+      }
+      assert.equal(dot.types, types);
     }
-    assert.equal(dot.types, "./index.d.ts");
-    assert.equal(manifest.exports["./edge_deadline_bg.wasm"], "./edge_deadline_bg.wasm", "the .wasm is importable by bundlers");
+    for (const wasm of ["edge_deadline_bg.wasm", "edge_deadline_derive_bg.wasm"]) {
+      assert.equal(manifest.exports[`./${wasm}`], `./${wasm}`, "the .wasm is importable by bundlers");
+    }
     assert.equal(manifest.exports["./package.json"], "./package.json");
     assert.deepEqual(manifest.exports["./hono"], { types: "./hono.d.ts", default: "./hono.js" }, "the Hono middleware's subpath");
   });
@@ -160,10 +175,43 @@ export async function checkTarball(g, packed) {
     assert.ok(!("gypfile" in manifest));
   });
 
-  await g.check("the .wasm in the tarball is a valid WebAssembly module", () => {
-    const a = readFileSync(join(pkgDir, "edge_deadline_bg.wasm"));
-    assert.equal(a.subarray(0, 4).toString("latin1"), "\0asm");
-    assert.ok(WebAssembly.validate(a), "a valid WebAssembly module");
+  await g.check("each .wasm in the tarball is a valid WebAssembly module", () => {
+    for (const wasm of ["edge_deadline_bg.wasm", "edge_deadline_derive_bg.wasm"]) {
+      const a = readFileSync(join(pkgDir, wasm));
+      assert.equal(a.subarray(0, 4).toString("latin1"), "\0asm");
+      assert.ok(WebAssembly.validate(a), `${wasm}: a valid WebAssembly module`);
+    }
+  });
+
+  // The size targets (BENCHMARKS.md, "Size and start-up", has the figures of
+  // bench/startup.mjs): what an application that imports only the main entry
+  // ships, .wasm + the JS it loads, bundled and minified as a bundler or
+  // `wrangler deploy --minify` ships it. File by file, unminified, as Node and
+  // Deno read it from node_modules, is a fact for the log.
+  const entries = { main: "index.js", derive: "derive-index.js" };
+  const measured = {};
+  for (const [name, entry] of Object.entries(entries)) {
+    const { wasm, js, files } = entrySize(pkgDir, entry);
+    measured[name] = { wasm, js, bundled: await bundledGzip(pkgDir, entry), files: files.length };
+    g.fact(
+      `${name} entry: .wasm ${kb(wasm)} gzip; its JS ${kb(measured[name].bundled)} gzip bundled + minified (${kb(js)} gzip file by file, ${files.length - 1} files); ` +
+        `total ${kb(wasm + measured[name].bundled)} (${kb(wasm + js)} file by file)`,
+      `${name} ${kb(wasm + measured[name].bundled)}`,
+    );
+  }
+
+  await g.target(`the main entry's .wasm + the JS it loads (bundled, minified) ≤ ${MAIN_TARGET_KB} KB gzip`, () => {
+    const { wasm, bundled } = measured.main;
+    assert.ok(
+      wasm + bundled <= MAIN_TARGET_KB * 1024,
+      `${kb(wasm + bundled)} gzip (.wasm ${kb(wasm)} + JS ${kb(bundled)}), over the ${MAIN_TARGET_KB} KB target`,
+    );
+  });
+
+  await g.check("the main entry loads none of edge-deadline/derive (its .wasm, glue or modules)", () => {
+    const { files } = entrySize(pkgDir, entries.main);
+    const derive = files.filter((f) => /derive|sketch|prom|tail|simulate|little|limiter/.test(f));
+    assert.deepEqual(derive, [], "derive files in the main entry's graph");
   });
 
   g.fact(

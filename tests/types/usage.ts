@@ -23,10 +23,10 @@ import {
   toHeaders,
 } from "edge-deadline";
 import type { AttemptRecord, Skipped, StepOutcome, StepSpec, TraceRecord } from "edge-deadline";
-import { LatencySketch } from "edge-deadline";
-import type { LatencySketchJSON } from "edge-deadline";
-import { ConcurrencyLimiter, concurrencyBound, deriveTimeouts, parsePrometheus, simulate, tailShape } from "edge-deadline";
-import type { DerivedTimeout, PrometheusHistogram, Scenario, Simulation, TailShape, WarningCode } from "edge-deadline";
+import { LatencySketch } from "edge-deadline/derive";
+import type { LatencySketchJSON } from "edge-deadline/derive";
+import { ConcurrencyLimiter, concurrencyBound, deriveTimeouts, parsePrometheus, simulate, tailShape } from "edge-deadline/derive";
+import type { DerivedTimeout, PrometheusHistogram, Scenario, Simulation, TailShape, WarningCode } from "edge-deadline/derive";
 
 /** The data types generated from the Rust ones reach the public API. */
 export function derived(rows: { ms: number; outcome: string; model: string }[], text: string) {

@@ -1,5 +1,6 @@
 // A Cloudflare Worker proxying a streaming (Server-Sent Events) upstream inside
-// one edge deadline.
+// one edge deadline. No `init()`: the package's Workers entry imports the .wasm
+// as a module and instantiates it at the first call.
 //
 // - The deadline is set once, at the edge, from the product's budget and the
 //   platform's caps (`Deadline.forPlatform`), less a reserve for the fallback.
@@ -12,11 +13,10 @@
 //   an empty 200. Once events are flowing, a stall ends the stream with an SSE
 //   `event: error` naming it: a client can tell an interrupted answer from a
 //   complete one, whatever the HTTP layers in between do with a broken stream.
-import { Deadline, init, relay, toHeaders } from "edge-deadline";
+import { Deadline, relay, toHeaders } from "edge-deadline";
 
 export default {
   async fetch(request, env) {
-    await init(); // the Workers entry imports the .wasm as a module; instant after the first request
     // In the handler, not at module scope: Workers forbid timers in the global scope.
     const deadline = Deadline.forPlatform({
       platform: "cloudflare-workers",

@@ -23,7 +23,8 @@ function countedParent() {
 
 const cases = [
   {
-    name: "any API used before init throws a plain-words error",
+    name: "any API used before init throws a plain-words error (entries that need init: browsers, bundlers)",
+    needs: ["beforeInitError"],
     run: (lib, ctx) => {
       ok(ctx.beforeInitError, "the runner records the pre-init error");
       ok(/before the WebAssembly core was loaded; call `await init\(\)` first/.test(ctx.beforeInitError), ctx.beforeInitError);

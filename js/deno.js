@@ -1,0 +1,18 @@
+// Entry point for Deno: the .wasm is imported as a module source (compiled by
+// Deno's module loader, which needs no --allow-read), and the first API call
+// instantiates it synchronously, so no `await init()` is needed; `init()`
+// still works.
+import { autoload, initFrom } from "./load.js";
+import source wasmModule from "./edge_deadline_bg.wasm";
+
+export * from "./api.js";
+
+autoload(() => wasmModule);
+
+/**
+ * Loads the WebAssembly core. Optional in Deno; safe to call more than once.
+ * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
+ */
+export function init(source) {
+  return initFrom(source ?? wasmModule);
+}

@@ -1,0 +1,19 @@
+// Types for `edge-deadline/derive` (every entry point of the subpath shares them).
+// The data types that cross into its WebAssembly core are declared once, in
+// Rust, and generated into edge_deadline_derive.d.ts (its own glue's types).
+import type {} from "./edge_deadline_derive.js";
+export * from "./sketch.js";
+export * from "./derive.js";
+export * from "./prom.js";
+export * from "./tail.js";
+export * from "./simulate.js";
+export * from "./little.js";
+
+/**
+ * Loads the derive WebAssembly core (its own `.wasm`, apart from the main
+ * entry's). Optional in Workers, Deno and Node, where the first call loads it;
+ * browsers and bundled pages call it once first. Safe to call more than once.
+ *
+ * @throws {TypeError} when `source` is none of the accepted kinds
+ */
+export function init(source?: WebAssembly.Module | BufferSource | Response | Promise<Response> | URL | string): Promise<void>;

@@ -1,0 +1,14 @@
+// `edge-deadline/derive` entry point for browsers and bundlers: `await init()` fetches the .wasm that
+// sits next to this file (a browser compiles it asynchronously, off the main
+// thread). Workers, Deno and Node have entries of their own that need no init().
+import { initFrom } from "./derive-load.js";
+
+export * from "./derive-api.js";
+
+/**
+ * Loads the derive WebAssembly core. Safe to call more than once.
+ * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
+ */
+export function init(source) {
+  return initFrom(source ?? new URL("./edge_deadline_derive_bg.wasm", import.meta.url));
+}

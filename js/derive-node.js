@@ -1,0 +1,18 @@
+// `edge-deadline/derive` entry point for Node: the first API call reads the .wasm next to this file
+// and compiles it synchronously, so no `await init()` is needed; `init()`
+// still works (with no argument it reads the same file).
+import { readFileSync } from "node:fs";
+import { autoload, initFrom } from "./derive-load.js";
+
+export * from "./derive-api.js";
+
+const wasm = new URL("./edge_deadline_derive_bg.wasm", import.meta.url);
+autoload(() => new WebAssembly.Module(readFileSync(wasm)));
+
+/**
+ * Loads the derive WebAssembly core. Optional in Node; safe to call more than once.
+ * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
+ */
+export function init(source) {
+  return initFrom(source ?? wasm, async (url) => readFileSync(url));
+}

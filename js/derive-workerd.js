@@ -1,0 +1,18 @@
+// `edge-deadline/derive` entry point for Cloudflare Workers (workerd, wrangler): the .wasm is
+// imported as a compiled WebAssembly.Module, which is how Workers load Wasm
+// (they forbid compiling bytes at run time). The first API call instantiates
+// it synchronously, so no `await init()` is needed; `init()` still works.
+import { autoload, initFrom } from "./derive-load.js";
+import wasmModule from "./edge_deadline_derive_bg.wasm";
+
+export * from "./derive-api.js";
+
+autoload(() => wasmModule);
+
+/**
+ * Loads the derive WebAssembly core. Optional in Workers; safe to call more than once.
+ * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
+ */
+export function init(source) {
+  return initFrom(source ?? wasmModule);
+}

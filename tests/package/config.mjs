@@ -1,0 +1,50 @@
+// wasm-pack.toml is the Wasm build's configuration and Cargo.toml's
+// [package.metadata.wasm-pack] says the same in wasm-pack's terms: they must
+// agree, every output's features must exist, and the package that was built
+// must hold what the configuration lists.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseToml, readCargoWasmPack, readWasmConfig, root } from "../../scripts/wasm-config.mjs";
+
+export async function checkConfig(g, pkgDir) {
+  const config = readWasmConfig();
+  const cargo = readFileSync(join(root, "Cargo.toml"), "utf8");
+
+  await g.check("wasm-pack.toml and Cargo.toml [package.metadata.wasm-pack] agree on wasm-opt and the glue", () => {
+    const meta = readCargoWasmPack();
+    assert.ok(meta, "Cargo.toml has [package.metadata.wasm-pack]");
+    const release = meta.profile?.release;
+    assert.deepEqual(release?.["wasm-opt"], config.build["wasm-opt"], "the wasm-opt passes");
+    assert.equal(release?.["wasm-bindgen"]?.["debug-js-glue"], false, "release glue, as wasm-bindgen builds it here");
+    assert.equal(release?.["wasm-bindgen"]?.["dwarf-debug-info"], false);
+    // wasm-pack keeps names unless told; the build strips them (remove-name-section).
+    assert.equal(release?.["wasm-bindgen"]?.["demangle-name-section"], !config.build["remove-name-section"]);
+  });
+
+  await g.check("every output's features and the profile exist in Cargo.toml", () => {
+    const { features = {}, profile = {} } = parseToml(cargo, { file: "Cargo.toml", only: (t) => t === "features" || t.startsWith("profile.") });
+    for (const { name, features: fs } of config.output) {
+      for (const f of fs) assert.ok(Array.isArray(features[f]), `${name}: Cargo.toml [features] has no \`${f}\``);
+    }
+    assert.ok(profile[config.build.profile], `Cargo.toml has [profile.${config.build.profile}]`);
+    assert.equal(profile[config.build.profile].panic, "abort", "the Wasm profile aborts on panic");
+    // The outputs partition the boundary: no feature is in two outputs.
+    const all = config.output.flatMap((o) => o.features);
+    assert.equal(new Set(all).size, all.length, "a feature in two outputs");
+  });
+
+  await g.check("the built package holds one .wasm and one glue per output, nothing else", () => {
+    for (const { name } of config.output) {
+      for (const f of [`${name}_bg.wasm`, `${name}.js`, `${name}.d.ts`]) assert.ok(existsSync(join(pkgDir, f)), `${f} is missing`);
+    }
+    const wasm = readFileSync(join(pkgDir, "package.json"), "utf8").match(/[\w]+_bg\.wasm/g);
+    assert.deepEqual([...new Set(wasm)].sort(), config.output.map((o) => `${o.name}_bg.wasm`).sort());
+  });
+
+  await g.check("the TOML reader refuses what it does not understand (a wrong build is never guessed)", () => {
+    assert.throws(() => parseToml("[build]\nx = { a = 1 }\n"), /unsupported value/);
+    assert.throws(() => parseToml("[build]\njust words\n"), /expected `key = value`/);
+    assert.deepEqual(parseToml('[a]\nx = ["1", # c\n  "2,3"]\n[[o]]\nn = 1\n[[o]]\nn = 2\n'), { a: { x: ["1", "2,3"] }, o: [{ n: 1 }, { n: 2 }] });
+  });
+}
