@@ -170,6 +170,68 @@ export function isStreamStalled(e) {
   return e != null && e[BRAND] === "StreamStalled";
 }
 
+// ─── Errors of retry, hedge and the concurrency limiter ─────────────────────
+//
+// Thrown by js/retry.js, js/hedge.js and js/little.js, which re-export them;
+// they live here with the others so that every brand guard sits in one place.
+
+/**
+ * No further attempt will be made. `reason` says why (the core's stop codes,
+ * plus "deadline" and "aborted" when a signal ended the loop); `attempts`
+ * holds every attempt's outcome, oldest first; `cause` is the last error.
+ */
+export class RetryFailed extends Error {
+  constructor(reason, message, attempts, options) {
+    super(message, options);
+    brand(this, "RetryFailed");
+    this.reason = reason;
+    this.attempts = attempts;
+  }
+}
+
+/** One attempt reached its own timeout (the retry may go on while the deadline has time). */
+export class AttemptTimeout extends Error {
+  /**
+   * @param {number} attempt the attempt's number, from 1
+   * @param {number} timeoutMs the timeout it was given
+   */
+  constructor(attempt, timeoutMs, options) {
+    super(`attempt ${attempt} timed out after ${ms(timeoutMs)} ms`, options);
+    brand(this, "AttemptTimeout");
+    this.attempt = attempt;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */
+export class Overloaded extends Error {
+  /**
+   * @param {number} limit the limiter's number of slots
+   * @param {number} inFlight calls running when this one was shed
+   */
+  constructor(limit, inFlight, options) {
+    super(`overloaded: all ${limit} slots are in use (${inFlight} calls in flight), so the call was shed instead of queued`, options);
+    brand(this, "Overloaded");
+    this.limit = limit;
+    this.inFlight = inFlight;
+  }
+}
+
+/** @returns {e is RetryFailed} brand check: works across package copies and workerd's clones */
+export function isRetryFailed(e) {
+  return e != null && e[BRAND] === "RetryFailed";
+}
+
+/** @returns {e is AttemptTimeout} brand check: works across package copies and workerd's clones */
+export function isAttemptTimeout(e) {
+  return e != null && e[BRAND] === "AttemptTimeout";
+}
+
+/** @returns {e is Overloaded} brand check: works across package copies and workerd's clones */
+export function isOverloaded(e) {
+  return e != null && e[BRAND] === "Overloaded";
+}
+
 // ─── The Deadline's brand ────────────────────────────────────────────────────
 //
 // Checking "is this a Deadline" with `instanceof` would refuse a deadline made

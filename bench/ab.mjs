@@ -1,0 +1,82 @@
+// Two builds of the package in one process, timed in alternating rounds, for
+// the per-call paths a boundary change can slow down: a skipped plan step,
+// `retry()` whose first attempt succeeds, and `plan()` itself.
+//   node bench/ab.mjs BEFORE_DIR [AFTER_DIR]     deno run -A bench/ab.mjs BEFORE_DIR [AFTER_DIR]
+// AFTER_DIR defaults to pkg/. Copy a build aside first (`cp -a pkg /tmp/pkg-before`).
+// Why alternating rounds: on a shared machine a plain run moves by 2–3×
+// between runs; load hits both builds alike when their rounds interleave.
+// Prints the median ns/op of each build per case, and the median of the
+// per-round differences (after − before).
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [beforeDir, afterDir = "pkg"] = typeof Deno !== "undefined" ? Deno.args : process.argv.slice(2);
+if (!beforeDir) throw new Error("usage: bench/ab.mjs BEFORE_DIR [AFTER_DIR]");
+const entry = typeof Deno !== "undefined" ? "index.js" : "node.js";
+
+async function load(dir) {
+  const lib = await import(pathToFileURL(resolve(dir, entry)).href);
+  await lib.init();
+  return lib;
+}
+
+const sync = () => 1;
+const RUNS_PER_PLAN = 1_000;
+
+/** The cases of one build: each an async function of `n` iterations. */
+function cases(lib) {
+  const tight = lib.Deadline.in(1e9);
+  const skipping = [
+    { name: "enrich", minMs: 2e9, kind: "optional" },
+    { name: "respond", minMs: 10, kind: "fallback" },
+  ];
+  const steps = [
+    { name: "retrieve", minMs: 10, preferredMs: 2_000, kind: "mandatory" },
+    { name: "rerank", minMs: 30, preferredMs: 500, kind: "optional" },
+    { name: "respond", minMs: 200, kind: "fallback" },
+  ];
+  const deadline = lib.Deadline.in(1e9);
+  return {
+    "p.run of a skipped optional step": async (n) => {
+      let p;
+      for (let i = 0; i < n; i++) {
+        if (i % RUNS_PER_PLAN === 0) p = lib.plan(tight, skipping);
+        await p.run("enrich", sync);
+      }
+    },
+    "retry(fn resolving at once, { deadline })": async (n) => {
+      for (let i = 0; i < n; i++) await lib.retry(sync, { deadline, seed: 1 });
+    },
+    "plan(deadline, 3 steps)": async (n) => {
+      for (let i = 0; i < n; i++) lib.plan(deadline, steps);
+    },
+  };
+}
+
+const median = (v) => v.slice().sort((p, q) => p - q)[v.length >> 1];
+
+async function time(fn, n) {
+  const t0 = performance.now();
+  await fn(n);
+  return ((performance.now() - t0) * 1e6) / n;
+}
+
+const a = cases(await load(beforeDir));
+const b = cases(await load(afterDir));
+const ROUNDS = 15;
+const N = 20_000;
+const rows = [];
+for (const name of Object.keys(a)) {
+  const ta = [];
+  const tb = [];
+  for (let r = -1; r < ROUNDS; r++) {
+    const x = await time(a[name], N);
+    const y = await time(b[name], N);
+    if (r >= 0) ta.push(x), tb.push(y);
+  }
+  rows.push([name, median(ta), median(tb), median(tb.map((y, i) => y - ta[i]))]);
+}
+const runtime = typeof Deno !== "undefined" ? "deno" : "node";
+console.log(`| case (ns/op, ${runtime}, medians of ${ROUNDS} alternating rounds) | before | after | after − before |`);
+console.log("|---|---:|---:|---:|");
+for (const [name, x, y, d] of rows) console.log(`| ${name} | ${x.toFixed(0)} | ${y.toFixed(0)} | ${d.toFixed(0)} |`);
