@@ -1,59 +1,82 @@
-// Before/after of the deadline and stall hot paths, two builds of the package
-// in ONE process, rounds alternating between them (on a shared, loaded
-// machine two separate runs differ by more than a change does):
-//   node bench/ab.mjs <before-pkg-dir> [after-pkg-dir = pkg]
-//   deno run -A bench/ab.mjs <before-pkg-dir> [after-pkg-dir]
-// A package dir is what scripts/build.mjs writes (pkg/): build the base
-// commit, copy its pkg/ aside, build the change. Prints a Markdown table of
-// medians (ns per call; per chunk for the stream row).
-const isDeno = typeof Deno !== "undefined";
-const args = isDeno ? Deno.args : process.argv.slice(2);
-const root = new URL("../", import.meta.url);
-const dirs = { before: new URL(args[0].replace(/\/?$/, "/"), `file://${isDeno ? Deno.cwd() : process.cwd()}/`), after: new URL((args[1] ?? "pkg").replace(/\/?$/, "/"), root) };
-const read = isDeno ? (u) => Deno.readFile(u) : async (u) => (await import("node:fs/promises")).readFile(u);
-const libs = {};
-for (const [k, d] of Object.entries(dirs)) {
-  const lib = await import(new URL("index.js", d).href);
-  await lib.init(await read(new URL("edge_deadline_bg.wasm", d)));
-  libs[k] = { lib, dl: await import(new URL("deadline.js", d).href) };
+// Two builds of the package in one process, timed in alternating rounds, for
+// the per-call paths a boundary change can slow down: a skipped plan step,
+// `retry()` whose first attempt succeeds, and `plan()` itself.
+//   node bench/ab.mjs BEFORE_DIR [AFTER_DIR]     deno run -A bench/ab.mjs BEFORE_DIR [AFTER_DIR]
+// AFTER_DIR defaults to pkg/. Copy a build aside first (`cp -a pkg /tmp/pkg-before`).
+// Why alternating rounds: on a shared machine a plain run moves by 2–3×
+// between runs; load hits both builds alike when their rounds interleave.
+// Prints the median ns/op of each build per case, and the median of the
+// per-round differences (after − before).
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [beforeDir, afterDir = "pkg"] = typeof Deno !== "undefined" ? Deno.args : process.argv.slice(2);
+if (!beforeDir) throw new Error("usage: bench/ab.mjs BEFORE_DIR [AFTER_DIR]");
+const entry = typeof Deno !== "undefined" ? "index.js" : "node.js";
+
+async function load(dir) {
+  const lib = await import(pathToFileURL(resolve(dir, entry)).href);
+  await lib.init();
+  return lib;
 }
-const noop = () => {};
-const N = 200_000;
-const CHUNKS = 100_000;
+
+const sync = () => 1;
+const RUNS_PER_PLAN = 1_000;
+
+/** The cases of one build: each an async function of `n` iterations. */
+function cases(lib) {
+  const tight = lib.Deadline.in(1e9);
+  const skipping = [
+    { name: "enrich", minMs: 2e9, kind: "optional" },
+    { name: "respond", minMs: 10, kind: "fallback" },
+  ];
+  const steps = [
+    { name: "retrieve", minMs: 10, preferredMs: 2_000, kind: "mandatory" },
+    { name: "rerank", minMs: 30, preferredMs: 500, kind: "optional" },
+    { name: "respond", minMs: 200, kind: "fallback" },
+  ];
+  const deadline = lib.Deadline.in(1e9);
+  return {
+    "p.run of a skipped optional step": async (n) => {
+      let p;
+      for (let i = 0; i < n; i++) {
+        if (i % RUNS_PER_PLAN === 0) p = lib.plan(tight, skipping);
+        await p.run("enrich", sync);
+      }
+    },
+    "retry(fn resolving at once, { deadline })": async (n) => {
+      for (let i = 0; i < n; i++) await lib.retry(sync, { deadline, seed: 1 });
+    },
+    "plan(deadline, 3 steps)": async (n) => {
+      for (let i = 0; i < n; i++) lib.plan(deadline, steps);
+    },
+  };
+}
+
+const median = (v) => v.slice().sort((p, q) => p - q)[v.length >> 1];
+
+async function time(fn, n) {
+  const t0 = performance.now();
+  await fn(n);
+  return ((performance.now() - t0) * 1e6) / n;
+}
+
+const a = cases(await load(beforeDir));
+const b = cases(await load(afterDir));
 const ROUNDS = 15;
-const cases = {
-  "Deadline.in(10_000).signal() + dispose": ({ lib }) => { for (let i = 0; i < N; i++) { const d = lib.Deadline.in(10_000); d.signal(); d.dispose(); } },
-  "root.reserve(100).signal() + dispose": (_, root) => { for (let i = 0; i < N; i++) { const d = root.reserve(100); d.signal(); d.dispose(); } },
-  "Deadline.in(10_000, { signal: parent }).signal() + dispose": ({ lib }, root, parent) => { for (let i = 0; i < N; i++) { const d = lib.Deadline.in(10_000, { signal: parent }); d.signal(); d.dispose(); } },
-  "plan step's signal: AbortController + .signal + watch + unwatch": ({ dl }, root) => { for (let i = 0; i < N; i++) { const c = new AbortController(); c.signal; dl.unwatch(dl.watch(root, performance.now() + 2_000, noop, noop)); } },
-  "remaining()": (_, root) => { let s = 0; for (let i = 0; i < N; i++) s += root.remaining(); return s; },
-};
-const CHUNK = new TextEncoder().encode("data: 01234567\n\n");
-async function stream({ lib }) {
-  let i = 0;
-  const src = new ReadableStream({ pull(c) { if (i === CHUNKS) return c.close(); c.enqueue(CHUNK.subarray(0)); i++; } });
-  const r = lib.withStallTimeout(src, { firstChunkMs: 60_000, stallMs: 60_000 }).getReader();
-  for (;;) if ((await r.read()).done) break;
-}
-const results = {};
-const record = (name, k, ns) => ((results[name] ??= { before: [], after: [] })[k]).push(ns);
-for (let round = 0; round < ROUNDS; round++) {
-  for (const k of round % 2 ? ["before", "after"] : ["after", "before"]) {
-    const root = libs[k].lib.Deadline.in(60_000);
-    root.signal();
-    const parent = new AbortController().signal;
-    for (const [name, fn] of Object.entries(cases)) {
-      const t = performance.now();
-      fn(libs[k], root, parent);
-      record(name, k, ((performance.now() - t) * 1e6) / N);
-    }
-    const t = performance.now();
-    await stream(libs[k]);
-    record("withStallTimeout, per chunk", k, ((performance.now() - t) * 1e6) / CHUNKS);
-    root.dispose();
+const N = 20_000;
+const rows = [];
+for (const name of Object.keys(a)) {
+  const ta = [];
+  const tb = [];
+  for (let r = -1; r < ROUNDS; r++) {
+    const x = await time(a[name], N);
+    const y = await time(b[name], N);
+    if (r >= 0) ta.push(x), tb.push(y);
   }
+  rows.push([name, median(ta), median(tb), median(tb.map((y, i) => y - ta[i]))]);
 }
-const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
-console.log(`| ${isDeno ? `deno ${Deno.version.deno}` : `node ${process.version}`}, ns (median of ${ROUNDS}) | before | after |`);
-console.log("|---|---:|---:|");
-for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${median(r.before).toFixed(1)} | ${median(r.after).toFixed(1)} |`);
+const runtime = typeof Deno !== "undefined" ? "deno" : "node";
+console.log(`| case (ns/op, ${runtime}, medians of ${ROUNDS} alternating rounds) | before | after | after − before |`);
+console.log("|---|---:|---:|---:|");
+for (const [name, x, y, d] of rows) console.log(`| ${name} | ${x.toFixed(0)} | ${y.toFixed(0)} | ${d.toFixed(0)} |`);

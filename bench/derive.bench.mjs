@@ -18,12 +18,11 @@
 // comparison under the same load. BENCH_SKIP_CLI=1 skips it.
 import * as hdr from "hdr-histogram-js";
 import tdigest from "tdigest";
-import { nsPerOp, runtimeName } from "./harness.mjs";
+import { loadPackage, nsPerOp, runtimeName } from "./harness.mjs";
 import { seed003Samples } from "../tests/support/seed003.mjs";
 
 const isDeno = typeof Deno !== "undefined";
-const lib = await import(isDeno ? "../pkg/index.js" : "../pkg/node.js");
-await lib.init();
+const lib = await loadPackage();
 
 const N = 1_000_000;
 const QS = [0.5, 0.9, 0.99, 0.999];

@@ -1,5 +1,6 @@
 // Shared benchmark helpers. Runs unchanged in Node, Deno and workerd: no
-// runtime-specific APIs.
+// runtime-specific APIs (loadPackage, which reads the environment, is called
+// only by the Node and Deno scripts).
 
 /** Median ns/op of `fn` called `n` times per round, over `rounds` rounds after a warm-up round. */
 export function nsPerOp(fn, { n = 100_000, rounds = 7 } = {}) {
@@ -64,3 +65,60 @@ export const runtimeName = () =>
     : typeof Deno !== "undefined"
       ? `deno ${Deno.version.deno}`
       : `node ${process.version}`;
+
+/**
+ * The package a bench measures, as its users import it: every entry point its
+ * package.json exports ("." and subpaths such as "./derive"), each as the
+ * runtime's condition resolves it, of pkg/ or of the directory named by
+ * BENCH_PKG (`node bench/run.mjs --before DIR` measures an older build that
+ * way). Resolves `{ ...entries, __core, __watch, __pending, __instantiateMs }`
+ * with every entry's init() done (__instantiateMs: how long those took).
+ *
+ * The `__` members are internals that only the "design:" rows use (raw Wasm
+ * exports, js/deadline.js's cap-timer queue, js/keepalive.js's promise): a
+ * package whose internal modules differ leaves them empty and those rows
+ * out, so one bench runs against both the old and the new layout.
+ */
+export async function loadPackage() {
+  const isDeno = typeof Deno !== "undefined";
+  const env = isDeno ? Deno.env.get("BENCH_PKG") : globalThis.process.env.BENCH_PKG;
+  const base = env ? new URL(`file://${env.replace(/\/?$/, "/")}`) : new URL("../pkg/", import.meta.url);
+  const manifest = JSON.parse(await (isDeno ? Deno.readTextFile(new URL("package.json", base)) : (await import("node:fs/promises")).readFile(new URL("package.json", base), "utf8")));
+  const libs = await Promise.all(entryFiles(manifest, isDeno ? "deno" : "node").map((f) => import(new URL(f, base).href)));
+  const t0 = performance.now();
+  await merged(libs).init();
+  const instantiateMs = performance.now() - t0;
+  const internal = (file) => import(new URL(file, base).href).catch(() => ({}));
+  const [core, deadline, keepalive] = await Promise.all(["edge_deadline.js", "deadline.js", "keepalive.js"].map(internal));
+  return { ...withInternals(merged(libs), core, deadline, keepalive), __instantiateMs: instantiateMs };
+}
+
+/** The JS files a package's `exports` gives `condition` (node, deno, workerd, browser), one per entry point. */
+export function entryFiles(manifest, condition) {
+  const pick = (target) => {
+    if (typeof target === "string") return target;
+    if (!target || typeof target !== "object") return undefined;
+    for (const key of [condition, "default"]) if (key in target) return pick(target[key]);
+    return undefined;
+  };
+  return Object.entries(manifest.exports ?? { ".": manifest.main })
+    .map(([key, target]) => (key === "." || !/\.\w+$/.test(key) ? pick(target) : undefined))
+    .filter((f) => typeof f === "string" && f.endsWith(".js"))
+    .map((f) => f.replace(/^\.\//, ""));
+}
+
+/** The entry points' exports as one object (the names do not clash); `init` runs every entry's own. */
+export function merged(libs) {
+  const out = {};
+  for (const lib of libs) for (const [k, v] of Object.entries(lib)) if (!(k in out)) out[k] = v;
+  out.init = async () => {
+    for (const lib of libs) if (typeof lib.init === "function") await lib.init();
+  };
+  return out;
+}
+
+/** The entry's exports plus the internals the "design:" rows use, where the package has them. */
+export function withInternals(lib, core = {}, deadline = {}, keepalive = {}) {
+  const watch = typeof deadline.watch === "function" && typeof deadline.unwatch === "function" ? { watch: deadline.watch, unwatch: deadline.unwatch } : undefined;
+  return { ...lib, __core: core, __watch: watch, __pending: typeof keepalive.pending === "function" ? keepalive.pending : undefined };
+}

@@ -6,7 +6,7 @@
 // busy by back-to-back CPU tasks of 1 ms and 5 ms (a server handling other
 // requests), in Node, Deno, workerd (bench/run.mjs) and Chromium
 // (`node bench/run.mjs lateness` runs all four). Figures: BENCHMARKS.md.
-import { runtimeName } from "./harness.mjs";
+import { loadPackage, runtimeName } from "./harness.mjs";
 
 const isWorkerd = globalThis.navigator?.userAgent === "Cloudflare-Workers";
 export const inChromium = true;
@@ -85,8 +85,6 @@ export async function run(lib) {
 // Node and Deno run the bench as a script; workerd and Chromium import run()
 // (bench/run.mjs), and workerd refuses a top-level await.
 async function main() {
-  const lib = await import(typeof Deno !== "undefined" ? "../pkg/index.js" : "../pkg/node.js");
-  await lib.init();
-  console.log(JSON.stringify(await run(lib)));
+  console.log(JSON.stringify(await run(await loadPackage())));
 }
 if (!isWorkerd && typeof window === "undefined") main();

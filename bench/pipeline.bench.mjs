@@ -8,8 +8,7 @@
 // is a host cost every per-step signal pays, so it is measured on its own
 // ("signal floor") and subtracted: what is left is the plan's bookkeeping
 // (name lookup, clock, one Wasm decision, the trace record).
-import { pending } from "../pkg/keepalive.js";
-import { nsPerOp, nsPerOpAsync, runtimeName } from "./harness.mjs";
+import { loadPackage, nsPerOp, nsPerOpAsync, runtimeName } from "./harness.mjs";
 
 const isWorkerd = typeof globalThis.WebSocketPair === "function";
 const noop = () => {};
@@ -79,7 +78,7 @@ export async function run(lib) {
   // AbortController, a cap timer that the deadline's abort also reaches
   // (`watch`: in workerd on the root's queue, elsewhere a host timer), one
   // promise. The bookkeeping row subtracts this from p.run.
-  const { watch, unwatch } = lib.__watch;
+  const { watch, unwatch } = lib.__watch ?? {};
   const stepFloor = () =>
     new Promise((resolve) => {
       const c = new AbortController();
@@ -97,9 +96,11 @@ export async function run(lib) {
   rows["signal floor: AbortController + .signal + setTimeout/clearTimeout + add/removeEventListener + Promise"] = naive.a;
   rows["p.run(step, sync fn): one whole step"] = naive.b;
   rows["p.run − signal floor (paired rounds)"] = naive.diff;
-  const step = await paired(stepFloor, () => fresh().run("retrieve", sync));
-  rows["step signal floor: AbortController + .signal + watch/unwatch + Promise"] = step.a;
-  rows["p.run bookkeeping (p.run − step signal floor, paired rounds)"] = step.diff;
+  if (watch) {
+    const step = await paired(stepFloor, () => fresh().run("retrieve", sync));
+    rows["step signal floor: AbortController + .signal + watch/unwatch + Promise"] = step.a;
+    rows["p.run bookkeeping (p.run − step signal floor, paired rounds)"] = step.diff;
+  }
   rows["p.run − bare await (paired rounds)"] = (await paired(() => sync(), () => fresh().run("retrieve", sync))).diff;
   let log = 0;
   let hp;
@@ -125,28 +126,36 @@ export async function run(lib) {
   // What awaiting p.run, d.step, retry or hedge costs for keeping Node or Deno
   // alive while the work is pending (js/keepalive.js): a Promise subclass whose
   // first `then` refs one shared interval, against a plain promise.
-  rows["design: await of a keep-alive promise − a plain one (paired rounds)"] = (await paired(() => new Promise((r) => r(1)), () => pending((r) => r(1)))).diff;
+  const pending = lib.__pending;
+  if (pending) rows["design: await of a keep-alive promise − a plain one (paired rounds)"] = (await paired(() => new Promise((r) => r(1)), () => pending((r) => r(1)))).diff;
   rows["plan(deadline, 3 steps) (validation in Wasm)"] = nsPerOp(() => plan(deadline, steps), { n: 20_000 });
   const traced = plan(deadline, steps);
   for (let i = 0; i < 3; i++) await traced.run(steps[i].name, sync);
   rows["p.trace() of 3 records (JSON.stringify of the records)"] = nsPerOp(() => traced.trace(), { n: 20_000 });
 
   // The boundary decision (src/wasm/plan.rs): one scalar Wasm call per
-  // decision vs an answer returned as a Float64Array (what a `Plan` class's
-  // `decide` → Float64Array would cost; stallDecide has that shape) and vs
-  // the step crossing as an object through serde (what `p.run` would pay per
-  // step if the hot path took structured data: the cold planRefusal does).
+  // decision vs a skip's reason as one string (planSkipReason) and vs an
+  // answer built as an object through serde (what `p.run` would pay per
+  // step if the hot path took structured data: the rare planRefusal does).
   const at = deadline.at;
-  const info = core.planNew(at, 1_000, steps, undefined).steps[0];
-  rows["design: core.planCap (scalar in, scalar out)"] = nsPerOp(() => core.planCap(false, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
-  rows["design: core.planRefusal (scalars in, a Refusal out through serde)"] = nsPerOp(
-    () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
-    { n: 100_000 },
-  );
-  rows["design: a Wasm call answering a Float64Array(4) (core.stallDecide)"] = nsPerOp(
-    () => core.stallDecide(1_000, 1_000, at, 0, undefined, 0, 0, 1_000),
-    { n: 1_000_000 },
-  );
+  // Raw exports of the build being measured: rows left out where it has none of that name.
+  const has = (...names) => names.every((n) => typeof core?.[n] === "function");
+  if (has("planNew", "planCap", "planRefusal", "planSkipReason")) {
+    const info = core.planNew(at, 1_000, steps, undefined).steps[0];
+    rows["design: core.planCap (scalar in, scalar out)"] = nsPerOp(() => core.planCap(false, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
+    rows["design: core.planRefusal (scalars in, a Refusal out through serde)"] = nsPerOp(
+      () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
+      { n: 100_000 },
+    );
+    rows["design: core.planSkipReason (scalars in, one string out: a skip)"] = nsPerOp(
+      () => core.planSkipReason(info.minMs, info.preferredMs, info.heldAfterMs, at, at),
+      { n: 100_000 },
+    );
+  }
+  if (has("planDecide")) rows["design: core.planDecide (scalar in, scalar out)"] = nsPerOp(() => core.planDecide(1, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
+  if (has("stallDecide")) {
+    rows["design: a Wasm call answering a Float64Array(4) (core.stallDecide)"] = nsPerOp(() => core.stallDecide(1_000, 1_000, at, 0, undefined, 0, 0, 1_000), { n: 1_000_000 });
+  }
   rows["design: performance.now()"] = nsPerOp(() => performance.now(), { n: 1_000_000 });
 
   // ---- headers --------------------------------------------------------------------
@@ -179,10 +188,6 @@ export async function run(lib) {
 // Node and Deno run the bench as a script; workerd imports run() (bench/run.mjs),
 // and refuses modules with a top-level await, hence no await at this level.
 async function main() {
-  const lib = await import(typeof Deno !== "undefined" ? "../pkg/index.js" : "../pkg/node.js");
-  const core = await import("../pkg/edge_deadline.js");
-  const { watch, unwatch } = await import("../pkg/deadline.js");
-  await lib.init();
-  console.log(JSON.stringify(await run({ ...lib, __core: core, __watch: { watch, unwatch } })));
+  console.log(JSON.stringify(await run(await loadPackage())));
 }
 if (!isWorkerd) main();

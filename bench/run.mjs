@@ -10,21 +10,44 @@
 // 10 000-timeout quota, are its own); a row measured in several requests is
 // reported as the mean of its samples less the lowest and the highest. One that also exports `inChromium = true` runs
 // in headless Chromium too (pkg/ served locally), as `run(lib)`.
+//
+// Before and after, in one run: `node bench/run.mjs --before DIR [bench…]`
+// measures the package built in DIR (an older commit's `node scripts/build.mjs`
+// output, copied out of the repository) and pkg/ (or `--after DIR`) with every
+// bench, in every runtime, one after the other, and prints their columns side
+// by side with the change, plus both packages' sizes. `--repeat N` runs each
+// side N times, alternating which goes first, and reports each row's median
+// (of two: the mean). Benches import only the package's entry point (see
+// loadPackage in bench/harness.mjs), so they run against either layout.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname, join, relative } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { gzipSync } from "node:zlib";
 import { workerdConfig } from "../scripts/workerd-config.mjs";
+import { entryFiles } from "./harness.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const deno = join(root, "node_modules/@deno/linux-x64-glibc/deno");
-const only = process.argv.slice(2);
+const { values: flags, positionals: only } = parseArgs({
+  allowPositionals: true,
+  options: { before: { type: "string" }, after: { type: "string" }, repeat: { type: "string", default: "1" } },
+});
+// The packages measured: [label, directory]; one unlabelled without --before.
+const packages = flags.before
+  ? [["before", resolve(flags.before)], ["after", resolve(flags.after ?? join(root, "pkg"))]]
+  : [["", resolve(flags.after ?? join(root, "pkg"))]];
+for (const [label, dir] of packages) {
+  if (!existsSync(join(dir, "edge_deadline_bg.wasm"))) throw new Error(`${label || "pkg"}: no package in ${dir} (build one with \`node scripts/build.mjs\`)`);
+}
+const repeat = Number(flags.repeat);
 const runtimes = [
   ["node", (file) => [process.execPath, [file]]],
   ["deno", (file) => [deno, ["run", "-A", file]]],
   ["workerd", null],
-].filter(([name]) => !process.env.BENCH_RUNTIMES || process.env.BENCH_RUNTIMES.split(",").includes(name)); // e.g. BENCH_RUNTIMES=workerd
+].filter(([name]) => !process.env.BENCH_RUNTIMES || process.env.BENCH_RUNTIMES.split(",").includes(name)); // e.g. BENCH_RUNTIMES=workerd (chromium: the benches that run there)
 
 function freePort() {
   return new Promise((resolve) => {
@@ -42,29 +65,38 @@ async function sequential(thunks) {
   return out;
 }
 
-/** Serves `bench/<file>`'s run(lib) from a workerd with pkg/ embedded; resolves its JSON. */
-async function inWorkerd(file) {
+/** Serves `bench/<file>`'s run(lib) from a workerd with the package in `pkgDir` embedded (as pkg/); resolves its JSON. */
+async function inWorkerd(file, pkgDir) {
   const out = join(root, "test-output", "bench-workerd");
   mkdirSync(out, { recursive: true });
   const entry = join(out, "entry.mjs");
+  const files = readdirSync(pkgDir).filter((f) => /\.(js|wasm)$/.test(f));
+  const entries = entryFiles(JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")), "workerd");
+  // The internals the "design:" rows use, where this package has those modules (bench/harness.mjs, withInternals).
+  const internal = (f, as) => (files.includes(f) ? `import * as ${as} from "../pkg/${f}";` : `const ${as} = {};`);
   writeFileSync(
     entry,
-    `import * as lib from "../pkg/workerd.js";
-import * as core from "../pkg/edge_deadline.js";
-import { watch, unwatch } from "../pkg/deadline.js";
+    `${entries.map((f, i) => `import * as entry${i} from "../pkg/${f}";`).join("\n")}
+${internal("edge_deadline.js", "core")}
+${internal("deadline.js", "deadline")}
+${internal("keepalive.js", "keepalive")}
+import { merged, withInternals } from "./harness.mjs";
 import { run } from "./${file}";
+const lib = merged([${entries.map((_, i) => `entry${i}`).join(", ")}]);
 export default {
   async fetch(request) {
     await lib.init();
     const params = JSON.parse(new URL(request.url).searchParams.get("p") ?? "{}");
-    return Response.json(await run({ ...lib, __core: core, __watch: { watch, unwatch } }, params));
+    return Response.json(await run(withInternals(lib, core, deadline, keepalive), params));
   },
 };
 `,
   );
-  const listed = (dir, re) => readdirSync(join(root, dir)).filter((f) => re.test(f)).map((f) => join(dir, f));
-  const modules = [["bench/__entry.mjs", entry], ...["bench/harness.mjs", `bench/${file}`, ...listed("pkg", /\.(js|wasm)$/)].map((f) => [f, join(root, f)])]
-    .map(([name, path]) => ({ name, path: relative(out, path) }));
+  const modules = [
+    ["bench/__entry.mjs", entry],
+    ...["bench/harness.mjs", `bench/${file}`].map((f) => [f, join(root, f)]),
+    ...files.map((f) => [`pkg/${f}`, join(pkgDir, f)]),
+  ].map(([name, path]) => ({ name, path: relative(out, path) }));
   const port = await freePort();
   const config = join(out, "workerd.capnp");
   writeFileSync(config, workerdConfig({ port, modules, compatibilityDate: "2026-11-24" }));
@@ -108,14 +140,14 @@ export default {
   }
 }
 
-/** Runs `bench/<file>`'s run(lib) in headless Chromium (pkg/ served from 127.0.0.1); resolves its JSON. */
-async function inChromium(file) {
+/** Runs `bench/<file>`'s run(lib) in headless Chromium (the package in `pkgDir` served as /pkg/ from 127.0.0.1); resolves its JSON. */
+async function inChromium(file, pkgDir) {
   const { chromium } = await import("playwright-core");
   const { serveStatic } = await import("../scripts/static-server.mjs");
   const { mkdtempSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const blank = (req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title>");
-  const server = await serveStatic(root, { routes: { "/blank": blank } });
+  const server = await serveStatic(root, { routes: { "/blank": blank }, mounts: { "/pkg/": pkgDir } });
   const profile = mkdtempSync(join(tmpdir(), "edge-deadline-bench-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
@@ -126,14 +158,123 @@ async function inChromium(file) {
   try {
     const page = await context.newPage();
     await page.goto(`${server.url}blank`);
-    return await page.evaluate(async (f) => {
-      const lib = await import("/pkg/index.js");
-      await lib.init();
-      return (await import(`/bench/${f}`)).run(lib);
-    }, file);
+    const entries = entryFiles(JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")), "browser");
+    return await page.evaluate(
+      async ([f, entries]) => {
+        const { merged } = await import("/bench/harness.mjs");
+        const lib = merged(await Promise.all(entries.map((e) => import(`/pkg/${e}`))));
+        await lib.init();
+        return (await import(`/bench/${f}`)).run(lib);
+      },
+      [file, entries],
+    );
   } finally {
     await context.close();
     await server.close();
+  }
+}
+
+/** gzip -9 size of `file` in `dir`. */
+const gz = (dir, file) => gzipSync(readFileSync(join(dir, file)), { level: 9 }).length;
+
+/** The package's own modules that `entry` loads: the closure of its static relative imports. */
+function loaded(dir, entry) {
+  const seen = new Set();
+  const visit = (f) => {
+    if (seen.has(f) || !existsSync(join(dir, f))) return;
+    seen.add(f);
+    const text = readFileSync(join(dir, f), "utf8");
+    for (const m of text.matchAll(/^\s*(?:import|export)\b[^;'"]*?from\s*["']\.\/([^"']+\.js)["']|^\s*import\s*["']\.\/([^"']+\.js)["']/gm)) visit(m[1] ?? m[2]);
+  };
+  visit(entry);
+  return [...seen];
+}
+
+/** Sizes in bytes: each .wasm (raw, gzip -9), and the JS (gzip -9) each Node entry point loads, and all of it. */
+function sizes(dir) {
+  const files = readdirSync(dir);
+  const sum = (list) => list.reduce((n, f) => n + gz(dir, f), 0);
+  const out = {};
+  for (const f of files.filter((f) => f.endsWith(".wasm"))) {
+    out[`${f} (bytes)`] = readFileSync(join(dir, f)).length;
+    out[`${f} (gzip -9)`] = gz(dir, f);
+  }
+  const entries = entryFiles(JSON.parse(readFileSync(join(dir, "package.json"), "utf8")), "node");
+  for (const e of entries) out[`JS that ${e} loads (it and its imports, gzip -9)`] = sum(loaded(dir, e));
+  out["all JS in the package (gzip -9)"] = sum(files.filter((f) => f.endsWith(".js")));
+  return out;
+}
+
+/** One bench in one runtime against one package: its JSON, or null where the bench does not run there. */
+async function once(file, path, runtime, pkgDir, label) {
+  const [name, cmd] = runtime;
+  if (name === "chromium") return inChromium(file, pkgDir);
+  if (!cmd) return /^export (async )?function run\(/m.test(readFileSync(path, "utf8")) ? inWorkerd(file, pkgDir) : null;
+  const [exe, args] = cmd(path);
+  // The CLI (derive bench) is not in the package: measured once, with the current build.
+  const env = { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1", BENCH_PKG: pkgDir, ...(label === "before" ? { BENCH_SKIP_CLI: "1" } : {}) };
+  const out = execFileSync(exe, args, { cwd: root, env, encoding: "utf8" });
+  return JSON.parse(out.trim().split("\n").pop());
+}
+
+/** The median of `xs` (of an even count, the mean of the middle two); undefined for none. */
+function median(xs) {
+  const s = xs.filter((x) => typeof x === "number").sort((a, b) => a - b);
+  if (!s.length) return undefined;
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/**
+ * The samples of one bench, runtime and package as one: each row's median, and
+ * so for every other figure made only of numbers (ratios, lateness, first
+ * calls; nested ones flattened); anything else from the first sample.
+ */
+function merge(samples) {
+  const out = { ...samples[0] };
+  for (const key of Object.keys(out)) {
+    if (key === "runtime") continue;
+    const maps = samples.map((r) => numbers(r[key]));
+    if (maps.some((m) => m === null)) continue;
+    const labels = new Set(maps.flatMap((m) => Object.keys(m)));
+    out[key] = Object.fromEntries([...labels].map((label) => [label, median(maps.map((m) => m[label]))]).filter(([, v]) => v !== undefined));
+  }
+  return out;
+}
+
+const fmt = (x) => (typeof x === "number" ? x.toFixed(1) : "–");
+const change = (b, a) => (typeof a === "number" && typeof b === "number" && b > 0 ? `${a >= b ? "+" : "−"}${Math.abs(((a - b) / b) * 100).toFixed(0)} %` : "–");
+
+/** `{ a: 1, b: { c: 2 } }` → `{ a: 1, "b c": 2 }`; null unless every leaf is a number. */
+function numbers(value, prefix = "", out = {}) {
+  if (!value || typeof value !== "object") return null;
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v === "number") out[prefix + k] = v;
+    else if (!numbers(v, `${prefix}${k} `, out)) return null;
+  }
+  return out;
+}
+
+/** A Markdown table of `rows` per column (one runtime: its result per package), before/after/change with --before. */
+function table(unit, columns) {
+  const labels = new Set(columns.flatMap((c) => c.flatMap((r) => Object.keys(r.rows))));
+  if (!labels.size) return;
+  const heads = columns.flatMap((c) => (flags.before ? [`${c[0].runtime} before`, "after", "change"] : [`${c[0].runtime} ${unit}`]));
+  console.log(`\n| case${flags.before ? ` (${unit})` : unit === "ns/op" ? "" : ` (${unit})`} | ${heads.join(" | ")} |`);
+  console.log(`|---|${heads.map(() => "---:").join("|")}|`);
+  for (const label of labels) {
+    const cells = columns.flatMap(([b, a]) => (a ? [fmt(b.rows[label]), fmt(a.rows[label]), change(b.rows[label], a.rows[label])] : [fmt(b.rows[label])]));
+    console.log(`| ${label} | ${cells.join(" | ")} |`);
+  }
+}
+
+if (flags.before) {
+  const [[, beforeDir], [, afterDir]] = packages;
+  const [b, a] = [sizes(beforeDir), sizes(afterDir)];
+  console.log(`\n### package size\n\nbefore: ${beforeDir}\nafter: ${afterDir}\n`);
+  console.log("| | before | after | change |\n|---|---:|---:|---:|");
+  for (const k of new Set([...Object.keys(b), ...Object.keys(a)])) {
+    const diff = k in a && k in b ? `${a[k] - b[k] >= 0 ? "+" : "−"}${Math.abs(a[k] - b[k])} B (${change(b[k], a[k])})` : "–";
+    console.log(`| ${k} | ${b[k] ?? "–"} | ${a[k] ?? "–"} | ${diff} |`);
   }
 }
 
@@ -141,23 +282,41 @@ for (const file of readdirSync(join(root, "bench")).filter((f) => f.endsWith(".b
   const name = file.replace(".bench.mjs", "");
   if (only.length && !only.includes(name)) continue;
   const path = join(root, "bench", file);
-  const results = [];
-  for (const [, cmd] of runtimes) {
-    if (!cmd) {
-      if (/^export (async )?function run\(/m.test(readFileSync(path, "utf8"))) results.push(await inWorkerd(file));
+  const targets = [...runtimes];
+  const chromium = !process.env.BENCH_RUNTIMES || process.env.BENCH_RUNTIMES.split(",").includes("chromium");
+  if (chromium && /^export const inChromium = true/m.test(readFileSync(path, "utf8"))) targets.push(["chromium", null]);
+  // columns[i] = one runtime's merged result per package (in `packages` order).
+  const columns = [];
+  for (const runtime of targets) {
+    const samples = packages.map(() => []);
+    for (let r = 0; r < repeat; r++) {
+      // Alternate which package goes first, so drift over the run hits both alike.
+      const order = packages.map((_, i) => i);
+      if (r % 2) order.reverse();
+      for (const i of order) {
+        const result = await once(file, path, runtime, packages[i][1], packages[i][0]);
+        if (result) samples[i].push(result);
+      }
+    }
+    if (samples[0].length) columns.push(samples.map(merge));
+  }
+  if (!columns.length) continue;
+  console.log(`\n### ${name}`);
+  table("ns/op", columns);
+  const extras = [...new Set(columns.flatMap((c) => c.flatMap((r) => Object.keys(r))))].filter((k) => k !== "runtime" && k !== "rows");
+  for (const k of extras) {
+    const present = columns.filter((c) => c.some((r) => r[k] !== undefined));
+    const values = new Set(present.flatMap((c) => c.map((r) => JSON.stringify(r[k]))));
+    if (values.size === 1 && (present.length > 1 || packages.length > 1)) {
+      console.log(`\n${k}: ${[...values][0]} (the same in every column)`);
       continue;
     }
-    const [exe, args] = cmd(path);
-    const out = execFileSync(exe, args, { cwd: root, env: { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" }, encoding: "utf8" });
-    results.push(JSON.parse(out.trim().split("\n").pop()));
+    // Numbers by label (ratios, timesMs, firstCallUs; nested as lateness is) get a table like the rows'.
+    if (present.every((c) => c.every((r) => numbers(r[k])))) {
+      table(k, present.map((c) => c.map((r) => ({ runtime: r.runtime, rows: numbers(r[k]) }))));
+      continue;
+    }
+    const parts = present.flatMap((c) => c.map((r, i) => `${r.runtime}${packages[i][0] ? ` ${packages[i][0]}` : ""} ${JSON.stringify(r[k])}`));
+    console.log(`\n${k}: ${parts.join("; ")}`);
   }
-  if (/^export const inChromium = true/m.test(readFileSync(path, "utf8"))) results.push(await inChromium(file));
-  console.log(`\n### ${name}\n`);
-  console.log(`| case | ${results.map((r) => `${r.runtime} ns/op`).join(" | ")} |`);
-  console.log(`|---|${results.map(() => "---:").join("|")}|`);
-  for (const label of Object.keys(results[0].rows)) {
-    console.log(`| ${label} | ${results.map((r) => r.rows[label]?.toFixed(1) ?? "–").join(" | ")} |`);
-  }
-  const extras = Object.keys(results[0]).filter((k) => k !== "runtime" && k !== "rows");
-  for (const k of extras) console.log(`\n${k}: ${results.map((r) => `${r.runtime} ${JSON.stringify(r[k])}`).join("; ")}`);
 }

@@ -8,7 +8,7 @@
 // source (filledSource), so the rows differ only in what sits between the
 // source and the consumer. Rounds are interleaved across rows (so
 // drift and GC hit all rows alike); each row reports its median round.
-import { runtimeName } from "./harness.mjs";
+import { loadPackage, runtimeName } from "./harness.mjs";
 
 // workerd (recent compatibility dates) has a `process` global too.
 const isWorkerd = globalThis.navigator?.userAgent === "Cloudflare-Workers";
@@ -224,8 +224,6 @@ export async function run(lib, { lateness: withLateness = true } = {}) {
 // Node and Deno run the bench as a script; workerd imports run() (bench/run.mjs),
 // and refuses modules with a top-level await, hence no await at this level.
 async function main() {
-  const lib = await import(typeof Deno !== "undefined" ? "../pkg/index.js" : "../pkg/node.js");
-  await lib.init();
-  console.log(JSON.stringify(await run(lib)));
+  console.log(JSON.stringify(await run(await loadPackage())));
 }
 if (!isWorkerd) main();

@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { nsPerOp, runtimeName } from "./harness.mjs";
+import { loadPackage, nsPerOp, runtimeName } from "./harness.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "test-output/web-bench");
@@ -20,8 +20,7 @@ if (!isDeno || !existsSync(join(out, "web_bench_bg.wasm"))) {
 }
 const rust = await import(join(out, "web_bench.js"));
 rust.initSync({ module: readFileSync(join(out, "web_bench_bg.wasm")) });
-const lib = await import(isDeno ? "../pkg/index.js" : "../pkg/node.js");
-await lib.init();
+const lib = await loadPackage();
 const { Deadline, withStallTimeout } = lib;
 
 const MS = 10_000;

@@ -38,9 +38,11 @@ import * as core from "./edge_deadline.js";
 import { CODES, DEADLINE_BRAND, DeadlineExceeded, argumentError } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { Child, IS_WORKERD, NODE, child, now, sharedQueue, turnQueue } from "./timers.js";
+import { Child, IS_WORKERD, NODE, now, sharedQueue, turnQueue } from "./timers.js";
 import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
+// @ts-expect-error internal: not in the public caps.d.ts
 import { readPlatformCaps } from "./caps.js";
+// @ts-expect-error internal: not in the public headers.d.ts
 import { readDeadlineHeaders } from "./headers.js";
 
 // `Deadline.in(ms, request.signal)` is what people write first: an AbortSignal
@@ -58,6 +60,7 @@ function parentsFrom(options, where) {
   return [signal];
 }
 
+/** @type {readonly AbortSignal[]} */
 const EMPTY = Object.freeze([]);
 const TOKEN = Symbol("Deadline constructor");
 
@@ -69,12 +72,14 @@ function expire(node) {
 export class Deadline {
   #at;
   #parents;
+  /** @type {Deadline} */
   #root;
   #queue = null; // the root's only: the wake-up queue of the whole family
+  /** @type {import("./timers.js").Child | null} */
   #node = null; // the deadline's child (js/timers.js), made by the first signal()
   #disposed = false;
 
-  /** @private Use `Deadline.in`, `Deadline.at` or a derivation. */
+  /** Internal (the token refuses other callers): use `Deadline.in`, `Deadline.at` or a derivation. */
   constructor(token, at, parents, root) {
     if (token !== TOKEN) {
       throw argumentError("type", CODES.NOT_CONSTRUCTIBLE, undefined, "use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
@@ -125,6 +130,7 @@ export class Deadline {
     if (deadlines.length === 0) {
       throw argumentError("type", CODES.INVALID_TYPE, "deadlines", "Deadline.min needs at least one Deadline");
     }
+    /** @type {any} */
     let best;
     let bestAt = Infinity;
     const parents = new Set();
@@ -212,7 +218,7 @@ export class Deadline {
     return this[NODE]().signal;
   }
 
-  /** @private The deadline's child (js/timers.js `child`): what derived work hangs from. */
+  /** Internal: the deadline's child (js/timers.js `child`): what derived work hangs from. */
   [NODE]() {
     let node = this.#node;
     if (node !== null) return node;

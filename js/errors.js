@@ -48,6 +48,7 @@ export class DeadlineExceeded extends Error {
   /**
    * @param {number} at the deadline instant (ms on the `performance.now()` timeline)
    * @param {number} lateByMs how long after the instant this was observed (≥ 0)
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(at, lateByMs, options) {
     super(
@@ -67,6 +68,7 @@ export class InsufficientBudget extends Error {
   /**
    * @param {number} remainingMs time left when the step asked
    * @param {number} minMs the step's declared minimum
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(remainingMs, minMs, options) {
     super(
@@ -89,6 +91,7 @@ export class StepTimeout extends Error {
   /**
    * @param {string} step the step's name
    * @param {number} capMs the cap it was given
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(step, capMs, options) {
     super(`step '${step}' timed out at its ${ms(capMs)} ms cap; the deadline still has time`, options);
@@ -108,6 +111,7 @@ export class InvalidHeader extends Error {
   /**
    * @param {string} header the header's name, lowercase
    * @param {string} message what is wrong with its value
+   * @param {ErrorOptions} [options] `cause`
    */
   constructor(header, message, options) {
     super(message, options);
@@ -166,6 +170,68 @@ export function isStreamStalled(e) {
   return e != null && e[BRAND] === "StreamStalled";
 }
 
+// ─── Errors of retry, hedge and the concurrency limiter ─────────────────────
+//
+// Thrown by js/retry.js, js/hedge.js and js/little.js, which re-export them;
+// they live here with the others so that every brand guard sits in one place.
+
+/**
+ * No further attempt will be made. `reason` says why (the core's stop codes,
+ * plus "deadline" and "aborted" when a signal ended the loop); `attempts`
+ * holds every attempt's outcome, oldest first; `cause` is the last error.
+ */
+export class RetryFailed extends Error {
+  constructor(reason, message, attempts, options) {
+    super(message, options);
+    brand(this, "RetryFailed");
+    this.reason = reason;
+    this.attempts = attempts;
+  }
+}
+
+/** One attempt reached its own timeout (the retry may go on while the deadline has time). */
+export class AttemptTimeout extends Error {
+  /**
+   * @param {number} attempt the attempt's number, from 1
+   * @param {number} timeoutMs the timeout it was given
+   */
+  constructor(attempt, timeoutMs, options) {
+    super(`attempt ${attempt} timed out after ${ms(timeoutMs)} ms`, options);
+    brand(this, "AttemptTimeout");
+    this.attempt = attempt;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */
+export class Overloaded extends Error {
+  /**
+   * @param {number} limit the limiter's number of slots
+   * @param {number} inFlight calls running when this one was shed
+   */
+  constructor(limit, inFlight, options) {
+    super(`overloaded: all ${limit} slots are in use (${inFlight} calls in flight), so the call was shed instead of queued`, options);
+    brand(this, "Overloaded");
+    this.limit = limit;
+    this.inFlight = inFlight;
+  }
+}
+
+/** @returns {e is RetryFailed} brand check: works across package copies and workerd's clones */
+export function isRetryFailed(e) {
+  return e != null && e[BRAND] === "RetryFailed";
+}
+
+/** @returns {e is AttemptTimeout} brand check: works across package copies and workerd's clones */
+export function isAttemptTimeout(e) {
+  return e != null && e[BRAND] === "AttemptTimeout";
+}
+
+/** @returns {e is Overloaded} brand check: works across package copies and workerd's clones */
+export function isOverloaded(e) {
+  return e != null && e[BRAND] === "Overloaded";
+}
+
 // ─── The Deadline's brand ────────────────────────────────────────────────────
 //
 // Checking "is this a Deadline" with `instanceof` would refuse a deadline made
@@ -211,7 +277,7 @@ const TIMEOUTS = new Set(["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "
  */
 export function isTimeout(error, signal) {
   const seen = new Set();
-  for (let e = error; e != null && typeof e === "object" && !seen.has(e); e = e.cause) {
+  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = e.cause) {
     seen.add(e);
     if (TIMEOUTS.has(e[BRAND]) || e.name === "TimeoutError") return true;
   }
@@ -261,6 +327,7 @@ export const CODES = Object.freeze({
  * @param {string} message
  */
 export function argumentError(kind, code, param, message) {
+  /** @type {(TypeError | RangeError) & { code?: string, param?: string }} */
   const error = kind === "type" ? new TypeError(message) : new RangeError(message);
   error.code = code;
   if (param !== undefined) error.param = param;

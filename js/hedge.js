@@ -15,10 +15,9 @@
 //    outcome; its `reason` is "deadline" only when the deadline ended it.
 
 import * as core from "./edge_deadline.js";
-import { isDeadlineExceeded } from "./errors.js";
+import { isDeadlineExceeded, RetryFailed } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { RetryFailed } from "./retry.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 

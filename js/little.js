@@ -25,28 +25,11 @@
 //    (`options.ratePerSec`, `options.limit`, `fn`).
 
 import * as core from "./edge_deadline_derive.js";
-import { brand } from "./errors.js";
+import { Overloaded } from "./errors.js";
 import { isReady, notReady } from "./derive-load.js";
 import { number, obj, typeError } from "./validate.js";
 
-/** Every slot of a ConcurrencyLimiter was taken, so the call was shed (not queued). */
-export class Overloaded extends Error {
-  /**
-   * @param {number} limit the limiter's number of slots
-   * @param {number} inFlight calls running when this one was shed
-   */
-  constructor(limit, inFlight, options) {
-    super(`overloaded: all ${limit} slots are in use (${inFlight} calls in flight), so the call was shed instead of queued`, options);
-    brand(this, "Overloaded");
-    this.limit = limit;
-    this.inFlight = inFlight;
-  }
-}
-
-/** @returns {e is Overloaded} brand check: works across package copies and workerd's clones */
-export function isOverloaded(e) {
-  return e != null && e.edgeDeadlineError === "Overloaded";
-}
+export { isOverloaded, Overloaded } from "./errors.js";
 
 export class ConcurrencyLimiter {
   #limit;

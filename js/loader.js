@@ -109,7 +109,7 @@ async function compile(source, readFile) {
 /**
  * One core's loader.
  * @param {{ initSync: (o: { module: WebAssembly.Module }) => unknown, file: string,
- *   exports: [count: number, digest: number], init: string }} core the glue's
+ *   exports: number[], init: string }} core the glue's
  *   `initSync`, the .wasm's file name, what wasm_exports.js says of it, and how
  *   the user loads it ("`await init()`", for the error text)
  */

@@ -231,10 +231,18 @@ export class Plan {
     return isDeadlineExceeded(reason) && reason.at === this.#at ? "deadline" : "aborted";
   }
 
-  /** A step the core refused (the rare path): why, and the outcome, from core.planRefusal. */
+  /**
+   * A step the core refused: an optional one is skipped (the common case, on
+   * the request's path: only the core's reason crosses, as one string); a
+   * mandatory or fallback one gets InsufficientBudget with the numbers of
+   * core.planRefusal.
+   */
   #refuse(step, t0, remaining) {
-    const { outcome, reason, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
-    if (outcome === "skipped") return this.#settle(step.name, remaining, 0, t0, outcome, { skipped: true, reason }, true);
+    if (step.kind === "optional") {
+      const reason = core.planSkipReason(step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
+      return this.#settle(step.name, remaining, 0, t0, "skipped", { skipped: true, reason }, true);
+    }
+    const { outcome, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
     const error = new InsufficientBudget(availableMs, minMs);
     error.step = step.name;
     return this.#settle(step.name, remaining, 0, t0, outcome, error, false);

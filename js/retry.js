@@ -36,32 +36,14 @@
 // deadline itself ended the loop.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, brand, CODES, isDeadlineExceeded } from "./errors.js";
+import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, RetryFailed } from "./errors.js";
 import { budgetCore, RetryBudget } from "./budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
-const BRAND = "edgeDeadlineError";
 
-/**
- * No further attempt will be made. `reason` says why (the core's stop codes,
- * plus "deadline" and "aborted" when a signal ended the loop); `attempts`
- * holds every attempt's outcome, oldest first; `cause` is the last error.
- */
-export class RetryFailed extends Error {
-  constructor(reason, message, attempts, options) {
-    super(message, options);
-    brand(this, "RetryFailed");
-    this.reason = reason;
-    this.attempts = attempts;
-  }
-}
-
-/** Brand check that works across two copies of the package and workerd's cloned abort reasons. */
-export function isRetryFailed(e) {
-  return e != null && e[BRAND] === "RetryFailed";
-}
+export { AttemptTimeout, isRetryFailed, RetryFailed } from "./errors.js";
 
 function failed(reason, message, attempts) {
   const last = attempts[attempts.length - 1];
@@ -150,15 +132,6 @@ function attempt(fn, info, timeoutMs, deadline, parent) {
 }
 
 /** An attempt's own timeout fired (the attempt signal's abort reason). */
-export class AttemptTimeout extends Error {
-  constructor(attempt, timeoutMs) {
-    super(`attempt ${attempt} timed out after ${Number.isInteger(timeoutMs) ? timeoutMs : timeoutMs.toFixed(1)} ms`);
-    brand(this, "AttemptTimeout");
-    this.attempt = attempt;
-    this.timeoutMs = timeoutMs;
-  }
-}
-
 /**
  * Resolves `undefined` after `ms`, or, when the deadline or `parent` aborts
  * first, the signal that did (the deadline's or `parent`): one node hanging
@@ -230,7 +203,10 @@ async function retryLoop(fn, options) {
   const seed = seedFrom("options.seed", o.seed);
   const at = deadline.at;
   const deadlineSignal = deadline.signal();
-  const run = new core.RetryRun(at, o, o.operationKey !== undefined, seed);
+  // The options cross as their fields (scalars): through serde, reading an
+  // options object cost about 2 µs per call (src/wasm/retry.rs).
+  const b = o.backoff;
+  const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, b?.jitter, o.maxAttempts, o.idempotent, o.operationKey !== undefined, seed);
   const errors = [];
   const ends = [];
   // The core's records (attempt, startedAtMs, timeoutMs, elapsedMs, failure?)

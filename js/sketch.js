@@ -98,6 +98,7 @@ const TOKEN = Symbol("LatencySketch internals");
 /** The most sketches whose counters are in Wasm memory at once (invariant 4): ≤ 16 MiB. */
 const RESIDENT = 1024;
 /** Resident sketches, oldest first (a Set keeps insertion order). */
+/** @type {Set<LatencySketch>} */
 const resident = new Set();
 /** A sketch that must stay resident during the current call (invariant 5). */
 let pinned;

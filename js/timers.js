@@ -290,6 +290,7 @@ export function turnQueue() {
 /** The method by which a Deadline hands over its child (made on first use). */
 export const NODE = Symbol("edge-deadline node");
 
+/** @type {any} a frozen [] standing for "none yet" */
 const EMPTY = Object.freeze([]);
 
 /**
@@ -349,7 +350,7 @@ const links = new WeakMap();
  */
 export class Child {
   /**
-   * @private Use `child()`; a Deadline makes its own with `start`. A queue
+   * Internal: use `child()`; a Deadline makes its own with `start`. A queue
    * entry (`at`, `index`, `queue`, `fire()`), one constructor deep:
    * children are made per step and per attempt. `once`: leave the
    * parents when the instant comes (js/deadline.js `watch`).
@@ -422,26 +423,26 @@ export class Child {
     this.kids = null;
   }
 
-  /** @private */
+  /** Internal. */
   parentAborted(reason, by) {
     if (this.aborted) return;
     this.abort(reason);
     if (this.onAbort !== undefined) this.onAbort(reason, by, this);
   }
 
-  /** @private The parent as given whose signal is `signal`. */
+  /** Internal: The parent as given whose signal is `signal`. */
   ownerOf(signal) {
     const i = this.signals.indexOf(signal);
     return i < 0 ? signal : this.owners[i];
   }
 
-  /** @private */
+  /** Internal. */
   fire() {
     if (this.once) this.dispose();
     this.onTime(this);
   }
 
-  /** @private Out of the queue, the parent's list and the parent links. */
+  /** Internal: Out of the queue, the parent's list and the parent links. */
   release() {
     if (!this.live) return;
     this.live = false;
@@ -458,7 +459,7 @@ export class Child {
     for (let i = 0; i < signals.length; i++) ParentLink.leave(signals[i], this);
   }
 
-  /** @private Links the parents, picks the home queue (`queue`, else see `child`) and queues the wake-up. */
+  /** Internal: Links the parents, picks the home queue (`queue`, else see `child`) and queues the wake-up. */
   start(parents, queue) {
     if (parents.length !== 0 && !this.link(parents)) return;
     // A child's `queue` is its home for good: it is only ever scheduled there.
@@ -466,7 +467,7 @@ export class Child {
     if (this.at < Infinity) this.queue.schedule(this);
   }
 
-  /** @private Links the parents (see `child`); false when one had aborted (then this child has too). */
+  /** Internal: Links the parents (see `child`); false when one had aborted (then this child has too). */
   link(parents) {
     // The common cases first: one Deadline (a step, an attempt, a stall timer)…
     const first = parents[0];
@@ -511,7 +512,7 @@ export class Child {
     return true;
   }
 
-  /** @private Joins `node`'s list of children (the first Child/Deadline parent, given as `owner`). */
+  /** Internal: Joins `node`'s list of children (the first Child/Deadline parent, given as `owner`). */
   joinKids(node, owner) {
     this.up = node;
     this.upOwner = owner;
@@ -522,7 +523,7 @@ export class Child {
     return true;
   }
 
-  /** @private */
+  /** Internal. */
   bornAborted(reason, by) {
     this.parentAborted(reason, by);
     return false;

@@ -1,5 +1,7 @@
-// The test command (`./dev test`, `.ci/run`): cargo tests, then the one JS
-// suite in Node, Deno, workerd and headless Chromium. Each runtime reports its
+// The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
+// the host and wasm32, tsc --checkJs on js/; `node tests/run.mjs lint` runs only
+// those), cargo tests, then the one JS suite in Node, Deno, workerd and
+// headless Chromium. Each runtime reports its
 // name and pass/fail counts; any failure anywhere fails the command.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,7 +21,9 @@ const bin = {
   workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
   chromium: "/usr/bin/chromium",
 };
-const only = process.argv.slice(2); // e.g. `node tests/run.mjs node deno`
+const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "tsc-js"];
+// e.g. `node tests/run.mjs node deno`; `lint` stands for the lint gates.
+const only = process.argv.slice(2).flatMap((name) => (name === "lint" ? LINT : [name]));
 const results = [];
 // One fixture server for every runtime; its URL reaches the cases as ctx.fixtureUrl
 // (env FIXTURE_URL for Node and Deno, ?fixture= for workerd and Chromium).
@@ -120,7 +124,41 @@ async function nodeTest(runtime, target) {
   record(runtime, report);
 }
 
+/**
+ * A lint gate: one command that must exit 0. A failure names the command to
+ * run (and the one that fixes it, where there is one) instead of a count.
+ */
+async function gate(name, cmd, args, fix) {
+  const { code } = await run(cmd, args);
+  const shown = [cmd === process.execPath ? "node" : cmd, ...args].join(" ");
+  const failures = code === 0 ? [] : [{ name, error: `\`${shown}\` exited with ${code}: see its output above.\nTo fix: ${fix}` }];
+  record(name, { passed: code === 0 ? 1 : 0, failed: failures.length, skipped: 0, failures });
+}
+
+// Clippy for the npm package's .wasm and for the Rust API (`web`), with the profile the package is built with.
+const WASM_CLIPPY = ["clippy", "--lib", "--target", "wasm32-unknown-unknown", "--profile", "wasm"];
+
 const suites = {
+  // Lint gates first: they take seconds, and each failure says what to run.
+  async fmt() {
+    await gate("cargo fmt --check", "cargo", ["fmt", "--all", "--check"], "run `cargo fmt --all` (the style is rustfmt.toml's)");
+  },
+  async clippy() {
+    await gate("clippy (host)", "cargo", ["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], "fix what `cargo clippy --workspace --all-targets` reports; an #[allow(clippy::…)] needs a one-line reason beside it");
+  },
+  async "clippy-wasm"() {
+    await gate("clippy (wasm32, npm package)", "cargo", [...WASM_CLIPPY, "--", "-D", "warnings"], `fix what \`cargo ${WASM_CLIPPY.join(" ")}\` reports`);
+  },
+  async "clippy-web"() {
+    // The `web` feature's tests and examples are wasm32-only code too.
+    const args = [...WASM_CLIPPY, "--features", "web", "--test", "web", "--examples"];
+    await gate("clippy (wasm32, web feature)", "cargo", [...args, "--", "-D", "warnings"], `fix what \`cargo ${args.join(" ")}\` reports`);
+  },
+  // js/*.js type-checked with tsc --checkJs (jsconfig.json: what is checked and how strictly, and why).
+  async "tsc-js"() {
+    await gate("tsc --checkJs (js/)", process.execPath, ["node_modules/typescript/bin/tsc", "-p", "jsconfig.json"], "build pkg/ first (`node scripts/build.mjs`: the glue's types come from there), then fix what `npx tsc -p jsconfig.json` reports, with JSDoc where the JS cannot say it");
+  },
+
   async cargo() {
     const { code, stdout } = await run("cargo", ["test", "--release", "--workspace", "--all-targets"], { capture: true });
     const counts = [...stdout.matchAll(/^test result: \w+\. .*$/gm)].map((m) => m[0]);

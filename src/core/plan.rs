@@ -666,6 +666,23 @@ pub fn step_cap(
     decide_step(kind, min_ms, preferred_ms, held_ms, at, now_ms).map(|d| d.cap_ms())
 }
 
+/// The reason an optional step with these numbers is skipped at `now_ms`
+/// (the words of [`refusal`]'s `reason`), or `None` when it would start:
+/// what a binding's skip needs, as one string, without building a
+/// [`Refusal`] (a skip is a normal outcome, on the request's path).
+pub fn skip_reason(
+    min_ms: f64,
+    preferred_ms: Option<f64>,
+    held_ms: f64,
+    at: f64,
+    now_ms: f64,
+) -> Result<Option<String>, PlanError> {
+    Ok(match decide_step(StepKind::Optional, min_ms, preferred_ms, held_ms, at, now_ms)? {
+        Decision::Skip { reason, .. } => Some(reason.to_string()),
+        _ => None,
+    })
+}
+
 /// Why `step` does not start at `now_ms` (the rare path after [`step_cap`]
 /// answered `0`); `None` when it would start.
 pub fn refusal(step: &StepInfo, at: f64, now_ms: f64) -> Result<Option<Refusal>, PlanError> {

@@ -26,11 +26,8 @@ impl SplitMix64 {
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.state = self.state.wrapping_add(GOLDEN_GAMMA);
+        mix64(self.state)
     }
 
     /// A uniform number in `[0, 1)` with 53 random bits.
@@ -38,6 +35,23 @@ impl SplitMix64 {
         // The top 53 bits fit an f64 mantissa exactly.
         (self.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
     }
+
+    /// A uniform number in `(0, 1]` with 53 random bits: never 0, so its
+    /// logarithm is finite (the normal deviates of simulations need that).
+    pub fn next_f64_nonzero(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 1.0) * (1.0 / 9_007_199_254_740_992.0)
+    }
+}
+
+/// The increment of the SplitMix64 state (2^64 divided by the golden ratio).
+pub const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The SplitMix64 output function on its own: a bijective 64-bit mixer, also
+/// used to derive independent seeds from counters (see `simulate`).
+pub fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -55,6 +69,13 @@ mod tests {
         for _ in 0..10_000 {
             let u = r.next_f64();
             assert!((0.0..1.0).contains(&u));
+        }
+        // The (0, 1] form is the [0, 1) form shifted by one ulp-step, draw for draw.
+        let (mut a, mut b) = (SplitMix64::new(7), SplitMix64::new(7));
+        for _ in 0..1000 {
+            let (x, y) = (a.next_f64(), b.next_f64_nonzero());
+            assert!(y > 0.0 && y <= 1.0);
+            assert_eq!(y, x + 1.0 / 9_007_199_254_740_992.0);
         }
     }
 }

@@ -55,6 +55,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::error::{whole_code, Described};
+use crate::core::rng::{mix64, SplitMix64, GOLDEN_GAMMA};
 use crate::core::sketch::rank_index;
 
 /// The most calls one simulation runs (16 MB of `f64` for the sort).
@@ -324,14 +325,6 @@ impl fmt::Display for SimulateError {
 
 impl std::error::Error for SimulateError {}
 
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
-
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Draws attempt latencies from a validated scenario (splitmix64 streams,
 /// normal deviates by the polar method). Counter-based: the
 /// draw for `(call, attempt)` depends on nothing else, so results do not
@@ -370,13 +363,14 @@ impl Sampler {
 
     /// The latency of attempt `attempt` of call `call`, in ms.
     pub fn draw(&self, call: u64, attempt: u32) -> f64 {
-        let mut state =
-            mix64(self.seed ^ GOLDEN) ^ mix64(call.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ (u64::from(attempt) << 56));
-        let mut unit = || {
-            state = state.wrapping_add(GOLDEN);
-            // 53 random bits, shifted into (0, 1]: never 0, so ln() is finite.
-            ((mix64(state) >> 11) as f64 + 1.0) * (1.0 / (1u64 << 53) as f64)
-        };
+        // The stream's seed hashes (seed, call, attempt) with the SplitMix64
+        // mixer; the stream itself is the core's one generator.
+        let mut rng = SplitMix64::new(
+            mix64(self.seed ^ GOLDEN_GAMMA)
+                ^ mix64(call.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ (u64::from(attempt) << 56)),
+        );
+        // (0, 1]: never 0, so ln() is finite.
+        let mut unit = || rng.next_f64_nonzero();
         let v = if unit() <= self.tail.share && self.tail.share > 0.0 {
             self.tail.lo_ms + (self.tail.hi_ms - self.tail.lo_ms) * unit()
         } else {

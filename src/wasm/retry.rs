@@ -5,26 +5,30 @@
 //! it in a `finally`.
 //!
 //! # What crosses, and how
-//! - The policy crosses once per call as [`RetryOptions`] (serde-wasm-bindgen;
-//!   the defaults are the core's), the attempt records as [`AttemptRecord`]s
-//!   and a stop as a [`Stop`] whose `reason` is a string enum: no table of
-//!   codes is mirrored in JS.
+//! - The options cross as their fields, named scalar arguments of the
+//!   `RetryRun` constructor (the defaults and every range check stay the
+//!   core's: [`RetryOptions::policy`]); the attempt records come back as
+//!   [`AttemptRecord`]s and a stop as a [`Stop`] whose `reason` is a string
+//!   enum: no table of codes is mirrored in JS.
+//! - Why the options are not one object through serde: `retry()` is called
+//!   per request, and serde-wasm-bindgen reads a struct by creating each
+//!   field's name as a JS string on every call. Measured with both builds
+//!   alternating in one process (`node bench/ab.mjs BEFORE_DIR`, medians of
+//!   15 rounds, BENCHMARKS.md "The pipeline boundary through serde"): a
+//!   `retry()` whose first attempt succeeds cost 0.4 µs more in Deno through
+//!   serde than with scalars, and with scalars it is back at the cost of the
+//!   positional build before the rework (within ±0.1 µs in Deno; 0.3–0.9 µs
+//!   less in Node, where the run-to-run noise is larger).
 //! - The per-attempt decisions stay scalar: `start` answers the attempt's
 //!   timeout and `failed` the backoff delay, or `undefined` to stop; the rare
-//!   stop is read with [`RetryRunJs::stop`]. They run once per attempt, next
-//!   to a network round trip, so they are not hot the way a plan step is; a
-//!   number is all the loop needs. What serde costs lands once per `retry()`
-//!   call (the options in, the records out): measured with both builds
-//!   alternating in one process (BENCHMARKS.md, "The pipeline boundary
-//!   through serde"), a `retry()` whose first attempt succeeds took 14.0 µs
-//!   in Node and 5.7 µs in Deno against 13.6 and 3.8 µs with positional
-//!   arguments.
+//!   stop is read with [`RetryRunJs::stop`]; the records cross only when a
+//!   hook or a failure reads them.
 
 use wasm_bindgen::prelude::*;
 
 use super::budget::RetryBudgetJs;
 use super::{array_js, from_js, into_js, to_js};
-use crate::core::error::Within;
+use crate::core::error::{ShapeError, Within};
 use crate::core::retry::{AfterFailure, BackoffOptions, Failure, RetryOptions, RetryRun, Start, StopReason};
 
 /// One `retry()` call's [`RetryRun`].
@@ -38,14 +42,32 @@ pub struct RetryRunJs {
 impl RetryRunJs {
     /// A validated policy ([`RetryOptions::policy`]) for the deadline `at`.
     /// Errors name the option as the user wrote it (`options.backoff.jitter`).
+    /// The options cross as their fields, scalars (see the module doc);
+    /// `js/retry.js` has checked their types, and a backoff's three fields
+    /// come together or not at all.
     #[wasm_bindgen(constructor)]
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         at: f64,
-        #[wasm_bindgen(unchecked_param_type = "RetryOptions")] options: JsValue,
+        attempt_min_ms: Option<f64>,
+        attempt_timeout_ms: Option<f64>,
+        backoff_base_ms: Option<f64>,
+        backoff_max_ms: Option<f64>,
+        backoff_jitter: Option<f64>,
+        max_attempts: Option<u32>,
+        idempotent: Option<bool>,
         operation_key_safe: bool,
         seed: u64,
     ) -> Result<RetryRunJs, JsValue> {
-        let options: RetryOptions = from_js(options, "options")?;
+        let backoff = match (backoff_base_ms, backoff_max_ms, backoff_jitter) {
+            (Some(base_ms), Some(max_ms), Some(jitter)) => Some(BackoffOptions { base_ms, max_ms, jitter }),
+            (None, None, None) => None,
+            _ => {
+                let detail = "baseMs, maxMs and jitter must all be given".to_string();
+                return Err(to_js(ShapeError { param: "options.backoff", detail }));
+            }
+        };
+        let options = RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent };
         let policy = options.policy().map_err(|e| to_js(Within::new("options", e)))?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
         Ok(Self { run, stop: None })

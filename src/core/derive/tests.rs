@@ -9,7 +9,7 @@ use crate::core::tail::{self, false_timeout_rate, tail_shape, tail_shape_of};
 use proptest::prelude::*;
 
 fn lognormal(n: usize, seed: u64, sigma: f64) -> Vec<f64> {
-    let mut g = Gen(seed);
+    let mut g = Gen::new(seed);
     (0..n).map(|_| 40.0 * (sigma * g.normal()).exp()).collect()
 }
 
@@ -282,7 +282,7 @@ fn unimodal_data_has_no_gap() {
     for seed in 1..=5u64 {
         let sizes: &[usize] = if seed <= 2 { &[1_000, 100_000, 1_000_000] } else { &[1_000, 100_000] };
         for &n in sizes {
-            let mut g = Gen(seed * 1000 + n as u64);
+            let mut g = Gen::new(seed * 1000 + n as u64);
             let sets: Vec<Vec<f64>> = vec![
                 vec![42.0; n],
                 (0..n).map(|_| 1.0 + 999.0 * g.unit()).collect(),

@@ -195,6 +195,10 @@ fn step_cap_and_refusal_agree_with_decide() {
             let refusal = refusal(s, p.at(), now).unwrap();
             assert_eq!(refusal.as_ref().map(|r| r.outcome), d.outcome_if_not_run(), "step {i} at {now}");
             assert_eq!(cap == 0.0, refusal.is_some());
+            if s.kind == StepKind::Optional {
+                let skip = skip_reason(s.min_ms, s.preferred_ms, s.held_after_ms, p.at(), now).unwrap();
+                assert_eq!(skip, refusal.map(|r| r.reason), "step {i} at {now}");
+            }
         }
     }
     // Generation after a slow retrieval: skipped, with the core's reason and the numbers.

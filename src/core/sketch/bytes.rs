@@ -334,7 +334,7 @@ mod tests {
         let mut s = LatencySketch::new(0.02).unwrap();
         s.add_all(&[0.0, 3.5, 3.5, 40.0]).unwrap();
         round_trip(&s);
-        let mut g = Gen(7);
+        let mut g = Gen::new(7);
         let xs: Vec<f64> = (0..50_000).map(|_| (3.0 + g.normal()).exp()).collect();
         let mut s = LatencySketch::default();
         s.add_all(&xs).unwrap();
@@ -368,7 +368,7 @@ mod tests {
         s.add_all(&[0.01, 1e6]).unwrap();
         assert!(s.collapsed_below_ms().is_some());
         round_trip(&s);
-        let mut g = Gen(3);
+        let mut g = Gen::new(3);
         let xs: Vec<f64> = (0..1000).map(|_| g.unit() * 1e5 + 1e-3).collect();
         s.add_all(&xs).unwrap();
         round_trip(&s);
@@ -405,7 +405,7 @@ mod tests {
 
     #[test]
     fn random_and_mutated_bytes_never_panic() {
-        let mut g = Gen(11);
+        let mut g = Gen::new(11);
         let mut s = LatencySketch::default();
         s.add_all(&(0..3000).map(|_| g.unit() * 500.0).collect::<Vec<_>>()).unwrap();
         let seeds = [s.to_bytes(), LatencySketch::default().to_bytes(), {

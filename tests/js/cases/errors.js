@@ -157,6 +157,28 @@ cases.push(
       throws(() => lib.withStallTimeout(new ReadableStream(), { firstChunkMs: 1, stallMs: 1, deadline: lookAlike }), TypeError, /'options.deadline' must be a Deadline/);
     },
   },
+  {
+    name: "brand: RetryFailed, AttemptTimeout and Overloaded keep their brand in a copy and a structured clone of it",
+    run: async (lib) => {
+      const attempt = new lib.AttemptTimeout(2, 12.5);
+      const errors = [
+        [new lib.RetryFailed("exhausted", "retry stopped after 1 attempt: all failed", [], { cause: attempt }), lib.isRetryFailed, "RetryFailed"],
+        [attempt, (e) => lib.isTimeout(e), "AttemptTimeout"],
+        [new lib.Overloaded(2, 2), lib.isOverloaded, "Overloaded"],
+      ];
+      equal(attempt.message, "attempt 2 timed out after 12.5 ms");
+      for (const [e, guard, name] of errors) {
+        equal(e.name, name);
+        ok(guard(e), `${name}: the original`);
+        // workerd hands an abort reason back as a copy of its own enumerable
+        // fields; a worker's postMessage clones that copy again.
+        const copy = { ...e };
+        ok(guard(copy), `${name}: a copy of its own fields`);
+        ok(guard(structuredClone(copy)), `${name}: a structured clone of the copy`);
+        ok(!guard(Object.assign(new Error(e.message), { name })), `${name}: a look-alike without the brand is not one`);
+      }
+    },
+  },
 );
 
 export default cases;
