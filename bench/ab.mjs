@@ -1,6 +1,8 @@
 // Two builds of the package in one process, timed in alternating rounds, for
-// the per-call paths a boundary change can slow down: a skipped plan step,
-// `retry()` whose first attempt succeeds, and `plan()` itself.
+// the per-call paths a boundary change can slow down: a deadline's signal
+// (alone, reserved from a root, linked to a parent), `remaining()`, a stall
+// guard per chunk, a skipped plan step, `retry()` whose first attempt
+// succeeds, and `plan()` itself. Public API only, so any two builds compare.
 //   node bench/ab.mjs BEFORE_DIR [AFTER_DIR]     deno run -A bench/ab.mjs BEFORE_DIR [AFTER_DIR]
 // AFTER_DIR defaults to pkg/. Copy a build aside first (`cp -a pkg /tmp/pkg-before`).
 // Why alternating rounds: on a shared machine a plain run moves by 2–3×
@@ -36,7 +38,49 @@ function cases(lib) {
     { name: "respond", minMs: 200, kind: "fallback" },
   ];
   const deadline = lib.Deadline.in(1e9);
+  const root = lib.Deadline.in(1e9);
+  root.signal();
+  const parent = new AbortController().signal;
+  const chunk = new TextEncoder().encode("data: 01234567\n\n");
   return {
+    "Deadline.in(10_000).signal() + dispose()": async (n) => {
+      for (let i = 0; i < n; i++) {
+        const d = lib.Deadline.in(10_000);
+        d.signal();
+        d.dispose();
+      }
+    },
+    "root.reserve(100).signal() + dispose()": async (n) => {
+      for (let i = 0; i < n; i++) {
+        const d = root.reserve(100);
+        d.signal();
+        d.dispose();
+      }
+    },
+    "Deadline.in(10_000, { signal: parent }).signal() + dispose()": async (n) => {
+      for (let i = 0; i < n; i++) {
+        const d = lib.Deadline.in(10_000, { signal: parent });
+        d.signal();
+        d.dispose();
+      }
+    },
+    "remaining()": async (n) => {
+      let s = 0;
+      for (let i = 0; i < n; i++) s += root.remaining();
+      return s;
+    },
+    "withStallTimeout, per chunk": async (n) => {
+      let i = 0;
+      const source = new ReadableStream({
+        pull(c) {
+          if (i === n) return c.close();
+          c.enqueue(chunk.subarray(0));
+          i++;
+        },
+      });
+      const reader = lib.withStallTimeout(source, { firstChunkMs: 60_000, stallMs: 60_000 }).getReader();
+      while (!(await reader.read()).done);
+    },
     "p.run of a skipped optional step": async (n) => {
       let p;
       for (let i = 0; i < n; i++) {

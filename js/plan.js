@@ -108,7 +108,7 @@ export class Plan {
 
   /** @private Use `plan(deadline, steps, options)`. */
   constructor(token, deadline, steps, onStep, onStepError) {
-    if (token !== TOKEN) throw new TypeError("use plan(deadline, steps, options) to create a plan");
+    if (token !== TOKEN) throw argumentError("type", CODES.NOT_CONSTRUCTIBLE, undefined, "use plan(deadline, steps, options) to create a plan");
     this.#deadline = deadline;
     this.#at = deadline.at;
     this.#steps = steps;

@@ -13,7 +13,7 @@
 //! 2-core machine): `budget(at, now, pref)` through Wasm 277 ns in Node and
 //! 290 ns in Deno, against 178 and 311 ns for the JS `remaining()` beside it,
 //! so a scalar call is not where a deadline's time goes, and an object per
-//! call would be. `node bench/ab-deadline.mjs` (BENCHMARKS.md, "The deadline and stall
+//! call would be. `node bench/ab.mjs` (BENCHMARKS.md, "The deadline and stall
 //! boundary"): `Deadline.in(10_000).signal() + dispose` 344 → 349 ns in Deno,
 //! 2530 → 2415 ns in Node, before and after the rework, within noise.
 //!

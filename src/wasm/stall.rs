@@ -13,7 +13,7 @@
 //! bursty stream asks for every `sampleMs`, costs no allocation.
 //!
 //! Measured (BENCHMARKS.md, "The deadline and stall boundary": `node
-//! bench/ab-deadline.mjs`, both builds in one process, and `node bench/run.mjs
+//! bench/ab.mjs`, both builds in one process, and `node bench/run.mjs
 //! stream`): `withStallTimeout` per chunk 1056 → 1031 ns in Node, 453 → 457
 //! ns in Deno on the loaded 2-core machine, within noise; the typed verdict
 //! adds 0.9 KB gzip to the .wasm.

@@ -21,7 +21,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import client from "prom-client";
-import * as lib from "../../pkg/node.js";
+// The derivation API is the derive entry (`edge-deadline/derive`; pkg/derive-node.js in Node).
+import * as lib from "../../pkg/derive-node.js";
 import { seed003Samples } from "../support/seed003.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");

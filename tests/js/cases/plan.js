@@ -497,6 +497,7 @@ function badInputs() {
     ["plan: not a Deadline", (lib) => lib.plan(1_000, steps()), TypeError, /'deadline' must be a Deadline/, "deadline", "INVALID_TYPE"],
     ["plan: marginMs negative", (lib) => lib.plan(D(lib), steps(), { marginMs: -1 }), RangeError, /'marginMs' must be between 0 and 1000/, "options.marginMs", "MARGIN_OUT_OF_RANGE"],
     ["plan: onStep not a function", (lib) => lib.plan(D(lib), steps(), { onStep: "log" }), TypeError, /'options.onStep' must be a function/, "options.onStep", "INVALID_TYPE"],
+    ["new Plan()", (lib) => new lib.Plan(), TypeError, /use plan\(deadline, steps, options\)/, undefined, "NOT_CONSTRUCTIBLE"],
     ["plan: onStepError not a function", (lib) => lib.plan(D(lib), steps(), { onStepError: "log" }), TypeError, /'options.onStepError' must be a function/, "options.onStepError", "INVALID_TYPE"],
   ]);
 }
