@@ -260,27 +260,6 @@ if (typeof Symbol.dispose === "symbol") {
 }
 
 /**
- * Transitional, for the modules that still arm their own timers per deadline
- * (plan.js, retry.js): `onTime()` once `now() >= at`, or `onAbort()` when the
- * deadline's signal aborts, whichever comes first, never both; `unwatch` to
- * cancel. New code uses js/timers.js `child` directly.
- * @param {Deadline} deadline `deadline.signal()` must have been called
- * @param {number} at
- * @param {() => void} onTime
- * @param {() => void} [onAbort]
- */
-export function watch(deadline, at, onTime, onAbort) {
-  const w = new Child(at, onTime, onAbort, true);
-  w.start(onAbort === undefined ? EMPTY : [deadline], deadline[NODE]().queue);
-  return w;
-}
-
-/** Cancels a `watch` (a no-op once it fired or was cancelled). */
-export function unwatch(w) {
-  if (w !== undefined) w.dispose();
-}
-
-/**
  * The deadline of `Deadline.fromHeaders`, with what set it:
  * `{ deadline, source, rejected }` (js/headers.js `readDeadlineHeaders`).
  * @param {Headers | Record<string, string | string[] | undefined>} headers

@@ -352,14 +352,12 @@ export class Child {
   /**
    * Internal: use `child()`; a Deadline makes its own with `start`. A queue
    * entry (`at`, `index`, `queue`, `fire()`), one constructor deep:
-   * children are made per step and per attempt. `once`: leave the
-   * parents when the instant comes (js/deadline.js `watch`).
+   * children are made per step and per attempt.
    */
-  constructor(at, onTime, onAbort, once = false) {
+  constructor(at, onTime, onAbort) {
     this.at = at;
     this.index = -1;
     this.queue = null;
-    this.once = once;
     this.onTime = onTime;
     this.onAbort = onAbort;
     this.controller = null;
@@ -438,7 +436,6 @@ export class Child {
 
   /** Internal. */
   fire() {
-    if (this.once) this.dispose();
     this.onTime(this);
   }
 
