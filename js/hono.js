@@ -75,7 +75,7 @@ export function deadline(options) {
   return async function edgeDeadline(c, next) {
     const started = performance.now();
     const request = c.req.raw;
-    const signal = linkRequest && isSignal(request.signal) ? request.signal : undefined;
+    const signal = linkRequest && check.isAbortSignal(request.signal) ? request.signal : undefined;
     const local = platformDeadline(platformOptions);
     // The caller's headers can only shorten ours: clamped to our own bound, and
     // the fallback's reserve is held back from whichever wins (invariant 2).
@@ -140,10 +140,6 @@ function headerNames(value) {
     throw argumentError("range", CODES.UNKNOWN_VALUE, param, `'options.formats' must name headers of ${deadlineHeaders.join(", ")}: '${list[i]}' is not one`);
   }
   return list.map((f) => f.toLowerCase());
-}
-
-function isSignal(s) {
-  return s != null && typeof s === "object" && typeof s.aborted === "boolean" && typeof s.addEventListener === "function";
 }
 
 /** `body`, calling `done` once when it ends, errors or is cancelled. */
