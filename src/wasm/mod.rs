@@ -54,6 +54,7 @@ use crate::core::error::{Described, Kind, ShapeError};
 mod budget;
 #[cfg(feature = "main")]
 mod caps;
+mod de;
 #[cfg(feature = "main")]
 mod deadline;
 #[cfg(feature = "derive")]
@@ -113,12 +114,12 @@ pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
 /// `from_wasm_abi`, whose failure throws past the Rust frames (tsify marks
 /// it deprecated for that leak).
 pub(crate) fn from_js<T: serde::de::DeserializeOwned>(value: JsValue, param: &'static str) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| {
-        // The deserializer's message is a JS Error's `toString()`: drop its "Error: ".
-        let text = e.to_string();
-        let detail = text.strip_prefix("Error: ").unwrap_or(&text).to_string();
-        to_js(ShapeError { param, detail })
-    })
+    de::from_value(value).map_err(|e| shape_error(e, param))
+}
+
+/// [`from_js`]'s error, out of line: one copy for every type read.
+fn shape_error(error: de::Error, param: &'static str) -> JsValue {
+    to_js(ShapeError { param, detail: error.describe(param) })
 }
 
 /// Structured data to JavaScript: `value`'s serde form with its tsify

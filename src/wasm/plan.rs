@@ -56,11 +56,11 @@ pub fn plan_new(
 /// what serde refuses here is a `kind` it does not know: the core's
 /// [`StepKind::parse`] then names it (`steps[2].kind`).
 fn step_spec(index: usize, step: JsValue) -> Result<StepSpec, JsValue> {
-    serde_wasm_bindgen::from_value(step.clone()).map_err(|e| {
+    super::de::from_value(step.clone()).map_err(|e| {
         let kind = js_sys::Reflect::get(&step, &JsValue::from_str("kind")).ok().and_then(|k| k.as_string());
         match kind.map(|k| StepKind::parse(&k)) {
             Some(Err(error)) => to_js(Within::new(format!("steps[{index}]"), error)),
-            _ => to_js(PlanError::BadStep { index, message: e.to_string() }),
+            _ => to_js(PlanError::BadStep { index, message: e.describe(&format!("steps[{index}]")) }),
         }
     })
 }

@@ -95,6 +95,52 @@ const cases = [
       throwsArg(() => lib.deriveTimeouts([{ ...own, cumulative: [1] }]), TypeError, "data[0].cumulative", "INVALID_TYPE", /as long as 'boundsMs'/);
     },
   },
+  {
+    name: "prom: hand-built histograms and query results are read in Wasm without trusting them: what JS allows is accepted, a getter or proxy that throws is a TypeError naming the argument and the instance keeps working",
+    run: (lib) => {
+      const own = () => ({ kind: "histogram", metric: "x_ms", unit: "milliseconds", boundsMs: [1, 10, Infinity], cumulative: [1, 5, 6] });
+      const rowOf = (h, by = []) => lib.deriveTimeouts([h], { by })[0];
+      // What is accepted: null or undefined for the optional sum and count, labels as an object,
+      // a Map, or left undefined; the tag is not checked; unknown fields, cycles included, are ignored.
+      equal(rowOf({ ...own(), sumMs: null, count: undefined }).n, 6, "null and undefined optionals");
+      equal(rowOf({ ...own(), labels: undefined }).n, 6, "labels: undefined is as if left out");
+      equal(JSON.stringify(rowOf({ ...own(), labels: { route: "/a" } }, ["route"]).bucket), '{"route":"/a"}');
+      equal(JSON.stringify(rowOf({ ...own(), labels: new Map([["route", "/m"]]) }, ["route"]).bucket), '{"route":"/m"}', "a Map of labels");
+      const cyclic = own();
+      cyclic.self = cyclic;
+      equal(rowOf(cyclic).n, 6, "a cyclic object");
+      // Wrong shapes: a TypeError naming the argument; the detail says where, what was expected and what was found.
+      throwsArg(() => rowOf({ ...own(), metric: 1.5 }), TypeError, "data", "INVALID_TYPE", /^'data' does not have the expected shape: expected a string, found a number \(in data\[0\]\.metric\)$/);
+      throwsArg(() => rowOf({ ...own(), sumMs: 10n }), TypeError, "data", "INVALID_TYPE", /found a BigInt \(in data\[0\]\.sumMs\)$/);
+      throwsArg(() => rowOf({ ...own(), metric: Symbol("m") }), TypeError, "data", "INVALID_TYPE", /found a symbol \(in data\[0\]\.metric\)$/);
+      throwsArg(() => rowOf({ ...own(), unit: undefined }), TypeError, "data", "INVALID_TYPE", /missing field `unit` \(in data\[0\]\)$/);
+      throwsArg(() => rowOf({ ...own(), unit: 3 }), TypeError, "data", "INVALID_TYPE", /expected one of `seconds`, `milliseconds`, `unknown`, found a number \(in data\[0\]\.unit\)$/);
+      throwsArg(() => rowOf({ ...own(), labels: { route: 7 } }), TypeError, "data", "INVALID_TYPE", /expected a string, found a number/);
+      throwsArg(() => rowOf({ ...own(), boundsMs: [1, "10", Infinity] }), TypeError, "data", "INVALID_TYPE", /\(in data\[0\]\.boundsMs\[1\]\)$/);
+      const huge = [];
+      huge.length = 2 ** 32 - 1;
+      throwsArg(() => rowOf({ ...own(), boundsMs: huge, cumulative: huge }), TypeError, "data", "INVALID_TYPE", /boundsMs/);
+      // Throwing reads, where only Wasm reads: a getter, a proxy's traps, labels whose keys cannot be listed.
+      const getter = own();
+      Object.defineProperty(getter, "metric", { enumerable: true, get() { throw new Error("no metric today"); } });
+      throwsArg(() => rowOf(getter), TypeError, "data", "INVALID_TYPE", /reading it threw \(in data\[0\]\.metric\)$/);
+      const trap = new Proxy(own(), { get: (t, k) => (k === "unit" ? (() => { throw new Error("trap"); })() : t[k]) });
+      throwsArg(() => rowOf(trap), TypeError, "data", "INVALID_TYPE", /\(in data\[0\]\.unit\)$/);
+      const keys = { ...own(), labels: new Proxy({}, { ownKeys() { throw new Error("no keys"); } }) };
+      throwsArg(() => rowOf(keys), TypeError, "data", "INVALID_TYPE", /\(in data\[0\]\.labels\)$/);
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      throwsArg(() => rowOf({ ...own(), labels: proxy }), TypeError, "data", "INVALID_TYPE", /\(in data\[0\]\.labels\)$/);
+      // A query result whose label getter answers JS's check and throws when Wasm reads it.
+      const response = asQueryResponse(EXPOSITION);
+      let reads = 0;
+      Object.defineProperty(response.data.result[0].metric, "route", { enumerable: true, get() { if (++reads > 1) throw new Error("second read"); return "/a"; } });
+      throwsArg(() => lib.parsePrometheus(response), TypeError, "input.data.result", "INVALID_TYPE", /reading it threw/);
+      // The instance is intact.
+      equal(rowOf(own()).n, 6, "the instance still works");
+      equal(lib.parsePrometheus(EXPOSITION).length, 2);
+    },
+  },
 ];
 
 export default cases;
