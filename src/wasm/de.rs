@@ -23,7 +23,8 @@
 //!   range (`-0` is 0). A BigInt is not a number.
 //! - Strings, booleans; an enum of unit variants: its name as a string.
 //! - A sequence or tuple: an array, or any iterable (`Array.from`); at most
-//!   [`MAX_ELEMENTS`] elements, and a tuple exactly its length.
+//!   [`MAX_ELEMENTS`] elements (a tuple reads its first elements, the
+//!   rest are ignored).
 //! - A map: a plain object's own enumerable string keys (`Object.entries`),
 //!   or an iterable of `[key, value]` pairs (a `Map`).
 //!
@@ -196,7 +197,7 @@ pub(crate) fn from_value<T: de::DeserializeOwned>(value: JsValue) -> Result<T, E
 /// into JS costs more than the read it keys (a plan's steps read 5 fields
 /// each). A handful of names exist, so a list searched by address is enough.
 #[inline(never)]
-fn key(name: &'static str) -> JsValue {
+pub(super) fn key(name: &'static str) -> JsValue {
     thread_local! {
         static KEYS: Cell<Vec<(usize, JsValue)>> = const { Cell::new(Vec::new()) };
     }
@@ -334,12 +335,8 @@ impl<'de> de::Deserializer<'de> for Deserializer {
         let Some((array, len)) = elements(&self.0)? else {
             return Err(self.invalid(&visitor));
         };
-        let mut seq = Elements { array, len, next: 0 };
-        let value = visitor.visit_seq(&mut seq)?;
-        if seq.next < len {
-            return Err(de::Error::invalid_length(len as usize, &"fewer elements"));
-        }
-        Ok(value)
+        // Elements past what the visitor reads (a tuple's) are not read, as before.
+        visitor.visit_seq(Elements { array, len, next: 0 })
     }
 
     fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value, Error> {

@@ -71,6 +71,7 @@ mod plan;
 mod prom;
 #[cfg(feature = "main")]
 mod retry;
+mod ser;
 #[cfg(feature = "derive")]
 mod simulate;
 #[cfg(feature = "derive")]
@@ -123,11 +124,17 @@ fn shape_error(error: de::Error, param: &'static str) -> JsValue {
 }
 
 /// Structured data to JavaScript: `value`'s serde form with its tsify
-/// settings (`null` for `None` where the type says so, objects for maps).
-/// Serialising numbers and strings cannot fail; if it ever did, the error
-/// is thrown, not a trap (tsify's `into_wasm_abi` panics).
+/// settings (`null` for `None` where the type says so, objects for maps), as
+/// tsify's `into_js` wrote it ([`ser`]). Writing numbers and strings cannot
+/// fail; if it ever did, the error is thrown, not a trap.
 pub(crate) fn into_js<T: tsify::Tsify + serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value.into_js().map(Into::into).map_err(Into::into)
+    ser::to_value(value).map_err(write_error)
+}
+
+#[cold]
+#[inline(never)]
+fn write_error(error: de::Error) -> JsValue {
+    js_sys::Error::new(&error.describe("")).into()
 }
 
 /// A slice of [`into_js`] values as a JS array.
