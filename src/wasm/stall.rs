@@ -21,10 +21,9 @@
 //! Errors cross through [`super::to_js`]: a `RangeError` with `.param` as the
 //! JS user wrote it (`"options.firstChunkMs"`) and `.code`.
 
-use tsify::{Ts, Tsify};
 use wasm_bindgen::prelude::*;
 
-use super::to_js;
+use super::{into_js, to_js};
 use crate::core::deadline::MAX_MS;
 use crate::core::stall::{Decision, Snapshot, StallConfig, StallError};
 
@@ -74,7 +73,7 @@ pub fn stall_wake(
 /// The same decision as [`stall_wake`], as the typed [`Decision`]: for the
 /// verdict, once per stream.
 #[allow(clippy::too_many_arguments)]
-#[wasm_bindgen(js_name = stallDecision)]
+#[wasm_bindgen(js_name = stallDecision, unchecked_return_type = "Decision")]
 pub fn stall_decision(
     first_chunk_ms: f64,
     stall_ms: f64,
@@ -84,12 +83,10 @@ pub fn stall_decision(
     chunks: f64,
     bytes: f64,
     now_ms: f64,
-) -> Result<Ts<Decision>, JsValue> {
+) -> Result<JsValue, JsValue> {
     let decision = decide(first_chunk_ms, stall_ms, deadline_at, started_at, last_progress_at, chunks, bytes, now_ms)
         .map_err(to_js)?;
-    // `Ts` (not tsify's deprecated `into_wasm_abi`, which leaks): serializing
-    // a plain enum of numbers and names cannot fail; were it to, it throws.
-    decision.into_ts().map_err(|e| JsError::from(e).into())
+    into_js(&decision)
 }
 
 /// The wait for response headers (`fetchWithDeadline`'s `firstByteMs`): the
