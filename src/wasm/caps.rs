@@ -1,7 +1,7 @@
 //! Bindings for [`crate::core::caps`] (`js/caps.js`): cold calls only. The
 //! built-in figures cross as [`Cap`](crate::core::caps::Cap) records and a platform deadline's
 //! request and answer as [`PlatformRequest`] / [`PlatformAnswer`](crate::core::caps::PlatformAnswer), all
-//! through serde-wasm-bindgen with TypeScript generated from the Rust types;
+//! through serde ([`super::from_js`]) with TypeScript generated from the Rust types;
 //! `bound` and the names are string enums. Nothing here is scalar: a platform
 //! deadline is computed once per request (`platformDeadline` 1.63 µs in Node
 //! against 1.62 µs with positional arrays, both builds alternating in one

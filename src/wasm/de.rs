@@ -14,7 +14,7 @@
 //!
 //! # What it accepts (what serde-wasm-bindgen accepted)
 //! - A struct: any object (`typeof` "object", arrays too, not `null`); each
-//!   declared field is read by name ([`Reflect::get`], so getters and proxy
+//!   declared field is read by name (`value[name]`, so getters and proxy
 //!   traps run), an `undefined` one counting as absent (serde then applies
 //!   `default`, `None` or "missing field"). Other properties are never read.
 //! - `Option`: `undefined` and `null` are `None`.
@@ -35,17 +35,23 @@
 //! is a struct's, read field by field. This also means no input nests deeper
 //! than the Rust type it fills: a cyclic object cannot recurse.
 //!
-//! # Nothing traps
+//! # Nothing traps, nothing unwinds
 //! Every read that can run user code or throw (property reads, `isArray` on a
-//! revoked proxy, iteration, `Object.entries`) is a `catch` import: a throw
-//! becomes an [`Error`] naming where it happened, and through
-//! [`super::from_js`] a `TypeError` with `.param`. Nothing here unwraps.
+//! revoked proxy, iteration, `Object.entries`) happens in JS
+//! (`js/validate.js` `readFields`, `readElements`, `readEntries`), one call
+//! per struct, sequence or map, which never throws: a throw comes back as a
+//! number and becomes an [`Error`] naming where it happened, and through
+//! [`super::from_js`] a `TypeError` with `.param`. Wasm then reads only the
+//! fresh arrays those return, which runs no user code. (A `catch` import per
+//! read would do too, but costs about 150 ns a call from Wasm: `plan()` was
+//! 2 µs slower that way.) Nothing here unwraps.
 
 use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Expected, IntoDeserializer, Visitor};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// The most elements a sequence may have (2^24): far above any real
 /// histogram, policy list or query result, and low enough that filling it
@@ -53,18 +59,25 @@ use wasm_bindgen::prelude::*;
 /// element is read).
 pub(crate) const MAX_ELEMENTS: u32 = 1 << 24;
 
+#[wasm_bindgen(raw_module = "./validate.js")]
+extern "C" {
+    /// `keys.map((k) => value[k])`, or the index of the key whose read threw.
+    #[wasm_bindgen(js_name = readFields)]
+    fn read_fields(value: &JsValue, keys: &JsValue) -> JsValue;
+    /// An array or iterable as a fresh array; `undefined`: neither; -1: a
+    /// read threw; another number: more than `max` elements.
+    #[wasm_bindgen(js_name = readElements)]
+    fn read_elements(value: &JsValue, max: u32) -> JsValue;
+    /// A map's entries as fresh `[key, value]` arrays; the same answers.
+    #[wasm_bindgen(js_name = readEntries)]
+    fn read_entries(value: &JsValue, max: u32) -> JsValue;
+}
+
 #[wasm_bindgen]
 extern "C" {
+    /// For describing a wrong value only (a revoked proxy throws here).
     #[wasm_bindgen(js_namespace = Array, js_name = isArray, catch)]
     fn is_array(value: &JsValue) -> Result<bool, JsValue>;
-    #[wasm_bindgen(js_namespace = Array, js_name = from, catch)]
-    fn array_from(value: &JsValue) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_namespace = Object, js_name = entries, catch)]
-    fn object_entries(value: &JsValue) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_namespace = Reflect, js_name = get, catch)]
-    fn get(target: &JsValue, key: &JsValue) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_namespace = Reflect, js_name = get, catch)]
-    fn get_index(target: &JsValue, index: u32) -> Result<JsValue, JsValue>;
 }
 
 /// A wrong shape: what was expected and found, and where (a path below the
@@ -193,65 +206,56 @@ pub(crate) fn from_value<T: de::DeserializeOwned>(value: JsValue) -> Result<T, E
     T::deserialize(Deserializer(value))
 }
 
-/// The `JsValue` for a field name, created once per name: decoding a string
-/// into JS costs more than the read it keys (a plan's steps read 5 fields
-/// each). A handful of names exist, so a list searched by address is enough.
+/// JS values made from `&'static` Rust data, found by address: decoding
+/// strings into JS costs more than the reads they key, and only a handful of
+/// names and field lists exist, so a list is enough.
+type Cache = Cell<Vec<(usize, JsValue)>>;
+
+thread_local! {
+    static NAMES: Cache = const { Cell::new(Vec::new()) };
+    static FIELD_LISTS: Cache = const { Cell::new(Vec::new()) };
+}
+
 #[inline(never)]
-pub(super) fn key(name: &'static str) -> JsValue {
-    thread_local! {
-        static KEYS: Cell<Vec<(usize, JsValue)>> = const { Cell::new(Vec::new()) };
-    }
-    KEYS.with(|cell| {
-        let mut keys = cell.take();
-        let address = name.as_ptr() as usize;
-        let key = match keys.iter().find(|(a, _)| *a == address) {
-            Some((_, key)) => key.clone(),
+fn cached(cache: &'static std::thread::LocalKey<Cache>, address: usize, make: &dyn Fn() -> JsValue) -> JsValue {
+    cache.with(|cell| {
+        let mut entries = cell.take();
+        let value = match entries.iter().find(|(a, _)| *a == address) {
+            Some((_, value)) => value.clone(),
             None => {
-                let key = JsValue::from_str(name);
-                keys.push((address, key.clone()));
-                key
+                let value = make();
+                entries.push((address, value.clone()));
+                value
             }
         };
-        cell.set(keys);
-        key
+        cell.set(entries);
+        value
     })
 }
 
-/// The elements of an array or an iterable, as an array and its length;
-/// `None` when `value` is neither.
-#[inline(never)]
-fn elements(value: &JsValue) -> Result<Option<(JsValue, u32)>, Error> {
-    if !value.is_object() {
-        return Ok(None);
-    }
-    let array = if is_array(value).map_err(|_| Error::threw())? {
-        value.clone()
-    } else {
-        let iterator = get(value, &js_sys::Symbol::iterator()).map_err(|_| Error::threw())?;
-        if !iterator.is_function() {
-            return Ok(None);
-        }
-        array_from(value).map_err(|_| Error::threw())?
-    };
-    let length = get(&array, &key("length")).map_err(|_| Error::threw())?;
-    match length.as_f64() {
-        Some(n) if n <= MAX_ELEMENTS as f64 => Ok(Some((array, n as u32))),
-        _ => Err(Error::new(format!("expected an array of at most {MAX_ELEMENTS} elements"))),
-    }
+/// A field or variant name as a JS string, made once.
+pub(super) fn key(name: &'static str) -> JsValue {
+    cached(&NAMES, name.as_ptr() as usize, &|| JsValue::from_str(name))
 }
 
-/// The `[key, value]` pairs of a map: a plain object's entries, or an
-/// iterable's elements (a `Map`).
+/// A struct's field names as a JS array of strings, made once per struct.
+fn field_list(fields: &'static [&'static str]) -> JsValue {
+    cached(&FIELD_LISTS, fields.as_ptr() as usize, &|| {
+        fields.iter().map(|f| JsValue::from_str(f)).collect::<js_sys::Array>().into()
+    })
+}
+
+/// What [`read_elements`] or [`read_entries`] answered: the fresh array, or
+/// `None` when the value was not a sequence (or map).
 #[inline(never)]
-fn pairs(value: &JsValue) -> Result<Option<(JsValue, u32)>, Error> {
-    match elements(value)? {
-        Some(found) => Ok(Some(found)),
-        None if value.is_object() => {
-            let entries = object_entries(value).map_err(|_| Error::threw())?;
-            // An array of [key, value] arrays, made by the engine.
-            elements(&entries)
-        }
-        None => Ok(None),
+fn fresh(answer: JsValue) -> Result<Option<js_sys::Array>, Error> {
+    if answer.is_undefined() {
+        return Ok(None);
+    }
+    match answer.as_f64() {
+        Some(n) if n < 0.0 => Err(Error::threw()),
+        Some(_) => Err(Error::new(format!("expected an array of at most {MAX_ELEMENTS} elements"))),
+        None => Ok(Some(answer.unchecked_into())),
     }
 }
 
@@ -332,9 +336,10 @@ impl<'de> de::Deserializer<'de> for Deserializer {
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        let Some((array, len)) = elements(&self.0)? else {
+        let Some(array) = fresh(read_elements(&self.0, MAX_ELEMENTS))? else {
             return Err(self.invalid(&visitor));
         };
+        let len = array.length();
         // Elements past what the visitor reads (a tuple's) are not read, as before.
         visitor.visit_seq(Elements { array, len, next: 0 })
     }
@@ -353,9 +358,10 @@ impl<'de> de::Deserializer<'de> for Deserializer {
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        let Some((pairs, len)) = pairs(&self.0)? else {
+        let Some(pairs) = fresh(read_entries(&self.0, MAX_ELEMENTS))? else {
             return Err(self.invalid(&visitor));
         };
+        let len = pairs.length();
         visitor.visit_map(Pairs { pairs, len, next: 0, key: JsValue::UNDEFINED, value: JsValue::UNDEFINED })
     }
 
@@ -365,10 +371,10 @@ impl<'de> de::Deserializer<'de> for Deserializer {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
-        if !self.0.is_object() {
-            return Err(self.invalid(&visitor));
+        match Fields::read(&self.0, fields)? {
+            Some(fields) => visitor.visit_map(fields),
+            None => Err(self.invalid(&visitor)),
         }
-        visitor.visit_map(Fields { object: self.0, fields: fields.iter(), name: "", value: JsValue::UNDEFINED })
     }
 
     /// A unit variant by its name.
@@ -409,9 +415,9 @@ fn not_a_name(variants: &[&str], value: &JsValue) -> Error {
     expected_found(&format!("one of {names}").as_str(), found(value))
 }
 
-/// A sequence's elements, read by index.
+/// A sequence's elements, read by index from a fresh array.
 struct Elements {
-    array: JsValue,
+    array: js_sys::Array,
     len: u32,
     next: u32,
 }
@@ -425,8 +431,7 @@ impl<'de> de::SeqAccess<'de> for Elements {
         }
         let index = self.next;
         self.next += 1;
-        let value = get_index(&self.array, index).map_err(|_| Error::threw().at_index(index))?;
-        seed.deserialize(Deserializer(value)).map(Some).map_err(|e| e.at_index(index))
+        seed.deserialize(Deserializer(self.array.get(index))).map(Some).map_err(|e| e.at_index(index))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -434,9 +439,9 @@ impl<'de> de::SeqAccess<'de> for Elements {
     }
 }
 
-/// A map's `[key, value]` pairs.
+/// A map's `[key, value]` pairs, fresh arrays.
 struct Pairs {
-    pairs: JsValue,
+    pairs: js_sys::Array,
     len: u32,
     next: u32,
     key: JsValue,
@@ -452,9 +457,10 @@ impl<'de> de::MapAccess<'de> for Pairs {
         }
         let index = self.next;
         self.next += 1;
-        let (key, value) = pair(&self.pairs, index).map_err(|e| e.at_index(index))?;
+        let pair: js_sys::Array = self.pairs.get(index).unchecked_into();
+        let key = pair.get(0);
         self.key = key.clone();
-        self.value = value;
+        self.value = pair.get(1);
         seed.deserialize(Deserializer(key)).map(Some).map_err(|e| e.at_index(index))
     }
 
@@ -468,44 +474,63 @@ impl<'de> de::MapAccess<'de> for Pairs {
     }
 }
 
-/// The key and value of the pair at `index`.
-#[inline(never)]
-fn pair(pairs: &JsValue, index: u32) -> Result<(JsValue, JsValue), Error> {
-    let pair = get_index(pairs, index).map_err(|_| Error::threw())?;
-    if !pair.is_object() {
-        return Err(expected_found(&"a [key, value] pair", found(&pair)));
-    }
-    let key = get_index(&pair, 0).map_err(|_| Error::threw())?;
-    let value = get_index(&pair, 1).map_err(|_| Error::threw())?;
-    Ok((key, value))
+/// A struct's declared fields as [`read_fields`] read them; `undefined` is
+/// absent.
+struct Fields {
+    values: js_sys::Array,
+    fields: &'static [&'static str],
+    next: usize,
+    value: JsValue,
 }
 
-/// A struct's declared fields, read by name; `undefined` is absent.
-struct Fields {
-    object: JsValue,
-    fields: std::slice::Iter<'static, &'static str>,
-    name: &'static str,
-    value: JsValue,
+impl Fields {
+    /// `value`'s declared fields; `None` when it is not an object.
+    #[inline(never)]
+    fn read(value: &JsValue, fields: &'static [&'static str]) -> Result<Option<Self>, Error> {
+        if !value.is_object() {
+            return Ok(None);
+        }
+        let values = read_fields(value, &field_list(fields));
+        if let Some(i) = values.as_f64() {
+            return Err(Error::threw().at_field(fields.get(i as usize).copied().unwrap_or("")));
+        }
+        Ok(Some(Fields { values: values.unchecked_into(), fields, next: 0, value: JsValue::UNDEFINED }))
+    }
+
+    /// The next field that is not `undefined`, its value kept for
+    /// `next_value_seed`.
+    #[inline(never)]
+    fn next_present(&mut self) -> Option<&'static str> {
+        while let Some(&name) = self.fields.get(self.next) {
+            let value = self.values.get(self.next as u32);
+            self.next += 1;
+            if !value.is_undefined() {
+                self.value = value;
+                return Some(name);
+            }
+        }
+        None
+    }
+
+    /// The value found by `next_present`, and its field's name.
+    fn take(&mut self) -> (Deserializer, &'static str) {
+        let value = std::mem::replace(&mut self.value, JsValue::UNDEFINED);
+        (Deserializer(value), self.fields.get(self.next.wrapping_sub(1)).copied().unwrap_or(""))
+    }
 }
 
 impl<'de> de::MapAccess<'de> for Fields {
     type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
-        for &name in self.fields.by_ref() {
-            let value = get(&self.object, &key(name)).map_err(|_| Error::threw().at_field(name))?;
-            if !value.is_undefined() {
-                self.name = name;
-                self.value = value;
-                let name: de::value::StrDeserializer<'_, Error> = name.into_deserializer();
-                return seed.deserialize(name).map(Some);
-            }
+        match self.next_present() {
+            Some(name) => seed.deserialize(de::value::StrDeserializer::<Error>::new(name)).map(Some),
+            None => Ok(None),
         }
-        Ok(None)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let value = std::mem::replace(&mut self.value, JsValue::UNDEFINED);
-        seed.deserialize(Deserializer(value)).map_err(|e| e.at_field(self.name))
+        let (value, name) = self.take();
+        seed.deserialize(value).map_err(|e| e.at_field(name))
     }
 }

@@ -10,14 +10,26 @@
 //! Structured data (plan steps and the validated step info, retry records
 //! and stops, platform caps and requests, header formats, derivation options
 //! and results, Prometheus parse results, tail shapes, simulate scenarios and
-//! results, Little's-law inputs, stall verdicts) crosses through
-//! serde-wasm-bindgen: each type is declared once, in `src/core/<concept>.rs`,
-//! and its TypeScript is generated from it (tsify) into the glue's `.d.ts`,
-//! which the hand-written `js/*.d.ts` import. Enums cross as their names, so
-//! no code table is mirrored in JavaScript. Input comes in as a `JsValue`
-//! through [`from_js`] (a `TypeError` with `.param` on a wrong shape; tsify's
-//! own conversion panics there, which traps an instance built with
-//! `panic = "abort"`).
+//! results, Little's-law inputs, stall verdicts) crosses through serde: each
+//! type is declared once, in `src/core/<concept>.rs`, and its TypeScript is
+//! generated from it (tsify) into the glue's `.d.ts`, which the hand-written
+//! `js/*.d.ts` import. Enums cross as their names, so no code table is
+//! mirrored in JavaScript. Input comes in as a `JsValue` through [`from_js`]
+//! (a `TypeError` with `.param` on a wrong shape, naming the place inside it:
+//! `data[0].unit`), output leaves through [`into_js`].
+//!
+//! The serde (de)serializers over `JsValue` are our own ([`de`], [`ser`]),
+//! not serde-wasm-bindgen's (tsify's `into_js`/`from_js`): the same values
+//! accepted and the same objects produced, for less code and no float
+//! formatting. Measured on the main `.wasm` (`node scripts/build.mjs`, gzip
+//! -9; BENCHMARKS.md "The serde boundary without serde-wasm-bindgen"): 67.6
+//! → 61.5 KB (157.2 → 146.4 KB raw), and it is what lets `<f64 as
+//! Display>` leave the module once error messages do too (with every
+//! message string left out: 63.3 KB with serde-wasm-bindgen's deserializer,
+//! whose errors format floats, against 50.3 KB with ours). Every read of a
+//! user value that can throw (a getter, a proxy, `Object.entries`) is caught
+//! and becomes that `TypeError`; tsify's own conversions panic or throw
+//! through the Wasm frames instead.
 //!
 //! These exports stay scalar (numbers and strings in, a number, a string or
 //! `undefined` out), each module's doc giving the measurement
@@ -41,7 +53,8 @@
 //!
 //! Cold calls pay for serde and were measured (`bench/cold.bench.mjs`):
 //! `plan()` about 2 µs more than the positional build, `platformDeadline`
-//! within noise of it.
+//! within noise of it; our (de)serializers are no slower than
+//! serde-wasm-bindgen's (BENCHMARKS.md).
 
 use wasm_bindgen::prelude::*;
 

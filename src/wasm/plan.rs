@@ -2,7 +2,7 @@
 //!
 //! # What crosses, and how
 //! - `plan(deadline, steps, options)` is a cold call: the steps cross as
-//!   [`StepSpec`] objects through serde-wasm-bindgen, and the validated plan
+//!   [`StepSpec`] objects through serde ([`super::de`]), and the validated plan
 //!   comes back as a [`PlanInfo`](crate::core::plan::PlanInfo) (TypeScript generated from the Rust types).
 //!   The `Plan` is dropped before the call returns: a JS plan holds no Wasm
 //!   memory, whatever happens to it.

@@ -11,8 +11,9 @@
 //!   [`AttemptRecord`]s and a stop as a [`Stop`] whose `reason` is a string
 //!   enum: no table of codes is mirrored in JS.
 //! - Why the options are not one object through serde: `retry()` is called
-//!   per request, and serde-wasm-bindgen reads a struct by creating each
-//!   field's name as a JS string on every call. Measured with both builds
+//!   per request, and reading a struct through serde costs a property read
+//!   per field (measured with serde-wasm-bindgen's deserializer, which the
+//!   boundary used then). Measured with both builds
 //!   alternating in one process (`node bench/ab.mjs BEFORE_DIR`, medians of
 //!   15 rounds, BENCHMARKS.md "The pipeline boundary through serde"): a
 //!   `retry()` whose first attempt succeeds cost 0.4 µs more in Deno through
