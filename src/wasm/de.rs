@@ -218,19 +218,22 @@ thread_local! {
 
 #[inline(never)]
 fn cached(cache: &'static std::thread::LocalKey<Cache>, address: usize, make: &dyn Fn() -> JsValue) -> JsValue {
-    cache.with(|cell| {
-        let mut entries = cell.take();
-        let value = match entries.iter().find(|(a, _)| *a == address) {
-            Some((_, value)) => value.clone(),
-            None => {
-                let value = make();
-                entries.push((address, value.clone()));
-                value
-            }
-        };
-        cell.set(entries);
-        value
-    })
+    // `try_with`: no panic path (a thread's values are never destroyed in Wasm).
+    cache
+        .try_with(|cell| {
+            let mut entries = cell.take();
+            let value = match entries.iter().find(|(a, _)| *a == address) {
+                Some((_, value)) => value.clone(),
+                None => {
+                    let value = make();
+                    entries.push((address, value.clone()));
+                    value
+                }
+            };
+            cell.set(entries);
+            value
+        })
+        .unwrap_or_else(|_| make())
 }
 
 /// A field or variant name as a JS string, made once.

@@ -32,8 +32,8 @@
 use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js};
-use crate::core::error::Within;
-use crate::core::plan::{self, Plan, PlanError, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+use crate::core::error::{ShapeError, Within};
+use crate::core::plan::{self, Plan, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
 
 /// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
 /// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
@@ -54,13 +54,14 @@ pub fn plan_new(
 
 /// One step through serde. `js/plan.js` checks every field's type first, so
 /// what serde refuses here is a `kind` it does not know: the core's
-/// [`StepKind::parse`] then names it (`steps[2].kind`).
+/// [`StepKind::parse`] then names it (`steps[2].kind`). Anything else (a
+/// getter that changed its answer or threw) is a wrong shape.
 fn step_spec(index: usize, step: JsValue) -> Result<StepSpec, JsValue> {
     super::de::from_value(step.clone()).map_err(|e| {
         let kind = js_sys::Reflect::get(&step, &JsValue::from_str("kind")).ok().and_then(|k| k.as_string());
         match kind.map(|k| StepKind::parse(&k)) {
             Some(Err(error)) => to_js(Within::new(format!("steps[{index}]"), error)),
-            _ => to_js(PlanError::BadStep { index, message: e.describe(&format!("steps[{index}]")) }),
+            _ => to_js(ShapeError { param: "steps", detail: e.describe(&format!("steps[{index}]")) }),
         }
     })
 }

@@ -471,6 +471,18 @@ const cases = [
   ...badInputs(),
 ];
 
+/** `object` with `key` as a getter answering `value` once, then throwing. */
+function secondReadThrows(object, key, value) {
+  let reads = 0;
+  return Object.defineProperty(object, key, {
+    enumerable: true,
+    get() {
+      if (++reads > 1) throw new Error("no second read");
+      return value;
+    },
+  });
+}
+
 /** Bad input: the error class, the message, `.param` as the user wrote it and `.code`. */
 function badInputs() {
   const D = (lib, ms = 10_000) => lib.Deadline.in(ms);
@@ -499,6 +511,8 @@ function badInputs() {
     ["plan: onStep not a function", (lib) => lib.plan(D(lib), steps(), { onStep: "log" }), TypeError, /'options.onStep' must be a function/, "options.onStep", "INVALID_TYPE"],
     ["new Plan()", (lib) => new lib.Plan(), TypeError, /use plan\(deadline, steps, options\)/, undefined, "NOT_CONSTRUCTIBLE"],
     ["plan: onStepError not a function", (lib) => lib.plan(D(lib), steps(), { onStepError: "log" }), TypeError, /'options.onStepError' must be a function/, "options.onStepError", "INVALID_TYPE"],
+    // A getter that answers plan.js's check and throws when Wasm reads the step: a TypeError, never an exception through Wasm.
+    ["plan: a step whose getter throws on the second read", (lib) => lib.plan(D(lib), [secondReadThrows({ minMs: 1, kind: "optional" }, "name", "a")]), TypeError, /^'steps' does not have the expected shape: reading it threw \(in steps\[0\]\.name\)$/, "steps", "INVALID_TYPE"],
   ]);
 }
 
