@@ -23,13 +23,12 @@
 //! accepted and the same objects produced, for less code and no float
 //! formatting. Measured on the main `.wasm` (`node scripts/build.mjs`, gzip
 //! -9; BENCHMARKS.md "The serde boundary without serde-wasm-bindgen"): 67.6
-//! → 61.5 KB (157.2 → 146.4 KB raw), and it is what lets `<f64 as
-//! Display>` leave the module once error messages do too (with every
-//! message string left out: 63.3 KB with serde-wasm-bindgen's deserializer,
-//! whose errors format floats, against 50.3 KB with ours). Every read of a
-//! user value that can throw (a getter, a proxy, `Object.entries`) is caught
-//! and becomes that `TypeError`; tsify's own conversions panic or throw
-//! through the Wasm frames instead.
+//! → 62.0 KB (156.2 → 147.9 KB raw), and it is what lets `<f64 as Display>`
+//! leave the module once error messages do too (with every message string
+//! left out: 63.3 KB with serde-wasm-bindgen's deserializer, whose errors
+//! format floats, against 48.4 KB with ours). A read of a user value that
+//! throws (a getter, a proxy) becomes that `TypeError`; tsify's own
+//! conversions panic or throw through the Wasm frames instead.
 //!
 //! These exports stay scalar (numbers and strings in, a number, a string or
 //! `undefined` out), each module's doc giving the measurement
