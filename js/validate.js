@@ -111,16 +111,24 @@ export function count(param, value) {
 // instead (below). Only fresh arrays go back to Wasm, whose elements it reads without user code.
 
 /**
- * `keys.map((k) => value[k])`, or the index of the key whose read threw.
- * @param {any} value an object @param {string[]} keys
+ * `keys.map((k) => value[k])`; the answer's length says how it went (Wasm
+ * reads it in one call): `keys.length` read; one more, its last element the
+ * index of the key whose read threw; two more, `value` is not an object.
+ * @param {any} value @param {string[]} keys
  */
 export function readFields(value, keys) {
-  const out = new Array(keys.length);
-  for (let i = 0; i < keys.length; i++) {
+  const n = keys.length;
+  const out = new Array(n);
+  if (typeof value !== "object" || value === null) {
+    out.length = n + 2;
+    return out;
+  }
+  for (let i = 0; i < n; i++) {
     try {
       out[i] = value[keys[i]];
     } catch {
-      return i;
+      out[n] = i;
+      return out;
     }
   }
   return out;

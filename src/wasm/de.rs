@@ -75,7 +75,9 @@ pub(crate) const MAX_ELEMENTS: u32 = 1 << 24;
 
 #[wasm_bindgen(raw_module = "./validate.js")]
 extern "C" {
-    /// `keys.map((k) => value[k])`, or the index of the key whose read threw.
+    /// `keys.map((k) => value[k])`; its length says how it went: `keys`'
+    /// length read, one more threw (the last element the index), two more
+    /// not an object.
     #[wasm_bindgen(js_name = readFields)]
     fn read_fields(value: &JsValue, keys: &JsValue) -> JsValue;
     /// An array or iterable as a fresh array; `undefined`: neither; -1: a
@@ -526,14 +528,16 @@ impl Fields {
     /// `value`'s declared fields; `None` when it is not an object.
     #[inline(never)]
     fn read(value: &JsValue, fields: &'static [&'static str]) -> Result<Option<Self>, Error> {
-        if !value.is_object() {
-            return Ok(None);
+        let values: js_sys::Array = read_fields(value, &field_list(fields)).unchecked_into();
+        // The length says how it went, in one call (js/validate.js).
+        match values.length().wrapping_sub(fields.len() as u32) {
+            0 => Ok(Some(Fields { values, fields, next: 0, value: JsValue::UNDEFINED })),
+            1 => {
+                let i = values.get(fields.len() as u32).as_f64().unwrap_or(0.0) as usize;
+                Err(Error::threw().at_field(fields.get(i).copied().unwrap_or("")))
+            }
+            _ => Ok(None),
         }
-        let values = read_fields(value, &field_list(fields));
-        if let Some(i) = values.as_f64() {
-            return Err(Error::threw().at_field(fields.get(i as usize).copied().unwrap_or("")));
-        }
-        Ok(Some(Fields { values: values.unchecked_into(), fields, next: 0, value: JsValue::UNDEFINED }))
     }
 
     /// The next field that is not `undefined`, its value kept for
