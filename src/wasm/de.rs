@@ -283,13 +283,15 @@ fn field_list(fields: &'static [&'static str]) -> JsValue {
 /// `None` when the value was not a sequence (or map).
 #[inline(never)]
 fn fresh(answer: JsValue) -> Result<Option<js_sys::Array>, Error> {
-    if answer.is_undefined() {
-        return Ok(None);
+    // The usual answer, an array, in one call (`isArray` of our own answer
+    // cannot throw).
+    if js_sys::Array::is_array(&answer) {
+        return Ok(Some(answer.unchecked_into()));
     }
     match answer.as_f64() {
         Some(n) if n < 0.0 => Err(Error::threw()),
         Some(_) => Err(Error::new(format!("expected an array of at most {MAX_ELEMENTS} elements"))),
-        None => Ok(Some(answer.unchecked_into())),
+        None => Ok(None),
     }
 }
 

@@ -23,7 +23,7 @@
 //! accepted and the same objects produced, for less code and no float
 //! formatting. Measured on the main `.wasm` (`node scripts/build.mjs`, gzip
 //! -9; BENCHMARKS.md "The serde boundary without serde-wasm-bindgen"): 67.6
-//! → 62.0 KB (156.2 → 147.9 KB raw), and it is what lets `<f64 as Display>`
+//! → 62.2 KB (156.2 → 148.3 KB raw), and it is what lets `<f64 as Display>`
 //! leave the module once error messages do too (with every message string
 //! left out: 63.3 KB with serde-wasm-bindgen's deserializer, whose errors
 //! format floats, against 48.4 KB with ours). A read of a user value that
