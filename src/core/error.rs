@@ -500,6 +500,13 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "no value for {detail}")]
+    fn assert_filled_finds_a_hole_without_a_value_in_a_nested_message() {
+        let inner = Message::new(msg::SHAPE).arg("param", "x");
+        assert_filled(&Message::new(msg::TEXT).arg("text", inner));
+    }
+
+    #[test]
     fn fixed_decimals_round_ties_away_from_zero_as_to_fixed_does() {
         // JavaScript: (2.25).toFixed(1) "2.3", (0.125).toFixed(2) "0.13",
         // (-2.5).toFixed(0) "-3", (0.1).toFixed(1) "0.1", (2.35).toFixed(1)

@@ -183,6 +183,16 @@ mod tests {
             let e = check_slots(limit).unwrap_err();
             assert_eq!((e.code(), e.param().as_deref()), (code, Some("options.limit")));
         }
+        let all = [
+            max_timeout_for(0.0, 10.0).unwrap_err(),
+            concurrency_bound(-1.0, 10.0).unwrap_err(),
+            concurrency_bound(1.0, -1.0).unwrap_err(),
+            max_timeout_for(1.0, -1.0).unwrap_err(),
+            check_slots(0.5).unwrap_err(),
+        ];
+        for e in all {
+            crate::core::error::assert_filled(&e.message());
+        }
     }
 
     #[test]

@@ -533,7 +533,10 @@ mod tests {
         let p = PolicySpec { timeout_ms: 50.0, retries: None }.policy(0).unwrap();
         assert_eq!(p, Policy { timeout_ms: 50.0, retries: 0 });
 
-        let param = |e: SimulateError| (e.code(), e.param().unwrap(), e.to_string());
+        let param = |e: SimulateError| {
+            crate::core::error::assert_filled(&e.message());
+            (e.code(), e.param().unwrap(), e.to_string())
+        };
         let n = ScenarioSpec { n: Some(1.5), ..spec }.scenario().unwrap_err();
         assert_eq!(
             param(n),
@@ -643,7 +646,9 @@ mod tests {
         let bad = |f: fn(&mut Scenario)| {
             let mut t = s;
             f(&mut t);
-            simulate(&t, &[]).unwrap_err().to_string()
+            let e = simulate(&t, &[]).unwrap_err();
+            crate::core::error::assert_filled(&e.message());
+            e.to_string()
         };
         assert!(bad(|t| t.body.median_ms = 0.0).starts_with("'medianMs' must be greater than 0"));
         assert!(bad(|t| t.body.median_ms = f64::NAN).starts_with("'medianMs'"));

@@ -473,7 +473,11 @@ mod tests {
                 }
                 _ => v = (0..(g.next_u64() % 64)).map(|_| g.next_u64() as u8).collect(),
             }
-            if let Ok(d) = LatencySketch::from_bytes(&v) {
+            let d = LatencySketch::from_bytes(&v);
+            if let Err(e) = &d {
+                crate::core::error::assert_filled(&e.message());
+            }
+            if let Ok(d) = d {
                 // Whatever decodes is a working sketch.
                 for q in QS {
                     let x = d.quantile(q).unwrap();
@@ -518,7 +522,9 @@ mod tests {
                 v[..4].copy_from_slice(&MAGIC);
                 v[4] = VERSION;
             }
-            let _ = LatencySketch::from_bytes(&v);
+            if let Err(e) = LatencySketch::from_bytes(&v) {
+                crate::core::error::assert_filled(&e.message());
+            }
         }
     }
 }
