@@ -97,6 +97,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The accepted spellings, for messages (the template [`msg::OUTCOMES`]).
+    pub fn accepted() -> Message {
+        Message::new(msg::OUTCOMES)
+    }
+
     /// [`Outcome::parse`] of a row's `field`, or the error naming it.
     pub fn of_field(field: &str, value: &str) -> Result<Outcome, DeriveError> {
         Outcome::parse(value).ok_or_else(|| DeriveError::RowOutcome { field: field.into(), value: value.into() })
@@ -268,11 +273,11 @@ impl Described for DeriveError {
             Self::Outcome { value, series } => Message::new(msg::OUTCOME)
                 .arg("value", value.as_str())
                 .arg("series", series.as_str())
-                .arg("accepted", Message::new(msg::OUTCOMES)),
+                .arg("accepted", Outcome::accepted()),
             Self::Prom(e) => e.message(),
             Self::RowOutcome { field, value } => Message::new(msg::ROW_OUTCOME)
                 .arg("field", field.as_str())
-                .arg("accepted", Message::new(msg::OUTCOMES))
+                .arg("accepted", Outcome::accepted())
                 .arg("value", value.as_str()),
             Self::Row { index, error } => Message::new(msg::ROW).arg("index", *index).arg("error", error.message()),
         }

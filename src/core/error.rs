@@ -214,13 +214,8 @@ fn decimals(spec: &str) -> Option<usize> {
 fn fixed(f: &mut fmt::Formatter<'_>, v: f64, n: usize) -> fmt::Result {
     let scale = f64::from(1u32 << n.min(30));
     let tie = (v * scale * 2.0).fract() == 0.0 && (v * scale).fract() != 0.0;
-    let v = if !tie {
-        v
-    } else if v > 0.0 {
-        v.next_up()
-    } else {
-        v.next_down()
-    };
+    // One ulp further from zero (a tie is finite and not 0): past the tie, on its side.
+    let v = if tie { f64::from_bits(v.to_bits() + 1) } else { v };
     write!(f, "{v:.n$}")
 }
 
