@@ -227,7 +227,13 @@ impl serde::Serialize for Message {
         struct Args<'a>(&'a [(&'static str, Arg)]);
         impl serde::Serialize for Args<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_map(self.0.iter().map(|(name, arg)| (*name, arg)))
+                // A struct, not a map: the names are static, and every
+                // serializer (serde-wasm-bindgen too) makes a struct an object.
+                let mut out = s.serialize_struct("Args", self.0.len())?;
+                for (name, arg) in self.0 {
+                    out.serialize_field(name, arg)?;
+                }
+                out.end()
             }
         }
         let mut out = s.serialize_struct("Message", 2)?;
