@@ -284,7 +284,7 @@ impl Described for DeriveError {
     }
 }
 
-/// The derivation's message templates (its warnings' are in [`warning`]).
+/// The derivation's message templates (its warnings' are [`warning_msg`]).
 pub mod msg {
     crate::templates! { "derive";
         QUANTILE = "'q' must be greater than 0 and less than 1 (0.99 for p99): current value is {value}";
