@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { bin, freePort, project, root, start } from "./lib.mjs";
+import { bin, freePort, isolatedEnv, project, root, run, start } from "./lib.mjs";
 import { wranglerEnv } from "./worker.mjs";
 
 const APP = `import { Hono } from "hono";
@@ -32,10 +32,40 @@ compatibility_date = "2026-05-01"
 compatibility_flags = ["nodejs_compat"]
 `;
 
+// An app whose only import of the package is the middleware: `edge-deadline/hono`
+// loads the core at the first request, like the main entry, with no init().
+const ONLY_HONO = `import { Hono } from "hono";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 2_000 }));
+app.get("/", (c) => c.json({ remaining: c.get("deadline").remaining() }));
+const res = await app.request("/", { headers: { "grpc-timeout": "900m" } });
+console.log(res.status, JSON.stringify(await res.json()));
+`;
+
 export async function checkHono(g, packed) {
   const dir = await project("hono", packed.tarball);
   // As if \`npm install hono\`: the dev toolchain's copy, linked in (the install is offline).
   symlinkSync(join(root, "node_modules/hono"), join(dir, "node_modules/hono"), "dir");
+  writeFileSync(join(dir, "only-hono.js"), ONLY_HONO);
+  const served = (stdout) => {
+    const [status, body] = stdout.trim().split(" ");
+    assert.equal(status, "200", stdout);
+    const { remaining } = JSON.parse(body);
+    assert.ok(remaining > 0 && remaining <= 900, `the caller's 900 ms: ${remaining}`);
+  };
+  await g.check("Node: an app importing only edge-deadline/hono serves a request with no init()", async () => {
+    const r = await run(bin.node, ["only-hono.js"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    served(r.stdout);
+  });
+  await g.check("Deno: the same app, with no init() and no --allow-read", async () => {
+    const env = { ...isolatedEnv(dir), DENO_DIR: join(dir, ".deno"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
+    const r = await run(bin.deno, ["run", "only-hono.js"], { cwd: dir, env });
+    assert.equal(r.code, 0, r.stderr);
+    served(r.stdout);
+  });
   mkdirSync(join(dir, "src"));
   writeFileSync(join(dir, "src/index.js"), APP);
   writeFileSync(join(dir, "wrangler.toml"), TOML);
