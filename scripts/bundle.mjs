@@ -103,7 +103,7 @@ export async function bundle({ dirs, out, minify }) {
     format: "esm",
     platform: "neutral",
     minify,
-    sourcemap: minify ? "linked" : false,
+    sourcemap: "linked",
     sourcesContent: true,
     metafile: true,
     legalComments: "none",
