@@ -13,21 +13,56 @@
 // (imported by the wasm-bindgen glue as `./errors.js`), so the core and the JS
 // API throw instances of the very same classes.
 //
-// This module imports nothing: every other module (and the glue) imports it,
-// so it holds all the error classes and every brand guard, the Deadline's
-// included (`isDeadline`).
+// This module imports only the generated message table: every other module
+// (and the glue) imports it, so it holds all the error classes and every
+// brand guard, the Deadline's included (`isDeadline`).
 //
 // # One wording per message
-// `DeadlineExceeded` and `InsufficientBudget` are made here, on hot paths (a
-// deadline's timer, a refused step) where the message must not cost a Wasm
-// call, and by the core (`DeadlineError` in src/core/deadline.rs, whose
-// `Display` the Rust API shows). The sentences below are the core's `Display`
-// word for word, numbers formatted alike (`ms` here, `Ms` there); the
-// deadline and errors cases check that an error the core raised and one built
-// here with the same numbers have the same message. A core error of another
-// kind keeps the core's message as it is.
+// The core's messages are templates declared in src/core (`templates!`); the
+// `.wasm` sends a template's id and values, and `render` below fills the
+// template from the generated tables (`messages.js`; the derive entry adds
+// `derive-messages.js`), so no sentence and no number formatting lives in the
+// `.wasm`. `DeadlineExceeded` and `InsufficientBudget` are also made here, on
+// hot paths (a deadline's timer, a refused step) where the message must not
+// cost a Wasm call: they render the core's own templates.
+
+import { MESSAGES } from "./messages.js";
 
 const BRAND = "edgeDeadlineError";
+
+/** @type {Record<string, string>[]} */
+const tables = [MESSAGES];
+
+/**
+ * Adds an entry's message templates (the derive entry's, when it loads).
+ * @param {Record<string, string>} table
+ */
+export function addMessages(table) {
+  if (!tables.includes(table)) tables.push(table);
+}
+
+/**
+ * @typedef {{ id: string, args: Record<string, number | string | Message> }} Message
+ * A core message: a template id and the values of its holes.
+ */
+
+/**
+ * The text of a core message: `{name}` is the value as it is (a nested
+ * message rendered), `{name:ms}` milliseconds as `ms` prints them, `{{`/`}}`
+ * literal braces (the core's `Message` renders alike, src/core/error.rs).
+ * @param {Message} message
+ * @returns {string}
+ */
+export function render({ id, args }) {
+  const text = tables.find((t) => Object.hasOwn(t, id))?.[id] ?? id;
+  return text.replace(/\{\{|\}\}|\{(\w+)(:ms)?\}/g, (hole, name, asMs) => {
+    if (name === undefined) return hole[0];
+    const value = args[name];
+    if (value === undefined) return hole;
+    if (typeof value === "object") return render(value);
+    return asMs && typeof value === "number" ? ms(value) : String(value);
+  });
+}
 
 export function brand(error, name) {
   Object.defineProperty(error, "name", { value: name, configurable: true, writable: true });
@@ -52,9 +87,7 @@ export class DeadlineExceeded extends Error {
    */
   constructor(at, lateByMs, options) {
     super(
-      lateByMs > 0
-        ? `deadline exceeded: it passed ${ms(lateByMs)} ms ago`
-        : "deadline exceeded: no time is left",
+      render(lateByMs > 0 ? { id: "deadline.EXCEEDED_BY", args: { lateByMs } } : { id: "deadline.EXCEEDED", args: {} }),
       options,
     );
     brand(this, "DeadlineExceeded");
@@ -71,10 +104,7 @@ export class InsufficientBudget extends Error {
    * @param {ErrorOptions} [options] `cause`
    */
   constructor(remainingMs, minMs, options) {
-    super(
-      `insufficient budget: ${ms(remainingMs)} ms left, the step needs at least ${ms(minMs)} ms, so it was not started`,
-      options,
-    );
+    super(render({ id: "deadline.INSUFFICIENT", args: { remainingMs, minMs } }), options);
     brand(this, "InsufficientBudget");
     this.remainingMs = remainingMs;
     this.minMs = minMs;
@@ -336,14 +366,15 @@ export function argumentError(kind, code, param, message) {
 
 // The factory the Wasm core calls (src/wasm/mod.rs, `to_js`). Not re-exported by the API.
 export function coreError(kind, code, param, message, fields) {
-  if (kind === "deadline") return withMessage(new DeadlineExceeded(fields.at, fields.lateByMs), message);
-  if (kind === "insufficient") return withMessage(new InsufficientBudget(fields.remainingMs, fields.minMs), message);
-  const error = argumentError(kind, code, param ?? undefined, message);
+  const text = render(message);
+  if (kind === "deadline") return withMessage(new DeadlineExceeded(fields.at, fields.lateByMs), text);
+  if (kind === "insufficient") return withMessage(new InsufficientBudget(fields.remainingMs, fields.minMs), text);
+  const error = argumentError(kind, code, param ?? undefined, text);
   return Object.assign(error, fields);
 }
 
-// The core's words, kept on the error it raised: the same as the class's own
-// for the same numbers (see "One wording per message"), which the cases check.
+// The core's words, kept on the error it raised: the class's own message when
+// the core used the same template, which it does for the same numbers.
 function withMessage(error, message) {
   if (error.message !== message) Object.defineProperty(error, "message", { value: message, configurable: true, writable: true });
   return error;

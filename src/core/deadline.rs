@@ -28,7 +28,7 @@
 
 use core::fmt;
 
-use crate::core::error::{Described, Kind};
+use crate::core::error::{Described, Kind, Message};
 
 /// The largest instant or duration accepted: 2^53 − 1 ms (about 285 616 years).
 pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
@@ -88,33 +88,24 @@ impl DeadlineError {
     }
 }
 
+/// The deadline's message templates.
+pub mod msg {
+    crate::templates! { "deadline";
+        NOT_FINITE = "'{param}' must be a finite number of milliseconds between 0 and {max}: current value is {value}";
+        NEGATIVE = "'{param}' must be between 0 and {max} milliseconds: current value is {value}";
+        TOO_LARGE = "'{param}' must be between 0 and {max} milliseconds (2^53 - 1): current value is {value}";
+        /// Also the message `js/errors.js` gives a `DeadlineExceeded` it makes
+        /// on a hot path without a Wasm call.
+        EXCEEDED_BY = "deadline exceeded: it passed {lateByMs:ms} ms ago";
+        EXCEEDED = "deadline exceeded: no time is left";
+        /// Also `js/errors.js`'s `InsufficientBudget` message.
+        INSUFFICIENT = "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started";
+    }
+}
+
 impl fmt::Display for DeadlineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::NotFinite { param, value } => write!(
-                f,
-                "'{param}' must be a finite number of milliseconds between 0 and {MAX_MS}: current value is {value}"
-            ),
-            Self::Negative { param, value } => {
-                write!(f, "'{param}' must be between 0 and {MAX_MS} milliseconds: current value is {value}")
-            }
-            Self::TooLarge { param, value } => {
-                write!(f, "'{param}' must be between 0 and {MAX_MS} milliseconds (2^53 - 1): current value is {value}")
-            }
-            // These two sentences are also js/errors.js's (made there on hot
-            // paths without a Wasm call): word for word, numbers through `Ms`
-            // and its twin `ms`. The deadline and errors JS cases compare them.
-            Self::Exhausted { late_by_ms, .. } if late_by_ms > 0.0 => {
-                write!(f, "deadline exceeded: it passed {} ms ago", Ms(late_by_ms))
-            }
-            Self::Exhausted { .. } => f.write_str("deadline exceeded: no time is left"),
-            Self::Insufficient { remaining_ms, min_ms } => write!(
-                f,
-                "insufficient budget: {} ms left, the step needs at least {} ms, so it was not started",
-                Ms(remaining_ms),
-                Ms(min_ms)
-            ),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -149,6 +140,24 @@ impl Described for DeadlineError {
             Self::Exhausted { at, late_by_ms } => vec![("at", at), ("lateByMs", late_by_ms)],
             Self::Insufficient { remaining_ms, min_ms } => vec![("remainingMs", remaining_ms), ("minMs", min_ms)],
             Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } => Vec::new(),
+        }
+    }
+
+    fn message(&self) -> Message {
+        let bad = |id, param: &'static str, value: f64| {
+            Message::new(id).arg("param", param).arg("max", MAX_MS).arg("value", value)
+        };
+        match *self {
+            Self::NotFinite { param, value } => bad(msg::NOT_FINITE, param, value),
+            Self::Negative { param, value } => bad(msg::NEGATIVE, param, value),
+            Self::TooLarge { param, value } => bad(msg::TOO_LARGE, param, value),
+            Self::Exhausted { late_by_ms, .. } if late_by_ms > 0.0 => {
+                Message::new(msg::EXCEEDED_BY).arg("lateByMs", late_by_ms)
+            }
+            Self::Exhausted { .. } => Message::new(msg::EXCEEDED),
+            Self::Insufficient { remaining_ms, min_ms } => {
+                Message::new(msg::INSUFFICIENT).arg("remainingMs", remaining_ms).arg("minMs", min_ms)
+            }
         }
     }
 }

@@ -11,8 +11,25 @@
 //! `Insufficient`, which are not bad input and never become a
 //! `TypeError`/`RangeError`).
 //!
-//! The message is the type's `Display`, written once, in the core: the npm
-//! package and the Rust API show the same text.
+//! # Messages are templates
+//! Every message is written once, in the core, as a *template*: a sentence
+//! with named holes (`'{param}' must be … current value is {value}`),
+//! declared with [`templates!`] next to the error type that uses it. An error
+//! describes itself as a [`Message`]: the template's id and the values for its
+//! holes. Its `Display` (what the Rust API shows) renders that in Rust; the
+//! npm package's `.wasm` sends only the id and the values across, and
+//! `js/errors.js` renders them from `js/messages.js` (the main entry's
+//! templates) and `js/derive-messages.js` (the derive entry's), both generated
+//! from these declarations by a host test (`UPDATE_MESSAGES=1 cargo test --lib
+//! message_tables`). That keeps the sentences and all float formatting out of
+//! the `.wasm`: measured, formatting an `f64` alone retained 18 KB of the main
+//! module (BENCHMARKS.md, "Size and start-up").
+//!
+//! A hole is `{name}` (the value as given: a number exactly, a string as is, a
+//! nested message rendered) or `{name:ms}` (milliseconds measured by a clock:
+//! whole, or to 0.1 ms, see [`Ms`](crate::core::deadline::Ms)); `{{` and `}}`
+//! are literal braces. Numbers print as each language prints them, which
+//! differ only at the extremes (Rust's `inf` is JavaScript's `Infinity`).
 
 use std::fmt;
 
@@ -29,6 +46,133 @@ pub enum Kind {
     Insufficient,
 }
 
+/// Declares a module's message templates: for each, a `pub const` holding
+/// its id (`"<prefix>.<NAME>"`, what crosses to JavaScript), and the module's
+/// `TEMPLATES` table of `(id, text)`, which [`MAIN`] or [`DERIVE`] lists.
+///
+/// ```ignore
+/// pub mod msg {
+///     crate::templates! { "deadline";
+///         /// A duration or instant that is NaN or infinite.
+///         NOT_FINITE = "'{param}' must be a finite number: current value is {value}";
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! templates {
+    ($prefix:literal; $( $(#[$doc:meta])* $name:ident = $text:literal; )*) => {
+        $( $(#[$doc])* pub const $name: &str = concat!($prefix, ".", stringify!($name)); )*
+        /// Every template of this module: `(id, text)`.
+        pub const TEMPLATES: &[(&str, &str)] = &[ $( ($name, $text), )* ];
+    };
+}
+
+/// The templates of the main entry's errors (`js/messages.js`).
+pub const MAIN: &[&[(&str, &str)]] = &[msg::TEMPLATES, crate::core::deadline::msg::TEMPLATES];
+
+/// The templates only the derive entry's errors use (`js/derive-messages.js`).
+pub const DERIVE: &[&[(&str, &str)]] = &[];
+
+/// The text of template `id`.
+pub fn template(id: &str) -> Option<&'static str> {
+    MAIN.iter().chain(DERIVE).flat_map(|t| t.iter()).find(|(i, _)| *i == id).map(|(_, text)| *text)
+}
+
+/// A message: a template's id and the values for its holes, by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// A template id declared with [`templates!`].
+    pub id: &'static str,
+    pub args: Vec<(&'static str, Arg)>,
+}
+
+/// A value for a hole of a [`Message`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    Num(f64),
+    Str(String),
+    /// Another error's whole message ("step 'x': {error}").
+    Msg(Box<Message>),
+}
+
+impl From<f64> for Arg {
+    fn from(v: f64) -> Self {
+        Arg::Num(v)
+    }
+}
+
+impl From<usize> for Arg {
+    fn from(v: usize) -> Self {
+        Arg::Num(v as f64)
+    }
+}
+
+impl From<&str> for Arg {
+    fn from(v: &str) -> Self {
+        Arg::Str(v.into())
+    }
+}
+
+impl From<String> for Arg {
+    fn from(v: String) -> Self {
+        Arg::Str(v)
+    }
+}
+
+impl From<Message> for Arg {
+    fn from(v: Message) -> Self {
+        Arg::Msg(Box::new(v))
+    }
+}
+
+impl Message {
+    /// Template `id` with no values yet.
+    pub fn new(id: &'static str) -> Self {
+        Self { id, args: Vec::new() }
+    }
+
+    /// The value of hole `name`.
+    #[must_use]
+    pub fn arg(mut self, name: &'static str, value: impl Into<Arg>) -> Self {
+        self.args.push((name, value.into()));
+        self
+    }
+
+    /// A message written before templates existed: the text as it is.
+    pub fn text(text: String) -> Self {
+        Self::new(msg::TEXT).arg("text", text)
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = template(self.id).unwrap_or(self.id);
+        while let Some(at) = rest.find(['{', '}']) {
+            f.write_str(&rest[..at])?;
+            let (brace, after) = rest[at..].split_at(1);
+            // `{{` and `}}` are literal braces; a lone `}` (which the table
+            // test rejects) prints as it is.
+            if after.starts_with(brace) || brace == "}" {
+                f.write_str(brace)?;
+                rest = if after.starts_with(brace) { &after[1..] } else { after };
+                continue;
+            }
+            let end = after.find('}').unwrap_or(after.len());
+            let hole = &after[..end];
+            let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
+            match self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a) {
+                Some(Arg::Num(v)) if spec == "ms" => crate::core::deadline::Ms(*v).fmt(f)?,
+                Some(Arg::Num(v)) => write!(f, "{v}")?,
+                Some(Arg::Str(s)) => f.write_str(s)?,
+                Some(Arg::Msg(m)) => m.fmt(f)?,
+                None => write!(f, "{{{hole}}}")?,
+            }
+            rest = after.get(end + 1..).unwrap_or("");
+        }
+        f.write_str(rest)
+    }
+}
+
 /// A core error's code, parameter and kind (see the module docs).
 pub trait Described: fmt::Display {
     /// A stable `UPPER_SNAKE` code, the same for every wording of the message.
@@ -43,6 +187,22 @@ pub trait Described: fmt::Display {
     /// `remainingMs`…), by their JS names; set as the error's own fields.
     fn fields(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
+    }
+    /// The message, as a template and its values (see the module docs).
+    /// The default carries the `Display` text as it is, for types whose
+    /// messages are not templates yet.
+    fn message(&self) -> Message {
+        Message::text(self.to_string())
+    }
+}
+
+/// This module's templates.
+pub mod msg {
+    crate::templates! { "error";
+        /// A message carried as it is (see [`Message::text`](super::Message::text)).
+        TEXT = "{text}";
+        /// A value of the wrong shape ([`ShapeError`](super::ShapeError)).
+        SHAPE = "'{param}' does not have the expected shape: {detail}";
     }
 }
 
@@ -70,7 +230,7 @@ pub struct ShapeError {
 
 impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "'{}' does not have the expected shape: {}", self.param, self.detail)
+        self.message().fmt(f)
     }
 }
 
@@ -87,6 +247,10 @@ impl Described for ShapeError {
 
     fn kind(&self) -> Kind {
         Kind::Type
+    }
+
+    fn message(&self) -> Message {
+        Message::new(msg::SHAPE).arg("param", self.param).arg("detail", self.detail.as_str())
     }
 }
 
@@ -130,5 +294,102 @@ impl<E: Described> Described for Within<E> {
     }
     fn fields(&self) -> Vec<(&'static str, f64)> {
         self.error.fields()
+    }
+    fn message(&self) -> Message {
+        self.error.message()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A JavaScript string literal (JSON's escaping).
+    fn js_string(s: &str) -> String {
+        let mut out = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    fn js_table(what: &str, tables: &[&[(&str, &str)]]) -> String {
+        let mut out = format!(
+            "// The core's message templates for {what}, generated from the `templates!`\n\
+             // declarations in src/core/ by `UPDATE_MESSAGES=1 cargo test --lib message_tables`:\n\
+             // do not edit. js/errors.js renders them (`{{name}}`, `{{name:ms}}`, see src/core/error.rs).\n\n\
+             /** @type {{Record<string, string>}} */\n\
+             export const MESSAGES = {{\n"
+        );
+        for (id, text) in tables.iter().flat_map(|t| t.iter()) {
+            out.push_str(&format!("  {}: {},\n", js_string(id), js_string(text)));
+        }
+        out.push_str("};\n");
+        out
+    }
+
+    /// js/messages.js and js/derive-messages.js are these templates, as
+    /// generated; `UPDATE_MESSAGES=1` rewrites them.
+    #[test]
+    fn message_tables_are_current() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut stale = Vec::new();
+        for (file, what, tables) in
+            [("js/messages.js", "the main entry", MAIN), ("js/derive-messages.js", "edge-deadline/derive", DERIVE)]
+        {
+            let path = format!("{root}/{file}");
+            let want = js_table(what, tables);
+            if std::env::var_os("UPDATE_MESSAGES").is_some() {
+                std::fs::write(&path, &want).unwrap();
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
+                stale.push(file);
+            }
+        }
+        assert!(stale.is_empty(), "{stale:?} out of date: run `UPDATE_MESSAGES=1 cargo test --lib message_tables`");
+    }
+
+    #[test]
+    fn templates_are_well_formed_and_ids_unique() {
+        let all: Vec<_> = MAIN.iter().chain(DERIVE).flat_map(|t| t.iter()).collect();
+        for (i, (id, text)) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|(other, _)| other != id), "duplicate id {id}");
+            let mut rest = *text;
+            while let Some(at) = rest.find(['{', '}']) {
+                let tail = &rest[at..];
+                if tail.starts_with("{{") || tail.starts_with("}}") {
+                    rest = &tail[2..];
+                    continue;
+                }
+                assert!(tail.starts_with('{'), "{id}: a lone '}}' in {text:?}");
+                let end = tail.find('}').unwrap_or_else(|| panic!("{id}: an unclosed hole in {text:?}"));
+                let hole = &tail[1..end];
+                let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
+                assert!(
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                    "{id}: {hole}"
+                );
+                assert!(spec.is_empty() || spec == "ms", "{id}: unknown format {spec:?} (`ms` or none)");
+                rest = &tail[end + 1..];
+            }
+        }
+    }
+
+    #[test]
+    fn display_fills_each_kind_of_hole() {
+        let inner = Message::new(msg::SHAPE).arg("param", "x").arg("detail", "a number");
+        let text = |m: &Message| m.to_string();
+        assert_eq!(text(&Message::text("plain".into())), "plain");
+        assert_eq!(text(&inner), "'x' does not have the expected shape: a number");
+        let m = Message::new(crate::core::deadline::msg::INSUFFICIENT).arg("remainingMs", 2.25).arg("minMs", 5.0);
+        assert_eq!(text(&m), "insufficient budget: 2.3 ms left, the step needs at least 5 ms, so it was not started");
+        // A nested message renders in place; a missing value shows its hole.
+        assert_eq!(text(&Message::new(msg::TEXT).arg("text", inner)), "'x' does not have the expected shape: a number");
+        assert_eq!(text(&Message::new(msg::SHAPE).arg("param", "y")), "'y' does not have the expected shape: {detail}");
     }
 }

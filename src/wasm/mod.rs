@@ -45,7 +45,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::core::error::{Described, Kind, ShapeError};
+use crate::core::error::{Arg, Described, Kind, Message, ShapeError};
 
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
@@ -85,12 +85,38 @@ extern "C" {
     /// `.param` and `.code`, or the branded `DeadlineExceeded` /
     /// `InsufficientBudget` with their fields.
     #[wasm_bindgen(js_name = coreError)]
-    fn core_error(kind: &str, code: &str, param: Option<String>, message: String, fields: &js_sys::Object) -> JsValue;
+    fn core_error(
+        kind: &str,
+        code: &str,
+        param: Option<String>,
+        message: &js_sys::Object,
+        fields: &js_sys::Object,
+    ) -> JsValue;
+}
+
+/// A message as `{ id, args }` for `js/errors.js` to render: the template's
+/// id and its values (numbers, strings, nested messages), never text the
+/// `.wasm` formatted (see [`crate::core::error`]).
+fn message_js(message: &Message) -> js_sys::Object {
+    let args = js_sys::Object::new();
+    for (name, arg) in &message.args {
+        let value = match arg {
+            Arg::Num(v) => JsValue::from_f64(*v),
+            Arg::Str(s) => JsValue::from_str(s),
+            Arg::Msg(inner) => message_js(inner).into(),
+        };
+        // Setting a property on a fresh, extensible object cannot throw.
+        let _ = js_sys::Reflect::set(&args, &JsValue::from_str(name), &value);
+    }
+    let out = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&out, &JsValue::from_str("id"), &JsValue::from_str(message.id));
+    let _ = js_sys::Reflect::set(&out, &JsValue::from_str("args"), &args);
+    out
 }
 
 /// The one conversion from core errors to JavaScript errors: every core error
 /// type implements [`Described`], so its code, parameter, kind and message
-/// cross the same way.
+/// cross the same way; the message as a template id and its values.
 pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
     let kind = match error.kind() {
         Kind::Type => "type",
@@ -103,7 +129,7 @@ pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
         // Setting a property on a fresh, extensible object cannot throw.
         let _ = js_sys::Reflect::set(&fields, &JsValue::from_str(name), &JsValue::from_f64(value));
     }
-    core_error(kind, error.code(), error.param(), error.to_string(), &fields)
+    core_error(kind, error.code(), error.param(), &message_js(&error.message()), &fields)
 }
 
 /// Structured data from JavaScript: `value` deserialized into `T` (a core

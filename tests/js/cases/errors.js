@@ -79,6 +79,22 @@ const cases = [
 
 cases.push(
   {
+    name: "errors: the core's messages are filled in JS from its templates, numbers as JavaScript prints them",
+    run: (lib) => {
+      const max = Number.MAX_SAFE_INTEGER;
+      const cases = [
+        [() => lib.Deadline.in(Infinity), `'ms' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`],
+        [() => lib.Deadline.in(1e300), `'ms' must be between 0 and ${max} milliseconds (2^53 - 1): current value is 1e+300`],
+        [() => lib.Deadline.in(-1.5), `'ms' must be between 0 and ${max} milliseconds: current value is -1.5`],
+      ];
+      for (const [call, message] of cases) {
+        const e = throws(call, RangeError);
+        equal(e.message, message);
+        ok(!/[{}]/.test(e.message), "no hole is left unfilled");
+      }
+    },
+  },
+  {
     name: "errors: DeadlineExceeded and InsufficientBudget raised by the core read exactly as the ones made in JS with the same numbers",
     run: async (lib) => {
       const clock = installFakeTime();
