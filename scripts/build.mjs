@@ -76,7 +76,8 @@ export ${exportsDigest.toString()}
 // Minified, with source maps: measured smaller and faster to import in Node
 // (BENCHMARKS.md, "Size and start-up"). EDGE_DEADLINE_MINIFY=0 builds it readable.
 const minify = process.env.EDGE_DEADLINE_MINIFY !== "0";
-await bundle({ dirs: [join(root, "js"), glue], out, minify });
+const units = await bundle({ dirs: [join(root, "js"), glue], out, minify });
+for (const unit of ["main.js", "derive-main.js", "shared.js"]) console.log(`pkg/${unit}: ${units[unit].filter((m) => m.endsWith(".js")).length} modules`);
 for (const f of readdirSync(join(root, "js"))) if (!f.endsWith(".js")) copyFileSync(join(root, "js", f), join(out, f));
 copyFileSync(join(root, "LICENSE"), join(out, "LICENSE"));
 // The API reference and the SDK recipes travel with the package: its README links to them.

@@ -25,8 +25,8 @@
 // the internals main.js exports for the middleware and the tests stay private.
 //
 // esbuild's own code splitting would chunk by which entries reach each
-// statement: with the middleware and four runtimes, the main entry would load
-// five chunks, with names that change with every edit.
+// statement: with the middleware and four runtimes, Node's main entry loaded
+// itself and four chunks, named by hashes that change with every edit.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import * as esbuild from "esbuild";
@@ -37,14 +37,13 @@ export const ENTRIES = {
   derive: ["derive-index.js", "derive-node.js", "derive-deno.js", "derive-workerd.js"],
   hono: ["hono.js", "hono-node.js", "hono-deno.js", "hono-workerd.js"],
 };
-const ROOTS = { "main.js": "main.js", "derive-main.js": "derive-main.js" };
+const ROOTS = ["main.js", "derive-main.js"];
 const PUBLIC_API = { "api.js": "main.js", "derive-api.js": "derive-main.js" };
 
 /**
  * @param {{ dirs: string[], out: string, minify: boolean }} o `dirs`: where
  *   modules are found by file name (js/, then the generated glue); `out`: pkg/ being built
- * @returns {Promise<{ units: Record<string, string[]>, files: string[] }>} which source
- *   modules each output file holds, and the files written (.js and .js.map)
+ * @returns {Promise<Record<string, string[]>>} which source modules each output file holds
  */
 export async function bundle({ dirs, out, minify }) {
   dirs = dirs.map((d) => resolve(d));
@@ -73,7 +72,7 @@ export async function bundle({ dirs, out, minify }) {
   // Which unit owns each module.
   const owner = new Map();
   const reach = {};
-  for (const root of Object.keys(ROOTS)) reach[root] = (await analyse(root)).modules;
+  for (const root of ROOTS) reach[root] = (await analyse(root)).modules;
   for (const [root, modules] of Object.entries(reach)) {
     for (const m of modules) owner.set(m, owner.has(m) && owner.get(m) !== root ? "shared.js" : root);
   }
@@ -93,7 +92,7 @@ export async function bundle({ dirs, out, minify }) {
   }
   const sharedSource = sharedModules.map((m) => `export * from "./${m}";`).join("\n") + "\n";
 
-  const entryPoints = [...Object.values(ENTRIES).flat(), ...Object.keys(ROOTS)].map((e) => ({ in: find(e), out: e.replace(/\.js$/, "") }));
+  const entryPoints = [...Object.values(ENTRIES).flat(), ...ROOTS].map((e) => ({ in: find(e), out: e.replace(/\.js$/, "") }));
   entryPoints.push({ in: "virtual:shared.js", out: "shared" });
   const unitOf = (file) => (file === "virtual:shared.js" ? "shared.js" : owner.get(file));
   const result = await esbuild.build({
@@ -124,6 +123,7 @@ export async function bundle({ dirs, out, minify }) {
             for (const [api, names] of Object.entries(publicNames)) {
               source = source.replace(`export * from "./${api}";`, `export { ${names.join(", ")} } from "./${api}";`);
             }
+            if (/\bexport\s*\*/.test(source)) throw new Error(`scripts/bundle.mjs: ${name} re-exports with \`export *\`, which would publish main.js's internals; export * from "./api.js" (or derive-api.js) is the one form it rewrites`);
             return { contents: source, loader: "js" };
           });
         },
@@ -157,5 +157,5 @@ export async function bundle({ dirs, out, minify }) {
       where.set(m, basename(file));
     }
   }
-  return { units, files: Object.keys(result.metafile.outputs).map((f) => basename(f)) };
+  return units;
 }
