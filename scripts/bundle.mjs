@@ -16,7 +16,7 @@
 //                   stall detection…, the main glue)
 //   derive-main.js  js/derive-main.js and every module only it reaches
 //   shared.js       the modules both reach (errors, validation, the loader)
-//   hono.js         the Hono middleware
+//   hono.js         the Hono middleware (and any module only it uses)
 //   one file per entry point (index.js, node.js, deno.js, workerd.js, derive-*.js,
 //   hono-*.js): its own lines; it imports the units above.
 // An import of a module of another unit becomes an import of that unit's
@@ -77,6 +77,8 @@ export async function bundle({ dirs, out, minify }) {
     for (const m of modules) owner.set(m, owner.has(m) && owner.get(m) !== root ? "shared.js" : root);
   }
   for (const entries of Object.values(ENTRIES)) for (const e of entries) owner.set(e, e);
+  // A module only the middleware uses goes with it.
+  for (const m of (await analyse("hono.js")).modules) if (!owner.has(m)) owner.set(m, "hono.js");
   const publicNames = {};
   for (const api of Object.keys(PUBLIC_API)) publicNames[api] = (await analyse(api)).exports;
 
