@@ -1,7 +1,9 @@
 // The Hono middleware as a Workers user gets it: the tarball and `hono`
 // installed in a fresh project, `import { deadline } from "edge-deadline/hono"`
 // bundled by wrangler (the `./hono` subpath beside the `workerd` entry, one
-// copy of the package's modules), served by `wrangler dev --local`.
+// copy of the package's modules), served by `wrangler dev --local`; and an
+// app whose only import of the package is the middleware, in Node, Deno and
+// under wrangler, with no init().
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -42,6 +44,16 @@ app.use(deadline({ budgetMs: 2_000 }));
 app.get("/", (c) => c.json({ remaining: c.get("deadline").remaining() }));
 const res = await app.request("/", { headers: { "grpc-timeout": "900m" } });
 console.log(res.status, JSON.stringify(await res.json()));
+`;
+
+// The same for Workers: the middleware alone, served by wrangler (the `workerd` condition).
+const ONLY_HONO_WORKER = `import { Hono } from "hono";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 2_000 }));
+app.get("/", (c) => c.json({ remaining: c.get("deadline").remaining() }));
+export default app;
 `;
 
 export async function checkHono(g, packed) {
@@ -96,5 +108,21 @@ export async function checkHono(g, packed) {
     });
   } finally {
     await dev.kill();
+  }
+
+  writeFileSync(join(dir, "src/only-hono.js"), ONLY_HONO_WORKER);
+  writeFileSync(join(dir, "only-hono.toml"), TOML.replace('name = "hono-deadline"\nmain = "src/index.js"', 'name = "only-hono"\nmain = "src/only-hono.js"'));
+  const onlyPort = await freePort();
+  const onlyInspector = await freePort();
+  const only = start(bin.node, [bin.wrangler, "dev", "-c", "only-hono.toml", "--local", "--ip", "127.0.0.1", "--port", String(onlyPort), "--inspector-port", String(onlyInspector), "--show-interactive-dev-session=false"], { cwd: dir, env });
+  try {
+    await g.check("Workers: a Worker importing only edge-deadline/hono serves a request with no init()", async () => {
+      await only.waitFor(/Ready on http:\/\/127\.0\.0\.1:\d+/, 60_000);
+      const res = await fetch(`http://127.0.0.1:${onlyPort}/`, { headers: { "grpc-timeout": "900m" } });
+      const text = await res.text();
+      served(`${res.status} ${text}`);
+    });
+  } finally {
+    await only.kill();
   }
 }
