@@ -46,6 +46,26 @@ const res = await app.request("/", { headers: { "grpc-timeout": "900m" } });
 console.log(res.status, JSON.stringify(await res.json()));
 `;
 
+// All three entries in one process: one copy of the package's modules, so the
+// middleware's deadline is the main entry's class and the ambient one.
+const ALL_THREE = `import { Hono } from "hono";
+import { Deadline, currentDeadline } from "edge-deadline";
+import { LatencySketch } from "edge-deadline/derive";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 2_000 }));
+app.get("/", async (c) => {
+  await null;
+  const d = c.get("deadline");
+  const sketch = new LatencySketch();
+  sketch.add(d.remaining());
+  return c.json({ sameClass: d instanceof Deadline, ambient: currentDeadline() === d, count: sketch.count });
+});
+const res = await app.request("/");
+console.log(JSON.stringify(await res.json()));
+`;
+
 // The same for Workers: the middleware alone, served by wrangler (the `workerd` condition).
 const ONLY_HONO_WORKER = `import { Hono } from "hono";
 import { deadline } from "edge-deadline/hono";
@@ -72,7 +92,13 @@ export async function checkHono(g, packed) {
     assert.equal(r.code, 0, r.stderr);
     served(r.stdout);
   });
-  await g.check("Deno: the same app, with no init() and no --allow-read", async () => {
+  await g.check("Node: edge-deadline, /derive and /hono in one process share one copy (the Deadline class, the ambient deadline)", async () => {
+    writeFileSync(join(dir, "all-three.js"), ALL_THREE);
+    const r = await run(bin.node, ["all-three.js"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout.trim()), { sameClass: true, ambient: true, count: 1 });
+  });
+  await g.check("Deno: an app importing only edge-deadline/hono, with no init() and no --allow-read", async () => {
     const env = { ...isolatedEnv(dir), DENO_DIR: join(dir, ".deno"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
     const r = await run(bin.deno, ["run", "only-hono.js"], { cwd: dir, env });
     assert.equal(r.code, 0, r.stderr);
