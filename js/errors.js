@@ -48,19 +48,21 @@ export function addMessages(table) {
 
 /**
  * The text of a core message: `{name}` is the value as it is (a nested
- * message rendered), `{name:ms}` milliseconds as `ms` prints them, `{{`/`}}`
- * literal braces (the core's `Message` renders alike, src/core/error.rs).
+ * message rendered), `{name:ms}` milliseconds as `ms` prints them,
+ * `{name:.N}` a number to N decimals (`toFixed`), `{{`/`}}` literal braces
+ * (the core's `Message` renders alike, src/core/error.rs).
  * @param {Message} message
  * @returns {string}
  */
 export function render({ id, args }) {
   const text = tables.find((t) => Object.hasOwn(t, id))?.[id] ?? id;
-  return text.replace(/\{\{|\}\}|\{(\w+)(:ms)?\}/g, (hole, name, asMs) => {
+  return text.replace(/\{\{|\}\}|\{(\w+)(?::(ms|\.\d))?\}/g, (hole, name, spec) => {
     if (name === undefined) return hole[0];
     const value = args[name];
     if (value === undefined) return hole;
     if (typeof value === "object") return render(value);
-    return asMs && typeof value === "number" ? ms(value) : String(value);
+    if (spec === undefined || typeof value !== "number") return String(value);
+    return spec === "ms" ? ms(value) : value.toFixed(Number(spec[1]));
   });
 }
 
