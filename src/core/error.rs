@@ -68,7 +68,16 @@ macro_rules! templates {
 }
 
 /// The templates of the main entry's errors (`js/messages.js`).
-pub const MAIN: &[&[(&str, &str)]] = &[msg::TEMPLATES, crate::core::deadline::msg::TEMPLATES];
+pub const MAIN: &[&[(&str, &str)]] = &[
+    msg::TEMPLATES,
+    crate::core::deadline::msg::TEMPLATES,
+    crate::core::plan::msg::TEMPLATES,
+    crate::core::retry::msg::TEMPLATES,
+    crate::core::budget::msg::TEMPLATES,
+    crate::core::headers::msg::TEMPLATES,
+    crate::core::caps::msg::TEMPLATES,
+    crate::core::stall::msg::TEMPLATES,
+];
 
 /// The templates only the derive entry's errors use (`js/derive-messages.js`).
 pub const DERIVE: &[&[(&str, &str)]] = &[];
@@ -107,6 +116,12 @@ impl From<usize> for Arg {
     }
 }
 
+impl From<u32> for Arg {
+    fn from(v: u32) -> Self {
+        Arg::Num(v.into())
+    }
+}
+
 impl From<&str> for Arg {
     fn from(v: &str) -> Self {
         Arg::Str(v.into())
@@ -141,6 +156,42 @@ impl Message {
     /// A message written before templates existed: the text as it is.
     pub fn text(text: String) -> Self {
         Self::new(msg::TEXT).arg("text", text)
+    }
+}
+
+/// A message as data (`{ id, args }`, each arg a number, a string or a
+/// nested message): how a message travels inside a result that crosses to
+/// JavaScript through serde (a retry's stop, a rejected header), to be
+/// rendered there like an error's (`render` in `js/errors.js`).
+impl serde::Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        /// The holes' values as an object: their names are `&'static str`,
+        /// so a struct of them serializes as a plain object in every format.
+        struct Args<'a>(&'a [(&'static str, Arg)]);
+        impl serde::Serialize for Args<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut out = s.serialize_struct("Args", self.0.len())?;
+                for (name, arg) in self.0 {
+                    out.serialize_field(name, arg)?;
+                }
+                out.end()
+            }
+        }
+        let mut out = s.serialize_struct("Message", 2)?;
+        out.serialize_field("id", self.id)?;
+        out.serialize_field("args", &Args(&self.args))?;
+        out.end()
+    }
+}
+
+impl serde::Serialize for Arg {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arg::Num(v) => s.serialize_f64(*v),
+            Arg::Str(v) => s.serialize_str(v),
+            Arg::Msg(m) => m.serialize(s),
+        }
     }
 }
 
