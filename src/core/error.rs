@@ -148,8 +148,16 @@ impl Message {
 
     /// The value of hole `name`.
     #[must_use]
-    pub fn arg(mut self, name: &'static str, value: impl Into<Arg>) -> Self {
-        self.args.push((name, value.into()));
+    pub fn arg(self, name: &'static str, value: impl Into<Arg>) -> Self {
+        self.push(name, value.into())
+    }
+
+    /// [`Message::arg`]'s one body: kept out of line, so each message an
+    /// error builds costs a call per value in the `.wasm`, not a copy of
+    /// `Vec::push` (measured: 1.4 KB less gzip in the main `.wasm`).
+    #[inline(never)]
+    fn push(mut self, name: &'static str, value: Arg) -> Self {
+        self.args.push((name, value));
         self
     }
 
