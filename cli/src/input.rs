@@ -140,7 +140,7 @@ fn parse_ms(text: &str, to_ms: f64) -> Result<f64, String> {
 
 fn parse_outcome(text: &str) -> Result<Outcome, String> {
     Outcome::parse(text)
-        .ok_or_else(|| format!("'{}' is not an outcome; use one of: {}", text.trim(), Outcome::ACCEPTED))
+        .ok_or_else(|| format!("'{}' is not an outcome; use one of: {}", text.trim(), Outcome::accepted()))
 }
 
 /// A serde_json error as `invalid JSON at column C: what`.

@@ -55,7 +55,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
-use crate::core::error::{Described, Kind};
+use crate::core::error::{Described, Kind, Message};
 use crate::core::prom;
 use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
@@ -63,7 +63,7 @@ use crate::core::prom::{Histogram, PromError, Unit};
 use crate::core::tail::{tail_shape, TailShape};
 
 mod warning;
-pub use warning::{percentile_name, DerivedWarning, Warning, WarningCode};
+pub use warning::{msg as warning_msg, percentile, percentile_name, DerivedWarning, Warning, WarningCode};
 
 /// The default percentile: user-facing paths.
 pub const DEFAULT_Q: f64 = 0.99;
@@ -97,9 +97,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The accepted spellings, for messages.
-    pub const ACCEPTED: &'static str =
-        "success, ok, succeeded, true (successes); timeout, timed_out, deadline_exceeded (timeouts); error, err, fail, failed, failure, false, cancelled (errors)";
+    /// The accepted spellings, for messages (the template [`msg::OUTCOMES`]).
+    pub fn accepted() -> Message {
+        Message::new(msg::OUTCOMES)
+    }
 
     /// [`Outcome::parse`] of a row's `field`, or the error naming it.
     pub fn of_field(field: &str, value: &str) -> Result<Outcome, DeriveError> {
@@ -259,35 +260,49 @@ impl Described for DeriveError {
             _ => Kind::Range,
         }
     }
+
+    fn message(&self) -> Message {
+        match self {
+            Self::Quantile { value } => Message::new(msg::QUANTILE).arg("value", *value),
+            Self::Safety { value } => Message::new(msg::SAFETY).arg("max", MAX_SAFETY).arg("value", *value),
+            Self::Configured(e) => e.message(),
+            Self::Sketch(e) => e.message(),
+            Self::Labels { expected, got } => Message::new(msg::LABELS).arg("expected", *expected).arg("got", *got),
+            Self::Groups { limit } => Message::new(msg::GROUPS).arg("limit", *limit),
+            Self::MissingDuration => Message::new(msg::MISSING_DURATION),
+            Self::Outcome { value, series } => Message::new(msg::OUTCOME)
+                .arg("value", value.as_str())
+                .arg("series", series.as_str())
+                .arg("accepted", Outcome::accepted()),
+            Self::Prom(e) => e.message(),
+            Self::RowOutcome { field, value } => Message::new(msg::ROW_OUTCOME)
+                .arg("field", field.as_str())
+                .arg("accepted", Outcome::accepted())
+                .arg("value", value.as_str()),
+            Self::Row { index, error } => Message::new(msg::ROW).arg("index", *index).arg("error", error.message()),
+        }
+    }
+}
+
+/// The derivation's message templates (its warnings' are [`warning_msg`]).
+pub mod msg {
+    crate::templates! { "derive";
+        QUANTILE = "'q' must be greater than 0 and less than 1 (0.99 for p99): current value is {value}";
+        SAFETY = "'safety' must be between 1 and {max}: current value is {value}";
+        LABELS = "expected {expected} label values (one per 'by' label), got {got}";
+        GROUPS = "more than {limit} distinct buckets: group by fewer labels or coarser values";
+        MISSING_DURATION = "a successful call needs a duration in milliseconds";
+        /// The spellings [`Outcome::parse`](super::Outcome::parse) accepts.
+        OUTCOMES = "success, ok, succeeded, true (successes); timeout, timed_out, deadline_exceeded (timeouts); error, err, fail, failed, failure, false, cancelled (errors)";
+        OUTCOME = "outcome '{value}' of {series} is not one of: {accepted}";
+        ROW_OUTCOME = "'{field}' must be one of {accepted}: current value is \"{value}\"";
+        ROW = "row {index}: {error}";
+    }
 }
 
 impl fmt::Display for DeriveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Quantile { value } => {
-                write!(f, "'q' must be greater than 0 and less than 1 (0.99 for p99): current value is {value}")
-            }
-            Self::Safety { value } => {
-                write!(f, "'safety' must be between 1 and {MAX_SAFETY}: current value is {value}")
-            }
-            Self::Configured(e) => write!(f, "{e}"),
-            Self::Sketch(e) => write!(f, "{e}"),
-            Self::Labels { expected, got } => {
-                write!(f, "expected {expected} label values (one per 'by' label), got {got}")
-            }
-            Self::Groups { limit } => {
-                write!(f, "more than {limit} distinct buckets: group by fewer labels or coarser values")
-            }
-            Self::MissingDuration => write!(f, "a successful call needs a duration in milliseconds"),
-            Self::Outcome { value, series } => {
-                write!(f, "outcome '{value}' of {series} is not one of: {}", Outcome::ACCEPTED)
-            }
-            Self::Prom(e) => write!(f, "{e}"),
-            Self::RowOutcome { field, value } => {
-                write!(f, "'{field}' must be one of {}: current value is \"{value}\"", Outcome::ACCEPTED)
-            }
-            Self::Row { index, error } => write!(f, "row {index}: {error}"),
-        }
+        self.message().fmt(f)
     }
 }
 

@@ -26,10 +26,16 @@
 //! module (BENCHMARKS.md, "Size and start-up").
 //!
 //! A hole is `{name}` (the value as given: a number exactly, a string as is, a
-//! nested message rendered) or `{name:ms}` (milliseconds measured by a clock:
-//! whole, or to 0.1 ms, see [`Ms`](crate::core::deadline::Ms)); `{{` and `}}`
-//! are literal braces. Numbers print as each language prints them, which
-//! differ only at the extremes (Rust's `inf` is JavaScript's `Infinity`).
+//! nested message rendered), `{name:ms}` (milliseconds measured by a clock:
+//! whole, or to 0.1 ms, see [`Ms`](crate::core::deadline::Ms)) or
+//! `{name:.N}` (a number to `N` decimals, `N` one digit, as JavaScript's
+//! `toFixed(N)`: exact ties away from zero); `{{` and `}}` are literal
+//! braces. Numbers print as each language prints them, which differ only at
+//! the extremes (Rust's `inf` is JavaScript's `Infinity`).
+//!
+//! Text inside data (a derived timeout's warnings) is a [`Message`] too: it
+//! serializes as `{ id, args }`, and the JS API renders it before the caller
+//! sees it.
 
 use std::fmt;
 
@@ -80,11 +86,23 @@ pub const MAIN: &[&[(&str, &str)]] = &[
 ];
 
 /// The templates only the derive entry's errors use (`js/derive-messages.js`).
-pub const DERIVE: &[&[(&str, &str)]] = &[];
+pub const DERIVE: &[&[(&str, &str)]] = &[
+    crate::core::sketch::msg::TEMPLATES,
+    crate::core::sketch::bytes_msg::TEMPLATES,
+    crate::core::derive::msg::TEMPLATES,
+    crate::core::derive::warning_msg::TEMPLATES,
+    crate::core::prom::msg::TEMPLATES,
+    crate::core::simulate::msg::TEMPLATES,
+    crate::core::little::msg::TEMPLATES,
+];
 
 /// The text of template `id`.
 pub fn template(id: &str) -> Option<&'static str> {
-    MAIN.iter().chain(DERIVE).flat_map(|t| t.iter()).find(|(i, _)| *i == id).map(|(_, text)| *text)
+    // The main entry's .wasm never makes a derive error, so its search leaves
+    // DERIVE out: linked in through this function, those sentences added
+    // 7.3 KB gzip to it (measured) while any error there still renders in Rust.
+    let derive = if cfg!(any(feature = "derive", feature = "web", not(target_arch = "wasm32"))) { DERIVE } else { &[] };
+    MAIN.iter().chain(derive).flat_map(|t| t.iter()).find(|(i, _)| *i == id).map(|(_, text)| *text)
 }
 
 /// A message: a template's id and the values for its holes, by name.
@@ -152,9 +170,10 @@ impl Message {
         self.push(name, value.into())
     }
 
-    /// [`Message::arg`]'s one body: kept out of line, so each message an
-    /// error builds costs a call per value in the `.wasm`, not a copy of
-    /// `Vec::push` (measured: 1.4 KB less gzip in the main `.wasm`).
+    // One copy of the push for every `arg` call: inlined, the messages of
+    // the derive module's errors took 4 times the code of their old
+    // `Display` (measured with twiggy), and the main `.wasm` was 1.4 KB
+    // gzip larger.
     #[inline(never)]
     fn push(mut self, name: &'static str, value: Arg) -> Self {
         self.args.push((name, value));
@@ -164,42 +183,6 @@ impl Message {
     /// A message written before templates existed: the text as it is.
     pub fn text(text: String) -> Self {
         Self::new(msg::TEXT).arg("text", text)
-    }
-}
-
-/// A message as data (`{ id, args }`, each arg a number, a string or a
-/// nested message): how a message travels inside a result that crosses to
-/// JavaScript through serde (a retry's stop, a rejected header), to be
-/// rendered there like an error's (`render` in `js/errors.js`).
-impl serde::Serialize for Message {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        /// The holes' values as an object: their names are `&'static str`,
-        /// so a struct of them serializes as a plain object in every format.
-        struct Args<'a>(&'a [(&'static str, Arg)]);
-        impl serde::Serialize for Args<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut out = s.serialize_struct("Args", self.0.len())?;
-                for (name, arg) in self.0 {
-                    out.serialize_field(name, arg)?;
-                }
-                out.end()
-            }
-        }
-        let mut out = s.serialize_struct("Message", 2)?;
-        out.serialize_field("id", self.id)?;
-        out.serialize_field("args", &Args(&self.args))?;
-        out.end()
-    }
-}
-
-impl serde::Serialize for Arg {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Arg::Num(v) => s.serialize_f64(*v),
-            Arg::Str(v) => s.serialize_str(v),
-            Arg::Msg(m) => m.serialize(s),
-        }
     }
 }
 
@@ -221,6 +204,7 @@ impl fmt::Display for Message {
             let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
             match self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a) {
                 Some(Arg::Num(v)) if spec == "ms" => crate::core::deadline::Ms(*v).fmt(f)?,
+                Some(Arg::Num(v)) if decimals(spec).is_some() => fixed(f, *v, decimals(spec).unwrap_or(0))?,
                 Some(Arg::Num(v)) => write!(f, "{v}")?,
                 Some(Arg::Str(s)) => f.write_str(s)?,
                 Some(Arg::Msg(m)) => m.fmt(f)?,
@@ -229,6 +213,59 @@ impl fmt::Display for Message {
             rest = after.get(end + 1..).unwrap_or("");
         }
         f.write_str(rest)
+    }
+}
+
+/// `N` of a `.N` hole format.
+fn decimals(spec: &str) -> Option<usize> {
+    match spec.as_bytes() {
+        [b'.', d @ b'0'..=b'9'] => Some(usize::from(d - b'0')),
+        _ => None,
+    }
+}
+
+/// `v` to `n` decimals as JavaScript's `toFixed(n)` prints it: an exact tie
+/// (a binary fraction ending at the digit after the last kept one) rounds
+/// away from zero, where `{:.n}` alone would round it to even.
+fn fixed(f: &mut fmt::Formatter<'_>, v: f64, n: usize) -> fmt::Result {
+    let scale = f64::from(1u32 << n.min(30));
+    let tie = (v * scale * 2.0).fract() == 0.0 && (v * scale).fract() != 0.0;
+    // One ulp further from zero (a tie is finite and not 0): past the tie, on its side.
+    let v = if tie { f64::from_bits(v.to_bits() + 1) } else { v };
+    write!(f, "{v:.n$}")
+}
+
+/// A message as data: `{ id, args: { name: value } }`, what `js/errors.js`
+/// `render` takes (values are numbers, strings or nested messages).
+impl serde::Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Args<'a>(&'a [(&'static str, Arg)]);
+        impl serde::Serialize for Args<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                // A struct, not a map: the names are static, and every
+                // serializer (serde-wasm-bindgen too) makes a struct an object.
+                let mut out = s.serialize_struct("Args", self.0.len())?;
+                for (name, arg) in self.0 {
+                    out.serialize_field(name, arg)?;
+                }
+                out.end()
+            }
+        }
+        let mut out = s.serialize_struct("Message", 2)?;
+        out.serialize_field("id", self.id)?;
+        out.serialize_field("args", &Args(&self.args))?;
+        out.end()
+    }
+}
+
+impl serde::Serialize for Arg {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arg::Num(v) => s.serialize_f64(*v),
+            Arg::Str(v) => s.serialize_str(v),
+            Arg::Msg(m) => m.serialize(s),
+        }
     }
 }
 
@@ -359,6 +396,30 @@ impl<E: Described> Described for Within<E> {
     }
 }
 
+/// Asserts that `message`'s template exists and that every hole of it, and
+/// of each nested message, has a value: a test helper for the modules that
+/// build messages.
+#[cfg(test)]
+pub(crate) fn assert_filled(message: &Message) {
+    let text = template(message.id).unwrap_or_else(|| panic!("no template {}", message.id));
+    let mut rest = text;
+    while let Some(at) = rest.find('{') {
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            rest = after;
+            continue;
+        }
+        let end = tail.find('}').unwrap_or(tail.len());
+        let name = tail[1..end].split(':').next().unwrap_or("");
+        let arg = message.args.iter().find(|(n, _)| *n == name);
+        assert!(arg.is_some(), "{}: no value for {{{name}}} in {message:?}", message.id);
+        if let Some((_, Arg::Msg(inner))) = arg {
+            assert_filled(inner);
+        }
+        rest = tail.get(end + 1..).unwrap_or("");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,27 +494,27 @@ mod tests {
                     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
                     "{id}: {hole}"
                 );
-                assert!(spec.is_empty() || spec == "ms", "{id}: unknown format {spec:?} (`ms` or none)");
+                assert!(
+                    spec.is_empty() || spec == "ms" || decimals(spec).is_some(),
+                    "{id}: unknown format {spec:?} (`ms`, `.N` or none)"
+                );
                 rest = &tail[end + 1..];
             }
         }
     }
 
-    /// Every hole a message's template has, and no more: the names of the
-    /// values are strings, so a misspelt one would print its hole.
+    /// Every hole of a message's template has a value ([`assert_filled`]),
+    /// and no value lacks its hole: the names are strings, so a misspelt
+    /// one would print its hole.
     fn assert_fills(m: &Message) {
-        let text = template(m.id).unwrap_or_else(|| panic!("{} is not in MAIN or DERIVE", m.id));
-        let text = text.replace("{{", "").replace("}}", "");
-        let holes: Vec<&str> =
-            text.split('{').skip(1).filter(|h| !h.is_empty()).map(|h| h.split(['}', ':']).next().unwrap()).collect();
+        assert_filled(m);
+        let text = template(m.id).unwrap_or_default().replace("{{", "");
         for (name, arg) in &m.args {
-            assert!(holes.contains(name), "{}: a value for '{name}', which {text:?} has no hole for", m.id);
+            let has = text.contains(&format!("{{{name}}}")) || text.contains(&format!("{{{name}:"));
+            assert!(has, "{}: a value for '{name}', which {text:?} has no hole for", m.id);
             if let Arg::Msg(inner) = arg {
                 assert_fills(inner);
             }
-        }
-        for hole in holes {
-            assert!(m.args.iter().any(|(n, _)| *n == hole), "{}: no value for '{{{hole}}}' in {text:?}", m.id);
         }
     }
 
@@ -607,5 +668,36 @@ mod tests {
         // A nested message renders in place; a missing value shows its hole.
         assert_eq!(text(&Message::new(msg::TEXT).arg("text", inner)), "'x' does not have the expected shape: a number");
         assert_eq!(text(&Message::new(msg::SHAPE).arg("param", "y")), "'y' does not have the expected shape: {detail}");
+    }
+
+    #[test]
+    #[should_panic(expected = "no value for {detail}")]
+    fn assert_filled_finds_a_hole_without_a_value_in_a_nested_message() {
+        let inner = Message::new(msg::SHAPE).arg("param", "x");
+        assert_filled(&Message::new(msg::TEXT).arg("text", inner));
+    }
+
+    #[test]
+    fn fixed_decimals_round_ties_away_from_zero_as_to_fixed_does() {
+        // JavaScript: (2.25).toFixed(1) "2.3", (0.125).toFixed(2) "0.13",
+        // (-2.5).toFixed(0) "-3", (0.1).toFixed(1) "0.1", (2.35).toFixed(1)
+        // "2.4" (2.35 is 2.35000000000000008882 in binary: no tie).
+        let with = |v: f64, n: usize| {
+            struct F(f64, usize);
+            impl fmt::Display for F {
+                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    fixed(f, self.0, self.1)
+                }
+            }
+            F(v, n).to_string()
+        };
+        assert_eq!(with(2.25, 1), "2.3");
+        assert_eq!(with(0.125, 2), "0.13");
+        assert_eq!(with(-2.5, 0), "-3");
+        assert_eq!(with(0.1, 1), "0.1");
+        assert_eq!(with(2.35, 1), "2.4");
+        assert_eq!(with(3.0, 1), "3.0");
+        assert_eq!(decimals(".2"), Some(2));
+        assert_eq!(decimals("ms"), None);
     }
 }

@@ -26,7 +26,7 @@
 use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
-use crate::core::error::{whole_code, Described};
+use crate::core::error::{whole_code, Described, Message};
 
 /// The largest accepted arrival rate: 10^9 requests per second.
 pub const MAX_RATE: f64 = 1e9;
@@ -51,22 +51,19 @@ pub enum LittleError {
     Slots { value: f64 },
 }
 
+/// Little's law's message templates.
+pub mod msg {
+    crate::templates! { "little";
+        RATE = "'ratePerSec' must be between 0 and {max} requests per second: current value is {value}";
+        RATE_POSITIVE = "'ratePerSec' must be greater than 0 and at most {max} requests per second: current value is {value}";
+        LIMIT = "'limit' must be between 0 and {max}: current value is {value}";
+        SLOTS = "'limit' must be a whole number between 1 and {max}: current value is {value}";
+    }
+}
+
 impl fmt::Display for LittleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Rate { value, min_exclusive: false } => {
-                write!(f, "'ratePerSec' must be between 0 and {MAX_RATE} requests per second: current value is {value}")
-            }
-            Self::Rate { value, min_exclusive: true } => write!(
-                f,
-                "'ratePerSec' must be greater than 0 and at most {MAX_RATE} requests per second: current value is {value}"
-            ),
-            Self::Limit { value } => write!(f, "'limit' must be between 0 and {MAX_LIMIT}: current value is {value}"),
-            Self::Timeout(e) => write!(f, "{e}"),
-            Self::Slots { value } => {
-                write!(f, "'limit' must be a whole number between 1 and {MAX_SLOTS}: current value is {value}")
-            }
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -90,6 +87,17 @@ impl Described for LittleError {
             }
             .into(),
         )
+    }
+
+    fn message(&self) -> Message {
+        let bad = |id, max: f64, value: f64| Message::new(id).arg("max", max).arg("value", value);
+        match *self {
+            Self::Rate { value, min_exclusive: false } => bad(msg::RATE, MAX_RATE, value),
+            Self::Rate { value, min_exclusive: true } => bad(msg::RATE_POSITIVE, MAX_RATE, value),
+            Self::Limit { value } => bad(msg::LIMIT, MAX_LIMIT, value),
+            Self::Timeout(e) => e.message(),
+            Self::Slots { value } => bad(msg::SLOTS, MAX_SLOTS, value),
+        }
     }
 }
 
@@ -174,6 +182,16 @@ mod tests {
         for (limit, code) in [(1.5, "NOT_WHOLE"), (0.0, "OUT_OF_RANGE"), (f64::NAN, "NOT_FINITE")] {
             let e = check_slots(limit).unwrap_err();
             assert_eq!((e.code(), e.param().as_deref()), (code, Some("options.limit")));
+        }
+        let all = [
+            max_timeout_for(0.0, 10.0).unwrap_err(),
+            concurrency_bound(-1.0, 10.0).unwrap_err(),
+            concurrency_bound(1.0, -1.0).unwrap_err(),
+            max_timeout_for(1.0, -1.0).unwrap_err(),
+            check_slots(0.5).unwrap_err(),
+        ];
+        for e in all {
+            crate::core::error::assert_filled(&e.message());
         }
     }
 

@@ -57,7 +57,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::core::derive::pairs_as_object;
 
 mod text;
-use crate::core::error::Described;
+use crate::core::error::{Described, Message};
 pub use text::{each_histogram_in_text, histograms_in_text, parse_decimal, parse_text, parse_value, TextHistograms};
 
 /// The most buckets one series may have (classic histograms have tens).
@@ -173,9 +173,21 @@ pub struct Loc {
     pub index: usize,
 }
 
+impl Loc {
+    /// "line 3", "result 2", "histogram 1".
+    pub fn message(&self) -> Message {
+        let id = match self.kind {
+            "result" => msg::RESULT,
+            "histogram" => msg::HISTOGRAM,
+            _ => msg::LINE,
+        };
+        Message::new(id).arg("index", self.index)
+    }
+}
+
 impl fmt::Display for Loc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.kind, self.index)
+        self.message().fmt(f)
     }
 }
 
@@ -192,8 +204,9 @@ pub struct PromSample {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromError {
     /// A line does not follow the text exposition format; `field` is the
-    /// part that is wrong. Fix the exporter or the file.
-    Syntax { loc: Loc, field: &'static str, detail: String },
+    /// part that is wrong, `detail` (a [`msg`] template) how. Fix the
+    /// exporter or the file.
+    Syntax { loc: Loc, field: &'static str, detail: Message },
     /// A bucket count decreased although its bound increased. Buckets are
     /// cumulative: each `le` counts everything at or below it.
     NonMonotonic { series: String, loc: Loc, le: f64, count: f64, previous: f64 },
@@ -273,70 +286,103 @@ impl Described for PromError {
             _ => "input".into(),
         })
     }
+
+    fn message(&self) -> Message {
+        let at = |id, loc: &Loc, series: &str| Message::new(id).arg("loc", loc.message()).arg("series", series);
+        match self {
+            Self::Syntax { loc, field, detail } => {
+                Message::new(msg::SYNTAX).arg("loc", loc.message()).arg("field", *field).arg("detail", detail.clone())
+            }
+            Self::NonMonotonic { series, loc, le, count, previous } => {
+                at(msg::NOT_CUMULATIVE, loc, series).arg("le", *le).arg("count", *count).arg("previous", *previous)
+            }
+            Self::DuplicateBound { series, loc, le } => at(msg::DUPLICATE_BOUND, loc, series).arg("le", *le),
+            Self::BadBucket { series, loc, field, value } => {
+                at(msg::BAD_BUCKET, loc, series).arg("field", *field).arg("value", *value)
+            }
+            Self::TooManyBuckets { series, count } => Message::new(msg::TOO_MANY_BUCKETS)
+                .arg("series", series.as_str())
+                .arg("count", *count)
+                .arg("max", MAX_SERIES_BUCKETS),
+            Self::MissingInf { series } => Message::new(msg::MISSING_INF).arg("series", series.as_str()),
+            Self::NoFiniteBucket { series } => Message::new(msg::NO_FINITE_BUCKET).arg("series", series.as_str()),
+            Self::BoundsDiffer { series, other } => {
+                Message::new(msg::BOUNDS_DIFFER).arg("series", series.as_str()).arg("other", other.as_str())
+            }
+            Self::NoHistogram { metric: Some(m), found } if !found.is_empty() => {
+                Message::new(msg::NO_HISTOGRAM_NAMED_PRESENT).arg("metric", m.as_str()).arg("found", list(found))
+            }
+            Self::NoHistogram { metric: Some(m), .. } => {
+                Message::new(msg::NO_HISTOGRAM_NAMED).arg("metric", m.as_str())
+            }
+            Self::NoHistogram { metric: None, .. } => Message::new(msg::NO_HISTOGRAM),
+            Self::Ambiguous { found } => Message::new(msg::AMBIGUOUS).arg("found", list(found)),
+            Self::TooLarge { size, unit } => {
+                Message::new(msg::TOO_LARGE).arg("size", *size).arg("unit", *unit).arg("max", MAX_TEXT_BYTES)
+            }
+            Self::Unnamed { index } => Message::new(msg::UNNAMED).arg("index", *index),
+        }
+    }
+}
+
+/// Prometheus input's message templates: where (`loc`), what was refused,
+/// and the details of a syntax error (each follows the part's name).
+pub mod msg {
+    crate::templates! { "prom";
+        LINE = "line {index}";
+        RESULT = "result {index}";
+        HISTOGRAM = "histogram {index}";
+        SYNTAX = "{loc}: {field}: {detail}";
+        NOT_CUMULATIVE = "{loc}: bucket le=\"{le}\" of {series} counts {count}, fewer than the {previous} of a lower bucket: buckets must be cumulative";
+        DUPLICATE_BOUND = "{loc}: bucket le=\"{le}\" of {series} appears twice";
+        BAD_BUCKET = "{loc}: {field} of {series} must be a number of at least 0: current value is {value}";
+        TOO_MANY_BUCKETS = "histogram {series} has {count} buckets: at most {max} are supported";
+        MISSING_INF = "histogram {series} has no le=\"+Inf\" bucket, so its total count is unknown";
+        NO_FINITE_BUCKET = "histogram {series} has only the le=\"+Inf\" bucket: quantiles need finite bucket bounds";
+        BOUNDS_DIFFER = "histograms {series} and {other} have different bucket bounds and cannot be added: group by a label that separates them";
+        NO_HISTOGRAM_NAMED = "no histogram named '{metric}' (with *_bucket samples and an le label) was found";
+        NO_HISTOGRAM_NAMED_PRESENT = "no histogram named '{metric}' (with *_bucket samples and an le label) was found; histograms present: {found}";
+        NO_HISTOGRAM = "no histogram (*_bucket samples with an le label) was found";
+        AMBIGUOUS = "several histograms are present ({found}): choose one with 'metric'";
+        TOO_LARGE = "'input' is {size} {unit} of exposition text: at most {max} bytes are parsed; scrape or filter one histogram family (e.g. query Prometheus for it) instead";
+        UNNAMED = "result {index} has no __name__ (as after increase()): pass the histogram's name as 'metric'";
+        NOT_A_NUMBER = "'{text}' is not a number";
+        LE_NOT_A_NUMBER = "le=\"{text}\" is not a number";
+        NEEDS_LE = "a *_bucket sample needs an 'le' label";
+        NAME_START = "must start with a letter, '_' or ':'";
+        AFTER_NAME = "unexpected character after '{name}'";
+        MISSING = "missing";
+        TIMESTAMP = "'{text}' is not an integer number of milliseconds";
+        AFTER_TIMESTAMP = "unexpected '{text}' after the timestamp";
+        LABEL_NAME = "expected a label name or '}}'";
+        EQUALS = "expected '=' after '{name}'";
+        UNQUOTED = "value of '{name}' must be quoted";
+        UNCLOSED = "value of '{name}' has no closing quote";
+        /// `escape` is `END_OF_LINE` or `ESCAPE`.
+        BAD_ESCAPE = "invalid escape {escape} in '{name}' (use \\\\, \\\" or \\n)";
+        END_OF_LINE = "end of line";
+        ESCAPE = "'\\{char}'";
+        TWICE = "'{name}' appears twice";
+        TOO_MANY_LABELS = "more than {max} labels";
+        AFTER_VALUE = "expected ',' or '}}' after the value of '{name}'";
+    }
 }
 
 /// `a, b, c` (without `join`, which adds its own copy loop to the Wasm build).
-fn list(f: &mut fmt::Formatter<'_>, items: &[String]) -> fmt::Result {
+fn list(items: &[String]) -> String {
+    let mut out = String::new();
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
-            f.write_str(", ")?;
+            out.push_str(", ");
         }
-        f.write_str(item)?;
+        out.push_str(item);
     }
-    Ok(())
+    out
 }
 
 impl fmt::Display for PromError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Syntax { loc, field, detail } => write!(f, "{loc}: {field}: {detail}"),
-            Self::NonMonotonic { series, loc, le, count, previous } => write!(
-                f,
-                "{loc}: bucket le=\"{le}\" of {series} counts {count}, fewer than the {previous} of a lower bucket: buckets must be cumulative"
-            ),
-            Self::DuplicateBound { series, loc, le } => write!(f, "{loc}: bucket le=\"{le}\" of {series} appears twice"),
-            Self::BadBucket { series, loc, field, value } => {
-                write!(f, "{loc}: {field} of {series} must be a number of at least 0: current value is {value}")
-            }
-            Self::TooManyBuckets { series, count } => {
-                write!(f, "histogram {series} has {count} buckets: at most {MAX_SERIES_BUCKETS} are supported")
-            }
-            Self::MissingInf { series } => {
-                write!(f, "histogram {series} has no le=\"+Inf\" bucket, so its total count is unknown")
-            }
-            Self::NoFiniteBucket { series } => {
-                write!(f, "histogram {series} has only the le=\"+Inf\" bucket: quantiles need finite bucket bounds")
-            }
-            Self::BoundsDiffer { series, other } => write!(
-                f,
-                "histograms {series} and {other} have different bucket bounds and cannot be added: group by a label that separates them"
-            ),
-            Self::NoHistogram { metric: Some(m), found } => {
-                write!(f, "no histogram named '{m}' (with *_bucket samples and an le label) was found")?;
-                if !found.is_empty() {
-                    write!(f, "; histograms present: ")?;
-                    list(f, found)?;
-                }
-                Ok(())
-            }
-            Self::NoHistogram { metric: None, .. } => {
-                write!(f, "no histogram (*_bucket samples with an le label) was found")
-            }
-            Self::Ambiguous { found } => {
-                write!(f, "several histograms are present (")?;
-                list(f, found)?;
-                write!(f, "): choose one with 'metric'")
-            }
-            Self::TooLarge { size, unit } => write!(
-                f,
-                "'input' is {size} {unit} of exposition text: at most {MAX_TEXT_BYTES} bytes are parsed; \
-                 scrape or filter one histogram family (e.g. query Prometheus for it) instead"
-            ),
-            Self::Unnamed { index } => write!(
-                f,
-                "result {index} has no __name__ (as after increase()): pass the histogram's name as 'metric'"
-            ),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -410,7 +456,7 @@ pub fn query_samples(results: Vec<QueryResult>, metric: Option<&str>) -> Result<
         let value = parse_value(text.trim()).ok_or_else(|| PromError::Syntax {
             loc,
             field: "value",
-            detail: format!("'{text}' is not a number"),
+            detail: Message::new(msg::NOT_A_NUMBER).arg("text", text.as_str()),
         })?;
         let mut name = None;
         let mut labels = Vec::with_capacity(r.metric.len());
@@ -627,8 +673,8 @@ impl Histogram {
     }
 }
 
-fn syntax(loc: Loc, field: &'static str, detail: impl Into<String>) -> PromError {
-    PromError::Syntax { loc, field, detail: detail.into() }
+fn syntax(loc: Loc, field: &'static str, detail: Message) -> PromError {
+    PromError::Syntax { loc, field, detail }
 }
 
 /// Assembles histograms from samples. `metric` is the family name (a
@@ -738,9 +784,10 @@ impl Assembler {
         match kind {
             0 if self.error.is_none() => {
                 let bound = match le {
-                    None => Err(syntax(s.loc, "label name", "a *_bucket sample needs an 'le' label")),
-                    Some(text) => parse_value(text.trim())
-                        .ok_or_else(|| syntax(s.loc, "label value", format!("le=\"{text}\" is not a number"))),
+                    None => Err(syntax(s.loc, "label name", Message::new(msg::NEEDS_LE))),
+                    Some(text) => parse_value(text.trim()).ok_or_else(|| {
+                        syntax(s.loc, "label value", Message::new(msg::LE_NOT_A_NUMBER).arg("text", text))
+                    }),
                 };
                 match bound {
                     Ok(le) => parts.0.push((le, s.value, s.loc)),

@@ -54,7 +54,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
-use crate::core::error::{whole_code, Described};
+use crate::core::error::{whole_code, Described, Message};
 use crate::core::rng::{mix64, SplitMix64, GOLDEN_GAMMA};
 use crate::core::sketch::rank_index;
 
@@ -288,38 +288,53 @@ impl Described for SimulateError {
             Self::Whole { param, index: None, .. } => format!("scenario.{param}"),
         })
     }
+
+    fn message(&self) -> Message {
+        let policy = |index: usize, error: Message| Message::new(msg::POLICY).arg("index", index).arg("error", error);
+        match *self {
+            Self::Duration(e) => e.message(),
+            Self::Median { value } => Message::new(msg::MEDIAN).arg("max", MAX_MS).arg("value", value),
+            Self::Sigma { value } => Message::new(msg::SIGMA).arg("max", MAX_SIGMA).arg("value", value),
+            Self::Share { value } => Message::new(msg::SHARE).arg("value", value),
+            Self::TailOrder { lo_ms, hi_ms } => Message::new(msg::TAIL_ORDER).arg("loMs", lo_ms).arg("hiMs", hi_ms),
+            Self::Calls { value } => Message::new(msg::CALLS).arg("max", MAX_CALLS).arg("value", value),
+            Self::Retries { index, value } => policy(
+                index,
+                Message::new(msg::RETRIES).arg("max", f64::from(MAX_RETRIES)).arg("value", f64::from(value)),
+            ),
+            Self::Timeout { index, error } => policy(index, error.message()),
+            Self::Policies { value } => Message::new(msg::POLICIES).arg("max", MAX_POLICIES).arg("value", value),
+            Self::Whole { param, index, value, lo, hi } => {
+                let whole =
+                    Message::new(msg::WHOLE).arg("param", param).arg("lo", lo).arg("hi", hi).arg("value", value);
+                match index {
+                    Some(i) => policy(i, whole),
+                    None => whole,
+                }
+            }
+        }
+    }
+}
+
+/// The simulation's message templates.
+pub mod msg {
+    crate::templates! { "simulate";
+        MEDIAN = "'medianMs' must be greater than 0 and at most {max} milliseconds: current value is {value}";
+        SIGMA = "'sigma' must be between 0 and {max}: current value is {value}";
+        SHARE = "'share' must be between 0 and 1: current value is {value}";
+        TAIL_ORDER = "'loMs' must not exceed 'hiMs': current values are {loMs} and {hiMs}";
+        CALLS = "'n' must be between 1 and {max}: current value is {value}";
+        /// Policy `index` was refused: `error` says why.
+        POLICY = "policy {index}: {error}";
+        RETRIES = "'retries' must be between 0 and {max}: current value is {value}";
+        POLICIES = "at most {max} policies can be simulated at once: current count is {value}";
+        WHOLE = "'{param}' must be a whole number between {lo} and {hi}: current value is {value}";
+    }
 }
 
 impl fmt::Display for SimulateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Duration(e) => write!(f, "{e}"),
-            Self::Median { value } => {
-                write!(
-                    f,
-                    "'medianMs' must be greater than 0 and at most {MAX_MS} milliseconds: current value is {value}"
-                )
-            }
-            Self::Sigma { value } => write!(f, "'sigma' must be between 0 and {MAX_SIGMA}: current value is {value}"),
-            Self::Share { value } => write!(f, "'share' must be between 0 and 1: current value is {value}"),
-            Self::TailOrder { lo_ms, hi_ms } => {
-                write!(f, "'loMs' must not exceed 'hiMs': current values are {lo_ms} and {hi_ms}")
-            }
-            Self::Calls { value } => write!(f, "'n' must be between 1 and {MAX_CALLS}: current value is {value}"),
-            Self::Retries { index, value } => {
-                write!(f, "policy {index}: 'retries' must be between 0 and {MAX_RETRIES}: current value is {value}")
-            }
-            Self::Timeout { index, error } => write!(f, "policy {index}: {error}"),
-            Self::Policies { value } => {
-                write!(f, "at most {MAX_POLICIES} policies can be simulated at once: current count is {value}")
-            }
-            Self::Whole { param, index, value, lo, hi } => {
-                if let Some(i) = index {
-                    write!(f, "policy {i}: ")?;
-                }
-                write!(f, "'{param}' must be a whole number between {lo} and {hi}: current value is {value}")
-            }
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -518,7 +533,10 @@ mod tests {
         let p = PolicySpec { timeout_ms: 50.0, retries: None }.policy(0).unwrap();
         assert_eq!(p, Policy { timeout_ms: 50.0, retries: 0 });
 
-        let param = |e: SimulateError| (e.code(), e.param().unwrap(), e.to_string());
+        let param = |e: SimulateError| {
+            crate::core::error::assert_filled(&e.message());
+            (e.code(), e.param().unwrap(), e.to_string())
+        };
         let n = ScenarioSpec { n: Some(1.5), ..spec }.scenario().unwrap_err();
         assert_eq!(
             param(n),
@@ -628,7 +646,9 @@ mod tests {
         let bad = |f: fn(&mut Scenario)| {
             let mut t = s;
             f(&mut t);
-            simulate(&t, &[]).unwrap_err().to_string()
+            let e = simulate(&t, &[]).unwrap_err();
+            crate::core::error::assert_filled(&e.message());
+            e.to_string()
         };
         assert!(bad(|t| t.body.median_ms = 0.0).starts_with("'medianMs' must be greater than 0"));
         assert!(bad(|t| t.body.median_ms = f64::NAN).starts_with("'medianMs'"));

@@ -69,10 +69,10 @@
 use core::fmt;
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
-use crate::core::error::Described;
+use crate::core::error::{Described, Message};
 
 mod bytes;
-pub use bytes::{BytesError, MAGIC, VERSION};
+pub use bytes::{msg as bytes_msg, BytesError, MAGIC, VERSION};
 
 /// The default relative error: 1%.
 pub const DEFAULT_RELATIVE_ERROR: f64 = 0.01;
@@ -107,21 +107,20 @@ pub enum SketchError {
     Mismatch { ours: f64, theirs: f64 },
 }
 
+/// The sketch's message templates.
+pub mod msg {
+    crate::templates! { "sketch";
+        RELATIVE_ERROR = "'relativeError' must be between {min} and {max}: current value is {value}";
+        QUANTILE = "'q' must be between 0 and 1: current value is {value}";
+        /// A batch's sample `index` was refused: `error` says why.
+        SAMPLE = "sample {index}: {error}";
+        MISMATCH = "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'";
+    }
+}
+
 impl fmt::Display for SketchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::RelativeError { value } => write!(
-                f,
-                "'relativeError' must be between {MIN_RELATIVE_ERROR} and {MAX_RELATIVE_ERROR}: current value is {value}"
-            ),
-            Self::Quantile { value } => write!(f, "'q' must be between 0 and 1: current value is {value}"),
-            Self::Sample { index: None, error, .. } => write!(f, "{error}"),
-            Self::Sample { index: Some(i), error, .. } => write!(f, "sample {i}: {error}"),
-            Self::Mismatch { ours, theirs } => write!(
-                f,
-                "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'"
-            ),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -156,6 +155,21 @@ impl Described for SketchError {
             Self::Sample { error, .. } => return Described::param(error),
             Self::Mismatch { .. } => "other".into(),
         })
+    }
+
+    fn message(&self) -> Message {
+        match *self {
+            Self::RelativeError { value } => Message::new(msg::RELATIVE_ERROR)
+                .arg("min", MIN_RELATIVE_ERROR)
+                .arg("max", MAX_RELATIVE_ERROR)
+                .arg("value", value),
+            Self::Quantile { value } => Message::new(msg::QUANTILE).arg("value", value),
+            Self::Sample { index: None, error, .. } => error.message(),
+            Self::Sample { index: Some(i), error, .. } => {
+                Message::new(msg::SAMPLE).arg("index", i).arg("error", error.message())
+            }
+            Self::Mismatch { ours, theirs } => Message::new(msg::MISMATCH).arg("ours", ours).arg("theirs", theirs),
+        }
     }
 }
 

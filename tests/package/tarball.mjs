@@ -43,8 +43,8 @@ export const ALLOWED = [
   "derive-load.js",
   // modules the entry points import
   "errors.js",
-  "messages.js", // the core's message templates errors.js renders (generated)
-  "derive-messages.js", // the derive entry's templates (generated)
+  "messages.js", // the core's message templates (generated), and the derive core's
+  "derive-messages.js",
   "deadline.js",
   "stall.js",
   "sse.js",

@@ -1,6 +1,7 @@
 //! Tests of [`super`]: its invariants, as properties and oracle tests.
 
 use super::*;
+use crate::core::error::assert_filled;
 use crate::core::prom::{histograms, histograms_in_text, parse_text, Loc, TextHistograms, MAX_TEXT_BYTES};
 use crate::core::simulate::{Sampler, Scenario};
 use crate::core::sketch::tests::Gen;
@@ -48,7 +49,14 @@ fn warning_codes_are_the_serde_names_of_warning_code() {
     ];
     for (code, w) in pairs {
         assert_eq!(kebab(code), w.code());
+        assert_filled(&w.message());
     }
+    let many = Warning::Collapsed { below_ms: 70.27, quantiles: vec![0.5, 0.9, 0.999] };
+    assert_filled(&many.message());
+    assert!(many.to_string().starts_with("p50, p90, p99.9 lie at or below 70.27 ms"), "{many}");
+    let ratio = |r: f64| Warning::Drift { configured_ms: 1.0, measured_ms: 1.0, ratio: r, q: 0.99 }.to_string();
+    assert!(ratio(3.0).contains(" is 3.0x the measured p99 "), "{}", ratio(3.0));
+    assert!(ratio(0.125).contains(" is 0.13x the measured p99 "), "{}", ratio(0.125));
 }
 
 #[test]
@@ -76,6 +84,29 @@ fn errors_name_the_parameter_as_the_js_caller_wrote_it() {
     let e = derive_samples(&[1.0, -1.0], &DeriveOptions::default()).unwrap_err();
     assert_eq!((e.code(), e.param().as_deref()), ("NEGATIVE", Some("data[1]")));
     assert_eq!(e.kind(), Kind::Range);
+
+    // Every refusal's message has a value for each of its holes.
+    let sample = SketchError::Sample {
+        root: "samples",
+        index: Some(2),
+        error: DeadlineError::Negative { param: "ms", value: -1.0 },
+    };
+    let all = [
+        q,
+        c,
+        r,
+        opts(|o| o.safety = 0.5),
+        DeriveError::Sketch(sample),
+        DeriveError::Labels { expected: 2, got: 1 },
+        DeriveError::Groups { limit: MAX_GROUPS },
+        DeriveError::MissingDuration,
+        DeriveError::Outcome { value: "maybe".into(), series: "x".into() },
+        DeriveError::Prom(PromError::MissingInf { series: "x".into() }),
+        Outcome::of_field("result", "maybe").unwrap_err().at_row(7),
+    ];
+    for e in all {
+        assert_filled(&e.message());
+    }
 }
 
 #[test]
@@ -416,7 +447,11 @@ fn streaming_exposition_parse_equals_collecting_every_sample() {
 
 #[test]
 fn prometheus_errors_name_line_and_field() {
-    let err = |t: &str| derive_exposition(t, None, &[], None, &DeriveOptions::default()).unwrap_err().to_string();
+    let err = |t: &str| {
+        let e = derive_exposition(t, None, &[], None, &DeriveOptions::default()).unwrap_err();
+        assert_filled(&e.message());
+        e.to_string()
+    };
     assert_eq!(
         err("x_bucket{le=\"1\"} 5\nx_bucket{le=\"2\"} 3\nx_bucket{le=\"+Inf\"} 9\n"),
         "line 2: bucket le=\"2\" of x counts 3, fewer than the 5 of a lower bucket: buckets must be cumulative"
@@ -502,6 +537,9 @@ proptest! {
         for c in &r.candidates {
             prop_assert!((0.0..=1.0).contains(&c.false_timeout_rate));
         }
+        for w in &r.warnings {
+            assert_filled(&w.message());
+        }
         if let Some(t) = r.tail {
             prop_assert!(t.body_edge_ms < t.recommended_ms && t.recommended_ms < t.tail_start_ms);
             prop_assert!(t.tail_share > 0.0 && t.tail_share <= tail::MAX_TAIL_SHARE);
@@ -510,6 +548,8 @@ proptest! {
 
     #[test]
     fn parser_never_panics(text in "[a-z_{}=\",.+#\\\\ 0-9\n]{0,200}") {
-        let _ = derive_exposition(&text, None, &["a"], Some("outcome"), &DeriveOptions::default());
+        if let Err(e) = derive_exposition(&text, None, &["a"], Some("outcome"), &DeriveOptions::default()) {
+            assert_filled(&e.message());
+        }
     }
 }

@@ -7,6 +7,8 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::core::error::Message;
+
 /// Something the reader of a derived timeout should know.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Warning {
@@ -51,7 +53,10 @@ pub enum WarningCode {
     Collapsed,
 }
 
-/// One warning as the JS API gives it: `{ code, message }`.
+/// One warning as the JS API gives it: `{ code, message }`. What crosses
+/// from the `.wasm` is `{ code, message: { id, args } }` (a [`Message`]);
+/// `js/derive.js` renders the message into this text (see
+/// [`crate::core::error`], "Messages are templates").
 #[derive(Serialize)]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct DerivedWarning {
@@ -62,7 +67,12 @@ pub struct DerivedWarning {
 
 impl Serialize for Warning {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        DerivedWarning { code: self.code(), message: self.to_string() }.serialize(s)
+        #[derive(Serialize)]
+        struct Data {
+            code: &'static str,
+            message: Message,
+        }
+        Data { code: self.code(), message: self.message() }.serialize(s)
     }
 }
 
@@ -81,91 +91,122 @@ impl Warning {
             Self::Collapsed { .. } => "collapsed",
         }
     }
+
+    /// What the reader is told, as a template and its values.
+    pub fn message(&self) -> Message {
+        match self {
+            Self::NoSuccesses => Message::new(msg::NO_SUCCESSES),
+            Self::SmallSample { n, needed, q } => Message::new(msg::SMALL_SAMPLE)
+                .arg("n", calls(*n, true))
+                .arg("p", percentile(*q))
+                .arg("needed", *needed as f64),
+            Self::Censored { timeouts, share, q } => Message::new(msg::CENSORED)
+                .arg("timeouts", calls(*timeouts, false))
+                .arg("share", pct(*share))
+                .arg("beyond", pct(1.0 - q))
+                .arg("p", percentile(*q)),
+            Self::PileUp { at_ms, count, share, configured } => {
+                Message::new(msg::PILE_UP).arg("calls", calls(*count, true)).arg("share", pct(*share)).arg(
+                    "at",
+                    Message::new(if *configured { msg::AT_CONFIGURED } else { msg::AT_LARGEST })
+                        .arg("value", ms(*at_ms)),
+                )
+            }
+            Self::Drift { configured_ms, measured_ms, ratio, q } => {
+                Message::new(if *ratio > 1.0 { msg::DRIFT_LONG } else { msg::DRIFT_SHORT })
+                    .arg("configuredMs", ms(*configured_ms))
+                    .arg("ratio", *ratio)
+                    .arg("p", percentile(*q))
+                    .arg("measuredMs", ms(*measured_ms))
+            }
+            Self::Resolution { q, lo_ms, hi_ms } => Message::new(msg::RESOLUTION)
+                .arg("p", percentile(*q))
+                .arg("loMs", ms(*lo_ms))
+                .arg("hiMs", ms(*hi_ms))
+                .arg("widthMs", ms(hi_ms - lo_ms)),
+            Self::AboveLargestBucket { q, bound_ms } => {
+                Message::new(msg::ABOVE_LARGEST_BUCKET).arg("p", percentile(*q)).arg("boundMs", ms(*bound_ms))
+            }
+            Self::UnitAssumed { metric } => Message::new(msg::UNIT_ASSUMED).arg("metric", metric.as_str()),
+            Self::Collapsed { below_ms, quantiles } => {
+                // "p50, p90, p99": each name a message, joined from the end.
+                let mut names = quantiles.iter().rev().map(|&q| percentile(q));
+                let last = names.next().unwrap_or_else(|| Message::text(String::new()));
+                let list =
+                    names.fold(last, |rest, first| Message::new(msg::LIST).arg("first", first).arg("rest", rest));
+                Message::new(if quantiles.len() == 1 { msg::COLLAPSED_ONE } else { msg::COLLAPSED })
+                    .arg("p", list)
+                    .arg("belowMs", ms(*below_ms))
+            }
+        }
+    }
 }
 
-/// `0.99` → `"p99"`, `0.999` → `"p99.9"`.
+/// The warnings' message templates.
+pub mod msg {
+    crate::templates! { "derive.warning";
+        NO_SUCCESSES = "no successful calls: nothing to derive a timeout from";
+        SMALL_SAMPLE = "only {n}: {p} needs at least {needed} (10 beyond the percentile) for a stable estimate";
+        CENSORED = "{timeouts} ({share}%) timed out, more than the {beyond}% beyond {p}: the successes are cut off at the timeout in force, so this value is too small and re-deriving would ratchet it down; raise the timeout, measure again, then derive";
+        PILE_UP = "{calls} ({share}%) pile up at {at}: timed-out calls may be logged as successes, which censors the data; record the outcome and exclude them";
+        AT_CONFIGURED = "{value} ms, the configured timeout";
+        AT_LARGEST = "{value} ms, the largest value, which looks like a timeout in force";
+        /// A configured timeout more than twice the measured percentile.
+        DRIFT_LONG = "the configured {configuredMs} ms is {ratio:.1}x the measured {p} ({measuredMs} ms): a hang holds the request that long and it protects nothing during an outage";
+        /// A configured timeout less than half the measured percentile.
+        DRIFT_SHORT = "the configured {configuredMs} ms is {ratio:.2}x the measured {p} ({measuredMs} ms): it fails healthy calls";
+        RESOLUTION = "{p} lies in the bucket {loMs} ms..{hiMs} ms: the interpolated value may be off by up to {widthMs} ms; add bucket bounds around it";
+        ABOVE_LARGEST_BUCKET = "{p} is above the largest finite bucket bound ({boundMs} ms): reported as that bound, a lower bound of the true value; add larger buckets";
+        UNIT_ASSUMED = "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds";
+        COLLAPSED_ONE = "{p} lies at or below {belowMs} ms, where the sketch merged its lowest buckets to bound memory: it is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)";
+        COLLAPSED = "{p} lie at or below {belowMs} ms, where the sketch merged its lowest buckets to bound memory: each is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)";
+        /// `0.99` is `p99`, `0.999` `p99.9` (`p` is the percentage).
+        PERCENTILE = "p{p}";
+        LIST = "{first}, {rest}";
+        CALL = "{n} call";
+        CALLS = "{n} calls";
+        SUCCESS = "{n} successful call";
+        SUCCESSES = "{n} successful calls";
+    }
+}
+
+/// `0.99` → `p99`, `0.999` → `p99.9` (the percentage to 6 decimals).
+pub fn percentile(q: f64) -> Message {
+    Message::new(msg::PERCENTILE).arg("p", (q * 100.0 * 1e6).round() / 1e6)
+}
+
+/// `0.99` → `"p99"`: [`percentile`] as text, for Rust callers.
 pub fn percentile_name(q: f64) -> String {
-    format!("p{}", (q * 100.0 * 1e6).round() / 1e6)
+    percentile(q).to_string()
 }
 
-fn calls(n: u64, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "call" } else { "calls" })
+/// `n` calls, or `n` successful calls.
+fn calls(n: u64, successful: bool) -> Message {
+    let id = match (n == 1, successful) {
+        (true, false) => msg::CALL,
+        (false, false) => msg::CALLS,
+        (true, true) => msg::SUCCESS,
+        (false, true) => msg::SUCCESSES,
+    };
+    Message::new(id).arg("n", n as f64)
 }
 
-fn pct(share: f64) -> String {
-    format!("{}%", (share * 100.0 * 1000.0).round() / 1000.0)
+/// A share as a percentage, to 0.001%.
+fn pct(share: f64) -> f64 {
+    (share * 100.0 * 1000.0).round() / 1000.0
 }
 
-fn ms(v: f64) -> String {
-    let r = if v >= 100.0 { v.round() } else { (v * 100.0).round() / 100.0 };
-    format!("{r} ms")
+/// Milliseconds for a warning: whole from 100 ms, else to 0.01 ms.
+fn ms(v: f64) -> f64 {
+    if v >= 100.0 {
+        v.round()
+    } else {
+        (v * 100.0).round() / 100.0
+    }
 }
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoSuccesses => write!(f, "no successful calls: nothing to derive a timeout from"),
-            Self::SmallSample { n, needed, q } => write!(
-                f,
-                "only {}: {} needs at least {needed} (10 beyond the percentile) for a stable estimate",
-                calls(*n, "successful "),
-                percentile_name(*q)
-            ),
-            Self::Censored { timeouts, share, q } => write!(
-                f,
-                "{} ({}) timed out, more than the {} beyond {}: the successes are cut off at the timeout in force, so this value is too small and re-deriving would ratchet it down; raise the timeout, measure again, then derive",
-                calls(*timeouts, ""),
-                pct(*share),
-                pct(1.0 - q),
-                percentile_name(*q)
-            ),
-            Self::PileUp { at_ms, count, share, configured } => write!(
-                f,
-                "{} ({}) pile up at {}{}: timed-out calls may be logged as successes, which censors the data; record the outcome and exclude them",
-                calls(*count, "successful "),
-                pct(*share),
-                ms(*at_ms),
-                if *configured { ", the configured timeout" } else { ", the largest value, which looks like a timeout in force" }
-            ),
-            Self::Drift { configured_ms, measured_ms, ratio, q } => {
-                let p = percentile_name(*q);
-                if *ratio > 1.0 {
-                    write!(f, "the configured {} is {:.1}x the measured {p} ({}): a hang holds the request that long and it protects nothing during an outage", ms(*configured_ms), ratio, ms(*measured_ms))
-                } else {
-                    write!(f, "the configured {} is {:.2}x the measured {p} ({}): it fails healthy calls", ms(*configured_ms), ratio, ms(*measured_ms))
-                }
-            }
-            Self::Resolution { q, lo_ms, hi_ms } => write!(
-                f,
-                "{} lies in the bucket {}..{}: the interpolated value may be off by up to {}; add bucket bounds around it",
-                percentile_name(*q),
-                ms(*lo_ms),
-                ms(*hi_ms),
-                ms(hi_ms - lo_ms)
-            ),
-            Self::AboveLargestBucket { q, bound_ms } => write!(
-                f,
-                "{} is above the largest finite bucket bound ({}): reported as that bound, a lower bound of the true value; add larger buckets",
-                percentile_name(*q),
-                ms(*bound_ms)
-            ),
-            Self::UnitAssumed { metric } => write!(
-                f,
-                "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds"
-            ),
-            Self::Collapsed { below_ms, quantiles } => {
-                for (i, &q) in quantiles.iter().enumerate() {
-                    write!(f, "{}{}", if i > 0 { ", " } else { "" }, percentile_name(q))?;
-                }
-                let one = quantiles.len() == 1;
-                write!(
-                    f,
-                    " {} at or below {}, where the sketch merged its lowest buckets to bound memory: {} only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)",
-                    if one { "lies" } else { "lie" },
-                    ms(*below_ms),
-                    if one { "it is" } else { "each is" }
-                )
-            }
-        }
+        self.message().fmt(f)
     }
 }

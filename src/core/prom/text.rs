@@ -244,7 +244,7 @@ fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
     let mut chars = line.char_indices().peekable();
     match chars.peek() {
         Some(&(_, c)) if is_name_start(c) => {}
-        _ => return Err(syntax(loc, "metric name", "must start with a letter, '_' or ':'")),
+        _ => return Err(syntax(loc, "metric name", Message::new(msg::NAME_START))),
     }
     let mut end = line.len();
     while let Some(&(i, c)) = chars.peek() {
@@ -265,19 +265,19 @@ fn parse_line(line: &str, loc: Loc) -> Result<PromSample, PromError> {
         rest = after;
     }
     if !rest.starts_with([' ', '\t']) {
-        return Err(syntax(loc, "metric name", format!("unexpected character after '{name}'")));
+        return Err(syntax(loc, "metric name", Message::new(msg::AFTER_NAME).arg("name", name)));
     }
     let mut parts = rest.split_ascii_whitespace();
-    let value_text = parts.next().ok_or_else(|| syntax(loc, "value", "missing"))?;
-    let value =
-        parse_value(value_text).ok_or_else(|| syntax(loc, "value", format!("'{value_text}' is not a number")))?;
+    let value_text = parts.next().ok_or_else(|| syntax(loc, "value", Message::new(msg::MISSING)))?;
+    let value = parse_value(value_text)
+        .ok_or_else(|| syntax(loc, "value", Message::new(msg::NOT_A_NUMBER).arg("text", value_text)))?;
     if let Some(ts) = parts.next() {
         if ts.parse::<i64>().is_err() {
-            return Err(syntax(loc, "timestamp", format!("'{ts}' is not an integer number of milliseconds")));
+            return Err(syntax(loc, "timestamp", Message::new(msg::TIMESTAMP).arg("text", ts)));
         }
     }
     if let Some(extra) = parts.next() {
-        return Err(syntax(loc, "value", format!("unexpected '{extra}' after the timestamp")));
+        return Err(syntax(loc, "value", Message::new(msg::AFTER_TIMESTAMP).arg("text", extra)));
     }
     Ok(PromSample { name: name.to_string(), labels, value, loc })
 }
@@ -295,48 +295,49 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
         let n = s.find(|c: char| !is_name_char(c)).unwrap_or(s.len());
         let (lname, after) = s.split_at_checked(n).unwrap_or((s, ""));
         if lname.is_empty() || !lname.starts_with(is_name_start) {
-            return Err(syntax(loc, "label name", "expected a label name or '}'"));
+            return Err(syntax(loc, "label name", Message::new(msg::LABEL_NAME)));
         }
         s = after.trim_start();
-        s = s.strip_prefix('=').ok_or_else(|| syntax(loc, "label name", format!("expected '=' after '{lname}'")))?;
+        s = s
+            .strip_prefix('=')
+            .ok_or_else(|| syntax(loc, "label name", Message::new(msg::EQUALS).arg("name", lname)))?;
         s = s.trim_start();
         s = s
             .strip_prefix('"')
-            .ok_or_else(|| syntax(loc, "label value", format!("value of '{lname}' must be quoted")))?;
+            .ok_or_else(|| syntax(loc, "label value", Message::new(msg::UNQUOTED).arg("name", lname)))?;
         let mut value = String::new();
         let mut chars = s.char_indices();
         let close = loop {
             match chars.next() {
-                None => return Err(syntax(loc, "label value", format!("value of '{lname}' has no closing quote"))),
+                None => return Err(syntax(loc, "label value", Message::new(msg::UNCLOSED).arg("name", lname))),
                 Some((i, '"')) => break i,
                 Some((_, '\\')) => match chars.next() {
                     Some((_, '\\')) => value.push('\\'),
                     Some((_, '"')) => value.push('"'),
                     Some((_, 'n')) => value.push('\n'),
                     other => {
-                        let what = other.map_or(String::from("end of line"), |(_, c)| format!("'\\{c}'"));
-                        return Err(syntax(
-                            loc,
-                            "label value",
-                            format!("invalid escape {what} in '{lname}' (use \\\\, \\\" or \\n)"),
-                        ));
+                        let escape = other.map_or(Message::new(msg::END_OF_LINE), |(_, c)| {
+                            Message::new(msg::ESCAPE).arg("char", String::from(c))
+                        });
+                        let detail = Message::new(msg::BAD_ESCAPE).arg("escape", escape).arg("name", lname);
+                        return Err(syntax(loc, "label value", detail));
                     }
                 },
                 Some((_, c)) => value.push(c),
             }
         };
         if labels.iter().any(|(k, _)| k == lname) {
-            return Err(syntax(loc, "label name", format!("'{lname}' appears twice")));
+            return Err(syntax(loc, "label name", Message::new(msg::TWICE).arg("name", lname)));
         }
         if labels.len() >= MAX_LABELS {
-            return Err(syntax(loc, "label name", format!("more than {MAX_LABELS} labels")));
+            return Err(syntax(loc, "label name", Message::new(msg::TOO_MANY_LABELS).arg("max", MAX_LABELS)));
         }
         labels.push((lname.to_string(), value));
         s = s.get(close + 1..).unwrap_or("").trim_start();
         if let Some(after) = s.strip_prefix(',') {
             s = after;
         } else if !s.starts_with('}') {
-            return Err(syntax(loc, "label value", format!("expected ',' or '}}' after the value of '{lname}'")));
+            return Err(syntax(loc, "label value", Message::new(msg::AFTER_VALUE).arg("name", lname)));
         }
     }
 }

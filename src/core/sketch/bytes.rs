@@ -39,6 +39,7 @@ use core::fmt;
 
 use super::{LatencySketch, EXACT_LIMIT, MAX_BUCKETS, MAX_RELATIVE_ERROR, MIN_INDEXABLE_MS, MIN_RELATIVE_ERROR};
 use crate::core::deadline::MAX_MS;
+use crate::core::error::{Described, Message};
 
 /// The first four bytes of every encoded sketch.
 pub const MAGIC: [u8; 4] = *b"EDsk";
@@ -58,31 +59,52 @@ pub enum BytesError {
     Version { found: u8 },
     /// It ends before `field` is complete: a cut-off copy.
     Truncated { field: &'static str },
-    /// `field` holds a value no sketch can have.
-    Invalid { field: &'static str, detail: String },
+    /// `field` holds a value no sketch can have; `detail` (a [`msg`]
+    /// template) says which.
+    Invalid { field: &'static str, detail: Message },
     /// Bytes left over after the sketch: two buffers run together, or padding.
     Trailing { extra: usize },
 }
 
+/// The wire form's message templates: the refusal, and the details of an
+/// invalid field (each follows the field's name).
+pub mod msg {
+    crate::templates! { "sketch.bytes";
+        /// Every refusal: `reason` is one of the next five.
+        NOT_A_SKETCH = "'bytes' is not a valid LatencySketch: {reason}";
+        FOREIGN = "it does not start with the sketch format's magic bytes (pass what toBytes() returned)";
+        VERSION = "format version {found} is newer than this package reads ({version}); upgrade edge-deadline where the sketches are merged";
+        TRUNCATED = "it ends inside '{field}' (truncated copy?)";
+        INVALID = "'{field}' {detail} (corrupted?)";
+        TRAILING = "{extra} byte(s) follow the end of the sketch";
+        NOT_DURATION = "is {value}, not a duration in ms";
+        OVERFLOWS = "overflows 64 bits";
+        OLD_VERSION = "is {version}; versions start at 1";
+        UNKNOWN_FLAGS = "has unknown bits {flags}";
+        RELATIVE_ERROR = "is {value}, outside {min} … {max}";
+        SUM = "is {value}, not a finite sum of durations";
+        MIN_ABOVE_MAX = "is {min}, above max {max}";
+        EXACT_COUNT = "is {count}, too many for an exact sketch ({limit} at most)";
+        UNSORTED = "are not sorted within min … max at {value}";
+        MIN_MAX = "and max differ from the samples";
+        SMALL_COUNT = "is {count}: a sketch this small is always exact";
+        OUT_OF_RANGE = "is out of range";
+        KEYS = "is {count}, more than {max}";
+        KEY_RANGE = "{first} … {last} lies outside the keys durations reach";
+        COUNTERS_OVERFLOW = "overflow 64 bits";
+        COUNTERS = "add up to {total}, not the count {count}";
+    }
+}
+
 impl fmt::Display for BytesError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("'bytes' is not a valid LatencySketch: ")?;
-        match self {
-            Self::Foreign => f.write_str("it does not start with the sketch format's magic bytes (pass what toBytes() returned)"),
-            Self::Version { found } => write!(
-                f,
-                "format version {found} is newer than this package reads ({VERSION}); upgrade edge-deadline where the sketches are merged"
-            ),
-            Self::Truncated { field } => write!(f, "it ends inside '{field}' (truncated copy?)"),
-            Self::Invalid { field, detail } => write!(f, "'{field}' {detail} (corrupted?)"),
-            Self::Trailing { extra } => write!(f, "{extra} byte(s) follow the end of the sketch"),
-        }
+        self.message().fmt(f)
     }
 }
 
 impl std::error::Error for BytesError {}
 
-impl crate::core::error::Described for BytesError {
+impl Described for BytesError {
     fn code(&self) -> &'static str {
         match self {
             Self::Foreign => "FOREIGN_BYTES",
@@ -96,10 +118,31 @@ impl crate::core::error::Described for BytesError {
     fn param(&self) -> Option<String> {
         Some("bytes".into())
     }
+
+    fn message(&self) -> Message {
+        let reason = match self {
+            Self::Foreign => Message::new(msg::FOREIGN),
+            Self::Version { found } => {
+                Message::new(msg::VERSION).arg("found", f64::from(*found)).arg("version", f64::from(VERSION))
+            }
+            Self::Truncated { field } => Message::new(msg::TRUNCATED).arg("field", *field),
+            Self::Invalid { field, detail } => {
+                Message::new(msg::INVALID).arg("field", *field).arg("detail", detail.clone())
+            }
+            Self::Trailing { extra } => Message::new(msg::TRAILING).arg("extra", *extra),
+        };
+        Message::new(msg::NOT_A_SKETCH).arg("reason", reason)
+    }
 }
 
-fn invalid(field: &'static str, detail: impl Into<String>) -> BytesError {
-    BytesError::Invalid { field, detail: detail.into() }
+fn invalid(field: &'static str, detail: Message) -> BytesError {
+    BytesError::Invalid { field, detail }
+}
+
+/// `0x04`: a byte as `{:#04x}` prints it, without the formatting machinery.
+fn hex(b: u8) -> String {
+    let digit = |n: u8| char::from(if n < 10 { b'0' + n } else { b'a' + n - 10 });
+    ['0', 'x', digit(b >> 4), digit(b & 15)].iter().collect()
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -138,7 +181,7 @@ impl Reader<'_> {
     fn ms(&mut self, field: &'static str) -> Result<f64, BytesError> {
         let v = self.f64(field)?;
         if !(0.0..=MAX_MS).contains(&v) {
-            return Err(invalid(field, format!("is {v}, not a duration in ms")));
+            return Err(invalid(field, Message::new(msg::NOT_DURATION).arg("value", v)));
         }
         Ok(v + 0.0)
     }
@@ -149,14 +192,14 @@ impl Reader<'_> {
             let b = self.byte(field)?;
             let bits = u64::from(b & 0x7F);
             if shift == 63 && bits > 1 {
-                return Err(invalid(field, "overflows 64 bits"));
+                return Err(invalid(field, Message::new(msg::OVERFLOWS)));
             }
             v |= bits << shift;
             if b & 0x80 == 0 {
                 return Ok(v);
             }
         }
-        Err(invalid(field, "overflows 64 bits"))
+        Err(invalid(field, Message::new(msg::OVERFLOWS)))
     }
 }
 
@@ -207,27 +250,28 @@ impl LatencySketch {
             return Err(if version > VERSION {
                 BytesError::Version { found: version }
             } else {
-                invalid("version", format!("is {version}; versions start at 1"))
+                invalid("version", Message::new(msg::OLD_VERSION).arg("version", f64::from(version)))
             });
         }
         let flags = r.byte("flags")?;
         if flags & !(EXACT | COLLAPSED) != 0 {
-            return Err(invalid("flags", format!("has unknown bits {flags:#04x}")));
+            return Err(invalid("flags", Message::new(msg::UNKNOWN_FLAGS).arg("flags", hex(flags))));
         }
         let alpha = r.f64("relativeError")?;
         let mut s = LatencySketch::new(alpha).map_err(|_| {
-            invalid("relativeError", format!("is {alpha}, outside {MIN_RELATIVE_ERROR} … {MAX_RELATIVE_ERROR}"))
+            let detail = Message::new(msg::RELATIVE_ERROR).arg("value", alpha);
+            invalid("relativeError", detail.arg("min", MIN_RELATIVE_ERROR).arg("max", MAX_RELATIVE_ERROR))
         })?;
         let count = r.varint("count")?;
         let (sum, min, max) = if count > 0 {
             // Not a duration: the sum of many may pass MAX_MS.
             let sum = r.f64("sum")?;
             if !(sum.is_finite() && sum >= 0.0) {
-                return Err(invalid("sum", format!("is {sum}, not a finite sum of durations")));
+                return Err(invalid("sum", Message::new(msg::SUM).arg("value", sum)));
             }
             let (min, max) = (r.ms("min")?, r.ms("max")?);
             if min > max {
-                return Err(invalid("min", format!("is {min}, above max {max}")));
+                return Err(invalid("min", Message::new(msg::MIN_ABOVE_MAX).arg("min", min).arg("max", max)));
             }
             (sum, min, max)
         } else {
@@ -236,37 +280,35 @@ impl LatencySketch {
         let collapsed = if flags & COLLAPSED != 0 { Some(r.ms("collapsedBelow")?) } else { None };
         if flags & EXACT != 0 {
             if count > EXACT_LIMIT as u64 {
-                return Err(invalid(
-                    "count",
-                    format!("is {count}, too many for an exact sketch ({EXACT_LIMIT} at most)"),
-                ));
+                let detail = Message::new(msg::EXACT_COUNT).arg("count", count as f64);
+                return Err(invalid("count", detail.arg("limit", EXACT_LIMIT)));
             }
             let mut prev = min;
             for _ in 0..count {
                 let v = r.ms("samples")?;
                 if v < prev || v > max {
-                    return Err(invalid("samples", format!("are not sorted within min … max at {v}")));
+                    return Err(invalid("samples", Message::new(msg::UNSORTED).arg("value", v)));
                 }
                 prev = v;
                 s.insert(v, 1);
             }
             if count > 0 && (s.min != min || s.max != max) {
-                return Err(invalid("min", "and max differ from the samples"));
+                return Err(invalid("min", Message::new(msg::MIN_MAX)));
             }
         } else {
             if count <= EXACT_LIMIT as u64 {
-                return Err(invalid("count", format!("is {count}: a sketch this small is always exact")));
+                return Err(invalid("count", Message::new(msg::SMALL_COUNT).arg("count", count as f64)));
             }
             s.exact = None;
             s.zero_count = r.varint("zeroCount")?;
             let zig = r.varint("firstKey")?;
-            let offset = u32::try_from(zig).map_err(|_| invalid("firstKey", "is out of range"))?;
+            let offset = u32::try_from(zig).map_err(|_| invalid("firstKey", Message::new(msg::OUT_OF_RANGE)))?;
             let offset = ((offset >> 1) as i32) ^ -((offset & 1) as i32);
             let len = r.varint("keys")?;
             // Every counter takes at least one byte: a length the rest of the
             // buffer cannot hold is refused before anything is allocated.
             if len > MAX_BUCKETS as u64 {
-                return Err(invalid("keys", format!("is {len}, more than {MAX_BUCKETS}")));
+                return Err(invalid("keys", Message::new(msg::KEYS).arg("count", len as f64).arg("max", MAX_BUCKETS)));
             }
             if len > (bytes.len() - r.at) as u64 {
                 return Err(BytesError::Truncated { field: "counters" });
@@ -274,17 +316,20 @@ impl LatencySketch {
             let (lowest, highest) = (s.key(MIN_INDEXABLE_MS), s.key(MAX_MS));
             let last = i64::from(offset) + len as i64 - 1;
             if len > 0 && (i64::from(offset) < i64::from(lowest) || last > i64::from(highest)) {
-                return Err(invalid("firstKey", format!("{offset} … {last} lies outside the keys durations reach")));
+                let detail = Message::new(msg::KEY_RANGE).arg("first", f64::from(offset)).arg("last", last as f64);
+                return Err(invalid("firstKey", detail));
             }
             let mut counts = Vec::with_capacity(len as usize);
             let mut total = s.zero_count;
             for _ in 0..len {
                 let c = r.varint("counters")?;
-                total = total.checked_add(c).ok_or_else(|| invalid("counters", "overflow 64 bits"))?;
+                total =
+                    total.checked_add(c).ok_or_else(|| invalid("counters", Message::new(msg::COUNTERS_OVERFLOW)))?;
                 counts.push(c);
             }
             if total != count {
-                return Err(invalid("counters", format!("add up to {total}, not the count {count}")));
+                let detail = Message::new(msg::COUNTERS).arg("total", total as f64).arg("count", count as f64);
+                return Err(invalid("counters", detail));
             }
             s.counts = counts;
             s.offset = offset;
@@ -428,7 +473,11 @@ mod tests {
                 }
                 _ => v = (0..(g.next_u64() % 64)).map(|_| g.next_u64() as u8).collect(),
             }
-            if let Ok(d) = LatencySketch::from_bytes(&v) {
+            let d = LatencySketch::from_bytes(&v);
+            if let Err(e) = &d {
+                crate::core::error::assert_filled(&e.message());
+            }
+            if let Ok(d) = d {
                 // Whatever decodes is a working sketch.
                 for q in QS {
                     let x = d.quantile(q).unwrap();
@@ -473,7 +522,9 @@ mod tests {
                 v[..4].copy_from_slice(&MAGIC);
                 v[4] = VERSION;
             }
-            let _ = LatencySketch::from_bytes(&v);
+            if let Err(e) = LatencySketch::from_bytes(&v) {
+                crate::core::error::assert_filled(&e.message());
+            }
         }
     }
 }

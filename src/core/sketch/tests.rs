@@ -164,6 +164,16 @@ fn rejects_bad_input_and_stays_unchanged() {
     let mut other = LatencySketch::new(0.02).unwrap();
     other.add(1.0).unwrap();
     assert_eq!(s.merge(&other), Err(SketchError::Mismatch { ours: 0.01, theirs: 0.02 }));
+    let errors = [
+        s.merge(&other).unwrap_err(),
+        s.quantile(2.0).unwrap_err(),
+        s.add(f64::NAN).unwrap_err(),
+        s.add_all(&[1.0, -1.0]).unwrap_err(),
+        LatencySketch::new(0.0).unwrap_err(),
+    ];
+    for e in errors {
+        crate::core::error::assert_filled(&e.message());
+    }
     assert_eq!(s.count(), 1);
 }
 

@@ -1,5 +1,5 @@
 // deriveTimeouts cases: the same file runs in Node, Deno, workerd and Chromium.
-import { equal, near, ok, throwsArg } from "../assert.js";
+import { equal, near, ok, throws, throwsArg } from "../assert.js";
 import { rng, normal, seed003, exact } from "../latency-data.js";
 
 const cases = [
@@ -140,6 +140,66 @@ const cases = [
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: NaN, outcome: "timeout" }]), RangeError, "data[1].ms", "NOT_FINITE", /^row 1: 'ms'/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, null]), TypeError, "data[1]", "INVALID_TYPE", /^'data\[1\]' must be an object/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1, model: {} }], { by: ["model"] }), TypeError, "data[0].model", "INVALID_TYPE", /^'data\[0\]\.model' must be a string or a number/);
+    },
+  },
+  {
+    name: "derive: the derive core's messages are filled in JS from its templates, numbers as JavaScript prints them",
+    run: (lib) => {
+      const max = Number.MAX_SAFE_INTEGER;
+      const sketch = () => new lib.LatencySketch();
+      const bytes = (edit) => {
+        const s = sketch();
+        for (let i = 1; i <= 400; i++) s.add(i);
+        const b = s.toBytes();
+        edit(b, new DataView(b.buffer, b.byteOffset, b.byteLength));
+        return b;
+      };
+      const not = "'bytes' is not a valid LatencySketch: ";
+      const cases = [
+        [() => lib.simulate({ body: { medianMs: 40, sigma: Infinity } }), "'sigma' must be between 0 and 4: current value is Infinity"],
+        [() => lib.simulate({ body: { medianMs: 40, sigma: 0.3 }, tail: { share: 0.1, loMs: 2.5, hiMs: 1.25 } }), "'loMs' must not exceed 'hiMs': current values are 2.5 and 1.25"],
+        [() => lib.simulate({ body: { medianMs: 40, sigma: 0.3 } }, [{ timeoutMs: 10 }, { timeoutMs: 10, retries: 0.5 }]), "policy 1: 'retries' must be a whole number between 0 and 10: current value is 0.5"],
+        [() => lib.simulate({ body: { medianMs: 40, sigma: 0.3 } }, [{ timeoutMs: 10 }, { timeoutMs: Infinity }]), `policy 1: 'timeoutMs' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`],
+        [() => lib.maxTimeoutFor({ ratePerSec: Infinity, limit: 1 }), "'ratePerSec' must be greater than 0 and at most 1000000000 requests per second: current value is Infinity"],
+        [() => lib.concurrencyBound({ ratePerSec: 1, timeoutMs: -Infinity }), `'timeoutMs' must be a finite number of milliseconds between 0 and ${max}: current value is -Infinity`],
+        [() => lib.deriveTimeouts(Float64Array.of(1), { q: 1e21 }), "'q' must be greater than 0 and less than 1 (0.99 for p99): current value is 1e+21"],
+        [() => lib.deriveTimeouts(Float64Array.of(1), { safety: 1e-7 }), "'safety' must be between 1 and 100: current value is 1e-7"],
+        [() => lib.deriveTimeouts([{ ms: 1 }, { ms: Infinity }]), `row 1: 'ms' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`],
+        [() => sketch().quantile(Infinity), "'q' must be between 0 and 1: current value is Infinity"],
+        [() => sketch().merge(new lib.LatencySketch({ relativeError: 0.025 })), "cannot merge a sketch with relative error 0.025 into one with relative error 0.01: create both with the same 'relativeError'"],
+        [() => lib.LatencySketch.fromBytes(bytes((b) => (b[4] = 9))), `${not}format version 9 is newer than this package reads (1); upgrade edge-deadline where the sketches are merged`],
+        [() => lib.LatencySketch.fromBytes(bytes((b) => (b[5] = 4))), `${not}'flags' has unknown bits 0x04 (corrupted?)`],
+        [() => lib.LatencySketch.fromBytes(bytes((b, v) => v.setFloat64(6, -Infinity, true))), `${not}'relativeError' is -Infinity, outside 0.001 … 0.5 (corrupted?)`],
+        [() => lib.LatencySketch.fromBytes(bytes((b) => (b[b.length - 1] += 1))), `${not}'counters' add up to 401, not the count 400 (corrupted?)`],
+        [() => lib.parsePrometheus('x_seconds_bucket{le="0.25"} 2.5\nx_seconds_bucket{le="0.5"} 1\nx_seconds_bucket{le="+Inf"} 3\n'), 'line 2: bucket le="0.5" of x_seconds counts 1, fewer than the 2.5 of a lower bucket: buckets must be cumulative'],
+        [() => lib.parsePrometheus('x_seconds_bucket{le="0.25\\q"} 2\n'), "line 1: label value: invalid escape '\\q' in 'le' (use \\\\, \\\" or \\n)"],
+        [() => lib.parsePrometheus('x_seconds_bucket{le="1" a="2"} 2\n'), "line 1: label value: expected ',' or '}' after the value of 'le'"],
+        [() => lib.parsePrometheus("x_bucket{a=\"1\"} 2\nx_bucket{le=\"1\"} 1\nx_bucket{le=\"+Inf\"} 1\ny_bucket{le=\"1\"} 1\ny_bucket{le=\"+Inf\"} 1\n"), "several histograms are present (x, y): choose one with 'metric'"],
+      ];
+      for (const [call, message] of cases) {
+        const e = throws(call, RangeError);
+        equal(e.message, message);
+      }
+      // Warnings are data: their messages cross as templates too and read the same.
+      const text = (rows) => rows.flatMap((r) => r.warnings.map((w) => `${w.code}: ${w.message}`)).join("\n");
+      const wide = (n) => Array.from({ length: 20_000 }, (_, i) => (i < n ? 0.001 * (i + 1) : 1e5 + i * 1.5));
+      equal(text(lib.deriveTimeouts(wide(19_000), { relativeError: 0.001, q: 0.5 })), [
+        "pile-up: 1000 successful calls (5%) pile up at 129999 ms, the largest value, which looks like a timeout in force: timed-out calls may be logged as successes, which censors the data; record the outcome and exclude them",
+        "collapsed: p50, p90 lie at or below 6218 ms, where the sketch merged its lowest buckets to bound memory: each is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)",
+      ].join("\n"));
+      const rows = Array.from({ length: 2000 }, (_, i) => ({ ms: 40 + (i % 50) }));
+      for (let i = 0; i < 61; i++) rows.push({ ms: 100, outcome: "timeout" });
+      equal(text(lib.deriveTimeouts(rows)), [
+        "censored: 61 calls (2.96%) timed out, more than the 1% beyond p99: the successes are cut off at the timeout in force, so this value is too small and re-deriving would ratchet it down; raise the timeout, measure again, then derive",
+      ].join("\n"));
+      equal(text(lib.deriveTimeouts([{ ms: 1 }], { q: 0.95 })), "small-sample: only 1 successful call: p95 needs at least 200 (10 beyond the percentile) for a stable estimate");
+      const drift = Array.from({ length: 2000 }, (_, i) => 40 + (i % 97) * 0.37);
+      equal(text(lib.deriveTimeouts(drift, { configuredMs: 10.5, relativeError: 0.001 })), "drift: the configured 10.5 ms is 0.14x the measured p99 (75.22 ms): it fails healthy calls");
+      const hist = lib.parsePrometheus('x_bucket{le="0.5"} 10\nx_bucket{le="2.25"} 1000\nx_bucket{le="+Inf"} 1000\n');
+      equal(text(lib.deriveTimeouts(hist)), [
+        "unit-assumed: 'x' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds",
+        "resolution: p99 lies in the bucket 0.5 ms..2.25 ms: the interpolated value may be off by up to 1.75 ms; add bucket bounds around it",
+      ].join("\n"));
     },
   },
 ];
