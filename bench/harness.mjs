@@ -75,8 +75,9 @@ export const runtimeName = () =>
  * with every entry's init() done (__instantiateMs: how long those took).
  *
  * The `__` members are internals that only the "design:" rows use (raw Wasm
- * exports, js/deadline.js's cap-timer queue, js/keepalive.js's promise): a
- * package whose internal modules differ leaves them empty and those rows
+ * exports, js/deadline.js's cap-timer queue, js/keepalive.js's promise), from
+ * the copy the entries use (pkg/main.js; a build of module-per-file layout:
+ * its modules): a package without them leaves them empty and those rows
  * out, so one bench runs against both the old and the new layout.
  */
 export async function loadPackage() {
@@ -89,7 +90,10 @@ export async function loadPackage() {
   await merged(libs).init();
   const instantiateMs = performance.now() - t0;
   const internal = (file) => import(new URL(file, base).href).catch(() => ({}));
-  const [core, deadline, keepalive] = await Promise.all(["edge_deadline.js", "deadline.js", "keepalive.js"].map(internal));
+  const main = await internal("main.js");
+  const [core, deadline, keepalive] = main.glue
+    ? [main.glue, {}, main]
+    : await Promise.all(["edge_deadline.js", "deadline.js", "keepalive.js"].map(internal));
   return { ...withInternals(merged(libs), core, deadline, keepalive), __instantiateMs: instantiateMs };
 }
 

@@ -13,7 +13,7 @@
 const isDeno = typeof Deno !== "undefined";
 // Sketches and parses live in edge-deadline/derive's own .wasm.
 const lib = await import(isDeno ? "../pkg/derive-deno.js" : "../pkg/derive-node.js");
-const glue = await import("../pkg/edge_deadline_derive.js");
+const { glue } = await import("../pkg/derive-main.js"); // the derive entry's own copy of the glue
 await lib.init();
 const wasmBytes = () => glue.initSync().memory.buffer.byteLength;
 const MiB = (b) => Math.round((b / 2 ** 20) * 10) / 10;

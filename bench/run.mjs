@@ -72,14 +72,16 @@ async function inWorkerd(file, pkgDir) {
   const entry = join(out, "entry.mjs");
   const files = readdirSync(pkgDir).filter((f) => /\.(js|wasm)$/.test(f));
   const entries = entryFiles(JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")), "workerd");
-  // The internals the "design:" rows use, where this package has those modules (bench/harness.mjs, withInternals).
+  // The internals the "design:" rows use, where this package has them (bench/harness.mjs, withInternals):
+  // pkg/main.js's, or in a module-per-file build, its modules'.
   const internal = (f, as) => (files.includes(f) ? `import * as ${as} from "../pkg/${f}";` : `const ${as} = {};`);
+  const internals = files.includes("main.js")
+    ? `import * as keepalive from "../pkg/main.js";\nconst core = keepalive.glue;\nconst deadline = {};`
+    : [internal("edge_deadline.js", "core"), internal("deadline.js", "deadline"), internal("keepalive.js", "keepalive")].join("\n");
   writeFileSync(
     entry,
     `${entries.map((f, i) => `import * as entry${i} from "../pkg/${f}";`).join("\n")}
-${internal("edge_deadline.js", "core")}
-${internal("deadline.js", "deadline")}
-${internal("keepalive.js", "keepalive")}
+${internals}
 import { merged, withInternals } from "./harness.mjs";
 import { run } from "./${file}";
 const lib = merged([${entries.map((_, i) => `entry${i}`).join(", ")}]);

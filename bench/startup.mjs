@@ -2,8 +2,10 @@
 // measured in one run for BENCHMARKS.md ("Size and start-up").
 //
 //   node bench/startup.mjs [runs=10]
-//   BASELINE=/path/to/old/pkg node bench/startup.mjs   also times an older build (whose
-//     entries need `await init()`; Deno with --allow-read), interleaved run by run
+//   BASELINE=/path/to/old/pkg node bench/startup.mjs   also times an older build,
+//     interleaved run by run: one whose Node entry loads its .wasm itself (its
+//     package.json lists ./node.js as a side effect) the same way; an older one
+//     with `await init()` (Deno with --allow-read)
 //
 // - Sizes: each entry's .wasm plus every JS module its static import graph
 //   loads, gzipped file by file (level 9) as they ship in the package; and the
@@ -68,28 +70,30 @@ function fresh(name, variants) {
 
 const url = (f, dir = pkg) => pathToFileURL(join(dir, f)).href;
 const baseline = process.env.BASELINE;
+const selfLoading = (dir) => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).sideEffects?.includes?.("./node.js") === true;
 const firstSignal = (entry, dir = pkg) => `const t0 = performance.now();
 const { Deadline, init } = await import(${JSON.stringify(url(entry, dir))});
 const t1 = performance.now();
-${dir === pkg ? "" : "await init(); // BASELINE: its entries need init()"}
+${selfLoading(dir) ? "" : "await init(); // BASELINE: its entries need init()"}
 const signal = Deadline.in(1_000).signal();
 const t2 = performance.now();
 if (signal.aborted) throw new Error("aborted already");
 console.log(JSON.stringify({ importMs: t1 - t0, firstCallMs: t2 - t1, totalMs: t2 - t0 }));
 `;
-const wasmAlone = `import { initSync } from ${JSON.stringify(url("edge_deadline.js"))};
+const wasmAlone = `import { glue } from ${JSON.stringify(url("main.js"))};
 import { readFileSync } from "node:fs";
 const bytes = readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))}));
 const t0 = performance.now();
 const module = new WebAssembly.Module(bytes);
 const t1 = performance.now();
-initSync({ module });
+glue.initSync({ module });
 const t2 = performance.now();
 console.log(JSON.stringify({ compileMs: t1 - t0, instantiateMs: t2 - t1 }));
 `;
 
 const startup = {};
-for (const [runtime, entry, oldEntry] of [["node", "node.js", "node.js"], ["deno", "deno.js", "index.js"]]) {
+const oldDeno = baseline && selfLoading(baseline) ? "deno.js" : "index.js";
+for (const [runtime, entry, oldEntry] of [["node", "node.js", "node.js"], ["deno", "deno.js", oldDeno]]) {
   const [now, old] = fresh(`first-${runtime}`, [[runtime, firstSignal(entry)], ...(baseline ? [[runtime, firstSignal(oldEntry, baseline)]] : [])]);
   const [wasm] = fresh(`wasm-${runtime}`, [[runtime, wasmAlone]]);
   startup[runtime] = { ...now, ...wasm };

@@ -34,7 +34,8 @@ export interface DeadlineMiddlewareOptions {
  * Hono middleware: a deadline per request from the platform's caps, the incoming propagation
  * headers and `budgetMs` (the smallest wins, less `fallbackReserveMs`), at `c.get("deadline")` and
  * `currentDeadline()`. Its signal aborts when the client leaves; it is disposed when the response
- * body is finished or cancelled. Call `await init()` from "edge-deadline" before serving.
+ * body is finished or cancelled. In Workers, Deno and Node the first request loads the Wasm core; in a
+ * browser, call `await init()` from "edge-deadline" before serving.
  * @throws {TypeError | RangeError} bad options, when the middleware is created
  * @example
  * app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers", fallbackReserveMs: 300 }));

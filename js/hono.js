@@ -29,8 +29,9 @@
 //    they throw when the middleware is created, not per request.
 // 5. `Server-Timing` (when asked) is appended, never replaces the handler's.
 //
-// The Wasm core must be loaded (`await init()` from "edge-deadline") before
-// the first request; the error says so otherwise.
+// In Workers, Deno and Node the Wasm core loads at the first request (the
+// `edge-deadline/hono` entry of those runtimes imports their main entry
+// first); elsewhere call `await init()` from "edge-deadline" before it.
 
 import { runWithDeadline } from "./context.js";
 import { deadlineFromHeaders, platformDeadline } from "./deadline.js";

@@ -9,7 +9,8 @@ import { gzipSync } from "node:zlib";
 export function relativeImports(source) {
   const out = new Set();
   const patterns = [
-    /\b(?:import|export)\s+(?:type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?["'](\.{1,2}\/[^"']+)["']/g,
+    // Minified code drops the spaces: `import{a as b}from"./main.js"`, `export*from"./x.js"`.
+    /\b(?:import|export)\s*(?:type\s+)?(?:[\w*${}\s,]+?\s*from\s*)?["'](\.{1,2}\/[^"']+)["']/g,
     /\bimport\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g,
     /\bnew URL\(\s*["'](\.{1,2}\/[^"']+)["']\s*,\s*import\.meta\.url\s*\)/g,
   ];

@@ -1,7 +1,7 @@
 // Node runner for the Hono checks: prints one JSON report line.
 import { Hono } from "hono";
 import * as lib from "../../pkg/node.js";
-import { deadline } from "../../pkg/hono.js";
+import { deadline } from "../../pkg/hono-node.js";
 import { runHonoChecks } from "./checks.js";
 
 await lib.init();

@@ -5,7 +5,7 @@
 // as users write it; timers only inside requests).
 import { Hono } from "hono";
 import * as lib from "../../pkg/workerd.js";
-import { deadline } from "../../pkg/hono.js";
+import { deadline } from "../../pkg/hono-workerd.js";
 import { runHonoChecks } from "./checks.js";
 
 await lib.init();

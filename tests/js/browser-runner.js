@@ -10,12 +10,13 @@ const entry = new URL("../../pkg/index.js", import.meta.url).href;
 
 /**
  * Runs `code` against a fresh copy of the package in a module Worker (its own
- * module graph, so its own Wasm instance) with `init`, `Deadline`, `wasmUrl`
+ * module graph, so its own Wasm instance) with `init`, `Deadline`, `entryUrl` (the entry itself), `wasmUrl`
  * and `readBytes(url)` in scope, like the Node and Deno runners' child
  * processes; `console.log` lines come back as stdout. Resolves { code, ms, stdout }.
  */
 function freshPackageScript(code) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
+const entryUrl = ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
 const deriveUrl = new URL("./derive-index.js", ${JSON.stringify(entry)});
 const readBytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());

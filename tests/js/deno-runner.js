@@ -8,9 +8,10 @@ const lib = combine(main, derive);
 
 const entry = new URL("../../pkg/deno.js", import.meta.url).href;
 
-/** Like the Node runner's: `init`, `Deadline`, `wasmUrl`, `readBytes` in scope; { code, ms, stdout }. */
+/** Like the Node runner's: `init`, `Deadline`, `entryUrl`, `wasmUrl`, `readBytes` in scope; { code, ms, stdout }. */
 async function spawnPackageScript(code) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
+const entryUrl = ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
 const deriveUrl = new URL("./derive-deno.js", ${JSON.stringify(entry)});
 const readBytes = (url) => Deno.readFile(url);

@@ -1,5 +1,5 @@
 // Fake time for cases where timing is the subject: swaps the package's clock
-// (js/timers.js `setClock`: `now`, `setTimeout`, `clearTimeout`) for one that
+// (js/timers.js `setClock`, exported by pkg/main.js: the copy every entry uses): `now`, `setTimeout`, `clearTimeout`) for one that
 // a case advances by hand. Nothing global is patched: the case's own code
 // reads the fake clock through the returned `now()` and waits on it with
 // `sleep(ms)`. Runs unchanged in Node, Deno, workerd and Chromium.
@@ -8,7 +8,7 @@
 // the host's clock; make the deadlines a case measures after `installFakeTime()`,
 // and always `restore()` in `finally`.
 
-import { setClock } from "../../pkg/timers.js";
+import { setClock } from "../../pkg/main.js";
 
 /** Microtask turns flushed after each timer (stream reads settle through several promise hops). */
 const TURNS = 64;

@@ -3,10 +3,11 @@
 // as oracles, seed 000's exposition and seed 003's scenario.
 // The glue's `initSync()` returns the instance's exports once loaded: the
 // memory cases read Wasm memory's size from it (the API has no reason to).
-// Sketches and parses live in edge-deadline/derive's own .wasm.
-import { initSync } from "../../pkg/edge_deadline_derive.js";
+// Sketches and parses live in edge-deadline/derive's own .wasm, whose code
+// (and glue) every derive entry imports from pkg/derive-main.js.
+import { glue } from "../../pkg/derive-main.js";
 
-export const wasmBytes = () => initSync().memory.buffer.byteLength;
+export const wasmBytes = () => glue.initSync().memory.buffer.byteLength;
 
 /** splitmix32-style generator: deterministic floats in (0, 1). */
 export function rng(seed) {

@@ -11,11 +11,12 @@ const lib = combine(main, derive);
 const entry = new URL("../../pkg/node.js", import.meta.url).href;
 
 /**
- * Runs `code` in a fresh Node with `init`, `Deadline`, `wasmUrl` (the .wasm's
+ * Runs `code` in a fresh Node with `init`, `Deadline`, `entryUrl` (the entry itself), `wasmUrl` (the .wasm's
  * file: URL) and `readBytes(url)` in scope; resolves { code, ms, stdout }.
  */
 function spawnPackageScript(code) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
+const entryUrl = ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
 const deriveUrl = new URL("./derive-node.js", ${JSON.stringify(entry)});
 const readBytes = async (url) => (await import("node:fs/promises")).readFile(url);

@@ -101,7 +101,7 @@ export async function withFakeClock(body) {
 /** Runs `code` in a child process with `lib` (the whole API, initialised) in scope; { code, ms, stdout }. */
 export function spawnWithLib(ctx, code) {
   return ctx.spawnPackageScript(`await init();
-const lib = await import(new URL("./api.js", wasmUrl).href);
+const lib = await import(entryUrl);
 ${code}`);
 }
 

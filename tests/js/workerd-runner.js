@@ -2,6 +2,7 @@
 // timers at module scope). GET / answers with the JSON report. The cases that
 // need requests of their own (tests/js/requests.js) send them to this same
 // worker, through its socket: POST /request/<name> with JSON parameters.
+import wasmModule from "../../pkg/edge_deadline_bg.wasm";
 import * as main from "../../pkg/workerd.js";
 import * as derive from "../../pkg/derive-workerd.js";
 import { combine, prepare, runSuite } from "./harness.js";
@@ -24,7 +25,9 @@ export default {
       return res.json();
     };
     const quirks = (url.searchParams.get("quirks") ?? "").split(",").filter(Boolean);
-    const ctx = { runtime: "workerd", fixtureUrl, request: requestSelf, quirks, ...(await prepare(lib)) };
+    // wasmModule: the compiled main core, for a case that loads a second copy of the
+    // package (Workers cannot compile bytes at run time).
+    const ctx = { runtime: "workerd", fixtureUrl, request: requestSelf, quirks, wasmModule, ...(await prepare(lib)) };
     return Response.json(await runSuite(lib, ctx));
   },
 };

@@ -3,7 +3,7 @@
 // agree, every output's features must exist, and the package that was built
 // must hold what the configuration lists.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseToml, readCargoWasmPack, readWasmConfig, root } from "../../scripts/wasm-config.mjs";
 
@@ -35,8 +35,13 @@ export async function checkConfig(g, pkgDir) {
   });
 
   await g.check("the built package holds one .wasm and one glue per output, nothing else", () => {
+    // The glue is bundled (scripts/bundle.mjs): its source map names it.
+    const bundled = readdirSync(pkgDir)
+      .filter((f) => f.endsWith(".js.map"))
+      .flatMap((f) => JSON.parse(readFileSync(join(pkgDir, f), "utf8")).sources);
     for (const { name } of config.output) {
-      for (const f of [`${name}_bg.wasm`, `${name}.js`, `${name}.d.ts`]) assert.ok(existsSync(join(pkgDir, f)), `${f} is missing`);
+      for (const f of [`${name}_bg.wasm`, `${name}.d.ts`]) assert.ok(existsSync(join(pkgDir, f)), `${f} is missing`);
+      assert.equal(bundled.filter((s) => s === `js/${name}.js`).length, 1, `the glue ${name}.js is in one bundled file`);
     }
     const wasm = readFileSync(join(pkgDir, "package.json"), "utf8").match(/[\w]+_bg\.wasm/g);
     assert.deepEqual([...new Set(wasm)].sort(), config.output.map((o) => `${o.name}_bg.wasm`).sort());

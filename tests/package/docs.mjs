@@ -59,7 +59,7 @@ export async function checkDocs(g, packed) {
 
   await g.check("docs/api.md's Errors section lists every error class with its guard, and every code of CODES", async () => {
     const list = `const m = await import("edge-deadline");
-const { CODES } = await import("./node_modules/edge-deadline/errors.js");
+const { CODES } = await import("./node_modules/edge-deadline/shared.js"); // js/errors.js, bundled
 const classes = Object.keys(m).filter((k) => typeof m[k] === "function" && m[k].prototype instanceof Error);
 console.log(JSON.stringify({ classes, guards: classes.filter((c) => typeof m["is" + c] === "function").map((c) => "is" + c), codes: Object.values(CODES) }));`;
     const { classes, guards, codes } = JSON.parse((await runOk(bin.node, ["--input-type=module", "-e", list], { cwd: dir })).stdout);

@@ -1,11 +1,13 @@
 // The Hono middleware as a Workers user gets it: the tarball and `hono`
 // installed in a fresh project, `import { deadline } from "edge-deadline/hono"`
 // bundled by wrangler (the `./hono` subpath beside the `workerd` entry, one
-// copy of the package's modules), served by `wrangler dev --local`.
+// copy of the package's modules), served by `wrangler dev --local`; and an
+// app whose only import of the package is the middleware, in Node, Deno and
+// under wrangler, with no init().
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { bin, freePort, project, root, start } from "./lib.mjs";
+import { bin, freePort, isolatedEnv, project, root, run, start } from "./lib.mjs";
 import { wranglerEnv } from "./worker.mjs";
 
 const APP = `import { Hono } from "hono";
@@ -32,10 +34,76 @@ compatibility_date = "2026-05-01"
 compatibility_flags = ["nodejs_compat"]
 `;
 
+// An app whose only import of the package is the middleware: `edge-deadline/hono`
+// loads the core at the first request, like the main entry, with no init().
+const ONLY_HONO = `import { Hono } from "hono";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 2_000 }));
+app.get("/", (c) => c.json({ remaining: c.get("deadline").remaining() }));
+const res = await app.request("/", { headers: { "grpc-timeout": "900m" } });
+console.log(res.status, JSON.stringify(await res.json()));
+`;
+
+// All three entries in one process: one copy of the package's modules, so the
+// middleware's deadline is the main entry's class and the ambient one.
+const ALL_THREE = `import { Hono } from "hono";
+import { Deadline, currentDeadline } from "edge-deadline";
+import { LatencySketch } from "edge-deadline/derive";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 2_000 }));
+app.get("/", async (c) => {
+  await null;
+  const d = c.get("deadline");
+  const sketch = new LatencySketch();
+  sketch.add(d.remaining());
+  return c.json({ sameClass: d instanceof Deadline, ambient: currentDeadline() === d, count: sketch.count });
+});
+const res = await app.request("/");
+console.log(JSON.stringify(await res.json()));
+`;
+
+// The same for Workers: the middleware alone, served by wrangler (the `workerd` condition).
+const ONLY_HONO_WORKER = `import { Hono } from "hono";
+import { deadline } from "edge-deadline/hono";
+
+const app = new Hono();
+app.use(deadline({ budgetMs: 2_000 }));
+app.get("/", (c) => c.json({ remaining: c.get("deadline").remaining() }));
+export default app;
+`;
+
 export async function checkHono(g, packed) {
   const dir = await project("hono", packed.tarball);
   // As if \`npm install hono\`: the dev toolchain's copy, linked in (the install is offline).
   symlinkSync(join(root, "node_modules/hono"), join(dir, "node_modules/hono"), "dir");
+  writeFileSync(join(dir, "only-hono.js"), ONLY_HONO);
+  const served = (stdout) => {
+    const [status, body] = stdout.trim().split(" ");
+    assert.equal(status, "200", stdout);
+    const { remaining } = JSON.parse(body);
+    assert.ok(remaining > 0 && remaining <= 900, `the caller's 900 ms: ${remaining}`);
+  };
+  await g.check("Node: an app importing only edge-deadline/hono serves a request with no init()", async () => {
+    const r = await run(bin.node, ["only-hono.js"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    served(r.stdout);
+  });
+  await g.check("Node: edge-deadline, /derive and /hono in one process share one copy (the Deadline class, the ambient deadline)", async () => {
+    writeFileSync(join(dir, "all-three.js"), ALL_THREE);
+    const r = await run(bin.node, ["all-three.js"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout.trim()), { sameClass: true, ambient: true, count: 1 });
+  });
+  await g.check("Deno: an app importing only edge-deadline/hono, with no init() and no --allow-read", async () => {
+    const env = { ...isolatedEnv(dir), DENO_DIR: join(dir, ".deno"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
+    const r = await run(bin.deno, ["run", "only-hono.js"], { cwd: dir, env });
+    assert.equal(r.code, 0, r.stderr);
+    served(r.stdout);
+  });
   mkdirSync(join(dir, "src"));
   writeFileSync(join(dir, "src/index.js"), APP);
   writeFileSync(join(dir, "wrangler.toml"), TOML);
@@ -66,5 +134,21 @@ export async function checkHono(g, packed) {
     });
   } finally {
     await dev.kill();
+  }
+
+  writeFileSync(join(dir, "src/only-hono.js"), ONLY_HONO_WORKER);
+  writeFileSync(join(dir, "only-hono.toml"), TOML.replace('name = "hono-deadline"\nmain = "src/index.js"', 'name = "only-hono"\nmain = "src/only-hono.js"'));
+  const onlyPort = await freePort();
+  const onlyInspector = await freePort();
+  const only = start(bin.node, [bin.wrangler, "dev", "-c", "only-hono.toml", "--local", "--ip", "127.0.0.1", "--port", String(onlyPort), "--inspector-port", String(onlyInspector), "--show-interactive-dev-session=false"], { cwd: dir, env });
+  try {
+    await g.check("Workers: a Worker importing only edge-deadline/hono serves a request with no init()", async () => {
+      await only.waitFor(/Ready on http:\/\/127\.0\.0\.1:\d+/, 60_000);
+      const res = await fetch(`http://127.0.0.1:${onlyPort}/`, { headers: { "grpc-timeout": "900m" } });
+      const text = await res.text();
+      served(`${res.status} ${text}`);
+    });
+  } finally {
+    await only.kill();
   }
 }

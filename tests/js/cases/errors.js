@@ -137,17 +137,23 @@ cases.push(
   },
   {
     name: "brand: a Deadline from a second copy of the module is accepted where a Deadline goes; a look-alike is not",
-    run: async (lib) => {
-      // A second copy: the same file imported under another URL (where the runtime allows it),
-      // and a Deadline of another version, which shares only the brand and the public methods.
+    run: async (lib, ctx) => {
+      // A second copy: the package's main module imported under another URL (where the
+      // runtime allows it), with a Wasm instance of its own, as when two versions of
+      // the package are installed; and a Deadline of another version, which shares only
+      // the brand and the public methods.
       let copy;
       try {
-        copy = await import(`../../../pkg/deadline.js?copy=${Date.now()}`);
+        copy = await import(new URL(`../../../pkg/main.js?copy=${Date.now()}`, import.meta.url).href);
       } catch {
-        copy = undefined; // workerd serves only the modules its config names
+        copy = undefined; // workerd at older compatibility dates serves only the modules its config names
       }
       const foreign = [];
       if (copy) {
+        // Workers are handed the compiled module (they compile nothing at run time);
+        // Node and Deno read the file: URL (their fetch does not); browsers fetch it.
+        const wasm = ctx.wasmModule ?? new URL("../../../pkg/edge_deadline_bg.wasm", import.meta.url);
+        await copy.initFrom(wasm, async (file) => (await import("node:fs/promises")).readFile(file));
         ok(copy.Deadline !== lib.Deadline, "the query string gave a second copy of the class");
         foreign.push(copy.Deadline.in(10_000));
       }

@@ -5,7 +5,7 @@
 // Chromium.
 import { equal, near, ok, rejects, throws } from "../assert.js";
 import { BRAND, badInputCases } from "../pipeline-support.js";
-import { headerFormats } from "../../../pkg/edge_deadline.js";
+import { glue } from "../../../pkg/main.js";
 
 const OWN = "edge-deadline-remaining-ms";
 const FORMATS = ["grpc-timeout", "connect-timeout-ms", "x-envoy-expected-rq-timeout-ms", OWN];
@@ -20,7 +20,7 @@ const cases = [
   {
     name: "headers: deadlineHeaders (readable before init) is the core's list of formats, in its order",
     run: (lib) => {
-      equal(JSON.stringify(lib.deadlineHeaders), JSON.stringify(headerFormats()));
+      equal(JSON.stringify(lib.deadlineHeaders), JSON.stringify(glue.headerFormats()));
       ok(Object.isFrozen(lib.deadlineHeaders));
     },
   },

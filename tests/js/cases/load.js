@@ -31,7 +31,7 @@ try {
 }
 await init(await readBytes(wasmUrl));
 await init();
-const lib = await import(new URL("./api.js", wasmUrl));
+const lib = await import(entryUrl);
 const derive = await import(deriveUrl);
 await derive.init();
 const sketch = new derive.LatencySketch();

@@ -177,7 +177,7 @@ export default [
     needs: ["spawnPackageScript"],
     run: async (lib, ctx) => {
       const child = await ctx.spawnPackageScript(`await init();
-const { relay } = await import(new URL("./api.js", wasmUrl).href);
+const { relay } = await import(entryUrl);
 const never = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
 const res = await relay(never, { deadline: Deadline.in(150) });
 console.log("status", res.status);`);

@@ -1055,7 +1055,7 @@ const cases = [
       const url = `${ctx.fixtureUrl}/stall/steady?id=${uid()}&n=3&gap=5`;
       const { code, ms, stdout } = await ctx.spawnPackageScript(
         `await init(await readBytes(wasmUrl));
-const lib = await import(new URL("./api.js", wasmUrl));
+const lib = await import(entryUrl);
 const res = await lib.fetchWithDeadline(${JSON.stringify(url)}, undefined, { deadline: Deadline.in(15_000), stallMs: 10_000 });
 const unread = lib.withStallTimeout(new Response("finished").body, { firstChunkMs: 15_000, stallMs: 15_000 });
 console.log(res.status, unread.locked);`,

@@ -5,7 +5,7 @@
 // the real clock, to prove the real host timers behave as the fake ones do.
 import { aborted, equal, ok, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
-import { MAX_TIMER_MS, child } from "../../../pkg/timers.js";
+import { MAX_TIMER_MS, child } from "../../../pkg/main.js";
 import { countedParent } from "./deadline.js";
 import { lcg } from "./stall.js";
 

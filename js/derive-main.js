@@ -1,0 +1,10 @@
+// edge-deadline/derive's code as one module: scripts/bundle.mjs bundles this
+// file and everything it reaches (except what the main entry shares, in
+// shared.js) into pkg/derive-main.js; each runtime's derive entry is a few
+// lines on top of it. Not a public entry: besides the public API
+// (derive-api.js) it exports what the entries and the package's own tests
+// reach (the glue, whose `initSync()` hands back the instance's memory).
+export * from "./derive-api.js";
+export { autoload, initFrom } from "./derive-load.js";
+import { initSync } from "./edge_deadline_derive.js";
+export const glue = { initSync };

@@ -1,0 +1,23 @@
+// The main entry's code as one module: scripts/bundle.mjs bundles this file
+// and everything it reaches (except what edge-deadline/derive shares, which
+// goes to shared.js) into pkg/main.js. Each runtime's entry (index.js,
+// node.js, deno.js, workerd.js) is a few lines on top of it, and
+// edge-deadline/hono imports it too, so whatever combination of entries an
+// application imports, it gets one copy of the clock, the timer queue, the
+// ambient deadline and the loaded core.
+//
+// Not a public entry (package.json does not export it). Besides the public
+// API (api.js) it exports what the entries, the Hono middleware and the
+// package's own tests and benches reach: they must use this copy, never a
+// second one of their own.
+export * from "./api.js";
+export { autoload, initFrom } from "./load.js";
+export { metric } from "./servertiming.js";
+export { MAX_TIMER_MS, child, setClock } from "./timers.js";
+export { pending } from "./keepalive.js";
+
+// Raw glue functions, for the tests (the core's own list of header formats)
+// and the "design:" rows of bench/ (a raw Wasm call against the API's). An
+// object, not `export * as`: a bundler drops it when nothing reads it.
+import { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason } from "./edge_deadline.js";
+export const glue = { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason };

@@ -1,0 +1,163 @@
+// Bundles the package's JavaScript (js/ and the generated glue) into the few
+// files pkg/ ships, with esbuild.
+//
+// Why: Node and Deno read a package module by module, and the main entry used
+// to load some 22 of them (import took about three times as long as one
+// bundled file). Bundled, an entry loads three files: its own few lines, the
+// code of its capability and the code both capabilities share.
+//
+// # Units
+// Every module goes into exactly one output file (a "unit"), so an
+// application that imports several entries (`edge-deadline`,
+// `edge-deadline/derive`, `edge-deadline/hono`) gets one copy of each module:
+// one set of error classes, one clock, one timer queue, one ambient deadline,
+// one loaded core per .wasm.
+//   main.js         js/main.js and every module only it reaches (deadlines, plans,
+//                   stall detection…, the main glue)
+//   derive-main.js  js/derive-main.js and every module only it reaches
+//   shared.js       the modules both reach (errors, validation, the loader)
+//   hono.js         the Hono middleware (and any module only it uses)
+//   one file per entry point (index.js, node.js, deno.js, workerd.js, derive-*.js,
+//   hono-*.js): its own lines; it imports the units above.
+// An import of a module of another unit becomes an import of that unit's
+// file, which exports the module's names (the build checks they do not clash).
+// The entries re-export the public API (api.js, derive-api.js) by name, so
+// the internals main.js exports for the middleware and the tests stay private.
+//
+// esbuild's own code splitting would chunk by which entries reach each
+// statement: with the middleware and four runtimes, Node's main entry loaded
+// itself and four chunks, named by hashes that change with every edit.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import * as esbuild from "esbuild";
+
+/** The entry points: published (package.json exports) or internal (main.js, derive-main.js). */
+export const ENTRIES = {
+  main: ["index.js", "node.js", "deno.js", "workerd.js"],
+  derive: ["derive-index.js", "derive-node.js", "derive-deno.js", "derive-workerd.js"],
+  hono: ["hono.js", "hono-node.js", "hono-deno.js", "hono-workerd.js"],
+};
+const ROOTS = ["main.js", "derive-main.js"];
+const PUBLIC_API = { "api.js": "main.js", "derive-api.js": "derive-main.js" };
+
+/**
+ * @param {{ dirs: string[], out: string, minify: boolean }} o `dirs`: where
+ *   modules are found by file name (js/, then the generated glue); `out`: pkg/ being built
+ * @returns {Promise<Record<string, string[]>>} which source modules each output file holds
+ */
+export async function bundle({ dirs, out, minify }) {
+  dirs = dirs.map((d) => resolve(d));
+  const find = (name) => {
+    for (const d of dirs) if (existsSync(join(d, name))) return join(d, name);
+    throw new Error(`scripts/bundle.mjs: no module ${name} in ${dirs.join(", ")}`);
+  };
+  // Module graph: one flat directory of names (js/ and the glue import each other as "./x.js").
+  const resolver = (redirect) => ({
+    name: "edge-deadline-modules",
+    setup(build) {
+      build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) => {
+        const name = args.path.slice(2);
+        const to = redirect?.(name, basename(args.importer));
+        return to ? { path: `./${to}`, external: true } : { path: find(name) };
+      });
+      build.onResolve({ filter: /\.wasm$|^node:/ }, (args) => ({ path: args.path, external: true }));
+    },
+  });
+  const analyse = async (entry) => {
+    const r = await esbuild.build({ entryPoints: [find(entry)], bundle: true, write: false, format: "esm", metafile: true, plugins: [resolver()], logLevel: "silent" });
+    const [output] = Object.values(r.metafile.outputs);
+    return { modules: Object.keys(output.inputs).map((p) => basename(p)), exports: output.exports };
+  };
+
+  // Which unit owns each module.
+  const owner = new Map();
+  const reach = {};
+  for (const root of ROOTS) reach[root] = (await analyse(root)).modules;
+  for (const [root, modules] of Object.entries(reach)) {
+    for (const m of modules) owner.set(m, owner.has(m) && owner.get(m) !== root ? "shared.js" : root);
+  }
+  for (const entries of Object.values(ENTRIES)) for (const e of entries) owner.set(e, e);
+  // A module only the middleware uses goes with it.
+  for (const m of (await analyse("hono.js")).modules) if (!owner.has(m)) owner.set(m, "hono.js");
+  const publicNames = {};
+  for (const api of Object.keys(PUBLIC_API)) publicNames[api] = (await analyse(api)).exports;
+
+  // shared.js is `export *` of its modules: two of them exporting one name would hide both.
+  const sharedModules = [...owner].filter(([, u]) => u === "shared.js").map(([m]) => m).sort();
+  const seen = new Map();
+  for (const m of sharedModules) {
+    const r = await esbuild.build({ entryPoints: [find(m)], write: false, format: "esm", metafile: true, logLevel: "silent" });
+    for (const name of Object.values(r.metafile.outputs)[0].exports) {
+      if (seen.has(name)) throw new Error(`scripts/bundle.mjs: ${m} and ${seen.get(name)} both export ${name}, which shared.js would then not export`);
+      seen.set(name, m);
+    }
+  }
+  const sharedSource = sharedModules.map((m) => `export * from "./${m}";`).join("\n") + "\n";
+
+  const entryPoints = [...Object.values(ENTRIES).flat(), ...ROOTS].map((e) => ({ in: find(e), out: e.replace(/\.js$/, "") }));
+  entryPoints.push({ in: "virtual:shared.js", out: "shared" });
+  const unitOf = (file) => (file === "virtual:shared.js" ? "shared.js" : owner.get(file));
+  const result = await esbuild.build({
+    entryPoints,
+    outdir: out,
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    minify,
+    sourcemap: "linked",
+    sourcesContent: true,
+    metafile: true,
+    legalComments: "none",
+    logLevel: "warning",
+    // wasm-bindgen's glue repeats an import key: harmless, and not ours to fix.
+    logOverride: { "duplicate-object-key": "silent" },
+    plugins: [
+      {
+        name: "edge-deadline-shared",
+        setup(build) {
+          build.onResolve({ filter: /^virtual:shared\.js$/ }, () => ({ path: "shared.js", namespace: "shared" }));
+          build.onLoad({ filter: /.*/, namespace: "shared" }, () => ({ contents: sharedSource, resolveDir: dirs[0], loader: "js" }));
+          // An entry re-exports the public API by name (not `export *`: main.js exports internals too).
+          build.onLoad({ filter: /\.js$/ }, (args) => {
+            const name = basename(args.path);
+            if (!Object.values(ENTRIES).flat().includes(name)) return undefined;
+            let source = readFileSync(args.path, "utf8");
+            for (const [api, names] of Object.entries(publicNames)) {
+              source = source.replace(`export * from "./${api}";`, `export { ${names.join(", ")} } from "./${api}";`);
+            }
+            if (/\bexport\s*\*/.test(source)) throw new Error(`scripts/bundle.mjs: ${name} re-exports with \`export *\`, which would publish main.js's internals; export * from "./api.js" (or derive-api.js) is the one form it rewrites`);
+            return { contents: source, loader: "js" };
+          });
+        },
+      },
+      resolver((name, importer) => {
+        const from = importer === "shared.js" ? "shared.js" : unitOf(importer);
+        const to = PUBLIC_API[name] ?? owner.get(name);
+        if (!to) throw new Error(`scripts/bundle.mjs: ${importer} imports ./${name}, which no unit owns`);
+        return to === from ? null : to;
+      }),
+    ],
+  });
+
+  // The maps name each source as a module of the package (`js/deadline.js`),
+  // not by where this build found it; its text is in the map.
+  for (const file of Object.keys(result.metafile.outputs).filter((f) => f.endsWith(".map"))) {
+    const map = JSON.parse(readFileSync(file, "utf8"));
+    map.sources = map.sources.map((s) => `js/${basename(s)}`);
+    writeFileSync(file, JSON.stringify(map));
+  }
+
+  // Each module in exactly one file.
+  const units = {};
+  const where = new Map();
+  for (const [file, o] of Object.entries(result.metafile.outputs)) {
+    if (!file.endsWith(".js")) continue;
+    const modules = Object.keys(o.inputs).map((p) => (p.startsWith("shared:") ? "(shared.js exports)" : basename(p)));
+    units[basename(file)] = modules;
+    for (const m of modules) {
+      if (where.has(m)) throw new Error(`scripts/bundle.mjs: ${m} is in both ${where.get(m)} and ${basename(file)}`);
+      where.set(m, basename(file));
+    }
+  }
+  return units;
+}
