@@ -2,7 +2,8 @@
 // them. The same file runs in Node, Deno, workerd and Chromium.
 import { equal, ok, rejects, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
-import { addMessages, render } from "../../../pkg/errors.js";
+// render is internal: the bundle unit every entry shares exports it (scripts/bundle.mjs).
+import { addMessages, render } from "../../../pkg/shared.js";
 
 /** An SDK-style wrapper: its own class, our error as `cause`. */
 class ConnectionError extends Error {
