@@ -134,7 +134,8 @@ export async function run(lib) {
   rows["p.trace() of 3 records (JSON.stringify of the records)"] = nsPerOp(() => traced.trace(), { n: 20_000 });
 
   // The boundary decision (src/wasm/plan.rs): one scalar Wasm call per
-  // decision vs a skip's reason as one string (planSkipReason) and vs an
+  // decision vs a skip's reason as one number (planSkipReason: the time
+  // available, which js/plan.js renders into the reason's template) and vs an
   // answer built as an object through serde (what `p.run` would pay per
   // step if the hot path took structured data: the rare planRefusal does).
   const at = deadline.at;
@@ -147,7 +148,7 @@ export async function run(lib) {
       () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
       { n: 100_000 },
     );
-    rows["design: core.planSkipReason (scalars in, one string out: a skip)"] = nsPerOp(
+    rows["design: core.planSkipReason (scalars in, one number out: a skip)"] = nsPerOp(
       () => core.planSkipReason(info.minMs, info.preferredMs, info.heldAfterMs, at, at),
       { n: 100_000 },
     );

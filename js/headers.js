@@ -28,7 +28,7 @@
 // server that answers 400.
 
 import * as core from "./edge_deadline.js";
-import { InvalidHeader } from "./errors.js";
+import { InvalidHeader, render } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { now } from "./timers.js";
 import * as check from "./validate.js";
@@ -184,11 +184,12 @@ export function readDeadlineHeaders(headers, options) {
     for (const value of values) present.push({ header, value });
   }
   const { at, source, rejected: refused } = core.earliestIncoming(now(), present, o);
-  // The core's code and words for each refused value, as a branded InvalidHeader
-  // (the caller's header, not the server's bad argument: see above).
+  // The core's code and words (its template, filled here) for each refused
+  // value, as a branded InvalidHeader (the caller's header, not the server's
+  // bad argument: see above).
   const rejected = refused.map(({ index, code, message }) => {
     const { header } = present[index];
-    return { header, error: Object.assign(new InvalidHeader(header, message), { code }) };
+    return { header, error: Object.assign(new InvalidHeader(header, render(message)), { code }) };
   });
   if (invalid === "throw" && rejected.length) throw rejected[0].error;
   return { at, signal, source: source == null ? null : present[source].header, rejected };

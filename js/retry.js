@@ -36,7 +36,7 @@
 // deadline itself ended the loop.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, RetryFailed } from "./errors.js";
+import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, render, RetryFailed } from "./errors.js";
 import { budgetCore, RetryBudget } from "./budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
@@ -214,8 +214,9 @@ async function retryLoop(fn, options) {
   const attempts = () =>
     run.records().map((r, i) => ({ ...r, outcome: r.failure === undefined ? "ok" : ends[i], failure: r.failure, error: errors[i] }));
   const stopped = () => {
+    // The core's stop: its word, and its sentence as a template filled here.
     const { reason, message } = run.stop();
-    return failed(reason, message, attempts());
+    return failed(reason, render(message), attempts());
   };
   // The hook sees each attempt's record once it is final; what it throws is
   // reported and never changes the retry's result (like a plan's onStep).

@@ -24,7 +24,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError};
-use crate::core::error::{Described, Kind};
+use crate::core::error::{Described, Kind, Message};
 
 /// Buckets in a [`RetryBudget`]'s sliding window.
 pub const BUDGET_BUCKETS: usize = 10;
@@ -48,18 +48,18 @@ pub enum BudgetError {
     Time(DeadlineError),
 }
 
+/// The retry budget's message templates.
+pub mod msg {
+    crate::templates! { "budget";
+        BAD_RATIO = "'ratio' must be between 0 and 1: current value is {value}";
+        BAD_MIN_PER_SECOND = "'minPerSecond' must be between 0 and {max}: current value is {value}";
+        BAD_WINDOW = "'windowMs' must be between 1 and {max} milliseconds: current value is {value}";
+    }
+}
+
 impl fmt::Display for BudgetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BadRatio { value } => write!(f, "'ratio' must be between 0 and 1: current value is {value}"),
-            Self::BadMinPerSecond { value } => {
-                write!(f, "'minPerSecond' must be between 0 and {MAX_MIN_PER_SECOND}: current value is {value}")
-            }
-            Self::BadWindow { value } => {
-                write!(f, "'windowMs' must be between 1 and {MAX_WINDOW_MS} milliseconds: current value is {value}")
-            }
-            Self::Time(e) => e.fmt(f),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -89,6 +89,17 @@ impl Described for BudgetError {
         match self {
             Self::Time(e) => e.kind(),
             _ => Kind::Range,
+        }
+    }
+
+    fn message(&self) -> Message {
+        match *self {
+            Self::BadRatio { value } => Message::new(msg::BAD_RATIO).arg("value", value),
+            Self::BadMinPerSecond { value } => {
+                Message::new(msg::BAD_MIN_PER_SECOND).arg("max", MAX_MIN_PER_SECOND).arg("value", value)
+            }
+            Self::BadWindow { value } => Message::new(msg::BAD_WINDOW).arg("max", MAX_WINDOW_MS).arg("value", value),
+            Self::Time(ref e) => e.message(),
         }
     }
 }

@@ -59,7 +59,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError};
-use crate::core::error::{Described, Kind};
+use crate::core::error::{Described, Kind, Message};
 
 /// When the built-in figures were read.
 pub const RETRIEVED: &str = "2026-11-30";
@@ -90,28 +90,21 @@ pub enum CapsError {
     Time(DeadlineError),
 }
 
+/// The platform caps' message templates.
+pub mod msg {
+    crate::templates! { "caps";
+        UNKNOWN_PLATFORM = "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is '{value}'";
+        UNKNOWN_TIER = "'plan' must be one of free, paid: current value is '{value}'";
+        UNKNOWN_TRIGGER = "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'";
+        UNSUPPORTED_TRIGGER = "'trigger' {trigger} is not an invocation {platform} has";
+        ZERO_CAP = "'{param}' must be above 0 milliseconds: current value is 0";
+        CUSTOM_WITH = "'{param}' applies to built-in platforms, not \"custom\": pass the caps in 'caps' instead";
+    }
+}
+
 impl fmt::Display for CapsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownPlatform { value } => write!(
-                f,
-                "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is '{value}'"
-            ),
-            Self::UnknownTier { value } => {
-                write!(f, "'plan' must be one of free, paid: current value is '{value}'")
-            }
-            Self::UnknownTrigger { value } => {
-                write!(f, "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'")
-            }
-            Self::UnsupportedTrigger { platform, trigger } => {
-                write!(f, "'trigger' {} is not an invocation {} has", trigger.as_str(), platform.as_str())
-            }
-            Self::ZeroCap { param } => write!(f, "'{param}' must be above 0 milliseconds: current value is 0"),
-            Self::CustomWith { param } => {
-                write!(f, "'{param}' applies to built-in platforms, not \"custom\": pass the caps in 'caps' instead")
-            }
-            Self::Time(e) => e.fmt(f),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -152,6 +145,20 @@ impl Described for CapsError {
             Self::CustomWith { .. } => Kind::Type,
             Self::Time(e) => e.kind(),
             _ => Kind::Range,
+        }
+    }
+
+    fn message(&self) -> Message {
+        match self {
+            Self::UnknownPlatform { value } => Message::new(msg::UNKNOWN_PLATFORM).arg("value", value.as_str()),
+            Self::UnknownTier { value } => Message::new(msg::UNKNOWN_TIER).arg("value", value.as_str()),
+            Self::UnknownTrigger { value } => Message::new(msg::UNKNOWN_TRIGGER).arg("value", value.as_str()),
+            Self::UnsupportedTrigger { platform, trigger } => Message::new(msg::UNSUPPORTED_TRIGGER)
+                .arg("trigger", trigger.as_str())
+                .arg("platform", platform.as_str()),
+            Self::ZeroCap { param } => Message::new(msg::ZERO_CAP).arg("param", *param),
+            Self::CustomWith { param } => Message::new(msg::CUSTOM_WITH).arg("param", *param),
+            Self::Time(e) => e.message(),
         }
     }
 }

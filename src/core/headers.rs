@@ -56,7 +56,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError, MAX_TIMER_MS};
-use crate::core::error::{Described, Kind};
+use crate::core::error::{Described, Kind, Message};
 
 /// The longest header value examined, in bytes. Longer input is refused
 /// before any other work.
@@ -156,46 +156,28 @@ pub enum HeaderError {
     Time(DeadlineError),
 }
 
+/// The propagation headers' message templates.
+pub mod msg {
+    crate::templates! { "headers";
+        TOO_LONG = "'{header}' must be at most {max} bytes: current value has {len}";
+        EMPTY = "'{header}' must not be empty";
+        SIGNED = "'{header}' must be an unsigned number: current value has a sign";
+        WHITESPACE = "'{header}' must not contain whitespace: current value has some at byte {at}";
+        NON_ASCII = "'{header}' must contain only ASCII digits: current value has a non-ASCII byte at {at}";
+        /// `found`: the character, escaped as Rust's `char::escape_default` does.
+        NOT_DIGIT = "'{header}' must contain only ASCII digits: current value has '{found}' at byte {at}";
+        NO_DIGITS = "'{header}' must start with at least one digit";
+        TOO_MANY_DIGITS = "'{header}' must have between 1 and {max} digits: current value has {digits}";
+        MISSING_UNIT = "'{header}' must end with one of the units H M S m u n: current value has none";
+        BAD_UNIT = "'{header}' must end with one of the units H M S m u n: current value ends with '{found}'";
+        /// Lists every [`HeaderFormat`](super::HeaderFormat) (a test checks it).
+        UNKNOWN_FORMAT = "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, edge-deadline-remaining-ms: current value is '{value}'";
+    }
+}
+
 impl fmt::Display for HeaderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::TooLong { header, len } => write!(
-                f,
-                "'{header}' must be at most {MAX_HEADER_LEN} bytes: current value has {len}"
-            ),
-            Self::Empty { header } => write!(f, "'{header}' must not be empty"),
-            Self::Signed { header } => write!(f, "'{header}' must be an unsigned number: current value has a sign"),
-            Self::Whitespace { header, at } => {
-                write!(f, "'{header}' must not contain whitespace: current value has some at byte {at}")
-            }
-            Self::NonAscii { header, at } => write!(
-                f,
-                "'{header}' must contain only ASCII digits: current value has a non-ASCII byte at {at}"
-            ),
-            Self::NotDigit { header, at, found } => write!(
-                f,
-                "'{header}' must contain only ASCII digits: current value has '{}' at byte {at}",
-                found.escape_default()
-            ),
-            Self::NoDigits { header } => write!(f, "'{header}' must start with at least one digit"),
-            Self::TooManyDigits { header, digits, max } => write!(
-                f,
-                "'{header}' must have between 1 and {max} digits: current value has {digits}"
-            ),
-            Self::MissingUnit { header } => {
-                write!(f, "'{header}' must end with one of the units H M S m u n: current value has none")
-            }
-            Self::BadUnit { header, found } => write!(
-                f,
-                "'{header}' must end with one of the units H M S m u n: current value ends with '{}'",
-                found.escape_default()
-            ),
-            Self::UnknownFormat { ref value, .. } => write!(
-                f,
-                "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, {EDGE_DEADLINE_HEADER}: current value is '{value}'"
-            ),
-            Self::Time(ref e) => e.fmt(f),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -236,6 +218,30 @@ impl Described for HeaderError {
             _ => Kind::Range,
         }
     }
+
+    fn message(&self) -> Message {
+        let of = |id, header: &'static str| Message::new(id).arg("header", header);
+        // `escape_default` as an iterator: no formatting machinery.
+        let escaped = |c: char| c.escape_default().collect::<String>();
+        match *self {
+            Self::TooLong { header, len } => of(msg::TOO_LONG, header).arg("max", MAX_HEADER_LEN).arg("len", len),
+            Self::Empty { header } => of(msg::EMPTY, header),
+            Self::Signed { header } => of(msg::SIGNED, header),
+            Self::Whitespace { header, at } => of(msg::WHITESPACE, header).arg("at", at),
+            Self::NonAscii { header, at } => of(msg::NON_ASCII, header).arg("at", at),
+            Self::NotDigit { header, at, found } => {
+                of(msg::NOT_DIGIT, header).arg("found", escaped(found)).arg("at", at)
+            }
+            Self::NoDigits { header } => of(msg::NO_DIGITS, header),
+            Self::TooManyDigits { header, digits, max } => {
+                of(msg::TOO_MANY_DIGITS, header).arg("max", max).arg("digits", digits)
+            }
+            Self::MissingUnit { header } => of(msg::MISSING_UNIT, header),
+            Self::BadUnit { header, found } => of(msg::BAD_UNIT, header).arg("found", escaped(found)),
+            Self::UnknownFormat { ref value, .. } => Message::new(msg::UNKNOWN_FORMAT).arg("value", value.as_str()),
+            Self::Time(ref e) => e.message(),
+        }
+    }
 }
 
 impl From<DeadlineError> for HeaderError {
@@ -273,7 +279,9 @@ pub fn encode(format: HeaderFormat, remaining_ms: f64) -> Result<String, HeaderE
                 .map(|&(per, unit)| (ns / per, unit))
                 .find(|&(v, _)| v <= GRPC_MAX_VALUE)
                 .unwrap_or((GRPC_MAX_VALUE, b'H'));
-            format!("{value}{}", char::from(unit))
+            // `value` ≤ GRPC_MAX_VALUE fits a u64, whose formatting is a
+            // fraction of a u128's in the `.wasm` (integers only: no floats).
+            format!("{}{}", value as u64, char::from(unit))
         }
         HeaderFormat::ConnectTimeoutMs
         | HeaderFormat::EnvoyExpectedRqTimeoutMs
@@ -450,7 +458,8 @@ pub fn earliest_incoming_values(
 }
 
 /// The deadline from every propagation header present. Crosses to
-/// JavaScript with each rejection as `{ index, code, message }`.
+/// JavaScript with each rejection as `{ index, code, message }`, the message
+/// as data (its template and values, see [`crate::core::error`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Incoming {
@@ -463,7 +472,7 @@ pub struct Incoming {
     /// They are ignored, which can only leave the deadline at the local cap,
     /// never extend it; strict callers may turn any entry here into a 400.
     #[serde(serialize_with = "rejections")]
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "{ index: number, code: string, message: string }[]"))]
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "{ index: number, code: string, message: Message }[]"))]
     pub rejected: Vec<(usize, HeaderError)>,
 }
 
@@ -472,9 +481,9 @@ fn rejections<S: Serializer>(rejected: &[(usize, HeaderError)], s: S) -> Result<
     struct Rejection<'a> {
         index: usize,
         code: &'a str,
-        message: String,
+        message: Message,
     }
-    s.collect_seq(rejected.iter().map(|(index, e)| Rejection { index: *index, code: e.code(), message: e.to_string() }))
+    s.collect_seq(rejected.iter().map(|(index, e)| Rejection { index: *index, code: e.code(), message: e.message() }))
 }
 
 /// Folds the headers present into one deadline: the earliest of
@@ -640,6 +649,13 @@ mod tests {
         let e = HeaderFormat::from_name_as("x-deadline", "options.formats").unwrap_err();
         assert_eq!((e.param().as_deref(), e.code()), (Some("options.formats"), "UNKNOWN_FORMAT"));
         assert!(e.to_string().starts_with("'format' must be one of grpc-timeout"), "{e}");
+        // The template lists every format by name (it is text, not built from `ALL`).
+        let text = e.to_string();
+        let listed = text.split_once(": current").unwrap().0;
+        for f in HeaderFormat::ALL {
+            assert!(listed.contains(f.name()), "{} missing from {text}", f.name());
+        }
+        assert_eq!(listed.matches(", ").count() + 1, HeaderFormat::ALL.len(), "{text}");
         let e = encode(GrpcTimeout, -1.0).unwrap_err();
         assert_eq!((e.param().as_deref(), e.code()), (Some("remainingMs"), "NEGATIVE"));
         let values = vec![

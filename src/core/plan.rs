@@ -97,8 +97,8 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::deadline::{check_ms, DeadlineError, Ms};
-use crate::core::error::Described;
+use crate::core::deadline::{check_ms, DeadlineError};
+use crate::core::error::{Described, Message};
 
 /// The default hand-off margin per step start: the worst p99 hand-off
 /// lateness on an idle event loop across Node, Deno, workerd and Chromium
@@ -140,8 +140,8 @@ pub enum PlanError {
     /// A step kind other than `mandatory`, `optional` or `fallback`.
     UnknownKind { value: String },
     /// Step number `index` is not a step object (what a binding reports
-    /// when the step's fields cannot be read at all).
-    BadStep { index: usize, message: String },
+    /// when the step's fields cannot be read at all), `detail` saying why.
+    BadStep { index: usize, detail: String },
     /// A step's duration (`minMs`, `preferredMs`, `reserveMs`) is NaN,
     /// infinite, negative or past [`MAX_MS`](crate::core::deadline::MAX_MS).
     BadStepValue { index: usize, step: String, error: DeadlineError },
@@ -163,53 +163,36 @@ pub enum PlanError {
     Time(DeadlineError),
 }
 
+/// The plan's message templates.
+pub mod msg {
+    crate::templates! { "plan";
+        NO_STEPS = "'steps' must contain at least one step: current value is empty";
+        TOO_MANY_STEPS = "'steps' must contain at most {max} steps: current value has {count}";
+        EMPTY_NAME = "step {index} must have a non-empty 'name'";
+        NAME_TOO_LONG = "step {index} must have a 'name' of at most {max} bytes: current value has {len}";
+        DUPLICATE_NAME = "step names must be unique: '{name}' is used by steps {first} and {second}";
+        UNKNOWN_STEP = "the plan has no step named '{name}'";
+        INDEX_OUT_OF_RANGE = "step index must be between 0 and {last}: current value is {index}";
+        UNKNOWN_KIND = "'kind' must be one of mandatory, optional, fallback: current value is '{value}'";
+        /// `detail`: what the binding's reader said of the step.
+        BAD_STEP = "step {index}: {detail}";
+        /// `error`: the duration's own message (a nested deadline message).
+        STEP_VALUE = "step '{step}': {error}";
+        MIN_ABOVE_PREFERRED = "step '{step}': 'minMs' must not exceed 'preferredMs' ({preferredMs}): current value is {minMs}";
+        RESERVE_BELOW_MIN = "step '{step}': 'reserveMs' must be at least 'minMs' ({minMs}) for mandatory and fallback steps: current value is {reserveMs}";
+        ZERO_PREFERRED = "step '{step}': 'preferredMs' must be above 0 milliseconds: current value is 0";
+        PREFERRED_ON_FALLBACK = "step '{step}': a fallback step gets everything left, so 'preferredMs' must not be set";
+        BAD_MARGIN = "'marginMs' must be between 0 and {max} milliseconds: current value is {value}";
+        /// A skipped optional step's reason ([`SkipReason::Expired`](super::SkipReason::Expired)).
+        SKIP_EXPIRED = "the deadline has passed";
+        /// [`SkipReason::BelowMinimum`](super::SkipReason::BelowMinimum).
+        SKIP_BELOW_MINIMUM = "only {availableMs:ms} ms are available after the reserve for later steps but this step needs at least {minMs:ms} ms";
+    }
+}
+
 impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoSteps => write!(f, "'steps' must contain at least one step: current value is empty"),
-            Self::TooManySteps { count } => {
-                write!(f, "'steps' must contain at most {MAX_STEPS} steps: current value has {count}")
-            }
-            Self::EmptyName { index } => write!(f, "step {index} must have a non-empty 'name'"),
-            Self::NameTooLong { index, len } => write!(
-                f,
-                "step {index} must have a 'name' of at most {MAX_NAME_LEN} bytes: current value has {len}"
-            ),
-            Self::DuplicateName { name, first, second } => write!(
-                f,
-                "step names must be unique: '{name}' is used by steps {first} and {second}"
-            ),
-            Self::UnknownStep { name } => write!(f, "the plan has no step named '{name}'"),
-            Self::IndexOutOfRange { index, len } => {
-                write!(f, "step index must be between 0 and {}: current value is {index}", len.saturating_sub(1))
-            }
-            Self::UnknownKind { value } => write!(
-                f,
-                "'kind' must be one of mandatory, optional, fallback: current value is '{value}'"
-            ),
-            Self::BadStep { index, message } => write!(f, "step {index}: {message}"),
-            Self::BadStepValue { step, error, .. } => write!(f, "step '{step}': {error}"),
-            Self::MinAbovePreferred { step, min_ms, preferred_ms, .. } => write!(
-                f,
-                "step '{step}': 'minMs' must not exceed 'preferredMs' ({preferred_ms}): current value is {min_ms}"
-            ),
-            Self::ReserveBelowMin { step, reserve_ms, min_ms, .. } => write!(
-                f,
-                "step '{step}': 'reserveMs' must be at least 'minMs' ({min_ms}) for mandatory and fallback steps: current value is {reserve_ms}"
-            ),
-            Self::ZeroPreferred { step, .. } => {
-                write!(f, "step '{step}': 'preferredMs' must be above 0 milliseconds: current value is 0")
-            }
-            Self::PreferredOnFallback { step, .. } => write!(
-                f,
-                "step '{step}': a fallback step gets everything left, so 'preferredMs' must not be set"
-            ),
-            Self::BadMargin { value } => write!(
-                f,
-                "'marginMs' must be between 0 and {MAX_MARGIN_MS} milliseconds: current value is {value}"
-            ),
-            Self::Time(e) => e.fmt(f),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -268,6 +251,42 @@ impl Described for PlanError {
         match self {
             Self::Time(e) => e.fields(),
             _ => Vec::new(),
+        }
+    }
+
+    fn message(&self) -> Message {
+        let step = |id, step: &str| Message::new(id).arg("step", step);
+        match self {
+            Self::NoSteps => Message::new(msg::NO_STEPS),
+            Self::TooManySteps { count } => {
+                Message::new(msg::TOO_MANY_STEPS).arg("max", MAX_STEPS).arg("count", *count)
+            }
+            Self::EmptyName { index } => Message::new(msg::EMPTY_NAME).arg("index", *index),
+            Self::NameTooLong { index, len } => {
+                Message::new(msg::NAME_TOO_LONG).arg("index", *index).arg("max", MAX_NAME_LEN).arg("len", *len)
+            }
+            Self::DuplicateName { name, first, second } => {
+                Message::new(msg::DUPLICATE_NAME).arg("name", name.as_str()).arg("first", *first).arg("second", *second)
+            }
+            Self::UnknownStep { name } => Message::new(msg::UNKNOWN_STEP).arg("name", name.as_str()),
+            Self::IndexOutOfRange { index, len } => {
+                Message::new(msg::INDEX_OUT_OF_RANGE).arg("last", len.saturating_sub(1)).arg("index", *index)
+            }
+            Self::UnknownKind { value } => Message::new(msg::UNKNOWN_KIND).arg("value", value.as_str()),
+            Self::BadStep { index, detail } => {
+                Message::new(msg::BAD_STEP).arg("index", *index).arg("detail", detail.as_str())
+            }
+            Self::BadStepValue { step: name, error, .. } => step(msg::STEP_VALUE, name).arg("error", error.message()),
+            Self::MinAbovePreferred { step: name, min_ms, preferred_ms, .. } => {
+                step(msg::MIN_ABOVE_PREFERRED, name).arg("preferredMs", *preferred_ms).arg("minMs", *min_ms)
+            }
+            Self::ReserveBelowMin { step: name, reserve_ms, min_ms, .. } => {
+                step(msg::RESERVE_BELOW_MIN, name).arg("minMs", *min_ms).arg("reserveMs", *reserve_ms)
+            }
+            Self::ZeroPreferred { step: name, .. } => step(msg::ZERO_PREFERRED, name),
+            Self::PreferredOnFallback { step: name, .. } => step(msg::PREFERRED_ON_FALLBACK, name),
+            Self::BadMargin { value } => Message::new(msg::BAD_MARGIN).arg("max", MAX_MARGIN_MS).arg("value", *value),
+            Self::Time(e) => e.message(),
         }
     }
 }
@@ -404,14 +423,16 @@ pub struct PlanInfo {
 }
 
 /// Why a step did not start, for a binding: the trace outcome (`skipped` or
-/// `insufficient`), the reason in words, and the numbers the
-/// `InsufficientBudget` error carries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `insufficient`), the reason as a message (its template and numbers, see
+/// [`crate::core::error`]), and the numbers the `InsufficientBudget` error
+/// carries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Refusal {
     pub outcome: Outcome,
-    pub reason: String,
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Message"))]
+    pub reason: Message,
     pub available_ms: f64,
     pub min_ms: f64,
 }
@@ -444,17 +465,21 @@ pub enum SkipReason {
     BelowMinimum { available_ms: f64, min_ms: f64 },
 }
 
+impl SkipReason {
+    /// The reason in words, as a message (see [`crate::core::error`]).
+    pub fn message(&self) -> Message {
+        match *self {
+            Self::Expired => Message::new(msg::SKIP_EXPIRED),
+            Self::BelowMinimum { available_ms, min_ms } => {
+                Message::new(msg::SKIP_BELOW_MINIMUM).arg("availableMs", available_ms).arg("minMs", min_ms)
+            }
+        }
+    }
+}
+
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Expired => write!(f, "the deadline has passed"),
-            Self::BelowMinimum { available_ms, min_ms } => write!(
-                f,
-                "only {} ms are available after the reserve for later steps but this step needs at least {} ms",
-                Ms(available_ms),
-                Ms(min_ms)
-            ),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -666,19 +691,19 @@ pub fn step_cap(
     decide_step(kind, min_ms, preferred_ms, held_ms, at, now_ms).map(|d| d.cap_ms())
 }
 
-/// The reason an optional step with these numbers is skipped at `now_ms`
-/// (the words of [`refusal`]'s `reason`), or `None` when it would start:
-/// what a binding's skip needs, as one string, without building a
-/// [`Refusal`] (a skip is a normal outcome, on the request's path).
+/// Why an optional step with these numbers is skipped at `now_ms` (the
+/// reason of [`refusal`]), or `None` when it would start: what a binding's
+/// skip needs, without building a [`Refusal`] (a skip is a normal outcome,
+/// on the request's path).
 pub fn skip_reason(
     min_ms: f64,
     preferred_ms: Option<f64>,
     held_ms: f64,
     at: f64,
     now_ms: f64,
-) -> Result<Option<String>, PlanError> {
+) -> Result<Option<SkipReason>, PlanError> {
     Ok(match decide_step(StepKind::Optional, min_ms, preferred_ms, held_ms, at, now_ms)? {
-        Decision::Skip { reason, .. } => Some(reason.to_string()),
+        Decision::Skip { reason, .. } => Some(reason),
         _ => None,
     })
 }
@@ -691,7 +716,7 @@ pub fn refusal(step: &StepInfo, at: f64, now_ms: f64) -> Result<Option<Refusal>,
         Decision::Run { .. } => None,
         Decision::Skip { reason, .. } => Some(Refusal {
             outcome: Outcome::Skipped,
-            reason: reason.to_string(),
+            reason: reason.message(),
             available_ms: match reason {
                 SkipReason::BelowMinimum { available_ms, .. } => available_ms,
                 SkipReason::Expired => 0.0,
@@ -700,7 +725,7 @@ pub fn refusal(step: &StepInfo, at: f64, now_ms: f64) -> Result<Option<Refusal>,
         }),
         Decision::Insufficient { available_ms, min_ms, remaining_ms } => Some(Refusal {
             outcome: Outcome::Insufficient,
-            reason: DeadlineError::Insufficient { remaining_ms, min_ms }.to_string(),
+            reason: DeadlineError::Insufficient { remaining_ms, min_ms }.message(),
             available_ms,
             min_ms,
         }),

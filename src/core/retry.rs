@@ -46,8 +46,8 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::core::budget::{BudgetError, RetryBudget};
-use crate::core::deadline::{check_ms, DeadlineError, Ms};
-use crate::core::error::{Described, Kind};
+use crate::core::deadline::{check_ms, DeadlineError};
+use crate::core::error::{Described, Kind, Message};
 use crate::core::rng::SplitMix64;
 
 /// The most attempts one retry loop accepts (and the longest schedule).
@@ -81,27 +81,30 @@ pub enum RetryError {
     OutOfOrder { call: &'static str, state: &'static str },
 }
 
+/// The retry's message templates: its errors' and its stops' (a stop's
+/// sentence is data a binding shows, see [`StopReason::message`]).
+pub mod msg {
+    crate::templates! { "retry";
+        BAD_JITTER = "'jitter' must be between 0 and 1: current value is {value}";
+        MAX_BELOW_BASE = "'maxMs' must be at least 'baseMs' ({baseMs}): current value is {maxMs}";
+        BAD_MAX_ATTEMPTS = "'maxAttempts' must be between 1 and {max}: current value is {value}";
+        TOO_MANY_RETRIES = "'retries' must be between 0 and {max}: current value is {value}";
+        BAD_ATTEMPT = "'attempt' must be at least 1: current value is {value}";
+        UNKNOWN_FAILURE = "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'";
+        OUT_OF_ORDER = "'{call}' cannot be called while the retry is {state}";
+        STOP_PERMANENT = "the failure is permanent, so it was not retried";
+        STOP_NOT_IDEMPOTENT = "the operation is not idempotent and its failure was ambiguous (it may have been applied), so it was not retried; pass an operation key if a repeat is safe";
+        STOP_EXHAUSTED = "all {attempts} attempts failed";
+        STOP_INSUFFICIENT = "only {remainingMs:ms} ms remain but an attempt needs at least {attemptMinMs:ms} ms, so none was started";
+        STOP_TIMEOUT_BELOW_MIN = "an attempt would time out after {attemptTimeoutMs:ms} ms but needs at least {attemptMinMs:ms} ms, so none was started";
+        STOP_BACKOFF_PAST_DEADLINE = "a {delayMs:ms} ms backoff would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining, so it was not slept";
+        STOP_BUDGET_EXHAUSTED = "the retry budget is exhausted for this window";
+    }
+}
+
 impl fmt::Display for RetryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Time(e) => e.fmt(f),
-            Self::BadJitter { value } => write!(f, "'jitter' must be between 0 and 1: current value is {value}"),
-            Self::MaxBelowBase { base_ms, max_ms } => {
-                write!(f, "'maxMs' must be at least 'baseMs' ({base_ms}): current value is {max_ms}")
-            }
-            Self::BadMaxAttempts { value } => {
-                write!(f, "'maxAttempts' must be between 1 and {MAX_ATTEMPTS}: current value is {value}")
-            }
-            Self::TooManyRetries { value } => {
-                write!(f, "'retries' must be between 0 and {MAX_ATTEMPTS}: current value is {value}")
-            }
-            Self::BadAttempt { value } => write!(f, "'attempt' must be at least 1: current value is {value}"),
-            Self::UnknownFailure { value } => {
-                write!(f, "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'")
-            }
-            Self::Budget(e) => e.fmt(f),
-            Self::OutOfOrder { call, state } => write!(f, "'{call}' cannot be called while the retry is {state}"),
-        }
+        self.message().fmt(f)
     }
 }
 
@@ -155,6 +158,23 @@ impl Described for RetryError {
         match self {
             Self::Time(e) => e.fields(),
             _ => Vec::new(),
+        }
+    }
+
+    fn message(&self) -> Message {
+        let value = |id, value: f64| Message::new(id).arg("value", value);
+        match self {
+            Self::Time(e) => e.message(),
+            Self::BadJitter { value: v } => value(msg::BAD_JITTER, *v),
+            Self::MaxBelowBase { base_ms, max_ms } => {
+                Message::new(msg::MAX_BELOW_BASE).arg("baseMs", *base_ms).arg("maxMs", *max_ms)
+            }
+            Self::BadMaxAttempts { value: v } => value(msg::BAD_MAX_ATTEMPTS, (*v).into()).arg("max", MAX_ATTEMPTS),
+            Self::TooManyRetries { value: v } => value(msg::TOO_MANY_RETRIES, (*v).into()).arg("max", MAX_ATTEMPTS),
+            Self::BadAttempt { value: v } => value(msg::BAD_ATTEMPT, (*v).into()),
+            Self::UnknownFailure { value: v } => Message::new(msg::UNKNOWN_FAILURE).arg("value", v.as_str()),
+            Self::Budget(e) => e.message(),
+            Self::OutOfOrder { call, state } => Message::new(msg::OUT_OF_ORDER).arg("call", *call).arg("state", *state),
         }
     }
 }
@@ -309,13 +329,15 @@ impl StopCode {
     }
 }
 
-/// A stop as a binding reports it: the word and the sentence.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A stop as a binding reports it: the word and the sentence (as a
+/// message, its template and numbers, see [`crate::core::error`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct Stop {
     pub reason: StopCode,
-    pub message: String,
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "Message"))]
+    pub message: Message,
 }
 
 impl StopReason {
@@ -338,40 +360,35 @@ impl StopReason {
 
     /// The word and the sentence, for a binding.
     pub fn stop(&self) -> Stop {
-        Stop { reason: self.stop_code(), message: self.to_string() }
+        Stop { reason: self.stop_code(), message: self.message() }
+    }
+
+    /// The sentence, as a message.
+    pub fn message(&self) -> Message {
+        match *self {
+            Self::Permanent => Message::new(msg::STOP_PERMANENT),
+            Self::NotIdempotent => Message::new(msg::STOP_NOT_IDEMPOTENT),
+            Self::Exhausted { attempts } => Message::new(msg::STOP_EXHAUSTED).arg("attempts", attempts),
+            Self::Insufficient { remaining_ms, attempt_min_ms } => Message::new(msg::STOP_INSUFFICIENT)
+                .arg("remainingMs", remaining_ms)
+                .arg("attemptMinMs", attempt_min_ms),
+            Self::TimeoutBelowMin { attempt_timeout_ms, attempt_min_ms } => Message::new(msg::STOP_TIMEOUT_BELOW_MIN)
+                .arg("attemptTimeoutMs", attempt_timeout_ms)
+                .arg("attemptMinMs", attempt_min_ms),
+            Self::BackoffPastDeadline { delay_ms, remaining_ms, attempt_min_ms } => {
+                Message::new(msg::STOP_BACKOFF_PAST_DEADLINE)
+                    .arg("delayMs", delay_ms)
+                    .arg("attemptMinMs", attempt_min_ms)
+                    .arg("remainingMs", remaining_ms)
+            }
+            Self::BudgetExhausted => Message::new(msg::STOP_BUDGET_EXHAUSTED),
+        }
     }
 }
 
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Permanent => write!(f, "the failure is permanent, so it was not retried"),
-            Self::NotIdempotent => write!(
-                f,
-                "the operation is not idempotent and its failure was ambiguous (it may have been applied), so it was not retried; pass an operation key if a repeat is safe"
-            ),
-            Self::Exhausted { attempts } => write!(f, "all {attempts} attempts failed"),
-            Self::Insufficient { remaining_ms, attempt_min_ms } => write!(
-                f,
-                "only {} ms remain but an attempt needs at least {} ms, so none was started",
-                Ms(remaining_ms),
-                Ms(attempt_min_ms)
-            ),
-            Self::TimeoutBelowMin { attempt_timeout_ms, attempt_min_ms } => write!(
-                f,
-                "an attempt would time out after {} ms but needs at least {} ms, so none was started",
-                Ms(attempt_timeout_ms),
-                Ms(attempt_min_ms)
-            ),
-            Self::BackoffPastDeadline { delay_ms, remaining_ms, attempt_min_ms } => write!(
-                f,
-                "a {} ms backoff would leave less than the {} ms an attempt needs out of the {} ms remaining, so it was not slept",
-                Ms(delay_ms),
-                Ms(attempt_min_ms),
-                Ms(remaining_ms)
-            ),
-            Self::BudgetExhausted => write!(f, "the retry budget is exhausted for this window"),
-        }
+        self.message().fmt(f)
     }
 }
 

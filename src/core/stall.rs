@@ -109,7 +109,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS, MAX_TIMER_MS};
-use crate::core::error::{Described, Kind};
+use crate::core::error::{Described, Kind, Message};
 
 /// Which limit a decision is about. Crosses to JavaScript as its
 /// [`as_str`](Phase::as_str) name (`"first-chunk"`), the `phase` of a
@@ -206,26 +206,30 @@ impl Described for StallError {
     fn kind(&self) -> Kind {
         Kind::Range
     }
+
+    fn message(&self) -> Message {
+        let (id, param, value) = match *self {
+            Self::Instant(ref e) => return e.message(),
+            Self::Limit { param, value } => (msg::LIMIT, param, value),
+            Self::Wait { param, value } => (msg::WAIT, param, value),
+            Self::Count { param, value } => (msg::COUNT, param, value),
+        };
+        Message::new(id).arg("param", param).arg("max", MAX_MS).arg("value", value)
+    }
+}
+
+/// The stall detector's message templates.
+pub mod msg {
+    crate::templates! { "stall";
+        LIMIT = "'{param}' must be a finite number of milliseconds greater than 0 and at most {max}: current value is {value}";
+        WAIT = "'{param}' must be a finite number of milliseconds, 0 or more and at most {max} (0: the wait has already run out): current value is {value}";
+        COUNT = "'{param}' must be a whole number between 0 and {max}: current value is {value}";
+    }
 }
 
 impl fmt::Display for StallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Limit { param, value } => write!(
-                f,
-                "'{param}' must be a finite number of milliseconds greater than 0 and at most {MAX_MS}: \
-                 current value is {value}"
-            ),
-            Self::Wait { param, value } => write!(
-                f,
-                "'{param}' must be a finite number of milliseconds, 0 or more and at most {MAX_MS} \
-                 (0: the wait has already run out): current value is {value}"
-            ),
-            Self::Instant(e) => e.fmt(f),
-            Self::Count { param, value } => {
-                write!(f, "'{param}' must be a whole number between 0 and {MAX_MS}: current value is {value}")
-            }
-        }
+        self.message().fmt(f)
     }
 }
 

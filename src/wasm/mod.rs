@@ -110,6 +110,13 @@ extern "C" {
     ) -> JsValue;
 }
 
+/// The TypeScript of a [`Message`] inside data that crosses through serde
+/// (a retry's stop, a refusal's reason, a rejected header): what its
+/// `Serialize` writes, and what `render` in `js/errors.js` takes.
+#[wasm_bindgen(typescript_custom_section)]
+const MESSAGE_TS: &str = "/** A core message: a template id and the values of its holes (rendered by js/errors.js). */
+export interface Message { id: string; args: Record<string, number | string | Message> }";
+
 /// A message as `{ id, args }` for `js/errors.js` to render: the template's
 /// id and its values (numbers, strings, nested messages), never text the
 /// `.wasm` formatted (see [`crate::core::error`]).

@@ -17,12 +17,16 @@
 //!   against 99 / 21 / 43 ns before, on a loaded machine.
 //! - [`plan_skip_reason`] follows a `0` for an optional step: a skip is a
 //!   normal outcome on the request's path, so it crosses scalars in and the
-//!   core's reason out as one string. Returning the [`Refusal`](crate::core::plan::Refusal)
+//!   core's reason out as one number (the time available, or
+//!   [`SKIP_EXPIRED`]), from which `js/plan.js` renders the reason's
+//!   template: no sentence and no float formatting in the `.wasm` (see
+//!   [`crate::core::error`]). Returning the [`Refusal`](crate::core::plan::Refusal)
 //!   object instead (its kind by name in, four fields out through serde) put
 //!   a skipped `p.run` at 2.6 µs in Node and 1.8 µs in Deno against 1.7 and
-//!   1.2 µs before the rework; with the string it is back at the old cost
-//!   (`node bench/ab.mjs BEFORE_DIR`, medians of 15 alternating rounds
-//!   against the positional build: −0.1 to −0.3 µs in Node, ±0.05 µs in Deno).
+//!   1.2 µs before the rework; the reason as one string was back at the old
+//!   cost (`node bench/ab.mjs BEFORE_DIR`, medians of 15 alternating rounds
+//!   against the positional build: −0.1 to −0.3 µs in Node, ±0.05 µs in
+//!   Deno), and one number crosses for less than a string.
 //! - [`plan_refusal`] is the rare path for a mandatory or fallback step: why
 //!   it does not start, as a [`Refusal`](crate::core::plan::Refusal) whose
 //!   `outcome` is the trace's string enum and whose numbers the
@@ -33,7 +37,11 @@ use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js};
 use crate::core::error::{ShapeError, Within};
-use crate::core::plan::{self, Plan, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+use crate::core::plan::{self, Plan, SkipReason, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+
+/// What [`plan_skip_reason`] answers for [`SkipReason::Expired`] (the time
+/// available is never negative, so the two cannot be confused).
+pub const SKIP_EXPIRED: f64 = -1.0;
 
 /// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
 /// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
@@ -81,10 +89,11 @@ pub fn plan_cap(
     plan::step_cap(fallback, min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
 }
 
-/// [`plan::skip_reason`]: the reason an optional step (its [`plan_new`]
-/// numbers) is skipped at `now_ms`, as one string; `undefined` when it would
-/// start. A skip is a normal outcome on the request's path, so it crosses
-/// scalars in and one string out rather than a [`Refusal`](crate::core::plan::Refusal) object.
+/// [`plan::skip_reason`]: why an optional step (its [`plan_new`] numbers) is
+/// skipped at `now_ms`, as one number: the milliseconds available to it
+/// ([`SkipReason::BelowMinimum`]) or [`SKIP_EXPIRED`]; `undefined` when it
+/// would start. `js/plan.js` renders the reason's template (`plan.SKIP_*`)
+/// with the step's `minMs`, which is the number it passed here.
 #[wasm_bindgen(js_name = planSkipReason)]
 pub fn plan_skip_reason(
     min_ms: f64,
@@ -92,8 +101,11 @@ pub fn plan_skip_reason(
     held_after_ms: f64,
     at: f64,
     now_ms: f64,
-) -> Result<Option<String>, JsValue> {
-    plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
+) -> Result<Option<f64>, JsValue> {
+    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)?.map(|reason| match reason {
+        SkipReason::Expired => SKIP_EXPIRED,
+        SkipReason::BelowMinimum { available_ms, .. } => available_ms,
+    }))
 }
 
 /// [`plan::refusal`]: why a step (its [`plan_new`] numbers) does not start at

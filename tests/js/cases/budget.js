@@ -46,4 +46,19 @@ function badInputs() {
   ]);
 }
 
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "retry budget: the core's messages read in full, numbers as JavaScript prints them (Infinity, 1e+300)",
+  run: (lib) => {
+    for (const [options, message] of [
+      [{ ratio: Infinity }, "'ratio' must be between 0 and 1: current value is Infinity"],
+      [{ ratio: -0.5 }, "'ratio' must be between 0 and 1: current value is -0.5"],
+      [{ minPerSecond: 1e300 }, "'minPerSecond' must be between 0 and 1000000: current value is 1e+300"],
+      [{ windowMs: 0.5 }, "'windowMs' must be between 1 and 86400000 milliseconds: current value is 0.5"],
+    ]) {
+      equal(throws(() => new lib.RetryBudget(options), RangeError).message, message);
+    }
+  },
+});
+
 export default cases;

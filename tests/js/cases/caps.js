@@ -1,6 +1,6 @@
 // Platform cap cases: the built-in figures as data, and the deadline they
 // give an invocation. The same file runs in Node, Deno, workerd and Chromium.
-import { equal, near, ok } from "../assert.js";
+import { equal, near, ok, throws } from "../assert.js";
 import { spin, badInputCases } from "../pipeline-support.js";
 
 const cases = [
@@ -128,5 +128,23 @@ function badInputs() {
     ["forPlatform: productMs missing", (lib) => lib.Deadline.forPlatform({ platform: "deno-deploy", fallbackReserveMs: 0 }), TypeError, /'options.productMs' must be a number/, "options.productMs", "INVALID_TYPE"],
   ]);
 }
+
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "platform caps: the core's messages read in full, numbers as JavaScript prints them (Infinity)",
+  run: (lib) => {
+    const max = Number.MAX_SAFE_INTEGER;
+    const base = { productMs: 10, fallbackReserveMs: 0 };
+    for (const [options, Type, message] of [
+      [{ platform: "custom", caps: { wallMs: Infinity } }, RangeError, `'wallMs' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`],
+      [{ platform: "custom", caps: { wallMs: 0 } }, RangeError, "'wallMs' must be above 0 milliseconds: current value is 0"],
+      [{ platform: "vercel-edge", trigger: "cron" }, RangeError, "'trigger' cron is not an invocation vercel-edge has"],
+      [{ platform: "vercel-edge", productMs: 1e300 }, RangeError, `'productMs' must be between 0 and ${max} milliseconds (2^53 - 1): current value is 1e+300`],
+      [{ platform: "custom", plan: "paid", caps: { wallMs: 5 } }, TypeError, `'plan' applies to built-in platforms, not "custom": pass the caps in 'caps' instead`],
+    ]) {
+      equal(throws(() => lib.platformDeadline({ ...base, ...options }), Type).message, message);
+    }
+  },
+});
 
 export default cases;

@@ -2,6 +2,8 @@
 // them. The same file runs in Node, Deno, workerd and Chromium.
 import { equal, ok, rejects, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
+// render is internal: the bundle unit every entry shares exports it (scripts/bundle.mjs).
+import { addMessages, render } from "../../../pkg/shared.js";
 
 /** An SDK-style wrapper: its own class, our error as `cause`. */
 class ConnectionError extends Error {
@@ -202,5 +204,18 @@ cases.push(
     },
   },
 );
+
+cases.push({
+  name: "errors: render fills every kind of hole, keeps literal braces and unfilled holes, and renders a template added after its first use",
+  run: () => {
+    const id = `test.LATE_${Math.random()}`;
+    // Unknown yet: the id as it is (and not remembered: its table may come later).
+    equal(render({ id, args: {} }), id);
+    addMessages({ [id]: "{{lit}} {a:ms} ms}} {b}{{{c}}} {missing}: {inner}" });
+    const inner = { id: "deadline.EXCEEDED_BY", args: { lateByMs: 0.25 } };
+    equal(render({ id, args: { a: 2.25, b: "s{b}", c: Infinity, inner } }), "{lit} 2.3 ms} s{b}{Infinity} {missing}: deadline exceeded: it passed 0.3 ms ago");
+    equal(render({ id, args: { a: 7, b: 1e300, c: -0.5, inner } }), "{lit} 7 ms} 1e+300{-0.5} {missing}: deadline exceeded: it passed 0.3 ms ago");
+  },
+});
 
 export default cases;

@@ -255,4 +255,28 @@ function badHeaderCases() {
 }
 
 
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "headers: a rejection's message and a thrown InvalidHeader read in full; time errors print numbers as JavaScript does",
+  run: (lib) => {
+    const max = Number.MAX_SAFE_INTEGER;
+    const { rejected } = lib.deadlineFromHeaders({ "grpc-timeout": "1.5S", "connect-timeout-ms": "12345678901", "x-envoy-expected-rq-timeout-ms": "" }, { maxMs: 1_000 });
+    equal(
+      rejected.map((r) => `${r.header}: ${r.error.code}: ${r.error.message}`).join("\n"),
+      [
+        "grpc-timeout: HEADER_NOT_DIGIT: 'grpc-timeout' must contain only ASCII digits: current value has '.' at byte 1",
+        "connect-timeout-ms: HEADER_TOO_MANY_DIGITS: 'connect-timeout-ms' must have between 1 and 10 digits: current value has 11",
+        "x-envoy-expected-rq-timeout-ms: HEADER_EMPTY: 'x-envoy-expected-rq-timeout-ms' must not be empty",
+      ].join("\n"),
+    );
+    const e = throws(() => lib.deadlineFromHeaders({ "grpc-timeout": "\u0000S" }, { maxMs: 1_000, invalid: "throw" }), lib.InvalidHeader);
+    equal(e.message, "'grpc-timeout' must contain only ASCII digits: current value has '\\u{0}' at byte 0");
+    equal(throws(() => lib.parseHeader("grpc-timeout", "5x"), RangeError).message, "'grpc-timeout' must end with one of the units H M S m u n: current value ends with 'x'");
+    equal(throws(() => lib.encodeHeader("grpc-timeout", Infinity), RangeError).message, `'remainingMs' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`);
+    equal(throws(() => lib.deadlineFromHeaders({}, { maxMs: 1e300 }), RangeError).message, `'maxMs' must be between 0 and ${max} milliseconds (2^53 - 1): current value is 1e+300`);
+    const unknown = throws(() => lib.encodeHeader("x-timeout", 5), RangeError);
+    equal(unknown.message, "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, edge-deadline-remaining-ms: current value is 'x-timeout'");
+  },
+});
+
 export default cases;

@@ -84,4 +84,21 @@ function badInputs() {
   ]);
 }
 
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "hedge: the core's messages read in full, numbers as JavaScript prints them (Infinity)",
+  run: async (lib) => {
+    const max = Number.MAX_SAFE_INTEGER;
+    const d = lib.Deadline.in(1_000);
+    try {
+      const e = await rejects(() => lib.hedge(() => "ok", { deadline: d, delayMs: Infinity }), RangeError);
+      equal(e.message, `'delayMs' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`);
+      const n = await rejects(() => lib.hedge(() => "ok", { deadline: d, delayMs: 1, maxAttempts: 0 }), RangeError);
+      equal(n.message, "'maxAttempts' must be between 1 and 100: current value is 0");
+    } finally {
+      d.dispose();
+    }
+  },
+});
+
 export default cases;

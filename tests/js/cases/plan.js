@@ -516,4 +516,38 @@ function badInputs() {
   ]);
 }
 
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "plan: the core's messages read in full, numbers as JavaScript prints them (Infinity, 1e+300), a skip's reason to 0.1 ms",
+  run: (lib) =>
+    onFakeTime(async (clock) => {
+      const max = Number.MAX_SAFE_INTEGER;
+      const D = lib.Deadline.in(1_000);
+      const step = (s) => ({ name: "a", kind: "optional", ...s });
+      for (const [steps, options, message] of [
+        [[step({ minMs: Infinity })], undefined, `step 'a': 'minMs' must be a finite number of milliseconds between 0 and ${max}: current value is Infinity`],
+        [[step({ minMs: 1, reserveMs: 1e300 })], undefined, `step 'a': 'reserveMs' must be between 0 and ${max} milliseconds (2^53 - 1): current value is 1e+300`],
+        [[step({ minMs: 1 })], { marginMs: Infinity }, "'marginMs' must be between 0 and 1000 milliseconds: current value is Infinity"],
+        [[step({ minMs: 1 })], { marginMs: 1e300 }, "'marginMs' must be between 0 and 1000 milliseconds: current value is 1e+300"],
+        [[step({ minMs: 2.5, preferredMs: 1e-7 })], undefined, "step 'a': 'minMs' must not exceed 'preferredMs' (1e-7): current value is 2.5"],
+        [[step({ minMs: 2.5, reserveMs: 1.25, kind: "mandatory" })], undefined, "step 'a': 'reserveMs' must be at least 'minMs' (2.5) for mandatory and fallback steps: current value is 1.25"],
+        [[step({ minMs: 1 }), step({ minMs: 2 })], undefined, "step names must be unique: 'a' is used by steps 0 and 1"],
+        [[step({ minMs: 1, kind: "sometimes" })], undefined, "'kind' must be one of mandatory, optional, fallback: current value is 'sometimes'"],
+      ]) {
+        const e = throws(() => lib.plan(D, steps, options), RangeError, undefined, message);
+        equal(e.message, message);
+      }
+      // A skip's reason: what is available (1000.25 − 10 held − 5 margin) to 0.1 ms.
+      const d = lib.Deadline.in(1_000.25);
+      const q = lib.plan(d, [step({ minMs: 995.5 }), { name: "respond", minMs: 10, kind: "fallback" }], { marginMs: 5 });
+      const skipped = await q.run("a", () => "ran");
+      equal(skipped.reason, "only 985.3 ms are available after the reserve for later steps but this step needs at least 995.5 ms");
+      const short = lib.Deadline.in(10);
+      const late = lib.plan(short, [step({ minMs: 1 })]);
+      await clock.advance(20);
+      equal((await late.run("a", () => "ran")).reason, "the deadline has passed");
+      return [D, d, short];
+    }),
+});
+
 export default cases;

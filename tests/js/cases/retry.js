@@ -1,6 +1,6 @@
 // Retry cases: attempts, backoff and the decision to try again inside one
 // deadline. The same file runs in Node, Deno, workerd and Chromium.
-import { equal, ok, rejects } from "../assert.js";
+import { equal, ok, rejects, throws } from "../assert.js";
 import { SLACK_MS, BRAND, stub, countedParent, spawnWithLib, untilAborted, badInputCases, onFakeTime } from "../pipeline-support.js";
 
 const cases = [
@@ -335,5 +335,39 @@ function badInputs() {
     ["retry: seed negative", (lib) => lib.retry(() => 1, retryOpts(lib, { seed: -1 })), RangeError, /'options.seed'/, "options.seed", "SEED_OUT_OF_RANGE"],
   ]);
 }
+
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "retry: the core's messages read in full, numbers as JavaScript prints them (Infinity, 1e-7), a stop's reason to 0.1 ms",
+  run: (lib) =>
+    onFakeTime(async (clock) => {
+      const max = Number.MAX_SAFE_INTEGER;
+      const d = lib.Deadline.in(1_000.25);
+      for (const [options, message] of [
+        [{ backoff: { baseMs: 1, maxMs: 2, jitter: Infinity } }, "'jitter' must be between 0 and 1: current value is Infinity"],
+        [{ backoff: { baseMs: 2.5, maxMs: 1e-7, jitter: 0.5 } }, "'maxMs' must be at least 'baseMs' (2.5): current value is 1e-7"],
+        [{ backoff: { baseMs: 1e300, maxMs: 1e300, jitter: 0 } }, `'baseMs' must be between 0 and ${max} milliseconds (2^53 - 1): current value is 1e+300`],
+        [{ attemptMinMs: -Infinity }, `'attemptMinMs' must be a finite number of milliseconds between 0 and ${max}: current value is -Infinity`],
+        [{ maxAttempts: 101 }, "'maxAttempts' must be between 1 and 100: current value is 101"],
+      ]) {
+        const e = await rejects(() => lib.retry(() => "ok", { deadline: d, ...options }), RangeError);
+        equal(e.message, message);
+      }
+      equal(throws(() => lib.backoffSchedule({ baseMs: 1, maxMs: 2, jitter: 1.5 }, 2, 1), RangeError).message, "'jitter' must be between 0 and 1: current value is 1.5");
+      equal(throws(() => lib.backoffSchedule({ baseMs: 1, maxMs: 2, jitter: 0 }, 101, 1), RangeError).message, "'retries' must be between 0 and 100: current value is 101");
+      // A stop: its sentence is the core's, its numbers to 0.1 ms.
+      const stop = await rejects(() => lib.retry(() => "ok", { deadline: d, attemptMinMs: 1_060.5 }), lib.RetryFailed);
+      equal(stop.reason, "insufficient");
+      equal(stop.message, "retry stopped after 0 attempts: only 1000.3 ms remain but an attempt needs at least 1060.5 ms, so none was started");
+      const failing = () => Promise.reject(new Error("down"));
+      const retried = rejects(() => lib.retry(failing, { deadline: d, maxAttempts: 2, backoff: { baseMs: 1, maxMs: 1, jitter: 0 }, classify: () => "not-applied" }), lib.RetryFailed);
+      await clock.advance(5);
+      const all = await retried;
+      equal(all.message, "retry stopped after 2 attempts: all 2 attempts failed");
+      const permanent = await rejects(() => lib.retry(failing, { deadline: d, classify: () => "permanent" }), lib.RetryFailed);
+      equal(permanent.message, "retry stopped after 1 attempt: the failure is permanent, so it was not retried");
+      return [d];
+    }),
+});
 
 export default cases;

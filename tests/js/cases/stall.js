@@ -1179,4 +1179,19 @@ function badInputCases() {
   }));
 }
 
+// ---- messages: the core's templates, filled in JS ----------------------------------------------
+cases.push({
+  name: "stall: the core's messages read in full, numbers as JavaScript prints them (Infinity, 1e+300)",
+  run: (lib) => {
+    const max = Number.MAX_SAFE_INTEGER;
+    for (const [options, message] of [
+      [{ firstChunkMs: 10, stallMs: Infinity }, `'options.stallMs' must be a finite number of milliseconds greater than 0 and at most ${max}: current value is Infinity`],
+      [{ firstChunkMs: 10, stallMs: 0 }, `'options.stallMs' must be a finite number of milliseconds greater than 0 and at most ${max}: current value is 0`],
+      [{ firstChunkMs: 1e300, stallMs: 10 }, `'options.firstChunkMs' must be a finite number of milliseconds, 0 or more and at most ${max} (0: the wait has already run out): current value is 1e+300`],
+    ]) {
+      equal(throws(() => lib.withStallTimeout(new ReadableStream(), options), RangeError).message, message);
+    }
+  },
+});
+
 export default cases;
