@@ -23,11 +23,10 @@
 //! accepted and the same objects produced, for less code and no float
 //! formatting. Measured on the main `.wasm` (`node scripts/build.mjs`, gzip
 //! -9; BENCHMARKS.md "The serde boundary without serde-wasm-bindgen"): 67.6
-//! → 62.2 KB (156.2 → 148.3 KB raw) before the message templates, 71.2 →
-//! 70.1 KB with them, and it is what lets `<f64 as Display>` leave the module
-//! once error messages do too (every message a template and the core's
-//! remaining strings left out: 65.1 KB with serde-wasm-bindgen's
-//! deserializer, whose errors format floats, against 49.8 KB with ours). A
+//! → 62.2 KB (156.2 → 148.3 KB raw) before the message templates; with them,
+//! 68.1 → 52.8 KB (157.2 → 127.0 KB raw), because it is what lets `<f64 as
+//! Display>` leave the module once error messages do (serde-wasm-bindgen's
+//! deserializer keeps it: its errors format floats). A
 //! read of a user value that throws (a getter, a proxy) becomes that
 //! `TypeError`; tsify's own conversions panic or throw through the Wasm
 //! frames instead.
