@@ -285,11 +285,9 @@ pub trait Described: fmt::Display {
         Vec::new()
     }
     /// The message, as a template and its values (see the module docs).
-    /// The default carries the `Display` text as it is, for types whose
-    /// messages are not templates yet.
-    fn message(&self) -> Message {
-        Message::text(self.to_string())
-    }
+    /// `to_js` sends only this, never the `Display` text, so no sentence and
+    /// no float formatting reaches the `.wasm`.
+    fn message(&self) -> Message;
 }
 
 /// This module's templates.
