@@ -102,11 +102,13 @@ extern "C" {
 pub(crate) struct Error {
     detail: String,
     path: String,
+    /// From `invalid_length`: how many elements there were (see [`Fields`]).
+    short: Option<usize>,
 }
 
 impl Error {
     fn new(detail: String) -> Self {
-        Self { detail, path: String::new() }
+        Self { detail, path: String::new(), short: None }
     }
 
     /// A read that threw (a getter, a proxy trap, a revoked proxy).
@@ -213,7 +215,7 @@ impl de::Error for Error {
     }
 
     fn invalid_length(len: usize, exp: &dyn Expected) -> Self {
-        expected_found(exp, &format!("{len} elements"))
+        Error { short: Some(len), ..expected_found(exp, &format!("{len} elements")) }
     }
 }
 
@@ -415,7 +417,7 @@ impl<'de> de::Deserializer<'de> for Deserializer {
         visitor: V,
     ) -> Result<V::Value, Error> {
         match Fields::read(&self.0, fields)? {
-            Some(fields) => visitor.visit_map(fields),
+            Some(mut fields) => visitor.visit_seq(&mut fields).map_err(|e| fields.missing(e)),
             None => Err(self.invalid(&visitor)),
         }
     }
@@ -517,13 +519,23 @@ impl<'de> de::MapAccess<'de> for Pairs {
     }
 }
 
-/// A struct's declared fields as [`read_fields`] read them; `undefined` is
-/// absent.
+/// A struct's declared fields as [`read_fields`] read them, handed to serde's
+/// derived visitor as a sequence in declaration order; `undefined` is absent.
+///
+/// A sequence rather than a map: the derived `visit_map` matches each key
+/// against the field names and checks for duplicates, code that is never
+/// needed here (the keys are the declared fields, each read once), and
+/// through `visit_seq` the linker drops it (about 2 KB gzip of the main
+/// `.wasm`). An absent field is `None`: the visitor then takes the field's
+/// `default` (every `Option` field of an input type has one), or fails with
+/// `invalid_length` at that index, which [`Fields::missing`] turns back into
+/// "missing field `name`".
 struct Fields {
     values: js_sys::Array,
     fields: &'static [&'static str],
     next: usize,
-    value: JsValue,
+    /// The last field answered as absent.
+    absent: Option<usize>,
 }
 
 impl Fields {
@@ -533,7 +545,7 @@ impl Fields {
         let values: js_sys::Array = read_fields(value, &field_list(fields)).unchecked_into();
         // The length says how it went, in one call (js/validate.js).
         match values.length().wrapping_sub(fields.len() as u32) {
-            0 => Ok(Some(Fields { values, fields, next: 0, value: JsValue::UNDEFINED })),
+            0 => Ok(Some(Fields { values, fields, next: 0, absent: None })),
             1 => {
                 let i = values.get(fields.len() as u32).as_f64().unwrap_or(0.0) as usize;
                 Err(Error::threw().at_field(fields.get(i).copied().unwrap_or("")))
@@ -542,40 +554,36 @@ impl Fields {
         }
     }
 
-    /// The next field that is not `undefined`, its value kept for
-    /// `next_value_seed`.
+    /// The visitor's error, with a required field that was absent named as
+    /// such (serde reports it as a sequence too short at that index).
+    #[cold]
     #[inline(never)]
-    fn next_present(&mut self) -> Option<&'static str> {
-        while let Some(&name) = self.fields.get(self.next) {
-            let value = self.values.get(self.next as u32);
-            self.next += 1;
-            if !value.is_undefined() {
-                self.value = value;
-                return Some(name);
+    fn missing(&self, error: Error) -> Error {
+        match (error.short, self.absent) {
+            (Some(len), Some(at)) if len == at && error.path.is_empty() => {
+                Error::new(format!("missing field `{}`", self.fields.get(at).copied().unwrap_or("")))
             }
+            _ => error,
         }
-        None
-    }
-
-    /// The value found by `next_present`, and its field's name.
-    fn take(&mut self) -> (Deserializer, &'static str) {
-        let value = std::mem::replace(&mut self.value, JsValue::UNDEFINED);
-        (Deserializer(value), self.fields.get(self.next.wrapping_sub(1)).copied().unwrap_or(""))
     }
 }
 
-impl<'de> de::MapAccess<'de> for Fields {
+impl<'de> de::SeqAccess<'de> for Fields {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
-        match self.next_present() {
-            Some(name) => seed.deserialize(de::value::StrDeserializer::<Error>::new(name)).map(Some),
-            None => Ok(None),
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
+        let at = self.next;
+        let Some(&name) = self.fields.get(at) else { return Ok(None) };
+        self.next += 1;
+        let value = self.values.get(at as u32);
+        if value.is_undefined() {
+            self.absent = Some(at);
+            return Ok(None);
         }
+        seed.deserialize(Deserializer(value)).map(Some).map_err(|e| e.at_field(name))
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let (value, name) = self.take();
-        seed.deserialize(value).map_err(|e| e.at_field(name))
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.fields.len() - self.next)
     }
 }
