@@ -15,7 +15,7 @@ const isDeno = typeof Deno !== "undefined";
 const lib = await import(isDeno ? "../pkg/derive-deno.js" : "../pkg/derive-node.js");
 const { glue } = await import("../pkg/derive-main.js"); // the derive entry's own copy of the glue
 await lib.init();
-const wasmBytes = () => glue.initSync().memory.buffer.byteLength;
+const wasmBytes = () => Object.values(glue.initSync()).find((v) => v instanceof WebAssembly.Memory).buffer.byteLength;
 const MiB = (b) => Math.round((b / 2 ** 20) * 10) / 10;
 const [only, sizeArg] = isDeno ? Deno.args : process.argv.slice(2);
 const out = { runtime: isDeno ? `deno ${Deno.version.deno}` : `node ${process.version}` };

@@ -3,6 +3,7 @@
 // instantiates it synchronously, so no `await init()` is needed; `init()`
 // still works.
 import { autoload, initFrom } from "./derive-load.js";
+import { compile } from "./loader.js";
 import source wasmModule from "./edge_deadline_derive_bg.wasm";
 
 export * from "./derive-api.js";
@@ -14,5 +15,5 @@ autoload(() => wasmModule);
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {
-  return initFrom(source ?? wasmModule);
+  return initFrom(source ?? wasmModule, compile);
 }

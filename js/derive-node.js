@@ -3,6 +3,7 @@
 // still works (with no argument it reads the same file).
 import { readFileSync } from "node:fs";
 import { autoload, initFrom } from "./derive-load.js";
+import { compile } from "./loader.js";
 
 export * from "./derive-api.js";
 
@@ -14,5 +15,5 @@ autoload(() => new WebAssembly.Module(readFileSync(wasm)));
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {
-  return initFrom(source ?? wasm, async (url) => readFileSync(url));
+  return initFrom(source ?? wasm, (s) => compile(s, async (url) => readFileSync(url)));
 }

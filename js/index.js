@@ -2,6 +2,7 @@
 // sits next to this file (a browser compiles it asynchronously, off the main
 // thread). Workers, Deno and Node have entries of their own that need no init().
 import { initFrom } from "./load.js";
+import { compile } from "./loader.js";
 
 export * from "./api.js";
 
@@ -10,5 +11,5 @@ export * from "./api.js";
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {
-  return initFrom(source ?? new URL("./edge_deadline_bg.wasm", import.meta.url));
+  return initFrom(source ?? new URL("./edge_deadline_bg.wasm", import.meta.url), compile);
 }

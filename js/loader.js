@@ -73,7 +73,15 @@ async function compileBytes(bytes) {
   }
 }
 
-async function compile(source, readFile) {
+/**
+ * Any source `init(source)` takes, as a compiled module: what the browser,
+ * Node and Deno entries hand to `initFrom`. `readFile` reads a `file:` URL
+ * (Node); elsewhere URLs are fetched.
+ * @param {unknown} source
+ * @param {(url: URL) => Promise<BufferSource>} [readFile]
+ * @returns {Promise<WebAssembly.Module>}
+ */
+export async function compile(source, readFile) {
   source = await source;
   if (source instanceof WebAssembly.Module) return source;
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return compileBytes(source);
@@ -113,6 +121,27 @@ async function compile(source, readFile) {
  *   `initSync`, the .wasm's file name, what wasm_exports.js says of it, and how
  *   the user loads it ("`await init()`", for the error text)
  */
+/**
+ * The Workers entries' `init(source)`: only a compiled module, which is what
+ * importing the .wasm gives a Worker (Workers refuse to compile Wasm bytes at
+ * run time, so bytes, URLs and responses could never load there). Keeping
+ * `compile` out of these entries keeps its fetching and dev-server fallbacks
+ * out of every Worker's upload.
+ * @param {unknown} source
+ * @returns {Promise<WebAssembly.Module>}
+ */
+export async function moduleOnly(source) {
+  source = await source;
+  if (source instanceof WebAssembly.Module) return source;
+  throw argumentError(
+    "type",
+    CODES.INVALID_TYPE,
+    "source",
+    "edge-deadline: in Workers, init(source) accepts a WebAssembly.Module (what importing the .wasm gives; " +
+      `Workers cannot compile Wasm bytes at run time) or nothing; got ${source === null ? "null" : typeof source}`,
+  );
+}
+
 export function loader({ initSync, file, exports: [count, digest], init }) {
   let pending = null;
   let ready = false;
@@ -171,13 +200,14 @@ export function loader({ initSync, file, exports: [count, digest], init }) {
 
     /**
      * @param {unknown} source what the caller passed, or the entry point's default
-     * @param {(url: URL) => Promise<Uint8Array>} [readFile] how this runtime reads file: URLs
+     * @param {(source: unknown) => Promise<WebAssembly.Module>} toModule how this
+     *   entry turns a source into a module ({@link compile}, or {@link moduleOnly} in Workers)
      */
-    initFrom(source, readFile) {
+    initFrom(source, toModule) {
       if (ready) return Promise.resolve();
       if (pending) return pending;
       pending = (async () => {
-        const module = check(await compile(source, readFile));
+        const module = check(await toModule(source));
         // An API call may have loaded the core (autoload) while this compiled.
         if (!ready) instantiate(module);
       })();

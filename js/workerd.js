@@ -3,6 +3,7 @@
 // (they forbid compiling bytes at run time). The first API call instantiates
 // it synchronously, so no `await init()` is needed; `init()` still works.
 import { autoload, initFrom } from "./load.js";
+import { moduleOnly } from "./loader.js";
 import wasmModule from "./edge_deadline_bg.wasm";
 
 export * from "./api.js";
@@ -14,5 +15,5 @@ autoload(() => wasmModule);
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {
-  return initFrom(source ?? wasmModule);
+  return initFrom(source ?? wasmModule, moduleOnly);
 }

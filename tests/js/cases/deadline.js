@@ -46,6 +46,9 @@ const cases = [
       // init is a no-op whatever it is given).
       ok(ctx.badInitError?.startsWith("TypeError: "), ctx.badInitError);
       ok(/accepts a WebAssembly.Module.*got number/.test(ctx.badInitError), ctx.badInitError);
+      // Workers cannot compile bytes at all ("Wasm code generation disallowed
+      // by embedder"): their entry takes only the imported module, and says why.
+      if (ctx.runtime === "workerd") ok(/in Workers, .*cannot compile Wasm bytes at run time/.test(ctx.badInitError), ctx.badInitError);
     },
   },
   ...[

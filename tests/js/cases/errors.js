@@ -154,7 +154,11 @@ cases.push(
         // Workers are handed the compiled module (they compile nothing at run time);
         // Node and Deno read the file: URL (their fetch does not); browsers fetch it.
         const wasm = ctx.wasmModule ?? new URL("../../../pkg/edge_deadline_bg.wasm", import.meta.url);
-        await copy.initFrom(wasm, async (file) => (await import("node:fs/promises")).readFile(file));
+        const toModule = async (source) =>
+          source instanceof WebAssembly.Module
+            ? source
+            : WebAssembly.compile(source.protocol === "file:" ? await (await import("node:fs/promises")).readFile(source) : await (await fetch(source)).arrayBuffer());
+        await copy.initFrom(wasm, toModule);
         ok(copy.Deadline !== lib.Deadline, "the query string gave a second copy of the class");
         foreign.push(copy.Deadline.in(10_000));
       }
