@@ -77,7 +77,7 @@ async function compileBytes(bytes) {
  * Any source `init(source)` takes, as a compiled module: what the browser,
  * Node and Deno entries hand to `initFrom`. `readFile` reads a `file:` URL
  * (Node); elsewhere URLs are fetched.
- * @param {unknown} source
+ * @param {any} source
  * @param {(url: URL) => Promise<BufferSource>} [readFile]
  * @returns {Promise<WebAssembly.Module>}
  */
@@ -115,19 +115,12 @@ export async function compile(source, readFile) {
 }
 
 /**
- * One core's loader.
- * @param {{ initSync: (o: { module: WebAssembly.Module }) => unknown, file: string,
- *   exports: number[], init: string }} core the glue's
- *   `initSync`, the .wasm's file name, what wasm_exports.js says of it, and how
- *   the user loads it ("`await init()`", for the error text)
- */
-/**
  * The Workers entries' `init(source)`: only a compiled module, which is what
  * importing the .wasm gives a Worker (Workers refuse to compile Wasm bytes at
  * run time, so bytes, URLs and responses could never load there). Keeping
  * `compile` out of these entries keeps its fetching and dev-server fallbacks
  * out of every Worker's upload.
- * @param {unknown} source
+ * @param {any} source
  * @returns {Promise<WebAssembly.Module>}
  */
 export async function moduleOnly(source) {
@@ -142,6 +135,13 @@ export async function moduleOnly(source) {
   );
 }
 
+/**
+ * One core's loader.
+ * @param {{ initSync: (o: { module: WebAssembly.Module }) => unknown, file: string,
+ *   exports: number[], init: string }} core the glue's
+ *   `initSync`, the .wasm's file name, what wasm_exports.js says of it, and how
+ *   the user loads it ("`await init()`", for the error text)
+ */
 export function loader({ initSync, file, exports: [count, digest], init }) {
   let pending = null;
   let ready = false;
