@@ -16,7 +16,10 @@
 //! - A struct: any object (`typeof` "object", arrays too, not `null`); each
 //!   declared field is read by name (`value[name]`, so getters and proxy
 //!   traps run), an `undefined` one counting as absent (serde then applies
-//!   `default`, `None` or "missing field"). Other properties are never read.
+//!   the field's `default`, or says "missing field"). Other properties are
+//!   never read. Fields are handed over in order ([`Fields`]), so an
+//!   `Option` field is optional only with `#[serde(default)]`, which every
+//!   input type's optional fields have.
 //! - `Option`: `undefined` and `null` are `None`.
 //! - Numbers: `f64` takes any JS number (NaN and ±Infinity included: the core
 //!   rejects them by name); integer types take a whole number within their
@@ -525,8 +528,9 @@ impl<'de> de::MapAccess<'de> for Pairs {
 /// A sequence rather than a map: the derived `visit_map` matches each key
 /// against the field names and checks for duplicates, code that is never
 /// needed here (the keys are the declared fields, each read once), and
-/// through `visit_seq` the linker drops it (about 2 KB gzip of the main
-/// `.wasm`). An absent field is `None`: the visitor then takes the field's
+/// through `visit_seq` the linker drops it (1.2 KB gzip of the main `.wasm`,
+/// measured with the allocator and error savings in place; 2.0 KB before
+/// them). An absent field is `None`: the visitor then takes the field's
 /// `default` (every `Option` field of an input type has one), or fails with
 /// `invalid_length` at that index, which [`Fields::missing`] turns back into
 /// "missing field `name`".

@@ -151,44 +151,15 @@ fn message_js(message: &Message) -> js_sys::Object {
 /// cross the same way; the message as a template id and its values.
 ///
 /// Generic only in name: every error type goes through one body
-/// ([`error_js`]) as a `dyn` [`Parts`], instead of one inlined copy per type
+/// ([`error_js`]) as a `dyn Described`, instead of one inlined copy per type
 /// (nine copies, 0.5–1.1 KB each, in the main `.wasm`).
 #[inline]
 pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
     error_js(&error)
 }
 
-/// What [`error_js`] reads of a [`Described`] error: its methods without the
-/// `Display` supertrait, whose vtable entry would link every error's text
-/// (and float formatting) into the `.wasm`.
-trait Parts {
-    fn code(&self) -> &'static str;
-    fn param(&self) -> Option<String>;
-    fn kind(&self) -> Kind;
-    fn fields(&self) -> Vec<(&'static str, f64)>;
-    fn message(&self) -> Message;
-}
-
-impl<E: Described> Parts for E {
-    fn code(&self) -> &'static str {
-        Described::code(self)
-    }
-    fn param(&self) -> Option<String> {
-        Described::param(self)
-    }
-    fn kind(&self) -> Kind {
-        Described::kind(self)
-    }
-    fn fields(&self) -> Vec<(&'static str, f64)> {
-        Described::fields(self)
-    }
-    fn message(&self) -> Message {
-        Described::message(self)
-    }
-}
-
 #[inline(never)]
-fn error_js(error: &dyn Parts) -> JsValue {
+fn error_js(error: &dyn Described) -> JsValue {
     let kind = match error.kind() {
         Kind::Type => "type",
         Kind::Range => "range",
