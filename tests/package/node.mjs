@@ -78,6 +78,24 @@ console.log("ok");
     assert.equal(stdout.trim(), "ok");
   });
 
+  await g.check("a Node without process.getBuiltinModule (before 20.16): the first call asks for init(), then init() with no argument loads it", async () => {
+    // The entry takes node:fs from process.getBuiltinModule (an import of it costs
+    // Node's loader about 1.4 ms); this Node is made to lack it, as 20.0–20.15 do.
+    writeFileSync(
+      join(dir, "old-node.mjs"),
+      `import assert from "node:assert/strict";
+const { Deadline, init } = await import("edge-deadline");
+const e = (() => { try { Deadline.in(10); } catch (error) { return error; } })();
+assert.match(e?.message ?? "", /Deadline.in was used before the WebAssembly core was loaded; call \\\`await init\\(\\)\\\` first/);
+await init();
+assert.ok(Deadline.in(10).remaining() > 0);
+console.log("ok");
+`,
+    );
+    const { stdout } = await runOk(bin.node, ["--import", "data:text/javascript,delete process.getBuiltinModule", "old-node.mjs"], { cwd: dir, timeoutMs: 20_000 });
+    assert.equal(stdout.trim(), "ok");
+  });
+
   await g.check("require() loads it too (no top-level await anywhere in the graph)", async () => {
     writeFileSync(join(dir, "require.cjs"), REQUIRE);
     const { stdout } = await runOk(bin.node, ["--no-warnings", "require.cjs"], { cwd: dir, timeoutMs: 20_000 });
