@@ -67,24 +67,28 @@ fn class(layout: Layout) -> Option<usize> {
 
 impl State {
     /// `size` bytes aligned to `align`, from the pages taken or new ones.
+    /// 0 when memory cannot grow that far (every sum is checked: the heap
+    /// may reach the top of the 32-bit address space).
     fn carve(&mut self, size: usize, align: usize) -> usize {
-        let start = (self.next + align - 1) & !(align - 1);
+        let Some(start) = self.next.checked_add(align - 1).map(|n| n & !(align - 1)) else { return 0 };
         let Some(stop) = start.checked_add(size) else { return 0 };
         if stop > self.end {
             let pages = (stop - self.end).div_ceil(PAGE);
+            let Some(grown) = pages.checked_mul(PAGE) else { return 0 };
             let old = core::arch::wasm32::memory_grow(0, pages);
             if old == usize::MAX {
                 return 0;
             }
-            let base = old * PAGE;
+            let Some(base) = old.checked_mul(PAGE) else { return 0 };
+            let Some(end) = base.checked_add(grown) else { return 0 };
             if base != self.end {
                 // The first run of pages (or memory grown by someone else):
                 // start over at the new pages.
                 self.next = base;
-                self.end = base + pages * PAGE;
+                self.end = end;
                 return self.carve(size, align);
             }
-            self.end += pages * PAGE;
+            self.end = end;
         }
         self.next = stop;
         start
