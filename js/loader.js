@@ -7,7 +7,10 @@
 // Every runtime gets the .wasm differently: Workers import it as a compiled
 // `WebAssembly.Module`, Deno imports it as a module source, browsers fetch a
 // URL, Node reads a file, and a bundler may hand over bytes. `initFrom`
-// accepts all of them, and where the runtime's entry can produce the module
+// takes the entry's way of turning a source into a module: `compile` accepts
+// all of them; `moduleOnly`, the Workers entries', only the imported module
+// (Workers cannot compile bytes, and a Worker then uploads none of
+// `compile`'s fetching). Where the runtime's entry can produce the module
 // synchronously (workerd, Deno, Node: `autoload`), the first API call loads it
 // without any `init()`. A loader guarantees:
 //   1. at most one instantiation per copy of the package: a second call (or a

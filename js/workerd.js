@@ -12,7 +12,8 @@ autoload(() => wasmModule);
 
 /**
  * Loads the WebAssembly core. Optional in Workers; safe to call more than once.
- * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
+ * @param {WebAssembly.Module | Promise<WebAssembly.Module>} [source] the imported .wasm
+ *   (Workers cannot compile bytes, so nothing else loads here)
  */
 export function init(source) {
   return initFrom(source ?? wasmModule, moduleOnly);

@@ -33,7 +33,7 @@ use std::cell::UnsafeCell;
 
 /// The smallest block: room for the free list's link and a little more.
 const MIN_BLOCK: usize = 16;
-/// The alignment every block of at least this size gets.
+/// The alignment every block gets; a request for more is carved fresh (invariant 4).
 const MAX_ALIGN: usize = 16;
 /// Size classes: 16 B, 32 B, … 2 GiB.
 const CLASSES: usize = 28;

@@ -3,7 +3,7 @@
 import { equal, ok, rejects, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 // render is internal: the bundle unit every entry shares exports it (scripts/bundle.mjs).
-import { addMessages, render } from "../../../pkg/shared.js";
+import { addMessages, compile, render } from "../../../pkg/shared.js";
 
 /** An SDK-style wrapper: its own class, our error as `cause`. */
 class ConnectionError extends Error {
@@ -154,11 +154,7 @@ cases.push(
         // Workers are handed the compiled module (they compile nothing at run time);
         // Node and Deno read the file: URL (their fetch does not); browsers fetch it.
         const wasm = ctx.wasmModule ?? new URL("../../../pkg/edge_deadline_bg.wasm", import.meta.url);
-        const toModule = async (source) =>
-          source instanceof WebAssembly.Module
-            ? source
-            : WebAssembly.compile(source.protocol === "file:" ? await (await import("node:fs/promises")).readFile(source) : await (await fetch(source)).arrayBuffer());
-        await copy.initFrom(wasm, toModule);
+        await copy.initFrom(wasm, (source) => compile(source, async (file) => (await import("node:fs/promises")).readFile(file)));
         ok(copy.Deadline !== lib.Deadline, "the query string gave a second copy of the class");
         foreign.push(copy.Deadline.in(10_000));
       }
