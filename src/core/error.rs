@@ -295,6 +295,28 @@ pub trait Described {
     fn message(&self) -> Message;
 }
 
+/// A borrowed error is described as itself: `Within<&dyn Described>` is how
+/// the Wasm boundary wraps every error type with one copy of [`Within`]'s
+/// methods, instead of one per wrapped type with that type's methods
+/// inlined into it.
+impl<E: Described + ?Sized> Described for &E {
+    fn code(&self) -> &'static str {
+        (**self).code()
+    }
+    fn param(&self) -> Option<String> {
+        (**self).param()
+    }
+    fn kind(&self) -> Kind {
+        (**self).kind()
+    }
+    fn fields(&self) -> Vec<(&'static str, f64)> {
+        (**self).fields()
+    }
+    fn message(&self) -> Message {
+        (**self).message()
+    }
+}
+
 /// This module's templates.
 pub mod msg {
     crate::templates! { "error";
@@ -459,6 +481,38 @@ mod tests {
 
     /// js/messages.js and js/derive-messages.js are these templates, as
     /// generated; `UPDATE_MESSAGES=1` rewrites them.
+    /// The Wasm boundary wraps errors as `Within<&dyn Described>` (one copy
+    /// of the wrapper for every error type): it must describe an error
+    /// exactly as `Within<E>` does.
+    #[test]
+    fn within_a_borrowed_error_describes_it_as_within_the_error() {
+        use crate::core::budget::BudgetError;
+        use crate::core::deadline::DeadlineError;
+        let errors: [&dyn Described; 3] = [
+            &BudgetError::BadRatio { value: 2.0 },
+            &DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 },
+            &ShapeError { param: "x", detail: "y".into() },
+        ];
+        for error in errors {
+            let borrowed = Within::new("options", error);
+            assert_eq!(borrowed.code(), error.code());
+            assert_eq!(borrowed.kind(), error.kind());
+            assert_eq!(borrowed.fields(), error.fields());
+            assert_eq!(borrowed.message(), error.message());
+            let expected = match error.param() {
+                Some(inner) => format!("options.{inner}"),
+                None => "options".to_string(),
+            };
+            assert_eq!(borrowed.param().as_deref(), Some(expected.as_str()));
+        }
+        let owned = Within::new("options", BudgetError::BadRatio { value: 2.0 });
+        assert_eq!(
+            Within::new("options", &BudgetError::BadRatio { value: 2.0 } as &dyn Described).param(),
+            owned.param()
+        );
+        assert_eq!(owned.param().as_deref(), Some("options.ratio"));
+    }
+
     #[test]
     fn message_tables_are_current() {
         let root = env!("CARGO_MANIFEST_DIR");

@@ -10,9 +10,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{from_js, into_js, to_js};
+use super::{from_js, into_js, to_js, within_js};
 use crate::core::budget::{BudgetOptions, RetryBudget};
-use crate::core::error::Within;
 
 /// A shared [`RetryBudget`].
 #[wasm_bindgen(js_name = RetryBudgetCore)]
@@ -35,7 +34,7 @@ impl RetryBudgetJs {
     ) -> Result<RetryBudgetJs, JsValue> {
         let options: BudgetOptions =
             if options.is_undefined() { BudgetOptions::default() } else { from_js(options, "options")? };
-        let budget = RetryBudget::from_options(&options).map_err(|e| to_js(Within::new("options", e)))?;
+        let budget = RetryBudget::from_options(&options).map_err(|e| within_js("options", &e))?;
         Ok(Self { budget })
     }
 

@@ -9,9 +9,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{array_js, from_js, into_js, to_js};
+use super::{array_js, from_js, into_js, within_js};
 use crate::core::caps::{self, PlatformRequest, BUILTIN};
-use crate::core::error::Within;
 
 /// The built-in figures, each with its source and retrieval date.
 #[wasm_bindgen(js_name = platformCaps, unchecked_return_type = "Cap[]")]
@@ -27,5 +26,5 @@ pub fn platform_deadline(
     #[wasm_bindgen(unchecked_param_type = "PlatformRequest")] request: JsValue,
 ) -> Result<JsValue, JsValue> {
     let request: PlatformRequest = from_js(request, "options")?;
-    into_js(&caps::platform_deadline(now_ms, &request).map_err(|e| to_js(Within::new("options", e)))?)
+    into_js(&caps::platform_deadline(now_ms, &request).map_err(|e| within_js("options", &e))?)
 }

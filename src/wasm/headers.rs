@@ -15,8 +15,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{array_js, from_js, into_js, to_js};
-use crate::core::error::Within;
+use super::{array_js, from_js, into_js, to_js, within_js};
 use crate::core::headers::{self, HeaderFormat, HeaderValue, IncomingOptions};
 
 /// Every format, in the order a request's headers are consulted by default.
@@ -61,7 +60,5 @@ pub fn earliest_incoming(
 ) -> Result<JsValue, JsValue> {
     let values: Vec<HeaderValue> = from_js(values, "headers")?;
     let options: IncomingOptions = from_js(options, "options")?;
-    into_js(
-        &headers::earliest_incoming_values(now_ms, &values, &options).map_err(|e| to_js(Within::new("options", e)))?,
-    )
+    into_js(&headers::earliest_incoming_values(now_ms, &values, &options).map_err(|e| within_js("options", &e))?)
 }

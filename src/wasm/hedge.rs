@@ -5,8 +5,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{from_js, into_js, to_js};
-use crate::core::error::Within;
+use super::{from_js, into_js, within_js};
 use crate::core::hedge::HedgeOptions;
 
 /// [`HedgeOptions::policy`]; errors name the option (`options.delayMs`).
@@ -15,5 +14,5 @@ pub fn hedge_policy(
     #[wasm_bindgen(unchecked_param_type = "HedgeOptions")] options: JsValue,
 ) -> Result<JsValue, JsValue> {
     let options: HedgeOptions = from_js(options, "options")?;
-    into_js(&options.policy().map_err(|e| to_js(Within::new("options", e)))?)
+    into_js(&options.policy().map_err(|e| within_js("options", &e))?)
 }

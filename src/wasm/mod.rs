@@ -58,6 +58,8 @@
 
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "main")]
+use crate::core::error::Within;
 use crate::core::error::{Arg, Described, Kind, Message, ShapeError};
 
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
@@ -156,6 +158,16 @@ fn message_js(message: &Message) -> js_sys::Object {
 #[inline]
 pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
     error_js(&error)
+}
+
+/// [`to_js`] of a core error found inside argument `arg` ([`Within`]): the
+/// same single body for every error type, `Within` wrapping a `dyn
+/// Described` (a `Within<E>` per type put one copy of its methods, each with
+/// `E`'s inlined, into the main `.wasm` for every `E`).
+#[cfg(feature = "main")]
+#[inline(never)]
+pub(crate) fn within_js(arg: &str, error: &dyn Described) -> JsValue {
+    error_js(&Within::new(arg, error))
 }
 
 #[inline(never)]

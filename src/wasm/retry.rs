@@ -28,8 +28,8 @@
 use wasm_bindgen::prelude::*;
 
 use super::budget::RetryBudgetJs;
-use super::{array_js, from_js, into_js, to_js};
-use crate::core::error::{ShapeError, Within};
+use super::{array_js, from_js, into_js, to_js, within_js};
+use crate::core::error::ShapeError;
 use crate::core::retry::{AfterFailure, BackoffOptions, Failure, RetryOptions, RetryRun, Start, StopReason};
 
 /// One `retry()` call's [`RetryRun`].
@@ -69,7 +69,7 @@ impl RetryRunJs {
             }
         };
         let options = RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent };
-        let policy = options.policy().map_err(|e| to_js(Within::new("options", e)))?;
+        let policy = options.policy().map_err(|e| within_js("options", &e))?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
         Ok(Self { run, stop: None })
     }
