@@ -479,8 +479,6 @@ mod tests {
         out
     }
 
-    /// js/messages.js and js/derive-messages.js are these templates, as
-    /// generated; `UPDATE_MESSAGES=1` rewrites them.
     /// The Wasm boundary wraps errors as `Within<&dyn Described>` (one copy
     /// of the wrapper for every error type): it must describe an error
     /// exactly as `Within<E>` does.
@@ -488,31 +486,30 @@ mod tests {
     fn within_a_borrowed_error_describes_it_as_within_the_error() {
         use crate::core::budget::BudgetError;
         use crate::core::deadline::DeadlineError;
-        let errors: [&dyn Described; 3] = [
-            &BudgetError::BadRatio { value: 2.0 },
-            &DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 },
-            &ShapeError { param: "x", detail: "y".into() },
-        ];
-        for error in errors {
-            let borrowed = Within::new("options", error);
-            assert_eq!(borrowed.code(), error.code());
-            assert_eq!(borrowed.kind(), error.kind());
-            assert_eq!(borrowed.fields(), error.fields());
-            assert_eq!(borrowed.message(), error.message());
-            let expected = match error.param() {
-                Some(inner) => format!("options.{inner}"),
-                None => "options".to_string(),
-            };
-            assert_eq!(borrowed.param().as_deref(), Some(expected.as_str()));
+        fn same<E: Described + Clone>(error: E) {
+            let owned = Within::new("options", error.clone());
+            let borrowed = Within::new("options", &error as &dyn Described);
+            assert_eq!(borrowed.code(), owned.code());
+            assert_eq!(borrowed.param(), owned.param());
+            assert_eq!(borrowed.kind(), owned.kind());
+            assert_eq!(borrowed.fields(), owned.fields());
+            assert_eq!(borrowed.message(), owned.message());
         }
-        let owned = Within::new("options", BudgetError::BadRatio { value: 2.0 });
+        same(BudgetError::BadRatio { value: 2.0 });
+        same(DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 });
+        same(ShapeError { param: "x", detail: "y".into() });
+        let borrowed = Within::new("options", &BudgetError::BadRatio { value: 2.0 } as &dyn Described);
+        assert_eq!(borrowed.param().as_deref(), Some("options.ratio"));
         assert_eq!(
-            Within::new("options", &BudgetError::BadRatio { value: 2.0 } as &dyn Described).param(),
-            owned.param()
+            Within::new("options", &DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 } as &dyn Described)
+                .param()
+                .as_deref(),
+            Some("options")
         );
-        assert_eq!(owned.param().as_deref(), Some("options.ratio"));
     }
 
+    /// js/messages.js and js/derive-messages.js are these templates, as
+    /// generated; `UPDATE_MESSAGES=1` rewrites them.
     #[test]
     fn message_tables_are_current() {
         let root = env!("CARGO_MANIFEST_DIR");

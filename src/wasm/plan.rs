@@ -35,7 +35,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{into_js, to_js};
+use super::{into_js, to_js, within_js};
 use crate::core::error::ShapeError;
 use crate::core::plan::{self, Plan, SkipReason, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
 
@@ -68,7 +68,7 @@ fn step_spec(index: usize, step: JsValue) -> Result<StepSpec, JsValue> {
     super::de::from_value(step.clone()).map_err(|e| {
         let kind = js_sys::Reflect::get(&step, &JsValue::from_str("kind")).ok().and_then(|k| k.as_string());
         match kind.map(|k| StepKind::parse(&k)) {
-            Some(Err(error)) => super::within_js(&format!("steps[{index}]"), &error),
+            Some(Err(error)) => within_js(&format!("steps[{index}]"), &error),
             _ => to_js(ShapeError { param: "steps", detail: e.describe(&format!("steps[{index}]")) }),
         }
     })

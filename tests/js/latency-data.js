@@ -1,14 +1,13 @@
 // Data shared by the sketch, derive, prom, tail and simulate cases: seeded
 // generators (every runtime sees the same samples), exact sorted quantiles
 // as oracles, seed 000's exposition and seed 003's scenario.
-// The glue's `initSync()` returns the instance's exports once loaded: the
-// memory cases read Wasm memory's size from the one WebAssembly.Memory among
-// them (the build shortens the export names; the API has no reason to).
+// The memory cases read the derive core's Wasm memory size (`memoryBytes`).
 // Sketches and parses live in edge-deadline/derive's own .wasm, whose code
 // (and glue) every derive entry imports from pkg/derive-main.js.
 import { glue } from "../../pkg/derive-main.js";
+import { memoryBytes } from "./pipeline-support.js";
 
-export const wasmBytes = () => Object.values(glue.initSync()).find((v) => v instanceof WebAssembly.Memory).buffer.byteLength;
+export const wasmBytes = () => memoryBytes(glue);
 
 /** splitmix32-style generator: deterministic floats in (0, 1). */
 export function rng(seed) {

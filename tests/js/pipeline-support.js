@@ -155,3 +155,12 @@ export async function onFakeTime(body) {
     clock.restore();
   }
 }
+
+/**
+ * The size of a loaded core's Wasm memory, in bytes: `glue` is a glue module
+ * (pkg/main.js's or pkg/derive-main.js's `glue`), whose `initSync()` returns
+ * the instance's exports once loaded. The memory is found as the one
+ * WebAssembly.Memory among them (the build shortens the export names; the
+ * API has no reason to expose it).
+ */
+export const memoryBytes = (glue) => Object.values(glue.initSync()).find((v) => v instanceof WebAssembly.Memory).buffer.byteLength;

@@ -1,12 +1,10 @@
 // The main .wasm's allocator (src/wasm/alloc.rs): freed blocks are reused, and
 // what the core computes does not change however its memory was used before.
-// The glue's `initSync()` returns the instance's exports once loaded: these
-// cases read Wasm memory's size from the one WebAssembly.Memory among them
-// (the build shortens the export names; the API has no reason to expose it).
 import { equal, ok } from "../assert.js";
 import { glue } from "../../../pkg/main.js";
+import { memoryBytes } from "../pipeline-support.js";
 
-const wasmBytes = () => Object.values(glue.initSync()).find((v) => v instanceof WebAssembly.Memory).buffer.byteLength;
+const wasmBytes = () => memoryBytes(glue);
 
 /**
  * One round of the main core's allocating calls, with sizes from a few bytes
