@@ -10,7 +10,8 @@
 // 2. A deadline read from headers is never later than `now + maxMs`: a caller
 //    can shorten ours, never extend it. Every copy of a header counts (two
 //    spellings of one name in a plain object, a repeated field joined with
-//    commas): the earliest wins, so a second copy can never extend the first.
+//    commas, split by the core): a bad copy is refused alone and the earliest
+//    valid one wins, so a second copy can never extend the first.
 // 3. Nothing here holds a timer, a listener or Wasm memory.
 //
 // This module computes instants and never builds a Deadline (js/deadline.js
@@ -119,31 +120,24 @@ export function withBudgetHeaders(input, init, deadline, formats) {
   return { ...init, headers };
 }
 
-/** Every value of header `name` (lowercase): each spelling's, each comma-separated element. */
+/**
+ * Every value of header `name` (lowercase), each spelling's. A repeated field
+ * arrives joined with ", " (what `Headers.get` answers); the core splits it,
+ * so each copy is parsed and refused alone.
+ */
 function readHeader(headers, lowerKeys, name, out) {
   if (lowerKeys === null) {
     const value = headers.get(name);
-    if (value !== null && value !== undefined) splitInto(value, out);
+    if (value !== null && value !== undefined) out.push(value);
     return;
   }
   for (const key of lowerKeys.get(name) ?? []) {
     const value = headers[key];
     if (value === undefined) continue;
-    if (Array.isArray(value) && value.every((v) => typeof v === "string")) value.forEach((v) => splitInto(v, out));
-    else if (typeof value === "string") splitInto(value, out);
+    if (Array.isArray(value) && value.every((v) => typeof v === "string")) out.push(...value);
+    else if (typeof value === "string") out.push(value);
     else throw check.typeError(`headers["${key}"]`, "a string", value);
   }
-}
-
-// A repeated field arrives joined with ", " (what `Headers.get` answers); no
-// deadline format has a comma, so each element is a value of its own. A value
-// longer than a few copies could be is not split (an attacker's million
-// commas stay one value, refused by its length).
-const MAX_SPLIT_LEN = 256;
-
-function splitInto(value, out) {
-  if (value.length <= MAX_SPLIT_LEN && value.includes(",")) out.push(...value.split(","));
-  else out.push(value);
 }
 
 /**

@@ -7,7 +7,10 @@ import type { Deadline } from "./index.js";
 
 export type { StepKind, StepSpec, TraceRecord };
 
-/** "timeout": cut at its own cap (`StepTimeout`); "deadline": the deadline itself passed; "aborted": a parent signal. */
+/**
+ * "timeout": cut at its own cap (`StepTimeout`); "deadline": the deadline itself passed; "aborted": a parent signal;
+ * "stalled": it failed with `StreamStalled` (a stream it read went silent past its limit).
+ */
 export type StepOutcome = Outcome;
 
 export interface PlanOptions {
@@ -18,7 +21,7 @@ export interface PlanOptions {
   onStep?: (record: TraceRecord) => void;
   /** Receives what `onStep` threw, with the record it was given. */
   onStepError?: (error: unknown, record: TraceRecord) => void;
-  /** Held per step start for timer lateness and hand-off (default 5, measured; at most 1000). */
+  /** Held once in front of each mandatory or fallback step for timer lateness and hand-off (default 5, measured; at most 1000). */
   marginMs?: number;
 }
 

@@ -6,8 +6,12 @@
 // deadline's root queue), and the trace.
 //
 // # Invariants
-// 1. A step that is refused (optional: skipped; mandatory or fallback:
-//    InsufficientBudget) never calls its function.
+// 1. A step that is refused (optional: skipped; mandatory: InsufficientBudget)
+//    never calls its function. A fallback step is never refused: with
+//    nothing left (the caller's budget was below the reserve, the deadline
+//    passed, the client left) it is called at once with an aborted signal
+//    and a budget of 0, and `p.run` settles with whatever it returns: it can
+//    answer only from what it has.
 // 2. A running step's signal aborts at its cap or when the deadline's signal
 //    aborts (its own instant or a parent's reason), whichever comes first;
 //    `p.run` settles in that same turn, whether or not the function honours
@@ -26,11 +30,14 @@
 //    thrown by the hook goes to `onStepError(error, record)`, or to
 //    `console.error` when there is none (a failing logger is a logging
 //    problem, never the request's).
-// 5. Once the deadline's signal has aborted, no further step starts. When a
-//    parent aborted it (the client left), each `p.run` records `aborted` and
-//    rejects with the parent's reason, even for a step that would have been
-//    refused; when the deadline's own instant passed, a step is refused as
-//    time dictates (optional: skipped; others: InsufficientBudget).
+// 5. Once the deadline's signal has aborted, no further step starts but the
+//    fallback (invariant 1). When a parent aborted it (the client left),
+//    each other `p.run` records `aborted` and rejects with the parent's
+//    reason, even for a step that would have been refused; when the
+//    deadline's own instant passed, a step is refused as time dictates
+//    (optional: skipped; mandatory: InsufficientBudget).
+// 7. A step that fails with `StreamStalled` (itself or as a `cause`) is
+//    recorded as `stalled`, not `error`: a stall is a timeout of its own kind.
 // 6. A step's timer is unref'd, like every timer of the package, and never
 //    outlives the step; awaiting `p.run` keeps a Node or Deno process alive
 //    until it settles (js/keepalive.js), and nobody awaiting keeps nothing
@@ -38,7 +45,7 @@
 //    disposes it when the request ends.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded, render } from "./errors.js";
+import { argumentError, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded, isStreamStalled, render } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { metric } from "./servertiming.js";
@@ -76,7 +83,7 @@ export function plan(deadline, steps, options) {
 
 /**
  * @typedef {{ step: string, remainingAtStartMs: number, capMs: number, elapsedMs: number,
- *   outcome: "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" | "timeout" }} TraceRecord
+ *   outcome: "ok" | "error" | "skipped" | "insufficient" | "deadline" | "aborted" | "timeout" | "stalled" }} TraceRecord
  */
 
 /** JSON replacer: every number to 0.1 ms. */
@@ -147,6 +154,8 @@ export class Plan {
     // A departed client wins over any refusal (invariant 5); the deadline's
     // own expiry does not: a step refused for time is skipped or insufficient.
     const departed = parent.aborted && this.#reasonOutcome(parent.reason) === "aborted";
+    // The fallback always runs (invariant 1); with nothing left, at once.
+    if (this.#fallback[i] && (cap === 0 || parent.aborted)) return this.#runSpent(name, fn, t0, remaining, parent);
     if (cap === 0 && !departed) return this.#refuse(s, t0, remaining);
     if (parent.aborted) {
       return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
@@ -186,9 +195,30 @@ export class Plan {
       }
       Promise.resolve(result).then(
         (value) => finish("ok", value, true),
-        (error) => finish("error", error, false),
+        (error) => finish(failed(error), error, false),
       );
     });
+  }
+
+  /**
+   * A fallback with nothing left: `fn` gets a signal already aborted (the
+   * client's reason, the deadline's, or its own cap of 0 when a later step
+   * holds what is left) and a budget of 0, and its own result settles `p.run`.
+   */
+  #runSpent(name, fn, t0, remaining, parent) {
+    const at = this.#at;
+    const reason = parent.aborted ? parent.reason : at <= t0 ? new DeadlineExceeded(at, t0 - at) : new StepTimeout(name, 0);
+    const settle = (outcome, value, ok) => this.#settle(name, remaining, 0, t0, outcome, value, ok);
+    let result;
+    try {
+      result = fn(AbortSignal.abort(reason), 0);
+    } catch (error) {
+      return settle(failed(error), error, false);
+    }
+    return Promise.resolve(result).then(
+      (value) => settle("ok", value, true),
+      (error) => settle(failed(error), error, false),
+    );
   }
 
   /**
@@ -286,4 +316,18 @@ export class Plan {
     const known = names.length > 8 ? `${names.slice(0, 8).join(", ")}, …` : names.join(", ");
     return argumentError("range", "UNKNOWN_STEP", "name", `'name' must be a step of this plan (${known}): current value is ${check.describe(name)}`);
   }
+}
+
+/** The outcome of a step that failed: `stalled` when a `StreamStalled` is the error or in its causes, else `error`. */
+function failed(error) {
+  try {
+    const seen = new Set();
+    for (let e = error; e != null && typeof e === "object" && !seen.has(e); e = /** @type {any} */ (e).cause) {
+      seen.add(e);
+      if (isStreamStalled(e)) return "stalled";
+    }
+  } catch {
+    // A throwing getter or a revoked proxy is the step's own error: not a stall.
+  }
+  return "error";
 }

@@ -62,6 +62,10 @@ use crate::core::error::{Described, Kind, Message};
 /// before any other work.
 pub const MAX_HEADER_LEN: usize = 64;
 
+/// The most rejections one request's headers report: a value of a million
+/// bad copies costs one pass over its bytes, not a million errors.
+pub const MAX_REJECTIONS: usize = 8;
+
 /// This package's own header.
 pub const EDGE_DEADLINE_HEADER: &str = "edge-deadline-remaining-ms";
 
@@ -489,11 +493,17 @@ fn rejections<S: Serializer>(rejected: &[(usize, HeaderError)], s: S) -> Result<
 }
 
 /// Folds the headers present into one deadline: the earliest of
-/// `now + maxMs` and each valid header's [`incoming_deadline`]. A format may
-/// appear more than once (two spellings of one name in a plain object, or a
-/// repeated field): every value counts, and the earliest wins, so a second
-/// copy can never extend what the first one asked for. On a tie the first
-/// given wins.
+/// `now + maxMs` and each valid copy's [`incoming_deadline`].
+///
+/// Every copy counts. A format may appear more than once: two spellings of
+/// one name in a plain object, or a repeated field, which `Headers.get`
+/// hands over joined with `", "`. No format has a comma, so each
+/// comma-separated element of a value is a copy of its own, parsed and
+/// refused alone: a bad or overlong copy never hides a valid one, and the
+/// earliest valid copy wins, so a second copy can never extend what the
+/// first one asked for. Empty elements are no copies (an HTTP list may have
+/// them); an empty value alone is refused. At most [`MAX_REJECTIONS`] are
+/// reported. On a tie the first given wins.
 pub fn earliest_incoming(
     now_ms: f64,
     headers: &[(HeaderFormat, &[u8])],
@@ -506,15 +516,22 @@ pub fn earliest_incoming(
     check_ms("transitMs", transit_ms)?;
     let mut out = Incoming { at: incoming_deadline(now_ms, max_ms, 0.0, max_ms)?, source: None, rejected: Vec::new() };
     for (i, &(format, raw)) in headers.iter().enumerate() {
-        match parse(format, raw) {
-            Ok(ms) => {
-                let at = incoming_deadline(now_ms, ms, transit_ms, max_ms)?;
-                if at < out.at {
-                    out.at = at;
-                    out.source = Some(i);
-                }
+        let listed = raw.contains(&b',');
+        for copy in raw.split(|&b| b == b',') {
+            if listed && trim_ows(copy).0.is_empty() {
+                continue;
             }
-            Err(e) => out.rejected.push((i, e)),
+            match parse(format, copy) {
+                Ok(ms) => {
+                    let at = incoming_deadline(now_ms, ms, transit_ms, max_ms)?;
+                    if at < out.at {
+                        out.at = at;
+                        out.source = Some(i);
+                    }
+                }
+                Err(e) if out.rejected.len() < MAX_REJECTIONS => out.rejected.push((i, e)),
+                Err(_) => {}
+            }
         }
     }
     Ok(out)
@@ -722,6 +739,30 @@ mod tests {
         assert_eq!(name(earliest_incoming(0.0, &[], 0.0, f64::NAN)), Some("maxMs"));
         assert_eq!(name(earliest_incoming(0.0, &[], -1.0, 1.0)), Some("transitMs"));
         assert_eq!(name(earliest_incoming(f64::NAN, &[], 0.0, 1.0)), Some("now"));
+    }
+
+    #[test]
+    fn every_copy_of_a_repeated_header_counts_and_a_bad_copy_is_refused_alone() {
+        // `Headers.get` joins a repeated field with ", ": each element is a copy of its own.
+        let inc = earliest_incoming(0.0, &[(GrpcTimeout, b"50m, 2S")], 0.0, 10_000.0).unwrap();
+        assert_eq!((inc.at, inc.source), (50.0, Some(0)));
+        let inc = earliest_incoming(0.0, &[(GrpcTimeout, b"2S,50m")], 0.0, 10_000.0).unwrap();
+        assert_eq!((inc.at, inc.source), (50.0, Some(0)));
+        // A copy far longer than any valid one is refused alone; the valid copy still counts.
+        let long = format!("{},50m", "9".repeat(300));
+        let inc = earliest_incoming(0.0, &[(GrpcTimeout, long.as_bytes())], 0.0, 10_000.0).unwrap();
+        assert_eq!((inc.at, inc.source), (50.0, Some(0)));
+        assert_eq!(inc.rejected, vec![(0, HeaderError::TooLong { header: "grpc-timeout", len: 300 })]);
+        // Empty elements of a list are no copies (RFC 9110 5.6.1); an empty value alone is refused.
+        let commas = format!("{}40", ",".repeat(100_000));
+        let inc = earliest_incoming(0.0, &[(ConnectTimeoutMs, commas.as_bytes())], 0.0, 10_000.0).unwrap();
+        assert_eq!((inc.at, inc.rejected.len()), (40.0, 0));
+        let inc = earliest_incoming(0.0, &[(ConnectTimeoutMs, b"")], 0.0, 10_000.0).unwrap();
+        assert_eq!(inc.rejected, vec![(0, HeaderError::Empty { header: "connect-timeout-ms" })]);
+        // However many bad copies, at most MAX_REJECTIONS are reported, and the valid one wins.
+        let junk = format!("{}30", "x,".repeat(10_000));
+        let inc = earliest_incoming(0.0, &[(ConnectTimeoutMs, junk.as_bytes())], 0.0, 10_000.0).unwrap();
+        assert_eq!((inc.at, inc.rejected.len()), (30.0, MAX_REJECTIONS));
     }
 
     /// A generator biased towards almost-valid header values.

@@ -14,8 +14,8 @@
 //!
 //! ```text
 //! remaining = max(0, at − now)
-//! held(i)   = Σ reserve(j) over mandatory and fallback steps j declared after i
-//!           + margin × (n − 1 − i)                (one hand-off per later step)
+//! held(i)   = Σ (reserve(j) + margin) over mandatory and fallback steps j
+//!             declared after i              (one hand-off margin per held step)
 //! available = remaining − held(i)
 //! cap       = min(preferred, available)    mandatory and optional steps
 //! cap       = available                    fallback steps: everything left
@@ -26,19 +26,22 @@
 //! step is [`Decision::Skip`]ped and a mandatory step is
 //! [`Decision::Insufficient`]: it must not start.
 //!
-//! A fallback step is admitted whenever `cap > 0`, even below its `minMs`.
-//! It is the truthful answer of last resort: refusing it because the step
-//! before ended late would turn a degraded answer into no answer at all. Its
-//! `minMs` and `reserveMs` size what is *held* for it; when it runs, it gets
-//! whatever is left of that, however late the previous step ended, until the
-//! deadline itself has passed.
+//! A fallback step is always admitted, even below its `minMs`, even with
+//! nothing left. It is the truthful answer of last resort: refusing it
+//! because the step before ended late, or because the caller's budget was
+//! smaller than the reserve, would turn a degraded answer into no answer at
+//! all. Its `minMs` and `reserveMs` size what is *held* for it; when it runs,
+//! it gets whatever is left of that, however late the previous step ended.
+//! With nothing left its cap is `0`: the host hands it a signal that is
+//! already aborted, so it can answer only from what it has (a cached or
+//! static answer).
 //!
 //! # A shortage is never an error
 //! A plan is created whatever the time left, even none: a short incoming
 //! deadline (a propagated `grpc-timeout: 50m`) is a runtime condition, not a
 //! programmer's mistake. The shortage shows where it can be handled, when a
 //! step is decided: optional steps are skipped, mandatory steps are
-//! insufficient, and the fallback runs with what is left. Construction
+//! insufficient, and the fallback runs with what is left, if only nothing. Construction
 //! refuses only steps that could never be valid at any budget.
 //!
 //! # The hand-off margin
@@ -46,17 +49,26 @@
 //! cap ends a little *after* its cap: the host timer fires late (armed in
 //! whole milliseconds, behind whatever task holds the event loop), the abort
 //! travels through promise callbacks, and the next step's bookkeeping runs
-//! before it starts. Each of those costs time that was never in any cap. The
-//! plan therefore holds `margin` (default [`DEFAULT_MARGIN_MS`]) for every
-//! step start still to come, including the first.
+//! before it starts. Each of those costs time that was never in any cap.
+//!
+//! That lateness matters only where a reserve begins. Every step's cap ends
+//! at or before the boundary of the next held (mandatory or fallback) step's
+//! reserve, so a step that ends late eats into the next step's cap, not into
+//! a reserve, unless the time it ate was the reserve itself. Optional steps
+//! between two held steps share one boundary: the first to end late past it
+//! leaves the rest nothing, and they skip (which costs no time). So the plan
+//! holds `margin` (default [`DEFAULT_MARGIN_MS`]) once in front of each held
+//! step, not once per step: a margin per step would make a short budget
+//! refuse its first step for hand-offs that can never all happen (four later
+//! steps at 5 ms each would hold 20 ms of a 50 ms budget).
 //!
 //! With that margin, a short induction gives invariant 3: if the plan's
-//! reserves plus `margin × n` fit in the budget and every step ends at most
-//! `margin` after its cap (or is skipped within `margin`), then at the start
-//! of step `j` at least `Σ held reserves from j on + margin × (n − 1 − j)`
-//! remains, so each mandatory or fallback step is admitted with at least
-//! `min(preferred, reserve)`. When a step ends later than that, the margin
-//! is not a promise any more, but the fallback still runs (see above).
+//! reserves plus one margin per held step fit in the budget, every step
+//! ends at most `margin` after its cap and skips take no time, then at the
+//! start of each held step `j` at least `reserve(j) + held(j)` remains, so it
+//! is admitted with at least `min(preferred, reserve)`. When a step ends
+//! later than that, the margin is not a promise any more, but the fallback
+//! still runs (see above).
 //!
 //! The default is measured, not guessed: `bench/lateness.bench.mjs` times
 //! how late a step's successor starts after its cap fires, in Node, Deno,
@@ -76,17 +88,17 @@
 //! is the [`TraceRecord`]'s job.
 //!
 //! # Invariants (each is a property test, in `plan/tests.rs`)
-//! 1. An admitted step's cap never exceeds `remaining − held(i)`, nor its
-//!    preferred duration, and is above zero and (except a fallback's) at
-//!    least its minimum.
+//! 1. An admitted step's cap never exceeds `max(0, remaining − held(i))`,
+//!    nor its preferred duration; except a fallback's, it is above zero and
+//!    at least its minimum.
 //! 2. Whether a plan can be built never depends on the time left: valid
 //!    steps give a plan at any budget, an expired one included.
-//! 3. If the reserves plus `margin × n` fit in the budget and every step ends
-//!    at most `margin` after its cap (late abort plus hand-off), every
-//!    mandatory and fallback step is admitted with a cap of at least
-//!    `min(preferred, reserve)`. However late the steps before it end, a
-//!    fallback step is admitted with everything left after later held steps
-//!    whenever that is above zero.
+//! 3. If the reserves plus one margin per held step fit in the budget and
+//!    every step ends at most `margin` after its cap (late abort plus
+//!    hand-off), every mandatory and fallback step is admitted with a cap of
+//!    at least `min(preferred, reserve)`. However late the steps before it
+//!    end, a fallback step is admitted, with everything left after later
+//!    held steps (`0` when nothing is).
 //! 4. In such a sequential run no step's start plus cap passes the deadline,
 //!    and when every step consumes its whole cap the caps sum to at most the
 //!    budget (a step that ends early hands its slack to the next one).
@@ -490,8 +502,8 @@ pub enum Decision {
     Run { cap_ms: f64, remaining_ms: f64 },
     /// An optional step that must not start; the pipeline carries on.
     Skip { reason: SkipReason, remaining_ms: f64 },
-    /// A mandatory step that cannot get its minimum, or a fallback step with
-    /// nothing left: it must not start, and JS throws `InsufficientBudget`.
+    /// A mandatory step that cannot get its minimum: it must not start, and
+    /// the host throws `InsufficientBudget`. (A fallback is never refused.)
     Insufficient { remaining_ms: f64, available_ms: f64, min_ms: f64 },
 }
 
@@ -529,8 +541,7 @@ pub struct Plan {
     at: f64,
     margin_ms: f64,
     steps: Vec<Step>,
-    /// `held_after[i]` = Σ reserves of mandatory and fallback steps after `i`
-    /// plus `margin × (n − 1 − i)`.
+    /// `held_after[i]` = Σ (reserve + margin) over mandatory and fallback steps after `i`.
     held_after: Vec<f64>,
 }
 
@@ -567,10 +578,9 @@ impl Plan {
         let mut held_after = vec![0.0; n];
         let mut held = 0.0;
         for i in (0..n).rev() {
-            // `n − 1 − i` ≤ MAX_STEPS, so the conversion is exact.
-            held_after[i] = held + margin_ms * (n - 1 - i) as f64;
+            held_after[i] = held;
             if steps[i].kind.holds_reserve() {
-                held += steps[i].reserve_ms;
+                held += steps[i].reserve_ms + margin_ms;
             }
         }
         Ok(Self { at, margin_ms, steps, held_after })
@@ -617,7 +627,7 @@ impl Plan {
             .ok_or_else(|| PlanError::UnknownStep { name: name.chars().take(MAX_NAME_LEN).collect() })
     }
 
-    /// Time held back from step `index`: later reserves plus later hand-off margins.
+    /// Time held back from step `index`: each later held step's reserve and hand-off margin.
     pub fn held_after(&self, index: usize) -> Result<f64, PlanError> {
         self.held_after.get(index).copied().ok_or(PlanError::IndexOutOfRange { index, len: self.steps.len() })
     }
@@ -654,9 +664,9 @@ pub fn decide_step(
         (StepKind::Fallback, _) | (_, None) => available,
         (_, Some(p)) => p.min(available),
     };
-    // A fallback runs in whatever is left (module doc); the others need their minimum.
-    let enough = kind == StepKind::Fallback || cap + ADMIT_EPSILON_MS >= min_ms;
-    if enough && cap > 0.0 {
+    // A fallback runs in whatever is left, if only nothing (module doc); the
+    // others need their minimum.
+    if kind == StepKind::Fallback || (cap + ADMIT_EPSILON_MS >= min_ms && cap > 0.0) {
         return Ok(Decision::Run { cap_ms: cap, remaining_ms: remaining });
     }
     Ok(match kind {
@@ -674,11 +684,12 @@ pub fn decide_step(
     })
 }
 
-/// The cap [`decide_step`] gives a step, or `0` when it must not start: the
-/// one number a binding's hot path needs per step, from a [`StepInfo`]'s
-/// numbers. Admission distinguishes only fallback steps (which run below
-/// their minimum); optional and mandatory steps differ in what a refusal is,
-/// which [`refusal`] says.
+/// The cap [`decide_step`] gives a step: the one number a binding's hot path
+/// needs per step, from a [`StepInfo`]'s numbers. `0` means an optional or
+/// mandatory step must not start, and a fallback runs with nothing left (an
+/// aborted signal). Admission distinguishes only fallback steps (always
+/// admitted); optional and mandatory steps differ in what a refusal is, which
+/// [`refusal`] says.
 pub fn step_cap(
     fallback: bool,
     min_ms: f64,

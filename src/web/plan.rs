@@ -7,8 +7,11 @@
 //! `plan()` (`js/plan.js`) does the same.
 //!
 //! # Invariants
-//! 1. A refused step (optional: skipped; mandatory or fallback:
-//!    `InsufficientBudget`) never calls its function.
+//! 1. A refused step (optional: skipped; mandatory: `InsufficientBudget`)
+//!    never calls its function. A fallback step is never refused: with
+//!    nothing left (the deadline passed, the client left, the caller's
+//!    budget was below the reserve) it is called at once with an aborted
+//!    signal and a budget of 0, and `run` returns what it returns.
 //! 2. A running step's signal aborts at its cap (with `StepTimeout` when the
 //!    cap is before the deadline's instant, `DeadlineExceeded` when it is the
 //!    instant itself) or when the
@@ -18,8 +21,10 @@
 //! 3. When `run` returns, its timer is cleared and its listener removed.
 //! 4. Every `run`, started or not, appends exactly one trace record and calls
 //!    the `on_step` hook with it before returning.
-//! 5. Once the deadline's signal has aborted, no further step starts; a
-//!    departed client's reason wins over a refusal.
+//! 5. Once the deadline's signal has aborted, no further step starts but the
+//!    fallback; a departed client's reason wins over a refusal.
+//! 6. A step that fails with [`Error::StreamStalled`] is recorded as
+//!    `stalled`, not `error`.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -153,8 +158,9 @@ impl<'d> Plan<'d> {
     }
 
     /// Runs the step `name`: `f(signal, cap_ms)` with the step's cap, or not at
-    /// all (an optional step: `Ok(StepResult::Skipped)`; a mandatory or
-    /// fallback step: `Err(InsufficientBudget)`).
+    /// all (an optional step: `Ok(StepResult::Skipped)`; a mandatory step:
+    /// `Err(InsufficientBudget)`). A fallback step always runs: with nothing
+    /// left, with an aborted signal and a cap of 0.
     ///
     /// # Errors
     /// [`Error::InsufficientBudget`] (not started); [`Error::StepTimeout`] or
@@ -187,6 +193,24 @@ impl<'d> Plan<'d> {
         // own expiry does not: a step refused for time is skipped or insufficient.
         let gone = if parent.aborted() { Some(Error::from(parent.reason())) } else { None };
         let departed = gone.as_ref().is_some_and(|r| self.outcome_of(r) == Outcome::Aborted);
+        let fallback = self.plan.steps()[index].kind() == StepKind::Fallback;
+        if fallback && (decision.cap_ms() == 0.0 || gone.is_some()) {
+            // The fallback always runs (invariant 1); with nothing left, at once.
+            let reason = match gone {
+                Some(reason) => reason,
+                None if at <= t0 => Error::DeadlineExceeded { at, late_by_ms: t0 - at },
+                None => Error::StepTimeout { step: name.to_string(), cap_ms: 0.0 },
+            };
+            let controller = web_sys::AbortController::new().map_err(Error::from)?;
+            controller.abort_with_reason(&reason.into());
+            let result = f(controller.signal(), 0.0).await;
+            let outcome = match &result {
+                Ok(_) => Outcome::Ok,
+                Err(e) => failed(e),
+            };
+            self.record(name, remaining, 0.0, t0, outcome);
+            return result.map(StepResult::Ran);
+        }
         let cap = match decision {
             Decision::Skip { reason, .. } if !departed => {
                 self.record(name, remaining, 0.0, t0, Outcome::Skipped);
@@ -224,7 +248,7 @@ impl<'d> Plan<'d> {
         drop(guard);
         let (outcome, answer) = match result {
             Ok(Ok(value)) => (Outcome::Ok, Ok(StepResult::Ran(value))),
-            Ok(Err(error)) => (Outcome::Error, Err(error)),
+            Ok(Err(error)) => (failed(&error), Err(error)),
             Err(Ended::Cap(reason)) => (Outcome::Deadline, Err(Error::from(reason))),
             Err(Ended::Parent(_, reason)) => {
                 let reason = Error::from(reason);
@@ -322,6 +346,14 @@ impl<'d> Plan<'d> {
     /// ```
     pub fn deadline(&self) -> &Deadline {
         self.deadline
+    }
+}
+
+/// The outcome of a step that failed: a stall is a timeout of its own kind.
+fn failed(error: &Error) -> Outcome {
+    match error {
+        Error::StreamStalled { .. } => Outcome::Stalled,
+        _ => Outcome::Error,
     }
 }
 

@@ -58,9 +58,10 @@ fn slow_retrieval_skips_generation_and_keeps_the_fallback() {
     assert_eq!(d.outcome_if_not_run(), Some(Outcome::Skipped));
     // The fallback runs in its reserve and gets everything left.
     assert_eq!(p.decide("respond", 7_401.0), Ok(Decision::Run { cap_ms: 599.0, remaining_ms: 599.0 }));
-    // Past the deadline, optional steps are skipped and held steps are insufficient.
+    // Past the deadline, optional steps are skipped, mandatory steps are
+    // insufficient, and the fallback still runs, with nothing.
     assert!(matches!(p.decide("retrieve", 9_000.0), Ok(Decision::Skip { reason: SkipReason::Expired, .. })));
-    assert!(matches!(p.decide("respond", 8_000.0), Ok(Decision::Insufficient { .. })));
+    assert_eq!(p.decide("respond", 8_000.0), Ok(Decision::Run { cap_ms: 0.0, remaining_ms: 0.0 }));
     assert!(matches!(p.decide("auth", 7_900.0), Ok(Decision::Insufficient { .. })));
 }
 
@@ -70,12 +71,10 @@ fn a_late_step_leaves_the_fallback_whatever_is_left() {
     // Generation ended 60 ms past its cap (far more than the margin):
     // 445 ms remain of the 505 held, below the fallback's 500 ms minimum.
     assert_eq!(p.decide("respond", 7_555.0), Ok(Decision::Run { cap_ms: 445.0, remaining_ms: 445.0 }));
-    // Down to the last sliver of time it still runs; at the deadline it cannot.
+    // Down to the last sliver of time it still runs, and past the deadline too, with nothing.
     assert_eq!(p.decide("respond", 7_999.5), Ok(Decision::Run { cap_ms: 0.5, remaining_ms: 0.5 }));
-    assert_eq!(
-        p.decide("respond", 8_000.0),
-        Ok(Decision::Insufficient { remaining_ms: 0.0, available_ms: 0.0, min_ms: 500.0 })
-    );
+    assert_eq!(p.decide("respond", 8_000.0), Ok(Decision::Run { cap_ms: 0.0, remaining_ms: 0.0 }));
+    assert_eq!(p.decide("respond", 9_000.0), Ok(Decision::Run { cap_ms: 0.0, remaining_ms: 0.0 }));
     // A mandatory step below its minimum is still refused.
     let m = Plan::new(1_000.0, 0.0, vec![opt("a", 10.0), man("check", 200.0)]).unwrap();
     assert!(matches!(m.decide("check", 900.0), Ok(Decision::Insufficient { .. })));
@@ -90,13 +89,45 @@ fn short_budgets_build_a_plan_and_degrade_when_decided() {
     assert!(matches!(p.decide("retrieve", 0.0), Ok(Decision::Skip { .. })));
     assert!(matches!(p.decide("check", 0.0), Ok(Decision::Insufficient { .. })));
     assert_eq!(p.decide("respond", 0.0), Ok(Decision::Run { cap_ms: 50.0, remaining_ms: 50.0 }));
-    // All optional with 12 ms left: three 5 ms margins do not fit, still a plan.
+    // All optional with 12 ms left: no reserve to protect, so no margin is held.
     let q = Plan::new(12.0, 0.0, vec![opt("a", 1.0), opt("b", 1.0), opt("c", 1.0)]).unwrap();
-    assert_eq!(q.decide("a", 0.0).unwrap().cap_ms(), 2.0);
+    assert_eq!(q.decide("a", 0.0).unwrap().cap_ms(), 12.0);
     assert_eq!(q.decide("c", 0.0).unwrap().cap_ms(), 12.0);
-    // An expired deadline with a single fallback step.
+    // An expired deadline with a single fallback step: it runs, with nothing.
     let r = Plan::new(100.0, 250.0, vec![fb("respond", 10.0)]).unwrap();
-    assert!(matches!(r.decide("respond", 250.0), Ok(Decision::Insufficient { .. })));
+    assert_eq!(r.decide("respond", 250.0), Ok(Decision::Run { cap_ms: 0.0, remaining_ms: 0.0 }));
+}
+
+#[test]
+fn the_margin_is_held_once_per_held_step_not_once_per_step() {
+    // 50 ms: a 5 ms auth, three optional steps, a fallback holding 40 ms.
+    // One margin guards the fallback's reserve; the optional steps between
+    // share its boundary, so their hand-offs cost no extra margin.
+    let p = Plan::new(
+        50.0,
+        0.0,
+        vec![
+            man("auth", 5.0).preferred(5.0),
+            opt("retrieve", 5.0).preferred(100.0),
+            opt("generate", 50.0),
+            opt("polish", 5.0),
+            fb("respond", 40.0),
+        ],
+    )
+    .unwrap();
+    assert_eq!(p.held_after(0), Ok(45.0));
+    assert_eq!(p.decide("auth", 0.0), Ok(Decision::Run { cap_ms: 5.0, remaining_ms: 50.0 }));
+    // Auth cut at its cap and 5 ms late: the optional steps skip, the fallback keeps its 40 ms.
+    assert!(matches!(p.decide("retrieve", 10.0), Ok(Decision::Skip { .. })));
+    assert!(matches!(p.decide("polish", 10.0), Ok(Decision::Skip { .. })));
+    assert_eq!(p.decide("respond", 10.0), Ok(Decision::Run { cap_ms: 40.0, remaining_ms: 40.0 }));
+    // Two held steps after a step: two margins.
+    let q =
+        Plan::new(1_000.0, 0.0, vec![opt("a", 1.0), opt("b", 1.0), man("check", 60.0), fb("respond", 100.0)]).unwrap();
+    assert_eq!(
+        (q.held_after(0), q.held_after(1), q.held_after(2), q.held_after(3)),
+        (Ok(170.0), Ok(170.0), Ok(105.0), Ok(0.0))
+    );
 }
 
 #[test]
@@ -194,7 +225,8 @@ fn step_cap_and_refusal_agree_with_decide() {
             assert_eq!(cap, d.cap_ms(), "step {i} at {now}");
             let refusal = refusal(s, p.at(), now).unwrap();
             assert_eq!(refusal.as_ref().map(|r| r.outcome), d.outcome_if_not_run(), "step {i} at {now}");
-            assert_eq!(cap == 0.0, refusal.is_some());
+            // A fallback is never refused, even with a cap of 0.
+            assert_eq!(cap == 0.0 && !fallback, refusal.is_some(), "step {i} at {now}");
             if s.kind == StepKind::Optional {
                 let skip = skip_reason(s.min_ms, s.preferred_ms, s.held_after_ms, p.at(), now).unwrap();
                 assert_eq!(skip.map(|r| r.message()), refusal.map(|r| r.reason), "step {i} at {now}");
@@ -205,8 +237,9 @@ fn step_cap_and_refusal_agree_with_decide() {
     let r = refusal(&info.steps[2], p.at(), 7_400.0).unwrap().unwrap();
     assert_eq!((r.outcome, r.available_ms, r.min_ms), (Outcome::Skipped, 95.0, 1_000.0));
     assert!(r.reason.to_string().starts_with("only 95 ms are available"), "{}", r.reason);
-    let r = refusal(&info.steps[3], p.at(), 8_000.0).unwrap().unwrap();
-    assert_eq!((r.outcome, r.available_ms, r.min_ms), (Outcome::Insufficient, 0.0, 500.0));
+    assert_eq!(refusal(&info.steps[3], p.at(), 8_000.0), Ok(None), "the fallback is never refused");
+    let r = refusal(&info.steps[0], p.at(), 7_900.0).unwrap().unwrap();
+    assert_eq!((r.outcome, r.available_ms, r.min_ms), (Outcome::Insufficient, 0.0, 100.0));
 }
 
 #[test]
@@ -284,10 +317,11 @@ proptest! {
             prop_assert!(d.remaining_ms() == remaining);
             match d {
                 Decision::Run { cap_ms, .. } => {
-                    prop_assert!(cap_ms.is_finite() && cap_ms > 0.0);
-                    // A fallback runs in whatever is left; the others get their minimum.
-                    prop_assert!(step.kind() == StepKind::Fallback || cap_ms + ADMIT_EPSILON_MS >= step.min_ms());
-                    prop_assert!(cap_ms <= remaining - p.held_after(i).unwrap());
+                    // A fallback runs in whatever is left, if only nothing; the others get their minimum.
+                    let fallback = step.kind() == StepKind::Fallback;
+                    prop_assert!(cap_ms.is_finite() && (cap_ms > 0.0 || (fallback && cap_ms == 0.0)));
+                    prop_assert!(fallback || cap_ms + ADMIT_EPSILON_MS >= step.min_ms());
+                    prop_assert!(cap_ms <= (remaining - p.held_after(i).unwrap()).max(0.0));
                     if let Some(pref) = step.preferred_ms() { prop_assert!(cap_ms <= pref); }
                 }
                 Decision::Skip { reason, .. } => {
@@ -297,7 +331,7 @@ proptest! {
                     }
                 }
                 Decision::Insufficient { available_ms, .. } => {
-                    prop_assert!(step.kind().holds_reserve() && available_ms >= 0.0);
+                    prop_assert!(step.kind() == StepKind::Mandatory && available_ms >= 0.0);
                 }
             }
         }
@@ -315,8 +349,8 @@ proptest! {
     }
 
     /// Invariant 3, second half: however late the steps before it end, a
-    /// fallback is admitted with everything left after later held steps
-    /// whenever that is above zero, and refused only when it is not.
+    /// fallback is admitted with everything left after later held steps,
+    /// `0` when nothing is: it is never refused.
     #[test]
     fn a_fallback_runs_while_anything_is_left(
         gens in proptest::collection::vec(step_gen(), 1..8),
@@ -330,17 +364,16 @@ proptest! {
             if step.kind() != StepKind::Fallback { continue; }
             let left = (p.at() - now).max(0.0) - p.held_after(i).unwrap();
             match p.decide_index(i, now).unwrap() {
-                Decision::Run { cap_ms, .. } => prop_assert!(left > 0.0 && cap_ms == left),
-                Decision::Insufficient { .. } => prop_assert!(left <= 0.0),
-                Decision::Skip { .. } => prop_assert!(false, "a fallback was skipped"),
+                Decision::Run { cap_ms, .. } => prop_assert!(cap_ms == left.max(0.0)),
+                d => prop_assert!(false, "a fallback was refused: {:?}", d),
             }
         }
     }
 
     /// Invariants 3 and 4: a sequential run where every step ends at most
-    /// `margin` after its cap (or takes up to `margin` to skip) admits
-    /// every mandatory and fallback step with at least
-    /// min(preferred, reserve), and never runs past the deadline.
+    /// `margin` after its cap (a skip takes no time) admits every mandatory
+    /// and fallback step with at least min(preferred, reserve), and never
+    /// runs past the deadline.
     #[test]
     fn sequential_run_keeps_the_tail(
         gens in proptest::collection::vec(step_gen(), 1..8),
@@ -355,8 +388,9 @@ proptest! {
         let start = 250.0;
         let p = Plan::with_margin(start + budget, start, build(&gens), margin).unwrap();
         let held: f64 = p.steps().iter().filter(|s| s.kind().holds_reserve()).map(|s| s.reserve_ms()).sum();
-        // The guarantee holds for plans whose reserves and margins fit.
-        if held + margin * p.steps().len() as f64 > budget {
+        let held_steps = |from: usize| p.steps()[from..].iter().filter(|s| s.kind().holds_reserve()).count();
+        // The guarantee holds for plans whose reserves and one margin per held step fit.
+        if held + margin * held_steps(0) as f64 > budget {
             return Ok(());
         }
         // A delay of up to one margin before the first step starts, too.
@@ -364,9 +398,12 @@ proptest! {
         let mut caps = 0.0;
         let mut full = true;
         for (i, step) in p.steps().iter().enumerate() {
-            // Invariant (induction hypothesis) checked directly, too.
+            // The induction hypothesis, checked directly at each held step:
+            // its reserve, and every later held step's reserve and margin.
             let left = p.at() - now;
-            prop_assert!(left + 1e-6 >= held_from(&p, i) + margin * (p.steps().len() - 1 - i) as f64);
+            if step.kind().holds_reserve() {
+                prop_assert!(left + 1e-6 >= held_from(&p, i) + margin * held_steps(i + 1) as f64);
+            }
             match p.decide_index(i, now).unwrap() {
                 Decision::Run { cap_ms, .. } => {
                     if step.kind().holds_reserve() {
@@ -378,10 +415,10 @@ proptest! {
                     full &= use_frac[i] == 1.0;
                     now += cap_ms * use_frac[i] + margin * late_frac[i];
                 }
-                Decision::Skip { .. } => now += margin * late_frac[i],
+                Decision::Skip { .. } => {}
                 // A zero reserve guarantees nothing: with the budget spent to
                 // the last bit there is no time to start in.
-                Decision::Insufficient { .. } if step.reserve_ms() == 0.0 => now += margin * late_frac[i],
+                Decision::Insufficient { .. } if step.reserve_ms() == 0.0 => {}
                 Decision::Insufficient { .. } => {
                     prop_assert!(false, "held step {} was insufficient at {} (at {})", i, now, p.at());
                 }

@@ -33,6 +33,10 @@ pub enum Outcome {
     /// The step's own cap fired while the deadline still had time: it was
     /// aborted with `StepTimeout`.
     Timeout,
+    /// The step failed with `StreamStalled`: a stream it read went silent
+    /// past its first-chunk or stall limit (a timeout of its own kind, not an
+    /// error of the step's).
+    Stalled,
 }
 
 impl Outcome {
@@ -46,6 +50,7 @@ impl Outcome {
             Self::Deadline => "deadline",
             Self::Aborted => "aborted",
             Self::Timeout => "timeout",
+            Self::Stalled => "stalled",
         }
     }
 
@@ -123,8 +128,9 @@ mod tests {
             Outcome::Deadline,
             Outcome::Aborted,
             Outcome::Timeout,
+            Outcome::Stalled,
         ];
         let names: Vec<_> = all.iter().map(|o| o.as_str()).collect();
-        assert_eq!(names, ["ok", "error", "skipped", "insufficient", "deadline", "aborted", "timeout"]);
+        assert_eq!(names, ["ok", "error", "skipped", "insufficient", "deadline", "aborted", "timeout", "stalled"]);
     }
 }

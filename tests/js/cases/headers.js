@@ -104,6 +104,28 @@ const cases = [
     },
   },
   {
+    name: "reliability: a bad copy of a repeated header is refused alone: a long copy never hides the valid 50m one",
+    run: (lib) => {
+      const long = "9".repeat(300);
+      const h = new Headers();
+      h.append("grpc-timeout", long);
+      h.append("grpc-timeout", "50m");
+      for (const headers of [h, { "grpc-timeout": `${long}, 50m` }, { "grpc-timeout": [long, "50m"] }, { "grpc-timeout": long, "Grpc-Timeout": "50m" }]) {
+        const r = lib.deadlineFromHeaders(headers, { maxMs: 10_000 });
+        equal(r.source, "grpc-timeout");
+        ok(r.deadline.remaining() <= 50, `the valid copy lost: ${r.deadline.remaining()} ms left`);
+        equal(r.rejected.length, 1);
+        equal(r.rejected[0].error.code, "HEADER_TOO_LONG");
+        ok(r.rejected[0].error.message.length < 200, "the refusal does not echo the copy");
+        r.deadline.dispose();
+      }
+      // Empty list elements are no copies; a million bad ones cost one pass and eight reports.
+      const many = lib.deadlineFromHeaders({ "connect-timeout-ms": `${",".repeat(100_000)}${"x,".repeat(100_000)}40` }, { maxMs: 10_000 });
+      ok(many.deadline.remaining() <= 40, `${many.deadline.remaining()}`);
+      equal(many.rejected.length, 8);
+    },
+  },
+  {
     name: "reliability: a malformed incoming header is ignored by default (cap applies, rejection reported) or a branded InvalidHeader on request",
     run: (lib) => {
       const r = lib.deadlineFromHeaders({ "grpc-timeout": "1e3S", "connect-timeout-ms": "800" }, { maxMs: 1_000 });

@@ -216,7 +216,9 @@ const cases = [
       let launched = false;
       equal(await rejects(p.run("generate", () => (launched = true))), "client went away");
       equal(launched, false, "a step was launched after the client left");
-      equal(p.records.map((r) => r.outcome).join(), "aborted,aborted");
+      // The fallback is the answer of last resort: it runs, its signal aborted with the client's reason.
+      equal(await p.run("respond", (signal, budgetMs) => (equal(signal.reason, "client went away"), equal(budgetMs, 0), "fallback")), "fallback");
+      equal(p.records.map((r) => r.outcome).join(), "aborted,aborted,ok");
       equal(client.counts.removed, client.counts.added, "listeners left on the client's signal");
       d.dispose();
     },
@@ -291,12 +293,85 @@ const cases = [
         equal(answer, "fallback answer", "the fallback answered");
         equal(given, 45, "the fallback got every millisecond left (100 + 5 − 60)");
         equal(p.records.map((r) => r.outcome).join(), "ok,ok");
-        // Once the deadline itself has passed there is nothing to run in.
+        // Once the deadline itself has passed the fallback still runs, with nothing.
         clock.t = d.at;
-        const e = await rejects(p.run("respond", () => "too late"), lib.InsufficientBudget);
-        equal(e.step, "respond");
+        equal(await p.run("respond", (signal, budgetMs) => (ok(signal.aborted && budgetMs === 0), "from what it has")), "from what it has");
         d.dispose();
       }),
+  },
+  {
+    name: "reliability: the fallback is the answer of last resort: with grpc-timeout 0m it runs at once, its signal aborted, its budget 0",
+    run: async (lib) => {
+      const d = lib.Deadline.fromHeaders({ "grpc-timeout": "0m" }, { maxMs: 10_000 });
+      const p = lib.plan(d, [
+        { name: "generate", minMs: 10, kind: "optional" },
+        { name: "check", minMs: 5, kind: "mandatory" },
+        { name: "respond", minMs: 50, kind: "fallback" },
+      ]);
+      equal((await p.run("generate", () => "ran")).skipped, true);
+      await rejects(p.run("check", () => "ran"), lib.InsufficientBudget);
+      let seenSignal;
+      const answer = await p.run("respond", async (signal, budgetMs) => {
+        seenSignal = signal;
+        equal(budgetMs, 0, "nothing is left");
+        return "a cached answer";
+      });
+      equal(answer, "a cached answer", "the fallback answered");
+      ok(seenSignal.aborted && lib.isDeadlineExceeded(seenSignal.reason), `its signal: ${seenSignal.aborted} ${seenSignal.reason}`);
+      const last = p.records[2];
+      equal(`${last.step} ${last.outcome} ${last.capMs}`, "respond ok 0");
+      // Its own failure is its result, as for any step.
+      const boom = new Error("no cache");
+      equal(await rejects(p.run("respond", () => Promise.reject(boom))), boom);
+      equal(await rejects(p.run("respond", () => {
+        throw boom;
+      })), boom);
+      equal(p.records.map((r) => r.outcome).join(), "skipped,insufficient,ok,error,error");
+      d.dispose();
+    },
+  },
+  {
+    name: "plan on fake time: margins do not eat a short budget: at 50 ms a 5 ms auth runs before four later steps, and the fallback keeps its 40 ms",
+    run: (lib) =>
+      withFakeClock(async (clock) => {
+        const d = lib.Deadline.in(50);
+        const p = lib.plan(d, [
+          { name: "auth", minMs: 5, preferredMs: 5, kind: "mandatory" },
+          { name: "retrieve", minMs: 5, preferredMs: 100, kind: "optional" },
+          { name: "generate", minMs: 50, kind: "optional" },
+          { name: "polish", minMs: 5, kind: "optional" },
+          { name: "respond", minMs: 40, kind: "fallback" },
+        ]);
+        // Auth ends 5 ms after its cap (one margin of lateness).
+        equal(await p.run("auth", (signal, budgetMs) => (equal(budgetMs, 5, "auth's cap"), (clock.t += budgetMs + 5), "user")), "user");
+        for (const name of ["retrieve", "generate", "polish"]) equal((await p.run(name, () => "ran")).skipped, true, name);
+        let given;
+        equal(await p.run("respond", (signal, budgetMs) => ((given = budgetMs), "answer")), "answer");
+        equal(given, 40, "the fallback got its whole reserve");
+        equal(p.records.map((r) => r.outcome).join(), "ok,skipped,skipped,skipped,ok");
+        d.dispose();
+      }),
+  },
+  {
+    name: "plan: a step that fails with StreamStalled is traced as stalled (p.trace() and Server-Timing), not error",
+    run: async (lib) => {
+      const d = lib.Deadline.in(5_000);
+      const p = lib.plan(d, [
+        { name: "generate", minMs: 10, kind: "optional" },
+        { name: "summarise", minMs: 10, kind: "optional" },
+        { name: "respond", minMs: 50, kind: "fallback" },
+      ]);
+      const silent = new ReadableStream({ pull: () => new Promise(() => {}) });
+      const e = await rejects(p.run("generate", () => lib.withStallTimeout(silent, { firstChunkMs: 10, stallMs: 1_000 }).getReader().read()));
+      ok(lib.isStreamStalled(e), `${e?.name}: ${e?.message}`);
+      // A stall wrapped by the caller's own error still counts, through its cause.
+      const wrapped = new Error("model call failed", { cause: new lib.StreamStalled("stall", 300, 4, 120) });
+      equal(await rejects(p.run("summarise", () => Promise.reject(wrapped))), wrapped);
+      equal(p.records.map((r) => r.outcome).join(), "stalled,stalled");
+      equal(JSON.parse(p.trace()).map((r) => r.outcome).join(), "stalled,stalled");
+      ok(/generate;dur=[\d.]+;desc="stalled, cap/.test(p.serverTiming()), p.serverTiming());
+      d.dispose();
+    },
   },
   {
     name: "reliability: short incoming deadlines degrade at run time instead of throwing",
@@ -324,10 +399,11 @@ const cases = [
         const r = await tiny.run(name, () => "ran");
         ok(r === "ran" || r.skipped === true, `${name}: ${JSON.stringify(r)}`);
       }
-      // An expired deadline with a single fallback step: created; refused at run time.
+      // An expired deadline with a single fallback step: created; the fallback runs, with nothing.
       const gone = lib.plan(lib.Deadline.in(0), [{ name: "respond", minMs: 10, kind: "fallback" }]);
-      await rejects(gone.run("respond", () => calls++), lib.InsufficientBudget);
-      equal(calls, 0);
+      let fallbackCalls = 0;
+      equal(await gone.run("respond", (signal, budgetMs) => (fallbackCalls++, budgetMs)), 0);
+      equal(fallbackCalls, 1);
       // A product limit at or below the fallback reserve: an expired deadline, not a RangeError.
       const platform = lib.platformDeadline({ platform: "cloudflare-workers", productMs: 200, fallbackReserveMs: 500 });
       equal(platform.bound, "product");

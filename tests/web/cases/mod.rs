@@ -134,6 +134,7 @@ macro_rules! for_each_case {
             pipeline::retry_bad_options_name_the_option,
             pipeline::hedge_the_first_answer_wins_and_the_others_are_aborted,
             pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
+            pipeline::headers_every_copy_of_a_repeated_header_counts,
             pipeline::platform_caps_bound_the_deadline,
         }
     };

@@ -120,8 +120,28 @@ pub async fn a_short_deadline_skips_or_refuses_steps_never_a_range_error(_: &Ctx
         other => return Err(format!("the fallback did not run with what was left: {other:?}")),
     }
     let expired = Deadline::at(1.0).unwrap();
-    let plan = Plan::new(&expired, vec![StepSpec::new("x", StepKind::Optional, 1.0)]).map_err(|e| e.to_string())?;
+    let plan = Plan::new(
+        &expired,
+        vec![StepSpec::new("x", StepKind::Optional, 1.0), StepSpec::new("sorry", StepKind::Fallback, 100.0)],
+    )
+    .map_err(|e| e.to_string())?;
     ensure!(matches!(plan.run("x", |_, _| async { Ok(()) }).await, Ok(StepResult::Skipped(_))));
+    // The fallback is the answer of last resort: with nothing left it still runs, its signal aborted, its cap 0.
+    match plan.run("sorry", |signal, cap| async move { Ok((signal.aborted(), cap)) }).await {
+        Ok(StepResult::Ran((true, cap))) => ensure!(cap == 0.0, "fallback cap {cap}"),
+        other => return Err(format!("the fallback did not run with nothing left: {other:?}")),
+    }
+    // A step that fails with StreamStalled is traced as stalled.
+    let d = Deadline::in_ms(1_000.0).unwrap();
+    let plan = Plan::new(&d, vec![StepSpec::new("generate", StepKind::Optional, 1.0)]).map_err(|e| e.to_string())?;
+    let stalled = Error::StreamStalled {
+        phase: edge_deadline::web::StallPhase::Stall,
+        after_ms: 300.0,
+        chunks: 4.0,
+        bytes: 120.0,
+    };
+    ensure!(plan.run("generate", |_, _| async move { Err::<(), _>(stalled) }).await.is_err());
+    ensure!(plan.records()[0].outcome.as_str() == "stalled", "{:?}", plan.records());
     Ok(())
 }
 
@@ -352,6 +372,25 @@ pub async fn headers_carry_what_is_left_and_never_extend_the_local_cap(_: &Ctx) 
     ensure!(get(&js, "edgeDeadlineError").as_string().as_deref() == Some("InvalidHeader"), "branded InvalidHeader");
     ensure!(get(&js, "header").as_string().as_deref() == Some("grpc-timeout"));
     ensure!(matches!(Deadline::from_headers(&bad, f64::NAN, 0.0), Err(Error::InvalidArgument { param: "maxMs", .. })));
+    Ok(())
+}
+
+pub async fn headers_every_copy_of_a_repeated_header_counts(_: &Ctx) -> CaseOutcome {
+    // A repeated field is read joined ("50m, 2S"): each copy counts, the earliest wins.
+    let headers = Headers::new().unwrap();
+    headers.append("grpc-timeout", "50m").unwrap();
+    headers.append("grpc-timeout", "2S").unwrap();
+    let r = Deadline::from_headers(&headers, 10_000.0, 0.0).map_err(|e| e.to_string())?;
+    ensure!(r.source == Some(HeaderFormat::GrpcTimeout), "source {:?}", r.source);
+    ensure!(r.deadline.remaining() <= 50.0, "the 50m copy lost: {} ms left", r.deadline.remaining());
+    ensure!(r.rejected.is_empty(), "{:?}", r.rejected);
+    // A bad copy is refused alone; the valid one still wins.
+    let headers = Headers::new().unwrap();
+    headers.append("grpc-timeout", &"9".repeat(300)).unwrap();
+    headers.append("grpc-timeout", "50m").unwrap();
+    let r = Deadline::from_headers(&headers, 10_000.0, 0.0).map_err(|e| e.to_string())?;
+    ensure!(r.deadline.remaining() <= 50.0, "{} ms left", r.deadline.remaining());
+    ensure!(matches!(r.rejected.as_slice(), [Error::InvalidHeader { header: "grpc-timeout", .. }]), "{:?}", r.rejected);
     Ok(())
 }
 
