@@ -78,6 +78,7 @@ export class Deadline {
   /** @type {import("./timers.js").Child | null} */
   #node = null; // the deadline's child (js/timers.js), made by the first signal()
   #disposed = false;
+  #reserveMs = 0; // what `reserve` held back from the parent (0 for any other deadline)
 
   /** Internal (the token refuses other callers): use `Deadline.in`, `Deadline.at` or a derivation. */
   constructor(token, at, parents, root) {
@@ -170,7 +171,9 @@ export class Deadline {
   /** A new deadline `ms` earlier, keeping this one's parents: time held back for later work. */
   reserve(ms) {
     number("ms", ms);
-    return new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root);
+    const d = new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root);
+    d.#reserveMs = ms;
+    return d;
   }
 
   /**
@@ -228,8 +231,22 @@ export class Deadline {
     const passed = at <= now();
     node = this.#node = new Child(passed ? Infinity : at, expire, undefined);
     node.start(this.#parents, this.#queueOf());
-    if (passed) node.abort(new DeadlineExceeded(at, now() - at));
+    if (passed) node.abort(this.#passedReason());
     return node;
+  }
+
+  /**
+   * Why a signal asked for after the instant is aborted. A reserved deadline
+   * says what was left of its parent, below the reserve: a caller whose budget
+   * (50 ms) is below the fallback's reserve (300 ms) learns that, not that a
+   * request "passed 250 ms ago" that was never made.
+   */
+  #passedReason() {
+    const t = now();
+    const reserveMs = this.#reserveMs;
+    if (reserveMs === 0) return new DeadlineExceeded(this.#at, t - this.#at);
+    const left = this.#at + reserveMs - t;
+    return new DeadlineExceeded(this.#at, t - this.#at, { budgetMs: left > 0 ? left : 0, reserveMs });
   }
 
   /** The root's queue, chosen when the family first arms (js/timers.js `turnQueue`). */

@@ -122,16 +122,27 @@ export class DeadlineExceeded extends Error {
   /**
    * @param {number} at the deadline instant (ms on the `performance.now()` timeline)
    * @param {number} lateByMs how long after the instant this was observed (≥ 0)
-   * @param {ErrorOptions} [options] `cause`
+   * @param {ErrorOptions & { budgetMs?: number, reserveMs?: number }} [options] `cause`; `reserveMs` and
+   *   `budgetMs` for a reserved deadline that had passed before any work began (`budgetMs` was left, below the reserve)
    */
   constructor(at, lateByMs, options) {
+    // A reserved deadline that had passed before any work began says why: the budget was below the reserve.
+    const reserveMs = options?.reserveMs;
+    const budgetMs = options?.budgetMs ?? 0;
     super(
-      render(lateByMs > 0 ? { id: "deadline.EXCEEDED_BY", args: { lateByMs } } : { id: "deadline.EXCEEDED", args: {} }),
+      render(
+        reserveMs !== undefined
+          ? { id: "deadline.BELOW_RESERVE", args: { budgetMs, reserveMs } }
+          : lateByMs > 0
+            ? { id: "deadline.EXCEEDED_BY", args: { lateByMs } }
+            : { id: "deadline.EXCEEDED", args: {} },
+      ),
       options,
     );
     brand(this, "DeadlineExceeded");
     this.at = at;
     this.lateByMs = lateByMs;
+    if (reserveMs !== undefined) Object.assign(this, { budgetMs, reserveMs });
   }
 }
 

@@ -92,12 +92,19 @@ export class Deadline implements Disposable {
 
 /** The deadline passed. */
 export class DeadlineExceeded extends Error {
-  constructor(at: number, lateByMs: number, options?: ErrorOptions);
+  constructor(at: number, lateByMs: number, options?: ErrorOptions & { budgetMs?: number; reserveMs?: number });
   readonly name: "DeadlineExceeded";
   /** The deadline instant. */
   readonly at: number;
   /** How long after the instant it was observed (≥ 0). */
   readonly lateByMs: number;
+  /**
+   * Set when a deadline made by `reserve(reserveMs)` had passed before any work asked for its signal:
+   * only `budgetMs` was left of its parent, below the reserve (e.g. a caller's budget below the fallback's).
+   */
+  readonly reserveMs?: number;
+  /** What was left of the parent when the reserved deadline's signal was first asked for (see `reserveMs`). */
+  readonly budgetMs?: number;
 }
 
 /** A step needed more time than was left, so it was not started. */

@@ -12,6 +12,7 @@ export const MESSAGES = {
   "deadline.EXCEEDED_BY": "deadline exceeded: it passed {lateByMs:ms} ms ago",
   "deadline.EXCEEDED": "deadline exceeded: no time is left",
   "deadline.INSUFFICIENT": "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started",
+  "deadline.BELOW_RESERVE": "deadline exceeded before any work started: the budget ({budgetMs:ms} ms) was below the {reserveMs:ms} ms reserved for the fallback",
   "plan.NO_STEPS": "'steps' must contain at least one step: current value is empty",
   "plan.TOO_MANY_STEPS": "'steps' must contain at most {max} steps: current value has {count}",
   "plan.EMPTY_NAME": "step {index} must have a non-empty 'name'",

@@ -100,6 +100,10 @@ pub mod msg {
         EXCEEDED = "deadline exceeded: no time is left";
         /// Also `js/errors.js`'s `InsufficientBudget` message.
         INSUFFICIENT = "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started";
+        /// `js/errors.js`'s `DeadlineExceeded` for a deadline held back by
+        /// `reserve(reserveMs)` that had passed before any work asked for its
+        /// signal: only `budgetMs` was left, below the reserve.
+        BELOW_RESERVE = "deadline exceeded before any work started: the budget ({budgetMs:ms} ms) was below the {reserveMs:ms} ms reserved for the fallback";
     }
 }
 

@@ -592,6 +592,7 @@ mod tests {
             DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 }.message(),
             DeadlineError::Exhausted { at: 1.0, late_by_ms: 0.0 }.message(),
             DeadlineError::Insufficient { remaining_ms: 1.0, min_ms: 2.0 }.message(),
+            Message::new(crate::core::deadline::msg::BELOW_RESERVE).arg("budgetMs", 50.0).arg("reserveMs", 300.0),
             ShapeError { param: "x", detail: "y".into() }.message(),
             Within::new("options", BudgetError::BadRatio { value: 2.0 }).message(),
             SkipReason::Expired.message(),
