@@ -272,7 +272,7 @@ fn slot_of(index: u64) -> usize {
     (index % BUDGET_BUCKETS as u64) as usize
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -603,7 +603,7 @@ pub fn platform_deadline(now_ms: f64, request: &PlatformRequest) -> Result<Platf
     Ok(PlatformAnswer { at: d.at, bound: d.bound, cpu_ms: d.cpu_ms, sources: caps.sources })
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use crate::core::deadline::{remaining, MAX_MS};

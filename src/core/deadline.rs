@@ -256,7 +256,7 @@ pub fn generation_budget(deadline_ms: f64, now_ms: f64, reserve_ms: f64) -> Resu
 
 /// Every awkward `f64` a JavaScript caller can pass, for the core's property
 /// tests (NaN, ±∞, −0, 0, the domain's edge and just past it, huge and tiny).
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn any_f64() -> impl proptest::strategy::Strategy<Value = f64> {
     use proptest::prelude::*;
     prop_oneof![
@@ -273,7 +273,7 @@ pub(crate) fn any_f64() -> impl proptest::strategy::Strategy<Value = f64> {
     ]
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -710,5 +710,5 @@ pub fn derive_exposition(
     derive_histograms(&hists, by, outcome_label, opts)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -537,7 +537,7 @@ pub fn earliest_incoming(
     Ok(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use crate::core::rng::SplitMix64;

@@ -59,7 +59,7 @@ impl HedgeOptions {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use crate::core::deadline::DeadlineError;

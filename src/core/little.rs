@@ -168,7 +168,7 @@ pub fn check_slots(limit: f64) -> Result<f64, LittleError> {
     Ok(limit)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -781,5 +781,5 @@ fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
 pub mod trace;
 pub use trace::{Outcome, TraceRecord};
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

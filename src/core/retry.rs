@@ -714,5 +714,5 @@ impl RetryRun {
 pub mod backoff;
 pub use backoff::{Backoff, BackoffOptions, DEFAULT_BACKOFF};
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

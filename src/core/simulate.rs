@@ -519,7 +519,7 @@ pub fn simulate(scenario: &Scenario, policies: &[Policy]) -> Result<Simulation, 
     Ok(Simulation { scenario: own, policies: results })
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -660,5 +660,5 @@ impl LatencySketch {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod tests;

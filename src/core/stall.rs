@@ -455,5 +455,5 @@ fn timer_delay(at: f64, now: f64) -> f64 {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

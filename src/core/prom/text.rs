@@ -342,7 +342,7 @@ fn parse_labels(mut s: &str, loc: Loc) -> Result<(Labels, &str), PromError> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

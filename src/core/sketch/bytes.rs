@@ -345,7 +345,7 @@ impl LatencySketch {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::super::tests::Gen;
     use super::*;
