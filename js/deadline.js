@@ -79,6 +79,7 @@ export class Deadline {
   #node = null; // the deadline's child (js/timers.js), made by the first signal()
   #disposed = false;
   #reserveMs = 0; // what `reserve` held back from the parent (0 for any other deadline)
+  #parentAt = 0; // the parent's instant, for a deadline made by `reserve`
 
   /** Internal (the token refuses other callers): use `Deadline.in`, `Deadline.at` or a derivation. */
   constructor(token, at, parents, root) {
@@ -173,6 +174,7 @@ export class Deadline {
     number("ms", ms);
     const d = new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root);
     d.#reserveMs = ms;
+    d.#parentAt = this.#at;
     return d;
   }
 
@@ -245,7 +247,7 @@ export class Deadline {
     const t = now();
     const reserveMs = this.#reserveMs;
     if (reserveMs === 0) return new DeadlineExceeded(this.#at, t - this.#at);
-    const left = this.#at + reserveMs - t;
+    const left = this.#parentAt - t; // not at + reserveMs: an instant is clamped at 0
     return new DeadlineExceeded(this.#at, t - this.#at, { budgetMs: left > 0 ? left : 0, reserveMs });
   }
 
