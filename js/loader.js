@@ -25,7 +25,7 @@
 //      it finishes, even one of a wrong module (it would then answer every
 //      later call with that instance), so a module is checked before the
 //      glue sees it: its exports must be the ones this build produced
-//      (wasm_exports.js, written by scripts/build.mjs).
+//      (wasm_exports.js, written by scripts/build.mjs with js/digest.js).
 //   5. a .wasm URL that answers with something else (a dev server's HTML
 //      fallback page) is an error that says so and how to fix it, never the
 //      engine's "expected magic word" CompileError.
@@ -40,7 +40,7 @@
 // else gets the error of invariant 5, naming Vite's `optimizeDeps.exclude`.
 
 import { argumentError, CODES } from "./errors.js";
-import { exportsDigest } from "./wasm_exports.js";
+import { exportsDigest } from "./digest.js";
 
 function isResponse(x) {
   return typeof Response !== "undefined" && x instanceof Response;

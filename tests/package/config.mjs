@@ -3,13 +3,13 @@
 // agree, every output's features must exist, and the package that was built
 // must hold what the configuration lists.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseToml, readCargoWasmPack, readWasmConfig, root } from "../../scripts/wasm-config.mjs";
+import { readCargoWasmPack, readToml, readWasmConfig, root } from "../../scripts/wasm-config.mjs";
 
 export async function checkConfig(g, pkgDir) {
   const config = readWasmConfig();
-  const cargo = readFileSync(join(root, "Cargo.toml"), "utf8");
 
   await g.check("wasm-pack.toml and Cargo.toml [package.metadata.wasm-pack] agree on wasm-opt and the glue", () => {
     const meta = readCargoWasmPack();
@@ -23,7 +23,7 @@ export async function checkConfig(g, pkgDir) {
   });
 
   await g.check("every output's features and the profile exist in Cargo.toml", () => {
-    const { features = {}, profile = {} } = parseToml(cargo, { file: "Cargo.toml", only: (t) => t === "features" || t.startsWith("profile.") });
+    const { features = {}, profile = {} } = readToml(join(root, "Cargo.toml"));
     for (const { name, features: fs } of config.output) {
       for (const f of fs) assert.ok(Array.isArray(features[f]), `${name}: Cargo.toml [features] has no \`${f}\``);
     }
@@ -47,9 +47,16 @@ export async function checkConfig(g, pkgDir) {
     assert.deepEqual([...new Set(wasm)].sort(), config.output.map((o) => `${o.name}_bg.wasm`).sort());
   });
 
-  await g.check("the TOML reader refuses what it does not understand (a wrong build is never guessed)", () => {
-    assert.throws(() => parseToml("[build]\nx = { a = 1 }\n"), /unsupported value/);
-    assert.throws(() => parseToml("[build]\njust words\n"), /expected `key = value`/);
-    assert.deepEqual(parseToml('[a]\nx = ["1", # c\n  "2,3"]\n[[o]]\nn = 1\n[[o]]\nn = 2\n'), { a: { x: ["1", "2,3"] }, o: [{ n: 1 }, { n: 2 }] });
+  await g.check("a malformed wasm-pack.toml is refused naming the file and the line (a wrong build is never guessed)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "edge-deadline-toml-"));
+    try {
+      const file = join(dir, "wasm-pack.toml");
+      writeFileSync(file, '[build]\nprofile = "wasm"\njust words\n');
+      assert.throws(() => readWasmConfig(file), (e) => e.message.startsWith(`${file}: `) && /^3:\s+just words$/m.test(e.message));
+      writeFileSync(file, '[build]\nprofile = "wasm"\n');
+      assert.throws(() => readWasmConfig(file), /`targets` names one wasm-bindgen target/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 }

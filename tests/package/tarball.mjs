@@ -66,8 +66,6 @@ export const ALLOWED = [
   "hono.d.ts",
 ].sort();
 
-/** The main entry's .wasm + JS, gzip (KB of 1024 bytes): the package's size target. */
-export const MAIN_TARGET_KB = 50;
 const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
 
 const CONDITIONS = ["types", "workerd", "worker", "deno", "browser", "node", "default"];
@@ -167,9 +165,9 @@ export async function checkTarball(g, packed) {
     }
   });
 
-  // The size targets (BENCHMARKS.md, "Size and start-up", has the figures of
-  // bench/startup.mjs): what an application that imports only the main entry
-  // loads, .wasm + JS, gzip. Both as the runtimes load the package from
+  // The sizes, reported (BENCHMARKS.md has the figures of bench/startup.mjs;
+  // the size budget is the Worker upload's, a check in worker.mjs): what an
+  // application that imports only the main entry loads, .wasm + JS, gzip. Both as the runtimes load the package from
   // node_modules (each runtime's entry and the files it imports, file by
   // file: Node, Deno, workerd and browsers read them so) and as a bundler or
   // `wrangler deploy --minify` ships it (bundled and minified by esbuild).
@@ -188,15 +186,6 @@ export async function checkTarball(g, packed) {
       `${name} ${kb(wasm + Math.max(js, bundled))}`,
     );
   }
-
-  await g.target(`the main entry's .wasm + the JS it loads ≤ ${MAIN_TARGET_KB} KB gzip, in every runtime and bundled`, () => {
-    const { wasm, js, bundled, runtime } = measured.main;
-    const worst = wasm + Math.max(js, bundled);
-    assert.ok(
-      worst <= MAIN_TARGET_KB * 1024,
-      `${kb(worst)} gzip (.wasm ${kb(wasm)} + JS ${kb(js)} as ${runtime} loads it, ${kb(bundled)} bundled), over the ${MAIN_TARGET_KB} KB target`,
-    );
-  });
 
   await g.check("each runtime's main entry loads three JS files (its own, main.js, shared.js)", () => {
     for (const file of Object.values(runtimes)) {

@@ -28,7 +28,7 @@ export function wranglerEnv(dir) {
 
 // A Worker that imports only the main entry uploads at most this much (gzip,
 // as wrangler reports it); BENCHMARKS.md has the measured figure.
-export const UPLOAD_GZIP_KIB = 60;
+export const UPLOAD_GZIP_KIB = 80;
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
 
