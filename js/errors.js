@@ -423,12 +423,6 @@ export function coreError(kind, code, param, message, fields) {
   return Object.assign(error, fields);
 }
 
-// What the Wasm core calls on a bug (a panic), just before its instance traps
-// (src/wasm/mod.rs, `start`): where in the Rust source it happened.
-export function corePanic(file, line, column) {
-  console.error(`edge-deadline: a bug in the Wasm core at ${file}:${line}:${column}; please report it`);
-}
-
 // The core's words, kept on the error it raised: the class's own message when
 // the core used the same template, which it does for the same numbers.
 function withMessage(error, message) {

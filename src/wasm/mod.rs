@@ -65,12 +65,6 @@ use crate::core::error::{Arg, Described, Kind, Message, ShapeError};
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
 // the boundary belongs to exactly one; what is below this list is shared.
-// The main .wasm's allocator (the derive entry keeps dlmalloc: see alloc.rs).
-#[cfg(not(feature = "derive"))]
-mod alloc;
-#[cfg(not(feature = "derive"))]
-#[global_allocator]
-static ALLOCATOR: alloc::SizeClasses = alloc::SizeClasses::new();
 #[cfg(feature = "main")]
 mod budget;
 #[cfg(feature = "main")]
@@ -115,10 +109,6 @@ extern "C" {
         message: &js_sys::Object,
         fields: &js_sys::Object,
     ) -> JsValue;
-
-    /// Reports a bug in the core (a panic) with its place in the source.
-    #[wasm_bindgen(js_name = corePanic)]
-    fn core_panic(file: &str, line: u32, column: u32);
 }
 
 /// The TypeScript of a [`Message`] inside data that crosses through serde
@@ -225,18 +215,10 @@ pub(crate) fn array_js<T: tsify::Tsify + serde::Serialize>(values: &[T]) -> Resu
 }
 
 /// Runs once per instantiation (wasm-bindgen's start hook): a bug in the core
-/// then reports its file and line (`corePanic` in `js/errors.js`) before the
-/// instance traps, instead of a bare `unreachable`.
-///
-/// The hook reads only the panic's location, never its message: formatting
-/// the message (what `console_error_panic_hook` does) links `core::fmt`'s
-/// padding and the panic payloads, 1.3 KB gzip of the main `.wasm`, for a
-/// path no input reaches (the core returns a `Result` for every input).
+/// (a panic; the core returns a `Result` for every input) then shows its
+/// message and location in the console before the instance traps, instead of
+/// a bare `unreachable`.
 #[wasm_bindgen(start)]
 fn start() {
-    std::panic::set_hook(Box::new(|info| {
-        if let Some(at) = info.location() {
-            core_panic(at.file(), at.line(), at.column());
-        }
-    }));
+    console_error_panic_hook::set_once();
 }

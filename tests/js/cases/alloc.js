@@ -1,4 +1,4 @@
-// The main .wasm's allocator (src/wasm/alloc.rs): freed blocks are reused, and
+// The main .wasm's memory (Rust's default allocator): freed blocks are reused, and
 // what the core computes does not change however its memory was used before.
 import { equal, ok } from "../assert.js";
 import { glue } from "../../../pkg/main.js";
