@@ -687,7 +687,7 @@ mod tests {
         assert!(matches!(for_platform(0.0, &broken, 1_000.0, 0.0), Err(CapsError::Time(_))));
         assert!(matches!(
             for_platform(MAX_MS, &caps, 1_000.0, 0.0),
-            Err(CapsError::Time(DeadlineError::TooLarge { .. }))
+            Err(CapsError::Time(DeadlineError::TooFar { .. }))
         ));
     }
 
