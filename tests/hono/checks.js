@@ -256,6 +256,28 @@ export function honoChecks({ Hono, lib, deadline }) {
       },
     },
     {
+      name: "hono: concurrent requests: a handler's second hedge attempt sees its own request's deadline",
+      run: async () => {
+        const seen = [];
+        const a = app({ budgetMs: 5_000 }, async (c) => {
+          const own = c.get("deadline");
+          const delayMs = Number(new URL(c.req.url).searchParams.get("delay"));
+          const answer = await lib.hedge(
+            (signal, { attempt }) => {
+              seen.push({ attempt, ok: lib.currentDeadline() === own });
+              return attempt >= 2 ? "second" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("first")));
+            },
+            { deadline: own, delayMs, maxAttempts: 2 },
+          );
+          return c.text(answer);
+        });
+        const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => a.fetch(new Request(`http://x/?delay=${2 + (i % 7)}`)).then((r) => r.text())));
+        equal(answers.join(), Array(20).fill("second").join());
+        equal(seen.length, 40);
+        if (lib.ambientDeadline === "async") equal(seen.filter((s) => !s.ok).map((s) => `attempt ${s.attempt}`).join(", "), "", "attempts that saw another request's deadline");
+      },
+    },
+    {
       name: "hono: with no budgetMs, a platform's wall-clock or first-byte cap bounds the deadline; a bound-less set-up throws at creation, naming budgetMs",
       run: async () => {
         const served = async (options, expectMs) => {
