@@ -14,7 +14,8 @@
 // # Invariants
 // 1. Per request, exactly one Deadline is created and `dispose()`d exactly
 //    once: when the response body is finished or cancelled, at once for a
-//    response without a body, and when a later handler throws.
+//    response without a body or to a HEAD request (whose body Hono drops
+//    unread), and when a later handler throws.
 // 2. The deadline is never later than any of: now + budgetMs − reserve, the
 //    platform's caps − reserve, the incoming headers' deadline − reserve.
 // 3. The deadline's signal aborts with the request signal's reason when the
@@ -114,7 +115,9 @@ export function deadline(options) {
       c.header("Server-Timing", steps ? `${own}, ${steps}` : own, { append: true });
     }
     const res = c.res;
-    if (!res || res.body === null) return dispose();
+    // HEAD: Hono runs the GET route and drops the body unread (never read, never
+    // cancelled), so the response is over now; the body is left as it is.
+    if (!res || res.body === null || request.method === "HEAD") return dispose();
     c.res = undefined; // replace, not merge: the new response carries every header already
     c.res = new Response(untilSettled(res.body, dispose), { status: res.status, statusText: res.statusText, headers: res.headers });
   };

@@ -165,6 +165,30 @@ export function honoChecks({ Hono, lib, deadline }) {
       },
     },
     {
+      name: "hono: a HEAD request (Hono runs the GET route and drops its body unread) disposes the deadline when the handler is done",
+      run: async () => {
+        const signals = [];
+        const a = new Hono();
+        a.use(deadline({ budgetMs: 40 }));
+        a.get("/text", (c) => {
+          signals.push(c.get("deadline").signal());
+          return c.text("ok");
+        });
+        a.get("/stream", (c) => {
+          signals.push(c.get("deadline").signal());
+          return new Response(new ReadableStream({ start: (ctl) => ctl.enqueue(new TextEncoder().encode("never read")) }));
+        });
+        for (const path of ["/text", "/stream"]) {
+          const res = await a.fetch(new Request(`http://x${path}`, { method: "HEAD" }));
+          equal(res.status, 200, `HEAD ${path}`);
+          equal(res.body, null, `HEAD ${path} has no body`);
+        }
+        equal(signals.length, 2);
+        await sleep(40 + SLACK_MS);
+        equal(signals.map((s) => s.aborted).join(), "false,false", "disposed: the signals did not fire at the instant");
+      },
+    },
+    {
       name: "hono: a cancelled streamed body disposes the deadline and cancels the handler's stream",
       run: async () => {
         let signal;
