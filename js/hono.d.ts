@@ -1,6 +1,18 @@
 import type { MiddlewareHandler } from "hono";
 import type { Deadline } from "./index.js";
 
+/** What the middleware puts on the context, typed for `c.get` / `c.set` on any Hono app (Hono's own way: no generics). */
+export interface DeadlineVariables {
+  /** The request's deadline (also `currentDeadline()` inside the handlers). */
+  deadline: Deadline;
+  /** A plan the handler sets (`c.set("plan", p)`) for `serverTiming` to report its steps. */
+  plan: { serverTiming(): string };
+}
+
+declare module "hono" {
+  interface ContextVariableMap extends DeadlineVariables {}
+}
+
 export interface DeadlineMiddlewareOptions {
   /** The product's budget for one request, in ms. At least one of `budgetMs`, a built-in `platform` or `caps` is required. */
   budgetMs?: number;
@@ -41,4 +53,4 @@ export interface DeadlineMiddlewareOptions {
  * app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers", fallbackReserveMs: 300 }));
  * app.get("/", (c) => c.text(`${c.get("deadline").remaining()} ms left`));
  */
-export function deadline(options?: DeadlineMiddlewareOptions): MiddlewareHandler<{ Variables: { deadline: Deadline; plan?: { serverTiming(): string } } }>;
+export function deadline(options?: DeadlineMiddlewareOptions): MiddlewareHandler<{ Variables: DeadlineVariables }>;

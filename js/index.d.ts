@@ -7,6 +7,18 @@
 // import them from there.
 import type {} from "./edge_deadline.js";
 
+// `Disposable` and `Symbol.dispose` (TypeScript's lib "esnext.disposable"), declared here too so the
+// types load in a project with `lib: ["es2022", "dom"]` and no `@types/node` (a browser or a Worker).
+// Identical declarations merge with TypeScript's lib and with @types/node.
+declare global {
+  interface SymbolConstructor {
+    readonly dispose: unique symbol;
+  }
+  interface Disposable {
+    [Symbol.dispose](): void;
+  }
+}
+
 /**
  * Loads the WebAssembly core. Optional in Workers, Deno and Node: there the
  * first API call loads the `.wasm` that ships with the package, synchronously.

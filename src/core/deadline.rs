@@ -300,7 +300,9 @@ mod tests {
         assert!(matches!(deadline_in(0.0, f64::NAN), Err(DeadlineError::NotFinite { param: "ms", .. })));
         assert!(matches!(deadline_in(0.0, -1.0), Err(DeadlineError::Negative { param: "ms", .. })));
         assert!(matches!(deadline_in(f64::INFINITY, 1.0), Err(DeadlineError::NotFinite { param: "now", .. })));
-        assert!(matches!(deadline_in(1.0, MAX_MS), Err(DeadlineError::TooFar { param: "ms", max, .. }) if max == MAX_MS - 1.0));
+        assert!(
+            matches!(deadline_in(1.0, MAX_MS), Err(DeadlineError::TooFar { param: "ms", max, .. }) if max == MAX_MS - 1.0)
+        );
         assert!(matches!(generation_budget(1.0, 0.0, -0.5), Err(DeadlineError::Negative { param: "reserveMs", .. })));
         assert!(matches!(
             generation_budget(f64::NAN, 0.0, 0.0),
