@@ -154,7 +154,8 @@ export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
  * `DeadlineExceeded`, `StepTimeout`, `AttemptTimeout`, `StreamStalled` or an error named "TimeoutError"
  * at any depth. Not `InsufficientBudget` (nothing started) nor an abort for another reason.
  * With `signal` (the one handed to an SDK that drops the cause, like openai's `APIUserAbortError`),
- * also true when that signal aborted with a timeout.
+ * also true when that signal aborted with a timeout. Never throws: a property that cannot be read
+ * (a throwing getter or Proxy trap, a revoked Proxy) counts as absent.
  */
 export function isTimeout(error: unknown, signal?: AbortSignal): boolean;
 

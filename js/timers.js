@@ -11,6 +11,7 @@
 // was made with, so wake-ups armed before the swap stay on the clock they
 // were armed on, and none of them leaks into the fake timeline.
 
+// @ts-expect-error internal: not in the public context.d.ts
 import { ambientNow, fireIn } from "./context.js";
 import { argumentError, CODES } from "./errors.js";
 import { isAbortSignal } from "./validate.js";
