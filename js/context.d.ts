@@ -8,7 +8,9 @@ import type { Deadline } from "./index.js";
 export const ambientDeadline: "async" | "sync";
 /**
  * Runs `fn()` with `deadline` as the ambient deadline (see {@link currentDeadline}); returns what
- * `fn` returns. The deadline is not disposed.
+ * `fn` returns. The deadline is not disposed. Callbacks the package runs later from its timers
+ * (hedge attempts, `onStep` at a cap, abort listeners on a deadline's signal) see the deadline of
+ * the code that set them up.
  * @throws {TypeError} `deadline` is not a Deadline, `fn` is not a function
  */
 export function runWithDeadline<T>(deadline: Deadline, fn: () => T): T;

@@ -2,6 +2,18 @@
 // The data types that cross into its WebAssembly core are declared once, in
 // Rust, and generated into edge_deadline_derive.d.ts (its own glue's types).
 import type {} from "./edge_deadline_derive.js";
+
+// `Disposable` and `Symbol.dispose` (TypeScript's lib "esnext.disposable"), declared here too so the
+// types load in a project with `lib: ["es2022", "dom"]` and no `@types/node` (a browser or a Worker).
+// Identical declarations merge with TypeScript's lib and with @types/node.
+declare global {
+  interface SymbolConstructor {
+    readonly dispose: unique symbol;
+  }
+  interface Disposable {
+    [Symbol.dispose](): void;
+  }
+}
 export * from "./sketch.js";
 export * from "./derive.js";
 export * from "./prom.js";

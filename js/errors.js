@@ -357,11 +357,25 @@ const TIMEOUTS = new Set(["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "
  */
 export function isTimeout(error, signal) {
   const seen = new Set();
-  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = e.cause) {
+  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = read(e, "cause")) {
     seen.add(e);
-    if (TIMEOUTS.has(e[BRAND]) || e.name === "TimeoutError") return true;
+    if (TIMEOUTS.has(read(e, BRAND)) || read(e, "name") === "TimeoutError") return true;
   }
-  return signal != null && signal.aborted === true && signal.reason !== error && isTimeout(signal.reason);
+  if (signal == null || (typeof signal !== "object" && typeof signal !== "function") || read(signal, "aborted") !== true) return false;
+  const reason = read(signal, "reason");
+  return reason !== error && isTimeout(reason);
+}
+
+/**
+ * `o[key]`, or `undefined` when reading it throws (a getter, a Proxy trap, a
+ * revoked Proxy): `isTimeout` answers about any value and never throws.
+ */
+function read(o, key) {
+  try {
+    return o[key];
+  } catch {
+    return undefined;
+  }
 }
 
 // ─── Bad arguments ───────────────────────────────────────────────────────────

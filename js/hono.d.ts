@@ -1,8 +1,24 @@
 import type { MiddlewareHandler } from "hono";
 import type { Deadline } from "./index.js";
 
+/** What the middleware puts on the context, typed for `c.get` / `c.set` on any Hono app (Hono's own way: no generics). */
+export interface DeadlineVariables {
+  /** The request's deadline (also `currentDeadline()` inside the handlers). */
+  deadline: Deadline;
+  /** A plan the handler sets (`c.set("plan", p)`) for `serverTiming` to report its steps. */
+  plan: { serverTiming(): string };
+}
+
+declare module "hono" {
+  interface ContextVariableMap extends DeadlineVariables {}
+}
+
 export interface DeadlineMiddlewareOptions {
-  /** The product's budget for one request, in ms. At least one of `budgetMs`, a built-in `platform` or `caps` is required. */
+  /**
+   * The product's budget for one request, in ms. Without it, the platform's wall-clock or first-byte cap
+   * (`caps.wallMs`, `caps.firstByteMs`, or "vercel-edge"'s 25 s) bounds the deadline; where there is none
+   * ("cloudflare-workers" and "deno-deploy" document no wall-clock limit, and `cpuMs` is not one), it is required.
+   */
   budgetMs?: number;
   /** The platform whose documented caps bound the request (see `Deadline.forPlatform`); default `"custom"` (only `caps`). */
   platform?: "cloudflare-workers" | "deno-deploy" | "vercel-edge" | "custom";
@@ -34,11 +50,12 @@ export interface DeadlineMiddlewareOptions {
  * Hono middleware: a deadline per request from the platform's caps, the incoming propagation
  * headers and `budgetMs` (the smallest wins, less `fallbackReserveMs`), at `c.get("deadline")` and
  * `currentDeadline()`. Its signal aborts when the client leaves; it is disposed when the response
- * body is finished or cancelled. In Workers, Deno and Node the first request loads the Wasm core; in a
+ * body is finished or cancelled (at once for a HEAD request, whose body Hono drops). In Workers, Deno and Node the first request loads the Wasm core; in a
  * browser, call `await init()` from "edge-deadline" before serving.
- * @throws {TypeError | RangeError} bad options, when the middleware is created
+ * @throws {TypeError | RangeError} bad options, when the middleware is created (`MISSING_OPTION` naming
+ *   `options.budgetMs` when nothing bounds the wall clock)
  * @example
  * app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers", fallbackReserveMs: 300 }));
  * app.get("/", (c) => c.text(`${c.get("deadline").remaining()} ms left`));
  */
-export function deadline(options?: DeadlineMiddlewareOptions): MiddlewareHandler<{ Variables: { deadline: Deadline; plan?: { serverTiming(): string } } }>;
+export function deadline(options?: DeadlineMiddlewareOptions): MiddlewareHandler<{ Variables: DeadlineVariables }>;

@@ -14,7 +14,8 @@
 // # Invariants
 // 1. Per request, exactly one Deadline is created and `dispose()`d exactly
 //    once: when the response body is finished or cancelled, at once for a
-//    response without a body, and when a later handler throws.
+//    response without a body or to a HEAD request (whose body Hono drops
+//    unread), and when a later handler throws.
 // 2. The deadline is never later than any of: now + budgetMs − reserve, the
 //    platform's caps − reserve, the incoming headers' deadline − reserve.
 // 3. The deadline's signal aborts with the request signal's reason when the
@@ -59,6 +60,7 @@ export function deadline(options) {
   if (budgetMs === undefined && (o.platform === undefined || o.platform === "custom") && o.caps === undefined) {
     throw argumentError("type", CODES.MISSING_OPTION, "options", "'options' of deadline must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })");
   }
+  if (budgetMs === undefined) requireWallBound(o);
   const reserveMs = o.fallbackReserveMs === undefined ? 0 : duration("options.fallbackReserveMs", o.fallbackReserveMs);
   const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
   const formats = o.formats === undefined ? deadlineHeaders : headerNames(o.formats);
@@ -68,8 +70,10 @@ export function deadline(options) {
     platform: o.platform ?? "custom",
     ...(o.plan !== undefined && { plan: o.plan }),
     ...(o.caps !== undefined && { caps: o.caps }),
-    // No product budget: the platform's caps alone (the largest budget the core accepts).
-    productMs: budgetMs ?? Number.MAX_SAFE_INTEGER,
+    // No product budget: the platform's wall-clock cap alone (requireWallBound made
+    // sure there is one). 2^52 ms loses to any cap and, added to any real `now`,
+    // stays on the timeline (2^53 − 1 ms), which MAX_SAFE_INTEGER itself did not.
+    productMs: budgetMs ?? NO_PRODUCT_MS,
     fallbackReserveMs: reserveMs,
   };
 
@@ -111,10 +115,45 @@ export function deadline(options) {
       c.header("Server-Timing", steps ? `${own}, ${steps}` : own, { append: true });
     }
     const res = c.res;
-    if (!res || res.body === null) return dispose();
+    // HEAD: Hono runs the GET route and drops the body unread (never read, never
+    // cancelled), so the response is over now; the body is left as it is.
+    if (!res || res.body === null || request.method === "HEAD") return dispose();
     c.res = undefined; // replace, not merge: the new response carries every header already
     c.res = new Response(untilSettled(res.body, dispose), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
+}
+
+/** `productMs` standing for "no product budget" (see `platformOptions`). */
+const NO_PRODUCT_MS = 2 ** 52;
+
+/**
+ * Built-in platforms with a wall-clock or first-byte cap on a `fetch`
+ * invocation (src/core/caps.rs `BUILTIN`; tests/hono/checks.js compares this
+ * list with `platformCaps()`). Known here, not asked of the core, because the
+ * middleware is made before the core is loaded. Workers' fetch and Deno Deploy
+ * document no wall-clock limit; a CPU cap is not one (CPU time never exceeds
+ * wall time, so it cannot bound a deadline: src/core/caps.rs).
+ */
+const WALL_BOUNDED = ["vercel-edge"];
+
+/**
+ * Without `budgetMs`, the deadline is the platform's wall-clock (or first-byte)
+ * cap: a set-up where there is none would give a deadline nothing bounds, so it
+ * throws now, when the middleware is created, naming `budgetMs` (invariant 4).
+ */
+function requireWallBound(o) {
+  const caps = o.caps !== null && typeof o.caps === "object" ? o.caps : {};
+  if (caps.wallMs !== undefined || caps.firstByteMs !== undefined || WALL_BOUNDED.includes(o.platform)) return;
+  const why =
+    o.platform === undefined || o.platform === "custom"
+      ? "'options.caps' sets no wall-clock cap ('cpuMs' limits CPU time, which never bounds the wall clock)"
+      : `platform "${o.platform}" documents no wall-clock limit for a request${caps.cpuMs !== undefined || o.platform === "cloudflare-workers" ? " (only CPU time, which never bounds the wall clock)" : ""}`;
+  throw argumentError(
+    "type",
+    CODES.MISSING_OPTION,
+    "options.budgetMs",
+    `'options.budgetMs' is required here: ${why}, so nothing else would bound the deadline; pass the product's budget (e.g. { budgetMs: 8000${o.platform ? `, platform: "${o.platform}"` : ""} }) or a 'caps.wallMs'`,
+  );
 }
 
 /**

@@ -7,6 +7,18 @@
 // import them from there.
 import type {} from "./edge_deadline.js";
 
+// `Disposable` and `Symbol.dispose` (TypeScript's lib "esnext.disposable"), declared here too so the
+// types load in a project with `lib: ["es2022", "dom"]` and no `@types/node` (a browser or a Worker).
+// Identical declarations merge with TypeScript's lib and with @types/node.
+declare global {
+  interface SymbolConstructor {
+    readonly dispose: unique symbol;
+  }
+  interface Disposable {
+    [Symbol.dispose](): void;
+  }
+}
+
 /**
  * Loads the WebAssembly core. Optional in Workers, Deno and Node: there the
  * first API call loads the `.wasm` that ships with the package, synchronously.
@@ -149,7 +161,8 @@ export function isInsufficientBudget(e: unknown): e is InsufficientBudget;
  * `DeadlineExceeded`, `StepTimeout`, `AttemptTimeout`, `StreamStalled` or an error named "TimeoutError"
  * at any depth. Not `InsufficientBudget` (nothing started) nor an abort for another reason.
  * With `signal` (the one handed to an SDK that drops the cause, like openai's `APIUserAbortError`),
- * also true when that signal aborted with a timeout.
+ * also true when that signal aborted with a timeout. Never throws: a property that cannot be read
+ * (a throwing getter or Proxy trap, a revoked Proxy) counts as absent.
  */
 export function isTimeout(error: unknown, signal?: AbortSignal): boolean;
 

@@ -19,7 +19,7 @@ export class Overloaded extends Error {
 /** Brand check that works across two copies of the package. */
 export function isOverloaded(e: unknown): e is Overloaded;
 
-/** Bounds calls in flight; sheds (rejects at once) instead of queueing. No timers, no Wasm memory. */
+/** Bounds calls in flight; sheds (rejects in the same turn) instead of queueing. No timers, no Wasm memory. */
 export class ConcurrencyLimiter {
   /** @throws {TypeError} | {RangeError} `limit` not a whole number 1 … 2^32 − 1 */
   constructor(options: LimiterOptions);
@@ -30,7 +30,8 @@ export class ConcurrencyLimiter {
   readonly shed: number;
   /**
    * Runs `fn()` holding a slot until its result settles; when full, rejects
-   * with `Overloaded` at once without calling `fn`.
+   * with `Overloaded` in the same turn without calling `fn` (after the microtasks already queued,
+   * so a call that settled in this turn, e.g. from its own `.then`, has released its slot).
    */
   run<T>(fn: () => T | PromiseLike<T>): Promise<T>;
 }

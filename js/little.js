@@ -23,6 +23,10 @@
 //    thenable whose `then` throws.
 // 4. `.param` of a bad argument names it as the caller wrote it
 //    (`options.ratePerSec`, `options.limit`, `fn`).
+// 5. A call that settled is not counted against a `run` made after it settled,
+//    even from the call's own `.then` (which runs before the reaction that
+//    releases its slot): when full, the verdict waits for the microtasks
+//    already queued (no timer, nothing queued of the call itself).
 
 import * as core from "./edge_deadline_derive.js";
 import { Overloaded } from "./errors.js";
@@ -68,7 +72,10 @@ export class ConcurrencyLimiter {
 
   /**
    * Runs `fn()` if a slot is free, holding the slot until its result settles;
-   * otherwise rejects at once with `Overloaded` and never calls `fn`.
+   * otherwise rejects with `Overloaded` in the same turn and never calls `fn`.
+   * When all slots are taken, the verdict comes after the microtasks already
+   * queued, so a call that settled in this turn (its own `.then` included)
+   * has released its slot first; `fn` then runs one microtask later.
    * @template T
    * @param {() => T | PromiseLike<T>} fn
    * @returns {Promise<T>}
@@ -78,9 +85,23 @@ export class ConcurrencyLimiter {
       return Promise.reject(typeError("fn", "a function", fn));
     }
     if (this.#inFlight >= this.#limit) {
-      this.#shed++;
-      return Promise.reject(new Overloaded(this.#limit, this.#inFlight));
+      // A call whose result settled in this turn has its slot released by a
+      // reaction queued behind its own `.then`s (invariant 5): one microtask
+      // later, that slot is free, and a follow-up made from such a `.then` runs.
+      return Promise.resolve(fn).then(this.#admitLate);
     }
+    return this.#start(fn);
+  }
+
+  #admitLate = (fn) => {
+    if (this.#inFlight >= this.#limit) {
+      this.#shed++;
+      throw new Overloaded(this.#limit, this.#inFlight);
+    }
+    return this.#start(fn);
+  };
+
+  #start(fn) {
     this.#inFlight++;
     let result;
     try {

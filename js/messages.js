@@ -9,6 +9,7 @@ export const MESSAGES = {
   "deadline.NOT_FINITE": "'{param}' must be a finite number of milliseconds between 0 and {max}: current value is {value}",
   "deadline.NEGATIVE": "'{param}' must be between 0 and {max} milliseconds: current value is {value}",
   "deadline.TOO_LARGE": "'{param}' must be between 0 and {max} milliseconds (2^53 - 1): current value is {value}",
+  "deadline.TOO_FAR": "'{param}' must be at most {left} milliseconds from now (the timeline ends at {max} ms, 2^53 - 1): current value is {value}",
   "deadline.EXCEEDED_BY": "deadline exceeded: it passed {lateByMs:ms} ms ago",
   "deadline.EXCEEDED": "deadline exceeded: no time is left",
   "deadline.INSUFFICIENT": "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started",

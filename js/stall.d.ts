@@ -1,4 +1,5 @@
 // Types for js/stall.js and js/sse.js: stall detection on streams and fetch.
+import type { DeadlineHeader } from "./headers.js";
 import type { Deadline } from "./index.js";
 
 /** Which limit expired: headers (fetchWithDeadline only), first progress chunk, or a gap between progress chunks. */
@@ -72,7 +73,7 @@ export interface FetchDeadlineOptions {
    * nothing (`false`). A header the caller set in the request is kept.
    * @default true
    */
-  propagate?: boolean | string | string[];
+  propagate?: boolean | DeadlineHeader | readonly DeadlineHeader[];
 }
 
 /**

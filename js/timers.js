@@ -11,6 +11,8 @@
 // was made with, so wake-ups armed before the swap stay on the clock they
 // were armed on, and none of them leaks into the fake timeline.
 
+// @ts-expect-error internal: not in the public context.d.ts
+import { ambientNow, fireIn } from "./context.js";
 import { argumentError, CODES } from "./errors.js";
 import { isAbortSignal } from "./validate.js";
 
@@ -117,6 +119,8 @@ export const unref =
 //    handed to a later turn.
 // 6. A queue arms its host timer on the clock it was made with, whatever
 //    `setClock` did since.
+// 7. An entry fires with the ambient deadline (js/context.js) of the code
+//    that last queued it, not that of whoever armed the host timer.
 
 /**
  * True in workerd (Cloudflare Workers, wrangler, miniflare). Detected by
@@ -128,7 +132,7 @@ export const IS_WORKERD = typeof globalThis.WebSocketPair === "function";
 /**
  * A binary heap of wake-ups behind one host timer. An entry is any object
  * with `at` (ms on the clock's timeline), `index` (-1 when not queued),
- * `queue` and a `fire()` method (a method, not a closure per wake-up): in
+ * `queue`, `ambient` (set when queued) and a `fire()` method (a method, not a closure per wake-up): in
  * this package, a `Child`.
  */
 export class WakeQueue {
@@ -148,6 +152,7 @@ export class WakeQueue {
   /** Queues `entry` to have `entry.fire()` called at or after `entry.at`. */
   schedule(entry) {
     const heap = this.heap;
+    entry.ambient = ambientNow(); // invariant 7
     entry.queue = this;
     entry.index = heap.length;
     heap.push(entry);
@@ -186,7 +191,7 @@ export class WakeQueue {
     while (heap.length && heap[0].at <= t) {
       const entry = heap[0];
       this.cancel(entry);
-      entry.fire();
+      fireIn(entry.ambient, entry);
     }
     if (heap.length && heap[0].at < this.hostAt) this.#arm(heap[0].at);
   }
@@ -358,6 +363,7 @@ export class Child {
     this.at = at;
     this.index = -1;
     this.queue = null;
+    this.ambient = undefined; // the ambient deadline when queued (WakeQueue invariant 7)
     this.onTime = onTime;
     this.onAbort = onAbort;
     this.controller = null;

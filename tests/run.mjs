@@ -180,6 +180,13 @@ const suites = {
   async types() {
     const { code } = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tests/types/tsconfig.json"]);
     record("typescript (tsc --noEmit on index.d.ts)", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0 });
+    // A browser or Worker project: lib es2022 + dom, no @types/node.
+    const dom = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tests/types/tsconfig.dom.json"]);
+    record("typescript (lib es2022 + dom, no @types/node)", { passed: dom.code === 0 ? 1 : 0, failed: dom.code === 0 ? 0 : 1, skipped: 0 });
+    // The README's examples and the docs' Hono examples as printed (tests/types/examples.mjs).
+    const { writeExamples } = await import("./types/examples.mjs");
+    const examples = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", writeExamples()]);
+    record("typescript (README and docs examples, checkJs)", { passed: examples.code === 0 ? 1 : 0, failed: examples.code === 0 ? 0 : 1, skipped: 0 });
   },
 
   async node() {

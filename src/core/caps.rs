@@ -58,7 +58,7 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::deadline::{check_ms, deadline_in, DeadlineError};
+use crate::core::deadline::{check_ms, deadline_in, DeadlineError, MAX_MS};
 use crate::core::error::{Described, Kind, Message};
 
 /// When the built-in figures were read.
@@ -544,7 +544,20 @@ pub fn for_platform(
     }
     // A reserve at or above the cap leaves nothing: an expired deadline (module doc).
     let left = if front > reserve { front - reserve } else { 0.0 };
-    Ok(PlatformDeadline { at: deadline_in(now, left)?, bound, cpu_ms: caps.cpu_ms })
+    // Past the end of the timeline: named as the caller wrote the bound that won, not `ms`.
+    let at = deadline_in(now, left).map_err(|e| match e {
+        DeadlineError::TooFar { .. } => DeadlineError::TooFar {
+            param: match bound {
+                Bound::Product => "productMs",
+                Bound::Wall => "wallMs",
+                Bound::FirstByte => "firstByteMs",
+            },
+            value: front,
+            max: MAX_MS - now + reserve,
+        },
+        other => other,
+    })?;
+    Ok(PlatformDeadline { at, bound, cpu_ms: caps.cpu_ms })
 }
 
 /// A platform deadline as the caller asks for it (`Deadline.forPlatform`'s
@@ -606,7 +619,7 @@ pub fn platform_deadline(now_ms: f64, request: &PlatformRequest) -> Result<Platf
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::core::deadline::{remaining, MAX_MS};
+    use crate::core::deadline::remaining;
     use proptest::prelude::*;
 
     #[test]
@@ -687,7 +700,13 @@ mod tests {
         assert!(matches!(for_platform(0.0, &broken, 1_000.0, 0.0), Err(CapsError::Time(_))));
         assert!(matches!(
             for_platform(MAX_MS, &caps, 1_000.0, 0.0),
-            Err(CapsError::Time(DeadlineError::TooLarge { .. }))
+            Err(CapsError::Time(DeadlineError::TooFar { .. }))
+        ));
+        // A product limit in range that only overflows from now is named as given.
+        let unbounded = PlatformCaps::custom(None, None, None).unwrap();
+        assert!(matches!(
+            for_platform(100.0, &unbounded, MAX_MS, 0.0),
+            Err(CapsError::Time(DeadlineError::TooFar { param: "productMs", value: MAX_MS, max })) if max == MAX_MS - 100.0
         ));
     }
 

@@ -72,6 +72,9 @@ pub enum DeadlineError {
     /// `param` (or the instant it leads to) is past [`MAX_MS`]. Use a shorter
     /// duration; nothing real waits 285 000 years.
     TooLarge { param: &'static str, value: f64 },
+    /// `param` is a valid duration, but added to now it runs past [`MAX_MS`]:
+    /// at most `max` (`MAX_MS − now`) is accepted. Same code as `TooLarge`.
+    TooFar { param: &'static str, value: f64, max: f64 },
     /// The deadline passed `late_by_ms` ago: there is no budget to hand out.
     Exhausted { at: f64, late_by_ms: f64 },
     /// Less than the step's declared minimum is left; the step must not start.
@@ -82,7 +85,10 @@ impl DeadlineError {
     /// The parameter at fault, for errors caused by bad input.
     pub fn param(&self) -> Option<&'static str> {
         match self {
-            Self::NotFinite { param, .. } | Self::Negative { param, .. } | Self::TooLarge { param, .. } => Some(param),
+            Self::NotFinite { param, .. }
+            | Self::Negative { param, .. }
+            | Self::TooLarge { param, .. }
+            | Self::TooFar { param, .. } => Some(param),
             Self::Exhausted { .. } | Self::Insufficient { .. } => None,
         }
     }
@@ -94,6 +100,8 @@ pub mod msg {
         NOT_FINITE = "'{param}' must be a finite number of milliseconds between 0 and {max}: current value is {value}";
         NEGATIVE = "'{param}' must be between 0 and {max} milliseconds: current value is {value}";
         TOO_LARGE = "'{param}' must be between 0 and {max} milliseconds (2^53 - 1): current value is {value}";
+        /// A duration in range whose instant (now + it) is not: the bound that applies is from now.
+        TOO_FAR = "'{param}' must be at most {left} milliseconds from now (the timeline ends at {max} ms, 2^53 - 1): current value is {value}";
         /// Also the message `js/errors.js` gives a `DeadlineExceeded` it makes
         /// on a hot path without a Wasm call.
         EXCEEDED_BY = "deadline exceeded: it passed {lateByMs:ms} ms ago";
@@ -120,7 +128,7 @@ impl Described for DeadlineError {
         match self {
             Self::NotFinite { .. } => "NOT_FINITE",
             Self::Negative { .. } => "NEGATIVE",
-            Self::TooLarge { .. } => "TOO_LARGE",
+            Self::TooLarge { .. } | Self::TooFar { .. } => "TOO_LARGE",
             Self::Exhausted { .. } => "DEADLINE_EXCEEDED",
             Self::Insufficient { .. } => "INSUFFICIENT_BUDGET",
         }
@@ -135,7 +143,7 @@ impl Described for DeadlineError {
         match self {
             Self::Exhausted { .. } => Kind::Deadline,
             Self::Insufficient { .. } => Kind::Insufficient,
-            Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } => Kind::Range,
+            Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } | Self::TooFar { .. } => Kind::Range,
         }
     }
 
@@ -143,7 +151,7 @@ impl Described for DeadlineError {
         match *self {
             Self::Exhausted { at, late_by_ms } => vec![("at", at), ("lateByMs", late_by_ms)],
             Self::Insufficient { remaining_ms, min_ms } => vec![("remainingMs", remaining_ms), ("minMs", min_ms)],
-            Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } => Vec::new(),
+            Self::NotFinite { .. } | Self::Negative { .. } | Self::TooLarge { .. } | Self::TooFar { .. } => Vec::new(),
         }
     }
 
@@ -155,6 +163,7 @@ impl Described for DeadlineError {
             Self::NotFinite { param, value } => bad(msg::NOT_FINITE, param, value),
             Self::Negative { param, value } => bad(msg::NEGATIVE, param, value),
             Self::TooLarge { param, value } => bad(msg::TOO_LARGE, param, value),
+            Self::TooFar { param, value, max } => bad(msg::TOO_FAR, param, value).arg("left", max),
             Self::Exhausted { late_by_ms, .. } if late_by_ms > 0.0 => {
                 Message::new(msg::EXCEEDED_BY).arg("lateByMs", late_by_ms)
             }
@@ -187,7 +196,7 @@ pub fn deadline_in(now_ms: f64, ms: f64) -> Result<f64, DeadlineError> {
     let ms = check_ms("ms", ms)?;
     let at = now + ms;
     if at > MAX_MS {
-        return Err(DeadlineError::TooLarge { param: "ms", value: ms });
+        return Err(DeadlineError::TooFar { param: "ms", value: ms, max: MAX_MS - now });
     }
     Ok(at)
 }
@@ -295,7 +304,9 @@ mod tests {
         assert!(matches!(deadline_in(0.0, f64::NAN), Err(DeadlineError::NotFinite { param: "ms", .. })));
         assert!(matches!(deadline_in(0.0, -1.0), Err(DeadlineError::Negative { param: "ms", .. })));
         assert!(matches!(deadline_in(f64::INFINITY, 1.0), Err(DeadlineError::NotFinite { param: "now", .. })));
-        assert!(matches!(deadline_in(1.0, MAX_MS), Err(DeadlineError::TooLarge { param: "ms", .. })));
+        assert!(
+            matches!(deadline_in(1.0, MAX_MS), Err(DeadlineError::TooFar { param: "ms", max, .. }) if max == MAX_MS - 1.0)
+        );
         assert!(matches!(generation_budget(1.0, 0.0, -0.5), Err(DeadlineError::Negative { param: "reserveMs", .. })));
         assert!(matches!(
             generation_budget(f64::NAN, 0.0, 0.0),

@@ -589,6 +589,7 @@ mod tests {
             time.message(),
             DeadlineError::Negative { param: "ms", value: -1.0 }.message(),
             DeadlineError::TooLarge { param: "ms", value: 1e300 }.message(),
+            DeadlineError::TooFar { param: "ms", value: 9e15, max: 7e15 }.message(),
             DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 }.message(),
             DeadlineError::Exhausted { at: 1.0, late_by_ms: 0.0 }.message(),
             DeadlineError::Insufficient { remaining_ms: 1.0, min_ms: 2.0 }.message(),

@@ -286,7 +286,8 @@ impl From<DeadlineError> for Error {
             DeadlineError::Insufficient { remaining_ms, min_ms } => Self::InsufficientBudget { remaining_ms, min_ms },
             DeadlineError::NotFinite { param, .. }
             | DeadlineError::Negative { param, .. }
-            | DeadlineError::TooLarge { param, .. } => Self::invalid(param, error.to_string()),
+            | DeadlineError::TooLarge { param, .. }
+            | DeadlineError::TooFar { param, .. } => Self::invalid(param, error.to_string()),
         }
     }
 }

@@ -165,6 +165,30 @@ export function honoChecks({ Hono, lib, deadline }) {
       },
     },
     {
+      name: "hono: a HEAD request (Hono runs the GET route and drops its body unread) disposes the deadline when the handler is done",
+      run: async () => {
+        const signals = [];
+        const a = new Hono();
+        a.use(deadline({ budgetMs: 40 }));
+        a.get("/text", (c) => {
+          signals.push(c.get("deadline").signal());
+          return c.text("ok");
+        });
+        a.get("/stream", (c) => {
+          signals.push(c.get("deadline").signal());
+          return new Response(new ReadableStream({ start: (ctl) => ctl.enqueue(new TextEncoder().encode("never read")) }));
+        });
+        for (const path of ["/text", "/stream"]) {
+          const res = await a.fetch(new Request(`http://x${path}`, { method: "HEAD" }));
+          equal(res.status, 200, `HEAD ${path}`);
+          equal(res.body, null, `HEAD ${path} has no body`);
+        }
+        equal(signals.length, 2);
+        await sleep(40 + SLACK_MS);
+        equal(signals.map((s) => s.aborted).join(), "false,false", "disposed: the signals did not fire at the instant");
+      },
+    },
+    {
       name: "hono: a cancelled streamed body disposes the deadline and cancels the handler's stream",
       run: async () => {
         let signal;
@@ -253,6 +277,61 @@ export function honoChecks({ Hono, lib, deadline }) {
         equal(await res.text(), "caught: handler bug");
         await sleep(40 + SLACK_MS);
         equal(signal.aborted, false, "disposed");
+      },
+    },
+    {
+      name: "hono: concurrent requests: a handler's second hedge attempt sees its own request's deadline",
+      run: async () => {
+        const seen = [];
+        const a = app({ budgetMs: 5_000 }, async (c) => {
+          const own = c.get("deadline");
+          const delayMs = Number(new URL(c.req.url).searchParams.get("delay"));
+          const answer = await lib.hedge(
+            (signal, { attempt }) => {
+              seen.push({ attempt, ok: lib.currentDeadline() === own });
+              return attempt >= 2 ? "second" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("first")));
+            },
+            { deadline: own, delayMs, maxAttempts: 2 },
+          );
+          return c.text(answer);
+        });
+        const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => a.fetch(new Request(`http://x/?delay=${2 + (i % 7)}`)).then((r) => r.text())));
+        equal(answers.join(), Array(20).fill("second").join());
+        equal(seen.length, 40);
+        if (lib.ambientDeadline === "async") equal(seen.filter((s) => !s.ok).map((s) => `attempt ${s.attempt}`).join(", "), "", "attempts that saw another request's deadline");
+      },
+    },
+    {
+      name: "hono: with no budgetMs, a platform's wall-clock or first-byte cap bounds the deadline; a bound-less set-up throws at creation, naming budgetMs",
+      run: async () => {
+        const served = async (options, expectMs) => {
+          const seen = {};
+          const res = await app(options, probe(lib, seen)).fetch(new Request("http://x/"));
+          equal(res.status, 200, `status for ${JSON.stringify(options)}`);
+          equal(await res.text(), "ok");
+          ok(seen.remaining <= expectMs && seen.remaining > expectMs - SLACK_MS, `${JSON.stringify(options)}: remaining ${seen.remaining}, expected ${expectMs}`);
+        };
+        await served({ platform: "vercel-edge" }, 25_000); // its 25 s first-byte cap
+        await served({ platform: "vercel-edge", fallbackReserveMs: 500 }, 24_500);
+        await served({ caps: { wallMs: 700 } }, 700);
+        await served({ caps: { firstByteMs: 900, cpuMs: 50 } }, 900);
+        await served({ platform: "cloudflare-workers", caps: { wallMs: 800 } }, 800);
+        // A header still shortens a platform-bound deadline.
+        const seen = {};
+        const res = await app({ platform: "vercel-edge" }, probe(lib, seen)).fetch(new Request("http://x/", { headers: { "edge-deadline-remaining-ms": "300" } }));
+        equal(res.status, 200);
+        await res.text();
+        ok(seen.remaining <= 300 && seen.remaining > 300 - SLACK_MS, `header wins: ${seen.remaining}`);
+        // The middleware's own list of wall-bounded platforms agrees with the core's figures.
+        const bounded = [...new Set(lib.platformCaps().filter((c) => (c.trigger === null || c.trigger === "fetch") && c.kind !== "cpu" && c.ms !== null).map((c) => c.platform))];
+        equal(JSON.stringify(bounded), JSON.stringify(["vercel-edge"]), "platforms whose fetch has a wall-clock cap");
+        // Nothing bounds the wall clock: Workers' fetch and Deno Deploy document no wall-clock limit, and a CPU cap is not one.
+        for (const options of [{ platform: "cloudflare-workers" }, { platform: "cloudflare-workers", plan: "free" }, { platform: "deno-deploy" }, { caps: { cpuMs: 50 } }, { platform: "custom", caps: { cpuMs: 50 } }]) {
+          const e = throws(() => deadline(options), TypeError, /'options\.budgetMs' is required/);
+          equal(e.param, "options.budgetMs", `param for ${JSON.stringify(options)}`);
+          equal(e.code, "MISSING_OPTION", `code for ${JSON.stringify(options)}`);
+          ok(!/current value is 9007199254740991/.test(e.message), e.message);
+        }
       },
     },
     {

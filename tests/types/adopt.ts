@@ -21,6 +21,18 @@ typed.get("/", (c) => {
   return c.text(`${d.remaining()} ${header}`);
 });
 
+// A plain `new Hono()` (no generics, routes not chained on `use`): the middleware's variables are
+// typed through Hono's ContextVariableMap, as in the README.
+const plain = new Hono();
+plain.use(deadline({ budgetMs: 100 }));
+plain.get("/", (c) => {
+  const d: Deadline = c.get("deadline");
+  // @ts-expect-error a Deadline, not any/unknown
+  const wrong: string = c.get("deadline");
+  c.set("plan", plan(d, [{ name: "a", kind: "mandatory", minMs: 1 }]));
+  return c.text(`${d.remaining()} ${wrong}`);
+});
+
 export async function ambient(d: Deadline) {
   const mode: "async" | "sync" = ambientDeadline;
   const n: number = await runWithDeadline(d, async () => (currentDeadline()?.remaining() ?? 0) + mode.length);
@@ -42,4 +54,9 @@ export async function propagated(d: Deadline) {
   await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: false });
   // @ts-expect-error propagate is a boolean or header names
   await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: 1 });
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: "grpc-timeout" });
+  // @ts-expect-error propagate names headers of deadlineHeaders, not any string
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: "x-request-timeout" });
+  // @ts-expect-error nor any string in a list
+  await fetchWithDeadline("https://example.com", undefined, { deadline: d, propagate: ["grpc-timeout", "x-deadline"] });
 }

@@ -144,6 +144,10 @@ cases.push({
     ]) {
       equal(throws(() => lib.platformDeadline({ ...base, ...options }), Type).message, message);
     }
+    // In range, but past the end of the timeline from now: named as given, with the bound that applies.
+    const far = throws(() => lib.platformDeadline({ ...base, platform: "deno-deploy", productMs: max }), RangeError);
+    equal(`${far.param} ${far.code}`, "options.productMs TOO_LARGE");
+    ok(/^'productMs' must be at most \d+ milliseconds from now \(the timeline ends at 9007199254740991 ms, 2\^53 - 1\): current value is 9007199254740991$/.test(far.message), far.message);
   },
 });
 

@@ -69,6 +69,51 @@ export default [
     },
   },
   {
+    name: "context: callbacks run from the shared wake-up see their own request's deadline (hedge attempts, onStep at a cap, abort listeners on derived signals)",
+    run: async (lib, ctx) => {
+      // 40 concurrent requests whose wake-ups share the package's host timer, armed by whichever
+      // request came first: each callback must see the deadline of the request that scheduled it.
+      const N = 40;
+      const seen = [];
+      const request = (i) => {
+        const d = lib.Deadline.in(60_000);
+        const own = (where) => (value) => seen.push({ where, i, ok: value === d, value });
+        return lib.runWithDeadline(d, async () => {
+          // A hedge's second attempt starts from the wake-up.
+          const hedged = lib.hedge(
+            (signal, { attempt }) => {
+              own(`hedge attempt ${attempt}`)(lib.currentDeadline());
+              return attempt >= 2 ? "won" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("lost")));
+            },
+            { deadline: d, delayMs: 2 + (i % 7), maxAttempts: 2 },
+          );
+          // A plan step cut at its cap: onStep is called from the wake-up.
+          const p = lib.plan(d, [{ name: "slow", kind: "optional", minMs: 1, preferredMs: 3 + (i % 5) }], { onStep: () => own("onStep")(lib.currentDeadline()) });
+          const step = p.run("slow", (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve("cut")))).catch(() => "cut");
+          // An abort listener on a derived deadline's signal, aborted by its own wake-up.
+          const near = lib.Deadline.in(4 + (i % 6));
+          const derived = near.reserve(1);
+          const aborted = new Promise((resolve) =>
+            derived.signal().addEventListener("abort", () => {
+              own("abort listener")(lib.currentDeadline());
+              resolve();
+            }),
+          );
+          await Promise.all([hedged, step, aborted]);
+          near.dispose();
+          d.dispose();
+        });
+      };
+      await Promise.all(Array.from({ length: N }, (_, i) => request(i)));
+      equal(seen.length, 4 * N, "hedge ×2, onStep, abort listener per request");
+      const async = expectedMode(ctx) === "async";
+      // The fallback (no AsyncLocalStorage) sees its request's deadline synchronously and nothing
+      // later, never a foreign one; with AsyncLocalStorage every callback sees its own.
+      const wrong = seen.filter((s) => !(s.ok || (!async && s.value === undefined && s.where !== "hedge attempt 1")));
+      equal(wrong.length, 0, `callbacks that saw another request's deadline (or none): ${wrong.slice(0, 5).map((s) => `${s.where} of request ${s.i}`).join(", ")}`);
+    },
+  },
+  {
     name: "context: bad input → TypeError naming the parameter (.param, .code)",
     run: (lib) => {
       const a = throws(() => lib.runWithDeadline(1000, () => {}), TypeError, /'deadline'/);

@@ -593,6 +593,8 @@ function badInputCases() {
     ["step(run = 'f')", (lib) => lib.Deadline.in(100).step(0, "f"), TypeError, /'run'/, "run", T],
     ["new Deadline()", (lib) => new lib.Deadline(), TypeError, /Deadline\.in/, undefined, "NOT_CONSTRUCTIBLE"],
     ["Deadline.in(2^53 - 1) overflows the timeline", (lib) => lib.Deadline.in(2 ** 53 - 1), RangeError, /'ms'/, "ms", "TOO_LARGE"],
+    // A value inside 0 … 2^53 − 1 that only overflows once added to now: the message says the bound that applies.
+    ["Deadline.in(2^53 - 1) says how far from now the timeline reaches", (lib) => lib.Deadline.in(Number.MAX_SAFE_INTEGER), RangeError, /^'ms' must be at most \d+ milliseconds from now \(the timeline ends at 9007199254740991 ms, 2\^53 - 1\): current value is 9007199254740991$/, "ms", "TOO_LARGE"],
   ];
   for (const [label, call, Type, pattern, param, code] of structural) {
     out.push({

@@ -60,6 +60,28 @@ const cases = [
     },
   },
   {
+    name: "isTimeout never throws: a Proxy whose traps throw, throwing getters and a revoked Proxy answer false; a timeout before them still answers true",
+    run: (lib) => {
+      const boom = () => {
+        throw new Error("trap");
+      };
+      const trapping = new Proxy({}, { get: boom, getPrototypeOf: boom, has: boom });
+      const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+      revoke();
+      const getters = Object.defineProperties({}, { name: { get: boom }, cause: { get: boom } });
+      const causeThrows = Object.defineProperty(new Error("outer"), "cause", { get: boom });
+      const signalThrows = Object.defineProperties({}, { aborted: { get: boom }, reason: { get: boom } });
+      const reasonThrows = Object.defineProperties({}, { aborted: { value: true }, reason: { get: boom } });
+      const values = [trapping, revoked, getters, causeThrows, new Error("wrapper", { cause: revoked }), new Error("wrapper", { cause: trapping })];
+      values.forEach((v, i) => equal(lib.isTimeout(v), false, `value ${i}`));
+      equal(lib.isTimeout(new Error("x"), signalThrows), false, "a signal whose getters throw");
+      equal(lib.isTimeout(new Error("x"), reasonThrows), false, "a signal whose reason throws");
+      equal(lib.isTimeout(new Error("x"), revoked), false, "a revoked Proxy as the signal");
+      const exceeded = new lib.DeadlineExceeded(1, 2);
+      equal(lib.isTimeout(new Error("wrapper", { cause: Object.defineProperty(exceeded, "cause", { get: boom }) })), true, "a timeout found before the throwing link");
+    },
+  },
+  {
     name: "isTimeout(e, signal): an SDK error that drops the cause still answers from the signal's reason",
     run: async (lib) => {
       const userAbort = Object.assign(new Error("Request was aborted."), { name: "APIUserAbortError" });

@@ -61,6 +61,32 @@ const cases = [
       throwsArg(() => new lib.ConcurrencyLimiter(), TypeError, "options", "INVALID_TYPE", /'options' must be an object like \{ limit \}/);
     },
   },
+  {
+    name: "little: a follow-up call started from fn's own .then (after its result settled) gets the released slot, not Overloaded",
+    run: async (lib) => {
+      const limiter = new lib.ConcurrencyLimiter({ limit: 1 });
+      let followUp;
+      const first = await limiter.run(() => {
+        const p = Promise.resolve("first");
+        followUp = p.then(() => limiter.run(() => "follow-up"));
+        return p;
+      });
+      equal(first, "first");
+      equal(await followUp, "follow-up", "the slot of a settled call is free");
+      equal(limiter.shed, 0);
+      equal(limiter.inFlight, 0);
+      // Still shed when the slot really is taken, and fn is never called.
+      let release;
+      const held = limiter.run(() => new Promise((r) => (release = r)));
+      let called = false;
+      await rejects(limiter.run(() => (called = true)), lib.Overloaded, /all 1 slots are in use|slot/);
+      equal(called, false);
+      equal(limiter.shed, 1);
+      release("done");
+      equal(await held, "done");
+      equal(limiter.inFlight, 0);
+    },
+  },
 ];
 
 export default cases;

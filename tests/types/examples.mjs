@@ -1,0 +1,52 @@
+// The README's examples and docs/api.md's Hono examples, type-checked as printed (`node tests/run.mjs types`):
+// each js block is written to test-output/types-examples/ as a module and compiled by tsc with
+// checkJs against pkg/'s .d.ts and the real `hono` types, with no generics added. They run
+// (and assert what they show) in tests/package; here the types must accept them as written.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { jsBlockUnder } from "../support/markdown.mjs";
+import { sections } from "../package/docs.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const out = join(root, "test-output/types-examples");
+
+/** Writes the examples and their tsconfig; returns the tsconfig's path. */
+export function writeExamples() {
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const files = [];
+  const put = (name, code) => {
+    writeFileSync(join(out, name), code);
+    files.push(name);
+  };
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  put("readme-quick-start.mjs", jsBlockUnder(readme, "Quick start"));
+  put("readme-hono.mjs", jsBlockUnder(readme, "With Hono"));
+  // docs/api.md: the sections of the Hono middleware (the others pass bad input on purpose to
+  // show what they throw, which the types refuse too).
+  for (const s of sections(readFileSync(join(root, "docs/api.md"), "utf8")).filter((s) => s.name.startsWith("hono:"))) {
+    s.examples.forEach((code, i) => put(`api-${s.name.replace(/\W/g, "_")}-${i}.mjs`, code));
+  }
+  const pkg = "../../pkg";
+  writeFileSync(
+    join(out, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: false, // the examples are plain JS as printed: checked for wrong calls and unknown members, not for implicit any
+        noEmit: true,
+        allowJs: true,
+        checkJs: true,
+        target: "ES2022",
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        lib: ["ES2022", "DOM", "ESNext.Disposable"],
+        types: ["node"],
+        skipLibCheck: true,
+        paths: { "edge-deadline": [`${pkg}/index.d.ts`], "edge-deadline/derive": [`${pkg}/derive-index.d.ts`], "edge-deadline/hono": [`${pkg}/hono.d.ts`] },
+      },
+      files,
+    }, null, 2),
+  );
+  return join(out, "tsconfig.json");
+}
