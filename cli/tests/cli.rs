@@ -332,6 +332,10 @@ fn csv_errors_name_the_line_a_record_starts_on() {
     let (_, err, code) = text(&run(&["derive", "-", "--by", "model"], Some(csv)));
     assert_eq!(code, 1);
     assert!(err.contains("line 5, field 'ms': 'abc' is not a number"), "{err}");
+    // Blank lines before a record: the line is the record's own.
+    let (_, err, code) = text(&run(&["derive", "-"], Some("ms\n1\n\n\r\n\nabc\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("line 6, field 'ms': 'abc' is not a number"), "{err}");
     // Invalid UTF-8 in a plain line and in a quoted one.
     for input in [&b"ms,model\n1,a\n2,\xff\n"[..], &b"ms,model\n\"1\",a\n2,\xff\n"[..]] {
         let mut child = Command::new(bin())
