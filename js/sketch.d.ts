@@ -20,17 +20,20 @@ export class LatencySketch implements Disposable {
   constructor(options?: LatencySketchOptions);
   /**
    * Adds one duration; allocates nothing once the range is covered.
-   * @throws {RangeError} NaN, ±Infinity, negative, or past 2^53 − 1
+   * @throws {RangeError} NaN, ±Infinity, negative, or past 2^53 − 1; code `COUNT_LIMIT` when the
+   *   sketch already counts 2^53 − 1 samples
    */
   add(ms: number): void;
   /**
    * Adds every duration, all or nothing.
-   * @throws {RangeError} naming the index of the first bad sample (nothing is added)
+   * @throws {RangeError} naming the index of the first bad sample (nothing is added); code
+   *   `COUNT_LIMIT` past 2^53 − 1 samples in all
    */
   addAll(samples: Float64Array | readonly number[]): this;
   /**
    * Adds every sample of `other`; the result answers as if all samples had been added to one sketch.
-   * @throws {RangeError} when the relative errors differ; {TypeError} when `other` is this sketch
+   * @throws {RangeError} when the relative errors differ, or (code `COUNT_LIMIT`, this sketch
+   *   unchanged) when the two would count more than 2^53 − 1 samples; {TypeError} when `other` is this sketch
    */
   merge(other: LatencySketch): this;
   /**
@@ -40,7 +43,8 @@ export class LatencySketch implements Disposable {
   toBytes(): Uint8Array;
   /**
    * Reads `toBytes()` output, or the base64 `bytes` string of the JSON form.
-   * @throws {RangeError} damaged, truncated or foreign bytes, or a newer format version
+   * @throws {RangeError} damaged, truncated or foreign bytes (also a count past 2^53 − 1, or a
+   *   min, max or zero count the counters contradict), or a newer format version
    * @throws {TypeError} `bytes` is not a Uint8Array, ArrayBuffer(View) or string
    */
   static fromBytes(bytes: Uint8Array | ArrayBuffer | ArrayBufferView | string): LatencySketch;

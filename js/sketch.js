@@ -36,7 +36,11 @@
 // 6. `LatencySketch.fromBytes(sketch.toBytes())` answers every question as
 //    `sketch` does; bytes that are not a sketch (cut off, damaged, from
 //    another program or a newer format) are a RangeError saying so, checked
-//    in the core before any sketch exists.
+//    in the core before any sketch exists. The core keeps every sketch at
+//    most 2^53 − 1 samples (an add or merge past it is a RangeError that
+//    changes nothing) and `fromBytes` refuses larger counts and a min, max or
+//    zero count the counters contradict, so parking (invariant 4) always
+//    restores: a sketch's own bytes are always accepted.
 //
 // # Why a binary form, and what JSON gets
 // Sketches are recorded where requests run (many isolates, tabs, servers)

@@ -87,14 +87,17 @@ struct DeriveArgs {
     /// Unit of the duration column.
     #[arg(long, value_enum, default_value = "ms")]
     unit: Unit,
-    /// The outcome column or label (absent = every row is a success).
+    /// The outcome column or label [default: outcome]: success, timeout or
+    /// error words, or HTTP status codes (2xx success, 408 and 504 timeout,
+    /// other 4xx and 5xx error). Input without the default column counts
+    /// every row as a success; a column named here must exist.
     #[arg(long, value_name = "NAME")]
     outcome_column: Option<String>,
     /// Group into buckets by these columns or labels.
     #[arg(long, value_name = "a,b", value_delimiter = ',')]
     by: Vec<String>,
     /// The percentile, as a fraction (default 0.99; 0.999 with --background).
-    #[arg(long, value_name = "FRACTION", value_parser = parse_q, allow_negative_numbers = true)]
+    #[arg(long, visible_alias = "quantile", value_name = "FRACTION", value_parser = parse_q, allow_negative_numbers = true)]
     q: Option<f64>,
     /// Background work: p99.9 instead of p99.
     #[arg(long)]

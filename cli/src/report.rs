@@ -73,12 +73,45 @@ pub fn utc_now() -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// The bucket's labels, `k=v,k=v`, with control characters escaped (a
+/// label from the input must not drive the terminal).
 fn bucket_name(r: &BucketResult) -> String {
     if r.labels.is_empty() {
         "(all)".into()
     } else {
-        r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+        let text = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+        text.chars().map(crate::input::escape_char).collect()
     }
+}
+
+/// `x` to `digits` significant digits, as Rust prints the nearest `f64`
+/// (`40.17` → `40.2`, `0.3481` → `0.348`).
+fn sig(x: f64, digits: i32) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return "0".into();
+    }
+    let scale = 10f64.powi(digits - 1 - x.abs().log10().floor() as i32);
+    format!("{}", (x * scale).round() / scale)
+}
+
+/// The `edge-deadline simulate` command line for a bucket with a slow tail:
+/// its p50 as the median, sigma from p50 and p90 (lognormal: p90 = median ·
+/// e^(1.2816 σ)), the tail's share and start, its end at p99.9 (at least
+/// twice the start), and the recommended timeout with one retry against p99.
+fn simulate_flags(r: &BucketResult, t: &edge_deadline::core::tail::TailShape) -> Option<String> {
+    let (p50, p90) = (r.p50_ms?, r.p90_ms?);
+    let sigma = ((p90 / p50).ln() / 1.2816).clamp(0.01, 4.0);
+    let lo = t.tail_start_ms;
+    let hi = r.p999_ms.unwrap_or(0.0).max(2.0 * lo);
+    Some(format!(
+        "edge-deadline simulate --median {} --sigma {} --tail-share {} --tail-lo {} --tail-hi {} --policy p99:0 --policy {}:1",
+        sig(p50, 3),
+        sig(sigma, 3),
+        sig(t.tail_share, 2),
+        sig(lo, 3),
+        sig(hi, 3),
+        sig(t.recommended_ms, 3)
+    ))
 }
 
 fn pad(cells: &[Vec<String>]) -> String {
@@ -180,8 +213,9 @@ pub fn table(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Stri
             );
             let _ = writeln!(
                 out,
-                "  if slow calls are independent (a retry lands in the body), {} with one retry cuts only the tail: try `edge-deadline simulate`",
-                fmt_ms(t.recommended_ms)
+                "  if slow calls are independent (a retry lands in the body), {} with one retry cuts only the tail: try `{}`",
+                fmt_ms(t.recommended_ms),
+                simulate_flags(r, t).unwrap_or_else(|| "edge-deadline simulate".into())
             );
         }
         if !r.candidates.is_empty() && (r.tail.is_some() || meta.configured_ms.is_some()) {
@@ -191,7 +225,7 @@ pub fn table(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Stri
                 .map(|c| format!("{} {} -> {}", c.name, fmt_ms(c.timeout_ms), fmt_pct(c.false_timeout_rate)))
                 .collect();
             if r.tail.is_none() {
-                let _ = writeln!(out);
+                let _ = writeln!(out, "\n{name}:");
             }
             let _ = writeln!(out, "  false timeouts of healthy calls: {}", list.join(", "));
         }

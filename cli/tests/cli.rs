@@ -126,9 +126,8 @@ fn malformed_lines_name_line_and_field() {
     for (args, input, want) in [
         (&["derive", "-"][..], "ms,outcome\n12,maybe\n", "line 2, field 'outcome': 'maybe' is not an outcome"),
         (&["derive", "-"], "ms\n-4\n", "line 2, field 'ms': 'ms' must be between 0"),
-        // A quote never closed runs to the end of the input (RFC 4180): the
-        // record then lacks its second field.
-        (&["derive", "-"], "ms,outcome\n\"12,ok\n", "line 2: expected at least 2 fields, found 1"),
+        // A quote never closed would swallow the rest of the input.
+        (&["derive", "-"], "ms,outcome\n\"12,ok\n", "line 2: field 1 opens a quote that is never closed"),
         (&["derive", "-", "--by", "model"], "ms,model\n12\n", "line 2: expected at least 2 fields, found 1"),
         (
             &["derive", "-", "--column", "dur"],
@@ -333,6 +332,10 @@ fn csv_errors_name_the_line_a_record_starts_on() {
     let (_, err, code) = text(&run(&["derive", "-", "--by", "model"], Some(csv)));
     assert_eq!(code, 1);
     assert!(err.contains("line 5, field 'ms': 'abc' is not a number"), "{err}");
+    // Blank lines before a record: the line is the record's own.
+    let (_, err, code) = text(&run(&["derive", "-"], Some("ms\n1\n\n\r\n\nabc\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("line 6, field 'ms': 'abc' is not a number"), "{err}");
     // Invalid UTF-8 in a plain line and in a quoted one.
     for input in [&b"ms,model\n1,a\n2,\xff\n"[..], &b"ms,model\n\"1\",a\n2,\xff\n"[..]] {
         let mut child = Command::new(bin())
@@ -630,6 +633,291 @@ fn derives_from_sketch_files_merged() {
         assert!(err.contains("cannot be used with"), "{err}");
     }
     for p in [a, b, cut.to_str().unwrap(), csv.to_str().unwrap(), c.to_str().unwrap()] {
+        std::fs::remove_file(p).ok();
+    }
+}
+
+/// Runs the binary on `input` written from another thread, so a binary that
+/// stops reading early (as it should on a fatal error) does not fail the
+/// write; `shell` wraps the command (`ulimit …`) when given.
+fn run_piped(args: &[&str], input: impl FnOnce(&mut dyn Write) + Send + 'static, shell: Option<&str>) -> Output {
+    let mut cmd = match shell {
+        Some(prefix) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(format!("{prefix} && exec \"$0\" \"$@\"")).arg(bin());
+            c
+        }
+        None => Command::new(bin()),
+    };
+    let mut child =
+        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || input(&mut stdin));
+    let out = child.wait_with_output().expect("exits");
+    // A write error (the binary closed the pipe) is the point, not a failure.
+    let _ = writer.join();
+    out
+}
+
+/// `ms,outcome` rows of 20 ms, `n` of them, with `bad` as line `at`.
+fn rows_with(n: usize, at: usize, bad: &'static str) -> impl FnOnce(&mut dyn Write) + Send + 'static {
+    move |w: &mut dyn Write| {
+        let mut text = String::from("ms,outcome\n");
+        for line in 2..=n + 1 {
+            text.push_str(if line == at { bad } else { "20,ok\n" });
+        }
+        let _ = w.write_all(text.as_bytes());
+    }
+}
+
+#[test]
+fn an_unclosed_quote_is_an_error_naming_its_line() {
+    // Line 4 of 200 000 opens a quote nobody closes: before, the rest of the
+    // file became one field and the run reported n = 2 with exit 0.
+    let (out, err, code) = text(&run_piped(&["derive", "-"], rows_with(200_000, 4, "5,\"oops\n"), None));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("line 4: field 2 opens a quote that is not closed within 1 MiB"), "{err}");
+    // Near the end of the input, with and without a final newline.
+    for input in ["ms,outcome\n1,ok\n2,\"ok\n", "ms,outcome\n1,ok\n2,\"ok", "ms,outcome\n1,ok\n\"2,ok\n3,ok\n"] {
+        let (out, err, code) = text(&run(&["derive", "-"], Some(input)));
+        assert_eq!((code, out.as_str()), (1, ""), "{input:?}: {err}");
+        assert!(
+            err.contains("line 3: field") && err.contains("opens a quote that is never closed"),
+            "{input:?}: {err}"
+        );
+        assert!(!err.contains("--skip-bad"), "no line can be skipped past it: {err}");
+        let (_, err, code) = text(&run(&["derive", "-", "--skip-bad"], Some(input)));
+        assert_eq!(code, 1, "{input:?}: {err}");
+    }
+    // Quotes closed (a doubled one inside, a newline inside) are fine.
+    let (out, err, code) = text(&run(&["derive", "-"], Some("ms,outcome\n\"1\",\"o\"\"k\"\n2,\"ok\"")));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("line 2, field 'outcome': 'o\"k' is not an outcome"), "{err}");
+    let (_, err, code) = text(&run(&["derive", "-"], Some("ms,note\n1,\"two\nlines\"\n2,\"x\"\n")));
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn over_long_records_are_refused_with_a_short_escaped_message() {
+    // A 20 MB field starting with a terminal escape: refused at 1 MiB, and
+    // the message shows 40 characters of it, escaped.
+    let field = |w: &mut dyn Write| {
+        let _ = w.write_all(b"ms,outcome\n1,ok\n\x1b[2J\x1b]0;pwned\x07");
+        let chunk = vec![b'7'; 1 << 16];
+        for _ in 0..320 {
+            if w.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+        let _ = w.write_all(b",ok\n");
+    };
+    let (out, err, code) = text(&run_piped(&["derive", "-"], field, None));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("line 3: the record passes 1 MiB at field 1"), "{err}");
+    assert!(err.len() < 300, "{} bytes: {err}", err.len());
+    // Under the cap, a bad value is quoted, escaped and cut short.
+    let mut bad = String::from("ms\n1\n\u{1b}[31m");
+    bad.push_str(&"9".repeat(500_000));
+    bad.push_str("x\n");
+    let (_, err, code) = text(&run(&["derive", "-"], Some(&bad)));
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains('\u{1b}'), "raw escape echoed: {err:?}");
+    assert!(err.contains("line 3, field 'ms': '\\u{1b}[31m999"), "{err}");
+    assert!(err.contains("…' (500006 bytes) is not a number"), "{err}");
+    assert!(err.len() < 300, "{} bytes: {err}", err.len());
+    // A header of escapes and a JSON line too long.
+    let (_, err, code) = text(&run(&["derive", "-", "--column", "dur"], Some("ms,\u{1b}[2Jx\n1,2\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("(columns: ms, \\u{1b}[2Jx)") && !err.contains('\u{1b}'), "{err:?}");
+    let long = |w: &mut dyn Write| {
+        let _ = w.write_all(b"{\"ms\": 1}\n{\"model\": \"");
+        let chunk = vec![b'a'; 1 << 16];
+        for _ in 0..40 {
+            if w.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+        let _ = w.write_all(b"\", \"ms\": 2}\n");
+    };
+    let (_, err, code) = text(&run_piped(&["derive", "-", "--format", "jsonl", "--by", "model"], long, None));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("line 2 is longer than 1 MiB"), "{err}");
+    // A label value past 1 KiB is a bad line (skippable), not a bucket.
+    let csv = format!("ms,model\n1,a\n2,{}\n", "m".repeat(2000));
+    let (_, err, code) = text(&run(&["derive", "-", "--by", "model"], Some(&csv)));
+    assert_eq!(code, 1);
+    assert!(err.contains("line 3, field 'model': 'mmm") && err.contains("longer than the 1024 bytes"), "{err}");
+}
+
+/// Memory stays flat: under a 64 MiB address-space limit, 256 MB of one
+/// unclosed quoted field (and a 256 MB line) through a pipe end in exit 1
+/// naming the line, where the old reader grew with the input and aborted.
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_stays_flat_on_a_huge_record() {
+    for (args, head, want) in [
+        (
+            &["derive", "-"][..],
+            &b"ms,outcome\n1,ok\n2,\""[..],
+            "line 3: field 2 opens a quote that is not closed within 1 MiB",
+        ),
+        (&["derive", "-"], &b"ms,outcome\n1,ok\n"[..], "line 3: the record passes 1 MiB at field 1"),
+        (&["derive", "-", "--format", "jsonl"], &b"{\"ms\": 1}\n"[..], "line 2 is longer than 1 MiB"),
+    ] {
+        let head = head.to_vec();
+        let feed = move |w: &mut dyn Write| {
+            let _ = w.write_all(&head);
+            let chunk = vec![b'9'; 1 << 20];
+            for _ in 0..256 {
+                if w.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+        };
+        let (_, err, code) = text(&run_piped(args, feed, Some("ulimit -v 65536")));
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn http_status_codes_read_as_outcomes() {
+    let csv = "ms,outcome\n10,200\n20,204\n30,201\n,504\n,408\n5,500\n5,404\n5,429\n";
+    let (out, err, code) = text(&run(&["derive", "-"], Some(csv)));
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().find(|l| l.starts_with("(all)")).expect("a row");
+    assert!(row.contains("2 timeouts, 3 errors") && row.contains(" 3 "), "{row}");
+    let (_, err, code) = text(&run(&["derive", "-"], Some("ms,outcome\n10,302\n")));
+    assert_eq!(code, 1);
+    assert!(err.contains("'302' is not an outcome") && err.contains("2xx"), "{err}");
+}
+
+#[test]
+fn quantile_is_a_long_alias_of_q() {
+    let p = temp("alias.csv", &one_to_hundred_csv());
+    let file = p.to_str().unwrap();
+    let by_q = answer(&["derive", file, "--json", "--q", "0.5"], "");
+    assert_eq!(answer(&["derive", file, "--json", "--quantile", "0.5"], ""), by_q);
+    assert_eq!(by_q["buckets"][0]["quantileMs"], 50);
+    let (_, err, code) = text(&run(&["derive", file, "--quantile", "1.5"], None));
+    assert_eq!(code, 2, "{err}");
+    let (help, _, _) = text(&run(&["derive", "--help"], None));
+    assert!(help.contains("--quantile"), "{help}");
+    std::fs::remove_file(p).ok();
+}
+
+#[test]
+fn the_notes_under_the_table_name_their_bucket_and_the_simulate_flags() {
+    // With a timeout in force and no slow tail: the false-timeout line names its bucket.
+    let mut csv = String::from("ms,model\n");
+    for i in 1..=2000 {
+        csv.push_str(&format!("{},a\n{},b\n", 10 + i % 50, 20 + i % 70));
+    }
+    let (out, err, code) = text(&run(&["derive", "-", "--by", "model", "--configured", "500"], Some(&csv)));
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let notes: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("false timeouts of healthy calls"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(notes.len(), 2, "{out}");
+    for (i, name) in notes.iter().zip(["model=a", "model=b"]) {
+        assert!(lines[i - 1] == format!("{name}:") || lines[*i].starts_with(&format!("{name}:")), "{out}");
+    }
+    // A slow tail: the hint is a simulate command line that runs.
+    let (out, err, code) = text(&run(&[], None));
+    assert_eq!(code, 0, "{err}");
+    let hint = out.lines().find(|l| l.contains("try `edge-deadline simulate")).expect("a hint");
+    let command = hint.split('`').nth(1).expect("a quoted command");
+    for flag in ["--median ", "--sigma ", "--tail-share ", "--tail-lo ", "--tail-hi ", "--policy "] {
+        assert!(command.contains(flag), "{flag} missing: {command}");
+    }
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let (sim, err, code) = text(&run(&args, None));
+    assert_eq!(code, 0, "{command}: {err}");
+    assert!(sim.contains("scenario: lognormal body"), "{sim}");
+}
+
+#[test]
+fn the_outcome_column_help_says_its_default() {
+    let (help, _, _) = text(&run(&["derive", "--help"], None));
+    let at = help.find("--outcome-column").expect("the flag");
+    let text: String =
+        help[at..].split("\n  -").next().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("[default: outcome]") || text.contains("default: outcome"), "{text}");
+    assert!(!text.contains("absent = every row is a success"), "{text}");
+}
+
+/// LEB128, as the sketch format writes counts.
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A bucketed sketch of `n` samples at 20 ms with the given min and max, as
+/// a forger writes it (the layout of 300 genuine samples at 20 ms).
+fn forged_sketch(n: u64, min: f64, max: f64) -> Vec<u8> {
+    use edge_deadline::core::sketch::LatencySketch;
+    let mut s = LatencySketch::default();
+    s.add_all(&[20.0; 300]).unwrap();
+    let good = s.to_bytes();
+    // Header (14 bytes), count (2), sum, min, max (24), zero count (1), the
+    // first key, one key (1), its counter (2).
+    let key = &good[14 + 2 + 24 + 1..good.len() - 3];
+    let mut out = good[..14].to_vec();
+    varint(&mut out, n);
+    for v in [20.0 * n as f64, min, max] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.push(0);
+    out.extend_from_slice(key);
+    out.push(1);
+    varint(&mut out, n);
+    out
+}
+
+#[test]
+fn forged_sketches_are_refused_naming_the_file() {
+    let write = |name: &str, bytes: &[u8]| {
+        let p = std::env::temp_dir().join(format!("edge-deadline-cli-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let honest = write("honest.bin", &forged_sketch(300, 20.0, 20.0));
+    let h = honest.to_str().unwrap();
+    let (out, err, code) = text(&run(&["derive", "--sketch", h], None));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("(all)") && l.contains("20.0 ms")), "{out}");
+    // Counts near 2^63 whose counters add up: two of them saturated a merge,
+    // and the table read p50 = p99 = 376 ms for data at 20 ms.
+    let huge = write("huge.bin", &forged_sketch(1 << 62, 20.0, 20.0));
+    let (out, err, code) = text(&run(&["derive", "--sketch", h, huge.to_str().unwrap()], None));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("huge.bin: 'bytes' is not a valid LatencySketch: 'count' is 4611686018427388000, more than a sketch counts (9007199254740991)"), "{err}");
+    let lying = write("lying.bin", &forged_sketch(300, 376.0, 376.0));
+    let (out, err, code) = text(&run(&["derive", "--sketch", h, lying.to_str().unwrap()], None));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains(
+            "lying.bin: 'bytes' is not a valid LatencySketch: 'max' is 376, outside the highest non-empty bucket"
+        ),
+        "{err}"
+    );
+    // Two sketches at the cap: each is accepted, their merge is refused.
+    let full = write("full.bin", &forged_sketch((1 << 53) - 1, 20.0, 20.0));
+    let f = full.to_str().unwrap();
+    let (out, err, code) = text(&run(&["derive", "--sketch", f, "--json"], None));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"n\": 9007199254740991") && out.contains("\"p50\": 20"), "{out}");
+    let (out, err, code) = text(&run(&["derive", "--sketch", f, f], None));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("full.bin: cannot add 9007199254740991 samples to a sketch of 9007199254740991"), "{err}");
+    for p in [honest, huge, lying, full] {
         std::fs::remove_file(p).ok();
     }
 }

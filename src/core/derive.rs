@@ -107,9 +107,19 @@ impl Outcome {
         Outcome::parse(value).ok_or_else(|| DeriveError::RowOutcome { field: field.into(), value: value.into() })
     }
 
-    /// Reads an outcome, case-insensitively; `None` for anything else.
+    /// Reads an outcome, case-insensitively, or an HTTP status code (2xx a
+    /// success, 408 and 504 timeouts, other 4xx and 5xx errors); `None` for
+    /// anything else (1xx and 3xx are not a call's final outcome).
     pub fn parse(s: &str) -> Option<Outcome> {
         let s = s.trim();
+        if let [a @ b'1'..=b'5', b'0'..=b'9', b'0'..=b'9'] = s.as_bytes() {
+            return match (a, s) {
+                (b'2', _) => Some(Outcome::Success),
+                (_, "408" | "504") => Some(Outcome::Timeout),
+                (b'4' | b'5', _) => Some(Outcome::Error),
+                _ => None,
+            };
+        }
         let is = |w: &str| s.eq_ignore_ascii_case(w);
         if is("success") || is("ok") || is("succeeded") || is("true") {
             Some(Outcome::Success)
@@ -293,7 +303,7 @@ pub mod msg {
         GROUPS = "more than {limit} distinct buckets: group by fewer labels or coarser values";
         MISSING_DURATION = "a successful call needs a duration in milliseconds";
         /// The spellings [`Outcome::parse`](super::Outcome::parse) accepts.
-        OUTCOMES = "success, ok, succeeded, true (successes); timeout, timed_out, deadline_exceeded (timeouts); error, err, fail, failed, failure, false, cancelled (errors)";
+        OUTCOMES = "success, ok, succeeded, true, an HTTP status 2xx (successes); timeout, timed_out, deadline_exceeded, 408, 504 (timeouts); error, err, fail, failed, failure, false, cancelled, other 4xx and 5xx (errors)";
         OUTCOME = "outcome '{value}' of {series} is not one of: {accepted}";
         ROW_OUTCOME = "'{field}' must be one of {accepted}: current value is \"{value}\"";
         ROW = "row {index}: {error}";

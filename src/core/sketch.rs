@@ -65,6 +65,9 @@
 //! 5. The heap used never exceeds [`MAX_MEMORY_BYTES`] (16 KB), whatever the
 //!    input.
 //! 6. A rejected sample (or a batch with one) leaves the sketch unchanged.
+//! 7. A sketch counts at most [`MAX_COUNT`] (2^53 − 1) samples: an add or a
+//!    merge past it is refused and changes nothing, so counters never
+//!    saturate and every sketch's `to_bytes` is accepted by `from_bytes`.
 
 use core::fmt;
 
@@ -89,6 +92,13 @@ pub const MAX_BUCKETS: usize = 1536;
 pub const MIN_INDEXABLE_MS: f64 = 1e-6;
 /// The bound on a sketch's heap memory: counters plus the exact buffer.
 pub const MAX_MEMORY_BYTES: usize = 16 * 1024;
+/// The most samples a sketch counts: 2^53 − 1 (`Number.MAX_SAFE_INTEGER`),
+/// so a count is exact as a JS number, and two sketches' counts (at most
+/// 2^54) add up in a `u64` with room to spare: a merge or an add past it is
+/// refused ([`SketchError::Count`]) before anything changes, and
+/// [`LatencySketch::from_bytes`] refuses a larger count, so every sketch's
+/// `to_bytes` reads back.
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
 
 /// Why a sketch operation was refused.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,6 +115,10 @@ pub enum SketchError {
     /// Only sketches with the same relative error can be merged: create both
     /// with the same `relativeError`.
     Mismatch { ours: f64, theirs: f64 },
+    /// The sketch would count more than [`MAX_COUNT`] samples: `adding`
+    /// more to the `count` it holds. `param` is what brought them (`other`
+    /// for a merge, `ms` or `samples` for an add). Nothing was added.
+    Count { param: &'static str, count: f64, adding: f64 },
 }
 
 /// The sketch's message templates.
@@ -115,6 +129,7 @@ pub mod msg {
         /// A batch's sample `index` was refused: `error` says why.
         SAMPLE = "sample {index}: {error}";
         MISMATCH = "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'";
+        COUNT = "cannot add {adding} samples to a sketch of {count}: a sketch counts at most {max} (2^53 − 1); nothing was added";
     }
 }
 
@@ -144,6 +159,7 @@ impl Described for SketchError {
             Self::RelativeError { .. } | Self::Quantile { .. } => "OUT_OF_RANGE",
             Self::Sample { error, .. } => error.code(),
             Self::Mismatch { .. } => "RELATIVE_ERROR_MISMATCH",
+            Self::Count { .. } => "COUNT_LIMIT",
         }
     }
 
@@ -154,6 +170,7 @@ impl Described for SketchError {
             Self::Sample { root, index: Some(i), .. } => format!("{root}[{i}]"),
             Self::Sample { error, .. } => return Described::param(error),
             Self::Mismatch { .. } => "other".into(),
+            Self::Count { param, .. } => (*param).into(),
         })
     }
 
@@ -169,6 +186,9 @@ impl Described for SketchError {
                 Message::new(msg::SAMPLE).arg("index", i).arg("error", error.message())
             }
             Self::Mismatch { ours, theirs } => Message::new(msg::MISMATCH).arg("ours", ours).arg("theirs", theirs),
+            Self::Count { count, adding, .. } => {
+                Message::new(msg::COUNT).arg("adding", adding).arg("count", count).arg("max", MAX_COUNT as f64)
+            }
         }
     }
 }
@@ -348,6 +368,9 @@ impl LatencySketch {
     /// is left unchanged.
     pub fn add(&mut self, ms: f64) -> Result<(), SketchError> {
         let ms = check_ms("ms", ms).map_err(|error| SketchError::Sample { root: "samples", index: None, error })?;
+        if self.count >= MAX_COUNT {
+            return Err(SketchError::Count { param: "ms", count: self.count as f64, adding: 1.0 });
+        }
         self.insert(ms, 1);
         Ok(())
     }
@@ -364,6 +387,13 @@ impl LatencySketch {
             if !(ms >= 0.0 && ms <= MAX_MS) {
                 check_ms("ms", ms).map_err(|error| SketchError::Sample { root: "samples", index: Some(i), error })?;
             }
+        }
+        if self.count.saturating_add(samples.len() as u64) > MAX_COUNT {
+            return Err(SketchError::Count {
+                param: "samples",
+                count: self.count as f64,
+                adding: samples.len() as f64,
+            });
         }
         if self.exact.is_some() && self.count.saturating_add(samples.len() as u64) > EXACT_LIMIT as u64 {
             self.exact = None;
@@ -518,7 +548,8 @@ impl LatencySketch {
     }
 
     /// Adds every sample of `other` to this sketch. The result answers as if
-    /// all samples had been added to one sketch.
+    /// all samples had been added to one sketch. Refused, with this sketch
+    /// unchanged, when the two hold more than [`MAX_COUNT`] samples together.
     pub fn merge(&mut self, other: &LatencySketch) -> Result<(), SketchError> {
         if self.alpha.to_bits() != other.alpha.to_bits() {
             return Err(SketchError::Mismatch { ours: self.alpha, theirs: other.alpha });
@@ -526,7 +557,11 @@ impl LatencySketch {
         if other.count == 0 {
             return Ok(());
         }
-        let total = self.count.saturating_add(other.count);
+        // Both counts are at most MAX_COUNT (2^53 − 1): the sum cannot wrap.
+        let total = self.count + other.count;
+        if total > MAX_COUNT {
+            return Err(SketchError::Count { param: "other", count: self.count as f64, adding: other.count as f64 });
+        }
         self.exact = match (self.exact.take(), &other.exact) {
             (Some(mut a), Some(b)) if total as usize <= EXACT_LIMIT => {
                 for &x in b {

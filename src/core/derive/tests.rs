@@ -553,3 +553,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn outcomes_read_http_status_codes() {
+    for (text, want) in [
+        ("200", Some(Outcome::Success)),
+        ("204", Some(Outcome::Success)),
+        (" 299 ", Some(Outcome::Success)),
+        ("408", Some(Outcome::Timeout)),
+        ("504", Some(Outcome::Timeout)),
+        ("404", Some(Outcome::Error)),
+        ("429", Some(Outcome::Error)),
+        ("500", Some(Outcome::Error)),
+        ("599", Some(Outcome::Error)),
+        // Not a final answer, or not a status code.
+        ("100", None),
+        ("302", None),
+        ("600", None),
+        ("2000", None),
+        ("20", None),
+        ("+200", None),
+        ("2e2", None),
+    ] {
+        assert_eq!(Outcome::parse(text), want, "{text:?}");
+    }
+    assert!(Outcome::accepted().to_string().contains("2xx"), "{}", Outcome::accepted());
+}

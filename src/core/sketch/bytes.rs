@@ -33,11 +33,20 @@
 //!    allocates at most what the input's length justifies.
 //! 3. A decoded sketch satisfies every invariant of [`LatencySketch`]
 //!    (counters add up to the count, keys within the range samples can
-//!    reach, samples valid and sorted, at most [`MAX_BUCKETS`] counters).
+//!    reach, samples valid and sorted, at most [`MAX_BUCKETS`] counters),
+//!    and nothing a later operation could not honour: the count is at most
+//!    [`MAX_COUNT`] (so a merge of two cannot overflow, and is refused past
+//!    the cap), and min, max and the zero count agree with the counters (min
+//!    in the lowest non-empty bucket, or below it once collapsed; max in the
+//!    highest; a zero count exactly when min is below 1 ns). Bucket
+//!    membership allows a relative 10^-9 at the bucket's edges, so a sketch
+//!    written by another build (whose `ln` may differ in the last bit) reads.
 
 use core::fmt;
 
-use super::{LatencySketch, EXACT_LIMIT, MAX_BUCKETS, MAX_RELATIVE_ERROR, MIN_INDEXABLE_MS, MIN_RELATIVE_ERROR};
+use super::{
+    LatencySketch, EXACT_LIMIT, MAX_BUCKETS, MAX_COUNT, MAX_RELATIVE_ERROR, MIN_INDEXABLE_MS, MIN_RELATIVE_ERROR,
+};
 use crate::core::deadline::MAX_MS;
 use crate::core::error::{Described, Message};
 
@@ -93,6 +102,10 @@ pub mod msg {
         KEY_RANGE = "{first} … {last} lies outside the keys durations reach";
         COUNTERS_OVERFLOW = "overflow 64 bits";
         COUNTERS = "add up to {total}, not the count {count}";
+        TOO_MANY = "is {count}, more than a sketch counts ({max}): two such sketches could not merge";
+        ZEROS = "is {zeros}, but min is {min}: the zero count is the samples below 1 ns";
+        ONLY_ZEROS = "is {max}, but every sample is in the zero count (below 1 ns)";
+        BUCKET = "is {value}, outside the {end} non-empty bucket ({lo} … {hi} ms)";
     }
 }
 
@@ -239,6 +252,45 @@ impl LatencySketch {
         out
     }
 
+    /// Whether `x` lies in bucket `key`, allowing 10^-9 of `x` at the edges.
+    fn near_key(&self, x: f64, key: i32) -> bool {
+        self.key(x * (1.0 - 1e-9)) <= key && key <= self.key(x * (1.0 + 1e-9))
+    }
+
+    /// Refuses a min, max or zero count (already read into `self`) that the
+    /// counters `counts` (from `self.offset`) contradict; see invariant 3.
+    fn check_ends(&self, counts: &[u64], (min, max): (f64, f64), collapsed: bool) -> Result<(), BytesError> {
+        let zeros = self.zero_count;
+        if (zeros > 0) != (min < MIN_INDEXABLE_MS) {
+            let detail = Message::new(msg::ZEROS).arg("zeros", zeros as f64).arg("min", min);
+            return Err(invalid("zeroCount", detail));
+        }
+        let bucket = |field: &'static str, end: &'static str, value: f64, i: usize| {
+            let key = self.offset + i as i32;
+            let detail = Message::new(msg::BUCKET).arg("value", value).arg("end", end);
+            invalid(field, detail.arg("lo", self.lower_of(key)).arg("hi", self.upper_of(key)))
+        };
+        let (Some(first), Some(last)) = (counts.iter().position(|&c| c > 0), counts.iter().rposition(|&c| c > 0))
+        else {
+            if max >= MIN_INDEXABLE_MS {
+                return Err(invalid("max", Message::new(msg::ONLY_ZEROS).arg("max", max)));
+            }
+            return Ok(());
+        };
+        if max < MIN_INDEXABLE_MS || !self.near_key(max, self.offset + last as i32) {
+            return Err(bucket("max", "highest", max, last));
+        }
+        if zeros == 0 {
+            let key = self.offset + first as i32;
+            // Collapsed: the lowest bucket also holds everything below it.
+            let fits = if collapsed { self.key(min * (1.0 - 1e-9)) <= key } else { self.near_key(min, key) };
+            if !fits {
+                return Err(bucket("min", "lowest", min, first));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads what [`LatencySketch::to_bytes`] wrote, checking every field.
     pub fn from_bytes(bytes: &[u8]) -> Result<LatencySketch, BytesError> {
         if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
@@ -263,6 +315,10 @@ impl LatencySketch {
             invalid("relativeError", detail.arg("min", MIN_RELATIVE_ERROR).arg("max", MAX_RELATIVE_ERROR))
         })?;
         let count = r.varint("count")?;
+        if count > MAX_COUNT {
+            let detail = Message::new(msg::TOO_MANY).arg("count", count as f64);
+            return Err(invalid("count", detail.arg("max", MAX_COUNT as f64)));
+        }
         let (sum, min, max) = if count > 0 {
             // Not a duration: the sum of many may pass MAX_MS.
             let sum = r.f64("sum")?;
@@ -331,8 +387,9 @@ impl LatencySketch {
                 let detail = Message::new(msg::COUNTERS).arg("total", total as f64).arg("count", count as f64);
                 return Err(invalid("counters", detail));
             }
-            s.counts = counts;
             s.offset = offset;
+            s.check_ends(&counts, (min, max), collapsed.is_some())?;
+            s.counts = counts;
             s.count = count;
             (s.min, s.max) = (min, max);
         }
@@ -448,6 +505,100 @@ mod tests {
         assert!(msg.starts_with("'bytes' is not a valid LatencySketch: 'counters' add up to 401"), "{msg}");
     }
 
+    /// A bucketed sketch (relative error 1%) as a forger writes it: any
+    /// count, sum, min, max, zero count and counters from `first_key` on.
+    fn forged(count: u64, (sum, min, max): (f64, f64, f64), zeros: u64, first_key: i32, counters: &[u64]) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&[VERSION, 0]);
+        out.extend_from_slice(&0.01f64.to_le_bytes());
+        put_varint(&mut out, count);
+        for v in [sum, min, max] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        put_varint(&mut out, zeros);
+        put_varint(&mut out, ((first_key << 1) ^ (first_key >> 31)) as u32 as u64);
+        put_varint(&mut out, counters.len() as u64);
+        for &c in counters {
+            put_varint(&mut out, c);
+        }
+        out
+    }
+
+    /// `n` samples of 20 ms in one counter.
+    fn at_20ms(n: u64) -> Vec<u8> {
+        forged(n, (20.0 * n as f64, 20.0, 20.0), 0, LatencySketch::default().key(20.0), &[n])
+    }
+
+    /// 2^53 − 1: the most a sketch counts (`MAX_COUNT`).
+    const CAP: u64 = (1 << 53) - 1;
+
+    #[test]
+    fn counts_that_could_overflow_a_merge_are_refused() {
+        let k = LatencySketch::default().key(20.0);
+        for bytes in [
+            at_20ms(1 << 62),
+            at_20ms(CAP + 1),
+            // The counters add up to the count, spread over two buckets.
+            forged(1 << 63, (1e20, 20.0, 21.0), 0, k, &[1 << 62, 1 << 62]),
+        ] {
+            let e = LatencySketch::from_bytes(&bytes).unwrap_err();
+            assert!(matches!(e, BytesError::Invalid { field: "count", .. }), "{e}");
+            assert!(e.to_string().contains("more than a sketch counts (9007199254740991)"), "{e}");
+        }
+        // At the cap: accepted, and every merge past it is refused with the
+        // target unchanged.
+        let full = LatencySketch::from_bytes(&at_20ms(CAP)).unwrap();
+        assert_eq!(full.count(), CAP);
+        let mut target = full.clone();
+        let e = target.merge(&full).unwrap_err();
+        assert_eq!((e.code(), e.param().as_deref()), ("COUNT_LIMIT", Some("other")), "{e}");
+        assert!(
+            e.to_string().starts_with("cannot add 9007199254740991 samples to a sketch of 9007199254740991"),
+            "{e}"
+        );
+        same(&target, &full);
+        let mut one = LatencySketch::default();
+        one.add(5.0).unwrap();
+        assert_eq!(target.merge(&one).unwrap_err().code(), "COUNT_LIMIT");
+        assert_eq!(target.add(20.0).unwrap_err().code(), "COUNT_LIMIT");
+        assert_eq!(target.add_all(&[20.0]).unwrap_err().code(), "COUNT_LIMIT");
+        same(&target, &full);
+        // Up to the cap, what merges reads back from its own bytes.
+        let half = LatencySketch::from_bytes(&at_20ms(CAP / 2)).unwrap();
+        let mut m = half.clone();
+        m.merge(&half).unwrap();
+        m.add(20.0).unwrap();
+        assert_eq!(m.count(), CAP);
+        round_trip(&m);
+        assert_eq!(m.quantile(0.99).unwrap(), Some(20.0));
+    }
+
+    #[test]
+    fn min_max_and_zero_count_must_agree_with_the_counters() {
+        let k = LatencySketch::default().key(20.0);
+        let n = 300;
+        LatencySketch::from_bytes(&at_20ms(n)).unwrap();
+        // Samples below 1 ns are the zero count; the rest are at 20 ms.
+        LatencySketch::from_bytes(&forged(n, (5000.0, 0.0, 20.0), 50, k, &[n - 50])).unwrap();
+        LatencySketch::from_bytes(&forged(n, (0.0, 0.0, 0.0), n, 0, &[])).unwrap();
+        for (bytes, field) in [
+            // Counters at 20 ms, min and max at 376 ms: every quantile would read 376.
+            (forged(n, (376.0 * 300.0, 376.0, 376.0), 0, k, &[n]), "max"),
+            (forged(n, (6000.0, 20.0, 376.0), 0, k, &[n]), "max"),
+            (forged(n, (6000.0, 5.0, 20.0), 0, k, &[n]), "min"),
+            (forged(n, (6000.0, 20.0, 20.5), 0, k, &[n]), "max"),
+            // A zero count needs a sample below 1 ns, and a zero min needs a zero count.
+            (forged(n, (5000.0, 20.0, 20.0), 50, k, &[n - 50]), "zeroCount"),
+            (forged(n, (6000.0, 0.0, 20.0), 0, k, &[n]), "zeroCount"),
+            // Only zeros, but a max of 20 ms.
+            (forged(n, (20.0, 0.0, 20.0), n, 0, &[]), "max"),
+        ] {
+            let e = LatencySketch::from_bytes(&bytes).unwrap_err();
+            assert!(matches!(&e, BytesError::Invalid { field: f, .. } if *f == field), "{field}: {e}");
+            crate::core::error::assert_filled(&e.message());
+        }
+    }
+
     #[test]
     fn random_and_mutated_bytes_never_panic() {
         let mut g = Gen::new(11);
@@ -486,6 +637,12 @@ mod tests {
                 let mut m = LatencySketch::new(d.relative_error()).unwrap();
                 m.merge(&d).unwrap();
                 let _ = m.to_bytes();
+                // Merged with itself: refused, or a sketch whose bytes read back.
+                let mut twice = d.clone();
+                match twice.merge(&d) {
+                    Ok(()) => drop(LatencySketch::from_bytes(&twice.to_bytes()).unwrap()),
+                    Err(e) => assert_eq!(e.code(), "COUNT_LIMIT"),
+                }
                 assert!(d.memory_bytes() <= super::super::MAX_MEMORY_BYTES);
             }
         }

@@ -2,6 +2,20 @@
 import { equal, near, ok, throws, throwsArg } from "../assert.js";
 import { wasmBytes, rng, seed003, generators, exact, QS } from "../latency-data.js";
 
+/** `n` (a number or BigInt) as the LEB128 varint the sketch format uses. */
+function varint(n) {
+  let v = BigInt(n);
+  const out = [];
+  while (v >= 0x80n) {
+    out.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  out.push(Number(v));
+  return out;
+}
+
+const f64 = (x) => [...new Uint8Array(new Float64Array([x]).buffer)];
+
 const cases = [
   {
     name: "sketch: sketch quantiles match exact sorted quantiles across generators (exact below 257 samples)",
@@ -290,6 +304,53 @@ const cases = [
       } finally {
         s.free();
         empty.free();
+      }
+    },
+  },
+  {
+    name: "sketch: fromBytes refuses counts a merge could overflow and a min, max or zero count the counters contradict; a merge past 2^53 − 1 is a RangeError that changes nothing",
+    run: (lib) => {
+      const genuine = new lib.LatencySketch().addAll(new Float64Array(300).fill(20));
+      const made = [genuine];
+      try {
+        // 300 × 20 ms, bucketed: header (14 bytes), count (2), sum, min, max,
+        // zero count (1), first key, one key (1), its counter (2).
+        const good = genuine.toBytes();
+        const key = good.subarray(14 + 2 + 24 + 1, good.length - 3);
+        const forge = (n, { min = 20, max = 20, zeros = 0 } = {}) =>
+          new Uint8Array([...good.subarray(0, 14), ...varint(n), ...f64(20 * Number(n)), ...f64(min), ...f64(max), ...varint(zeros), ...key, 1, ...varint(BigInt(n) - BigInt(zeros))]);
+        const copy = lib.LatencySketch.fromBytes(forge(300));
+        made.push(copy);
+        for (const q of QS) equal(copy.quantile(q), genuine.quantile(q), "the forger's layout is the format's");
+        for (const n of [2n ** 62n, 2n ** 53n]) throwsArg(() => lib.LatencySketch.fromBytes(forge(n)), RangeError, "bytes", "CORRUPT_BYTES", /'count' is \d+, more than a sketch counts \(9007199254740991\)/);
+        for (const bad of [{ min: 376, max: 376 }, { max: 376 }, { min: 5 }, { zeros: 10 }, { min: 0 }]) {
+          throwsArg(() => lib.LatencySketch.fromBytes(forge(300, bad)), RangeError, "bytes", "CORRUPT_BYTES", /outside the (lowest|highest) non-empty bucket|the zero count/);
+        }
+        const cap = 2 ** 53 - 1;
+        const full = lib.LatencySketch.fromBytes(forge(cap));
+        const other = lib.LatencySketch.fromBytes(forge(cap));
+        made.push(full, other);
+        equal(full.count, cap);
+        throwsArg(() => full.merge(other), RangeError, "other", "COUNT_LIMIT", /^cannot add 9007199254740991 samples to a sketch of 9007199254740991: a sketch counts at most 9007199254740991/);
+        throwsArg(() => full.add(20), RangeError, "ms", "COUNT_LIMIT", /^cannot add 1 samples/);
+        throwsArg(() => full.addAll([20]), RangeError, "samples", "COUNT_LIMIT", /^cannot add 1 samples/);
+        equal(full.count, cap, "refused merges and adds change nothing");
+        const [row] = lib.deriveTimeouts(full);
+        equal(row.n, cap);
+        equal(row.p50, 20);
+        equal(row.p99, 20);
+        // Two halves merge up to the cap, and the result survives parking.
+        const half = lib.LatencySketch.fromBytes(forge((cap - 1) / 2));
+        const merged = lib.LatencySketch.fromBytes(half.toBytes()).merge(half);
+        made.push(half, merged);
+        merged.add(20);
+        equal(merged.count, cap);
+        for (let i = 0; i < 2_100; i++) made.push(new lib.LatencySketch()); // parks `merged`
+        equal(merged.count, cap, "read back after parking");
+        equal(merged.quantile(0.99), 20);
+        equal(lib.deriveTimeouts(merged)[0].p99, 20);
+      } finally {
+        for (const s of made) s.free();
       }
     },
   },
