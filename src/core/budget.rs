@@ -109,26 +109,26 @@ impl Described for BudgetError {
 /// `windowMs` 10 000.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct BudgetOptions {
     /// Retries allowed per request in the window, `[0, 1]` (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub ratio: Option<f64>,
     /// Retries always allowed per second (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub min_per_second: Option<f64>,
     /// The sliding window (default 10 000, at most one day).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub window_ms: Option<f64>,
 }
 
 /// What a budget's window holds now, for logs and dashboards.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct BudgetCounts {
     /// First attempts counted in the window.
     pub requests: u64,

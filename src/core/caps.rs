@@ -173,7 +173,7 @@ impl From<DeadlineError> for CapsError {
 /// (`"cloudflare-workers"`, `"deno-deploy"`, `"vercel-edge"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Platform {
     CloudflareWorkers,
     DenoDeploy,
@@ -203,7 +203,7 @@ impl Platform {
 /// `"free"` or `"paid"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Tier {
     Free,
     Paid,
@@ -222,7 +222,7 @@ impl Tier {
 /// What started the invocation: `"fetch"`, `"wait-until"`, `"cron"` or `"queue"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Trigger {
     /// An HTTP request.
     Fetch,
@@ -260,7 +260,7 @@ impl Trigger {
 /// What a cap limits: `"wall"`, `"first-byte"` or `"cpu"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum CapKind {
     /// Elapsed (wall-clock) time for the whole invocation.
     Wall,
@@ -274,7 +274,7 @@ pub enum CapKind {
 /// plan, trigger or figure.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null))]
 pub struct Cap {
     pub platform: Platform,
     /// `null` (`None`): every plan.
@@ -385,16 +385,16 @@ pub struct PlatformCaps {
 /// User corrections to the built-in figures; a figure given replaces the built-in one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct CapOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub wall_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub first_byte_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub cpu_ms: Option<f64>,
 }
 
@@ -488,7 +488,7 @@ fn check_cap(param: &'static str, value: Option<f64>) -> Result<Option<f64>, Cap
 /// JavaScript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Bound {
     /// The product's own limit (`productMs`).
     Product,
@@ -566,21 +566,21 @@ pub fn for_platform(
 /// "custom"` takes every cap from `caps`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PlatformRequest {
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "Platform | \"custom\""))]
+    #[cfg_attr(feature = "typescript", tsify(type = "Platform | \"custom\""))]
     pub platform: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Tier"))]
+    #[cfg_attr(feature = "typescript", tsify(optional, type = "Tier"))]
     pub plan: Option<String>,
     /// `fetch` unless given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Trigger"))]
+    #[cfg_attr(feature = "typescript", tsify(optional, type = "Trigger"))]
     pub trigger: Option<String>,
     pub product_ms: f64,
     pub fallback_reserve_ms: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub caps: Option<CapOverrides>,
 }
 
@@ -588,7 +588,7 @@ pub struct PlatformRequest {
 /// CPU budget (reported, never folded in) and the sources of the figures used.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null))]
 pub struct PlatformAnswer {
     pub at: f64,
     pub bound: Bound,

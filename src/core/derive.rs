@@ -139,7 +139,7 @@ impl Outcome {
 /// through the Wasm export `deriveDefaults`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct DeriveOptions {
     /// The percentile the timeout is read at, strictly between 0 and 1:
     /// 0.99 for user-facing paths (the default), 0.999 for background work.
@@ -320,7 +320,7 @@ impl std::error::Error for DeriveError {}
 
 /// Calls left out of the quantiles.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Excluded {
     pub timeouts: u64,
     pub errors: u64,
@@ -329,7 +329,7 @@ pub struct Excluded {
 /// A candidate timeout and how many healthy calls it would have failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Candidate {
     /// `"p99"`, `"2xp99"`, `"p99.9"`, `"configured"`, `"above body"`.
     pub name: String,
@@ -340,12 +340,12 @@ pub struct Candidate {
 /// One bucket's derivation; `null` in JavaScript where there is no value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
 pub struct BucketResult {
     /// The bucket's label values, in the order of the `by` labels (an
     /// object `{ label: value }` in JavaScript).
     #[serde(rename = "bucket", serialize_with = "pairs_as_object")]
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
     /// Successful calls the percentiles come from.
     pub n: u64,
@@ -366,7 +366,7 @@ pub struct BucketResult {
     pub excluded: Excluded,
     pub tail: Option<TailShape>,
     pub candidates: Vec<Candidate>,
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "DerivedWarning[]"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "DerivedWarning[]"))]
     pub warnings: Vec<Warning>,
 }
 

@@ -72,7 +72,7 @@ pub const EDGE_DEADLINE_HEADER: &str = "edge-deadline-remaining-ms";
 /// A deadline propagation header. Crosses to JavaScript as its lowercase
 /// name ([`HeaderFormat::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum HeaderFormat {
     /// `grpc-timeout`: gRPC over HTTP/2.
     #[serde(rename = "grpc-timeout")]
@@ -435,7 +435,7 @@ pub fn incoming_deadline(now_ms: f64, parsed_ms: f64, transit_ms: f64, max_ms: f
 
 /// One header value present on a request, as a binding hands it over.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct HeaderValue {
     pub header: HeaderFormat,
     pub value: String,
@@ -445,11 +445,11 @@ pub struct HeaderValue {
 /// and the estimated transit time (`transitMs`, 0 unless given).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct IncomingOptions {
     pub max_ms: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub transit_ms: Option<f64>,
 }
 
@@ -467,7 +467,7 @@ pub fn earliest_incoming_values(
 /// JavaScript with each rejection as `{ index, code, message }`, the message
 /// as data (its template and values, see [`crate::core::error`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Incoming {
     /// The earliest deadline among the valid headers and the local cap.
     pub at: f64,
@@ -478,7 +478,7 @@ pub struct Incoming {
     /// They are ignored, which can only leave the deadline at the local cap,
     /// never extend it; strict callers may turn any entry here into a 400.
     #[serde(serialize_with = "rejections")]
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "{ index: number, code: string, message: Message }[]"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "{ index: number, code: string, message: Message }[]"))]
     pub rejected: Vec<(usize, HeaderError)>,
 }
 

@@ -32,20 +32,20 @@ pub const DEFAULT_HEDGE_ATTEMPTS: u32 = 2;
 /// ([`DEFAULT_HEDGE_ATTEMPTS`] unless given).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct HedgeOptions {
     /// Wait before each extra attempt while none has answered.
     pub delay_ms: f64,
     /// 1–100, default 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub max_attempts: Option<u32>,
 }
 
 /// A validated hedging policy.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct HedgePolicy {
     pub delay_ms: f64,
     pub max_attempts: u32,

@@ -104,7 +104,7 @@ impl Described for LittleError {
 /// The arguments of [`concurrency_bound`] as JavaScript passes them.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct ConcurrencyBoundOptions {
     pub rate_per_sec: f64,
     pub timeout_ms: f64,
@@ -113,7 +113,7 @@ pub struct ConcurrencyBoundOptions {
 /// The arguments of [`max_timeout_for`] as JavaScript passes them.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct MaxTimeoutOptions {
     pub rate_per_sec: f64,
     pub limit: f64,
@@ -122,7 +122,7 @@ pub struct MaxTimeoutOptions {
 /// A concurrency limiter's options ([`check_slots`]).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct LimiterOptions {
     pub limit: f64,
 }

@@ -313,7 +313,7 @@ impl From<DeadlineError> for PlanError {
 /// (`"mandatory"`, `"optional"`, `"fallback"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum StepKind {
     /// Must run (a policy check): its reserve is held while earlier steps run;
     /// when it cannot get `minMs` it is [`Decision::Insufficient`].
@@ -358,7 +358,7 @@ impl StepKind {
 /// `plan(deadline, steps)`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct StepSpec {
     pub name: String,
     /// The least time in which the step can plausibly succeed (its p95, not its median).
@@ -366,14 +366,14 @@ pub struct StepSpec {
     /// The most the step should be given; absent (`None`): whatever is
     /// available. Not allowed on a fallback step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub preferred_ms: Option<f64>,
     pub kind: StepKind,
     /// What is held back for this step while earlier steps run; absent means
     /// `min_ms`. Only mandatory and fallback steps hold a reserve; on an
     /// optional step the value is validated and otherwise unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub reserve_ms: Option<f64>,
 }
 
@@ -412,13 +412,13 @@ pub struct Step {
 /// plan object on the host side holds no memory of the core's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct StepInfo {
     pub name: String,
     pub kind: StepKind,
     pub min_ms: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub preferred_ms: Option<f64>,
     pub reserve_ms: f64,
     pub held_after_ms: f64,
@@ -428,7 +428,7 @@ pub struct StepInfo {
 /// declaration order, and the hand-off margin in use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PlanInfo {
     pub steps: Vec<StepInfo>,
     pub margin_ms: f64,
@@ -440,10 +440,10 @@ pub struct PlanInfo {
 /// carries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Refusal {
     pub outcome: Outcome,
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "Message"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
     pub reason: Message,
     pub available_ms: f64,
     pub min_ms: f64,

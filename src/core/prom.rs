@@ -116,7 +116,7 @@ pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
 /// The unit a histogram family was recorded in, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Unit {
     Seconds,
     Milliseconds,
@@ -407,14 +407,14 @@ pub struct BucketQuantile {
 /// ([`Histogram::validated`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename = "histogram", rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null, hashmap_as_object))]
 pub struct Histogram {
     /// The family name, e.g. `dependency_latency_seconds`.
     #[serde(rename = "metric")]
     pub name: String,
     /// Labels other than `le`, sorted by name.
     #[serde(default, serialize_with = "pairs_as_object", deserialize_with = "object_as_pairs")]
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
     pub unit: Unit,
     /// Upper bounds in ms, strictly increasing, the last one `+Inf`.
@@ -436,10 +436,10 @@ fn object_as_pairs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, Strin
 /// (`data.result[i]` of `/api/v1/query`): its labels (with `__name__`
 /// unless a function dropped it) and `[timestamp, "value"]`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct QueryResult {
     #[serde(deserialize_with = "object_as_pairs")]
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "Record<string, string>"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "Record<string, string>"))]
     pub metric: Vec<(String, String)>,
     pub value: (f64, String),
 }

@@ -201,32 +201,32 @@ impl From<DeadlineError> for RetryError {
 /// idempotent or holds an operation key.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct RetryOptions {
     /// No attempt starts with less than this left (checked again after every
     /// backoff). Default 0: whenever any time is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub attempt_min_ms: Option<f64>,
     /// Each attempt's own timeout (default: the time left). Below
     /// `attemptMinMs` (or 0): no attempt, a stop for "insufficient".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub attempt_timeout_ms: Option<f64>,
     /// Default `{ baseMs: 100, maxMs: 2000, jitter: 1 }`: full jitter under a
     /// ceiling doubling from 100 ms to 2 s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub backoff: Option<BackoffOptions>,
     /// 1–100, default 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub max_attempts: Option<u32>,
     /// Whether repeating the operation is harmless (default false). An
     /// ambiguous failure (a timeout) of a non-idempotent one is not retried
     /// without an operation key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
     pub idempotent: Option<bool>,
 }
 
@@ -247,7 +247,7 @@ impl RetryOptions {
 /// JavaScript as `"ambiguous"`, `"not-applied"` or `"permanent"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Failure {
     /// The attempt may have been applied: a timeout, or a connection lost
     /// after the request was sent.
@@ -306,7 +306,7 @@ pub enum StopReason {
 /// JavaScript). Several [`StopReason`]s share one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum StopCode {
     Permanent,
     NotIdempotent,
@@ -333,10 +333,10 @@ impl StopCode {
 /// message, its template and numbers, see [`crate::core::error`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Stop {
     pub reason: StopCode,
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "Message"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
     pub message: Message,
 }
 
@@ -551,7 +551,7 @@ pub enum AttemptOutcome {
 /// (no `failure`: the attempt succeeded).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct AttemptRecord {
     #[serde(rename = "attempt")]
     pub number: u32,
@@ -560,7 +560,7 @@ pub struct AttemptRecord {
     pub timeout_ms: f64,
     pub elapsed_ms: f64,
     #[serde(rename = "failure", with = "outcome_as_failure", default, skip_serializing_if = "AttemptOutcome::is_ok")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional, type = "Failure"))]
+    #[cfg_attr(feature = "typescript", tsify(optional, type = "Failure"))]
     pub outcome: AttemptOutcome,
 }
 

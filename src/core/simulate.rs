@@ -70,7 +70,7 @@ pub const MAX_SIGMA: f64 = 4.0;
 /// The fast population: lognormal.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Body {
     pub median_ms: f64,
     pub sigma: f64,
@@ -80,7 +80,7 @@ pub struct Body {
 /// probability `share`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Tail {
     pub share: f64,
     pub lo_ms: f64,
@@ -112,7 +112,7 @@ impl Scenario {
 /// A per-attempt timeout and how many times a timed-out call is retried.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Policy {
     pub timeout_ms: f64,
     pub retries: u32,
@@ -121,7 +121,7 @@ pub struct Policy {
 /// Percentiles of a set of latencies, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Percentiles {
     pub p50_ms: f64,
     pub p90_ms: f64,
@@ -132,7 +132,7 @@ pub struct Percentiles {
 /// What one policy did to the scenario's calls.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PolicyResult {
     #[serde(flatten)]
     pub policy: Policy,
@@ -151,7 +151,7 @@ pub struct PolicyResult {
 
 /// A scenario's own percentiles and one result per policy, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(hashmap_as_object))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(hashmap_as_object))]
 pub struct Simulation {
     pub scenario: Percentiles,
     pub policies: Vec<PolicyResult>,
@@ -167,7 +167,7 @@ pub const DEFAULT_SEED: f64 = 1.0;
 /// [`ScenarioSpec::scenario`] validates it.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct ScenarioSpec {
     pub body: Body,
     /// No tail when absent.
@@ -184,7 +184,7 @@ pub struct ScenarioSpec {
 /// A [`Policy`] as a JS caller writes it (`Policy` in js/simulate.d.ts).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PolicySpec {
     pub timeout_ms: f64,
     /// A whole number `0 ..= MAX_RETRIES`; 0 when absent.

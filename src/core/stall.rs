@@ -116,7 +116,7 @@ use crate::core::error::{Described, Kind, Message};
 /// `StreamStalled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Phase {
     /// `firstChunkMs`, counted from `startedAt`, while no progress is recorded.
     FirstChunk,
@@ -278,7 +278,7 @@ impl Snapshot {
 /// src/wasm/stall.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Decision {
     /// Nothing has expired. Arm one timer for `delay_ms` and consult again
     /// when it fires. `at_ms` is the earliest instant any limit could expire,

@@ -47,7 +47,7 @@ pub const MIN_SAMPLES: u64 = 200;
 /// A fast body, a gap, and a slow tail.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct TailShape {
     /// The largest value of the fast body.
     pub body_edge_ms: f64,

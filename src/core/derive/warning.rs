@@ -40,7 +40,7 @@ pub enum Warning {
 /// The stable identifiers of [`Warning`]s (the JS API's `warnings[i].code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum WarningCode {
     NoSuccesses,
     SmallSample,
@@ -58,9 +58,9 @@ pub enum WarningCode {
 /// `js/derive.js` renders the message into this text (see
 /// [`crate::core::error`], "Messages are templates").
 #[derive(Serialize)]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct DerivedWarning {
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "WarningCode"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "WarningCode"))]
     pub code: &'static str,
     pub message: String,
 }

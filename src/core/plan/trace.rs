@@ -16,7 +16,7 @@ use crate::core::deadline::check_ms;
 /// name ([`Outcome::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Outcome {
     /// The step resolved.
     Ok,
@@ -73,7 +73,7 @@ impl Outcome {
 /// One line of a pipeline's trace: what the step was given and what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct TraceRecord {
     pub step: String,
     pub remaining_at_start_ms: f64,

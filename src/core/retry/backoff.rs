@@ -96,7 +96,7 @@ impl Backoff {
 /// [`BackoffOptions::backoff`] validates it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct BackoffOptions {
     /// The first retry's ceiling.
     pub base_ms: f64,
