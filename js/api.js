@@ -14,7 +14,7 @@ export {
 } from "./errors.js";
 export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
 export { relay } from "./relay.js";
-export * from "./stall.js";
+export { createSseProgress, fetchWithDeadline, isStreamStalled, sseProgress, StreamStalled, withStallTimeout } from "./stall.js";
 export { plan, Plan, isSkipped } from "./plan.js";
 export { retry, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
 export { hedge } from "./hedge.js";

@@ -105,6 +105,31 @@ export function propagateFormats(value) {
 }
 
 /**
+ * Whether `input` goes to another origin than the browser page's (or browser
+ * worker's) own. There a header of ours would make the request "not simple",
+ * so the browser sends a CORS preflight first, and an API that allows any
+ * origin but does not answer OPTIONS fails: `fetchWithDeadline` adds its
+ * default header only where it cannot change the request's CORS mode.
+ * Outside browsers (Node, Deno, workerd: no CORS) this is always false.
+ * @param {RequestInfo | URL} input
+ */
+export function crossOriginInBrowser(input) {
+  if (globalThis.Deno !== undefined || globalThis.process?.versions?.node !== undefined) return false;
+  const origin = globalThis.location?.origin;
+  if (typeof origin !== "string") return false; // no page: workerd, a server runtime
+  let href;
+  if (typeof input === "string") href = input;
+  else if (input instanceof URL) href = input.href;
+  else if (typeof Request !== "undefined" && input instanceof Request) href = input.url;
+  else href = String(input);
+  try {
+    return new URL(href, globalThis.location.href).origin !== origin;
+  } catch {
+    return true; // not a URL: fetch rejects it; add nothing
+  }
+}
+
+/**
  * `init` with what is left of `deadline` added to the request's headers in
  * each of `formats` (lowercase names from `propagateFormats`), read at this
  * moment, so the upstream is told exactly the time not yet spent. The

@@ -7,20 +7,26 @@ export interface RelayOptions {
   signal?: AbortSignal;
   /** The upstream request's controller, when you made the request with its signal; default: the relay's own. */
   controller?: AbortController;
-  /** Longest wait for the first body chunk (ms); default none (the deadline bounds it). */
+  /**
+   * Longest wait for the first progress chunk (ms), counted from the call: the wait for the
+   * upstream's headers counts against it unless `firstByteMs` is given; default none (the deadline bounds it).
+   */
   firstChunkMs?: number;
+  /** Longest wait for the upstream's headers (ms), phase "first-byte"; then `firstChunkMs` counts from the headers. */
+  firstByteMs?: number;
   /** Longest silence between chunks that count as progress (ms); default none. */
   stallMs?: number;
   /** Which chunks are progress; default `sseProgress` for `text/event-stream`, every non-empty chunk otherwise. */
   isProgress?: (chunk: any) => boolean;
   /** Headers for the relayed response, over `content-type` (the upstream's) and `cache-control: no-store`. */
   headers?: HeadersInit;
-  /** The response when the relay fails before the first chunk; default JSON `{ fallback, reason, elapsedMs }`, 504 for a stall or the deadline, 502 otherwise. */
+  /** The response when the relay fails before the first progress chunk; default JSON `{ fallback, reason, elapsedMs }`, 504 for a stall or the deadline, 502 otherwise. */
   fallback?: (reason: unknown, elapsedMs: number) => Response;
 }
 
 /**
- * Relays a streaming upstream: resolves after its first chunk with a Response carrying the rest,
+ * Relays a streaming upstream: resolves after its first progress chunk (an SSE event, not a keep-alive
+ * comment) with a Response carrying the rest,
  * guarded by the stall wrapper; before that, a failure resolves to the fallback. Mid-stream, a stall
  * or the deadline ends a `text/event-stream` with `event: error` (data `{ fallback, reason }`) and
  * errors other bodies. Releases everything (timer, upstream request, deadline) when the body ends or

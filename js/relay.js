@@ -3,10 +3,16 @@
 // done once.
 //
 // Why each part:
-// - Headers go out only after the upstream's first chunk. Until then nothing
-//   is committed, so a silent or slow upstream still gets an honest fallback
-//   (504 + the reason) instead of an empty 200 the client cannot tell from a
-//   short answer.
+// - Headers go out only after the upstream's first progress chunk (on an SSE
+//   body an event: a keep-alive comment is not progress). Until then nothing
+//   is committed, so a silent, slow or only-pinging upstream still gets an
+//   honest fallback (504 + the reason) instead of a 200 the client cannot
+//   tell from a short answer. Chunks before it (keep-alives) are held and
+//   sent first once it comes.
+// - The wait for the upstream's headers is bounded too: by `firstByteMs`
+//   when given (phase "first-byte"), else it counts against `firstChunkMs`
+//   (phase "first-chunk"), which then runs from the call. An upstream that
+//   never answers gets the fallback at that limit.
 // - The body is guarded by the stall wrapper (js/stall.js): a stall, the
 //   deadline or the client's cancel aborts the upstream request (released,
 //   not abandoned).
@@ -19,28 +25,30 @@
 // # Invariants
 // 1. The returned promise resolves (never rejects for a runtime shortage,
 //    stall or upstream failure): to the relayed response after the first
-//    chunk, to the upstream's own response when it is not ok or has no body,
-//    or to the fallback.
+//    progress chunk (or the end of a body that had none), to the upstream's
+//    own response when it is not ok or has no body, or to the fallback.
 // 2. Everything is released exactly once, when the relayed body ends, errors
-//    or is cancelled, or at once when no body is relayed: the stall timer, the
-//    upstream request (aborted unless it completed), the signal links, and
+//    or is cancelled, or at once when no body is relayed: the headers timer,
+//    the stall timer, the upstream request (aborted unless it completed), the signal links, and
 //    `options.deadline` (disposed: the relay is the request's last work).
 // 3. Awaiting `relay` keeps a Node or Deno process alive until it settles
 //    (the deadline's own timer never does).
 // 4. The SSE error event starts on a fresh line: a half-sent event becomes
 //    part of the error event instead of passing as a message.
 
-import { argumentError, CODES, isDeadlineExceeded } from "./errors.js";
+import * as core from "./edge_deadline.js";
+import { argumentError, CODES, isDeadlineExceeded, StreamStalled } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
-import { isStreamStalled, sseProgress, withStallTimeout } from "./stall.js";
+import { guard, isEventStream, isStreamStalled } from "./stall.js";
+import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
 const LF = 10;
 const CR = 13;
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
-const now = () => performance.now();
 const encoder = new TextEncoder();
+const noop = () => {};
 
 /**
  * Relays `upstream` (a Response, a promise of one, or `(signal) => fetch(…)`
@@ -48,7 +56,7 @@ const encoder = new TextEncoder();
  * doc.
  * @param {Response | Promise<Response> | ((signal: AbortSignal) => Promise<Response>)} upstream
  * @param {{ deadline?: import("./deadline.js").Deadline, signal?: AbortSignal, controller?: AbortController,
- *   firstChunkMs?: number, stallMs?: number, isProgress?: (chunk: any) => boolean,
+ *   firstByteMs?: number, firstChunkMs?: number, stallMs?: number, isProgress?: (chunk: any) => boolean,
  *   headers?: HeadersInit, fallback?: (reason: unknown, elapsedMs: number) => Response }} [options]
  * @returns {Promise<Response>} awaiting it keeps a Node or Deno process alive until it settles
  *   (js/keepalive.js): the wait may end only when the deadline aborts the request
@@ -62,6 +70,7 @@ async function start(upstream, options) {
   const o = check.obj("options", options, "an object like { deadline, firstChunkMs, stallMs }", true);
   const deadline = o.deadline === undefined ? undefined : check.deadline("options.deadline", o.deadline);
   const userSignal = check.optSignal("options.signal", o.signal);
+  const firstByteMs = o.firstByteMs === undefined ? undefined : check.number("options.firstByteMs", o.firstByteMs);
   const firstChunkMs = o.firstChunkMs === undefined ? NO_LIMIT : check.number("options.firstChunkMs", o.firstChunkMs);
   const stallMs = o.stallMs === undefined ? NO_LIMIT : check.number("options.stallMs", o.stallMs);
   if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
@@ -70,7 +79,10 @@ async function start(upstream, options) {
   if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
     throw check.typeError("upstream", "a Response, a promise of one or a function (signal) => fetch(…)", upstream);
   }
+  // Range checks before any I/O (the core names the parameter).
   const started = now();
+  core.stallWake(firstChunkMs, stallMs, deadline?.at, started, undefined, 0, 0, started);
+  if (firstByteMs !== undefined) core.firstByteWake(firstByteMs, started, started);
 
   // The upstream request's controller: the caller's, or ours when we make the request.
   const controller = o.controller ?? new AbortController();
@@ -83,10 +95,20 @@ async function start(upstream, options) {
   };
   if (deadline) link(deadline.signal());
   if (userSignal) link(userSignal);
+  // The wait for headers: `firstByteMs`, else what `firstChunkMs` allows (it runs from the call).
+  const headersMs = firstByteMs ?? firstChunkMs;
+  let waitForHeaders;
+  if (headersMs < NO_LIMIT) {
+    const phase = firstByteMs === undefined ? "first-chunk" : "first-byte";
+    waitForHeaders = child([controller.signal], started + headersMs, {
+      onTime: () => controller.abort(new StreamStalled(phase, now() - started, 0, 0)),
+    });
+  }
   let released = false;
   const release = () => {
     if (released) return;
     released = true;
+    waitForHeaders?.dispose();
     for (const unlink of links) unlink();
     deadline?.dispose();
   };
@@ -98,41 +120,70 @@ async function start(upstream, options) {
   };
 
   let response;
+  let onAbort = noop;
   try {
-    response = await (typeof upstream === "function" ? upstream(controller.signal) : upstream);
+    const pending = Promise.resolve(typeof upstream === "function" ? upstream(controller.signal) : upstream);
+    // The wait ends when the controller aborts (the headers limit, the deadline,
+    // the caller's signal) even if the upstream promise never settles.
+    const gaveUp = new Promise((_, reject) => {
+      onAbort = () => {
+        reject(controller.signal.reason);
+        // A response that comes after all is not read: release its connection.
+        pending.then((late) => isResponse(late) && late.body?.cancel(controller.signal.reason).catch(noop), noop);
+      };
+      if (controller.signal.aborted) onAbort();
+      else controller.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    response = await Promise.race([pending, gaveUp]);
     if (!isResponse(response)) {
       throw argumentError("type", CODES.INVALID_RETURN, "upstream", `'upstream' of relay must give a Response: it gave ${check.describe(response)}`);
     }
   } catch (error) {
     return fail(error);
+  } finally {
+    controller.signal.removeEventListener("abort", onAbort);
+    waitForHeaders?.dispose();
   }
   if (!response.ok || response.body === null) {
     release();
     return response; // the upstream's own answer, as it is
   }
   const type = response.headers.get("content-type");
-  const sse = type !== null && /^text\/event-stream\b/i.test(type);
-  const reader = withStallTimeout(response.body, {
-    firstChunkMs,
-    stallMs,
-    deadline,
-    controller,
-    isProgress: o.isProgress ?? (sse ? sseProgress : undefined),
-  }).getReader();
-  let first;
+  const sse = isEventStream(type);
+  let guarded;
   try {
-    first = await reader.read();
+    // On an SSE body only events are progress unless `isProgress` says otherwise (contentType).
+    // Without `firstByteMs` the first-chunk limit runs from the call: the headers' wait counted.
+    guarded = guard(response.body, { firstChunkMs, stallMs, deadline, controller, isProgress: o.isProgress, contentType: type }, firstByteMs === undefined ? started : undefined);
+  } catch (error) {
+    release();
+    throw error;
+  }
+  const reader = guarded.stream.getReader();
+  // Commit on the first progress chunk: what came before it (keep-alives) is held until then.
+  const early = [];
+  let done = false;
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) {
+        done = true;
+        break;
+      }
+      early.push(next.value);
+      if (guarded.progress() > 0) break;
+    }
   } catch (error) {
     return fail(error);
   }
   const headers = new Headers({ "cache-control": "no-store" });
   if (type !== null) headers.set("content-type", type);
   extraHeaders?.forEach((value, key) => headers.set(key, value));
-  return new Response(body(first, reader, sse, release), { status: response.status, headers });
+  return new Response(body(early, done, reader, sse, release), { status: response.status, headers });
 }
 
 /** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */
-function body(first, reader, sse, release) {
+function body(early, doneEarly, reader, sse, release) {
   let lastByte = LF; // whether the last forwarded byte ended a line (invariant 4)
   const forward = (c, { done, value }) => {
     if (done) {
@@ -144,7 +195,8 @@ function body(first, reader, sse, release) {
   };
   return new ReadableStream({
     start(c) {
-      forward(c, first);
+      for (const value of early) forward(c, { done: false, value });
+      if (doneEarly) forward(c, { done: true });
     },
     async pull(c) {
       let next;

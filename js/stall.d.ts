@@ -38,11 +38,16 @@ export interface StallOptions<T> {
    */
   controller?: AbortController;
   /**
-   * Which chunks count as progress. @default every non-empty chunk.
+   * Which chunks count as progress. @default `sseProgress` when `contentType` is
+   * `text/event-stream` (keep-alive comments are silence), every non-empty chunk otherwise.
    * If it throws, the stream errors with that error and the upstream is aborted.
-   * Pass `sseProgress` for Server-Sent Events bodies.
    */
   isProgress?: (chunk: T) => boolean;
+  /**
+   * The body's `content-type` (e.g. `res.headers.get("content-type")`): on `text/event-stream`
+   * only events are progress unless `isProgress` is given.
+   */
+  contentType?: string | null;
 }
 
 /**
@@ -65,13 +70,18 @@ export interface FetchDeadlineOptions {
   firstChunkMs?: number;
   /** Limit on the gap between progress chunks of the body, ms (greater than 0). @default no limit */
   stallMs?: number;
-  /** Which body chunks count as progress (e.g. `sseProgress`). @default every non-empty chunk */
+  /**
+   * Which body chunks count as progress.
+   * @default `sseProgress` on a `text/event-stream` response (keep-alive comments are silence), every non-empty chunk otherwise
+   */
   isProgress?: (chunk: Uint8Array) => boolean;
   /**
    * Tell the upstream what is left of the deadline, read as the request leaves: the package's own
    * `edge-deadline-remaining-ms` (`true`, the default), the named formats of `deadlineHeaders`, or
-   * nothing (`false`). A header the caller set in the request is kept.
-   * @default true
+   * nothing (`false`). A header the caller set in the request is kept. Not given, in a browser the
+   * header goes only to the page's own origin: on a cross-origin request it would cause a CORS
+   * preflight (pass `true` or names to send it there, when the server answers preflights).
+   * @default true (in browsers: same origin only)
    */
   propagate?: boolean | DeadlineHeader | readonly DeadlineHeader[];
 }

@@ -61,11 +61,25 @@
 //    the true last progress chunk, so a stall is never declared early and at
 //    most `sampleMs` (plus timer lag) late; a consult that counts fewer than
 //    BURST_RUN ends the burst. A burst re-arms the timer once, when it starts.
+// 6. A late wake looks at what has arrived before it declares silence. When
+//    the timer fires more than LATE_MS after its instant, the event loop was
+//    busy (a long synchronous task, a GC pause) and bytes the source sent
+//    meanwhile may still wait in the socket: the timer's task can run before
+//    the I/O queued behind it. So a stall verdict from a late wake is not
+//    declared; the wake re-arms YIELD_MS later (a macrotask, after the I/O
+//    queued meanwhile) and asks again, at most MAX_YIELDS times in a row.
+//    The deadline is never deferred. A verdict is thereby at most
+//    MAX_YIELDS × YIELD_MS (plus timer lag) later than it would be, and
+//    never earlier.
+// 7. On a `text/event-stream` body only events are progress by default
+//    (`sseProgress`): keep-alive comments are silence. `fetchWithDeadline`
+//    reads the response's content type; `withStallTimeout` is told it with
+//    `contentType`. An `isProgress` given decides instead.
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, StreamStalled, isStreamStalled } from "./errors.js";
 import { isReady, notReady } from "./load.js";
-import { propagateFormats, withBudgetHeaders } from "./headers.js";
+import { crossOriginInBrowser, propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { child, now } from "./timers.js";
 import { hold, releaseHold } from "./keepalive.js";
@@ -84,6 +98,23 @@ const MAX_SAMPLE_MS = 16;
 
 /** A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A wake-up later than its instant by more than this (ms) was held up by a
+ * busy event loop (a long synchronous task, a GC pause): bytes may be waiting
+ * in the socket, unread. Before such a wake declares a stall it yields
+ * (invariant 6).
+ */
+const LATE_MS = 4;
+/** How long a late wake yields to the I/O queued meanwhile before it looks again (ms). */
+const YIELD_MS = 2;
+/** At most this many yields in a row; then the verdict stands (a loop that is always late cannot hide a stall). */
+const MAX_YIELDS = 3;
+
+/** Whether a `content-type` is Server-Sent Events. */
+export function isEventStream(type) {
+  return typeof type === "string" && /^\s*text\/event-stream\s*(;|$)/i.test(type);
+}
 
 // ---- input checks (types here; ranges in the core) -----------------------------------------
 // Every check names the parameter as the caller wrote it (`options.stallMs`)
@@ -126,6 +157,12 @@ function predicate(isProgress, where) {
   return isProgress === sseProgress ? createSseProgress() : isProgress;
 }
 
+/** The progress predicate for a body: the caller's, else SSE events on an event stream (invariant 7). */
+function progressFor(isProgress, contentType) {
+  if (isProgress !== undefined) return isProgress;
+  return isEventStream(contentType) ? createSseProgress() : undefined;
+}
+
 // ---- the wrapper ---------------------------------------------------------------------------
 
 /**
@@ -147,6 +184,17 @@ function predicate(isProgress, where) {
  * const body = withStallTimeout(res.body, { firstChunkMs: 5_000, stallMs: 9_000, controller, isProgress: sseProgress });
  */
 export function withStallTimeout(stream, opts) {
+  return guard(stream, opts).stream;
+}
+
+/**
+ * `withStallTimeout` for the package's own callers (js/relay.js): the
+ * wrapped stream and `progress()`, how many progress chunks it has passed on
+ * so far. `startedAt` (default: now) is where the first-chunk limit counts
+ * from, for a caller whose wait began before it had a body.
+ * @returns {{ stream: ReadableStream, progress: () => number }}
+ */
+export function guard(stream, opts, startedAt) {
   if (!isReady()) notReady("withStallTimeout");
   const where = "withStallTimeout";
   if (!isReadableStream(stream)) throw typeError("stream", "a ReadableStream", stream, where);
@@ -159,9 +207,13 @@ export function withStallTimeout(stream, opts) {
   if (controller !== undefined && !isAbortController(controller)) {
     throw typeError("options.controller", "an AbortController", controller, where);
   }
+  if (o.contentType !== undefined && o.contentType !== null && typeof o.contentType !== "string") {
+    throw typeError("options.contentType", "a string (the body's content-type) or null", o.contentType, where);
+  }
+  const isProgress = progressFor(predicate(o.isProgress, where), o.contentType);
   // The deadline carries its parents (a client that left): follow it.
   const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
-  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress: predicate(o.isProgress, where) });
+  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt });
 }
 
 /** The deadline to follow, or undefined for a disposed one (its instant still applies). */
@@ -180,8 +232,8 @@ function followable(deadline) {
  * `signal`) is the upstream it aborts. `onSettle` runs once, when the stream
  * closes, errors or is cancelled.
  */
-function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress }, onSettle = noop) {
-  let startedAt = now();
+function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt: since }, onSettle = noop) {
+  let startedAt = since ?? now();
   let lastProgressAt; // undefined until the first progress chunk
   let chunks = 0;
   let bytes = 0;
@@ -194,6 +246,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   const sampleMs = Math.max(1, Math.min(MAX_SAMPLE_MS, Math.floor(stallMs / 4)));
   let node; // the child: the one wake-up and the followed parents (invariant 1)
   let holding = false; // a keepalive hold is taken (invariant 4)
+  let yields = 0; // late wakes in a row that yielded instead of declaring a stall (invariant 6)
   let settled = false;
   let out; // the wrapper's controller
 
@@ -215,7 +268,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 
   // The first decision validates the limits (a RangeError naming the
   // parameter) before the source is locked, and plans the first wake.
-  const t0 = startedAt;
+  const t0 = now();
   let first = ask(t0);
   const reader = source.getReader();
 
@@ -232,14 +285,17 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   }
 
   function act(answer, t) {
-    if (typeof answer === "number") arm(sampling && answer > sampleMs ? sampleMs : answer, t);
-    else fail(answer);
+    if (typeof answer === "number") {
+      yields = 0;
+      arm(sampling && answer > sampleMs ? sampleMs : answer, t);
+    } else fail(answer);
   }
 
   /** The one wake-up came: account for sampled progress, then ask the core. */
   function onTimer() {
     if (settled) return;
     const t = now();
+    const late = t - node.at;
     if (sampling) {
       const fresh = progress - sampledProgress;
       sampledProgress = progress;
@@ -261,6 +317,11 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
       answer = ask(t);
     } catch (error) {
       return fail(error);
+    }
+    // Invariant 6: a late wake yields to the I/O queued behind it before it declares silence.
+    if (answer instanceof StreamStalled && late > LATE_MS && yields < MAX_YIELDS) {
+      yields++;
+      return arm(YIELD_MS, t);
     }
     act(answer, t);
   }
@@ -305,6 +366,9 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     }
     act(answer, t);
   }
+
+  /** How many progress chunks have been passed on (for js/relay.js: commit on the first). */
+  const progressSoFar = () => progress;
 
   function settle() {
     settled = true;
@@ -365,7 +429,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     fail(node.aborted ? node.reason : error);
   }
 
-  return new ReadableStream({
+  const stream = new ReadableStream({
     start(c) {
       out = c;
       const answer = first;
@@ -393,6 +457,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
       return cancelled;
     },
   });
+  return { stream, progress: progressSoFar };
 }
 
 // ---- fetch ---------------------------------------------------------------------------------
@@ -408,7 +473,14 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
  * aborts the request.
  *
  * Limits that are not given do not apply (the deadline bounds everything);
- * `firstChunkMs` counts from the arrival of the headers.
+ * `firstChunkMs` counts from the arrival of the headers. On a
+ * `text/event-stream` response only events are progress unless `isProgress`
+ * says otherwise: keep-alive comments are silence.
+ *
+ * In a browser, the default header is sent only to the page's own origin: on
+ * a cross-origin request it would make the browser send a CORS preflight
+ * first, which a server that allows any origin but does not answer OPTIONS
+ * fails. Pass `propagate` (`true` or header names) to send it anyway.
  *
  * @param {RequestInfo | URL} input
  * @param {RequestInit} [init]
@@ -462,7 +534,10 @@ export async function fetchWithDeadline(input, init, opts) {
   let response;
   try {
     // The budget is read here, as the request leaves: the upstream is told what is left now.
-    response = await fetch(input, { ...withBudgetHeaders(input, init, o.deadline, formats), signal: upstream.signal });
+    // The default header goes only where it cannot turn the request into a
+    // preflighted one (a browser's cross-origin request): `propagate` given sends it anyway.
+    const send = o.propagate === undefined && crossOriginInBrowser(input) ? [] : formats;
+    response = await fetch(input, { ...withBudgetHeaders(input, init, o.deadline, send), signal: upstream.signal });
   } catch (error) {
     upstream.dispose();
     // Some runtimes reject with their own AbortError: report our reason.
@@ -474,7 +549,8 @@ export async function fetchWithDeadline(input, init, opts) {
     upstream.dispose();
     return response;
   }
-  const body = wrap(response.body, { firstChunkMs, stallMs, at, controller: upstream, parents: [upstream], isProgress }, () => upstream.dispose());
+  const progress = progressFor(isProgress, response.headers.get("content-type"));
+  const body = wrap(response.body, { firstChunkMs, stallMs, at, controller: upstream, parents: [upstream], isProgress: progress }, () => upstream.dispose()).stream;
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
   for (const key of ["url", "redirected", "type"]) {

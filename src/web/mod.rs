@@ -48,6 +48,7 @@ mod guard;
 mod plan;
 mod propagation;
 mod retry;
+mod sse;
 mod stall;
 mod sys;
 mod timers;
@@ -57,6 +58,7 @@ pub use errors::{AttemptReport, Error, StallPhase};
 pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceRecord};
 pub use propagation::{Bound, CapOverrides, HeaderFormat, Incoming, Platform, PlatformCaps, Tier, Trigger};
 pub use retry::{hedge, retry, Attempt, Failure, HedgeOptions, RetryBudget, RetryOptions};
+pub use sse::sse_progress;
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
 pub use timers::{sleep, Sleep, Timeout};
 

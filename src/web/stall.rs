@@ -40,6 +40,17 @@
 //! 6. When the wrapper settles it lets go of every JavaScript object it held
 //!    (reader, controllers, predicate), so nothing of it stays reachable from
 //!    Rust.
+//! 7. A late wake looks at what has arrived before it declares silence: a
+//!    timer that fires more than `LATE_MS` after its instant was held up by a
+//!    busy event loop, and bytes the source sent meanwhile may still wait in
+//!    the socket behind the timer's task. Such a wake does not declare a
+//!    stall: it re-arms `YIELD_MS` later (after the I/O queued meanwhile) and
+//!    asks again, at most `MAX_YIELDS` times in a row. The deadline is never
+//!    deferred.
+//! 8. On a `text/event-stream` body only events are progress by default
+//!    ([`sse_progress`](super::sse_progress)): [`fetch_with_deadline`] reads
+//!    the response's content type, [`StallOptions::content_type`] tells
+//!    [`with_stall_timeout`]. An `is_progress` given decides instead.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -53,6 +64,7 @@ use web_sys::{
 };
 
 use super::errors::StallPhase;
+use super::sse::{is_event_stream, sse_progress};
 use super::timers::Timeout;
 use super::{sys, Deadline, Error};
 use crate::core::deadline::MAX_MS;
@@ -66,6 +78,12 @@ const BURST_RUN: u32 = 32;
 const MAX_SAMPLE_MS: f64 = 16.0;
 /// A limit that is not given: 2^53 − 1 ms, so the deadline decides.
 const NO_LIMIT: f64 = MAX_MS;
+/// A wake later than its instant by more than this (ms) came from a busy event loop (invariant 7).
+const LATE_MS: f64 = 4.0;
+/// How long a late wake yields to the I/O queued meanwhile before it looks again (ms).
+const YIELD_MS: f64 = 2.0;
+/// At most this many yields in a row; then the verdict stands.
+const MAX_YIELDS: u32 = 3;
 
 /// Decides whether a chunk is progress (the default: any chunk of non-zero size).
 pub type ProgressFn = Box<dyn FnMut(&JsValue) -> Result<bool, Error>>;
@@ -91,6 +109,7 @@ pub struct StallOptions {
     followed: Vec<AbortSignal>,
     controller: Option<AbortController>,
     is_progress: Option<ProgressFn>,
+    event_stream: bool,
 }
 
 impl StallOptions {
@@ -110,7 +129,15 @@ impl StallOptions {
     /// # fn main() {}
     /// ```
     pub fn new(first_chunk_ms: f64, stall_ms: f64) -> Self {
-        Self { first_chunk_ms, stall_ms, at: None, followed: Vec::new(), controller: None, is_progress: None }
+        Self {
+            first_chunk_ms,
+            stall_ms,
+            at: None,
+            followed: Vec::new(),
+            controller: None,
+            is_progress: None,
+            event_stream: false,
+        }
     }
 
     /// Also end the stream at `deadline`'s instant (with `DeadlineExceeded`),
@@ -171,6 +198,26 @@ impl StallOptions {
         self.is_progress = Some(Box::new(f));
         self
     }
+
+    /// The body's `content-type`: on `text/event-stream` only events are
+    /// progress ([`sse_progress`](super::sse_progress)) unless
+    /// [`is_progress`](Self::is_progress) says otherwise; keep-alive comments
+    /// are silence.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::StallOptions;
+    /// let options = StallOptions::new(500.0, 500.0).content_type("text/event-stream; charset=utf-8");
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn content_type(mut self, content_type: &str) -> Self {
+        self.event_stream = is_event_stream(content_type);
+        self
+    }
 }
 
 impl std::fmt::Debug for StallOptions {
@@ -181,6 +228,7 @@ impl std::fmt::Debug for StallOptions {
             .field("deadline_at", &self.at)
             .field("controller", &self.controller.is_some())
             .field("is_progress", &self.is_progress.is_some())
+            .field("event_stream", &self.event_stream)
             .finish()
     }
 }
@@ -247,6 +295,8 @@ struct State {
     sampled_progress: f64,
     timer: Option<Timeout>,
     timer_due_at: f64,
+    /// Late wakes in a row that yielded instead of declaring a stall (invariant 7).
+    yields: u32,
 }
 
 /// The JavaScript objects the wrapper holds until it settles (invariant 6).
@@ -333,6 +383,7 @@ fn watch(
             sampled_progress: 0.0,
             timer: None,
             timer_due_at: f64::INFINITY,
+            yields: 0,
         }),
         held: RefCell::new(Some(Held {
             reader: reader.clone(),
@@ -341,7 +392,10 @@ fn watch(
             on_abort: None,
             out: None,
             controller: options.controller,
-            is_progress: options.is_progress,
+            is_progress: match options.is_progress {
+                None if options.event_stream => Some(Box::new(sse_progress())),
+                given => given,
+            },
             on_settle,
         })),
     });
@@ -422,7 +476,11 @@ impl Watch {
         match answer {
             Err(error) => self.fail(&Error::from(error).into()),
             Ok(Decision::Wake { delay_ms, .. }) => {
-                let sampling = self.state.borrow().sampling;
+                let sampling = {
+                    let mut s = self.state.borrow_mut();
+                    s.yields = 0;
+                    s.sampling
+                };
                 self.arm(if sampling && delay_ms > self.sample_ms { self.sample_ms } else { delay_ms }, t);
             }
             Ok(Decision::DeadlineExceeded { late_by_ms }) => {
@@ -445,6 +503,7 @@ impl Watch {
         let answer = {
             let mut s = self.state.borrow_mut();
             s.timer = None;
+            let late = t - s.timer_due_at;
             if s.sampling {
                 let fresh = s.progress - s.sampled_progress;
                 s.sampled_progress = s.progress;
@@ -465,14 +524,24 @@ impl Watch {
                     return; // nothing can expire until the consumer reads again
                 }
             }
-            if s.parked {
+            let answer = if s.parked {
                 let parked = Snapshot { started_at: t, last_progress_at: Some(t), chunks: s.chunks, bytes: s.bytes };
                 StallConfig::new(NO_LIMIT, NO_LIMIT, self.at).and_then(|c| c.decide(&parked, t))
             } else {
                 self.config.decide(&self.snapshot(&s), t)
+            };
+            // Invariant 7: a late wake yields to the I/O queued behind it before it declares silence.
+            if matches!(answer, Ok(Decision::Stalled { .. })) && late > LATE_MS && s.yields < MAX_YIELDS {
+                s.yields += 1;
+                None
+            } else {
+                Some(answer)
             }
         };
-        self.act(answer, t);
+        match answer {
+            Some(answer) => self.act(answer, t),
+            None => self.arm(YIELD_MS, t),
+        }
     }
 
     /// A chunk now waits in the full queue: nobody waits on the source until the consumer reads.
@@ -783,6 +852,9 @@ impl<'a> FetchOptions<'a> {
     }
 
     /// Which body chunks count as progress (see [`StallOptions::is_progress`]).
+    /// Not given, on a `text/event-stream` response only events are progress
+    /// ([`sse_progress`](super::sse_progress)): keep-alive comments are
+    /// silence. Elsewhere every non-empty chunk is.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -906,7 +978,10 @@ impl Drop for FirstByteGuard {
 /// signal and to the signal of a `Request` input; a stall, the deadline or a
 /// consumer's cancel aborts the request.
 ///
-/// `input` is a `Request` or a URL string, as for `fetch`.
+/// `input` is a `Request` or a URL string, as for `fetch`. On a
+/// `text/event-stream` response only events are progress unless
+/// [`FetchOptions::is_progress`] says otherwise: an upstream that only sends
+/// keep-alive comments stalls at `stall_ms`.
 ///
 /// # Errors
 /// [`Error::DeadlineExceeded`]; [`Error::StreamStalled`] with phase
@@ -970,6 +1045,8 @@ pub async fn fetch_with_deadline(
         }
     };
     let Some(body) = response.body() else { return Ok(response) };
+    // On a `text/event-stream` only events are progress unless `is_progress` was given (invariant 8).
+    let event_stream = response.headers().get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
     // The upstream controller already follows the deadline's signal (and the caller's).
     let stall = StallOptions {
         first_chunk_ms,
@@ -978,6 +1055,7 @@ pub async fn fetch_with_deadline(
         followed: vec![upstream.signal()],
         controller: Some(upstream),
         is_progress,
+        event_stream,
     };
     let body = watch(body, stall, Some(Box::new(move || drop(links))))?;
     let init = ResponseInit::new();

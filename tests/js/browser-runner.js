@@ -2,7 +2,7 @@
 // `globalThis.__report` for the Playwright driver in tests/run.mjs.
 import * as main from "../../pkg/index.js";
 import * as derive from "../../pkg/derive-index.js";
-import { combine, prepare, runSuite } from "./harness.js";
+import { blockLoop, combine, prepare, runSuite } from "./harness.js";
 
 const lib = combine(main, derive);
 
@@ -48,6 +48,7 @@ try {
     fixtureUrl,
     runtime: navigator.userAgent.match(/(Headless)?Chrome\/[\d.]+/)?.[0] ?? "chromium",
     freshPackageScript,
+    blockLoop,
     ...(await prepare(lib)),
   };
   await lib.initDerive(); // browsers load each core with init()

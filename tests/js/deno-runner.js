@@ -2,7 +2,7 @@
 // Prints the report as one JSON line and exits 1 on any failure.
 import * as main from "../../pkg/deno.js";
 import * as derive from "../../pkg/derive-deno.js";
-import { combine, prepare, runSuite } from "./harness.js";
+import { blockLoop, combine, prepare, runSuite } from "./harness.js";
 
 const lib = combine(main, derive);
 
@@ -25,7 +25,7 @@ ${code}`;
   return { code: exit, ms: performance.now() - started, stdout: new TextDecoder().decode(stdout) };
 }
 
-const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript };
+const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript, blockLoop };
 const report = await runSuite(lib, ctx);
 console.log(JSON.stringify(report));
 Deno.exit(report.failed ? 1 : 0);

@@ -30,6 +30,17 @@ export async function runSuite(lib, ctx) {
 }
 
 /**
+ * Blocks the event loop for `ms` of real time (a long synchronous parse, a GC
+ * pause): timers and I/O due meanwhile wait. The Node, Deno and Chromium
+ * runners hand it to the cases as `ctx.blockLoop`; workerd's does not: its
+ * clock stands still while code runs (it only advances across I/O).
+ */
+export function blockLoop(ms) {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
+
+/**
  * What every runner records before the first successful `init()`: the error
  * `init` gives a wrong-typed source, then what an API does before init (it
  * throws where the entry needs `init()`: `beforeInitError`; it loads the core

@@ -4,7 +4,7 @@ import { after, test } from "node:test";
 import * as main from "../../pkg/node.js";
 import * as derive from "../../pkg/derive-node.js";
 import { cases } from "./cases/index.js";
-import { combine, prepare, skipReason } from "./harness.js";
+import { blockLoop, combine, prepare, skipReason } from "./harness.js";
 
 const lib = combine(main, derive);
 
@@ -36,6 +36,7 @@ const ctx = {
   fixtureUrl: process.env.FIXTURE_URL,
   ...(await prepare(lib)),
   spawnPackageScript,
+  blockLoop,
   freshPackageScript: spawnPackageScript,
   pendingTimers: () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length,
 };

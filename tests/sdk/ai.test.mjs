@@ -122,6 +122,17 @@ test("recipe as printed: an answer that goes silent for stallMs while the deadli
   assert.ok(elapsed >= 1_990 && elapsed < 4_000, `cut after ${Math.round(elapsed)} ms: the 2 s stall limit, not the 8 s deadline`);
 });
 
+test("recipe as printed: an answer that only sends keep-alive comments after its text → StreamStalled at stallMs, not the deadline", async () => {
+  const recipe = await recipeFor("ping");
+  const t0 = performance.now();
+  const res = await recipe.chat(post("hi"), 8_000);
+  const elapsed = performance.now() - t0;
+  assert.deepEqual(await res.json(), { text: "Hello", timedOut: true });
+  assert.ok(elapsed >= 1_990 && elapsed < 4_000, `cut after ${Math.round(elapsed)} ms: the 2 s stall limit, not the 8 s deadline (the pings are not progress)`);
+  await new Promise((r) => setTimeout(r, 50)); // the close travels over loopback
+  assert.equal(upstream.requests.at(-1).closed, true, "the upstream request was aborted");
+});
+
 test("recipe as printed: a client that leaves is not a timeout: rethrown", async () => {
   const recipe = await recipeFor("stall");
   const gone = new AbortController();

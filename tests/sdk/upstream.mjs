@@ -7,6 +7,7 @@
 //   /full/…    two text chunks, then the end of the answer
 //   /stall/…   two text chunks, then silence (the connection stays open)
 //   /silent/…  nothing at all, not even the response headers
+//   /ping/…    two text chunks, then only `: ping` keep-alive comments every 50 ms
 // Each request is recorded ({ url, headers, closed }) so a test can check what
 // the client sent and that the connection was closed when the client gave up.
 import { createServer } from "node:http";
@@ -42,6 +43,10 @@ export async function startUpstream() {
     res.writeHead(200, { "content-type": "text/event-stream" });
     for (const e of events) res.write(e);
     if (mode === "full") res.end();
+    if (mode === "ping") {
+      const ping = setInterval(() => res.write(": ping\n\n"), 50);
+      res.on("close", () => clearInterval(ping));
+    }
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {

@@ -8,8 +8,8 @@
 //   body is watched for stalls (`: ping` comments are not progress). A stall,
 //   the deadline or the client leaving aborts the upstream request: it is
 //   released, not abandoned.
-// - `relay` commits nothing before the first chunk, so a silent or slow
-//   upstream gets a fallback that says what happened (504 + the reason), never
+// - `relay` commits nothing before the first event (a `: ping` is not one), so
+//   a silent, slow or only-pinging upstream gets a fallback that says what happened (504 + the reason), never
 //   an empty 200. Once events are flowing, a stall ends the stream with an SSE
 //   `event: error` naming it: a client can tell an interrupted answer from a
 //   complete one, whatever the HTTP layers in between do with a broken stream.

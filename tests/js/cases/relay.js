@@ -112,6 +112,97 @@ export default [
     },
   },
   {
+    name: "relay: an upstream that never sends headers gets the 504 at firstChunkMs (the wait for headers counts against it), or at its own firstByteMs",
+    run: async (lib) => {
+      const never = () => new Promise(() => {}); // not even the signal ends it
+      const noAnswer = sleep(2_000).then(() => "no answer within 2 s");
+      // A function upstream, and a bare promise: the relay must answer either way.
+      for (const [kind, options, phase, limit] of [
+        ["function", { firstChunkMs: 100, stallMs: 1_000 }, "first-chunk", 100],
+        ["promise", { firstChunkMs: 100 }, "first-chunk", 100],
+        ["function", { firstByteMs: 80, firstChunkMs: 1_000 }, "first-byte", 80],
+      ]) {
+        let seen;
+        const upstream = kind === "function" ? (signal) => ((seen = signal), never()) : never();
+        const t0 = performance.now();
+        const res = await Promise.race([lib.relay(upstream, options), noAnswer]);
+        const took = performance.now() - t0;
+        ok(res !== "no answer within 2 s", `no fallback within 2 s (${phase}, limit ${limit} ms)`);
+        ok(took >= limit - 1 && took < limit + SLACK_MS, `the fallback came after ${took} ms (limit ${limit})`);
+        equal(res.status, 504);
+        const json = await res.json();
+        ok(new RegExp(`stalled \\(${phase}\\)`).test(json.reason), json.reason);
+        if (kind === "function") ok(seen.aborted && lib.isStreamStalled(seen.reason), "the upstream request was aborted with the stall");
+      }
+    },
+  },
+  {
+    name: "relay: without firstByteMs the first-chunk limit runs from the call: slow headers leave the body only what is left of it",
+    run: async (lib) => {
+      const up = upstream([[0, ": ping\n\n"], [200, "data: 1\n\n"]]);
+      const t0 = performance.now();
+      const res = await lib.relay(sleep(70).then(() => up.response), { firstChunkMs: 120, stallMs: 1_000 });
+      const took = performance.now() - t0;
+      equal(res.status, 504);
+      ok(took >= 119 && took < 120 + SLACK_MS, `the fallback came after ${took} ms: 70 ms of headers + 50 left, not 70 + 120`);
+      ok(/stalled \(first-chunk\)/.test((await res.json()).reason));
+      ok(up.log.cancelled, "the upstream body was cancelled");
+    },
+  },
+  {
+    name: "relay: keep-alive comments do not commit a 200: an SSE upstream that only pings gets the 504 (first-chunk limit or deadline)",
+    run: async (lib) => {
+      const pings = () => upstream([[0, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"], [20, ": ping\n\n"]]);
+      const up = pings();
+      const t0 = performance.now();
+      const res = await lib.relay(up.response, { firstChunkMs: 100, stallMs: 1_000 });
+      const took = performance.now() - t0;
+      equal(res.status, 504, "a ping is not an answer: nothing was committed");
+      ok(took >= 99 && took < 100 + SLACK_MS, `the fallback came after ${took} ms`);
+      ok(/stalled \(first-chunk\)/.test((await res.json()).reason));
+      ok(up.log.cancelled, "the upstream body was cancelled");
+      // No first-chunk limit: the deadline gives the honest 504.
+      const up2 = pings();
+      const res2 = await lib.relay(up2.response, { deadline: lib.Deadline.in(120) });
+      equal(res2.status, 504);
+      ok(/within the deadline/.test((await res2.json()).reason));
+      ok(up2.log.cancelled, "the upstream body was cancelled");
+    },
+  },
+  {
+    name: "relay: the response commits on the first event; the keep-alives before it are relayed first",
+    run: async (lib) => {
+      const up = upstream([[0, ": ping\n\n"], [30, ": ping\n\n"], [30, "data: 1\n\n"], [5, null]]);
+      const t0 = performance.now();
+      const res = await lib.relay(up.response, { firstChunkMs: 1_000, stallMs: 1_000 });
+      const took = performance.now() - t0;
+      ok(took >= 59, `the response came ${took} ms in, before the first event`);
+      equal(res.status, 200);
+      equal((await readAll(res)).text, ": ping\n\n: ping\n\ndata: 1\n\n");
+      // A body that ends before any progress is relayed as it is.
+      const quiet = upstream([[0, ": ping\n\n"], [5, null]]);
+      const res2 = await lib.relay(quiet.response, { firstChunkMs: 1_000 });
+      equal(res2.status, 200);
+      equal((await readAll(res2)).text, ": ping\n\n");
+    },
+  },
+  {
+    name: "relay: (signal) => fetch(…) to a server that never sends headers → 504 at firstChunkMs, and the server sees the close",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = `relay-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+      const t0 = performance.now();
+      const noAnswer = sleep(2_000).then(() => "no answer within 2 s");
+      const res = await Promise.race([lib.relay((signal) => fetch(`${ctx.fixtureUrl}/stall/no-headers?id=${id}`, { signal }), { firstChunkMs: 100 }), noAnswer]);
+      const took = performance.now() - t0;
+      ok(res !== "no answer within 2 s", "no fallback within 2 s");
+      equal(res.status, 504);
+      ok(took >= 99 && took < 100 + SLACK_MS, `the fallback came after ${took} ms`);
+      const view = await (await fetch(`${ctx.fixtureUrl}/stall/closed?id=${id}`)).json();
+      ok(view.known && view.closed, `the server did not see the connection close: ${JSON.stringify(view)}`);
+    },
+  },
+  {
     name: "relay: a body that is not SSE errors with the reason when it stalls",
     run: async (lib) => {
       const up = upstream([[0, "abc"]], { type: "application/octet-stream" });
@@ -186,6 +277,22 @@ console.log("status", res.status);`);
     },
   },
   {
+    name: "relay: awaiting it with an upstream that never answers still ends, at firstChunkMs: the process exits (Node, Deno)",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const child = await ctx.spawnPackageScript(`await init();
+const { relay } = await import(entryUrl);
+const exit = globalThis.Deno?.exit ?? ((code) => process.exit(code));
+const guard = setTimeout(() => (console.log("no answer within 3 s"), exit(3)), 3_000);
+const res = await relay(() => new Promise(() => {}), { firstChunkMs: 100 });
+clearTimeout(guard);
+console.log("status", res.status);`);
+      equal(child.stdout.trim(), "status 504", "the fallback came at the first-chunk limit");
+      equal(child.code, 0, "child exit code");
+      ok(child.ms < 2_500, `the child took ${Math.round(child.ms)} ms`);
+    },
+  },
+  {
     name: "relay: bad input → TypeError naming the parameter (.param, .code)",
     run: async (lib) => {
       for (const [args, param] of [
@@ -195,6 +302,7 @@ console.log("status", res.status);`);
         [[new Response("x"), { signal: {} }], "options.signal"],
         [[new Response("x"), { stallMs: "1s" }], "options.stallMs"],
         [[new Response("x"), { firstChunkMs: null }], "options.firstChunkMs"],
+        [[new Response("x"), { firstByteMs: "1s" }], "options.firstByteMs"],
         [[new Response("x"), { isProgress: 1 }], "options.isProgress"],
         [[new Response("x"), { fallback: 1 }], "options.fallback"],
       ]) {

@@ -10,6 +10,8 @@ import { aborted, equal, ok, rejects, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 
 const TIMER_SLACK_MS = 250;
+/** How long a late wake yields before it looks again (js/stall.js YIELD_MS). */
+const YIELD_MS = 2;
 /** Extra allowance for the close to travel from the client's abort to the server (generous: 2 shared cores). */
 const CLOSE_SLACK_MS = 1_000;
 /** How much later than the client's start the server may see a request arrive (2 shared cores). */
@@ -648,6 +650,119 @@ const cases = [
     },
   },
   {
+    name: "stall (fake time): a late wake-up looks at what arrived meanwhile before it declares silence; a silent source still stalls, never early, at most 3 × 2 ms later; the deadline is not deferred",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        // A chunk at once, then one 120 ms later; the wrapper's wake is due at 100 ms.
+        const src = source({ chunks: [CHUNK] });
+        const controller = new AbortController();
+        const reader = lib.withStallTimeout(src.stream, { firstChunkMs: 100, stallMs: 100, controller }).getReader();
+        equal((await reader.read()).value, CHUNK);
+        const t1 = clock.now();
+        let error;
+        let value;
+        const read = reader.read().then((r) => (value = r.value), (e) => (error = e));
+        // The source's byte, queued behind the wake (a stream already cancelled by a stall refuses it).
+        clock.sleep(120).then(() => src.enqueue(CHUNK)).catch(() => {});
+        // The event loop was busy for 300 ms: the wake (due at 100) runs first, 200 ms late.
+        clock.jump(300);
+        await clock.advance(0);
+        await read;
+        equal(error, undefined, `a late wake declared a stall before reading what had arrived: ${error?.message}`);
+        equal(value, CHUNK);
+        equal(controller.signal.aborted, false);
+        // On time again: the stall after it is exact.
+        const t2 = clock.now();
+        const read2 = reader.read().catch((e) => (error = e));
+        await clock.advance(99);
+        equal(error, undefined, "stalled before 100 ms of silence");
+        await clock.advance(1);
+        await read2;
+        ok(lib.isStreamStalled(error), `errored with ${error?.name}: ${error?.message}`);
+        equal(error.afterMs, 100);
+        equal(clock.now() - t2, 100);
+        equal(t2 - t1, 300);
+
+        // Silent for real: a late wake yields, then the stall stands (never early).
+        const quiet = source({ chunks: [CHUNK] });
+        const r2 = lib.withStallTimeout(quiet.stream, { firstChunkMs: 100, stallMs: 100 }).getReader();
+        equal((await r2.read()).value, CHUNK);
+        let e2;
+        const p2 = r2.read().catch((e) => (e2 = e));
+        clock.jump(300);
+        await clock.advance(0);
+        equal(e2, undefined, "declared before yielding to the I/O queued meanwhile");
+        await clock.advance(YIELD_MS);
+        await p2;
+        ok(lib.isStreamStalled(e2), `errored with ${e2?.name}: ${e2?.message}`);
+        equal(e2.afterMs, 300 + YIELD_MS);
+        // A loop that stays busy cannot hide a stall: at most 3 yields in a row.
+        const busy = source({ chunks: [CHUNK] });
+        const r3 = lib.withStallTimeout(busy.stream, { firstChunkMs: 100, stallMs: 100 }).getReader();
+        equal((await r3.read()).value, CHUNK);
+        let e3;
+        const p3 = r3.read().catch((e) => (e3 = e));
+        for (let i = 0; i < 4; i++) {
+          equal(e3, undefined, `declared after ${i} late wakes`);
+          clock.jump(i === 0 ? 300 : 10); // each wake comes late again
+          await clock.advance(0);
+        }
+        await p3;
+        ok(lib.isStreamStalled(e3), `after 3 yields the stall stands: ${e3?.name}`);
+        equal(e3.afterMs, 330);
+        // The deadline is never deferred.
+        const d = lib.Deadline.in(200);
+        const r4 = lib.withStallTimeout(source().stream, { firstChunkMs: 1_000, stallMs: 1_000, deadline: d }).getReader();
+        let e4;
+        const p4 = r4.read().catch((e) => (e4 = e));
+        clock.jump(400);
+        await clock.advance(0);
+        await p4;
+        ok(lib.isDeadlineExceeded(e4), `the deadline ended it at the late wake: ${e4?.name}`);
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "stall: told a text/event-stream contentType, keep-alive comments are silence by default; an isProgress given decides",
+    run: async (lib) => {
+      const pinging = () => {
+        let ping;
+        const stream = new ReadableStream({
+          start(c) {
+            c.enqueue(enc.encode("data: 1\n\n"));
+            ping = setInterval(() => c.enqueue(enc.encode(": ping\n\n")), 10);
+          },
+          cancel() {
+            clearInterval(ping);
+          },
+        });
+        return stream;
+      };
+      const d = lib.Deadline.in(1_000); // bounds the case when the pings are taken for progress
+      const r = await drain(lib.withStallTimeout(pinging(), { firstChunkMs: 500, stallMs: 80, deadline: d, contentType: "text/event-stream; charset=utf-8" }));
+      d.dispose();
+      ok(lib.isStreamStalled(r.error), `errored with ${r.error?.name}: ${r.error?.message}`);
+      equal(r.error.phase, "stall");
+      within(r.error.afterMs, 80, 80 + TIMER_SLACK_MS, "afterMs");
+      // The caller's predicate wins: every chunk counts, so the pings keep it alive until cancelled.
+      const reader = lib.withStallTimeout(pinging(), { firstChunkMs: 500, stallMs: 80, contentType: "text/event-stream", isProgress: () => true }).getReader();
+      const t0 = performance.now();
+      while (performance.now() - t0 < 200) equal((await reader.read()).done, false);
+      await reader.cancel("enough");
+      // Another content type: every non-empty chunk is progress, as before.
+      const other = lib.withStallTimeout(pinging(), { firstChunkMs: 500, stallMs: 80, contentType: "application/octet-stream" }).getReader();
+      const t1 = performance.now();
+      while (performance.now() - t1 < 200) equal((await other.read()).done, false);
+      await other.cancel("enough");
+      const bad = await rejects(async () => lib.withStallTimeout(new ReadableStream(), { firstChunkMs: 1, stallMs: 1, contentType: 5 }), TypeError, /'options.contentType'/);
+      equal(bad.param, "options.contentType");
+    },
+  },
+  {
     name: "stall: a deadline's parent aborting (the client left) errors the stream with the parent's reason and aborts the upstream",
     run: async (lib, ctx) => {
       const before = timers(ctx);
@@ -1063,6 +1178,100 @@ console.log(res.status, unread.locked);`,
       equal(code, 0, "child exit code");
       equal(stdout.trim(), "200 false");
       ok(ms < 5_000, `the child took ${Math.round(ms)} ms to exit`);
+    },
+  },
+  {
+    name: "stall fixture: SSE keep-alives are silence by default: fetchWithDeadline without isProgress stalls at stallMs, not at the deadline",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const id = uid();
+      const t0 = performance.now();
+      const d = lib.Deadline.in(2_000);
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/sse?id=${id}&events=2&gap=20&ping=20`, undefined, { deadline: d, firstChunkMs: 1_000, stallMs: 150 });
+      const r = await drain(res.body);
+      const took = r.at - t0;
+      ok(lib.isStreamStalled(r.error), `errored with ${r.error?.name}: ${r.error?.message} after ${Math.round(took)} ms`);
+      equal(r.error.phase, "stall");
+      within(r.error.afterMs, 150, 150 + TIMER_SLACK_MS, "afterMs");
+      ok(took < 1_500, `took ${Math.round(took)} ms: the pings kept it to the deadline`);
+      await assertClosed(ctx, id, "afterLastEventMs", 150);
+      // Only pings from the start: a first-chunk stall.
+      const res2 = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/pings?id=${uid()}&ping=20`, undefined, { deadline: d, firstChunkMs: 150, stallMs: 150 });
+      const r2 = await drain(res2.body);
+      equal(r2.error?.phase, "first-chunk", `errored with ${r2.error?.name}: ${r2.error?.message}`);
+      ok(r2.error.chunks >= 1 && r2.error.bytes % 8 === 0, `pings arrived: ${r2.error.chunks} chunks, ${r2.error.bytes} bytes`);
+      d.dispose();
+    },
+  },
+  {
+    name: "stall fixture: a consumer blocked for 300 ms (a long synchronous task) is not a stall of a source that kept sending: 3 of 3 trials",
+    needs: ["fixtureUrl", "blockLoop"],
+    run: async (lib, ctx) => {
+      for (let trial = 1; trial <= 3; trial++) {
+        // 40 chunks of 16 bytes, one every 20 ms, from another process; stallMs 100.
+        const controller = new AbortController();
+        const res = await fetch(`${ctx.fixtureUrl}/stall/steady?id=${uid()}&n=40&gap=20`, { signal: controller.signal });
+        const reader = lib.withStallTimeout(res.body, { firstChunkMs: 1_000, stallMs: 100, controller }).getReader();
+        let bytes = 0;
+        let reads = 0;
+        let blockedAt;
+        let error;
+        try {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            bytes += value.byteLength;
+            if (++reads === 3) {
+              blockedAt = performance.now();
+              ctx.blockLoop(300); // the wrapper is waiting on the source meanwhile
+            }
+          }
+        } catch (e) {
+          error = e;
+        }
+        equal(error, undefined, `trial ${trial}: ${error?.name}: ${error?.message} (${Math.round(performance.now() - blockedAt)} ms after the block began)`);
+        equal(bytes, 640, `trial ${trial}: bytes`);
+        ok(!controller.signal.aborted, `trial ${trial}: the healthy upstream was aborted`);
+      }
+      // A source that really goes silent after the block still stalls.
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/mid?id=${uid()}&n=3&gap=10`, undefined, { deadline: lib.Deadline.in(5_000), stallMs: 100 });
+      const reader = res.body.getReader();
+      await reader.read();
+      ctx.blockLoop(300);
+      const e = await rejects(async () => {
+        for (;;) if ((await reader.read()).done) return;
+      });
+      ok(lib.isStreamStalled(e), `errored with ${e?.name}: ${e?.message}`);
+    },
+  },
+  {
+    name: "stall fixture: fetchWithDeadline with default options works wherever a plain fetch does: a server that allows any origin but answers no preflight (in a browser, cross-origin: no budget header)",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const url = (id) => `${ctx.fixtureUrl}/stall/no-preflight?id=${id}`;
+      const seen = async (id) => (await fetch(`${ctx.fixtureUrl}/stall/cors-seen?id=${id}`)).json();
+      const plain = await fetch(url(uid()));
+      equal(plain.status, 200, "a plain fetch works");
+      await plain.text();
+      const id = uid();
+      const res = await lib.fetchWithDeadline(url(id), undefined, { deadline: lib.Deadline.in(5_000), stallMs: 1_000 });
+      equal(res.status, 200);
+      ok((await res.text()).endsWith("data: done\n\n"));
+      const view = await seen(id);
+      equal(view.preflights, 0, "a preflight was sent");
+      equal(view.gets, 1);
+      // Browsers apply CORS: there the default header goes to the page's own origin only.
+      const crossOriginPage = typeof document !== "undefined" && new URL(ctx.fixtureUrl).origin !== location.origin;
+      if (crossOriginPage) {
+        equal(view.budgetHeader, null, "the budget header went cross-origin");
+        // Asked for, it is sent: then the browser preflights, which this server refuses (as for any custom header).
+        const id2 = uid();
+        const e = await rejects(lib.fetchWithDeadline(url(id2), undefined, { deadline: lib.Deadline.in(5_000), propagate: true }), TypeError);
+        ok(!lib.isTimeout(e), `a refused preflight is the network error: ${e?.name}`);
+        equal((await seen(id2)).preflights, 1, "propagate: true sends the header (preflighted)");
+      } else {
+        ok(Number(view.budgetHeader) > 0 && Number(view.budgetHeader) <= 5_000, `no CORS here: the budget header is sent (${view.budgetHeader})`);
+      }
     },
   },
   {

@@ -461,3 +461,116 @@ pub async fn fetch_bad_limits_fail_before_any_io(ctx: &Ctx) -> Outcome {
     }
     Ok(())
 }
+
+// ---- SSE keep-alives and a busy event loop --------------------------------------------------
+
+/// Blocks the event loop for `ms` of real time (a long synchronous task):
+/// timers and I/O due meanwhile wait.
+fn block_loop(ms: f64) {
+    let end = now() + ms;
+    while now() < end {}
+}
+
+pub async fn sse_progress_counts_events_not_keep_alives(_: &Ctx) -> Outcome {
+    let text = |s: &str| JsValue::from_str(s);
+    let utf8 = |s: &[u8]| JsValue::from(Uint8Array::from(s));
+    // Each case: chunks of one stream and whether each is progress (the JavaScript predicate's answers).
+    let cases: [(&str, Vec<JsValue>, Vec<bool>); 6] = [
+        ("comments and blank lines", vec![text(": ping\n\n"), text("\n"), text(":\r\n")], vec![false, false, false]),
+        ("fields", vec![text("data: 1\n\n"), text("event: x\nid: 2\n\n")], vec![true, true]),
+        ("a field split mid-line", vec![text("da"), text("ta: 1"), text("\n\n")], vec![true, true, false]),
+        ("a comment split mid-line", vec![text(": keep-"), text("alive\n\n")], vec![false, false]),
+        (
+            "bytes, BOM split",
+            vec![utf8(&[0xef, 0xbb]), utf8(&[0xbf, b':', b' ', b'p', b'\n']), utf8(b"data: 1\n")],
+            vec![false, false, true],
+        ),
+        ("text BOM", vec![text("\u{feff}: ping\n"), text("data: 1\n")], vec![false, true]),
+    ];
+    for (label, chunks, expected) in cases {
+        let mut is_progress = edge_deadline::web::sse_progress();
+        for (i, (chunk, want)) in chunks.iter().zip(expected).enumerate() {
+            let got = is_progress(chunk).map_err(|e| e.to_string())?;
+            ensure!(got == want, "{label}: chunk {i} is progress {got}, expected {want}");
+        }
+    }
+    match edge_deadline::web::sse_progress()(&JsValue::from_f64(5.0)) {
+        Err(Error::Js(e)) => ensure!(e.is_instance_of::<js_sys::TypeError>(), "a TypeError: {e:?}"),
+        other => return Err(format!("a number chunk gave {other:?}")),
+    }
+    // `content_type` tells the wrapper: on an event stream, pings after an event are silence.
+    let src = Source::new();
+    let d = Deadline::in_ms(1_000.0).unwrap(); // bounds the case if the pings counted
+    let out = with_stall_timeout(
+        src.stream.clone(),
+        StallOptions::new(1_000.0, 60.0).deadline(&d).content_type("text/event-stream; charset=utf-8"),
+    )
+    .unwrap();
+    src.enqueue(&utf8(b"data: 1\n\n"));
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    let _ = read(&reader).await;
+    let mut error = None;
+    for _ in 0..60 {
+        if src.try_enqueue(&utf8(b": ping\n\n")).is_err() {
+            break;
+        }
+        if let Err(e) = read(&reader).await {
+            error = Some(e);
+            break;
+        }
+        wait(10.0).await;
+    }
+    let rest: Result<(), JsValue> = match error {
+        Some(e) => Err(e),
+        None => read(&reader).await.map(|_| ()),
+    };
+    let (phase, after_ms, ..) = stalled(&rest.err())?;
+    ensure!(phase == StallPhase::Stall && after_ms >= 60.0, "phase {phase} after {after_ms}");
+    Ok(())
+}
+
+pub async fn fetch_sse_keep_alives_are_silence_by_default(ctx: &Ctx) -> Outcome {
+    let id = uid();
+    let url = format!("{}/stall/sse?events=2&gap=20&ping=20&id={id}", ctx.fixture()?);
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let t0 = now();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).first_chunk_ms(1_000.0).stall_ms(150.0))
+        .await
+        .map_err(|e| e.to_string())?;
+    let r = drain(&res.body().unwrap()).await;
+    let took = r.at - t0;
+    let (phase, after_ms, chunks, _) = stalled(&r.error).map_err(|e| format!("{e} after {took} ms"))?;
+    ensure!(phase == StallPhase::Stall, "phase {phase}");
+    ensure!((150.0..=150.0 + TIMER_SLACK_MS).contains(&after_ms), "afterMs {after_ms}");
+    ensure!(chunks >= 3.0, "keep-alives arrived: {chunks} chunks");
+    ensure!(took < 1_500.0, "took {took} ms: the keep-alives kept it to the deadline");
+    assert_closed(ctx, &id).await
+}
+
+pub async fn fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sending(ctx: &Ctx) -> Outcome {
+    for trial in 1..=3 {
+        // 40 chunks of 16 bytes, one every 20 ms, from another process; stall_ms 100.
+        let url = format!("{}/stall/steady?n=40&gap=20&id={}", ctx.fixture()?, uid());
+        let d = Deadline::in_ms(10_000.0).unwrap();
+        let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).first_chunk_ms(1_000.0).stall_ms(100.0))
+            .await
+            .map_err(|e| e.to_string())?;
+        let reader: ReadableStreamDefaultReader = res.body().unwrap().get_reader().unchecked_into();
+        let (mut bytes, mut reads) = (0.0, 0);
+        loop {
+            match read(&reader).await {
+                Ok(Some(value)) => {
+                    bytes += get(&value, "byteLength").as_f64().unwrap_or(0.0);
+                    reads += 1;
+                    if reads == 3 {
+                        block_loop(300.0); // the wrapper waits on the source meanwhile
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Err(format!("trial {trial}: a healthy source was declared stalled: {e:?}")),
+            }
+        }
+        ensure!(bytes == 640.0, "trial {trial}: {bytes} bytes");
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Which chunks of a Server-Sent Events body are progress: [`sse_progress`],
+//! the meaning of the JavaScript `sseProgress` (`js/sse.js`).
+//!
+//! SSE servers send keep-alive comments (`: ping`) while the model is queued
+//! or thinking, so that proxies do not time the connection out. To stall
+//! detection those comments are silence: only lines that carry a field
+//! (`data:`, `event:`, `id:`, `retry:`, …) are progress.
+//!
+//! # Invariants (the JavaScript predicate's)
+//! 1. A chunk is progress iff it holds at least one character of a line that
+//!    is neither a comment (first character `:`) nor blank. Line terminators
+//!    (CR, LF, CRLF) never count.
+//! 2. Chunk boundaries do not change the answer for an event: the state kept
+//!    between chunks is where in the line the scan is and how much of a
+//!    leading byte-order mark was seen.
+//! 3. Bytes and text give the same answers: in UTF-8, CR, LF and `:` never
+//!    occur inside a multi-byte character.
+
+use js_sys::{ArrayBuffer, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::Error;
+
+const LF: u16 = 10;
+const CR: u16 = 13;
+const COLON: u16 = 58;
+const BOM_BYTES: [u8; 3] = [0xef, 0xbb, 0xbf];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Line {
+    Start,
+    Comment,
+    Field,
+}
+
+/// The state one stream carries between chunks.
+struct Scan {
+    line: Line,
+    bom: usize,
+    started: bool,
+    /// Reused for the bytes of each chunk (one copy out of JavaScript per chunk).
+    buf: Vec<u8>,
+}
+
+impl Scan {
+    fn unit(&mut self, c: u16, progress: &mut bool) {
+        if c == LF || c == CR {
+            self.line = Line::Start;
+        } else if self.line == Line::Start {
+            self.line = if c == COLON { Line::Comment } else { Line::Field };
+            *progress |= self.line == Line::Field;
+        } else if self.line == Line::Field {
+            *progress = true;
+        }
+    }
+
+    fn text(&mut self, text: &str) -> bool {
+        let mut progress = false;
+        let mut units = text.encode_utf16().peekable();
+        if !self.started && units.peek().is_some() {
+            self.started = true;
+            if units.peek() == Some(&0xfeff) {
+                units.next(); // the spec strips one leading BOM
+            }
+        }
+        for c in units {
+            self.unit(c, &mut progress);
+        }
+        progress
+    }
+
+    fn bytes(&mut self, bytes: &Uint8Array) -> bool {
+        let n = bytes.length() as usize;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(n, 0);
+        bytes.copy_to(&mut buf[..n]);
+        let mut progress = false;
+        let mut i = 0;
+        // A UTF-8 BOM may itself be split across the first chunks.
+        while !self.started && i < n {
+            if buf[i] == BOM_BYTES[self.bom] {
+                i += 1;
+                self.bom += 1;
+                if self.bom == 3 {
+                    self.started = true;
+                }
+            } else {
+                self.started = true;
+            }
+        }
+        for &b in &buf[i..n] {
+            self.unit(u16::from(b), &mut progress);
+        }
+        self.buf = buf;
+        progress
+    }
+}
+
+/// A fresh SSE progress predicate with its own line state, for one stream:
+/// pass it to [`StallOptions::is_progress`](super::StallOptions::is_progress)
+/// or [`FetchOptions::is_progress`](super::FetchOptions::is_progress).
+/// [`fetch_with_deadline`](super::fetch_with_deadline) uses one by default on
+/// a `text/event-stream` response. Chunks are bytes (`Uint8Array`,
+/// `ArrayBuffer`, any `ArrayBuffer` view) or text; anything else is an
+/// [`Error::Js`] with a `TypeError` naming `chunk`.
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
+/// use edge_deadline::web::sse_progress;
+/// let mut is_progress = sse_progress();
+/// assert!(!is_progress(&": ping\n\n".into())?);
+/// assert!(is_progress(&"data: 1\n\n".into())?);
+/// # Ok(())
+/// # }
+/// # fn main() {}
+/// ```
+pub fn sse_progress() -> impl FnMut(&JsValue) -> Result<bool, Error> + 'static {
+    let mut scan = Scan { line: Line::Start, bom: 0, started: false, buf: Vec::new() };
+    move |chunk: &JsValue| {
+        if let Some(text) = chunk.as_string() {
+            return Ok(scan.text(&text));
+        }
+        if let Some(bytes) = chunk.dyn_ref::<Uint8Array>() {
+            return Ok(scan.bytes(bytes));
+        }
+        if let Some(buffer) = chunk.dyn_ref::<ArrayBuffer>() {
+            return Ok(scan.bytes(&Uint8Array::new(buffer)));
+        }
+        if ArrayBuffer::is_view(chunk) {
+            let get = |key: &str| js_sys::Reflect::get(chunk, &key.into()).unwrap_or_default();
+            let buffer: ArrayBuffer = get("buffer").unchecked_into();
+            let offset = get("byteOffset").as_f64().unwrap_or(0.0) as u32;
+            let length = get("byteLength").as_f64().unwrap_or(0.0) as u32;
+            return Ok(scan.bytes(&Uint8Array::new_with_byte_offset_and_length(&buffer, offset, length)));
+        }
+        Err(Error::Js(
+            js_sys::TypeError::new("'chunk' of sse_progress must be a Uint8Array, an ArrayBuffer or a string").into(),
+        ))
+    }
+}
+
+/// Whether a `content-type` is Server-Sent Events.
+pub(crate) fn is_event_stream(content_type: &str) -> bool {
+    let t = content_type.trim_start();
+    let Some(head) = t.get(..17) else { return false };
+    head.eq_ignore_ascii_case("text/event-stream") && matches!(t[17..].trim_start().chars().next(), None | Some(';'))
+}
