@@ -119,6 +119,15 @@ async function start(upstream, options) {
     return (o.fallback ?? fallbackResponse)(reason, now() - started);
   };
 
+  // Nothing was left before the request (a caller's budget below the
+  // reserve, a deadline already passed, a client already gone): it is never
+  // made, and the fallback says so.
+  if (controller.signal.aborted && typeof upstream === "function") {
+    const reason = controller.signal.reason;
+    if (reason !== null && typeof reason === "object") unsent.add(reason);
+    return fail(reason);
+  }
+
   let response;
   let onAbort = noop;
   try {
@@ -219,9 +228,13 @@ function body(early, doneEarly, reader, sse, release) {
   });
 }
 
+/** Reasons that ended a relay before its upstream request was made (see `start`). */
+const unsent = new WeakSet();
+
 /** The reason in words, for the fallback and the SSE error event. */
 export function describeReason(error) {
   if (isStreamStalled(error)) return `upstream stalled (${error.phase}): ${error.message}`;
+  if (unsent.has(error)) return `the upstream was not called and the fallback answered: ${error?.message ?? error}`;
   if (isDeadlineExceeded(error)) return `upstream did not finish within the deadline: ${error.message}`;
   return `upstream failed: ${error?.message ?? error}`;
 }

@@ -40,7 +40,7 @@ const cases = [
       const e = signal.reason;
       ok(lib.isDeadlineExceeded(e) && lib.isTimeout(e), `${e?.name}`);
       equal(e.reserveMs, 300);
-      ok(e.budgetMs > 40 && e.budgetMs <= 50, `budgetMs ${e.budgetMs}`);
+      ok(e.budgetMs >= 0 && e.budgetMs <= 50, `budgetMs ${e.budgetMs}`);
       ok(/^deadline exceeded before any work started: the budget \([\d.]+ ms\) was below the 300 ms reserved for the fallback$/.test(e.message), e.message);
       ok(!/passed .* ago/.test(e.message), e.message);
       // A deadline with time left, or one that was not reserved, keeps the plain words.

@@ -50,6 +50,27 @@ async function readAll(res) {
 
 export default [
   {
+    name: "relay: a caller's budget below the fallback reserve: no request is made, and the fallback says the budget was below the reserve",
+    run: async (lib) => {
+      const caller = lib.Deadline.fromHeaders({ "grpc-timeout": "50m" }, { maxMs: 10_000 });
+      let called = 0;
+      const res = await lib.relay(
+        (signal) => {
+          called++;
+          return fetch("http://127.0.0.1:9/never", { signal });
+        },
+        { deadline: caller.reserve(300), firstChunkMs: 1_000, stallMs: 1_000 },
+      );
+      equal(called, 0, "the request was made");
+      equal(res.status, 504);
+      const body = await res.json();
+      equal(body.fallback, true);
+      ok(/^the upstream was not called and the fallback answered: deadline exceeded before any work started: the budget \([\d.]+ ms\) was below the 300 ms reserved for the fallback$/.test(body.reason), body.reason);
+      ok(!/did not finish|passed .* ago/.test(body.reason), body.reason);
+      caller.dispose();
+    },
+  },
+  {
     name: "relay: headers only after the first chunk; the body passes through unchanged; the deadline is disposed at its end",
     run: async (lib) => {
       const d = lib.Deadline.in(150);
