@@ -264,6 +264,38 @@ export function honoChecks({ Hono, lib, deadline }) {
       },
     },
     {
+      name: "hono: a caller's budget (grpc-timeout 50m) below the fallback reserve (300 ms): the relay makes no request and the fallback says why",
+      run: async () => {
+        let called = 0;
+        const a = app({ budgetMs: 5_000, fallbackReserveMs: 300 }, (c) =>
+          lib.relay(
+            (signal) => {
+              called++;
+              return fetch("http://127.0.0.1:9/never", { signal });
+            },
+            { deadline: c.get("deadline"), firstChunkMs: 1_000, stallMs: 1_000 },
+          ),
+        );
+        const res = await a.fetch(new Request("http://x/", { headers: { "grpc-timeout": "50m" } }));
+        equal(res.status, 504);
+        const body = await res.json();
+        equal(called, 0, "a request was made with no time left");
+        ok(/not called and the fallback answered: .*the budget \([\d.]+ ms\) was below the 300 ms reserved for the fallback$/.test(body.reason), body.reason);
+      },
+    },
+    {
+      name: "hono: a repeated propagation header: a copy too long to read is refused alone and the valid 50m copy still bounds the deadline",
+      run: async () => {
+        const seen = {};
+        const headers = new Headers();
+        headers.append("grpc-timeout", "9".repeat(300));
+        headers.append("grpc-timeout", "50m");
+        const res = await app({ budgetMs: 10_000 }, probe(lib, seen)).fetch(new Request("http://x/", { headers }));
+        equal(res.status, 200);
+        ok(seen.remaining <= 50, `the deadline is ${seen.remaining} ms, not the caller's 50 ms`);
+      },
+    },
+    {
       name: "hono: a handler that throws gets Hono's error response and the deadline is disposed",
       run: async () => {
         let signal;
