@@ -94,9 +94,12 @@ impl Deadline {
     /// The deadline the propagation headers in `headers` ask for (every
     /// format this package knows: `grpc-timeout`, `connect-timeout-ms`,
     /// `x-envoy-expected-rq-timeout-ms`, `edge-deadline-remaining-ms`), less
-    /// `transit_ms`, never later than `max_ms` from now. Malformed headers are
-    /// reported in [`Incoming::rejected`] (as [`Error::InvalidHeader`]) and
-    /// otherwise ignored, like the JavaScript API's default.
+    /// `transit_ms`, never later than `max_ms` from now. Every copy of a
+    /// repeated header counts (`Headers::get` joins them with commas): each is
+    /// parsed and refused alone, and the earliest valid one wins. Malformed
+    /// copies are reported in [`Incoming::rejected`] (as
+    /// [`Error::InvalidHeader`], at most 8) and otherwise ignored, like the
+    /// JavaScript API's default.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `maxMs` or `transitMs`.
