@@ -17,7 +17,8 @@ export interface DeadlineMiddlewareOptions {
   /**
    * The product's budget for one request, in ms. Without it, the platform's wall-clock or first-byte cap
    * (`caps.wallMs`, `caps.firstByteMs`, or "vercel-edge"'s 25 s) bounds the deadline; where there is none
-   * ("cloudflare-workers" and "deno-deploy" document no wall-clock limit, and `cpuMs` is not one), it is required.
+   * ("cloudflare-workers" and "deno-deploy" document no wall-clock limit, and `cpuMs` is not one), only the
+   * caller's headers and the client (the request's signal) do.
    */
   budgetMs?: number;
   /** The platform whose documented caps bound the request (see `Deadline.forPlatform`); default `"custom"` (only `caps`). */
@@ -53,7 +54,7 @@ export interface DeadlineMiddlewareOptions {
  * body is finished or cancelled (at once for a HEAD request, whose body Hono drops). In Workers, Deno and Node the first request loads the Wasm core; in a
  * browser, call `await init()` from "edge-deadline" before serving.
  * @throws {TypeError | RangeError} bad options, when the middleware is created (`MISSING_OPTION` naming
- *   `options.budgetMs` when nothing bounds the wall clock)
+ *   `options` when there is no `budgetMs`, `platform` or `caps` at all)
  * @example
  * app.use(deadline({ budgetMs: 8_000, platform: "cloudflare-workers", fallbackReserveMs: 300 }));
  * app.get("/", (c) => c.text(`${c.get("deadline").remaining()} ms left`));

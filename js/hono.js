@@ -60,7 +60,6 @@ export function deadline(options) {
   if (budgetMs === undefined && (o.platform === undefined || o.platform === "custom") && o.caps === undefined) {
     throw argumentError("type", CODES.MISSING_OPTION, "options", "'options' of deadline must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })");
   }
-  if (budgetMs === undefined) requireWallBound(o);
   const reserveMs = o.fallbackReserveMs === undefined ? 0 : duration("options.fallbackReserveMs", o.fallbackReserveMs);
   const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
   const formats = o.formats === undefined ? deadlineHeaders : headerNames(o.formats);
@@ -70,9 +69,12 @@ export function deadline(options) {
     platform: o.platform ?? "custom",
     ...(o.plan !== undefined && { plan: o.plan }),
     ...(o.caps !== undefined && { caps: o.caps }),
-    // No product budget: the platform's wall-clock cap alone (requireWallBound made
-    // sure there is one). 2^52 ms loses to any cap and, added to any real `now`,
-    // stays on the timeline (2^53 − 1 ms), which MAX_SAFE_INTEGER itself did not.
+    // No product budget: the platform's caps alone. 2^52 ms loses to any cap
+    // and, added to any real `now`, stays on the timeline (2^53 − 1 ms), which
+    // MAX_SAFE_INTEGER itself did not. Where the platform has no wall-clock cap
+    // (Workers' fetch, Deno Deploy, caps with only cpuMs) it is what the
+    // platform really gives: no time bound, only the caller's headers and the
+    // client (the request's signal).
     productMs: budgetMs ?? NO_PRODUCT_MS,
     fallbackReserveMs: reserveMs,
   };
@@ -91,6 +93,8 @@ export function deadline(options) {
       ...(signal && { signal }),
     });
     const d = incoming.deadline.reserve(reserveMs);
+    // No budget, no wall-clock cap and no header: nothing but the client bounds it.
+    const unbounded = incoming.source === null && budgetMs === undefined && local.bound === "product";
     const source = incoming.source ?? local.bound;
     const budget = d.remaining();
     c.set("deadline", d);
@@ -111,7 +115,8 @@ export function deadline(options) {
     if (serverTiming) {
       const plan = c.get("plan");
       const steps = plan && typeof plan.serverTiming === "function" ? plan.serverTiming() : "";
-      const own = metric("edge-deadline", performance.now() - started, `budget ${Math.floor(budget)} ms from ${source}, ${Math.floor(d.remaining())} ms left`);
+      const desc = unbounded ? "no time bound: no budgetMs, no header, and the platform has no wall-clock limit" : `budget ${Math.floor(budget)} ms from ${source}, ${Math.floor(d.remaining())} ms left`;
+      const own = metric("edge-deadline", performance.now() - started, desc);
       c.header("Server-Timing", steps ? `${own}, ${steps}` : own, { append: true });
     }
     const res = c.res;
@@ -125,36 +130,6 @@ export function deadline(options) {
 
 /** `productMs` standing for "no product budget" (see `platformOptions`). */
 const NO_PRODUCT_MS = 2 ** 52;
-
-/**
- * Built-in platforms with a wall-clock or first-byte cap on a `fetch`
- * invocation (src/core/caps.rs `BUILTIN`; tests/hono/checks.js compares this
- * list with `platformCaps()`). Known here, not asked of the core, because the
- * middleware is made before the core is loaded. Workers' fetch and Deno Deploy
- * document no wall-clock limit; a CPU cap is not one (CPU time never exceeds
- * wall time, so it cannot bound a deadline: src/core/caps.rs).
- */
-const WALL_BOUNDED = ["vercel-edge"];
-
-/**
- * Without `budgetMs`, the deadline is the platform's wall-clock (or first-byte)
- * cap: a set-up where there is none would give a deadline nothing bounds, so it
- * throws now, when the middleware is created, naming `budgetMs` (invariant 4).
- */
-function requireWallBound(o) {
-  const caps = o.caps !== null && typeof o.caps === "object" ? o.caps : {};
-  if (caps.wallMs !== undefined || caps.firstByteMs !== undefined || WALL_BOUNDED.includes(o.platform)) return;
-  const why =
-    o.platform === undefined || o.platform === "custom"
-      ? "'options.caps' sets no wall-clock cap ('cpuMs' limits CPU time, which never bounds the wall clock)"
-      : `platform "${o.platform}" documents no wall-clock limit for a request${caps.cpuMs !== undefined || o.platform === "cloudflare-workers" ? " (only CPU time, which never bounds the wall clock)" : ""}`;
-  throw argumentError(
-    "type",
-    CODES.MISSING_OPTION,
-    "options.budgetMs",
-    `'options.budgetMs' is required here: ${why}, so nothing else would bound the deadline; pass the product's budget (e.g. { budgetMs: 8000${o.platform ? `, platform: "${o.platform}"` : ""} }) or a 'caps.wallMs'`,
-  );
-}
 
 /**
  * A server's own duration option, checked when the middleware is created (the
