@@ -19,8 +19,6 @@
 //! 1. After every retry a budget allows, `retries ≤ ratio × requests + floor`
 //!    holds for its window, and its counts equal an exact oracle's.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError};
@@ -57,13 +55,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for BudgetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for BudgetError {}
+crate::described_error!(BudgetError);
 
 impl Described for BudgetError {
     fn code(&self) -> &'static str {

@@ -54,8 +54,6 @@
 //! 4. Every built-in figure is a finite positive number of milliseconds with
 //!    an https source and the retrieval date.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError, MAX_MS};
@@ -102,13 +100,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for CapsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for CapsError {}
+crate::described_error!(CapsError);
 
 impl Described for CapsError {
     fn code(&self) -> &'static str {

@@ -115,13 +115,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for DeadlineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for DeadlineError {}
+crate::described_error!(DeadlineError);
 
 impl Described for DeadlineError {
     fn code(&self) -> &'static str {

@@ -50,8 +50,6 @@
 //! 5. From histograms, the derived percentile lies inside the bucket holding
 //!    the exact percentile of the raw data (within bucket resolution).
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
@@ -310,13 +308,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for DeriveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for DeriveError {}
+crate::described_error!(DeriveError);
 
 /// Calls left out of the quantiles.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -73,6 +73,25 @@ macro_rules! templates {
     };
 }
 
+/// The block every core error type shares: `Display` is its
+/// [`Described::message`], and it is a `std::error::Error`.
+/// `described_error!(display T)` writes only the `Display`, for a type whose
+/// `Error` impl names a `source`.
+#[macro_export]
+macro_rules! described_error {
+    (display $ty:ty) => {
+        impl ::core::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::fmt::Display::fmt(&$crate::core::error::Described::message(self), f)
+            }
+        }
+    };
+    ($ty:ty) => {
+        $crate::described_error!(display $ty);
+        impl ::std::error::Error for $ty {}
+    };
+}
+
 /// The templates of the main entry's errors (`js/messages.js`).
 pub const MAIN: &[&[(&str, &str)]] = &[
     msg::TEMPLATES,

@@ -51,8 +51,6 @@
 //! 4. [`parse`] never panics and never returns NaN, an infinity or a negative
 //!    number, for any byte string (over a million fuzzed inputs).
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::core::deadline::{check_ms, deadline_in, DeadlineError, MAX_TIMER_MS};
@@ -179,13 +177,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for HeaderError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for HeaderError {}
+crate::described_error!(HeaderError);
 
 impl Described for HeaderError {
     fn code(&self) -> &'static str {

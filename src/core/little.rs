@@ -23,8 +23,6 @@
 //! 2. `concurrency_bound(rate, max_timeout_for(rate, limit)) <= limit`
 //!    (up to rounding), and the bound grows with rate and with timeout.
 
-use core::fmt;
-
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::error::{whole_code, Described, Message};
 
@@ -61,13 +59,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for LittleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for LittleError {}
+crate::described_error!(LittleError);
 
 impl Described for LittleError {
     fn code(&self) -> &'static str {

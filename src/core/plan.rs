@@ -202,13 +202,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for PlanError {}
+crate::described_error!(PlanError);
 
 impl Described for PlanError {
     fn code(&self) -> &'static str {

@@ -380,13 +380,7 @@ fn list(items: &[String]) -> String {
     out
 }
 
-impl fmt::Display for PromError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for PromError {}
+crate::described_error!(PromError);
 
 /// A quantile read from buckets, with the bucket it fell in.
 #[derive(Debug, Clone, Copy, PartialEq)]

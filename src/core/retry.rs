@@ -102,13 +102,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for RetryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for RetryError {}
+crate::described_error!(RetryError);
 
 impl Described for RetryError {
     fn code(&self) -> &'static str {

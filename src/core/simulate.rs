@@ -49,8 +49,6 @@
 //! 3. A timeout at or above every draw never fails and adds no load.
 //! 4. Invalid parameters are errors naming the parameter.
 
-use core::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
@@ -332,13 +330,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for SimulateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for SimulateError {}
+crate::described_error!(SimulateError);
 
 /// Draws attempt latencies from a validated scenario (splitmix64 streams,
 /// normal deviates by the polar method). Counter-based: the

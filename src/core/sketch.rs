@@ -69,8 +69,6 @@
 //!    merge past it is refused and changes nothing, so counters never
 //!    saturate and every sketch's `to_bytes` is accepted by `from_bytes`.
 
-use core::fmt;
-
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::error::{Described, Message};
 
@@ -133,13 +131,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for SketchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for SketchError {}
+crate::described_error!(SketchError);
 
 impl SketchError {
     /// The same error with a batch sample's parameter named `root[i]` (the

@@ -227,11 +227,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for StallError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
+crate::described_error!(display StallError);
 
 impl std::error::Error for StallError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {

@@ -42,8 +42,6 @@
 //!    membership allows a relative 10^-9 at the bucket's edges, so a sketch
 //!    written by another build (whose `ln` may differ in the last bit) reads.
 
-use core::fmt;
-
 use super::{
     LatencySketch, EXACT_LIMIT, MAX_BUCKETS, MAX_COUNT, MAX_RELATIVE_ERROR, MIN_INDEXABLE_MS, MIN_RELATIVE_ERROR,
 };
@@ -109,13 +107,7 @@ pub mod msg {
     }
 }
 
-impl fmt::Display for BytesError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.message().fmt(f)
-    }
-}
-
-impl std::error::Error for BytesError {}
+crate::described_error!(BytesError);
 
 impl Described for BytesError {
     fn code(&self) -> &'static str {
