@@ -26,14 +26,15 @@
 // 4. Other holders (a stream wrapper waiting on its source: js/stall.js) call
 //    `hold()` and `releaseHold()` in pairs.
 
-import { MAX_TIMER_MS } from "./timers.js";
+import { IS_WORKERD, MAX_TIMER_MS } from "./timers.js";
 
 const DENO = typeof globalThis.Deno?.unrefTimer === "function" && typeof globalThis.Deno?.refTimer === "function";
-// workerd can define `process` (nodejs_compat) but always has WebSocketPair,
-// and its timers belong to a request: never arm one there.
-const WORKERD = typeof globalThis.WebSocketPair === "function" || globalThis.navigator?.userAgent === "Cloudflare-Workers";
-/** Whether the host is a process that an event loop with nothing ref'd lets exit. */
-const PROCESS_HOST = DENO || (typeof globalThis.process?.versions?.node === "string" && !WORKERD);
+/**
+ * Whether the host is a process that an event loop with nothing ref'd lets
+ * exit. workerd can define `process` (nodejs_compat), but its timers belong
+ * to a request: never arm one there.
+ */
+const PROCESS_HOST = DENO || (typeof globalThis.process?.versions?.node === "string" && !IS_WORKERD);
 
 let holds = 0;
 let interval;
