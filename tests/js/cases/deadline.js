@@ -307,11 +307,16 @@ const cases = [
       // exercises its ordering and removal from the middle.
       let seed = 7;
       const rand = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-      const all = Array.from({ length: 60 }, () => lib.Deadline.in(5 + rand() * 60));
       const fired = [];
+      // Each signal (and its listener) is made with its deadline: on a loaded
+      // machine a later loop could reach a 5 ms deadline after its instant,
+      // and its signal would then be aborted before the listener existed.
+      const all = Array.from({ length: 60 }, () => {
+        const d = lib.Deadline.in(5 + rand() * 60);
+        d.signal().addEventListener("abort", () => fired.push({ d, t: performance.now() }));
+        return d;
+      });
       const kept = all.filter((d, i) => {
-        const signal = d.signal();
-        signal.addEventListener("abort", () => fired.push({ d, t: performance.now() }));
         if (i % 3 === 1) {
           d.dispose();
           return false;
