@@ -204,28 +204,46 @@ impl Error {
         }
     }
 
-    /// True for the errors that mean "time ran out" rather than "something
-    /// failed": [`Error::DeadlineExceeded`], [`Error::InsufficientBudget`],
-    /// [`Error::StepTimeout`], [`Error::AttemptTimeout`] and
-    /// [`Error::StreamStalled`]. A fallback is the
-    /// usual answer to them.
+    /// Whether this error means that time ran out, as the JavaScript
+    /// `isTimeout` answers it, looking through causes: SDKs and frameworks
+    /// wrap the abort reason they were handed, and a handler wants one branch
+    /// for all of them.
+    ///
+    /// True for [`Error::DeadlineExceeded`] (the deadline passed),
+    /// [`Error::StepTimeout`] (a plan step hit its cap),
+    /// [`Error::AttemptTimeout`] (a retry attempt hit its own timeout),
+    /// [`Error::StreamStalled`] (a stream went silent past its limit) and a
+    /// JavaScript error named `"TimeoutError"` (`AbortSignal.timeout`), at any
+    /// depth: a [`Error::RetryFailed`] whose last attempt timed out, an
+    /// [`Error::Js`] whose `cause` chain holds one of these (branded errors of
+    /// any copy of the package count). Not for [`Error::InsufficientBudget`]:
+    /// nothing was started (match that variant, as JavaScript's
+    /// `isInsufficientBudget`), nor an abort for another reason (a client that
+    /// left) or words in a message. Never fails: a value whose properties
+    /// throw answers false.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
     /// use edge_deadline::web::Error;
-    /// assert!(Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 }.is_time_out());
+    /// assert!(Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 }.is_timeout());
+    /// let last = Some(Box::new(Error::AttemptTimeout { attempt: 3, timeout_ms: 10.0 }));
+    /// let retry = Error::RetryFailed { reason: "exhausted".into(), message: "m".into(), attempts: vec![], last };
+    /// assert!(retry.is_timeout());
+    /// // A shortage is not a timeout: the step was never started.
+    /// assert!(!Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 }.is_timeout());
     /// # }
     /// # fn main() {}
     /// ```
-    pub fn is_time_out(&self) -> bool {
-        matches!(
-            self,
+    pub fn is_timeout(&self) -> bool {
+        match self {
             Self::DeadlineExceeded { .. }
-                | Self::InsufficientBudget { .. }
-                | Self::StepTimeout { .. }
-                | Self::AttemptTimeout { .. }
-                | Self::StreamStalled { .. }
-        )
+            | Self::StepTimeout { .. }
+            | Self::AttemptTimeout { .. }
+            | Self::StreamStalled { .. } => true,
+            Self::RetryFailed { last, .. } => last.as_deref().is_some_and(Self::is_timeout),
+            Self::Js(value) => js_is_timeout(value),
+            Self::InvalidArgument { .. } | Self::InsufficientBudget { .. } | Self::InvalidHeader { .. } => false,
+        }
     }
 
     pub(crate) fn invalid(param: &'static str, message: impl Into<String>) -> Self {
@@ -377,6 +395,28 @@ fn get(value: &JsValue, key: &str) -> JsValue {
 
 fn get_f64(value: &JsValue, key: &str) -> Option<f64> {
     get(value, key).as_f64()
+}
+
+/// The brands `is_timeout` counts (js/errors.js `TIMEOUTS`).
+const TIMEOUTS: [&str; 4] = ["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "StreamStalled"];
+
+/// js/errors.js `isTimeout` on a JavaScript value: a timeout brand or the
+/// name `"TimeoutError"` anywhere in the `cause` chain; a cycle ends the walk,
+/// a read that throws (a getter, a Proxy trap) reads as `undefined`.
+fn js_is_timeout(value: &JsValue) -> bool {
+    let mut seen: Vec<JsValue> = Vec::new();
+    let mut e = value.clone();
+    while e.is_object() && !seen.iter().any(|s| Object::is(s, &e)) {
+        if get(&e, BRAND).as_string().is_some_and(|b| TIMEOUTS.contains(&b.as_str()))
+            || get(&e, "name").as_string().as_deref() == Some("TimeoutError")
+        {
+            return true;
+        }
+        let cause = get(&e, "cause");
+        seen.push(e);
+        e = cause;
+    }
+    false
 }
 
 impl From<JsValue> for Error {

@@ -34,7 +34,7 @@
 //!         Ok::<_, Error>(text.as_string().unwrap_or_default())
 //!     };
 //!     match answer.await {
-//!         Err(e) if e.is_time_out() => Ok(format!("fallback: {e}")), // inside the deadline
+//!         Err(e) if e.is_timeout() => Ok(format!("fallback: {e}")), // inside the deadline
 //!         other => other,
 //!     }
 //! }

@@ -59,15 +59,17 @@ use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
-    AbortController, AbortSignal, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader,
-    Request, RequestInit, Response, ResponseInit,
+    AbortController, AbortSignal, Headers, ReadableStream, ReadableStreamDefaultController,
+    ReadableStreamDefaultReader, Request, RequestInit, Response, ResponseInit,
 };
 
 use super::errors::StallPhase;
+use super::propagation::HeaderFormat;
 use super::sse::{is_event_stream, sse_progress};
 use super::timers::Timeout;
 use super::{sys, Deadline, Error};
 use crate::core::deadline::MAX_MS;
+use crate::core::headers;
 use crate::core::stall::{Decision, Phase, Snapshot, StallConfig, StallError};
 
 /// Progress chunks closer than this (ms) are a burst…
@@ -784,6 +786,7 @@ pub struct FetchOptions<'a> {
     first_chunk_ms: Option<f64>,
     stall_ms: Option<f64>,
     is_progress: Option<ProgressFn>,
+    propagate: Option<Vec<HeaderFormat>>,
 }
 
 impl<'a> FetchOptions<'a> {
@@ -800,7 +803,7 @@ impl<'a> FetchOptions<'a> {
     /// # fn main() {}
     /// ```
     pub fn new(deadline: &'a Deadline) -> Self {
-        Self { deadline, first_byte_ms: None, first_chunk_ms: None, stall_ms: None, is_progress: None }
+        Self { deadline, first_byte_ms: None, first_chunk_ms: None, stall_ms: None, is_progress: None, propagate: None }
     }
 
     /// The longest wait for the response headers (phase `"first-byte"`).
@@ -869,6 +872,36 @@ impl<'a> FetchOptions<'a> {
         self.is_progress = Some(Box::new(f));
         self
     }
+
+    /// The propagation headers that tell the upstream what is left of the
+    /// deadline (the JavaScript option `propagate`). Each format in `formats`
+    /// is sent with the remaining duration at the moment of the call, rounded
+    /// down; `&[]` sends none (JavaScript's `propagate: false`). A header the
+    /// request already has (in `init`'s headers, or a `Request` input's) is
+    /// the caller's and is not overwritten.
+    ///
+    /// Not called, the package's own header `edge-deadline-remaining-ms` is
+    /// sent, except from a browser page or worker to another origin: there a
+    /// custom header makes the request preflighted (CORS), and a server that
+    /// allows any origin but does not answer `OPTIONS` would fail it. Called,
+    /// the formats given are sent anyway, as with `propagate: true` (or header
+    /// names) in JavaScript.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, FetchOptions, HeaderFormat};
+    /// let d = Deadline::in_ms(1_000.0)?;
+    /// let grpc = FetchOptions::new(&d).propagate(&[HeaderFormat::GrpcTimeout]);
+    /// let none = FetchOptions::new(&d).propagate(&[]);
+    /// # let _ = (grpc, none); Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn propagate(mut self, formats: &[HeaderFormat]) -> Self {
+        self.propagate = Some(formats.to_vec());
+        self
+    }
 }
 
 impl std::fmt::Debug for FetchOptions<'_> {
@@ -878,6 +911,8 @@ impl std::fmt::Debug for FetchOptions<'_> {
             .field("first_byte_ms", &self.first_byte_ms)
             .field("first_chunk_ms", &self.first_chunk_ms)
             .field("stall_ms", &self.stall_ms)
+            .field("is_progress", &self.is_progress.is_some())
+            .field("propagate", &self.propagate)
             .finish()
     }
 }
@@ -914,6 +949,66 @@ impl Drop for Links {
             let _ = signal.remove_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
         }
     }
+}
+
+/// Whether `input` goes to another origin than the browser page's (or browser
+/// worker's) own, as js/headers.js `crossOriginInBrowser`: there a header of
+/// ours would make the request "not simple", so the browser would send a CORS
+/// preflight first. Outside browsers (Node, Deno, workerd: no `location` or
+/// no CORS) this is always false.
+fn cross_origin_in_browser(input: &JsValue) -> bool {
+    if sys::host() != sys::Host::Other || !sys::global(&["process", "versions", "node"]).is_undefined() {
+        return false;
+    }
+    let (Some(origin), Some(base)) =
+        (sys::global(&["location", "origin"]).as_string(), sys::global(&["location", "href"]).as_string())
+    else {
+        return false; // no page: a server runtime
+    };
+    let href = match (input.as_string(), input.dyn_ref::<Request>()) {
+        (Some(href), _) => href,
+        (None, Some(request)) => request.url(),
+        // A URL object (or anything else `fetch` turns into a string).
+        (None, None) => match sys::to_js_string(input) {
+            Ok(href) => href,
+            Err(_) => return true, // fetch rejects it; add nothing
+        },
+    };
+    match sys::Url::new(&href, &base) {
+        Ok(url) => url.origin() != origin,
+        Err(_) => true, // not a URL: fetch rejects it; add nothing
+    }
+}
+
+/// Sets `init`'s headers (a copy: the caller's object is not changed) to the
+/// request's headers plus what is left of `deadline` in each of `formats`,
+/// read now (js/headers.js `withBudgetHeaders`). The request's headers are
+/// `init`'s, or a `Request` input's when `init` has none; a header the caller
+/// set is not overwritten.
+fn add_budget_headers(
+    input: &JsValue,
+    init: &RequestInit,
+    deadline: &Deadline,
+    formats: &[HeaderFormat],
+) -> Result<(), Error> {
+    if formats.is_empty() {
+        return Ok(());
+    }
+    let own = init.get_headers();
+    let out = match (own.is_undefined() || own.is_null(), input.dyn_ref::<Request>()) {
+        (false, _) => Headers::new_with_str_sequence_sequence(&own),
+        (true, Some(request)) => Headers::new_with_headers(&request.headers()),
+        (true, None) => Headers::new(),
+    }
+    .map_err(Error::Js)?;
+    let remaining = deadline.remaining();
+    for &format in formats {
+        if !out.has(format.name()).map_err(Error::Js)? {
+            out.set(format.name(), &headers::encode(format, remaining)?).map_err(Error::Js)?;
+        }
+    }
+    init.set_headers(&out);
+    Ok(())
 }
 
 /// The wait for headers as a stall configuration: `firstByteMs` as the
@@ -983,6 +1078,12 @@ impl Drop for FirstByteGuard {
 /// [`FetchOptions::is_progress`] says otherwise: an upstream that only sends
 /// keep-alive comments stalls at `stall_ms`.
 ///
+/// The upstream is told what is left of the deadline at the moment of the
+/// call: by default in the package's own header `edge-deadline-remaining-ms`
+/// (not from a browser to another origin, where it would force a CORS
+/// preflight), in other formats or none with [`FetchOptions::propagate`]. A
+/// header the caller set is not overwritten.
+///
 /// # Errors
 /// [`Error::DeadlineExceeded`]; [`Error::StreamStalled`] with phase
 /// `FirstByte`; the reason `init`'s signal aborted with, or the network error,
@@ -1003,7 +1104,7 @@ pub async fn fetch_with_deadline(
     init: Option<&RequestInit>,
     options: FetchOptions<'_>,
 ) -> Result<Response, Error> {
-    let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress } = options;
+    let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress, propagate } = options;
     let at = deadline.instant_ms();
     let first_chunk_ms = first_chunk_ms.unwrap_or(NO_LIMIT);
     let stall_ms = stall_ms.unwrap_or(NO_LIMIT);
@@ -1029,6 +1130,14 @@ pub async fn fetch_with_deadline(
         links.link(&request.signal());
     }
     init_copy.set_signal(Some(&upstream.signal()));
+    // The default header only where it cannot change the request's CORS mode;
+    // formats given are sent anyway (as JavaScript's `propagate`).
+    let formats = match propagate {
+        Some(formats) => formats,
+        None if cross_origin_in_browser(input) => Vec::new(),
+        None => vec![HeaderFormat::EdgeDeadlineRemainingMs],
+    };
+    add_budget_headers(input, &init_copy, deadline, &formats)?;
 
     let guard = first_byte.map(|config| FirstByteGuard::start(config, t0, &upstream));
     let result = match sys::fetch(input, &init_copy) {

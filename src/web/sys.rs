@@ -36,6 +36,18 @@ extern "C" {
 
     #[wasm_bindgen(js_name = fetch, catch)]
     pub(crate) fn fetch(input: &JsValue, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
+
+    /// `String(value)` (throws for a Symbol).
+    #[wasm_bindgen(js_name = String, catch)]
+    pub(crate) fn to_js_string(value: &JsValue) -> Result<String, JsValue>;
+
+    /// The global `URL` (bound here so no web-sys feature is needed).
+    #[wasm_bindgen(js_name = URL)]
+    pub(crate) type Url;
+    #[wasm_bindgen(constructor, js_class = "URL", catch)]
+    pub(crate) fn new(url: &str, base: &str) -> Result<Url, JsValue>;
+    #[wasm_bindgen(method, getter, structural)]
+    pub(crate) fn origin(this: &Url) -> String;
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -52,7 +64,7 @@ thread_local! {
     static HOST: Cell<Option<Host>> = const { Cell::new(None) };
 }
 
-fn global(path: &[&str]) -> JsValue {
+pub(crate) fn global(path: &[&str]) -> JsValue {
     let mut value: JsValue = js_sys::global().into();
     for key in path {
         if !value.is_object() {

@@ -41,8 +41,8 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             res.headers_mut().set("x-edge-deadline", "upstream")?;
             Ok(res)
         }
-        // Time ran out (a stall, the proxy's share, a short budget): degrade.
-        Err(reason) if reason.is_time_out() => fallback(&reason, &deadline),
+        // Time ran out (a stall, the proxy's share ran out): degrade.
+        Err(reason) if reason.is_timeout() => fallback(&reason, &deadline),
         // Anything else reaches the runtime as the package's branded error.
         Err(other) => Err(js(other)),
     }

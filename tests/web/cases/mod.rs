@@ -12,6 +12,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
 
 pub mod deadline;
+pub mod errors;
 pub mod pipeline;
 pub mod stall;
 
@@ -106,6 +107,8 @@ macro_rules! for_each_case {
             deadline::timeout_fires_not_before_its_instant_and_drop_clears_it,
             deadline::sleep_resolves_not_before_its_instant,
             deadline::errors_reach_javascript_branded_and_come_back,
+            errors::is_timeout_is_true_for_every_time_based_error_directly_or_in_a_cause_chain,
+            errors::is_timeout_is_false_for_a_shortage_and_other_failures,
             stall::chunks_pass_through_and_a_close_aborts_nothing,
             stall::no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels,
             stall::silence_after_progress_is_a_stall_with_the_counts,
@@ -125,6 +128,10 @@ macro_rules! for_each_case {
             stall::sse_progress_counts_events_not_keep_alives,
             stall::fetch_sse_keep_alives_are_silence_by_default,
             stall::fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sending,
+            stall::fetch_sends_the_remaining_budget_in_the_packages_header_by_default,
+            stall::fetch_propagate_chooses_the_formats_and_an_empty_list_sends_none,
+            stall::fetch_keeps_the_callers_headers_and_never_overwrites_a_budget_header_they_set,
+            stall::fetch_default_options_work_against_a_server_that_refuses_preflights,
             pipeline::a_plan_caps_each_step_and_traces_it,
             pipeline::a_step_cut_at_its_cap_is_a_step_timeout,
             pipeline::a_short_deadline_skips_or_refuses_steps_never_a_range_error,

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use edge_deadline::web::{
-    fetch_with_deadline, with_stall_timeout, Deadline, Error, FetchOptions, StallOptions, StallPhase,
+    fetch_with_deadline, with_stall_timeout, Deadline, Error, FetchOptions, HeaderFormat, StallOptions, StallPhase,
 };
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -571,6 +571,176 @@ pub async fn fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sendi
             }
         }
         ensure!(bytes == 640.0, "trial {trial}: {bytes} bytes");
+    }
+    Ok(())
+}
+
+// ---- the budget header (as js/headers.js `withBudgetHeaders`) ----------------------------------
+
+const OWN: &str = "edge-deadline-remaining-ms";
+const FORMATS: [&str; 4] = ["grpc-timeout", "connect-timeout-ms", "x-envoy-expected-rq-timeout-ms", OWN];
+
+/// A browser page (or worker) on another origin than the fixture server's:
+/// there CORS applies and the default header is sent only when asked for.
+fn cross_origin_page(fixture: &str) -> bool {
+    let global: JsValue = js_sys::global().into();
+    let server_runtime =
+        !get(&global, "Deno").is_undefined() || !get(&get(&get(&global, "process"), "versions"), "node").is_undefined();
+    match get(&get(&global, "location"), "origin").as_string() {
+        Some(origin) if !server_runtime => origin != fixture,
+        _ => false,
+    }
+}
+
+/// The headers the fixture's echo route saw (lowercase names), fetched through `fetch_with_deadline`.
+async fn echoed(
+    input: JsValue,
+    init: Option<&web_sys::RequestInit>,
+    options: FetchOptions<'_>,
+) -> Result<JsValue, String> {
+    let res = fetch_with_deadline(&input, init, options).await.map_err(|e| e.to_string())?;
+    ensure!(res.status() == 200, "status {}", res.status());
+    JsFuture::from(res.json().map_err(|e| format!("{e:?}"))?).await.map_err(|e| format!("{e:?}"))
+}
+
+fn header(headers: &JsValue, name: &str) -> Option<String> {
+    get(headers, name).as_string()
+}
+
+pub async fn fetch_sends_the_remaining_budget_in_the_packages_header_by_default(ctx: &Ctx) -> Outcome {
+    let url = format!("{}/pipeline/echo-headers", ctx.fixture()?);
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let before = d.remaining();
+    let headers = echoed(url.clone().into(), None, FetchOptions::new(&d)).await?;
+    let after = d.remaining(); // the round trip is the only time spent
+    if cross_origin_page(ctx.fixture()?) {
+        // CORS: a custom header would make the request preflighted; by default none is added.
+        for f in FORMATS {
+            ensure!(header(&headers, f).is_none(), "{f} went cross-origin by default");
+        }
+        // Asked for, it is sent anyway (the fixture answers preflights).
+        let headers =
+            echoed(url.into(), None, FetchOptions::new(&d).propagate(&[HeaderFormat::EdgeDeadlineRemainingMs])).await?;
+        let sent = header(&headers, OWN).and_then(|v| v.parse::<f64>().ok());
+        ensure!(sent.is_some_and(|v| v > 4_000.0 && v <= 5_000.0), "asked for cross-origin: {sent:?}");
+        return Ok(());
+    }
+    let sent =
+        header(&headers, OWN).ok_or_else(|| format!("no {OWN} header: {:?}", js_sys::JSON::stringify(&headers)))?;
+    ensure!(!sent.is_empty() && sent.bytes().all(|b| b.is_ascii_digit()), "a whole number of ms: {sent}");
+    let sent: f64 = sent.parse().unwrap();
+    ensure!(sent <= before.floor(), "never more than was left at the call: {sent} > {before}");
+    ensure!(sent >= after.floor(), "nothing held back: {sent} < {after} left after the round trip");
+    for f in FORMATS.into_iter().filter(|f| *f != OWN) {
+        ensure!(header(&headers, f).is_none(), "{f} is not sent by default");
+    }
+    Ok(())
+}
+
+pub async fn fetch_propagate_chooses_the_formats_and_an_empty_list_sends_none(ctx: &Ctx) -> Outcome {
+    let url = format!("{}/pipeline/echo-headers", ctx.fixture()?);
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let headers =
+        echoed(url.clone().into(), None, FetchOptions::new(&d).propagate(&[HeaderFormat::GrpcTimeout])).await?;
+    let grpc = header(&headers, "grpc-timeout").unwrap_or_default();
+    // Read back as a server would: the deadline it states is 4–5 s away.
+    let back = web_sys::Headers::new().unwrap();
+    back.set("grpc-timeout", &grpc).unwrap();
+    let incoming = Deadline::from_headers(&back, 10_000.0, 0.0).map_err(|e| e.to_string())?;
+    let left = incoming.deadline.remaining();
+    ensure!(
+        incoming.source == Some(HeaderFormat::GrpcTimeout) && left > 4_000.0 && left <= 5_000.0,
+        "grpc-timeout: {grpc}"
+    );
+    ensure!(header(&headers, OWN).is_none(), "only the format asked for");
+    let both = [HeaderFormat::ConnectTimeoutMs, HeaderFormat::EdgeDeadlineRemainingMs];
+    let headers = echoed(url.clone().into(), None, FetchOptions::new(&d).propagate(&both)).await?;
+    for f in ["connect-timeout-ms", OWN] {
+        let v = header(&headers, f).and_then(|v| v.parse::<f64>().ok());
+        ensure!(v.is_some_and(|v| v > 4_000.0 && v <= 5_000.0), "{f}: {v:?}");
+    }
+    let headers = echoed(url.into(), None, FetchOptions::new(&d).propagate(&[])).await?;
+    for f in FORMATS {
+        ensure!(header(&headers, f).is_none(), "{f} with propagate(&[])");
+    }
+    Ok(())
+}
+
+pub async fn fetch_keeps_the_callers_headers_and_never_overwrites_a_budget_header_they_set(ctx: &Ctx) -> Outcome {
+    let url = format!("{}/pipeline/echo-headers", ctx.fixture()?);
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let own = [HeaderFormat::EdgeDeadlineRemainingMs];
+    // init.headers as a plain record.
+    let record = Object::new();
+    Reflect::set(&record, &"x-trace".into(), &"t1".into()).unwrap();
+    Reflect::set(&record, &OWN.into(), &"42".into()).unwrap();
+    let init = web_sys::RequestInit::new();
+    init.set_headers(&record);
+    let headers = echoed(url.clone().into(), Some(&init), FetchOptions::new(&d).propagate(&own)).await?;
+    ensure!(header(&headers, "x-trace").as_deref() == Some("t1"), "x-trace: {:?}", header(&headers, "x-trace"));
+    ensure!(header(&headers, OWN).as_deref() == Some("42"), "an explicit header wins: {:?}", header(&headers, OWN));
+    // init.headers as a Headers object.
+    let h = web_sys::Headers::new().unwrap();
+    h.set("x-trace", "t2").unwrap();
+    let init = web_sys::RequestInit::new();
+    init.set_headers(&h);
+    let headers = echoed(url.clone().into(), Some(&init), FetchOptions::new(&d).propagate(&own)).await?;
+    ensure!(header(&headers, "x-trace").as_deref() == Some("t2"));
+    ensure!(
+        header(&headers, OWN).and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 4_000.0),
+        "added to a Headers object"
+    );
+    ensure!(h.get(OWN).unwrap().is_none(), "the caller's Headers object is not changed");
+    // A Request input keeps its headers and gets the budget.
+    let rinit = web_sys::RequestInit::new();
+    let rh = web_sys::Headers::new().unwrap();
+    rh.set("x-trace", "t3").unwrap();
+    rinit.set_headers(&rh);
+    let request = web_sys::Request::new_with_str_and_init(&url, &rinit).unwrap();
+    let headers = echoed(request.into(), None, FetchOptions::new(&d).propagate(&own)).await?;
+    ensure!(header(&headers, "x-trace").as_deref() == Some("t3"), "a Request input keeps its headers");
+    ensure!(
+        header(&headers, OWN).and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 4_000.0),
+        "and gets the budget"
+    );
+    Ok(())
+}
+
+pub async fn fetch_default_options_work_against_a_server_that_refuses_preflights(ctx: &Ctx) -> Outcome {
+    let base = ctx.fixture()?.to_string();
+    let url = |id: &str| -> JsValue { format!("{base}/stall/no-preflight?id={id}").into() };
+    let seen = |id: String| {
+        let base = base.clone();
+        async move {
+            let d = Deadline::in_ms(5_000.0).unwrap();
+            echoed(format!("{base}/stall/cors-seen?id={id}").into(), None, FetchOptions::new(&d).propagate(&[])).await
+        }
+    };
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let id = uid();
+    let res = fetch_with_deadline(&url(&id), None, FetchOptions::new(&d).stall_ms(1_000.0))
+        .await
+        .map_err(|e| e.to_string())?;
+    ensure!(res.status() == 200, "status {}", res.status());
+    let text = JsFuture::from(res.text().unwrap()).await.map_err(|e| format!("{e:?}"))?.as_string().unwrap_or_default();
+    ensure!(text.ends_with("data: done\n\n"), "{text:?}");
+    let view = seen(id).await?;
+    ensure!(get(&view, "preflights").as_f64() == Some(0.0), "a preflight was sent");
+    ensure!(get(&view, "gets").as_f64() == Some(1.0));
+    let budget = get(&view, "budgetHeader");
+    if cross_origin_page(&base) {
+        ensure!(budget.is_null(), "the budget header went cross-origin: {budget:?}");
+        // Asked for, it is sent: the browser preflights, which this server refuses.
+        let id2 = uid();
+        let own = [HeaderFormat::EdgeDeadlineRemainingMs];
+        match fetch_with_deadline(&url(&id2), None, FetchOptions::new(&d).propagate(&own)).await {
+            Err(e) => ensure!(!e.is_timeout(), "a refused preflight is the network error, not a timeout: {e}"),
+            Ok(res) => return Err(format!("a refused preflight answered {}", res.status())),
+        }
+        ensure!(get(&seen(id2).await?, "preflights").as_f64() == Some(1.0), "the header was asked for (preflighted)");
+    } else {
+        let v = budget.as_string().and_then(|v| v.parse::<f64>().ok());
+        ensure!(v.is_some_and(|v| v > 0.0 && v <= 5_000.0), "no CORS here: the budget header is sent ({budget:?})");
     }
     Ok(())
 }

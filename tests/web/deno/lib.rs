@@ -48,6 +48,13 @@ pub fn open_deadlines() {
     std::mem::forget(Timeout::new(60_000.0, || {}).unwrap().unref());
 }
 
+/// `Error::from(value).is_timeout()`: `web.test.js` checks that it answers
+/// as the npm package's `isTimeout` on the same values.
+#[wasm_bindgen(js_name = rustIsTimeout)]
+pub fn rust_is_timeout(value: JsValue) -> bool {
+    edge_deadline::web::Error::from(value).is_timeout()
+}
+
 /// One of each branded error the Rust API makes, as JavaScript values, with
 /// the signal of an expired deadline last: `web.test.js` checks them with the
 /// npm package's own guards (`isDeadlineExceeded`, `isStreamStalled`, …).

@@ -51,6 +51,14 @@ Deno.test({
       if (!checked.includes(guard)) throw new Error(`the package has no ${guard}`);
     }
     if (reason.at !== 0 || !(reason.lateByMs > 0)) throw new Error(`the signal's reason: at ${reason.at}, lateByMs ${reason.lateByMs}`);
+    // Rust's `is_timeout` means what `isTimeout` means, on the same values (wrapped too).
+    const wrap = (cause) => Object.assign(new Error("Connection error."), { cause });
+    const values = [deadline, insufficient, stalled, step, retry, attempt, header, reason, new DOMException("t", "TimeoutError"), new DOMException("a", "AbortError"), new Error("timed out")];
+    for (const v of [...values, ...values.map(wrap)]) {
+      const [js, rust] = [lib.isTimeout(v), glue.rustIsTimeout(v)];
+      if (js !== rust) throw new Error(`isTimeout says ${js}, is_timeout says ${rust} for ${v?.name}: ${v?.message} (cause ${v?.cause?.name})`);
+    }
+    if (glue.rustIsTimeout(insufficient)) throw new Error("InsufficientBudget is a timeout in Rust");
   },
 });
 
