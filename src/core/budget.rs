@@ -58,11 +58,11 @@ pub enum BudgetError {
 /// The retry budget's message templates.
 pub mod msg {
     crate::templates! { "budget";
-        /// [`BudgetError::BadRatio`]: `ratio` outside `[0, 1]`.
+        /// [`BudgetError::BadRatio`](super::BudgetError::BadRatio): `ratio` outside `[0, 1]`.
         BAD_RATIO = "'ratio' must be between 0 and 1: current value is {value}";
-        /// [`BudgetError::BadMinPerSecond`]: `minPerSecond` outside `0 ..= {max}`.
+        /// [`BudgetError::BadMinPerSecond`](super::BudgetError::BadMinPerSecond): `minPerSecond` outside `0 ..= {max}`.
         BAD_MIN_PER_SECOND = "'minPerSecond' must be between 0 and {max}: current value is {value}";
-        /// [`BudgetError::BadWindow`]: `windowMs` outside `1 ..= {max}` ms.
+        /// [`BudgetError::BadWindow`](super::BudgetError::BadWindow): `windowMs` outside `1 ..= {max}` ms.
         BAD_WINDOW = "'windowMs' must be between 1 and {max} milliseconds: current value is {value}";
     }
 }

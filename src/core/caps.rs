@@ -111,17 +111,17 @@ pub enum CapsError {
 /// The platform caps' message templates.
 pub mod msg {
     crate::templates! { "caps";
-        /// [`CapsError::UnknownPlatform`].
+        /// [`CapsError::UnknownPlatform`](super::CapsError::UnknownPlatform).
         UNKNOWN_PLATFORM = "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is '{value}'";
-        /// [`CapsError::UnknownTier`].
+        /// [`CapsError::UnknownTier`](super::CapsError::UnknownTier).
         UNKNOWN_TIER = "'plan' must be one of free, paid: current value is '{value}'";
-        /// [`CapsError::UnknownTrigger`].
+        /// [`CapsError::UnknownTrigger`](super::CapsError::UnknownTrigger).
         UNKNOWN_TRIGGER = "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'";
-        /// [`CapsError::UnsupportedTrigger`].
+        /// [`CapsError::UnsupportedTrigger`](super::CapsError::UnsupportedTrigger).
         UNSUPPORTED_TRIGGER = "'trigger' {trigger} is not an invocation {platform} has";
-        /// [`CapsError::ZeroCap`].
+        /// [`CapsError::ZeroCap`](super::CapsError::ZeroCap).
         ZERO_CAP = "'{param}' must be above 0 milliseconds: current value is 0";
-        /// [`CapsError::CustomWith`].
+        /// [`CapsError::CustomWith`](super::CapsError::CustomWith).
         CUSTOM_WITH = "'{param}' applies to built-in platforms, not \"custom\": pass the caps in 'caps' instead";
     }
 }

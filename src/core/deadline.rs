@@ -129,18 +129,18 @@ impl DeadlineError {
 /// The deadline's message templates.
 pub mod msg {
     crate::templates! { "deadline";
-        /// [`DeadlineError::NotFinite`]: NaN or ±∞ where milliseconds are expected.
+        /// [`DeadlineError::NotFinite`](super::DeadlineError::NotFinite): NaN or ±∞ where milliseconds are expected.
         NOT_FINITE = "'{param}' must be a finite number of milliseconds between 0 and {max}: current value is {value}";
-        /// [`DeadlineError::Negative`]: a duration or instant below 0.
+        /// [`DeadlineError::Negative`](super::DeadlineError::Negative): a duration or instant below 0.
         NEGATIVE = "'{param}' must be between 0 and {max} milliseconds: current value is {value}";
-        /// [`DeadlineError::TooLarge`]: a duration or instant past [`MAX_MS`](super::MAX_MS).
+        /// [`DeadlineError::TooLarge`](super::DeadlineError::TooLarge): a duration or instant past [`MAX_MS`](super::MAX_MS).
         TOO_LARGE = "'{param}' must be between 0 and {max} milliseconds (2^53 - 1): current value is {value}";
         /// A duration in range whose instant (now + it) is not: the bound that applies is from now.
         TOO_FAR = "'{param}' must be at most {left} milliseconds from now (the timeline ends at {max} ms, 2^53 - 1): current value is {value}";
         /// Also the message `js/errors.js` gives a `DeadlineExceeded` it makes
         /// on a hot path without a Wasm call.
         EXCEEDED_BY = "deadline exceeded: it passed {lateByMs:ms} ms ago";
-        /// [`DeadlineError::Exhausted`] when the deadline is exactly now (nothing left, not late).
+        /// [`DeadlineError::Exhausted`](super::DeadlineError::Exhausted) when the deadline is exactly now (nothing left, not late).
         EXCEEDED = "deadline exceeded: no time is left";
         /// Also `js/errors.js`'s `InsufficientBudget` message.
         INSUFFICIENT = "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started";

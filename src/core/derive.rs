@@ -32,7 +32,7 @@
 //!
 //! # Tail shape
 //! Each raw-data bucket is checked for a gap between a fast body and a slow
-//! tail ([`tail`]); when one is found, its edge, its share and a value just
+//! tail ([`tail`](crate::core::tail)); when one is found, its edge, its share and a value just
 //! above the body are reported next to the false-timeout rates of the usual
 //! candidates (p99, 2×p99, p99.9, the configured value).
 //!
@@ -327,23 +327,23 @@ impl Described for DeriveError {
 /// The derivation's message templates (its warnings' are [`warning_msg`]).
 pub mod msg {
     crate::templates! { "derive";
-        /// [`DeriveError::Quantile`].
+        /// [`DeriveError::Quantile`](super::DeriveError::Quantile).
         QUANTILE = "'q' must be greater than 0 and less than 1 (0.99 for p99): current value is {value}";
-        /// [`DeriveError::Safety`].
+        /// [`DeriveError::Safety`](super::DeriveError::Safety).
         SAFETY = "'safety' must be between 1 and {max}: current value is {value}";
-        /// [`DeriveError::Labels`].
+        /// [`DeriveError::Labels`](super::DeriveError::Labels).
         LABELS = "expected {expected} label values (one per 'by' label), got {got}";
-        /// [`DeriveError::Groups`].
+        /// [`DeriveError::Groups`](super::DeriveError::Groups).
         GROUPS = "more than {limit} distinct buckets: group by fewer labels or coarser values";
-        /// [`DeriveError::MissingDuration`].
+        /// [`DeriveError::MissingDuration`](super::DeriveError::MissingDuration).
         MISSING_DURATION = "a successful call needs a duration in milliseconds";
         /// The spellings [`Outcome::parse`](super::Outcome::parse) accepts.
         OUTCOMES = "success, ok, succeeded, true, an HTTP status 2xx (successes); timeout, timed_out, deadline_exceeded, 408, 504 (timeouts); error, err, fail, failed, failure, false, cancelled, other 4xx and 5xx (errors)";
-        /// [`DeriveError::Outcome`]; `accepted` is [`OUTCOMES`].
+        /// [`DeriveError::Outcome`](super::DeriveError::Outcome); `accepted` is [`OUTCOMES`].
         OUTCOME = "outcome '{value}' of {series} is not one of: {accepted}";
-        /// [`DeriveError::RowOutcome`]; `accepted` is [`OUTCOMES`].
+        /// [`DeriveError::RowOutcome`](super::DeriveError::RowOutcome); `accepted` is [`OUTCOMES`].
         ROW_OUTCOME = "'{field}' must be one of {accepted}: current value is \"{value}\"";
-        /// [`DeriveError::Row`]: the row's position and its own message.
+        /// [`DeriveError::Row`](super::DeriveError::Row): the row's position and its own message.
         ROW = "row {index}: {error}";
     }
 }

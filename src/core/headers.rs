@@ -212,25 +212,25 @@ pub enum HeaderError {
 /// The propagation headers' message templates.
 pub mod msg {
     crate::templates! { "headers";
-        /// [`HeaderError::TooLong`].
+        /// [`HeaderError::TooLong`](super::HeaderError::TooLong).
         TOO_LONG = "'{header}' must be at most {max} bytes: current value has {len}";
-        /// [`HeaderError::Empty`].
+        /// [`HeaderError::Empty`](super::HeaderError::Empty).
         EMPTY = "'{header}' must not be empty";
-        /// [`HeaderError::Signed`].
+        /// [`HeaderError::Signed`](super::HeaderError::Signed).
         SIGNED = "'{header}' must be an unsigned number: current value has a sign";
-        /// [`HeaderError::Whitespace`].
+        /// [`HeaderError::Whitespace`](super::HeaderError::Whitespace).
         WHITESPACE = "'{header}' must not contain whitespace: current value has some at byte {at}";
-        /// [`HeaderError::NonAscii`].
+        /// [`HeaderError::NonAscii`](super::HeaderError::NonAscii).
         NON_ASCII = "'{header}' must contain only ASCII digits: current value has a non-ASCII byte at {at}";
         /// `found`: the character, escaped as Rust's `char::escape_default` does.
         NOT_DIGIT = "'{header}' must contain only ASCII digits: current value has '{found}' at byte {at}";
-        /// [`HeaderError::NoDigits`].
+        /// [`HeaderError::NoDigits`](super::HeaderError::NoDigits).
         NO_DIGITS = "'{header}' must start with at least one digit";
-        /// [`HeaderError::TooManyDigits`].
+        /// [`HeaderError::TooManyDigits`](super::HeaderError::TooManyDigits).
         TOO_MANY_DIGITS = "'{header}' must have between 1 and {max} digits: current value has {digits}";
-        /// [`HeaderError::MissingUnit`].
+        /// [`HeaderError::MissingUnit`](super::HeaderError::MissingUnit).
         MISSING_UNIT = "'{header}' must end with one of the units H M S m u n: current value has none";
-        /// [`HeaderError::BadUnit`].
+        /// [`HeaderError::BadUnit`](super::HeaderError::BadUnit).
         BAD_UNIT = "'{header}' must end with one of the units H M S m u n: current value ends with '{found}'";
         /// Lists every [`HeaderFormat`](super::HeaderFormat) (a test checks it).
         UNKNOWN_FORMAT = "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, edge-deadline-remaining-ms: current value is '{value}'";

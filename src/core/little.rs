@@ -63,13 +63,13 @@ pub enum LittleError {
 /// Little's law's message templates.
 pub mod msg {
     crate::templates! { "little";
-        /// [`LittleError::Rate`] where 0 is allowed.
+        /// [`LittleError::Rate`](super::LittleError::Rate) where 0 is allowed.
         RATE = "'ratePerSec' must be between 0 and {max} requests per second: current value is {value}";
-        /// [`LittleError::Rate`] where the rate divides and must be above 0.
+        /// [`LittleError::Rate`](super::LittleError::Rate) where the rate divides and must be above 0.
         RATE_POSITIVE = "'ratePerSec' must be greater than 0 and at most {max} requests per second: current value is {value}";
-        /// [`LittleError::Limit`].
+        /// [`LittleError::Limit`](super::LittleError::Limit).
         LIMIT = "'limit' must be between 0 and {max}: current value is {value}";
-        /// [`LittleError::Slots`].
+        /// [`LittleError::Slots`](super::LittleError::Slots).
         SLOTS = "'limit' must be a whole number between 1 and {max}: current value is {value}";
     }
 }

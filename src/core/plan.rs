@@ -250,35 +250,35 @@ pub enum PlanError {
 /// The plan's message templates.
 pub mod msg {
     crate::templates! { "plan";
-        /// [`PlanError::NoSteps`].
+        /// [`PlanError::NoSteps`](super::PlanError::NoSteps).
         NO_STEPS = "'steps' must contain at least one step: current value is empty";
-        /// [`PlanError::TooManySteps`].
+        /// [`PlanError::TooManySteps`](super::PlanError::TooManySteps).
         TOO_MANY_STEPS = "'steps' must contain at most {max} steps: current value has {count}";
-        /// [`PlanError::EmptyName`].
+        /// [`PlanError::EmptyName`](super::PlanError::EmptyName).
         EMPTY_NAME = "step {index} must have a non-empty 'name'";
-        /// [`PlanError::NameTooLong`].
+        /// [`PlanError::NameTooLong`](super::PlanError::NameTooLong).
         NAME_TOO_LONG = "step {index} must have a 'name' of at most {max} bytes: current value has {len}";
-        /// [`PlanError::DuplicateName`].
+        /// [`PlanError::DuplicateName`](super::PlanError::DuplicateName).
         DUPLICATE_NAME = "step names must be unique: '{name}' is used by steps {first} and {second}";
-        /// [`PlanError::UnknownStep`].
+        /// [`PlanError::UnknownStep`](super::PlanError::UnknownStep).
         UNKNOWN_STEP = "the plan has no step named '{name}'";
-        /// [`PlanError::IndexOutOfRange`].
+        /// [`PlanError::IndexOutOfRange`](super::PlanError::IndexOutOfRange).
         INDEX_OUT_OF_RANGE = "step index must be between 0 and {last}: current value is {index}";
-        /// [`PlanError::UnknownKind`].
+        /// [`PlanError::UnknownKind`](super::PlanError::UnknownKind).
         UNKNOWN_KIND = "'kind' must be one of mandatory, optional, fallback: current value is '{value}'";
         /// `detail`: what the binding's reader said of the step.
         BAD_STEP = "step {index}: {detail}";
         /// `error`: the duration's own message (a nested deadline message).
         STEP_VALUE = "step '{step}': {error}";
-        /// [`PlanError::MinAbovePreferred`].
+        /// [`PlanError::MinAbovePreferred`](super::PlanError::MinAbovePreferred).
         MIN_ABOVE_PREFERRED = "step '{step}': 'minMs' must not exceed 'preferredMs' ({preferredMs}): current value is {minMs}";
-        /// [`PlanError::ReserveBelowMin`].
+        /// [`PlanError::ReserveBelowMin`](super::PlanError::ReserveBelowMin).
         RESERVE_BELOW_MIN = "step '{step}': 'reserveMs' must be at least 'minMs' ({minMs}) for mandatory and fallback steps: current value is {reserveMs}";
-        /// [`PlanError::ZeroPreferred`].
+        /// [`PlanError::ZeroPreferred`](super::PlanError::ZeroPreferred).
         ZERO_PREFERRED = "step '{step}': 'preferredMs' must be above 0 milliseconds: current value is 0";
-        /// [`PlanError::PreferredOnFallback`].
+        /// [`PlanError::PreferredOnFallback`](super::PlanError::PreferredOnFallback).
         PREFERRED_ON_FALLBACK = "step '{step}': a fallback step gets everything left, so 'preferredMs' must not be set";
-        /// [`PlanError::BadMargin`].
+        /// [`PlanError::BadMargin`](super::PlanError::BadMargin).
         BAD_MARGIN = "'marginMs' must be between 0 and {max} milliseconds: current value is {value}";
         /// A skipped optional step's reason ([`SkipReason::Expired`](super::SkipReason::Expired)).
         SKIP_EXPIRED = "the deadline has passed";

@@ -110,33 +110,33 @@ pub enum RetryError {
 /// sentence is data a binding shows, see [`StopReason::message`]).
 pub mod msg {
     crate::templates! { "retry";
-        /// [`RetryError::BadJitter`].
+        /// [`RetryError::BadJitter`](super::RetryError::BadJitter).
         BAD_JITTER = "'jitter' must be between 0 and 1: current value is {value}";
-        /// [`RetryError::MaxBelowBase`].
+        /// [`RetryError::MaxBelowBase`](super::RetryError::MaxBelowBase).
         MAX_BELOW_BASE = "'maxMs' must be at least 'baseMs' ({baseMs}): current value is {maxMs}";
-        /// [`RetryError::BadMaxAttempts`].
+        /// [`RetryError::BadMaxAttempts`](super::RetryError::BadMaxAttempts).
         BAD_MAX_ATTEMPTS = "'maxAttempts' must be between 1 and {max}: current value is {value}";
-        /// [`RetryError::TooManyRetries`].
+        /// [`RetryError::TooManyRetries`](super::RetryError::TooManyRetries).
         TOO_MANY_RETRIES = "'retries' must be between 0 and {max}: current value is {value}";
-        /// [`RetryError::BadAttempt`].
+        /// [`RetryError::BadAttempt`](super::RetryError::BadAttempt).
         BAD_ATTEMPT = "'attempt' must be at least 1: current value is {value}";
-        /// [`RetryError::UnknownFailure`].
+        /// [`RetryError::UnknownFailure`](super::RetryError::UnknownFailure).
         UNKNOWN_FAILURE = "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'";
-        /// [`RetryError::OutOfOrder`].
+        /// [`RetryError::OutOfOrder`](super::RetryError::OutOfOrder).
         OUT_OF_ORDER = "'{call}' cannot be called while the retry is {state}";
-        /// The sentence of [`StopReason::Permanent`].
+        /// The sentence of [`StopReason::Permanent`](super::StopReason::Permanent).
         STOP_PERMANENT = "the failure is permanent, so it was not retried";
-        /// The sentence of [`StopReason::NotIdempotent`].
+        /// The sentence of [`StopReason::NotIdempotent`](super::StopReason::NotIdempotent).
         STOP_NOT_IDEMPOTENT = "the operation is not idempotent and its failure was ambiguous (it may have been applied), so it was not retried; pass an operation key if a repeat is safe";
-        /// The sentence of [`StopReason::Exhausted`].
+        /// The sentence of [`StopReason::Exhausted`](super::StopReason::Exhausted).
         STOP_EXHAUSTED = "all {attempts} attempts failed";
-        /// The sentence of [`StopReason::Insufficient`].
+        /// The sentence of [`StopReason::Insufficient`](super::StopReason::Insufficient).
         STOP_INSUFFICIENT = "only {remainingMs:ms} ms remain but an attempt needs at least {attemptMinMs:ms} ms, so none was started";
-        /// The sentence of [`StopReason::TimeoutBelowMin`].
+        /// The sentence of [`StopReason::TimeoutBelowMin`](super::StopReason::TimeoutBelowMin).
         STOP_TIMEOUT_BELOW_MIN = "an attempt would time out after {attemptTimeoutMs:ms} ms but needs at least {attemptMinMs:ms} ms, so none was started";
-        /// The sentence of [`StopReason::BackoffPastDeadline`].
+        /// The sentence of [`StopReason::BackoffPastDeadline`](super::StopReason::BackoffPastDeadline).
         STOP_BACKOFF_PAST_DEADLINE = "a {delayMs:ms} ms backoff would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining, so it was not slept";
-        /// The sentence of [`StopReason::BudgetExhausted`].
+        /// The sentence of [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted).
         STOP_BUDGET_EXHAUSTED = "the retry budget is exhausted for this window";
     }
 }

@@ -236,11 +236,11 @@ impl Described for StallError {
 /// The stall detector's message templates.
 pub mod msg {
     crate::templates! { "stall";
-        /// [`StallError::Limit`].
+        /// [`StallError::Limit`](super::StallError::Limit).
         LIMIT = "'{param}' must be a finite number of milliseconds greater than 0 and at most {max}: current value is {value}";
-        /// [`StallError::Wait`].
+        /// [`StallError::Wait`](super::StallError::Wait).
         WAIT = "'{param}' must be a finite number of milliseconds, 0 or more and at most {max} (0: the wait has already run out): current value is {value}";
-        /// [`StallError::Count`].
+        /// [`StallError::Count`](super::StallError::Count).
         COUNT = "'{param}' must be a whole number between 0 and {max}: current value is {value}";
     }
 }

@@ -209,13 +209,13 @@ impl Warning {
 /// The warnings' message templates.
 pub mod msg {
     crate::templates! { "derive.warning";
-        /// [`Warning::NoSuccesses`].
+        /// [`Warning::NoSuccesses`](super::Warning::NoSuccesses).
         NO_SUCCESSES = "no successful calls: nothing to derive a timeout from";
-        /// [`Warning::SmallSample`]; `n` is [`SUCCESS`] or [`SUCCESSES`].
+        /// [`Warning::SmallSample`](super::Warning::SmallSample); `n` is [`SUCCESS`] or [`SUCCESSES`].
         SMALL_SAMPLE = "only {n}: {p} needs at least {needed} (10 beyond the percentile) for a stable estimate";
-        /// [`Warning::Censored`]; `timeouts` is [`CALL`] or [`CALLS`].
+        /// [`Warning::Censored`](super::Warning::Censored); `timeouts` is [`CALL`] or [`CALLS`].
         CENSORED = "{timeouts} ({share}%) timed out, more than the {beyond}% beyond {p}: the successes are cut off at the timeout in force, so this value is too small and re-deriving would ratchet it down; raise the timeout, measure again, then derive";
-        /// [`Warning::PileUp`]; `at` is [`AT_CONFIGURED`] or [`AT_LARGEST`].
+        /// [`Warning::PileUp`](super::Warning::PileUp); `at` is [`AT_CONFIGURED`] or [`AT_LARGEST`].
         PILE_UP = "{calls} ({share}%) pile up at {at}: timed-out calls may be logged as successes, which censors the data; record the outcome and exclude them";
         /// Where a pile-up is, when it is the configured timeout.
         AT_CONFIGURED = "{value} ms, the configured timeout";
@@ -225,15 +225,15 @@ pub mod msg {
         DRIFT_LONG = "the configured {configuredMs} ms is {ratio:.1}x the measured {p} ({measuredMs} ms): a hang holds the request that long and it protects nothing during an outage";
         /// A configured timeout less than half the measured percentile.
         DRIFT_SHORT = "the configured {configuredMs} ms is {ratio:.2}x the measured {p} ({measuredMs} ms): it fails healthy calls";
-        /// [`Warning::Resolution`].
+        /// [`Warning::Resolution`](super::Warning::Resolution).
         RESOLUTION = "{p} lies in the bucket {loMs} ms..{hiMs} ms: the interpolated value may be off by up to {widthMs} ms; add bucket bounds around it";
-        /// [`Warning::AboveLargestBucket`].
+        /// [`Warning::AboveLargestBucket`](super::Warning::AboveLargestBucket).
         ABOVE_LARGEST_BUCKET = "{p} is above the largest finite bucket bound ({boundMs} ms): reported as that bound, a lower bound of the true value; add larger buckets";
-        /// [`Warning::UnitAssumed`].
+        /// [`Warning::UnitAssumed`](super::Warning::UnitAssumed).
         UNIT_ASSUMED = "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds";
-        /// [`Warning::Collapsed`] with one percentile.
+        /// [`Warning::Collapsed`](super::Warning::Collapsed) with one percentile.
         COLLAPSED_ONE = "{p} lies at or below {belowMs} ms, where the sketch merged its lowest buckets to bound memory: it is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)";
-        /// [`Warning::Collapsed`] with several; `p` is a [`LIST`].
+        /// [`Warning::Collapsed`](super::Warning::Collapsed) with several; `p` is a [`LIST`].
         COLLAPSED = "{p} lie at or below {belowMs} ms, where the sketch merged its lowest buckets to bound memory: each is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)";
         /// `0.99` is `p99`, `0.999` `p99.9` (`p` is the percentage).
         PERCENTILE = "p{p}";
