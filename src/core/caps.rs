@@ -619,8 +619,8 @@ pub struct PlatformRequest {
     /// A [`Platform`] name, or `"custom"` for caps given only in `caps`.
     #[cfg_attr(feature = "typescript", tsify(type = "Platform | \"custom\""))]
     pub platform: String,
-    /// A [`Tier`] name (`"free"` or `"paid"`); every plan's figures unless given.
-    /// Not with `custom`.
+    /// A [`Tier`] name (`"free"` or `"paid"`); unless given, a plan-specific
+    /// figure is the smallest across plans (the safe guess). Not with `custom`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional, type = "Tier"))]
     pub plan: Option<String>,

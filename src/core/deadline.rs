@@ -67,7 +67,7 @@ impl fmt::Display for Ms {
 pub enum DeadlineError {
     /// `param` was NaN or ±∞. Pass a finite number of milliseconds.
     NotFinite {
-        /// The argument's JS name (`budgetMs`, `now`, …).
+        /// The argument's JS name (`now`, `timeoutMs`, …).
         param: &'static str,
         /// The value given.
         value: f64,

@@ -165,7 +165,7 @@ pub enum PlanError {
     },
     /// `run` asked for a step the plan does not declare.
     UnknownStep {
-        /// The name asked for (its first [`MAX_NAME_LEN`] bytes).
+        /// The name asked for (its first [`MAX_NAME_LEN`] characters).
         name: String,
     },
     /// A step index outside the plan.
