@@ -157,7 +157,9 @@ const suites = {
   // Every public item of the core documented, and every intra-doc link resolved. A host
   // `cargo doc` covers the core (src/web is built only for wasm32 with `--features web`).
   async "doc-core"() {
-    const env = { RUSTDOCFLAGS: "-D missing_docs -D rustdoc::broken_intra_doc_links" };
+    // `-D warnings` as well: the `#[warn(missing_docs)]` on `pub mod core` (src/lib.rs)
+    // outranks a command-line `-D missing_docs`, so alone it would let a missing doc pass.
+    const env = { RUSTDOCFLAGS: "-D missing_docs -D rustdoc::broken_intra_doc_links -D warnings" };
     await gate("cargo doc (core: missing docs, broken links)", "cargo", ["doc", "--no-deps", "--lib"], "document what `cargo doc --no-deps --lib` names (what the item is, its unit, what an error means and how to fix it) and fix the links it cannot resolve", env);
   },
   // js/*.js type-checked with tsc --checkJs (jsconfig.json: what is checked and how strictly, and why).

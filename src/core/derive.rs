@@ -37,7 +37,7 @@
 //! candidates (p99, 2×p99, p99.9, the configured value).
 //!
 //! # Files
-//! The warnings and their wording are [`warning`]; the tests, `derive/tests.rs`.
+//! The warnings and their wording are `derive/warning.rs`; the tests, `derive/tests.rs`.
 //!
 //! # Invariants (each is a test in `derive/tests.rs`)
 //! 1. `timeout_ms = quantile_ms × safety` and `p50 <= p90 <= p99 <= p99.9`;

@@ -37,7 +37,7 @@
 //! pieces that end at line breaks.
 //!
 //! # Files
-//! The text format's parser (and its number parser) is [`text`]; this file
+//! The text format's parser (and its number parser) is `prom/text.rs`; this file
 //! holds the data types, their errors and the assembly of histograms.
 //!
 //! # Invariants (tested in `derive/tests.rs`; the parser's own in `prom/text.rs`)
