@@ -24,7 +24,7 @@
 //! work.
 //!
 //! # Features
-//! - `web`: the Rust API in [`web`] (wasm32 only; on other targets the
+//! - `web`: the Rust API in [`web`](web/index.html) (wasm32 only; on other targets the
 //!   feature adds nothing). Enabling it also leaves the npm package's own
 //!   `#[wasm_bindgen]` exports out of the build: they import the package's
 //!   `errors.js`, and a Rust application has none.
@@ -36,6 +36,7 @@
 //!   changes the core, which every build has whole; the linker drops what no
 //!   export reaches.
 
+#[warn(missing_docs)]
 pub mod core;
 
 // The npm package's boundary. Not with `web`: its exports, its start hook and

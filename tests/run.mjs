@@ -1,8 +1,8 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
-// the host and wasm32, tsc --checkJs on js/; `node tests/run.mjs lint` runs only
-// those), cargo tests, then the one JS suite in Node, Deno, workerd and
-// headless Chromium. Each runtime reports its
-// name and pass/fail counts; any failure anywhere fails the command.
+// the host and wasm32, cargo doc of the core, tsc --checkJs on js/; `node
+// tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
+// Node, Deno, workerd and headless Chromium. Each runtime reports its name and
+// pass/fail counts; any failure anywhere fails the command.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -21,7 +21,7 @@ const bin = {
   workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
   chromium: "/usr/bin/chromium",
 };
-const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "tsc-js"];
+const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "tsc-js"];
 // e.g. `node tests/run.mjs node deno`; `lint` stands for the lint gates.
 const only = process.argv.slice(2).flatMap((name) => (name === "lint" ? LINT : [name]));
 const results = [];
@@ -128,9 +128,9 @@ async function nodeTest(runtime, target) {
  * A lint gate: one command that must exit 0. A failure names the command to
  * run (and the one that fixes it, where there is one) instead of a count.
  */
-async function gate(name, cmd, args, fix) {
-  const { code } = await run(cmd, args);
-  const shown = [cmd === process.execPath ? "node" : cmd, ...args].join(" ");
+async function gate(name, cmd, args, fix, env) {
+  const { code } = await run(cmd, args, { env });
+  const shown = [...Object.entries(env ?? {}).map(([k, v]) => `${k}='${v}'`), cmd === process.execPath ? "node" : cmd, ...args].join(" ");
   const failures = code === 0 ? [] : [{ name, error: `\`${shown}\` exited with ${code}: see its output above.\nTo fix: ${fix}` }];
   record(name, { passed: code === 0 ? 1 : 0, failed: failures.length, skipped: 0, failures });
 }
@@ -153,6 +153,14 @@ const suites = {
     // The `web` feature's tests and examples are wasm32-only code too.
     const args = [...WASM_CLIPPY, "--features", "web", "--test", "web", "--examples"];
     await gate("clippy (wasm32, web feature)", "cargo", [...args, "--", "-D", "warnings"], `fix what \`cargo ${args.join(" ")}\` reports`);
+  },
+  // Every public item of the core documented, and every intra-doc link resolved. A host
+  // `cargo doc` covers the core (src/web is built only for wasm32 with `--features web`).
+  async "doc-core"() {
+    // `-D warnings` as well: the `#[warn(missing_docs)]` on `pub mod core` (src/lib.rs)
+    // outranks a command-line `-D missing_docs`, so alone it would let a missing doc pass.
+    const env = { RUSTDOCFLAGS: "-D missing_docs -D rustdoc::broken_intra_doc_links -D warnings" };
+    await gate("cargo doc (core: missing docs, broken links)", "cargo", ["doc", "--no-deps", "--lib"], "document what `cargo doc --no-deps --lib` names (what the item is, its unit, what an error means and how to fix it) and fix the links it cannot resolve", env);
   },
   // js/*.js type-checked with tsc --checkJs (jsconfig.json: what is checked and how strictly, and why).
   async "tsc-js"() {

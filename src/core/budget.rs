@@ -37,11 +37,20 @@ pub const MAX_MIN_PER_SECOND: f64 = 1_000_000.0;
 #[derive(Debug, Clone, PartialEq)]
 pub enum BudgetError {
     /// `ratio` is outside `[0, 1]`.
-    BadRatio { value: f64 },
+    BadRatio {
+        /// The ratio given.
+        value: f64,
+    },
     /// `minPerSecond` is outside `0 ..= MAX_MIN_PER_SECOND`.
-    BadMinPerSecond { value: f64 },
+    BadMinPerSecond {
+        /// The floor given, in retries per second.
+        value: f64,
+    },
     /// `windowMs` is outside `1 ..= MAX_WINDOW_MS`.
-    BadWindow { value: f64 },
+    BadWindow {
+        /// The window given, in ms.
+        value: f64,
+    },
     /// `now` is NaN, infinite, negative or too large.
     Time(DeadlineError),
 }
@@ -49,8 +58,11 @@ pub enum BudgetError {
 /// The retry budget's message templates.
 pub mod msg {
     crate::templates! { "budget";
+        /// [`BudgetError::BadRatio`](super::BudgetError::BadRatio): `ratio` outside `[0, 1]`.
         BAD_RATIO = "'ratio' must be between 0 and 1: current value is {value}";
+        /// [`BudgetError::BadMinPerSecond`](super::BudgetError::BadMinPerSecond): `minPerSecond` outside `0 ..= {max}`.
         BAD_MIN_PER_SECOND = "'minPerSecond' must be between 0 and {max}: current value is {value}";
+        /// [`BudgetError::BadWindow`](super::BudgetError::BadWindow): `windowMs` outside `1 ..= {max}` ms.
         BAD_WINDOW = "'windowMs' must be between 1 and {max} milliseconds: current value is {value}";
     }
 }

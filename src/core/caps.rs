@@ -72,18 +72,38 @@ const VERCEL_LIMITS: &str = "https://vercel.com/docs/functions/limitations#edge-
 pub enum CapsError {
     /// A platform name this package has no data for. Use
     /// [`PlatformCaps::custom`] for others.
-    UnknownPlatform { value: String },
+    UnknownPlatform {
+        /// The name given (its first 64 characters).
+        value: String,
+    },
     /// A plan other than `free` or `paid`.
-    UnknownTier { value: String },
+    UnknownTier {
+        /// The plan given (its first 64 characters).
+        value: String,
+    },
     /// A trigger other than `fetch`, `wait-until`, `cron` or `queue`.
-    UnknownTrigger { value: String },
+    UnknownTrigger {
+        /// The trigger given (its first 64 characters).
+        value: String,
+    },
     /// The platform has no such invocation (Vercel Edge has no cron trigger).
-    UnsupportedTrigger { platform: Platform, trigger: Trigger },
+    UnsupportedTrigger {
+        /// The platform asked for.
+        platform: Platform,
+        /// The trigger it does not have.
+        trigger: Trigger,
+    },
     /// A cap (`wallMs`, `firstByteMs`, `cpuMs`) is 0: nothing could ever run.
-    ZeroCap { param: &'static str },
+    ZeroCap {
+        /// The cap's JS name (`wallMs`, `firstByteMs` or `cpuMs`).
+        param: &'static str,
+    },
     /// `plan` or `trigger` was given with the platform `custom`, whose caps
     /// are the caller's own: pass them in `caps` instead.
-    CustomWith { param: &'static str },
+    CustomWith {
+        /// The option given with `custom` (`plan` or `trigger`).
+        param: &'static str,
+    },
     /// A time or duration argument is invalid.
     Time(DeadlineError),
 }
@@ -91,11 +111,17 @@ pub enum CapsError {
 /// The platform caps' message templates.
 pub mod msg {
     crate::templates! { "caps";
+        /// [`CapsError::UnknownPlatform`](super::CapsError::UnknownPlatform).
         UNKNOWN_PLATFORM = "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is '{value}'";
+        /// [`CapsError::UnknownTier`](super::CapsError::UnknownTier).
         UNKNOWN_TIER = "'plan' must be one of free, paid: current value is '{value}'";
+        /// [`CapsError::UnknownTrigger`](super::CapsError::UnknownTrigger).
         UNKNOWN_TRIGGER = "'trigger' must be one of fetch, wait-until, cron, queue: current value is '{value}'";
+        /// [`CapsError::UnsupportedTrigger`](super::CapsError::UnsupportedTrigger).
         UNSUPPORTED_TRIGGER = "'trigger' {trigger} is not an invocation {platform} has";
+        /// [`CapsError::ZeroCap`](super::CapsError::ZeroCap).
         ZERO_CAP = "'{param}' must be above 0 milliseconds: current value is 0";
+        /// [`CapsError::CustomWith`](super::CapsError::CustomWith).
         CUSTOM_WITH = "'{param}' applies to built-in platforms, not \"custom\": pass the caps in 'caps' instead";
     }
 }
@@ -167,12 +193,17 @@ impl From<DeadlineError> for CapsError {
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Platform {
+    /// Cloudflare Workers (`"cloudflare-workers"`).
     CloudflareWorkers,
+    /// Deno Deploy (`"deno-deploy"`).
     DenoDeploy,
+    /// Vercel Edge Functions (`"vercel-edge"`).
     VercelEdge,
 }
 
 impl Platform {
+    /// The platform named `value` (`"cloudflare-workers"`, `"deno-deploy"` or
+    /// `"vercel-edge"`); any other name is [`CapsError::UnknownPlatform`].
     pub fn parse(value: &str) -> Result<Self, CapsError> {
         match value {
             "cloudflare-workers" => Ok(Self::CloudflareWorkers),
@@ -182,6 +213,7 @@ impl Platform {
         }
     }
 
+    /// The platform's name as JavaScript writes it (`"cloudflare-workers"`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::CloudflareWorkers => "cloudflare-workers",
@@ -197,11 +229,15 @@ impl Platform {
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Tier {
+    /// The free plan (`"free"`).
     Free,
+    /// A paid plan (`"paid"`).
     Paid,
 }
 
 impl Tier {
+    /// The plan named `value` (`"free"` or `"paid"`); any other name is
+    /// [`CapsError::UnknownTier`].
     pub fn parse(value: &str) -> Result<Self, CapsError> {
         match value {
             "free" => Ok(Self::Free),
@@ -229,6 +265,8 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// The trigger named `value` (`"fetch"`, `"wait-until"`, `"cron"` or
+    /// `"queue"`); any other name is [`CapsError::UnknownTrigger`].
     pub fn parse(value: &str) -> Result<Self, CapsError> {
         match value {
             "fetch" => Ok(Self::Fetch),
@@ -239,6 +277,8 @@ impl Trigger {
         }
     }
 
+    /// The trigger's name as JavaScript writes it (`"wait-until"` for
+    /// [`Trigger::AfterResponse`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Fetch => "fetch",
@@ -268,19 +308,24 @@ pub enum CapKind {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null))]
 pub struct Cap {
+    /// The platform the figure belongs to.
     pub platform: Platform,
     /// `null` (`None`): every plan.
     #[serde(rename = "plan")]
     pub tier: Option<Tier>,
     /// `null` (`None`): every trigger the platform has.
     pub trigger: Option<Trigger>,
+    /// What the cap limits: wall-clock time, time to first byte or CPU time.
     pub kind: CapKind,
     /// The limit; `null` (`None`) when the platform documents none.
     pub ms: Option<f64>,
     /// The highest value the user may configure, when configurable.
     pub configurable_max_ms: Option<f64>,
+    /// What the figure covers and any condition on it, in words for logs and docs.
     pub note: &'static str,
+    /// The https page the figure was read from.
     pub source: &'static str,
+    /// The date the page was read (`YYYY-MM-DD`, [`RETRIEVED`]).
     pub retrieved: &'static str,
 }
 
@@ -366,9 +411,14 @@ pub const BUILTIN: [Cap; 9] = [
 /// The caps that apply to one invocation, folded per kind (smallest wins).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlatformCaps {
+    /// The wall-clock limit for the whole invocation, in ms; `None` when none applies.
     pub wall_ms: Option<f64>,
+    /// The limit until the response must begin, in ms; `None` when none applies.
     pub first_byte_ms: Option<f64>,
+    /// The CPU-time limit, in ms: reported beside the deadline, never folded
+    /// into it (module docs). `None` when none applies.
     pub cpu_ms: Option<f64>,
+    /// The highest CPU limit the user may configure, in ms, when the plan lets them.
     pub cpu_configurable_max_ms: Option<f64>,
     /// The source of every figure used, for logs and docs.
     pub sources: Vec<&'static str>,
@@ -379,12 +429,15 @@ pub struct PlatformCaps {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct CapOverrides {
+    /// Replaces the wall-clock cap, in ms (`wallMs` in JS). Above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub wall_ms: Option<f64>,
+    /// Replaces the time-to-first-byte cap, in ms (`firstByteMs` in JS). Above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub first_byte_ms: Option<f64>,
+    /// Replaces the CPU cap, in ms (`cpuMs` in JS). Above 0; reported, never a deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub cpu_ms: Option<f64>,
@@ -491,6 +544,9 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// The bound as a log line names it (`"product"`, `"platform wall-clock limit"`,
+    /// `"platform first-byte limit"`); JavaScript's `bound` field uses the
+    /// kebab-case names instead.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Product => "product",
@@ -560,8 +616,11 @@ pub fn for_platform(
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PlatformRequest {
+    /// A [`Platform`] name, or `"custom"` for caps given only in `caps`.
     #[cfg_attr(feature = "typescript", tsify(type = "Platform | \"custom\""))]
     pub platform: String,
+    /// A [`Tier`] name (`"free"` or `"paid"`); unless given, a plan-specific
+    /// figure is the smallest across plans (the safe guess). Not with `custom`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional, type = "Tier"))]
     pub plan: Option<String>,
@@ -569,8 +628,13 @@ pub struct PlatformRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional, type = "Trigger"))]
     pub trigger: Option<String>,
+    /// The product's own limit, in ms (`productMs` in JS): how long the caller
+    /// may wait.
     pub product_ms: f64,
+    /// Kept back from the smallest cap for the fallback's terminal response, in
+    /// ms (`fallbackReserveMs` in JS).
     pub fallback_reserve_ms: f64,
+    /// Figures that replace the built-in ones (all of them with `custom`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub caps: Option<CapOverrides>,
@@ -582,9 +646,15 @@ pub struct PlatformRequest {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null))]
 pub struct PlatformAnswer {
+    /// The deadline, in ms on the monotonic timeline: `now + min(caps) − reserve`,
+    /// never before `now`.
     pub at: f64,
+    /// The cap that was smallest (the product wins ties).
     pub bound: Bound,
+    /// The CPU budget in ms (`cpuMs` in JS), reported, never folded into `at`;
+    /// `null` when none applies.
     pub cpu_ms: Option<f64>,
+    /// The source of every figure used, for logs.
     pub sources: Vec<&'static str>,
 }
 

@@ -66,19 +66,51 @@ impl fmt::Display for Ms {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DeadlineError {
     /// `param` was NaN or ±∞. Pass a finite number of milliseconds.
-    NotFinite { param: &'static str, value: f64 },
+    NotFinite {
+        /// The argument's JS name (`now`, `timeoutMs`, …).
+        param: &'static str,
+        /// The value given.
+        value: f64,
+    },
     /// `param` was below zero. Durations and instants start at 0.
-    Negative { param: &'static str, value: f64 },
+    Negative {
+        /// The argument's JS name.
+        param: &'static str,
+        /// The value given (below 0).
+        value: f64,
+    },
     /// `param` (or the instant it leads to) is past [`MAX_MS`]. Use a shorter
     /// duration; nothing real waits 285 000 years.
-    TooLarge { param: &'static str, value: f64 },
+    TooLarge {
+        /// The argument's JS name.
+        param: &'static str,
+        /// The value given, in ms.
+        value: f64,
+    },
     /// `param` is a valid duration, but added to now it runs past [`MAX_MS`]:
     /// at most `max` (`MAX_MS − now`) is accepted. Same code as `TooLarge`.
-    TooFar { param: &'static str, value: f64, max: f64 },
+    TooFar {
+        /// The argument's JS name.
+        param: &'static str,
+        /// The duration given, in ms.
+        value: f64,
+        /// The longest duration accepted from now, in ms (`MAX_MS − now`).
+        max: f64,
+    },
     /// The deadline passed `late_by_ms` ago: there is no budget to hand out.
-    Exhausted { at: f64, late_by_ms: f64 },
+    Exhausted {
+        /// The deadline, in ms on the monotonic timeline.
+        at: f64,
+        /// How long ago the deadline passed, in ms (0 when it is exactly now).
+        late_by_ms: f64,
+    },
     /// Less than the step's declared minimum is left; the step must not start.
-    Insufficient { remaining_ms: f64, min_ms: f64 },
+    Insufficient {
+        /// What is left before the deadline, in ms.
+        remaining_ms: f64,
+        /// The least the step declared it needs, in ms.
+        min_ms: f64,
+    },
 }
 
 impl DeadlineError {
@@ -97,14 +129,18 @@ impl DeadlineError {
 /// The deadline's message templates.
 pub mod msg {
     crate::templates! { "deadline";
+        /// [`DeadlineError::NotFinite`](super::DeadlineError::NotFinite): NaN or ±∞ where milliseconds are expected.
         NOT_FINITE = "'{param}' must be a finite number of milliseconds between 0 and {max}: current value is {value}";
+        /// [`DeadlineError::Negative`](super::DeadlineError::Negative): a duration or instant below 0.
         NEGATIVE = "'{param}' must be between 0 and {max} milliseconds: current value is {value}";
+        /// [`DeadlineError::TooLarge`](super::DeadlineError::TooLarge): a duration or instant past [`MAX_MS`](super::MAX_MS).
         TOO_LARGE = "'{param}' must be between 0 and {max} milliseconds (2^53 - 1): current value is {value}";
         /// A duration in range whose instant (now + it) is not: the bound that applies is from now.
         TOO_FAR = "'{param}' must be at most {left} milliseconds from now (the timeline ends at {max} ms, 2^53 - 1): current value is {value}";
         /// Also the message `js/errors.js` gives a `DeadlineExceeded` it makes
         /// on a hot path without a Wasm call.
         EXCEEDED_BY = "deadline exceeded: it passed {lateByMs:ms} ms ago";
+        /// [`DeadlineError::Exhausted`](super::DeadlineError::Exhausted) when the deadline is exactly now (nothing left, not late).
         EXCEEDED = "deadline exceeded: no time is left";
         /// Also `js/errors.js`'s `InsufficientBudget` message.
         INSUFFICIENT = "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started";

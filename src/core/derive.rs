@@ -32,12 +32,12 @@
 //!
 //! # Tail shape
 //! Each raw-data bucket is checked for a gap between a fast body and a slow
-//! tail ([`tail`]); when one is found, its edge, its share and a value just
+//! tail ([`tail`](crate::core::tail)); when one is found, its edge, its share and a value just
 //! above the body are reported next to the false-timeout rates of the usual
 //! candidates (p99, 2×p99, p99.9, the configured value).
 //!
 //! # Files
-//! The warnings and their wording are [`warning`]; the tests, `derive/tests.rs`.
+//! The warnings and their wording are `derive/warning.rs`; the tests, `derive/tests.rs`.
 //!
 //! # Invariants (each is a test in `derive/tests.rs`)
 //! 1. `timeout_ms = quantile_ms × safety` and `p50 <= p90 <= p99 <= p99.9`;
@@ -89,8 +89,11 @@ pub const RESOLUTION_LIMIT: f64 = 0.05;
 /// How a call ended. Only successes describe healthy latency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// The call succeeded: its duration is a latency sample.
     Success,
+    /// The call timed out: counted, left out of the quantiles.
     Timeout,
+    /// The call failed otherwise: counted, left out of the quantiles.
     Error,
 }
 
@@ -194,30 +197,59 @@ impl DeriveOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeriveError {
     /// `q` must be strictly between 0 and 1: 0.99 for p99, 0.999 for p99.9.
-    Quantile { value: f64 },
+    Quantile {
+        /// The `q` given.
+        value: f64,
+    },
     /// `safety` must be between 1 and [`MAX_SAFETY`]: below 1 the timeout
     /// would be shorter than the percentile it came from.
-    Safety { value: f64 },
+    Safety {
+        /// The `safety` given.
+        value: f64,
+    },
     /// The configured timeout is not a valid duration.
     Configured(DeadlineError),
     /// A sample or the relative error was refused by the sketch.
     Sketch(SketchError),
     /// A row has a different number of label values than there are `by`
     /// labels.
-    Labels { expected: usize, got: usize },
+    Labels {
+        /// How many `by` labels there are.
+        expected: usize,
+        /// How many label values the row has.
+        got: usize,
+    },
     /// More than [`MAX_GROUPS`] distinct buckets: group by fewer labels.
-    Groups { limit: usize },
+    Groups {
+        /// The most distinct buckets ([`MAX_GROUPS`]).
+        limit: usize,
+    },
     /// A success sample had no duration.
     MissingDuration,
     /// A histogram's outcome label has a value that is not an outcome.
-    Outcome { value: String, series: String },
+    Outcome {
+        /// The label's value.
+        value: String,
+        /// The series it was read from, for the message.
+        series: String,
+    },
     /// The Prometheus input was refused.
     Prom(PromError),
     /// A row's outcome field (`field`, the `outcome` option) holds a word
     /// that is not an outcome.
-    RowOutcome { field: String, value: String },
+    RowOutcome {
+        /// The row's field that holds the outcome.
+        field: String,
+        /// The word found.
+        value: String,
+    },
     /// Row `index` (0-based, of the caller's array) was refused.
-    Row { index: usize, error: Box<DeriveError> },
+    Row {
+        /// The row's position, from 0.
+        index: usize,
+        /// Why the row was refused.
+        error: Box<DeriveError>,
+    },
 }
 
 impl DeriveError {
@@ -295,15 +327,23 @@ impl Described for DeriveError {
 /// The derivation's message templates (its warnings' are [`warning_msg`]).
 pub mod msg {
     crate::templates! { "derive";
+        /// [`DeriveError::Quantile`](super::DeriveError::Quantile).
         QUANTILE = "'q' must be greater than 0 and less than 1 (0.99 for p99): current value is {value}";
+        /// [`DeriveError::Safety`](super::DeriveError::Safety).
         SAFETY = "'safety' must be between 1 and {max}: current value is {value}";
+        /// [`DeriveError::Labels`](super::DeriveError::Labels).
         LABELS = "expected {expected} label values (one per 'by' label), got {got}";
+        /// [`DeriveError::Groups`](super::DeriveError::Groups).
         GROUPS = "more than {limit} distinct buckets: group by fewer labels or coarser values";
+        /// [`DeriveError::MissingDuration`](super::DeriveError::MissingDuration).
         MISSING_DURATION = "a successful call needs a duration in milliseconds";
         /// The spellings [`Outcome::parse`](super::Outcome::parse) accepts.
         OUTCOMES = "success, ok, succeeded, true, an HTTP status 2xx (successes); timeout, timed_out, deadline_exceeded, 408, 504 (timeouts); error, err, fail, failed, failure, false, cancelled, other 4xx and 5xx (errors)";
+        /// [`DeriveError::Outcome`](super::DeriveError::Outcome); `accepted` is [`OUTCOMES`].
         OUTCOME = "outcome '{value}' of {series} is not one of: {accepted}";
+        /// [`DeriveError::RowOutcome`](super::DeriveError::RowOutcome); `accepted` is [`OUTCOMES`].
         ROW_OUTCOME = "'{field}' must be one of {accepted}: current value is \"{value}\"";
+        /// [`DeriveError::Row`](super::DeriveError::Row): the row's position and its own message.
         ROW = "row {index}: {error}";
     }
 }
@@ -314,7 +354,9 @@ crate::described_error!(DeriveError);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Excluded {
+    /// Calls that timed out.
     pub timeouts: u64,
+    /// Calls that failed otherwise.
     pub errors: u64,
 }
 
@@ -325,7 +367,11 @@ pub struct Excluded {
 pub struct Candidate {
     /// `"p99"`, `"2xp99"`, `"p99.9"`, `"configured"`, `"above body"`.
     pub name: String,
+    /// The candidate timeout, in ms (`timeoutMs` in JS).
     pub timeout_ms: f64,
+    /// The share of successful calls slower than `timeout_ms`, in `[0, 1]`
+    /// (`falseTimeoutRate` in JS): how often the timeout would cut off a call
+    /// that would have succeeded.
     pub false_timeout_rate: f64,
 }
 
@@ -341,23 +387,33 @@ pub struct BucketResult {
     pub labels: Vec<(String, String)>,
     /// Successful calls the percentiles come from.
     pub n: u64,
+    /// The median of the successes, in ms (`p50` in JS).
     #[serde(rename = "p50")]
     pub p50_ms: Option<f64>,
+    /// The 90th percentile, in ms (`p90` in JS).
     #[serde(rename = "p90")]
     pub p90_ms: Option<f64>,
+    /// The 99th percentile, in ms (`p99` in JS).
     #[serde(rename = "p99")]
     pub p99_ms: Option<f64>,
+    /// The 99.9th percentile, in ms (`p999` in JS).
     #[serde(rename = "p999")]
     pub p999_ms: Option<f64>,
     /// The percentile at `q`.
     pub quantile_ms: Option<f64>,
     /// `quantile_ms × safety`; `None` without successes.
     pub timeout_ms: Option<f64>,
+    /// The target quantile, in `(0, 1)`.
     pub q: f64,
+    /// The factor the percentile is multiplied by, `1 ..= MAX_SAFETY`.
     pub safety: f64,
+    /// Calls left out of the percentiles (timeouts and errors).
     pub excluded: Excluded,
+    /// A gap between a fast body and a slow tail, when the samples show one.
     pub tail: Option<TailShape>,
+    /// Timeouts worth comparing, each with its false-timeout rate.
     pub candidates: Vec<Candidate>,
+    /// What the reader should know about this derivation.
     #[cfg_attr(feature = "typescript", tsify(type = "DerivedWarning[]"))]
     pub warnings: Vec<Warning>,
 }

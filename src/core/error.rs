@@ -14,7 +14,7 @@
 //! # Messages are templates
 //! Every message is written once, in the core, as a *template*: a sentence
 //! with named holes (`'{param}' must be … current value is {value}`),
-//! declared with [`templates!`] next to the error type that uses it. An error
+//! declared with [`templates!`](crate::templates!) next to the error type that uses it. An error
 //! describes itself as a [`Message`]: the template's id and the values for its
 //! holes. Its `Display` (what the Rust API shows) renders that in Rust; the
 //! npm package's `.wasm` sends only the id and the values across, and
@@ -127,15 +127,18 @@ pub fn template(id: &str) -> Option<&'static str> {
 /// A message: a template's id and the values for its holes, by name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
-    /// A template id declared with [`templates!`].
+    /// A template id declared with [`templates!`](crate::templates!).
     pub id: &'static str,
+    /// The values for the template's holes, by name.
     pub args: Vec<(&'static str, Arg)>,
 }
 
 /// A value for a hole of a [`Message`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
+    /// A number, formatted by the hole's spec (`{lateByMs:ms}`, `{ratio:.1}`).
     Num(f64),
+    /// A text, inserted as is.
     Str(String),
     /// Another error's whole message ("step 'x': {error}").
     Msg(Box<Message>),
@@ -364,7 +367,9 @@ pub fn whole_code(value: f64, lo: f64, hi: f64) -> &'static str {
 /// under those checks, not the usual error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShapeError {
+    /// The argument's name (`"data"`, `"options"`).
     pub param: &'static str,
+    /// What the deserializer said of the value.
     pub detail: String,
 }
 
@@ -404,10 +409,12 @@ impl Described for ShapeError {
 pub struct Within<E> {
     /// The argument's name (`"options"`, `"steps[2]"`).
     pub arg: String,
+    /// The error inside the argument.
     pub error: E,
 }
 
 impl<E> Within<E> {
+    /// `error`, found inside the argument `arg`.
     pub fn new(arg: impl Into<String>, error: E) -> Self {
         Self { arg: arg.into(), error }
     }

@@ -132,28 +132,79 @@ impl HeaderFormat {
 #[derive(Debug, Clone, PartialEq)]
 pub enum HeaderError {
     /// The value is longer than [`MAX_HEADER_LEN`] bytes.
-    TooLong { header: &'static str, len: usize },
+    TooLong {
+        /// The header's name (`grpc-timeout`, …).
+        header: &'static str,
+        /// The value's length, in bytes.
+        len: usize,
+    },
     /// The value is empty (or only spaces and tabs).
-    Empty { header: &'static str },
+    Empty {
+        /// The header's name.
+        header: &'static str,
+    },
     /// The value starts with `+` or `-`. Durations on the wire are unsigned.
-    Signed { header: &'static str },
+    Signed {
+        /// The header's name.
+        header: &'static str,
+    },
     /// Whitespace inside the value, at byte `at`.
-    Whitespace { header: &'static str, at: usize },
+    Whitespace {
+        /// The header's name.
+        header: &'static str,
+        /// The byte offset of the first whitespace.
+        at: usize,
+    },
     /// A byte outside ASCII at `at` (for example a non-ASCII digit like `١`).
-    NonAscii { header: &'static str, at: usize },
+    NonAscii {
+        /// The header's name.
+        header: &'static str,
+        /// The byte offset of the first non-ASCII byte.
+        at: usize,
+    },
     /// An ASCII character other than a digit at `at` (`.`, `e`, `,` …).
-    NotDigit { header: &'static str, at: usize, found: char },
+    NotDigit {
+        /// The header's name.
+        header: &'static str,
+        /// The byte offset of the character.
+        at: usize,
+        /// The character found.
+        found: char,
+    },
     /// The value has a unit but no digits.
-    NoDigits { header: &'static str },
+    NoDigits {
+        /// The header's name.
+        header: &'static str,
+    },
     /// More digits than the format allows.
-    TooManyDigits { header: &'static str, digits: usize, max: usize },
+    TooManyDigits {
+        /// The header's name.
+        header: &'static str,
+        /// How many digits the value has.
+        digits: usize,
+        /// The most the format allows (8 for `grpc-timeout`).
+        max: usize,
+    },
     /// A `grpc-timeout` value without its unit letter.
-    MissingUnit { header: &'static str },
+    MissingUnit {
+        /// The header's name.
+        header: &'static str,
+    },
     /// A `grpc-timeout` unit other than `H M S m u n`.
-    BadUnit { header: &'static str, found: char },
+    BadUnit {
+        /// The header's name.
+        header: &'static str,
+        /// The last character, where the unit letter belongs.
+        found: char,
+    },
     /// A header name this package does not know; `param` is where the caller
     /// gave it (`format` unless said).
-    UnknownFormat { value: String, param: Option<String> },
+    UnknownFormat {
+        /// The name given (its first 64 characters).
+        value: String,
+        /// The option that named it; `None` means `format`.
+        param: Option<String>,
+    },
     /// A time argument (`now`, `parsedMs`, `transitMs`, `maxMs`, `remainingMs`) is invalid.
     Time(DeadlineError),
 }
@@ -161,16 +212,25 @@ pub enum HeaderError {
 /// The propagation headers' message templates.
 pub mod msg {
     crate::templates! { "headers";
+        /// [`HeaderError::TooLong`](super::HeaderError::TooLong).
         TOO_LONG = "'{header}' must be at most {max} bytes: current value has {len}";
+        /// [`HeaderError::Empty`](super::HeaderError::Empty).
         EMPTY = "'{header}' must not be empty";
+        /// [`HeaderError::Signed`](super::HeaderError::Signed).
         SIGNED = "'{header}' must be an unsigned number: current value has a sign";
+        /// [`HeaderError::Whitespace`](super::HeaderError::Whitespace).
         WHITESPACE = "'{header}' must not contain whitespace: current value has some at byte {at}";
+        /// [`HeaderError::NonAscii`](super::HeaderError::NonAscii).
         NON_ASCII = "'{header}' must contain only ASCII digits: current value has a non-ASCII byte at {at}";
         /// `found`: the character, escaped as Rust's `char::escape_default` does.
         NOT_DIGIT = "'{header}' must contain only ASCII digits: current value has '{found}' at byte {at}";
+        /// [`HeaderError::NoDigits`](super::HeaderError::NoDigits).
         NO_DIGITS = "'{header}' must start with at least one digit";
+        /// [`HeaderError::TooManyDigits`](super::HeaderError::TooManyDigits).
         TOO_MANY_DIGITS = "'{header}' must have between 1 and {max} digits: current value has {digits}";
+        /// [`HeaderError::MissingUnit`](super::HeaderError::MissingUnit).
         MISSING_UNIT = "'{header}' must end with one of the units H M S m u n: current value has none";
+        /// [`HeaderError::BadUnit`](super::HeaderError::BadUnit).
         BAD_UNIT = "'{header}' must end with one of the units H M S m u n: current value ends with '{found}'";
         /// Lists every [`HeaderFormat`](super::HeaderFormat) (a test checks it).
         UNKNOWN_FORMAT = "'format' must be one of grpc-timeout, connect-timeout-ms, x-envoy-expected-rq-timeout-ms, edge-deadline-remaining-ms: current value is '{value}'";
@@ -429,7 +489,9 @@ pub fn incoming_deadline(now_ms: f64, parsed_ms: f64, transit_ms: f64, max_ms: f
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct HeaderValue {
+    /// Which header the value came from (`header` in JS).
     pub header: HeaderFormat,
+    /// The raw value as the request carried it, unparsed.
     pub value: String,
 }
 
@@ -439,7 +501,11 @@ pub struct HeaderValue {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct IncomingOptions {
+    /// The local cap, in ms (`maxMs` in JS): a parsed header never extends the
+    /// deadline past it.
     pub max_ms: f64,
+    /// The estimated time the request spent in transit, in ms (`transitMs` in
+    /// JS), taken off the parsed budget; 0 unless given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub transit_ms: Option<f64>,

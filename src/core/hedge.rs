@@ -47,7 +47,9 @@ pub struct HedgeOptions {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct HedgePolicy {
+    /// Wait before each extra attempt while none has answered, in ms (`delayMs` in JS).
     pub delay_ms: f64,
+    /// The most attempts over the call, the first included: 1–100 (`maxAttempts` in JS).
     pub max_attempts: u32,
 }
 

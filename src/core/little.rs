@@ -39,22 +39,37 @@ pub const MAX_SLOTS: f64 = 4_294_967_295.0;
 pub enum LittleError {
     /// The arrival rate must be a finite number of requests per second,
     /// `0 ..= MAX_RATE` (greater than 0 where a limit is divided by it).
-    Rate { value: f64, min_exclusive: bool },
+    Rate {
+        /// The rate given, in requests per second.
+        value: f64,
+        /// Whether 0 is refused too (the rate is a divisor).
+        min_exclusive: bool,
+    },
     /// The limit must be a finite count between 0 and [`MAX_LIMIT`].
-    Limit { value: f64 },
+    Limit {
+        /// The limit given.
+        value: f64,
+    },
     /// The timeout is not a valid duration.
     Timeout(DeadlineError),
     /// A concurrency limiter's number of slots must be a whole number
     /// between 1 and [`MAX_SLOTS`].
-    Slots { value: f64 },
+    Slots {
+        /// The number of slots given.
+        value: f64,
+    },
 }
 
 /// Little's law's message templates.
 pub mod msg {
     crate::templates! { "little";
+        /// [`LittleError::Rate`](super::LittleError::Rate) where 0 is allowed.
         RATE = "'ratePerSec' must be between 0 and {max} requests per second: current value is {value}";
+        /// [`LittleError::Rate`](super::LittleError::Rate) where the rate divides and must be above 0.
         RATE_POSITIVE = "'ratePerSec' must be greater than 0 and at most {max} requests per second: current value is {value}";
+        /// [`LittleError::Limit`](super::LittleError::Limit).
         LIMIT = "'limit' must be between 0 and {max}: current value is {value}";
+        /// [`LittleError::Slots`](super::LittleError::Slots).
         SLOTS = "'limit' must be a whole number between 1 and {max}: current value is {value}";
     }
 }
@@ -98,7 +113,9 @@ impl Described for LittleError {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct ConcurrencyBoundOptions {
+    /// Arrivals, in requests per second (`ratePerSec` in JS).
     pub rate_per_sec: f64,
+    /// How long each request may take, in ms (`timeoutMs` in JS).
     pub timeout_ms: f64,
 }
 
@@ -107,7 +124,9 @@ pub struct ConcurrencyBoundOptions {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct MaxTimeoutOptions {
+    /// Arrivals, in requests per second (`ratePerSec` in JS).
     pub rate_per_sec: f64,
+    /// The most requests in flight at once.
     pub limit: f64,
 }
 
@@ -116,6 +135,7 @@ pub struct MaxTimeoutOptions {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct LimiterOptions {
+    /// The limiter's number of slots: a whole number, `1 ..= MAX_SLOTS`.
     pub limit: f64,
 }
 

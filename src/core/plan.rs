@@ -138,39 +138,111 @@ pub enum PlanError {
     /// The plan has no steps. Declare at least one.
     NoSteps,
     /// More than [`MAX_STEPS`] steps. Merge steps or split the pipeline.
-    TooManySteps { count: usize },
+    TooManySteps {
+        /// The number of steps given.
+        count: usize,
+    },
     /// Step number `index` (from 0) has an empty name. Give every step a name.
-    EmptyName { index: usize },
+    EmptyName {
+        /// The step's position, from 0.
+        index: usize,
+    },
     /// A name is longer than [`MAX_NAME_LEN`] bytes. Use a shorter name.
-    NameTooLong { index: usize, len: usize },
+    NameTooLong {
+        /// The step's position, from 0.
+        index: usize,
+        /// The name's length, in bytes.
+        len: usize,
+    },
     /// Two steps share a name. Names identify steps in `run` and the trace.
-    DuplicateName { name: String, first: usize, second: usize },
+    DuplicateName {
+        /// The shared name.
+        name: String,
+        /// The first step with it, from 0.
+        first: usize,
+        /// The second step with it, from 0.
+        second: usize,
+    },
     /// `run` asked for a step the plan does not declare.
-    UnknownStep { name: String },
+    UnknownStep {
+        /// The name asked for (its first [`MAX_NAME_LEN`] characters).
+        name: String,
+    },
     /// A step index outside the plan.
-    IndexOutOfRange { index: usize, len: usize },
+    IndexOutOfRange {
+        /// The index given.
+        index: usize,
+        /// The plan's number of steps.
+        len: usize,
+    },
     /// A step kind other than `mandatory`, `optional` or `fallback`.
-    UnknownKind { value: String },
+    UnknownKind {
+        /// The kind given (its first 64 characters).
+        value: String,
+    },
     /// Step number `index` is not a step object (what a binding reports
     /// when the step's fields cannot be read at all), `detail` saying why.
-    BadStep { index: usize, detail: String },
+    BadStep {
+        /// The step's position, from 0.
+        index: usize,
+        /// What the binding's reader said of the step.
+        detail: String,
+    },
     /// A step's duration (`minMs`, `preferredMs`, `reserveMs`) is NaN,
     /// infinite, negative or past [`MAX_MS`](crate::core::deadline::MAX_MS).
-    BadStepValue { index: usize, step: String, error: DeadlineError },
+    BadStepValue {
+        /// The step's position, from 0.
+        index: usize,
+        /// The step's name.
+        step: String,
+        /// What is wrong with the duration (its `param` names the field).
+        error: DeadlineError,
+    },
     /// `minMs` is above `preferredMs`: the step could never be admitted at its
     /// preferred size. Lower `minMs` or raise `preferredMs`.
-    MinAbovePreferred { index: usize, step: String, min_ms: f64, preferred_ms: f64 },
+    MinAbovePreferred {
+        /// The step's position, from 0.
+        index: usize,
+        /// The step's name.
+        step: String,
+        /// The step's `minMs`.
+        min_ms: f64,
+        /// The step's `preferredMs`.
+        preferred_ms: f64,
+    },
     /// A mandatory or fallback step reserves less than its minimum, so holding
     /// the reserve would not guarantee it can start. Raise `reserveMs`.
-    ReserveBelowMin { index: usize, step: String, reserve_ms: f64, min_ms: f64 },
+    ReserveBelowMin {
+        /// The step's position, from 0.
+        index: usize,
+        /// The step's name.
+        step: String,
+        /// The step's `reserveMs`.
+        reserve_ms: f64,
+        /// The step's `minMs`.
+        min_ms: f64,
+    },
     /// `preferredMs` is 0: the step could never be given any time. Remove it
     /// to take whatever is available, or give a positive duration.
-    ZeroPreferred { index: usize, step: String },
+    ZeroPreferred {
+        /// The step's position, from 0.
+        index: usize,
+        /// The step's name.
+        step: String,
+    },
     /// A fallback step gets everything left when it runs, so a preferred
     /// duration contradicts it. Remove `preferredMs` or make the step mandatory.
-    PreferredOnFallback { index: usize, step: String },
+    PreferredOnFallback {
+        /// The step's position, from 0.
+        index: usize,
+        /// The step's name.
+        step: String,
+    },
     /// The margin is outside `0 ..= MAX_MARGIN_MS`.
-    BadMargin { value: f64 },
+    BadMargin {
+        /// The margin given, in ms.
+        value: f64,
+    },
     /// A time argument (`at`, `now`, trace values) is invalid.
     Time(DeadlineError),
 }
@@ -178,22 +250,35 @@ pub enum PlanError {
 /// The plan's message templates.
 pub mod msg {
     crate::templates! { "plan";
+        /// [`PlanError::NoSteps`](super::PlanError::NoSteps).
         NO_STEPS = "'steps' must contain at least one step: current value is empty";
+        /// [`PlanError::TooManySteps`](super::PlanError::TooManySteps).
         TOO_MANY_STEPS = "'steps' must contain at most {max} steps: current value has {count}";
+        /// [`PlanError::EmptyName`](super::PlanError::EmptyName).
         EMPTY_NAME = "step {index} must have a non-empty 'name'";
+        /// [`PlanError::NameTooLong`](super::PlanError::NameTooLong).
         NAME_TOO_LONG = "step {index} must have a 'name' of at most {max} bytes: current value has {len}";
+        /// [`PlanError::DuplicateName`](super::PlanError::DuplicateName).
         DUPLICATE_NAME = "step names must be unique: '{name}' is used by steps {first} and {second}";
+        /// [`PlanError::UnknownStep`](super::PlanError::UnknownStep).
         UNKNOWN_STEP = "the plan has no step named '{name}'";
+        /// [`PlanError::IndexOutOfRange`](super::PlanError::IndexOutOfRange).
         INDEX_OUT_OF_RANGE = "step index must be between 0 and {last}: current value is {index}";
+        /// [`PlanError::UnknownKind`](super::PlanError::UnknownKind).
         UNKNOWN_KIND = "'kind' must be one of mandatory, optional, fallback: current value is '{value}'";
         /// `detail`: what the binding's reader said of the step.
         BAD_STEP = "step {index}: {detail}";
         /// `error`: the duration's own message (a nested deadline message).
         STEP_VALUE = "step '{step}': {error}";
+        /// [`PlanError::MinAbovePreferred`](super::PlanError::MinAbovePreferred).
         MIN_ABOVE_PREFERRED = "step '{step}': 'minMs' must not exceed 'preferredMs' ({preferredMs}): current value is {minMs}";
+        /// [`PlanError::ReserveBelowMin`](super::PlanError::ReserveBelowMin).
         RESERVE_BELOW_MIN = "step '{step}': 'reserveMs' must be at least 'minMs' ({minMs}) for mandatory and fallback steps: current value is {reserveMs}";
+        /// [`PlanError::ZeroPreferred`](super::PlanError::ZeroPreferred).
         ZERO_PREFERRED = "step '{step}': 'preferredMs' must be above 0 milliseconds: current value is 0";
+        /// [`PlanError::PreferredOnFallback`](super::PlanError::PreferredOnFallback).
         PREFERRED_ON_FALLBACK = "step '{step}': a fallback step gets everything left, so 'preferredMs' must not be set";
+        /// [`PlanError::BadMargin`](super::PlanError::BadMargin).
         BAD_MARGIN = "'marginMs' must be between 0 and {max} milliseconds: current value is {value}";
         /// A skipped optional step's reason ([`SkipReason::Expired`](super::SkipReason::Expired)).
         SKIP_EXPIRED = "the deadline has passed";
@@ -354,6 +439,8 @@ impl StepKind {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct StepSpec {
+    /// The step's name: non-empty, at most [`MAX_NAME_LEN`] bytes, unique in
+    /// the plan. `run` and the trace know the step by it.
     pub name: String,
     /// The least time in which the step can plausibly succeed (its p95, not its median).
     pub min_ms: f64,
@@ -362,6 +449,8 @@ pub struct StepSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub preferred_ms: Option<f64>,
+    /// Mandatory, optional or fallback: what happens when the step cannot get
+    /// its minimum.
     pub kind: StepKind,
     /// What is held back for this step while earlier steps run; absent means
     /// `min_ms`. Only mandatory and fallback steps hold a reserve; on an
@@ -408,13 +497,22 @@ pub struct Step {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct StepInfo {
+    /// The step's name.
     pub name: String,
+    /// The step's kind.
     pub kind: StepKind,
+    /// The least time in which the step can plausibly succeed, in ms (`minMs` in JS).
     pub min_ms: f64,
+    /// The most the step is given, in ms (`preferredMs` in JS); absent: whatever
+    /// is available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub preferred_ms: Option<f64>,
+    /// What is held back for the step while earlier steps run, in ms
+    /// (`reserveMs` in JS); `min_ms` unless declared.
     pub reserve_ms: f64,
+    /// Time held back from this step for the later steps, in ms
+    /// (`heldAfterMs` in JS): [`Plan::held_after`].
     pub held_after_ms: f64,
 }
 
@@ -424,7 +522,9 @@ pub struct StepInfo {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PlanInfo {
+    /// The steps, in declaration order.
     pub steps: Vec<StepInfo>,
+    /// The hand-off margin in use, in ms (`marginMs` in JS).
     pub margin_ms: f64,
 }
 
@@ -436,23 +536,32 @@ pub struct PlanInfo {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Refusal {
+    /// `skipped` for an optional step, `insufficient` for a mandatory one.
     pub outcome: Outcome,
+    /// Why the step does not start, as a template and its numbers.
     #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
     pub reason: Message,
+    /// What the step could have had, in ms (`availableMs` in JS): 0 when the
+    /// deadline has passed.
     pub available_ms: f64,
+    /// The step's declared minimum, in ms (`minMs` in JS).
     pub min_ms: f64,
 }
 
 impl Step {
+    /// The step's name.
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// The least time the step needs, in ms.
     pub fn min_ms(&self) -> f64 {
         self.min_ms
     }
+    /// The most the step should be given, in ms; `None`: whatever is available.
     pub fn preferred_ms(&self) -> Option<f64> {
         self.preferred_ms
     }
+    /// The step's kind.
     pub fn kind(&self) -> StepKind {
         self.kind
     }
@@ -468,7 +577,12 @@ pub enum SkipReason {
     /// The deadline has passed.
     Expired,
     /// What is available after the later steps' reserves is below the step's minimum.
-    BelowMinimum { available_ms: f64, min_ms: f64 },
+    BelowMinimum {
+        /// What is available to the step after the later steps' reserves, in ms.
+        available_ms: f64,
+        /// The step's minimum, in ms.
+        min_ms: f64,
+    },
 }
 
 impl SkipReason {
@@ -493,12 +607,29 @@ impl fmt::Display for SkipReason {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decision {
     /// Start the step and abort it after `cap_ms`.
-    Run { cap_ms: f64, remaining_ms: f64 },
+    Run {
+        /// How long the step may run, in ms.
+        cap_ms: f64,
+        /// What is left before the deadline, in ms.
+        remaining_ms: f64,
+    },
     /// An optional step that must not start; the pipeline carries on.
-    Skip { reason: SkipReason, remaining_ms: f64 },
+    Skip {
+        /// Why it does not start.
+        reason: SkipReason,
+        /// What is left before the deadline, in ms.
+        remaining_ms: f64,
+    },
     /// A mandatory step that cannot get its minimum: it must not start, and
     /// the host throws `InsufficientBudget`. (A fallback is never refused.)
-    Insufficient { remaining_ms: f64, available_ms: f64, min_ms: f64 },
+    Insufficient {
+        /// What is left before the deadline, in ms.
+        remaining_ms: f64,
+        /// What is available to the step after the later steps' reserves, in ms.
+        available_ms: f64,
+        /// The step's minimum, in ms.
+        min_ms: f64,
+    },
 }
 
 impl Decision {

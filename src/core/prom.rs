@@ -37,7 +37,7 @@
 //! pieces that end at line breaks.
 //!
 //! # Files
-//! The text format's parser (and its number parser) is [`text`]; this file
+//! The text format's parser (and its number parser) is `prom/text.rs`; this file
 //! holds the data types, their errors and the assembly of histograms.
 //!
 //! # Invariants (tested in `derive/tests.rs`; the parser's own in `prom/text.rs`)
@@ -118,7 +118,9 @@ pub(crate) fn insertion_sort_by<T>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum Unit {
+    /// A `_seconds` suffix: values are converted to ms.
     Seconds,
+    /// A `_milliseconds` suffix: values are already ms.
     Milliseconds,
     /// No recognised suffix: values are taken as milliseconds.
     Unknown,
@@ -194,9 +196,13 @@ impl fmt::Display for Loc {
 /// One sample: `name{labels} value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromSample {
+    /// The metric name (`dependency_latency_seconds_bucket`).
     pub name: String,
+    /// The labels, in the order written.
     pub labels: Vec<(String, String)>,
+    /// The sample's value, as written (not yet converted to ms).
     pub value: f64,
+    /// Where the sample was read.
     pub loc: Loc,
 }
 
@@ -206,36 +212,102 @@ pub enum PromError {
     /// A line does not follow the text exposition format; `field` is the
     /// part that is wrong, `detail` (a [`msg`] template) how. Fix the
     /// exporter or the file.
-    Syntax { loc: Loc, field: &'static str, detail: Message },
+    Syntax {
+        /// Where the line is.
+        loc: Loc,
+        /// The part that is wrong (`name`, `labels`, `value`, `timestamp`).
+        field: &'static str,
+        /// How it is wrong.
+        detail: Message,
+    },
     /// A bucket count decreased although its bound increased. Buckets are
     /// cumulative: each `le` counts everything at or below it.
-    NonMonotonic { series: String, loc: Loc, le: f64, count: f64, previous: f64 },
+    NonMonotonic {
+        /// The series, as `name{labels}`.
+        series: String,
+        /// Where the bucket is.
+        loc: Loc,
+        /// The bucket's bound, as written.
+        le: f64,
+        /// The bucket's count.
+        count: f64,
+        /// The larger count of a lower bucket.
+        previous: f64,
+    },
     /// The same `le` appears twice in one series.
-    DuplicateBound { series: String, loc: Loc, le: f64 },
+    DuplicateBound {
+        /// The series, as `name{labels}`.
+        series: String,
+        /// Where the second copy is.
+        loc: Loc,
+        /// The repeated bound, as written.
+        le: f64,
+    },
     /// A bucket count or `le` is negative or NaN.
-    BadBucket { series: String, loc: Loc, field: &'static str, value: f64 },
+    BadBucket {
+        /// The series, as `name{labels}`.
+        series: String,
+        /// Where the bucket is.
+        loc: Loc,
+        /// `le` or the count.
+        field: &'static str,
+        /// The value refused.
+        value: f64,
+    },
     /// A series has more than [`MAX_SERIES_BUCKETS`] buckets.
-    TooManyBuckets { series: String, count: usize },
+    TooManyBuckets {
+        /// The series, as `name{labels}`.
+        series: String,
+        /// How many buckets it has.
+        count: usize,
+    },
     /// The series has no `le="+Inf"` bucket, so its total is unknown.
-    MissingInf { series: String },
+    MissingInf {
+        /// The series, as `name{labels}`.
+        series: String,
+    },
     /// The series has only the `+Inf` bucket: no resolution to read from.
-    NoFiniteBucket { series: String },
+    NoFiniteBucket {
+        /// The series, as `name{labels}`.
+        series: String,
+    },
     /// Series being summed have different bucket bounds; only identical
     /// layouts can be added.
-    BoundsDiffer { series: String, other: String },
+    BoundsDiffer {
+        /// One series, as `name{labels}`.
+        series: String,
+        /// The series whose bounds differ from it.
+        other: String,
+    },
     /// No histogram (`*_bucket` samples with an `le` label) matched.
-    NoHistogram { metric: Option<String>, found: Vec<String> },
+    NoHistogram {
+        /// The metric asked for; `None` when none was named.
+        metric: Option<String>,
+        /// The histogram families present (none when `metric` is `None`).
+        found: Vec<String>,
+    },
     /// Several histogram families are present: pass the metric to use.
-    Ambiguous { found: Vec<String> },
+    Ambiguous {
+        /// The histogram families present.
+        found: Vec<String>,
+    },
     /// The text is longer than [`MAX_TEXT_BYTES`]; nothing was parsed.
     /// `size` is in `unit`s: `"bytes"`, or `"characters"` when the JS API
     /// refuses a string before copying it into Wasm memory (UTF-8 is never
     /// shorter than UTF-16, so more characters than bytes allowed is too
     /// long in bytes too).
-    TooLarge { size: usize, unit: &'static str },
+    TooLarge {
+        /// The text's length, in `unit`s.
+        size: usize,
+        /// `"bytes"` or `"characters"`.
+        unit: &'static str,
+    },
     /// Query result `index` (1-based) has no `__name__` label and no
     /// `metric` option was given to name it.
-    Unnamed { index: usize },
+    Unnamed {
+        /// The result's position, from 1.
+        index: usize,
+    },
 }
 
 impl Described for PromError {
@@ -329,41 +401,75 @@ impl Described for PromError {
 /// and the details of a syntax error (each follows the part's name).
 pub mod msg {
     crate::templates! { "prom";
+        /// A [`Loc`](super::Loc) in exposition text.
         LINE = "line {index}";
+        /// A [`Loc`](super::Loc) in a query response.
         RESULT = "result {index}";
+        /// A [`Loc`](super::Loc) in a list of histograms.
         HISTOGRAM = "histogram {index}";
+        /// [`PromError::Syntax`](super::PromError::Syntax); the details follow.
         SYNTAX = "{loc}: {field}: {detail}";
+        /// [`PromError::NonMonotonic`](super::PromError::NonMonotonic).
         NOT_CUMULATIVE = "{loc}: bucket le=\"{le}\" of {series} counts {count}, fewer than the {previous} of a lower bucket: buckets must be cumulative";
+        /// [`PromError::DuplicateBound`](super::PromError::DuplicateBound).
         DUPLICATE_BOUND = "{loc}: bucket le=\"{le}\" of {series} appears twice";
+        /// [`PromError::BadBucket`](super::PromError::BadBucket).
         BAD_BUCKET = "{loc}: {field} of {series} must be a number of at least 0: current value is {value}";
+        /// [`PromError::TooManyBuckets`](super::PromError::TooManyBuckets).
         TOO_MANY_BUCKETS = "histogram {series} has {count} buckets: at most {max} are supported";
+        /// [`PromError::MissingInf`](super::PromError::MissingInf).
         MISSING_INF = "histogram {series} has no le=\"+Inf\" bucket, so its total count is unknown";
+        /// [`PromError::NoFiniteBucket`](super::PromError::NoFiniteBucket).
         NO_FINITE_BUCKET = "histogram {series} has only the le=\"+Inf\" bucket: quantiles need finite bucket bounds";
+        /// [`PromError::BoundsDiffer`](super::PromError::BoundsDiffer).
         BOUNDS_DIFFER = "histograms {series} and {other} have different bucket bounds and cannot be added: group by a label that separates them";
+        /// [`PromError::NoHistogram`](super::PromError::NoHistogram) for a named metric, no histogram present.
         NO_HISTOGRAM_NAMED = "no histogram named '{metric}' (with *_bucket samples and an le label) was found";
+        /// [`PromError::NoHistogram`](super::PromError::NoHistogram) for a named metric, others present.
         NO_HISTOGRAM_NAMED_PRESENT = "no histogram named '{metric}' (with *_bucket samples and an le label) was found; histograms present: {found}";
+        /// [`PromError::NoHistogram`](super::PromError::NoHistogram) without a metric.
         NO_HISTOGRAM = "no histogram (*_bucket samples with an le label) was found";
+        /// [`PromError::Ambiguous`](super::PromError::Ambiguous).
         AMBIGUOUS = "several histograms are present ({found}): choose one with 'metric'";
+        /// [`PromError::TooLarge`](super::PromError::TooLarge).
         TOO_LARGE = "'input' is {size} {unit} of exposition text: at most {max} bytes are parsed; scrape or filter one histogram family (e.g. query Prometheus for it) instead";
+        /// [`PromError::Unnamed`](super::PromError::Unnamed).
         UNNAMED = "result {index} has no __name__ (as after increase()): pass the histogram's name as 'metric'";
+        /// Syntax detail: a sample value that does not parse.
         NOT_A_NUMBER = "'{text}' is not a number";
+        /// Syntax detail: an `le` label that does not parse.
         LE_NOT_A_NUMBER = "le=\"{text}\" is not a number";
+        /// Syntax detail: a `_bucket` sample without `le`.
         NEEDS_LE = "a *_bucket sample needs an 'le' label";
+        /// Syntax detail: a metric name's first character.
         NAME_START = "must start with a letter, '_' or ':'";
+        /// Syntax detail: an unexpected character right after the metric name.
         AFTER_NAME = "unexpected character after '{name}'";
+        /// Syntax detail: a required part (the value, a label value) is absent.
         MISSING = "missing";
+        /// Syntax detail: a timestamp that is not an integer.
         TIMESTAMP = "'{text}' is not an integer number of milliseconds";
+        /// Syntax detail: text after the timestamp.
         AFTER_TIMESTAMP = "unexpected '{text}' after the timestamp";
+        /// Syntax detail: inside `{…}`, where a label name or `}` belongs.
         LABEL_NAME = "expected a label name or '}}'";
+        /// Syntax detail: a label name not followed by `=`.
         EQUALS = "expected '=' after '{name}'";
+        /// Syntax detail: a label value without its opening quote.
         UNQUOTED = "value of '{name}' must be quoted";
+        /// Syntax detail: a label value that runs to the end of the line.
         UNCLOSED = "value of '{name}' has no closing quote";
         /// `escape` is `END_OF_LINE` or `ESCAPE`.
         BAD_ESCAPE = "invalid escape {escape} in '{name}' (use \\\\, \\\" or \\n)";
+        /// The `escape` of [`BAD_ESCAPE`]: a `\` at the end of the line.
         END_OF_LINE = "end of line";
+        /// The `escape` of [`BAD_ESCAPE`]: `\` and the character after it.
         ESCAPE = "'\\{char}'";
+        /// Syntax detail: a label given twice.
         TWICE = "'{name}' appears twice";
+        /// Syntax detail: more labels than a sample may have.
         TOO_MANY_LABELS = "more than {max} labels";
+        /// Syntax detail: a label value followed by neither `,` nor `}`.
         AFTER_VALUE = "expected ',' or '}}' after the value of '{name}'";
     }
 }
@@ -385,9 +491,11 @@ crate::described_error!(PromError);
 /// A quantile read from buckets, with the bucket it fell in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BucketQuantile {
+    /// The quantile, in ms, interpolated inside the bucket.
     pub ms: f64,
     /// The bucket the rank fell in: the value is interpolated between these.
     pub lo_ms: f64,
+    /// The bucket's upper bound, in ms.
     pub hi_ms: f64,
     /// `true` when the rank fell in the `+Inf` bucket: `ms` is then the
     /// largest finite bound, a lower bound of the true quantile.
@@ -410,13 +518,16 @@ pub struct Histogram {
     #[serde(default, serialize_with = "pairs_as_object", deserialize_with = "object_as_pairs")]
     #[cfg_attr(feature = "typescript", tsify(type = "Record<string, string>"))]
     pub labels: Vec<(String, String)>,
+    /// The unit the values were recorded in, from the name's suffix.
     pub unit: Unit,
     /// Upper bounds in ms, strictly increasing, the last one `+Inf`.
     pub bounds_ms: Vec<f64>,
     /// Cumulative counts, one per bound.
     pub cumulative: Vec<f64>,
+    /// The `_sum` sample, in ms (`sumMs` in JS); `null` when absent.
     #[serde(default)]
     pub sum_ms: Option<f64>,
+    /// The `_count` sample; `null` when absent.
     #[serde(default)]
     pub count: Option<f64>,
 }
@@ -432,9 +543,12 @@ fn object_as_pairs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, Strin
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct QueryResult {
+    /// The series' labels (`metric` in the response), `__name__` included.
     #[serde(deserialize_with = "object_as_pairs")]
     #[cfg_attr(feature = "typescript", tsify(type = "Record<string, string>"))]
     pub metric: Vec<(String, String)>,
+    /// `[timestamp, "value"]`: the evaluation time in seconds, and the value as
+    /// a string (`"NaN"`, `"+Inf"` included).
     pub value: (f64, String),
 }
 

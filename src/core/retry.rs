@@ -63,41 +63,80 @@ pub enum RetryError {
     /// `at`, `delayMs`) is NaN, infinite, negative or too large.
     Time(DeadlineError),
     /// `jitter` is outside `[0, 1]` (0: no jitter, 1: anywhere from 0 to the ceiling).
-    BadJitter { value: f64 },
+    BadJitter {
+        /// The jitter given.
+        value: f64,
+    },
     /// `maxMs` is below `baseMs`: the first delay would already exceed the cap.
-    MaxBelowBase { base_ms: f64, max_ms: f64 },
+    MaxBelowBase {
+        /// The base delay given, in ms.
+        base_ms: f64,
+        /// The ceiling given, in ms (below `base_ms`).
+        max_ms: f64,
+    },
     /// `maxAttempts` is outside `1 ..= MAX_ATTEMPTS`.
-    BadMaxAttempts { value: u32 },
+    BadMaxAttempts {
+        /// The number of attempts given.
+        value: u32,
+    },
     /// A schedule of more than `MAX_ATTEMPTS` retries was asked for.
-    TooManyRetries { value: u32 },
+    TooManyRetries {
+        /// The number of retries asked for.
+        value: u32,
+    },
     /// Attempt numbers start at 1.
-    BadAttempt { value: u32 },
+    BadAttempt {
+        /// The attempt number given (0).
+        value: u32,
+    },
     /// A failure kind other than `ambiguous`, `not-applied` or `permanent`.
-    UnknownFailure { value: String },
+    UnknownFailure {
+        /// The kind given (its first 64 characters).
+        value: String,
+    },
     /// The shared retry budget refused a value ([`crate::core::budget`]).
     Budget(BudgetError),
     /// A [`RetryRun`] method was called in the wrong state, e.g. `failed`
     /// without a started attempt.
-    OutOfOrder { call: &'static str, state: &'static str },
+    OutOfOrder {
+        /// The method called (`start`, `succeeded`, `failed`).
+        call: &'static str,
+        /// The run's state in words (`running an attempt`, `finished`, …).
+        state: &'static str,
+    },
 }
 
 /// The retry's message templates: its errors' and its stops' (a stop's
 /// sentence is data a binding shows, see [`StopReason::message`]).
 pub mod msg {
     crate::templates! { "retry";
+        /// [`RetryError::BadJitter`](super::RetryError::BadJitter).
         BAD_JITTER = "'jitter' must be between 0 and 1: current value is {value}";
+        /// [`RetryError::MaxBelowBase`](super::RetryError::MaxBelowBase).
         MAX_BELOW_BASE = "'maxMs' must be at least 'baseMs' ({baseMs}): current value is {maxMs}";
+        /// [`RetryError::BadMaxAttempts`](super::RetryError::BadMaxAttempts).
         BAD_MAX_ATTEMPTS = "'maxAttempts' must be between 1 and {max}: current value is {value}";
+        /// [`RetryError::TooManyRetries`](super::RetryError::TooManyRetries).
         TOO_MANY_RETRIES = "'retries' must be between 0 and {max}: current value is {value}";
+        /// [`RetryError::BadAttempt`](super::RetryError::BadAttempt).
         BAD_ATTEMPT = "'attempt' must be at least 1: current value is {value}";
+        /// [`RetryError::UnknownFailure`](super::RetryError::UnknownFailure).
         UNKNOWN_FAILURE = "'failure' must be one of ambiguous, not-applied, permanent: current value is '{value}'";
+        /// [`RetryError::OutOfOrder`](super::RetryError::OutOfOrder).
         OUT_OF_ORDER = "'{call}' cannot be called while the retry is {state}";
+        /// The sentence of [`StopReason::Permanent`](super::StopReason::Permanent).
         STOP_PERMANENT = "the failure is permanent, so it was not retried";
+        /// The sentence of [`StopReason::NotIdempotent`](super::StopReason::NotIdempotent).
         STOP_NOT_IDEMPOTENT = "the operation is not idempotent and its failure was ambiguous (it may have been applied), so it was not retried; pass an operation key if a repeat is safe";
+        /// The sentence of [`StopReason::Exhausted`](super::StopReason::Exhausted).
         STOP_EXHAUSTED = "all {attempts} attempts failed";
+        /// The sentence of [`StopReason::Insufficient`](super::StopReason::Insufficient).
         STOP_INSUFFICIENT = "only {remainingMs:ms} ms remain but an attempt needs at least {attemptMinMs:ms} ms, so none was started";
+        /// The sentence of [`StopReason::TimeoutBelowMin`](super::StopReason::TimeoutBelowMin).
         STOP_TIMEOUT_BELOW_MIN = "an attempt would time out after {attemptTimeoutMs:ms} ms but needs at least {attemptMinMs:ms} ms, so none was started";
+        /// The sentence of [`StopReason::BackoffPastDeadline`](super::StopReason::BackoffPastDeadline).
         STOP_BACKOFF_PAST_DEADLINE = "a {delayMs:ms} ms backoff would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining, so it was not slept";
+        /// The sentence of [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted).
         STOP_BUDGET_EXHAUSTED = "the retry budget is exhausted for this window";
     }
 }
@@ -267,6 +306,8 @@ impl Failure {
         }
     }
 
+    /// The kind's name as JavaScript writes it (`"ambiguous"`, `"not-applied"`,
+    /// `"permanent"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ambiguous => "ambiguous",
@@ -284,14 +325,34 @@ pub enum StopReason {
     /// An ambiguous failure of a non-idempotent operation without an operation key.
     NotIdempotent,
     /// All `attempts` were used.
-    Exhausted { attempts: u32 },
+    Exhausted {
+        /// How many attempts were made (the policy's `maxAttempts`).
+        attempts: u32,
+    },
     /// Less than `attemptMinMs` remains (checked again after every backoff).
-    Insufficient { remaining_ms: f64, attempt_min_ms: f64 },
+    Insufficient {
+        /// What was left before the deadline, in ms.
+        remaining_ms: f64,
+        /// The least an attempt needs, in ms.
+        attempt_min_ms: f64,
+    },
     /// `attemptTimeoutMs` is below `attemptMinMs` (or 0): no attempt could
     /// get the time it needs. Reported as `insufficient`, like a short deadline.
-    TimeoutBelowMin { attempt_timeout_ms: f64, attempt_min_ms: f64 },
+    TimeoutBelowMin {
+        /// The per-attempt timeout, in ms.
+        attempt_timeout_ms: f64,
+        /// The least an attempt needs, in ms.
+        attempt_min_ms: f64,
+    },
     /// Sleeping `delay_ms` would leave less than `attemptMinMs`; not slept.
-    BackoffPastDeadline { delay_ms: f64, remaining_ms: f64, attempt_min_ms: f64 },
+    BackoffPastDeadline {
+        /// The backoff that was not slept, in ms.
+        delay_ms: f64,
+        /// What was left before the deadline, in ms.
+        remaining_ms: f64,
+        /// The least an attempt needs, in ms.
+        attempt_min_ms: f64,
+    },
     /// The shared [`RetryBudget`] has no retry left in its window.
     BudgetExhausted,
 }
@@ -302,15 +363,24 @@ pub enum StopReason {
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum StopCode {
+    /// `"permanent"`: [`StopReason::Permanent`].
     Permanent,
+    /// `"not-idempotent"`: [`StopReason::NotIdempotent`].
     NotIdempotent,
+    /// `"exhausted"`: every attempt failed.
     Exhausted,
+    /// `"insufficient"`: too little time for an attempt, from the deadline or
+    /// from `attemptTimeoutMs` ([`StopReason::Insufficient`],
+    /// [`StopReason::TimeoutBelowMin`]).
     Insufficient,
+    /// `"backoff-past-deadline"`: [`StopReason::BackoffPastDeadline`].
     BackoffPastDeadline,
+    /// `"budget-exhausted"`: [`StopReason::BudgetExhausted`].
     BudgetExhausted,
 }
 
 impl StopCode {
+    /// The word as JavaScript writes it (`"not-idempotent"`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Permanent => "permanent",
@@ -329,7 +399,9 @@ impl StopCode {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Stop {
+    /// The stable word (`reason` in JS).
     pub reason: StopCode,
+    /// The sentence, as a template and its numbers.
     #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
     pub message: Message,
 }
@@ -390,7 +462,15 @@ impl fmt::Display for StopReason {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Start {
     /// Start attempt `number`, aborting it after `timeout_ms`.
-    Attempt { number: u32, timeout_ms: f64, remaining_ms: f64 },
+    Attempt {
+        /// The attempt's number, from 1.
+        number: u32,
+        /// The attempt's timeout, in ms: `attemptTimeoutMs` or what is left
+        /// before the deadline, whichever is smaller.
+        timeout_ms: f64,
+        /// What is left before the deadline, in ms.
+        remaining_ms: f64,
+    },
     /// Give up.
     Stop(StopReason),
 }
@@ -399,7 +479,10 @@ pub enum Start {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AfterFailure {
     /// Sleep `delay_ms` (abortably), then ask [`RetryPolicy::start`] again.
-    Backoff { delay_ms: f64 },
+    Backoff {
+        /// The delay, in ms, jittered and never past `maxMs`.
+        delay_ms: f64,
+    },
     /// Give up.
     Stop(StopReason),
 }
@@ -437,15 +520,20 @@ impl RetryPolicy {
         Ok(Self { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent })
     }
 
+    /// The backoff between attempts.
     pub fn backoff(&self) -> &Backoff {
         &self.backoff
     }
+    /// The most attempts, the first included: `1 ..= MAX_ATTEMPTS`.
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
+    /// The least an attempt needs, in ms: with less left, none starts.
     pub fn attempt_min_ms(&self) -> f64 {
         self.attempt_min_ms
     }
+    /// Whether a repeat of the operation is safe, so that an ambiguous
+    /// failure may be retried.
     pub fn idempotent(&self) -> bool {
         self.idempotent
     }
@@ -535,8 +623,10 @@ fn left(now_ms: f64, at: f64) -> Result<f64, RetryError> {
 /// How one attempt ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum AttemptOutcome {
+    /// The attempt succeeded.
     #[default]
     Ok,
+    /// The attempt failed, and how.
     Failed(Failure),
 }
 
@@ -547,12 +637,18 @@ pub enum AttemptOutcome {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct AttemptRecord {
+    /// The attempt's number, from 1 (`attempt` in JS).
     #[serde(rename = "attempt")]
     pub number: u32,
+    /// When the attempt started, in ms on the monotonic timeline
+    /// (`startedAtMs` in JS).
     #[serde(rename = "startedAtMs")]
     pub started_ms: f64,
+    /// The timeout the attempt was given, in ms (`timeoutMs` in JS).
     pub timeout_ms: f64,
+    /// How long the attempt ran, in ms (`elapsedMs` in JS).
     pub elapsed_ms: f64,
+    /// How it ended; in JS a `failure` field, absent on success.
     #[serde(rename = "failure", with = "outcome_as_failure", default, skip_serializing_if = "AttemptOutcome::is_ok")]
     #[cfg_attr(feature = "typescript", tsify(optional, type = "Failure"))]
     pub outcome: AttemptOutcome,
@@ -613,6 +709,10 @@ pub struct RetryRun {
 }
 
 impl RetryRun {
+    /// A run of `policy` against the deadline `at` (ms on the monotonic
+    /// timeline), with jitter drawn from `seed`. `operation_key_safe`: the
+    /// caller passed an operation key, so an ambiguous failure of a
+    /// non-idempotent operation may still be retried.
     pub fn new(policy: RetryPolicy, at: f64, seed: u64, operation_key_safe: bool) -> Result<Self, RetryError> {
         let at = check_ms("at", at)?;
         Ok(Self {

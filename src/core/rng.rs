@@ -21,10 +21,13 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
+    /// A generator that starts from `seed`. The same seed gives the same
+    /// sequence on every platform.
     pub fn new(seed: u64) -> Self {
         Self { state: seed }
     }
 
+    /// The next 64 pseudo-random bits, advancing the state by one step.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GOLDEN_GAMMA);
         mix64(self.state)

@@ -70,7 +70,10 @@ pub const MAX_SIGMA: f64 = 4.0;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Body {
+    /// The body's median, in ms (`medianMs` in JS): above 0.
     pub median_ms: f64,
+    /// The lognormal's shape (the standard deviation of `ln ms`):
+    /// `0 ..= MAX_SIGMA`, 0.3–0.6 is typical.
     pub sigma: f64,
 }
 
@@ -80,17 +83,25 @@ pub struct Body {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Tail {
+    /// The probability that a call is drawn from the tail, in `[0, 1]`
+    /// (0.005 is 0.5%).
     pub share: f64,
+    /// The tail's lower bound, in ms (`loMs` in JS).
     pub lo_ms: f64,
+    /// The tail's upper bound, in ms (`hiMs` in JS): at least `lo_ms`.
     pub hi_ms: f64,
 }
 
 /// A latency distribution and how many calls to draw from it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scenario {
+    /// The fast population.
     pub body: Body,
+    /// The slow population (share 0 for none).
     pub tail: Tail,
+    /// How many calls to draw: `1 ..= MAX_CALLS`.
     pub n: usize,
+    /// The seed of the draw: the same seed gives the same calls.
     pub seed: u64,
 }
 
@@ -112,7 +123,9 @@ impl Scenario {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Policy {
+    /// How long an attempt may run before it is abandoned, in ms (`timeoutMs` in JS).
     pub timeout_ms: f64,
+    /// How many times a timed-out call is tried again: `0 ..= MAX_RETRIES`.
     pub retries: u32,
 }
 
@@ -121,9 +134,13 @@ pub struct Policy {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Percentiles {
+    /// The median, in ms (`p50Ms` in JS).
     pub p50_ms: f64,
+    /// The 90th percentile, in ms (`p90Ms` in JS).
     pub p90_ms: f64,
+    /// The 99th percentile, in ms (`p99Ms` in JS).
     pub p99_ms: f64,
+    /// The 99.9th percentile, in ms (`p999Ms` in JS).
     pub p999_ms: f64,
 }
 
@@ -132,11 +149,14 @@ pub struct Percentiles {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PolicyResult {
+    /// The policy simulated; its fields appear inline in JS (`timeoutMs`, `retries`).
     #[serde(flatten)]
     pub policy: Policy,
     /// End-to-end percentiles over all calls (failed calls at the time spent).
     pub p50_ms: f64,
+    /// End-to-end 99th percentile, in ms (`p99Ms` in JS).
     pub p99_ms: f64,
+    /// End-to-end 99.9th percentile, in ms (`p999Ms` in JS).
     pub p999_ms: f64,
     /// Share of calls whose every attempt timed out.
     pub failure_rate: f64,
@@ -151,7 +171,9 @@ pub struct PolicyResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(hashmap_as_object))]
 pub struct Simulation {
+    /// The percentiles of the calls without any timeout.
     pub scenario: Percentiles,
+    /// One result per policy, in the order given.
     pub policies: Vec<PolicyResult>,
 }
 
@@ -167,6 +189,7 @@ pub const DEFAULT_SEED: f64 = 1.0;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct ScenarioSpec {
+    /// The fast population.
     pub body: Body,
     /// No tail when absent.
     #[serde(default)]
@@ -184,6 +207,7 @@ pub struct ScenarioSpec {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PolicySpec {
+    /// How long an attempt may run, in ms (`timeoutMs` in JS).
     pub timeout_ms: f64,
     /// A whole number `0 ..= MAX_RETRIES`; 0 when absent.
     #[serde(default)]
@@ -236,24 +260,65 @@ pub enum SimulateError {
     /// A duration parameter was not a valid number of milliseconds.
     Duration(DeadlineError),
     /// The median must be greater than 0 ms (a lognormal has no zero median).
-    Median { value: f64 },
+    Median {
+        /// The median given, in ms.
+        value: f64,
+    },
     /// Sigma must be between 0 and [`MAX_SIGMA`]; 0.3–0.6 is typical.
-    Sigma { value: f64 },
+    Sigma {
+        /// The sigma given.
+        value: f64,
+    },
     /// The tail share must be between 0 and 1 (0.005 is 0.5%).
-    Share { value: f64 },
+    Share {
+        /// The share given.
+        value: f64,
+    },
     /// The tail's lower bound must not exceed its upper bound.
-    TailOrder { lo_ms: f64, hi_ms: f64 },
+    TailOrder {
+        /// The lower bound given, in ms.
+        lo_ms: f64,
+        /// The upper bound given, in ms (below `lo_ms`).
+        hi_ms: f64,
+    },
     /// The number of calls must be between 1 and [`MAX_CALLS`].
-    Calls { value: usize },
+    Calls {
+        /// The number of calls given.
+        value: usize,
+    },
     /// Policy `index` asks for more than [`MAX_RETRIES`] retries.
-    Retries { index: usize, value: u32 },
+    Retries {
+        /// The policy's position, from 0.
+        index: usize,
+        /// The retries asked for.
+        value: u32,
+    },
     /// Policy `index` has an invalid timeout.
-    Timeout { index: usize, error: DeadlineError },
+    Timeout {
+        /// The policy's position, from 0.
+        index: usize,
+        /// What is wrong with the timeout.
+        error: DeadlineError,
+    },
     /// At most [`MAX_POLICIES`] policies can be compared at once.
-    Policies { value: usize },
+    Policies {
+        /// The number of policies given.
+        value: usize,
+    },
     /// A count (`n`, `seed`, policy `index`'s `retries`) must be a whole
     /// number `lo ..= hi`.
-    Whole { param: &'static str, index: Option<usize>, value: f64, lo: f64, hi: f64 },
+    Whole {
+        /// The count's JS name.
+        param: &'static str,
+        /// The policy's position, from 0, for a policy's `retries`.
+        index: Option<usize>,
+        /// The value given.
+        value: f64,
+        /// The least value accepted.
+        lo: f64,
+        /// The greatest value accepted.
+        hi: f64,
+    },
 }
 
 impl Described for SimulateError {
@@ -317,15 +382,23 @@ impl Described for SimulateError {
 /// The simulation's message templates.
 pub mod msg {
     crate::templates! { "simulate";
+        /// [`SimulateError::Median`](super::SimulateError::Median).
         MEDIAN = "'medianMs' must be greater than 0 and at most {max} milliseconds: current value is {value}";
+        /// [`SimulateError::Sigma`](super::SimulateError::Sigma).
         SIGMA = "'sigma' must be between 0 and {max}: current value is {value}";
+        /// [`SimulateError::Share`](super::SimulateError::Share).
         SHARE = "'share' must be between 0 and 1: current value is {value}";
+        /// [`SimulateError::TailOrder`](super::SimulateError::TailOrder).
         TAIL_ORDER = "'loMs' must not exceed 'hiMs': current values are {loMs} and {hiMs}";
+        /// [`SimulateError::Calls`](super::SimulateError::Calls).
         CALLS = "'n' must be between 1 and {max}: current value is {value}";
         /// Policy `index` was refused: `error` says why.
         POLICY = "policy {index}: {error}";
+        /// [`SimulateError::Retries`](super::SimulateError::Retries).
         RETRIES = "'retries' must be between 0 and {max}: current value is {value}";
+        /// [`SimulateError::Policies`](super::SimulateError::Policies).
         POLICIES = "at most {max} policies can be simulated at once: current count is {value}";
+        /// [`SimulateError::Whole`](super::SimulateError::Whole).
         WHOLE = "'{param}' must be a whole number between {lo} and {hi}: current value is {value}";
     }
 }

@@ -103,30 +103,59 @@ pub const MAX_COUNT: u64 = (1 << 53) - 1;
 pub enum SketchError {
     /// The relative error must be between [`MIN_RELATIVE_ERROR`] and
     /// [`MAX_RELATIVE_ERROR`]. Use 0.01 (1%) unless you have a reason.
-    RelativeError { value: f64 },
+    RelativeError {
+        /// The relative error given.
+        value: f64,
+    },
     /// `q` must be a number between 0 and 1 (p99 is 0.99).
-    Quantile { value: f64 },
+    Quantile {
+        /// The `q` given.
+        value: f64,
+    },
     /// A sample was NaN, infinite, negative or too large. `index` is its
     /// position in a batch, `None` for a single `add`. Nothing was added.
     /// `root` names the batch (`"samples"`) for [`Described::param`].
-    Sample { root: &'static str, index: Option<usize>, error: DeadlineError },
+    Sample {
+        /// The batch's name (`"samples"`).
+        root: &'static str,
+        /// The sample's position in the batch, from 0; `None` for a single `add`.
+        index: Option<usize>,
+        /// What is wrong with the sample.
+        error: DeadlineError,
+    },
     /// Only sketches with the same relative error can be merged: create both
     /// with the same `relativeError`.
-    Mismatch { ours: f64, theirs: f64 },
+    Mismatch {
+        /// This sketch's relative error.
+        ours: f64,
+        /// The other sketch's relative error.
+        theirs: f64,
+    },
     /// The sketch would count more than [`MAX_COUNT`] samples: `adding`
     /// more to the `count` it holds. `param` is what brought them (`other`
     /// for a merge, `ms` or `samples` for an add). Nothing was added.
-    Count { param: &'static str, count: f64, adding: f64 },
+    Count {
+        /// What brought the samples (`other`, `ms` or `samples`).
+        param: &'static str,
+        /// The samples the sketch holds.
+        count: f64,
+        /// The samples that would be added.
+        adding: f64,
+    },
 }
 
 /// The sketch's message templates.
 pub mod msg {
     crate::templates! { "sketch";
+        /// [`SketchError::RelativeError`](super::SketchError::RelativeError).
         RELATIVE_ERROR = "'relativeError' must be between {min} and {max}: current value is {value}";
+        /// [`SketchError::Quantile`](super::SketchError::Quantile).
         QUANTILE = "'q' must be between 0 and 1: current value is {value}";
         /// A batch's sample `index` was refused: `error` says why.
         SAMPLE = "sample {index}: {error}";
+        /// [`SketchError::Mismatch`](super::SketchError::Mismatch).
         MISMATCH = "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'";
+        /// [`SketchError::Count`](super::SketchError::Count).
         COUNT = "cannot add {adding} samples to a sketch of {count}: a sketch counts at most {max} (2^53 − 1); nothing was added";
     }
 }
@@ -254,7 +283,9 @@ fn log_like_inverse(y: f64) -> f64 {
 /// samples it stands for. Zero durations form a bin at 0.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bin {
+    /// The bin's representative duration, in ms.
     pub ms: f64,
+    /// How many samples the bin stands for.
     pub count: u64,
 }
 

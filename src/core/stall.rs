@@ -151,19 +151,34 @@ pub enum StallError {
     /// the source's rhythm, not a share of a budget, and zero would call every
     /// gap a stall. For "no practical limit", pass a large value and let the
     /// deadline bound the stream.
-    Limit { param: &'static str, value: f64 },
+    Limit {
+        /// The option's JS name (`stallMs`).
+        param: &'static str,
+        /// The value given.
+        value: f64,
+    },
     /// A wait (`firstChunkMs`, or `firstByteMs` for headers) was NaN, ±∞,
     /// negative or past [`MAX_MS`]. Zero is accepted: a wait is often cut from
     /// what is left of a deadline, and nothing left means the wait has already
     /// run out (the stream stalls at once), not that the caller erred.
-    Wait { param: &'static str, value: f64 },
+    Wait {
+        /// The option's JS name (`firstChunkMs` or `firstByteMs`).
+        param: &'static str,
+        /// The value given.
+        value: f64,
+    },
     /// An instant (`deadline`, `startedAt`, `lastProgressAt` or `nowMs`) was
     /// outside `0 ..= MAX_MS`. Pass readings of one monotonic clock
     /// (`performance.now()`).
     Instant(DeadlineError),
     /// `param` (`chunks` or `bytes`) was not a whole number in
     /// `0 ..= MAX_MS`. Pass the counts the stream wrapper kept.
-    Count { param: &'static str, value: f64 },
+    Count {
+        /// The count's name (`chunks` or `bytes`).
+        param: &'static str,
+        /// The value given.
+        value: f64,
+    },
 }
 
 impl StallError {
@@ -221,8 +236,11 @@ impl Described for StallError {
 /// The stall detector's message templates.
 pub mod msg {
     crate::templates! { "stall";
+        /// [`StallError::Limit`](super::StallError::Limit).
         LIMIT = "'{param}' must be a finite number of milliseconds greater than 0 and at most {max}: current value is {value}";
+        /// [`StallError::Wait`](super::StallError::Wait).
         WAIT = "'{param}' must be a finite number of milliseconds, 0 or more and at most {max} (0: the wait has already run out): current value is {value}";
+        /// [`StallError::Count`](super::StallError::Count).
         COUNT = "'{param}' must be a whole number between 0 and {max}: current value is {value}";
     }
 }
@@ -283,13 +301,32 @@ pub enum Decision {
     /// (after progress; or, before the first chunk, the guard `now + stallMs`
     /// for a first chunk arriving right now). `delay_ms` is shorter than
     /// `at_ms − now` only when capped at [`MAX_TIMER_MS`].
-    Wake { at_ms: f64, delay_ms: f64, phase: Phase },
+    Wake {
+        /// The earliest instant a limit could expire, in ms on the monotonic timeline.
+        at_ms: f64,
+        /// The timer delay to set, in ms: `at_ms − now`, capped at [`MAX_TIMER_MS`].
+        delay_ms: f64,
+        /// The limit that would expire at `at_ms`.
+        phase: Phase,
+    },
     /// The stream stalled. `phase` is [`Phase::FirstChunk`] or [`Phase::Stall`];
     /// `after_ms` is the silence observed at `now` (from `startedAt`, or from
     /// `lastProgressAt`); `chunks` and `bytes` echo the snapshot for the error.
-    Stalled { phase: Phase, after_ms: f64, chunks: f64, bytes: f64 },
+    Stalled {
+        /// Which limit ran out: [`Phase::FirstChunk`] or [`Phase::Stall`].
+        phase: Phase,
+        /// The silence observed at `now`, in ms.
+        after_ms: f64,
+        /// Chunks received so far.
+        chunks: f64,
+        /// Bytes received so far.
+        bytes: f64,
+    },
     /// The deadline passed `late_by_ms` before `now`.
-    DeadlineExceeded { late_by_ms: f64 },
+    DeadlineExceeded {
+        /// How long before `now` the deadline passed, in ms.
+        late_by_ms: f64,
+    },
 }
 
 impl Decision {

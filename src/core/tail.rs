@@ -58,6 +58,7 @@ pub struct TailShape {
     /// Share of samples in the tail: the false-timeout rate of a timeout
     /// placed in the gap.
     pub tail_share: f64,
+    /// Number of samples in the tail (`tailCount` in JS).
     pub tail_count: u64,
     /// Samples inside the gap that were set aside (at most
     /// [`STRAGGLERS_PER_SAMPLE`] of all): the extreme end of the body.

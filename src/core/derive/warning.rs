@@ -15,26 +15,79 @@ pub enum Warning {
     /// No successful calls: nothing to derive from.
     NoSuccesses,
     /// Fewer than `needed` samples for `q`.
-    SmallSample { n: u64, needed: u64, q: f64 },
+    SmallSample {
+        /// The number of successful calls.
+        n: u64,
+        /// How many `q` needs: 10 beyond the percentile.
+        needed: u64,
+        /// The target quantile.
+        q: f64,
+    },
     /// More calls timed out than lie beyond the percentile: the successes
     /// are censored at the timeout in force.
-    Censored { timeouts: u64, share: f64, q: f64 },
+    Censored {
+        /// The number of calls that timed out.
+        timeouts: u64,
+        /// Their share of all attempted calls, in `[0, 1]`.
+        share: f64,
+        /// The target quantile.
+        q: f64,
+    },
     /// Successes pile up at `at_ms`, as timed-out calls logged as successes do.
-    PileUp { at_ms: f64, count: u64, share: f64, configured: bool },
+    PileUp {
+        /// Where the successes pile up, in ms.
+        at_ms: f64,
+        /// How many successes lie there.
+        count: u64,
+        /// Their share of the successes, in `[0, 1]`.
+        share: f64,
+        /// Whether `at_ms` is the configured timeout (otherwise it is the
+        /// largest value).
+        configured: bool,
+    },
     /// The configured timeout is more than [`DRIFT_FACTOR`](super::DRIFT_FACTOR) from the
     /// measured percentile.
-    Drift { configured_ms: f64, measured_ms: f64, ratio: f64, q: f64 },
+    Drift {
+        /// The configured timeout, in ms.
+        configured_ms: f64,
+        /// The measured percentile, in ms.
+        measured_ms: f64,
+        /// `configured_ms / measured_ms`.
+        ratio: f64,
+        /// The target quantile.
+        q: f64,
+    },
     /// From buckets, the percentile is only known to lie in `lo_ms..hi_ms`.
-    Resolution { q: f64, lo_ms: f64, hi_ms: f64 },
+    Resolution {
+        /// The quantile.
+        q: f64,
+        /// The bucket's lower bound, in ms.
+        lo_ms: f64,
+        /// The bucket's upper bound, in ms.
+        hi_ms: f64,
+    },
     /// From buckets, the percentile is above the largest finite bound.
-    AboveLargestBucket { q: f64, bound_ms: f64 },
+    AboveLargestBucket {
+        /// The quantile.
+        q: f64,
+        /// The largest finite bucket bound, in ms: what is reported.
+        bound_ms: f64,
+    },
     /// A histogram's name has no unit suffix; values were read as ms.
-    UnitAssumed { metric: String },
+    UnitAssumed {
+        /// The histogram's name.
+        metric: String,
+    },
     /// The sketch collapsed its low buckets to bound memory, and these
     /// reported percentiles (`q` values, ascending: p50, p90, p99, p99.9 and
     /// the target `q`) lie among them: each is only an upper bound, not within
     /// the relative error.
-    Collapsed { below_ms: f64, quantiles: Vec<f64> },
+    Collapsed {
+        /// The upper bound of the collapsed buckets, in ms.
+        below_ms: f64,
+        /// The affected quantiles, ascending.
+        quantiles: Vec<f64>,
+    },
 }
 
 /// The stable identifiers of [`Warning`]s (the JS API's `warnings[i].code`).
@@ -42,14 +95,23 @@ pub enum Warning {
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum WarningCode {
+    /// `"no-successes"`: [`Warning::NoSuccesses`].
     NoSuccesses,
+    /// `"small-sample"`: [`Warning::SmallSample`].
     SmallSample,
+    /// `"censored"`: [`Warning::Censored`].
     Censored,
+    /// `"pile-up"`: [`Warning::PileUp`].
     PileUp,
+    /// `"drift"`: [`Warning::Drift`].
     Drift,
+    /// `"resolution"`: [`Warning::Resolution`].
     Resolution,
+    /// `"above-largest-bucket"`: [`Warning::AboveLargestBucket`].
     AboveLargestBucket,
+    /// `"unit-assumed"`: [`Warning::UnitAssumed`].
     UnitAssumed,
+    /// `"collapsed"`: [`Warning::Collapsed`].
     Collapsed,
 }
 
@@ -60,8 +122,10 @@ pub enum WarningCode {
 #[derive(Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct DerivedWarning {
+    /// The warning's stable identifier ([`WarningCode`]'s kebab-case name).
     #[cfg_attr(feature = "typescript", tsify(type = "WarningCode"))]
     pub code: &'static str,
+    /// The rendered sentence.
     pub message: String,
 }
 
@@ -145,27 +209,43 @@ impl Warning {
 /// The warnings' message templates.
 pub mod msg {
     crate::templates! { "derive.warning";
+        /// [`Warning::NoSuccesses`](super::Warning::NoSuccesses).
         NO_SUCCESSES = "no successful calls: nothing to derive a timeout from";
+        /// [`Warning::SmallSample`](super::Warning::SmallSample); `n` is [`SUCCESS`] or [`SUCCESSES`].
         SMALL_SAMPLE = "only {n}: {p} needs at least {needed} (10 beyond the percentile) for a stable estimate";
+        /// [`Warning::Censored`](super::Warning::Censored); `timeouts` is [`CALL`] or [`CALLS`].
         CENSORED = "{timeouts} ({share}%) timed out, more than the {beyond}% beyond {p}: the successes are cut off at the timeout in force, so this value is too small and re-deriving would ratchet it down; raise the timeout, measure again, then derive";
+        /// [`Warning::PileUp`](super::Warning::PileUp); `at` is [`AT_CONFIGURED`] or [`AT_LARGEST`].
         PILE_UP = "{calls} ({share}%) pile up at {at}: timed-out calls may be logged as successes, which censors the data; record the outcome and exclude them";
+        /// Where a pile-up is, when it is the configured timeout.
         AT_CONFIGURED = "{value} ms, the configured timeout";
+        /// Where a pile-up is, when it is the largest value.
         AT_LARGEST = "{value} ms, the largest value, which looks like a timeout in force";
         /// A configured timeout more than twice the measured percentile.
         DRIFT_LONG = "the configured {configuredMs} ms is {ratio:.1}x the measured {p} ({measuredMs} ms): a hang holds the request that long and it protects nothing during an outage";
         /// A configured timeout less than half the measured percentile.
         DRIFT_SHORT = "the configured {configuredMs} ms is {ratio:.2}x the measured {p} ({measuredMs} ms): it fails healthy calls";
+        /// [`Warning::Resolution`](super::Warning::Resolution).
         RESOLUTION = "{p} lies in the bucket {loMs} ms..{hiMs} ms: the interpolated value may be off by up to {widthMs} ms; add bucket bounds around it";
+        /// [`Warning::AboveLargestBucket`](super::Warning::AboveLargestBucket).
         ABOVE_LARGEST_BUCKET = "{p} is above the largest finite bucket bound ({boundMs} ms): reported as that bound, a lower bound of the true value; add larger buckets";
+        /// [`Warning::UnitAssumed`](super::Warning::UnitAssumed).
         UNIT_ASSUMED = "'{metric}' has no unit suffix (_seconds, _milliseconds): its values were read as milliseconds";
+        /// [`Warning::Collapsed`](super::Warning::Collapsed) with one percentile.
         COLLAPSED_ONE = "{p} lies at or below {belowMs} ms, where the sketch merged its lowest buckets to bound memory: it is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)";
+        /// [`Warning::Collapsed`](super::Warning::Collapsed) with several; `p` is a [`LIST`].
         COLLAPSED = "{p} lie at or below {belowMs} ms, where the sketch merged its lowest buckets to bound memory: each is only an upper bound, not within 'relativeError'; use a larger 'relativeError' (the default 0.01 spans about 10^13×)";
         /// `0.99` is `p99`, `0.999` `p99.9` (`p` is the percentage).
         PERCENTILE = "p{p}";
+        /// A list of percentile names: the first, then the rest.
         LIST = "{first}, {rest}";
+        /// A count of one call.
         CALL = "{n} call";
+        /// A count of calls other than one.
         CALLS = "{n} calls";
+        /// A count of one successful call.
         SUCCESS = "{n} successful call";
+        /// A count of successful calls other than one.
         SUCCESSES = "{n} successful calls";
     }
 }

@@ -75,10 +75,16 @@ impl Outcome {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct TraceRecord {
+    /// The step's name.
     pub step: String,
+    /// What was left before the deadline when the step started, in ms
+    /// (`remainingAtStartMs` in JS).
     pub remaining_at_start_ms: f64,
+    /// How long the step was allowed to run, in ms (`capMs` in JS).
     pub cap_ms: f64,
+    /// How long the step ran, in ms (`elapsedMs` in JS).
     pub elapsed_ms: f64,
+    /// How the step ended.
     pub outcome: Outcome,
 }
 

@@ -73,6 +73,8 @@ pub struct TextHistograms {
 }
 
 impl TextHistograms {
+    /// A parse of the histograms of `metric`, or, with `None`, of the one family
+    /// the text holds ([`TextHistograms::scan`] finds it).
     pub fn new(metric: Option<&str>) -> Self {
         Self { metric: metric.map(str::to_string), families: Vec::new(), assembler: None, lines: 0, bytes: 0 }
     }

@@ -38,6 +38,9 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// Validates the backoff: `base_ms` and `max_ms` are durations in ms with
+    /// `max_ms >= base_ms` ([`RetryError::MaxBelowBase`]), `jitter` is in
+    /// `[0, 1]` ([`RetryError::BadJitter`]).
     pub fn new(base_ms: f64, max_ms: f64, jitter: f64) -> Result<Self, RetryError> {
         let base_ms = check_ms("baseMs", base_ms)?;
         let max_ms = check_ms("maxMs", max_ms)?;
@@ -50,12 +53,15 @@ impl Backoff {
         Ok(Self { base_ms, max_ms, jitter: jitter + 0.0 })
     }
 
+    /// The first retry's ceiling, in ms; it doubles with each retry.
     pub fn base_ms(&self) -> f64 {
         self.base_ms
     }
+    /// The largest delay, in ms: jitter never lengthens one past it.
     pub fn max_ms(&self) -> f64 {
         self.max_ms
     }
+    /// How much of the ceiling jitter may take off, in `[0, 1]`.
     pub fn jitter(&self) -> f64 {
         self.jitter
     }
@@ -107,6 +113,7 @@ pub struct BackoffOptions {
 }
 
 impl BackoffOptions {
+    /// Validates the options into a [`Backoff`] (see [`Backoff::new`]).
     pub fn backoff(&self) -> Result<Backoff, RetryError> {
         Backoff::new(self.base_ms, self.max_ms, self.jitter)
     }

@@ -63,14 +63,28 @@ pub enum BytesError {
     /// It does not start with the magic word: not a sketch from `toBytes()`.
     Foreign,
     /// Written by a newer format version than this package reads.
-    Version { found: u8 },
+    Version {
+        /// The version the bytes declare.
+        found: u8,
+    },
     /// It ends before `field` is complete: a cut-off copy.
-    Truncated { field: &'static str },
+    Truncated {
+        /// The field being read when the bytes ran out.
+        field: &'static str,
+    },
     /// `field` holds a value no sketch can have; `detail` (a [`msg`]
     /// template) says which.
-    Invalid { field: &'static str, detail: Message },
+    Invalid {
+        /// The field's name (`count`, `min`, `keys`, …).
+        field: &'static str,
+        /// What is wrong with it.
+        detail: Message,
+    },
     /// Bytes left over after the sketch: two buffers run together, or padding.
-    Trailing { extra: usize },
+    Trailing {
+        /// How many bytes are left over.
+        extra: usize,
+    },
 }
 
 /// The wire form's message templates: the refusal, and the details of an
@@ -79,30 +93,56 @@ pub mod msg {
     crate::templates! { "sketch.bytes";
         /// Every refusal: `reason` is one of the next five.
         NOT_A_SKETCH = "'bytes' is not a valid LatencySketch: {reason}";
+        /// [`BytesError::Foreign`](super::BytesError::Foreign).
         FOREIGN = "it does not start with the sketch format's magic bytes (pass what toBytes() returned)";
+        /// [`BytesError::Version`](super::BytesError::Version); `version` is the newest this package reads.
         VERSION = "format version {found} is newer than this package reads ({version}); upgrade edge-deadline where the sketches are merged";
+        /// [`BytesError::Truncated`](super::BytesError::Truncated).
         TRUNCATED = "it ends inside '{field}' (truncated copy?)";
+        /// [`BytesError::Invalid`](super::BytesError::Invalid); `detail` is one of the templates below.
         INVALID = "'{field}' {detail} (corrupted?)";
+        /// [`BytesError::Trailing`](super::BytesError::Trailing).
         TRAILING = "{extra} byte(s) follow the end of the sketch";
+        /// Detail: a field read as a duration in ms (`min`, `max`, a sample) that is not one.
         NOT_DURATION = "is {value}, not a duration in ms";
+        /// Detail: a varint longer than 64 bits.
         OVERFLOWS = "overflows 64 bits";
+        /// Detail of `version`: 0.
         OLD_VERSION = "is {version}; versions start at 1";
+        /// Detail of `flags`: bits this version does not define.
         UNKNOWN_FLAGS = "has unknown bits {flags}";
+        /// Detail of `relativeError`: out of the accepted range.
         RELATIVE_ERROR = "is {value}, outside {min} … {max}";
+        /// Detail of `sum`: not a finite sum of durations.
         SUM = "is {value}, not a finite sum of durations";
+        /// Detail of `min`: above `max`.
         MIN_ABOVE_MAX = "is {min}, above max {max}";
+        /// Detail of `count`: more samples than an exact sketch keeps.
         EXACT_COUNT = "is {count}, too many for an exact sketch ({limit} at most)";
+        /// Detail of an exact sketch's `samples`: out of order or outside min … max.
         UNSORTED = "are not sorted within min … max at {value}";
+        /// Detail of `min`: min and max differ from the smallest and largest sample.
         MIN_MAX = "and max differ from the samples";
+        /// Detail of `count`: a non-exact sketch small enough to be exact.
         SMALL_COUNT = "is {count}: a sketch this small is always exact";
+        /// Detail of `firstKey`: out of range.
         OUT_OF_RANGE = "is out of range";
+        /// Detail of `keys`: more buckets than a sketch has.
         KEYS = "is {count}, more than {max}";
+        /// Detail of `firstKey`: buckets no duration maps to.
         KEY_RANGE = "{first} … {last} lies outside the keys durations reach";
+        /// Detail of `counters`: their sum overflows 64 bits.
         COUNTERS_OVERFLOW = "overflow 64 bits";
+        /// Detail of `counters`: their sum is not the count.
         COUNTERS = "add up to {total}, not the count {count}";
+        /// Detail of `count`: above what a sketch counts.
         TOO_MANY = "is {count}, more than a sketch counts ({max}): two such sketches could not merge";
+        /// Detail of `zeroCount`: it contradicts `min` (a zero count exactly when
+        /// min is below 1 ns).
         ZEROS = "is {zeros}, but min is {min}: the zero count is the samples below 1 ns";
+        /// Detail of `max`: at or above 1 ns although every sample is a zero.
         ONLY_ZEROS = "is {max}, but every sample is in the zero count (below 1 ns)";
+        /// Detail of `min` or `max`: outside the lowest or highest non-empty bucket.
         BUCKET = "is {value}, outside the {end} non-empty bucket ({lo} … {hi} ms)";
     }
 }
