@@ -33,9 +33,10 @@ export interface Skipped {
 }
 
 /**
- * Plans `steps` inside `deadline`: each step's cap is `min(preferredMs, remaining − reserves held for
- * later mandatory and fallback steps − one margin per later step)`. A plan is created whatever the time
- * left (an expired deadline included): a shortage shows when steps run (skipped, `InsufficientBudget`).
+ * Plans `steps` inside `deadline`: each step's cap is `min(preferredMs, remaining − Σ (reserve + margin)
+ * over later mandatory and fallback steps)`. A plan is created whatever the time left (an expired deadline
+ * included): a shortage shows when steps run (skipped, `InsufficientBudget`; a fallback always runs, with
+ * an aborted signal and a budget of 0 when nothing is left).
  * @throws {TypeError} wrong types; {RangeError} duplicate or empty names, NaN/negative durations,
  *   `minMs > preferredMs`, an unknown kind
  */
