@@ -356,14 +356,31 @@ const TIMEOUTS = new Set(["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "
  * @param {AbortSignal} [signal]
  */
 export function isTimeout(error, signal) {
-  const seen = new Set();
-  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = read(e, "cause")) {
-    seen.add(e);
-    if (TIMEOUTS.has(read(e, BRAND)) || read(e, "name") === "TimeoutError") return true;
-  }
+  if (inCauses(error, (e) => TIMEOUTS.has(brandOf(e)) || read(e, "name") === "TimeoutError")) return true;
   if (signal == null || (typeof signal !== "object" && typeof signal !== "function") || read(signal, "aborted") !== true) return false;
   const reason = read(signal, "reason");
   return reason !== error && isTimeout(reason);
+}
+
+/**
+ * Whether `test(e)` holds for `error` or an error in its `.cause` chain. A
+ * cycle ends the walk, and a `cause` whose read throws counts as absent, so
+ * it never throws for a value it was handed (`test` must not either).
+ * @param {unknown} error
+ * @param {(e: object) => boolean} test
+ */
+export function inCauses(error, test) {
+  const seen = new Set();
+  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = read(e, "cause")) {
+    seen.add(e);
+    if (test(e)) return true;
+  }
+  return false;
+}
+
+/** The brand of `e` (e.g. "StreamStalled"), or `undefined`; never throws (see `read`). */
+export function brandOf(e) {
+  return read(e, BRAND);
 }
 
 /**

@@ -45,7 +45,7 @@
 //    disposes it when the request ends.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, isDeadlineExceeded, isStreamStalled, render } from "./errors.js";
+import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isDeadlineExceeded, render } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { metric } from "./servertiming.js";
@@ -320,14 +320,5 @@ export class Plan {
 
 /** The outcome of a step that failed: `stalled` when a `StreamStalled` is the error or in its causes, else `error`. */
 function failed(error) {
-  try {
-    const seen = new Set();
-    for (let e = error; e != null && typeof e === "object" && !seen.has(e); e = /** @type {any} */ (e).cause) {
-      seen.add(e);
-      if (isStreamStalled(e)) return "stalled";
-    }
-  } catch {
-    // A throwing getter or a revoked proxy is the step's own error: not a stall.
-  }
-  return "error";
+  return inCauses(error, (e) => brandOf(e) === "StreamStalled") ? "stalled" : "error";
 }

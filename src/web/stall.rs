@@ -974,7 +974,7 @@ fn cross_origin_in_browser(input: &JsValue) -> bool {
             Err(_) => return true, // fetch rejects it; add nothing
         },
     };
-    match sys::Url::new(&href, &base) {
+    match web_sys::Url::new_with_base(&href, &base) {
         Ok(url) => url.origin() != origin,
         Err(_) => true, // not a URL: fetch rejects it; add nothing
     }

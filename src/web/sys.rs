@@ -40,14 +40,6 @@ extern "C" {
     /// `String(value)` (throws for a Symbol).
     #[wasm_bindgen(js_name = String, catch)]
     pub(crate) fn to_js_string(value: &JsValue) -> Result<String, JsValue>;
-
-    /// The global `URL` (bound here so no web-sys feature is needed).
-    #[wasm_bindgen(js_name = URL)]
-    pub(crate) type Url;
-    #[wasm_bindgen(constructor, js_class = "URL", catch)]
-    pub(crate) fn new(url: &str, base: &str) -> Result<Url, JsValue>;
-    #[wasm_bindgen(method, getter, structural)]
-    pub(crate) fn origin(this: &Url) -> String;
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
