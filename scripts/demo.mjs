@@ -5,7 +5,7 @@
 //
 //   node scripts/demo.mjs [--port 8080]      (./dev demo installs and builds first)
 //
-// The Node budget trace that used to live here is examples/node/budget-trace.mjs.
+// A budget trace in the terminal, without a browser: examples/node/budget-trace.mjs.
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";

@@ -6,16 +6,13 @@
 //! per request and per step (`Deadline.in`, `reserve`, `budget`, `step`), where
 //! a number crossing costs no allocation and an object through serde would
 //! cost one per call; nothing structured crosses here (the header and
-//! platform constructors cross in their own modules). The timer arithmetic
-//! is not even called: `js/deadline.js` and `js/timers.js` do it in JS.
+//! platform constructors cross in their own modules).
 //!
-//! Measured (`node bench/run.mjs deadline`, its "design:" rows, on the loaded
-//! 2-core machine): `budget(at, now, pref)` through Wasm 277 ns in Node and
-//! 290 ns in Deno, against 178 and 311 ns for the JS `remaining()` beside it,
-//! so a scalar call is not where a deadline's time goes, and an object per
-//! call would be. `node bench/ab.mjs` (BENCHMARKS.md, "The deadline and stall
-//! boundary"): `Deadline.in(10_000).signal() + dispose` 344 → 349 ns in Deno,
-//! 2530 → 2415 ns in Node, before and after the rework, within noise.
+//! Measured (`node bench/run.mjs deadline`, its "design:" rows):
+//! `budget(at, now, pref)` through Wasm 277 ns in Node and 290 ns in Deno,
+//! against 178 and 311 ns for the JS `remaining()` beside it, so a scalar
+//! call is not where a deadline's time goes, and an object per call would
+//! be.
 //!
 //! Errors cross through [`super::to_js`]: `DeadlineExceeded` and
 //! `InsufficientBudget` as the branded classes (with the core's message, the

@@ -17,10 +17,9 @@
 //! and never interprets them) and a duration. Measured (Node 20, 200 000
 //! rows, two runs): `addRows` over the columns, the core's work included,
 //! 9.3–9.7 ms; serde-wasm-bindgen *decoding alone* of the same rows as
-//! `{ bucket, outcome, ms }` objects, 56–66 ms. `deriveTimeouts` over
-//! 200 000 rows by model (`callsMs` of `node bench/run.mjs derive`): 25.3 and
-//! 21.9 ms before the rework, 15.2 and 35.6 ms after (noise on a shared
-//! machine; BENCHMARKS.md).
+//! `{ bucket, outcome, ms }` objects, 56–66 ms. The end-to-end figure,
+//! `deriveTimeouts` over 200 000 rows by model, is `node bench/run.mjs
+//! derive` (BENCHMARKS.md).
 //!
 //! # What holds Wasm memory
 //! A [`DeriverJs`] lives for one `deriveTimeouts` call over rows and is

@@ -9,12 +9,8 @@
 //! - [`plan_cap`] is the hot path, called by every `p.run`: scalars in, one
 //!   `f64` out (the cap, or `0` when the step must not start), no allocation.
 //!   Passing the step as an object instead runs serde on every step: the
-//!   refusal below cost 2.3 µs in Node that way against 1.0 µs with scalars.
-//!   Measured (BENCHMARKS.md, "The pipeline boundary through serde", both
-//!   builds alternating in one process): `planCap` 66 ns in Node and 20 ns in
-//!   Deno against 62 and 21 ns for the positional `planDecide` it replaces;
-//!   `node bench/run.mjs pipeline`: 37 / 21 / 28 ns (Node / Deno / workerd)
-//!   against 99 / 21 / 43 ns before, on a loaded machine.
+//!   refusal below cost 2.3 µs in Node that way against 1.0 µs with scalars
+//!   (`node bench/run.mjs pipeline` has the current figures).
 //! - [`plan_skip_reason`] follows a `0` for an optional step: a skip is a
 //!   normal outcome on the request's path, so it crosses scalars in and the
 //!   core's reason out as one number (the time available, or
@@ -22,11 +18,8 @@
 //!   template: no sentence and no float formatting in the `.wasm` (see
 //!   [`crate::core::error`]). Returning the [`Refusal`](crate::core::plan::Refusal)
 //!   object instead (its kind by name in, four fields out through serde) put
-//!   a skipped `p.run` at 2.6 µs in Node and 1.8 µs in Deno against 1.7 and
-//!   1.2 µs before the rework; the reason as one string was back at the old
-//!   cost (`node bench/ab.mjs BEFORE_DIR`, medians of 15 alternating rounds
-//!   against the positional build: −0.1 to −0.3 µs in Node, ±0.05 µs in
-//!   Deno), and one number crosses for less than a string.
+//!   a skipped `p.run` at 2.6 µs in Node and 1.8 µs in Deno, about 0.9 µs
+//!   more than one number does (`node bench/ab.mjs`, a skipped step).
 //! - [`plan_refusal`] is the rare path for a mandatory or fallback step: why
 //!   it does not start, as a [`Refusal`](crate::core::plan::Refusal) whose
 //!   `outcome` is the trace's string enum and whose numbers the
