@@ -20,24 +20,19 @@
 //!
 //! The serde (de)serializers over `JsValue` are our own ([`de`], [`ser`]),
 //! not serde-wasm-bindgen's (tsify's `into_js`/`from_js`): the same values
-//! accepted and the same objects produced, for less code and no float
-//! formatting. Measured on the main `.wasm` (`node scripts/build.mjs`, gzip
-//! -9; BENCHMARKS.md "The serde boundary without serde-wasm-bindgen"): 67.6
-//! → 62.2 KB (156.2 → 148.3 KB raw) before the message templates; with them,
-//! 68.1 → 52.8 KB (157.2 → 127.0 KB raw), because it is what lets `<f64 as
-//! Display>` leave the module once error messages do (serde-wasm-bindgen's
-//! deserializer keeps it: its errors format floats). A
-//! read of a user value that throws (a getter, a proxy) becomes that
-//! `TypeError`; tsify's own conversions panic or throw through the Wasm
-//! frames instead.
+//! accepted and the same objects produced, and no float formatting, which is
+//! what keeps `<f64 as Display>` out of the module (serde-wasm-bindgen's
+//! deserializer formats floats in its errors; BENCHMARKS.md, "Size and
+//! start-up", has what that costs). A read of a user value that throws (a
+//! getter, a proxy) becomes that `TypeError`; tsify's own conversions panic
+//! or throw through the Wasm frames instead.
 //!
 //! These exports stay scalar (numbers and strings in, a number, a string or
 //! `undefined` out), each module's doc giving the measurement
 //! (BENCHMARKS.md, both builds alternating in one process, `bench/ab.mjs`):
 //! - `deadline.rs`, everything: per request and per step; a scalar call costs
 //!   no allocation, an object through serde would cost one per call.
-//! - `plan.rs` `planCap` (every `p.run`: 66 ns Node / 20 ns Deno, as the old
-//!   positional call) and `planSkipReason` (a skipped optional step: the
+//! - `plan.rs` `planCap` (every `p.run`: 66 ns Node / 20 ns Deno) and `planSkipReason` (a skipped optional step: the
 //!   structured refusal put it at 2.6 µs against 1.7 µs in Node).
 //! - `retry.rs`: the `RetryRun` constructor takes the options as named
 //!   arguments (through serde, `retry()` cost 0.3–0.9 µs more in Node and
@@ -51,10 +46,8 @@
 //!   labelled rows as typed-array columns (serde decoding alone of 200 000
 //!   rows: 56–66 ms, against 9.3–9.7 ms for the columns with the core's work).
 //!
-//! Cold calls pay for serde and were measured (`bench/cold.bench.mjs`):
-//! `plan()` about 2 µs more than the positional build, `platformDeadline`
-//! within noise of it; our (de)serializers are no slower than
-//! serde-wasm-bindgen's (BENCHMARKS.md).
+//! Cold calls pay for serde (`node bench/run.mjs cold`): `plan()` about 2 µs
+//! more than positional arguments would cost, once per request.
 
 use wasm_bindgen::prelude::*;
 
