@@ -36,7 +36,8 @@
 //!   changes the core, which every build has whole; the linker drops what no
 //!   export reaches.
 
-#[warn(missing_docs)]
+#![warn(missing_docs)]
+
 pub mod core;
 
 // The npm package's boundary. Not with `web`: its exports, its start hook and

@@ -21,7 +21,7 @@ const bin = {
   workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
   chromium: "/usr/bin/chromium",
 };
-const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "tsc-js"];
+const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "doc-web", "tsc-js"];
 // e.g. `node tests/run.mjs node deno`; `lint` stands for the lint gates.
 const only = process.argv.slice(2).flatMap((name) => (name === "lint" ? LINT : [name]));
 const results = [];
@@ -157,10 +157,16 @@ const suites = {
   // Every public item of the core documented, and every intra-doc link resolved. A host
   // `cargo doc` covers the core (src/web is built only for wasm32 with `--features web`).
   async "doc-core"() {
-    // `-D warnings` as well: the `#[warn(missing_docs)]` on `pub mod core` (src/lib.rs)
-    // outranks a command-line `-D missing_docs`, so alone it would let a missing doc pass.
+    // `-D warnings` as well: the crate's `#![warn(missing_docs)]` (src/lib.rs) outranks a
+    // command-line `-D missing_docs`, so alone it would let a missing doc pass.
     const env = { RUSTDOCFLAGS: "-D missing_docs -D rustdoc::broken_intra_doc_links -D warnings" };
     await gate("cargo doc (core: missing docs, broken links)", "cargo", ["doc", "--no-deps", "--lib"], "document what `cargo doc --no-deps --lib` names (what the item is, its unit, what an error means and how to fix it) and fix the links it cannot resolve", env);
+  },
+  // The Rust API (`web`, wasm32 only) under the same rule as the core: every public item documented.
+  async "doc-web"() {
+    const env = { RUSTDOCFLAGS: "-D missing_docs -D rustdoc::broken_intra_doc_links -D warnings" };
+    const args = ["doc", "--no-deps", "--lib", "--target", "wasm32-unknown-unknown", "--features", "web"];
+    await gate("cargo doc (web: missing docs, broken links)", "cargo", args, `document what \`cargo ${args.join(" ")}\` names and fix the links it cannot resolve`, env);
   },
   // js/*.js type-checked with tsc --checkJs (jsconfig.json: what is checked and how strictly, and why).
   async "tsc-js"() {
