@@ -3,8 +3,8 @@
 //   cargo (wasm32, the profile, the output's features) → wasm-bindgen → wasm-opt
 // then bundle js/ and the glue (scripts/bundle.mjs) and write package.json.
 // wasm-bindgen's generated glue is bundled as it is generated: never edited.
-// Plain cargo + wasm-bindgen: wasm-pack would try to download its tools, which
-// this project's CI cannot do (see docs/design.md, "Build").
+// Plain cargo + wasm-bindgen + wasm-opt, one run per output (docs/design.md,
+// "Build", has the measured comparison with `wasm-pack build --mode no-install`).
 //
 // WASM_NAMES=1 keeps the function names in each .wasm (for a size profile:
 // `twiggy top --retained pkg/edge_deadline_bg.wasm`); never for a release.
