@@ -18,7 +18,7 @@ export { createSseProgress, fetchWithDeadline, isStreamStalled, sseProgress, Str
 export { plan, Plan, isSkipped } from "./plan.js";
 export { retry, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
 export { hedge } from "./hedge.js";
-export { RetryBudget } from "./budget.js";
+export { RetryBudget } from "./retry_budget.js";
 export { toHeaders, encodeHeader, parseHeader, deadlineHeaders } from "./headers.js";
 export { platformCaps } from "./caps.js";
 export { deadlineFromHeaders, platformDeadline } from "./deadline.js";

@@ -178,7 +178,7 @@ export * from "./relay.js";
 export * from "./stall.js";
 export * from "./plan.js";
 export * from "./retry.js";
-export * from "./budget.js";
+export * from "./retry_budget.js";
 export * from "./hedge.js";
 export * from "./headers.js";
 export * from "./caps.js";

@@ -9,7 +9,7 @@ import type {
   RetryOptions as RetryPolicyOptions,
   StopCode,
 } from "./edge_deadline.js";
-import type { RetryBudget } from "./budget.js";
+import type { RetryBudget } from "./retry_budget.js";
 import type { Deadline } from "./index.js";
 
 export type { BackoffOptions, Failure };

@@ -1,7 +1,7 @@
 // Retries inside one deadline. Whether to attempt, each attempt's timeout,
 // the backoff delay (seeded jitter), the idempotency rule and the defaults
 // are the Wasm core's (src/core/retry.rs: see its module doc), and so is the
-// retry budget's accounting (src/core/budget.rs, js/budget.js); this file
+// retry budget's accounting (src/core/retry_budget.rs, js/retry_budget.js); this file
 // owns the attempts' signals and timers and the abortable backoff sleep, each
 // one cancellation node (js/timers.js `child`) hanging from the deadline and
 // `options.signal`. Hedging is js/hedge.js.
@@ -37,7 +37,7 @@
 
 import * as core from "./edge_deadline.js";
 import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, render, RetryFailed } from "./errors.js";
-import { budgetCore, RetryBudget } from "./budget.js";
+import { retryBudgetCore, RetryBudget } from "./retry_budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { child, now } from "./timers.js";
@@ -243,7 +243,7 @@ async function retryLoop(fn, options) {
       if (parent?.aborted) throw signalEnded(parent, "before the attempt");
       if (deadlineSignal.aborted) throw signalEnded(deadlineSignal, "before the attempt");
       const t = now();
-      const timeoutMs = budget ? run.startBudgeted(t, budgetCore(budget)) : run.start(t);
+      const timeoutMs = budget ? run.startBudgeted(t, retryBudgetCore(budget)) : run.start(t);
       if (timeoutMs === undefined) throw stopped();
       const info = { attempt: number, timeoutMs, operationKey: o.operationKey };
       const result = await attempt(fn, info, timeoutMs, deadline, parent);
@@ -263,7 +263,7 @@ async function retryLoop(fn, options) {
         throw signalEnded(result.ended === "aborted" && parent?.aborted ? parent : deadlineSignal, "during the attempt");
       }
       const failure = result.ended === "timeout" ? "ambiguous" : classified(classify, result.error);
-      const delay = budget ? run.failedBudgeted(t1, failure, budgetCore(budget)) : run.failed(t1, failure);
+      const delay = budget ? run.failedBudgeted(t1, failure, retryBudgetCore(budget)) : run.failed(t1, failure);
       ended();
       if (delay === undefined) throw stopped();
       const woke = await sleep(delay, deadline, parent);

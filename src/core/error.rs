@@ -98,7 +98,7 @@ pub const MAIN: &[&[(&str, &str)]] = &[
     crate::core::deadline::msg::TEMPLATES,
     crate::core::plan::msg::TEMPLATES,
     crate::core::retry::msg::TEMPLATES,
-    crate::core::budget::msg::TEMPLATES,
+    crate::core::retry_budget::msg::TEMPLATES,
     crate::core::headers::msg::TEMPLATES,
     crate::core::caps::msg::TEMPLATES,
     crate::core::stall::msg::TEMPLATES,
@@ -510,8 +510,8 @@ mod tests {
     /// exactly as `Within<E>` does.
     #[test]
     fn within_a_borrowed_error_describes_it_as_within_the_error() {
-        use crate::core::budget::BudgetError;
         use crate::core::deadline::DeadlineError;
+        use crate::core::retry_budget::RetryBudgetError;
         fn same<E: Described + Clone>(error: E) {
             let owned = Within::new("options", error.clone());
             let borrowed = Within::new("options", &error as &dyn Described);
@@ -521,10 +521,10 @@ mod tests {
             assert_eq!(borrowed.fields(), owned.fields());
             assert_eq!(borrowed.message(), owned.message());
         }
-        same(BudgetError::BadRatio { value: 2.0 });
+        same(RetryBudgetError::BadRatio { value: 2.0 });
         same(DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 });
         same(ShapeError { param: "x", detail: "y".into() });
-        let borrowed = Within::new("options", &BudgetError::BadRatio { value: 2.0 } as &dyn Described);
+        let borrowed = Within::new("options", &RetryBudgetError::BadRatio { value: 2.0 } as &dyn Described);
         assert_eq!(borrowed.param().as_deref(), Some("options.ratio"));
         assert_eq!(
             Within::new("options", &DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 } as &dyn Described)
@@ -601,12 +601,12 @@ mod tests {
     /// Each message of the main entry's errors and data, one of every variant.
     #[test]
     fn main_messages_fill_every_hole() {
-        use crate::core::budget::BudgetError;
         use crate::core::caps::{CapsError, Platform, Trigger};
         use crate::core::deadline::DeadlineError;
         use crate::core::headers::HeaderError;
         use crate::core::plan::{PlanError, SkipReason};
         use crate::core::retry::{RetryError, StopReason};
+        use crate::core::retry_budget::RetryBudgetError;
         use crate::core::stall::StallError;
         let time = DeadlineError::NotFinite { param: "ms", value: f64::INFINITY };
         let h = "grpc-timeout";
@@ -621,7 +621,7 @@ mod tests {
             DeadlineError::Insufficient { remaining_ms: 1.0, min_ms: 2.0 }.message(),
             Message::new(crate::core::deadline::msg::BELOW_RESERVE).arg("budgetMs", 50.0).arg("reserveMs", 300.0),
             ShapeError { param: "x", detail: "y".into() }.message(),
-            Within::new("options", BudgetError::BadRatio { value: 2.0 }).message(),
+            Within::new("options", RetryBudgetError::BadRatio { value: 2.0 }).message(),
             SkipReason::Expired.message(),
             SkipReason::BelowMinimum { available_ms: 1.5, min_ms: 2.0 }.message(),
         ];
@@ -656,7 +656,7 @@ mod tests {
                 RetryError::TooManyRetries { value: 101 },
                 RetryError::BadAttempt { value: 0 },
                 RetryError::UnknownFailure { value: "x".into() },
-                RetryError::Budget(BudgetError::BadWindow { value: 0.0 }),
+                RetryError::Budget(RetryBudgetError::BadWindow { value: 0.0 }),
                 RetryError::OutOfOrder { call: "failed", state: "idle" },
             ]
             .iter()
@@ -677,10 +677,10 @@ mod tests {
         );
         all.extend(
             [
-                BudgetError::BadRatio { value: 2.0 },
-                BudgetError::BadMinPerSecond { value: -1.0 },
-                BudgetError::BadWindow { value: 0.0 },
-                BudgetError::Time(time),
+                RetryBudgetError::BadRatio { value: 2.0 },
+                RetryBudgetError::BadMinPerSecond { value: -1.0 },
+                RetryBudgetError::BadWindow { value: 0.0 },
+                RetryBudgetError::Time(time),
             ]
             .iter()
             .map(Described::message),

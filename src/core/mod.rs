@@ -6,7 +6,6 @@
 //! integer millisecond up to 2^53 exactly; the validators in [`deadline`]
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
-pub mod budget;
 pub mod caps;
 pub mod deadline;
 pub mod derive;
@@ -17,6 +16,7 @@ pub mod little;
 pub mod plan;
 pub mod prom;
 pub mod retry;
+pub mod retry_budget;
 pub mod rng;
 pub mod simulate;
 pub mod sketch;

@@ -1,5 +1,5 @@
 //! Retries inside one deadline: backoff schedules and the decision to try
-//! again. The retry budget shared across calls is [`crate::core::budget`];
+//! again. The retry budget shared across calls is [`crate::core::retry_budget`];
 //! hedging's policy is [`crate::core::hedge`].
 //!
 //! # Why retries live inside the deadline
@@ -45,9 +45,9 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::budget::{BudgetError, RetryBudget};
 use crate::core::deadline::{check_ms, DeadlineError};
 use crate::core::error::{Described, Kind, Message};
+use crate::core::retry_budget::{RetryBudget, RetryBudgetError};
 use crate::core::rng::SplitMix64;
 
 /// The most attempts one retry loop accepts (and the longest schedule).
@@ -94,8 +94,8 @@ pub enum RetryError {
         /// The kind given (its first 64 characters).
         value: String,
     },
-    /// The shared retry budget refused a value ([`crate::core::budget`]).
-    Budget(BudgetError),
+    /// The shared retry budget refused a value ([`crate::core::retry_budget`]).
+    Budget(RetryBudgetError),
     /// A [`RetryRun`] method was called in the wrong state, e.g. `failed`
     /// without a started attempt.
     OutOfOrder {
@@ -212,8 +212,8 @@ impl Described for RetryError {
     }
 }
 
-impl From<BudgetError> for RetryError {
-    fn from(e: BudgetError) -> Self {
+impl From<RetryBudgetError> for RetryError {
+    fn from(e: RetryBudgetError) -> Self {
         Self::Budget(e)
     }
 }

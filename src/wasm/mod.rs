@@ -37,7 +37,7 @@
 //! - `retry.rs`: the `RetryRun` constructor takes the options as named
 //!   arguments (through serde, `retry()` cost 0.3–0.9 µs more in Node and
 //!   1.9 µs more in Deno) and the per-attempt `start`/`failed` answer a number
-//!   or `undefined`; `budget.rs`, asked once per failed attempt inside that call.
+//!   or `undefined`; `retry_budget.rs`, asked once per failed attempt inside that call.
 //! - `headers.rs` `encodeHeader`/`parseHeader` (every outgoing and incoming
 //!   request).
 //! - `stall.rs` `stallWake` (the one wake-up of a stream, never per chunk);
@@ -59,8 +59,6 @@ use crate::core::error::{Arg, Described, Kind, Message, ShapeError};
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
 // the boundary belongs to exactly one; what is below this list is shared.
 #[cfg(feature = "main")]
-mod budget;
-#[cfg(feature = "main")]
 mod caps;
 mod de;
 #[cfg(feature = "main")]
@@ -79,6 +77,8 @@ mod plan;
 mod prom;
 #[cfg(feature = "main")]
 mod retry;
+#[cfg(feature = "main")]
+mod retry_budget;
 mod ser;
 #[cfg(feature = "derive")]
 mod simulate;

@@ -27,7 +27,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::budget::RetryBudgetJs;
+use super::retry_budget::RetryBudgetJs;
 use super::{array_js, from_js, into_js, to_js, within_js};
 use crate::core::error::ShapeError;
 use crate::core::retry::{AfterFailure, BackoffOptions, Failure, RetryOptions, RetryRun, Start, StopReason};

@@ -35,10 +35,10 @@ use super::errors::AttemptReport;
 use super::guard::{Ended, Guard};
 use super::timers::{sleep_until, Sleep};
 use super::{sys, Deadline, Error};
-use crate::core::budget::{self, BudgetError};
 use crate::core::hedge::check_hedge;
 pub use crate::core::retry::Failure;
 use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start, StopReason};
+use crate::core::retry_budget::{self, RetryBudgetError};
 
 impl From<RetryError> for Error {
     fn from(error: RetryError) -> Self {
@@ -56,13 +56,13 @@ impl From<RetryError> for Error {
     }
 }
 
-impl From<BudgetError> for Error {
-    fn from(error: BudgetError) -> Self {
+impl From<RetryBudgetError> for Error {
+    fn from(error: RetryBudgetError) -> Self {
         let param = match &error {
-            BudgetError::Time(e) => return Error::from(*e),
-            BudgetError::BadRatio { .. } => "ratio",
-            BudgetError::BadMinPerSecond { .. } => "minPerSecond",
-            BudgetError::BadWindow { .. } => "windowMs",
+            RetryBudgetError::Time(e) => return Error::from(*e),
+            RetryBudgetError::BadRatio { .. } => "ratio",
+            RetryBudgetError::BadMinPerSecond { .. } => "minPerSecond",
+            RetryBudgetError::BadWindow { .. } => "windowMs",
         };
         Error::invalid(param, error.to_string())
     }
@@ -83,7 +83,7 @@ impl From<BudgetError> for Error {
 /// # fn main() {}
 /// ```
 #[derive(Debug)]
-pub struct RetryBudget(RefCell<budget::RetryBudget>);
+pub struct RetryBudget(RefCell<retry_budget::RetryBudget>);
 
 impl RetryBudget {
     /// `ratio` in `[0, 1]`, `min_per_second` ≥ 0, `window_ms` in `1 ..= 86 400 000`.
@@ -101,7 +101,7 @@ impl RetryBudget {
     /// # fn main() {}
     /// ```
     pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<Self, Error> {
-        Ok(Self(RefCell::new(budget::RetryBudget::new(ratio, min_per_second, window_ms)?)))
+        Ok(Self(RefCell::new(retry_budget::RetryBudget::new(ratio, min_per_second, window_ms)?)))
     }
 }
 

@@ -51,7 +51,7 @@ export const ALLOWED = [
   "stall.d.ts",
   "plan.d.ts",
   "retry.d.ts",
-  "budget.d.ts",
+  "retry_budget.d.ts",
   "hedge.d.ts",
   "headers.d.ts",
   "caps.d.ts",

@@ -2,8 +2,8 @@
 //! invariants 2 to 5, and the seed 004 scenario (a plan whose steps retry).
 
 use super::*;
-use crate::core::budget::RetryBudget;
 use crate::core::plan::{Decision, Plan, StepKind, StepSpec};
+use crate::core::retry_budget::RetryBudget;
 use proptest::prelude::*;
 
 #[test]

@@ -1,6 +1,6 @@
 // Every JS test case, one module per concept (same names as src/core/ and js/).
 import alloc from "./alloc.js";
-import budget from "./budget.js";
+import retryBudget from "./retry_budget.js";
 import caps from "./caps.js";
 import context from "./context.js";
 import deadline from "./deadline.js";
@@ -22,4 +22,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...budget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...alloc, ...errors, ...ergonomics];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...alloc, ...errors, ...ergonomics];

@@ -1,5 +1,5 @@
-// Types for js/budget.js. The options and the window's counts are generated
-// from the Rust core (src/core/budget.rs) into edge_deadline.d.ts.
+// Types for js/retry_budget.js. The options and the window's counts are generated
+// from the Rust core (src/core/retry_budget.rs) into edge_deadline.d.ts.
 import type { BudgetCounts, BudgetOptions } from "./edge_deadline.js";
 
 export type { BudgetCounts };

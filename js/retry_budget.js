@@ -1,6 +1,6 @@
 // Retry budgets: one retry allowance shared by every call to a dependency.
 // The accounting (a sliding window of buckets), the limits and the defaults
-// are the Wasm core's (src/core/budget.rs: see its module doc for why a
+// are the Wasm core's (src/core/retry_budget.rs: see its module doc for why a
 // budget and not only a maximum number of attempts); `retry` asks it through
 // js/retry.js. This file owns the JS object and when its Wasm memory is freed.
 //
@@ -17,7 +17,7 @@ import * as check from "./validate.js";
 
 
 /** The core object behind a budget, for js/retry.js; throws once it is disposed. */
-export let budgetCore;
+export let retryBudgetCore;
 
 /**
  * A retry allowance shared across calls (Finagle / Envoy style): in any
@@ -29,7 +29,7 @@ export class RetryBudget {
   #core;
 
   static {
-    budgetCore = (b) => {
+    retryBudgetCore = (b) => {
       if (!b.#core) throw new Error("this RetryBudget was disposed; create a new one");
       return b.#core;
     };
@@ -47,7 +47,7 @@ export class RetryBudget {
 
   /** `{ requests, retries, floor }` in the window ending now. */
   counts() {
-    return budgetCore(this).counts(now());
+    return retryBudgetCore(this).counts(now());
   }
 
   /** Frees the budget's Wasm memory. Retries using it afterwards throw. */

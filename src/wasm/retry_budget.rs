@@ -1,9 +1,9 @@
-//! Bindings for [`crate::core::budget`] (`js/budget.js`).
+//! Bindings for [`crate::core::retry_budget`] (`js/retry_budget.js`).
 //!
 //! A [`RetryBudgetJs`] lives as long as the user's `RetryBudget` and is freed
 //! by its `dispose()`. The options cross once as [`BudgetOptions`] (the
 //! defaults are the core's); the window's counts come back as
-//! [`BudgetCounts`](crate::core::budget::BudgetCounts). Nothing here is
+//! [`BudgetCounts`](crate::core::retry_budget::BudgetCounts). Nothing here is
 //! scalar by necessity: the budget is asked once per failed attempt, through
 //! [`super::retry`], inside the same Wasm call; `counts()` is for logs
 //! (264 ns in Node against 138 ns as a positional array, BENCHMARKS.md).
@@ -11,7 +11,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
-use crate::core::budget::{BudgetOptions, RetryBudget};
+use crate::core::retry_budget::{BudgetOptions, RetryBudget};
 
 /// A shared [`RetryBudget`].
 #[wasm_bindgen(js_name = RetryBudgetCore)]

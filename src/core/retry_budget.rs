@@ -25,7 +25,7 @@ use crate::core::deadline::{check_ms, DeadlineError};
 use crate::core::error::{Described, Kind, Message};
 
 /// Buckets in a [`RetryBudget`]'s sliding window.
-pub const BUDGET_BUCKETS: usize = 10;
+pub const RETRY_BUDGET_BUCKETS: usize = 10;
 
 /// The longest retry-budget window: one day.
 pub const MAX_WINDOW_MS: f64 = 86_400_000.0;
@@ -35,7 +35,7 @@ pub const MAX_MIN_PER_SECOND: f64 = 1_000_000.0;
 
 /// Why a retry budget's setting or call was refused.
 #[derive(Debug, Clone, PartialEq)]
-pub enum BudgetError {
+pub enum RetryBudgetError {
     /// `ratio` is outside `[0, 1]`.
     BadRatio {
         /// The ratio given.
@@ -57,19 +57,19 @@ pub enum BudgetError {
 
 /// The retry budget's message templates.
 pub mod msg {
-    crate::templates! { "budget";
-        /// [`BudgetError::BadRatio`](super::BudgetError::BadRatio): `ratio` outside `[0, 1]`.
+    crate::templates! { "retry_budget";
+        /// [`RetryBudgetError::BadRatio`](super::RetryBudgetError::BadRatio): `ratio` outside `[0, 1]`.
         BAD_RATIO = "'ratio' must be between 0 and 1: current value is {value}";
-        /// [`BudgetError::BadMinPerSecond`](super::BudgetError::BadMinPerSecond): `minPerSecond` outside `0 ..= {max}`.
+        /// [`RetryBudgetError::BadMinPerSecond`](super::RetryBudgetError::BadMinPerSecond): `minPerSecond` outside `0 ..= {max}`.
         BAD_MIN_PER_SECOND = "'minPerSecond' must be between 0 and {max}: current value is {value}";
-        /// [`BudgetError::BadWindow`](super::BudgetError::BadWindow): `windowMs` outside `1 ..= {max}` ms.
+        /// [`RetryBudgetError::BadWindow`](super::RetryBudgetError::BadWindow): `windowMs` outside `1 ..= {max}` ms.
         BAD_WINDOW = "'windowMs' must be between 1 and {max} milliseconds: current value is {value}";
     }
 }
 
-crate::described_error!(BudgetError);
+crate::described_error!(RetryBudgetError);
 
-impl Described for BudgetError {
+impl Described for RetryBudgetError {
     fn code(&self) -> &'static str {
         match self {
             Self::BadRatio { .. } => "RATIO_OUT_OF_RANGE",
@@ -142,17 +142,17 @@ pub struct BudgetCounts {
     pub floor: f64,
 }
 
-impl From<DeadlineError> for BudgetError {
+impl From<DeadlineError> for RetryBudgetError {
     fn from(e: DeadlineError) -> Self {
         Self::Time(e)
     }
 }
 
 /// A retry allowance shared across calls, over a sliding window of
-/// [`BUDGET_BUCKETS`] buckets.
+/// [`RETRY_BUDGET_BUCKETS`] buckets.
 ///
 /// The window is bucketed: counts older than `windowMs` leave a bucket at a
-/// time, so the effective window is between `windowMs × (1 − 1/BUDGET_BUCKETS)`
+/// time, so the effective window is between `windowMs × (1 − 1/RETRY_BUDGET_BUCKETS)`
 /// and `windowMs`. Time is passed in; a `now` earlier than one already seen
 /// (which a monotonic clock never produces) counts in the newest bucket.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,8 +161,8 @@ pub struct RetryBudget {
     min_per_second: f64,
     window_ms: f64,
     bucket_ms: f64,
-    requests: [u64; BUDGET_BUCKETS],
-    retries: [u64; BUDGET_BUCKETS],
+    requests: [u64; RETRY_BUDGET_BUCKETS],
+    retries: [u64; RETRY_BUDGET_BUCKETS],
     /// Absolute index (`floor(now / bucket_ms)`) of the newest bucket, once one is seen.
     head: Option<u64>,
 }
@@ -170,29 +170,29 @@ pub struct RetryBudget {
 impl RetryBudget {
     /// `ratio` in `[0, 1]`, `min_per_second` in `0 ..= MAX_MIN_PER_SECOND`,
     /// `window_ms` in `1 ..= MAX_WINDOW_MS`.
-    pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<Self, BudgetError> {
+    pub fn new(ratio: f64, min_per_second: f64, window_ms: f64) -> Result<Self, RetryBudgetError> {
         if !(0.0..=1.0).contains(&ratio) {
-            return Err(BudgetError::BadRatio { value: ratio });
+            return Err(RetryBudgetError::BadRatio { value: ratio });
         }
         if !(0.0..=MAX_MIN_PER_SECOND).contains(&min_per_second) {
-            return Err(BudgetError::BadMinPerSecond { value: min_per_second });
+            return Err(RetryBudgetError::BadMinPerSecond { value: min_per_second });
         }
         if !(1.0..=MAX_WINDOW_MS).contains(&window_ms) {
-            return Err(BudgetError::BadWindow { value: window_ms });
+            return Err(RetryBudgetError::BadWindow { value: window_ms });
         }
         Ok(Self {
             ratio: ratio + 0.0,
             min_per_second: min_per_second + 0.0,
             window_ms,
-            bucket_ms: window_ms / BUDGET_BUCKETS as f64,
-            requests: [0; BUDGET_BUCKETS],
-            retries: [0; BUDGET_BUCKETS],
+            bucket_ms: window_ms / RETRY_BUDGET_BUCKETS as f64,
+            requests: [0; RETRY_BUDGET_BUCKETS],
+            retries: [0; RETRY_BUDGET_BUCKETS],
             head: None,
         })
     }
 
     /// [`RetryBudget::new`] from the caller's options.
-    pub fn from_options(options: &BudgetOptions) -> Result<Self, BudgetError> {
+    pub fn from_options(options: &BudgetOptions) -> Result<Self, RetryBudgetError> {
         Self::new(
             options.ratio.unwrap_or(0.2),
             options.min_per_second.unwrap_or(10.0),
@@ -201,7 +201,7 @@ impl RetryBudget {
     }
 
     /// [`RetryBudget::counts`] with the floor, as [`BudgetCounts`].
-    pub fn window(&mut self, now_ms: f64) -> Result<BudgetCounts, BudgetError> {
+    pub fn window(&mut self, now_ms: f64) -> Result<BudgetCounts, RetryBudgetError> {
         let (requests, retries) = self.counts(now_ms)?;
         Ok(BudgetCounts { requests, retries, floor: self.floor() })
     }
@@ -212,7 +212,7 @@ impl RetryBudget {
     }
 
     /// Counts one original request (a first attempt).
-    pub fn record_request(&mut self, now_ms: f64) -> Result<(), BudgetError> {
+    pub fn record_request(&mut self, now_ms: f64) -> Result<(), RetryBudgetError> {
         let slot = self.advance(now_ms)?;
         self.requests[slot] = self.requests[slot].saturating_add(1);
         Ok(())
@@ -220,7 +220,7 @@ impl RetryBudget {
 
     /// Withdraws one retry if `retries + 1 ≤ ratio × requests + floor` in the
     /// window; `Ok(false)` (and nothing recorded) otherwise.
-    pub fn try_retry(&mut self, now_ms: f64) -> Result<bool, BudgetError> {
+    pub fn try_retry(&mut self, now_ms: f64) -> Result<bool, RetryBudgetError> {
         let slot = self.advance(now_ms)?;
         let (requests, retries) = self.sums();
         // u64 → f64 rounds only past 2^53 events, long after any window fills.
@@ -232,7 +232,7 @@ impl RetryBudget {
     }
 
     /// `(requests, retries)` in the window ending at `now_ms`.
-    pub fn counts(&mut self, now_ms: f64) -> Result<(u64, u64), BudgetError> {
+    pub fn counts(&mut self, now_ms: f64) -> Result<(u64, u64), RetryBudgetError> {
         self.advance(now_ms)?;
         Ok(self.sums())
     }
@@ -244,7 +244,7 @@ impl RetryBudget {
 
     /// Moves the window to `now_ms`, clearing buckets that fell out of it, and
     /// returns the slot of the newest bucket.
-    fn advance(&mut self, now_ms: f64) -> Result<usize, BudgetError> {
+    fn advance(&mut self, now_ms: f64) -> Result<usize, RetryBudgetError> {
         let now = check_ms("now", now_ms)?;
         // now ≤ 2^53 and bucket_ms ≥ 0.1, so the index is below 2^57: exact in u64.
         let index = (now / self.bucket_ms).floor() as u64;
@@ -252,9 +252,9 @@ impl RetryBudget {
             None => index,
             Some(head) if index > head => {
                 let gap = index - head;
-                if gap >= BUDGET_BUCKETS as u64 {
-                    self.requests = [0; BUDGET_BUCKETS];
-                    self.retries = [0; BUDGET_BUCKETS];
+                if gap >= RETRY_BUDGET_BUCKETS as u64 {
+                    self.requests = [0; RETRY_BUDGET_BUCKETS];
+                    self.retries = [0; RETRY_BUDGET_BUCKETS];
                 } else {
                     for k in 1..=gap {
                         let slot = slot_of(head + k);
@@ -272,8 +272,8 @@ impl RetryBudget {
 }
 
 fn slot_of(index: u64) -> usize {
-    // The remainder is below BUDGET_BUCKETS, so it fits any usize.
-    (index % BUDGET_BUCKETS as u64) as usize
+    // The remainder is below RETRY_BUDGET_BUCKETS, so it fits any usize.
+    (index % RETRY_BUDGET_BUCKETS as u64) as usize
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -320,13 +320,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_settings_with_clear_errors() {
-        assert_eq!(RetryBudget::new(1.5, 0.0, 1_000.0), Err(BudgetError::BadRatio { value: 1.5 }));
-        assert!(matches!(RetryBudget::new(f64::NAN, 0.0, 1_000.0), Err(BudgetError::BadRatio { .. })));
-        assert!(matches!(RetryBudget::new(-0.1, 0.0, 1_000.0), Err(BudgetError::BadRatio { .. })));
-        assert!(matches!(RetryBudget::new(0.2, -1.0, 1_000.0), Err(BudgetError::BadMinPerSecond { .. })));
-        assert!(matches!(RetryBudget::new(0.2, f64::INFINITY, 1_000.0), Err(BudgetError::BadMinPerSecond { .. })));
-        assert!(matches!(RetryBudget::new(0.2, 1.0, 0.5), Err(BudgetError::BadWindow { .. })));
-        assert!(matches!(RetryBudget::new(0.2, 1.0, f64::NAN), Err(BudgetError::BadWindow { .. })));
+        assert_eq!(RetryBudget::new(1.5, 0.0, 1_000.0), Err(RetryBudgetError::BadRatio { value: 1.5 }));
+        assert!(matches!(RetryBudget::new(f64::NAN, 0.0, 1_000.0), Err(RetryBudgetError::BadRatio { .. })));
+        assert!(matches!(RetryBudget::new(-0.1, 0.0, 1_000.0), Err(RetryBudgetError::BadRatio { .. })));
+        assert!(matches!(RetryBudget::new(0.2, -1.0, 1_000.0), Err(RetryBudgetError::BadMinPerSecond { .. })));
+        assert!(matches!(RetryBudget::new(0.2, f64::INFINITY, 1_000.0), Err(RetryBudgetError::BadMinPerSecond { .. })));
+        assert!(matches!(RetryBudget::new(0.2, 1.0, 0.5), Err(RetryBudgetError::BadWindow { .. })));
+        assert!(matches!(RetryBudget::new(0.2, 1.0, f64::NAN), Err(RetryBudgetError::BadWindow { .. })));
         let e = RetryBudget::new(0.2, 1.0, 0.0).unwrap_err().to_string();
         assert!(e.starts_with("'windowMs' must be between 1 and"), "{e}");
     }
@@ -344,7 +344,7 @@ mod tests {
             events in proptest::collection::vec((any::<bool>(), 0.0..800.0f64), 1..200),
         ) {
             let mut b = RetryBudget::new(ratio, per_second, window).unwrap();
-            let bucket = window / BUDGET_BUCKETS as f64;
+            let bucket = window / RETRY_BUDGET_BUCKETS as f64;
             let mut log: Vec<(u64, bool)> = Vec::new(); // (bucket index, is_retry)
             let mut now = 0.0;
             let mut newest = 0u64;
@@ -353,7 +353,7 @@ mod tests {
                 let idx = ((now / bucket).floor() as u64).max(newest);
                 newest = idx;
                 let in_window = |log: &Vec<(u64, bool)>, retry: bool| {
-                    log.iter().filter(|(i, r)| *r == retry && i + BUDGET_BUCKETS as u64 > idx).count() as u64
+                    log.iter().filter(|(i, r)| *r == retry && i + RETRY_BUDGET_BUCKETS as u64 > idx).count() as u64
                 };
                 let mut allowed = false;
                 if is_retry {
