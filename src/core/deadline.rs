@@ -26,8 +26,6 @@
 //! `signal()`, and a Wasm call plus a second clock read there cost more than
 //! the arithmetic (measured in `bench/deadline.bench.mjs`, see BENCHMARKS.md).
 
-use core::fmt;
-
 use crate::core::error::{Described, Kind, Message};
 
 /// The largest instant or duration accepted: 2^53 − 1 ms (about 285 616 years).
@@ -38,29 +36,8 @@ pub const MAX_MS: f64 = 9_007_199_254_740_991.0;
 /// so anything longer must be re-armed in slices.
 pub const MAX_TIMER_MS: f64 = 2_147_483_647.0;
 
-/// Milliseconds measured by a clock, for messages: whole, or to 0.1 ms
-/// ("43.1 ms", not "43.08580599999999 ms"). Error *fields* keep the exact
-/// value; a rejected input is always printed exactly ("current value is …").
-#[derive(Debug, Clone, Copy)]
-pub struct Ms(pub f64);
-
-impl fmt::Display for Ms {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = self.0;
-        if v.fract() == 0.0 {
-            write!(f, "{v}")
-        } else if (v * 4.0).fract() == 0.0 && (v * 2.0).fract() != 0.0 {
-            // An exact tie (x.25, x.75: ×4 and ×2 are exact in binary) rounds
-            // away from zero, as JavaScript's `toFixed(1)` does (js/errors.js
-            // `ms`); `{:.1}` alone would round it to even.
-            let whole = v.trunc();
-            let tenth = if (v - whole).abs() == 0.25 { 3 } else { 8 };
-            write!(f, "{}{}.{tenth}", if v < 0.0 { "-" } else { "" }, whole.abs())
-        } else {
-            write!(f, "{v:.1}")
-        }
-    }
-}
+/// Milliseconds measured by a clock, for messages (the `{name:ms}` hole).
+pub use crate::core::error::Ms;
 
 /// Why a deadline operation was refused.
 #[derive(Debug, Clone, Copy, PartialEq)]

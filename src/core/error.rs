@@ -15,19 +15,21 @@
 //! Every message is written once, in the core, as a *template*: a sentence
 //! with named holes (`'{param}' must be … current value is {value}`),
 //! declared with [`templates!`](crate::templates!) next to the error type that uses it. An error
-//! describes itself as a [`Message`]: the template's id and the values for its
-//! holes. Its `Display` (what the Rust API shows) renders that in Rust; the
+//! describes itself as a [`Message`]: its [`Template`] and the values for its
+//! holes. A message carries its own template, so printing one needs no table
+//! of every module's sentences: this module depends on no concept module.
+//! Its `Display` (what the Rust API shows) renders it in Rust; the
 //! npm package's `.wasm` sends only the id and the values across, and
 //! `js/errors.js` renders them from `js/messages.js` (the main entry's
 //! templates) and `js/derive-messages.js` (the derive entry's), both generated
 //! from these declarations by a host test (`UPDATE_MESSAGES=1 cargo test --lib
-//! message_tables`). That keeps the sentences and all float formatting out of
+//! message_tables`, in the test-only catalog `src/core/messages.rs`). That keeps the sentences and all float formatting out of
 //! the `.wasm`: measured, formatting an `f64` alone retained 18 KB of the main
 //! module (BENCHMARKS.md, "Size and start-up").
 //!
 //! A hole is `{name}` (the value as given: a number exactly, a string as is, a
 //! nested message rendered), `{name:ms}` (milliseconds measured by a clock:
-//! whole, or to 0.1 ms, see [`Ms`](crate::core::deadline::Ms)) or
+//! whole, or to 0.1 ms, see [`Ms`]) or
 //! `{name:.N}` (a number to `N` decimals, `N` one digit, as JavaScript's
 //! `toFixed(N)`: exact ties away from zero); `{{` and `}}` are literal
 //! braces. Numbers print as each language prints them, which differ only at
@@ -52,9 +54,10 @@ pub enum Kind {
     Insufficient,
 }
 
-/// Declares a module's message templates: for each, a `pub const` holding
-/// its id (`"<prefix>.<NAME>"`, what crosses to JavaScript), and the module's
-/// `TEMPLATES` table of `(id, text)`, which [`MAIN`] or [`DERIVE`] lists.
+/// Declares a module's message templates: for each, a `pub const`
+/// [`Template`] (its id `"<prefix>.<NAME>"`, what crosses to JavaScript, and
+/// its text), and the module's `TEMPLATES`, every one of them (the tables of
+/// `js/messages.js` and `js/derive-messages.js` are generated from these).
 ///
 /// ```ignore
 /// pub mod msg {
@@ -67,10 +70,33 @@ pub enum Kind {
 #[macro_export]
 macro_rules! templates {
     ($prefix:literal; $( $(#[$doc:meta])* $name:ident = $text:literal; )*) => {
-        $( $(#[$doc])* pub const $name: &str = concat!($prefix, ".", stringify!($name)); )*
-        /// Every template of this module: `(id, text)`.
-        pub const TEMPLATES: &[(&str, &str)] = &[ $( ($name, $text), )* ];
+        $( $(#[$doc])* pub const $name: $crate::core::error::Template = $crate::core::error::Template {
+            id: concat!($prefix, ".", stringify!($name)),
+            // The npm package's `.wasm` sends the id and js/ renders the text
+            // from its generated tables, so the sentences stay out of it.
+            text: if $crate::core::error::TEXT_IN_JS { "" } else { $text },
+        }; )*
+        /// Every template of this module.
+        pub const TEMPLATES: &[$crate::core::error::Template] = &[ $( $name, )* ];
     };
+}
+
+/// True in the npm package's `.wasm`, whose messages leave as a template id
+/// and values and are filled in from `js/messages.js` (see the module docs):
+/// there a [`Template`]'s text is empty, and nothing reads it.
+#[doc(hidden)]
+pub const TEXT_IN_JS: bool = cfg!(all(target_arch = "wasm32", not(feature = "web")));
+
+/// A message's sentence with named holes, and the stable id it crosses to
+/// JavaScript as. Declared with [`templates!`](crate::templates!), next to the
+/// error type that uses it: a message carries its own template, so nothing
+/// here has to know every module's sentences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Template {
+    /// `"<module>.<NAME>"`: what the npm package sends instead of the text.
+    pub id: &'static str,
+    /// The sentence, with `{name}`, `{name:ms}` and `{name:.N}` holes.
+    pub text: &'static str,
 }
 
 /// The block every core error type shares: `Display` is its
@@ -92,43 +118,13 @@ macro_rules! described_error {
     };
 }
 
-/// The templates of the main entry's errors (`js/messages.js`).
-pub const MAIN: &[&[(&str, &str)]] = &[
-    msg::TEMPLATES,
-    crate::core::deadline::msg::TEMPLATES,
-    crate::core::plan::msg::TEMPLATES,
-    crate::core::retry::msg::TEMPLATES,
-    crate::core::retry_budget::msg::TEMPLATES,
-    crate::core::headers::msg::TEMPLATES,
-    crate::core::caps::msg::TEMPLATES,
-    crate::core::stall::msg::TEMPLATES,
-];
-
-/// The templates only the derive entry's errors use (`js/derive-messages.js`).
-pub const DERIVE: &[&[(&str, &str)]] = &[
-    crate::core::sketch::msg::TEMPLATES,
-    crate::core::sketch::bytes_msg::TEMPLATES,
-    crate::core::derive::msg::TEMPLATES,
-    crate::core::derive::warning_msg::TEMPLATES,
-    crate::core::prom::msg::TEMPLATES,
-    crate::core::simulate::msg::TEMPLATES,
-    crate::core::little::msg::TEMPLATES,
-];
-
-/// The text of template `id`.
-pub fn template(id: &str) -> Option<&'static str> {
-    // The main entry's .wasm never makes a derive error, so its search leaves
-    // DERIVE out: linked in through this function, those sentences added
-    // 7.3 KB gzip to it (measured) while any error there still renders in Rust.
-    let derive = if cfg!(any(feature = "derive", feature = "web", not(target_arch = "wasm32"))) { DERIVE } else { &[] };
-    MAIN.iter().chain(derive).flat_map(|t| t.iter()).find(|(i, _)| *i == id).map(|(_, text)| *text)
-}
-
-/// A message: a template's id and the values for its holes, by name.
+/// A message: a template and the values for its holes, by name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
-    /// A template id declared with [`templates!`](crate::templates!).
+    /// The template's id ([`Template::id`]).
     pub id: &'static str,
+    /// The template's sentence ([`Template::text`]), which `Display` fills.
+    pub text: &'static str,
     /// The values for the template's holes, by name.
     pub args: Vec<(&'static str, Arg)>,
 }
@@ -181,9 +177,9 @@ impl From<Message> for Arg {
 }
 
 impl Message {
-    /// Template `id` with no values yet.
-    pub fn new(id: &'static str) -> Self {
-        Self { id, args: Vec::new() }
+    /// `template` with no values yet.
+    pub fn new(template: Template) -> Self {
+        Self { id: template.id, text: template.text, args: Vec::new() }
     }
 
     /// The value of hole `name`.
@@ -210,7 +206,7 @@ impl Message {
 
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rest = template(self.id).unwrap_or(self.id);
+        let mut rest = self.text;
         while let Some(at) = rest.find(['{', '}']) {
             f.write_str(&rest[..at])?;
             let (brace, after) = rest[at..].split_at(1);
@@ -225,7 +221,7 @@ impl fmt::Display for Message {
             let hole = &after[..end];
             let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
             match self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a) {
-                Some(Arg::Num(v)) if spec == "ms" => crate::core::deadline::Ms(*v).fmt(f)?,
+                Some(Arg::Num(v)) if spec == "ms" => Ms(*v).fmt(f)?,
                 Some(Arg::Num(v)) if decimals(spec).is_some() => fixed(f, *v, decimals(spec).unwrap_or(0))?,
                 Some(Arg::Num(v)) => write!(f, "{v}")?,
                 Some(Arg::Str(s)) => f.write_str(s)?,
@@ -238,8 +234,32 @@ impl fmt::Display for Message {
     }
 }
 
+/// Milliseconds measured by a clock, for messages: whole, or to 0.1 ms
+/// ("43.1 ms", not "43.08580599999999 ms"). Error *fields* keep the exact
+/// value; a rejected input is always printed exactly ("current value is …").
+#[derive(Debug, Clone, Copy)]
+pub struct Ms(pub f64);
+
+impl fmt::Display for Ms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v.fract() == 0.0 {
+            write!(f, "{v}")
+        } else if (v * 4.0).fract() == 0.0 && (v * 2.0).fract() != 0.0 {
+            // An exact tie (x.25, x.75: ×4 and ×2 are exact in binary) rounds
+            // away from zero, as JavaScript's `toFixed(1)` does (js/errors.js
+            // `ms`); `{:.1}` alone would round it to even.
+            let whole = v.trunc();
+            let tenth = if (v - whole).abs() == 0.25 { 3 } else { 8 };
+            write!(f, "{}{}.{tenth}", if v < 0.0 { "-" } else { "" }, whole.abs())
+        } else {
+            write!(f, "{v:.1}")
+        }
+    }
+}
+
 /// `N` of a `.N` hole format.
-fn decimals(spec: &str) -> Option<usize> {
+pub(crate) fn decimals(spec: &str) -> Option<usize> {
     match spec.as_bytes() {
         [b'.', d @ b'0'..=b'9'] => Some(usize::from(d - b'0')),
         _ => None,
@@ -447,13 +467,12 @@ impl<E: Described> Described for Within<E> {
     }
 }
 
-/// Asserts that `message`'s template exists and that every hole of it, and
+/// Asserts that every hole of `message`'s template, and
 /// of each nested message, has a value: a test helper for the modules that
 /// build messages.
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn assert_filled(message: &Message) {
-    let text = template(message.id).unwrap_or_else(|| panic!("no template {}", message.id));
-    let mut rest = text;
+    let mut rest = message.text;
     while let Some(at) = rest.find('{') {
         let tail = &rest[at..];
         if let Some(after) = tail.strip_prefix("{{") {
@@ -475,43 +494,35 @@ pub(crate) fn assert_filled(message: &Message) {
 mod tests {
     use super::*;
 
-    /// A JavaScript string literal (JSON's escaping).
-    fn js_string(s: &str) -> String {
-        let mut out = String::from('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
-
-    fn js_table(what: &str, tables: &[&[(&str, &str)]]) -> String {
-        let mut out = format!(
-            "// The core's message templates for {what}, generated from the `templates!`\n\
-             // declarations in src/core/ by `UPDATE_MESSAGES=1 cargo test --lib message_tables`:\n\
-             // do not edit. js/errors.js renders them (`{{name}}`, `{{name:ms}}`, see src/core/error.rs).\n\n\
-             /** @type {{Record<string, string>}} */\n\
-             export const MESSAGES = {{\n"
-        );
-        for (id, text) in tables.iter().flat_map(|t| t.iter()) {
-            out.push_str(&format!("  {}: {},\n", js_string(id), js_string(text)));
-        }
-        out.push_str("};\n");
-        out
-    }
-
     /// The Wasm boundary wraps errors as `Within<&dyn Described>` (one copy
     /// of the wrapper for every error type): it must describe an error
     /// exactly as `Within<E>` does.
     #[test]
     fn within_a_borrowed_error_describes_it_as_within_the_error() {
-        use crate::core::deadline::DeadlineError;
-        use crate::core::retry_budget::RetryBudgetError;
+        /// An error with a parameter (bad input) or without one (time ran out).
+        #[derive(Clone)]
+        struct Probe(Option<&'static str>);
+        impl Described for Probe {
+            fn code(&self) -> &'static str {
+                "PROBE"
+            }
+            fn param(&self) -> Option<String> {
+                self.0.map(String::from)
+            }
+            fn kind(&self) -> Kind {
+                if self.0.is_some() {
+                    Kind::Range
+                } else {
+                    Kind::Deadline
+                }
+            }
+            fn fields(&self) -> Vec<(&'static str, f64)> {
+                vec![("lateByMs", 2.5)]
+            }
+            fn message(&self) -> Message {
+                Message::new(msg::SHAPE).arg("param", self.0.unwrap_or("-")).arg("detail", "probe")
+            }
+        }
         fn same<E: Described + Clone>(error: E) {
             let owned = Within::new("options", error.clone());
             let borrowed = Within::new("options", &error as &dyn Described);
@@ -521,222 +532,12 @@ mod tests {
             assert_eq!(borrowed.fields(), owned.fields());
             assert_eq!(borrowed.message(), owned.message());
         }
-        same(RetryBudgetError::BadRatio { value: 2.0 });
-        same(DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 });
+        same(Probe(Some("ratio")));
+        same(Probe(None));
         same(ShapeError { param: "x", detail: "y".into() });
-        let borrowed = Within::new("options", &RetryBudgetError::BadRatio { value: 2.0 } as &dyn Described);
+        let borrowed = Within::new("options", &Probe(Some("ratio")) as &dyn Described);
         assert_eq!(borrowed.param().as_deref(), Some("options.ratio"));
-        assert_eq!(
-            Within::new("options", &DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 } as &dyn Described)
-                .param()
-                .as_deref(),
-            Some("options")
-        );
-    }
-
-    /// js/messages.js and js/derive-messages.js are these templates, as
-    /// generated; `UPDATE_MESSAGES=1` rewrites them.
-    #[test]
-    fn message_tables_are_current() {
-        let root = env!("CARGO_MANIFEST_DIR");
-        let mut stale = Vec::new();
-        for (file, what, tables) in
-            [("js/messages.js", "the main entry", MAIN), ("js/derive-messages.js", "edge-deadline/derive", DERIVE)]
-        {
-            let path = format!("{root}/{file}");
-            let want = js_table(what, tables);
-            if std::env::var_os("UPDATE_MESSAGES").is_some() {
-                std::fs::write(&path, &want).unwrap();
-            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
-                stale.push(file);
-            }
-        }
-        assert!(stale.is_empty(), "{stale:?} out of date: run `UPDATE_MESSAGES=1 cargo test --lib message_tables`");
-    }
-
-    #[test]
-    fn templates_are_well_formed_and_ids_unique() {
-        let all: Vec<_> = MAIN.iter().chain(DERIVE).flat_map(|t| t.iter()).collect();
-        for (i, (id, text)) in all.iter().enumerate() {
-            assert!(all[..i].iter().all(|(other, _)| other != id), "duplicate id {id}");
-            let mut rest = *text;
-            while let Some(at) = rest.find(['{', '}']) {
-                let tail = &rest[at..];
-                if tail.starts_with("{{") || tail.starts_with("}}") {
-                    rest = &tail[2..];
-                    continue;
-                }
-                assert!(tail.starts_with('{'), "{id}: a lone '}}' in {text:?}");
-                let end = tail.find('}').unwrap_or_else(|| panic!("{id}: an unclosed hole in {text:?}"));
-                let hole = &tail[1..end];
-                let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
-                assert!(
-                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
-                    "{id}: {hole}"
-                );
-                assert!(
-                    spec.is_empty() || spec == "ms" || decimals(spec).is_some(),
-                    "{id}: unknown format {spec:?} (`ms`, `.N` or none)"
-                );
-                rest = &tail[end + 1..];
-            }
-        }
-    }
-
-    /// Every hole of a message's template has a value ([`assert_filled`]),
-    /// and no value lacks its hole: the names are strings, so a misspelt
-    /// one would print its hole.
-    fn assert_fills(m: &Message) {
-        assert_filled(m);
-        let text = template(m.id).unwrap_or_default().replace("{{", "");
-        for (name, arg) in &m.args {
-            let has = text.contains(&format!("{{{name}}}")) || text.contains(&format!("{{{name}:"));
-            assert!(has, "{}: a value for '{name}', which {text:?} has no hole for", m.id);
-            if let Arg::Msg(inner) = arg {
-                assert_fills(inner);
-            }
-        }
-    }
-
-    /// Each message of the main entry's errors and data, one of every variant.
-    #[test]
-    fn main_messages_fill_every_hole() {
-        use crate::core::caps::{CapsError, Platform, Trigger};
-        use crate::core::deadline::DeadlineError;
-        use crate::core::headers::HeaderError;
-        use crate::core::plan::{PlanError, SkipReason};
-        use crate::core::retry::{RetryError, StopReason};
-        use crate::core::retry_budget::RetryBudgetError;
-        use crate::core::stall::StallError;
-        let time = DeadlineError::NotFinite { param: "ms", value: f64::INFINITY };
-        let h = "grpc-timeout";
-        let step = || "a".to_string();
-        let mut all: Vec<Message> = vec![
-            time.message(),
-            DeadlineError::Negative { param: "ms", value: -1.0 }.message(),
-            DeadlineError::TooLarge { param: "ms", value: 1e300 }.message(),
-            DeadlineError::TooFar { param: "ms", value: 9e15, max: 7e15 }.message(),
-            DeadlineError::Exhausted { at: 1.0, late_by_ms: 2.5 }.message(),
-            DeadlineError::Exhausted { at: 1.0, late_by_ms: 0.0 }.message(),
-            DeadlineError::Insufficient { remaining_ms: 1.0, min_ms: 2.0 }.message(),
-            Message::new(crate::core::deadline::msg::BELOW_RESERVE).arg("budgetMs", 50.0).arg("reserveMs", 300.0),
-            ShapeError { param: "x", detail: "y".into() }.message(),
-            Within::new("options", RetryBudgetError::BadRatio { value: 2.0 }).message(),
-            SkipReason::Expired.message(),
-            SkipReason::BelowMinimum { available_ms: 1.5, min_ms: 2.0 }.message(),
-        ];
-        all.extend(
-            [
-                PlanError::NoSteps,
-                PlanError::TooManySteps { count: 300 },
-                PlanError::EmptyName { index: 1 },
-                PlanError::NameTooLong { index: 1, len: 200 },
-                PlanError::DuplicateName { name: step(), first: 0, second: 1 },
-                PlanError::UnknownStep { name: step() },
-                PlanError::IndexOutOfRange { index: 3, len: 2 },
-                PlanError::UnknownKind { value: "x".into() },
-                PlanError::BadStep { index: 1, detail: "not an object".into() },
-                PlanError::BadStepValue { index: 0, step: step(), error: time },
-                PlanError::MinAbovePreferred { index: 0, step: step(), min_ms: 2.0, preferred_ms: 1.0 },
-                PlanError::ReserveBelowMin { index: 0, step: step(), reserve_ms: 1.0, min_ms: 2.0 },
-                PlanError::ZeroPreferred { index: 0, step: step() },
-                PlanError::PreferredOnFallback { index: 0, step: step() },
-                PlanError::BadMargin { value: 1e9 },
-                PlanError::Time(time),
-            ]
-            .iter()
-            .map(Described::message),
-        );
-        all.extend(
-            [
-                RetryError::Time(time),
-                RetryError::BadJitter { value: 2.0 },
-                RetryError::MaxBelowBase { base_ms: 2.0, max_ms: 1.0 },
-                RetryError::BadMaxAttempts { value: 0 },
-                RetryError::TooManyRetries { value: 101 },
-                RetryError::BadAttempt { value: 0 },
-                RetryError::UnknownFailure { value: "x".into() },
-                RetryError::Budget(RetryBudgetError::BadWindow { value: 0.0 }),
-                RetryError::OutOfOrder { call: "failed", state: "idle" },
-            ]
-            .iter()
-            .map(Described::message),
-        );
-        all.extend(
-            [
-                StopReason::Permanent,
-                StopReason::NotIdempotent,
-                StopReason::Exhausted { attempts: 3 },
-                StopReason::Insufficient { remaining_ms: 1.0, attempt_min_ms: 2.0 },
-                StopReason::TimeoutBelowMin { attempt_timeout_ms: 1.0, attempt_min_ms: 2.0 },
-                StopReason::BackoffPastDeadline { delay_ms: 1.0, remaining_ms: 2.0, attempt_min_ms: 3.0 },
-                StopReason::BudgetExhausted,
-            ]
-            .iter()
-            .map(StopReason::message),
-        );
-        all.extend(
-            [
-                RetryBudgetError::BadRatio { value: 2.0 },
-                RetryBudgetError::BadMinPerSecond { value: -1.0 },
-                RetryBudgetError::BadWindow { value: 0.0 },
-                RetryBudgetError::Time(time),
-            ]
-            .iter()
-            .map(Described::message),
-        );
-        all.extend(
-            [
-                HeaderError::TooLong { header: h, len: 300 },
-                HeaderError::Empty { header: h },
-                HeaderError::Signed { header: h },
-                HeaderError::Whitespace { header: h, at: 1 },
-                HeaderError::NonAscii { header: h, at: 1 },
-                HeaderError::NotDigit { header: h, at: 1, found: '.' },
-                HeaderError::NoDigits { header: h },
-                HeaderError::TooManyDigits { header: h, digits: 9, max: 8 },
-                HeaderError::MissingUnit { header: h },
-                HeaderError::BadUnit { header: h, found: 'x' },
-                HeaderError::UnknownFormat { value: "x".into(), param: None },
-                HeaderError::Time(time),
-            ]
-            .iter()
-            .map(Described::message),
-        );
-        all.extend(
-            [
-                CapsError::UnknownPlatform { value: "x".into() },
-                CapsError::UnknownTier { value: "x".into() },
-                CapsError::UnknownTrigger { value: "x".into() },
-                CapsError::UnsupportedTrigger { platform: Platform::VercelEdge, trigger: Trigger::Fetch },
-                CapsError::ZeroCap { param: "wallMs" },
-                CapsError::CustomWith { param: "plan" },
-                CapsError::Time(time),
-            ]
-            .iter()
-            .map(Described::message),
-        );
-        all.extend(
-            [
-                StallError::Limit { param: "stallMs", value: 0.0 },
-                StallError::Wait { param: "firstChunkMs", value: -1.0 },
-                StallError::Instant(time),
-                StallError::Count { param: "chunks", value: 0.5 },
-            ]
-            .iter()
-            .map(Described::message),
-        );
-        for m in &all {
-            assert_fills(m);
-            assert!(MAIN.iter().flat_map(|t| t.iter()).any(|(id, _)| *id == m.id), "{} is not in MAIN", m.id);
-        }
-        // And every template of the main entry is used by one of them.
-        let used = |id: &str| {
-            all.iter().any(|m| m.id == id || m.args.iter().any(|(_, a)| matches!(a, Arg::Msg(i) if i.id == id)))
-        };
-        for (id, _) in MAIN.iter().flat_map(|t| t.iter()) {
-            assert!(used(id) || *id == msg::TEXT, "{id} is declared but no variant above uses it");
-        }
+        assert_eq!(Within::new("options", &Probe(None) as &dyn Described).param().as_deref(), Some("options"));
     }
 
     #[test]
@@ -745,8 +546,15 @@ mod tests {
         let text = |m: &Message| m.to_string();
         assert_eq!(text(&Message::text("plain".into())), "plain");
         assert_eq!(text(&inner), "'x' does not have the expected shape: a number");
-        let m = Message::new(crate::core::deadline::msg::INSUFFICIENT).arg("remainingMs", 2.25).arg("minMs", 5.0);
-        assert_eq!(text(&m), "insufficient budget: 2.3 ms left, the step needs at least 5 ms, so it was not started");
+        mod probe {
+            crate::templates! { "probe";
+                /// Both number holes.
+                NUMBERS = "{left:ms} ms left of {total:ms}, ratio {ratio:.2}, exactly {value}";
+            }
+        }
+        let m = Message::new(probe::NUMBERS).arg("left", 2.25).arg("total", 5.0).arg("ratio", 0.125).arg("value", 0.1);
+        assert_eq!(text(&m), "2.3 ms left of 5, ratio 0.13, exactly 0.1");
+        assert_eq!(probe::TEMPLATES, [probe::NUMBERS]);
         // A nested message renders in place; a missing value shows its hole.
         assert_eq!(text(&Message::new(msg::TEXT).arg("text", inner)), "'x' does not have the expected shape: a number");
         assert_eq!(text(&Message::new(msg::SHAPE).arg("param", "y")), "'y' does not have the expected shape: {detail}");

@@ -13,6 +13,8 @@ pub mod error;
 pub mod headers;
 pub mod hedge;
 pub mod little;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod messages;
 pub mod plan;
 pub mod prom;
 pub mod retry;
