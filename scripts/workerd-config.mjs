@@ -6,11 +6,12 @@
 /**
  * @param {{ port: number, modules: { name: string, path: string }[], compatibilityDate: string,
  *   flags?: string[], loopback?: boolean }} options `path` relative to the config file;
- *   a `.wasm` module is embedded as a WebAssembly.Module, anything else as an ES module.
+ *   a `.wasm` module is embedded as a WebAssembly.Module, a `.json` one as
+ *   JSON (imported `with { type: "json" }`), anything else as an ES module.
  * @returns {string} the config file's text
  */
 export function workerdConfig({ port, modules, compatibilityDate, flags = [], loopback = false }) {
-  const embedded = modules.map(({ name, path }) => `(name = "${name}", ${name.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${path}")`);
+  const embedded = modules.map(({ name, path }) => `(name = "${name}", ${name.endsWith(".wasm") ? "wasm" : name.endsWith(".json") ? "json" : "esModule"} = embed "${path}")`);
   return `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [

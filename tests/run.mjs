@@ -92,9 +92,11 @@ const workerdVariants = [
 /** One run of the JS suite in workerd with the given compatibility date and flags. */
 async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
   const port = await freePort();
-  const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm)$/.test(f)).map((f) => join(dir, f));
-  const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !f.endsWith("workerd-runner.js")), ...files("pkg").filter((f) => !/deno\.js$/.test(f))]
-    .map((f) => ({ name: f, path: relative(out, join(root, f)) }));
+  const files = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => /\.(js|wasm|json)$/.test(f)).map((f) => join(dir, f));
+  // tests/conformance/: the conformance table, a JSON module, which workerd imports through its own
+  // tests/js/conformance-table.js (see that file).
+  const modules = ["tests/js/workerd-runner.js", ...files("tests/js").filter((f) => !/workerd-runner\.js$|\.workerd\.js$/.test(f)), ...files("tests/conformance"), ...files("pkg").filter((f) => !/deno\.js$|\.json$/.test(f))]
+    .map((f) => ({ name: f, path: relative(out, join(root, f === "tests/js/conformance-table.js" ? "tests/js/conformance-table.workerd.js" : f)) }));
   const config = join(out, "workerd.capnp");
   writeFileSync(config, workerdConfig({ port, modules, compatibilityDate, flags, loopback: true }));
   const child = spawn(bin.workerd, ["serve", config], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });

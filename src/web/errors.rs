@@ -18,6 +18,7 @@ use js_sys::{Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::deadline::{DeadlineError, Ms};
+use crate::core::error::{Described, Kind};
 use crate::core::stall::StallError;
 
 /// The own enumerable property every branded error carries (js/errors.js).
@@ -87,8 +88,9 @@ pub struct AttemptReport {
 /// deadline gives [`Error::DeadlineExceeded`] or [`Error::InsufficientBudget`],
 /// so callers can fall back instead of treating it as a bug.
 ///
-/// Converts into a `JsValue` (a branded JavaScript `Error`; a `RangeError` for
-/// bad input) with `JsValue::from(error)`, and back with `Error::from(js_value)`.
+/// Converts into a `JsValue` (a branded JavaScript `Error`; a `RangeError` or
+/// `TypeError` with `.param` and `.code` for bad input) with
+/// `JsValue::from(error)`, and back with `Error::from(js_value)`.
 ///
 /// ```
 /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
@@ -103,11 +105,26 @@ pub struct AttemptReport {
 #[non_exhaustive]
 pub enum Error {
     /// An argument that could never be valid (NaN, ±∞, negative, out of
-    /// range, an empty list). `param` names it; `message` says what to pass.
-    /// In JavaScript: a `RangeError` with the message.
+    /// range, an empty list). `param` names it; `code` is the fault as a
+    /// stable word; `message` says what to pass. In JavaScript: a
+    /// `RangeError` with the message, `.param` and `.code`.
     InvalidArgument {
         /// The parameter at fault, spelled as in the JavaScript API (`"ms"`, `"stallMs"`).
         param: &'static str,
+        /// The fault as the JavaScript error's `.code` says it (`"NOT_FINITE"`,
+        /// `"NEGATIVE"`, `"UNKNOWN_FORMAT"`, …): branch on it, not on the message.
+        code: &'static str,
+        /// What was wrong and what is accepted.
+        message: String,
+    },
+    /// An argument of a kind that is never accepted where it was given (an
+    /// option that does not apply, such as a plan for custom caps). In
+    /// JavaScript: a `TypeError` with the message, `.param` and `.code`.
+    InvalidType {
+        /// The parameter at fault, spelled as in the JavaScript API.
+        param: &'static str,
+        /// The fault as the JavaScript error's `.code` says it (`"NOT_FOR_CUSTOM"`, …).
+        code: &'static str,
         /// What was wrong and what is accepted.
         message: String,
     },
@@ -164,6 +181,8 @@ pub enum Error {
     InvalidHeader {
         /// The header's name, lowercase.
         header: &'static str,
+        /// The fault, as the JavaScript error's `.code` says it (`"HEADER_SIGNED"`, …).
+        code: &'static str,
         /// What is wrong with its value.
         message: String,
     },
@@ -193,6 +212,7 @@ impl Error {
     pub fn name(&self) -> &'static str {
         match self {
             Self::InvalidArgument { .. } => "RangeError",
+            Self::InvalidType { .. } => "TypeError",
             Self::DeadlineExceeded { .. } => "DeadlineExceeded",
             Self::InsufficientBudget { .. } => "InsufficientBudget",
             Self::StreamStalled { .. } => "StreamStalled",
@@ -242,12 +262,58 @@ impl Error {
             | Self::StreamStalled { .. } => true,
             Self::RetryFailed { last, .. } => last.as_deref().is_some_and(Self::is_timeout),
             Self::Js(value) => js_is_timeout(value),
-            Self::InvalidArgument { .. } | Self::InsufficientBudget { .. } | Self::InvalidHeader { .. } => false,
+            Self::InvalidArgument { .. }
+            | Self::InvalidType { .. }
+            | Self::InsufficientBudget { .. }
+            | Self::InvalidHeader { .. } => false,
         }
     }
 
+    /// The parameter at fault of a bad argument (JavaScript's `.param`).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+    /// use edge_deadline::web::Deadline;
+    /// let err = Deadline::in_ms(-1.0).err().unwrap();
+    /// assert_eq!((err.param(), err.code()), (Some("ms"), Some("NEGATIVE")));
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn param(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidArgument { param, .. } | Self::InvalidType { param, .. } => Some(param),
+            _ => None,
+        }
+    }
+
+    /// The fault as a stable word (JavaScript's `.code`) of a bad argument
+    /// or a malformed header: `"NOT_FINITE"`, `"UNKNOWN_PLATFORM"`,
+    /// `"HEADER_SIGNED"`, ….
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidArgument { code, .. } | Self::InvalidType { code, .. } | Self::InvalidHeader { code, .. } => {
+                Some(code)
+            }
+            _ => None,
+        }
+    }
+
+    /// A bad argument without one of the core's errors behind it, so
+    /// without its code ([`UNCODED`]); a core error goes through
+    /// [`Error::described`], which keeps the code JavaScript reports.
     pub(crate) fn invalid(param: &'static str, message: impl Into<String>) -> Self {
-        Self::InvalidArgument { param, message: message.into() }
+        Self::InvalidArgument { param, code: UNCODED, message: message.into() }
+    }
+
+    /// The core's bad-argument error `error` as this enum: its code and
+    /// message, its class (a type fault is [`Error::InvalidType`]), and
+    /// `param` as this API names the parameter.
+    pub(crate) fn described<E: Described + fmt::Display>(param: &'static str, error: &E) -> Self {
+        let (code, message) = (error.code(), error.to_string());
+        match error.kind() {
+            Kind::Type => Self::InvalidType { param, code, message },
+            _ => Self::InvalidArgument { param, code, message },
+        }
     }
 }
 
@@ -255,7 +321,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The same sentences as js/errors.js, js/stall.js and js/retry.js.
         match self {
-            Self::InvalidArgument { message, .. } => f.write_str(message),
+            Self::InvalidArgument { message, .. } | Self::InvalidType { message, .. } => f.write_str(message),
             // The core's sentences (src/core/deadline.rs `DeadlineError`).
             Self::DeadlineExceeded { at, late_by_ms } => {
                 fmt::Display::fmt(&DeadlineError::Exhausted { at: *at, late_by_ms: *late_by_ms }, f)
@@ -305,16 +371,19 @@ impl From<DeadlineError> for Error {
             DeadlineError::NotFinite { param, .. }
             | DeadlineError::Negative { param, .. }
             | DeadlineError::TooLarge { param, .. }
-            | DeadlineError::TooFar { param, .. } => Self::invalid(param, error.to_string()),
+            | DeadlineError::TooFar { param, .. } => Self::described(param, &error),
         }
     }
 }
 
 impl From<StallError> for Error {
     fn from(error: StallError) -> Self {
-        Self::invalid(error.param(), error.to_string())
+        Self::described(error.param(), &error)
     }
 }
+
+/// The code of an [`Error::InvalidArgument`] made without one of the core's.
+const UNCODED: &str = "INVALID_ARGUMENT";
 
 fn set(target: &Object, key: &str, value: &JsValue) {
     // Setting a property on a fresh, extensible Error cannot throw.
@@ -339,7 +408,16 @@ impl From<Error> for JsValue {
         let message = error.to_string();
         let num = |n: f64| JsValue::from_f64(n);
         let e = match &error {
-            Error::InvalidArgument { .. } => return js_sys::RangeError::new(&message).into(),
+            Error::InvalidArgument { param, code, .. } | Error::InvalidType { param, code, .. } => {
+                // js/errors.js `argumentError`: own enumerable `.code` and `.param`.
+                let e: js_sys::Object = match error {
+                    Error::InvalidType { .. } => js_sys::TypeError::new(&message).into(),
+                    _ => js_sys::RangeError::new(&message).into(),
+                };
+                set(&e, "code", &JsValue::from_str(code));
+                set(&e, "param", &JsValue::from_str(param));
+                return e.into();
+            }
             Error::Js(value) => return value.clone(),
             _ => branded(error.name(), &message),
         };
@@ -378,12 +456,15 @@ impl From<Error> for JsValue {
                     set(&e, "cause", &JsValue::from(*last));
                 }
             }
-            Error::InvalidHeader { header, .. } => set(&e, "header", &JsValue::from_str(header)),
+            Error::InvalidHeader { header, code, .. } => {
+                set(&e, "header", &JsValue::from_str(header));
+                set(&e, "code", &JsValue::from_str(code));
+            }
             Error::AttemptTimeout { attempt, timeout_ms } => {
                 set(&e, "attempt", &num(f64::from(attempt)));
                 set(&e, "timeoutMs", &num(timeout_ms));
             }
-            Error::InvalidArgument { .. } | Error::Js(_) => {}
+            Error::InvalidArgument { .. } | Error::InvalidType { .. } | Error::Js(_) => {}
         }
         e.into()
     }

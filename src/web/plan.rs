@@ -64,7 +64,7 @@ impl From<PlanError> for Error {
             PlanError::BadMargin { .. } => "marginMs",
             PlanError::Time(e) => return Error::from(*e),
         };
-        Error::invalid(param, error.to_string())
+        Error::described(param, &error)
     }
 }
 

@@ -16,6 +16,7 @@ use web_sys::Headers;
 use super::{sys, Deadline, Error};
 use crate::core::caps::{self, CapsError};
 pub use crate::core::caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
+use crate::core::error::Described;
 pub use crate::core::headers::HeaderFormat;
 use crate::core::headers::{self, HeaderError};
 
@@ -35,7 +36,7 @@ impl From<HeaderError> for Error {
             | HeaderError::MissingUnit { header }
             | HeaderError::BadUnit { header, .. } => header,
         };
-        Error::invalid(param, error.to_string())
+        Error::described(param, &error)
     }
 }
 
@@ -48,7 +49,7 @@ impl From<CapsError> for Error {
             CapsError::UnknownTrigger { .. } | CapsError::UnsupportedTrigger { .. } => "trigger",
             CapsError::ZeroCap { param } | CapsError::CustomWith { param } => param,
         };
-        Error::invalid(param, error.to_string())
+        Error::described(param, &error)
     }
 }
 
@@ -125,7 +126,7 @@ impl Deadline {
                 .rejected
                 .into_iter()
                 .filter_map(|(i, e)| values.get(i).map(|(format, _)| (format.name(), e)))
-                .map(|(header, e)| Error::InvalidHeader { header, message: e.to_string() })
+                .map(|(header, e)| Error::InvalidHeader { header, code: e.code(), message: e.to_string() })
                 .collect(),
         })
     }

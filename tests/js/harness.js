@@ -1,10 +1,12 @@
 // Runs the case modules outside `node --test` (Deno, workerd, Chromium) and
 // returns a report: { runtime, passed, failed, skipped, failures: [{ name, error }] }.
-// A case is `{ name, run(lib, ctx), needs? }`; when the runtime's ctx lacks a
-// capability listed in `needs` (e.g. "spawn"), the case is counted as skipped.
+// A case is `{ name, run(lib, ctx), needs?, skip? }`; when the runtime's ctx lacks a
+// capability listed in `needs` (e.g. "spawn"), or `skip` gives a reason, the case
+// is counted as skipped.
 import { cases } from "./cases/index.js";
 
 export function skipReason(test, ctx) {
+  if (typeof test.skip === "string") return test.skip; // a known divergence, named (tests/js/cases/conformance.js)
   const missing = (test.needs ?? []).filter((n) => ctx[n] === undefined);
   return missing.length ? `this runtime's runner has no ${missing.join(", ")}` : null;
 }

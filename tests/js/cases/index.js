@@ -2,6 +2,7 @@
 import alloc from "./alloc.js";
 import retryBudget from "./retry_budget.js";
 import caps from "./caps.js";
+import conformance from "./conformance.js";
 import context from "./context.js";
 import deadline from "./deadline.js";
 import derive from "./derive.js";
@@ -22,4 +23,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...alloc, ...errors, ...ergonomics];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];

@@ -93,7 +93,7 @@ pub async fn min_takes_the_earlier_and_links_both_parents(_: &Ctx) -> Outcome {
     aborted(&signal).await?;
     ensure!(signal.reason().as_string().as_deref() == Some("second parent"));
     match Deadline::min_of([]) {
-        Err(Error::InvalidArgument { param: "deadlines", message }) => {
+        Err(Error::InvalidArgument { param: "deadlines", message, .. }) => {
             ensure!(message.contains("'deadlines'"), "{message}")
         }
         other => return Err(format!("min_of([]) gave {other:?}")),
@@ -130,9 +130,9 @@ pub async fn budget_is_min_of_preferred_and_remaining(_: &Ctx) -> Outcome {
 
 fn names(result: Result<impl std::fmt::Debug, Error>, param: &str) -> Outcome {
     match result {
-        Err(Error::InvalidArgument { param: p, message }) if p == param => {
+        Err(Error::InvalidArgument { param: p, code, message }) if p == param => {
             ensure!(message.contains(&format!("'{param}'")), "message does not name '{param}': {message}");
-            let js = JsValue::from(Error::InvalidArgument { param: p, message: message.clone() });
+            let js = JsValue::from(Error::InvalidArgument { param: p, code, message: message.clone() });
             ensure!(js.is_instance_of::<js_sys::RangeError>(), "a RangeError in JavaScript");
             ensure!(get(&js, "message").as_string() == Some(message));
             Ok(())

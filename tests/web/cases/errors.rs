@@ -79,7 +79,7 @@ pub async fn is_timeout_is_false_for_a_shortage_and_other_failures(_: &Ctx) -> O
         ("InsufficientBudget: nothing was started", insufficient.clone()),
         ("InsufficientBudget back from JavaScript", Error::from(JsValue::from(insufficient.clone()))),
         ("InsufficientBudget wrapped", Error::from(sdk_wrapper(&JsValue::from(insufficient)))),
-        ("InvalidHeader", Error::InvalidHeader { header: "grpc-timeout", message: "bad".into() }),
+        ("InvalidHeader", Error::InvalidHeader { header: "grpc-timeout", code: "HEADER_EMPTY", message: "bad".into() }),
         ("InvalidArgument", Deadline::in_ms(f64::NAN).err().unwrap()),
         (
             "RetryFailed on a permanent error",

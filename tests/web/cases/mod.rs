@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
 
+pub mod conformance;
 pub mod deadline;
 pub mod errors;
 pub mod pipeline;
@@ -146,6 +147,7 @@ macro_rules! for_each_case {
             pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
             pipeline::headers_every_copy_of_a_repeated_header_counts,
             pipeline::platform_caps_bound_the_deadline,
+            conformance::the_table_holds_for_the_rust_api,
         }
     };
 }

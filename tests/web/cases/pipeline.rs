@@ -156,7 +156,7 @@ pub async fn bad_plans_name_the_field(_: &Ctx) -> CaseOutcome {
     ];
     for (steps, param) in cases {
         match Plan::new(&d, steps) {
-            Err(Error::InvalidArgument { param: p, message }) => ensure!(p == param, "{p} for {param}: {message}"),
+            Err(Error::InvalidArgument { param: p, message, .. }) => ensure!(p == param, "{p} for {param}: {message}"),
             other => return Err(format!("{param}: {:?}", other.map(|_| ()))),
         }
     }

@@ -193,7 +193,7 @@ pub async fn bad_limits_name_the_parameter_and_leave_the_source_unlocked(_: &Ctx
     ] {
         let src = Source::new();
         match with_stall_timeout(src.stream.clone(), StallOptions::new(first, stall)) {
-            Err(Error::InvalidArgument { param: p, message }) => {
+            Err(Error::InvalidArgument { param: p, message, .. }) => {
                 ensure!(p == param && message.contains(&format!("'{param}'")), "{p}: {message}");
             }
             other => return Err(format!("({first}, {stall}) gave {:?}", other.map(|_| ()))),

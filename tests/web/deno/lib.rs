@@ -74,7 +74,11 @@ pub fn branded_errors() -> js_sys::Array {
             last: None,
         },
         Error::AttemptTimeout { attempt: 1, timeout_ms: 30.0 },
-        Error::InvalidHeader { header: "grpc-timeout", message: "'grpc-timeout' must not be empty".into() },
+        Error::InvalidHeader {
+            header: "grpc-timeout",
+            code: "HEADER_EMPTY",
+            message: "'grpc-timeout' must not be empty".into(),
+        },
     ] {
         list.push(&JsValue::from(e));
     }

@@ -1,0 +1,262 @@
+// The conformance table (tests/conformance/cases.json) in the JS API: one
+// case per row, each mapping its `op` to the API and checking the outcome or
+// the error (class, `.param`, `.code`, fields). tests/web/cases/conformance.rs
+// runs the same rows through the Rust web API, so a host that answers
+// differently fails. The same file runs in Node, Deno, workerd and Chromium.
+import table from "../conformance-table.js";
+import { AssertionError } from "../assert.js";
+
+/** `{ "$": "NaN" }` and friends: the numbers JSON cannot write. */
+function decode(value) {
+  if (Array.isArray(value)) return value.map(decode);
+  if (value !== null && typeof value === "object") {
+    if (Object.keys(value).length === 1 && typeof value.$ === "string") {
+      const special = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity, "-0": -0 }[value.$];
+      if (special === undefined) throw new AssertionError(`unknown special value ${value.$}`);
+      return special;
+    }
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, decode(v)]));
+  }
+  return value;
+}
+
+function show(v) {
+  return typeof v === "number" && Object.is(v, -0) ? "-0" : JSON.stringify(v);
+}
+
+function same(actual, expected, what) {
+  if (!Object.is(actual, expected)) throw new AssertionError(`${what}: expected ${show(expected)}, got ${show(actual)}`);
+}
+
+/** `actual` equals `from + offset` for some clock reading `from` in [before, after]. */
+function offsetFrom(actual, offset, before, after, what) {
+  const eps = 1e-6;
+  if (!(actual >= before + offset - eps && actual <= after + offset + eps)) {
+    throw new AssertionError(`${what}: expected now + ${offset} (now between ${before} and ${after}), got ${actual}`);
+  }
+}
+
+/** `*` in `pattern` stands for one number. */
+function like(actual, pattern, what) {
+  const re = new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("[0-9]+(?:\\.[0-9]+)?")}$`);
+  if (typeof actual !== "string" || !re.test(actual)) throw new AssertionError(`${what}: expected ${show(pattern)}, got ${show(actual)}`);
+}
+
+const now = () => performance.now();
+
+/** The class a host error reports: a branded name, else the built-in constructor's. */
+function classOf(e) {
+  return e?.edgeDeadlineError ?? e?.name ?? typeof e;
+}
+
+/** Checks an error against the row's `error` (class, then every other field it names). */
+function checkError(e, expected, what) {
+  same(classOf(e), expected.class, `${what}: class (${e?.message})`);
+  for (const [key, value] of Object.entries(expected)) {
+    if (key === "class") continue;
+    if (key === "attempts") same(e.attempts?.length, value, `${what}: attempts`);
+    else same(e[key], value, `${what}: .${key}`);
+  }
+}
+
+/** The row's attempt script as a function: attempt n resolves n ("ok") or fails with that failure. */
+function scripted(attempts) {
+  let n = 0;
+  const fn = async () => {
+    const word = attempts[n++];
+    if (word === "ok") return n;
+    throw Object.assign(new Error(`attempt ${n}: ${word}`), { failure: word });
+  };
+  const classify = (e) => e.failure;
+  return { fn, classify };
+}
+
+function deadlineOf(lib, a) {
+  return a.at !== undefined ? lib.Deadline.at(a.at) : lib.Deadline.in(a.inMs);
+}
+
+/** Builds an error value as the row describes it, with its `cause` chain. */
+function makeError(lib, spec) {
+  const cause = spec.cause === undefined ? undefined : { cause: makeError(lib, spec.cause) };
+  switch (spec.class) {
+    case "DeadlineExceeded":
+      return new lib.DeadlineExceeded(5, 1, cause);
+    case "InsufficientBudget":
+      return new lib.InsufficientBudget(3, 10, cause);
+    case "StepTimeout":
+      return new lib.StepTimeout("generate", 100, cause);
+    case "InvalidHeader":
+      return new lib.InvalidHeader("grpc-timeout", "bad", cause);
+    case "StreamStalled":
+      return new lib.StreamStalled("stall", 100, 1, 1, cause);
+    case "AttemptTimeout":
+      return new lib.AttemptTimeout(1, 100, cause);
+    case "RetryFailed":
+      return new lib.RetryFailed("exhausted", "retry stopped", [], cause);
+    case "TimeoutError":
+      return new DOMException("signal timed out", "TimeoutError");
+    case "AbortError":
+      return new DOMException("aborted", "AbortError");
+    case "Error":
+      return new Error("wrapper", cause);
+    default:
+      throw new AssertionError(`no such error class in the table: ${spec.class}`);
+  }
+}
+
+/** Each op: the JS API call for a row's args; returns the outcome to compare with `expect`. */
+const ops = {
+  "deadline.at": (lib, a) => lib.Deadline.at(a.instantMs),
+  "deadline.in": (lib, a) => lib.Deadline.in(a.ms),
+  "deadline.reserve": (lib, a) => lib.Deadline.at(a.at).reserve(a.ms),
+  "deadline.min": (lib, a) => lib.Deadline.min(...a.ats.map((at) => lib.Deadline.at(at))),
+  "deadline.budget": (lib, a) => ({ value: lib.Deadline.at(a.at).budget(a.preferredMs) }),
+  "deadline.step": async (lib, a) => {
+    let ran = false;
+    await lib.Deadline.at(a.at).step(a.minMs, () => (ran = true));
+    return { ran };
+  },
+  "headers.to": (lib, a) => ({ headers: lib.toHeaders(lib.Deadline.at(a.at), { format: a.formats }) }),
+  "headers.from": (lib, a) => {
+    const headers = new Headers();
+    for (const [name, value] of a.headers) headers.append(name, value);
+    const options = { maxMs: a.maxMs };
+    if (a.transitMs !== undefined) options.transitMs = a.transitMs;
+    const found = lib.deadlineFromHeaders(headers, options);
+    return { deadline: found.deadline, source: found.source, rejected: found.rejected.map((r) => ({ header: r.header, code: r.error.code, isInvalidHeader: lib.isInvalidHeader(r.error) })) };
+  },
+  "caps.forPlatform": (lib, a) => {
+    const found = lib.platformDeadline(a);
+    return { deadline: found.deadline, bound: found.bound, cpuMs: found.cpuMs };
+  },
+  plan: async (lib, a) => {
+    const options = a.marginMs === undefined ? undefined : { marginMs: a.marginMs };
+    const p = lib.plan(deadlineOf(lib, a), a.steps, options);
+    const results = [];
+    for (const name of a.run ?? []) {
+      const before = now();
+      try {
+        let cap;
+        const value = await p.run(name, (_signal, budgetMs) => (cap = budgetMs));
+        results.push(lib.isSkipped(value) ? { skipped: value.reason } : { capMs: cap, before, after: now() });
+      } catch (e) {
+        results.push({ error: e });
+      }
+    }
+    return { results, at: p.deadline.at };
+  },
+  retry: async (lib, a) => {
+    const { fn, classify } = scripted(a.attempts);
+    const options = { deadline: deadlineOf(lib, a), classify };
+    for (const k of ["attemptMinMs", "attemptTimeoutMs", "backoff", "maxAttempts", "idempotent"]) if (a[k] !== undefined) options[k] = a[k];
+    return { value: await lib.retry(fn, options) };
+  },
+  hedge: async (lib, a) => {
+    const { fn } = scripted(a.attempts);
+    const options = { deadline: deadlineOf(lib, a), delayMs: a.delayMs };
+    if (a.maxAttempts !== undefined) options.maxAttempts = a.maxAttempts;
+    return { value: await lib.hedge(fn, options) };
+  },
+  "budget.new": (lib, a) => {
+    new lib.RetryBudget(a).dispose();
+    return { ok: true };
+  },
+  "stall.wrap": (lib, a) => {
+    const source = new ReadableStream();
+    const wrapped = lib.withStallTimeout(source, a);
+    wrapped.cancel().catch(() => {}); // a wait of 0 has already errored it
+    return { ok: true };
+  },
+  "fetch.options": async (lib, a) => {
+    const deadline = lib.Deadline.in(100_000);
+    try {
+      // 127.0.0.1:9 (discard): nothing answers; the options must fail before any I/O.
+      await lib.fetchWithDeadline("http://127.0.0.1:9/", undefined, { deadline, ...a });
+      return { ok: true };
+    } finally {
+      deadline.dispose();
+    }
+  },
+  "errors.isTimeout": (lib, a) => ({ value: lib.isTimeout(makeError(lib, a.error)) }),
+};
+
+/** Compares a successful op's outcome with the row's `expect`. */
+function checkOutcome(out, expect, before, after, what) {
+  const d = out && typeof out.at === "number" && typeof out.remaining === "function" ? out : out?.deadline;
+  for (const [key, value] of Object.entries(expect)) {
+    switch (key) {
+      case "at":
+        same(d.at, value, `${what}: at`);
+        break;
+      case "expired":
+        same(d.expired(), value, `${what}: expired()`);
+        break;
+      case "offsetMs":
+        offsetFrom(d.at, value, before, after, `${what}: the instant`);
+        break;
+      case "headers": {
+        same(JSON.stringify(Object.entries(out.headers).sort()), JSON.stringify(Object.entries(value).sort()), `${what}: headers`);
+        break;
+      }
+      case "rejected":
+        same(out.rejected.length, value.length, `${what}: rejected count (${JSON.stringify(out.rejected)})`);
+        value.forEach((r, i) => {
+          same(out.rejected[i].header, r.header, `${what}: rejected[${i}].header`);
+          same(out.rejected[i].code, r.code, `${what}: rejected[${i}].code`);
+          same(out.rejected[i].isInvalidHeader, true, `${what}: rejected[${i}] is an InvalidHeader`);
+        });
+        break;
+      case "results":
+        same(out.results.length, value.length, `${what}: results`);
+        value.forEach((r, i) => {
+          const got = out.results[i];
+          const at = `${what}: run ${i}`;
+          if (r.error !== undefined) {
+            if (got.error === undefined) throw new AssertionError(`${at}: expected ${r.error}, got ${JSON.stringify(got)}`);
+            const { error: cls, ...fields } = r;
+            checkError(got.error, { ...fields, class: cls }, at);
+          } else if (r.skipped !== undefined) {
+            if (got.skipped === undefined) throw new AssertionError(`${at}: expected a skip, got ${got.error ? classOf(got.error) + ": " + got.error.message : JSON.stringify(got)}`);
+            like(got.skipped, r.skipped, `${at}: skip reason`);
+          } else {
+            if (got.capMs === undefined) throw new AssertionError(`${at}: expected it to run, got ${got.error ? classOf(got.error) + ": " + got.error.message : JSON.stringify(got)}`);
+            if (r.capMs !== undefined) same(got.capMs, r.capMs, `${at}: cap`);
+            // A cap of everything left but `capFromEndMs`: at − now − capFromEndMs, now read inside `run`.
+            if (r.capFromEndMs !== undefined) offsetFrom(out.at - r.capFromEndMs - got.capMs, 0, got.before, got.after, `${at}: the cap's end`);
+          }
+        });
+        break;
+      default:
+        same(out[key], value, `${what}: ${key}`);
+    }
+  }
+}
+
+function skipOf(row) {
+  if (row.hosts !== undefined && !row.hosts.includes("js")) return "a Rust-only row";
+  return row.skip?.js;
+}
+
+const cases = table.cases.map((row) => ({
+  name: `conformance: ${row.name}`,
+  skip: skipOf(row),
+  run: async (lib) => {
+    const args = decode(row.args);
+    const op = ops[row.op];
+    if (op === undefined) throw new AssertionError(`no op named ${row.op}`);
+    const before = now();
+    let out;
+    try {
+      out = await op(lib, args);
+    } catch (e) {
+      if (row.error === undefined) throw e;
+      checkError(e, row.error, row.name);
+      return;
+    }
+    const after = now();
+    if (row.error !== undefined) throw new AssertionError(`${row.name}: expected ${row.error.class}, got ${JSON.stringify(out)}`);
+    checkOutcome(out, row.expect, before, after, row.name);
+  },
+}));
+
+export default cases;

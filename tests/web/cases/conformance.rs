@@ -1,0 +1,668 @@
+//! The conformance table (tests/conformance/cases.json) in the Rust web API:
+//! every row's `op` mapped to the Rust call with the same meaning, its
+//! outcome or error (class, `param()`, `code()`, fields) checked against the
+//! row. tests/js/cases/conformance.js runs the same rows through the JS API,
+//! so a host that answers differently fails its suite.
+//!
+//! The Rust API has no options object: where the table names a parameter
+//! `options.x`, Rust names it `x`, and a plan step's field `steps[i].x` is
+//! `x` (its `param` is a `&'static str`); a row's `"rust": { "param" }` says
+//! where the Rust name differs otherwise. Rows that only the JS API can
+//! express (wrong types) say `"hosts": ["js"]`.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use edge_deadline::web::{
+    hedge, now_ms, retry, with_stall_timeout, Bound, CapOverrides, Deadline, Error, Failure, FetchOptions,
+    HeaderFormat, HedgeOptions, Plan, PlatformCaps, RetryBudget, RetryOptions, StallOptions, StallPhase, StepKind,
+    StepResult, StepSpec,
+};
+use serde_json::{Map, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use super::{Ctx, Outcome};
+use crate::ensure;
+
+const TABLE: &str = include_str!("../../conformance/cases.json");
+
+/// The fewest rows this host must run: a table or a filter that lost its
+/// rows must not pass by running nothing.
+const MIN_RUN: usize = 100;
+
+/// A row's argument as a number, with `{ "$": "NaN" }` and friends decoded.
+fn num(v: &Value) -> Result<f64, String> {
+    match v {
+        Value::Number(n) => n.as_f64().ok_or_else(|| format!("not an f64: {n}")),
+        Value::Object(o) if o.len() == 1 => match o.get("$").and_then(Value::as_str) {
+            Some("NaN") => Ok(f64::NAN),
+            Some("Infinity") => Ok(f64::INFINITY),
+            Some("-Infinity") => Ok(f64::NEG_INFINITY),
+            Some("-0") => Ok(-0.0),
+            other => Err(format!("unknown special value {other:?}")),
+        },
+        other => Err(format!("not a number: {other}")),
+    }
+}
+
+fn arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a Value, String> {
+    args.get(key).ok_or_else(|| format!("the row has no '{key}'"))
+}
+
+fn num_arg(args: &Map<String, Value>, key: &str) -> Result<f64, String> {
+    num(arg(args, key)?)
+}
+
+fn opt_num(args: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
+    args.get(key).map(num).transpose()
+}
+
+fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+    arg(args, key)?.as_str().ok_or_else(|| format!("'{key}' is not a string"))
+}
+
+/// What an op answered, for the row's `expect`.
+#[derive(Default)]
+struct Out {
+    deadline: Option<Deadline>,
+    /// Clock readings around the call, for `offsetMs`.
+    before: f64,
+    after: f64,
+    fields: Map<String, Value>,
+    /// A plan's runs: `(what happened, clock before, clock after)`.
+    results: Vec<(Result<RunOutcome, Error>, f64, f64)>,
+}
+
+enum RunOutcome {
+    Ran(f64),
+    Skipped(String),
+}
+
+impl Out {
+    fn with(mut self, key: &str, value: Value) -> Self {
+        self.fields.insert(key.into(), value);
+        self
+    }
+}
+
+fn deadline_of(args: &Map<String, Value>) -> Result<Result<Deadline, Error>, String> {
+    Ok(match args.get("at") {
+        Some(at) => Deadline::at(num(at)?),
+        None => Deadline::in_ms(num_arg(args, "inMs")?),
+    })
+}
+
+fn failure(word: &str) -> Option<Failure> {
+    match word {
+        "ambiguous" => Some(Failure::Ambiguous),
+        "not-applied" => Some(Failure::NotApplied),
+        "permanent" => Some(Failure::Permanent),
+        _ => None,
+    }
+}
+
+/// The row's attempt script: attempt n answers `Ok(n)` ("ok") or fails with that failure word.
+fn script(args: &Map<String, Value>) -> Result<Rc<Vec<String>>, String> {
+    let list = arg(args, "attempts")?.as_array().ok_or("'attempts' is not a list")?;
+    Ok(Rc::new(list.iter().filter_map(|v| v.as_str().map(String::from)).collect()))
+}
+
+fn scripted(words: &[String], n: u32) -> Result<u32, Error> {
+    match words.get(n as usize - 1).map(String::as_str) {
+        Some("ok") => Ok(n),
+        Some(word) => Err(Error::Js(JsValue::from_str(word))),
+        None => Err(Error::Js(JsValue::from_str("the script ran out"))),
+    }
+}
+
+fn classify(e: &Error) -> Failure {
+    match e {
+        Error::Js(v) => v.as_string().and_then(|w| failure(&w)).unwrap_or(Failure::Ambiguous),
+        _ => Failure::Ambiguous,
+    }
+}
+
+fn bound_name(b: Bound) -> &'static str {
+    match b {
+        Bound::Product => "product",
+        Bound::Wall => "wall",
+        Bound::FirstByte => "first-byte",
+    }
+}
+
+fn step_spec(v: &Value) -> Result<StepSpec, String> {
+    let o = v.as_object().ok_or("a step is not an object")?;
+    let kind = match str_arg(o, "kind")? {
+        "mandatory" => StepKind::Mandatory,
+        "optional" => StepKind::Optional,
+        "fallback" => StepKind::Fallback,
+        other => return Err(format!("no StepKind for {other}: mark the row \"hosts\": [\"js\"]")),
+    };
+    let mut spec = StepSpec::new(str_arg(o, "name")?, kind, num_arg(o, "minMs")?);
+    if let Some(p) = opt_num(o, "preferredMs")? {
+        spec = spec.preferred(p);
+    }
+    if let Some(r) = opt_num(o, "reserveMs")? {
+        spec = spec.reserve(r);
+    }
+    Ok(spec)
+}
+
+/// An error of the kind the row names, with its cause chain.
+fn make_error(spec: &Value) -> Result<Error, String> {
+    let o = spec.as_object().ok_or("an error spec is not an object")?;
+    let cause = o.get("cause").map(make_error).transpose()?;
+    let js = |name: &str| -> JsValue {
+        let e = js_sys::Error::new(name);
+        e.set_name(name);
+        e.into()
+    };
+    let with_cause = |value: JsValue, cause: Option<Error>| -> JsValue {
+        if let Some(c) = cause {
+            let _ = js_sys::Reflect::set(&value, &"cause".into(), &JsValue::from(c));
+        }
+        value
+    };
+    Ok(match str_arg(o, "class")? {
+        "DeadlineExceeded" => Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 },
+        "InsufficientBudget" => Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 },
+        "StepTimeout" => Error::StepTimeout { step: "generate".into(), cap_ms: 100.0 },
+        "InvalidHeader" => Error::InvalidHeader { header: "grpc-timeout", code: "HEADER_EMPTY", message: "bad".into() },
+        "StreamStalled" => Error::StreamStalled { phase: StallPhase::Stall, after_ms: 100.0, chunks: 1.0, bytes: 1.0 },
+        "AttemptTimeout" => Error::AttemptTimeout { attempt: 1, timeout_ms: 100.0 },
+        "RetryFailed" => Error::RetryFailed {
+            reason: "exhausted".into(),
+            message: "retry stopped".into(),
+            attempts: vec![],
+            last: cause.map(Box::new),
+        },
+        "TimeoutError" => Error::Js(js("TimeoutError")),
+        "AbortError" => Error::Js(js("AbortError")),
+        "Error" => Error::Js(with_cause(js_sys::Error::new("wrapper").into(), cause)),
+        other => return Err(format!("no such error class in the table: {other}")),
+    })
+}
+
+/// Runs one row's op; `Err(Ok(e))` is the API's error, `Err(Err(m))` a broken row.
+async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, String> {
+    let mut out = Out { before: now_ms(), ..Out::default() };
+    let result: Result<Out, Error> = match op {
+        "deadline.at" => Deadline::at(num_arg(a, "instantMs")?).map(|d| Out { deadline: Some(d), ..out }),
+        "deadline.in" => {
+            let d = Deadline::in_ms(num_arg(a, "ms")?);
+            out.after = now_ms();
+            d.map(|d| Out { deadline: Some(d), ..out })
+        }
+        "deadline.reserve" => match Deadline::at(num_arg(a, "at")?) {
+            Ok(d) => d.reserve(num_arg(a, "ms")?).map(|r| Out { deadline: Some(r), ..out }),
+            Err(e) => Err(e),
+        },
+        "deadline.min" => {
+            let ats = arg(a, "ats")?.as_array().ok_or("'ats' is not a list")?;
+            let mut list = Vec::new();
+            for at in ats {
+                list.push(Deadline::at(num(at)?).map_err(|e| format!("{e}"))?);
+            }
+            Deadline::min_of(list.iter()).map(|d| Out { deadline: Some(d), ..out })
+        }
+        "deadline.budget" => match Deadline::at(num_arg(a, "at")?) {
+            Ok(d) => d.budget(num_arg(a, "preferredMs")?).map(|v| out.with("value", v.into())),
+            Err(e) => Err(e),
+        },
+        "deadline.step" => match Deadline::at(num_arg(a, "at")?) {
+            Ok(d) => d
+                .step(num_arg(a, "minMs")?, |_signal, _budget| async { true })
+                .await
+                .map(|ran| out.with("ran", ran.into())),
+            Err(e) => Err(e),
+        },
+        "headers.to" => {
+            let d = Deadline::at(num_arg(a, "at")?).map_err(|e| format!("{e}"))?;
+            let names = arg(a, "formats")?.as_array().ok_or("'formats' is not a list")?;
+            let formats: Result<Vec<HeaderFormat>, Error> = names
+                .iter()
+                .map(|n| HeaderFormat::from_name(n.as_str().unwrap_or_default()).map_err(Error::from))
+                .collect();
+            match formats {
+                Ok(formats) => {
+                    let headers = web_sys::Headers::new().map_err(|e| format!("{e:?}"))?;
+                    match d.to_headers(&headers, &formats) {
+                        Ok(()) => {
+                            let mut map = Map::new();
+                            for entry in js_sys::try_iter(&headers).ok().flatten().ok_or("Headers is not iterable")? {
+                                let pair: js_sys::Array = entry.map_err(|e| format!("{e:?}"))?.into();
+                                map.insert(
+                                    pair.get(0).as_string().unwrap_or_default(),
+                                    pair.get(1).as_string().unwrap_or_default().into(),
+                                );
+                            }
+                            Ok(out.with("headers", Value::Object(map)))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            }
+        }
+        "headers.from" => {
+            let headers = web_sys::Headers::new().map_err(|e| format!("{e:?}"))?;
+            for pair in arg(a, "headers")?.as_array().ok_or("'headers' is not a list")? {
+                let (name, value) = (pair[0].as_str().unwrap_or_default(), pair[1].as_str().unwrap_or_default());
+                headers.append(name, value).map_err(|e| format!("{e:?}"))?;
+            }
+            let found = Deadline::from_headers(&headers, num_arg(a, "maxMs")?, opt_num(a, "transitMs")?.unwrap_or(0.0));
+            out.after = now_ms();
+            found.map(|found| {
+                let rejected = found
+                    .rejected
+                    .iter()
+                    .map(|e| match e {
+                        Error::InvalidHeader { header, code, .. } => {
+                            serde_json::json!({ "header": header, "code": code })
+                        }
+                        other => serde_json::json!({ "header": null, "code": other.name() }),
+                    })
+                    .collect();
+                let source = found.source.map_or(Value::Null, |f| f.name().into());
+                Out { deadline: Some(found.deadline), ..out }
+                    .with("source", source)
+                    .with("rejected", Value::Array(rejected))
+            })
+        }
+        "caps.forPlatform" => {
+            let platform = str_arg(a, "platform")?;
+            let overrides = match a.get("caps").and_then(Value::as_object) {
+                Some(c) => CapOverrides {
+                    wall_ms: opt_num(c, "wallMs")?,
+                    first_byte_ms: opt_num(c, "firstByteMs")?,
+                    cpu_ms: opt_num(c, "cpuMs")?,
+                },
+                None => CapOverrides::default(),
+            };
+            let caps = if platform == "custom" {
+                PlatformCaps::custom(overrides.wall_ms, overrides.first_byte_ms, overrides.cpu_ms)
+            } else {
+                let plan = a.get("plan").and_then(Value::as_str);
+                let trigger = a.get("trigger").and_then(Value::as_str).unwrap_or("fetch");
+                PlatformCaps::parse(platform, plan, trigger).and_then(|c| c.with_overrides(overrides))
+            };
+            match caps.map_err(Error::from) {
+                Ok(caps) => {
+                    let found =
+                        Deadline::for_platform(&caps, num_arg(a, "productMs")?, num_arg(a, "fallbackReserveMs")?);
+                    out.after = now_ms();
+                    found.map(|(d, bound)| {
+                        Out { deadline: Some(d), ..out }
+                            .with("bound", bound_name(bound).into())
+                            .with("cpuMs", caps.cpu_ms.map_or(Value::Null, Value::from))
+                    })
+                }
+                Err(e) => Err(e),
+            }
+        }
+        "plan" => {
+            let d = deadline_of(a)?.map_err(|e| format!("{e}"))?;
+            let steps: Vec<StepSpec> = arg(a, "steps")?
+                .as_array()
+                .ok_or("'steps' is not a list")?
+                .iter()
+                .map(step_spec)
+                .collect::<Result<_, _>>()?;
+            let plan = match opt_num(a, "marginMs")? {
+                Some(m) => Plan::with_margin(&d, steps, m),
+                None => Plan::new(&d, steps),
+            };
+            match plan {
+                Ok(plan) => {
+                    for name in a.get("run").and_then(Value::as_array).into_iter().flatten() {
+                        let before = now_ms();
+                        let cap = Rc::new(Cell::new(f64::NAN));
+                        let seen = cap.clone();
+                        let result = plan
+                            .run(name.as_str().unwrap_or_default(), move |_signal, cap_ms| async move {
+                                seen.set(cap_ms);
+                                Ok::<_, Error>(())
+                            })
+                            .await
+                            .map(|r| match r {
+                                StepResult::Ran(()) => RunOutcome::Ran(cap.get()),
+                                StepResult::Skipped(reason) => RunOutcome::Skipped(reason.to_string()),
+                            });
+                        out.results.push((result, before, now_ms()));
+                    }
+                    Ok(out.with("planAt", d.instant_ms().into()))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        "retry" => {
+            let d = deadline_of(a)?.map_err(|e| format!("{e}"))?;
+            let mut options = RetryOptions::new(opt_num(a, "attemptMinMs")?.unwrap_or(0.0)).classify(classify);
+            if let Some(t) = opt_num(a, "attemptTimeoutMs")? {
+                options = options.attempt_timeout_ms(t);
+            }
+            if let Some(b) = a.get("backoff").and_then(Value::as_object) {
+                options = options.backoff(num_arg(b, "baseMs")?, num_arg(b, "maxMs")?, num_arg(b, "jitter")?);
+            }
+            if let Some(n) = opt_num(a, "maxAttempts")? {
+                options = options.max_attempts(n as u32);
+            }
+            if let Some(i) = a.get("idempotent").and_then(Value::as_bool) {
+                options = options.idempotent(i);
+            }
+            let words = script(a)?;
+            retry(&d, options, move |_signal, attempt| {
+                let words = words.clone();
+                async move { scripted(&words, attempt.number) }
+            })
+            .await
+            .map(|v| out.with("value", v.into()))
+        }
+        "hedge" => {
+            let d = deadline_of(a)?.map_err(|e| format!("{e}"))?;
+            let mut options = HedgeOptions::new(num_arg(a, "delayMs")?);
+            if let Some(n) = opt_num(a, "maxAttempts")? {
+                options = options.max_attempts(n as u32);
+            }
+            let words = script(a)?;
+            hedge(&d, options, move |_signal, n| {
+                let words = words.clone();
+                async move { scripted(&words, n) }
+            })
+            .await
+            .map(|v| out.with("value", v.into()))
+        }
+        "budget.new" => RetryBudget::new(num_arg(a, "ratio")?, num_arg(a, "minPerSecond")?, num_arg(a, "windowMs")?)
+            .map(|_| out.with("ok", true.into())),
+        "stall.wrap" => {
+            let source = web_sys::ReadableStream::new().map_err(|e| format!("{e:?}"))?;
+            match with_stall_timeout(source, StallOptions::new(num_arg(a, "firstChunkMs")?, num_arg(a, "stallMs")?)) {
+                Ok(stream) => {
+                    // A wait of 0 has already errored it: the cancel's rejection is expected.
+                    let _ = JsFuture::from(stream.cancel()).await;
+                    Ok(out.with("ok", true.into()))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        "fetch.options" => {
+            let d = Deadline::in_ms(100_000.0).map_err(|e| format!("{e}"))?;
+            let mut options = FetchOptions::new(&d);
+            if let Some(v) = opt_num(a, "firstByteMs")? {
+                options = options.first_byte_ms(v);
+            }
+            if let Some(v) = opt_num(a, "firstChunkMs")? {
+                options = options.first_chunk_ms(v);
+            }
+            if let Some(v) = opt_num(a, "stallMs")? {
+                options = options.stall_ms(v);
+            }
+            // 127.0.0.1:9 (discard): nothing answers; the options must fail before any I/O.
+            edge_deadline::web::fetch_with_deadline(&"http://127.0.0.1:9/".into(), None, options)
+                .await
+                .map(|_| out.with("ok", true.into()))
+        }
+        "errors.isTimeout" => Ok(out.with("value", make_error(arg(a, "error")?)?.is_timeout().into())),
+        other => return Err(format!("no op named {other}")),
+    };
+    Ok(result.map(|mut o| {
+        if o.after == 0.0 {
+            o.after = now_ms();
+        }
+        o
+    }))
+}
+
+fn show(v: f64) -> String {
+    if v == 0.0 && v.is_sign_negative() {
+        "-0".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `actual == expected`, -0 and +0 told apart (as JavaScript's `Object.is`).
+fn same_num(actual: f64, expected: f64, what: &str) -> Outcome {
+    ensure!(actual.to_bits() == expected.to_bits(), "{what}: expected {}, got {}", show(expected), show(actual));
+    Ok(())
+}
+
+/// `actual` is `t + offset` for a clock reading `t` in `[before, after]`.
+fn offset_from(actual: f64, offset: f64, before: f64, after: f64, what: &str) -> Outcome {
+    let eps = 1e-6;
+    ensure!(
+        actual >= before + offset - eps && actual <= after + offset + eps,
+        "{what}: expected now + {offset} (now between {before} and {after}), got {actual}"
+    );
+    Ok(())
+}
+
+/// `*` in `pattern` stands for one number.
+fn like(actual: &str, pattern: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let mut rest = actual;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+            continue;
+        }
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if digits == 0 {
+            return false;
+        }
+        match rest[digits..].strip_prefix(part) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// The parameter as the Rust API names it (see the module docs).
+fn rust_param<'a>(row: &'a Value, expected: &'a str) -> &'a str {
+    if let Some(p) = row.pointer("/rust/param").and_then(Value::as_str) {
+        return p;
+    }
+    let p = expected.strip_prefix("options.").unwrap_or(expected);
+    match p.strip_prefix("steps[").and_then(|r| r.split_once("].")) {
+        Some((_, field)) => field,
+        None => p,
+    }
+}
+
+fn check_error(row: &Value, e: &Error, expected: &Map<String, Value>, what: &str) -> Outcome {
+    let class = expected.get("class").and_then(Value::as_str).unwrap_or_default();
+    ensure!(e.name() == class, "{what}: expected {class}, got {}: {e}", e.name());
+    // In JavaScript (a signal's reason, a rejection returned to the runtime) it is what the JS API throws.
+    let js = JsValue::from(e.clone());
+    let text = |key: &str| js_sys::Reflect::get(&js, &key.into()).ok().and_then(|v| v.as_string());
+    ensure!(text("name").as_deref() == Some(class), "{what}: in JavaScript its name is {:?}", text("name"));
+    ensure!(
+        text("code").as_deref() == e.code(),
+        "{what}: in JavaScript its .code is {:?}, not {:?}",
+        text("code"),
+        e.code()
+    );
+    if e.param().is_some() {
+        ensure!(text("param").as_deref() == e.param(), "{what}: in JavaScript its .param is {:?}", text("param"));
+        let class_ok = match e {
+            Error::InvalidType { .. } => js.is_instance_of::<js_sys::TypeError>(),
+            _ => js.is_instance_of::<js_sys::RangeError>(),
+        };
+        ensure!(class_ok, "{what}: in JavaScript it is not a {class}");
+    }
+    for (key, value) in expected {
+        match key.as_str() {
+            "class" | "error" => {}
+            "param" => {
+                let want = rust_param(row, value.as_str().unwrap_or_default());
+                ensure!(e.param() == Some(want), "{what}: param: expected {want:?}, got {:?} ({e})", e.param());
+            }
+            "code" => {
+                let want = value.as_str().unwrap_or_default();
+                ensure!(e.code() == Some(want), "{what}: code: expected {want:?}, got {:?} ({e})", e.code());
+            }
+            "at" => match e {
+                Error::DeadlineExceeded { at, .. } => same_num(*at, num(value)?, &format!("{what}: at"))?,
+                _ => return Err(format!("{what}: no 'at' on {e:?}")),
+            },
+            "remainingMs" | "minMs" => match e {
+                Error::InsufficientBudget { remaining_ms, min_ms } => {
+                    let got = if key == "minMs" { *min_ms } else { *remaining_ms };
+                    same_num(got, num(value)?, &format!("{what}: {key}"))?;
+                }
+                _ => return Err(format!("{what}: no '{key}' on {e:?}")),
+            },
+            "reason" => match e {
+                Error::RetryFailed { reason, .. } => {
+                    ensure!(
+                        Some(reason.as_str()) == value.as_str(),
+                        "{what}: reason: expected {value}, got {reason:?} ({e})"
+                    )
+                }
+                _ => return Err(format!("{what}: no 'reason' on {e:?}")),
+            },
+            "attempts" => match e {
+                Error::RetryFailed { attempts, .. } => {
+                    ensure!(
+                        Some(attempts.len() as u64) == value.as_u64(),
+                        "{what}: attempts: expected {value}, got {}",
+                        attempts.len()
+                    )
+                }
+                _ => return Err(format!("{what}: no 'attempts' on {e:?}")),
+            },
+            other => return Err(format!("{what}: the Rust runner does not check '{other}' on an error")),
+        }
+    }
+    Ok(())
+}
+
+fn check_outcome(row: &Value, out: &Out, expect: &Map<String, Value>, what: &str) -> Outcome {
+    let deadline = || out.deadline.as_ref().ok_or_else(|| format!("{what}: the op gave no deadline"));
+    for (key, value) in expect {
+        match key.as_str() {
+            "at" => same_num(deadline()?.instant_ms(), num(value)?, &format!("{what}: at"))?,
+            "expired" => ensure!(Some(deadline()?.expired()) == value.as_bool(), "{what}: expired(): expected {value}"),
+            "offsetMs" => offset_from(
+                deadline()?.instant_ms(),
+                num(value)?,
+                out.before,
+                out.after,
+                &format!("{what}: the instant"),
+            )?,
+            "value" if value.is_number() => {
+                let got = out.fields.get("value").and_then(Value::as_f64).ok_or_else(|| format!("{what}: no value"))?;
+                same_num(got, num(value)?, &format!("{what}: value"))?;
+            }
+            "results" => {
+                let want = value.as_array().ok_or("'results' is not a list")?;
+                ensure!(want.len() == out.results.len(), "{what}: {} runs, expected {}", out.results.len(), want.len());
+                let plan_at = out.fields.get("planAt").and_then(Value::as_f64).unwrap_or(f64::NAN);
+                for (i, (r, (got, before, after))) in want.iter().zip(&out.results).enumerate() {
+                    let at = format!("{what}: run {i}");
+                    let r = r.as_object().ok_or("a result is not an object")?;
+                    match (got, r.get("error"), r.get("skipped")) {
+                        (Err(e), Some(_), _) => {
+                            let mut fields = r.clone();
+                            fields.insert("class".into(), r["error"].clone());
+                            check_error(row, e, &fields, &at)?;
+                        }
+                        (Ok(RunOutcome::Skipped(reason)), None, Some(pattern)) => {
+                            let pattern = pattern.as_str().unwrap_or_default();
+                            ensure!(like(reason, pattern), "{at}: skip reason: expected {pattern:?}, got {reason:?}");
+                        }
+                        (Ok(RunOutcome::Ran(cap)), None, None) => {
+                            if let Some(c) = r.get("capMs") {
+                                same_num(*cap, num(c)?, &format!("{at}: cap"))?;
+                            }
+                            if let Some(end) = r.get("capFromEndMs") {
+                                offset_from(
+                                    plan_at - num(end)? - cap,
+                                    0.0,
+                                    *before,
+                                    *after,
+                                    &format!("{at}: the cap's end"),
+                                )?;
+                            }
+                        }
+                        (Err(e), _, _) => return Err(format!("{at}: expected {r:?}, got {}: {e}", e.name())),
+                        (Ok(RunOutcome::Skipped(reason)), _, _) => {
+                            return Err(format!("{at}: expected {r:?}, got a skip: {reason}"))
+                        }
+                        (Ok(RunOutcome::Ran(cap)), _, _) => {
+                            return Err(format!("{at}: expected {r:?}, it ran with a cap of {cap}"))
+                        }
+                    }
+                }
+            }
+            "headers" => {
+                let got = out.fields.get("headers").ok_or_else(|| format!("{what}: no headers"))?;
+                ensure!(got == value, "{what}: headers: expected {value}, got {got}");
+            }
+            other => {
+                let got = out.fields.get(other).ok_or_else(|| format!("{what}: the op gave no '{other}'"))?;
+                let equal = match (got.as_f64(), value.as_f64()) {
+                    (Some(g), Some(v)) => g.to_bits() == v.to_bits(),
+                    _ => got == value,
+                };
+                ensure!(equal, "{what}: {other}: expected {value}, got {got}");
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run_row(row: &Value) -> Outcome {
+    let name = row["name"].as_str().unwrap_or("(unnamed)");
+    let op = row["op"].as_str().ok_or("a row without an op")?;
+    let args = row["args"].as_object().ok_or("a row without args")?;
+    match run_op(op, args).await? {
+        Ok(out) => match (row.get("error"), row.get("expect").and_then(Value::as_object)) {
+            (Some(error), _) => Err(format!("{name}: expected {error}, it succeeded")),
+            (None, Some(expect)) => check_outcome(row, &out, expect, name),
+            (None, None) => Err(format!("{name}: the row has neither 'expect' nor 'error'")),
+        },
+        Err(e) => match row.get("error").and_then(Value::as_object) {
+            Some(expected) => check_error(row, &e, expected, name),
+            None => Err(format!("{name}: failed with {}: {e}", e.name())),
+        },
+    }
+}
+
+/// Every row of the table that the Rust API can express, in this host.
+pub async fn the_table_holds_for_the_rust_api(_: &Ctx) -> Outcome {
+    let table: Value = serde_json::from_str(TABLE).map_err(|e| format!("tests/conformance/cases.json: {e}"))?;
+    let rows = table["cases"].as_array().ok_or("the table has no 'cases'")?;
+    let (mut ran, mut failures, mut skipped) = (0, Vec::new(), Vec::new());
+    for row in rows {
+        let name = row["name"].as_str().unwrap_or("(unnamed)");
+        let hosts = row.get("hosts").and_then(Value::as_array);
+        if hosts.is_some_and(|h| !h.iter().any(|x| x == "rust")) {
+            continue;
+        }
+        if let Some(reason) = row.pointer("/skip/rust").and_then(Value::as_str) {
+            skipped.push(format!("{name}: {reason}"));
+            continue;
+        }
+        ran += 1;
+        if let Err(message) = run_row(row).await {
+            failures.push(message);
+        }
+    }
+    ensure!(ran >= MIN_RUN, "only {ran} rows ran (at least {MIN_RUN} expected)");
+    // A failure report lists the known divergences too (the rows skipped here, each with its reason).
+    ensure!(
+        failures.is_empty(),
+        "{} of {ran} rows failed:\n  {}\n{} rows skipped for Rust (known divergences):\n  {}",
+        failures.len(),
+        failures.join("\n  "),
+        skipped.len(),
+        skipped.join("\n  ")
+    );
+    Ok(())
+}
