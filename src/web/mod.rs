@@ -42,21 +42,23 @@
 
 #![warn(missing_docs)]
 
+mod caps;
 mod deadline;
 mod errors;
 mod guard;
+mod headers;
 mod plan;
-mod propagation;
 mod retry;
 mod sse;
 mod stall;
 mod sys;
 mod timers;
 
+pub use caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 pub use deadline::Deadline;
 pub use errors::{AttemptReport, Error, StallPhase};
+pub use headers::{HeaderFormat, Incoming};
 pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceRecord};
-pub use propagation::{Bound, CapOverrides, HeaderFormat, Incoming, Platform, PlatformCaps, Tier, Trigger};
 pub use retry::{hedge, retry, Attempt, Failure, HedgeOptions, RetryBudget, RetryOptions};
 pub use sse::sse_progress;
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};

@@ -64,7 +64,7 @@ use web_sys::{
 };
 
 use super::errors::StallPhase;
-use super::propagation::HeaderFormat;
+use super::headers::HeaderFormat;
 use super::sse::{is_event_stream, sse_progress};
 use super::timers::Timeout;
 use super::{sys, Deadline, Error};

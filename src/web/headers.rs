@@ -1,9 +1,8 @@
-//! Deadline propagation headers and platform caps, on `web_sys::Headers`.
+//! Deadline propagation headers, on `web_sys::Headers`.
 //!
-//! Encoding, strict parsing, the transit/local-cap clamp
-//! ([`crate::core::headers`]) and the cap fold ([`crate::core::caps`]) are the
-//! core's; this file reads the clock and the `Headers`, and builds the
-//! [`Deadline`], as `js/headers.js` and `js/caps.js` do.
+//! Encoding, strict parsing and the transit/local-cap clamp
+//! ([`crate::core::headers`]) are the core's; this file reads the clock and
+//! the `Headers`, and builds the [`Deadline`], as `js/headers.js` does.
 //!
 //! # Invariants
 //! 1. What is sent is the remaining duration at the moment of the call,
@@ -14,8 +13,6 @@
 use web_sys::Headers;
 
 use super::{sys, Deadline, Error};
-use crate::core::caps::{self, CapsError};
-pub use crate::core::caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 use crate::core::error::Described;
 pub use crate::core::headers::HeaderFormat;
 use crate::core::headers::{self, HeaderError};
@@ -40,19 +37,6 @@ impl From<HeaderError> for Error {
     }
 }
 
-impl From<CapsError> for Error {
-    fn from(error: CapsError) -> Self {
-        let param = match &error {
-            CapsError::Time(e) => return Error::from(*e),
-            CapsError::UnknownPlatform { .. } => "platform",
-            CapsError::UnknownTier { .. } => "plan",
-            CapsError::UnknownTrigger { .. } | CapsError::UnsupportedTrigger { .. } => "trigger",
-            CapsError::ZeroCap { param } | CapsError::CustomWith { param } => param,
-        };
-        Error::described(param, &error)
-    }
-}
-
 /// The deadline a request's headers asked for, and which header set it.
 #[derive(Debug)]
 pub struct Incoming {
@@ -71,7 +55,8 @@ impl Deadline {
     /// deadline (rounded down), for the next hop.
     ///
     /// # Errors
-    /// Only if `headers` is immutable (a received request's): [`Error::Js`].
+    /// [`Error::InvalidType`] naming `format` when `formats` is empty; [`Error::Js`]
+    /// if `headers` is immutable (a received request's).
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -85,6 +70,14 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn to_headers(&self, headers: &Headers, formats: &[HeaderFormat]) -> Result<(), Error> {
+        if formats.is_empty() {
+            // As the JavaScript API: an empty list is a mistake, not "send none" (send none by not calling).
+            return Err(Error::InvalidType {
+                param: "format",
+                code: "INVALID_TYPE",
+                message: "'format' must name at least one header format (HeaderFormat::ALL has them all)".into(),
+            });
+        }
         let remaining = self.remaining();
         for &format in formats {
             headers.set(format.name(), &headers::encode(format, remaining)?).map_err(Error::Js)?;
@@ -129,33 +122,5 @@ impl Deadline {
                 .map(|(header, e)| Error::InvalidHeader { header, code: e.code(), message: e.to_string() })
                 .collect(),
         })
-    }
-
-    /// `now + min(product_ms, the platform's wall-clock caps) − fallback_reserve_ms`,
-    /// and which cap bound it. Get `caps` from [`PlatformCaps::builtin`] (the
-    /// figures this package ships, with sources) or [`PlatformCaps::custom`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] naming `productMs` or `fallbackReserveMs`
-    /// for NaN, ±∞ or negatives. A reserve at or above the smallest cap is a
-    /// shortage, not an error: the deadline is `now`, already expired.
-    ///
-    /// ```
-    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
-    /// # fn run() -> Result<(), edge_deadline::web::Error> {
-    /// use edge_deadline::web::{Deadline, Platform, PlatformCaps, Tier, Trigger};
-    /// let caps = PlatformCaps::builtin(Platform::CloudflareWorkers, Some(Tier::Paid), Trigger::Fetch)?;
-    /// let (deadline, bound) = Deadline::for_platform(&caps, 8_000.0, 500.0)?;
-    /// # let _ = (deadline, bound); Ok(())
-    /// # }
-    /// # fn main() {}
-    /// ```
-    pub fn for_platform(
-        caps: &PlatformCaps,
-        product_ms: f64,
-        fallback_reserve_ms: f64,
-    ) -> Result<(Deadline, Bound), Error> {
-        let answer = caps::for_platform(sys::now(), caps, product_ms, fallback_reserve_ms)?;
-        Ok((Deadline::at(answer.at)?, answer.bound))
     }
 }
