@@ -16,10 +16,13 @@
 // workerd also measures the user's way ("user's way:" rows): a Worker that
 // times 8 000 calls of each row in a row, in its first request, with
 // performance.now(). The isolate is cold there: the package's JS runs in V8's
-// interpreter until it tiers up (a few thousand calls), and its allocation is
-// paid in scavenges inside the rows, while the native rows are C++ from the
-// first call. The rows above instead time a JIT-warm package (100 000 calls
-// of warm-up, after the first request's million). Each cold run is a fresh
+// interpreter until it tiers up (a few thousand calls), its allocation is
+// paid in scavenges inside the rows, and both the compiles and the parallel
+// scavenges run on V8's worker threads, which on a busy machine wait for a
+// core while the request waits for them; the native rows are C++ from the
+// first call, allocate next to nothing on the JS heap and run on the request's
+// thread. The rows above instead time a JIT-warm package (100 000 calls of
+// warm-up, after the first request's million). Each cold run is a fresh
 // workerd process (`workerdCold` of them, bench/run.mjs), whose first request
 // is `run(lib, { cold: i })`: the rows in the i-th rotation of their order
 // (which row pays for the garbage and the scavenges of the others moves), then
