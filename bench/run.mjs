@@ -8,7 +8,13 @@
 // request may list more requests (`requests: [params, …]`), each answered by
 // `run(lib, params)` in a request of its own (a request's timers, and its
 // 10 000-timeout quota, are its own); a row measured in several requests is
-// reported as the mean of its samples less the lowest and the highest. One that also exports `inChromium = true` runs
+// reported as the mean of its samples less the lowest and the highest. Its
+// first answer may carry `ratioOf: { label: [rowA, rowB] }`: the result then
+// has `ratios` (rowA ÷ rowB of those reported rows). One that exports
+// `workerdCold = N` is also run in N fresh workerd processes, each asked
+// `run(lib, { cold: i })` first (a cold isolate: the user's way) and then
+// `run(lib, { cold: i, again: true })`; their rows and ratios are reported as
+// the median over the N processes. One that also exports `inChromium = true` runs
 // in headless Chromium too (pkg/ served locally), as `run(lib)`.
 //
 // Before and after, in one run: `node bench/run.mjs --before DIR [bench…]`
@@ -99,28 +105,50 @@ export default {
     ...["bench/harness.mjs", `bench/${file}`].map((f) => [f, join(root, f)]),
     ...files.map((f) => [`pkg/${f}`, join(pkgDir, f)]),
   ].map(([name, path]) => ({ name, path: relative(out, path) }));
-  const port = await freePort();
-  const config = join(out, "workerd.capnp");
-  writeFileSync(config, workerdConfig({ port, modules, compatibilityDate: "2026-11-24" }));
-  const child = spawn(join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"), ["serve", config], { stdio: ["ignore", "inherit", "inherit"] });
-  let exited = false;
-  child.on("exit", () => (exited = true));
-  try {
+  /** A fresh workerd serving the entry; `first(params)` asks until it listens, `ask(params)` once. */
+  const start = async () => {
+    const port = await freePort();
+    const config = join(out, "workerd.capnp");
+    writeFileSync(config, workerdConfig({ port, modules, compatibilityDate: "2026-11-24" }));
+    const child = spawn(join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"), ["serve", config], { stdio: ["ignore", "inherit", "inherit"] });
+    let exited = false;
+    child.on("exit", () => (exited = true));
     const ask = async (params) => {
       const res = await fetch(`http://127.0.0.1:${port}/?p=${encodeURIComponent(JSON.stringify(params))}`);
       if (!res.ok) throw new Error(`workerd answered ${res.status}: ${await res.text()}`);
       return res.json();
     };
-    let first;
-    for (let i = 0; !first; i++) {
-      try {
-        first = await ask({});
-      } catch (error) {
-        if (i === 100 || exited || error.message.startsWith("workerd answered")) throw error;
-        await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+    const first = async (params) => {
+      for (let i = 0; ; i++) {
+        try {
+          return await ask(params);
+        } catch (error) {
+          if (i === 100 || exited || error.message.startsWith("workerd answered")) throw error;
+          await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+        }
       }
+    };
+    return { ask, first, kill: () => child.kill() };
+  };
+  const medians = (maps) => {
+    const labels = [...new Set(maps.flatMap((m) => Object.keys(m ?? {})))];
+    return Object.fromEntries(labels.map((l) => [l, median(maps.map((m) => m?.[l]))]));
+  };
+  // The user's way first, each in a cold isolate of its own (its requests never overlap the others').
+  const coldRuns = Number(/^export const workerdCold = (\d+)/m.exec(readFileSync(join(root, "bench", file), "utf8"))?.[1] ?? 0);
+  const cold = [];
+  for (let i = 0; i < coldRuns; i++) {
+    const w = await start();
+    try {
+      cold.push(await w.first({ cold: i }), await w.ask({ cold: i, again: true }));
+    } finally {
+      w.kill();
     }
-    const { requests = [], ...result } = first;
+  }
+  const { ask, first: firstAsk, kill } = await start();
+  try {
+    const first = await firstAsk({});
+    const { requests = [], ratioOf, ...result } = first;
     const samples = {};
     for (const answer of [first, ...(await sequential(requests.map((params) => () => ask(params))))]) {
       for (const [label, ns] of Object.entries(answer.rows)) (samples[label] ??= []).push(ns);
@@ -135,10 +163,18 @@ export default {
       return mid.reduce((a, b) => a + b, 0) / mid.length;
     };
     result.rows = Object.fromEntries(Object.entries(samples).map(([label, xs]) => [label, centre(xs)]));
+    if (ratioOf) {
+      result.ratios = {};
+      for (const [label, [a, b]] of Object.entries(ratioOf)) if (result.rows[a] > 0 && result.rows[b] > 0) result.ratios[label] = result.rows[a] / result.rows[b];
+    }
+    if (cold.length) {
+      Object.assign(result.rows, medians(cold.map((c) => c.rows)));
+      result.ratios = { ...result.ratios, ...medians(cold.map((c) => c.ratios)) };
+    }
     const version = JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version;
     return { ...result, runtime: `workerd ${version}` };
   } finally {
-    child.kill();
+    kill();
   }
 }
 
@@ -243,7 +279,7 @@ function merge(samples) {
   return out;
 }
 
-const fmt = (x) => (typeof x === "number" ? x.toFixed(1) : "–");
+const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : "–");
 const change = (b, a) => (typeof a === "number" && typeof b === "number" && b > 0 ? `${a >= b ? "+" : "−"}${Math.abs(((a - b) / b) * 100).toFixed(0)} %` : "–");
 
 /** `{ a: 1, b: { c: 2 } }` → `{ a: 1, "b c": 2 }`; null unless every leaf is a number. */
@@ -264,7 +300,8 @@ function table(unit, columns) {
   console.log(`\n| case${flags.before ? ` (${unit})` : unit === "ns/op" ? "" : ` (${unit})`} | ${heads.join(" | ")} |`);
   console.log(`|---|${heads.map(() => "---:").join("|")}|`);
   for (const label of labels) {
-    const cells = columns.flatMap(([b, a]) => (a ? [fmt(b.rows[label]), fmt(a.rows[label]), change(b.rows[label], a.rows[label])] : [fmt(b.rows[label])]));
+    const d = unit === "ratios" ? 2 : 1;
+    const cells = columns.flatMap(([b, a]) => (a ? [fmt(b.rows[label], d), fmt(a.rows[label], d), change(b.rows[label], a.rows[label])] : [fmt(b.rows[label], d)]));
     console.log(`| ${label} | ${cells.join(" | ")} |`);
   }
 }
