@@ -45,6 +45,7 @@
 mod deadline;
 mod errors;
 mod guard;
+mod hedge;
 mod plan;
 mod propagation;
 mod retry;
@@ -55,9 +56,10 @@ mod timers;
 
 pub use deadline::Deadline;
 pub use errors::{AttemptReport, Error, StallPhase};
+pub use hedge::{hedge, HedgeOptions};
 pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceRecord};
 pub use propagation::{Bound, CapOverrides, HeaderFormat, Incoming, Platform, PlatformCaps, Tier, Trigger};
-pub use retry::{hedge, retry, Attempt, Failure, HedgeOptions, RetryBudget, RetryOptions};
+pub use retry::{retry, Attempt, Failure, RetryBudget, RetryOptions};
 pub use sse::sse_progress;
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
 pub use timers::{sleep, Sleep, Timeout};

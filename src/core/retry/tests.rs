@@ -166,6 +166,62 @@ fn run_withdraws_from_the_budget() {
     assert!(run.is_done());
 }
 
+#[test]
+fn a_signal_ends_the_run_where_it_is_and_the_message_is_written_once() {
+    use crate::core::error::assert_filled;
+    let b = Backoff::new(100.0, 100.0, 0.0).unwrap();
+    let p = RetryPolicy::new(0.0, Some(1_000.0), b, 3, true).unwrap();
+    let stopped = |run: &mut RetryRun, deadline| run.aborted(5.0, deadline).unwrap();
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    let s = stopped(&mut run, true);
+    assert_eq!(
+        (s.code(), s.to_string()),
+        ("deadline", "retry stopped after 0 attempts: the deadline passed before the attempt".into())
+    );
+    assert!(run.is_done() && run.records().is_empty());
+    assert!(matches!(run.aborted(6.0, true), Err(RetryError::OutOfOrder { call: "aborted", .. })));
+    // During an attempt: recorded as ambiguous, ended by the signal.
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    run.start(0.0, None).unwrap();
+    let s = stopped(&mut run, false);
+    assert_eq!(
+        (s.code(), s.to_string()),
+        ("aborted", "retry stopped after 1 attempt: the operation was aborted during the attempt".into())
+    );
+    assert_eq!(
+        (run.records()[0].ended, run.records()[0].outcome),
+        (Ended::Aborted, AttemptOutcome::Failed(Failure::Ambiguous))
+    );
+    assert_eq!(run.stopped(), Some(s));
+    // During the backoff; an attempt cut at its own timeout is a retried ambiguous failure.
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    run.start(0.0, None).unwrap();
+    assert_eq!(
+        run.attempt_failed(1_000.0, AttemptFailure::Timeout, None),
+        Ok(AfterFailure::Backoff { delay_ms: 100.0 })
+    );
+    assert_eq!(
+        (run.records()[0].ended, run.records()[0].outcome),
+        (Ended::Timeout, AttemptOutcome::Failed(Failure::Ambiguous))
+    );
+    let s = stopped(&mut run, true);
+    assert_eq!(s.to_string(), "retry stopped after 1 attempt: the deadline passed during the backoff");
+    assert_filled(&s.message());
+    // The core's own stops read the same way.
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    run.start(0.0, None).unwrap();
+    assert_eq!(run.failed(1.0, Failure::Permanent, None), Ok(AfterFailure::Stop(StopReason::Permanent)));
+    let s = run.stopped().unwrap();
+    assert_eq!(
+        (s.code(), s.to_string()),
+        ("permanent", "retry stopped after 1 attempt: the failure is permanent, so it was not retried".into())
+    );
+    assert_eq!(run.records()[0].ended, Ended::Error);
+    for reason in [StopReason::Deadline { during: None }, StopReason::Aborted { during: Some(During::Backoff) }] {
+        assert_filled(&Stopped { kind: Loop::Hedge, attempts: 2, reason }.message());
+    }
+}
+
 // ---- the seed 004 scenario on a fake clock ----------------------------
 
 /// How a simulated attempt behaves.
