@@ -1,6 +1,11 @@
-//! Retries inside one deadline: backoff schedules and the decision to try
-//! again. The retry budget shared across calls is [`crate::core::retry_budget`];
-//! hedging's policy is [`crate::core::hedge`].
+//! Retries inside one deadline: backoff schedules, the decision to try
+//! again, and the loop itself as a machine ([`RetryRun`]) that both hosts
+//! drive (`js/retry.js`, `src/web/retry.rs`): they report what happened at
+//! `now` (an attempt started, succeeded, failed, timed out, a signal
+//! aborted) and own only the signals and timers. How a loop that gave up
+//! is worded ([`Stopped`], `RetryFailed`) is written here once, for the
+//! hedge loop too. The retry budget shared across calls is
+//! [`crate::core::retry_budget`]; the hedge loop is [`crate::core::hedge`].
 //!
 //! # Why retries live inside the deadline
 //! Two attempts of 10 s each are a 20 s step, whatever the caller's deadline
@@ -40,6 +45,10 @@
 //!    deadline (plus the lateness of the last timer), with at most
 //!    `maxAttempts` attempts; inside a plan, seed 004's four steps × two
 //!    attempts × 10 s end by the caller's 30 s, never at 80 s.
+//! 6. A signal ends a run where it is (before an attempt, during one, during
+//!    the backoff): a running attempt is recorded as ambiguous, ended by the
+//!    deadline or aborted, and no retry is asked of the budget; every stop
+//!    is one [`Stopped`], whose sentence names the attempts made.
 
 use core::fmt;
 

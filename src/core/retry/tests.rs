@@ -1,5 +1,5 @@
 //! The retry policy's and loop's tests, the property tests of the module's
-//! invariants 2 to 5, and the seed 004 scenario (a plan whose steps retry).
+//! invariants 2 to 6, and the seed 004 scenario (a plan whose steps retry).
 
 use super::*;
 use crate::core::plan::{Decision, Plan, StepKind, StepSpec};
@@ -438,4 +438,68 @@ proptest! {
         prop_assert!(elapsed <= 30_000.0 + 2.0 * late + 1e-6, "took {}", elapsed);
     }
 
+}
+
+proptest! {
+    /// Invariant 6: a signal ends the run where it is; a running attempt is
+    /// recorded as ambiguous and ended by the signal; the budget is not asked;
+    /// the stop names the attempts made.
+    #[test]
+    fn a_signal_ends_the_run_where_it_is(
+        steps in proptest::collection::vec((0u8..4, 0.0..300.0f64), 0..12),
+        deadline in any::<bool>(),
+    ) {
+        let b = Backoff::new(10.0, 40.0, 1.0).unwrap();
+        let p = RetryPolicy::new(0.0, Some(200.0), b, 5, true).unwrap();
+        let mut budget = RetryBudget::new(0.5, 100.0, 10_000.0).unwrap();
+        let mut run = RetryRun::new(p, 5_000.0, 7, false).unwrap();
+        let mut now = 0.0;
+        let mut expect = During::BeforeAttempt;
+        for (what, dt) in steps {
+            now += dt;
+            if run.is_done() {
+                break;
+            }
+            expect = match (expect, what) {
+                (During::BeforeAttempt | During::Backoff, _) => match run.start(now, Some(&mut budget)).unwrap() {
+                    Start::Attempt { .. } => During::Attempt,
+                    Start::Stop(_) => break,
+                },
+                (During::Attempt, 0) => {
+                    run.succeeded(now).unwrap();
+                    break;
+                }
+                (During::Attempt, w) => {
+                    let how = if w == 1 { AttemptFailure::Timeout } else { AttemptFailure::Error(Failure::NotApplied) };
+                    match run.attempt_failed(now, how, Some(&mut budget)).unwrap() {
+                        AfterFailure::Backoff { .. } => During::Backoff,
+                        AfterFailure::Stop(_) => break,
+                    }
+                }
+            };
+        }
+        if run.is_done() {
+            prop_assert!(run.aborted(now, deadline).is_err(), "a finished run took a signal");
+            return Ok(());
+        }
+        let before = (budget.counts(now).unwrap(), run.records().len());
+        let stop = run.aborted(now + 1.0, deadline).unwrap();
+        prop_assert!(run.is_done());
+        prop_assert_eq!(budget.counts(now).unwrap(), before.0, "the budget was asked");
+        let reason = if deadline { StopReason::Deadline { during: Some(expect) } } else { StopReason::Aborted { during: Some(expect) } };
+        prop_assert_eq!(stop.reason, reason);
+        prop_assert_eq!(stop.attempts as usize, run.records().len());
+        prop_assert_eq!(run.stopped(), Some(stop));
+        let last = run.records().last().copied();
+        if expect == During::Attempt {
+            prop_assert_eq!(run.records().len(), before.1 + 1);
+            let ended = if deadline { Ended::Deadline } else { Ended::Aborted };
+            prop_assert_eq!(last.map(|r| (r.ended, r.outcome)), Some((ended, AttemptOutcome::Failed(Failure::Ambiguous))));
+        } else {
+            prop_assert_eq!(run.records().len(), before.1);
+        }
+        let text = stop.to_string();
+        let n = run.records().len();
+        prop_assert!(text.starts_with(&format!("retry stopped after {n} attempt{}: ", if n == 1 { "" } else { "s" })), "{}", text);
+    }
 }
