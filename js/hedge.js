@@ -98,7 +98,8 @@ function startHedge(fn, options) {
           inFlight.delete(number);
           node.dispose();
           if (run.succeeded(number, now()) !== WON) return;
-          end(new DOMException(`hedged attempt ${number} answered first`, "AbortError"));
+          // The core's sentence (src/core/hedge.rs `answered_first`), filled here: no Wasm call on the winning path.
+          end(new DOMException(render({ id: "retry.HEDGE_ANSWERED_FIRST", args: { number } }), "AbortError"));
           resolve(value);
         },
         (error) => {

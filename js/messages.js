@@ -52,6 +52,7 @@ export const MESSAGES = {
   "retry.BEFORE_ATTEMPT": "before the attempt",
   "retry.DURING_ATTEMPT": "during the attempt",
   "retry.DURING_BACKOFF": "during the backoff",
+  "retry.HEDGE_ANSWERED_FIRST": "hedged attempt {number} answered first",
   "retry.STOPPED_ONE": "{loop} stopped after 1 attempt: {reason}",
   "retry.STOPPED": "{loop} stopped after {attempts} attempts: {reason}",
   "retry_budget.BAD_RATIO": "'ratio' must be between 0 and 1: current value is {value}",

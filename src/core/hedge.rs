@@ -29,6 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::check_ms;
+use crate::core::error::Message;
 use crate::core::retry::{Ended, Loop, RetryError, StopReason, Stopped, MAX_ATTEMPTS};
 
 /// Validates a hedging policy (`hedge` in JS): `delay_ms` before each extra
@@ -126,6 +127,12 @@ pub enum HedgeStep {
     /// Give up: abort every attempt in flight and fail with
     /// [`HedgeRun::stopped`].
     Stop(Stopped),
+}
+
+/// The message of the `AbortError` every other attempt in flight is aborted
+/// with when attempt `number` wins ([`HedgeStep::Won`]).
+pub fn answered_first(number: u32) -> Message {
+    Message::new(crate::core::retry::msg::HEDGE_ANSWERED_FIRST).arg("number", number)
 }
 
 /// One hedge: a policy and every attempt's record. See the module doc.
@@ -358,6 +365,7 @@ mod tests {
         assert_eq!(outcomes, [(1, Ended::Error, 40.0), (2, Ended::Aborted, 20.0), (3, Ended::Ok, 10.0)]);
         assert_eq!(run.stopped(), None);
         assert_eq!(run.start(200.0), Err(RetryError::OutOfOrder { call: "start", state: "finished" }));
+        assert_eq!(answered_first(3).to_string(), "hedged attempt 3 answered first");
     }
 
     #[test]

@@ -161,6 +161,9 @@ pub mod msg {
         DURING_ATTEMPT = "during the attempt";
         /// [`During::Backoff`](super::During::Backoff).
         DURING_BACKOFF = "during the backoff";
+        /// The reason a hedge's other attempts are aborted with when one wins
+        /// ([`answered_first`](crate::core::hedge::answered_first)).
+        HEDGE_ANSWERED_FIRST = "hedged attempt {number} answered first";
         /// The message of [`Stopped`](super::Stopped) (`RetryFailed`), one attempt.
         STOPPED_ONE = "{loop} stopped after 1 attempt: {reason}";
         /// The message of [`Stopped`](super::Stopped) (`RetryFailed`), 0 or several attempts.

@@ -188,7 +188,7 @@ where
             match result {
                 Ok(value) => match run.succeeded(done.number, sys::now()) {
                     Ok(HedgeStep::Won { number }) => {
-                        let reason = abort_error(&format!("hedged attempt {number} answered first"));
+                        let reason = abort_error(&core::answered_first(number).to_string());
                         for a in in_flight.drain(..) {
                             a.controller.abort_with_reason(&reason);
                         }
