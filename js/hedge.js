@@ -24,11 +24,6 @@ import { isReady, notReady } from "./load.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
-// What an event's answer means (src/wasm/hedge.rs): n > 0 launch attempt n.
-const WAIT = 0;
-const SLEEP = -1;
-const WON = -2;
-
 /**
  * Starts `fn(signal, { attempt })`, and another attempt every `delayMs` while
  * none has answered (up to `maxAttempts`, the core's default 2); a failed attempt starts
@@ -66,26 +61,25 @@ function startHedge(fn, options) {
       hedge?.dispose(); // unset when the node was born aborted (then it is released already)
       run.free();
     };
-    /** The core's stop: its word, its whole sentence, every record with its error. */
-    const fail = (cause, reason) => {
-      const stop = run.stop();
+    /** The core's stop (its word and whole sentence), with every record and its error. */
+    const fail = (stop, cause, reason) => {
       const records = run.records().map((r, i) => ({ ...r, error: errors[i] }));
       end(reason);
       reject(new RetryFailed(stop.reason, render(stop.message), records, cause === undefined ? undefined : { cause }));
     };
-    /** Does what the core answered (a launch, a re-arm, a stop: `won` is the caller's). */
+    /** Does what the core answered (src/core/hedge.rs `HedgeAction`; "won" is the caller's). */
     const act = (step) => {
-      if (step > 0) launch(step);
-      else if (step === SLEEP) hedge.rearm(run.wakeAt());
-      else if (step !== WAIT && step !== WON) {
+      if (step.do === "launch") launch(step.number, step.wakeAt ?? Infinity);
+      else if (step.do === "sleep") hedge.rearm(step.at);
+      else if (step.do === "stop") {
         const last = run.lastFailed(); // the cause: the last attempt to fail
-        fail(last === undefined ? undefined : errors[last - 1]);
+        fail(step, last === undefined ? undefined : errors[last - 1]);
       }
     };
-    const launch = (number) => {
+    const launch = (number, wakeAt) => {
       const node = child([hedge], Infinity);
       inFlight.set(number, node);
-      hedge.rearm(run.wakeAt() ?? Infinity);
+      hedge.rearm(wakeAt);
       let result;
       try {
         result = fn(node.signal, { attempt: number });
@@ -97,7 +91,7 @@ function startHedge(fn, options) {
           if (!inFlight.has(number)) return;
           inFlight.delete(number);
           node.dispose();
-          if (run.succeeded(number, now()) !== WON) return;
+          if (run.succeeded(number, now()).do !== "won") return;
           // The core's sentence (src/core/hedge.rs `answered_first`), filled here: no Wasm call on the winning path.
           end(new DOMException(render({ id: "retry.HEDGE_ANSWERED_FIRST", args: { number } }), "AbortError"));
           resolve(value);
@@ -114,9 +108,9 @@ function startHedge(fn, options) {
     const onAbort = (reason, by) => {
       if (done) return;
       const own = by === deadline && isDeadlineExceeded(reason) && reason.at === at;
-      run.aborted(now(), own);
+      const stop = run.aborted(now(), own);
       for (const [number] of inFlight) errors[number - 1] = reason;
-      fail(reason, reason);
+      fail(stop, reason, reason);
     };
     // The hedge's own node: aborted by the deadline or `parent` (and with it
     // every attempt's node), woken at each hedge instant on the deadline's queue.

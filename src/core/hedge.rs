@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::check_ms;
 use crate::core::error::Message;
-use crate::core::retry::{Ended, Loop, RetryError, StopReason, Stopped, MAX_ATTEMPTS};
+use crate::core::retry::{Ended, Loop, RetryError, StopCode, StopReason, Stopped, MAX_ATTEMPTS};
 
 /// Validates a hedging policy (`hedge` in JS): `delay_ms` before each extra
 /// attempt, at most `max_attempts` attempts over the call. Returns the delay
@@ -127,6 +127,57 @@ pub enum HedgeStep {
     /// Give up: abort every attempt in flight and fail with
     /// [`HedgeRun::stopped`].
     Stop(Stopped),
+}
+
+/// A [`HedgeStep`] as data, for a binding: `{ do: "launch", number, wakeAt? }`,
+/// `{ do: "sleep", at }`, `{ do: "wait" }`, `{ do: "won", number }` or
+/// `{ do: "stop", reason, message }` (the stop's word and whole sentence).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "do", rename_all = "kebab-case")]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub enum HedgeAction {
+    /// [`HedgeStep::Launch`].
+    #[serde(rename_all = "camelCase")]
+    Launch {
+        /// The attempt to launch now.
+        number: u32,
+        /// When to wake the run; absent: clear the timer.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "typescript", tsify(optional))]
+        wake_at: Option<f64>,
+    },
+    /// [`HedgeStep::Sleep`].
+    Sleep {
+        /// When to wake the run.
+        at: f64,
+    },
+    /// [`HedgeStep::Wait`].
+    Wait,
+    /// [`HedgeStep::Won`].
+    Won {
+        /// The winner.
+        number: u32,
+    },
+    /// [`HedgeStep::Stop`].
+    Stop {
+        /// The stable word (`RetryFailed.reason`).
+        reason: StopCode,
+        /// The whole sentence ([`Stopped::message`]).
+        #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
+        message: Message,
+    },
+}
+
+impl From<HedgeStep> for HedgeAction {
+    fn from(step: HedgeStep) -> Self {
+        match step {
+            HedgeStep::Launch { number, wake_at } => Self::Launch { number, wake_at },
+            HedgeStep::Sleep { at } => Self::Sleep { at },
+            HedgeStep::Wait => Self::Wait,
+            HedgeStep::Won { number } => Self::Won { number },
+            HedgeStep::Stop(stop) => Self::Stop { reason: stop.reason.stop_code(), message: stop.message() },
+        }
+    }
 }
 
 /// The message of the `AbortError` every other attempt in flight is aborted
@@ -378,6 +429,8 @@ mod tests {
         assert_eq!(stop.code(), "exhausted");
         assert_eq!(stop.to_string(), "hedge stopped after 2 attempts: all 2 attempts failed");
         assert_eq!(run.last_failed(), Some(1), "the cause is the last attempt to fail");
+        let HedgeAction::Stop { reason, message } = HedgeStep::Stop(stop).into() else { panic!("not a stop") };
+        assert_eq!((reason, message.to_string()), (StopCode::Exhausted, stop.to_string()));
         let mut run = HedgeRun::new(HedgePolicy { delay_ms: 10.0, max_attempts: 2 });
         assert_eq!(
             run.aborted(0.0, true).map(|s| match s {

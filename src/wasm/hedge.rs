@@ -2,17 +2,15 @@
 //! per `hedge()` call, freed by `js/hedge.js` when the hedge settles.
 //!
 //! The options cross once as [`HedgeOptions`] (the default number of
-//! attempts and every range check are the core's). Each event answers the
-//! core's [`HedgeStep`] as one number, so no object is built per event:
-//! `n > 0` launch attempt `n` now and arm the timer at [`HedgeRunJs::wake_at`]
-//! (`undefined`: clear it); `0` wait; `-1` arm the timer again at `wakeAt()`;
-//! `-2` the attempt just reported answered first; `-3` stop, read with
-//! [`HedgeRunJs::stop`]. The records cross only when the hedge fails.
+//! attempts and every range check are the core's); each event answers the
+//! core's decision as a [`HedgeAction`] through serde (`{ do: "launch",
+//! number, wakeAt }`, …). Nothing here is hot: a hedge makes a few calls. The
+//! records cross only when the hedge fails.
 
 use wasm_bindgen::prelude::*;
 
 use super::{array_js, from_js, into_js, to_js, within_js};
-use crate::core::hedge::{HedgeOptions, HedgeRun, HedgeStep};
+use crate::core::hedge::{HedgeAction, HedgeOptions, HedgeRun, HedgeStep};
 use crate::core::retry::RetryError;
 
 /// One `hedge()` call's [`HedgeRun`].
@@ -21,15 +19,8 @@ pub struct HedgeRunJs {
     run: HedgeRun,
 }
 
-fn step(step: Result<HedgeStep, RetryError>) -> Result<i32, JsValue> {
-    Ok(match step.map_err(to_js)? {
-        // At most MAX_ATTEMPTS (100): the number fits.
-        HedgeStep::Launch { number, .. } => i32::try_from(number).unwrap_or(i32::MAX),
-        HedgeStep::Wait => 0,
-        HedgeStep::Sleep { .. } => -1,
-        HedgeStep::Won { .. } => -2,
-        HedgeStep::Stop(_) => -3,
-    })
+fn step(step: Result<HedgeStep, RetryError>) -> Result<JsValue, JsValue> {
+    into_js(&HedgeAction::from(step.map_err(to_js)?))
 }
 
 #[wasm_bindgen(js_class = HedgeRun)]
@@ -43,49 +34,39 @@ impl HedgeRunJs {
     }
 
     /// [`HedgeRun::start`].
-    pub fn start(&mut self, now_ms: f64) -> Result<i32, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn start(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.start(now_ms))
     }
 
     /// [`HedgeRun::wake`].
-    pub fn wake(&mut self, now_ms: f64) -> Result<i32, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn wake(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.wake(now_ms))
     }
 
     /// [`HedgeRun::succeeded`].
-    pub fn succeeded(&mut self, number: u32, now_ms: f64) -> Result<i32, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn succeeded(&mut self, number: u32, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.succeeded(number, now_ms))
     }
 
     /// [`HedgeRun::failed`].
-    pub fn failed(&mut self, number: u32, now_ms: f64) -> Result<i32, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn failed(&mut self, number: u32, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.failed(number, now_ms))
     }
 
     /// [`HedgeRun::aborted`]; `deadline`: the deadline's own expiry.
-    pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<i32, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<JsValue, JsValue> {
         step(self.run.aborted(now_ms, deadline))
-    }
-
-    /// [`HedgeRun::wake_at`]: when the hedge timer is due, `undefined` when it is not armed.
-    #[wasm_bindgen(js_name = wakeAt)]
-    pub fn wake_at(&self) -> Option<f64> {
-        self.run.wake_at()
     }
 
     /// [`HedgeRun::last_failed`]: the attempt whose error is the failure's cause.
     #[wasm_bindgen(js_name = lastFailed)]
     pub fn last_failed(&self) -> Option<u32> {
         self.run.last_failed()
-    }
-
-    /// The stop's word and whole sentence ([`Stopped::stop`](crate::core::retry::Stopped::stop)); `undefined` unless stopped.
-    #[wasm_bindgen(unchecked_return_type = "Stop | undefined")]
-    pub fn stop(&self) -> Result<JsValue, JsValue> {
-        match self.run.stopped() {
-            Some(s) => into_js(&s.stop()),
-            None => Ok(JsValue::UNDEFINED),
-        }
     }
 
     /// Every attempt launched, oldest first.
