@@ -453,8 +453,11 @@ impl Stopped {
             Loop::Retry => "retry",
             Loop::Hedge => "hedge",
         };
-        let m = if self.attempts == 1 { Message::new(msg::STOPPED_ONE) } else { Message::new(msg::STOPPED) };
-        m.arg("loop", name).arg("attempts", self.attempts).arg("reason", self.reason.message())
+        let m = match self.attempts {
+            1 => Message::new(msg::STOPPED_ONE),
+            n => Message::new(msg::STOPPED).arg("attempts", n),
+        };
+        m.arg("loop", name).arg("reason", self.reason.message())
     }
 
     /// The word and the whole sentence, for a binding.
