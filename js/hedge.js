@@ -1,13 +1,16 @@
-// Hedging inside one deadline: a second attempt after `delayMs` while the
-// first may still answer. The policy's checks and default are the Wasm core's
-// (src/core/hedge.rs); there is no other arithmetic, so this file owns the
-// rest: the attempts' signals, the hedge timer, racing the answers.
+// Hedging inside one deadline: another attempt after `delayMs` while the
+// first may still answer. Every decision is the Wasm core's machine
+// (src/core/hedge.rs `HedgeRun`: when to launch the next attempt, on the
+// hedge timer or at once after a failure; the winner; the stop and its
+// sentence; the records); this file drives it and owns the rest: the
+// attempts' signals, the hedge timer, racing the answers.
 //
 // # Invariants
 // 1. The first attempt to resolve wins and every other attempt in flight is
 //    aborted at once; none starts after the deadline's signal has aborted.
 // 2. When `hedge` settles, its node is disposed: no wake-up and no listener
-//    is left (one node per hedge, one per attempt, js/timers.js `child`).
+//    is left (one node per hedge, one per attempt, js/timers.js `child`),
+//    and the core's run (Wasm memory) is freed.
 // 3. The hedge timer is unref'd, like every timer of the package; awaiting
 //    `hedge` keeps a Node or Deno process alive until it settles
 //    (js/keepalive.js), and nobody awaiting keeps nothing alive.
@@ -15,7 +18,7 @@
 //    outcome; its `reason` is "deadline" only when the deadline ended it.
 
 import * as core from "./edge_deadline.js";
-import { isDeadlineExceeded, RetryFailed } from "./errors.js";
+import { isDeadlineExceeded, render, RetryFailed } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { child, now } from "./timers.js";
@@ -43,44 +46,40 @@ function startHedge(fn, options) {
   if (o.maxAttempts !== undefined) check.count("options.maxAttempts", o.maxAttempts);
   const parent = check.optSignal("options.signal", o.signal);
   // The range checks and the default number of attempts are the core's.
-  const { delayMs, maxAttempts } = core.hedgePolicy(o);
+  const run = new core.HedgeRun(o);
   const at = deadline.at;
   return pending((resolve, reject) => {
     const inFlight = new Map(); // attempt number → its node (a child of the hedge's)
-    const records = [];
-    let started = 0;
-    let done = false;
+    const errors = []; // attempt number - 1 → its error
     let hedge; // the hedge's own node (below)
-    const end = () => {
+    let done = false;
+    /** The hedge settled: abort every attempt in flight, release the node and the run. */
+    const end = (reason) => {
       done = true;
-      hedge?.dispose(); // unset when the node was born aborted (then it is released already)
-    };
-    /** Aborts every attempt in flight with `reason`, recording each as `outcome`. */
-    const abortAll = (reason, outcome) => {
-      for (const [number, node] of inFlight) {
-        const record = records[number - 1];
-        record.elapsedMs = now() - record.startedAtMs;
-        record.outcome = outcome;
-        record.error = reason;
-        node.abort(reason);
-      }
+      for (const node of inFlight.values()) node.abort(reason);
       inFlight.clear();
+      hedge?.dispose(); // unset when the node was born aborted (then it is released already)
+      run.free();
     };
-    const onAbort = (reason, by) => {
-      if (done) return;
-      const own = by === deadline && isDeadlineExceeded(reason) && reason.at === at;
-      end();
-      abortAll(reason, own ? "deadline" : "aborted");
-      reject(new RetryFailed(own ? "deadline" : "aborted", `hedge stopped after ${started} attempt${started === 1 ? "" : "s"}: ${own ? "the deadline passed" : "the operation was aborted"}`, records, { cause: reason }));
+    /** The core's stop (its word and whole sentence), with every record and its error. */
+    const fail = (stop, cause, reason) => {
+      const records = run.records().map((r, i) => ({ ...r, error: errors[i] }));
+      end(reason);
+      reject(new RetryFailed(stop.reason, render(stop.message), records, cause === undefined ? undefined : { cause }));
     };
-    const startNext = () => {
-      if (done) return;
-      const number = ++started;
+    /** Does what the core answered (src/core/hedge.rs `HedgeAction`; "won" is the caller's). */
+    const act = (step) => {
+      if (step.do === "launch") launch(step.number, step.wakeAt ?? Infinity);
+      else if (step.do === "sleep") hedge.rearm(step.at);
+      else if (step.do === "stop") {
+        const last = run.lastFailed(); // the cause: the last attempt to fail
+        fail(step, last === undefined ? undefined : errors[last - 1]);
+      }
+    };
+    const launch = (number, wakeAt) => {
       const node = child([hedge], Infinity);
-      const record = { attempt: number, startedAtMs: now(), elapsedMs: 0, outcome: "running", error: undefined };
-      records.push(record);
       inFlight.set(number, node);
-      hedge.rearm(started < maxAttempts ? now() + delayMs : Infinity);
+      hedge.rearm(wakeAt);
       let result;
       try {
         result = fn(node.signal, { attempt: number });
@@ -89,35 +88,34 @@ function startHedge(fn, options) {
       }
       Promise.resolve(result).then(
         (value) => {
-          if (done || !inFlight.has(number)) return;
+          if (!inFlight.has(number)) return;
           inFlight.delete(number);
           node.dispose();
-          record.elapsedMs = now() - record.startedAtMs;
-          record.outcome = "ok";
-          end();
-          abortAll(new DOMException(`hedged attempt ${number} answered first`, "AbortError"), "aborted");
+          if (run.succeeded(number, now()).do !== "won") return;
+          // The core's sentence (src/core/hedge.rs `answered_first`), filled here: no Wasm call on the winning path.
+          end(new DOMException(render({ id: "retry.HEDGE_ANSWERED_FIRST", args: { number } }), "AbortError"));
           resolve(value);
         },
         (error) => {
-          if (done || !inFlight.has(number)) return;
+          if (!inFlight.has(number)) return;
           inFlight.delete(number);
           node.dispose();
-          record.elapsedMs = now() - record.startedAtMs;
-          record.outcome = "error";
-          record.error = error;
-          if (started < maxAttempts && !hedge.aborted) return startNext();
-          if (inFlight.size > 0) return; // a hedge still running may answer
-          end();
-          reject(failedHedge(records));
+          errors[number - 1] = error;
+          act(run.failed(number, now()));
         },
       );
     };
-    const failedHedge = (list) =>
-      new RetryFailed("exhausted", `hedge stopped after ${list.length} attempt${list.length === 1 ? "" : "s"}: all ${list.length} attempts failed`, list, { cause: list[list.length - 1]?.error });
+    const onAbort = (reason, by) => {
+      if (done) return;
+      const own = by === deadline && isDeadlineExceeded(reason) && reason.at === at;
+      const stop = run.aborted(now(), own);
+      for (const [number] of inFlight) errors[number - 1] = reason;
+      fail(stop, reason, reason);
+    };
     // The hedge's own node: aborted by the deadline or `parent` (and with it
     // every attempt's node), woken at each hedge instant on the deadline's queue.
-    hedge = child([deadline, parent], Infinity, { onTime: startNext, onAbort });
+    hedge = child([deadline, parent], Infinity, { onTime: () => act(run.wake(now())), onAbort });
     if (done) return;
-    startNext();
+    act(run.start(now()));
   });
 }

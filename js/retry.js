@@ -1,6 +1,7 @@
 // Retries inside one deadline. Whether to attempt, each attempt's timeout,
-// the backoff delay (seeded jitter), the idempotency rule and the defaults
-// are the Wasm core's (src/core/retry.rs: see its module doc), and so is the
+// the backoff delay (seeded jitter), the idempotency rule, the defaults, how
+// each attempt ended, why the loop stopped and the sentence that says so are
+// the Wasm core's (src/core/retry.rs `RetryRun`: see its module doc), and so is the
 // retry budget's accounting (src/core/retry_budget.rs, js/retry_budget.js); this file
 // owns the attempts' signals and timers and the abortable backoff sleep, each
 // one cancellation node (js/timers.js `child`) hanging from the deadline and
@@ -44,12 +45,6 @@ import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
 export { AttemptTimeout, isRetryFailed, RetryFailed } from "./errors.js";
-
-function failed(reason, message, attempts) {
-  const last = attempts[attempts.length - 1];
-  const n = attempts.length;
-  return new RetryFailed(reason, `retry stopped after ${n} attempt${n === 1 ? "" : "s"}: ${message}`, attempts, last ? { cause: last.error } : undefined);
-}
 
 function randomSeed() {
   return crypto.getRandomValues(new BigUint64Array(1))[0];
@@ -208,15 +203,16 @@ async function retryLoop(fn, options) {
   const b = o.backoff;
   const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, b?.jitter, o.maxAttempts, o.idempotent, o.operationKey !== undefined, seed);
   const errors = [];
-  const ends = [];
-  // The core's records (attempt, startedAtMs, timeoutMs, elapsedMs, failure?)
-  // with how each attempt ended here and its error.
-  const attempts = () =>
-    run.records().map((r, i) => ({ ...r, outcome: r.failure === undefined ? "ok" : ends[i], failure: r.failure, error: errors[i] }));
-  const stopped = () => {
-    // The core's stop: its word, and its sentence as a template filled here.
+  // The core's records (attempt, startedAtMs, timeoutMs, elapsedMs, outcome,
+  // failure?) with each attempt's error.
+  const attempts = () => run.records().map((r, i) => ({ ...r, failure: r.failure, error: errors[i] }));
+  // The core's stop: its word and its whole sentence (src/core/retry.rs
+  // `Stopped`); the cause is the signal's reason, or the last attempt's error.
+  const stopped = (cause) => {
     const { reason, message } = run.stop();
-    return failed(reason, render(message), attempts());
+    const list = attempts();
+    const last = list[list.length - 1];
+    return new RetryFailed(reason, render(message), list, cause !== undefined ? { cause } : last ? { cause: last.error } : undefined);
   };
   // The hook sees each attempt's record once it is final; what it throws is
   // reported and never changes the retry's result (like a plan's onStep).
@@ -230,18 +226,16 @@ async function retryLoop(fn, options) {
       console.error("edge-deadline: options.onAttempt threw; the retry carries on", error, record);
     }
   };
-  const signalEnded = (signal, where) => {
+  /** A signal ended the loop: the core records it and words the stop. */
+  const signalEnded = (signal) => {
     const reason = signal.reason;
-    const own = signal === deadlineSignal && isDeadlineExceeded(reason) && reason.at === at;
-    const code = own ? "deadline" : "aborted";
-    const list = attempts();
-    const e = new RetryFailed(code, `retry stopped after ${list.length} attempt${list.length === 1 ? "" : "s"}: ${own ? "the deadline passed" : "the operation was aborted"} ${where}`, list, { cause: reason });
-    return e;
+    run.aborted(now(), signal === deadlineSignal && isDeadlineExceeded(reason) && reason.at === at);
+    return stopped(reason);
   };
   try {
     for (let number = 1; ; number++) {
-      if (parent?.aborted) throw signalEnded(parent, "before the attempt");
-      if (deadlineSignal.aborted) throw signalEnded(deadlineSignal, "before the attempt");
+      if (parent?.aborted) throw signalEnded(parent);
+      if (deadlineSignal.aborted) throw signalEnded(deadlineSignal);
       const t = now();
       const timeoutMs = budget ? run.startBudgeted(t, retryBudgetCore(budget)) : run.start(t);
       if (timeoutMs === undefined) throw stopped();
@@ -254,20 +248,25 @@ async function retryLoop(fn, options) {
         return result.value;
       }
       errors.push(result.error);
-      ends.push(result.ended);
       if (result.ended === "aborted" || result.ended === "deadline") {
-        // The loop ends here: record the attempt (ambiguous: it may have been
-        // applied) without asking the budget for a retry.
-        run.failed(t1, "ambiguous");
+        // The loop ends here; the core records the attempt (ambiguous: it
+        // may have been applied) without asking the budget for a retry.
+        const e = signalEnded(result.ended === "aborted" && parent?.aborted ? parent : deadlineSignal);
         ended();
-        throw signalEnded(result.ended === "aborted" && parent?.aborted ? parent : deadlineSignal, "during the attempt");
+        throw e;
       }
-      const failure = result.ended === "timeout" ? "ambiguous" : classified(classify, result.error);
-      const delay = budget ? run.failedBudgeted(t1, failure, retryBudgetCore(budget)) : run.failed(t1, failure);
+      // A timeout is the core's ambiguous failure; an error is classified here.
+      let delay;
+      if (result.ended === "timeout") {
+        delay = budget ? run.timedOutBudgeted(t1, retryBudgetCore(budget)) : run.timedOut(t1);
+      } else {
+        const failure = classified(classify, result.error);
+        delay = budget ? run.failedBudgeted(t1, failure, retryBudgetCore(budget)) : run.failed(t1, failure);
+      }
       ended();
       if (delay === undefined) throw stopped();
       const woke = await sleep(delay, deadline, parent);
-      if (woke) throw signalEnded(woke, "during the backoff");
+      if (woke) throw signalEnded(woke);
     }
   } finally {
     run.free();

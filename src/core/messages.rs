@@ -131,7 +131,7 @@ fn main_messages_fill_every_hole() {
     use crate::core::deadline::DeadlineError;
     use crate::core::headers::HeaderError;
     use crate::core::plan::{PlanError, SkipReason};
-    use crate::core::retry::{RetryError, StopReason};
+    use crate::core::retry::{During, Loop, RetryError, StopReason, Stopped};
     use crate::core::retry_budget::RetryBudgetError;
     use crate::core::stall::StallError;
     let time = DeadlineError::NotFinite { param: "ms", value: f64::INFINITY };
@@ -197,10 +197,19 @@ fn main_messages_fill_every_hole() {
             StopReason::TimeoutBelowMin { attempt_timeout_ms: 1.0, attempt_min_ms: 2.0 },
             StopReason::BackoffPastDeadline { delay_ms: 1.0, remaining_ms: 2.0, attempt_min_ms: 3.0 },
             StopReason::BudgetExhausted,
+            StopReason::Deadline { during: None },
+            StopReason::Deadline { during: Some(During::BeforeAttempt) },
+            StopReason::Aborted { during: None },
+            StopReason::Aborted { during: Some(During::Attempt) },
+            StopReason::Aborted { during: Some(During::Backoff) },
         ]
         .iter()
         .map(StopReason::message),
     );
+    for attempts in [1, 2] {
+        all.push(Stopped { kind: Loop::Hedge, attempts, reason: StopReason::Exhausted { attempts } }.message());
+    }
+    all.push(crate::core::hedge::answered_first(2));
     all.extend(
         [
             RetryBudgetError::BadRatio { value: 2.0 },

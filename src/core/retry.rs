@@ -1,6 +1,11 @@
-//! Retries inside one deadline: backoff schedules and the decision to try
-//! again. The retry budget shared across calls is [`crate::core::retry_budget`];
-//! hedging's policy is [`crate::core::hedge`].
+//! Retries inside one deadline: backoff schedules, the decision to try
+//! again, and the loop itself as a machine ([`RetryRun`]) that both hosts
+//! drive (`js/retry.js`, `src/web/retry.rs`): they report what happened at
+//! `now` (an attempt started, succeeded, failed, timed out, a signal
+//! aborted) and own only the signals and timers. How a loop that gave up
+//! is worded ([`Stopped`], `RetryFailed`) is written here once, for the
+//! hedge loop too. The retry budget shared across calls is
+//! [`crate::core::retry_budget`]; the hedge loop is [`crate::core::hedge`].
 //!
 //! # Why retries live inside the deadline
 //! Two attempts of 10 s each are a 20 s step, whatever the caller's deadline
@@ -40,6 +45,10 @@
 //!    deadline (plus the lateness of the last timer), with at most
 //!    `maxAttempts` attempts; inside a plan, seed 004's four steps × two
 //!    attempts × 10 s end by the caller's 30 s, never at 80 s.
+//! 6. A signal ends a run where it is (before an attempt, during one, during
+//!    the backoff): a running attempt is recorded as ambiguous, ended by the
+//!    deadline or aborted, and no retry is asked of the budget; every stop
+//!    is one [`Stopped`], whose sentence names the attempts made.
 
 use core::fmt;
 
@@ -138,6 +147,27 @@ pub mod msg {
         STOP_BACKOFF_PAST_DEADLINE = "a {delayMs:ms} ms backoff would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining, so it was not slept";
         /// The sentence of [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted).
         STOP_BUDGET_EXHAUSTED = "the retry budget is exhausted for this window";
+        /// The sentence of [`StopReason::Deadline`](super::StopReason::Deadline) in a hedge.
+        STOP_DEADLINE = "the deadline passed";
+        /// The sentence of [`StopReason::Deadline`](super::StopReason::Deadline) in a retry.
+        STOP_DEADLINE_DURING = "the deadline passed {during}";
+        /// The sentence of [`StopReason::Aborted`](super::StopReason::Aborted) in a hedge.
+        STOP_ABORTED = "the operation was aborted";
+        /// The sentence of [`StopReason::Aborted`](super::StopReason::Aborted) in a retry.
+        STOP_ABORTED_DURING = "the operation was aborted {during}";
+        /// [`During::BeforeAttempt`](super::During::BeforeAttempt).
+        BEFORE_ATTEMPT = "before the attempt";
+        /// [`During::Attempt`](super::During::Attempt).
+        DURING_ATTEMPT = "during the attempt";
+        /// [`During::Backoff`](super::During::Backoff).
+        DURING_BACKOFF = "during the backoff";
+        /// The reason a hedge's other attempts are aborted with when one wins
+        /// ([`answered_first`](crate::core::hedge::answered_first)).
+        HEDGE_ANSWERED_FIRST = "hedged attempt {number} answered first";
+        /// The message of [`Stopped`](super::Stopped) (`RetryFailed`), one attempt.
+        STOPPED_ONE = "{loop} stopped after 1 attempt: {reason}";
+        /// The message of [`Stopped`](super::Stopped) (`RetryFailed`), 0 or several attempts.
+        STOPPED = "{loop} stopped after {attempts} attempts: {reason}";
     }
 }
 
@@ -355,6 +385,91 @@ pub enum StopReason {
     },
     /// The shared [`RetryBudget`] has no retry left in its window.
     BudgetExhausted,
+    /// The deadline itself passed (its signal aborted with its own expiry).
+    Deadline {
+        /// Where the loop was; `None` in a hedge, whose attempts overlap.
+        during: Option<During>,
+    },
+    /// The caller's signal aborted, or the deadline's signal aborted for
+    /// another reason (a parent's).
+    Aborted {
+        /// Where the loop was; `None` in a hedge.
+        during: Option<During>,
+    },
+}
+
+/// Where a retry loop was when a signal ended it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum During {
+    /// Before an attempt started.
+    BeforeAttempt,
+    /// While an attempt ran.
+    Attempt,
+    /// While the backoff was slept.
+    Backoff,
+}
+
+impl During {
+    fn message(self) -> Message {
+        Message::new(match self {
+            Self::BeforeAttempt => msg::BEFORE_ATTEMPT,
+            Self::Attempt => msg::DURING_ATTEMPT,
+            Self::Backoff => msg::DURING_BACKOFF,
+        })
+    }
+}
+
+/// Which loop stopped: the first word of its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loop {
+    /// [`RetryRun`].
+    Retry,
+    /// [`HedgeRun`](crate::core::hedge::HedgeRun).
+    Hedge,
+}
+
+/// How a retry or hedge loop ended without a value: what both hosts raise
+/// (`RetryFailed`), its word ([`Stopped::code`]) and its whole sentence
+/// ([`Stopped::message`], the `Display`), written once here.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stopped {
+    /// The loop that stopped.
+    pub kind: Loop,
+    /// How many attempts it started.
+    pub attempts: u32,
+    /// Why.
+    pub reason: StopReason,
+}
+
+impl Stopped {
+    /// The stable word (`RetryFailed.reason`).
+    pub fn code(&self) -> &'static str {
+        self.reason.code()
+    }
+
+    /// The whole sentence: `retry stopped after 2 attempts: all 2 attempts failed`.
+    pub fn message(&self) -> Message {
+        let name = match self.kind {
+            Loop::Retry => "retry",
+            Loop::Hedge => "hedge",
+        };
+        let m = match self.attempts {
+            1 => Message::new(msg::STOPPED_ONE),
+            n => Message::new(msg::STOPPED).arg("attempts", n),
+        };
+        m.arg("loop", name).arg("reason", self.reason.message())
+    }
+
+    /// The word and the whole sentence, for a binding.
+    pub fn stop(&self) -> Stop {
+        Stop { reason: self.reason.stop_code(), message: self.message() }
+    }
+}
+
+impl fmt::Display for Stopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.message().fmt(f)
+    }
 }
 
 /// Why a retry loop stopped, as a stable word (`RetryFailed.reason` in
@@ -377,6 +492,10 @@ pub enum StopCode {
     BackoffPastDeadline,
     /// `"budget-exhausted"`: [`StopReason::BudgetExhausted`].
     BudgetExhausted,
+    /// `"deadline"`: [`StopReason::Deadline`].
+    Deadline,
+    /// `"aborted"`: [`StopReason::Aborted`].
+    Aborted,
 }
 
 impl StopCode {
@@ -389,6 +508,8 @@ impl StopCode {
             Self::Insufficient => "insufficient",
             Self::BackoffPastDeadline => "backoff-past-deadline",
             Self::BudgetExhausted => "budget-exhausted",
+            Self::Deadline => "deadline",
+            Self::Aborted => "aborted",
         }
     }
 }
@@ -416,6 +537,8 @@ impl StopReason {
             Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => StopCode::Insufficient,
             Self::BackoffPastDeadline { .. } => StopCode::BackoffPastDeadline,
             Self::BudgetExhausted => StopCode::BudgetExhausted,
+            Self::Deadline { .. } => StopCode::Deadline,
+            Self::Aborted { .. } => StopCode::Aborted,
         }
     }
 
@@ -448,6 +571,10 @@ impl StopReason {
                     .arg("remainingMs", remaining_ms)
             }
             Self::BudgetExhausted => Message::new(msg::STOP_BUDGET_EXHAUSTED),
+            Self::Deadline { during: None } => Message::new(msg::STOP_DEADLINE),
+            Self::Deadline { during: Some(d) } => Message::new(msg::STOP_DEADLINE_DURING).arg("during", d.message()),
+            Self::Aborted { during: None } => Message::new(msg::STOP_ABORTED),
+            Self::Aborted { during: Some(d) } => Message::new(msg::STOP_ABORTED_DURING).arg("during", d.message()),
         }
     }
 }
@@ -648,7 +775,10 @@ pub struct AttemptRecord {
     pub timeout_ms: f64,
     /// How long the attempt ran, in ms (`elapsedMs` in JS).
     pub elapsed_ms: f64,
-    /// How it ended; in JS a `failure` field, absent on success.
+    /// How it ended (`outcome` in JS): ok, error, timeout, deadline or aborted.
+    #[serde(rename = "outcome")]
+    pub ended: Ended,
+    /// How it ended as a failure kind; in JS a `failure` field, absent on success.
     #[serde(rename = "failure", with = "outcome_as_failure", default, skip_serializing_if = "AttemptOutcome::is_ok")]
     #[cfg_attr(feature = "typescript", tsify(optional, type = "Failure"))]
     pub outcome: AttemptOutcome,
@@ -657,6 +787,40 @@ pub struct AttemptRecord {
 impl AttemptOutcome {
     fn is_ok(&self) -> bool {
         *self == Self::Ok
+    }
+}
+
+/// How an attempt ended, as both hosts report it (`outcome` in JS, a retry's
+/// and a hedge's records alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub enum Ended {
+    /// Still running (a hedge's attempt, while the hedge runs).
+    Running,
+    /// It answered.
+    Ok,
+    /// It failed with an error of its own.
+    Error,
+    /// Its own timeout cut it (`AttemptTimeout`): an ambiguous failure.
+    Timeout,
+    /// The deadline itself ended it.
+    Deadline,
+    /// A signal ended it: the caller's, or, in a hedge, another attempt's answer.
+    Aborted,
+}
+
+impl Ended {
+    /// The word as JavaScript writes it (`"ok"`, `"timeout"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+            Self::Deadline => "deadline",
+            Self::Aborted => "aborted",
+        }
     }
 }
 
@@ -681,6 +845,7 @@ mod outcome_as_failure {
 enum Phase {
     Ready,
     Running { started_ms: f64, timeout_ms: f64 },
+    Sleeping,
     Done,
 }
 
@@ -689,9 +854,19 @@ impl Phase {
         match self {
             Self::Ready => "waiting to start an attempt",
             Self::Running { .. } => "running an attempt",
+            Self::Sleeping => "sleeping a backoff",
             Self::Done => "finished",
         }
     }
+}
+
+/// How a running attempt failed, as the host saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptFailure {
+    /// It rejected (or threw) an error of its own, classified as this.
+    Error(Failure),
+    /// Its own timeout fired: always [`Failure::Ambiguous`], never classified.
+    Timeout,
 }
 
 /// One retry loop: a policy, a deadline, a seeded jitter stream and the
@@ -706,6 +881,7 @@ pub struct RetryRun {
     attempts: u32,
     phase: Phase,
     records: Vec<AttemptRecord>,
+    stop: Option<StopReason>,
 }
 
 impl RetryRun {
@@ -723,13 +899,14 @@ impl RetryRun {
             attempts: 0,
             phase: Phase::Ready,
             records: Vec::new(),
+            stop: None,
         })
     }
 
     /// Decides the next attempt. The first attempt counts as one request in
     /// `budget`; later attempts were already paid for by [`RetryRun::failed`].
     pub fn start(&mut self, now_ms: f64, budget: Option<&mut RetryBudget>) -> Result<Start, RetryError> {
-        if self.phase != Phase::Ready {
+        if !matches!(self.phase, Phase::Ready | Phase::Sleeping) {
             return Err(RetryError::OutOfOrder { call: "start", state: self.phase.name() });
         }
         let decision = self.policy.start(self.attempts + 1, now_ms, self.at)?;
@@ -743,27 +920,43 @@ impl RetryRun {
                 self.attempts = number;
                 self.phase = Phase::Running { started_ms: now_ms + 0.0, timeout_ms };
             }
-            Start::Stop(_) => self.phase = Phase::Done,
+            Start::Stop(reason) => self.end(reason),
         }
         Ok(decision)
     }
 
     /// The running attempt resolved.
     pub fn succeeded(&mut self, now_ms: f64) -> Result<(), RetryError> {
-        self.finish(now_ms, AttemptOutcome::Ok, "succeeded")?;
+        self.finish(now_ms, AttemptOutcome::Ok, Ended::Ok, "succeeded")?;
         self.phase = Phase::Done;
         Ok(())
     }
 
-    /// The running attempt failed: decides whether to back off and retry.
-    /// A retry withdraws from `budget`; an empty budget stops the loop.
+    /// The running attempt failed with an error classified as `failure`:
+    /// decides whether to back off and retry ([`RetryRun::attempt_failed`]).
     pub fn failed(
         &mut self,
         now_ms: f64,
         failure: Failure,
         budget: Option<&mut RetryBudget>,
     ) -> Result<AfterFailure, RetryError> {
-        self.finish(now_ms, AttemptOutcome::Failed(failure), "failed")?;
+        self.attempt_failed(now_ms, AttemptFailure::Error(failure), budget)
+    }
+
+    /// The running attempt failed, by an error or its own timeout (which is
+    /// ambiguous: it may have been applied): decides whether to back off and
+    /// retry. A retry withdraws from `budget`; an empty budget stops the loop.
+    pub fn attempt_failed(
+        &mut self,
+        now_ms: f64,
+        how: AttemptFailure,
+        budget: Option<&mut RetryBudget>,
+    ) -> Result<AfterFailure, RetryError> {
+        let (failure, ended) = match how {
+            AttemptFailure::Error(f) => (f, Ended::Error),
+            AttemptFailure::Timeout => (Failure::Ambiguous, Ended::Timeout),
+        };
+        self.finish(now_ms, AttemptOutcome::Failed(failure), ended, "failed")?;
         let delay = self.policy.backoff.delay(self.attempts, &mut self.rng);
         let mut decision =
             self.policy.after_failure(self.attempts, failure, self.operation_key_safe, delay, now_ms, self.at)?;
@@ -772,14 +965,52 @@ impl RetryRun {
                 decision = AfterFailure::Stop(StopReason::BudgetExhausted);
             }
         }
-        self.phase = match decision {
-            AfterFailure::Backoff { .. } => Phase::Ready,
-            AfterFailure::Stop(_) => Phase::Done,
-        };
+        match decision {
+            AfterFailure::Backoff { .. } => self.phase = Phase::Sleeping,
+            AfterFailure::Stop(reason) => self.end(reason),
+        }
         Ok(decision)
     }
 
-    fn finish(&mut self, now_ms: f64, outcome: AttemptOutcome, call: &'static str) -> Result<(), RetryError> {
+    /// The deadline's signal (`deadline`: with the deadline's own expiry) or
+    /// the caller's signal aborted at `now_ms`: the loop stops. A running
+    /// attempt is recorded as ambiguous (it may have been applied), ended by
+    /// the deadline or aborted, and no retry is asked of the budget.
+    pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<Stopped, RetryError> {
+        let during = match self.phase {
+            Phase::Ready => During::BeforeAttempt,
+            Phase::Running { .. } => {
+                let ended = if deadline { Ended::Deadline } else { Ended::Aborted };
+                self.finish(now_ms, AttemptOutcome::Failed(Failure::Ambiguous), ended, "aborted")?;
+                During::Attempt
+            }
+            Phase::Sleeping => During::Backoff,
+            Phase::Done => return Err(RetryError::OutOfOrder { call: "aborted", state: self.phase.name() }),
+        };
+        let during = Some(during);
+        let reason = if deadline { StopReason::Deadline { during } } else { StopReason::Aborted { during } };
+        self.end(reason);
+        Ok(Stopped { kind: Loop::Retry, attempts: self.attempts, reason })
+    }
+
+    fn end(&mut self, reason: StopReason) {
+        self.phase = Phase::Done;
+        self.stop = Some(reason);
+    }
+
+    /// How the loop stopped without a value (the `RetryFailed` of both
+    /// hosts); `None` while it runs or after a success.
+    pub fn stopped(&self) -> Option<Stopped> {
+        self.stop.map(|reason| Stopped { kind: Loop::Retry, attempts: self.attempts, reason })
+    }
+
+    fn finish(
+        &mut self,
+        now_ms: f64,
+        outcome: AttemptOutcome,
+        ended: Ended,
+        call: &'static str,
+    ) -> Result<(), RetryError> {
         let now = check_ms("now", now_ms)?;
         let Phase::Running { started_ms, timeout_ms } = self.phase else {
             return Err(RetryError::OutOfOrder { call, state: self.phase.name() });
@@ -789,8 +1020,11 @@ impl RetryRun {
             started_ms,
             timeout_ms,
             elapsed_ms: if now > started_ms { now - started_ms } else { 0.0 },
+            ended,
             outcome,
         });
+        // Until the next decision, the run is between attempts.
+        self.phase = Phase::Ready;
         Ok(())
     }
 

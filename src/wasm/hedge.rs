@@ -1,18 +1,77 @@
-//! Bindings for [`crate::core::hedge`] (`js/hedge.js`): one cold call per
-//! `hedge()`, the options in as [`HedgeOptions`] and the validated policy
-//! (the default number of attempts filled in by the core) out as
-//! [`HedgePolicy`](crate::core::hedge::HedgePolicy). Nothing is hot here. Timers and racing are the host's.
+//! Bindings for [`crate::core::hedge`] (`js/hedge.js`): one [`HedgeRunJs`]
+//! per `hedge()` call, freed by `js/hedge.js` when the hedge settles.
+//!
+//! The options cross once as [`HedgeOptions`] (the default number of
+//! attempts and every range check are the core's); each event answers the
+//! core's decision as a [`HedgeAction`] through serde (`{ do: "launch",
+//! number, wakeAt }`, …). Nothing here is hot: a hedge makes a few calls. The
+//! records cross only when the hedge fails.
 
 use wasm_bindgen::prelude::*;
 
-use super::{from_js, into_js, within_js};
-use crate::core::hedge::HedgeOptions;
+use super::{array_js, from_js, into_js, to_js, within_js};
+use crate::core::hedge::{HedgeAction, HedgeOptions, HedgeRun, HedgeStep};
+use crate::core::retry::RetryError;
 
-/// [`HedgeOptions::policy`]; errors name the option (`options.delayMs`).
-#[wasm_bindgen(js_name = hedgePolicy, unchecked_return_type = "HedgePolicy")]
-pub fn hedge_policy(
-    #[wasm_bindgen(unchecked_param_type = "HedgeOptions")] options: JsValue,
-) -> Result<JsValue, JsValue> {
-    let options: HedgeOptions = from_js(options, "options")?;
-    into_js(&options.policy().map_err(|e| within_js("options", &e))?)
+/// One `hedge()` call's [`HedgeRun`].
+#[wasm_bindgen(js_name = HedgeRun)]
+pub struct HedgeRunJs {
+    run: HedgeRun,
+}
+
+fn step(step: Result<HedgeStep, RetryError>) -> Result<JsValue, JsValue> {
+    into_js(&HedgeAction::from(step.map_err(to_js)?))
+}
+
+#[wasm_bindgen(js_class = HedgeRun)]
+impl HedgeRunJs {
+    /// [`HedgeOptions::policy`]; errors name the option (`options.delayMs`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "HedgeOptions")] options: JsValue) -> Result<HedgeRunJs, JsValue> {
+        let options: HedgeOptions = from_js(options, "options")?;
+        let policy = options.policy().map_err(|e| within_js("options", &e))?;
+        Ok(Self { run: HedgeRun::new(policy) })
+    }
+
+    /// [`HedgeRun::start`].
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn start(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
+        step(self.run.start(now_ms))
+    }
+
+    /// [`HedgeRun::wake`].
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn wake(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
+        step(self.run.wake(now_ms))
+    }
+
+    /// [`HedgeRun::succeeded`].
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn succeeded(&mut self, number: u32, now_ms: f64) -> Result<JsValue, JsValue> {
+        step(self.run.succeeded(number, now_ms))
+    }
+
+    /// [`HedgeRun::failed`].
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn failed(&mut self, number: u32, now_ms: f64) -> Result<JsValue, JsValue> {
+        step(self.run.failed(number, now_ms))
+    }
+
+    /// [`HedgeRun::aborted`]; `deadline`: the deadline's own expiry.
+    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<JsValue, JsValue> {
+        step(self.run.aborted(now_ms, deadline))
+    }
+
+    /// [`HedgeRun::last_failed`]: the attempt whose error is the failure's cause.
+    #[wasm_bindgen(js_name = lastFailed)]
+    pub fn last_failed(&self) -> Option<u32> {
+        self.run.last_failed()
+    }
+
+    /// Every attempt launched, oldest first.
+    #[wasm_bindgen(unchecked_return_type = "HedgeRecord[]")]
+    pub fn records(&self) -> Result<js_sys::Array, JsValue> {
+        array_js(self.run.records())
+    }
 }

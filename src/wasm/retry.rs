@@ -30,13 +30,12 @@ use wasm_bindgen::prelude::*;
 use super::retry_budget::RetryBudgetJs;
 use super::{array_js, from_js, into_js, to_js, within_js};
 use crate::core::error::ShapeError;
-use crate::core::retry::{AfterFailure, BackoffOptions, Failure, RetryOptions, RetryRun, Start, StopReason};
+use crate::core::retry::{AfterFailure, AttemptFailure, BackoffOptions, Failure, RetryOptions, RetryRun, Start};
 
 /// One `retry()` call's [`RetryRun`].
 #[wasm_bindgen(js_name = RetryRun)]
 pub struct RetryRunJs {
     run: RetryRun,
-    stop: Option<StopReason>,
 }
 
 #[wasm_bindgen(js_class = RetryRun)]
@@ -71,7 +70,7 @@ impl RetryRunJs {
         let options = RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent };
         let policy = options.policy().map_err(|e| within_js("options", &e))?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
-        Ok(Self { run, stop: None })
+        Ok(Self { run })
     }
 
     /// [`RetryRun::start`]: the attempt's timeout, or `undefined` to stop.
@@ -90,10 +89,7 @@ impl RetryRunJs {
     fn started(&mut self, start: Start) -> Option<f64> {
         match start {
             Start::Attempt { timeout_ms, .. } => Some(timeout_ms),
-            Start::Stop(reason) => {
-                self.stop = Some(reason);
-                None
-            }
+            Start::Stop(_) => None,
         }
     }
 
@@ -125,18 +121,38 @@ impl RetryRunJs {
     fn after(&mut self, after: AfterFailure) -> Option<f64> {
         match after {
             AfterFailure::Backoff { delay_ms } => Some(delay_ms),
-            AfterFailure::Stop(reason) => {
-                self.stop = Some(reason);
-                None
-            }
+            AfterFailure::Stop(_) => None,
         }
     }
 
-    /// Why the loop stopped; `undefined` while it runs.
+    /// [`RetryRun::attempt_failed`] by the attempt's own timeout (ambiguous):
+    /// the backoff delay, or `undefined` to stop.
+    #[wasm_bindgen(js_name = timedOut)]
+    pub fn timed_out(&mut self, now_ms: f64) -> Result<Option<f64>, JsValue> {
+        let after = self.run.attempt_failed(now_ms, AttemptFailure::Timeout, None).map_err(to_js)?;
+        Ok(self.after(after))
+    }
+
+    /// [`RetryRun::attempt_failed`] by the attempt's own timeout, withdrawing the retry from `budget`.
+    #[wasm_bindgen(js_name = timedOutBudgeted)]
+    pub fn timed_out_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) -> Result<Option<f64>, JsValue> {
+        let after =
+            self.run.attempt_failed(now_ms, AttemptFailure::Timeout, Some(budget.budget_mut())).map_err(to_js)?;
+        Ok(self.after(after))
+    }
+
+    /// [`RetryRun::aborted`]: a signal ended the loop (`deadline`: the
+    /// deadline's own expiry); read the stop with [`RetryRunJs::stop`].
+    pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<(), JsValue> {
+        self.run.aborted(now_ms, deadline).map(drop).map_err(to_js)
+    }
+
+    /// Why the loop stopped: its word and whole sentence
+    /// ([`Stopped::stop`](crate::core::retry::Stopped::stop)); `undefined` while it runs.
     #[wasm_bindgen(unchecked_return_type = "Stop | undefined")]
     pub fn stop(&self) -> Result<JsValue, JsValue> {
-        match self.stop {
-            Some(reason) => into_js(&reason.stop()),
+        match self.run.stopped() {
+            Some(s) => into_js(&s.stop()),
             None => Ok(JsValue::UNDEFINED),
         }
     }

@@ -1,10 +1,11 @@
-//! Retries and hedging inside one deadline, as async Rust.
+//! Retries inside one deadline, as async Rust.
 //!
 //! Whether to attempt, each attempt's timeout, the backoff delay (seeded
-//! jitter), the idempotency rule and the retry budget's accounting are the
-//! core's ([`crate::core::retry`], see its module doc); this file owns the
-//! attempts' signals and timers, the abortable backoff sleep, and hedging
-//! (which has no arithmetic beyond "time is left"), as `js/retry.js` does.
+//! jitter), the idempotency rule, how each attempt ended, why the loop
+//! stopped and its sentence, and the retry budget's accounting are the
+//! core's ([`crate::core::retry`] `RetryRun`, see its module doc); this file
+//! owns the attempts' signals and timers and the abortable backoff sleep, as
+//! `js/retry.js` does. Hedging is [`super::hedge`].
 //!
 //! # Invariants
 //! 1. Every attempt gets its own `AbortSignal`, aborted at the attempt's
@@ -15,35 +16,37 @@
 //! 2. The backoff sleep ends early when the deadline's signal or `signal`
 //!    aborts; after it the core decides again from the clock, and no attempt
 //!    starts with less than `attempt_min_ms` left.
-//! 3. When `retry` or `hedge` returns, every timer it armed is cleared and
-//!    every listener it added removed.
+//! 3. When `retry` returns, every timer it armed is cleared and every
+//!    listener it added removed.
 //! 4. A failure carries every attempt's outcome ([`Error::RetryFailed`]).
-//! 5. `hedge`: the first attempt to succeed wins and every other attempt in
-//!    flight is aborted at once; none starts after the deadline's signal has
-//!    aborted.
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::Poll;
 
-use wasm_bindgen::{JsValue, UnwrapThrowExt};
-use web_sys::{AbortController, AbortSignal};
+use wasm_bindgen::JsValue;
+use web_sys::AbortSignal;
 
 use super::errors::AttemptReport;
 use super::guard::{Ended, Guard};
-use super::timers::{sleep_until, Sleep};
+use super::timers::sleep_until;
 use super::{sys, Deadline, Error};
-use crate::core::hedge::check_hedge;
 pub use crate::core::retry::Failure;
-use crate::core::retry::{self as core, AfterFailure, Backoff, RetryError, RetryPolicy, RetryRun, Start, StopReason};
+use crate::core::retry::{
+    self as core, AfterFailure, AttemptFailure, AttemptRecord, Backoff, RetryError, RetryPolicy, RetryRun, Start,
+    Stopped,
+};
 use crate::core::retry_budget::{self, RetryBudgetError};
 
 impl From<RetryError> for Error {
     fn from(error: RetryError) -> Self {
+        // The core's parameter names (`RetryError::param`), as `&'static str`.
         let param = match &error {
-            RetryError::Time(e) => return Error::from(*e),
+            RetryError::Time(e) => match e.param() {
+                Some("baseMs") => "backoff.baseMs",
+                Some("maxMs") => "backoff.maxMs",
+                _ => return Error::from(*e),
+            },
             RetryError::BadJitter { .. } => "backoff.jitter",
             RetryError::MaxBelowBase { .. } => "backoff.maxMs",
             RetryError::BadMaxAttempts { .. } => "maxAttempts",
@@ -52,7 +55,7 @@ impl From<RetryError> for Error {
             RetryError::Budget(e) => return Error::from(e.clone()),
             _ => "options",
         };
-        Error::invalid(param, error.to_string())
+        Error::described(param, &error)
     }
 }
 
@@ -64,7 +67,7 @@ impl From<RetryBudgetError> for Error {
             RetryBudgetError::BadMinPerSecond { .. } => "minPerSecond",
             RetryBudgetError::BadWindow { .. } => "windowMs",
         };
-        Error::invalid(param, error.to_string())
+        Error::described(param, &error)
     }
 }
 
@@ -346,19 +349,6 @@ fn random_seed() -> u64 {
     (hi << 32) | lo
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-/// Whether a signal's reason is this deadline's own expiry.
-fn own_deadline(reason: &Error, at: f64) -> bool {
-    matches!(reason, Error::DeadlineExceeded { at: a, .. } if *a == at)
-}
-
 /// Calls `f(signal, attempt)` until it succeeds or the core says stop, every
 /// attempt and backoff inside `deadline`.
 ///
@@ -397,52 +387,21 @@ where
     let mut run = RetryRun::new(policy, at, options.seed.unwrap_or_else(random_seed), options.operation_key.is_some())?;
     let deadline_signal = deadline.signal();
     let parents: Vec<&AbortSignal> = std::iter::once(&deadline_signal).chain(options.signal.as_ref()).collect();
-    let mut ends: Vec<&'static str> = Vec::new();
     let mut last: Option<Error> = None;
-    let reports = |run: &RetryRun, ends: &[&'static str]| -> Vec<AttemptReport> {
-        run.records()
-            .iter()
-            .enumerate()
-            .map(|(i, r)| AttemptReport {
-                attempt: r.number,
-                started_at_ms: r.started_ms,
-                elapsed_ms: r.elapsed_ms,
-                outcome: if matches!(r.outcome, core::AttemptOutcome::Ok) {
-                    "ok"
-                } else {
-                    ends.get(i).copied().unwrap_or("error")
-                },
-            })
-            .collect()
+    // The core's stop, its word and its sentence; `last` is the cause.
+    let stopped = |run: &RetryRun, last: Option<Error>| match run.stopped() {
+        Some(stop) => failed(stop, reports(run.records()), last),
+        None => Error::invalid("options", "the retry stopped without a reason"),
     };
-    let stopped = |stop: StopReason, run: &RetryRun, ends: &[&'static str], last: Option<Error>| {
-        let attempts = reports(run, ends);
-        Error::RetryFailed {
-            reason: stop.code().into(),
-            message: format!("retry stopped after {} attempt{}: {stop}", attempts.len(), plural(attempts.len())),
-            attempts,
-            last: last.map(Box::new),
-        }
-    };
-    let ended_by = |signal_reason: JsValue, run: &RetryRun, ends: &[&'static str], where_: &str| {
+    // A signal ended the loop: the core records it and words the stop.
+    let ended_by = |signal_reason: JsValue, run: &mut RetryRun| -> Result<Error, Error> {
         let reason = Error::from(signal_reason);
-        let own = own_deadline(&reason, at);
-        let attempts = reports(run, ends);
-        Error::RetryFailed {
-            reason: if own { "deadline" } else { "aborted" }.into(),
-            message: format!(
-                "retry stopped after {} attempt{}: {} {where_}",
-                attempts.len(),
-                plural(attempts.len()),
-                if own { "the deadline passed" } else { "the operation was aborted" }
-            ),
-            attempts,
-            last: Some(Box::new(reason)),
-        }
+        let stop = run.aborted(sys::now(), own_deadline(&reason, at))?;
+        Ok(failed(stop, reports(run.records()), Some(reason)))
     };
     loop {
         if let Some(aborted) = parents.iter().find(|p| p.aborted()) {
-            return Err(ended_by(aborted.reason(), &run, &ends, "before the attempt"));
+            return Err(ended_by(aborted.reason(), &mut run)?);
         }
         let t = sys::now();
         let start = match &options.budget {
@@ -451,7 +410,7 @@ where
         };
         let (number, timeout_ms) = match start {
             Start::Attempt { number, timeout_ms, .. } => (number, timeout_ms),
-            Start::Stop(stop) => return Err(stopped(stop, &run, &ends, last)),
+            Start::Stop(_) => return Err(stopped(&run, last)),
         };
         // An attempt given all that was left ends with the deadline, not its own timeout.
         let guard = Guard::new(
@@ -471,262 +430,58 @@ where
         let result = guard.race(f(guard.signal(), info)).await;
         drop(guard);
         let t1 = sys::now();
-        let failure = match result {
+        let how = match result {
             Ok(Ok(value)) => {
                 run.succeeded(t1)?;
                 return Ok(value);
             }
             Ok(Err(error)) => {
                 let failure = options.classify.as_ref().map_or(Failure::Ambiguous, |c| c(&error));
-                ends.push("error");
                 last = Some(error);
-                failure
+                AttemptFailure::Error(failure)
             }
             Err(Ended::Cap(reason)) if !own_deadline(&Error::from(reason.clone()), at) => {
-                ends.push("timeout");
                 last = Some(Error::from(reason));
-                Failure::Ambiguous
+                AttemptFailure::Timeout
             }
-            Err(Ended::Cap(reason) | Ended::Parent(_, reason)) => {
-                // The loop ends here: the attempt may have been applied (ambiguous).
-                let own = own_deadline(&Error::from(reason.clone()), at);
-                ends.push(if own { "deadline" } else { "aborted" });
-                run.failed(t1, Failure::Ambiguous, None)?;
-                return Err(ended_by(reason, &run, &ends, "during the attempt"));
-            }
+            // The loop ends here; the core records the attempt (ambiguous: it may have been applied).
+            Err(Ended::Cap(reason) | Ended::Parent(_, reason)) => return Err(ended_by(reason, &mut run)?),
         };
         let decision = match &options.budget {
-            Some(b) => run.failed(t1, failure, Some(&mut b.0.borrow_mut()))?,
-            None => run.failed(t1, failure, None)?,
+            Some(b) => run.attempt_failed(t1, how, Some(&mut b.0.borrow_mut()))?,
+            None => run.attempt_failed(t1, how, None)?,
         };
         match decision {
             AfterFailure::Backoff { delay_ms } => {
                 let sleeper = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
                 if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(sys::now() + delay_ms)).await {
-                    return Err(ended_by(reason, &run, &ends, "during the backoff"));
+                    return Err(ended_by(reason, &mut run)?);
                 }
             }
-            AfterFailure::Stop(stop) => return Err(stopped(stop, &run, &ends, last)),
+            AfterFailure::Stop(_) => return Err(stopped(&run, last)),
         }
     }
 }
 
-/// The options of [`hedge`].
-///
-/// ```
-/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
-/// # fn run() -> Result<(), edge_deadline::web::Error> {
-/// let options = edge_deadline::web::HedgeOptions::new(50.0).max_attempts(3);
-/// # let _ = options;
-/// # Ok(())
-/// # }
-/// # fn main() {}
-/// ```
-#[must_use]
-#[derive(Debug, Clone)]
-pub struct HedgeOptions {
-    delay_ms: f64,
-    max_attempts: u32,
-    signal: Option<AbortSignal>,
+/// The core's records as the web API reports them.
+fn reports(records: &[AttemptRecord]) -> Vec<AttemptReport> {
+    records
+        .iter()
+        .map(|r| AttemptReport {
+            attempt: r.number,
+            started_at_ms: r.started_ms,
+            elapsed_ms: r.elapsed_ms,
+            outcome: r.ended.as_str(),
+        })
+        .collect()
 }
 
-impl HedgeOptions {
-    /// Start another attempt every `delay_ms` while none has answered
-    /// (default at most 2 attempts).
-    ///
-    /// ```
-    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
-    /// # fn run() -> Result<(), edge_deadline::web::Error> {
-    /// let options = edge_deadline::web::HedgeOptions::new(80.0);
-    /// # let _ = options;
-    /// # Ok(())
-    /// # }
-    /// # fn main() {}
-    /// ```
-    pub fn new(delay_ms: f64) -> Self {
-        Self { delay_ms, max_attempts: 2, signal: None }
-    }
-
-    /// At most this many attempts in all (1–100).
-    ///
-    /// ```
-    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
-    /// # fn run() -> Result<(), edge_deadline::web::Error> {
-    /// let options = edge_deadline::web::HedgeOptions::new(80.0).max_attempts(3);
-    /// # let _ = options;
-    /// # Ok(())
-    /// # }
-    /// # fn main() {}
-    /// ```
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.max_attempts = n;
-        self
-    }
-
-    /// A caller's signal: when it aborts, every attempt is aborted.
-    ///
-    /// ```
-    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
-    /// # fn run() -> Result<(), edge_deadline::web::Error> {
-    /// let caller = web_sys::AbortController::new().unwrap();
-    /// let options = edge_deadline::web::HedgeOptions::new(80.0).signal(&caller.signal());
-    /// # let _ = options;
-    /// # Ok(())
-    /// # }
-    /// # fn main() {}
-    /// ```
-    pub fn signal(mut self, signal: &AbortSignal) -> Self {
-        self.signal = Some(signal.clone());
-        self
-    }
+/// The `RetryFailed` of a stopped retry or hedge: the core's word and sentence.
+pub(super) fn failed(stop: Stopped, attempts: Vec<AttemptReport>, last: Option<Error>) -> Error {
+    Error::RetryFailed { reason: stop.code().into(), message: stop.to_string(), attempts, last: last.map(Box::new) }
 }
 
-struct InFlight<Fut> {
-    number: u32,
-    controller: AbortController,
-    future: Pin<Box<Fut>>,
-}
-
-/// Starts `f(signal, attempt_number)`, and another attempt every `delay_ms`
-/// while none has answered (up to `max_attempts`); a failed attempt starts the
-/// next one at once. The first to succeed wins; the others are aborted.
-///
-/// # Errors
-/// [`Error::RetryFailed`]: `"exhausted"` when every attempt failed,
-/// `"deadline"` / `"aborted"` when a signal ended it. [`Error::InvalidArgument`]
-/// naming `delayMs` or `maxAttempts`.
-///
-/// ```
-/// use edge_deadline::web::{hedge, Deadline, HedgeOptions};
-/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
-/// # async fn demo() -> Result<(), edge_deadline::web::Error> {
-/// let deadline = Deadline::in_ms(1_000.0)?;
-/// let fastest = hedge(&deadline, HedgeOptions::new(100.0), |signal, attempt| async move {
-///     let _ = signal;
-///     Ok::<_, edge_deadline::web::Error>(attempt)
-/// })
-/// .await?;
-/// # let _ = fastest; Ok(()) }
-/// # fn main() {}
-/// ```
-pub async fn hedge<F, Fut, T>(deadline: &Deadline, options: HedgeOptions, mut f: F) -> Result<T, Error>
-where
-    F: FnMut(AbortSignal, u32) -> Fut,
-    Fut: Future<Output = Result<T, Error>>,
-{
-    let delay_ms = check_hedge(options.delay_ms, options.max_attempts)?;
-    let max = options.max_attempts;
-    let at = deadline.instant_ms();
-    let deadline_signal = deadline.signal();
-    let parents: Vec<&AbortSignal> = std::iter::once(&deadline_signal).chain(options.signal.as_ref()).collect();
-    let guard = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
-    let mut in_flight: Vec<InFlight<Fut>> = Vec::new();
-    let mut reports: Vec<AttemptReport> = Vec::new();
-    let mut last: Option<Error> = None;
-    let mut started: u32 = 0;
-    let mut next: Option<Sleep> = None;
-
-    let start = |started: &mut u32,
-                 in_flight: &mut Vec<InFlight<Fut>>,
-                 reports: &mut Vec<AttemptReport>,
-                 next: &mut Option<Sleep>,
-                 f: &mut F| {
-        *started += 1;
-        let controller = AbortController::new().expect_throw("this runtime has no AbortController");
-        let future = Box::pin(f(controller.signal(), *started));
-        reports.push(AttemptReport {
-            attempt: *started,
-            started_at_ms: sys::now(),
-            elapsed_ms: 0.0,
-            outcome: "running",
-        });
-        in_flight.push(InFlight { number: *started, controller, future });
-        *next = if *started < max { Some(sleep_until(sys::now() + delay_ms)) } else { None };
-    };
-    let finish = |reports: &mut Vec<AttemptReport>, number: u32, outcome: &'static str| {
-        if let Some(r) = reports.get_mut(number as usize - 1) {
-            r.elapsed_ms = sys::now() - r.started_at_ms;
-            r.outcome = outcome;
-        }
-    };
-
-    if guard.ended().is_none() {
-        start(&mut started, &mut in_flight, &mut reports, &mut next, &mut f);
-    }
-    std::future::poll_fn(|cx| {
-        loop {
-            if let Some(ended) = guard.ended() {
-                let reason = Error::from(ended.reason().clone());
-                let own = own_deadline(&reason, at);
-                for a in in_flight.drain(..) {
-                    a.controller.abort_with_reason(ended.reason());
-                    finish(&mut reports, a.number, if own { "deadline" } else { "aborted" });
-                }
-                return Poll::Ready(Err(Error::RetryFailed {
-                    reason: if own { "deadline" } else { "aborted" }.into(),
-                    message: format!(
-                        "hedge stopped after {started} attempt{}: {}",
-                        plural(started as usize),
-                        if own { "the deadline passed" } else { "the operation was aborted" }
-                    ),
-                    attempts: reports.clone(),
-                    last: Some(Box::new(reason)),
-                }));
-            }
-            let mut progressed = false;
-            let mut i = 0;
-            while i < in_flight.len() {
-                match in_flight[i].future.as_mut().poll(cx) {
-                    Poll::Pending => i += 1,
-                    Poll::Ready(Ok(value)) => {
-                        let winner = in_flight.remove(i);
-                        finish(&mut reports, winner.number, "ok");
-                        let reason = abort_error(&format!("hedged attempt {} answered first", winner.number));
-                        for a in in_flight.drain(..) {
-                            a.controller.abort_with_reason(&reason);
-                            finish(&mut reports, a.number, "aborted");
-                        }
-                        return Poll::Ready(Ok(value));
-                    }
-                    Poll::Ready(Err(error)) => {
-                        let failed = in_flight.remove(i);
-                        finish(&mut reports, failed.number, "error");
-                        last = Some(error);
-                        if started < max {
-                            start(&mut started, &mut in_flight, &mut reports, &mut next, &mut f);
-                            progressed = true;
-                        }
-                    }
-                }
-            }
-            if in_flight.is_empty() && !progressed {
-                let n = reports.len();
-                return Poll::Ready(Err(Error::RetryFailed {
-                    reason: "exhausted".into(),
-                    message: format!("hedge stopped after {n} attempt{}: all {n} attempts failed", plural(n)),
-                    attempts: reports.clone(),
-                    last: last.take().map(Box::new),
-                }));
-            }
-            if let Some(sleep) = next.as_mut() {
-                if Pin::new(sleep).poll(cx).is_ready() {
-                    start(&mut started, &mut in_flight, &mut reports, &mut next, &mut f);
-                    progressed = true;
-                }
-            }
-            if !progressed {
-                // Registers the waker for the guard (deadline / caller signal).
-                let _ = Pin::new(&mut Box::pin(guard.until_ended())).poll(cx);
-                return Poll::Pending;
-            }
-        }
-    })
-    .await
-}
-
-/// A `DOMException`-like `AbortError`, the reason losers of a hedge are aborted with.
-fn abort_error(message: &str) -> JsValue {
-    let e = js_sys::Error::new(message);
-    e.set_name("AbortError");
-    e.into()
+/// Whether a signal's reason is this deadline's own expiry.
+pub(super) fn own_deadline(reason: &Error, at: f64) -> bool {
+    matches!(reason, Error::DeadlineExceeded { at: a, .. } if *a == at)
 }

@@ -1,5 +1,5 @@
 //! The retry policy's and loop's tests, the property tests of the module's
-//! invariants 2 to 5, and the seed 004 scenario (a plan whose steps retry).
+//! invariants 2 to 6, and the seed 004 scenario (a plan whose steps retry).
 
 use super::*;
 use crate::core::plan::{Decision, Plan, StepKind, StepSpec};
@@ -164,6 +164,62 @@ fn run_withdraws_from_the_budget() {
         Ok(AfterFailure::Stop(StopReason::BudgetExhausted))
     );
     assert!(run.is_done());
+}
+
+#[test]
+fn a_signal_ends_the_run_where_it_is_and_the_message_is_written_once() {
+    use crate::core::error::assert_filled;
+    let b = Backoff::new(100.0, 100.0, 0.0).unwrap();
+    let p = RetryPolicy::new(0.0, Some(1_000.0), b, 3, true).unwrap();
+    let stopped = |run: &mut RetryRun, deadline| run.aborted(5.0, deadline).unwrap();
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    let s = stopped(&mut run, true);
+    assert_eq!(
+        (s.code(), s.to_string()),
+        ("deadline", "retry stopped after 0 attempts: the deadline passed before the attempt".into())
+    );
+    assert!(run.is_done() && run.records().is_empty());
+    assert!(matches!(run.aborted(6.0, true), Err(RetryError::OutOfOrder { call: "aborted", .. })));
+    // During an attempt: recorded as ambiguous, ended by the signal.
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    run.start(0.0, None).unwrap();
+    let s = stopped(&mut run, false);
+    assert_eq!(
+        (s.code(), s.to_string()),
+        ("aborted", "retry stopped after 1 attempt: the operation was aborted during the attempt".into())
+    );
+    assert_eq!(
+        (run.records()[0].ended, run.records()[0].outcome),
+        (Ended::Aborted, AttemptOutcome::Failed(Failure::Ambiguous))
+    );
+    assert_eq!(run.stopped(), Some(s));
+    // During the backoff; an attempt cut at its own timeout is a retried ambiguous failure.
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    run.start(0.0, None).unwrap();
+    assert_eq!(
+        run.attempt_failed(1_000.0, AttemptFailure::Timeout, None),
+        Ok(AfterFailure::Backoff { delay_ms: 100.0 })
+    );
+    assert_eq!(
+        (run.records()[0].ended, run.records()[0].outcome),
+        (Ended::Timeout, AttemptOutcome::Failed(Failure::Ambiguous))
+    );
+    let s = stopped(&mut run, true);
+    assert_eq!(s.to_string(), "retry stopped after 1 attempt: the deadline passed during the backoff");
+    assert_filled(&s.message());
+    // The core's own stops read the same way.
+    let mut run = RetryRun::new(p, 10_000.0, 1, false).unwrap();
+    run.start(0.0, None).unwrap();
+    assert_eq!(run.failed(1.0, Failure::Permanent, None), Ok(AfterFailure::Stop(StopReason::Permanent)));
+    let s = run.stopped().unwrap();
+    assert_eq!(
+        (s.code(), s.to_string()),
+        ("permanent", "retry stopped after 1 attempt: the failure is permanent, so it was not retried".into())
+    );
+    assert_eq!(run.records()[0].ended, Ended::Error);
+    for reason in [StopReason::Deadline { during: None }, StopReason::Aborted { during: Some(During::Backoff) }] {
+        assert_filled(&Stopped { kind: Loop::Hedge, attempts: 2, reason }.message());
+    }
 }
 
 // ---- the seed 004 scenario on a fake clock ----------------------------
@@ -382,4 +438,68 @@ proptest! {
         prop_assert!(elapsed <= 30_000.0 + 2.0 * late + 1e-6, "took {}", elapsed);
     }
 
+}
+
+proptest! {
+    /// Invariant 6: a signal ends the run where it is; a running attempt is
+    /// recorded as ambiguous and ended by the signal; the budget is not asked;
+    /// the stop names the attempts made.
+    #[test]
+    fn a_signal_ends_the_run_where_it_is(
+        steps in proptest::collection::vec((0u8..4, 0.0..300.0f64), 0..12),
+        deadline in any::<bool>(),
+    ) {
+        let b = Backoff::new(10.0, 40.0, 1.0).unwrap();
+        let p = RetryPolicy::new(0.0, Some(200.0), b, 5, true).unwrap();
+        let mut budget = RetryBudget::new(0.5, 100.0, 10_000.0).unwrap();
+        let mut run = RetryRun::new(p, 5_000.0, 7, false).unwrap();
+        let mut now = 0.0;
+        let mut expect = During::BeforeAttempt;
+        for (what, dt) in steps {
+            now += dt;
+            if run.is_done() {
+                break;
+            }
+            expect = match (expect, what) {
+                (During::BeforeAttempt | During::Backoff, _) => match run.start(now, Some(&mut budget)).unwrap() {
+                    Start::Attempt { .. } => During::Attempt,
+                    Start::Stop(_) => break,
+                },
+                (During::Attempt, 0) => {
+                    run.succeeded(now).unwrap();
+                    break;
+                }
+                (During::Attempt, w) => {
+                    let how = if w == 1 { AttemptFailure::Timeout } else { AttemptFailure::Error(Failure::NotApplied) };
+                    match run.attempt_failed(now, how, Some(&mut budget)).unwrap() {
+                        AfterFailure::Backoff { .. } => During::Backoff,
+                        AfterFailure::Stop(_) => break,
+                    }
+                }
+            };
+        }
+        if run.is_done() {
+            prop_assert!(run.aborted(now, deadline).is_err(), "a finished run took a signal");
+            return Ok(());
+        }
+        let before = (budget.counts(now).unwrap(), run.records().len());
+        let stop = run.aborted(now + 1.0, deadline).unwrap();
+        prop_assert!(run.is_done());
+        prop_assert_eq!(budget.counts(now).unwrap(), before.0, "the budget was asked");
+        let reason = if deadline { StopReason::Deadline { during: Some(expect) } } else { StopReason::Aborted { during: Some(expect) } };
+        prop_assert_eq!(stop.reason, reason);
+        prop_assert_eq!(stop.attempts as usize, run.records().len());
+        prop_assert_eq!(run.stopped(), Some(stop));
+        let last = run.records().last().copied();
+        if expect == During::Attempt {
+            prop_assert_eq!(run.records().len(), before.1 + 1);
+            let ended = if deadline { Ended::Deadline } else { Ended::Aborted };
+            prop_assert_eq!(last.map(|r| (r.ended, r.outcome)), Some((ended, AttemptOutcome::Failed(Failure::Ambiguous))));
+        } else {
+            prop_assert_eq!(run.records().len(), before.1);
+        }
+        let text = stop.to_string();
+        let n = run.records().len();
+        prop_assert!(text.starts_with(&format!("retry stopped after {n} attempt{}: ", if n == 1 { "" } else { "s" })), "{}", text);
+    }
 }

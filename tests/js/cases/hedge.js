@@ -2,6 +2,7 @@
 // same file runs in Node, Deno, workerd and Chromium.
 import { equal, ok, rejects } from "../assert.js";
 import { stub, uid, seen, badInputCases } from "../pipeline-support.js";
+import { installFakeTime } from "../fake-time.js";
 
 const cases = [
 
@@ -97,6 +98,41 @@ cases.push({
       equal(n.message, "'maxAttempts' must be between 1 and 100: current value is 0");
     } finally {
       d.dispose();
+    }
+  },
+});
+
+// ---- the core's machine, on fake time ----------------------------------------------------------
+cases.push({
+  name: "hedge (fake time): the hedge timer launches on its instant, a failure launches at once, and the cause is the last attempt to fail (as in the Rust API)",
+  run: async (lib) => {
+    const clock = installFakeTime();
+    try {
+      const d = lib.Deadline.in(10_000);
+      const t0 = clock.now();
+      const started = [];
+      // Attempt 1 fails at 50 ms; attempt 2 (the hedge at 30 ms) fails first,
+      // at 40 ms, which launches attempt 3 at once (not at 60 ms); it fails at 45 ms.
+      const failAfter = { 1: 50, 2: 10, 3: 5 };
+      const p = lib.hedge(
+        (signal, { attempt }) => {
+          started.push(clock.now() - t0);
+          return clock.sleep(failAfter[attempt]).then(() => Promise.reject(new Error(`fail ${attempt}`)));
+        },
+        { deadline: d, delayMs: 30, maxAttempts: 3 },
+      );
+      p.catch(() => {});
+      await clock.advance(100);
+      const e = await rejects(p, lib.RetryFailed);
+      equal(started.join(), "0,30,40", "launch instants");
+      equal(e.message, "hedge stopped after 3 attempts: all 3 attempts failed");
+      equal(e.cause?.message, "fail 1", "the cause is the last attempt to fail");
+      equal(e.attempts.map((a) => `${a.attempt}:${a.outcome}:${a.startedAtMs - t0}:${a.elapsedMs}:${a.error.message}`).join(), "1:error:0:50:fail 1,2:error:30:10:fail 2,3:error:40:5:fail 3");
+      await clock.advance(100);
+      equal(started.length, 3, "an attempt started after the hedge failed");
+      d.dispose();
+    } finally {
+      clock.restore();
     }
   },
 });

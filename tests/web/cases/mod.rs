@@ -144,6 +144,7 @@ macro_rules! for_each_case {
             pipeline::retry_ends_at_the_deadline,
             pipeline::retry_bad_options_name_the_option,
             pipeline::hedge_the_first_answer_wins_and_the_others_are_aborted,
+            pipeline::hedge_failures_read_as_in_js_and_name_the_last_attempt_to_fail,
             pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
             pipeline::headers_every_copy_of_a_repeated_header_counts,
             pipeline::platform_caps_bound_the_deadline,

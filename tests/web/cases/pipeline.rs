@@ -344,6 +344,38 @@ pub async fn hedge_the_first_answer_wins_and_the_others_are_aborted(_: &Ctx) -> 
     }
 }
 
+pub async fn hedge_failures_read_as_in_js_and_name_the_last_attempt_to_fail(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    // Attempt 1 fails at 80 ms; attempt 2 (the hedge at 5 ms) fails first, at 25 ms.
+    let all_fail = hedge(&d, HedgeOptions::new(5.0), |_, attempt| async move {
+        super::wait(if attempt == 1 { 80.0 } else { 20.0 }).await;
+        Err::<(), _>(Error::Js(format!("fail {attempt}").into()))
+    })
+    .await;
+    match &all_fail {
+        Err(Error::RetryFailed { reason, message, attempts, last }) => {
+            ensure!(
+                reason == "exhausted" && message == "hedge stopped after 2 attempts: all 2 attempts failed",
+                "{message}"
+            );
+            let outcomes: Vec<_> = attempts.iter().map(|a| (a.attempt, a.outcome)).collect();
+            ensure!(outcomes == [(1, "error"), (2, "error")], "{outcomes:?}");
+            let cause = last.as_deref().map(|e| e.to_string());
+            ensure!(cause.as_deref().is_some_and(|c| c.contains("fail 1")), "the cause is {cause:?}");
+        }
+        other => return Err(format!("{other:?}")),
+    }
+    let caller = web_sys::AbortController::new().unwrap();
+    caller.abort();
+    match hedge(&d, HedgeOptions::new(5.0).signal(&caller.signal()), |_, _| async { Ok(()) }).await {
+        Err(Error::RetryFailed { reason, message, .. }) if reason == "aborted" => {
+            ensure!(message == "hedge stopped after 0 attempts: the operation was aborted", "{message}");
+            Ok(())
+        }
+        other => Err(format!("an aborted caller gave {other:?}")),
+    }
+}
+
 pub async fn headers_carry_what_is_left_and_never_extend_the_local_cap(_: &Ctx) -> CaseOutcome {
     let d = Deadline::in_ms(5_000.0).unwrap();
     let headers = Headers::new().unwrap();

@@ -1,0 +1,242 @@
+//! Hedging inside one deadline, as async Rust: another attempt after a
+//! delay while the first may still answer.
+//!
+//! Every decision is the core's machine ([`crate::core::hedge`] `HedgeRun`:
+//! when to launch the next attempt, on the hedge timer or at once after a
+//! failure; the winner; the stop and its sentence; the records), as in
+//! `js/hedge.js`; this file drives it and owns the attempts' signals, the
+//! hedge timer and the race.
+//!
+//! # Invariants
+//! 1. The first attempt to succeed wins and every other attempt in flight is
+//!    aborted at once; none starts after the deadline's signal has aborted.
+//! 2. When `hedge` returns, every timer it armed is cleared and every
+//!    listener it added removed.
+//! 3. A failure carries every attempt's outcome ([`Error::RetryFailed`]);
+//!    its `reason` is `"deadline"` only when the deadline ended it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use wasm_bindgen::{JsValue, UnwrapThrowExt};
+use web_sys::{AbortController, AbortSignal};
+
+use super::errors::AttemptReport;
+use super::guard::Guard;
+use super::retry::{failed, own_deadline};
+use super::timers::{sleep_until, Sleep};
+use super::{sys, Deadline, Error};
+use crate::core::hedge::{self as core, HedgeRecord, HedgeRun, HedgeStep};
+
+/// The options of [`hedge`].
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
+/// let options = edge_deadline::web::HedgeOptions::new(50.0).max_attempts(3);
+/// # let _ = options;
+/// # Ok(())
+/// # }
+/// # fn main() {}
+/// ```
+#[must_use]
+#[derive(Debug, Clone)]
+pub struct HedgeOptions {
+    delay_ms: f64,
+    max_attempts: u32,
+    signal: Option<AbortSignal>,
+}
+
+impl HedgeOptions {
+    /// Start another attempt every `delay_ms` while none has answered
+    /// (default at most 2 attempts).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// let options = edge_deadline::web::HedgeOptions::new(80.0);
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn new(delay_ms: f64) -> Self {
+        Self { delay_ms, max_attempts: 2, signal: None }
+    }
+
+    /// At most this many attempts in all (1–100).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// let options = edge_deadline::web::HedgeOptions::new(80.0).max_attempts(3);
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n;
+        self
+    }
+
+    /// A caller's signal: when it aborts, every attempt is aborted.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// let caller = web_sys::AbortController::new().unwrap();
+    /// let options = edge_deadline::web::HedgeOptions::new(80.0).signal(&caller.signal());
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn signal(mut self, signal: &AbortSignal) -> Self {
+        self.signal = Some(signal.clone());
+        self
+    }
+}
+
+struct InFlight<Fut> {
+    number: u32,
+    controller: AbortController,
+    future: Pin<Box<Fut>>,
+}
+
+/// Starts `f(signal, attempt_number)`, and another attempt every `delay_ms`
+/// while none has answered (up to `max_attempts`); a failed attempt starts the
+/// next one at once. The first to succeed wins; the others are aborted.
+///
+/// # Errors
+/// [`Error::RetryFailed`]: `"exhausted"` when every attempt failed,
+/// `"deadline"` / `"aborted"` when a signal ended it. [`Error::InvalidArgument`]
+/// naming `delayMs` or `maxAttempts`.
+///
+/// ```
+/// use edge_deadline::web::{hedge, Deadline, HedgeOptions};
+/// # #[wasm_bindgen_test::wasm_bindgen_test] async fn doc() { demo().await.unwrap() }
+/// # async fn demo() -> Result<(), edge_deadline::web::Error> {
+/// let deadline = Deadline::in_ms(1_000.0)?;
+/// let fastest = hedge(&deadline, HedgeOptions::new(100.0), |signal, attempt| async move {
+///     let _ = signal;
+///     Ok::<_, edge_deadline::web::Error>(attempt)
+/// })
+/// .await?;
+/// # let _ = fastest; Ok(()) }
+/// # fn main() {}
+/// ```
+pub async fn hedge<F, Fut, T>(deadline: &Deadline, options: HedgeOptions, mut f: F) -> Result<T, Error>
+where
+    F: FnMut(AbortSignal, u32) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let policy =
+        core::HedgeOptions { delay_ms: options.delay_ms, max_attempts: Some(options.max_attempts) }.policy()?;
+    let mut run = HedgeRun::new(policy);
+    let at = deadline.instant_ms();
+    let deadline_signal = deadline.signal();
+    let parents: Vec<&AbortSignal> = std::iter::once(&deadline_signal).chain(options.signal.as_ref()).collect();
+    let guard = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
+    let mut in_flight: Vec<InFlight<Fut>> = Vec::new();
+    // Each attempt's error, by number − 1; the cause of a stop is one of them.
+    let mut errors: Vec<Option<Error>> = Vec::new();
+    let mut timer: Option<Sleep> = None;
+    // The core's answer to the last event, not yet acted on.
+    let mut step = if guard.ended().is_none() { Some(run.start(sys::now())) } else { None };
+    // A signal's reason, once one ended the hedge.
+    let mut ended_by: Option<JsValue> = None;
+
+    std::future::poll_fn(|cx| loop {
+        match step.take().transpose() {
+            Err(e) => return Poll::Ready(Err(e.into())),
+            Ok(None | Some(HedgeStep::Wait | HedgeStep::Won { .. })) => {}
+            Ok(Some(HedgeStep::Launch { number, wake_at })) => {
+                let controller = AbortController::new().expect_throw("this runtime has no AbortController");
+                let future = Box::pin(f(controller.signal(), number));
+                in_flight.push(InFlight { number, controller, future });
+                timer = wake_at.map(sleep_until);
+            }
+            Ok(Some(HedgeStep::Sleep { at })) => timer = Some(sleep_until(at)),
+            Ok(Some(HedgeStep::Stop(stop))) => {
+                let cause = match &ended_by {
+                    Some(reason) => {
+                        for a in in_flight.drain(..) {
+                            a.controller.abort_with_reason(reason);
+                        }
+                        Some(Error::from(reason.clone()))
+                    }
+                    None => run.last_failed().and_then(|n| errors.get_mut(n as usize - 1)?.take()),
+                };
+                return Poll::Ready(Err(failed(stop, reports(run.records()), cause)));
+            }
+        }
+        if let Some(ended) = guard.ended() {
+            let reason = ended.reason().clone();
+            step = Some(run.aborted(sys::now(), own_deadline(&Error::from(reason.clone()), at)));
+            ended_by = Some(reason);
+            continue;
+        }
+        let mut i = 0;
+        while step.is_none() && i < in_flight.len() {
+            let Poll::Ready(result) = in_flight[i].future.as_mut().poll(cx) else {
+                i += 1;
+                continue;
+            };
+            let done = in_flight.remove(i);
+            match result {
+                Ok(value) => match run.succeeded(done.number, sys::now()) {
+                    Ok(HedgeStep::Won { number }) => {
+                        let reason = abort_error(&core::answered_first(number).to_string());
+                        for a in in_flight.drain(..) {
+                            a.controller.abort_with_reason(&reason);
+                        }
+                        return Poll::Ready(Ok(value));
+                    }
+                    other => step = Some(other),
+                },
+                Err(error) => {
+                    let slot = done.number as usize - 1;
+                    errors.resize_with(errors.len().max(slot + 1), || None);
+                    errors[slot] = Some(error);
+                    step = Some(run.failed(done.number, sys::now()));
+                }
+            }
+        }
+        if step.is_some() {
+            continue;
+        }
+        if let Some(sleep) = timer.as_mut() {
+            if Pin::new(sleep).poll(cx).is_ready() {
+                timer = None;
+                step = Some(run.wake(sys::now()));
+                continue;
+            }
+        }
+        // Registers the waker for the guard (deadline / caller signal).
+        let _ = Pin::new(&mut Box::pin(guard.until_ended())).poll(cx);
+        return Poll::Pending;
+    })
+    .await
+}
+
+/// The core's records as the web API reports them.
+fn reports(records: &[HedgeRecord]) -> Vec<AttemptReport> {
+    records
+        .iter()
+        .map(|r| AttemptReport {
+            attempt: r.number,
+            started_at_ms: r.started_ms,
+            elapsed_ms: r.elapsed_ms,
+            outcome: r.ended.as_str(),
+        })
+        .collect()
+}
+
+/// A `DOMException`-like `AbortError`, the reason losers of a hedge are aborted with.
+fn abort_error(message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    e.set_name("AbortError");
+    e.into()
+}
