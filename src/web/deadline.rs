@@ -375,10 +375,12 @@ impl Deadline {
     }
 
     fn make_node(&self) -> Child {
-        let node = child_of_signals(&self.parents, self.at, Some(Box::new(expire)), None, self.home.clone());
         // Invariant 3, and a passed instant aborts at once (as JavaScript's `signal()`).
-        if !node.aborted() && sys::now() >= self.at {
-            expire(&node);
+        let passed = sys::now() >= self.at;
+        let at = if passed { f64::INFINITY } else { self.at };
+        let node = child_of_signals(&self.parents, at, Some(Box::new(expire)), None, self.home.clone());
+        if passed && !node.aborted() {
+            expire_at(&node, self.at);
         }
         node
     }
@@ -386,7 +388,10 @@ impl Deadline {
 
 /// The deadline's instant came: abort with the branded `DeadlineExceeded`.
 fn expire(node: &Node) {
-    let at = node.at();
+    expire_at(node, node.at());
+}
+
+fn expire_at(node: &Node, at: f64) {
     let late = sys::now() - at;
     node.abort(&Error::DeadlineExceeded { at, late_by_ms: if late > 0.0 { late } else { 0.0 } }.into());
 }

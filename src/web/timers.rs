@@ -277,9 +277,12 @@ impl Queue {
 
     /// Arms the host timer if the core says so.
     fn arm(q: &mut QueueInner) {
-        let now = clock_now(&q.clock);
         let workerd = sys::host() == Host::Workerd;
         let may_be_dead = workerd && q.host_turn != current_turn();
+        if !may_be_dead && !q.core.earlier_than_host() {
+            return; // the common case: no clock read
+        }
+        let now = clock_now(&q.clock);
         let Some(at) = q.core.poll_arm(now, may_be_dead) else { return };
         if !q.host.is_undefined() {
             clock_clear(&q.clock, &q.host);
