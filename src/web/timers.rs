@@ -576,6 +576,9 @@ impl Node {
         self.release();
         let kids = {
             let mut s = self.state.borrow_mut();
+            if s.kids.is_empty() {
+                return;
+            }
             s.free_kids.clear();
             std::mem::take(&mut s.kids)
         };
@@ -620,17 +623,18 @@ impl Node {
 
     /// Out of the queue, the parent's list and the parent listeners.
     fn release(&self) {
-        let (queue, key, up, link) = {
+        let (up, link) = {
             let mut s = self.state.borrow_mut();
             if !s.live {
                 return;
             }
             s.live = false;
-            (s.queue.clone(), s.key.take(), s.up.take(), s.link.take())
+            if let (Some(q), Some(k)) = (s.queue.as_ref(), s.key) {
+                q.cancel(k); // borrows the queue only, never a node
+            }
+            s.key = None;
+            (s.up.take(), s.link.take())
         };
-        if let (Some(q), Some(k)) = (queue, key) {
-            q.cancel(k);
-        }
         if let Some((parent, slot, _)) = up {
             if let Some(parent) = parent.upgrade() {
                 let mut p = parent.state.borrow_mut();
