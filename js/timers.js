@@ -20,11 +20,17 @@ import { isAbortSignal } from "./validate.js";
 export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
- * The delay to arm for `ms` (≥ 0): rounded up, so a timer never fires before
- * its instant, and clamped to the host limit; callers re-arm past it.
+ * The delay to arm for a wait of `ms`: rounded up, so a timer never fires
+ * before its instant, and clamped to the host limit (a longer wait is reached
+ * in slices: the queue re-arms when a wake finds nothing due); a passed, -0
+ * or NaN wait is 0. The rule is the core's `timer_ms` (src/core/timers.rs,
+ * with `arm_delay` and `on_wake`), written here in JS because it runs where
+ * a Wasm call would cost more than the rule (bench/ab.mjs); both are checked
+ * against the same table (src/core/timers.rs `TIMER_MS_TABLE`,
+ * tests/js/cases/timers.js).
  */
 export function timerMs(ms) {
-  return ms < MAX_TIMER_MS ? Math.ceil(ms) : MAX_TIMER_MS;
+  return ms >= MAX_TIMER_MS ? MAX_TIMER_MS : ms > 0 ? Math.ceil(ms) : 0;
 }
 
 /** The host's clock: `performance.now()` and the global timers, read at call time. */
@@ -87,6 +93,18 @@ export const unref =
 // a binary heap with one host timer armed for the earliest, so arming and
 // disarming a wake-up is O(log n) JS work and usually no host call at all
 // (measured in bench/deadline.bench.mjs; see BENCHMARKS.md).
+//
+// # The queue's rules are the core's
+// The heap follows src/core/timers.rs `WakeQueue` rule for rule: `schedule`
+// arms the host timer when the entry is earlier than what it is armed for
+// (`poll_arm`), or, in workerd, when that timer is overdue and was not armed
+// this turn (`poll_arm`'s may-be-dead rule, invariant 5); `#wake` fires only
+// entries with `at <= now` (`pop_due`) and re-arms for the earliest left. The
+// heap stays in JS because driving the core's queue costs a Wasm call per arm
+// and per disarm on the hottest paths: +67 ns per deadline in Deno (a fresh
+// deadline's signal() + dispose() is ≈ 250 ns there) and +260 ns in Node
+// (measured against this heap: arm + disarm with one wake-up
+// pending, interleaved rounds).
 //
 // # Which queue
 // Outside workerd there is one queue for the whole process (`sharedQueue`),
@@ -178,7 +196,7 @@ export class WakeQueue {
   #arm(at) {
     if (this.host !== undefined) this.clearTimeout(this.host);
     this.hostAt = at;
-    this.host = this.setTimeout(this.wake, timerMs(Math.max(0, at - this.now())));
+    this.host = this.setTimeout(this.wake, timerMs(at - this.now())); // core `arm_delay`
     if (this.unrefHost) unref(this.host);
     else this.hostTurn = currentTurn();
   }

@@ -22,9 +22,7 @@
 //!
 //! # What is not here
 //! Arming the host timer (round up, clamp to [`MAX_TIMER_MS`], re-arm long
-//! deadlines in slices) is done in `js/deadline.js`: it runs on every
-//! `signal()`, and a Wasm call plus a second clock read there cost more than
-//! the arithmetic (measured in `bench/deadline.bench.mjs`, see BENCHMARKS.md).
+//! deadlines in slices) and the wake-up queue are [`crate::core::timers`].
 
 use crate::core::error::{Described, Kind, Message};
 

@@ -24,3 +24,4 @@ pub mod simulate;
 pub mod sketch;
 pub mod stall;
 pub mod tail;
+pub mod timers;

@@ -2,9 +2,9 @@
 //! with an `AbortSignal` that cancels real I/O.
 //!
 //! The arithmetic and validation are the core's ([`crate::core::deadline`]),
-//! the same functions the JavaScript API calls; this file owns what only the
-//! host can do: reading the clock, the timer, the `AbortController` and the
-//! listeners on parent signals.
+//! the same functions the JavaScript API calls. The signal, its wake-up and
+//! its links to parent signals are one node of the cancellation primitive
+//! (timers.rs `child`, as js/deadline.js uses js/timers.js `child`).
 //!
 //! # Invariants
 //! 1. The instant never changes; derived deadlines ([`Deadline::reserve`],
@@ -22,24 +22,24 @@
 //! 6. Pending deadlines never keep a Node or Deno process alive.
 //!
 //! # Timers
-//! Outside workerd, deadlines share one host timer through a queue ordered by
-//! instant, as the JavaScript API does: a deadline is usually dropped long
-//! before it fires, and a host `setTimeout` + `clearTimeout` per deadline
-//! costs about 1 µs in Deno, several times the rest of `signal()`. In workerd
-//! a timer belongs to the request that created it and dies with it, so a
-//! shared timer would let one request's end silently cancel another request's
-//! deadlines: there each deadline arms a [`Timeout`] of its own.
+//! Deadlines wait in the wake-up queues of timers.rs, behind one host timer,
+//! as the JavaScript API's do: a deadline is usually dropped long before it
+//! fires, and a host `setTimeout` + `clearTimeout` per deadline costs about
+//! 1 µs in Deno, several times the rest of `signal()`. In workerd a queue
+//! belongs to one turn of one request (a timer there dies with the request
+//! that armed it); a derived deadline ([`Deadline::reserve`],
+//! [`Deadline::min`]) joins the queue its source armed on, so one request's
+//! thousands of derived deadlines hold one host timer.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::rc::Rc;
 
-use wasm_bindgen::prelude::*;
-use web_sys::{AbortController, AbortSignal};
+use web_sys::AbortSignal;
 
-use super::sys::{self, Host};
-use super::timers::Timeout;
+use super::sys;
+use super::timers::{child_of_signals, Child, Node, Queue};
 use super::Error;
 use crate::core::deadline as core;
 
@@ -63,128 +63,10 @@ use crate::core::deadline as core;
 pub struct Deadline {
     at: f64,
     parents: Rc<[AbortSignal]>,
-    armed: RefCell<Option<Rc<Armed>>>,
-}
-
-/// Parent listeners. A wasm-bindgen `Closure` per linked deadline cost
-/// ≈ 1.2 µs more than the JavaScript API's listener in Deno (its creation
-/// registers a finalizer); instead each linked deadline gets a plain
-/// JavaScript listener object carrying its id, and every one of them calls
-/// one shared Rust dispatcher, which finds the deadline in a table.
-mod links {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    use std::rc::{Rc, Weak};
-
-    use wasm_bindgen::prelude::*;
-    use web_sys::AbortSignal;
-
-    use super::Armed;
-
-    #[wasm_bindgen(inline_js = r#"
-export function makeListener(id, dispatch) {
-  return { handleEvent: (event) => dispatch(id, event.target.reason) };
-}
-export function addAbort(signal, listener) {
-  signal.addEventListener("abort", listener);
-}
-export function removeAbort(signal, listener) {
-  signal.removeEventListener("abort", listener);
-}
-"#)]
-    extern "C" {
-        #[wasm_bindgen(js_name = makeListener)]
-        fn make_listener(id: u32, dispatch: &JsValue) -> JsValue;
-        #[wasm_bindgen(js_name = addAbort)]
-        fn add_abort(signal: &AbortSignal, listener: &JsValue);
-        #[wasm_bindgen(js_name = removeAbort)]
-        fn remove_abort(signal: &AbortSignal, listener: &JsValue);
-    }
-
-    struct Table {
-        next: u32,
-        linked: HashMap<u32, Weak<Armed>>,
-        dispatch: Option<JsValue>,
-    }
-
-    thread_local! {
-        static TABLE: RefCell<Table> = RefCell::new(Table { next: 0, linked: HashMap::new(), dispatch: None });
-    }
-
-    fn dispatch(id: u32, reason: JsValue) {
-        let armed = TABLE.with(|t| t.borrow().linked.get(&id).and_then(Weak::upgrade));
-        if let Some(armed) = armed {
-            armed.settle(&reason);
-        }
-    }
-
-    /// A deadline's listeners on its parents; removed on drop.
-    pub(super) struct Link {
-        id: u32,
-        listener: JsValue,
-        parents: Rc<[AbortSignal]>,
-    }
-
-    impl Link {
-        pub(super) fn new(armed: &Rc<Armed>, parents: Rc<[AbortSignal]>) -> Self {
-            let (id, listener) = TABLE.with(|t| {
-                let mut t = t.borrow_mut();
-                let id = t.next;
-                t.next = t.next.wrapping_add(1);
-                t.linked.insert(id, Rc::downgrade(armed));
-                let dispatch =
-                    t.dispatch.get_or_insert_with(|| Closure::<dyn FnMut(u32, JsValue)>::new(dispatch).into_js_value());
-                (id, make_listener(id, dispatch))
-            });
-            for parent in parents.iter() {
-                add_abort(parent, &listener);
-            }
-            Self { id, listener, parents }
-        }
-    }
-
-    impl Drop for Link {
-        fn drop(&mut self) {
-            for parent in self.parents.iter() {
-                remove_abort(parent, &self.listener);
-            }
-            TABLE.with(|t| t.borrow_mut().linked.remove(&self.id));
-        }
-    }
-}
-
-/// The signal side of a deadline: created by the first `signal()`.
-struct Armed {
-    at: f64,
-    controller: AbortController,
-    /// In the shared queue (outside workerd) and not yet released.
-    queued: Cell<bool>,
-    timer: RefCell<Option<Timeout>>,
-    link: RefCell<Option<links::Link>>,
-}
-
-impl Armed {
-    fn settle(&self, reason: &JsValue) {
-        self.release();
-        if !self.controller.signal().aborted() {
-            self.controller.abort_with_reason(reason);
-        }
-    }
-
-    fn expire(&self) {
-        let late = sys::now() - self.at;
-        let reason = Error::DeadlineExceeded { at: self.at, late_by_ms: if late > 0.0 { late } else { 0.0 } };
-        self.settle(&reason.into());
-    }
-
-    fn release(&self) {
-        if self.queued.replace(false) {
-            queue::cancel();
-        }
-        self.timer.borrow_mut().take();
-        let link = self.link.borrow_mut().take();
-        drop(link);
-    }
+    /// The node, made by the first `signal()`.
+    node: RefCell<Option<Child>>,
+    /// The queue of the deadline this one was derived from, when it had armed.
+    home: Option<Rc<Queue>>,
 }
 
 fn empty() -> Rc<[AbortSignal]> {
@@ -196,7 +78,13 @@ fn empty() -> Rc<[AbortSignal]> {
 
 impl Deadline {
     fn new(at: f64, parents: Rc<[AbortSignal]>) -> Self {
-        Self { at, parents, armed: RefCell::new(None) }
+        Self { at, parents, node: RefCell::new(None), home: None }
+    }
+
+    /// A deadline derived from this one: it joins this one's queue.
+    fn derived(&self, at: f64, parents: Rc<[AbortSignal]>) -> Self {
+        let home = self.node.borrow().as_ref().and_then(|n| n.queue()).or_else(|| self.home.clone());
+        Self { at, parents, node: RefCell::new(None), home }
     }
 
     /// A deadline `ms` milliseconds from now.
@@ -261,7 +149,7 @@ impl Deadline {
         if !parents.iter().any(|p| p == parent) {
             parents.push(parent.clone());
         }
-        Self::new(self.at, parents.into())
+        Self { at: self.at, parents: parents.into(), node: RefCell::new(None), home: self.home.clone() }
     }
 
     /// The earliest of `deadlines`; its signal links every parent of all of them.
@@ -282,8 +170,10 @@ impl Deadline {
     /// ```
     pub fn min_of<'a>(deadlines: impl IntoIterator<Item = &'a Deadline>) -> Result<Self, Error> {
         let mut at: Option<f64> = None;
+        let mut first: Option<&Deadline> = None;
         let mut parents: Vec<AbortSignal> = Vec::new();
         for d in deadlines {
+            first.get_or_insert(d);
             at = Some(match at {
                 Some(a) => core::min(a, d.at)?,
                 None => d.at,
@@ -297,7 +187,11 @@ impl Deadline {
         let at = at.ok_or_else(|| {
             Error::invalid("deadlines", "'deadlines' must hold at least one Deadline: current value is empty")
         })?;
-        Ok(Self::new(at, if parents.is_empty() { empty() } else { parents.into() }))
+        let parents = if parents.is_empty() { empty() } else { parents.into() };
+        Ok(match first {
+            Some(d) => d.derived(at, parents),
+            None => Self::new(at, parents),
+        })
     }
 
     /// The earlier of this deadline and `other` (linking both one's parents).
@@ -334,7 +228,7 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn reserve(&self, ms: f64) -> Result<Deadline, Error> {
-        Ok(Self::new(core::reserve(self.at, ms)?, self.parents.clone()))
+        Ok(self.derived(core::reserve(self.at, ms)?, self.parents.clone()))
     }
 
     /// The instant, in ms on the `performance.now()` timeline (JavaScript's `deadline.at`).
@@ -471,62 +365,35 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn signal(&self) -> AbortSignal {
-        if let Some(armed) = self.armed.borrow().as_ref() {
-            return armed.controller.signal();
+        if let Some(node) = self.node.borrow().as_ref() {
+            return node.signal();
         }
-        // `AbortController::new()` only fails where there is no AbortController
-        // at all, which no supported runtime is.
-        let controller = AbortController::new().expect_throw("this runtime has no AbortController");
-        let signal = controller.signal();
-        let armed = Rc::new(Armed {
-            at: self.at,
-            controller,
-            queued: Cell::new(false),
-            timer: RefCell::new(None),
-            link: RefCell::new(None),
-        });
-        *self.armed.borrow_mut() = Some(armed.clone());
-        if let Some(parent) = self.parents.iter().find(|p| p.aborted()) {
-            armed.controller.abort_with_reason(&parent.reason());
-            return signal;
-        }
-        if !self.parents.is_empty() {
-            *armed.link.borrow_mut() = Some(links::Link::new(&armed, self.parents.clone()));
-        }
-        arm(&armed);
+        let node = self.make_node();
+        let signal = node.signal();
+        *self.node.borrow_mut() = Some(node);
         signal
     }
-}
 
-fn arm(armed: &Rc<Armed>) {
-    if sys::now() >= armed.at {
-        armed.expire();
-        return;
-    }
-    if sys::host() == Host::Workerd {
-        let weak = Rc::downgrade(armed);
-        let timer = Timeout::at(
-            armed.at,
-            Box::new(move || {
-                if let Some(armed) = weak.upgrade() {
-                    armed.timer.borrow_mut().take();
-                    armed.expire();
-                }
-            }),
-        );
-        *armed.timer.borrow_mut() = Some(timer);
-    } else {
-        armed.queued.set(true);
-        queue::schedule(armed);
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        if let Some(armed) = self.armed.get_mut().take() {
-            armed.release();
+    fn make_node(&self) -> Child {
+        // Invariant 3, and a passed instant aborts at once (as JavaScript's `signal()`).
+        let passed = sys::now() >= self.at;
+        let at = if passed { f64::INFINITY } else { self.at };
+        let node = child_of_signals(&self.parents, at, Some(Box::new(expire)), None, self.home.clone());
+        if passed && !node.aborted() {
+            expire_at(&node, self.at);
         }
+        node
     }
+}
+
+/// The deadline's instant came: abort with the branded `DeadlineExceeded`.
+fn expire(node: &Node) {
+    expire_at(node, node.at());
+}
+
+fn expire_at(node: &Node, at: f64) {
+    let late = sys::now() - at;
+    node.abort(&Error::DeadlineExceeded { at, late_by_ms: if late > 0.0 { late } else { 0.0 } }.into());
 }
 
 impl fmt::Debug for Deadline {
@@ -544,151 +411,5 @@ impl fmt::Display for Deadline {
         } else {
             write!(f, "Deadline(passed {:.1} ms ago)", -left)
         }
-    }
-}
-
-/// The shared wake-up queue (everywhere but workerd).
-///
-/// # Invariants
-/// 1. Entries are `(instant, Weak<Armed>)` in a min-heap. A released deadline
-///    is removed lazily: its entry stays until it reaches the top or the
-///    queue is compacted, and is skipped (`Armed::queued` is false, or the
-///    `Weak` is dead). `live` counts queued deadlines exactly.
-/// 2. Dead entries never outnumber live ones by more than `COMPACT_SLACK`
-///    plus the live count: past that the heap is rebuilt from the live ones,
-///    so memory stays O(live) and each operation amortised O(log n).
-/// 3. When a live entry is queued, the host timer is armed for an instant no
-///    later than the earliest one's; when it fires early (Node can, by 1 ms)
-///    it re-arms instead of firing anything.
-/// 4. The host timer is unref'd: queued deadlines never keep a process alive.
-mod queue {
-    use std::cell::RefCell;
-    use std::cmp::Ordering;
-    use std::collections::BinaryHeap;
-    use std::rc::{Rc, Weak};
-
-    use wasm_bindgen::prelude::*;
-
-    use super::Armed;
-    use crate::web::sys;
-    use crate::web::timers::timer_ms;
-
-    const COMPACT_SLACK: usize = 64;
-
-    struct Entry {
-        at: f64,
-        armed: Weak<Armed>,
-    }
-
-    impl Entry {
-        fn live(&self) -> Option<Rc<Armed>> {
-            self.armed.upgrade().filter(|a| a.queued.get())
-        }
-    }
-
-    impl PartialEq for Entry {
-        fn eq(&self, other: &Self) -> bool {
-            self.at == other.at
-        }
-    }
-    impl Eq for Entry {}
-    impl PartialOrd for Entry {
-        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-            Some(self.cmp(other))
-        }
-    }
-    impl Ord for Entry {
-        // Reversed: BinaryHeap is a max-heap, the earliest instant must be on top.
-        fn cmp(&self, other: &Self) -> Ordering {
-            other.at.total_cmp(&self.at)
-        }
-    }
-
-    struct Queue {
-        heap: BinaryHeap<Entry>,
-        live: usize,
-        host: JsValue,
-        host_at: f64,
-        wake: Option<Closure<dyn FnMut()>>,
-    }
-
-    thread_local! {
-        static QUEUE: RefCell<Queue> = RefCell::new(Queue {
-            heap: BinaryHeap::new(),
-            live: 0,
-            host: JsValue::UNDEFINED,
-            host_at: f64::INFINITY,
-            wake: None,
-        });
-    }
-
-    pub(super) fn schedule(armed: &Rc<Armed>) {
-        QUEUE.with(|q| {
-            let mut q = q.borrow_mut();
-            q.live += 1;
-            q.heap.push(Entry { at: armed.at, armed: Rc::downgrade(armed) });
-            if armed.at < q.host_at {
-                arm_host(&mut q, armed.at);
-            }
-        });
-    }
-
-    /// One queued deadline was released (its `queued` flag already cleared).
-    pub(super) fn cancel() {
-        QUEUE.with(|q| {
-            let mut q = q.borrow_mut();
-            q.live -= 1;
-            if q.heap.len() > 2 * q.live + COMPACT_SLACK {
-                let entries = std::mem::take(&mut q.heap).into_vec();
-                q.heap = entries.into_iter().filter(|e| e.live().is_some()).collect();
-            }
-        });
-    }
-
-    fn arm_host(q: &mut Queue, at: f64) {
-        if !q.host.is_undefined() {
-            sys::clear_timeout(&q.host);
-        }
-        let wake = q.wake.get_or_insert_with(|| Closure::<dyn FnMut()>::new(wake));
-        let left = at - sys::now();
-        q.host = sys::set_timeout(wake.as_ref().unchecked_ref(), timer_ms(if left > 0.0 { left } else { 0.0 }));
-        sys::unref(&q.host);
-        q.host_at = at;
-    }
-
-    fn wake() {
-        let now = sys::now();
-        QUEUE.with(|q| {
-            let mut q = q.borrow_mut();
-            q.host = JsValue::UNDEFINED;
-            q.host_at = f64::INFINITY;
-        });
-        // One due entry at a time, fired with the queue unborrowed: firing
-        // aborts a signal, and its listeners may create or drop deadlines.
-        while let Some(armed) = QUEUE.with(|q| pop_due(&mut q.borrow_mut(), now)) {
-            armed.expire();
-        }
-        QUEUE.with(|q| {
-            let mut q = q.borrow_mut();
-            if let Some(next) = q.heap.peek().map(|e| e.at) {
-                if next < q.host_at {
-                    arm_host(&mut q, next);
-                }
-            }
-        });
-    }
-
-    /// Drops dead entries from the top; returns the earliest live one if it is due.
-    fn pop_due(q: &mut Queue, now: f64) -> Option<Rc<Armed>> {
-        while let Some(top) = q.heap.peek() {
-            if top.live().is_none() {
-                q.heap.pop();
-            } else if top.at <= now {
-                return q.heap.pop().and_then(|e| e.live());
-            } else {
-                return None;
-            }
-        }
-        None
     }
 }

@@ -1,12 +1,16 @@
 //! One running piece of work (a plan step, a retry attempt, a backoff sleep)
-//! with its own `AbortSignal`, ended by a cap timer or by a parent signal,
+//! with its own `AbortSignal`, ended by a cap or by a parent signal,
 //! whichever comes first; and the race that settles it in that same turn even
 //! when the work ignores its signal (dropping a Rust future cancels it).
+//!
+//! The cap, the signal and the parent links are one node of the cancellation
+//! primitive (timers.rs `child`); what this file adds is the Rust side of
+//! waiting for it: [`Ended`], and futures that wake when the node ends.
 //!
 //! # Invariants
 //! 1. The guard's signal aborts at most once, with the reason of whatever
 //!    ended it first (the cap's reason, or the parent's `reason`).
-//! 2. Dropping the guard clears its timer and removes its parent listeners.
+//! 2. Dropping the guard releases its wake-up and its parent listeners.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -15,9 +19,9 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use wasm_bindgen::prelude::*;
-use web_sys::{AbortController, AbortSignal};
+use web_sys::AbortSignal;
 
-use super::timers::Timeout;
+use super::timers::{child, ref_queue, Child, Parent};
 
 /// What ended a guard.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,21 +44,17 @@ impl Ended {
 struct State {
     ended: Option<Ended>,
     waker: Option<Waker>,
-    controller: Option<AbortController>,
 }
 
 fn end(state: &Rc<RefCell<State>>, ended: Ended) {
-    let (controller, waker) = {
+    let waker = {
         let mut s = state.borrow_mut();
         if s.ended.is_some() {
             return;
         }
-        s.ended = Some(ended.clone());
-        (s.controller.clone(), s.waker.take())
+        s.ended = Some(ended);
+        s.waker.take()
     };
-    if let Some(c) = controller {
-        c.abort_with_reason(ended.reason());
-    }
     if let Some(w) = waker {
         w.wake();
     }
@@ -62,14 +62,13 @@ fn end(state: &Rc<RefCell<State>>, ended: Ended) {
 
 pub(crate) struct Guard {
     state: Rc<RefCell<State>>,
-    signal: Option<AbortSignal>,
-    timer: Option<Timeout>,
-    listeners: Vec<(AbortSignal, Closure<dyn FnMut()>)>,
+    node: Child,
+    with_signal: bool,
 }
 
 impl Guard {
     /// A guard ended at the instant `cap_at` (with `on_cap()`'s reason) or by
-    /// any of `parents`. `with_signal`: create an `AbortController` for the work.
+    /// any of `parents`. `with_signal`: the work gets an `AbortSignal`.
     pub(crate) fn new(
         cap_at: Option<f64>,
         on_cap: impl FnOnce() -> JsValue + 'static,
@@ -77,46 +76,39 @@ impl Guard {
         with_signal: bool,
     ) -> Self {
         let state = Rc::new(RefCell::new(State::default()));
-        let mut signal = None;
-        if with_signal {
-            let controller = AbortController::new().expect_throw("this runtime has no AbortController");
-            signal = Some(controller.signal());
-            state.borrow_mut().controller = Some(controller);
-        }
-        let mut guard = Self { state, signal, timer: None, listeners: Vec::new() };
-        for (i, parent) in parents.iter().enumerate() {
-            if parent.aborted() {
-                end(&guard.state, Ended::Parent(i, parent.reason()));
-                return guard;
-            }
-        }
-        for (i, parent) in parents.iter().enumerate() {
-            let (s, p) = (Rc::downgrade(&guard.state), (*parent).clone());
-            let listener = Closure::<dyn FnMut()>::new(move || {
-                if let Some(s) = s.upgrade() {
-                    end(&s, Ended::Parent(i, p.reason()));
+        let (on_time_state, on_abort_state) = (Rc::downgrade(&state), Rc::downgrade(&state));
+        let mut on_cap = Some(on_cap);
+        let parents: Vec<Parent<'_>> = parents.iter().map(|p| Parent::Signal(p)).collect();
+        let node = child(
+            &parents,
+            cap_at.unwrap_or(f64::INFINITY),
+            Some(Box::new(move |node| {
+                let reason = on_cap.take().map_or(JsValue::UNDEFINED, |f| f());
+                node.abort(&reason);
+                if let Some(s) = on_time_state.upgrade() {
+                    end(&s, Ended::Cap(reason));
                 }
-            });
-            let _ = parent.add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
-            guard.listeners.push(((*parent).clone(), listener));
+            })),
+            Some(Box::new(move |reason, by| {
+                if let Some(s) = on_abort_state.upgrade() {
+                    end(&s, Ended::Parent(by, reason.clone()));
+                }
+            })),
+            // Someone awaits the work: its cap keeps Node and Deno alive.
+            Some(ref_queue()),
+        );
+        if with_signal {
+            node.signal();
         }
-        if let Some(at) = cap_at {
-            let s = Rc::downgrade(&guard.state);
-            guard.timer = Some(Timeout::at(
-                at,
-                Box::new(move || {
-                    if let Some(s) = s.upgrade() {
-                        end(&s, Ended::Cap(on_cap()));
-                    }
-                }),
-            ));
-        }
-        guard
+        Self { state, node, with_signal }
     }
 
     /// The work's signal (created with `with_signal`).
     pub(crate) fn signal(&self) -> AbortSignal {
-        self.signal.clone().expect_throw("a guard made without a signal")
+        if !self.with_signal {
+            wasm_bindgen::throw_str("a guard made without a signal");
+        }
+        self.node.signal()
     }
 
     pub(crate) fn ended(&self) -> Option<Ended> {
@@ -149,14 +141,5 @@ impl Guard {
             }
         })
         .await
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        self.timer.take();
-        for (parent, listener) in self.listeners.drain(..) {
-            let _ = parent.remove_event_listener_with_callback("abort", listener.as_ref().unchecked_ref());
-        }
     }
 }

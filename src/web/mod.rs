@@ -64,10 +64,11 @@ pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceR
 pub use retry::{retry, Attempt, Failure, RetryBudget, RetryOptions};
 pub use sse::sse_progress;
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
-pub use timers::{sleep, Sleep, Timeout};
+pub use timers::{set_clock, sleep, Clock, Sleep, Timeout};
 
-/// The clock every instant of this API is on: `performance.now()`, in ms.
-/// Use it to relate [`Deadline::instant_ms`] to your own readings.
+/// The clock every instant of this API is on: `performance.now()`, in ms
+/// (or the clock a test installed with [`set_clock`]). Use it to relate
+/// [`Deadline::instant_ms`] to your own readings.
 ///
 /// ```
 /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }

@@ -1,6 +1,8 @@
 //! The host functions the web API uses, bound as globals so they exist in
 //! every runtime (Workers, Deno, browsers and their workers, Node): no
-//! `window`, no `self`.
+//! `window`, no `self`. The clock and the timers are read through
+//! timers.rs (`now`, the queues, [`Timeout`](super::Timeout)), which a test
+//! can swap; the `host_*` functions here are the host's own.
 
 use std::cell::Cell;
 
@@ -9,12 +11,14 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_name = setTimeout)]
-    pub(crate) fn set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
+    pub(crate) fn host_set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
-    pub(crate) fn clear_timeout(handle: &JsValue);
-    /// The monotonic clock every instant of this crate is read from.
+    pub(crate) fn host_clear_timeout(handle: &JsValue);
+    /// The host's monotonic clock.
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
-    pub(crate) fn now() -> f64;
+    pub(crate) fn host_now() -> f64;
+    #[wasm_bindgen(js_name = queueMicrotask)]
+    pub(crate) fn queue_microtask(callback: &js_sys::Function);
 
     /// Node's (and Bun's) timer object.
     type HostTimer;
@@ -40,6 +44,12 @@ extern "C" {
     /// `String(value)` (throws for a Symbol).
     #[wasm_bindgen(js_name = String, catch)]
     pub(crate) fn to_js_string(value: &JsValue) -> Result<String, JsValue>;
+}
+
+/// The instant on the clock in use (the host's `performance.now()` unless a
+/// test swapped it: [`set_clock`](super::set_clock)).
+pub(crate) fn now() -> f64 {
+    super::timers::now()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -75,10 +85,8 @@ pub(crate) fn host() -> Host {
         }
         // `WebSocketPair` is a Workers global at every compatibility date and
         // flag; `navigator` is absent before 2022-03-21 and with
-        // `no_global_navigator` (as js/timers.js `IS_WORKERD`).
-        let host = if global(&["WebSocketPair"]).is_function()
-            || global(&["navigator", "userAgent"]).as_string().as_deref() == Some("Cloudflare-Workers")
-        {
+        // `no_global_navigator`. The same test as js/timers.js `IS_WORKERD`.
+        let host = if global(&["WebSocketPair"]).is_function() {
             Host::Workerd
         } else if global(&["Deno", "unrefTimer"]).is_function() {
             Host::Deno

@@ -10,9 +10,14 @@
 // concurrently: in workerd a timer belongs to the request that made it, so one
 // request ending must not cancel another's deadlines. Everything runs twice: at the default
 // configuration and with no_global_navigator (workerd without `navigator`).
+//
+// A second Rust Worker (tests/web/workerd-quota: plain wasm-bindgen) derives
+// 20 000 deadlines in one request: in workerd a request may hold a limited
+// number of pending timers, and the Rust API's per-turn wake-up queues
+// (src/web/timers.rs, "Which queue") must keep it far from that quota.
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -57,7 +62,48 @@ function fallback({ res, body, elapsed }, reason) {
   ok(Number(res.headers.get("x-edge-deadline-remaining-ms")) > 0, "no time was left for the fallback");
 }
 
+/** Builds the quota Worker into `dir` (cargo → wasm-bindgen --target web) with a workerd config for `port`. */
+function buildQuota(dir, port, flags) {
+  const crate = join(root, "tests/web/workerd-quota");
+  const target = join(root, "target/rust-worker");
+  execFileSync("cargo", ["build", "--release", "--target", "wasm32-unknown-unknown"], { cwd: crate, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, CARGO_TARGET_DIR: target } });
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  execFileSync(join(root, ".tools/bin/wasm-bindgen"), ["--target", "web", "--out-dir", dir, "--out-name", "worker", "--no-typescript", join(target, "wasm32-unknown-unknown/release/edge_deadline_workerd_quota.wasm")], { stdio: ["ignore", "inherit", "inherit"] });
+  copyFileSync(join(crate, "shim.mjs"), join(dir, "shim.mjs"));
+  const modules = readdirSync(dir, { recursive: true })
+    .filter((f) => /\.(m?js|wasm)$/.test(f))
+    .sort((a, b) => (a === "shim.mjs" ? -1 : b === "shim.mjs" ? 1 : a.localeCompare(b)))
+    .map((f) => `(name = "${f}", ${f.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${f}")`);
+  writeFileSync(
+    join(dir, "config.capnp"),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [ ${modules.join(", ")} ],
+  compatibilityDate = "2026-11-24",
+  compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
+);
+`,
+  );
+}
+
+let quotaBase;
+
 const cases = {
+  async "one request deriving 20 000 deadlines from one root never meets the timer quota"() {
+    const n = 20_000;
+    const res = await fetch(`${quotaBase}/?n=${n}`, { signal: AbortSignal.timeout(10_000) });
+    const text = await res.text();
+    ok(res.status === 200, `status ${res.status}: ${text}`);
+    const r = JSON.parse(text);
+    ok(r.error === undefined, `stopped by: ${r.error}`);
+    ok(r.reserves === n / 2 && r.mins === n / 2, `armed ${r.reserves} reserves and ${r.mins} mins of ${n / 2} each`);
+    ok(r.aborted === 0, `${r.aborted} deadlines aborted early`);
+  },
   async "a stalled upstream body: upstream aborted, the fallback answers inside the deadline"() {
     const id = uid();
     const r = await proxied(`/stall/mid?n=2&gap=10&id=${id}`);
@@ -112,14 +158,26 @@ for (const flags of variants) {
     stdio: ["ignore", "inherit", "inherit"],
     env: { ...process.env, PORT: String(port), COMPATIBILITY_FLAGS: flags.join(","), CARGO_TARGET_DIR: join(root, "target/rust-worker") },
   });
+  const quotaPort = await new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+  const quotaOut = join(root, "test-output/workerd-quota");
+  buildQuota(quotaOut, quotaPort, flags);
   const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
+  const quota = spawn(workerd, ["serve", join(quotaOut, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
   base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      await fetch(base, { signal: AbortSignal.timeout(2_000) });
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+  quotaBase = `http://127.0.0.1:${quotaPort}`;
+  for (const url of [base, quotaBase]) {
+    for (let i = 0; i < 100; i++) {
+      try {
+        await fetch(`${url}/?n=1`, { signal: AbortSignal.timeout(2_000) });
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
+      }
     }
   }
   try {
@@ -141,6 +199,7 @@ for (const flags of variants) {
     }
   } finally {
     child.kill();
+    quota.kill();
   }
 }
 console.log(JSON.stringify(report));

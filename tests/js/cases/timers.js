@@ -118,6 +118,30 @@ const cases = [
       }),
   },
   {
+    name: "timers (fake time): a wait becomes the host delay by the core's rule (src/core/timers.rs TIMER_MS_TABLE): rounded up, clamped to 2^31−1 ms",
+    run: async () => {
+      // [wait in ms, the host delay]: the same rows as the core's table.
+      const table = [
+        [0, 0],
+        [0.2, 1],
+        [1, 1],
+        [1.001, 2], // exact enough on every timeline (workerd's starts near 1.7e12 ms: 2^-12 ms apart)
+        [2_147_483_646.5, 2_147_483_647],
+        [2_147_483_647, 2_147_483_647],
+        [2_147_483_648, 2_147_483_647],
+        [9_007_199_254_740_991, 2_147_483_647],
+      ];
+      for (const [ms, delay] of table) {
+        await onFakeTime(async (clock) => {
+          const c = child([], clock.now() + ms, { onTime: () => {} });
+          equal(clock.armed.length, 1, `one host timer for a wait of ${ms} ms`);
+          equal(clock.armed[0].ms, delay, `the host delay for a wait of ${ms} ms`);
+          c.dispose();
+        });
+      }
+    },
+  },
+  {
     name: "timers (fake time): an instant past the 2^31−1 ms host limit is reached in slices, never early",
     run: () =>
       onFakeTime(async (clock) => {

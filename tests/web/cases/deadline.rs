@@ -7,7 +7,7 @@ use edge_deadline::web::{sleep, Deadline, Error, StallPhase, Timeout};
 use wasm_bindgen::prelude::*;
 use web_sys::AbortController;
 
-use super::{aborted, get, now, own_keys, wait, Ctx, Outcome, TIMER_SLACK_MS};
+use super::{aborted, get, now, own_keys, Ctx, FakeTime, Outcome, ABORT_WAIT_MS};
 use crate::ensure;
 
 const BRAND: &str = "edgeDeadlineError";
@@ -17,12 +17,13 @@ fn controller() -> AbortController {
 }
 
 pub async fn signal_aborts_at_the_instant_with_the_branded_error(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
     let d = Deadline::in_ms(40.0).map_err(|e| e.to_string())?;
     let signal = d.signal();
-    ensure!(!signal.aborted(), "aborted too early");
-    let fired_at = aborted(&signal).await?;
-    ensure!(fired_at >= d.instant_ms(), "fired {} ms before the instant", d.instant_ms() - fired_at);
-    ensure!(fired_at - d.instant_ms() <= TIMER_SLACK_MS, "fired {} ms late", fired_at - d.instant_ms());
+    clock.advance(39.0).await;
+    ensure!(!signal.aborted(), "aborted {} ms before the instant", d.instant_ms() - clock.now());
+    clock.advance(1.0).await;
+    ensure!(signal.aborted(), "not aborted at the instant");
     let reason = signal.reason();
     ensure!(reason.is_instance_of::<js_sys::Error>(), "reason is an Error");
     ensure!(get(&reason, BRAND).as_string().as_deref() == Some("DeadlineExceeded"));
@@ -30,7 +31,7 @@ pub async fn signal_aborts_at_the_instant_with_the_branded_error(_: &Ctx) -> Out
     ensure!(own_keys(&reason).iter().any(|k| k == BRAND), "the brand is an own enumerable property");
     ensure!(get(&reason, "at").as_f64() == Some(d.instant_ms()));
     let late = get(&reason, "lateByMs").as_f64().unwrap_or(-1.0);
-    ensure!((0.0..=TIMER_SLACK_MS).contains(&late), "lateByMs {late}");
+    ensure!(late == 0.0, "lateByMs {late}");
     ensure!(get(&reason, "message").as_string().unwrap_or_default().contains("deadline exceeded"));
     match Error::from(reason) {
         Error::DeadlineExceeded { at, .. } => ensure!(at == d.instant_ms()),
@@ -193,33 +194,38 @@ pub async fn step_is_not_started_below_its_minimum(_: &Ctx) -> Outcome {
 }
 
 pub async fn dropping_a_deadline_leaves_nothing_pending(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
     let parent = controller();
     let d = Deadline::in_ms(20.0).unwrap().with_parent(&parent.signal());
     let signal = d.signal();
     drop(d);
-    wait(60.0).await;
+    clock.advance(60.0).await;
     ensure!(!signal.aborted(), "the wake-up of a dropped deadline fired");
+    ensure!(clock.pending() == 0, "{} host timers left pending", clock.pending());
     parent.abort();
     ensure!(!signal.aborted(), "the listener on the parent was left behind");
     Ok(())
 }
 
 pub async fn shared_wakeups_fire_in_order_and_skip_dropped_ones(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
     let order = Rc::new(std::cell::RefCell::new(Vec::new()));
     let ds: Vec<Deadline> = [30.0, 10.0, 20.0, 40.0].iter().map(|ms| Deadline::in_ms(*ms).unwrap()).collect();
     let signals: Vec<_> = ds.iter().map(Deadline::signal).collect();
     let mut closures = Vec::new();
     for (i, s) in signals.iter().enumerate() {
         let order = order.clone();
-        let c = Closure::<dyn FnMut()>::new(move || order.borrow_mut().push(i));
+        let at = ds[i].instant_ms();
+        let c = Closure::<dyn FnMut()>::new(move || order.borrow_mut().push((i, now() - at)));
         s.add_event_listener_with_callback("abort", c.as_ref().unchecked_ref()).unwrap();
         closures.push(c);
     }
+    ensure!(clock.pending() == 1, "{} host timers for 4 deadlines", clock.pending());
     let mut ds = ds;
     let dropped = ds.remove(2); // the 20 ms one
     drop(dropped);
-    aborted(&signals[3]).await?;
-    ensure!(*order.borrow() == vec![1, 0, 3], "order {:?}", order.borrow());
+    clock.advance(40.0).await;
+    ensure!(*order.borrow() == vec![(1, 0.0), (0, 0.0), (3, 0.0)], "order and lateness {:?}", order.borrow());
     ensure!(!signals[2].aborted());
     for (d, s) in ds.iter().zip([&signals[0], &signals[1], &signals[3]]) {
         let reason = s.reason();
@@ -229,22 +235,59 @@ pub async fn shared_wakeups_fire_in_order_and_skip_dropped_ones(_: &Ctx) -> Outc
 }
 
 pub async fn the_queue_survives_many_dropped_deadlines(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
     for _ in 0..5_000 {
         let d = Deadline::in_ms(5.0).unwrap();
         d.signal();
     }
     let kept: Vec<Deadline> = (0..100).map(|i| Deadline::in_ms(10.0 + f64::from(i % 7)).unwrap()).collect();
     let signals: Vec<_> = kept.iter().map(Deadline::signal).collect();
-    for s in &signals {
-        aborted(s).await?;
-    }
+    clock.advance(9.0).await;
+    ensure!(signals.iter().all(|s| !s.aborted()), "a kept deadline aborted before its instant");
+    clock.advance(7.0).await;
     for (d, s) in kept.iter().zip(&signals) {
-        ensure!(matches!(Error::from(s.reason()), Error::DeadlineExceeded { at, .. } if at == d.instant_ms()));
+        ensure!(
+            matches!(Error::from(s.reason()), Error::DeadlineExceeded { at, late_by_ms } if at == d.instant_ms() && late_by_ms == 0.0)
+        );
     }
+    ensure!(clock.armed().len() <= 10, "{} host timers armed for 5 100 deadlines", clock.armed().len());
+    Ok(())
+}
+
+pub async fn a_host_timer_that_wakes_early_fires_nothing_and_is_re_armed(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let d = Deadline::in_ms(10.0).unwrap();
+    let signal = d.signal();
+    let fired = Rc::new(Cell::new(f64::NAN));
+    let f = fired.clone();
+    let t = Timeout::new(10.0, move || f.set(now())).unwrap();
+    clock.jump(9.0);
+    ensure!(clock.fire_early().await && clock.fire_early().await, "two host timers pending");
+    ensure!(!signal.aborted(), "the deadline fired 1 ms early");
+    ensure!(fired.get().is_nan() && t.is_pending(), "the Timeout fired 1 ms early");
+    ensure!(clock.pending() == 2, "both re-armed: {} pending", clock.pending());
+    clock.advance(1.0).await;
+    ensure!(signal.aborted() && fired.get() == d.instant_ms(), "each fires on its instant");
+    Ok(())
+}
+
+pub async fn an_instant_past_the_host_limit_is_reached_in_slices_never_early(_: &Ctx) -> Outcome {
+    const MAX_TIMER_MS: f64 = 2_147_483_647.0;
+    let clock = FakeTime::install();
+    let d = Deadline::in_ms(3.0 * MAX_TIMER_MS + 5.0).unwrap();
+    let signal = d.signal();
+    let t = Timeout::new(3.0 * MAX_TIMER_MS + 5.0, || {}).unwrap();
+    ensure!(clock.armed().iter().all(|(_, ms)| *ms == MAX_TIMER_MS), "armed {:?}", clock.armed());
+    clock.advance(3.0 * MAX_TIMER_MS).await;
+    ensure!(!signal.aborted() && t.is_pending(), "fired at the end of a slice, before the instant");
+    clock.advance(5.0).await;
+    ensure!(signal.aborted() && !t.is_pending(), "reached at the instant");
+    ensure!(clock.armed().iter().all(|(_, ms)| *ms <= MAX_TIMER_MS), "a host timer past the limit");
     Ok(())
 }
 
 pub async fn timeout_fires_not_before_its_instant_and_drop_clears_it(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
     let fired = Rc::new(Cell::new(f64::NAN));
     let f = fired.clone();
     let t = Timeout::new(25.0, move || f.set(now())).unwrap();
@@ -253,18 +296,45 @@ pub async fn timeout_fires_not_before_its_instant_and_drop_clears_it(_: &Ctx) ->
     let g = dropped.clone();
     let early = Timeout::new(10.0, move || g.set(true)).unwrap();
     drop(early);
-    wait(60.0).await;
+    clock.advance(24.0).await;
+    ensure!(fired.get().is_nan(), "fired before its instant");
+    clock.advance(36.0).await;
     ensure!(!dropped.get(), "a dropped Timeout fired");
-    ensure!(fired.get() >= t.instant_ms(), "fired {} ms before its instant", t.instant_ms() - fired.get());
+    ensure!(fired.get() == t.instant_ms(), "fired at {}, its instant is {}", fired.get(), t.instant_ms());
     ensure!(!t.is_pending());
+    ensure!(clock.pending() == 0, "a host timer left pending");
     Ok(())
 }
 
 pub async fn sleep_resolves_not_before_its_instant(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let t0 = now();
+    let woke = Rc::new(Cell::new(f64::NAN));
+    let w = woke.clone();
+    let nap = sleep(15.0).unwrap();
+    wasm_bindgen_futures::spawn_local(async move {
+        nap.await;
+        w.set(now());
+    });
+    clock.advance(14.0).await;
+    ensure!(woke.get().is_nan(), "woke after {} ms", woke.get() - t0);
+    clock.advance(1.0).await;
+    ensure!(woke.get() - t0 == 15.0, "slept {} ms", woke.get() - t0);
+    Ok(())
+}
+
+pub async fn the_host_clock_fires_deadlines_timeouts_and_sleeps_not_before_their_instants(_: &Ctx) -> Outcome {
+    let d = Deadline::in_ms(20.0).unwrap();
+    let signal = d.signal();
+    let fired = Rc::new(Cell::new(f64::NAN));
+    let f = fired.clone();
+    let t = Timeout::new(10.0, move || f.set(now())).unwrap();
     let t0 = now();
     sleep(15.0).unwrap().await;
-    let dt = now() - t0;
-    ensure!((15.0..15.0 + TIMER_SLACK_MS).contains(&dt), "slept {dt} ms");
+    ensure!(now() - t0 >= 15.0, "slept {} ms", now() - t0);
+    let at = aborted(&signal).await?;
+    ensure!(at >= d.instant_ms() && at - d.instant_ms() < ABORT_WAIT_MS, "aborted at {at}, instant {}", d.instant_ms());
+    ensure!(fired.get() >= t.instant_ms(), "the Timeout fired {} ms early", t.instant_ms() - fired.get());
     Ok(())
 }
 

@@ -2,10 +2,16 @@
 //! Node and headless Chromium) and the Deno build (tests/web/deno/lib.rs,
 //! driven by `deno test`). Each case is `async fn(&Ctx) -> Result<(), String>`.
 //!
-//! Timing: real host timers, no sleeps standing in for events where an event
-//! exists. "Not before" is exact; lateness is bounded by TIMER_SLACK_MS, which
-//! allows for a loaded 2-core machine.
+//! Timing: where timing is the subject, fake time ([`FakeTime`], the Rust twin
+//! of tests/js/fake-time.js): instants are exact. Cases on real host timers
+//! (streams, fetches, the host clock itself) use no sleeps standing in for
+//! events where an event exists; "not before" is exact, and lateness is
+//! bounded by TIMER_SLACK_MS, which allows for a loaded 2-core machine.
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use edge_deadline::web::{set_clock, Clock};
 use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -87,6 +93,122 @@ pub fn own_keys(value: &JsValue) -> Vec<String> {
     Object::keys(value.unchecked_ref::<Object>()).iter().filter_map(|k| k.as_string()).collect()
 }
 
+/// Fake time for cases where timing is the subject: swaps the web API's clock
+/// ([`set_clock`]) for one the case advances by hand, and puts the previous
+/// one back when dropped. The swap starts fresh wake-up queues, so make the
+/// deadlines a case measures after [`FakeTime::install`].
+pub struct FakeTime {
+    clock: Rc<FakeClock>,
+    previous: Option<Option<Rc<dyn Clock>>>,
+}
+
+struct FakeClock {
+    t: Cell<f64>,
+    seq: Cell<u32>,
+    /// Pending host timers: (instant, id, callback).
+    timers: RefCell<Vec<(f64, u32, js_sys::Function)>>,
+    /// Every host timer armed: (when, delay), in order.
+    armed: RefCell<Vec<(f64, f64)>>,
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> f64 {
+        self.t.get()
+    }
+    fn set_timeout(&self, callback: &js_sys::Function, ms: f64) -> JsValue {
+        let id = self.seq.get() + 1;
+        self.seq.set(id);
+        let delay = if ms > 0.0 { ms } else { 0.0 };
+        self.armed.borrow_mut().push((self.t.get(), delay));
+        self.timers.borrow_mut().push((self.t.get() + delay, id, callback.clone()));
+        JsValue::from(id)
+    }
+    fn clear_timeout(&self, handle: &JsValue) {
+        let id = handle.as_f64().unwrap_or(-1.0);
+        self.timers.borrow_mut().retain(|(_, i, _)| f64::from(*i) != id);
+    }
+}
+
+/// Lets promises and wakers settle (stream reads take several hops).
+pub async fn settle() {
+    for _ in 0..64 {
+        let _ = JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await;
+    }
+}
+
+impl FakeTime {
+    /// Installs fake time, starting at the next whole ms of the real clock.
+    pub fn install() -> Self {
+        let clock = Rc::new(FakeClock {
+            t: Cell::new(now().ceil()),
+            seq: Cell::new(0),
+            timers: RefCell::new(Vec::new()),
+            armed: RefCell::new(Vec::new()),
+        });
+        let previous = set_clock(Some(clock.clone()));
+        Self { clock, previous: Some(previous) }
+    }
+
+    /// The fake instant.
+    pub fn now(&self) -> f64 {
+        self.clock.t.get()
+    }
+
+    /// Host timers still pending on the fake clock.
+    pub fn pending(&self) -> usize {
+        self.clock.timers.borrow().len()
+    }
+
+    /// The host timers armed so far, `(when, delay)` each.
+    pub fn armed(&self) -> Vec<(f64, f64)> {
+        self.clock.armed.borrow().clone()
+    }
+
+    fn take_next(&self, until: f64) -> Option<(f64, js_sys::Function)> {
+        let mut timers = self.clock.timers.borrow_mut();
+        let i = (0..timers.len())
+            .filter(|&i| timers[i].0 <= until)
+            .min_by(|&a, &b| timers[a].0.total_cmp(&timers[b].0).then(timers[a].1.cmp(&timers[b].1)))?;
+        let (at, _, f) = timers.remove(i);
+        Some((at, f))
+    }
+
+    /// Runs every timer due within `ms`, in order, letting promises settle after each.
+    pub async fn advance(&self, ms: f64) {
+        let end = self.now() + ms;
+        settle().await;
+        while let Some((at, f)) = self.take_next(end) {
+            self.clock.t.set(self.now().max(at));
+            let _ = f.call0(&JsValue::NULL);
+            settle().await;
+        }
+        self.clock.t.set(end);
+        settle().await;
+    }
+
+    /// Moves the clock without running any timer (a host timer that fires late).
+    pub fn jump(&self, ms: f64) {
+        self.clock.t.set(self.now() + ms);
+    }
+
+    /// Fires the pending host timer due soonest, *now*, whatever its instant
+    /// (a host that wakes early). False when none is pending.
+    pub async fn fire_early(&self) -> bool {
+        let Some((_, f)) = self.take_next(f64::INFINITY) else { return false };
+        let _ = f.call0(&JsValue::NULL);
+        settle().await;
+        true
+    }
+}
+
+impl Drop for FakeTime {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous.take() {
+            set_clock(previous);
+        }
+    }
+}
+
 /// Every case, by name, for the runners' macros.
 #[macro_export]
 macro_rules! for_each_case {
@@ -105,8 +227,11 @@ macro_rules! for_each_case {
             deadline::dropping_a_deadline_leaves_nothing_pending,
             deadline::shared_wakeups_fire_in_order_and_skip_dropped_ones,
             deadline::the_queue_survives_many_dropped_deadlines,
+            deadline::a_host_timer_that_wakes_early_fires_nothing_and_is_re_armed,
+            deadline::an_instant_past_the_host_limit_is_reached_in_slices_never_early,
             deadline::timeout_fires_not_before_its_instant_and_drop_clears_it,
             deadline::sleep_resolves_not_before_its_instant,
+            deadline::the_host_clock_fires_deadlines_timeouts_and_sleeps_not_before_their_instants,
             deadline::errors_reach_javascript_branded_and_come_back,
             errors::is_timeout_is_true_for_every_time_based_error_directly_or_in_a_cause_chain,
             errors::is_timeout_is_false_for_a_shortage_and_other_failures,
