@@ -155,7 +155,7 @@ impl Deadline {
     /// The earliest of `deadlines`; its signal links every parent of all of them.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming `deadlines` when the list is empty.
+    /// [`Error::InvalidType`] naming `deadlines` when the list is empty.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -184,8 +184,11 @@ impl Deadline {
                 }
             }
         }
-        let at = at.ok_or_else(|| {
-            Error::invalid("deadlines", "'deadlines' must hold at least one Deadline: current value is empty")
+        // As the JavaScript API's `Deadline.min()`: no deadline at all is a type fault.
+        let at = at.ok_or_else(|| Error::InvalidType {
+            param: "deadlines",
+            code: "INVALID_TYPE",
+            message: "'deadlines' must hold at least one Deadline: current value is empty".into(),
         })?;
         let parents = if parents.is_empty() { empty() } else { parents.into() };
         Ok(match first {

@@ -94,7 +94,7 @@ pub async fn min_takes_the_earlier_and_links_both_parents(_: &Ctx) -> Outcome {
     aborted(&signal).await?;
     ensure!(signal.reason().as_string().as_deref() == Some("second parent"));
     match Deadline::min_of([]) {
-        Err(Error::InvalidArgument { param: "deadlines", message, .. }) => {
+        Err(Error::InvalidType { param: "deadlines", message, .. }) => {
             ensure!(message.contains("'deadlines'"), "{message}")
         }
         other => return Err(format!("min_of([]) gave {other:?}")),
