@@ -201,10 +201,17 @@ function followable(deadline) {
  * closes, errors or is cancelled.
  */
 function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt }, onSettle = noop) {
-  // The watcher validates the limits (a RangeError naming the parameter)
-  // before the source is locked, and plans the first step.
+  // The watcher's first step validates the limits (a RangeError naming the
+  // parameter) before the source is locked. The watcher object is made at the
+  // stream's first event from the same inputs, so in the same state: a
+  // stream that settles before its first wake never pays for a Wasm object
+  // (src/wasm/stall.rs).
   const t0 = now();
-  const w = new core.StallWatcher(firstChunkMs, stallMs, at, startedAt ?? t0, t0);
+  const since = startedAt ?? t0;
+  const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
+  /** @type {core.StallWatcher | undefined} */
+  let w;
+  const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));
   if (BURST_RUN === 0) {
     BURST_GAP_MS = core.StallWatcher.burstGapMs();
     BURST_RUN = core.StallWatcher.burstRun();
@@ -244,7 +251,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   function verdict() {
     let v;
     try {
-      v = w.verdict();
+      v = watcher().verdict();
     } catch (error) {
       return error;
     }
@@ -255,7 +262,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   function onTimer() {
     if (settled) return;
     if (heldSince !== undefined) woke = true;
-    const next = w.wake(now(), chunks, bytes, progress, lastProgressAt, heldMs, heldSince);
+    const next = watcher().wake(now(), chunks, bytes, progress, lastProgressAt, heldMs, heldSince);
     if (sampling) sampling = w.sampling;
     step(next);
   }
@@ -275,7 +282,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     keep(true);
     if (!woke) return;
     woke = false;
-    step(w.resume(t, chunks, bytes, progress, lastProgressAt, heldMs));
+    step(watcher().resume(t, chunks, bytes, progress, lastProgressAt, heldMs));
   }
 
   /** How many progress chunks have been passed on (for js/relay.js: commit on the first). */
@@ -284,7 +291,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   function settle() {
     settled = true;
     node?.dispose();
-    w.free();
+    w?.free();
     keep(false);
     onSettle();
   }
@@ -330,7 +337,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
           // A burst: stop reading the clock per chunk; the watcher keeps a wake within sampleMs.
           burst = 0;
           sampling = true;
-          const next = w.burst(t, progress);
+          const next = watcher().burst(t, progress);
           if (next !== undefined) node.rearm(next);
         }
       }
@@ -356,7 +363,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
       node = child(parents, Infinity, { onTime: onTimer, onAbort: fail });
       if (settled) return;
       keep(true);
-      step(w.step());
+      step(first);
     },
     pull() {
       if (heldSince !== undefined) {
@@ -421,7 +428,7 @@ export async function fetchWithDeadline(input, init, opts) {
   if (userSignal !== undefined && !isAbortSignal(userSignal)) throw typeError("init.signal", "an AbortSignal", userSignal, where);
   // Range checks before any I/O (the core names the parameter).
   const t0 = now();
-  new core.StallWatcher(firstChunkMs, stallMs, at, t0, t0).free();
+  core.stallStart(firstChunkMs, stallMs, at, t0, t0);
   const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
 
   // The request's own child: it follows the deadline (and so the deadline's
