@@ -232,6 +232,9 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   let out; // the wrapper's controller
 
   const reader = source.getReader();
+  // A source error ends the wrapper at once, as it ends a native stream: with
+  // a chunk read ahead and nobody reading, the next read would not come.
+  reader.closed.then(undefined, (error) => onReadError(error));
 
   /** Invariant 4: hold the process while nothing but the source holds us up. */
   function keep(on) {

@@ -220,6 +220,8 @@ impl std::fmt::Debug for StallOptions {
 #[wasm_bindgen(inline_js = r#"
 export function stallSource(reader, flags, onStart, onChunk, onHold, onDone, onError, onResume, onCancel) {
   const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
+  // A source error ends the wrapper at once, even with a chunk read ahead and nobody reading.
+  reader.closed.then(undefined, onError);
   return new ReadableStream({
     start: onStart,
     pull(c) {
