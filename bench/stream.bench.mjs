@@ -1,6 +1,7 @@
 // Stream benchmarks: per-chunk cost of stall detection, side by side in one
-// process, and how late a stall's abort comes compared with setTimeout itself.
-// Prints one JSON line: { runtime, rows: { label: nsPerChunk }, ratios, lateness }.
+// process, what wrapping costs per stream, and how late a stall's abort comes
+// compared with setTimeout itself.
+// Prints one JSON line: { runtime, rows: { label: nsPerChunk }, ratios, perStream: { label: nsPerStream }, lateness }.
 //   node bench/stream.bench.mjs        deno run -A bench/stream.bench.mjs
 //   workerd: `node bench/run.mjs stream` runs `run(lib)` inside a fetch handler.
 //
@@ -166,6 +167,38 @@ async function lateness(lib, { limitMs = 20, samples = 30 } = {}) {
   return { limitMs, "setTimeout (native)": summary(native), "first-chunk stall → abort": summary(firstChunk), "stall after a chunk (re-armed) → abort": summary(stall) };
 }
 
+/**
+ * What wrapping costs per stream: a one-chunk source, wrapped (the watcher is
+ * made, its wake armed, then freed at the close) or read bare, drained.
+ */
+async function perStream(lib, { streams = 20_000, rounds = 5 } = {}) {
+  const deadline = lib.Deadline.in(1e9);
+  const oneChunk = () =>
+    new ReadableStream({
+      start(c) {
+        c.enqueue(CHUNK);
+        c.close();
+      },
+    });
+  const cases = {
+    "one-chunk stream, bare reader (floor)": () => drainReader(oneChunk().getReader()),
+    "one-chunk stream, withStallTimeout": () => drainReader(lib.withStallTimeout(oneChunk(), { firstChunkMs: LIMIT, stallMs: LIMIT }).getReader()),
+    "one-chunk stream, withStallTimeout + deadline": () =>
+      drainReader(lib.withStallTimeout(oneChunk(), { firstChunkMs: LIMIT, stallMs: LIMIT, deadline }).getReader()),
+    "unread stream, withStallTimeout + cancel()": () => lib.withStallTimeout(new ReadableStream(), { firstChunkMs: LIMIT, stallMs: LIMIT }).cancel(),
+  };
+  const times = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  for (let round = -1; round < rounds; round++) {
+    for (const [label, once] of Object.entries(cases)) {
+      const t0 = performance.now();
+      for (let i = 0; i < streams; i++) await once();
+      if (round >= 0) times[label].push(((performance.now() - t0) * 1e6) / streams);
+    }
+  }
+  deadline.dispose();
+  return Object.fromEntries(Object.entries(times).map(([label, xs]) => [label, +xs.sort((a, b) => a - b)[xs.length >> 1].toFixed(1)]));
+}
+
 const BARE = "bare reader (floor)";
 const SEED = "seed 000: setTimeout + Promise.race per chunk";
 const OURS = "withStallTimeout";
@@ -216,7 +249,7 @@ export async function run(lib, { lateness: withLateness = true } = {}) {
     "no-allocation source: withStallTimeout / bare reader": ratio(REUSE + OURS, REUSE + BARE),
     "no-allocation source: seed / withStallTimeout": ratio(REUSE + SEED, REUSE + OURS),
   };
-  const result = { runtime: isWorkerd ? "workerd" : runtimeName(), chunks: N, chunkBytes: CHUNK.byteLength, rows, ratios };
+  const result = { runtime: isWorkerd ? "workerd" : runtimeName(), chunks: N, chunkBytes: CHUNK.byteLength, rows, ratios, perStream: await perStream(lib) };
   if (withLateness) result.lateness = await lateness(lib);
   return result;
 }

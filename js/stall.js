@@ -1,33 +1,43 @@
 // Stall detection: a ReadableStream wrapper that errors the stream *and aborts
 // the upstream request* when the source goes quiet, and a fetch helper built on
-// it. Which limit applies, when to wake and whether the stream has stalled is
-// the Wasm core's decision (src/core/stall.rs, see its module doc); this file
-// owns what only the host can do: the stream plumbing, one timer, the clock.
+// it. Which limit applies, when to wake, what a hold, a burst or a late wake
+// change and whether the stream has stalled is the core's stall watcher
+// (src/core/stall.rs `StallWatcher`, one per stream through src/wasm/stall.rs;
+// its module doc lists the machine's invariants: held time is not silence,
+// bursts are sampled, late wakes yield). This file owns what only the host can
+// do: the stream plumbing, one timer, keepalive, settling once, and the notes
+// the watcher reads.
 //
 // # The hot path
 // The wrapper is a pull source reading the source's reader directly: measured
 // cheaper than `pipeThrough(new TransformStream())`, and than a
 // TransformStream doing the same bookkeeping, in Node, Deno and workerd
-// (bench/stream.bench.mjs). Per chunk it adds counts, a `desiredSize` read
-// and, for progress chunks, one `performance.now()`; a chunk that has to wait
-// for the consumer costs one clock read more when it arrives and one when it
-// is taken (invariant 3). Nothing else: no Wasm call, no timer, no promise
-// beyond the read. Its one wake-up (a js/timers.js `child` of the deadline,
-// so on the deadline's queue: no host timer of its own) is armed for the
-// core's wake instant and re-armed only when it fires; a chunk never touches
-// it (but see invariant 5).
-// The core makes that safe (its invariant 3: the wake is never later than any
-// expiry progress could cause).
+// (bench/stream.bench.mjs). Per chunk it only notes what happened (the core's
+// `Notes`, written here as local variables): counts, a `desiredSize` read and,
+// for progress chunks, one `performance.now()` and the burst counter; a chunk
+// that has to wait for the consumer costs one clock read more when it arrives
+// and one when it is taken. Nothing else: no Wasm call, no timer, no promise
+// beyond the read. The watcher is asked when the stream is wrapped, when its
+// one wake-up comes, when a burst starts, and when a hold ends after the
+// wake-up came during it (parked): a hold that ends otherwise only adds to
+// `heldMs`. The wake-up (a js/timers.js `child` of the deadline, so on the
+// deadline's queue: no host timer of its own) is armed for the watcher's
+// instant and re-armed only when the watcher says so; a chunk never touches
+// it (the core's invariant 3: the wake is never later than any expiry
+// progress could cause).
 //
 // The clock read is most of what the wrapper adds per chunk (measured: about
 // 80 ns in Node and 110 ns in Deno, against a 120–370 ns bare read), and it is
 // only wasted in bursts, where thousands of chunks arrive within one
-// millisecond. So a burst switches the stream to sampling (invariant 5).
+// millisecond. So a burst (the core's BURST_RUN progress chunks less than
+// BURST_GAP_MS apart, read from the core once) switches the watcher to
+// sampling: progress is counted, not timed, until it thins out.
 //
-// # Invariants
+// # Invariants (the host's; the machine's are in src/core/stall.rs)
 // 1. One `child` per wrapped stream: its wake-up is the stream's one timer,
-//    its parents are the signals it follows. It is disposed the moment the
-//    stream settles: closes, errors or is cancelled.
+//    its parents are the signals it follows. It is disposed, and the stream's
+//    watcher freed, the moment the stream settles: closes, errors or is
+//    cancelled.
 // 2. The wrapper settles once. On a stall or the deadline it errors with
 //    `StreamStalled` or `DeadlineExceeded`; when `isProgress` throws, with that
 //    error; when a followed signal aborts (the deadline's, which carries its
@@ -39,39 +49,15 @@
 //    cancelled with it: the request is released, not abandoned. A consumer's
 //    `cancel(reason)` reaches the source and the controller. A normal close
 //    aborts nothing. Listeners on followed signals go when the stream settles.
-// 3. Only time spent waiting on the source counts. The wrapper reads one chunk
-//    ahead; when a chunk arrives and no read is waiting for it, it is "held"
-//    in the queue from `heldSince` until the consumer reads, and nothing
-//    waits on the source meanwhile. On that read the active limit's reference
-//    (`startedAt` or `lastProgressAt`) moves forward by the held time, so
-//    silence is the sum of the waits on the source since the last progress
-//    chunk. If the timer fires during a hold the stream is "parked": only the
-//    deadline can expire, and the read replaces the timer with a fresh
-//    decision. A slow or pausing consumer is never reported as a stalled
-//    source, and a real stall is declared after exactly its limit of waiting.
+// 3. A hold is noted exactly: the wrapper reads one chunk ahead, and when a
+//    chunk arrives and no read is waiting for it (`desiredSize <= 0`), it is
+//    held from `heldSince` until the consumer reads, and nothing waits on the
+//    source meanwhile. The watcher decides what that time means.
 // 4. While the wrapper waits on the source it keeps Node and Deno alive
 //    (someone is awaiting the verdict: a js/keepalive.js hold, since queue
 //    timers are unref'd); during a hold it lets go (an unread stream keeps
 //    nothing alive) and takes hold again when the consumer reads.
-// 5. Never early, at most `sampleMs` late. Each progress chunk is timed
-//    (`lastProgressAt`), except in a burst: after BURST_RUN progress chunks
-//    less than BURST_GAP_MS apart, chunks are only counted, and the timer is
-//    kept within `sampleMs` (min(16, stallMs / 4), at least 1). Each consult that counts
-//    new progress sets `lastProgressAt` to its own instant, never earlier than
-//    the true last progress chunk, so a stall is never declared early and at
-//    most `sampleMs` (plus timer lag) late; a consult that counts fewer than
-//    BURST_RUN ends the burst. A burst re-arms the timer once, when it starts.
-// 6. A late wake looks at what has arrived before it declares silence. When
-//    the timer fires more than LATE_MS after its instant, the event loop was
-//    busy (a long synchronous task, a GC pause) and bytes the source sent
-//    meanwhile may still wait in the socket: the timer's task can run before
-//    the I/O queued behind it. So a stall verdict from a late wake is not
-//    declared; the wake re-arms YIELD_MS later (a macrotask, after the I/O
-//    queued meanwhile) and asks again, at most MAX_YIELDS times in a row.
-//    The deadline is never deferred. A verdict is thereby at most
-//    MAX_YIELDS × YIELD_MS (plus timer lag) later than it would be, and
-//    never earlier.
-// 7. On a `text/event-stream` body only events are progress by default
+// 5. On a `text/event-stream` body only events are progress by default
 //    (`sseProgress`): keep-alive comments are silence. `fetchWithDeadline`
 //    reads the response's content type; `withStallTimeout` is told it with
 //    `contentType`. An `isProgress` given decides instead.
@@ -89,27 +75,9 @@ export { createSseProgress, sseProgress, StreamStalled, isStreamStalled };
 
 const noop = () => {};
 
-/** Progress chunks closer than this (ms) are a burst… */
-const BURST_GAP_MS = 0.1;
-/** …once this many come in a row; while sampling, a consult that counts fewer ends the burst. */
-const BURST_RUN = 32;
-/** While sampling, the longest wait between consults (ms): the bound on verdict lateness. */
-const MAX_SAMPLE_MS = 16;
-
-/** A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides. */
-const NO_LIMIT = Number.MAX_SAFE_INTEGER;
-
-/**
- * A wake-up later than its instant by more than this (ms) was held up by a
- * busy event loop (a long synchronous task, a GC pause): bytes may be waiting
- * in the socket, unread. Before such a wake declares a stall it yields
- * (invariant 6).
- */
-const LATE_MS = 4;
-/** How long a late wake yields to the I/O queued meanwhile before it looks again (ms). */
-const YIELD_MS = 2;
-/** At most this many yields in a row; then the verdict stands (a loop that is always late cannot hide a stall). */
-const MAX_YIELDS = 3;
+/** The core's burst rule (src/core/stall.rs BURST_GAP_MS, BURST_RUN), read once the core is loaded. */
+let BURST_GAP_MS = 0;
+let BURST_RUN = 0;
 
 /** Whether a `content-type` is Server-Sent Events. */
 export function isEventStream(type) {
@@ -232,49 +200,41 @@ function followable(deadline) {
  * `signal`) is the upstream it aborts. `onSettle` runs once, when the stream
  * closes, errors or is cancelled.
  */
-function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt: since }, onSettle = noop) {
-  let startedAt = since ?? now();
-  let lastProgressAt; // undefined until the first progress chunk
+function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt }, onSettle = noop) {
+  // The watcher's first step validates the limits (a RangeError naming the
+  // parameter) before the source is locked. The watcher object is made at the
+  // stream's first event from the same inputs, so in the same state: a
+  // stream that settles before its first wake never pays for a Wasm object
+  // (src/wasm/stall.rs).
+  const t0 = now();
+  const since = startedAt ?? t0;
+  const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
+  /** @type {core.StallWatcher | undefined} */
+  let w;
+  const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));
+  if (BURST_RUN === 0) {
+    BURST_GAP_MS = core.StallWatcher.burstGapMs();
+    BURST_RUN = core.StallWatcher.burstRun();
+  }
+  // The notes (src/core/stall.rs `Notes`): what happened, written per chunk without asking the watcher.
   let chunks = 0;
   let bytes = 0;
   let progress = 0; // progress chunks
-  let heldSince; // when a chunk began waiting for the consumer in a full queue (invariant 3)
-  let parked = false; // the timer fired while a chunk was held (invariant 3)
-  let burst = 0; // consecutive progress chunks less than BURST_GAP_MS apart
-  let sampling = false; // in a burst: progress is counted, not timed (invariant 5)
-  let sampledProgress = 0; // `progress` at the last consult while sampling
-  const sampleMs = Math.max(1, Math.min(MAX_SAMPLE_MS, Math.floor(stallMs / 4)));
+  let lastProgressAt; // the latest timed progress chunk; undefined until the first
+  let heldMs = 0; // time in holds that ended since lastProgressAt (since the start before it)
+  let heldSince; // when the current hold began (invariant 3)
+  let burst = 0; // timed progress chunks in a row less than BURST_GAP_MS apart (held time not counted)
+  let sampling = false; // the watcher's: progress is counted, not timed
+  let woke = false; // the wake-up came during the current hold: ask the watcher when it ends
   let node; // the child: the one wake-up and the followed parents (invariant 1)
   let holding = false; // a keepalive hold is taken (invariant 4)
-  let yields = 0; // late wakes in a row that yielded instead of declaring a stall (invariant 6)
   let settled = false;
   let out; // the wrapper's controller
 
-  /**
-   * The core's answer at `t` (src/wasm/stall.rs): the delay to wait before
-   * asking again, or the error that ends the stream. While parked only the
-   * deadline applies: the same decision without limits.
-   */
-  function ask(t) {
-    const first = parked ? NO_LIMIT : firstChunkMs;
-    const gap = parked ? NO_LIMIT : stallMs;
-    const from = parked ? t : startedAt;
-    const last = parked ? t : lastProgressAt;
-    const delay = core.stallWake(first, gap, at, from, last, chunks, bytes, t);
-    if (delay !== undefined) return delay;
-    const d = core.stallDecision(first, gap, at, from, last, chunks, bytes, t);
-    return d.kind === "deadlineExceeded" ? new DeadlineExceeded(at, d.lateByMs) : new StreamStalled(d.phase, d.afterMs, d.chunks, d.bytes);
-  }
-
-  // The first decision validates the limits (a RangeError naming the
-  // parameter) before the source is locked, and plans the first wake.
-  const t0 = now();
-  let first = ask(t0);
   const reader = source.getReader();
-
-  function arm(delayMs, t) {
-    node.rearm(t + delayMs);
-  }
+  // A source error ends the wrapper at once, as it ends a native stream: with
+  // a chunk read ahead and nobody reading, the next read would not come.
+  reader.closed.then(undefined, (error) => onReadError(error));
 
   /** Invariant 4: hold the process while nothing but the source holds us up. */
   function keep(on) {
@@ -284,53 +244,30 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     else releaseHold();
   }
 
-  function act(answer, t) {
-    if (typeof answer === "number") {
-      yields = 0;
-      arm(sampling && answer > sampleMs ? sampleMs : answer, t);
-    } else fail(answer);
+  /** The watcher's answer: the instant to wake at (Infinity: none), or undefined: the stream ends. */
+  function step(wakeAt) {
+    if (wakeAt !== undefined) node.rearm(wakeAt);
+    else fail(verdict());
   }
 
-  /** The one wake-up came: account for sampled progress, then ask the core. */
+  /** Why the stream ends: the watcher's verdict as the package's error (or the RangeError of a bad note). */
+  function verdict() {
+    let v;
+    try {
+      v = watcher().verdict();
+    } catch (error) {
+      return error;
+    }
+    return v.kind === "deadlineExceeded" ? new DeadlineExceeded(at, v.lateByMs) : new StreamStalled(v.phase, v.afterMs, v.chunks, v.bytes);
+  }
+
+  /** The one wake-up came. */
   function onTimer() {
     if (settled) return;
-    const t = now();
-    const late = t - node.at;
-    if (sampling) {
-      const fresh = progress - sampledProgress;
-      sampledProgress = progress;
-      // Progress came at some instant up to now, and before any hold began:
-      // this is never earlier than the true last progress chunk.
-      if (fresh > 0) lastProgressAt = heldSince ?? t;
-      if (fresh < BURST_RUN) {
-        sampling = false; // the burst is over: time each progress chunk again
-        burst = 0;
-      }
-    }
-    // A chunk waits for the consumer, so no read is outstanding: the consumer holds us up, not the source.
-    if (heldSince !== undefined) {
-      parked = true;
-      if (at === undefined) return; // nothing can expire until the consumer reads again
-    }
-    let answer;
-    try {
-      answer = ask(t);
-    } catch (error) {
-      return fail(error);
-    }
-    // Invariant 6: a late wake yields to the I/O queued behind it before it declares silence.
-    if (answer instanceof StreamStalled && late > LATE_MS && yields < MAX_YIELDS) {
-      yields++;
-      return arm(YIELD_MS, t);
-    }
-    act(answer, t);
-  }
-
-  /** A burst: stop reading the clock per chunk, and make sure a consult comes within sampleMs. */
-  function startSampling(t) {
-    sampling = true;
-    sampledProgress = progress;
-    if (node.at > t + sampleMs) arm(sampleMs, t);
+    if (heldSince !== undefined) woke = true;
+    const next = watcher().wake(now(), chunks, bytes, progress, lastProgressAt, heldMs, heldSince);
+    if (sampling) sampling = w.sampling;
+    step(next);
   }
 
   /** A chunk now waits in the full queue: nobody waits on the source until the consumer reads. */
@@ -339,32 +276,16 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     keep(false);
   }
 
-  /**
-   * The consumer reads again after a hold: the held time is not silence, so
-   * the active limit's reference moves forward by it. A timer that fired
-   * meanwhile (parked) is replaced by a fresh decision; otherwise the armed
-   * one is early or on time, never late (moving the reference only postpones).
-   */
+  /** The consumer reads again after a hold: noted; the watcher is asked only if the wake-up came meanwhile. */
   function resume() {
     const t = now();
-    const held = t - heldSince;
+    const time = t - heldSince;
     heldSince = undefined;
+    if (time > 0) heldMs += time;
     keep(true);
-    if (held > 0) {
-      if (lastProgressAt === undefined) startedAt += held;
-      else lastProgressAt += held;
-    }
-    if (!parked) return;
-    parked = false;
-    sampledProgress = progress;
-    node.rearm(Infinity);
-    let answer;
-    try {
-      answer = ask(t);
-    } catch (error) {
-      return fail(error);
-    }
-    act(answer, t);
+    if (!woke) return;
+    woke = false;
+    step(watcher().resume(t, chunks, bytes, progress, lastProgressAt, heldMs));
   }
 
   /** How many progress chunks have been passed on (for js/relay.js: commit on the first). */
@@ -373,6 +294,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   function settle() {
     settled = true;
     node?.dispose();
+    w?.free();
     keep(false);
     onSettle();
   }
@@ -410,10 +332,17 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
       progress++;
       if (!sampling) {
         const t = now();
-        if (t - lastProgressAt < BURST_GAP_MS) {
-          if (++burst === BURST_RUN) startSampling(t);
-        } else burst = 0;
+        const close = t - lastProgressAt - heldMs < BURST_GAP_MS;
         lastProgressAt = t;
+        heldMs = 0;
+        if (!close) burst = 0;
+        else if (++burst === BURST_RUN) {
+          // A burst: stop reading the clock per chunk; the watcher keeps a wake within sampleMs.
+          burst = 0;
+          sampling = true;
+          const next = watcher().burst(t, progress);
+          if (next !== undefined) node.rearm(next);
+        }
       }
     }
     out.enqueue(chunk);
@@ -432,14 +361,12 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   const stream = new ReadableStream({
     start(c) {
       out = c;
-      const answer = first;
-      first = undefined;
       // A parent (a client that left, the caller's signal) may have aborted
       // already: then `child` calls onAbort before it returns.
       node = child(parents, Infinity, { onTime: onTimer, onAbort: fail });
       if (settled) return;
       keep(true);
-      act(answer, t0);
+      step(first);
     },
     pull() {
       if (heldSince !== undefined) {
@@ -495,8 +422,8 @@ export async function fetchWithDeadline(input, init, opts) {
   const o = options(opts, where, "{ deadline, firstByteMs, firstChunkMs, stallMs }");
   const at = deadlineAt(o.deadline, where, true);
   const firstByteMs = limit("options.firstByteMs", o.firstByteMs, undefined, where);
-  const firstChunkMs = limit("options.firstChunkMs", o.firstChunkMs, NO_LIMIT, where);
-  const stallMs = limit("options.stallMs", o.stallMs, NO_LIMIT, where);
+  const firstChunkMs = limit("options.firstChunkMs", o.firstChunkMs, undefined, where);
+  const stallMs = limit("options.stallMs", o.stallMs, undefined, where);
   const isProgress = predicate(o.isProgress, where);
   const formats = propagateFormats(o.propagate);
   if (init != null && typeof init !== "object") throw typeError("init", "a RequestInit object", init, where);
@@ -504,7 +431,7 @@ export async function fetchWithDeadline(input, init, opts) {
   if (userSignal !== undefined && !isAbortSignal(userSignal)) throw typeError("init.signal", "an AbortSignal", userSignal, where);
   // Range checks before any I/O (the core names the parameter).
   const t0 = now();
-  core.stallWake(firstChunkMs, stallMs, at, t0, undefined, 0, 0, t0);
+  core.stallStart(firstChunkMs, stallMs, at, t0, t0);
   const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
 
   // The request's own child: it follows the deadline (and so the deadline's

@@ -27,12 +27,14 @@
 //! limit can be aggressive and the total one patient.
 //!
 //! # How the host drives it (lazy re-arm)
-//! The per-chunk path stays in JavaScript and never calls this module: it
-//! records `lastProgressAt` and the counts, nothing else. The host keeps one
-//! timer, armed for the [`Decision::Wake`] instant, and calls
-//! [`StallConfig::decide`] only when that timer fires. A chunk never re-arms
-//! the timer: when progress has happened since arming, the timer fires before
-//! the true expiry and `decide` answers with the next wake instead of a stall.
+//! The per-chunk path stays in the host and never calls this module's
+//! decisions: it writes [`Notes`] (`lastProgressAt` and the counts), nothing
+//! else. The host keeps one timer, armed for the instant the
+//! [`StallWatcher`] answers, and consults the watcher only when that timer
+//! fires (and on the few events below), which calls [`StallConfig::decide`].
+//! A chunk never re-arms the timer: when progress has happened since arming,
+//! the timer fires before the true expiry and `decide` answers with the next
+//! wake instead of a stall.
 //!
 //! That only works if the armed wake is never *later* than an expiry the host
 //! could still cause by recording progress. Progress postpones the stall
@@ -45,6 +47,33 @@
 //! ⌈`firstChunkMs` / `stallMs`⌉ wakes before the first chunk (none when
 //! `stallMs ≥ firstChunkMs`), one extra wake per progress chunk for streams
 //! that then fall silent for a whole limit, and zero timer work per chunk.
+//!
+//! # The watcher: hold, park, resume (one machine, two hosts)
+//! [`StallWatcher`] is one stream's state machine, driven by js/stall.js
+//! (through src/wasm/stall.rs) and by src/web/stall.rs alike. It reads no
+//! clock and performs no I/O: events go in with the time, a [`Step`] comes
+//! out (wake me at `T`, nothing to do while parked, or the [`Verdict`]).
+//!
+//! - [`StallWatcher::start`]: the stream is wrapped.
+//! - [`StallWatcher::on_wake`]: the one timer fired.
+//! - [`StallWatcher::on_resume`]: a hold during which the timer fired
+//!   ([`StallWatcher::parked`]) ended. A hold that ends otherwise is only
+//!   noted ([`Notes::resume`]): the armed wake is early or on time, never
+//!   late, because held time only postpones the limits.
+//! - [`StallWatcher::on_burst`]: [`Notes::chunk`] saw [`BURST_RUN`] progress
+//!   chunks less than [`BURST_GAP_MS`] apart.
+//!
+//! Why holds: the host reads one chunk ahead. When a chunk arrives and no
+//! read is waiting for it, it is held in the queue until the consumer reads,
+//! and nothing waits on the source meanwhile: a slow or pausing consumer is
+//! not a silent source. Why bursts: the clock read is most of what the host
+//! adds per chunk, and it is only wasted where thousands of chunks arrive
+//! within one millisecond; there progress is counted, and a wake every
+//! `sample_ms` (`⌊stallMs / 4⌋` within `1 ..=` [`MAX_SAMPLE_MS`]) times it.
+//! Why late wakes yield: a timer that fires more than [`LATE_MS`] after its
+//! instant was held up by a busy event loop (a long synchronous task, a GC
+//! pause), and bytes the source sent meanwhile may still wait in the socket
+//! behind the timer's task.
 //!
 //! # Defined outcomes
 //! - The active limit is `firstChunkMs` from `startedAt` while no progress has
@@ -98,11 +127,44 @@
 //!    timers jittered by −1..+3 ms it never declares anything the oracle has
 //!    not, nor before it.
 //!
+//! # Invariants of the watcher (property tests in `stall/watcher_tests.rs`)
+//! 8. Never a panic: every event is total on any numbers; a note out of range
+//!    is an error naming it (`chunks`, `lastProgressAt`, `nowMs`…).
+//! 9. Only time spent waiting on the source counts. A wake during a hold
+//!    parks the watcher: only the deadline can expire ([`Step::Idle`] when
+//!    there is none), and [`StallWatcher::on_resume`] replaces the wake with
+//!    a fresh decision. The active limit's reference (`startedAt` or the last
+//!    progress) moves forward by the held time noted since it, so silence is
+//!    the sum of the waits on the source since the last progress chunk, and a
+//!    real stall is declared after exactly its limit of waiting.
+//! 10. Never early, at most `sample_ms` late. Each progress chunk is timed,
+//!     except in a burst: after [`BURST_RUN`] timed progress chunks less than
+//!     [`BURST_GAP_MS`] apart, chunks are only counted, and every wake is
+//!     within `sample_ms`. Each wake that counts new progress takes its own
+//!     instant (the start of a hold under way, if any) as the last progress,
+//!     never earlier than the true last progress chunk; a wake that counts
+//!     fewer than [`BURST_RUN`] ends the burst. So a stall is never declared
+//!     early and at most `sample_ms` of waiting late; without a burst, at the
+//!     exact instant. The deadline is met at its instant either way and wins
+//!     ties.
+//! 11. A late wake looks at what has arrived before it declares silence: a
+//!     stall from a wake more than [`LATE_MS`] late is not declared; the watcher
+//!     asks for a wake [`YIELD_MS`] later (a macrotask, after the I/O queued
+//!     meanwhile), at most [`MAX_YIELDS`] times in a row. The deadline is never
+//!     deferred. A verdict is thereby at most `MAX_YIELDS × YIELD_MS` (plus
+//!     timer lag) later than it would be, and never earlier.
+//! 12. Simulation: a host loop (holds of random length, bursts, non-progress
+//!     chunks, exact or late timers) against a per-millisecond oracle of the
+//!     time waited on the source: with exact timers the verdict, phase,
+//!     `after_ms` and counts are the oracle's (within `sample_ms` of waiting
+//!     when a burst was sampled), and with late timers nothing is declared
+//!     early.
+//!
 //! # Layout
-//! This file is the decision alone (about 450 lines): validation, `decide`
-//! and its two rounding helpers share the invariants above, so they are not
-//! split further. The tests, including the simulation of invariant 7, are in
-//! `stall/tests.rs`.
+//! This file is the decision (validation, `decide` and its two rounding
+//! helpers share invariants 1–7) and the watcher that drives it. The tests
+//! are in `stall/tests.rs` (the decision, with the simulation of invariant 7)
+//! and `stall/watcher_tests.rs` (the watcher).
 
 use core::fmt;
 
@@ -429,6 +491,368 @@ impl StallConfig {
     }
 }
 
+// ---- the watcher: one stream's hold / park / resume machine ------------------------------
+
+/// Progress chunks closer than this (ms) are a burst (see [`Notes::chunk`])…
+pub const BURST_GAP_MS: f64 = 0.1;
+/// …once this many come in a row; while sampling, a wake that counts fewer
+/// fresh progress chunks ends the burst.
+pub const BURST_RUN: u32 = 32;
+/// While sampling, the longest wait between wakes (ms): the bound on how late
+/// a verdict can be (the watcher's `sample_ms` is `⌊stallMs / 4⌋` within `1 ..= 16`).
+pub const MAX_SAMPLE_MS: f64 = 16.0;
+/// A wake later than its instant by more than this (ms) was held up by a busy
+/// event loop (invariant 11).
+pub const LATE_MS: f64 = 4.0;
+/// How long a late wake yields to the I/O queued meanwhile before it looks again (ms).
+pub const YIELD_MS: f64 = 2.0;
+/// At most this many yields in a row; then the verdict stands (a loop that is
+/// always late cannot hide a stall).
+pub const MAX_YIELDS: u32 = 3;
+/// A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides.
+pub const NO_LIMIT: f64 = MAX_MS;
+
+/// What the host has noted about one stream since it was wrapped: plain data
+/// that the host writes per chunk and per hold without calling the watcher,
+/// and hands to it at a wake ([`StallWatcher::on_wake`]) or when a parked
+/// hold ends ([`StallWatcher::on_resume`]).
+///
+/// The JavaScript host keeps these as local variables and writes the same
+/// lines as [`chunk`](Self::chunk), [`hold`](Self::hold) and
+/// [`resume`](Self::resume) (js/stall.js `onRead`, `held`, `resume`): per-chunk
+/// work never crosses into Wasm. The Rust host calls the methods.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Notes {
+    /// Chunks passed on.
+    pub chunks: f64,
+    /// Their bytes (a chunk without a size adds none).
+    pub bytes: f64,
+    /// Progress chunks passed on.
+    pub progress: f64,
+    /// When the latest *timed* progress chunk arrived (while the watcher
+    /// samples, progress is counted, not timed); `None` before the first.
+    pub last_progress_at: Option<f64>,
+    /// Time spent in holds that ended since `last_progress_at` (since the
+    /// start before it), in ms: a timed progress chunk resets it to 0.
+    pub held_ms: f64,
+    /// When the current hold began: a chunk waits in the full queue for the
+    /// consumer, so nobody waits on the source. `None`: no hold.
+    pub held_since: Option<f64>,
+    /// Timed progress chunks in a row less than [`BURST_GAP_MS`] apart (held
+    /// time not counted): the host's burst detector.
+    pub burst: u32,
+}
+
+impl Notes {
+    /// One chunk passed on: `size` its bytes (`None`: it has no size),
+    /// `progress` whether it counts. A progress chunk is timed with `now()`
+    /// unless the watcher is `sampling`. Returns the instant when this chunk
+    /// completes a run of [`BURST_RUN`] close chunks: tell the watcher
+    /// ([`StallWatcher::on_burst`]).
+    pub fn chunk(
+        &mut self,
+        size: Option<f64>,
+        progress: bool,
+        sampling: bool,
+        now: impl FnOnce() -> f64,
+    ) -> Option<f64> {
+        self.chunks += 1.0;
+        if let Some(size) = size {
+            self.bytes += size;
+        }
+        if !progress {
+            return None;
+        }
+        self.progress += 1.0;
+        if sampling {
+            return None;
+        }
+        let t = now();
+        let close = self.last_progress_at.is_some_and(|last| t - last - self.held_ms < BURST_GAP_MS);
+        self.last_progress_at = Some(t);
+        self.held_ms = 0.0;
+        if !close {
+            self.burst = 0;
+            return None;
+        }
+        self.burst += 1;
+        if self.burst < BURST_RUN {
+            return None;
+        }
+        self.burst = 0;
+        Some(t)
+    }
+
+    /// A chunk now waits in the full queue (no read was waiting for it).
+    pub fn hold(&mut self, now: f64) {
+        self.held_since = Some(now);
+    }
+
+    /// The consumer reads again: the hold ends and its time is added to `held_ms`.
+    pub fn resume(&mut self, now: f64) {
+        if let Some(since) = self.held_since.take() {
+            let held = now - since;
+            if held > 0.0 {
+                self.held_ms += held;
+            }
+        }
+    }
+}
+
+/// How a stream ended: the verdict of [`Step::End`]. Crosses to JavaScript
+/// as `{ kind: "stalled", phase, afterMs, chunks, bytes }` or `{ kind:
+/// "deadlineExceeded", lateByMs }` (src/wasm/stall.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub enum Verdict {
+    /// The source went quiet: [`Phase::FirstChunk`] or [`Phase::Stall`], the
+    /// silence observed (`after_ms`, time spent waiting on the source only)
+    /// and the counts so far.
+    Stalled {
+        /// Which limit ran out.
+        phase: Phase,
+        /// The silence observed at the verdict, in ms.
+        after_ms: f64,
+        /// Chunks received so far.
+        chunks: f64,
+        /// Bytes received so far.
+        bytes: f64,
+    },
+    /// The deadline passed `late_by_ms` before the verdict.
+    DeadlineExceeded {
+        /// How long before the verdict the deadline passed, in ms.
+        late_by_ms: f64,
+    },
+}
+
+/// What the host does next, the answer to every event of a [`StallWatcher`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Arm the one timer for `at_ms` (replacing the armed one) and call
+    /// [`StallWatcher::on_wake`] when it fires.
+    Wake {
+        /// The instant to wake at, in ms on the host's monotonic timeline.
+        at_ms: f64,
+    },
+    /// Parked with no deadline: nothing can expire until the hold ends. No
+    /// timer; call [`StallWatcher::on_resume`] when the consumer reads.
+    Idle,
+    /// The stream ends: error it with the verdict and abort the upstream.
+    End(Verdict),
+}
+
+/// Which progress instant the stall limit counts from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reference {
+    /// The host's: [`Notes::last_progress_at`] plus [`Notes::held_ms`] (or the
+    /// start plus `held_ms` before the first progress chunk).
+    Host,
+    /// A sampling wake's own instant (`at`), plus the held time the host
+    /// noted after it (`held_ms − held_base`).
+    Sampled { at: f64, held_base: f64 },
+}
+
+/// One wrapped stream's stall watcher: the hold / park / resume machine both
+/// hosts drive (see the module doc, *The watcher*). It reads no clock: every
+/// event carries `now`, and every answer is a [`Step`].
+#[derive(Debug, Clone)]
+pub struct StallWatcher {
+    config: StallConfig,
+    sample_ms: f64,
+    started_at: f64,
+    reference: Reference,
+    /// [`Notes::progress`] at the last event that read the notes.
+    seen_progress: f64,
+    sampling: bool,
+    parked: bool,
+    /// Late wakes in a row that yielded instead of declaring a stall.
+    yields: u32,
+    /// The instant of the armed wake; `∞` for none.
+    wake_at: f64,
+}
+
+impl StallWatcher {
+    /// A watcher for a stream wrapped at `started_at` (where the first-chunk
+    /// limit counts from), planning its first step at `now_ms`.
+    ///
+    /// # Errors
+    /// `startedAt` or `nowMs` outside `0 ..= MAX_MS` ([`StallError::Instant`]).
+    pub fn start(config: StallConfig, started_at: f64, now_ms: f64) -> Result<(Self, Step), StallError> {
+        let sample_ms = (config.stall_ms / 4.0).floor().clamp(1.0, MAX_SAMPLE_MS);
+        let mut watcher = Self {
+            config,
+            sample_ms,
+            started_at,
+            reference: Reference::Host,
+            seen_progress: 0.0,
+            sampling: false,
+            parked: false,
+            yields: 0,
+            wake_at: f64::INFINITY,
+        };
+        let decision = config.decide(&Snapshot::started(started_at), now_ms)?;
+        let step = watcher.act(decision, now_ms);
+        Ok((watcher, step))
+    }
+
+    /// The limits.
+    pub const fn config(&self) -> &StallConfig {
+        &self.config
+    }
+
+    /// Whether progress is counted, not timed (a burst, invariant 10): the
+    /// `sampling` argument of [`Notes::chunk`].
+    pub const fn sampling(&self) -> bool {
+        self.sampling
+    }
+
+    /// Whether a wake came during the current hold: then the host calls
+    /// [`on_resume`](Self::on_resume) when the hold ends.
+    pub const fn parked(&self) -> bool {
+        self.parked
+    }
+
+    /// The longest wait between wakes while sampling, in ms.
+    pub const fn sample_ms(&self) -> f64 {
+        self.sample_ms
+    }
+
+    /// The instant of the armed wake, if any.
+    pub fn wake_at(&self) -> Option<f64> {
+        self.wake_at.is_finite().then_some(self.wake_at)
+    }
+
+    /// The one timer fired at `now_ms`.
+    ///
+    /// # Errors
+    /// A note or instant outside its range ([`StallError`] naming it): the
+    /// host ends the stream with it.
+    pub fn on_wake(&mut self, notes: &Notes, now_ms: f64) -> Result<Step, StallError> {
+        let late = now_ms - self.wake_at;
+        self.wake_at = f64::INFINITY;
+        self.account(notes, now_ms);
+        if notes.held_since.is_some() {
+            // No read is outstanding: the consumer holds the stream up, not the source.
+            self.parked = true;
+            if self.config.deadline_at.is_none() {
+                return Ok(Step::Idle);
+            }
+        }
+        let decision = self.decide(notes, now_ms)?;
+        if matches!(decision, Decision::Stalled { .. }) && late > LATE_MS && self.yields < MAX_YIELDS {
+            self.yields += 1;
+            self.wake_at = now_ms + YIELD_MS;
+            return Ok(Step::Wake { at_ms: self.wake_at });
+        }
+        Ok(self.act(decision, now_ms))
+    }
+
+    /// A hold during which the timer fired ([`parked`](Self::parked)) ended
+    /// at `now_ms` (the host has noted it: [`Notes::resume`]). Any other call
+    /// changes nothing and answers the armed wake.
+    ///
+    /// # Errors
+    /// As [`on_wake`](Self::on_wake).
+    pub fn on_resume(&mut self, notes: &Notes, now_ms: f64) -> Result<Step, StallError> {
+        if !self.parked {
+            return Ok(match self.wake_at() {
+                Some(at_ms) => Step::Wake { at_ms },
+                None => Step::Idle,
+            });
+        }
+        self.parked = false;
+        self.seen_progress = notes.progress;
+        self.wake_at = f64::INFINITY;
+        let decision = self.config.decide(&self.snapshot(notes), now_ms)?;
+        Ok(self.act(decision, now_ms))
+    }
+
+    /// A burst began at `now_ms` ([`Notes::chunk`] said so; `progress` is
+    /// [`Notes::progress`]): progress is counted, not timed, from here on.
+    /// Returns the instant to re-arm the timer for when the armed wake is
+    /// further than `sample_ms` away; `None`: keep it.
+    pub fn on_burst(&mut self, progress: f64, now_ms: f64) -> Option<f64> {
+        self.sampling = true;
+        // The chunk that completed the run was timed by the host.
+        self.reference = Reference::Host;
+        self.seen_progress = progress;
+        let at = now_ms + self.sample_ms;
+        if self.wake_at > at {
+            self.wake_at = at;
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    /// Folds the progress counted since the last event into the reference.
+    fn account(&mut self, notes: &Notes, now_ms: f64) {
+        let fresh = notes.progress - self.seen_progress;
+        self.seen_progress = notes.progress;
+        if self.sampling {
+            // Progress came at some instant up to now, and before any hold
+            // began: this is never earlier than the true last progress chunk.
+            if fresh > 0.0 {
+                self.reference =
+                    Reference::Sampled { at: notes.held_since.unwrap_or(now_ms), held_base: notes.held_ms };
+            }
+            if fresh < f64::from(BURST_RUN) {
+                self.sampling = false;
+            }
+        } else if fresh > 0.0 {
+            // Not sampling since the last event: the host timed every one of them.
+            self.reference = Reference::Host;
+        }
+    }
+
+    /// What the stream looks like to the limits: the references moved forward
+    /// by the held time (invariant 9).
+    fn snapshot(&self, notes: &Notes) -> Snapshot {
+        let (started_at, last_progress_at) = match (self.reference, notes.last_progress_at) {
+            (Reference::Sampled { at, held_base }, _) => (self.started_at, Some(at + (notes.held_ms - held_base))),
+            (Reference::Host, Some(at)) => (self.started_at, Some(at + notes.held_ms)),
+            (Reference::Host, None) => (self.started_at + notes.held_ms, None),
+        };
+        Snapshot { started_at, last_progress_at, chunks: notes.chunks, bytes: notes.bytes }
+    }
+
+    fn decide(&self, notes: &Notes, now_ms: f64) -> Result<Decision, StallError> {
+        if self.parked {
+            // Only the deadline applies: the same decision without limits.
+            let deadline_only = StallConfig { first_chunk_ms: NO_LIMIT, stall_ms: NO_LIMIT, ..self.config };
+            let now = Snapshot {
+                started_at: now_ms,
+                last_progress_at: Some(now_ms),
+                chunks: notes.chunks,
+                bytes: notes.bytes,
+            };
+            deadline_only.decide(&now, now_ms)
+        } else {
+            self.config.decide(&self.snapshot(notes), now_ms)
+        }
+    }
+
+    fn act(&mut self, decision: Decision, now_ms: f64) -> Step {
+        match decision {
+            Decision::Wake { delay_ms, .. } => {
+                self.yields = 0;
+                let delay = if self.sampling && delay_ms > self.sample_ms { self.sample_ms } else { delay_ms };
+                self.wake_at = now_ms + delay;
+                Step::Wake { at_ms: self.wake_at }
+            }
+            Decision::Stalled { phase, after_ms, chunks, bytes } => {
+                self.wake_at = f64::INFINITY;
+                Step::End(Verdict::Stalled { phase, after_ms, chunks, bytes })
+            }
+            Decision::DeadlineExceeded { late_by_ms } => {
+                self.wake_at = f64::INFINITY;
+                Step::End(Verdict::DeadlineExceeded { late_by_ms })
+            }
+        }
+    }
+}
+
 /// A limit: finite, `0 < ms ≤ MAX_MS`.
 fn check_limit(param: &'static str, value: f64) -> Result<f64, StallError> {
     match check_ms(param, value) {
@@ -490,3 +914,5 @@ fn timer_delay(at: f64, now: f64) -> f64 {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod watcher_tests;

@@ -40,8 +40,9 @@
 //!   or `undefined`; `retry_budget.rs`, asked once per failed attempt inside that call.
 //! - `headers.rs` `encodeHeader`/`parseHeader` (every outgoing and incoming
 //!   request).
-//! - `stall.rs` `stallWake` (the one wake-up of a stream, never per chunk);
-//!   the verdict, once per stream, is a typed object.
+//! - `stall.rs` the `StallWatcher` of a stream: its events take the notes as
+//!   scalars and answer the wake instant as a number (never per chunk); the
+//!   verdict, once per stream, is a typed object.
 //! - `sketch.rs` ingestion (`tryAdd`, typed-array `addAll`), and `derive.rs`
 //!   labelled rows as typed-array columns (serde decoding alone of 200 000
 //!   rows: 56–66 ms, against 9.3–9.7 ms for the columns with the core's work).

@@ -1,22 +1,30 @@
 //! Bindings for [`crate::core::stall`]. Names are the JS API's.
 //!
-//! # Scalar where it is hot, typed where it is not
-//! `js/stall.js` asks the core once when a stream is wrapped (which also
-//! validates the limits) and then only when its one wake-up comes: never per
-//! chunk. The common answer is "nothing expired, look again in `delayMs`",
-//! which crosses as one number ([`stall_wake`]: `number | undefined`); only
-//! when that is `undefined` (once per stream: the verdict) does the wrapper
-//! ask for the [`Decision`] itself, a typed object generated from the Rust
-//! type ([`stall_decision`]: `{ kind: "stalled", phase, afterMs, chunks,
-//! bytes }` or `{ kind: "deadlineExceeded", lateByMs }`). So no code table and
-//! no positional layout is mirrored in JavaScript, and the wake, which a
-//! bursty stream asks for every `sampleMs`, costs no allocation.
+//! # One watcher per stream, made at its first event; scalar where it is hot
+//! `js/stall.js` asks the watcher when the stream is wrapped, when the one
+//! wake-up comes, when a hold during which the wake-up came ends, and when a
+//! burst starts: never per chunk. Wrapping is one scalar call, [`stall_start`]
+//! (the watcher's [`StallWatcher::start`], which also validates the limits:
+//! the first wake instant). The [`StallWatcherJs`] (`StallWatcher`) object is
+//! made only at the stream's first event after that, from the same inputs, so
+//! it starts in the same state ([`StallWatcher::start`] is a function of its
+//! inputs), and freed the moment the stream settles. Why not at once: a
+//! wasm-bindgen object registers with a `FinalizationRegistry`, measured at
+//! 0.34 µs per register + unregister in Node 20 (against 0.05 µs for the
+//! scalar call), and most streams settle before their first wake. The notes (`chunks`, `bytes`, `progress`,
+//! `lastProgressAt`, `heldMs`, `heldSince`) stay JavaScript variables and
+//! cross as scalar arguments of those calls. Every answer is one number: the
+//! instant to wake at (`Infinity`: parked, no wake), or `undefined` when the
+//! stream ends; only then (once per stream) does the wrapper ask for the
+//! [`Verdict`] itself, a typed object generated from the Rust type
+//! ([`StallWatcherJs::verdict`]: `{ kind: "stalled", phase, afterMs, chunks,
+//! bytes }` or `{ kind: "deadlineExceeded", lateByMs }`), or get the error of
+//! a note out of range thrown. So no code table and no positional layout is
+//! mirrored in JavaScript, and a wake, which a bursty stream asks for every
+//! `sampleMs`, allocates nothing in the core.
 //!
-//! Measured (BENCHMARKS.md, "The deadline and stall boundary": `node
-//! bench/ab.mjs`, both builds in one process, and `node bench/run.mjs
-//! stream`): `withStallTimeout` per chunk 1056 → 1031 ns in Node, 453 → 457
-//! ns in Deno on the loaded 2-core machine, within noise; the typed verdict
-//! adds 0.9 KB gzip to the .wasm.
+//! [`stall_wake`] is the plain decision, for js/relay.js's range checks
+//! before any I/O.
 //!
 //! Errors cross through [`super::to_js`]: a `RangeError` with `.param` as the
 //! JS user wrote it (`"options.firstChunkMs"`) and `.code`.
@@ -24,33 +32,140 @@
 use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js};
-use crate::core::deadline::MAX_MS;
-use crate::core::stall::{Decision, Snapshot, StallConfig, StallError};
+use crate::core::stall::{
+    Decision, Notes, Snapshot, StallConfig, StallError, StallWatcher, Step, BURST_GAP_MS, BURST_RUN, NO_LIMIT,
+};
 
 /// The npm package's names for the two limits.
 const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 /// The wait for headers: `firstByteMs` as the first-chunk wait.
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-#[allow(clippy::too_many_arguments)]
-fn decide(
-    first_chunk_ms: f64,
-    stall_ms: f64,
+/// The first step of a stream's watcher ([`StallWatcher::start`]) as one
+/// number: the instant to wake at, or `undefined` when the stream ends at
+/// once (then make the [`StallWatcherJs`] and read its
+/// [`verdict`](StallWatcherJs::verdict)). Validates the limits (`undefined`:
+/// no limit) and instants, naming the option as the user wrote it.
+#[wasm_bindgen(js_name = stallStart)]
+pub fn stall_start(
+    first_chunk_ms: Option<f64>,
+    stall_ms: Option<f64>,
     deadline_at: Option<f64>,
     started_at: f64,
-    last_progress_at: Option<f64>,
-    chunks: f64,
-    bytes: f64,
     now_ms: f64,
-) -> Result<Decision, StallError> {
-    let config = StallConfig::named(first_chunk_ms, stall_ms, deadline_at, OPTIONS)?;
-    config.decide(&Snapshot { started_at, last_progress_at, chunks, bytes }, now_ms)
+) -> Result<Option<f64>, JsValue> {
+    Ok(StallWatcherJs::new(first_chunk_ms, stall_ms, deadline_at, started_at, now_ms)?.step())
+}
+
+/// One wrapped stream's [`StallWatcher`], and its last answer.
+#[wasm_bindgen(js_name = StallWatcher)]
+pub struct StallWatcherJs {
+    watcher: StallWatcher,
+    last: Result<Step, StallError>,
+}
+
+#[wasm_bindgen(js_class = StallWatcher)]
+impl StallWatcherJs {
+    /// Validates the limits (`undefined`: no limit, the deadline decides) and
+    /// plans the first step at `now_ms` for a stream wrapped at `started_at`
+    /// ([`StallWatcher::start`]); read it with [`step`](Self::step).
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        first_chunk_ms: Option<f64>,
+        stall_ms: Option<f64>,
+        deadline_at: Option<f64>,
+        started_at: f64,
+        now_ms: f64,
+    ) -> Result<StallWatcherJs, JsValue> {
+        let (first, stall) = (first_chunk_ms.unwrap_or(NO_LIMIT), stall_ms.unwrap_or(NO_LIMIT));
+        let config = StallConfig::named(first, stall, deadline_at, OPTIONS).map_err(to_js)?;
+        let (watcher, step) = StallWatcher::start(config, started_at, now_ms).map_err(to_js)?;
+        Ok(Self { watcher, last: Ok(step) })
+    }
+
+    /// The core's `BURST_GAP_MS`, for the wrapper's per-chunk burst detector.
+    #[wasm_bindgen(js_name = burstGapMs)]
+    pub fn burst_gap_ms() -> f64 {
+        BURST_GAP_MS
+    }
+
+    /// The core's `BURST_RUN`.
+    #[wasm_bindgen(js_name = burstRun)]
+    pub fn burst_run() -> u32 {
+        BURST_RUN
+    }
+
+    /// The last answer as one number: the instant to wake at (`Infinity`:
+    /// none), or `undefined` when the stream ends ([`verdict`](Self::verdict)).
+    pub fn step(&self) -> Option<f64> {
+        match self.last {
+            Ok(Step::Wake { at_ms }) => Some(at_ms),
+            Ok(Step::Idle) => Some(f64::INFINITY),
+            Ok(Step::End(_)) | Err(_) => None,
+        }
+    }
+
+    /// [`StallWatcher::on_wake`]: the one timer fired at `now_ms`. The notes
+    /// are the wrapper's (`undefined` for none).
+    #[allow(clippy::too_many_arguments)]
+    pub fn wake(
+        &mut self,
+        now_ms: f64,
+        chunks: f64,
+        bytes: f64,
+        progress: f64,
+        last_progress_at: Option<f64>,
+        held_ms: f64,
+        held_since: Option<f64>,
+    ) -> Option<f64> {
+        let notes = Notes { chunks, bytes, progress, last_progress_at, held_ms, held_since, burst: 0 };
+        self.last = self.watcher.on_wake(&notes, now_ms);
+        self.step()
+    }
+
+    /// [`StallWatcher::on_resume`]: a hold during which the timer fired ended at `now_ms`.
+    pub fn resume(
+        &mut self,
+        now_ms: f64,
+        chunks: f64,
+        bytes: f64,
+        progress: f64,
+        last_progress_at: Option<f64>,
+        held_ms: f64,
+    ) -> Option<f64> {
+        let notes = Notes { chunks, bytes, progress, last_progress_at, held_ms, held_since: None, burst: 0 };
+        self.last = self.watcher.on_resume(&notes, now_ms);
+        self.step()
+    }
+
+    /// [`StallWatcher::on_burst`]: the instant to re-arm for, or `undefined` to keep the armed wake.
+    pub fn burst(&mut self, now_ms: f64, progress: f64) -> Option<f64> {
+        self.watcher.on_burst(progress, now_ms)
+    }
+
+    /// Whether progress is counted, not timed ([`StallWatcher::sampling`]).
+    #[wasm_bindgen(getter)]
+    pub fn sampling(&self) -> bool {
+        self.watcher.sampling()
+    }
+
+    /// Why the stream ends (after a step of `undefined`): the typed
+    /// [`Verdict`](crate::core::stall::Verdict); a note out of range is thrown
+    /// as its `RangeError`.
+    #[wasm_bindgen(unchecked_return_type = "Verdict")]
+    pub fn verdict(&self) -> Result<JsValue, JsValue> {
+        match &self.last {
+            Ok(Step::End(verdict)) => into_js(verdict),
+            Err(error) => Err(to_js(*error)),
+            Ok(_) => Ok(JsValue::UNDEFINED),
+        }
+    }
 }
 
 /// Validates the limits and the snapshot, then decides at `now_ms`
 /// ([`StallConfig::decide`]): the delay to wait before asking again (a whole
-/// number ≥ 1), or `undefined` when a verdict is due (ask [`stall_decision`]).
-/// `deadline_at` and `last_progress_at` are `undefined` when absent.
+/// number ≥ 1), or `undefined` when a verdict is due. `deadline_at` and
+/// `last_progress_at` are `undefined` when absent.
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = stallWake)]
 pub fn stall_wake(
@@ -63,30 +178,11 @@ pub fn stall_wake(
     bytes: f64,
     now_ms: f64,
 ) -> Result<Option<f64>, JsValue> {
-    match decide(first_chunk_ms, stall_ms, deadline_at, started_at, last_progress_at, chunks, bytes, now_ms) {
-        Ok(Decision::Wake { delay_ms, .. }) => Ok(Some(delay_ms)),
-        Ok(_) => Ok(None),
-        Err(error) => Err(to_js(error)),
+    let config = StallConfig::named(first_chunk_ms, stall_ms, deadline_at, OPTIONS).map_err(to_js)?;
+    match config.decide(&Snapshot { started_at, last_progress_at, chunks, bytes }, now_ms).map_err(to_js)? {
+        Decision::Wake { delay_ms, .. } => Ok(Some(delay_ms)),
+        _ => Ok(None),
     }
-}
-
-/// The same decision as [`stall_wake`], as the typed [`Decision`]: for the
-/// verdict, once per stream.
-#[allow(clippy::too_many_arguments)]
-#[wasm_bindgen(js_name = stallDecision, unchecked_return_type = "Decision")]
-pub fn stall_decision(
-    first_chunk_ms: f64,
-    stall_ms: f64,
-    deadline_at: Option<f64>,
-    started_at: f64,
-    last_progress_at: Option<f64>,
-    chunks: f64,
-    bytes: f64,
-    now_ms: f64,
-) -> Result<JsValue, JsValue> {
-    let decision = decide(first_chunk_ms, stall_ms, deadline_at, started_at, last_progress_at, chunks, bytes, now_ms)
-        .map_err(to_js)?;
-    into_js(&decision)
 }
 
 /// The wait for response headers (`fetchWithDeadline`'s `firstByteMs`): the
@@ -97,7 +193,7 @@ pub fn stall_decision(
 #[wasm_bindgen(js_name = firstByteWake)]
 pub fn first_byte_wake(first_byte_ms: f64, started_at: f64, now_ms: f64) -> Result<Option<f64>, JsValue> {
     // Nothing is ever received, so the gap limit never applies: the largest one.
-    let config = StallConfig::named(first_byte_ms, MAX_MS, None, FIRST_BYTE).map_err(to_js)?;
+    let config = StallConfig::named(first_byte_ms, NO_LIMIT, None, FIRST_BYTE).map_err(to_js)?;
     match config.decide(&Snapshot::started(started_at), now_ms).map_err(to_js)? {
         Decision::Wake { delay_ms, .. } => Ok(Some(delay_ms)),
         _ => Ok(None),

@@ -1,22 +1,21 @@
 //! Stall detection for `ReadableStream`s, and `fetch` bounded by a deadline.
 //!
 //! The JavaScript wrapper's semantics (`js/stall.js`), on web-sys objects.
-//! Which limit applies, when to wake and whether the stream has stalled is the
-//! core's decision ([`crate::core::stall`], see its module doc for the three
-//! limits and the lazy re-arm); this file owns the stream plumbing, one timer
-//! and the clock.
+//! Which limit applies, when to wake, what a hold, a burst or a late wake
+//! change and whether the stream has stalled is the core's stall watcher
+//! ([`crate::core::stall::StallWatcher`], the machine `js/stall.js` drives
+//! too; its module doc lists the machine's invariants). This file owns the
+//! stream plumbing, one timer, ref'ing it, settling once, and the notes.
 //!
 //! # The per-chunk path
 //! The wrapper is a pull source reading the source's reader one chunk ahead.
-//! Per chunk it counts, and for progress chunks reads the clock; no core call,
-//! no timer. The pull, the read and the enqueue are a few lines of
-//! JavaScript (`stallSource` below) that call into Rust once per chunk. Its one timer is armed for the core's wake instant and re-armed
-//! only when it fires. In a burst (progress chunks less than
-//! `BURST_GAP_MS` apart, `BURST_RUN` in a row) it stops reading the clock per
-//! chunk and samples within `sample_ms` instead, exactly as the JavaScript
-//! wrapper does (invariant 5).
+//! Per chunk it writes the core's [`Notes`] (counts, and for progress chunks
+//! a clock reading and the burst counter): no timer. The pull, the read and
+//! the enqueue are a few lines of JavaScript (`stallSource` below) that call
+//! into Rust once per chunk. Its one timer is armed for the machine's wake
+//! instant and re-armed only when the machine says so.
 //!
-//! # Invariants (the JavaScript wrapper's)
+//! # Invariants (the host's)
 //! 1. At most one timer per wrapped stream, cleared the moment the stream
 //!    settles (closes, errors or is cancelled).
 //! 2. The wrapper settles once. On a stall or the deadline it errors with
@@ -24,30 +23,19 @@
 //!    `is_progress` fails, with that error; when a followed signal aborts (the
 //!    deadline's, which carries its parents, or the controller's), with its
 //!    reason; when the source errors, with the source's error, unless a
-//!    followed signal has aborted (then with that signal's reason). In each case the upstream `AbortController` is aborted
-//!    with the same reason and the source cancelled with it. A consumer's
-//!    `cancel(reason)` reaches the source and the controller. A normal close
-//!    aborts nothing.
-//! 3. Only time spent waiting on the source counts: when a chunk arrives
-//!    and no read waits for it, it is held from `held_since` until the
-//!    consumer reads, and on that read the active limit's reference moves
-//!    forward by the held time. If the timer fires during a hold the stream is
-//!    parked (only the deadline can expire) and the read replaces the timer
-//!    with a fresh decision. A slow consumer is never a stalled source.
+//!    followed signal has aborted (then with that signal's reason). In each
+//!    case the upstream `AbortController` is aborted with the same reason and
+//!    the source cancelled with it. A consumer's `cancel(reason)` reaches the
+//!    source and the controller. A normal close aborts nothing.
+//! 3. A hold is noted exactly: when a chunk arrives and no read waits for it,
+//!    it is held ([`Notes::hold`]) until the consumer reads
+//!    ([`Notes::resume`]); the machine decides what that time means.
 //! 4. Timers that wait on the source are ref'd; during a hold the timer is
 //!    unref'd, and ref'd again when the consumer reads.
-//! 5. Never early, at most `sample_ms` late (see the per-chunk path).
-//! 6. When the wrapper settles it lets go of every JavaScript object it held
+//! 5. When the wrapper settles it lets go of every JavaScript object it held
 //!    (reader, controllers, predicate), so nothing of it stays reachable from
 //!    Rust.
-//! 7. A late wake looks at what has arrived before it declares silence: a
-//!    timer that fires more than `LATE_MS` after its instant was held up by a
-//!    busy event loop, and bytes the source sent meanwhile may still wait in
-//!    the socket behind the timer's task. Such a wake does not declare a
-//!    stall: it re-arms `YIELD_MS` later (after the I/O queued meanwhile) and
-//!    asks again, at most `MAX_YIELDS` times in a row. The deadline is never
-//!    deferred.
-//! 8. On a `text/event-stream` body only events are progress by default
+//! 6. On a `text/event-stream` body only events are progress by default
 //!    ([`sse_progress`](super::sse_progress)): [`fetch_with_deadline`] reads
 //!    the response's content type, [`StallOptions::content_type`] tells
 //!    [`with_stall_timeout`]. An `is_progress` given decides instead.
@@ -68,24 +56,10 @@ use super::headers::HeaderFormat;
 use super::sse::{is_event_stream, sse_progress};
 use super::timers::Timeout;
 use super::{sys, Deadline, Error};
-use crate::core::deadline::MAX_MS;
 use crate::core::headers;
-use crate::core::stall::{Decision, Phase, Snapshot, StallConfig, StallError};
-
-/// Progress chunks closer than this (ms) are a burst…
-const BURST_GAP_MS: f64 = 0.1;
-/// …once this many come in a row; while sampling, a consult that counts fewer ends the burst.
-const BURST_RUN: u32 = 32;
-/// While sampling, the longest wait between consults (ms): the bound on verdict lateness.
-const MAX_SAMPLE_MS: f64 = 16.0;
-/// A limit that is not given: 2^53 − 1 ms, so the deadline decides.
-const NO_LIMIT: f64 = MAX_MS;
-/// A wake later than its instant by more than this (ms) came from a busy event loop (invariant 7).
-const LATE_MS: f64 = 4.0;
-/// How long a late wake yields to the I/O queued meanwhile before it looks again (ms).
-const YIELD_MS: f64 = 2.0;
-/// At most this many yields in a row; then the verdict stands.
-const MAX_YIELDS: u32 = 3;
+use crate::core::stall::{
+    Decision, Notes, Phase, Snapshot, StallConfig, StallError, StallWatcher, Step, Verdict, NO_LIMIT,
+};
 
 /// Decides whether a chunk is progress (the default: any chunk of non-zero size).
 pub type ProgressFn = Box<dyn FnMut(&JsValue) -> Result<bool, Error>>;
@@ -240,12 +214,14 @@ impl std::fmt::Debug for StallOptions {
 // which does the bookkeeping and says whether to pass the chunk on). Pulling,
 // unpacking the read and enqueueing from Rust cost four more boundary
 // crossings per chunk, which measured 2.1x the JavaScript wrapper's per-chunk
-// cost in Deno (bench/web.bench.mjs). `flags.held` mirrors the Rust state:
+// cost in Deno (bench/web.bench.mjs). `flags.held` mirrors the Rust notes:
 // a chunk waits in the full queue for the consumer (invariant 3). The size is `byteLength`, a
 // string's length, 0 for null/undefined, or -1 when the chunk has none.
 #[wasm_bindgen(inline_js = r#"
 export function stallSource(reader, flags, onStart, onChunk, onHold, onDone, onError, onResume, onCancel) {
   const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
+  // A source error ends the wrapper at once, even with a chunk read ahead and nobody reading.
+  reader.closed.then(undefined, onError);
   return new ReadableStream({
     start: onStart,
     pull(c) {
@@ -279,29 +255,16 @@ extern "C" {
     ) -> ReadableStream;
 }
 
-/// Plain bookkeeping, written per chunk without calling the core.
+/// The notes and the machine (the core's), and the one timer.
 struct State {
-    started_at: f64,
-    last_progress_at: Option<f64>,
-    chunks: f64,
-    bytes: f64,
-    progress: f64,
-    /// When a chunk began waiting for the consumer in a full queue (invariant 3).
-    held_since: Option<f64>,
-    /// The timer fired while a chunk was held: only the deadline applies.
-    parked: bool,
+    notes: Notes,
+    machine: StallWatcher,
+    timer: Option<Timeout>,
     /// The timer does not keep the process alive (invariant 4).
     unrefd: bool,
-    burst: u32,
-    sampling: bool,
-    sampled_progress: f64,
-    timer: Option<Timeout>,
-    timer_due_at: f64,
-    /// Late wakes in a row that yielded instead of declaring a stall (invariant 7).
-    yields: u32,
 }
 
-/// The JavaScript objects the wrapper holds until it settles (invariant 6).
+/// The JavaScript objects the wrapper holds until it settles (invariant 5).
 struct Held {
     reader: ReadableStreamDefaultReader,
     /// `{ held }`, read by the JavaScript pull.
@@ -316,9 +279,6 @@ struct Held {
 }
 
 struct Watch {
-    config: StallConfig,
-    at: Option<f64>,
-    sample_ms: f64,
     settled: Cell<bool>,
     state: RefCell<State>,
     held: RefCell<Option<Held>>,
@@ -361,32 +321,13 @@ fn watch(
         ));
     }
     let t0 = sys::now();
-    // The first decision validates the snapshot too, before the source is locked.
-    let first = config.decide(&Snapshot::started(t0), t0)?;
+    // The first step validates the instants too, before the source is locked.
+    let (machine, first) = StallWatcher::start(config, t0, t0)?;
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     let flags = Object::new();
-    let sample_ms = (options.stall_ms / 4.0).floor().clamp(1.0, MAX_SAMPLE_MS);
     let watch = Rc::new(Watch {
-        config,
-        at: options.at,
-        sample_ms,
         settled: Cell::new(false),
-        state: RefCell::new(State {
-            started_at: t0,
-            last_progress_at: None,
-            chunks: 0.0,
-            bytes: 0.0,
-            progress: 0.0,
-            held_since: None,
-            parked: false,
-            unrefd: false,
-            burst: 0,
-            sampling: false,
-            sampled_progress: 0.0,
-            timer: None,
-            timer_due_at: f64::INFINITY,
-            yields: 0,
-        }),
+        state: RefCell::new(State { notes: Notes::default(), machine, timer: None, unrefd: false }),
         held: RefCell::new(Some(Held {
             reader: reader.clone(),
             flags: flags.clone(),
@@ -440,7 +381,7 @@ fn watch(
                 return w.fail(&gone);
             }
             w.follow();
-            w.act(Ok(first), t0);
+            w.apply(Ok(first), t0);
         })
         .into_js_value()
     };
@@ -454,14 +395,11 @@ fn watch(
 }
 
 impl Watch {
-    fn snapshot(&self, s: &State) -> Snapshot {
-        Snapshot { started_at: s.started_at, last_progress_at: s.last_progress_at, chunks: s.chunks, bytes: s.bytes }
-    }
-
-    fn arm(self: &Rc<Self>, delay_ms: f64, t: f64) {
+    /// Arms the one timer for `at` (unref'd during a hold: invariant 4).
+    fn arm(self: &Rc<Self>, at: f64) {
         let w = Rc::downgrade(self);
         let timer = Timeout::at(
-            t + delay_ms,
+            at,
             Box::new(move || {
                 if let Some(w) = w.upgrade() {
                     w.on_timer();
@@ -469,87 +407,46 @@ impl Watch {
             }),
         );
         let mut s = self.state.borrow_mut();
-        s.unrefd = s.held_since.is_some();
+        s.unrefd = s.notes.held_since.is_some();
         s.timer = Some(if s.unrefd { timer.unref() } else { timer });
-        s.timer_due_at = t + delay_ms;
     }
 
-    fn act(self: &Rc<Self>, answer: Result<Decision, StallError>, t: f64) {
-        match answer {
+    /// Does what the machine said: arm, wait for the consumer, or end the stream.
+    fn apply(self: &Rc<Self>, step: Result<Step, StallError>, t: f64) {
+        match step {
             Err(error) => self.fail(&Error::from(error).into()),
-            Ok(Decision::Wake { delay_ms, .. }) => {
-                let sampling = {
-                    let mut s = self.state.borrow_mut();
-                    s.yields = 0;
-                    s.sampling
-                };
-                self.arm(if sampling && delay_ms > self.sample_ms { self.sample_ms } else { delay_ms }, t);
-            }
-            Ok(Decision::DeadlineExceeded { late_by_ms }) => {
-                let at = self.at.unwrap_or(t);
+            Ok(Step::Wake { at_ms }) => self.arm(at_ms),
+            Ok(Step::Idle) => self.state.borrow_mut().timer = None,
+            Ok(Step::End(Verdict::DeadlineExceeded { late_by_ms })) => {
+                let at = self.state.borrow().machine.config().deadline_at().unwrap_or(t);
                 self.fail(&Error::DeadlineExceeded { at, late_by_ms }.into());
             }
-            Ok(Decision::Stalled { phase, after_ms, chunks, bytes }) => {
+            Ok(Step::End(Verdict::Stalled { phase, after_ms, chunks, bytes })) => {
                 let phase = if phase == Phase::FirstChunk { StallPhase::FirstChunk } else { StallPhase::Stall };
                 self.fail(&Error::StreamStalled { phase, after_ms, chunks, bytes }.into());
             }
         }
     }
 
-    /// The one timer fired: account for sampled progress, then ask the core.
+    /// The one timer fired: the machine decides.
     fn on_timer(self: &Rc<Self>) {
         if self.settled.get() {
             return;
         }
         let t = sys::now();
-        let answer = {
+        let step = {
             let mut s = self.state.borrow_mut();
             s.timer = None;
-            let late = t - s.timer_due_at;
-            if s.sampling {
-                let fresh = s.progress - s.sampled_progress;
-                s.sampled_progress = s.progress;
-                // Progress came at some instant up to now, and before any hold
-                // began: this is never earlier than the true last progress chunk.
-                if fresh > 0.0 {
-                    s.last_progress_at = Some(s.held_since.unwrap_or(t));
-                }
-                if fresh < f64::from(BURST_RUN) {
-                    s.sampling = false;
-                    s.burst = 0;
-                }
-            }
-            // A chunk waits for the consumer, so no read is outstanding: the consumer holds us up, not the source.
-            if s.held_since.is_some() {
-                s.parked = true;
-                if self.at.is_none() {
-                    return; // nothing can expire until the consumer reads again
-                }
-            }
-            let answer = if s.parked {
-                let parked = Snapshot { started_at: t, last_progress_at: Some(t), chunks: s.chunks, bytes: s.bytes };
-                StallConfig::new(NO_LIMIT, NO_LIMIT, self.at).and_then(|c| c.decide(&parked, t))
-            } else {
-                self.config.decide(&self.snapshot(&s), t)
-            };
-            // Invariant 7: a late wake yields to the I/O queued behind it before it declares silence.
-            if matches!(answer, Ok(Decision::Stalled { .. })) && late > LATE_MS && s.yields < MAX_YIELDS {
-                s.yields += 1;
-                None
-            } else {
-                Some(answer)
-            }
+            let State { notes, machine, .. } = &mut *s;
+            machine.on_wake(notes, t)
         };
-        match answer {
-            Some(answer) => self.act(answer, t),
-            None => self.arm(YIELD_MS, t),
-        }
+        self.apply(step, t);
     }
 
     /// A chunk now waits in the full queue: nobody waits on the source until the consumer reads.
     fn hold(&self) {
         let mut s = self.state.borrow_mut();
-        s.held_since = Some(sys::now());
+        s.notes.hold(sys::now());
         self.set_flag(true);
         if !s.unrefd {
             if let Some(timer) = s.timer.take() {
@@ -559,23 +456,15 @@ impl Watch {
         }
     }
 
-    /// The consumer reads again after a hold: the held time is not silence,
-    /// so the active limit's reference moves forward by it. A timer that fired
-    /// meanwhile (parked) is replaced by a fresh decision; otherwise the armed
-    /// one is early or on time, never late (moving the reference only postpones).
+    /// The consumer reads again after a hold: noted; the machine is asked
+    /// only if the timer fired meanwhile (parked).
     fn resume(self: &Rc<Self>) {
         let t = sys::now();
-        let answer = {
+        let step = {
             let mut s = self.state.borrow_mut();
-            let held = s.held_since.take().map_or(0.0, |since| t - since);
+            s.notes.resume(t);
             self.set_flag(false);
-            if held > 0.0 {
-                match s.last_progress_at {
-                    None => s.started_at += held,
-                    Some(at) => s.last_progress_at = Some(at + held),
-                }
-            }
-            if !s.parked {
+            if !s.machine.parked() {
                 if s.unrefd {
                     if let Some(timer) = s.timer.as_ref() {
                         timer.reref();
@@ -584,12 +473,11 @@ impl Watch {
                 s.unrefd = false;
                 return;
             }
-            s.parked = false;
-            s.sampled_progress = s.progress;
             s.timer = None;
-            self.config.decide(&self.snapshot(&s), t)
+            let State { notes, machine, .. } = &mut *s;
+            machine.on_resume(notes, t)
         };
-        self.act(answer, t);
+        self.apply(step, t);
     }
 
     /// The reason of the first followed signal that has aborted.
@@ -659,48 +547,17 @@ impl Watch {
                 return false;
             }
         };
-        let start_sampling = {
-            let mut s = self.state.borrow_mut();
-            s.chunks += 1.0;
-            if size >= 0.0 {
-                s.bytes += size;
-            }
-            let mut start = None;
-            if counts {
-                s.progress += 1.0;
-                if !s.sampling {
-                    let t = sys::now();
-                    if s.last_progress_at.is_some_and(|last| t - last < BURST_GAP_MS) {
-                        s.burst += 1;
-                        if s.burst == BURST_RUN {
-                            start = Some(t);
-                        }
-                    } else {
-                        s.burst = 0;
-                    }
-                    s.last_progress_at = Some(t);
-                }
-            }
-            start
-        };
-        if let Some(t) = start_sampling {
-            self.start_sampling(t);
-        }
-        true
-    }
-
-    /// A burst: stop reading the clock per chunk, and make sure a consult comes within `sample_ms`.
-    fn start_sampling(self: &Rc<Self>, t: f64) {
         let rearm = {
             let mut s = self.state.borrow_mut();
-            s.sampling = true;
-            s.sampled_progress = s.progress;
-            s.timer.is_some() && s.timer_due_at > t + self.sample_ms
+            let State { notes, machine, .. } = &mut *s;
+            let size = (size >= 0.0).then_some(size);
+            let sampling = machine.sampling();
+            notes.chunk(size, counts, sampling, sys::now).and_then(|t| machine.on_burst(notes.progress, t))
         };
-        if rearm {
-            self.state.borrow_mut().timer = None;
-            self.arm(self.sample_ms, t);
+        if let Some(at) = rearm {
+            self.arm(at);
         }
+        true
     }
 
     /// Marks the wrapper settled, clears its timer and hands back what it held.
@@ -1016,7 +873,7 @@ fn add_budget_headers(
 /// the largest gap limit (nothing is ever received), no deadline (the
 /// deadline's signal bounds the request). Bad input names `firstByteMs`.
 fn first_byte_config(first_byte_ms: f64) -> Result<StallConfig, Error> {
-    StallConfig::new(first_byte_ms, MAX_MS, None).map_err(|error| match error {
+    StallConfig::new(first_byte_ms, NO_LIMIT, None).map_err(|error| match error {
         StallError::Wait { value, .. } => StallError::Wait { param: "firstByteMs", value }.into(),
         other => other.into(),
     })
@@ -1154,7 +1011,7 @@ pub async fn fetch_with_deadline(
         }
     };
     let Some(body) = response.body() else { return Ok(response) };
-    // On a `text/event-stream` only events are progress unless `is_progress` was given (invariant 8).
+    // On a `text/event-stream` only events are progress unless `is_progress` was given (invariant 6).
     let event_stream = response.headers().get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
     // The upstream controller already follows the deadline's signal (and the caller's).
     let stall = StallOptions {

@@ -390,6 +390,36 @@ const cases = [
     },
   },
   {
+    name: "stall: a source error reaches a reader that is not reading: closed rejects at once, the chunk read ahead is discarded, the upstream is aborted",
+    run: async (lib, ctx) => {
+      const before = timers(ctx);
+      let ctrl;
+      const src = new ReadableStream({
+        start(c) {
+          ctrl = c;
+          c.enqueue(CHUNK);
+        },
+      });
+      const controller = new AbortController();
+      const reader = lib.withStallTimeout(src, { firstChunkMs: 10_000, stallMs: 10_000, controller }).getReader();
+      let closed = "pending";
+      reader.closed.then(
+        () => (closed = "fulfilled"),
+        (e) => (closed = e),
+      );
+      // The wrapper reads one chunk ahead: it waits in the wrapper's queue, and nobody reads.
+      for (let i = 0; i < 50; i++) await null;
+      const broken = new Error("upstream broke");
+      ctrl.error(broken);
+      for (let i = 0; i < 50; i++) await null;
+      equal(closed, broken, "reader.closed of an idle reader");
+      equal(controller.signal.reason, broken, "the upstream's abort reason");
+      // As a native stream: the queued chunk is discarded, the read rejects.
+      equal(await rejects(reader.read()), broken, "the next read");
+      sameTimers(ctx, before, "a source error while nobody reads");
+    },
+  },
+  {
     name: "stall: a consumer slower than stallMs is not a stall (only time waiting on the source counts)",
     run: async (lib) => {
       const src = source({ chunks: [CHUNK, CHUNK, CHUNK, CHUNK], close: true });

@@ -52,6 +52,10 @@ impl Source {
     pub fn close(&self) {
         self.ctrl.borrow().as_ref().unwrap().close().unwrap();
     }
+
+    pub fn error(&self, reason: &JsValue) {
+        self.ctrl.borrow().as_ref().unwrap().error_with_e(reason);
+    }
 }
 
 pub fn bytes(n: u32) -> JsValue {
@@ -159,6 +163,34 @@ pub async fn silence_after_progress_is_a_stall_with_the_counts(_: &Ctx) -> Outco
     ensure!(after_ms >= 50.0, "afterMs {after_ms}");
     ensure!(chunks == 2.0 && bytes == 32.0, "{chunks} chunks, {bytes} bytes");
     ensure!(r.chunks == 2, "the two chunks were delivered first");
+    Ok(())
+}
+
+/// As a native stream: a source error errors the wrapper at once, even with a
+/// chunk read ahead and nobody reading; the chunk is discarded.
+pub async fn a_source_error_reaches_a_reader_that_is_not_reading(_: &Ctx) -> Outcome {
+    let src = Source::new();
+    src.enqueue(&bytes(16));
+    let upstream = controller();
+    let out =
+        with_stall_timeout(src.stream.clone(), StallOptions::new(10_000.0, 10_000.0).controller(upstream.clone()))
+            .map_err(|e| e.to_string())?;
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    let closed = Rc::new(RefCell::new(None::<JsValue>));
+    let seen = closed.clone();
+    let on_reject = Closure::<dyn FnMut(JsValue)>::new(move |e| *seen.borrow_mut() = Some(e));
+    let _ = reader.closed().catch(&on_reject);
+    // The wrapper reads one chunk ahead: it waits in the wrapper's queue, and nobody reads.
+    wait(20.0).await;
+    let broken: JsValue = js_sys::Error::new("upstream broke").into();
+    src.error(&broken);
+    wait(20.0).await;
+    ensure!(closed.borrow().as_ref() == Some(&broken), "reader.closed of an idle reader: {:?}", closed.borrow());
+    ensure!(upstream.signal().reason() == broken, "the upstream's abort reason: {:?}", upstream.signal().reason());
+    match read(&reader).await {
+        Err(e) => ensure!(e == broken, "the next read rejected with {e:?}"),
+        Ok(v) => return Err(format!("the next read gave {v:?}, not the source's error")),
+    }
     Ok(())
 }
 
