@@ -174,7 +174,7 @@ export class StepTimeout extends Error {
    * @param {ErrorOptions} [options] `cause`
    */
   constructor(step, capMs, options) {
-    super(`step '${step}' timed out at its ${ms(capMs)} ms cap; the deadline still has time`, options);
+    super(render({ id: "plan.STEP_TIMEOUT", args: { step, capMs } }), options);
     brand(this, "StepTimeout");
     this.step = step;
     this.capMs = capMs;
@@ -229,14 +229,8 @@ export class StreamStalled extends Error {
    * @param {number} bytes bytes received before the stall
    */
   constructor(phase, afterMs, chunks, bytes, options) {
-    super(
-      phase === "first-byte"
-        ? `stream stalled: no response headers after ${ms(afterMs)} ms`
-        : phase === "first-chunk"
-          ? `stream stalled: no first chunk after ${ms(afterMs)} ms`
-          : `stream stalled: no progress for ${ms(afterMs)} ms after ${chunks} chunks (${bytes} bytes)`,
-      options,
-    );
+    const id = phase === "first-byte" ? "stall.STALLED_FIRST_BYTE" : phase === "first-chunk" ? "stall.STALLED_FIRST_CHUNK" : "stall.STALLED";
+    super(render({ id, args: { afterMs, chunks, bytes } }), options);
     brand(this, "StreamStalled");
     this.phase = phase;
     this.afterMs = afterMs;
@@ -276,7 +270,7 @@ export class AttemptTimeout extends Error {
    * @param {number} timeoutMs the timeout it was given
    */
   constructor(attempt, timeoutMs, options) {
-    super(`attempt ${attempt} timed out after ${ms(timeoutMs)} ms`, options);
+    super(render({ id: "retry.ATTEMPT_TIMEOUT", args: { attempt, timeoutMs } }), options);
     brand(this, "AttemptTimeout");
     this.attempt = attempt;
     this.timeoutMs = timeoutMs;

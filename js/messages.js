@@ -14,6 +14,7 @@ export const MESSAGES = {
   "deadline.EXCEEDED": "deadline exceeded: no time is left",
   "deadline.INSUFFICIENT": "insufficient budget: {remainingMs:ms} ms left, the step needs at least {minMs:ms} ms, so it was not started",
   "deadline.BELOW_RESERVE": "deadline exceeded before any work started: the budget ({budgetMs:ms} ms) was below the {reserveMs:ms} ms reserved for the fallback",
+  "plan.STEP_TIMEOUT": "step '{step}' timed out at its {capMs:ms} ms cap; the deadline still has time",
   "plan.NO_STEPS": "'steps' must contain at least one step: current value is empty",
   "plan.TOO_MANY_STEPS": "'steps' must contain at most {max} steps: current value has {count}",
   "plan.EMPTY_NAME": "step {index} must have a non-empty 'name'",
@@ -31,6 +32,7 @@ export const MESSAGES = {
   "plan.BAD_MARGIN": "'marginMs' must be between 0 and {max} milliseconds: current value is {value}",
   "plan.SKIP_EXPIRED": "the deadline has passed",
   "plan.SKIP_BELOW_MINIMUM": "only {availableMs:ms} ms are available after the reserve for later steps but this step needs at least {minMs:ms} ms",
+  "retry.ATTEMPT_TIMEOUT": "attempt {attempt} timed out after {timeoutMs:ms} ms",
   "retry.BAD_JITTER": "'jitter' must be between 0 and 1: current value is {value}",
   "retry.MAX_BELOW_BASE": "'maxMs' must be at least 'baseMs' ({baseMs}): current value is {maxMs}",
   "retry.BAD_MAX_ATTEMPTS": "'maxAttempts' must be between 1 and {max}: current value is {value}",
@@ -78,4 +80,7 @@ export const MESSAGES = {
   "stall.LIMIT": "'{param}' must be a finite number of milliseconds greater than 0 and at most {max}: current value is {value}",
   "stall.WAIT": "'{param}' must be a finite number of milliseconds, 0 or more and at most {max} (0: the wait has already run out): current value is {value}",
   "stall.COUNT": "'{param}' must be a whole number between 0 and {max}: current value is {value}",
+  "stall.STALLED_FIRST_BYTE": "stream stalled: no response headers after {afterMs:ms} ms",
+  "stall.STALLED_FIRST_CHUNK": "stream stalled: no first chunk after {afterMs:ms} ms",
+  "stall.STALLED": "stream stalled: no progress for {afterMs:ms} ms after {chunks} chunks ({bytes} bytes)",
 };

@@ -176,7 +176,8 @@ export class WakeQueue {
     heap.push(entry);
     this.#up(entry.index);
     if (entry.at < this.hostAt) this.#arm(entry.at);
-    else if (IS_WORKERD && this.hostAt < this.now() - 1 && this.hostTurn !== currentTurn()) this.#arm(heap[0].at); // invariant 5
+    // Invariant 5; the turn first: a timer armed in this turn is alive, so no clock read is needed.
+    else if (IS_WORKERD && this.hostTurn !== currentTurn() && this.hostAt < this.now() - 1) this.#arm(heap[0].at);
   }
 
   /** Takes `entry` out of this queue (a no-op when it is not queued). */

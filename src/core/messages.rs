@@ -210,6 +210,11 @@ fn main_messages_fill_every_hole() {
         all.push(Stopped { kind: Loop::Hedge, attempts, reason: StopReason::Exhausted { attempts } }.message());
     }
     all.push(crate::core::hedge::answered_first(2));
+    for phase in ["first-byte", "first-chunk", "stall"] {
+        all.push(crate::core::stall::stalled(phase, 5.0, 2.0, 10.0));
+    }
+    all.push(crate::core::plan::step_timeout("a", 10.0));
+    all.push(crate::core::retry::attempt_timeout(2, 10.0));
     all.extend(
         [
             RetryBudgetError::BadRatio { value: 2.0 },

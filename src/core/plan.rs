@@ -250,6 +250,8 @@ pub enum PlanError {
 /// The plan's message templates.
 pub mod msg {
     crate::templates! { "plan";
+        /// [`step_timeout`](super::step_timeout).
+        STEP_TIMEOUT = "step '{step}' timed out at its {capMs:ms} ms cap; the deadline still has time";
         /// [`PlanError::NoSteps`](super::PlanError::NoSteps).
         NO_STEPS = "'steps' must contain at least one step: current value is empty";
         /// [`PlanError::TooManySteps`](super::PlanError::TooManySteps).
@@ -285,6 +287,12 @@ pub mod msg {
         /// [`SkipReason::BelowMinimum`](super::SkipReason::BelowMinimum).
         SKIP_BELOW_MINIMUM = "only {availableMs:ms} ms are available after the reserve for later steps but this step needs at least {minMs:ms} ms";
     }
+}
+
+/// The message of a `StepTimeout` error, which both hosts raise: step `step`
+/// reached its own cap of `cap_ms` while the deadline still had time.
+pub fn step_timeout(step: &str, cap_ms: f64) -> Message {
+    Message::new(msg::STEP_TIMEOUT).arg("step", step).arg("capMs", cap_ms)
 }
 
 crate::described_error!(PlanError);

@@ -119,6 +119,8 @@ pub enum RetryError {
 /// sentence is data a binding shows, see [`StopReason::message`]).
 pub mod msg {
     crate::templates! { "retry";
+        /// [`attempt_timeout`](super::attempt_timeout).
+        ATTEMPT_TIMEOUT = "attempt {attempt} timed out after {timeoutMs:ms} ms";
         /// [`RetryError::BadJitter`](super::RetryError::BadJitter).
         BAD_JITTER = "'jitter' must be between 0 and 1: current value is {value}";
         /// [`RetryError::MaxBelowBase`](super::RetryError::MaxBelowBase).
@@ -169,6 +171,12 @@ pub mod msg {
         /// The message of [`Stopped`](super::Stopped) (`RetryFailed`), 0 or several attempts.
         STOPPED = "{loop} stopped after {attempts} attempts: {reason}";
     }
+}
+
+/// The message of an `AttemptTimeout` error, which both hosts raise: attempt
+/// `attempt` (from 1) reached its own timeout of `timeout_ms`.
+pub fn attempt_timeout(attempt: u32, timeout_ms: f64) -> Message {
+    Message::new(msg::ATTEMPT_TIMEOUT).arg("attempt", attempt).arg("timeoutMs", timeout_ms)
 }
 
 crate::described_error!(RetryError);

@@ -304,6 +304,23 @@ pub mod msg {
         WAIT = "'{param}' must be a finite number of milliseconds, 0 or more and at most {max} (0: the wait has already run out): current value is {value}";
         /// [`StallError::Count`](super::StallError::Count).
         COUNT = "'{param}' must be a whole number between 0 and {max}: current value is {value}";
+        /// [`stalled`](super::stalled) before the response headers.
+        STALLED_FIRST_BYTE = "stream stalled: no response headers after {afterMs:ms} ms";
+        /// [`stalled`](super::stalled) before the first progress chunk.
+        STALLED_FIRST_CHUNK = "stream stalled: no first chunk after {afterMs:ms} ms";
+        /// [`stalled`](super::stalled) between progress chunks.
+        STALLED = "stream stalled: no progress for {afterMs:ms} ms after {chunks} chunks ({bytes} bytes)";
+    }
+}
+
+/// The message of a `StreamStalled` error, which both hosts raise: `phase`
+/// is the JavaScript API's name (`"first-byte"`, `"first-chunk"` or
+/// `"stall"`), `after_ms` the silence observed.
+pub fn stalled(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> Message {
+    match phase {
+        "first-byte" => Message::new(msg::STALLED_FIRST_BYTE).arg("afterMs", after_ms),
+        "first-chunk" => Message::new(msg::STALLED_FIRST_CHUNK).arg("afterMs", after_ms),
+        _ => Message::new(msg::STALLED).arg("afterMs", after_ms).arg("chunks", chunks).arg("bytes", bytes),
     }
 }
 

@@ -17,7 +17,7 @@ use std::fmt;
 use js_sys::{Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::core::deadline::{DeadlineError, Ms};
+use crate::core::deadline::DeadlineError;
 use crate::core::error::{Described, Kind};
 use crate::core::stall::StallError;
 
@@ -319,7 +319,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The same sentences as js/errors.js, js/stall.js and js/retry.js.
+        // The core's sentences, which js/errors.js fills from the same templates.
         match self {
             Self::InvalidArgument { message, .. } | Self::InvalidType { message, .. } => f.write_str(message),
             // The core's sentences (src/core/deadline.rs `DeadlineError`).
@@ -329,22 +329,14 @@ impl fmt::Display for Error {
             Self::InsufficientBudget { remaining_ms, min_ms } => {
                 fmt::Display::fmt(&DeadlineError::Insufficient { remaining_ms: *remaining_ms, min_ms: *min_ms }, f)
             }
-            Self::StreamStalled { phase, after_ms, chunks, bytes } => match phase {
-                StallPhase::FirstByte => write!(f, "stream stalled: no response headers after {} ms", Ms(*after_ms)),
-                StallPhase::FirstChunk => write!(f, "stream stalled: no first chunk after {} ms", Ms(*after_ms)),
-                StallPhase::Stall => write!(
-                    f,
-                    "stream stalled: no progress for {} ms after {chunks} chunks ({bytes} bytes)",
-                    Ms(*after_ms)
-                ),
-            },
-            Self::StepTimeout { step, cap_ms } => {
-                write!(f, "step '{step}' timed out at its {} ms cap; the deadline still has time", Ms(*cap_ms))
+            Self::StreamStalled { phase, after_ms, chunks, bytes } => {
+                crate::core::stall::stalled(phase.as_str(), *after_ms, *chunks, *bytes).fmt(f)
             }
+            Self::StepTimeout { step, cap_ms } => crate::core::plan::step_timeout(step, *cap_ms).fmt(f),
             Self::InvalidHeader { message, .. } => f.write_str(message),
             Self::RetryFailed { message, .. } => f.write_str(message),
             Self::AttemptTimeout { attempt, timeout_ms } => {
-                write!(f, "attempt {attempt} timed out after {} ms", Ms(*timeout_ms))
+                crate::core::retry::attempt_timeout(*attempt, *timeout_ms).fmt(f)
             }
             Self::Js(value) => match value.dyn_ref::<js_sys::Error>() {
                 Some(e) => write!(f, "{}: {}", String::from(e.name()), String::from(e.message())),
