@@ -82,6 +82,18 @@ pub struct AttemptReport {
     pub outcome: &'static str,
 }
 
+impl AttemptReport {
+    /// One report per record of a core loop (`RetryRun`'s or `HedgeRun`'s),
+    /// `fields` reading its number, start, duration and outcome.
+    pub(crate) fn all<R>(records: &[R], fields: impl Fn(&R) -> (u32, f64, f64, &'static str)) -> Vec<Self> {
+        let report = |r: &R| {
+            let (attempt, started_at_ms, elapsed_ms, outcome) = fields(r);
+            Self { attempt, started_at_ms, elapsed_ms, outcome }
+        };
+        records.iter().map(report).collect()
+    }
+}
+
 /// Everything the web API can fail with.
 ///
 /// Shortage of time is never [`Error::InvalidArgument`]: an expired or short

@@ -223,15 +223,7 @@ where
 
 /// The core's records as the web API reports them.
 fn reports(records: &[HedgeRecord]) -> Vec<AttemptReport> {
-    records
-        .iter()
-        .map(|r| AttemptReport {
-            attempt: r.number,
-            started_at_ms: r.started_ms,
-            elapsed_ms: r.elapsed_ms,
-            outcome: r.ended.as_str(),
-        })
-        .collect()
+    AttemptReport::all(records, |r| (r.number, r.started_ms, r.elapsed_ms, r.ended.as_str()))
 }
 
 /// A `DOMException`-like `AbortError`, the reason losers of a hedge are aborted with.

@@ -465,15 +465,7 @@ where
 
 /// The core's records as the web API reports them.
 fn reports(records: &[AttemptRecord]) -> Vec<AttemptReport> {
-    records
-        .iter()
-        .map(|r| AttemptReport {
-            attempt: r.number,
-            started_at_ms: r.started_ms,
-            elapsed_ms: r.elapsed_ms,
-            outcome: r.ended.as_str(),
-        })
-        .collect()
+    AttemptReport::all(records, |r| (r.number, r.started_ms, r.elapsed_ms, r.ended.as_str()))
 }
 
 /// The `RetryFailed` of a stopped retry or hedge: the core's word and sentence.
