@@ -377,6 +377,18 @@ impl Deadline {
         signal
     }
 
+    /// Runs `f` with the deadline's node (made on first use, as by
+    /// [`Deadline::signal`]), for nodes that hang from it (hedge.rs).
+    pub(crate) fn with_node<R>(&self, f: impl FnOnce(&Child) -> R) -> R {
+        if let Some(node) = self.node.borrow().as_ref() {
+            return f(node);
+        }
+        let node = self.make_node();
+        let result = f(&node);
+        *self.node.borrow_mut() = Some(node);
+        result
+    }
+
     fn make_node(&self) -> Child {
         // Invariant 3, and a passed instant aborts at once (as JavaScript's `signal()`).
         let passed = sys::now() >= self.at;

@@ -5,7 +5,7 @@
 //!
 //! The cap, the signal and the parent links are one node of the cancellation
 //! primitive (timers.rs `child`); what this file adds is the Rust side of
-//! waiting for it: [`Ended`], and futures that wake when the node ends.
+//! waiting for it: [`Ended`], and the race of the work against the node.
 //!
 //! # Invariants
 //! 1. The guard's signal aborts at most once, with the reason of whatever
@@ -30,14 +30,6 @@ pub(crate) enum Ended {
     Cap(JsValue),
     /// The parent at this index (in the order given) aborted.
     Parent(usize, JsValue),
-}
-
-impl Ended {
-    pub(crate) fn reason(&self) -> &JsValue {
-        match self {
-            Self::Cap(r) | Self::Parent(_, r) => r,
-        }
-    }
 }
 
 #[derive(Default)]
@@ -127,18 +119,6 @@ impl Guard {
             }
             self.state.borrow_mut().waker = Some(cx.waker().clone());
             Poll::Pending
-        })
-        .await
-    }
-
-    /// Resolves when the guard ends.
-    pub(crate) async fn until_ended(&self) -> Ended {
-        std::future::poll_fn(|cx| match self.ended() {
-            Some(ended) => Poll::Ready(ended),
-            None => {
-                self.state.borrow_mut().waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
         })
         .await
     }

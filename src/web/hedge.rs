@@ -4,28 +4,36 @@
 //! Every decision is the core's machine ([`crate::core::hedge`] `HedgeRun`:
 //! when to launch the next attempt, on the hedge timer or at once after a
 //! failure; the winner; the stop and its sentence; the records), as in
-//! `js/hedge.js`; this file drives it and owns the attempts' signals, the
-//! hedge timer and the race.
+//! `js/hedge.js`; this file drives it and owns the race. The hedge timer, the
+//! parent links and the attempts' signals are nodes of the cancellation
+//! primitive (timers.rs `child`), as in `js/hedge.js`: one node per hedge, a
+//! child of the deadline's node and the caller's signal, woken at each hedge
+//! instant; one node per attempt, a child of the hedge's.
 //!
 //! # Invariants
 //! 1. The first attempt to succeed wins and every other attempt in flight is
 //!    aborted at once; none starts after the deadline's signal has aborted.
-//! 2. When `hedge` returns, every timer it armed is cleared and every
-//!    listener it added removed.
-//! 3. A failure carries every attempt's outcome ([`Error::RetryFailed`]);
+//!    When the deadline or the caller's signal aborts, every attempt's signal
+//!    aborts with it, in the same turn.
+//! 2. When `hedge` returns, its nodes are disposed: every wake-up it queued
+//!    is cleared and every listener it added removed.
+//! 3. The hedge's wake-ups wait in the ref'd queue (timers.rs `ref_queue`):
+//!    someone awaits the hedge, so its timer keeps Node and Deno alive.
+//! 4. A failure carries every attempt's outcome ([`Error::RetryFailed`]);
 //!    its `reason` is `"deadline"` only when the deadline ended it.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
 
-use wasm_bindgen::{JsValue, UnwrapThrowExt};
-use web_sys::{AbortController, AbortSignal};
+use wasm_bindgen::JsValue;
+use web_sys::AbortSignal;
 
 use super::errors::AttemptReport;
-use super::guard::Guard;
 use super::retry::{failed, own_deadline};
-use super::timers::{sleep_until, Sleep};
+use super::timers::{child, ref_queue, Child, Parent};
 use super::{sys, Deadline, Error};
 use crate::core::hedge::{self as core, HedgeRecord, HedgeRun, HedgeStep};
 
@@ -101,8 +109,31 @@ impl HedgeOptions {
 
 struct InFlight<Fut> {
     number: u32,
-    controller: AbortController,
+    /// A child of the hedge's node: aborted with it, disposed when the attempt settles.
+    node: Child,
     future: Pin<Box<Fut>>,
+}
+
+/// What the hedge's node reported, for the next poll.
+#[derive(Default)]
+struct Events {
+    /// The hedge instant came (the node's `on_time`).
+    woke: bool,
+    /// A parent aborted: its reason.
+    ended: Option<JsValue>,
+    waker: Option<Waker>,
+}
+
+fn notify(events: &std::rc::Weak<RefCell<Events>>, f: impl FnOnce(&mut Events)) {
+    let Some(events) = events.upgrade() else { return };
+    let waker = {
+        let mut e = events.borrow_mut();
+        f(&mut e);
+        e.waker.take()
+    };
+    if let Some(w) = waker {
+        w.wake();
+    }
 }
 
 /// Starts `f(signal, attempt_number)`, and another attempt every `delay_ms`
@@ -136,34 +167,51 @@ where
         core::HedgeOptions { delay_ms: options.delay_ms, max_attempts: Some(options.max_attempts) }.policy()?;
     let mut run = HedgeRun::new(policy);
     let at = deadline.instant_ms();
-    let deadline_signal = deadline.signal();
-    let parents: Vec<&AbortSignal> = std::iter::once(&deadline_signal).chain(options.signal.as_ref()).collect();
-    let guard = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
+    let events = Rc::new(RefCell::new(Events::default()));
+    let (on_time, on_abort) = (Rc::downgrade(&events), Rc::downgrade(&events));
+    // The hedge's own node: aborted by the deadline or the caller's signal
+    // (and with it every attempt's node), woken at each hedge instant.
+    let hedge_node = deadline.with_node(|deadline_node| {
+        let parents: Vec<Parent<'_>> =
+            std::iter::once(Parent::Node(deadline_node)).chain(options.signal.as_ref().map(Parent::Signal)).collect();
+        child(
+            &parents,
+            f64::INFINITY,
+            Some(Box::new(move |_| notify(&on_time, |e| e.woke = true))),
+            Some(Box::new(move |reason, _| notify(&on_abort, |e| e.ended = Some(reason.clone())))),
+            // Invariant 3.
+            Some(ref_queue()),
+        )
+    });
     let mut in_flight: Vec<InFlight<Fut>> = Vec::new();
     // Each attempt's error, by number − 1; the cause of a stop is one of them.
     let mut errors: Vec<Option<Error>> = Vec::new();
-    let mut timer: Option<Sleep> = None;
     // The core's answer to the last event, not yet acted on.
-    let mut step = if guard.ended().is_none() { Some(run.start(sys::now())) } else { None };
+    let mut step = if hedge_node.aborted() { None } else { Some(run.start(sys::now())) };
     // A signal's reason, once one ended the hedge.
     let mut ended_by: Option<JsValue> = None;
+    // Moves the hedge timer; a wake-up of the instant it replaces is void.
+    let rearm = |at: f64| {
+        events.borrow_mut().woke = false;
+        hedge_node.rearm(at);
+    };
 
     std::future::poll_fn(|cx| loop {
         match step.take().transpose() {
             Err(e) => return Poll::Ready(Err(e.into())),
             Ok(None | Some(HedgeStep::Wait | HedgeStep::Won { .. })) => {}
             Ok(Some(HedgeStep::Launch { number, wake_at })) => {
-                let controller = AbortController::new().expect_throw("this runtime has no AbortController");
-                let future = Box::pin(f(controller.signal(), number));
-                in_flight.push(InFlight { number, controller, future });
-                timer = wake_at.map(sleep_until);
+                let node = child(&[Parent::Node(&hedge_node)], f64::INFINITY, None, None, None);
+                let future = Box::pin(f(node.signal(), number));
+                in_flight.push(InFlight { number, node, future });
+                rearm(wake_at.unwrap_or(f64::INFINITY));
             }
-            Ok(Some(HedgeStep::Sleep { at })) => timer = Some(sleep_until(at)),
+            Ok(Some(HedgeStep::Sleep { at })) => rearm(at),
             Ok(Some(HedgeStep::Stop(stop))) => {
                 let cause = match &ended_by {
                     Some(reason) => {
                         for a in in_flight.drain(..) {
-                            a.controller.abort_with_reason(reason);
+                            a.node.abort(reason);
                         }
                         Some(Error::from(reason.clone()))
                     }
@@ -172,8 +220,8 @@ where
                 return Poll::Ready(Err(failed(stop, reports(run.records()), cause)));
             }
         }
-        if let Some(ended) = guard.ended() {
-            let reason = ended.reason().clone();
+        let ended = events.borrow_mut().ended.take();
+        if let Some(reason) = ended {
             step = Some(run.aborted(sys::now(), own_deadline(&Error::from(reason.clone()), at)));
             ended_by = Some(reason);
             continue;
@@ -190,7 +238,7 @@ where
                     Ok(HedgeStep::Won { number }) => {
                         let reason = abort_error(&core::answered_first(number).to_string());
                         for a in in_flight.drain(..) {
-                            a.controller.abort_with_reason(&reason);
+                            a.node.abort(&reason);
                         }
                         return Poll::Ready(Ok(value));
                     }
@@ -207,15 +255,13 @@ where
         if step.is_some() {
             continue;
         }
-        if let Some(sleep) = timer.as_mut() {
-            if Pin::new(sleep).poll(cx).is_ready() {
-                timer = None;
-                step = Some(run.wake(sys::now()));
-                continue;
-            }
+        let woke = std::mem::take(&mut events.borrow_mut().woke);
+        if woke {
+            step = Some(run.wake(sys::now()));
+            continue;
         }
-        // Registers the waker for the guard (deadline / caller signal).
-        let _ = Pin::new(&mut Box::pin(guard.until_ended())).poll(cx);
+        // The hedge's node wakes this future (the hedge instant, a parent's abort).
+        events.borrow_mut().waker = Some(cx.waker().clone());
         return Poll::Pending;
     })
     .await
