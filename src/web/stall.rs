@@ -5,19 +5,22 @@
 //! change and whether the stream has stalled is the core's stall watcher
 //! ([`crate::core::stall::StallWatcher`], the machine `js/stall.js` drives
 //! too; its module doc lists the machine's invariants). This file owns the
-//! stream plumbing, one timer, ref'ing it, settling once, and the notes.
+//! stream plumbing, one wake-up, the hold on the process, settling once, and
+//! the notes.
 //!
 //! # The per-chunk path
 //! The wrapper is a pull source reading the source's reader one chunk ahead.
 //! Per chunk it writes the core's [`Notes`] (counts, and for progress chunks
-//! a clock reading and the burst counter): no timer. The pull, the read and
-//! the enqueue are a few lines of JavaScript (`stallSource` below) that call
-//! into Rust once per chunk. Its one timer is armed for the machine's wake
-//! instant and re-armed only when the machine says so.
+//! a clock reading and the burst counter): no wake-up moves. The pull, the
+//! read and the enqueue are a few lines of JavaScript (`stallSource` below)
+//! that call into Rust once per chunk. Its one wake-up is armed for the
+//! machine's wake instant and re-armed only when the machine says so.
 //!
 //! # Invariants (the host's)
-//! 1. At most one timer per wrapped stream, cleared the moment the stream
-//!    settles (closes, errors or is cancelled).
+//! 1. One `child` (timers.rs) per wrapped stream: its wake-up is the
+//!    stream's one timer, its parents are the signals it follows. It is
+//!    disposed the moment the stream settles (closes, errors or is
+//!    cancelled): no wake-up and no listener of it is left.
 //! 2. The wrapper settles once. On a stall or the deadline it errors with
 //!    `StreamStalled` or `DeadlineExceeded` (branded JavaScript errors); when
 //!    `is_progress` fails, with that error; when a followed signal aborts (the
@@ -30,8 +33,10 @@
 //! 3. A hold is noted exactly: when a chunk arrives and no read waits for it,
 //!    it is held ([`Notes::hold`]) until the consumer reads
 //!    ([`Notes::resume`]); the machine decides what that time means.
-//! 4. Timers that wait on the source are ref'd; during a hold the timer is
-//!    unref'd, and ref'd again when the consumer reads.
+//! 4. While a wake-up is pending and the wrapper waits on the source it
+//!    keeps Node and Deno alive (a timers.rs `KeepAlive`, since queue timers
+//!    are unref'd); during a hold it lets go, and takes hold again when the
+//!    consumer reads.
 //! 5. When the wrapper settles it lets go of every JavaScript object it held
 //!    (reader, controllers, predicate), so nothing of it stays reachable from
 //!    Rust.
@@ -54,7 +59,7 @@ use web_sys::{
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
 use super::sse::{is_event_stream, sse_progress};
-use super::timers::Timeout;
+use super::timers::{child, Child, KeepAlive, Parent, Timeout};
 use super::{sys, Deadline, Error};
 use crate::core::headers;
 use crate::core::stall::{
@@ -255,13 +260,12 @@ extern "C" {
     ) -> ReadableStream;
 }
 
-/// The notes and the machine (the core's), and the one timer.
+/// The notes and the machine (the core's), and the hold on the process.
 struct State {
     notes: Notes,
     machine: StallWatcher,
-    timer: Option<Timeout>,
-    /// The timer does not keep the process alive (invariant 4).
-    unrefd: bool,
+    /// Taken while a wake-up is pending and no chunk is held (invariant 4).
+    keep: Option<KeepAlive>,
 }
 
 /// The JavaScript objects the wrapper holds until it settles (invariant 5).
@@ -271,7 +275,6 @@ struct Held {
     flags: Object,
     /// Signals whose abort fails the stream (the deadline's, the controller's).
     followed: Vec<AbortSignal>,
-    on_abort: Option<Closure<dyn FnMut(JsValue)>>,
     out: Option<ReadableStreamDefaultController>,
     controller: Option<AbortController>,
     is_progress: Option<ProgressFn>,
@@ -282,6 +285,10 @@ struct Watch {
     settled: Cell<bool>,
     state: RefCell<State>,
     held: RefCell<Option<Held>>,
+    /// The child (timers.rs `child`): the one wake-up, and the followed
+    /// signals as its parents (invariant 1). Made in `start`, dropped
+    /// (disposed) when the wrapper settles.
+    node: RefCell<Option<Child>>,
 }
 
 /// Wraps `stream`: the returned stream carries the same chunks and errors with
@@ -327,12 +334,11 @@ fn watch(
     let flags = Object::new();
     let watch = Rc::new(Watch {
         settled: Cell::new(false),
-        state: RefCell::new(State { notes: Notes::default(), machine, timer: None, unrefd: false }),
+        state: RefCell::new(State { notes: Notes::default(), machine, keep: None }),
         held: RefCell::new(Some(Held {
             reader: reader.clone(),
             flags: flags.clone(),
             followed: options.followed,
-            on_abort: None,
             out: None,
             controller: options.controller,
             is_progress: match options.is_progress {
@@ -341,6 +347,7 @@ fn watch(
             },
             on_settle,
         })),
+        node: RefCell::new(None),
     });
 
     // The source's functions are owned by the JavaScript stream (reclaimed
@@ -376,12 +383,10 @@ fn watch(
             if let Some(held) = w.held.borrow_mut().as_mut() {
                 held.out = Some(c);
             }
-            // A parent (a client that left, the caller's signal) may have aborted already.
-            if let Some(gone) = w.aborted_reason() {
-                return w.fail(&gone);
+            w.start();
+            if !w.settled.get() {
+                w.apply(Ok(first), t0);
             }
-            w.follow();
-            w.apply(Ok(first), t0);
         })
         .into_js_value()
     };
@@ -395,20 +400,49 @@ fn watch(
 }
 
 impl Watch {
-    /// Arms the one timer for `at` (unref'd during a hold: invariant 4).
-    fn arm(self: &Rc<Self>, at: f64) {
-        let w = Rc::downgrade(self);
-        let timer = Timeout::at(
-            at,
-            Box::new(move || {
-                if let Some(w) = w.upgrade() {
+    /// Makes the child. A parent (a client that left, the caller's signal)
+    /// may have aborted already: then `child` fails the wrapper before it returns.
+    fn start(self: &Rc<Self>) {
+        let followed = self.held.borrow().as_ref().map(|h| h.followed.clone()).unwrap_or_default();
+        let parents: Vec<Parent<'_>> = followed.iter().map(Parent::Signal).collect();
+        let (on_time, on_abort) = (Rc::downgrade(self), Rc::downgrade(self));
+        let node = child(
+            &parents,
+            f64::INFINITY,
+            Some(Box::new(move |_| {
+                if let Some(w) = on_time.upgrade() {
                     w.on_timer();
                 }
-            }),
+            })),
+            Some(Box::new(move |reason, _| {
+                if let Some(w) = on_abort.upgrade() {
+                    w.fail(reason);
+                }
+            })),
+            None,
         );
+        if !self.settled.get() {
+            *self.node.borrow_mut() = Some(node);
+        }
+    }
+
+    /// Moves the one wake-up to `at` (`INFINITY`: none).
+    fn arm(&self, at: f64) {
+        if let Some(node) = self.node.borrow().as_ref() {
+            node.rearm(at);
+        }
+        self.keep();
+    }
+
+    /// Invariant 4: hold the process while a wake-up is pending and nothing
+    /// but the source holds the wrapper up.
+    fn keep(&self) {
+        let pending = self.node.borrow().as_ref().is_some_and(|n| n.at() < f64::INFINITY);
         let mut s = self.state.borrow_mut();
-        s.unrefd = s.notes.held_since.is_some();
-        s.timer = Some(if s.unrefd { timer.unref() } else { timer });
+        let on = pending && !self.settled.get() && s.notes.held_since.is_none();
+        if on != s.keep.is_some() {
+            s.keep = if on { KeepAlive::take() } else { None };
+        }
     }
 
     /// Does what the machine said: arm, wait for the consumer, or end the stream.
@@ -416,7 +450,7 @@ impl Watch {
         match step {
             Err(error) => self.fail(&Error::from(error).into()),
             Ok(Step::Wake { at_ms }) => self.arm(at_ms),
-            Ok(Step::Idle) => self.state.borrow_mut().timer = None,
+            Ok(Step::Idle) => self.arm(f64::INFINITY),
             Ok(Step::End(Verdict::DeadlineExceeded { late_by_ms })) => {
                 let at = self.state.borrow().machine.config().deadline_at().unwrap_or(t);
                 self.fail(&Error::DeadlineExceeded { at, late_by_ms }.into());
@@ -428,7 +462,7 @@ impl Watch {
         }
     }
 
-    /// The one timer fired: the machine decides.
+    /// The one wake-up came: the machine decides.
     fn on_timer(self: &Rc<Self>) {
         if self.settled.get() {
             return;
@@ -436,7 +470,6 @@ impl Watch {
         let t = sys::now();
         let step = {
             let mut s = self.state.borrow_mut();
-            s.timer = None;
             let State { notes, machine, .. } = &mut *s;
             machine.on_wake(notes, t)
         };
@@ -445,15 +478,9 @@ impl Watch {
 
     /// A chunk now waits in the full queue: nobody waits on the source until the consumer reads.
     fn hold(&self) {
-        let mut s = self.state.borrow_mut();
-        s.notes.hold(sys::now());
+        self.state.borrow_mut().notes.hold(sys::now());
         self.set_flag(true);
-        if !s.unrefd {
-            if let Some(timer) = s.timer.take() {
-                s.timer = Some(timer.unref());
-            }
-            s.unrefd = true;
-        }
+        self.keep();
     }
 
     /// The consumer reads again after a hold: noted; the machine is asked
@@ -465,15 +492,10 @@ impl Watch {
             s.notes.resume(t);
             self.set_flag(false);
             if !s.machine.parked() {
-                if s.unrefd {
-                    if let Some(timer) = s.timer.as_ref() {
-                        timer.reref();
-                    }
-                }
-                s.unrefd = false;
+                drop(s);
+                self.keep();
                 return;
             }
-            s.timer = None;
             let State { notes, machine, .. } = &mut *s;
             machine.on_resume(notes, t)
         };
@@ -484,25 +506,6 @@ impl Watch {
     fn aborted_reason(&self) -> Option<JsValue> {
         let held = self.held.borrow();
         held.as_ref()?.followed.iter().find(|s| s.aborted()).map(AbortSignal::reason)
-    }
-
-    /// Fails the stream with a followed signal's reason when it aborts.
-    fn follow(self: &Rc<Self>) {
-        let w = Rc::downgrade(self);
-        let on_abort = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
-            if let Some(w) = w.upgrade() {
-                let reason = Reflect::get(&event, &JsValue::from_str("target"))
-                    .map(|t| t.unchecked_into::<AbortSignal>().reason())
-                    .unwrap_or(JsValue::UNDEFINED);
-                w.fail(&reason);
-            }
-        });
-        if let Some(held) = self.held.borrow_mut().as_mut() {
-            for signal in &held.followed {
-                let _ = signal.add_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
-            }
-            held.on_abort = Some(on_abort);
-        }
     }
 
     /// The source errored. When a followed signal has aborted, its reason is
@@ -560,19 +563,14 @@ impl Watch {
         true
     }
 
-    /// Marks the wrapper settled, clears its timer and hands back what it held.
+    /// Marks the wrapper settled, disposes its child and hands back what it held.
     fn settle(&self) -> Option<Held> {
         self.settled.set(true);
-        let timer = self.state.borrow_mut().timer.take();
-        drop(timer);
+        let node = self.node.borrow_mut().take();
+        drop(node);
+        let keep = self.state.borrow_mut().keep.take();
+        drop(keep);
         let mut held = self.held.borrow_mut().take();
-        if let Some(h) = held.as_mut() {
-            if let Some(on_abort) = h.on_abort.take() {
-                for signal in &h.followed {
-                    let _ = signal.remove_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
-                }
-            }
-        }
         if let Some(f) = held.as_mut().and_then(|h| h.on_settle.take()) {
             f();
         }

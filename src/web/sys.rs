@@ -12,6 +12,8 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     #[wasm_bindgen(js_name = setTimeout)]
     pub(crate) fn host_set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = setInterval)]
+    pub(crate) fn host_set_interval(handler: &js_sys::Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
     pub(crate) fn host_clear_timeout(handle: &JsValue);
     /// The host's monotonic clock.

@@ -1,7 +1,8 @@
 //! Timers for every part of the web API that arms one (deadline.rs, stall.rs,
-//! plan.rs, retry.rs): the clock they read, the wake-up queues behind one
-//! host timer, the one cancellation primitive ([`child`]), and the
-//! stand-alone host timers [`Timeout`] and [`sleep`]. The rules (rounding a
+//! plan.rs, retry.rs, hedge.rs): the clock they read, the wake-up queues
+//! behind one host timer, the one cancellation primitive ([`child`]), the
+//! hold on the process ([`KeepAlive`]), and the stand-alone host timers
+//! [`Timeout`] and [`sleep`]. The rules (rounding a
 //! delay up, slicing past the host limit, firing or re-arming on a wake, the
 //! queue's order) are the core's, in [`crate::core::timers`]; this file owns
 //! the host timers, signals and listeners that follow them. It mirrors
@@ -329,9 +330,6 @@ impl Drop for Queue {
 // ─── The cancellation primitive ──────────────────────────────────────────────
 
 /// What a [`child`] hangs from.
-// `Node` parents and `rearm` are the primitive's API as js/timers.js has it;
-// the hedge and stall timers (retry.rs, stall.rs) are their callers to come.
-#[allow(dead_code)]
 #[derive(Clone, Copy)]
 pub(crate) enum Parent<'a> {
     /// An `AbortSignal` (a client's, a caller's, another copy's deadline).
@@ -521,7 +519,6 @@ impl Node {
 
     /// Moves the wake-up to `at` (`INFINITY`: none); a no-op once the node
     /// aborted or was disposed.
-    #[allow(dead_code)] // see `Parent`
     pub(crate) fn rearm(&self, at: f64) {
         let (queue, key) = {
             let mut s = self.state.borrow_mut();
@@ -801,6 +798,58 @@ export function removeAbort(signal, listener) {
     }
 }
 
+// ─── Keeping Node or Deno alive ──────────────────────────────────────────────
+
+/// A hold on the process (js/keepalive.js `hold` / `releaseHold`): while any
+/// is alive, one ref'd host interval keeps Node or Deno from exiting, for
+/// work someone awaits whose wake-ups wait in an unref'd queue (a stream
+/// wrapper waiting on its source). The interval is made at the first hold
+/// and only ref'd or unref'd after: a hold costs a counter and, at 0 ↔ 1, a
+/// ref toggle. Dropping the hold releases it.
+pub(crate) struct KeepAlive(());
+
+thread_local! {
+    static KEEP: RefCell<(u32, Option<JsValue>)> = const { RefCell::new((0, None)) };
+}
+
+impl KeepAlive {
+    /// Takes a hold; `None` where there is no process to keep alive (workerd)
+    /// and under a test's clock (its timeline is not the process's).
+    pub(crate) fn take() -> Option<Self> {
+        if FAKE.with(Cell::get) || sys::host() == Host::Workerd {
+            return None;
+        }
+        KEEP.with(|k| {
+            let mut k = k.borrow_mut();
+            k.0 += 1;
+            if k.0 == 1 {
+                match &k.1 {
+                    Some(interval) => sys::reref(interval),
+                    None => {
+                        let noop = Closure::<dyn Fn()>::new(|| {}).into_js_value();
+                        k.1 = Some(sys::host_set_interval(noop.unchecked_ref(), crate::core::timers::MAX_TIMER_MS));
+                    }
+                }
+            }
+        });
+        Some(Self(()))
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        KEEP.with(|k| {
+            let mut k = k.borrow_mut();
+            k.0 -= 1;
+            if k.0 == 0 {
+                if let Some(interval) = &k.1 {
+                    sys::unref(interval);
+                }
+            }
+        });
+    }
+}
+
 // ─── Stand-alone host timers ─────────────────────────────────────────────────
 
 struct Shared {
@@ -922,16 +971,6 @@ impl Timeout {
             }
         }
         self
-    }
-
-    /// Undoes [`Timeout::unref`]: the timer keeps Node or Deno alive again.
-    pub(crate) fn reref(&self) {
-        if self.shared.unref.replace(false) {
-            let handle = self.shared.handle.borrow();
-            if !handle.is_undefined() {
-                sys::reref(&handle);
-            }
-        }
     }
 
     /// The instant the callback is due, in ms on the clock's timeline
