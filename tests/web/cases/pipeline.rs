@@ -10,7 +10,7 @@ use edge_deadline::web::{
 use wasm_bindgen::prelude::*;
 use web_sys::{AbortController, Headers};
 
-use super::{aborted, get, now, Ctx, Outcome as CaseOutcome, TIMER_SLACK_MS};
+use super::{aborted, get, now, Ctx, FakeTime, Outcome as CaseOutcome};
 use crate::ensure;
 
 fn pending<T>() -> std::future::Pending<Result<T, Error>> {
@@ -50,24 +50,36 @@ pub async fn a_plan_caps_each_step_and_traces_it(_: &Ctx) -> CaseOutcome {
 }
 
 pub async fn a_step_cut_at_its_cap_is_a_step_timeout(_: &Ctx) -> CaseOutcome {
-    let d = Deadline::in_ms(5_000.0).unwrap();
-    let plan = Plan::new(&d, vec![StepSpec::new("search", StepKind::Optional, 10.0).preferred(40.0)]).unwrap();
+    let clock = FakeTime::install();
     let signal = Rc::new(RefCell::new(None));
     let keep = signal.clone();
     let t0 = now();
-    // The step ignores its signal: `run` still returns at the cap.
-    let result = plan
-        .run("search", move |s, _| {
-            *keep.borrow_mut() = Some(s);
-            pending::<()>()
-        })
-        .await;
-    let elapsed = now() - t0;
+    let outcome = Rc::new(RefCell::new(None));
+    let out = outcome.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        let d = Deadline::in_ms(5_000.0).unwrap();
+        let plan = Plan::new(&d, vec![StepSpec::new("search", StepKind::Optional, 10.0).preferred(40.0)]).unwrap();
+        // The step ignores its signal: `run` still returns at the cap.
+        let result = plan
+            .run("search", move |s, _| {
+                *keep.borrow_mut() = Some(s);
+                pending::<()>()
+            })
+            .await;
+        let elapsed = now() - t0;
+        *out.borrow_mut() = Some((result, elapsed, plan.records()[0].outcome, d.signal().aborted()));
+    });
+    clock.advance(39.0).await;
+    ensure!(outcome.borrow().is_none(), "returned before its cap");
+    clock.advance(1.0).await;
+    let Some((result, elapsed, recorded, deadline_aborted)) = outcome.borrow_mut().take() else {
+        return Err("not returned at its cap".into());
+    };
     match result {
         Err(Error::StepTimeout { step, cap_ms }) => ensure!(step == "search" && cap_ms == 40.0, "{step} {cap_ms}"),
         other => return Err(format!("gave {other:?}")),
     }
-    ensure!((40.0..=40.0 + TIMER_SLACK_MS).contains(&elapsed), "returned after {elapsed} ms");
+    ensure!(elapsed == 40.0, "returned after {elapsed} ms");
     let s = signal.borrow().clone().unwrap();
     ensure!(s.aborted(), "the step's signal was aborted");
     let reason = s.reason();
@@ -75,8 +87,8 @@ pub async fn a_step_cut_at_its_cap_is_a_step_timeout(_: &Ctx) -> CaseOutcome {
     ensure!(
         get(&reason, "step").as_string().as_deref() == Some("search") && get(&reason, "capMs").as_f64() == Some(40.0)
     );
-    ensure!(plan.records()[0].outcome == Outcome::Deadline);
-    ensure!(!d.signal().aborted(), "the deadline itself still has time");
+    ensure!(recorded == Outcome::Deadline);
+    ensure!(!deadline_aborted, "the deadline itself still has time");
     Ok(())
 }
 
@@ -215,12 +227,23 @@ pub async fn retry_tries_again_until_an_attempt_succeeds(_: &Ctx) -> CaseOutcome
 }
 
 pub async fn retry_timeouts_then_exhausted_with_every_attempt_reported(_: &Ctx) -> CaseOutcome {
-    let d = Deadline::in_ms(5_000.0).unwrap();
-    let options =
-        RetryOptions::new(5.0).attempt_timeout_ms(30.0).backoff(1.0, 2.0, 0.0).max_attempts(2).idempotent(true);
+    let clock = FakeTime::install();
     let t0 = now();
-    let e = retry(&d, options, |_, _| pending::<()>()).await.err().ok_or("a hanging operation succeeded")?;
-    let elapsed = now() - t0;
+    let outcome = Rc::new(RefCell::new(None));
+    let out = outcome.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        let d = Deadline::in_ms(5_000.0).unwrap();
+        let options =
+            RetryOptions::new(5.0).attempt_timeout_ms(30.0).backoff(1.0, 2.0, 0.0).max_attempts(2).idempotent(true);
+        let result = retry(&d, options, |_, _| pending::<()>()).await;
+        *out.borrow_mut() = Some((result, now() - t0));
+    });
+    // Two attempts of 30 ms each and a backoff of 1 ms between them.
+    clock.advance(59.0).await;
+    ensure!(outcome.borrow().is_none(), "gave up before two attempt timeouts");
+    clock.advance(10.0).await;
+    let Some((result, elapsed)) = outcome.borrow_mut().take() else { return Err("still retrying".into()) };
+    let e = result.err().ok_or("a hanging operation succeeded")?;
     match &e {
         Error::RetryFailed { reason, attempts, last, .. } => {
             ensure!(reason == "exhausted", "reason {reason}");
@@ -232,7 +255,7 @@ pub async fn retry_timeouts_then_exhausted_with_every_attempt_reported(_: &Ctx) 
         }
         other => return Err(format!("gave {other:?}")),
     }
-    ensure!((60.0..60.0 + 2.0 * TIMER_SLACK_MS).contains(&elapsed), "took {elapsed} ms");
+    ensure!((60.0..=62.0).contains(&elapsed), "took {elapsed} ms");
     let js = JsValue::from(e);
     ensure!(get(&js, "edgeDeadlineError").as_string().as_deref() == Some("RetryFailed"));
     ensure!(get(&js, "reason").as_string().as_deref() == Some("exhausted"));

@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, ReadableStream, ReadableStreamDefaultController, ReadableStreamDefaultReader};
 
-use super::{get, now, wait, Ctx, Outcome, TIMER_SLACK_MS};
+use super::{get, now, wait, Ctx, FakeTime, Outcome, TIMER_SLACK_MS};
 use crate::ensure;
 
 const BRAND: &str = "edgeDeadlineError";
@@ -133,16 +133,23 @@ pub async fn chunks_pass_through_and_a_close_aborts_nothing(_: &Ctx) -> Outcome 
 }
 
 pub async fn no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
     let src = Source::new();
     let upstream = controller();
     let t0 = now();
     let out =
         with_stall_timeout(src.stream.clone(), StallOptions::new(60.0, 1_000.0).controller(upstream.clone())).unwrap();
-    let r = drain(&out).await;
+    let drained = Rc::new(RefCell::new(None));
+    let d = drained.clone();
+    wasm_bindgen_futures::spawn_local(async move { *d.borrow_mut() = Some(drain(&out).await) });
+    clock.advance(59.0).await;
+    ensure!(drained.borrow().is_none(), "errored before the first-chunk limit");
+    clock.advance(1.0).await;
+    let Some(r) = drained.borrow_mut().take() else { return Err("no stall at the first-chunk limit".into()) };
     let (phase, after_ms, chunks, bytes) = stalled(&r.error)?;
     ensure!(phase == StallPhase::FirstChunk, "phase {phase}");
-    ensure!((60.0..=60.0 + TIMER_SLACK_MS).contains(&after_ms), "afterMs {after_ms}");
-    ensure!(r.at - t0 >= 60.0, "errored {} ms after wrapping", r.at - t0);
+    ensure!(after_ms == 60.0, "afterMs {after_ms}");
+    ensure!(r.at - t0 == 60.0, "errored {} ms after wrapping", r.at - t0);
     ensure!(chunks == 0.0 && bytes == 0.0);
     ensure!(upstream.signal().aborted(), "the upstream was not aborted");
     ensure!(Some(upstream.signal().reason()) == r.error, "the upstream is aborted with the same error");
