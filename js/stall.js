@@ -49,14 +49,20 @@
 //    cancelled with it: the request is released, not abandoned. A consumer's
 //    `cancel(reason)` reaches the source and the controller. A normal close
 //    aborts nothing. Listeners on followed signals go when the stream settles.
-// 3. A hold is noted exactly: the wrapper reads one chunk ahead, and when a
-//    chunk arrives and no read is waiting for it (`desiredSize <= 0`), it is
-//    held from `heldSince` until the consumer reads, and nothing waits on the
-//    source meanwhile. The watcher decides what that time means.
-// 4. While the wrapper waits on the source it keeps Node and Deno alive
-//    (someone is awaiting the verdict: a js/keepalive.js hold, since queue
-//    timers are unref'd); during a hold it lets go (an unread stream keeps
-//    nothing alive) and takes hold again when the consumer reads.
+// 3. The wrapper reads one chunk ahead of its consumer, and keeps it itself:
+//    the stream has no queue of its own (highWaterMark 0), so it is pulled
+//    only when a read waits, and a pull means exactly that. One read on the
+//    source is in flight from the start, or one chunk it brought is held:
+//    no read asked for it yet, and nothing waits on the source until one
+//    does. The hold is noted exactly (from `heldSince` until the pull that
+//    takes the chunk); the watcher decides what that time means. A source
+//    that ends or errors is seen at once, with or without a reader: the
+//    wrapper closes, or errors and discards the held chunk, as a native
+//    stream discards its queue.
+// 4. The wrapper keeps Node and Deno alive (a js/keepalive.js hold, since
+//    queue timers are unref'd) exactly while a read waits on the source and a
+//    wake-up is pending: someone awaits a verdict that will come. A wrapper
+//    nobody reads holds nothing, as a native stream holds nothing.
 // 5. On a `text/event-stream` body only events are progress by default
 //    (`sseProgress`): keep-alive comments are silence. `fetchWithDeadline`
 //    reads the response's content type; `withStallTimeout` is told it with
@@ -230,14 +236,20 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   let holding = false; // a keepalive hold is taken (invariant 4)
   let settled = false;
   let out; // the wrapper's controller
+  // The read ahead (invariant 3): one read on the source is in flight from
+  // the start, or one chunk it brought waits for a read (held).
+  let ahead = false;
+  let aheadChunk;
+  let waiting = false; // a consumer's read waits for the source: pull() came with no chunk ahead
 
   const reader = source.getReader();
   // A source error ends the wrapper at once, as it ends a native stream: with
   // a chunk read ahead and nobody reading, the next read would not come.
   reader.closed.then(undefined, (error) => onReadError(error));
 
-  /** Invariant 4: hold the process while nothing but the source holds us up. */
-  function keep(on) {
+  /** Invariant 4: hold the process while a consumer's read waits on the source and a wake-up is pending. */
+  function keep() {
+    const on = waiting && !settled && node.at < Infinity;
     if (on === holding) return;
     holding = on;
     if (on) hold();
@@ -246,8 +258,9 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 
   /** The watcher's answer: the instant to wake at (Infinity: none), or undefined: the stream ends. */
   function step(wakeAt) {
-    if (wakeAt !== undefined) node.rearm(wakeAt);
-    else fail(verdict());
+    if (wakeAt === undefined) return fail(verdict());
+    node.rearm(wakeAt);
+    keep();
   }
 
   /** Why the stream ends: the watcher's verdict as the package's error (or the RangeError of a bad note). */
@@ -270,10 +283,11 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     step(next);
   }
 
-  /** A chunk now waits in the full queue: nobody waits on the source until the consumer reads. */
-  function held() {
+  /** A chunk now waits for the consumer: nobody waits on the source until the consumer reads. */
+  function held(chunk) {
+    ahead = true;
+    aheadChunk = chunk;
     heldSince = now();
-    keep(false);
   }
 
   /** The consumer reads again after a hold: noted; the watcher is asked only if the wake-up came meanwhile. */
@@ -282,7 +296,6 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     const time = t - heldSince;
     heldSince = undefined;
     if (time > 0) heldMs += time;
-    keep(true);
     if (!woke) return;
     woke = false;
     step(watcher().resume(t, chunks, bytes, progress, lastProgressAt, heldMs));
@@ -293,9 +306,11 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 
   function settle() {
     settled = true;
+    ahead = false;
+    aheadChunk = undefined;
     node?.dispose();
     w?.free();
-    keep(false);
+    if (holding) keep();
     onSettle();
   }
 
@@ -306,6 +321,11 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     out.error(reason);
     if (controller && !controller.signal.aborted) controller.abort(reason);
     reader.cancel(reason).catch(noop);
+  }
+
+  /** Reads the next chunk ahead. */
+  function readAhead() {
+    reader.read().then(onRead, onReadError);
   }
 
   function onRead(result) {
@@ -345,9 +365,12 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
         }
       }
     }
+    // No read waits for the chunk: it is held until the consumer asks.
+    if (!waiting) return held(chunk);
+    waiting = false;
+    keep();
     out.enqueue(chunk);
-    // No read waited for the chunk: it stays in the queue until the consumer asks.
-    if (out.desiredSize <= 0) held();
+    readAhead();
   }
 
   /**
@@ -365,15 +388,24 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
       // already: then `child` calls onAbort before it returns.
       node = child(parents, Infinity, { onTime: onTimer, onAbort: fail });
       if (settled) return;
-      keep(true);
       step(first);
+      if (!settled) readAhead();
     },
+    // With no queue of its own (highWaterMark 0), the wrapper is pulled only
+    // when a read waits: a consumer's, a pipe's or a tee's (invariant 4).
     pull() {
-      if (heldSince !== undefined) {
-        resume();
-        if (settled) return;
+      if (!ahead) {
+        waiting = true;
+        keep();
+        return;
       }
-      return reader.read().then(onRead, onReadError);
+      const chunk = aheadChunk;
+      ahead = false;
+      aheadChunk = undefined;
+      resume();
+      if (settled) return;
+      out.enqueue(chunk);
+      readAhead();
     },
     cancel(reason) {
       if (settled) return;
@@ -383,7 +415,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
       if (controller && !controller.signal.aborted) controller.abort(reason);
       return cancelled;
     },
-  });
+  }, { highWaterMark: 0 });
   return { stream, progress: progressSoFar };
 }
 

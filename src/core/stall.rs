@@ -64,7 +64,7 @@
 //!   chunks less than [`BURST_GAP_MS`] apart.
 //!
 //! Why holds: the host reads one chunk ahead. When a chunk arrives and no
-//! read is waiting for it, it is held in the queue until the consumer reads,
+//! read is waiting for it, it is held until the consumer reads,
 //! and nothing waits on the source meanwhile: a slow or pausing consumer is
 //! not a silent source. Why bursts: the clock read is most of what the host
 //! adds per chunk, and it is only wasted where thousands of chunks arrive
@@ -552,8 +552,8 @@ pub struct Notes {
     /// Time spent in holds that ended since `last_progress_at` (since the
     /// start before it), in ms: a timed progress chunk resets it to 0.
     pub held_ms: f64,
-    /// When the current hold began: a chunk waits in the full queue for the
-    /// consumer, so nobody waits on the source. `None`: no hold.
+    /// When the current hold began: a chunk read ahead waits for a read, so
+    /// nobody waits on the source. `None`: no hold.
     pub held_since: Option<f64>,
     /// Timed progress chunks in a row less than [`BURST_GAP_MS`] apart (held
     /// time not counted): the host's burst detector.
@@ -600,7 +600,7 @@ impl Notes {
         Some(t)
     }
 
-    /// A chunk now waits in the full queue (no read was waiting for it).
+    /// A chunk read ahead now waits for a read (none was waiting for it).
     pub fn hold(&mut self, now: f64) {
         self.held_since = Some(now);
     }

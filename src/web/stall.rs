@@ -9,7 +9,7 @@
 //! the notes.
 //!
 //! # The per-chunk path
-//! The wrapper is a pull source reading the source's reader one chunk ahead.
+//! The wrapper reads the source's reader one chunk ahead of its consumer.
 //! Per chunk it writes the core's [`Notes`] (counts, and for progress chunks
 //! a clock reading and the burst counter): no wake-up moves. The pull, the
 //! read and the enqueue are a few lines of JavaScript (`stallSource` below)
@@ -30,13 +30,15 @@
 //!    case the upstream `AbortController` is aborted with the same reason and
 //!    the source cancelled with it. A consumer's `cancel(reason)` reaches the
 //!    source and the controller. A normal close aborts nothing.
-//! 3. A hold is noted exactly: when a chunk arrives and no read waits for it,
-//!    it is held ([`Notes::hold`]) until the consumer reads
-//!    ([`Notes::resume`]); the machine decides what that time means.
-//! 4. While a wake-up is pending and the wrapper waits on the source it
-//!    keeps Node and Deno alive (a timers.rs `KeepAlive`, since queue timers
-//!    are unref'd); during a hold it lets go, and takes hold again when the
-//!    consumer reads.
+//! 3. The wrapper keeps the chunk it read ahead itself: the stream has no
+//!    queue of its own (high-water mark 0), so it is pulled only when a read
+//!    waits. One read on the source is in flight from the start, or one chunk
+//!    is held: no read asked for it yet ([`Notes::hold`] until the pull that
+//!    takes it, [`Notes::resume`]); the machine decides what that time means.
+//!    A source that ends or errors is seen at once, read or not.
+//! 4. The wrapper keeps Node and Deno alive (a timers.rs `KeepAlive`, since
+//!    queue timers are unref'd) exactly while a read waits on the source and
+//!    a wake-up is pending. A wrapper nobody reads holds nothing.
 //! 5. When the wrapper settles it lets go of every JavaScript object it held
 //!    (reader, controllers, predicate), so nothing of it stays reachable from
 //!    Rust.
@@ -214,34 +216,62 @@ impl std::fmt::Debug for StallOptions {
     }
 }
 
-// The stream plumbing, in JavaScript: the pull source reads the source's
-// reader and enqueues, and calls Rust once per chunk (`onChunk(chunk, size)`,
-// which does the bookkeeping and says whether to pass the chunk on). Pulling,
-// unpacking the read and enqueueing from Rust cost four more boundary
-// crossings per chunk, which measured 2.1x the JavaScript wrapper's per-chunk
-// cost in Deno (bench/web.bench.mjs). `flags.held` mirrors the Rust notes:
-// a chunk waits in the full queue for the consumer (invariant 3). The size is `byteLength`, a
-// string's length, 0 for null/undefined, or -1 when the chunk has none.
+// The stream plumbing, in JavaScript: the source reads the source's reader
+// one chunk ahead and enqueues, and calls Rust once per chunk
+// (`onChunk(chunk, size, waiting)`, which does the bookkeeping, notes a hold
+// when no read waits, and says whether to pass the chunk on) and once per
+// pull (`onWait` when no chunk is ahead, `onResume` when one is taken).
+// Pulling, unpacking the read and enqueueing from Rust cost four more
+// boundary crossings per chunk, which measured 2.1x the JavaScript
+// wrapper's per-chunk cost in Deno (bench/web.bench.mjs). The size is
+// `byteLength`, a string's length, 0 for null/undefined, or -1 when the chunk
+// has none.
 #[wasm_bindgen(inline_js = r#"
-export function stallSource(reader, flags, onStart, onChunk, onHold, onDone, onError, onResume, onCancel) {
+export function stallSource(reader, onStart, onChunk, onDone, onError, onWait, onResume, onCancel) {
   const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
-  // A source error ends the wrapper at once, even with a chunk read ahead and nobody reading.
+  let out;
+  let ahead = false; // a chunk read ahead waits for a read (invariant 3)
+  let held;
+  let waiting = false; // a read waits on the source
+  const readAhead = () => reader.read().then((r) => {
+    if (r.done) return onDone();
+    const v = r.value;
+    if (!onChunk(v, size(v), waiting)) return;
+    if (!waiting) {
+      ahead = true;
+      held = v;
+      return;
+    }
+    waiting = false;
+    out.enqueue(v);
+    readAhead();
+  }, onError);
+  // A source error ends the wrapper at once, even with a chunk held and nobody reading.
   reader.closed.then(undefined, onError);
   return new ReadableStream({
-    start: onStart,
-    pull(c) {
-      if (flags.held && !onResume()) return;
-      return reader.read().then((r) => {
-        if (r.done) return onDone();
-        const v = r.value;
-        if (!onChunk(v, size(v))) return;
-        c.enqueue(v);
-        // No read waited for the chunk: it stays in the queue until the consumer asks.
-        if (c.desiredSize <= 0) onHold();
-      }, onError);
+    start(c) {
+      out = c;
+      if (onStart(c)) readAhead();
     },
-    cancel: onCancel,
-  });
+    pull() {
+      if (!ahead) {
+        waiting = true;
+        onWait();
+        return;
+      }
+      const v = held;
+      ahead = false;
+      held = undefined;
+      if (!onResume()) return;
+      out.enqueue(v);
+      readAhead();
+    },
+    cancel(reason) {
+      ahead = false;
+      held = undefined;
+      return onCancel(reason);
+    },
+  }, { highWaterMark: 0 });
 }
 "#)]
 extern "C" {
@@ -249,12 +279,11 @@ extern "C" {
     #[wasm_bindgen(js_name = stallSource)]
     fn stall_source(
         reader: &ReadableStreamDefaultReader,
-        flags: &Object,
         on_start: &JsValue,
         on_chunk: &JsValue,
-        on_hold: &JsValue,
         on_done: &JsValue,
         on_error: &JsValue,
+        on_wait: &JsValue,
         on_resume: &JsValue,
         on_cancel: &JsValue,
     ) -> ReadableStream;
@@ -264,15 +293,15 @@ extern "C" {
 struct State {
     notes: Notes,
     machine: StallWatcher,
-    /// Taken while a wake-up is pending and no chunk is held (invariant 4).
+    /// A read waits on the source: pulled with no chunk ahead (invariant 4).
+    waiting: bool,
+    /// Taken while a read waits on the source and a wake-up is pending (invariant 4).
     keep: Option<KeepAlive>,
 }
 
 /// The JavaScript objects the wrapper holds until it settles (invariant 5).
 struct Held {
     reader: ReadableStreamDefaultReader,
-    /// `{ held }`, read by the JavaScript pull.
-    flags: Object,
     /// Signals whose abort fails the stream (the deadline's, the controller's).
     followed: Vec<AbortSignal>,
     out: Option<ReadableStreamDefaultController>,
@@ -331,13 +360,11 @@ fn watch(
     // The first step validates the instants too, before the source is locked.
     let (machine, first) = StallWatcher::start(config, t0, t0)?;
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
-    let flags = Object::new();
     let watch = Rc::new(Watch {
         settled: Cell::new(false),
-        state: RefCell::new(State { notes: Notes::default(), machine, keep: None }),
+        state: RefCell::new(State { notes: Notes::default(), machine, waiting: false, keep: None }),
         held: RefCell::new(Some(Held {
             reader: reader.clone(),
-            flags: flags.clone(),
             followed: options.followed,
             out: None,
             controller: options.controller,
@@ -354,12 +381,14 @@ fn watch(
     // with it); they hold the watch, the watch holds none of them.
     let on_chunk = {
         let w = watch.clone();
-        Closure::<dyn FnMut(JsValue, f64) -> bool>::new(move |chunk: JsValue, size: f64| w.on_chunk(&chunk, size))
-            .into_js_value()
+        Closure::<dyn FnMut(JsValue, f64, bool) -> bool>::new(move |chunk: JsValue, size: f64, waiting: bool| {
+            w.on_chunk(&chunk, size, waiting)
+        })
+        .into_js_value()
     };
-    let on_hold = {
+    let on_wait = {
         let w = watch.clone();
-        Closure::<dyn FnMut()>::new(move || w.hold()).into_js_value()
+        Closure::<dyn FnMut()>::new(move || w.on_wait()).into_js_value()
     };
     let on_done = {
         let w = watch.clone();
@@ -379,7 +408,7 @@ fn watch(
     };
     let on_start = {
         let w = watch.clone();
-        Closure::<dyn FnMut(ReadableStreamDefaultController)>::new(move |c: ReadableStreamDefaultController| {
+        Closure::<dyn FnMut(ReadableStreamDefaultController) -> bool>::new(move |c: ReadableStreamDefaultController| {
             if let Some(held) = w.held.borrow_mut().as_mut() {
                 held.out = Some(c);
             }
@@ -387,6 +416,7 @@ fn watch(
             if !w.settled.get() {
                 w.apply(Ok(first), t0);
             }
+            !w.settled.get()
         })
         .into_js_value()
     };
@@ -396,7 +426,7 @@ fn watch(
     };
     // The functions are owned by the JavaScript stream (reclaimed with it);
     // they hold the watch, the watch holds none of them.
-    Ok(stall_source(&reader, &flags, &on_start, &on_chunk, &on_hold, &on_done, &on_error, &on_resume, &on_cancel))
+    Ok(stall_source(&reader, &on_start, &on_chunk, &on_done, &on_error, &on_wait, &on_resume, &on_cancel))
 }
 
 impl Watch {
@@ -434,12 +464,12 @@ impl Watch {
         self.keep();
     }
 
-    /// Invariant 4: hold the process while a wake-up is pending and nothing
-    /// but the source holds the wrapper up.
+    /// Invariant 4: hold the process while a read waits on the source and a
+    /// wake-up is pending.
     fn keep(&self) {
         let pending = self.node.borrow().as_ref().is_some_and(|n| n.at() < f64::INFINITY);
         let mut s = self.state.borrow_mut();
-        let on = pending && !self.settled.get() && s.notes.held_since.is_none();
+        let on = pending && !self.settled.get() && s.waiting;
         if on != s.keep.is_some() {
             s.keep = if on { KeepAlive::take() } else { None };
         }
@@ -476,10 +506,9 @@ impl Watch {
         self.apply(step, t);
     }
 
-    /// A chunk now waits in the full queue: nobody waits on the source until the consumer reads.
-    fn hold(&self) {
-        self.state.borrow_mut().notes.hold(sys::now());
-        self.set_flag(true);
+    /// A read waits and no chunk is ahead: it waits on the source.
+    fn on_wait(&self) {
+        self.state.borrow_mut().waiting = true;
         self.keep();
     }
 
@@ -490,10 +519,7 @@ impl Watch {
         let step = {
             let mut s = self.state.borrow_mut();
             s.notes.resume(t);
-            self.set_flag(false);
             if !s.machine.parked() {
-                drop(s);
-                self.keep();
                 return;
             }
             let State { notes, machine, .. } = &mut *s;
@@ -515,13 +541,6 @@ impl Watch {
         self.fail(&reason);
     }
 
-    /// Keeps the JavaScript pull's copy of "a chunk is held" in step.
-    fn set_flag(&self, held: bool) {
-        if let Some(h) = self.held.borrow().as_ref() {
-            let _ = Reflect::set(&h.flags, &JsValue::from_str("held"), &JsValue::from_bool(held));
-        }
-    }
-
     fn on_done(self: &Rc<Self>) {
         if self.settled.get() {
             return;
@@ -531,8 +550,9 @@ impl Watch {
         }
     }
 
-    /// One chunk read: the bookkeeping; `true` to pass it on.
-    fn on_chunk(self: &Rc<Self>, chunk: &JsValue, size: f64) -> bool {
+    /// One chunk read: the bookkeeping, and a hold when no read `waiting`
+    /// takes it; `true` to pass it on.
+    fn on_chunk(self: &Rc<Self>, chunk: &JsValue, size: f64, waiting: bool) -> bool {
         if self.settled.get() {
             return false;
         }
@@ -555,10 +575,18 @@ impl Watch {
             let State { notes, machine, .. } = &mut *s;
             let size = (size >= 0.0).then_some(size);
             let sampling = machine.sampling();
-            notes.chunk(size, counts, sampling, sys::now).and_then(|t| machine.on_burst(notes.progress, t))
+            let rearm = notes.chunk(size, counts, sampling, sys::now).and_then(|t| machine.on_burst(notes.progress, t));
+            if waiting {
+                s.waiting = false;
+            } else {
+                s.notes.hold(sys::now());
+            }
+            rearm
         };
-        if let Some(at) = rearm {
-            self.arm(at);
+        match rearm {
+            Some(at) => self.arm(at),
+            None if waiting => self.keep(),
+            None => {}
         }
         true
     }

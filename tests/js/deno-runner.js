@@ -25,7 +25,9 @@ ${code}`;
   return { code: exit, ms: performance.now() - started, stdout: new TextDecoder().decode(stdout) };
 }
 
-const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript, blockLoop };
+// Deno counts ref'd host timers as Node does (its process.getActiveResourcesInfo).
+const pendingTimers = () => globalThis.process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript, blockLoop, pendingTimers };
 const report = await runSuite(lib, ctx);
 console.log(JSON.stringify(report));
 Deno.exit(report.failed ? 1 : 0);

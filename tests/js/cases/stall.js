@@ -420,6 +420,52 @@ const cases = [
     },
   },
   {
+    name: "stall: the wrapper holds the process only while a read waits on the source (ref'd host timers in Node)",
+    needs: ["pendingTimers"],
+    run: async (lib, ctx) => {
+      const turns = async () => {
+        for (let i = 0; i < 50; i++) await null;
+      };
+      const before = ctx.pendingTimers();
+      const src = source();
+      const wrapped = lib.withStallTimeout(src.stream, { firstChunkMs: 10_000, stallMs: 10_000 });
+      await turns();
+      equal(ctx.pendingTimers(), before, "ref'd timers while nobody reads a silent source");
+      const reader = wrapped.getReader();
+      const read = reader.read();
+      await turns();
+      equal(ctx.pendingTimers(), before + 1, "ref'd timers while a read waits on the source");
+      src.enqueue(CHUNK);
+      equal((await read).value, CHUNK);
+      await turns();
+      equal(ctx.pendingTimers(), before, "ref'd timers once the read is answered and nobody reads");
+      const second = reader.read();
+      await turns();
+      equal(ctx.pendingTimers(), before + 1, "ref'd timers while a second read waits");
+      await reader.cancel("done");
+      equal((await second).done, true);
+      equal(ctx.pendingTimers(), before, "ref'd timers after cancel");
+    },
+  },
+  {
+    name: "stall: an unread wrapper over a silent source lets the process exit; a read waiting on one keeps it alive until the verdict",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const { code, ms, stdout } = await ctx.spawnPackageScript(
+        `await init(await readBytes(wasmUrl));
+const lib = await import(entryUrl);
+const silent = () => new ReadableStream({});
+const unread = lib.withStallTimeout(silent(), { firstChunkMs: 15_000, stallMs: 15_000 });
+const read = lib.withStallTimeout(silent(), { firstChunkMs: 300, stallMs: 300 });
+const e = await read.getReader().read().catch((e) => e);
+console.log(unread.locked, e.phase);`,
+      );
+      equal(code, 0, "child exit code");
+      equal(stdout.trim(), "false first-chunk", "the waiting read ended with the first-chunk stall");
+      ok(ms < 5_000, `the child took ${Math.round(ms)} ms to exit: the unread wrapper held it`);
+    },
+  },
+  {
     name: "stall: a consumer slower than stallMs is not a stall (only time waiting on the source counts)",
     run: async (lib) => {
       const src = source({ chunks: [CHUNK, CHUNK, CHUNK, CHUNK], close: true });

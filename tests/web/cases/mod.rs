@@ -239,6 +239,7 @@ macro_rules! for_each_case {
             stall::no_first_chunk_is_a_first_chunk_stall_that_aborts_and_cancels,
             stall::silence_after_progress_is_a_stall_with_the_counts,
             stall::a_source_error_reaches_a_reader_that_is_not_reading,
+            stall::the_wrapper_holds_the_process_only_while_a_read_waits_on_the_source,
             stall::the_deadline_ends_the_stream_with_deadline_exceeded,
             stall::bad_limits_name_the_parameter_and_leave_the_source_unlocked,
             stall::a_consumer_cancel_reaches_the_source_and_the_controller,

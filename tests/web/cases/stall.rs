@@ -201,6 +201,53 @@ pub async fn a_source_error_reaches_a_reader_that_is_not_reading(_: &Ctx) -> Out
     Ok(())
 }
 
+/// Node's and Deno's ref'd host timers (`process.getActiveResourcesInfo()`);
+/// `None` where the runtime has no process to keep alive.
+fn refd_timers() -> Option<usize> {
+    let process = get(&js_sys::global(), "process");
+    let info = get(&process, "getActiveResourcesInfo");
+    let list = info.dyn_ref::<js_sys::Function>()?.call0(&process).ok()?;
+    Some(js_sys::Array::from(&list).iter().filter(|r| r.as_string().as_deref() == Some("Timeout")).count())
+}
+
+/// Lets promise reactions run (no timer: a timer would be counted).
+async fn turns() {
+    for _ in 0..50 {
+        let _ = JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+    }
+}
+
+pub async fn the_wrapper_holds_the_process_only_while_a_read_waits_on_the_source(_: &Ctx) -> Outcome {
+    // Browsers and workerd have no process to keep alive.
+    let Some(before) = refd_timers() else { return Ok(()) };
+    let src = Source::new();
+    let out =
+        with_stall_timeout(src.stream.clone(), StallOptions::new(10_000.0, 10_000.0)).map_err(|e| e.to_string())?;
+    turns().await;
+    ensure!(
+        refd_timers() == Some(before),
+        "ref'd timers while nobody reads a silent source: {:?}, {before} before",
+        refd_timers()
+    );
+    let reader: ReadableStreamDefaultReader = out.get_reader().unchecked_into();
+    let first = reader.read();
+    turns().await;
+    ensure!(refd_timers() == Some(before + 1), "ref'd timers while a read waits on the source: {:?}", refd_timers());
+    src.enqueue(&bytes(16));
+    let r = JsFuture::from(first).await.map_err(|e| format!("{e:?}"))?;
+    ensure!(get(&r, "done").as_bool() == Some(false), "the first read gave the chunk");
+    turns().await;
+    ensure!(refd_timers() == Some(before), "ref'd timers once the read is answered: {:?}", refd_timers());
+    let second = reader.read();
+    turns().await;
+    ensure!(refd_timers() == Some(before + 1), "ref'd timers while a second read waits: {:?}", refd_timers());
+    let _ = JsFuture::from(reader.cancel()).await;
+    let r = JsFuture::from(second).await.map_err(|e| format!("{e:?}"))?;
+    ensure!(get(&r, "done").as_bool() == Some(true), "the cancelled read is done");
+    ensure!(refd_timers() == Some(before), "ref'd timers after cancel: {:?}", refd_timers());
+    Ok(())
+}
+
 pub async fn the_deadline_ends_the_stream_with_deadline_exceeded(_: &Ctx) -> Outcome {
     let src = Source::new();
     let deadline = Deadline::in_ms(50.0).unwrap();
