@@ -167,6 +167,46 @@ const ops = {
     wrapped.cancel().catch(() => {}); // a wait of 0 has already errored it
     return { ok: true };
   },
+  // A scripted stream: `steps` drive the source ("enqueue" a 16-byte chunk,
+  // "close", "error") and a reader of the wrapper ("read", "cancel"),
+  // "idle" lets promise reactions run, "snap" records what the reads, the
+  // reader's `closed`, the upstream controller and the source have seen.
+  "stall.stream": async (lib, a) => {
+    const text = (v) => (v instanceof Error ? v.message : String(v));
+    let ctrl;
+    let source = "open";
+    const stream = new ReadableStream({
+      start: (c) => void (ctrl = c),
+      cancel: (r) => void (source = `cancelled:${text(r)}`),
+    });
+    const controller = new AbortController();
+    const reader = lib.withStallTimeout(stream, { firstChunkMs: a.firstChunkMs, stallMs: a.stallMs, controller }).getReader();
+    let closed = "pending";
+    reader.closed.then(
+      () => (closed = "fulfilled"),
+      (e) => (closed = `error:${text(e)}`),
+    );
+    const reads = [];
+    const snaps = [];
+    for (const step of a.steps) {
+      if (step === "enqueue") ctrl.enqueue(new Uint8Array(16));
+      else if (step === "close") ctrl.close();
+      else if (step === "error") ctrl.error(new Error("upstream broke"));
+      else if (step === "read") {
+        const i = reads.push("pending") - 1;
+        reader.read().then(
+          (r) => (reads[i] = r.done ? "done" : `chunk:${r.value.byteLength}`),
+          (e) => (reads[i] = `error:${text(e)}`),
+        );
+      } else if (step === "cancel") reader.cancel("cancelled").catch(() => {});
+      else if (step === "idle") for (let i = 0; i < 50; i++) await null;
+      else if (step === "snap") {
+        const upstream = controller.signal.aborted ? `aborted:${text(controller.signal.reason)}` : "open";
+        snaps.push(`reads:${reads.join(",")};closed:${closed};upstream:${upstream};source:${source}`);
+      } else throw new AssertionError(`no stream step named ${step}`);
+    }
+    return { trace: snaps.join(" | ") };
+  },
   "fetch.options": async (lib, a) => {
     const deadline = lib.Deadline.in(100_000);
     try {

@@ -10,7 +10,7 @@
 //! where the Rust name differs otherwise. Rows that only the JS API can
 //! express (wrong types) say `"hosts": ["js"]`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edge_deadline::web::{
@@ -20,9 +20,10 @@ use edge_deadline::web::{
 };
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
 
-use super::{Ctx, Outcome};
+use super::stall::{bytes, turns, Source};
+use super::{get, Ctx, Outcome};
 use crate::ensure;
 
 const TABLE: &str = include_str!("../../conformance/cases.json");
@@ -386,6 +387,17 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                 Err(e) => Err(e),
             }
         }
+        "stall.stream" => {
+            let steps = arg(a, "steps")?.as_array().ok_or("'steps' is not a list")?;
+            let src = Source::new();
+            let upstream = web_sys::AbortController::new().map_err(|e| format!("{e:?}"))?;
+            let options =
+                StallOptions::new(num_arg(a, "firstChunkMs")?, num_arg(a, "stallMs")?).controller(upstream.clone());
+            match with_stall_timeout(src.stream.clone(), options) {
+                Ok(stream) => Ok(out.with("trace", stream_trace(&src, &upstream, &stream, steps).await?.into())),
+                Err(e) => Err(e),
+            }
+        }
         "fetch.options" => {
             let d = Deadline::in_ms(100_000.0).map_err(|e| format!("{e}"))?;
             let mut options = FetchOptions::new(&d);
@@ -412,6 +424,79 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         }
         o
     }))
+}
+
+/// An error's message, or a reason as a string (the JS op's `text`).
+fn text(v: &JsValue) -> String {
+    match v.dyn_ref::<js_sys::Error>() {
+        Some(e) => e.message().into(),
+        None => v.as_string().unwrap_or_else(|| format!("{v:?}")),
+    }
+}
+
+/// Runs a `stall.stream` row's steps on `stream`, the wrapper of `src`
+/// (tests/js/cases/conformance.js says what each step does), and answers
+/// the snapshots it took, as the JS op writes them.
+async fn stream_trace(
+    src: &Source,
+    upstream: &web_sys::AbortController,
+    stream: &web_sys::ReadableStream,
+    steps: &[Value],
+) -> Result<String, String> {
+    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let closed = Rc::new(RefCell::new(String::from("pending")));
+    let seen = closed.clone();
+    let closed_promise = reader.closed();
+    spawn_local(async move {
+        *seen.borrow_mut() = match JsFuture::from(closed_promise).await {
+            Ok(_) => "fulfilled".into(),
+            Err(e) => format!("error:{}", text(&e)),
+        };
+    });
+    let reads = Rc::new(RefCell::new(Vec::<String>::new()));
+    let mut snaps = Vec::new();
+    for step in steps {
+        match step.as_str().unwrap_or_default() {
+            "enqueue" => src.enqueue(&bytes(16)),
+            "close" => src.close(),
+            "error" => src.error(&js_sys::Error::new("upstream broke").into()),
+            "read" => {
+                let i = reads.borrow().len();
+                reads.borrow_mut().push("pending".into());
+                let (reads, read) = (reads.clone(), reader.read());
+                spawn_local(async move {
+                    reads.borrow_mut()[i] = match JsFuture::from(read).await {
+                        Ok(r) if get(&r, "done").as_bool() == Some(true) => "done".into(),
+                        Ok(r) => format!("chunk:{}", get(&get(&r, "value"), "byteLength").as_f64().unwrap_or(-1.0)),
+                        Err(e) => format!("error:{}", text(&e)),
+                    };
+                });
+            }
+            "cancel" => {
+                let cancelled = reader.cancel_with_reason(&"cancelled".into());
+                spawn_local(async move {
+                    let _ = JsFuture::from(cancelled).await;
+                });
+            }
+            "idle" => turns().await,
+            "snap" => {
+                let signal = upstream.signal();
+                let upstream =
+                    if signal.aborted() { format!("aborted:{}", text(&signal.reason())) } else { "open".into() };
+                let source = match src.cancelled.borrow().as_ref() {
+                    Some(r) => format!("cancelled:{}", text(r)),
+                    None => "open".into(),
+                };
+                snaps.push(format!(
+                    "reads:{};closed:{};upstream:{upstream};source:{source}",
+                    reads.borrow().join(","),
+                    closed.borrow()
+                ));
+            }
+            other => return Err(format!("no stream step named {other}")),
+        }
+    }
+    Ok(snaps.join(" | "))
 }
 
 fn show(v: f64) -> String {

@@ -211,7 +211,7 @@ fn refd_timers() -> Option<usize> {
 }
 
 /// Lets promise reactions run (no timer: a timer would be counted).
-async fn turns() {
+pub async fn turns() {
     for _ in 0..50 {
         let _ = JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
     }
