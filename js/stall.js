@@ -60,9 +60,14 @@
 //    wrapper closes, or errors and discards the held chunk, as a native
 //    stream discards its queue.
 // 4. The wrapper keeps Node and Deno alive (a js/keepalive.js hold, since
-//    queue timers are unref'd) exactly while a read waits on the source and a
-//    wake-up is pending: someone awaits a verdict that will come. A wrapper
-//    nobody reads holds nothing, as a native stream holds nothing.
+//    queue timers are unref'd) while a read waits on the source and a
+//    wake-up is pending: someone awaits a verdict that will come. The hold is
+//    taken when a read starts waiting and looked at again when a chunk is
+//    held, at a wake-up and when the stream settles, not when a chunk
+//    answers a read: a consumer reading in a loop would toggle the host
+//    timer's ref per chunk (250 ns a pair in Deno). So a consumer that stops
+//    reading lets go at the next chunk or wake-up, and a wrapper nobody
+//    reads holds nothing, as a native stream holds nothing.
 // 5. On a `text/event-stream` body only events are progress by default
 //    (`sseProgress`): keep-alive comments are silence. `fetchWithDeadline`
 //    reads the response's content type; `withStallTimeout` is told it with
@@ -247,7 +252,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   // a chunk read ahead and nobody reading, the next read would not come.
   reader.closed.then(undefined, (error) => onReadError(error));
 
-  /** Invariant 4: hold the process while a consumer's read waits on the source and a wake-up is pending. */
+  /** Invariant 4: hold the process while a read waits on the source and a wake-up is pending. */
   function keep() {
     const on = waiting && !settled && node.at < Infinity;
     if (on === holding) return;
@@ -288,6 +293,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     ahead = true;
     aheadChunk = chunk;
     heldSince = now();
+    keep();
   }
 
   /** The consumer reads again after a hold: noted; the watcher is asked only if the wake-up came meanwhile. */
@@ -367,8 +373,8 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     }
     // No read waits for the chunk: it is held until the consumer asks.
     if (!waiting) return held(chunk);
+    // The hold stays until the next chunk or wake-up looks again (invariant 4).
     waiting = false;
-    keep();
     out.enqueue(chunk);
     readAhead();
   }

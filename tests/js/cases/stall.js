@@ -420,7 +420,7 @@ const cases = [
     },
   },
   {
-    name: "stall: the wrapper holds the process only while a read waits on the source (ref'd host timers in Node)",
+    name: "stall: the wrapper holds the process while a read waits on the source, not while nobody reads or a chunk waits for the consumer (ref'd host timers in Node and Deno)",
     needs: ["pendingTimers"],
     run: async (lib, ctx) => {
       const turns = async () => {
@@ -437,8 +437,10 @@ const cases = [
       equal(ctx.pendingTimers(), before + 1, "ref'd timers while a read waits on the source");
       src.enqueue(CHUNK);
       equal((await read).value, CHUNK);
+      src.enqueue(CHUNK); // read ahead, and held: nobody reads
       await turns();
-      equal(ctx.pendingTimers(), before, "ref'd timers once the read is answered and nobody reads");
+      equal(ctx.pendingTimers(), before, "ref'd timers while a chunk waits for the consumer");
+      equal((await reader.read()).value, CHUNK, "the held chunk");
       const second = reader.read();
       await turns();
       equal(ctx.pendingTimers(), before + 1, "ref'd timers while a second read waits");

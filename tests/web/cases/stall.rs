@@ -236,8 +236,11 @@ pub async fn the_wrapper_holds_the_process_only_while_a_read_waits_on_the_source
     src.enqueue(&bytes(16));
     let r = JsFuture::from(first).await.map_err(|e| format!("{e:?}"))?;
     ensure!(get(&r, "done").as_bool() == Some(false), "the first read gave the chunk");
+    // Read ahead, and held: nobody reads.
+    src.enqueue(&bytes(16));
     turns().await;
-    ensure!(refd_timers() == Some(before), "ref'd timers once the read is answered: {:?}", refd_timers());
+    ensure!(refd_timers() == Some(before), "ref'd timers while a chunk waits for the consumer: {:?}", refd_timers());
+    ensure!(read(&reader).await.map_err(|e| format!("{e:?}"))?.is_some(), "the held chunk");
     let second = reader.read();
     turns().await;
     ensure!(refd_timers() == Some(before + 1), "ref'd timers while a second read waits: {:?}", refd_timers());
