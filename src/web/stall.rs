@@ -223,30 +223,34 @@ impl std::fmt::Debug for StallOptions {
 // The stream plumbing, in JavaScript: the source reads the source's reader
 // one chunk ahead and enqueues, and calls Rust once per chunk
 // (`onChunk(chunk, size, waiting)`, which does the bookkeeping, notes a hold
-// when no read waits, and says whether to pass the chunk on) and once per
-// pull (`onWait` when no chunk is ahead, `onResume` when one is taken).
+// when no read waits, and says whether to pass the chunk on), when a held
+// chunk is taken (`onResume`), and when a read starts waiting while the
+// process is not held (`onWait`). `flags` is shared: the pull writes
+// `waiting` (a read waits on the source), Rust writes `kept` (the process is
+// held), so a consumer reading in a loop costs one call into Rust per chunk.
 // Pulling, unpacking the read and enqueueing from Rust cost four more
 // boundary crossings per chunk, which measured 2.1x the JavaScript
 // wrapper's per-chunk cost in Deno (bench/web.bench.mjs). The size is
 // `byteLength`, a string's length, 0 for null/undefined, or -1 when the chunk
 // has none.
 #[wasm_bindgen(inline_js = r#"
-export function stallSource(reader, onStart, onChunk, onDone, onError, onWait, onResume, onCancel) {
+export function stallSource(reader, flags, onStart, onChunk, onDone, onError, onWait, onResume, onCancel) {
   const size = (v) => (v == null ? 0 : typeof v === "string" ? v.length : typeof v.byteLength === "number" ? v.byteLength : -1);
   let out;
   let ahead = false; // a chunk read ahead waits for a read (invariant 3)
   let held;
-  let waiting = false; // a read waits on the source
+  flags.waiting = false;
+  flags.kept = false;
   const readAhead = () => reader.read().then((r) => {
     if (r.done) return onDone();
     const v = r.value;
-    if (!onChunk(v, size(v), waiting)) return;
-    if (!waiting) {
+    if (!onChunk(v, size(v), flags.waiting)) return;
+    if (!flags.waiting) {
       ahead = true;
       held = v;
       return;
     }
-    waiting = false;
+    flags.waiting = false;
     out.enqueue(v);
     readAhead();
   }, onError);
@@ -259,8 +263,8 @@ export function stallSource(reader, onStart, onChunk, onDone, onError, onWait, o
     },
     pull() {
       if (!ahead) {
-        waiting = true;
-        onWait();
+        flags.waiting = true;
+        if (!flags.kept) onWait();
         return;
       }
       const v = held;
@@ -283,6 +287,7 @@ extern "C" {
     #[wasm_bindgen(js_name = stallSource)]
     fn stall_source(
         reader: &ReadableStreamDefaultReader,
+        flags: &Object,
         on_start: &JsValue,
         on_chunk: &JsValue,
         on_done: &JsValue,
@@ -297,15 +302,17 @@ extern "C" {
 struct State {
     notes: Notes,
     machine: StallWatcher,
-    /// A read waits on the source: pulled with no chunk ahead (invariant 4).
-    waiting: bool,
-    /// Taken while a read waits on the source and a wake-up is pending (invariant 4).
+    /// The process is held (invariant 4), mirrored in `flags.kept`.
+    holding: bool,
+    /// The hold, where the host has a process to hold.
     keep: Option<KeepAlive>,
 }
 
 /// The JavaScript objects the wrapper holds until it settles (invariant 5).
 struct Held {
     reader: ReadableStreamDefaultReader,
+    /// `{ waiting, kept }`, shared with the JavaScript plumbing.
+    flags: Object,
     /// Signals whose abort fails the stream (the deadline's, the controller's).
     followed: Vec<AbortSignal>,
     out: Option<ReadableStreamDefaultController>,
@@ -364,11 +371,13 @@ fn watch(
     // The first step validates the instants too, before the source is locked.
     let (machine, first) = StallWatcher::start(config, t0, t0)?;
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let flags = Object::new();
     let watch = Rc::new(Watch {
         settled: Cell::new(false),
-        state: RefCell::new(State { notes: Notes::default(), machine, waiting: false, keep: None }),
+        state: RefCell::new(State { notes: Notes::default(), machine, holding: false, keep: None }),
         held: RefCell::new(Some(Held {
             reader: reader.clone(),
+            flags: flags.clone(),
             followed: options.followed,
             out: None,
             controller: options.controller,
@@ -430,7 +439,7 @@ fn watch(
     };
     // The functions are owned by the JavaScript stream (reclaimed with it);
     // they hold the watch, the watch holds none of them.
-    Ok(stall_source(&reader, &on_start, &on_chunk, &on_done, &on_error, &on_wait, &on_resume, &on_cancel))
+    Ok(stall_source(&reader, &flags, &on_start, &on_chunk, &on_done, &on_error, &on_wait, &on_resume, &on_cancel))
 }
 
 impl Watch {
@@ -465,18 +474,28 @@ impl Watch {
         if let Some(node) = self.node.borrow().as_ref() {
             node.rearm(at);
         }
-        self.keep();
+        self.keep(self.flag("waiting"));
     }
 
-    /// Invariant 4: hold the process while a read waits on the source and a
-    /// wake-up is pending.
-    fn keep(&self) {
+    /// Invariant 4: hold the process while a read is `waiting` on the
+    /// source and a wake-up is pending.
+    fn keep(&self, waiting: bool) {
         let pending = self.node.borrow().as_ref().is_some_and(|n| n.at() < f64::INFINITY);
         let mut s = self.state.borrow_mut();
-        let on = pending && !self.settled.get() && s.waiting;
-        if on != s.keep.is_some() {
+        let on = pending && !self.settled.get() && waiting;
+        if on != s.holding {
+            s.holding = on;
             s.keep = if on { KeepAlive::take() } else { None };
+            if let Some(h) = self.held.borrow().as_ref() {
+                let _ = Reflect::set(&h.flags, &JsValue::from_str("kept"), &JsValue::from_bool(on));
+            }
         }
+    }
+
+    /// A flag of the JavaScript plumbing's (`false` once settled).
+    fn flag(&self, name: &str) -> bool {
+        let held = self.held.borrow();
+        held.as_ref().is_some_and(|h| Reflect::get(&h.flags, &JsValue::from_str(name)).ok() == Some(JsValue::TRUE))
     }
 
     /// Does what the machine said: arm, wait for the consumer, or end the stream.
@@ -512,8 +531,7 @@ impl Watch {
 
     /// A read waits and no chunk is ahead: it waits on the source.
     fn on_wait(&self) {
-        self.state.borrow_mut().waiting = true;
-        self.keep();
+        self.keep(true);
     }
 
     /// The consumer reads again after a hold: noted; the machine is asked
@@ -581,16 +599,14 @@ impl Watch {
             let sampling = machine.sampling();
             let rearm = notes.chunk(size, counts, sampling, sys::now).and_then(|t| machine.on_burst(notes.progress, t));
             // A read answered keeps the hold until the next chunk or wake-up looks again (invariant 4).
-            if waiting {
-                s.waiting = false;
-            } else {
+            if !waiting {
                 s.notes.hold(sys::now());
             }
             rearm
         };
         match rearm {
             Some(at) => self.arm(at),
-            None if !waiting => self.keep(),
+            None if !waiting => self.keep(false),
             None => {}
         }
         true
@@ -601,7 +617,11 @@ impl Watch {
         self.settled.set(true);
         let node = self.node.borrow_mut().take();
         drop(node);
-        let keep = self.state.borrow_mut().keep.take();
+        let keep = {
+            let mut s = self.state.borrow_mut();
+            s.holding = false;
+            s.keep.take()
+        };
         drop(keep);
         let mut held = self.held.borrow_mut().take();
         if let Some(f) = held.as_mut().and_then(|h| h.on_settle.take()) {
