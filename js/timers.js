@@ -124,7 +124,14 @@ export const unref =
 //    position, -1 when it is not queued.
 // 2. When a heap is not empty, its host timer is armed for an instant no
 //    later than the earliest entry's. When the heap empties it may stay armed
-//    (lazily): it then fires once, finds nothing due, and stops.
+//    (lazily): it then fires once, finds nothing due, and stops. In workerd,
+//    where every armed timer counts against the request's 10 000, a heap
+//    that empties is looked at again when the turn ends, and a host timer
+//    still armed for nothing is cleared then: a request that makes and
+//    disposes deadlines in 20 000 turns holds one timer, not 20 000, and a
+//    deadline made and disposed in a loop within one turn still costs no
+//    clearTimeout per iteration. (The Rust API's queue clears its timer when
+//    dropped, which a turn's queue is once its last entry leaves.)
 // 3. An entry fires only once `clock.now() >= entry.at`; a host timer that
 //    wakes early (Node's can, by 1 ms) re-arms instead, and so does one cut
 //    short by the 2^31 − 1 ms host limit.
@@ -163,6 +170,7 @@ export class WakeQueue {
     this.host = undefined;
     this.hostAt = Infinity;
     this.hostTurn = null; // workerd: the turn that armed the host timer
+    this.emptiedIn = null; // workerd: the turn at whose end an empty heap is looked at again
     this.unrefHost = unrefHost && clock.setTimeout === HOST_CLOCK.setTimeout;
     this.wake = () => this.#wake();
   }
@@ -187,11 +195,32 @@ export class WakeQueue {
     entry.index = -1;
     const heap = this.heap;
     const last = heap.pop();
-    if (last === entry) return;
+    if (last === entry) {
+      if (IS_WORKERD && heap.length === 0 && this.host !== undefined) this.#emptied();
+      return;
+    }
     heap[i] = last;
     last.index = i;
     this.#down(i);
     this.#up(last.index);
+  }
+
+  /** workerd: the heap emptied with the host timer armed; look again when the turn ends (invariant 2). */
+  #emptied() {
+    const t = currentTurn();
+    if (this.emptiedIn === t) return;
+    this.emptiedIn = t;
+    (t.emptied ??= []).push(this);
+  }
+
+  /** Internal, at the end of a turn in which the heap emptied: clears a host timer armed for nothing. */
+  releaseIfEmpty() {
+    this.emptiedIn = null;
+    if (this.heap.length !== 0 || this.host === undefined) return;
+    this.clearTimeout(this.host);
+    this.host = undefined;
+    this.hostAt = Infinity;
+    this.hostTurn = null;
   }
 
   #arm(at) {
@@ -253,10 +282,16 @@ export let sharedQueue = new WakeQueue(true);
 /** The current turn (one task and its microtasks), made by its first caller; workerd only. */
 class Turn {
   queue = null;
+  /** Queues whose heap emptied in this turn with a host timer armed (WakeQueue invariant 2). */
+  emptied = null;
 }
 
 let turn = null;
-const endTurn = () => (turn = null);
+function endTurn() {
+  const emptied = turn?.emptied;
+  turn = null;
+  if (emptied) for (const q of emptied) q.releaseIfEmpty();
+}
 
 function currentTurn() {
   if (turn === null) {

@@ -316,6 +316,32 @@ const cases = [
       for (const [ms, t] of fired) ok(t >= ms, `the ${ms} ms wake-up fired at ${t} ms`);
     },
   },
+  {
+    // workerd allows a request 10 000 armed timeouts: a queue left empty must not keep its timer.
+    name: "timers (real clock): deadlines and stall wrappers made and disposed in 10 500 turns of one request leave no host timer armed behind them",
+    run: async (lib, ctx) => {
+      const before = ctx.pendingTimers?.();
+      const TURNS = 10_500;
+      for (let i = 0; i < TURNS; i++) {
+        const d = lib.Deadline.in(60_000);
+        d.signal();
+        d.dispose();
+        await null;
+      }
+      const chunk = new Uint8Array(4);
+      for (let i = 0; i < TURNS; i++) {
+        const one = new ReadableStream({
+          pull(c) {
+            c.enqueue(chunk);
+            c.close();
+          },
+        });
+        const reader = lib.withStallTimeout(one, { firstChunkMs: 60_000, stallMs: 60_000 }).getReader();
+        while (!(await reader.read()).done);
+      }
+      if (before !== undefined) equal(ctx.pendingTimers(), before, "ref'd host timers after the loops");
+    },
+  },
 ];
 
 export default cases;
