@@ -104,6 +104,15 @@ const cases = {
     ok(r.reserves === n / 2 && r.mins === n / 2, `armed ${r.reserves} reserves and ${r.mins} mins of ${n / 2} each`);
     ok(r.aborted === 0, `${r.aborted} deadlines aborted early`);
   },
+  async "one request making and dropping a deadline and a stall wrapper in each of 10 500 turns never meets the timer quota"() {
+    const n = 10_500;
+    const res = await fetch(`${quotaBase}/turns?n=${n}`, { signal: AbortSignal.timeout(30_000) });
+    const text = await res.text();
+    ok(res.status === 200, `status ${res.status}: ${text}`);
+    const r = JSON.parse(text);
+    ok(r.error === undefined, `stopped by: ${r.error}`);
+    ok(r.turns === n, `${r.turns} turns of ${n}`);
+  },
   async "a stalled upstream body: upstream aborted, the fallback answers inside the deadline"() {
     const id = uid();
     const r = await proxied(`/stall/mid?n=2&gap=10&id=${id}`);
