@@ -957,11 +957,11 @@ impl FirstByteGuard {
                 *slot.borrow_mut() = Some(timer);
                 return;
             }
-            Ok(Decision::Stalled { after_ms, .. }) => {
+            Ok(Decision::End(Verdict::Stalled { after_ms, .. })) => {
                 Error::StreamStalled { phase: StallPhase::FirstByte, after_ms, chunks: 0.0, bytes: 0.0 }
             }
             // No deadline in this configuration; validated inputs cannot fail.
-            Ok(Decision::DeadlineExceeded { .. }) => return,
+            Ok(Decision::End(Verdict::DeadlineExceeded { .. })) => return,
             Err(e) => e.into(),
         };
         upstream.abort_with_reason(&reason.into());
