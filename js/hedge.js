@@ -67,7 +67,7 @@ function startHedge(fn, options) {
       end(reason);
       reject(new RetryFailed(stop.reason, render(stop.message), records, cause === undefined ? undefined : { cause }));
     };
-    /** Does what the core answered (src/core/hedge.rs `HedgeAction`; "won" is the caller's). */
+    /** Does what the core answered (src/core/hedge.rs `HedgeStep`; "won" is the caller's). */
     const act = (step) => {
       if (step.do === "launch") launch(step.number, step.wakeAt ?? Infinity);
       else if (step.do === "sleep") hedge.rearm(step.at);

@@ -26,7 +26,7 @@
 //!    `error`, every other attempt in flight is `aborted` (by the winner or
 //!    the caller) or `deadline`; every `elapsed_ms` is ≥ 0.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::core::deadline::check_ms;
 use crate::core::error::Message;
@@ -99,15 +99,24 @@ pub struct HedgeRecord {
     pub ended: Ended,
 }
 
-/// What the host does next.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What the host does next. Crosses to JavaScript as `{ do: "launch",
+/// number, wakeAt? }`, `{ do: "sleep", at }`, `{ do: "wait" }`, `{ do:
+/// "won", number }` or `{ do: "stop", reason, message }` (the stop's word and
+/// whole sentence) (src/wasm/hedge.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "do", rename_all = "kebab-case")]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub enum HedgeStep {
     /// Launch attempt `number` now, and arm the hedge timer at `wake_at`
     /// (`None`: clear it, no attempt remains).
+    #[serde(rename_all = "camelCase")]
     Launch {
         /// The attempt's number, from 1.
         number: u32,
         /// When to call [`HedgeRun::wake`]; replaces any earlier timer.
+        /// Absent in JavaScript when `None`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "typescript", tsify(optional))]
         wake_at: Option<f64>,
     },
     /// The timer woke early: arm it again at `at`.
@@ -125,59 +134,32 @@ pub enum HedgeStep {
         number: u32,
     },
     /// Give up: abort every attempt in flight and fail with
-    /// [`HedgeRun::stopped`].
-    Stop(Stopped),
+    /// [`HedgeRun::stopped`]. Crosses as its word and sentence (`reason`,
+    /// `message`).
+    Stop(
+        #[serde(serialize_with = "stop_fields")]
+        #[cfg_attr(feature = "typescript", tsify(type = "{ reason: StopCode; message: Message }"))]
+        Stopped,
+    ),
 }
 
-/// A [`HedgeStep`] as data, for a binding: `{ do: "launch", number, wakeAt? }`,
-/// `{ do: "sleep", at }`, `{ do: "wait" }`, `{ do: "won", number }` or
-/// `{ do: "stop", reason, message }` (the stop's word and whole sentence).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "do", rename_all = "kebab-case")]
-#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
-pub enum HedgeAction {
-    /// [`HedgeStep::Launch`].
-    #[serde(rename_all = "camelCase")]
-    Launch {
-        /// The attempt to launch now.
-        number: u32,
-        /// When to wake the run; absent: clear the timer.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        #[cfg_attr(feature = "typescript", tsify(optional))]
-        wake_at: Option<f64>,
-    },
-    /// [`HedgeStep::Sleep`].
-    Sleep {
-        /// When to wake the run.
-        at: f64,
-    },
-    /// [`HedgeStep::Wait`].
-    Wait,
-    /// [`HedgeStep::Won`].
-    Won {
-        /// The winner.
-        number: u32,
-    },
-    /// [`HedgeStep::Stop`].
-    Stop {
-        /// The stable word (`RetryFailed.reason`).
-        reason: StopCode,
-        /// The whole sentence ([`Stopped::message`]).
-        #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
-        message: Message,
-    },
+/// The fields of a [`HedgeStep::Stop`] as JavaScript reads them.
+#[derive(Serialize)]
+struct StopFields {
+    /// The stable word (`RetryFailed.reason`).
+    reason: StopCode,
+    /// The whole sentence ([`Stopped::message`]).
+    message: Message,
 }
 
-impl From<HedgeStep> for HedgeAction {
-    fn from(step: HedgeStep) -> Self {
-        match step {
-            HedgeStep::Launch { number, wake_at } => Self::Launch { number, wake_at },
-            HedgeStep::Sleep { at } => Self::Sleep { at },
-            HedgeStep::Wait => Self::Wait,
-            HedgeStep::Won { number } => Self::Won { number },
-            HedgeStep::Stop(stop) => Self::Stop { reason: stop.reason.stop_code(), message: stop.message() },
-        }
+impl From<&Stopped> for StopFields {
+    fn from(stop: &Stopped) -> Self {
+        Self { reason: stop.reason.stop_code(), message: stop.message() }
     }
+}
+
+fn stop_fields<S: Serializer>(stop: &Stopped, s: S) -> Result<S::Ok, S::Error> {
+    StopFields::from(stop).serialize(s)
 }
 
 /// The message of the `AbortError` every other attempt in flight is aborted
@@ -429,7 +411,7 @@ mod tests {
         assert_eq!(stop.code(), "exhausted");
         assert_eq!(stop.to_string(), "hedge stopped after 2 attempts: all 2 attempts failed");
         assert_eq!(run.last_failed(), Some(1), "the cause is the last attempt to fail");
-        let HedgeAction::Stop { reason, message } = HedgeStep::Stop(stop).into() else { panic!("not a stop") };
+        let StopFields { reason, message } = StopFields::from(&stop);
         assert_eq!((reason, message.to_string()), (StopCode::Exhausted, stop.to_string()));
         let mut run = HedgeRun::new(HedgePolicy { delay_ms: 10.0, max_attempts: 2 });
         assert_eq!(

@@ -82,7 +82,7 @@
 //!   limit`; the deadline once `now ≥ deadline`.
 //! - At a tie, and whenever `stallMs` (or `firstChunkMs`) reaches past the
 //!   deadline, the deadline wins: the answer is
-//!   [`Decision::DeadlineExceeded`], never a stall. A limit longer than the
+//!   [`Verdict::DeadlineExceeded`], never a stall. A limit longer than the
 //!   time left is accepted, not an error: a deadline often shrinks below the
 //!   configured limits late in a pipeline, and that is not a mistake.
 //! - A timer that fires late does not change the verdict: when both the stall
@@ -365,13 +365,11 @@ impl Snapshot {
     }
 }
 
-/// The answer to "the timer fired at `now`: what now?". Crosses to
-/// JavaScript as `{ kind: "wake" | "stalled" | "deadlineExceeded", … }` with
-/// camelCase fields (the verdicts only: the wake is a scalar, see
-/// src/wasm/stall.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
-#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+/// The answer to "the timer fired at `now`: what now?": look again later,
+/// or the stream's verdict. Not serialized: the bindings pass on the wake's
+/// delay as a number (src/wasm/stall.rs `stallWake`), and a verdict
+/// reaches JavaScript through [`Step::End`].
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decision {
     /// Nothing has expired. Arm one timer for `delay_ms` and consult again
     /// when it fires. `at_ms` is the earliest instant any limit could expire,
@@ -388,9 +386,22 @@ pub enum Decision {
         /// The limit that would expire at `at_ms`.
         phase: Phase,
     },
+    /// A limit has expired: the stream stalled or ran out of time.
+    End(Verdict),
+}
+
+/// How a stream ended: the verdict of a [`Decision::End`] and of
+/// [`Step::End`]. Crosses to JavaScript as `{ kind: "stalled", phase,
+/// afterMs, chunks, bytes }` or `{ kind: "deadlineExceeded", lateByMs }`
+/// (src/wasm/stall.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub enum Verdict {
     /// The stream stalled. `phase` is [`Phase::FirstChunk`] or [`Phase::Stall`];
     /// `after_ms` is the silence observed at `now` (from `startedAt`, or from
-    /// `lastProgressAt`); `chunks` and `bytes` echo the snapshot for the error.
+    /// `lastProgressAt`; for the watcher, time spent waiting on the source
+    /// only); `chunks` and `bytes` echo the counts so far for the error.
     Stalled {
         /// Which limit ran out: [`Phase::FirstChunk`] or [`Phase::Stall`].
         phase: Phase,
@@ -500,9 +511,9 @@ impl StallConfig {
         // `now >= at` and `at - reference >= limit` (see `expiry`), so both
         // differences are at least their bound: never negative. `+ 0.0` clears `-0`.
         Ok(match phase {
-            Phase::Deadline => Decision::DeadlineExceeded { late_by_ms: (now - at) + 0.0 },
+            Phase::Deadline => Decision::End(Verdict::DeadlineExceeded { late_by_ms: (now - at) + 0.0 }),
             Phase::FirstChunk | Phase::Stall => {
-                Decision::Stalled { phase, after_ms: (now - reference) + 0.0, chunks, bytes }
+                Decision::End(Verdict::Stalled { phase, after_ms: (now - reference) + 0.0, chunks, bytes })
             }
         })
     }
@@ -614,33 +625,6 @@ impl Notes {
             }
         }
     }
-}
-
-/// How a stream ended: the verdict of [`Step::End`]. Crosses to JavaScript
-/// as `{ kind: "stalled", phase, afterMs, chunks, bytes }` or `{ kind:
-/// "deadlineExceeded", lateByMs }` (src/wasm/stall.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
-#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
-pub enum Verdict {
-    /// The source went quiet: [`Phase::FirstChunk`] or [`Phase::Stall`], the
-    /// silence observed (`after_ms`, time spent waiting on the source only)
-    /// and the counts so far.
-    Stalled {
-        /// Which limit ran out.
-        phase: Phase,
-        /// The silence observed at the verdict, in ms.
-        after_ms: f64,
-        /// Chunks received so far.
-        chunks: f64,
-        /// Bytes received so far.
-        bytes: f64,
-    },
-    /// The deadline passed `late_by_ms` before the verdict.
-    DeadlineExceeded {
-        /// How long before the verdict the deadline passed, in ms.
-        late_by_ms: f64,
-    },
 }
 
 /// What the host does next, the answer to every event of a [`StallWatcher`].
@@ -757,7 +741,7 @@ impl StallWatcher {
             }
         }
         let decision = self.decide(notes, now_ms)?;
-        if matches!(decision, Decision::Stalled { .. }) && late > LATE_MS && self.yields < MAX_YIELDS {
+        if matches!(decision, Decision::End(Verdict::Stalled { .. })) && late > LATE_MS && self.yields < MAX_YIELDS {
             self.yields += 1;
             self.wake_at = now_ms + YIELD_MS;
             return Ok(Step::Wake { at_ms: self.wake_at });
@@ -858,13 +842,9 @@ impl StallWatcher {
                 self.wake_at = now_ms + delay;
                 Step::Wake { at_ms: self.wake_at }
             }
-            Decision::Stalled { phase, after_ms, chunks, bytes } => {
+            Decision::End(verdict) => {
                 self.wake_at = f64::INFINITY;
-                Step::End(Verdict::Stalled { phase, after_ms, chunks, bytes })
-            }
-            Decision::DeadlineExceeded { late_by_ms } => {
-                self.wake_at = f64::INFINITY;
-                Step::End(Verdict::DeadlineExceeded { late_by_ms })
+                Step::End(verdict)
             }
         }
     }

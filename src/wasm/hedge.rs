@@ -3,14 +3,14 @@
 //!
 //! The options cross once as [`HedgeOptions`] (the default number of
 //! attempts and every range check are the core's); each event answers the
-//! core's decision as a [`HedgeAction`] through serde (`{ do: "launch",
-//! number, wakeAt }`, …). Nothing here is hot: a hedge makes a few calls. The
+//! core's decision, the [`HedgeStep`] itself, through serde (`{ do:
+//! "launch", number, wakeAt }`, …). Nothing here is hot: a hedge makes a few calls. The
 //! records cross only when the hedge fails.
 
 use wasm_bindgen::prelude::*;
 
 use super::{array_js, from_js, into_js, to_js, within_js};
-use crate::core::hedge::{HedgeAction, HedgeOptions, HedgeRun, HedgeStep};
+use crate::core::hedge::{HedgeOptions, HedgeRun, HedgeStep};
 use crate::core::retry::RetryError;
 
 /// One `hedge()` call's [`HedgeRun`].
@@ -20,7 +20,7 @@ pub struct HedgeRunJs {
 }
 
 fn step(step: Result<HedgeStep, RetryError>) -> Result<JsValue, JsValue> {
-    into_js(&HedgeAction::from(step.map_err(to_js)?))
+    into_js(&step.map_err(to_js)?)
 }
 
 #[wasm_bindgen(js_class = HedgeRun)]
@@ -34,31 +34,31 @@ impl HedgeRunJs {
     }
 
     /// [`HedgeRun::start`].
-    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    #[wasm_bindgen(unchecked_return_type = "HedgeStep")]
     pub fn start(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.start(now_ms))
     }
 
     /// [`HedgeRun::wake`].
-    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    #[wasm_bindgen(unchecked_return_type = "HedgeStep")]
     pub fn wake(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.wake(now_ms))
     }
 
     /// [`HedgeRun::succeeded`].
-    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    #[wasm_bindgen(unchecked_return_type = "HedgeStep")]
     pub fn succeeded(&mut self, number: u32, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.succeeded(number, now_ms))
     }
 
     /// [`HedgeRun::failed`].
-    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    #[wasm_bindgen(unchecked_return_type = "HedgeStep")]
     pub fn failed(&mut self, number: u32, now_ms: f64) -> Result<JsValue, JsValue> {
         step(self.run.failed(number, now_ms))
     }
 
     /// [`HedgeRun::aborted`]; `deadline`: the deadline's own expiry.
-    #[wasm_bindgen(unchecked_return_type = "HedgeAction")]
+    #[wasm_bindgen(unchecked_return_type = "HedgeStep")]
     pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<JsValue, JsValue> {
         step(self.run.aborted(now_ms, deadline))
     }

@@ -57,6 +57,20 @@ pub fn stall_start(
     Ok(StallWatcherJs::new(first_chunk_ms, stall_ms, deadline_at, started_at, now_ms)?.step())
 }
 
+/// The wrapper's notes from the scalars [`StallWatcherJs::wake`] and
+/// [`StallWatcherJs::resume`] receive. `burst` stays 0: the burst detector
+/// runs in JavaScript, and the watcher does not read it.
+fn notes(
+    chunks: f64,
+    bytes: f64,
+    progress: f64,
+    last_progress_at: Option<f64>,
+    held_ms: f64,
+    held_since: Option<f64>,
+) -> Notes {
+    Notes { chunks, bytes, progress, last_progress_at, held_ms, held_since, burst: 0 }
+}
+
 /// One wrapped stream's [`StallWatcher`], and its last answer.
 #[wasm_bindgen(js_name = StallWatcher)]
 pub struct StallWatcherJs {
@@ -118,8 +132,8 @@ impl StallWatcherJs {
         held_ms: f64,
         held_since: Option<f64>,
     ) -> Option<f64> {
-        let notes = Notes { chunks, bytes, progress, last_progress_at, held_ms, held_since, burst: 0 };
-        self.last = self.watcher.on_wake(&notes, now_ms);
+        self.last =
+            self.watcher.on_wake(&notes(chunks, bytes, progress, last_progress_at, held_ms, held_since), now_ms);
         self.step()
     }
 
@@ -133,8 +147,7 @@ impl StallWatcherJs {
         last_progress_at: Option<f64>,
         held_ms: f64,
     ) -> Option<f64> {
-        let notes = Notes { chunks, bytes, progress, last_progress_at, held_ms, held_since: None, burst: 0 };
-        self.last = self.watcher.on_resume(&notes, now_ms);
+        self.last = self.watcher.on_resume(&notes(chunks, bytes, progress, last_progress_at, held_ms, None), now_ms);
         self.step()
     }
 

@@ -39,7 +39,7 @@ use std::rc::Rc;
 use web_sys::AbortSignal;
 
 use super::sys;
-use super::timers::{child_of_signals, Child, Node, Queue};
+use super::timers::{child, Child, Node, Parents, Queue};
 use super::Error;
 use crate::core::deadline as core;
 
@@ -393,7 +393,7 @@ impl Deadline {
         // Invariant 3, and a passed instant aborts at once (as JavaScript's `signal()`).
         let passed = sys::now() >= self.at;
         let at = if passed { f64::INFINITY } else { self.at };
-        let node = child_of_signals(&self.parents, at, Some(Box::new(expire)), None, self.home.clone());
+        let node = child(Parents::Signals(&self.parents), at, Some(Box::new(expire)), None, self.home.clone());
         if passed && !node.aborted() {
             expire_at(&node, self.at);
         }

@@ -21,7 +21,7 @@ use std::task::{Poll, Waker};
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
-use super::timers::{child, ref_queue, Child, Parent};
+use super::timers::{child, ref_queue, Child, Parent, Parents};
 
 /// What ended a guard.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +72,7 @@ impl Guard {
         let mut on_cap = Some(on_cap);
         let parents: Vec<Parent<'_>> = parents.iter().map(|p| Parent::Signal(p)).collect();
         let node = child(
-            &parents,
+            Parents::List(&parents),
             cap_at.unwrap_or(f64::INFINITY),
             Some(Box::new(move |node| {
                 let reason = on_cap.take().map_or(JsValue::UNDEFINED, |f| f());

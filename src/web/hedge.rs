@@ -33,7 +33,7 @@ use web_sys::AbortSignal;
 
 use super::errors::AttemptReport;
 use super::retry::{failed, own_deadline};
-use super::timers::{child, ref_queue, Child, Parent};
+use super::timers::{child, ref_queue, Child, Parent, Parents};
 use super::{sys, Deadline, Error};
 use crate::core::hedge::{self as core, HedgeRecord, HedgeRun, HedgeStep};
 
@@ -175,7 +175,7 @@ where
         let parents: Vec<Parent<'_>> =
             std::iter::once(Parent::Node(deadline_node)).chain(options.signal.as_ref().map(Parent::Signal)).collect();
         child(
-            &parents,
+            Parents::List(&parents),
             f64::INFINITY,
             Some(Box::new(move |_| notify(&on_time, |e| e.woke = true))),
             Some(Box::new(move |reason, _| notify(&on_abort, |e| e.ended = Some(reason.clone())))),
@@ -201,7 +201,7 @@ where
             Err(e) => return Poll::Ready(Err(e.into())),
             Ok(None | Some(HedgeStep::Wait | HedgeStep::Won { .. })) => {}
             Ok(Some(HedgeStep::Launch { number, wake_at })) => {
-                let node = child(&[Parent::Node(&hedge_node)], f64::INFINITY, None, None, None);
+                let node = child(Parents::List(&[Parent::Node(&hedge_node)]), f64::INFINITY, None, None, None);
                 let future = Box::pin(f(node.signal(), number));
                 in_flight.push(InFlight { number, node, future });
                 rearm(wake_at.unwrap_or(f64::INFINITY));

@@ -65,7 +65,7 @@ use web_sys::{
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
 use super::sse::{is_event_stream, sse_progress};
-use super::timers::{child, Child, KeepAlive, Parent, Timeout};
+use super::timers::{child, Child, KeepAlive, Parent, Parents, Timeout};
 use super::{sys, Deadline, Error};
 use crate::core::headers;
 use crate::core::stall::{
@@ -450,7 +450,7 @@ impl Watch {
         let parents: Vec<Parent<'_>> = followed.iter().map(Parent::Signal).collect();
         let (on_time, on_abort) = (Rc::downgrade(self), Rc::downgrade(self));
         let node = child(
-            &parents,
+            Parents::List(&parents),
             f64::INFINITY,
             Some(Box::new(move |_| {
                 if let Some(w) = on_time.upgrade() {
@@ -957,11 +957,11 @@ impl FirstByteGuard {
                 *slot.borrow_mut() = Some(timer);
                 return;
             }
-            Ok(Decision::Stalled { after_ms, .. }) => {
+            Ok(Decision::End(Verdict::Stalled { after_ms, .. })) => {
                 Error::StreamStalled { phase: StallPhase::FirstByte, after_ms, chunks: 0.0, bytes: 0.0 }
             }
             // No deadline in this configuration; validated inputs cannot fail.
-            Ok(Decision::DeadlineExceeded { .. }) => return,
+            Ok(Decision::End(Verdict::DeadlineExceeded { .. })) => return,
             Err(e) => e.into(),
         };
         upstream.abort_with_reason(&reason.into());

@@ -329,7 +329,7 @@ impl Drop for Queue {
 
 // ─── The cancellation primitive ──────────────────────────────────────────────
 
-/// What a [`child`] hangs from.
+/// One parent of a [`child`], in a [`Parents::List`].
 #[derive(Clone, Copy)]
 pub(crate) enum Parent<'a> {
     /// An `AbortSignal` (a client's, a caller's, another copy's deadline).
@@ -337,6 +337,16 @@ pub(crate) enum Parent<'a> {
     /// Another node (a child, a deadline's): joined
     /// without a listener, and its queue becomes the child's.
     Node(&'a Child),
+}
+
+/// A [`child`]'s parents, in order (`on_abort`'s `by` is the index here).
+#[derive(Clone, Copy)]
+pub(crate) enum Parents<'a> {
+    /// Any mix of signals and nodes.
+    List(&'a [Parent<'a>]),
+    /// `AbortSignal`s only (a [`Deadline`](super::Deadline)'s own): the link
+    /// shares the list as it is, without copying it.
+    Signals(&'a Rc<[AbortSignal]>),
 }
 
 type OnTime = Box<dyn FnMut(&Node)>;
@@ -385,8 +395,8 @@ impl Drop for Child {
 }
 
 /// The cancellation primitive (js/timers.js `child`): a node hanging from
-/// `parents` that aborts with the first parent's abort reason, and wakes at
-/// `at` (`f64::INFINITY`: never) with `on_time`.
+/// `parents` ([`Parents`]) that aborts with the first parent's abort
+/// reason, and wakes at `at` (`f64::INFINITY`: never) with `on_time`.
 ///
 /// `queue`: where the wake-up waits; default: the first node parent's queue,
 /// else [`turn_queue`].
@@ -406,38 +416,20 @@ impl Drop for Child {
 ///    list and no parent's listeners: nothing of it is pending. Its children,
 ///    when it is disposed, are no longer told (they keep their own wake-ups).
 pub(crate) fn child(
-    parents: &[Parent<'_>],
+    parents: Parents<'_>,
     at: f64,
     on_time: Option<OnTime>,
     on_abort: Option<OnAbort>,
     queue: Option<Rc<Queue>>,
 ) -> Child {
     let c = Child::new(at, on_time, on_abort);
-    if parents.is_empty() || c.link(parents) {
+    let linked = match parents {
+        Parents::List(list) => list.is_empty() || c.link(list),
+        Parents::Signals(signals) => c.link_signals(signals),
+    };
+    if linked {
         c.start(queue);
     }
-    c
-}
-
-/// [`child`] of `AbortSignal` parents only (a [`Deadline`](super::Deadline)'s
-/// own), joined without copying the list.
-pub(crate) fn child_of_signals(
-    parents: &Rc<[AbortSignal]>,
-    at: f64,
-    on_time: Option<OnTime>,
-    on_abort: Option<OnAbort>,
-    queue: Option<Rc<Queue>>,
-) -> Child {
-    let c = Child::new(at, on_time, on_abort);
-    if let Some((i, p)) = parents.iter().enumerate().find(|(_, p)| p.aborted()) {
-        c.parent_aborted(&p.reason(), i);
-        return c;
-    }
-    if !parents.is_empty() {
-        let link = links::Link::new(c.me.clone(), parents.clone(), None);
-        c.state.borrow_mut().link = Some(link);
-    }
-    c.start(queue);
     c
 }
 
@@ -671,6 +663,19 @@ impl Node {
         }
         if !signals.is_empty() {
             let link = links::Link::new(self.me.clone(), signals.into(), Some(indices.into()));
+            self.state.borrow_mut().link = Some(link);
+        }
+        true
+    }
+
+    /// [`link`](Self::link) for [`Parents::Signals`]: the link keeps the
+    /// list itself (one reference count, no copy).
+    fn link_signals(&self, signals: &Rc<[AbortSignal]>) -> bool {
+        if let Some((i, s)) = signals.iter().enumerate().find(|(_, s)| s.aborted()) {
+            return self.born_aborted(&s.reason(), i);
+        }
+        if !signals.is_empty() {
+            let link = links::Link::new(self.me.clone(), signals.clone(), None);
             self.state.borrow_mut().link = Some(link);
         }
         true

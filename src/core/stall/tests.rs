@@ -66,14 +66,14 @@ fn seed_000_healthy_long_stream_and_dead_short_one() {
     assert!(!c.decide(&s, 10_999.0).unwrap().is_final());
     assert_eq!(
         c.decide(&s, 11_000.0),
-        Ok(Decision::Stalled { phase: Phase::Stall, after_ms: 9_000.0, chunks: 1.0, bytes: 16.0 })
+        Ok(Decision::End(Verdict::Stalled { phase: Phase::Stall, after_ms: 9_000.0, chunks: 1.0, bytes: 16.0 }))
     );
     // Nothing at all: the first-chunk limit applies, measured from the start.
     let s = Snapshot::started(100.0);
     assert_eq!(c.decide(&s, 100.0), Ok(Decision::Wake { at_ms: 5_100.0, delay_ms: 5_000.0, phase: Phase::FirstChunk }));
     assert_eq!(
         c.decide(&s, 5_112.5),
-        Ok(Decision::Stalled { phase: Phase::FirstChunk, after_ms: 5_012.5, chunks: 0.0, bytes: 0.0 })
+        Ok(Decision::End(Verdict::Stalled { phase: Phase::FirstChunk, after_ms: 5_012.5, chunks: 0.0, bytes: 0.0 }))
     );
 }
 
@@ -84,12 +84,15 @@ fn a_zero_first_chunk_wait_has_run_out_at_once() {
         assert_eq!(c.first_chunk_ms().to_bits(), 0.0f64.to_bits());
         assert_eq!(
             c.decide(&Snapshot::started(40.0), 40.0),
-            Ok(Decision::Stalled { phase: Phase::FirstChunk, after_ms: 0.0, chunks: 0.0, bytes: 0.0 })
+            Ok(Decision::End(Verdict::Stalled { phase: Phase::FirstChunk, after_ms: 0.0, chunks: 0.0, bytes: 0.0 }))
         );
     }
     // The deadline still wins a tie.
     let c = cfg(0.0, 100.0, Some(40.0));
-    assert_eq!(c.decide(&Snapshot::started(40.0), 40.0), Ok(Decision::DeadlineExceeded { late_by_ms: 0.0 }));
+    assert_eq!(
+        c.decide(&Snapshot::started(40.0), 40.0),
+        Ok(Decision::End(Verdict::DeadlineExceeded { late_by_ms: 0.0 }))
+    );
     // After progress the wait no longer matters.
     let s = Snapshot { started_at: 0.0, last_progress_at: Some(10.0), chunks: 1.0, bytes: 1.0 };
     assert_eq!(
@@ -180,14 +183,17 @@ fn stall_longer_than_the_deadline_lets_the_deadline_decide() {
     let c = cfg(50.0, 1_000.0, Some(300.0));
     let s = progress(0.0, 100.0, 4.0, 40.0);
     assert_eq!(c.decide(&s, 120.0), Ok(Decision::Wake { at_ms: 300.0, delay_ms: 180.0, phase: Phase::Deadline }));
-    assert_eq!(c.decide(&s, 300.0), Ok(Decision::DeadlineExceeded { late_by_ms: 0.0 }));
-    assert_eq!(c.decide(&s, 5_000.0), Ok(Decision::DeadlineExceeded { late_by_ms: 4_700.0 }));
+    assert_eq!(c.decide(&s, 300.0), Ok(Decision::End(Verdict::DeadlineExceeded { late_by_ms: 0.0 })));
+    assert_eq!(c.decide(&s, 5_000.0), Ok(Decision::End(Verdict::DeadlineExceeded { late_by_ms: 4_700.0 })));
     // A tie goes to the deadline too.
     let c = cfg(50.0, 200.0, Some(300.0));
-    assert_eq!(c.decide(&s, 300.0), Ok(Decision::DeadlineExceeded { late_by_ms: 0.0 }));
+    assert_eq!(c.decide(&s, 300.0), Ok(Decision::End(Verdict::DeadlineExceeded { late_by_ms: 0.0 })));
     // A deadline that already passed before the stream started.
     let c = cfg(50.0, 200.0, Some(0.0));
-    assert_eq!(c.decide(&Snapshot::started(10.0), 10.0), Ok(Decision::DeadlineExceeded { late_by_ms: 10.0 }));
+    assert_eq!(
+        c.decide(&Snapshot::started(10.0), 10.0),
+        Ok(Decision::End(Verdict::DeadlineExceeded { late_by_ms: 10.0 }))
+    );
 }
 
 #[test]
@@ -197,7 +203,7 @@ fn a_late_timer_reports_the_limit_that_expired_first() {
     // The stall expired at 500; the timer only ran at 1 200, past the deadline.
     assert_eq!(
         c.decide(&s, 1_200.0),
-        Ok(Decision::Stalled { phase: Phase::Stall, after_ms: 800.0, chunks: 2.0, bytes: 2.0 })
+        Ok(Decision::End(Verdict::Stalled { phase: Phase::Stall, after_ms: 800.0, chunks: 2.0, bytes: 2.0 }))
     );
 }
 
@@ -223,7 +229,7 @@ fn time_going_backwards_is_not_an_error() {
     let s = progress(500.0, 450.0, 1.0, 1.0);
     assert_eq!(
         c.decide(&s, 490.0),
-        Ok(Decision::Stalled { phase: Phase::Stall, after_ms: 40.0, chunks: 1.0, bytes: 1.0 })
+        Ok(Decision::End(Verdict::Stalled { phase: Phase::Stall, after_ms: 40.0, chunks: 1.0, bytes: 1.0 }))
     );
 }
 
@@ -235,7 +241,7 @@ fn the_first_progress_chunk_switches_limits() {
     assert!(!c.decide(&Snapshot::started(0.0), 500.0).unwrap().is_final());
     assert_eq!(
         c.decide(&progress(0.0, 300.0, 1.0, 5.0), 500.0),
-        Ok(Decision::Stalled { phase: Phase::Stall, after_ms: 200.0, chunks: 1.0, bytes: 5.0 })
+        Ok(Decision::End(Verdict::Stalled { phase: Phase::Stall, after_ms: 200.0, chunks: 1.0, bytes: 5.0 }))
     );
 }
 
@@ -251,7 +257,7 @@ fn waits_for_the_first_chunk_with_a_guard_when_the_stall_limit_is_shorter() {
     let one = progress(0.0, 1_000.0, 1.0, 12.0);
     let next = Decision::Wake { at_ms: 10_000.0, delay_ms: 1_000.0, phase: Phase::Stall };
     assert_eq!(c.decide(&one, 9_000.0), Ok(next));
-    assert!(matches!(c.decide(&one, 10_000.0), Ok(Decision::Stalled { phase: Phase::Stall, .. })));
+    assert!(matches!(c.decide(&one, 10_000.0), Ok(Decision::End(Verdict::Stalled { phase: Phase::Stall, .. }))));
     // Still nothing at 9 s: the next wake is the first-chunk expiry itself.
     assert_eq!(
         c.decide(&quiet, 9_000.0),
@@ -278,7 +284,7 @@ fn one_ulp_boundaries() {
     assert_eq!(delay_ms, 1.0);
     assert!(!c.decide(&Snapshot::started(start), start + limit).unwrap().is_final());
     match c.decide(&Snapshot::started(start), at_ms) {
-        Ok(Decision::Stalled { after_ms, .. }) => assert!(after_ms >= limit),
+        Ok(Decision::End(Verdict::Stalled { after_ms, .. })) => assert!(after_ms >= limit),
         other => panic!("{other:?}"),
     }
     // A gap that is an exact integer needs exactly that delay; a hair more needs one more ms.
@@ -310,7 +316,7 @@ fn long_limits_are_rearmed_not_truncated() {
     assert_eq!(wakes, 4);
     assert!(matches!(
         verdict,
-        Decision::Stalled { phase: Phase::FirstChunk, after_ms, .. } if after_ms == 3.0 * MAX_TIMER_MS + 6.0
+        Decision::End(Verdict::Stalled { phase: Phase::FirstChunk, after_ms, .. }) if after_ms == 3.0 * MAX_TIMER_MS + 6.0
     ));
 }
 
@@ -331,7 +337,7 @@ fn check_decision(c: &StallConfig, s: &Snapshot, now: f64, d: Decision) -> Resul
     };
     let limit_at = expiry(reference, limit);
     match d {
-        Decision::Stalled { phase, after_ms, chunks, bytes } => {
+        Decision::End(Verdict::Stalled { phase, after_ms, chunks, bytes }) => {
             prop_assert_eq!(phase, if s.last_progress_at.is_none() { Phase::FirstChunk } else { Phase::Stall });
             prop_assert!(clean(after_ms) && after_ms >= limit, "after {after_ms} < limit {limit}");
             prop_assert_eq!(after_ms, now - reference);
@@ -340,7 +346,7 @@ fn check_decision(c: &StallConfig, s: &Snapshot, now: f64, d: Decision) -> Resul
                 prop_assert!(deadline > limit_at, "stall reported although the deadline came first");
             }
         }
-        Decision::DeadlineExceeded { late_by_ms } => {
+        Decision::End(Verdict::DeadlineExceeded { late_by_ms }) => {
             let deadline = c.deadline_at().expect("deadline verdict without a deadline");
             prop_assert!(clean(late_by_ms));
             prop_assert_eq!(late_by_ms, now - deadline);
@@ -422,8 +428,8 @@ proptest! {
             }
             if at_ms <= MAX_MS {
                 match c.decide(&s, at_ms).unwrap() {
-                    Decision::Stalled { phase: p, .. } => prop_assert_eq!(p, phase),
-                    Decision::DeadlineExceeded { .. } => prop_assert_eq!(phase, Phase::Deadline),
+                    Decision::End(Verdict::Stalled { phase: p, .. }) => prop_assert_eq!(p, phase),
+                    Decision::End(Verdict::DeadlineExceeded { .. }) => prop_assert_eq!(phase, Phase::Deadline),
                     Decision::Wake { at_ms: next, .. } => prop_assert!(
                         phase == Phase::Stall && s.last_progress_at.is_none() && next > at_ms,
                         "no verdict at the wake {at_ms} for {phase}"
@@ -438,8 +444,8 @@ proptest! {
     fn verdicts_do_not_depend_on_lag(c in config(), s in snapshot(), now in time(), lag in 0.0..1e9f64) {
         let kind = |d: Decision| match d {
             Decision::Wake { .. } => None,
-            Decision::Stalled { phase, .. } => Some(phase),
-            Decision::DeadlineExceeded { .. } => Some(Phase::Deadline),
+            Decision::End(Verdict::Stalled { phase, .. }) => Some(phase),
+            Decision::End(Verdict::DeadlineExceeded { .. }) => Some(Phase::Deadline),
         };
         let first = kind(c.decide(&s, now).unwrap());
         if first.is_some() && now + lag <= MAX_MS {
@@ -456,8 +462,8 @@ proptest! {
         let c = cfg(left + extra + 1.0, left + extra + 1e-3, Some(deadline));
         let s = progress(start, last, 1.0, 1.0);
         match c.decide(&s, now).unwrap() {
-            Decision::Stalled { .. } => prop_assert!(false, "stall although the deadline comes first"),
-            Decision::DeadlineExceeded { late_by_ms } => prop_assert_eq!(late_by_ms, now - deadline),
+            Decision::End(Verdict::Stalled { .. }) => prop_assert!(false, "stall although the deadline comes first"),
+            Decision::End(Verdict::DeadlineExceeded { late_by_ms }) => prop_assert_eq!(late_by_ms, now - deadline),
             Decision::Wake { phase, at_ms, .. } => prop_assert_eq!((phase, at_ms), (Phase::Deadline, deadline)),
         }
     }
@@ -473,7 +479,7 @@ struct Arrival {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Verdict {
+enum SimVerdict {
     Stalled { phase: Phase, after_ms: u64, chunks: u64, bytes: u64 },
     Deadline { late_by_ms: u64 },
 }
@@ -493,7 +499,7 @@ impl Sim {
     }
 
     /// Checks every millisecond, in integers, without the core.
-    fn oracle(&self) -> (u64, Verdict) {
+    fn oracle(&self) -> (u64, SimVerdict) {
         let (mut next, mut last, mut chunks, mut bytes) = (0, None, 0, 0);
         for t in self.start..=self.horizon() {
             while next < self.arrivals.len() && self.arrivals[next].at <= t {
@@ -507,7 +513,7 @@ impl Sim {
             }
             if let Some(d) = self.deadline {
                 if t >= d {
-                    return (t, Verdict::Deadline { late_by_ms: t - d });
+                    return (t, SimVerdict::Deadline { late_by_ms: t - d });
                 }
             }
             let (phase, reference, limit) = match last {
@@ -515,7 +521,7 @@ impl Sim {
                 Some(l) => (Phase::Stall, l, self.stall),
             };
             if t - reference >= limit {
-                return (t, Verdict::Stalled { phase, after_ms: t - reference, chunks, bytes });
+                return (t, SimVerdict::Stalled { phase, after_ms: t - reference, chunks, bytes });
             }
         }
         unreachable!("the oracle always reaches a verdict before the horizon")
@@ -523,24 +529,26 @@ impl Sim {
 
     /// The host's loop: one timer, fired at its instant plus `jitter()`, the core
     /// consulted only when it fires, chunks only recording a timestamp and counts.
-    fn lazy(&self, mut jitter: impl FnMut() -> i64) -> (u64, Verdict, usize) {
+    fn lazy(&self, mut jitter: impl FnMut() -> i64) -> (u64, SimVerdict, usize) {
         let c = cfg(self.first as f64, self.stall as f64, self.deadline.map(|d| d as f64));
         let mut snap = Snapshot::started(self.start as f64);
         let mut calls = 0;
-        let mut consult = |snap: &Snapshot, t: u64| -> Result<u64, Verdict> {
+        let mut consult = |snap: &Snapshot, t: u64| -> Result<u64, SimVerdict> {
             calls += 1;
             match c.decide(snap, t as f64).unwrap() {
                 Decision::Wake { delay_ms, .. } => {
                     let fire = (t as i64 + delay_ms as i64 + jitter()).max(t as i64 + 1);
                     Ok(fire as u64)
                 }
-                Decision::Stalled { phase, after_ms, chunks, bytes } => Err(Verdict::Stalled {
+                Decision::End(Verdict::Stalled { phase, after_ms, chunks, bytes }) => Err(SimVerdict::Stalled {
                     phase,
                     after_ms: after_ms as u64,
                     chunks: chunks as u64,
                     bytes: bytes as u64,
                 }),
-                Decision::DeadlineExceeded { late_by_ms } => Err(Verdict::Deadline { late_by_ms: late_by_ms as u64 }),
+                Decision::End(Verdict::DeadlineExceeded { late_by_ms }) => {
+                    Err(SimVerdict::Deadline { late_by_ms: late_by_ms as u64 })
+                }
             }
         };
         let mut timer = match consult(&snap, self.start) {
@@ -621,8 +629,8 @@ proptest! {
         let upto = |p: bool| s.arrivals.iter().filter(move |a| a.at <= t && (a.progress || !p));
         let last = upto(true).map(|a| a.at).next_back();
         match v {
-            Verdict::Deadline { late_by_ms } => prop_assert_eq!(Some(t - late_by_ms), s.deadline),
-            Verdict::Stalled { phase, after_ms, chunks, bytes } => {
+            SimVerdict::Deadline { late_by_ms } => prop_assert_eq!(Some(t - late_by_ms), s.deadline),
+            SimVerdict::Stalled { phase, after_ms, chunks, bytes } => {
                 let (want, reference, limit) = match last {
                     None => (Phase::FirstChunk, s.start, s.first),
                     Some(l) => (Phase::Stall, l, s.stall),
