@@ -89,6 +89,9 @@ const workerdVariants = [
   { label: " (compatibility date 2026-04-01)", compatibilityDate: "2026-04-01", flags: [], quirks: "lossy-abort-reasons,no-async-context" },
 ];
 
+/** How long one workerd configuration's suite may take (it answers in about a minute). */
+const WORKERD_SUITE_MS = 600_000;
+
 /** One run of the JS suite in workerd with the given compatibility date and flags. */
 async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
   const port = await freePort();
@@ -104,9 +107,15 @@ async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
     let report;
     for (let i = 0; i < 100 && !report; i++) {
       try {
-        const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}&quirks=${quirks}`);
+        // The whole suite answers in one response: a case that hangs must fail the run, not stall CI.
+        const signal = AbortSignal.timeout(WORKERD_SUITE_MS);
+        const res = await fetch(`http://127.0.0.1:${port}/?fixture=${encodeURIComponent(fixtures.url)}&quirks=${quirks}`, { signal });
         report = await res.json();
-      } catch {
+      } catch (error) {
+        if (error?.name === "TimeoutError") {
+          report = { passed: 0, failed: 1, skipped: 0, failures: [{ name: "workerd", error: `the suite did not answer within ${WORKERD_SUITE_MS / 1000} s: a case hung` }] };
+          break;
+        }
         await new Promise((r) => setTimeout(r, 100)); // waiting for workerd to listen: no event to wait on
       }
     }
