@@ -233,7 +233,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   let progress = 0; // progress chunks
   let lastProgressAt; // the latest timed progress chunk; undefined until the first
   let heldMs = 0; // time in holds that ended since lastProgressAt (since the start before it)
-  let heldSince; // when the current hold began (invariant 3)
+  let heldSince; // when the chunk read ahead began to wait for a read; undefined: none waits (invariant 3)
   let burst = 0; // timed progress chunks in a row less than BURST_GAP_MS apart (held time not counted)
   let sampling = false; // the watcher's: progress is counted, not timed
   let woke = false; // the wake-up came during the current hold: ask the watcher when it ends
@@ -242,8 +242,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   let settled = false;
   let out; // the wrapper's controller
   // The read ahead (invariant 3): one read on the source is in flight from
-  // the start, or one chunk it brought waits for a read (held).
-  let ahead = false;
+  // the start, or one chunk it brought waits for a read (held, since heldSince).
   let aheadChunk;
   let waiting = false; // a consumer's read waits for the source: pull() came with no chunk ahead
 
@@ -290,7 +289,6 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 
   /** A chunk now waits for the consumer: nobody waits on the source until the consumer reads. */
   function held(chunk) {
-    ahead = true;
     aheadChunk = chunk;
     heldSince = now();
     keep();
@@ -312,7 +310,6 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 
   function settle() {
     settled = true;
-    ahead = false;
     aheadChunk = undefined;
     node?.dispose();
     w?.free();
@@ -400,13 +397,12 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     // With no queue of its own (highWaterMark 0), the wrapper is pulled only
     // when a read waits: a consumer's, a pipe's or a tee's (invariant 4).
     pull() {
-      if (!ahead) {
+      if (heldSince === undefined) {
         waiting = true;
         keep();
         return;
       }
       const chunk = aheadChunk;
-      ahead = false;
       aheadChunk = undefined;
       resume();
       if (settled) return;

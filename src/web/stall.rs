@@ -474,7 +474,7 @@ impl Watch {
         if let Some(node) = self.node.borrow().as_ref() {
             node.rearm(at);
         }
-        self.keep(self.flag("waiting"));
+        self.keep(self.waiting());
     }
 
     /// Invariant 4: hold the process while a read is `waiting` on the
@@ -492,10 +492,11 @@ impl Watch {
         }
     }
 
-    /// A flag of the JavaScript plumbing's (`false` once settled).
-    fn flag(&self, name: &str) -> bool {
+    /// Whether a read waits on the source, as the JavaScript plumbing's
+    /// `flags.waiting` says (`false` once settled).
+    fn waiting(&self) -> bool {
         let held = self.held.borrow();
-        held.as_ref().is_some_and(|h| Reflect::get(&h.flags, &JsValue::from_str(name)).ok() == Some(JsValue::TRUE))
+        held.as_ref().is_some_and(|h| Reflect::get(&h.flags, &JsValue::from_str("waiting")).ok() == Some(JsValue::TRUE))
     }
 
     /// Does what the machine said: arm, wait for the consumer, or end the stream.
