@@ -2,14 +2,9 @@
 // simulate, Little's law): edge_deadline_derive_bg.wasm through its own glue,
 // so an application that imports only `edge-deadline` never loads it. What a
 // loader guarantees is in js/loader.js.
-import { MESSAGES } from "./derive-messages.js";
 import { initSync } from "./edge_deadline_derive.js";
-import { addMessages } from "./errors.js";
 import { loader } from "./loader.js";
 import { EXPORTS } from "./wasm_exports.js";
-
-// The derive core's message templates, for the errors its .wasm raises.
-addMessages(MESSAGES);
 
 export const { isReady, notReady, initFrom, autoload } = loader({
   initSync,

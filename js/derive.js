@@ -2,8 +2,7 @@
 // with the censoring, drift and resolution checks of src/core/derive.rs.
 // Every number is computed by the Wasm core (bound in src/wasm/derive.rs);
 // this file checks JS types, walks the caller's rows into the core's columns,
-// reads the clock for `derivedAt` and renders the warnings' messages (they
-// cross as the core's templates, js/errors.js). Options and results cross as
+// and reads the clock for `derivedAt`. Options and results cross as
 // objects whose types are generated from the Rust ones; the defaults (q 0.99,
 // safety 2, relativeError 0.01) are the core's (`deriveDefaults`).
 //
@@ -16,7 +15,7 @@
 // 3. "No data" is `null` in a derived row (a record, kept in JSON).
 
 import * as core from "./edge_deadline_derive.js";
-import { argumentError, CODES, render } from "./errors.js";
+import { argumentError, CODES } from "./errors.js";
 import { isReady, notReady } from "./derive-load.js";
 import { CHUNK, LatencySketch, SKETCH_TOKEN, addAllTo, float64 } from "./sketch.js";
 import { describe, number, obj, optNumber, str, typeError } from "./validate.js";
@@ -178,10 +177,6 @@ export function deriveTimeouts(data, options) {
       data,
     );
   }
-  for (const row of rows) {
-    row.derivedAt = derivedAt;
-    // A warning's message crosses as the core's template and values: the text is made here.
-    for (const w of row.warnings) w.message = render(/** @type {any} */ (w.message));
-  }
+  for (const row of rows) row.derivedAt = derivedAt;
   return rows;
 }

@@ -13,108 +13,57 @@
 // (imported by the wasm-bindgen glue as `./errors.js`), so the core and the JS
 // API throw instances of the very same classes.
 //
-// This module imports only the generated message table: every other module
-// (and the glue) imports it, so it holds all the error classes and every
-// brand guard, the Deadline's included (`isDeadline`).
+// This module imports nothing: every other module (and the glue) imports it,
+// so it holds all the error classes and every brand guard, the Deadline's
+// included (`isDeadline`).
 //
 // # One wording per message
-// The core's messages are templates declared in src/core (`templates!`); the
-// `.wasm` sends a template's id and values, and `render` below fills the
-// template from the generated tables (`messages.js`; the derive entry adds
-// `derive-messages.js`), so no sentence and no number formatting lives in the
-// `.wasm`. `DeadlineExceeded` and `InsufficientBudget` are also made here, on
-// hot paths (a deadline's timer, a refused step) where the message must not
-// cost a Wasm call: they render the core's own templates.
-
-import { MESSAGES } from "./messages.js";
+// Every message is written and filled in the core (src/core, `templates!`),
+// numbers printed as JavaScript prints them; no template is filled here.
+// Errors the core raises arrive with their text (`coreError`). The errors
+// made here (a deadline's timer, a refused step, a stall, an attempt's
+// timeout) ask the main core for theirs, through the functions ./load.js
+// hands over once it has loaded (`coreTexts`). This module cannot import the
+// main core itself: the derive entry shares it and never loads that core.
 
 const BRAND = "edgeDeadlineError";
 
-/** @type {Record<string, string>[]} */
-const tables = [MESSAGES];
+/**
+ * The main core's text functions and whether it has loaded.
+ * @type {{ core: any, ready: () => boolean } | undefined}
+ */
+let texts;
 
 /**
- * Adds an entry's message templates (the derive entry's, when it loads).
- * @param {Record<string, string>} table
+ * Hands over the main core's text functions (./load.js, once).
+ * @param {any} core the main core's `…Text` functions
+ * @param {() => boolean} ready whether it has loaded
  */
-export function addMessages(table) {
-  if (!tables.includes(table)) tables.push(table);
+export function coreTexts(core, ready) {
+  texts = { core, ready };
 }
 
-/**
- * @typedef {{ id: string, args: Record<string, number | string | Message> }} Message
- * A core message: a template id and the values of its holes.
- */
+// The text `coreError` hands the constructor it calls next: the core's own.
+/** @type {string | undefined} */
+let given;
 
 /**
- * The text of a core message: `{name}` is the value as it is (a nested
- * message rendered), `{name:ms}` milliseconds as `ms` prints them,
- * `{name:.N}` a number to N decimals (`toFixed`), `{{`/`}}` literal braces
- * (the core's `Message` renders alike, src/core/error.rs). A hole with no
- * value stays as written.
- *
- * Each template is split into its literals and holes once, on first use:
- * a message is made on request paths (a skipped step's reason, a deadline's
- * timer), where a regular-expression replace per message cost 0.6–2 µs in
- * Node against 0.02–0.4 µs for the split template (same process, alternating,
- * on the shared 2-core machine).
- * @param {Message} message
- * @returns {string}
+ * The message of an error made here: the core's text (`say(core)`), or the
+ * error's name when the main core has not loaded (a browser before
+ * `init()`, an application importing only `edge-deadline/derive`).
+ * @param {string} name
+ * @param {((core: any) => string)} say
  */
-export function render({ id, args }) {
-  const parts = compiled.get(id) ?? compile(id);
-  let out = /** @type {string} */ (parts[0]);
-  for (let i = 1; i < parts.length; i += 4) {
-    const value = args[/** @type {string} */ (parts[i])];
-    const spec = parts[i + 1];
-    out +=
-      value === undefined
-        ? parts[i + 2]
-        : typeof value === "object"
-          ? render(value)
-          : spec === undefined || typeof value !== "number"
-            ? String(value)
-            : spec === "ms"
-              ? ms(value)
-              : value.toFixed(Number(spec[1]));
-    out += parts[i + 3];
-  }
-  return out;
-}
-
-/** @type {Map<string, (string | undefined)[]>} id → [literal, (name, spec, hole as written, literal)…] */
-const compiled = new Map();
-
-/** Splits template `id` (the id itself when no table has it yet: not kept, a table may come later). */
-function compile(id) {
-  const table = tables.find((t) => Object.hasOwn(t, id));
-  const text = table === undefined ? id : table[id];
-  /** @type {(string | undefined)[]} */
-  const parts = [""];
-  let last = 0;
-  for (const m of text.matchAll(/\{\{|\}\}|\{(\w+)(?::(ms|\.\d))?\}/g)) {
-    const literal = text.slice(last, m.index) + (m[1] === undefined ? m[0][0] : "");
-    parts[parts.length - 1] += literal;
-    if (m[1] !== undefined) parts.push(m[1], m[2], m[0], "");
-    last = /** @type {number} */ (m.index) + m[0].length;
-  }
-  parts[parts.length - 1] += text.slice(last);
-  if (table !== undefined) compiled.set(id, parts);
-  return parts;
+function text(name, say) {
+  const handed = given;
+  given = undefined;
+  if (handed !== undefined) return handed;
+  return texts?.ready() ? say(texts.core) : name;
 }
 
 export function brand(error, name) {
   Object.defineProperty(error, "name", { value: name, configurable: true, writable: true });
   error[BRAND] = name;
-}
-
-/**
- * Milliseconds for a message: whole, or to 0.1 ms (the exact value stays on
- * the error's fields). The core's `Ms` (src/core/deadline.rs) formats alike,
- * exact ties (x.25) rounded up as `toFixed` does.
- */
-export function ms(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
 }
 
 /** The deadline passed: the work it bounded is no longer worth finishing. */
@@ -129,16 +78,7 @@ export class DeadlineExceeded extends Error {
     // A reserved deadline that had passed before any work began says why: the budget was below the reserve.
     const reserveMs = options?.reserveMs;
     const budgetMs = options?.budgetMs ?? 0;
-    super(
-      render(
-        reserveMs !== undefined
-          ? { id: "deadline.BELOW_RESERVE", args: { budgetMs, reserveMs } }
-          : lateByMs > 0
-            ? { id: "deadline.EXCEEDED_BY", args: { lateByMs } }
-            : { id: "deadline.EXCEEDED", args: {} },
-      ),
-      options,
-    );
+    super(text("DeadlineExceeded", (core) => core.exceededText(lateByMs, reserveMs, budgetMs)), options);
     brand(this, "DeadlineExceeded");
     this.at = at;
     this.lateByMs = lateByMs;
@@ -154,7 +94,7 @@ export class InsufficientBudget extends Error {
    * @param {ErrorOptions} [options] `cause`
    */
   constructor(remainingMs, minMs, options) {
-    super(render({ id: "deadline.INSUFFICIENT", args: { remainingMs, minMs } }), options);
+    super(text("InsufficientBudget", (core) => core.insufficientText(remainingMs, minMs)), options);
     brand(this, "InsufficientBudget");
     this.remainingMs = remainingMs;
     this.minMs = minMs;
@@ -174,7 +114,7 @@ export class StepTimeout extends Error {
    * @param {ErrorOptions} [options] `cause`
    */
   constructor(step, capMs, options) {
-    super(render({ id: "plan.STEP_TIMEOUT", args: { step, capMs } }), options);
+    super(text("StepTimeout", (core) => core.stepTimeoutText(String(step), capMs)), options);
     brand(this, "StepTimeout");
     this.step = step;
     this.capMs = capMs;
@@ -229,8 +169,7 @@ export class StreamStalled extends Error {
    * @param {number} bytes bytes received before the stall
    */
   constructor(phase, afterMs, chunks, bytes, options) {
-    const id = phase === "first-byte" ? "stall.STALLED_FIRST_BYTE" : phase === "first-chunk" ? "stall.STALLED_FIRST_CHUNK" : "stall.STALLED";
-    super(render({ id, args: { afterMs, chunks, bytes } }), options);
+    super(text("StreamStalled", (core) => core.stalledText(String(phase), afterMs, chunks, bytes)), options);
     brand(this, "StreamStalled");
     this.phase = phase;
     this.afterMs = afterMs;
@@ -270,7 +209,7 @@ export class AttemptTimeout extends Error {
    * @param {number} timeoutMs the timeout it was given
    */
   constructor(attempt, timeoutMs, options) {
-    super(render({ id: "retry.ATTEMPT_TIMEOUT", args: { attempt, timeoutMs } }), options);
+    super(text("AttemptTimeout", (core) => core.attemptTimeoutText(attempt, timeoutMs)), options);
     brand(this, "AttemptTimeout");
     this.attempt = attempt;
     this.timeoutMs = timeoutMs;
@@ -439,18 +378,12 @@ export function argumentError(kind, code, param, message) {
   return error;
 }
 
-// The factory the Wasm core calls (src/wasm/mod.rs, `to_js`). Not re-exported by the API.
+// The factory the Wasm core calls (src/wasm/mod.rs, `to_js`), with the
+// message as the core rendered it. Not re-exported by the API.
 export function coreError(kind, code, param, message, fields) {
-  const text = render(message);
-  if (kind === "deadline") return withMessage(new DeadlineExceeded(fields.at, fields.lateByMs), text);
-  if (kind === "insufficient") return withMessage(new InsufficientBudget(fields.remainingMs, fields.minMs), text);
-  const error = argumentError(kind, code, param ?? undefined, text);
+  given = kind === "deadline" || kind === "insufficient" ? message : undefined;
+  if (kind === "deadline") return new DeadlineExceeded(fields.at, fields.lateByMs);
+  if (kind === "insufficient") return new InsufficientBudget(fields.remainingMs, fields.minMs);
+  const error = argumentError(kind, code, param ?? undefined, message);
   return Object.assign(error, fields);
-}
-
-// The core's words, kept on the error it raised: the class's own message when
-// the core used the same template, which it does for the same numbers.
-function withMessage(error, message) {
-  if (error.message !== message) Object.defineProperty(error, "message", { value: message, configurable: true, writable: true });
-  return error;
 }

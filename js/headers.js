@@ -29,7 +29,7 @@
 // server that answers 400.
 
 import * as core from "./edge_deadline.js";
-import { InvalidHeader, render } from "./errors.js";
+import { InvalidHeader } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { now } from "./timers.js";
 import * as check from "./validate.js";
@@ -208,7 +208,7 @@ export function readDeadlineHeaders(headers, options) {
   // bad argument: see above).
   const rejected = refused.map(({ index, code, message }) => {
     const { header } = present[index];
-    return { header, error: Object.assign(new InvalidHeader(header, render(message)), { code }) };
+    return { header, error: Object.assign(new InvalidHeader(header, message), { code }) };
   });
   if (invalid === "throw" && rejected.length) throw rejected[0].error;
   return { at, signal, source: source == null ? null : present[source].header, rejected };

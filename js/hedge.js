@@ -18,7 +18,7 @@
 //    outcome; its `reason` is "deadline" only when the deadline ended it.
 
 import * as core from "./edge_deadline.js";
-import { isDeadlineExceeded, render, RetryFailed } from "./errors.js";
+import { isDeadlineExceeded, RetryFailed } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { child, now } from "./timers.js";
@@ -65,7 +65,7 @@ function startHedge(fn, options) {
     const fail = (stop, cause, reason) => {
       const records = run.records().map((r, i) => ({ ...r, error: errors[i] }));
       end(reason);
-      reject(new RetryFailed(stop.reason, render(stop.message), records, cause === undefined ? undefined : { cause }));
+      reject(new RetryFailed(stop.reason, stop.message, records, cause === undefined ? undefined : { cause }));
     };
     /** Does what the core answered (src/core/hedge.rs `HedgeStep`; "won" is the caller's). */
     const act = (step) => {
@@ -93,7 +93,7 @@ function startHedge(fn, options) {
           node.dispose();
           if (run.succeeded(number, now()).do !== "won") return;
           // The core's sentence (src/core/hedge.rs `answered_first`), filled here: no Wasm call on the winning path.
-          end(new DOMException(render({ id: "retry.HEDGE_ANSWERED_FIRST", args: { number } }), "AbortError"));
+          end(new DOMException(core.answeredFirstText(number), "AbortError"));
           resolve(value);
         },
         (error) => {

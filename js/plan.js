@@ -45,7 +45,7 @@
 //    disposes it when the request ends.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isDeadlineExceeded, render } from "./errors.js";
+import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { metric } from "./servertiming.js";
@@ -263,17 +263,13 @@ export class Plan {
 
   /**
    * A step the core refused: an optional one is skipped (the common case, on
-   * the request's path: only the core's reason crosses, as one number, the
-   * time available or -1 when the deadline has passed, and the reason is its
-   * template filled here); a mandatory or fallback one gets
-   * InsufficientBudget with the numbers of core.planRefusal.
+   * the request's path: only the core's reason crosses, as its text); a
+   * mandatory or fallback one gets InsufficientBudget with the numbers of
+   * core.planRefusal.
    */
   #refuse(step, t0, remaining) {
     if (step.kind === "optional") {
-      const availableMs = core.planSkipReason(step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
-      const reason = render(
-        availableMs < 0 ? { id: "plan.SKIP_EXPIRED", args: {} } : { id: "plan.SKIP_BELOW_MINIMUM", args: { availableMs, minMs: step.minMs } },
-      );
+      const reason = core.planSkipReason(step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
       return this.#settle(step.name, remaining, 0, t0, "skipped", { skipped: true, reason }, true);
     }
     const { outcome, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);

@@ -37,7 +37,7 @@
 // deadline itself ended the loop.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, render, RetryFailed } from "./errors.js";
+import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, RetryFailed } from "./errors.js";
 import { retryBudgetCore, RetryBudget } from "./retry_budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
@@ -212,7 +212,7 @@ async function retryLoop(fn, options) {
     const { reason, message } = run.stop();
     const list = attempts();
     const last = list[list.length - 1];
-    return new RetryFailed(reason, render(message), list, cause !== undefined ? { cause } : last ? { cause: last.error } : undefined);
+    return new RetryFailed(reason, message, list, cause !== undefined ? { cause } : last ? { cause: last.error } : undefined);
   };
   // The hook sees each attempt's record once it is final; what it throws is
   // reported and never changes the retry's result (like a plan's onStep).

@@ -169,14 +169,24 @@ impl Described for DeadlineError {
             Self::Negative { param, value } => bad(msg::NEGATIVE, param, value),
             Self::TooLarge { param, value } => bad(msg::TOO_LARGE, param, value),
             Self::TooFar { param, value, max } => bad(msg::TOO_FAR, param, value).arg("left", max),
-            Self::Exhausted { late_by_ms, .. } if late_by_ms > 0.0 => {
-                Message::new(msg::EXCEEDED_BY).arg("lateByMs", late_by_ms)
-            }
-            Self::Exhausted { .. } => Message::new(msg::EXCEEDED),
+            Self::Exhausted { late_by_ms, .. } => exceeded(late_by_ms, None),
             Self::Insufficient { remaining_ms, min_ms } => {
                 Message::new(msg::INSUFFICIENT).arg("remainingMs", remaining_ms).arg("minMs", min_ms)
             }
         }
+    }
+}
+
+/// The message of a `DeadlineExceeded` error, which both hosts raise: the
+/// deadline passed `late_by_ms` ago, or, with `below_reserve` (`budget_ms`,
+/// `reserve_ms`), a reserved deadline had passed before any work started.
+pub fn exceeded(late_by_ms: f64, below_reserve: Option<(f64, f64)>) -> Message {
+    match below_reserve {
+        Some((budget_ms, reserve_ms)) => {
+            Message::new(msg::BELOW_RESERVE).arg("budgetMs", budget_ms).arg("reserveMs", reserve_ms)
+        }
+        None if late_by_ms > 0.0 => Message::new(msg::EXCEEDED_BY).arg("lateByMs", late_by_ms),
+        None => Message::new(msg::EXCEEDED),
     }
 }
 

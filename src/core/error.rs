@@ -18,28 +18,24 @@
 //! describes itself as a [`Message`]: its [`Template`] and the values for its
 //! holes. A message carries its own template, so printing one needs no table
 //! of every module's sentences: this module depends on no concept module.
-//! Its `Display` (what the Rust API shows) renders it in Rust; the
-//! npm package's `.wasm` sends only the id and the values across, and
-//! `js/errors.js` renders them from `js/messages.js` (the main entry's
-//! templates) and `js/derive-messages.js` (the derive entry's), both generated
-//! from these declarations by a host test (`UPDATE_MESSAGES=1 cargo test --lib
-//! message_tables`, in the test-only catalog `src/core/messages.rs`). That keeps the sentences and all float formatting out of
-//! the `.wasm`: measured, formatting an `f64` alone retained 18 KB of the main
-//! module (BENCHMARKS.md, "Size and start-up").
 //!
-//! A hole is `{name}` (the value as given: a number exactly, a string as is, a
-//! nested message rendered), `{name:ms}` (milliseconds measured by a clock:
-//! whole, or to 0.1 ms, see [`Ms`]) or
-//! `{name:.N}` (a number to `N` decimals, `N` one digit, as JavaScript's
-//! `toFixed(N)`: exact ties away from zero); `{{` and `}}` are literal
-//! braces. Numbers print as each language prints them, which differ only at
-//! the extremes (Rust's `inf` is JavaScript's `Infinity`).
+//! Its `Display` is the only renderer: the Rust API shows it, and the npm
+//! package's `.wasm` sends the rendered text to JavaScript, which never fills
+//! a template. Numbers print exactly as JavaScript prints them in both hosts
+//! ([`super::number`]: `Infinity`, `1e+300`).
 //!
-//! Text inside data (a derived timeout's warnings) is a [`Message`] too: it
-//! serializes as `{ id, args }`, and the JS API renders it before the caller
-//! sees it.
+//! A hole is `{name}` (the value as given: a number as `String(v)`, a string as
+//! is, a nested message rendered), `{name:ms}` (milliseconds measured by a
+//! clock: whole, or to 0.1 ms, see [`Ms`]) or `{name:.N}` (a number to `N`
+//! decimals, `N` one digit, as `v.toFixed(N)`); `{{` and `}}` are literal
+//! braces.
+//!
+//! Text inside data (a derived timeout's warnings, a retry's stop) is a
+//! [`Message`] too, and serializes as its text.
 
 use std::fmt;
+
+use super::number;
 
 /// What kind of failure an error is; decides the JavaScript class it becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,9 +51,8 @@ pub enum Kind {
 }
 
 /// Declares a module's message templates: for each, a `pub const`
-/// [`Template`] (its id `"<prefix>.<NAME>"`, what crosses to JavaScript, and
-/// its text), and the module's `TEMPLATES`, every one of them (the tables of
-/// `js/messages.js` and `js/derive-messages.js` are generated from these).
+/// [`Template`] (its id `"<prefix>.<NAME>"` and its text), and the module's
+/// `TEMPLATES`, every one of them (the catalog's checks read these).
 ///
 /// ```ignore
 /// pub mod msg {
@@ -72,20 +67,12 @@ macro_rules! templates {
     ($prefix:literal; $( $(#[$doc:meta])* $name:ident = $text:literal; )*) => {
         $( $(#[$doc])* pub const $name: $crate::core::error::Template = $crate::core::error::Template {
             id: concat!($prefix, ".", stringify!($name)),
-            // The npm package's `.wasm` sends the id and js/ renders the text
-            // from its generated tables, so the sentences stay out of it.
-            text: if $crate::core::error::TEXT_IN_JS { "" } else { $text },
+            text: $text,
         }; )*
         /// Every template of this module.
         pub const TEMPLATES: &[$crate::core::error::Template] = &[ $( $name, )* ];
     };
 }
-
-/// True in the npm package's `.wasm`, whose messages leave as a template id
-/// and values and are filled in from `js/messages.js` (see the module docs):
-/// there a [`Template`]'s text is empty, and nothing reads it.
-#[doc(hidden)]
-pub const TEXT_IN_JS: bool = cfg!(all(target_arch = "wasm32", not(feature = "web")));
 
 /// A message's sentence with named holes, and the stable id it crosses to
 /// JavaScript as. Declared with [`templates!`](crate::templates!), next to the
@@ -93,7 +80,7 @@ pub const TEXT_IN_JS: bool = cfg!(all(target_arch = "wasm32", not(feature = "web
 /// here has to know every module's sentences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Template {
-    /// `"<module>.<NAME>"`: what the npm package sends instead of the text.
+    /// `"<module>.<NAME>"`: a stable name for the sentence (its wording may change).
     pub id: &'static str,
     /// The sentence, with `{name}`, `{name:ms}` and `{name:.N}` holes.
     pub text: &'static str,
@@ -222,8 +209,8 @@ impl fmt::Display for Message {
             let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
             match self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a) {
                 Some(Arg::Num(v)) if spec == "ms" => Ms(*v).fmt(f)?,
-                Some(Arg::Num(v)) if decimals(spec).is_some() => fixed(f, *v, decimals(spec).unwrap_or(0))?,
-                Some(Arg::Num(v)) => write!(f, "{v}")?,
+                Some(Arg::Num(v)) if decimals(spec).is_some() => number::to_fixed(f, *v, decimals(spec).unwrap_or(0))?,
+                Some(Arg::Num(v)) => number::to_string(f, *v)?,
                 Some(Arg::Str(s)) => f.write_str(s)?,
                 Some(Arg::Msg(m)) => m.fmt(f)?,
                 None => write!(f, "{{{hole}}}")?,
@@ -242,72 +229,26 @@ pub struct Ms(pub f64);
 
 impl fmt::Display for Ms {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = self.0;
-        if v.fract() == 0.0 {
-            write!(f, "{v}")
-        } else if (v * 4.0).fract() == 0.0 && (v * 2.0).fract() != 0.0 {
-            // An exact tie (x.25, x.75: ×4 and ×2 are exact in binary) rounds
-            // away from zero, as JavaScript's `toFixed(1)` does (js/errors.js
-            // `ms`); `{:.1}` alone would round it to even.
-            let whole = v.trunc();
-            let tenth = if (v - whole).abs() == 0.25 { 3 } else { 8 };
-            write!(f, "{}{}.{tenth}", if v < 0.0 { "-" } else { "" }, whole.abs())
+        if self.0.fract() == 0.0 {
+            number::to_string(f, self.0)
         } else {
-            write!(f, "{v:.1}")
+            number::to_fixed(f, self.0, 1)
         }
     }
 }
 
 /// `N` of a `.N` hole format.
-pub(crate) fn decimals(spec: &str) -> Option<usize> {
+pub(crate) fn decimals(spec: &str) -> Option<u32> {
     match spec.as_bytes() {
-        [b'.', d @ b'0'..=b'9'] => Some(usize::from(d - b'0')),
+        [b'.', d @ b'0'..=b'9'] => Some(u32::from(d - b'0')),
         _ => None,
     }
 }
 
-/// `v` to `n` decimals as JavaScript's `toFixed(n)` prints it: an exact tie
-/// (a binary fraction ending at the digit after the last kept one) rounds
-/// away from zero, where `{:.n}` alone would round it to even.
-fn fixed(f: &mut fmt::Formatter<'_>, v: f64, n: usize) -> fmt::Result {
-    let scale = f64::from(1u32 << n.min(30));
-    let tie = (v * scale * 2.0).fract() == 0.0 && (v * scale).fract() != 0.0;
-    // One ulp further from zero (a tie is finite and not 0): past the tie, on its side.
-    let v = if tie { f64::from_bits(v.to_bits() + 1) } else { v };
-    write!(f, "{v:.n$}")
-}
-
-/// A message as data: `{ id, args: { name: value } }`, what `js/errors.js`
-/// `render` takes (values are numbers, strings or nested messages).
+/// A message as data is its text.
 impl serde::Serialize for Message {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        struct Args<'a>(&'a [(&'static str, Arg)]);
-        impl serde::Serialize for Args<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                // A struct, not a map: the names are static, and every
-                // serializer (serde-wasm-bindgen too) makes a struct an object.
-                let mut out = s.serialize_struct("Args", self.0.len())?;
-                for (name, arg) in self.0 {
-                    out.serialize_field(name, arg)?;
-                }
-                out.end()
-            }
-        }
-        let mut out = s.serialize_struct("Message", 2)?;
-        out.serialize_field("id", self.id)?;
-        out.serialize_field("args", &Args(&self.args))?;
-        out.end()
-    }
-}
-
-impl serde::Serialize for Arg {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Arg::Num(v) => s.serialize_f64(*v),
-            Arg::Str(v) => s.serialize_str(v),
-            Arg::Msg(m) => m.serialize(s),
-        }
+        s.collect_str(self)
     }
 }
 
@@ -331,9 +272,8 @@ pub trait Described {
     fn fields(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
-    /// The message, as a template and its values (see the module docs).
-    /// `to_js` sends only this, never the `Display` text, so no sentence and
-    /// no float formatting reaches the `.wasm`.
+    /// The message, as a template and its values (see the module docs);
+    /// its `Display` is the text every host shows.
     fn message(&self) -> Message;
 }
 
@@ -568,25 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn fixed_decimals_round_ties_away_from_zero_as_to_fixed_does() {
-        // JavaScript: (2.25).toFixed(1) "2.3", (0.125).toFixed(2) "0.13",
-        // (-2.5).toFixed(0) "-3", (0.1).toFixed(1) "0.1", (2.35).toFixed(1)
-        // "2.4" (2.35 is 2.35000000000000008882 in binary: no tie).
-        let with = |v: f64, n: usize| {
-            struct F(f64, usize);
-            impl fmt::Display for F {
-                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    fixed(f, self.0, self.1)
-                }
-            }
-            F(v, n).to_string()
-        };
-        assert_eq!(with(2.25, 1), "2.3");
-        assert_eq!(with(0.125, 2), "0.13");
-        assert_eq!(with(-2.5, 0), "-3");
-        assert_eq!(with(0.1, 1), "0.1");
-        assert_eq!(with(2.35, 1), "2.4");
-        assert_eq!(with(3.0, 1), "3.0");
+    fn decimals_reads_a_dot_and_one_digit() {
         assert_eq!(decimals(".2"), Some(2));
         assert_eq!(decimals("ms"), None);
     }

@@ -536,7 +536,7 @@ pub struct Incoming {
     /// They are ignored, which can only leave the deadline at the local cap,
     /// never extend it; strict callers may turn any entry here into a 400.
     #[serde(serialize_with = "rejections")]
-    #[cfg_attr(feature = "typescript", tsify(type = "{ index: number, code: string, message: Message }[]"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "{ index: number, code: string, message: string }[]"))]
     pub rejected: Vec<(usize, HeaderError)>,
 }
 

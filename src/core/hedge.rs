@@ -138,7 +138,7 @@ pub enum HedgeStep {
     /// `message`).
     Stop(
         #[serde(serialize_with = "stop_fields")]
-        #[cfg_attr(feature = "typescript", tsify(type = "{ reason: StopCode; message: Message }"))]
+        #[cfg_attr(feature = "typescript", tsify(type = "{ reason: StopCode; message: string }"))]
         Stopped,
     ),
 }

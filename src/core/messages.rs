@@ -1,8 +1,5 @@
-//! Every module's message templates in one catalog, for what needs them all:
-//! the tables the npm package renders from (`js/messages.js` for the main
-//! entry, `js/derive-messages.js` for `edge-deadline/derive`, generated here
-//! by `UPDATE_MESSAGES=1 cargo test --lib message_tables`), and the checks
-//! that every template is well formed, has a unique id and is used.
+//! Every module's message templates in one catalog, for the checks that every
+//! template is well formed, has a unique id and is used.
 //!
 //! Test-only, and nothing imports it: a [`Message`] carries its own
 //! [`Template`], so no module needs the catalog to print a message, and the
@@ -10,7 +7,7 @@
 
 use crate::core::error::{assert_filled, decimals, msg, Arg, Described, Message, ShapeError, Template, Within};
 
-/// The templates of the main entry's errors (`js/messages.js`).
+/// The templates of the main entry's errors.
 const MAIN: &[&[Template]] = &[
     msg::TEMPLATES,
     crate::core::deadline::msg::TEMPLATES,
@@ -22,7 +19,7 @@ const MAIN: &[&[Template]] = &[
     crate::core::stall::msg::TEMPLATES,
 ];
 
-/// The templates only the derive entry's errors use (`js/derive-messages.js`).
+/// The templates only the derive entry's errors use.
 const DERIVE: &[&[Template]] = &[
     crate::core::sketch::msg::TEMPLATES,
     crate::core::sketch::bytes_msg::TEMPLATES,
@@ -32,56 +29,6 @@ const DERIVE: &[&[Template]] = &[
     crate::core::simulate::msg::TEMPLATES,
     crate::core::little::msg::TEMPLATES,
 ];
-
-/// A JavaScript string literal (JSON's escaping).
-fn js_string(s: &str) -> String {
-    let mut out = String::from('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn js_table(what: &str, tables: &[&[Template]]) -> String {
-    let mut out = format!(
-        "// The core's message templates for {what}, generated from the `templates!`\n\
-         // declarations in src/core/ by `UPDATE_MESSAGES=1 cargo test --lib message_tables`:\n\
-         // do not edit. js/errors.js renders them (`{{name}}`, `{{name:ms}}`, see src/core/error.rs).\n\n\
-         /** @type {{Record<string, string>}} */\n\
-         export const MESSAGES = {{\n"
-    );
-    for t in tables.iter().flat_map(|t| t.iter()) {
-        out.push_str(&format!("  {}: {},\n", js_string(t.id), js_string(t.text)));
-    }
-    out.push_str("};\n");
-    out
-}
-
-/// js/messages.js and js/derive-messages.js are these templates, as
-/// generated; `UPDATE_MESSAGES=1` rewrites them.
-#[test]
-fn message_tables_are_current() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let mut stale = Vec::new();
-    for (file, what, tables) in
-        [("js/messages.js", "the main entry", MAIN), ("js/derive-messages.js", "edge-deadline/derive", DERIVE)]
-    {
-        let path = format!("{root}/{file}");
-        let want = js_table(what, tables);
-        if std::env::var_os("UPDATE_MESSAGES").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
-            stale.push(file);
-        }
-    }
-    assert!(stale.is_empty(), "{stale:?} out of date: run `UPDATE_MESSAGES=1 cargo test --lib message_tables`");
-}
 
 #[test]
 fn templates_are_well_formed_and_ids_unique() {

@@ -15,6 +15,7 @@ pub mod hedge;
 pub mod little;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod messages;
+pub mod number;
 pub mod plan;
 pub mod prom;
 pub mod retry;

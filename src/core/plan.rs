@@ -547,7 +547,7 @@ pub struct Refusal {
     /// `skipped` for an optional step, `insufficient` for a mandatory one.
     pub outcome: Outcome,
     /// Why the step does not start, as a template and its numbers.
-    #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "string"))]
     pub reason: Message,
     /// What the step could have had, in ms (`availableMs` in JS): 0 when the
     /// deadline has passed.

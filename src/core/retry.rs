@@ -531,7 +531,7 @@ pub struct Stop {
     /// The stable word (`reason` in JS).
     pub reason: StopCode,
     /// The sentence, as a template and its numbers.
-    #[cfg_attr(feature = "typescript", tsify(type = "Message"))]
+    #[cfg_attr(feature = "typescript", tsify(type = "string"))]
     pub message: Message,
 }
 

@@ -24,6 +24,20 @@ use wasm_bindgen::prelude::*;
 use super::to_js;
 use crate::core::deadline as core;
 
+/// The message of a `DeadlineExceeded` made in JavaScript ([`core::exceeded`]):
+/// `reserve_ms` and `budget_ms` given for a reserved deadline that had passed
+/// before any work started.
+#[wasm_bindgen(js_name = exceededText)]
+pub fn exceeded_text(late_by_ms: f64, reserve_ms: Option<f64>, budget_ms: f64) -> String {
+    core::exceeded(late_by_ms, reserve_ms.map(|r| (budget_ms, r))).to_string()
+}
+
+/// The message of an `InsufficientBudget` made in JavaScript.
+#[wasm_bindgen(js_name = insufficientText)]
+pub fn insufficient_text(remaining_ms: f64, min_ms: f64) -> String {
+    crate::core::error::Described::message(&core::DeadlineError::Insufficient { remaining_ms, min_ms }).to_string()
+}
+
 #[wasm_bindgen(js_name = deadlineIn)]
 pub fn deadline_in(now_ms: f64, ms: f64) -> Result<f64, JsValue> {
     core::deadline_in(now_ms, ms).map_err(to_js)

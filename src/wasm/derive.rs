@@ -4,9 +4,7 @@
 //! [`DeriveOptions`] and [`BucketResult`](crate::core::derive::BucketResult); the defaults (`q` 0.99, `safety`
 //! 2, `relativeError` 0.01) are the core's, read by JS through
 //! [`derive_defaults`]. Histograms handed back come through serde and are
-//! validated again. A warning's message crosses as its template and values
-//! (`{ id, args }`, [`crate::core::error::Message`]) and js/derive.js turns it
-//! into text, so no sentence and no number formatting is needed here.
+//! validated again. A warning's message crosses as its text.
 //!
 //! # Rows stay columns
 //! Labelled rows are the one bulk input here (a log export: millions of

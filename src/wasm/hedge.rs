@@ -14,6 +14,13 @@ use crate::core::hedge::{HedgeOptions, HedgeRun, HedgeStep};
 use crate::core::retry::RetryError;
 
 /// One `hedge()` call's [`HedgeRun`].
+/// The message of the `AbortError` the other attempts get when attempt
+/// `number` wins ([`crate::core::hedge::answered_first`]).
+#[wasm_bindgen(js_name = answeredFirstText)]
+pub fn answered_first_text(number: u32) -> String {
+    crate::core::hedge::answered_first(number).to_string()
+}
+
 #[wasm_bindgen(js_name = HedgeRun)]
 pub struct HedgeRunJs {
     run: HedgeRun,

@@ -20,12 +20,15 @@
 //!
 //! The serde (de)serializers over `JsValue` are our own ([`de`], [`ser`]),
 //! not serde-wasm-bindgen's (tsify's `into_js`/`from_js`): the same values
-//! accepted and the same objects produced, and no float formatting, which is
-//! what keeps `<f64 as Display>` out of the module (serde-wasm-bindgen's
-//! deserializer formats floats in its errors; BENCHMARKS.md, "Size and
-//! start-up", has what that costs). A read of a user value that throws (a
-//! getter, a proxy) becomes that `TypeError`; tsify's own conversions panic
-//! or throw through the Wasm frames instead.
+//! accepted and the same objects produced. With serde-wasm-bindgen the main
+//! `.wasm` measured 19.6 KB gzip larger (23.5 KB with serde_path_to_error for
+//! the `data[0].unit` paths), which puts a deadline-only Worker over its
+//! 80 KiB budget: its errors format floats with Rust's `Display` (the core
+//! prints numbers with ryu-js instead, src/core/number.rs), and every type's
+//! conversion instantiates its larger deserializer. A read of a user value
+//! that throws (a getter, a proxy) becomes that `TypeError`; serde-wasm-bindgen
+//! reads properties with an uncaught indexing getter, so the throw would
+//! unwind through the Wasm frames.
 //!
 //! These exports stay scalar (numbers and strings in, a number, a string or
 //! `undefined` out), each module's doc giving the measurement
@@ -54,7 +57,7 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "main")]
 use crate::core::error::Within;
-use crate::core::error::{Arg, Described, Kind, Message, ShapeError};
+use crate::core::error::{Described, Kind, ShapeError};
 
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
@@ -96,45 +99,12 @@ extern "C" {
     /// `.param` and `.code`, or the branded `DeadlineExceeded` /
     /// `InsufficientBudget` with their fields.
     #[wasm_bindgen(js_name = coreError)]
-    fn core_error(
-        kind: &str,
-        code: &str,
-        param: Option<String>,
-        message: &js_sys::Object,
-        fields: &js_sys::Object,
-    ) -> JsValue;
-}
-
-/// The TypeScript of a [`Message`] inside data that crosses through serde
-/// (a retry's stop, a refusal's reason, a rejected header): what its
-/// `Serialize` writes, and what `render` in `js/errors.js` takes.
-#[wasm_bindgen(typescript_custom_section)]
-const MESSAGE_TS: &str = "/** A core message: a template id and the values of its holes (rendered by js/errors.js). */
-export interface Message { id: string; args: Record<string, number | string | Message> }";
-
-/// A message as `{ id, args }` for `js/errors.js` to render: the template's
-/// id and its values (numbers, strings, nested messages), never text the
-/// `.wasm` formatted (see [`crate::core::error`]).
-fn message_js(message: &Message) -> js_sys::Object {
-    let args = js_sys::Object::new();
-    for (name, arg) in &message.args {
-        let value = match arg {
-            Arg::Num(v) => JsValue::from_f64(*v),
-            Arg::Str(s) => JsValue::from_str(s),
-            Arg::Msg(inner) => message_js(inner).into(),
-        };
-        // Setting a property on a fresh, extensible object cannot throw.
-        let _ = js_sys::Reflect::set(&args, &JsValue::from_str(name), &value);
-    }
-    let out = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&out, &JsValue::from_str("id"), &JsValue::from_str(message.id));
-    let _ = js_sys::Reflect::set(&out, &JsValue::from_str("args"), &args);
-    out
+    fn core_error(kind: &str, code: &str, param: Option<String>, message: &str, fields: &js_sys::Object) -> JsValue;
 }
 
 /// The one conversion from core errors to JavaScript errors: every core error
 /// type implements [`Described`], so its code, parameter, kind and message
-/// cross the same way; the message as a template id and its values.
+/// cross the same way, the message as the core renders it.
 ///
 /// Generic only in name: every error type goes through one body
 /// ([`error_js`]) as a `dyn Described`, instead of one inlined copy per type
@@ -167,7 +137,7 @@ fn error_js(error: &dyn Described) -> JsValue {
         // Setting a property on a fresh, extensible object cannot throw.
         let _ = js_sys::Reflect::set(&fields, &JsValue::from_str(name), &JsValue::from_f64(value));
     }
-    core_error(kind, error.code(), error.param(), &message_js(&error.message()), &fields)
+    core_error(kind, error.code(), error.param(), &error.message().to_string(), &fields)
 }
 
 /// Structured data from JavaScript: `value` deserialized into `T` (a core

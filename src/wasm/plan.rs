@@ -13,13 +13,11 @@
 //!   (`node bench/run.mjs pipeline` has the current figures).
 //! - [`plan_skip_reason`] follows a `0` for an optional step: a skip is a
 //!   normal outcome on the request's path, so it crosses scalars in and the
-//!   core's reason out as one number (the time available, or
-//!   [`SKIP_EXPIRED`]), from which `js/plan.js` renders the reason's
-//!   template: no sentence and no float formatting in the `.wasm` (see
-//!   [`crate::core::error`]). Returning the [`Refusal`](crate::core::plan::Refusal)
-//!   object instead (its kind by name in, four fields out through serde) put
-//!   a skipped `p.run` at 2.6 µs in Node and 1.8 µs in Deno, about 0.9 µs
-//!   more than one number does (`node bench/ab.mjs`, a skipped step).
+//!   core's reason out as its text. Returning the
+//!   [`Refusal`](crate::core::plan::Refusal) object instead (its kind by name
+//!   in, four fields out through serde) put a skipped `p.run` at 2.6 µs in
+//!   Node and 1.8 µs in Deno, about 0.9 µs more than one number did
+//!   (`node bench/ab.mjs`, a skipped step).
 //! - [`plan_refusal`] is the rare path for a mandatory or fallback step: why
 //!   it does not start, as a [`Refusal`](crate::core::plan::Refusal) whose
 //!   `outcome` is the trace's string enum and whose numbers the
@@ -30,11 +28,7 @@ use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js, within_js};
 use crate::core::error::ShapeError;
-use crate::core::plan::{self, Plan, SkipReason, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
-
-/// What [`plan_skip_reason`] answers for [`SkipReason::Expired`] (the time
-/// available is never negative, so the two cannot be confused).
-pub const SKIP_EXPIRED: f64 = -1.0;
+use crate::core::plan::{self, Plan, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
 
 /// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
 /// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
@@ -67,6 +61,12 @@ fn step_spec(index: usize, step: JsValue) -> Result<StepSpec, JsValue> {
     })
 }
 
+/// The message of a `StepTimeout` ([`plan::step_timeout`]).
+#[wasm_bindgen(js_name = stepTimeoutText)]
+pub fn step_timeout_text(step: &str, cap_ms: f64) -> String {
+    plan::step_timeout(step, cap_ms).to_string()
+}
+
 /// [`plan::step_cap`]: the cap of a step from [`plan_new`]'s numbers at
 /// `now_ms`, or `0` when it must not start. `fallback` is `kind ===
 /// "fallback"`, the one distinction admission makes.
@@ -83,10 +83,8 @@ pub fn plan_cap(
 }
 
 /// [`plan::skip_reason`]: why an optional step (its [`plan_new`] numbers) is
-/// skipped at `now_ms`, as one number: the milliseconds available to it
-/// ([`SkipReason::BelowMinimum`]) or [`SKIP_EXPIRED`]; `undefined` when it
-/// would start. `js/plan.js` renders the reason's template (`plan.SKIP_*`)
-/// with the step's `minMs`, which is the number it passed here.
+/// skipped at `now_ms`, as the reason's text; `undefined` when it would
+/// start.
 #[wasm_bindgen(js_name = planSkipReason)]
 pub fn plan_skip_reason(
     min_ms: f64,
@@ -94,11 +92,10 @@ pub fn plan_skip_reason(
     held_after_ms: f64,
     at: f64,
     now_ms: f64,
-) -> Result<Option<f64>, JsValue> {
-    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)?.map(|reason| match reason {
-        SkipReason::Expired => SKIP_EXPIRED,
-        SkipReason::BelowMinimum { available_ms, .. } => available_ms,
-    }))
+) -> Result<Option<String>, JsValue> {
+    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms)
+        .map_err(to_js)?
+        .map(|reason| reason.message().to_string()))
 }
 
 /// [`plan::refusal`]: why a step (its [`plan_new`] numbers) does not start at

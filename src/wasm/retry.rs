@@ -165,6 +165,12 @@ impl RetryRunJs {
 }
 
 /// The failure kinds `classify` may answer ([`Failure::ALL`]).
+/// The message of an `AttemptTimeout` ([`crate::core::retry::attempt_timeout`]).
+#[wasm_bindgen(js_name = attemptTimeoutText)]
+pub fn attempt_timeout_text(attempt: u32, timeout_ms: f64) -> String {
+    crate::core::retry::attempt_timeout(attempt, timeout_ms).to_string()
+}
+
 #[wasm_bindgen(js_name = failureKinds, unchecked_return_type = "Failure[]")]
 pub fn failure_kinds() -> Result<js_sys::Array, JsValue> {
     array_js(&Failure::ALL)

@@ -46,6 +46,12 @@ const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 /// once (then make the [`StallWatcherJs`] and read its
 /// [`verdict`](StallWatcherJs::verdict)). Validates the limits (`undefined`:
 /// no limit) and instants, naming the option as the user wrote it.
+/// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
+#[wasm_bindgen(js_name = stalledText)]
+pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> String {
+    crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()
+}
+
 #[wasm_bindgen(js_name = stallStart)]
 pub fn stall_start(
     first_chunk_ms: Option<f64>,

@@ -115,10 +115,8 @@ pub enum WarningCode {
     Collapsed,
 }
 
-/// One warning as the JS API gives it: `{ code, message }`. What crosses
-/// from the `.wasm` is `{ code, message: { id, args } }` (a [`Message`]);
-/// `js/derive.js` renders the message into this text (see
-/// [`crate::core::error`], "Messages are templates").
+/// One warning as the JS API gives it, and as a [`Warning`] serializes:
+/// `{ code, message }`, the message rendered by the core.
 #[derive(Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct DerivedWarning {

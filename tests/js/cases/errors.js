@@ -2,8 +2,8 @@
 // them. The same file runs in Node, Deno, workerd and Chromium.
 import { equal, ok, rejects, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
-// render is internal: the bundle unit every entry shares exports it (scripts/bundle.mjs).
-import { addMessages, compile, render } from "../../../pkg/shared.js";
+// compile is internal: the bundle unit every entry shares exports it (scripts/bundle.mjs).
+import { compile } from "../../../pkg/shared.js";
 
 /** An SDK-style wrapper: its own class, our error as `cause`. */
 class ConnectionError extends Error {
@@ -228,15 +228,23 @@ cases.push(
 );
 
 cases.push({
-  name: "errors: render fills every kind of hole, keeps literal braces and unfilled holes, and renders a template added after its first use",
-  run: () => {
-    const id = `test.LATE_${Math.random()}`;
-    // Unknown yet: the id as it is (and not remembered: its table may come later).
-    equal(render({ id, args: {} }), id);
-    addMessages({ [id]: "{{lit}} {a:ms} ms}} {b}{{{c}}} {missing}: {inner}" });
-    const inner = { id: "deadline.EXCEEDED_BY", args: { lateByMs: 0.25 } };
-    equal(render({ id, args: { a: 2.25, b: "s{b}", c: Infinity, inner } }), "{lit} 2.3 ms} s{b}{Infinity} {missing}: deadline exceeded: it passed 0.3 ms ago");
-    equal(render({ id, args: { a: 7, b: 1e300, c: -0.5, inner } }), "{lit} 7 ms} 1e+300{-0.5} {missing}: deadline exceeded: it passed 0.3 ms ago");
+  name: "errors: numbers in the core's messages print as this runtime prints them: a value as String(v), milliseconds whole or as toFixed(1)",
+  run: (lib) => {
+    // Random doubles over the whole range (tiny, fractional, huge), the
+    // extremes, and exact ties of toFixed(1) (x.25, x.75).
+    const values = [NaN, Infinity, -Infinity, -0, 5e-324, 1e-7, 1e21, 2.25, -2.75, 0.05, 1.005, 9007199254740993, 1.7976931348623157e308];
+    for (let i = 0; i < 2000; i++) values.push((Math.random() - 0.5) * 10 ** Math.floor(Math.random() * 60 - 20));
+    for (let i = 0; i < 200; i++) values.push(Math.floor(Math.random() * 1e6) / 4);
+    const ms = (/** @type {number} */ v) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+    for (const v of values) {
+      // `{remainingMs:ms}`: a duration measured by a clock.
+      equal(new lib.InsufficientBudget(v, 7).message, `insufficient budget: ${ms(v)} ms left, the step needs at least 7 ms, so it was not started`, `remainingMs ${v}`);
+      // `{value}`: a rejected input, exactly.
+      if (!(v >= 0)) {
+        const error = throws(() => lib.Deadline.in(v), RangeError);
+        ok(error.message.endsWith(`: current value is ${String(v)}`), `${v}: ${error.message}`);
+      }
+    }
   },
 });
 
