@@ -13,11 +13,12 @@
 //!   (`node bench/run.mjs pipeline` has the current figures).
 //! - [`plan_skip_reason`] follows a `0` for an optional step: a skip is a
 //!   normal outcome on the request's path, so it crosses scalars in and the
-//!   core's reason out as its text. Returning the
-//!   [`Refusal`](crate::core::plan::Refusal) object instead (its kind by name
-//!   in, four fields out through serde) put a skipped `p.run` at 2.6 µs in
-//!   Node and 1.8 µs in Deno, about 0.9 µs more than one number did
-//!   (`node bench/ab.mjs`, a skipped step).
+//!   core's reason out as one number (the time available, or
+//!   [`SKIP_EXPIRED`]); the reason's text ([`skip_reason_text`]) is made when
+//!   the caller first reads it. Returning the text at once put a skipped
+//!   `p.run` at 1.34 µs in Node against 0.55 µs (`node bench/ab.mjs`);
+//!   returning the [`Refusal`](crate::core::plan::Refusal) object (its kind
+//!   by name in, four fields out through serde) at 2.6 µs.
 //! - [`plan_refusal`] is the rare path for a mandatory or fallback step: why
 //!   it does not start, as a [`Refusal`](crate::core::plan::Refusal) whose
 //!   `outcome` is the trace's string enum and whose numbers the
@@ -28,7 +29,11 @@ use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js, within_js};
 use crate::core::error::ShapeError;
-use crate::core::plan::{self, Plan, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+use crate::core::plan::{self, Plan, SkipReason, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
+
+/// What [`plan_skip_reason`] answers for [`SkipReason::Expired`] (the time
+/// available is never negative, so the two cannot be confused).
+pub const SKIP_EXPIRED: f64 = -1.0;
 
 /// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
 /// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
@@ -83,8 +88,10 @@ pub fn plan_cap(
 }
 
 /// [`plan::skip_reason`]: why an optional step (its [`plan_new`] numbers) is
-/// skipped at `now_ms`, as the reason's text; `undefined` when it would
-/// start.
+/// skipped at `now_ms`, as one number: the milliseconds available to it
+/// ([`SkipReason::BelowMinimum`]) or [`SKIP_EXPIRED`]; `undefined` when it
+/// would start. The reason's text is [`skip_reason_text`] of that number,
+/// made only when the caller reads it.
 #[wasm_bindgen(js_name = planSkipReason)]
 pub fn plan_skip_reason(
     min_ms: f64,
@@ -92,10 +99,20 @@ pub fn plan_skip_reason(
     held_after_ms: f64,
     at: f64,
     now_ms: f64,
-) -> Result<Option<String>, JsValue> {
-    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms)
-        .map_err(to_js)?
-        .map(|reason| reason.message().to_string()))
+) -> Result<Option<f64>, JsValue> {
+    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)?.map(|reason| match reason {
+        SkipReason::Expired => SKIP_EXPIRED,
+        SkipReason::BelowMinimum { available_ms, .. } => available_ms,
+    }))
+}
+
+/// The text of the skip reason [`plan_skip_reason`] answered (`available_ms`,
+/// or [`SKIP_EXPIRED`]) for a step whose minimum is `min_ms`.
+#[wasm_bindgen(js_name = skipReasonText)]
+pub fn skip_reason_text(available_ms: f64, min_ms: f64) -> String {
+    let reason =
+        if available_ms < 0.0 { SkipReason::Expired } else { SkipReason::BelowMinimum { available_ms, min_ms } };
+    reason.to_string()
 }
 
 /// [`plan::refusal`]: why a step (its [`plan_new`] numbers) does not start at

@@ -119,7 +119,13 @@ const cases = [
         });
         equal(launched, false, "generation was launched");
         equal(skipped.skipped, true);
-        equal(skipped.reason, "only 145 ms are available after the reserve for later steps but this step needs at least 150 ms");
+        equal(lib.isSkipped(skipped), true);
+        // The reason is an own enumerable string however it is read: JSON, a spread, twice.
+        const reason = "only 145 ms are available after the reserve for later steps but this step needs at least 150 ms";
+        equal(JSON.stringify(skipped), JSON.stringify({ skipped: true, reason }));
+        equal({ ...skipped }.reason, reason);
+        equal(skipped.reason, reason);
+        equal(Object.getOwnPropertyDescriptor(skipped, "reason")?.value, reason);
         const text = await p.run("respond", (signal, budgetMs) => {
           equal(budgetMs, 200, "the fallback gets everything left");
           return "links to the retrieved documents";
