@@ -80,17 +80,17 @@ function makeError(lib, spec) {
   const cause = spec.cause === undefined ? undefined : { cause: makeError(lib, spec.cause) };
   switch (spec.class) {
     case "DeadlineExceeded":
-      return new lib.DeadlineExceeded(5, 1, cause);
+      return new lib.DeadlineExceeded(5, spec.lateByMs ?? 1, cause);
     case "InsufficientBudget":
-      return new lib.InsufficientBudget(3, 10, cause);
+      return new lib.InsufficientBudget(spec.remainingMs ?? 3, spec.minMs ?? 10, cause);
     case "StepTimeout":
-      return new lib.StepTimeout("generate", 100, cause);
+      return new lib.StepTimeout(spec.step ?? "generate", spec.capMs ?? 100, cause);
     case "InvalidHeader":
       return new lib.InvalidHeader("grpc-timeout", "bad", cause);
     case "StreamStalled":
-      return new lib.StreamStalled("stall", 100, 1, 1, cause);
+      return new lib.StreamStalled(spec.phase ?? "stall", spec.afterMs ?? 100, spec.chunks ?? 1, spec.bytes ?? 1, cause);
     case "AttemptTimeout":
-      return new lib.AttemptTimeout(1, 100, cause);
+      return new lib.AttemptTimeout(spec.attempt ?? 1, spec.timeoutMs ?? 100, cause);
     case "RetryFailed":
       return new lib.RetryFailed("exhausted", "retry stopped", [], cause);
     case "TimeoutError":
@@ -218,6 +218,7 @@ const ops = {
     }
   },
   "errors.isTimeout": (lib, a) => ({ value: lib.isTimeout(makeError(lib, a.error)) }),
+  "errors.message": (lib, a) => ({ message: makeError(lib, a.error).message }),
 };
 
 /** Compares a successful op's outcome with the row's `expect`. */

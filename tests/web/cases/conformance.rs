@@ -150,6 +150,11 @@ fn step_spec(v: &Value) -> Result<StepSpec, String> {
     Ok(spec)
 }
 
+/// The number `key` of an error spec, or `default`.
+fn or(o: &Map<String, Value>, key: &str, default: f64) -> Result<f64, String> {
+    Ok(opt_num(o, key)?.unwrap_or(default))
+}
+
 /// An error of the kind the row names, with its cause chain.
 fn make_error(spec: &Value) -> Result<Error, String> {
     let o = spec.as_object().ok_or("an error spec is not an object")?;
@@ -166,12 +171,28 @@ fn make_error(spec: &Value) -> Result<Error, String> {
         value
     };
     Ok(match str_arg(o, "class")? {
-        "DeadlineExceeded" => Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 },
-        "InsufficientBudget" => Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 },
-        "StepTimeout" => Error::StepTimeout { step: "generate".into(), cap_ms: 100.0 },
+        "DeadlineExceeded" => Error::DeadlineExceeded { at: 5.0, late_by_ms: or(o, "lateByMs", 1.0)? },
+        "InsufficientBudget" => {
+            Error::InsufficientBudget { remaining_ms: or(o, "remainingMs", 3.0)?, min_ms: or(o, "minMs", 10.0)? }
+        }
+        "StepTimeout" => Error::StepTimeout {
+            step: o.get("step").and_then(Value::as_str).unwrap_or("generate").into(),
+            cap_ms: or(o, "capMs", 100.0)?,
+        },
         "InvalidHeader" => Error::InvalidHeader { header: "grpc-timeout", code: "HEADER_EMPTY", message: "bad".into() },
-        "StreamStalled" => Error::StreamStalled { phase: StallPhase::Stall, after_ms: 100.0, chunks: 1.0, bytes: 1.0 },
-        "AttemptTimeout" => Error::AttemptTimeout { attempt: 1, timeout_ms: 100.0 },
+        "StreamStalled" => Error::StreamStalled {
+            phase: match o.get("phase").and_then(Value::as_str) {
+                Some("first-byte") => StallPhase::FirstByte,
+                Some("first-chunk") => StallPhase::FirstChunk,
+                _ => StallPhase::Stall,
+            },
+            after_ms: or(o, "afterMs", 100.0)?,
+            chunks: or(o, "chunks", 1.0)?,
+            bytes: or(o, "bytes", 1.0)?,
+        },
+        "AttemptTimeout" => {
+            Error::AttemptTimeout { attempt: or(o, "attempt", 1.0)? as u32, timeout_ms: or(o, "timeoutMs", 100.0)? }
+        }
         "RetryFailed" => Error::RetryFailed {
             reason: "exhausted".into(),
             message: "retry stopped".into(),
@@ -416,6 +437,7 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                 .map(|_| out.with("ok", true.into()))
         }
         "errors.isTimeout" => Ok(out.with("value", make_error(arg(a, "error")?)?.is_timeout().into())),
+        "errors.message" => Ok(out.with("message", make_error(arg(a, "error")?)?.to_string().into())),
         other => return Err(format!("no op named {other}")),
     };
     Ok(result.map(|mut o| {
