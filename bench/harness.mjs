@@ -64,7 +64,9 @@ export const runtimeName = () =>
     ? "workerd"
     : typeof Deno !== "undefined"
       ? `deno ${Deno.version.deno}`
-      : `node ${process.version}`;
+      : typeof process !== "undefined"
+        ? `node ${process.version}`
+        : (globalThis.navigator?.userAgent.match(/(?:HeadlessChrome|Chrome)\/[\d.]+/)?.[0] ?? "browser");
 
 /**
  * The package a bench measures, as its users import it: every entry point its
