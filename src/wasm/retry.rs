@@ -12,14 +12,10 @@
 //!   enum: no table of codes is mirrored in JS.
 //! - Why the options are not one object through serde: `retry()` is called
 //!   per request, and reading a struct through serde costs a property read
-//!   per field (measured with serde-wasm-bindgen's deserializer, which the
-//!   boundary used then). Measured with both builds
-//!   alternating in one process (`node bench/ab.mjs BEFORE_DIR`, medians of
-//!   15 rounds, BENCHMARKS.md "The pipeline boundary through serde"): a
-//!   `retry()` whose first attempt succeeds cost 0.4 µs more in Deno through
-//!   serde than with scalars, and with scalars it is back at the cost of the
-//!   positional build before the rework (within ±0.1 µs in Deno; 0.3–0.9 µs
-//!   less in Node, where the run-to-run noise is larger).
+//!   per field. Measured with both builds alternating in one process
+//!   (`node bench/ab.mjs BEFORE_DIR`, medians of 15 rounds), a `retry()`
+//!   whose first attempt succeeds cost 0.4 µs more in Deno through
+//!   serde-wasm-bindgen than with these scalars.
 //! - The per-attempt decisions stay scalar: `start` answers the attempt's
 //!   timeout and `failed` the backoff delay, or `undefined` to stop; the rare
 //!   stop is read with [`RetryRunJs::stop`]; the records cross only when a
