@@ -192,20 +192,24 @@ impl Message {
 }
 
 impl fmt::Display for Message {
+    // No indexing or slicing that could panic: a panic path would keep
+    // Rust's string-boundary message (and its `char` formatting tables) in
+    // the `.wasm`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut rest = self.text;
         while let Some(at) = rest.find(['{', '}']) {
-            f.write_str(&rest[..at])?;
-            let (brace, after) = rest[at..].split_at(1);
+            let (literal, from) = rest.split_at_checked(at).unwrap_or((rest, ""));
+            f.write_str(literal)?;
+            let brace = if from.starts_with('{') { "{" } else { "}" };
+            let after = from.get(1..).unwrap_or("");
             // `{{` and `}}` are literal braces; a lone `}` (which the table
             // test rejects) prints as it is.
             if after.starts_with(brace) || brace == "}" {
                 f.write_str(brace)?;
-                rest = if after.starts_with(brace) { &after[1..] } else { after };
+                rest = if after.starts_with(brace) { after.get(1..).unwrap_or("") } else { after };
                 continue;
             }
-            let end = after.find('}').unwrap_or(after.len());
-            let hole = &after[..end];
+            let (hole, next) = after.split_once('}').unwrap_or((after, ""));
             let (name, spec) = hole.split_once(':').unwrap_or((hole, ""));
             match self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a) {
                 Some(Arg::Num(v)) if spec == "ms" => Ms(*v).fmt(f)?,
@@ -215,7 +219,7 @@ impl fmt::Display for Message {
                 Some(Arg::Msg(m)) => m.fmt(f)?,
                 None => write!(f, "{{{hole}}}")?,
             }
-            rest = after.get(end + 1..).unwrap_or("");
+            rest = next;
         }
         f.write_str(rest)
     }

@@ -48,7 +48,8 @@ pub fn to_fixed(f: &mut fmt::Formatter<'_>, v: f64, digits: u32) -> fmt::Result 
     let sign = if v < 0.0 { "-" } else { "" };
     let width = digits as usize + 1;
     let text = if text.len() < width { format!("{}{text}", "0".repeat(width - text.len())) } else { text };
-    let (whole, decimals) = text.split_at(text.len() - digits as usize);
+    // ASCII digits, at least `digits + 1` of them: the split cannot fail.
+    let (whole, decimals) = text.split_at_checked(text.len().saturating_sub(digits as usize)).unwrap_or((&text, ""));
     f.write_str(sign)?;
     f.write_str(whole)?;
     if digits > 0 {
