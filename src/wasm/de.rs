@@ -245,15 +245,14 @@ pub(crate) fn from_value<T: de::DeserializeOwned>(value: JsValue) -> Result<T, E
 /// JS values made from `&'static` Rust data, found by address: decoding
 /// strings into JS costs more than the reads they key. A fixed table of
 /// [`SLOTS`] entries, hashed by address and probed in order, holds every
-/// name and field list there is (about a hundred); were it full, a value
-/// would just be made again each time.
+/// field list there is; were it full, a value would just be made again each
+/// time.
 type Cache = Cell<Vec<Option<(usize, JsValue)>>>;
 
 /// The entries of each cache.
 const SLOTS: usize = 256;
 
 thread_local! {
-    static NAMES: Cache = const { Cell::new(Vec::new()) };
     static FIELD_LISTS: Cache = const { Cell::new(Vec::new()) };
 }
 
@@ -285,11 +284,6 @@ fn cached(cache: &'static std::thread::LocalKey<Cache>, address: usize, make: &d
         value
     });
     found.ok().flatten().unwrap_or_else(make)
-}
-
-/// A field or variant name as a JS string, made once.
-pub(super) fn key(name: &'static str) -> JsValue {
-    cached(&NAMES, name.as_ptr() as usize, &|| JsValue::from_str(name))
 }
 
 /// A struct's field names as a JS array of strings, made once per struct.

@@ -18,17 +18,17 @@
 //! (a `TypeError` with `.param` on a wrong shape, naming the place inside it:
 //! `data[0].unit`), output leaves through [`into_js`].
 //!
-//! The serde (de)serializers over `JsValue` are our own ([`de`], [`ser`]),
-//! not serde-wasm-bindgen's (tsify's `into_js`/`from_js`): the same values
-//! accepted and the same objects produced. With serde-wasm-bindgen the main
-//! `.wasm` measured 19.6 KB gzip larger (23.5 KB with serde_path_to_error for
-//! the `data[0].unit` paths), which puts a deadline-only Worker over its
-//! 80 KiB budget: its errors format floats with Rust's `Display` (the core
-//! prints numbers with ryu-js instead, src/core/number.rs), and every type's
-//! conversion instantiates its larger deserializer. A read of a user value
-//! that throws (a getter, a proxy) becomes that `TypeError`; serde-wasm-bindgen
-//! reads properties with an uncaught indexing getter, so the throw would
-//! unwind through the Wasm frames.
+//! Output leaves through serde-wasm-bindgen's serializer, with each type's
+//! tsify settings. Input is read by our own deserializer ([`de`]), not
+//! serde-wasm-bindgen's: with it the main `.wasm` measured 15.8 KB gzip larger
+//! (19.4 KB with serde_path_to_error for the `data[0].unit` paths), which
+//! puts a deadline-only Worker near 93 KiB, over its 80 KiB budget. Its errors format floats
+//! with Rust's `Display` (the core prints numbers with ryu-js instead,
+//! src/core/number.rs), and every type's conversion instantiates its larger
+//! deserializer. And a read of a user value that throws (a getter, a proxy)
+//! must become that `TypeError`: serde-wasm-bindgen reads properties with an
+//! uncaught indexing getter, so the throw would unwind through the Wasm
+//! frames.
 //!
 //! These exports stay scalar (numbers and strings in, a number, a string or
 //! `undefined` out), each module's doc giving the measurement
@@ -83,7 +83,6 @@ mod prom;
 mod retry;
 #[cfg(feature = "main")]
 mod retry_budget;
-mod ser;
 #[cfg(feature = "derive")]
 mod simulate;
 #[cfg(feature = "derive")]
@@ -155,18 +154,18 @@ fn shape_error(error: de::Error, param: &'static str) -> JsValue {
     to_js(ShapeError { param, detail: error.describe(param) })
 }
 
-/// Structured data to JavaScript: `value`'s serde form with its tsify
-/// settings (`null` for `None` where the type says so, objects for maps), as
-/// tsify's `into_js` wrote it ([`ser`]). Writing numbers and strings cannot
-/// fail; if it ever did, the error is thrown, not a trap.
+/// Structured data to JavaScript: `value`'s serde form through
+/// serde-wasm-bindgen with its tsify settings (`null` for `None` where the
+/// type says so, objects for maps), as tsify's own `into_js` writes it.
+/// Writing the core's numbers and strings cannot fail; if it ever did, the
+/// error is thrown, not a trap.
 pub(crate) fn into_js<T: tsify::Tsify + serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    ser::to_value(value).map_err(write_error)
-}
-
-#[cold]
-#[inline(never)]
-fn write_error(error: de::Error) -> JsValue {
-    js_sys::Error::new(&error.describe("")).into()
+    let config = T::SERIALIZATION_CONFIG;
+    let ser = serde_wasm_bindgen::Serializer::new()
+        .serialize_missing_as_null(config.missing_as_null)
+        .serialize_maps_as_objects(config.hashmap_as_object)
+        .serialize_large_number_types_as_bigints(config.large_number_types_as_bigints);
+    value.serialize(&ser).map_err(JsValue::from)
 }
 
 /// A slice of [`into_js`] values as a JS array.
