@@ -74,8 +74,8 @@ macro_rules! templates {
     };
 }
 
-/// A message's sentence with named holes, and the stable id it crosses to
-/// JavaScript as. Declared with [`templates!`](crate::templates!), next to the
+/// A message's sentence with named holes, and its stable id (the catalog's
+/// checks key on it; the wording may change). Declared with [`templates!`](crate::templates!), next to the
 /// error type that uses it: a message carries its own template, so nothing
 /// here has to know every module's sentences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,12 +20,12 @@
 //!
 //! Output leaves through serde-wasm-bindgen's serializer, with each type's
 //! tsify settings. Input is read by our own deserializer ([`de`]), not
-//! serde-wasm-bindgen's: with it the main `.wasm` measured 15.8 KB gzip larger
-//! (19.4 KB with serde_path_to_error for the `data[0].unit` paths), which
-//! puts a deadline-only Worker near 93 KiB, over its 80 KiB budget. Its errors format floats
-//! with Rust's `Display` (the core prints numbers with ryu-js instead,
-//! src/core/number.rs), and every type's conversion instantiates its larger
-//! deserializer. And a read of a user value that throws (a getter, a proxy)
+//! serde-wasm-bindgen's: with it the main `.wasm` measured 15.8 KB gzip
+//! larger (19.4 KB with serde_path_to_error for the `data[0].unit` paths),
+//! which puts a deadline-only Worker near 93 KiB, over its 80 KiB budget.
+//! Its errors format floats with Rust's `Display` (the core prints numbers
+//! with ryu-js instead, src/core/number.rs), and every type's conversion
+//! instantiates its larger deserializer. And a read of a user value that throws (a getter, a proxy)
 //! must become that `TypeError`: serde-wasm-bindgen reads properties with an
 //! uncaught indexing getter, so the throw would unwind through the Wasm
 //! frames.
