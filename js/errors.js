@@ -230,6 +230,39 @@ export class Overloaded extends Error {
   }
 }
 
+/**
+ * A circuit breaker refused the call: its dependency failed often enough that
+ * calls fail at once until a probe may go, at `retryAt` (ms on the package's
+ * clock, `retryInMs` from when it was refused). Not a timeout (`isTimeout`
+ * is false): a fallback can tell "the dependency is down" from "no time".
+ */
+export class CircuitOpen extends Error {
+  /**
+   * @param {string} key the breaker's key
+   * @param {"open" | "half-open"} state
+   * @param {number} retryAt
+   * @param {number} retryInMs
+   * @param {string} message the core's text
+   */
+  constructor(key, state, retryAt, retryInMs, message, options) {
+    super(message, options);
+    brand(this, "CircuitOpen");
+    this.key = key;
+    this.state = state;
+    this.retryAt = retryAt;
+    this.retryInMs = retryInMs;
+  }
+}
+
+/**
+ * @returns {boolean} whether `e`, or an error in its `.cause` chain (a
+ * `RetryFailed` that gave up on an open breaker), is a `CircuitOpen`; works
+ * across package copies and workerd's clones
+ */
+export function isCircuitOpen(e) {
+  return inCauses(e, (x) => brandOf(x) === "CircuitOpen");
+}
+
 /** @returns {e is RetryFailed} brand check: works across package copies and workerd's clones */
 export function isRetryFailed(e) {
   return e != null && e[BRAND] === "RetryFailed";

@@ -46,6 +46,8 @@
 //! - `stall.rs` the `StallWatcher` of a stream: its events take the notes as
 //!   scalars and answer the wake instant as a number (never per chunk); the
 //!   verdict, once per stream, is a typed object.
+//! - `breaker.rs` the per-call `check`/`record` of a `CircuitBreaker`
+//!   (a key's name crosses once, when the JS side has not cached its slot).
 //! - `sketch.rs` ingestion (`tryAdd`, typed-array `addAll`), and `derive.rs`
 //!   labelled rows as typed-array columns (serde decoding alone of 200 000
 //!   rows: 56–66 ms, against 9.3–9.7 ms for the columns with the core's work).
@@ -55,13 +57,15 @@
 
 use wasm_bindgen::prelude::*;
 
-#[cfg(feature = "main")]
+#[cfg(any(feature = "main", feature = "derive"))]
 use crate::core::error::Within;
 use crate::core::error::{Described, Kind, ShapeError};
 
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
 // the boundary belongs to exactly one; what is below this list is shared.
+#[cfg(feature = "derive")]
+mod breaker;
 #[cfg(feature = "main")]
 mod caps;
 mod de;
@@ -117,7 +121,7 @@ pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
 /// same single body for every error type, `Within` wrapping a `dyn
 /// Described` (a `Within<E>` per type put one copy of its methods, each with
 /// `E`'s inlined, into the main `.wasm` for every `E`).
-#[cfg(feature = "main")]
+#[cfg(any(feature = "main", feature = "derive"))]
 #[inline(never)]
 pub(crate) fn within_js(arg: &str, error: &dyn Described) -> JsValue {
     error_js(&Within::new(arg, error))

@@ -205,6 +205,19 @@ pub enum Error {
         /// Its timeout (ms).
         timeout_ms: f64,
     },
+    /// A [`CircuitBreaker`](super::CircuitBreaker) refused the call: calls on
+    /// `key` fail at once until `retry_at`. Not a timeout. In JavaScript:
+    /// `CircuitOpen`.
+    CircuitOpen {
+        /// The breaker's key.
+        key: String,
+        /// `"open"`, or `"half-open"` with every probe out.
+        state: &'static str,
+        /// When a probe may go at the latest (ms on the `performance.now()` timeline).
+        retry_at: f64,
+        /// `retry_at` less the time of the refusal.
+        retry_in_ms: f64,
+    },
     /// An error raised by JavaScript (a network failure, a parent signal's
     /// abort reason, a user callback's rejection), passed through unchanged.
     Js(JsValue),
@@ -232,6 +245,7 @@ impl Error {
             Self::RetryFailed { .. } => "RetryFailed",
             Self::AttemptTimeout { .. } => "AttemptTimeout",
             Self::InvalidHeader { .. } => "InvalidHeader",
+            Self::CircuitOpen { .. } => "CircuitOpen",
             Self::Js(_) => "Error",
         }
     }
@@ -277,7 +291,8 @@ impl Error {
             Self::InvalidArgument { .. }
             | Self::InvalidType { .. }
             | Self::InsufficientBudget { .. }
-            | Self::InvalidHeader { .. } => false,
+            | Self::InvalidHeader { .. }
+            | Self::CircuitOpen { .. } => false,
         }
     }
 
@@ -350,6 +365,7 @@ impl fmt::Display for Error {
             Self::AttemptTimeout { attempt, timeout_ms } => {
                 crate::core::retry::attempt_timeout(*attempt, *timeout_ms).fmt(f)
             }
+            Self::CircuitOpen { key, retry_in_ms, .. } => crate::core::breaker::open_message(key, *retry_in_ms).fmt(f),
             Self::Js(value) => match value.dyn_ref::<js_sys::Error>() {
                 Some(e) => write!(f, "{}: {}", String::from(e.name()), String::from(e.message())),
                 None => write!(f, "{}", value.as_string().unwrap_or_else(|| format!("{value:?}"))),
@@ -468,6 +484,12 @@ impl From<Error> for JsValue {
                 set(&e, "attempt", &num(f64::from(attempt)));
                 set(&e, "timeoutMs", &num(timeout_ms));
             }
+            Error::CircuitOpen { key, state, retry_at, retry_in_ms } => {
+                set(&e, "key", &JsValue::from_str(&key));
+                set(&e, "state", &JsValue::from_str(state));
+                set(&e, "retryAt", &num(retry_at));
+                set(&e, "retryInMs", &num(retry_in_ms));
+            }
             Error::InvalidArgument { .. } | Error::InvalidType { .. } | Error::Js(_) => {}
         }
         e.into()
@@ -535,6 +557,18 @@ impl From<JsValue> for Error {
                 Some(Self::AttemptTimeout {
                     attempt: get_f64(&value, "attempt")? as u32,
                     timeout_ms: get_f64(&value, "timeoutMs")?,
+                })
+            })(),
+            Some("CircuitOpen") => (|| {
+                let state = match get(&value, "state").as_string()?.as_str() {
+                    "half-open" => "half-open",
+                    _ => "open",
+                };
+                Some(Self::CircuitOpen {
+                    key: get(&value, "key").as_string()?,
+                    state,
+                    retry_at: get_f64(&value, "retryAt")?,
+                    retry_in_ms: get_f64(&value, "retryInMs")?,
                 })
             })(),
             Some("StepTimeout") => (|| {

@@ -42,6 +42,7 @@
 
 #![warn(missing_docs)]
 
+mod breaker;
 mod caps;
 mod deadline;
 mod errors;
@@ -55,6 +56,7 @@ mod stall;
 mod sys;
 mod timers;
 
+pub use breaker::{BreakerOptions, CircuitBreaker, CircuitPermit, CircuitStateChange, OpenReason};
 pub use caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 pub use deadline::Deadline;
 pub use errors::{AttemptReport, Error, StallPhase};

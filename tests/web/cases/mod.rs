@@ -17,6 +17,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
 
+pub mod breaker;
 pub mod conformance;
 pub mod deadline;
 pub mod errors;
@@ -275,6 +276,10 @@ macro_rules! for_each_case {
             pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
             pipeline::headers_every_copy_of_a_repeated_header_counts,
             pipeline::platform_caps_bound_the_deadline,
+            breaker::opens_after_failures_refuses_then_a_probe_closes_it,
+            breaker::slow_calls_over_their_timeout_open_it_and_a_slow_probe_reopens,
+            breaker::state_crosses_between_breakers_as_bytes_and_bad_bytes_change_nothing,
+            breaker::bad_options_name_the_option,
             conformance::the_table_holds_for_the_rust_api,
         }
     };

@@ -1,0 +1,66 @@
+// Types for js/breaker.js. The options and the counters are generated from the
+// Rust core (src/core/breaker.rs) into edge_deadline_derive.d.ts.
+import type { BreakerOptions, CircuitState, CircuitStats, OpenReason } from "./edge_deadline_derive.js";
+
+export type { CircuitState, CircuitStats, OpenReason };
+
+/** A key changed state (after the change). `at` is on the package's clock (ms). */
+export type CircuitStateChange =
+  | { key: string; from: "closed" | "half-open"; to: "open"; reason: OpenReason; at: number }
+  | { key: string; from: "open"; to: "half-open"; at: number }
+  | { key: string; from: "half-open"; to: "closed"; at: number };
+
+/**
+ * The core's settings (every one optional; the defaults: open after 5 failures in a row, or
+ * when half of the last 100 calls failed once 20 were seen; open for 10 000 ms; 1 probe;
+ * 1 000 keys), plus the JS callbacks.
+ */
+export type CircuitBreakerOptions = BreakerOptions & {
+  /** Called after each change of a key's state; what it throws is reported and changes nothing. */
+  onStateChange?: (event: CircuitStateChange) => void;
+  /** Whether a rejection of `run` counts as a failure (default: every one does). Must return a boolean. */
+  isFailure?: (error: unknown) => boolean;
+};
+
+/** A breaker refused the call: it fails at once until `retryAt`. Not a timeout. */
+export class CircuitOpen extends Error {
+  readonly name: "CircuitOpen";
+  readonly key: string;
+  readonly state: "open" | "half-open";
+  /** When a probe may go at the latest, on the package's clock (ms). */
+  readonly retryAt: number;
+  readonly retryInMs: number;
+}
+
+/** Brand check (also through `.cause`, e.g. a `RetryFailed` that gave up on an open breaker). */
+export function isCircuitOpen(e: unknown): boolean;
+
+/** The right to make one call: record how it went, once. */
+export class CircuitPermit {
+  readonly key: string;
+  /** The call goes as a half-open probe. */
+  readonly probe: boolean;
+  /** @param options `slowMs`: the step's timeout; a call longer than it is slow. */
+  success(options?: { slowMs?: number }): void;
+  failure(options?: { slowMs?: number }): void;
+}
+
+/** A keyed circuit breaker. Holds Wasm memory until `dispose()`. No timers. */
+export class CircuitBreaker implements Disposable {
+  /** @throws {TypeError} | {RangeError} naming the option */
+  constructor(options?: CircuitBreakerOptions);
+  /** A permit for one call on `key`. @throws {CircuitOpen} when the breaker refuses it */
+  acquire(key: string): CircuitPermit;
+  /** Runs `fn` through the breaker; rejects with `CircuitOpen` without calling it when refused. */
+  run<T>(key: string, fn: () => T | PromiseLike<T>, options?: { slowMs?: number }): Promise<T>;
+  state(key: string): CircuitState;
+  stats(key: string): CircuitStats;
+  /** The keys held. */
+  keys(): string[];
+  /** The keys' states as bytes, for `importState` elsewhere. */
+  exportState(): Uint8Array;
+  /** Opens the keys open in `bytes`. @throws {RangeError} `.param` "bytes" when they are not an exported state */
+  importState(bytes: Uint8Array): void;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}

@@ -1,0 +1,325 @@
+// Circuit breakers (`edge-deadline/derive`). Every decision is the Wasm
+// core's (src/core/breaker.rs: when a key opens, when it lets a probe
+// through, what a window holds, what an import may change; see its module
+// doc); this file owns the JS objects: the key → slot cache, the clock
+// reads, the permits, the state-change events and when the Wasm memory is
+// freed.
+//
+// # Invariants
+// 1. The closed path crosses into Wasm with numbers only: a key's name
+//    crosses once, the first time this object meets it (or after the core
+//    replaced it as least recently used: the cache entry is dropped then).
+// 2. A permit records its outcome at most once; `run` records on every path
+//    (`fn` returns, resolves, rejects or throws synchronously).
+// 3. What `isFailure` returns is checked: a TypeError naming
+//    `options.isFailure` (the call still counts as failed, so a probe is
+//    never left out); never a value handed to the core unchecked.
+// 4. `onStateChange` is called after the change, once per change; what it
+//    throws goes to `console.error` and changes nothing (like
+//    retry's `onAttempt`).
+// 5. `#closed[slot]` is true only while the core's key is closed: set from
+//    the core's own answers (a check that admitted as closed, a change code
+//    of a record), cleared by an import. Only then is `check` skipped.
+// 6. No timer and no listener: an open key half-opens when a call arrives
+//    after `openMs` (the core compares instants).
+
+import * as core from "./edge_deadline_derive.js";
+import { argumentError, CircuitOpen, CODES } from "./errors.js";
+import { isReady, notReady } from "./derive-load.js";
+import { now } from "./timers.js";
+import * as check from "./validate.js";
+
+export { CircuitOpen, isCircuitOpen } from "./errors.js";
+
+const REASONS = ["consecutive-failures", "failure-rate", "slow-call-rate", "probe-failed", "imported"];
+
+/** A change code of the core (src/core/breaker.rs `Change::code`) as an event. */
+function change(key, code, at) {
+  if (code <= 5) return { key, from: code === 4 ? "half-open" : "closed", to: "open", reason: REASONS[code - 1], at };
+  return code === 6 ? { key, from: "open", to: "half-open", at } : { key, from: "half-open", to: "closed", at };
+}
+
+function report(error) {
+  console.error("edge-deadline: options.onStateChange threw; the breaker carries on", error);
+}
+
+/**
+ * The right to make one call through a breaker: tell it how the call went,
+ * once, with `success()` or `failure()`.
+ */
+export class CircuitPermit {
+  #breaker;
+  #slot;
+  #probe;
+  #key;
+  #start;
+
+  /** @internal */
+  constructor(breaker, key, slot, probe, start) {
+    this.#breaker = breaker;
+    this.#key = key;
+    this.#slot = slot;
+    this.#probe = probe;
+    this.#start = start;
+  }
+
+  /** The key the permit is for. */
+  get key() {
+    return this.#key;
+  }
+
+  /** Whether the call goes as a half-open probe. */
+  get probe() {
+    return this.#probe;
+  }
+
+  /**
+   * The call succeeded. `slowMs`: its step's timeout (a call longer than it
+   * is slow); otherwise the breaker's `slowCallMs` decides.
+   * @param {{ slowMs?: number }} [options]
+   */
+  success(options) {
+    this.#done(false, options);
+  }
+
+  /** The call failed (a timeout counts as a failure). @param {{ slowMs?: number }} [options] */
+  failure(options) {
+    this.#done(true, options);
+  }
+
+  #done(failed, options) {
+    const b = this.#breaker;
+    if (b === undefined) return;
+    this.#breaker = undefined;
+    const slowMs = options === undefined ? NaN : check.optNumber("options.slowMs", options.slowMs) ?? NaN;
+    recordOutcome(b, this.#key, this.#slot, this.#probe, failed, now() - this.#start, slowMs);
+  }
+}
+
+/** @type {(b: CircuitBreaker, key: string, slot: number, probe: boolean, failed: boolean, took: number, slowMs: number) => void} */
+let recordOutcome;
+
+/**
+ * A keyed circuit breaker: one object guards many upstreams (a key each).
+ * Holds a little Wasm memory: `dispose()` frees it (a breaker normally lives
+ * as long as the isolate).
+ */
+export class CircuitBreaker {
+  #core;
+  /** @type {Map<string, number>} */
+  #slots = new Map();
+  /**
+   * By slot: whether the core's key is closed, as its answers said (only a
+   * record or an import opens or closes a key, and both pass here). A closed
+   * key's call then needs no `check` (the closed path's cost, BENCHMARKS.md).
+   * @type {boolean[]}
+   */
+  #closed = [];
+  #onStateChange;
+  #isFailure;
+
+  static {
+    recordOutcome = (b, key, slot, probe, failed, took, slowMs) => {
+      const t = now();
+      const code = b.#live().record(slot, t, probe, failed, took, slowMs);
+      if (code !== 0) {
+        b.#closed[slot] = code === 7;
+        b.#emit(key, code, t);
+      }
+    };
+  }
+
+  /**
+   * @param {import("./breaker.d.ts").CircuitBreakerOptions} [options]
+   */
+  constructor(options) {
+    if (!isReady()) notReady("new CircuitBreaker");
+    const o = check.obj("options", options, "an object like { consecutiveFailures, failureRate, openMs }", true);
+    for (const name of ["consecutiveFailures", "failureRate", "slowCallRate", "slowCallMs", "windowSize", "windowMs", "minimumCalls", "openMs", "probes", "maxKeys"]) {
+      check.optNumber(`options.${name}`, o[name], name.endsWith("Ms") ? undefined : "a number");
+    }
+    this.#onStateChange = o.onStateChange === undefined ? undefined : check.fn("options.onStateChange", o.onStateChange, "a function (event) => void");
+    this.#isFailure = o.isFailure === undefined ? undefined : check.fn("options.isFailure", o.isFailure, "a function (error) => boolean");
+    const { onStateChange: _a, isFailure: _b, ...numbers } = o;
+    this.#core = new core.BreakerCore(numbers);
+  }
+
+  #live() {
+    if (!this.#core) throw new Error("this CircuitBreaker was disposed; create a new one");
+    return this.#core;
+  }
+
+  #slot(key, t) {
+    const known = this.#slots.get(key);
+    if (known !== undefined) return known;
+    if (typeof key !== "string") throw check.typeError("key", "a string", key);
+    let slot = this.#live().key(key, t);
+    if (slot < 0) {
+      // The core replaced the least recently used key: forget its slot.
+      slot = -slot - 1;
+      for (const [k, s] of this.#slots) {
+        if (s === slot) {
+          this.#slots.delete(k);
+          break;
+        }
+      }
+    }
+    this.#slots.set(key, slot);
+    this.#closed[slot] = false;
+    return slot;
+  }
+
+  #emit(key, code, at) {
+    const listener = this.#onStateChange;
+    if (!listener) return;
+    try {
+      listener(change(key, code, at));
+    } catch (error) {
+      report(error);
+    }
+  }
+
+  /**
+   * A permit for one call on `key`, or a thrown `CircuitOpen` when the
+   * breaker refuses it. Record the outcome on the permit.
+   * @param {string} key
+   * @returns {CircuitPermit}
+   */
+  acquire(key) {
+    const t = now();
+    const slot = this.#slot(key, t);
+    if (this.#closed[slot] === true) return new CircuitPermit(this, key, slot, false, t);
+    const v = this.#live().check(slot, t);
+    if (v === -1) {
+      this.#closed[slot] = true;
+      return new CircuitPermit(this, key, slot, false, t);
+    }
+    if (v === -2 || v === -3) {
+      if (v === -3) this.#emit(key, 6, t);
+      return new CircuitPermit(this, key, slot, true, t);
+    }
+    const [state, until] = v < 0 ? ["half-open", -v - 4] : ["open", v];
+    throw new CircuitOpen(key, state, until, until - t, core.circuitOpenText(key, until - t));
+  }
+
+  /**
+   * Runs `fn()` through the breaker on `key`: rejects with `CircuitOpen`
+   * without calling it when refused; otherwise records how it went (a
+   * rejection is a failure unless `isFailure(error)` says otherwise; a call
+   * longer than `slowMs`, its step's timeout, is slow).
+   * @template T
+   * @param {string} key
+   * @param {() => T | PromiseLike<T>} fn
+   * @param {{ slowMs?: number }} [options]
+   * @returns {Promise<T>}
+   */
+  run(key, fn, options) {
+    try {
+      check.fn("fn", fn, "a function () => Promise");
+      const o = check.obj("options", options, "an object like { slowMs }", true);
+      check.optNumber("options.slowMs", o.slowMs);
+      const permit = this.acquire(key);
+      let result;
+      try {
+        result = fn();
+      } catch (error) {
+        this.#failed(permit, error, o);
+        throw error;
+      }
+      return Promise.resolve(result).then(
+        (value) => {
+          permit.success(o);
+          return value;
+        },
+        (error) => {
+          this.#failed(permit, error, o);
+          throw error;
+        },
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #failed(permit, error, o) {
+    const classify = this.#isFailure;
+    if (!classify) return permit.failure(o);
+    let verdict;
+    try {
+      verdict = classify(error);
+    } catch (thrown) {
+      permit.failure(o);
+      throw thrown;
+    }
+    if (typeof verdict !== "boolean") {
+      permit.failure(o);
+      const e = argumentError("type", CODES.INVALID_RETURN, "options.isFailure", `'options.isFailure' must return true or false: it returned ${check.describe(verdict)}`);
+      e.cause = error;
+      throw e;
+    }
+    if (verdict) permit.failure(o);
+    else permit.success(o);
+  }
+
+  /**
+   * The state a call on `key` would meet now: "closed", "open" or
+   * "half-open" (an open key past its instant reads half-open).
+   * @param {string} key
+   */
+  state(key) {
+    return this.stats(key).state;
+  }
+
+  /**
+   * `{ state, retryAt, consecutiveFailures, calls, failures, slowCalls }`
+   * of `key` now.
+   * @param {string} key
+   */
+  stats(key) {
+    const t = now();
+    return this.#live().stats(this.#slot(key, t), t);
+  }
+
+  /** The keys held, least recently made first. */
+  keys() {
+    return this.#live().names();
+  }
+
+  /**
+   * The keys' states as bytes, for `importState` in another isolate (through
+   * storage): each key's state and, when open, the time left.
+   * @returns {Uint8Array}
+   */
+  exportState() {
+    return this.#live().exportState(now(), Date.now());
+  }
+
+  /**
+   * Takes in `exportState()` bytes: a key open there (with time left, less
+   * the time since the export by the wall clocks) opens here, and
+   * `onStateChange` says so (reason "imported"). A key closed there changes
+   * nothing here. Bytes that are not an exported state throw a RangeError
+   * (`.param` "bytes") and change nothing.
+   * @param {Uint8Array} bytes
+   */
+  importState(bytes) {
+    if (!(bytes instanceof Uint8Array)) throw check.typeError("bytes", "a Uint8Array from exportState()", bytes);
+    const t = now();
+    const opened = this.#live().importState(bytes, t, Date.now());
+    const names = this.#live().names();
+    this.#slots.clear();
+    this.#closed = [];
+    for (let i = 0; i < names.length; i++) this.#slots.set(names[i], i);
+    for (const slot of opened) this.#emit(names[slot], 5, t);
+  }
+
+  /** Frees the breaker's Wasm memory; using it afterwards throws. */
+  dispose() {
+    this.#core?.free();
+    this.#core = undefined;
+  }
+}
+
+if (typeof Symbol.dispose === "symbol") {
+  CircuitBreaker.prototype[Symbol.dispose] = CircuitBreaker.prototype.dispose;
+}

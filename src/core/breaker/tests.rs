@@ -1,0 +1,416 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn breaker(o: BreakerOptions) -> Breaker {
+    Breaker::new(&o).unwrap()
+}
+
+fn opts() -> BreakerOptions {
+    BreakerOptions::default()
+}
+
+/// Records one closed call's outcome at `now` (no slow threshold).
+fn call(b: &mut Breaker, slot: usize, now: f64, failed: bool) -> Option<Change> {
+    assert_eq!(b.check(slot, now), Admit::Closed, "closed at {now}");
+    b.record(slot, now, false, failed, 1.0, f64::NAN)
+}
+
+#[test]
+fn opens_after_consecutive_failures_and_refuses_until_the_probe_instant() {
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(3.0), ..opts() });
+    let s = b.key("api", 0.0).index;
+    assert_eq!(call(&mut b, s, 1.0, true), None);
+    assert_eq!(call(&mut b, s, 2.0, false), None, "a success resets the run");
+    assert_eq!(call(&mut b, s, 3.0, true), None);
+    assert_eq!(call(&mut b, s, 4.0, true), None);
+    assert_eq!(call(&mut b, s, 5.0, true), Some(Change::Opened(OpenReason::ConsecutiveFailures)));
+    assert_eq!(b.check(s, 6.0), Admit::Refused { until: 10_005.0 });
+    assert_eq!(b.check(s, 10_004.9), Admit::Refused { until: 10_005.0 });
+    assert_eq!(b.stats(s, 7.0).state, CircuitState::Open);
+    assert_eq!(b.stats(s, 7.0).retry_at, Some(10_005.0));
+    assert_eq!(b.stats(s, 10_005.0).state, CircuitState::HalfOpen, "reads half-open once its instant passed");
+    assert_eq!(b.check(s, 10_005.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.check(s, 10_006.0), Admit::Refused { until: 20_005.0 }, "one probe at a time, for openMs at most");
+    assert_eq!(b.record(s, 10_050.0, true, false, 45.0, f64::NAN), Some(Change::Closed));
+    assert_eq!(
+        b.stats(s, 10_051.0),
+        CircuitStats {
+            state: CircuitState::Closed,
+            retry_at: None,
+            consecutive_failures: 0,
+            calls: 0,
+            failures: 0,
+            slow_calls: 0
+        }
+    );
+}
+
+#[test]
+fn a_failed_probe_reopens_for_another_open_ms() {
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(100.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    assert_eq!(call(&mut b, s, 0.0, true), Some(Change::Opened(OpenReason::ConsecutiveFailures)));
+    assert_eq!(b.check(s, 100.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.record(s, 130.0, true, true, 30.0, f64::NAN), Some(Change::Opened(OpenReason::ProbeFailed)));
+    assert_eq!(b.check(s, 131.0), Admit::Refused { until: 230.0 });
+    assert_eq!(Change::Opened(OpenReason::ProbeFailed).states(), (CircuitState::HalfOpen, CircuitState::Open));
+}
+
+#[test]
+fn a_slow_probe_reopens_and_slow_closed_calls_open_by_rate() {
+    let mut b = breaker(BreakerOptions {
+        consecutive_failures: Some(0.0),
+        minimum_calls: Some(4.0),
+        slow_call_rate: Some(0.5),
+        window_size: Some(4.0),
+        ..opts()
+    });
+    let s = b.key("k", 0.0).index;
+    for (i, took) in [10.0, 300.0, 10.0].into_iter().enumerate() {
+        assert_eq!(b.check(s, i as f64), Admit::Closed);
+        assert_eq!(b.record(s, i as f64, false, false, took, 200.0), None);
+    }
+    assert_eq!(b.check(s, 3.0), Admit::Closed);
+    // Over the step's timeout: slow, though it succeeded.
+    assert_eq!(b.record(s, 3.0, false, false, 250.0, 200.0), Some(Change::Opened(OpenReason::SlowCallRate)));
+    assert_eq!(b.check(s, 10_003.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.record(s, 10_004.0, true, false, 201.0, 200.0), Some(Change::Opened(OpenReason::ProbeFailed)));
+}
+
+#[test]
+fn slow_call_ms_applies_when_the_step_gave_no_timeout() {
+    let mut b = breaker(BreakerOptions { slow_call_ms: Some(50.0), minimum_calls: Some(2.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    b.check(s, 0.0);
+    assert_eq!(b.record(s, 0.0, false, false, 60.0, f64::INFINITY), None);
+    b.check(s, 1.0);
+    assert_eq!(b.record(s, 1.0, false, false, 51.0, f64::NAN), Some(Change::Opened(OpenReason::SlowCallRate)));
+}
+
+#[test]
+fn the_failure_rate_waits_for_minimum_calls() {
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(0.0), minimum_calls: Some(10.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    for i in 0..9 {
+        assert_eq!(call(&mut b, s, f64::from(i), i % 2 == 0), None, "{i}");
+    }
+    assert_eq!(b.stats(s, 9.0).failures, 5, "5 of 9 failed, but 9 calls are too few");
+    // 10 calls, 5 failures: 0.5 reaches the default rate.
+    assert_eq!(call(&mut b, s, 9.0, false), Some(Change::Opened(OpenReason::FailureRate)));
+}
+
+#[test]
+fn a_count_window_forgets_the_oldest_call() {
+    let mut b = breaker(BreakerOptions {
+        consecutive_failures: Some(0.0),
+        window_size: Some(3.0),
+        minimum_calls: Some(3.0),
+        failure_rate: Some(1.0),
+        ..opts()
+    });
+    let s = b.key("k", 0.0).index;
+    call(&mut b, s, 0.0, false);
+    call(&mut b, s, 1.0, true);
+    call(&mut b, s, 2.0, true);
+    assert_eq!(b.stats(s, 2.0).failures, 2);
+    // The success leaves: three failures in the last three calls.
+    assert_eq!(call(&mut b, s, 3.0, true), Some(Change::Opened(OpenReason::FailureRate)));
+}
+
+#[test]
+fn a_time_window_forgets_old_buckets() {
+    let mut b = breaker(BreakerOptions {
+        consecutive_failures: Some(0.0),
+        window_ms: Some(1_000.0),
+        minimum_calls: Some(3.0),
+        ..opts()
+    });
+    let s = b.key("k", 0.0).index;
+    call(&mut b, s, 0.0, true);
+    call(&mut b, s, 150.0, true);
+    assert_eq!(b.stats(s, 999.0).calls, 2);
+    assert_eq!(b.stats(s, 1_050.0).calls, 1, "the bucket of 0–99 ms left");
+    assert_eq!(b.stats(s, 5_000.0).calls, 0);
+    // Two failures left long ago: one new failure is not a majority of three.
+    call(&mut b, s, 5_000.0, false);
+    call(&mut b, s, 5_001.0, false);
+    assert_eq!(call(&mut b, s, 5_002.0, true), None);
+}
+
+#[test]
+fn half_open_lets_probes_through_and_needs_as_many_successes() {
+    let mut b =
+        breaker(BreakerOptions { consecutive_failures: Some(1.0), probes: Some(3.0), open_ms: Some(100.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    call(&mut b, s, 0.0, true);
+    assert_eq!(b.check(s, 100.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.check(s, 101.0), Admit::Probe { half_opened: false });
+    assert_eq!(b.check(s, 102.0), Admit::Probe { half_opened: false });
+    assert_eq!(b.check(s, 103.0), Admit::Refused { until: 202.0 });
+    // A call admitted while closed, long ago, changes nothing now.
+    assert_eq!(b.record(s, 104.0, false, true, 1.0, f64::NAN), None);
+    assert_eq!(b.record(s, 105.0, true, false, 1.0, f64::NAN), None);
+    assert_eq!(b.record(s, 106.0, true, false, 1.0, f64::NAN), None);
+    assert_eq!(b.record(s, 107.0, true, false, 1.0, f64::NAN), Some(Change::Closed));
+}
+
+#[test]
+fn a_probe_never_recorded_frees_its_permit_after_open_ms() {
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(100.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    call(&mut b, s, 0.0, true);
+    assert_eq!(b.check(s, 100.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.check(s, 199.0), Admit::Refused { until: 200.0 });
+    assert_eq!(b.stats(s, 199.0).retry_at, Some(200.0));
+    assert_eq!(b.check(s, 200.0), Admit::Probe { half_opened: false });
+}
+
+#[test]
+fn outcomes_recorded_while_open_change_nothing() {
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    assert_eq!(b.check(s, 0.0), Admit::Closed);
+    assert_eq!(b.check(s, 0.0), Admit::Closed);
+    assert!(b.record(s, 1.0, false, true, 1.0, f64::NAN).is_some());
+    assert_eq!(b.record(s, 2.0, false, false, 1.0, f64::NAN), None);
+    assert_eq!(b.check(s, 3.0), Admit::Refused { until: 10_001.0 });
+}
+
+#[test]
+fn keys_are_independent_and_bounded_by_max_keys() {
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), max_keys: Some(2.0), ..opts() });
+    let a = b.key("a", 0.0).index;
+    let c = b.key("b", 1.0).index;
+    assert_eq!(b.key("a", 2.0), Slot { index: a, evicted: None });
+    call(&mut b, a, 3.0, true);
+    assert!(matches!(b.check(a, 4.0), Admit::Refused { .. }));
+    assert_eq!(b.check(c, 4.0), Admit::Closed, "another key is not affected");
+    // "b" was used last at 4, "a" at 4 too but earlier in order: min_by keeps the first.
+    b.check(a, 5.0);
+    let new = b.key("c", 6.0);
+    assert_eq!(new, Slot { index: c, evicted: Some("b".into()) });
+    assert_eq!(b.check(new.index, 6.0), Admit::Closed, "a replacing key starts closed");
+    assert_eq!(b.names().collect::<Vec<_>>(), ["a", "c"]);
+    assert_eq!(b.key("b", 7.0).evicted.as_deref(), Some("a"), "a was used at 5, c made at 6");
+}
+
+#[test]
+fn a_slot_never_handed_out_reads_closed() {
+    let mut b = breaker(opts());
+    assert_eq!(b.check(7, 0.0), Admit::Closed);
+    assert_eq!(b.record(7, 0.0, false, true, 1.0, 1.0), None);
+    assert_eq!(b.stats(7, 0.0).state, CircuitState::Closed);
+}
+
+#[test]
+fn export_and_import_carry_open_keys_and_the_time_left() {
+    let mut a = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(1_000.0), ..opts() });
+    let k = a.key("llm", 0.0).index;
+    a.key("ok", 0.0);
+    call(&mut a, k, 100.0, true);
+    let bytes = a.export(400.0, 1_700_000_000_000.0);
+    // Another isolate, its own clock; the bytes spent 200 ms in storage.
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(1_000.0), ..opts() });
+    let opened = b.import(&bytes, 50.0, 1_700_000_000_200.0).unwrap();
+    let slot = b.key("llm", 50.0).index;
+    assert_eq!(opened, [slot]);
+    assert_eq!(b.check(slot, 51.0), Admit::Refused { until: 550.0 }, "700 left at export, 200 in storage");
+    assert_eq!(b.names().collect::<Vec<_>>(), ["llm"], "a closed key elsewhere is not made here");
+    // Importing again changes nothing: the key is open already.
+    assert_eq!(b.import(&bytes, 60.0, 1_700_000_000_300.0).unwrap(), Vec::<usize>::new());
+    // Bytes older than the time left open nothing.
+    let mut c = breaker(opts());
+    assert_eq!(c.import(&bytes, 0.0, 1_700_000_001_000.0).unwrap(), Vec::<usize>::new());
+}
+
+#[test]
+fn an_import_opens_at_most_for_this_breakers_open_ms() {
+    let mut a = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(60_000.0), ..opts() });
+    let k = a.key("x", 0.0).index;
+    call(&mut a, k, 0.0, true);
+    let mut b = breaker(BreakerOptions { open_ms: Some(1_000.0), ..opts() });
+    b.import(&a.export(0.0, 0.0), 10.0, 0.0).unwrap();
+    assert_eq!(b.check(0, 11.0), Admit::Refused { until: 1_010.0 });
+}
+
+#[test]
+fn refused_bytes_change_nothing() {
+    let mut a = breaker(BreakerOptions { consecutive_failures: Some(1.0), ..opts() });
+    let k = a.key("x", 0.0).index;
+    call(&mut a, k, 0.0, true);
+    let good = a.export(0.0, 0.0);
+    let mut b = breaker(opts());
+    b.key("mine", 0.0);
+    let before = b.clone();
+    let mut cases: Vec<Vec<u8>> = vec![vec![], b"EDCB".to_vec(), b"XXXX\x01".to_vec()];
+    for cut in 1..good.len() {
+        cases.push(good[..cut].to_vec());
+    }
+    let mut extra = good.clone();
+    extra.push(0);
+    cases.push(extra);
+    let mut version = good.clone();
+    version[4] = 9;
+    cases.push(version);
+    let mut huge_count = good.clone();
+    huge_count[13..17].copy_from_slice(&u32::MAX.to_le_bytes());
+    cases.push(huge_count);
+    let mut nan_left = good.clone();
+    let n = nan_left.len();
+    nan_left[n - 8..].copy_from_slice(&f64::NAN.to_le_bytes());
+    cases.push(nan_left);
+    let mut bad_state = good.clone();
+    bad_state[n - 13] = 7;
+    cases.push(bad_state);
+    let mut bad_utf8 = good.clone();
+    bad_utf8[19] = 0xff;
+    cases.push(bad_utf8);
+    for bytes in cases {
+        let e = b.import(&bytes, 1.0, 0.0).unwrap_err();
+        assert_eq!((e.code(), e.param().as_deref()), ("BAD_STATE", Some("bytes")), "{bytes:?}");
+        crate::core::error::assert_filled(&e.message());
+        assert_eq!(b, before, "{bytes:?}");
+    }
+}
+
+#[test]
+fn options_are_checked_by_name() {
+    let cases = [
+        (BreakerOptions { consecutive_failures: Some(1.5), ..opts() }, "consecutiveFailures", "NOT_WHOLE"),
+        (BreakerOptions { failure_rate: Some(0.0), ..opts() }, "failureRate", "OUT_OF_RANGE"),
+        (BreakerOptions { slow_call_rate: Some(f64::NAN), ..opts() }, "slowCallRate", "NOT_FINITE"),
+        (BreakerOptions { slow_call_ms: Some(-1.0), ..opts() }, "slowCallMs", "NEGATIVE"),
+        (BreakerOptions { window_size: Some(0.0), ..opts() }, "windowSize", "OUT_OF_RANGE"),
+        (BreakerOptions { window_ms: Some(0.5), ..opts() }, "windowMs", "OUT_OF_RANGE"),
+        (BreakerOptions { window_ms: Some(10.0), window_size: Some(10.0), ..opts() }, "windowMs", "CONFLICT"),
+        (BreakerOptions { minimum_calls: Some(0.0), ..opts() }, "minimumCalls", "OUT_OF_RANGE"),
+        (BreakerOptions { open_ms: Some(f64::INFINITY), ..opts() }, "openMs", "NOT_FINITE"),
+        (BreakerOptions { probes: Some(0.0), ..opts() }, "probes", "OUT_OF_RANGE"),
+        (BreakerOptions { max_keys: Some(2e6), ..opts() }, "maxKeys", "OUT_OF_RANGE"),
+    ];
+    for (o, param, code) in cases {
+        let e = Breaker::new(&o).unwrap_err();
+        assert_eq!((e.param().as_deref(), e.code()), (Some(param), code), "{o:?}");
+        crate::core::error::assert_filled(&e.message());
+    }
+    assert_eq!(
+        Breaker::new(&BreakerOptions { failure_rate: Some(2.0), ..opts() }).unwrap_err().to_string(),
+        "'failureRate' must be greater than 0 and at most 1 (a share of the calls): current value is 2"
+    );
+    assert_eq!(
+        open_message("llm", 1_500.0).to_string(),
+        "circuit 'llm' is open: calls fail at once until it lets a probe through in 1500 ms"
+    );
+}
+
+#[test]
+fn change_codes_round_trip() {
+    for code in 1..=7 {
+        assert_eq!(Change::from_code(code).map(Change::code), Some(code));
+    }
+    assert_eq!(Change::from_code(0), None);
+    assert_eq!(Change::from_code(8), None);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Check(u8),
+    Record { key: u8, failed: bool, took: u8 },
+    Wait(u16),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u8..3).prop_map(Op::Check),
+        (0u8..3, any::<bool>(), any::<u8>()).prop_map(|(key, failed, took)| Op::Record { key, failed, took }),
+        (0u16..400).prop_map(Op::Wait),
+    ]
+}
+
+proptest! {
+    /// Invariants 1–3 under any interleaving: open refuses until a later
+    /// instant; half-open never has more than `probes` out; the count
+    /// window equals an oracle of the outcomes recorded while closed.
+    #[test]
+    fn invariants_hold_under_any_interleaving(ops in proptest::collection::vec(op(), 1..300), probes in 1u32..4, window in 1u32..8) {
+        let mut b = breaker(BreakerOptions {
+            consecutive_failures: Some(4.0),
+            minimum_calls: Some(3.0),
+            window_size: Some(f64::from(window)),
+            probes: Some(f64::from(probes)),
+            open_ms: Some(300.0),
+            slow_call_ms: Some(200.0),
+            ..opts()
+        });
+        let slots: Vec<usize> = ["a", "b", "c"].iter().map(|k| b.key(k, 0.0).index).collect();
+        // What each key's caller holds: admitted calls (as probes or not), oldest first.
+        let mut held: Vec<Vec<bool>> = vec![Vec::new(); 3];
+        let mut oracle: Vec<Vec<(bool, bool)>> = vec![Vec::new(); 3];
+        let mut now = 0.0;
+        for op in ops {
+            match op {
+                Op::Wait(ms) => now += f64::from(ms),
+                Op::Check(k) => {
+                    let k = usize::from(k);
+                    match b.check(slots[k], now) {
+                        Admit::Closed => held[k].push(false),
+                        Admit::Probe { .. } => held[k].push(true),
+                        Admit::Refused { until } => prop_assert!(until > now),
+                    }
+                }
+                Op::Record { key, failed, took } => {
+                    let k = usize::from(key);
+                    if held[k].is_empty() { continue; }
+                    let probe = held[k].remove(0);
+                    let took = f64::from(took) * 2.0;
+                    let before = b.stats(slots[k], now).state;
+                    let change = b.record(slots[k], now, probe, failed, took, f64::NAN);
+                    if before == CircuitState::Closed && !probe {
+                        oracle[k].push((failed, took > 200.0));
+                    }
+                    if let Some(Change::Opened(_) | Change::Closed) = change {
+                        oracle[k].clear();
+                    }
+                }
+            }
+            for k in 0..3 {
+                let st = b.stats(slots[k], now);
+                let last: Vec<_> = oracle[k].iter().rev().take(window as usize).collect();
+                prop_assert_eq!(st.calls as usize, last.len());
+                prop_assert_eq!(st.failures as usize, last.iter().filter(|(f, _)| *f).count());
+                prop_assert_eq!(st.slow_calls as usize, last.iter().filter(|(_, s)| *s).count());
+                if let Some(key) = b.keys.get(slots[k]) {
+                    if let State::HalfOpen { out, ok, .. } = key.state {
+                        prop_assert!(out + ok <= probes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Invariant 7: no number makes it panic, and nothing it answers is NaN
+    /// where an instant is promised.
+    #[test]
+    fn never_panics(times in proptest::collection::vec(any::<f64>(), 1..40), failed in any::<bool>()) {
+        let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), window_ms: Some(1_000.0), minimum_calls: Some(1.0), ..opts() });
+        let s = b.key("k", 0.0).index;
+        for &t in &times {
+            let admit = b.check(s, t);
+            b.record(s, t, matches!(admit, Admit::Probe { .. }), failed, t, t);
+            b.stats(s, t);
+            let bytes = b.export(t, t);
+            let _ = b.import(&bytes, t, t);
+        }
+    }
+
+    /// Arbitrary bytes are refused or taken, never a panic, and a refusal changes nothing.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut b = breaker(opts());
+        let before = b.clone();
+        if b.import(&bytes, 0.0, 0.0).is_err() {
+            prop_assert_eq!(b, before);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Bindings for [`crate::core::breaker`] (`js/breaker.js`: `CircuitBreaker`).
+//!
+//! The per-call pair is scalar, because it runs on every guarded call (the
+//! closed path has a budget of 100 ns, BENCHMARKS.md): `check(slot, now)`
+//! answers a number and `record(…)` answers a change code. The key's name
+//! crosses once, when the JavaScript side meets a key it has not cached
+//! (`key`). Options, stats and the exported state cross through serde or as
+//! bytes.
+
+use wasm_bindgen::prelude::*;
+
+use super::{from_js, into_js, to_js, within_js};
+use crate::core::breaker::{open_message, Admit, Breaker, BreakerOptions};
+
+/// [`Admit::Closed`] as [`BreakerCore::check`] answers it.
+pub const ADMIT: f64 = -1.0;
+/// [`Admit::Probe`] (the key was half-open already).
+pub const PROBE: f64 = -2.0;
+/// [`Admit::Probe`] from a check that half-opened the key.
+pub const HALF_OPENED: f64 = -3.0;
+
+/// A keyed [`Breaker`], freed by the user's `dispose()`.
+#[wasm_bindgen(js_name = BreakerCore)]
+pub struct BreakerCore {
+    breaker: Breaker,
+}
+
+#[wasm_bindgen(js_class = BreakerCore)]
+impl BreakerCore {
+    /// Errors name the option as the user wrote it (`options.failureRate`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "BreakerOptions | undefined")] options: JsValue,
+    ) -> Result<BreakerCore, JsValue> {
+        let options: BreakerOptions =
+            if options.is_undefined() { BreakerOptions::default() } else { from_js(options, "options")? };
+        let breaker = Breaker::new(&options).map_err(|e| within_js("options", &e))?;
+        Ok(Self { breaker })
+    }
+
+    /// `openMs` as validated.
+    #[wasm_bindgen(js_name = openMs)]
+    pub fn open_ms(&self) -> f64 {
+        self.breaker.open_ms()
+    }
+
+    /// The slot of `name` (made if new). When it replaced the least recently
+    /// used key, the answer is `-(slot + 1)`: the caller drops that key's
+    /// cache entry.
+    pub fn key(&mut self, name: &str, now_ms: f64) -> f64 {
+        let slot = self.breaker.key(name, now_ms);
+        let index = slot.index as f64;
+        if slot.evicted.is_some() {
+            -(index + 1.0)
+        } else {
+            index
+        }
+    }
+
+    /// `-1` closed (go), `-2` a probe, `-3` a probe that half-opened the
+    /// key, or the instant (≥ 0) before which nothing goes: as is when open,
+    /// as `-(instant + 4)` when half-open with every probe out.
+    pub fn check(&mut self, slot: u32, now_ms: f64) -> f64 {
+        match self.breaker.check(slot as usize, now_ms) {
+            Admit::Closed => ADMIT,
+            Admit::Probe { half_opened: false } => PROBE,
+            Admit::Probe { half_opened: true } => HALF_OPENED,
+            Admit::Refused { until } if self.breaker.half_open(slot as usize) => -(until + 4.0),
+            Admit::Refused { until } => until,
+        }
+    }
+
+    /// The change code ([`crate::core::breaker::Change::code`]), 0 for none.
+    pub fn record(&mut self, slot: u32, now_ms: f64, probe: bool, failed: bool, duration_ms: f64, slow_ms: f64) -> u32 {
+        self.breaker.record(slot as usize, now_ms, probe, failed, duration_ms, slow_ms).map_or(0, |c| c.code())
+    }
+
+    /// The key's counters.
+    #[wasm_bindgen(unchecked_return_type = "CircuitStats")]
+    pub fn stats(&mut self, slot: u32, now_ms: f64) -> Result<JsValue, JsValue> {
+        into_js(&self.breaker.stats(slot as usize, now_ms))
+    }
+
+    /// The keys' names, by slot.
+    pub fn names(&self) -> Vec<String> {
+        self.breaker.names().map(str::to_owned).collect()
+    }
+
+    /// The state as bytes ([`Breaker::export`]).
+    #[wasm_bindgen(js_name = exportState)]
+    pub fn export_state(&self, now_ms: f64, wall_ms: f64) -> Vec<u8> {
+        self.breaker.export(now_ms, wall_ms)
+    }
+
+    /// Takes in exported bytes; answers the slots that opened.
+    #[wasm_bindgen(js_name = importState)]
+    pub fn import_state(&mut self, bytes: &[u8], now_ms: f64, wall_ms: f64) -> Result<Vec<u32>, JsValue> {
+        let opened = self.breaker.import(bytes, now_ms, wall_ms).map_err(to_js)?;
+        Ok(opened.into_iter().map(|s| s as u32).collect())
+    }
+}
+
+/// The message of a call an open breaker refused (`CircuitOpen`).
+#[wasm_bindgen(js_name = circuitOpenText)]
+pub fn circuit_open_text(key: &str, in_ms: f64) -> String {
+    open_message(key, in_ms).to_string()
+}

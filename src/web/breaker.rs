@@ -1,0 +1,240 @@
+//! Circuit breakers for Rust on the edge: the same core machine as the
+//! JavaScript `CircuitBreaker` (src/core/breaker.rs, its module doc says when
+//! a key opens and when it lets a probe through), the same option names,
+//! defaults and errors. This file owns the clock reads, the permits and the
+//! state-change callback; no timer and no listener (an open key half-opens
+//! when a call arrives after `openMs`).
+
+use std::cell::RefCell;
+use std::future::Future;
+
+use super::errors::Error;
+use super::sys;
+use crate::core::breaker::{Admit, Breaker, BreakerError, Change, CircuitState, CircuitStats};
+
+pub use crate::core::breaker::{BreakerOptions, OpenReason};
+
+impl From<BreakerError> for Error {
+    fn from(error: BreakerError) -> Self {
+        let param = match &error {
+            BreakerError::Time(e) => return Error::from(*e),
+            BreakerError::Count { param, .. }
+            | BreakerError::Rate { param, .. }
+            | BreakerError::Duration { param, .. } => param,
+            BreakerError::BothWindows => "windowMs",
+            BreakerError::Bytes { .. } => "bytes",
+        };
+        Error::described(param, &error)
+    }
+}
+
+/// A key's change of state, as [`CircuitBreaker::on_state_change`] hears it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CircuitStateChange {
+    /// The key.
+    pub key: String,
+    /// The state before.
+    pub from: CircuitState,
+    /// The state after.
+    pub to: CircuitState,
+    /// Why it opened, when `to` is open.
+    pub reason: Option<OpenReason>,
+    /// When (ms on the `performance.now()` timeline).
+    pub at: f64,
+}
+
+type Listener = Box<dyn Fn(&CircuitStateChange)>;
+
+/// A keyed circuit breaker: one guards many upstreams, a key each. Share it
+/// with `Rc` between the calls to those upstreams.
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
+/// use edge_deadline::web::{BreakerOptions, CircuitBreaker};
+/// let breaker = CircuitBreaker::new(BreakerOptions { consecutive_failures: Some(3.0), ..Default::default() })?;
+/// let permit = breaker.acquire("llm")?;
+/// permit.success(None);
+/// assert_eq!(breaker.state("llm"), edge_deadline::core::breaker::CircuitState::Closed);
+/// # Ok(())
+/// # }
+/// # fn main() {}
+/// ```
+pub struct CircuitBreaker {
+    core: RefCell<Breaker>,
+    listener: Option<Listener>,
+}
+
+impl std::fmt::Debug for CircuitBreaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CircuitBreaker").field("keys", &self.keys()).finish_non_exhaustive()
+    }
+}
+
+impl CircuitBreaker {
+    /// A breaker with `options` (every one optional; the defaults are the
+    /// core's, the same as JavaScript's).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the option (`failureRate`, `openMs`, …).
+    pub fn new(options: BreakerOptions) -> Result<Self, Error> {
+        Ok(Self { core: RefCell::new(Breaker::new(&options)?), listener: None })
+    }
+
+    /// Calls `listener` after each change of a key's state.
+    #[must_use]
+    pub fn on_state_change(mut self, listener: impl Fn(&CircuitStateChange) + 'static) -> Self {
+        self.listener = Some(Box::new(listener));
+        self
+    }
+
+    fn emit(&self, key: &str, change: Change, at: f64) {
+        if let Some(listener) = &self.listener {
+            let (from, to) = change.states();
+            let reason = match change {
+                Change::Opened(r) => Some(r),
+                _ => None,
+            };
+            listener(&CircuitStateChange { key: key.to_owned(), from, to, reason, at });
+        }
+    }
+
+    /// A permit for one call on `key`.
+    ///
+    /// # Errors
+    /// [`Error::CircuitOpen`] when the breaker refuses the call.
+    pub fn acquire(&self, key: &str) -> Result<CircuitPermit<'_>, Error> {
+        let t = sys::now();
+        let admit = {
+            let mut core = self.core.borrow_mut();
+            let slot = core.key(key, t).index;
+            (slot, core.check(slot, t))
+        };
+        match admit {
+            (slot, Admit::Closed) => {
+                Ok(CircuitPermit { breaker: self, key: key.to_owned(), slot, probe: false, start: t })
+            }
+            (slot, Admit::Probe { half_opened }) => {
+                if half_opened {
+                    self.emit(key, Change::HalfOpened, t);
+                }
+                Ok(CircuitPermit { breaker: self, key: key.to_owned(), slot, probe: true, start: t })
+            }
+            (slot, Admit::Refused { until }) => {
+                let state = match self.core.borrow_mut().stats(slot, t).state {
+                    CircuitState::HalfOpen => "half-open",
+                    _ => "open",
+                };
+                Err(Error::CircuitOpen { key: key.to_owned(), state, retry_at: until, retry_in_ms: until - t })
+            }
+        }
+    }
+
+    /// Runs `call()` through the breaker on `key`: [`Error::CircuitOpen`]
+    /// without calling it when refused; otherwise its result, recorded (an
+    /// `Err` is a failure; a call longer than `slow_ms`, its step's timeout,
+    /// is slow).
+    ///
+    /// # Errors
+    /// [`Error::CircuitOpen`], or the call's own error.
+    pub async fn run<T, F, Fut>(&self, key: &str, slow_ms: Option<f64>, call: F) -> Result<T, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let permit = self.acquire(key)?;
+        let result = call().await;
+        match &result {
+            Ok(_) => permit.success(slow_ms),
+            Err(_) => permit.failure(slow_ms),
+        }
+        result
+    }
+
+    /// The state a call on `key` would meet now (an open key past its
+    /// instant reads half-open).
+    pub fn state(&self, key: &str) -> CircuitState {
+        self.stats(key).state
+    }
+
+    /// The counters of `key` now.
+    pub fn stats(&self, key: &str) -> CircuitStats {
+        let t = sys::now();
+        let mut core = self.core.borrow_mut();
+        let slot = core.key(key, t).index;
+        core.stats(slot, t)
+    }
+
+    /// The keys held.
+    pub fn keys(&self) -> Vec<String> {
+        self.core.borrow().names().map(str::to_owned).collect()
+    }
+
+    /// The keys' states as bytes, for [`import_state`](Self::import_state)
+    /// elsewhere (the same bytes as JavaScript's `exportState()`).
+    pub fn export_state(&self) -> Vec<u8> {
+        self.core.borrow().export(sys::now(), js_sys::Date::now())
+    }
+
+    /// Opens the keys open in `bytes` (less the time since the export).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `bytes` (code `BAD_STATE`) when they
+    /// are not an exported state; nothing changes then.
+    pub fn import_state(&self, bytes: &[u8]) -> Result<(), Error> {
+        let t = sys::now();
+        let opened = self.core.borrow_mut().import(bytes, t, js_sys::Date::now())?;
+        let names: Vec<String> = self.keys();
+        for slot in opened {
+            if let Some(name) = names.get(slot) {
+                self.emit(name, Change::Opened(OpenReason::Imported), t);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The right to make one call through a [`CircuitBreaker`]: say how it went
+/// with [`success`](Self::success) or [`failure`](Self::failure). A permit
+/// dropped without either records nothing (a probe's permit is then freed
+/// after `openMs`).
+#[derive(Debug)]
+pub struct CircuitPermit<'a> {
+    breaker: &'a CircuitBreaker,
+    key: String,
+    slot: usize,
+    probe: bool,
+    start: f64,
+}
+
+impl CircuitPermit<'_> {
+    /// Whether the call goes as a half-open probe.
+    pub fn probe(&self) -> bool {
+        self.probe
+    }
+
+    /// The call succeeded; `slow_ms`: its step's timeout (longer is slow).
+    pub fn success(self, slow_ms: Option<f64>) {
+        self.done(false, slow_ms);
+    }
+
+    /// The call failed (a timeout counts as a failure).
+    pub fn failure(self, slow_ms: Option<f64>) {
+        self.done(true, slow_ms);
+    }
+
+    fn done(self, failed: bool, slow_ms: Option<f64>) {
+        let t = sys::now();
+        let change = self.breaker.core.borrow_mut().record(
+            self.slot,
+            t,
+            self.probe,
+            failed,
+            t - self.start,
+            slow_ms.unwrap_or(f64::NAN),
+        );
+        if let Some(change) = change {
+            self.breaker.emit(&self.key, change, t);
+        }
+    }
+}

@@ -1,0 +1,223 @@
+// Circuit breaker cases: the same file runs in Node, Deno, workerd and Chromium.
+// Time is fake where it is the subject (the breaker reads the package's clock).
+import { equal, ok, rejects, throws, throwsArg } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
+
+const fail = () => Promise.reject(new Error("upstream 503"));
+
+const cases = [
+  {
+    name: "breaker: opens after failures in a row, refuses with CircuitOpen until openMs, then one probe closes it",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const events = [];
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 3, openMs: 1_000, onStateChange: (e) => events.push(e) });
+      try {
+        for (let i = 0; i < 3; i++) await rejects(b.run("llm", fail), Error, /upstream 503/);
+        equal(b.state("llm"), "open");
+        equal(events.length, 1);
+        equal(JSON.stringify(events[0]), JSON.stringify({ key: "llm", from: "closed", to: "open", reason: "consecutive-failures", at: clock.now() }));
+        let called = false;
+        await clock.advance(400);
+        const e = await rejects(b.run("llm", () => (called = true)), lib.CircuitOpen, /^circuit 'llm' is open: calls fail at once until it lets a probe through in 600 ms$/);
+        equal(called, false, "a refused call is never made");
+        ok(lib.isCircuitOpen(e));
+        equal(lib.isTimeout(e), false, "an open breaker is not a timeout");
+        equal(e.key, "llm");
+        equal(e.state, "open");
+        equal(e.retryInMs, 600);
+        equal(e.retryAt, clock.now() + 600);
+        equal(b.state("other"), "closed", "keys are independent");
+        equal(await b.run("other", () => "fine"), "fine");
+        await clock.advance(600);
+        equal(b.state("llm"), "half-open", "past its instant, a call would be a probe");
+        const probe = b.run("llm", () => clock.sleep(50).then(() => "back"));
+        equal(events[1].to, "half-open");
+        const second = await rejects(b.run("llm", () => "no"), lib.CircuitOpen);
+        equal(second.state, "half-open");
+        equal(second.retryInMs, 1_000, "a probe is out: the next may go once it is overdue");
+        await clock.advance(50);
+        equal(await probe, "back");
+        equal(b.state("llm"), "closed");
+        equal(events.map((x) => `${x.from}>${x.to}`).join(" "), "closed>open open>half-open half-open>closed");
+      } finally {
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker: a failed or slow probe reopens it; slow calls over their step's timeout open it by rate",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const events = [];
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 0, minimumCalls: 4, windowSize: 4, slowCallRate: 0.5, openMs: 100, onStateChange: (e) => events.push(e) });
+      try {
+        const took = (ms) => () => clock.sleep(ms).then(() => ms);
+        for (const ms of [10, 300, 10]) {
+          const p = b.run("db", took(ms), { slowMs: 200 });
+          await clock.advance(ms);
+          equal(await p, ms);
+        }
+        equal(b.stats("db").slowCalls, 1);
+        const p = b.run("db", took(250), { slowMs: 200 });
+        await clock.advance(250);
+        equal(await p, 250, "a slow call still answers");
+        equal(events.at(-1).reason, "slow-call-rate");
+        await clock.advance(100);
+        const probe = b.run("db", took(201), { slowMs: 200 });
+        await clock.advance(201);
+        await probe;
+        equal(events.at(-1).reason, "probe-failed", "a slow probe reopens");
+        equal(b.state("db"), "open");
+      } finally {
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker: the failure rate counts over a time window once minimumCalls are in",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 0, windowMs: 1_000, minimumCalls: 4, failureRate: 0.5 });
+      try {
+        await rejects(b.run("k", fail), Error);
+        await rejects(b.run("k", fail), Error);
+        await clock.advance(1_500);
+        equal(b.stats("k").calls, 0, "the window forgot them");
+        await b.run("k", () => 1);
+        await b.run("k", () => 1);
+        await rejects(b.run("k", fail), Error);
+        equal(b.state("k"), "closed", "3 calls are below minimumCalls");
+        await rejects(b.run("k", fail), Error);
+        equal(b.state("k"), "open", "2 of 4 failed");
+      } finally {
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker: permits record once; run records a synchronous throw; isFailure decides and is checked",
+    run: async (lib) => {
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 2, isFailure: (e) => (e.message === "bad" ? "yes" : e.message !== "404") });
+      try {
+        const permit = b.acquire("a");
+        equal(permit.probe, false);
+        permit.failure();
+        permit.failure();
+        equal(b.stats("a").consecutiveFailures, 1, "a permit records once");
+        await rejects(
+          b.run("a", () => {
+            throw new Error("404");
+          }),
+          Error,
+          /404/,
+        );
+        equal(b.stats("a").consecutiveFailures, 0, "isFailure said a 404 is not the upstream's failure");
+        const e = await rejects(b.run("a", () => Promise.reject(new Error("bad"))), TypeError, /'options.isFailure' must return true or false: it returned "yes"/);
+        equal(e.param, "options.isFailure");
+        equal(e.cause.message, "bad");
+        equal(b.stats("a").consecutiveFailures, 1, "a bad verdict counts as a failure");
+      } finally {
+        b.dispose();
+      }
+    },
+  },
+  {
+    name: "breaker: onStateChange that throws is reported and changes nothing",
+    run: async (lib) => {
+      const seen = [];
+      const original = console.error;
+      console.error = (...args) => seen.push(args);
+      const b = new lib.CircuitBreaker({
+        consecutiveFailures: 1,
+        onStateChange: () => {
+          throw new Error("listener broke");
+        },
+      });
+      try {
+        await rejects(b.run("x", fail), Error, /upstream 503/);
+        equal(b.state("x"), "open");
+        equal(seen.length, 1);
+        equal(seen[0][1].message, "listener broke");
+      } finally {
+        console.error = original;
+        b.dispose();
+      }
+    },
+  },
+  {
+    name: "breaker: maxKeys bounds the keys; the least recently used is forgotten",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 1, maxKeys: 2 });
+      try {
+        await rejects(b.run("a", fail), Error);
+        await clock.advance(1);
+        await b.run("b", () => 1);
+        await clock.advance(1);
+        await b.run("c", () => 1);
+        equal(b.keys().sort().join(","), "b,c", "a was least recently used");
+        equal(b.state("a"), "closed", "a new key starts closed");
+        equal(b.keys().sort().join(","), "a,c");
+      } finally {
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker: exportState/importState share open keys through storage; foreign bytes are refused and change nothing",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const a = new lib.CircuitBreaker({ consecutiveFailures: 1, openMs: 5_000 });
+      const events = [];
+      const b = new lib.CircuitBreaker({ openMs: 5_000, onStateChange: (e) => events.push(e) });
+      try {
+        await rejects(a.run("llm", fail), Error);
+        await a.run("kv", () => 1);
+        await clock.advance(1_000);
+        const bytes = a.exportState();
+        ok(bytes instanceof Uint8Array);
+        b.importState(bytes);
+        equal(b.state("llm"), "open");
+        equal(b.state("kv"), "closed");
+        equal(JSON.stringify(events.map((e) => [e.key, e.to, e.reason])), JSON.stringify([["llm", "open", "imported"]]));
+        const e = await rejects(b.run("llm", () => 1), lib.CircuitOpen);
+        ok(Math.abs(e.retryInMs - 4_000) <= 50, `about 4 000 ms left, not ${e.retryInMs}`);
+        const before = JSON.stringify([b.keys(), b.stats("llm")]);
+        for (const bad of [new Uint8Array(0), bytes.subarray(0, bytes.length - 1), new Uint8Array([...bytes, 0]), new TextEncoder().encode("EDCB garbage")]) {
+          throwsArg(() => b.importState(bad), RangeError, "bytes", "BAD_STATE", /^'bytes' is not a circuit breaker's exported state/);
+        }
+        throwsArg(() => b.importState("EDCB"), TypeError, "bytes", "INVALID_TYPE");
+        equal(JSON.stringify([b.keys(), b.stats("llm")]), before);
+      } finally {
+        a.dispose();
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker: bad options and arguments are TypeErrors or RangeErrors naming them; a disposed breaker throws",
+    run: async (lib) => {
+      throwsArg(() => new lib.CircuitBreaker({ failureRate: 2 }), RangeError, "options.failureRate", "OUT_OF_RANGE", /'failureRate' must be greater than 0 and at most 1/);
+      throwsArg(() => new lib.CircuitBreaker({ consecutiveFailures: 1.5 }), RangeError, "options.consecutiveFailures", "NOT_WHOLE");
+      throwsArg(() => new lib.CircuitBreaker({ windowSize: 10, windowMs: 1_000 }), RangeError, "options.windowMs", "CONFLICT");
+      throwsArg(() => new lib.CircuitBreaker({ openMs: "10s" }), TypeError, "options.openMs", "INVALID_TYPE");
+      throwsArg(() => new lib.CircuitBreaker({ onStateChange: 1 }), TypeError, "options.onStateChange", "INVALID_TYPE");
+      throwsArg(() => new lib.CircuitBreaker(5), TypeError, "options", "INVALID_TYPE");
+      const b = new lib.CircuitBreaker();
+      throwsArg(() => b.acquire(42), TypeError, "key", "INVALID_TYPE");
+      await rejects(b.run("k", "not a function"), TypeError, /'fn'/);
+      await rejects(b.run("k", () => 1, { slowMs: "1" }), TypeError, /'options.slowMs'/);
+      b.dispose();
+      b.dispose();
+      throws(() => b.acquire("k"), Error, /disposed/);
+    },
+  },
+];
+
+export default cases;

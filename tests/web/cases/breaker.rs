@@ -1,0 +1,124 @@
+//! `CircuitBreaker` from Rust: the same core machine, names, defaults and
+//! errors as the JavaScript one (tests/js/cases/breaker.js). Fake time: the
+//! breaker reads the web API's clock.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use edge_deadline::core::breaker::CircuitState;
+use edge_deadline::web::{BreakerOptions, CircuitBreaker, Error, OpenReason};
+use wasm_bindgen::JsValue;
+
+use super::{get, Ctx, FakeTime, Outcome};
+use crate::ensure;
+
+fn failing() -> Result<u32, Error> {
+    Err(Error::Js(JsValue::from_str("upstream 503")))
+}
+
+pub async fn opens_after_failures_refuses_then_a_probe_closes_it(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let events = Rc::new(RefCell::new(Vec::new()));
+    let seen = events.clone();
+    let b = CircuitBreaker::new(BreakerOptions {
+        consecutive_failures: Some(3.0),
+        open_ms: Some(1_000.0),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?
+    .on_state_change(move |e| seen.borrow_mut().push((e.from, e.to, e.reason)));
+    for _ in 0..3 {
+        ensure!(b.run("llm", None, || async { failing() }).await.is_err());
+    }
+    ensure!(b.state("llm") == CircuitState::Open);
+    ensure!(
+        events.borrow().as_slice()
+            == [(CircuitState::Closed, CircuitState::Open, Some(OpenReason::ConsecutiveFailures))]
+    );
+    clock.advance(400.0).await;
+    let mut called = false;
+    let refused = b
+        .run("llm", None, || {
+            called = true;
+            async { Ok(1) }
+        })
+        .await;
+    ensure!(!called, "a refused call is never made");
+    let Err(e) = refused else { return Err("an open breaker let a call through".into()) };
+    ensure!(e.name() == "CircuitOpen" && !e.is_timeout());
+    ensure!(
+        e.to_string() == "circuit 'llm' is open: calls fail at once until it lets a probe through in 600 ms",
+        "{e}"
+    );
+    ensure!(matches!(&e, Error::CircuitOpen { state: "open", retry_in_ms, .. } if *retry_in_ms == 600.0));
+    // It reaches JavaScript branded, with the same fields as the JS class.
+    let js = JsValue::from(e);
+    ensure!(get(&js, "edgeDeadlineError").as_string().as_deref() == Some("CircuitOpen"));
+    ensure!(get(&js, "retryInMs").as_f64() == Some(600.0) && get(&js, "key").as_string().as_deref() == Some("llm"));
+    ensure!(matches!(Error::from(js), Error::CircuitOpen { .. }), "and comes back");
+    ensure!(b.state("other") == CircuitState::Closed, "keys are independent");
+    clock.advance(600.0).await;
+    let permit = b.acquire("llm").map_err(|e| e.to_string())?;
+    ensure!(permit.probe());
+    ensure!(matches!(b.acquire("llm"), Err(Error::CircuitOpen { state: "half-open", .. })), "one probe at a time");
+    permit.success(None);
+    ensure!(b.state("llm") == CircuitState::Closed);
+    ensure!(events.borrow().len() == 3);
+    Ok(())
+}
+
+pub async fn slow_calls_over_their_timeout_open_it_and_a_slow_probe_reopens(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let b = CircuitBreaker::new(BreakerOptions {
+        consecutive_failures: Some(0.0),
+        minimum_calls: Some(2.0),
+        slow_call_rate: Some(1.0),
+        open_ms: Some(100.0),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?;
+    for _ in 0..2 {
+        let p = b.acquire("db").map_err(|e| e.to_string())?;
+        clock.advance(300.0).await;
+        p.success(Some(200.0));
+    }
+    ensure!(b.state("db") == CircuitState::Open, "two slow successes of two calls");
+    clock.advance(100.0).await;
+    let p = b.acquire("db").map_err(|e| e.to_string())?;
+    clock.advance(201.0).await;
+    p.success(Some(200.0));
+    ensure!(b.state("db") == CircuitState::Open, "a slow probe reopens");
+    Ok(())
+}
+
+pub async fn state_crosses_between_breakers_as_bytes_and_bad_bytes_change_nothing(_: &Ctx) -> Outcome {
+    let _clock = FakeTime::install();
+    let a = CircuitBreaker::new(BreakerOptions { consecutive_failures: Some(1.0), ..Default::default() })
+        .map_err(|e| e.to_string())?;
+    ensure!(a.run("llm", None, || async { failing() }).await.is_err());
+    let bytes = a.export_state();
+    let b = CircuitBreaker::new(BreakerOptions::default()).map_err(|e| e.to_string())?;
+    b.import_state(&bytes).map_err(|e| e.to_string())?;
+    ensure!(b.state("llm") == CircuitState::Open);
+    let before = b.keys();
+    let e = b.import_state(&bytes[..bytes.len() - 1]).err().ok_or("truncated bytes were taken")?;
+    ensure!((e.name(), e.param(), e.code()) == ("RangeError", Some("bytes"), Some("BAD_STATE")), "{e}");
+    ensure!(b.keys() == before);
+    Ok(())
+}
+
+pub async fn bad_options_name_the_option(_: &Ctx) -> Outcome {
+    let e = CircuitBreaker::new(BreakerOptions { failure_rate: Some(2.0), ..Default::default() })
+        .err()
+        .ok_or("accepted")?;
+    ensure!((e.param(), e.code()) == (Some("failureRate"), Some("OUT_OF_RANGE")), "{e}");
+    let e = CircuitBreaker::new(BreakerOptions { open_ms: Some(f64::NAN), ..Default::default() })
+        .err()
+        .ok_or("accepted")?;
+    ensure!((e.param(), e.code()) == (Some("openMs"), Some("NOT_FINITE")), "{e}");
+    let e = CircuitBreaker::new(BreakerOptions { window_size: Some(5.0), window_ms: Some(5.0), ..Default::default() })
+        .err()
+        .ok_or("accepted")?;
+    ensure!((e.param(), e.code()) == (Some("windowMs"), Some("CONFLICT")), "{e}");
+    Ok(())
+}
