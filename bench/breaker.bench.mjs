@@ -6,8 +6,11 @@
 //
 // Rows (a closed key; a new key's name crosses into the core once, then its
 // slot is cached):
-// - "acquire + success (closed)": the synchronous pair a retry loop or a plan
-//   step makes per call: the target is ≤ 100 ns.
+// - "acquire (closed): the check": the admission a guarded call waits for
+//   (one clock read, no Wasm call once the key is known closed): the target
+//   is ≤ 100 ns.
+// - "acquire + success (closed)": with the outcome recorded (a second clock
+//   read and one Wasm call, which updates the window).
 // - "acquire + failure (closed, opens never)": a failing call counted in the
 //   window (consecutiveFailures off, failureRate 1, so it stays closed).
 // - "refused (open)": a call refused at once; it builds a CircuitOpen (an Error, with its stack).
@@ -20,6 +23,7 @@ export async function run(lib, { peers } = {}) {
   const rows = {};
   const b = new lib.CircuitBreaker();
   b.acquire("upstream").success();
+  rows["acquire (closed): the check"] = nsPerOp(() => b.acquire("upstream"), { n: 200_000 });
   rows["acquire + success (closed)"] = nsPerOp(() => b.acquire("upstream").success(), { n: 200_000 });
   const f = new lib.CircuitBreaker({ consecutiveFailures: 0, failureRate: 1, minimumCalls: 1_000_000_000 });
   rows["acquire + failure (closed, opens never)"] = nsPerOp(() => f.acquire("upstream").failure(), { n: 200_000 });
