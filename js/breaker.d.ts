@@ -35,22 +35,41 @@ export class CircuitOpen extends Error {
 /** Brand check (also through `.cause`, e.g. a `RetryFailed` that gave up on an open breaker). */
 export function isCircuitOpen(e: unknown): boolean;
 
-/** The right to make one call: record how it went, once. */
+/** The right to make one call: say how it ended, once (later calls are ignored). */
 export class CircuitPermit {
   readonly key: string;
   /** The call goes as a half-open probe. */
   readonly probe: boolean;
-  /** @param options `slowMs`: the step's timeout; a call longer than it is slow. */
-  success(options?: { slowMs?: number }): void;
-  failure(options?: { slowMs?: number }): void;
+  /** It answered (slow when it took longer than the `slowMs` it was acquired with). */
+  success(): void;
+  /** It failed; with `error`, the breaker's `isFailure` decides whether that counts. */
+  failure(error?: unknown): void;
+  /** It was cut at its timeout: a failure, and slow. */
+  timeout(): void;
+  /** The caller gave up (a client that left): nothing counts; a probe's permit is freed. */
+  cancel(): void;
+}
+
+/** One key of a breaker (`breaker.for(key)`), for `retry(fn, { circuit })` and `p.run(name, fn, { circuit })`. */
+export class Circuit {
+  readonly breaker: CircuitBreaker;
+  readonly key: string;
+  acquire(options?: { slowMs?: number }): CircuitPermit;
+  state(): CircuitState;
+  stats(): CircuitStats;
 }
 
 /** A keyed circuit breaker. Holds Wasm memory until `dispose()`. No timers. */
 export class CircuitBreaker implements Disposable {
   /** @throws {TypeError} | {RangeError} naming the option */
   constructor(options?: CircuitBreakerOptions);
-  /** A permit for one call on `key`. @throws {CircuitOpen} when the breaker refuses it */
-  acquire(key: string): CircuitPermit;
+  /**
+   * A permit for one call on `key`; `slowMs`: the call's timeout (an answer later than it is slow).
+   * @throws {CircuitOpen} when the breaker refuses it
+   */
+  acquire(key: string, options?: { slowMs?: number }): CircuitPermit;
+  /** One key of this breaker, to pass as `circuit` to `retry` or a plan step. */
+  for(key: string): Circuit;
   /** Runs `fn` through the breaker; rejects with `CircuitOpen` without calling it when refused. */
   run<T>(key: string, fn: () => T | PromiseLike<T>, options?: { slowMs?: number }): Promise<T>;
   state(key: string): CircuitState;

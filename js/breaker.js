@@ -43,9 +43,15 @@ function report(error) {
   console.error("edge-deadline: options.onStateChange threw; the breaker carries on", error);
 }
 
+// The outcome codes of the core (src/core/breaker.rs `Outcome::from_code`).
+const SUCCESS = 0;
+const FAILURE = 1;
+const TIMEOUT = 2;
+const CANCELLED = 3;
+
 /**
- * The right to make one call through a breaker: tell it how the call went,
- * once, with `success()` or `failure()`.
+ * The right to make one call through a breaker: say how it ended, once, with
+ * `success()`, `failure(error?)`, `timeout()` or `cancel()`.
  */
 export class CircuitPermit {
   #breaker;
@@ -53,14 +59,16 @@ export class CircuitPermit {
   #probe;
   #key;
   #start;
+  #slowMs;
 
   /** @internal */
-  constructor(breaker, key, slot, probe, start) {
+  constructor(breaker, key, slot, probe, start, slowMs) {
     this.#breaker = breaker;
     this.#key = key;
     this.#slot = slot;
     this.#probe = probe;
     this.#start = start;
+    this.#slowMs = slowMs;
   }
 
   /** The key the permit is for. */
@@ -73,31 +81,95 @@ export class CircuitPermit {
     return this.#probe;
   }
 
+  /** The call answered (slow if it took longer than its `slowMs`). */
+  success() {
+    this.#done(SUCCESS);
+  }
+
   /**
-   * The call succeeded. `slowMs`: its step's timeout (a call longer than it
-   * is slow); otherwise the breaker's `slowCallMs` decides.
-   * @param {{ slowMs?: number }} [options]
+   * The call failed. With `error` and the breaker's `isFailure`, that decides
+   * whether it counts as a failure (false: a success, e.g. a 404).
+   * @param {unknown} [error]
    */
-  success(options) {
-    this.#done(false, options);
+  failure(error) {
+    const b = this.#breaker;
+    if (b === undefined) return;
+    if (arguments.length === 0) return this.#done(FAILURE);
+    let verdict;
+    try {
+      verdict = classifyFailure(b, error);
+    } catch (thrown) {
+      this.#done(FAILURE);
+      throw thrown;
+    }
+    this.#done(verdict ? FAILURE : SUCCESS);
   }
 
-  /** The call failed (a timeout counts as a failure). @param {{ slowMs?: number }} [options] */
-  failure(options) {
-    this.#done(true, options);
+  /** The call was cut at its timeout: a failure, and slow. */
+  timeout() {
+    this.#done(TIMEOUT);
   }
 
-  #done(failed, options) {
+  /**
+   * The caller gave up on the call (a client that left): nothing is counted,
+   * and a probe's permit is free again.
+   */
+  cancel() {
+    this.#done(CANCELLED);
+  }
+
+  #done(outcome) {
     const b = this.#breaker;
     if (b === undefined) return;
     this.#breaker = undefined;
-    const slowMs = options === undefined ? NaN : check.optNumber("options.slowMs", options.slowMs) ?? NaN;
-    recordOutcome(b, this.#key, this.#slot, this.#probe, failed, now() - this.#start, slowMs);
+    recordOutcome(b, this.#key, this.#slot, this.#probe, outcome, this.#start, this.#slowMs);
   }
 }
 
-/** @type {(b: CircuitBreaker, key: string, slot: number, probe: boolean, failed: boolean, took: number, slowMs: number) => void} */
+/**
+ * One key of a breaker, to hand to `retry` or a plan step (`{ circuit }`):
+ * `breaker.for(key)`.
+ */
+export class Circuit {
+  #breaker;
+  #key;
+
+  /** @internal */
+  constructor(breaker, key) {
+    this.#breaker = breaker;
+    this.#key = key;
+  }
+
+  /** The breaker. */
+  get breaker() {
+    return this.#breaker;
+  }
+
+  /** The key. */
+  get key() {
+    return this.#key;
+  }
+
+  /** `breaker.acquire(key, options)`. @param {{ slowMs?: number }} [options] */
+  acquire(options) {
+    return this.#breaker.acquire(this.#key, options);
+  }
+
+  /** `breaker.state(key)`. */
+  state() {
+    return this.#breaker.state(this.#key);
+  }
+
+  /** `breaker.stats(key)`. */
+  stats() {
+    return this.#breaker.stats(this.#key);
+  }
+}
+
+/** @type {(b: CircuitBreaker, key: string, slot: number, probe: boolean, outcome: number, start: number, slowMs: number) => void} */
 let recordOutcome;
+/** @type {(b: CircuitBreaker, error: unknown) => boolean} */
+let classifyFailure;
 
 /**
  * A keyed circuit breaker: one object guards many upstreams (a key each).
@@ -117,15 +189,28 @@ export class CircuitBreaker {
   #closed = [];
   #onStateChange;
   #isFailure;
+  /** Whether every call is timed (`slowCallMs`); otherwise only one given `slowMs`. */
+  #timed = false;
 
   static {
-    recordOutcome = (b, key, slot, probe, failed, took, slowMs) => {
+    recordOutcome = (b, key, slot, probe, outcome, start, slowMs) => {
       const t = now();
-      const code = b.#live().record(slot, t, probe, failed, took, slowMs);
+      const code = b.#live().record(slot, t, probe, outcome, t - start, slowMs);
       if (code !== 0) {
         b.#closed[slot] = code === 7;
         b.#emit(key, code, t);
       }
+    };
+    classifyFailure = (b, error) => {
+      const classify = b.#isFailure;
+      if (!classify) return true;
+      const verdict = classify(error);
+      if (typeof verdict !== "boolean") {
+        const e = argumentError("type", CODES.INVALID_RETURN, "options.isFailure", `'options.isFailure' must return true or false: it returned ${check.describe(verdict)}`);
+        e.cause = error;
+        throw e;
+      }
+      return verdict;
     };
   }
 
@@ -142,6 +227,7 @@ export class CircuitBreaker {
     this.#isFailure = o.isFailure === undefined ? undefined : check.fn("options.isFailure", o.isFailure, "a function (error) => boolean");
     const { onStateChange: _a, isFailure: _b, ...numbers } = o;
     this.#core = new core.BreakerCore(numbers);
+    this.#timed = o.slowCallMs !== undefined;
   }
 
   #live() {
@@ -181,25 +267,49 @@ export class CircuitBreaker {
 
   /**
    * A permit for one call on `key`, or a thrown `CircuitOpen` when the
-   * breaker refuses it. Record the outcome on the permit.
+   * breaker refuses it. Say how the call ended on the permit. `slowMs`: the
+   * call's timeout; one that answers later than that is slow.
    * @param {string} key
+   * @param {{ slowMs?: number }} [options]
    * @returns {CircuitPermit}
    */
-  acquire(key) {
+  acquire(key, options) {
+    let slowMs = NaN;
+    if (options !== undefined) {
+      const o = check.obj("options", options, "an object like { slowMs }");
+      if (o.slowMs !== undefined) slowMs = check.number("options.slowMs", o.slowMs);
+    }
+    // The clock is read only where the answer needs it: a call that may be
+    // slow is timed, and a key not known to be closed is checked at an instant.
+    const known = this.#slots.get(key);
+    const timed = this.#timed || slowMs === slowMs;
+    if (known !== undefined && this.#closed[known] === true) {
+      return new CircuitPermit(this, key, known, false, timed ? now() : NaN, slowMs);
+    }
     const t = now();
-    const slot = this.#slot(key, t);
-    if (this.#closed[slot] === true) return new CircuitPermit(this, key, slot, false, t);
+    const slot = known ?? this.#slot(key, t);
     const v = this.#live().check(slot, t);
     if (v === -1) {
       this.#closed[slot] = true;
-      return new CircuitPermit(this, key, slot, false, t);
+      return new CircuitPermit(this, key, slot, false, timed ? t : NaN, slowMs);
     }
     if (v === -2 || v === -3) {
       if (v === -3) this.#emit(key, 6, t);
-      return new CircuitPermit(this, key, slot, true, t);
+      return new CircuitPermit(this, key, slot, true, timed ? t : NaN, slowMs);
     }
     const [state, until] = v < 0 ? ["half-open", -v - 4] : ["open", v];
     throw new CircuitOpen(key, state, until, until - t, core.circuitOpenText(key, until - t));
+  }
+
+  /**
+   * One key of this breaker, for `retry(fn, { circuit })` and a plan step's
+   * `p.run(name, fn, { circuit })`.
+   * @param {string} key
+   * @returns {Circuit}
+   */
+  for(key) {
+    if (typeof key !== "string") throw check.typeError("key", "a string", key);
+    return new Circuit(this, key);
   }
 
   /**
@@ -216,49 +326,27 @@ export class CircuitBreaker {
   run(key, fn, options) {
     try {
       check.fn("fn", fn, "a function () => Promise");
-      const o = check.obj("options", options, "an object like { slowMs }", true);
-      check.optNumber("options.slowMs", o.slowMs);
-      const permit = this.acquire(key);
+      const permit = this.acquire(key, options);
       let result;
       try {
         result = fn();
       } catch (error) {
-        this.#failed(permit, error, o);
+        permit.failure(error);
         throw error;
       }
       return Promise.resolve(result).then(
         (value) => {
-          permit.success(o);
+          permit.success();
           return value;
         },
         (error) => {
-          this.#failed(permit, error, o);
+          permit.failure(error);
           throw error;
         },
       );
     } catch (error) {
       return Promise.reject(error);
     }
-  }
-
-  #failed(permit, error, o) {
-    const classify = this.#isFailure;
-    if (!classify) return permit.failure(o);
-    let verdict;
-    try {
-      verdict = classify(error);
-    } catch (thrown) {
-      permit.failure(o);
-      throw thrown;
-    }
-    if (typeof verdict !== "boolean") {
-      permit.failure(o);
-      const e = argumentError("type", CODES.INVALID_RETURN, "options.isFailure", `'options.isFailure' must return true or false: it returned ${check.describe(verdict)}`);
-      e.cause = error;
-      throw e;
-    }
-    if (verdict) permit.failure(o);
-    else permit.success(o);
   }
 
   /**

@@ -4,6 +4,7 @@
 // (src/core/plan.rs) into edge_deadline.d.ts.
 import type { Outcome, StepKind, StepSpec, TraceRecord } from "./edge_deadline.js";
 import type { Deadline } from "./index.js";
+import type { RetryCircuit } from "./retry.js";
 
 export type { StepKind, StepSpec, TraceRecord };
 
@@ -66,9 +67,14 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
    * @throws (as a rejection) `InsufficientBudget` (with `step`) for a mandatory step that cannot get its
    *   minimum or a step with nothing left, `StepTimeout` at the cap, `DeadlineExceeded` or a parent's reason
    *   from the deadline's signal, `fn`'s error, `RangeError` for an unknown name, `TypeError` when `fn` is
-   *   not a function
+   *   not a function or `options.circuit` is not a circuit or guards the fallback, `CircuitOpen` (with `step`)
+   *   for a mandatory step the circuit refused (an optional one is skipped)
    */
-  run<N extends StepName<S>, T>(name: N, fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>): Promise<StepResult<S, N, Awaited<T>>>;
+  run<N extends StepName<S>, T>(
+    name: N,
+    fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>,
+    options?: { circuit?: RetryCircuit },
+  ): Promise<StepResult<S, N, Awaited<T>>>;
   /** The trace so far as JSON: `TraceRecord[]`, durations rounded to 0.1 ms (`records` keeps them exact). */
   trace(): string;
   /**

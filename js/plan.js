@@ -45,7 +45,7 @@
 //    disposes it when the request ends.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isDeadlineExceeded } from "./errors.js";
+import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isCircuitOpen, isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { metric } from "./servertiming.js";
@@ -149,23 +149,28 @@ export class Plan {
   /**
    * Runs the step `name`: `fn(signal, budgetMs)` with the step's cap, or not
    * at all (optional: resolves `{ skipped: true, reason }`; mandatory or
-   * fallback: rejects with `InsufficientBudget`).
+   * fallback: rejects with `InsufficientBudget`). With `options.circuit` (a
+   * CircuitBreaker's `for(key)`), a step the breaker refuses is not run
+   * either (optional: skipped with the refusal's message as its reason;
+   * mandatory: rejects with `CircuitOpen`), and a step that runs tells the
+   * breaker how it ended.
    */
-  run(name, fn) {
+  run(name, fn, options) {
     try {
-      return this.#run(name, fn);
+      return this.#run(name, fn, options);
     } catch (error) {
       // A disposed deadline, a bad clock reading: a rejection, like every other failure.
       return Promise.reject(error);
     }
   }
 
-  #run(name, fn) {
+  #run(name, fn, options) {
     const i = this.#index.get(name);
     if (i === undefined) return Promise.reject(this.#unknown(name));
     if (typeof fn !== "function") {
       return Promise.reject(argumentError("type", CODES.INVALID_TYPE, "fn", `'fn' of run('${name}') must be a function (signal, budgetMs) => Promise: current value is ${check.describe(fn)}`));
     }
+    const circuit = options === undefined ? undefined : this.#circuit(name, i, options);
     const at = this.#at;
     const t0 = now();
     const s = this.#steps[i];
@@ -181,6 +186,19 @@ export class Plan {
     if (parent.aborted) {
       return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
     }
+    let permit;
+    if (circuit !== undefined) {
+      try {
+        permit = circuit.acquire();
+      } catch (error) {
+        if (!isCircuitOpen(error)) throw error;
+        if (s.kind === "optional") {
+          return this.#settle(name, remaining, 0, t0, "skipped", { skipped: true, reason: core.circuitSkipText(error.retryInMs) }, true);
+        }
+        error.step = name;
+        return this.#settle(name, remaining, 0, t0, "error", error, false);
+      }
+    }
     // Only a running step is pending: awaiting it keeps Node or Deno alive (invariant 6).
     return pending((resolve, reject) => {
       const capAt = t0 + cap;
@@ -192,6 +210,14 @@ export class Plan {
         if (settled) return;
         settled = true;
         step?.dispose();
+        if (permit !== undefined) {
+          try {
+            tell(permit, outcome, value);
+          } catch (error) {
+            // The breaker's isFailure returned no boolean: its TypeError is the step's result.
+            [outcome, value, ok] = ["error", error, false];
+          }
+        }
         this.#record(name, remaining, cap, t0, outcome);
         if (ok) resolve(value);
         else reject(value);
@@ -276,6 +302,18 @@ export class Plan {
     return this.#steps.map((s) => s.name);
   }
 
+  /** `options.circuit` of `p.run`, checked: a circuit, and never on the fallback (it always runs). */
+  #circuit(name, i, options) {
+    const o = check.obj("options", options, "an object like { circuit }");
+    const circuit = o.circuit;
+    if (circuit === undefined) return undefined;
+    if (typeof circuit?.acquire !== "function") throw check.typeError("options.circuit", "a circuit from CircuitBreaker.for(key) (edge-deadline/derive)", circuit);
+    if (this.#fallback[i]) {
+      throw argumentError("type", CODES.INVALID_TYPE, "options.circuit", `'options.circuit' cannot guard the fallback step '${name}': a fallback always runs`);
+    }
+    return circuit;
+  }
+
   // A DeadlineExceeded for this plan's own instant is the deadline; any other
   // reason came from a parent signal (the client left).
   #reasonOutcome(reason) {
@@ -333,6 +371,14 @@ export class Plan {
     const known = names.length > 8 ? `${names.slice(0, 8).join(", ")}, …` : names.join(", ");
     return argumentError("range", "UNKNOWN_STEP", "name", `'name' must be a step of this plan (${known}): current value is ${check.describe(name)}`);
   }
+}
+
+/** Tells a circuit breaker's permit how its step ended (a step cut by time is a timeout; a client that left, cancelled). */
+function tell(permit, outcome, value) {
+  if (outcome === "ok") permit.success();
+  else if (outcome === "error") permit.failure(value);
+  else if (outcome === "aborted") permit.cancel();
+  else permit.timeout();
 }
 
 /** The outcome of a step that failed: `stalled` when a `StreamStalled` is the error or in its causes, else `error`. */

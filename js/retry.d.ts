@@ -39,6 +39,16 @@ export interface RetryOptions extends RetryPolicyOptions {
   seed?: number | bigint;
   /** Called with each attempt's record once it ended (before the backoff); what it throws goes to `console.error`. */
   onAttempt?: (record: AttemptRecord) => void;
+  /**
+   * A circuit breaker's key (`breaker.for(key)`, edge-deadline/derive): no attempt goes into it while it refuses.
+   * The retry waits for it when the deadline leaves `attemptMinMs` after that, else stops with reason "circuit-open".
+   */
+  circuit?: RetryCircuit;
+}
+
+/** What `retry` needs of a circuit: `CircuitBreaker.for(key)` from edge-deadline/derive. */
+export interface RetryCircuit {
+  acquire(): { success(): void; failure(error?: unknown): void; timeout(): void; cancel(): void };
 }
 
 /** One attempt: the core's record (`attempt`, `startedAtMs`, `timeoutMs`, `elapsedMs`, `failure`) and how it ended here. */

@@ -27,6 +27,13 @@
 // 6. What `classify` returns is checked in JS before it reaches the core,
 //    against the core's own list of failure kinds: a TypeError naming the
 //    callback, never a trap of the Wasm instance.
+// 7. With `circuit` (a CircuitBreaker's `for(key)`, edge-deadline/derive), no
+//    attempt goes into a breaker that refuses it: the core waits for the
+//    breaker when the deadline leaves an attempt's minimum after it, and
+//    otherwise stops with reason "circuit-open" (its cause the CircuitOpen).
+//    Every attempt that went through tells the breaker how it ended: a
+//    success, a failure, a timeout (its own or the deadline's), or cancelled
+//    when the caller's signal ended it.
 //
 // # Per-attempt timeouts
 // An attempt cut at its own timeout aborts its signal with `AttemptTimeout`
@@ -37,7 +44,7 @@
 // deadline itself ended the loop.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, AttemptTimeout, CODES, isDeadlineExceeded, RetryFailed } from "./errors.js";
+import { argumentError, AttemptTimeout, CODES, isCircuitOpen, isDeadlineExceeded, RetryFailed } from "./errors.js";
 import { retryBudgetCore, RetryBudget } from "./retry_budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
@@ -194,6 +201,10 @@ async function retryLoop(fn, options) {
   const budget = o.budget;
   if (budget !== undefined && !(budget instanceof RetryBudget)) throw check.typeError("options.budget", "a RetryBudget", budget);
   const parent = check.optSignal("options.signal", o.signal);
+  const circuit = o.circuit;
+  if (circuit !== undefined && typeof circuit?.acquire !== "function") {
+    throw check.typeError("options.circuit", "a circuit from CircuitBreaker.for(key) (edge-deadline/derive)", circuit);
+  }
   const classify = o.classify === undefined ? defaultClassify : check.fn("options.classify", o.classify, "a function (error) => \"ambiguous\" | \"not-applied\" | \"permanent\"");
   const seed = seedFrom("options.seed", o.seed);
   const at = deadline.at;
@@ -239,9 +250,29 @@ async function retryLoop(fn, options) {
       const t = now();
       const timeoutMs = budget ? run.startBudgeted(t, retryBudgetCore(budget)) : run.start(t);
       if (timeoutMs === undefined) throw stopped();
+      let permit;
+      if (circuit !== undefined) {
+        try {
+          permit = circuit.acquire();
+        } catch (error) {
+          if (!isCircuitOpen(error)) throw error;
+          const wait = run.refused(now(), error.retryAt);
+          if (wait === undefined) throw stopped(error);
+          number--;
+          const woke = await sleep(wait, deadline, parent);
+          if (woke) throw signalEnded(woke);
+          continue;
+        }
+      }
       const info = { attempt: number, timeoutMs, operationKey: o.operationKey };
       const result = await attempt(fn, info, timeoutMs, deadline, parent);
       const t1 = now();
+      if (permit !== undefined) {
+        if (result.ok) permit.success();
+        else if (result.ended === "error") permit.failure(result.error);
+        else if (result.ended === "aborted") permit.cancel();
+        else permit.timeout();
+      }
       if (result.ok) {
         run.succeeded(t1);
         ended();

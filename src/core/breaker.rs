@@ -311,6 +311,33 @@ impl Change {
     }
 }
 
+/// How a call admitted by [`Breaker::check`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It answered.
+    Success,
+    /// It failed.
+    Failure,
+    /// It was cut at its timeout: a failure, and slow.
+    Timeout,
+    /// The caller gave up on it (a client that left): it says nothing about
+    /// the dependency, so nothing is counted; a probe's permit is freed.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The outcome of a host's code (0 success, 1 failure, 2 timeout, 3
+    /// cancelled); any other code is a failure.
+    pub fn from_code(code: u32) -> Self {
+        match code {
+            0 => Self::Success,
+            2 => Self::Timeout,
+            3 => Self::Cancelled,
+            _ => Self::Failure,
+        }
+    }
+}
+
 /// The answer to [`Breaker::check`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Admit {
@@ -637,17 +664,18 @@ impl Breaker {
         matches!(self.keys.get(slot), Some(Key { state: State::HalfOpen { .. }, .. }))
     }
 
-    /// Records the outcome of a call [`check`](Self::check) admitted:
-    /// `probe` when it was admitted as one, `failed`, and how long it took.
-    /// It is slow when `duration_ms` is over `slow_ms` (the step's timeout)
-    /// or, when that is NaN or ∞, over `slowCallMs`. Answers the change it
-    /// caused, if any.
+    /// Records how a call [`check`](Self::check) admitted ended: `probe`
+    /// when it was admitted as one, its [`Outcome`], and how long it took. A
+    /// success or failure is slow when `duration_ms` is over `slow_ms` (the
+    /// step's timeout) or, when that is NaN or ∞, over `slowCallMs`; a timeout
+    /// is a slow failure; a cancelled call (the caller left) counts nothing and
+    /// frees its probe permit. Answers the change it caused, if any.
     pub fn record(
         &mut self,
         slot: usize,
         now_ms: f64,
         probe: bool,
-        failed: bool,
+        outcome: Outcome,
         duration_ms: f64,
         slow_ms: f64,
     ) -> Option<Change> {
@@ -657,7 +685,17 @@ impl Breaker {
         // record or an import closes or opens a key), so recency is kept here too.
         key.used = now_ms;
         let limit = if slow_ms.is_finite() { slow_ms } else { s.slow_ms };
-        let slow = duration_ms > limit;
+        let (failed, slow) = match outcome {
+            Outcome::Success => (false, duration_ms > limit),
+            Outcome::Failure => (true, duration_ms > limit),
+            Outcome::Timeout => (true, true),
+            Outcome::Cancelled => {
+                if let (State::HalfOpen { out, ok, since }, true) = (key.state, probe) {
+                    key.state = State::HalfOpen { out: out.saturating_sub(1), ok, since };
+                }
+                return None;
+            }
+        };
         let change = match (key.state, probe) {
             (State::Closed, false) => {
                 key.consecutive = if failed { key.consecutive.saturating_add(1) } else { 0 };

@@ -98,6 +98,7 @@ fn main_messages_fill_every_hole() {
         Within::new("options", RetryBudgetError::BadRatio { value: 2.0 }).message(),
         SkipReason::Expired.message(),
         SkipReason::BelowMinimum { available_ms: 1.5, min_ms: 2.0 }.message(),
+        SkipReason::CircuitOpen { retry_in_ms: 250.0 }.message(),
     ];
     all.extend(
         [
@@ -145,6 +146,7 @@ fn main_messages_fill_every_hole() {
             StopReason::TimeoutBelowMin { attempt_timeout_ms: 1.0, attempt_min_ms: 2.0 },
             StopReason::BackoffPastDeadline { delay_ms: 1.0, remaining_ms: 2.0, attempt_min_ms: 3.0 },
             StopReason::BudgetExhausted,
+            StopReason::CircuitOpen { wait_ms: 1.0, remaining_ms: 2.0, attempt_min_ms: 3.0 },
             StopReason::Deadline { during: None },
             StopReason::Deadline { during: Some(During::BeforeAttempt) },
             StopReason::Aborted { during: None },

@@ -286,6 +286,8 @@ pub mod msg {
         SKIP_EXPIRED = "the deadline has passed";
         /// [`SkipReason::BelowMinimum`](super::SkipReason::BelowMinimum).
         SKIP_BELOW_MINIMUM = "only {availableMs:ms} ms are available after the reserve for later steps but this step needs at least {minMs:ms} ms";
+        /// The sentence of [`SkipReason::CircuitOpen`](super::SkipReason::CircuitOpen).
+        SKIP_CIRCUIT_OPEN = "its circuit breaker is open (its dependency is failing) and lets a probe through in {retryInMs:ms} ms";
     }
 }
 
@@ -591,6 +593,11 @@ pub enum SkipReason {
         /// The step's minimum, in ms.
         min_ms: f64,
     },
+    /// The step's circuit breaker refused it (its dependency is failing).
+    CircuitOpen {
+        /// When the breaker lets a probe through, in ms from the refusal.
+        retry_in_ms: f64,
+    },
 }
 
 impl SkipReason {
@@ -601,6 +608,7 @@ impl SkipReason {
             Self::BelowMinimum { available_ms, min_ms } => {
                 Message::new(msg::SKIP_BELOW_MINIMUM).arg("availableMs", available_ms).arg("minMs", min_ms)
             }
+            Self::CircuitOpen { retry_in_ms } => Message::new(msg::SKIP_CIRCUIT_OPEN).arg("retryInMs", retry_in_ms),
         }
     }
 }
@@ -863,7 +871,7 @@ pub fn refusal(step: &StepInfo, at: f64, now_ms: f64) -> Result<Option<Refusal>,
             reason: reason.message(),
             available_ms: match reason {
                 SkipReason::BelowMinimum { available_ms, .. } => available_ms,
-                SkipReason::Expired => 0.0,
+                SkipReason::Expired | SkipReason::CircuitOpen { .. } => 0.0,
             },
             min_ms: step.min_ms,
         }),

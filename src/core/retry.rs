@@ -149,6 +149,8 @@ pub mod msg {
         STOP_BACKOFF_PAST_DEADLINE = "a {delayMs:ms} ms backoff would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining, so it was not slept";
         /// The sentence of [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted).
         STOP_BUDGET_EXHAUSTED = "the retry budget is exhausted for this window";
+        /// The sentence of [`StopReason::CircuitOpen`](super::StopReason::CircuitOpen).
+        STOP_CIRCUIT_OPEN = "the circuit breaker lets no call through for {waitMs:ms} ms, which would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining";
         /// The sentence of [`StopReason::Deadline`](super::StopReason::Deadline) in a hedge.
         STOP_DEADLINE = "the deadline passed";
         /// The sentence of [`StopReason::Deadline`](super::StopReason::Deadline) in a retry.
@@ -393,6 +395,16 @@ pub enum StopReason {
     },
     /// The shared [`RetryBudget`] has no retry left in its window.
     BudgetExhausted,
+    /// A circuit breaker refused the attempt, and waiting until it lets a
+    /// call through would leave less than `attemptMinMs`.
+    CircuitOpen {
+        /// How long until the breaker lets a call through, in ms.
+        wait_ms: f64,
+        /// What was left before the deadline, in ms.
+        remaining_ms: f64,
+        /// The least an attempt needs, in ms.
+        attempt_min_ms: f64,
+    },
     /// The deadline itself passed (its signal aborted with its own expiry).
     Deadline {
         /// Where the loop was; `None` in a hedge, whose attempts overlap.
@@ -500,6 +512,8 @@ pub enum StopCode {
     BackoffPastDeadline,
     /// `"budget-exhausted"`: [`StopReason::BudgetExhausted`].
     BudgetExhausted,
+    /// `"circuit-open"`: [`StopReason::CircuitOpen`].
+    CircuitOpen,
     /// `"deadline"`: [`StopReason::Deadline`].
     Deadline,
     /// `"aborted"`: [`StopReason::Aborted`].
@@ -516,6 +530,7 @@ impl StopCode {
             Self::Insufficient => "insufficient",
             Self::BackoffPastDeadline => "backoff-past-deadline",
             Self::BudgetExhausted => "budget-exhausted",
+            Self::CircuitOpen => "circuit-open",
             Self::Deadline => "deadline",
             Self::Aborted => "aborted",
         }
@@ -545,6 +560,7 @@ impl StopReason {
             Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => StopCode::Insufficient,
             Self::BackoffPastDeadline { .. } => StopCode::BackoffPastDeadline,
             Self::BudgetExhausted => StopCode::BudgetExhausted,
+            Self::CircuitOpen { .. } => StopCode::CircuitOpen,
             Self::Deadline { .. } => StopCode::Deadline,
             Self::Aborted { .. } => StopCode::Aborted,
         }
@@ -579,6 +595,10 @@ impl StopReason {
                     .arg("remainingMs", remaining_ms)
             }
             Self::BudgetExhausted => Message::new(msg::STOP_BUDGET_EXHAUSTED),
+            Self::CircuitOpen { wait_ms, remaining_ms, attempt_min_ms } => Message::new(msg::STOP_CIRCUIT_OPEN)
+                .arg("waitMs", wait_ms)
+                .arg("attemptMinMs", attempt_min_ms)
+                .arg("remainingMs", remaining_ms),
             Self::Deadline { during: None } => Message::new(msg::STOP_DEADLINE),
             Self::Deadline { during: Some(d) } => Message::new(msg::STOP_DEADLINE_DURING).arg("during", d.message()),
             Self::Aborted { during: None } => Message::new(msg::STOP_ABORTED),
@@ -887,6 +907,9 @@ pub struct RetryRun {
     rng: SplitMix64,
     operation_key_safe: bool,
     attempts: u32,
+    /// The first attempt was counted as a request in a budget (once, even
+    /// when a breaker refused it and it started again).
+    requested: bool,
     phase: Phase,
     records: Vec<AttemptRecord>,
     stop: Option<StopReason>,
@@ -905,6 +928,7 @@ impl RetryRun {
             rng: SplitMix64::new(seed),
             operation_key_safe,
             attempts: 0,
+            requested: false,
             phase: Phase::Ready,
             records: Vec::new(),
             stop: None,
@@ -920,9 +944,10 @@ impl RetryRun {
         let decision = self.policy.start(self.attempts + 1, now_ms, self.at)?;
         match decision {
             Start::Attempt { number, timeout_ms, .. } => {
-                if number == 1 {
+                if number == 1 && !self.requested {
                     if let Some(b) = budget {
                         b.record_request(now_ms)?;
+                        self.requested = true;
                     }
                 }
                 self.attempts = number;
@@ -931,6 +956,32 @@ impl RetryRun {
             Start::Stop(reason) => self.end(reason),
         }
         Ok(decision)
+    }
+
+    /// A circuit breaker refused the attempt [`start`](Self::start) just
+    /// admitted, until `until` (ms, the same clock): the attempt is not
+    /// made and not counted. Waits for the breaker (a backoff of
+    /// `until - now`) when that leaves `attemptMinMs` before the deadline;
+    /// otherwise stops ([`StopReason::CircuitOpen`]): a caller without the
+    /// time to wait goes to its fallback at once.
+    pub fn refused(&mut self, now_ms: f64, until: f64) -> Result<AfterFailure, RetryError> {
+        let now = check_ms("now", now_ms)?;
+        if !matches!(self.phase, Phase::Running { .. }) {
+            return Err(RetryError::OutOfOrder { call: "refused", state: self.phase.name() });
+        }
+        self.attempts = self.attempts.saturating_sub(1);
+        let remaining_ms = (self.at - now).max(0.0);
+        // NaN or a passed instant waits nothing.
+        let wait_ms = if until > now { until - now } else { 0.0 };
+        let attempt_min_ms = self.policy.attempt_min_ms;
+        if remaining_ms - wait_ms >= attempt_min_ms {
+            self.phase = Phase::Sleeping;
+            Ok(AfterFailure::Backoff { delay_ms: wait_ms })
+        } else {
+            let reason = StopReason::CircuitOpen { wait_ms, remaining_ms, attempt_min_ms };
+            self.end(reason);
+            Ok(AfterFailure::Stop(reason))
+        }
     }
 
     /// The running attempt resolved.

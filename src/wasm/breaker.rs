@@ -10,7 +10,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
-use crate::core::breaker::{open_message, Admit, Breaker, BreakerOptions};
+use crate::core::breaker::{open_message, Admit, Breaker, BreakerOptions, Outcome};
 
 /// [`Admit::Closed`] as [`BreakerCore::check`] answers it.
 pub const ADMIT: f64 = -1.0;
@@ -70,9 +70,11 @@ impl BreakerCore {
         }
     }
 
-    /// The change code ([`crate::core::breaker::Change::code`]), 0 for none.
-    pub fn record(&mut self, slot: u32, now_ms: f64, probe: bool, failed: bool, duration_ms: f64, slow_ms: f64) -> u32 {
-        self.breaker.record(slot as usize, now_ms, probe, failed, duration_ms, slow_ms).map_or(0, |c| c.code())
+    /// Records an outcome (its code: [`Outcome::from_code`]); answers the
+    /// change code ([`crate::core::breaker::Change::code`]), 0 for none.
+    pub fn record(&mut self, slot: u32, now_ms: f64, probe: bool, outcome: u32, duration_ms: f64, slow_ms: f64) -> u32 {
+        let outcome = Outcome::from_code(outcome);
+        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map_or(0, |c| c.code())
     }
 
     /// The key's counters.

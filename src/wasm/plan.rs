@@ -103,6 +103,8 @@ pub fn plan_skip_reason(
     Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)?.map(|reason| match reason {
         SkipReason::Expired => SKIP_EXPIRED,
         SkipReason::BelowMinimum { available_ms, .. } => available_ms,
+        // `skip_reason` decides on time only; a breaker's refusal is the host's (`circuitSkipText`).
+        SkipReason::CircuitOpen { .. } => SKIP_EXPIRED,
     }))
 }
 
@@ -113,6 +115,13 @@ pub fn skip_reason_text(available_ms: f64, min_ms: f64) -> String {
     let reason =
         if available_ms < 0.0 { SkipReason::Expired } else { SkipReason::BelowMinimum { available_ms, min_ms } };
     reason.to_string()
+}
+
+/// The text of an optional step skipped because its circuit breaker refused
+/// it ([`SkipReason::CircuitOpen`]).
+#[wasm_bindgen(js_name = circuitSkipText)]
+pub fn circuit_skip_text(retry_in_ms: f64) -> String {
+    SkipReason::CircuitOpen { retry_in_ms }.to_string()
 }
 
 /// [`plan::refusal`]: why a step (its [`plan_new`] numbers) does not start at

@@ -137,6 +137,13 @@ impl RetryRunJs {
         Ok(self.after(after))
     }
 
+    /// [`RetryRun::refused`]: how long to wait for the breaker, or
+    /// `undefined` to stop.
+    pub fn refused(&mut self, now_ms: f64, until: f64) -> Result<Option<f64>, JsValue> {
+        let after = self.run.refused(now_ms, until).map_err(to_js)?;
+        Ok(self.after(after))
+    }
+
     /// [`RetryRun::aborted`]: a signal ended the loop (`deadline`: the
     /// deadline's own expiry); read the stop with [`RetryRunJs::stop`].
     pub fn aborted(&mut self, now_ms: f64, deadline: bool) -> Result<(), JsValue> {

@@ -10,7 +10,7 @@ use std::future::Future;
 
 use super::errors::Error;
 use super::sys;
-use crate::core::breaker::{Admit, Breaker, BreakerError, Change, CircuitState, CircuitStats};
+use crate::core::breaker::{Admit, Breaker, BreakerError, Change, CircuitState, CircuitStats, Outcome};
 
 pub use crate::core::breaker::{BreakerOptions, OpenReason};
 
@@ -53,8 +53,8 @@ type Listener = Box<dyn Fn(&CircuitStateChange)>;
 /// # fn run() -> Result<(), edge_deadline::web::Error> {
 /// use edge_deadline::web::{BreakerOptions, CircuitBreaker};
 /// let breaker = CircuitBreaker::new(BreakerOptions { consecutive_failures: Some(3.0), ..Default::default() })?;
-/// let permit = breaker.acquire("llm")?;
-/// permit.success(None);
+/// let permit = breaker.acquire("llm", None)?;
+/// permit.success();
 /// assert_eq!(breaker.state("llm"), edge_deadline::core::breaker::CircuitState::Closed);
 /// # Ok(())
 /// # }
@@ -99,11 +99,12 @@ impl CircuitBreaker {
         }
     }
 
-    /// A permit for one call on `key`.
+    /// A permit for one call on `key`; `slow_ms`: the call's timeout (an
+    /// answer later than that is slow).
     ///
     /// # Errors
     /// [`Error::CircuitOpen`] when the breaker refuses the call.
-    pub fn acquire(&self, key: &str) -> Result<CircuitPermit<'_>, Error> {
+    pub fn acquire(&self, key: &str, slow_ms: Option<f64>) -> Result<CircuitPermit<'_>, Error> {
         let t = sys::now();
         let admit = {
             let mut core = self.core.borrow_mut();
@@ -112,13 +113,13 @@ impl CircuitBreaker {
         };
         match admit {
             (slot, Admit::Closed) => {
-                Ok(CircuitPermit { breaker: self, key: key.to_owned(), slot, probe: false, start: t })
+                Ok(CircuitPermit { breaker: self, key: key.to_owned(), slot, probe: false, start: t, slow_ms })
             }
             (slot, Admit::Probe { half_opened }) => {
                 if half_opened {
                     self.emit(key, Change::HalfOpened, t);
                 }
-                Ok(CircuitPermit { breaker: self, key: key.to_owned(), slot, probe: true, start: t })
+                Ok(CircuitPermit { breaker: self, key: key.to_owned(), slot, probe: true, start: t, slow_ms })
             }
             (slot, Admit::Refused { until }) => {
                 let state = match self.core.borrow_mut().stats(slot, t).state {
@@ -132,8 +133,8 @@ impl CircuitBreaker {
 
     /// Runs `call()` through the breaker on `key`: [`Error::CircuitOpen`]
     /// without calling it when refused; otherwise its result, recorded (an
-    /// `Err` is a failure; a call longer than `slow_ms`, its step's timeout,
-    /// is slow).
+    /// `Err` is a failure, a timeout error a slow one; an answer later than
+    /// `slow_ms`, its step's timeout, is slow).
     ///
     /// # Errors
     /// [`Error::CircuitOpen`], or the call's own error.
@@ -142,11 +143,12 @@ impl CircuitBreaker {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let permit = self.acquire(key)?;
+        let permit = self.acquire(key, slow_ms)?;
         let result = call().await;
         match &result {
-            Ok(_) => permit.success(slow_ms),
-            Err(_) => permit.failure(slow_ms),
+            Ok(_) => permit.success(),
+            Err(e) if e.is_timeout() => permit.timeout(),
+            Err(_) => permit.failure(),
         }
         result
     }
@@ -194,10 +196,47 @@ impl CircuitBreaker {
     }
 }
 
-/// The right to make one call through a [`CircuitBreaker`]: say how it went
-/// with [`success`](Self::success) or [`failure`](Self::failure). A permit
-/// dropped without either records nothing (a probe's permit is then freed
-/// after `openMs`).
+/// One key of a [`CircuitBreaker`] ([`CircuitBreaker::circuit`]), for
+/// [`RetryOptions::circuit`](super::RetryOptions::circuit).
+#[derive(Debug, Clone)]
+pub struct Circuit {
+    breaker: std::rc::Rc<CircuitBreaker>,
+    key: String,
+}
+
+impl Circuit {
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// [`CircuitBreaker::acquire`] for this key.
+    ///
+    /// # Errors
+    /// [`Error::CircuitOpen`] when the breaker refuses the call.
+    pub fn acquire(&self, slow_ms: Option<f64>) -> Result<CircuitPermit<'_>, Error> {
+        self.breaker.acquire(&self.key, slow_ms)
+    }
+
+    /// [`CircuitBreaker::state`] of this key.
+    pub fn state(&self) -> CircuitState {
+        self.breaker.state(&self.key)
+    }
+}
+
+impl CircuitBreaker {
+    /// One key of this breaker (shared through `Rc`), to hand to
+    /// [`RetryOptions::circuit`](super::RetryOptions::circuit).
+    pub fn circuit(self: &std::rc::Rc<Self>, key: &str) -> Circuit {
+        Circuit { breaker: self.clone(), key: key.to_owned() }
+    }
+}
+
+/// The right to make one call through a [`CircuitBreaker`]: say how it
+/// ended with [`success`](Self::success), [`failure`](Self::failure),
+/// [`timeout`](Self::timeout) or [`cancel`](Self::cancel). A permit dropped
+/// without one of these counts as cancelled (a future dropped mid-call: the
+/// caller left).
 #[derive(Debug)]
 pub struct CircuitPermit<'a> {
     breaker: &'a CircuitBreaker,
@@ -205,6 +244,7 @@ pub struct CircuitPermit<'a> {
     slot: usize,
     probe: bool,
     start: f64,
+    slow_ms: Option<f64>,
 }
 
 impl CircuitPermit<'_> {
@@ -213,28 +253,47 @@ impl CircuitPermit<'_> {
         self.probe
     }
 
-    /// The call succeeded; `slow_ms`: its step's timeout (longer is slow).
-    pub fn success(self, slow_ms: Option<f64>) {
-        self.done(false, slow_ms);
+    /// It answered (slow when later than its `slow_ms` or `slowCallMs`).
+    pub fn success(self) {
+        self.done(Outcome::Success);
     }
 
-    /// The call failed (a timeout counts as a failure).
-    pub fn failure(self, slow_ms: Option<f64>) {
-        self.done(true, slow_ms);
+    /// It failed.
+    pub fn failure(self) {
+        self.done(Outcome::Failure);
     }
 
-    fn done(self, failed: bool, slow_ms: Option<f64>) {
+    /// It was cut at its timeout: a failure, and slow.
+    pub fn timeout(self) {
+        self.done(Outcome::Timeout);
+    }
+
+    /// The caller gave up: nothing is counted, a probe's permit is freed.
+    pub fn cancel(self) {
+        self.done(Outcome::Cancelled);
+    }
+
+    fn done(mut self, outcome: Outcome) {
+        self.record(outcome);
+        // Recorded: Drop has nothing left to do.
+        self.slot = usize::MAX;
+    }
+
+    fn record(&mut self, outcome: Outcome) {
+        if self.slot == usize::MAX {
+            return;
+        }
         let t = sys::now();
-        let change = self.breaker.core.borrow_mut().record(
-            self.slot,
-            t,
-            self.probe,
-            failed,
-            t - self.start,
-            slow_ms.unwrap_or(f64::NAN),
-        );
+        let slow_ms = self.slow_ms.unwrap_or(f64::NAN);
+        let change = self.breaker.core.borrow_mut().record(self.slot, t, self.probe, outcome, t - self.start, slow_ms);
         if let Some(change) = change {
             self.breaker.emit(&self.key, change, t);
         }
+    }
+}
+
+impl Drop for CircuitPermit<'_> {
+    fn drop(&mut self) {
+        self.record(Outcome::Cancelled);
     }
 }

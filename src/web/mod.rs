@@ -56,7 +56,7 @@ mod stall;
 mod sys;
 mod timers;
 
-pub use breaker::{BreakerOptions, CircuitBreaker, CircuitPermit, CircuitStateChange, OpenReason};
+pub use breaker::{BreakerOptions, Circuit, CircuitBreaker, CircuitPermit, CircuitStateChange, OpenReason};
 pub use caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 pub use deadline::Deadline;
 pub use errors::{AttemptReport, Error, StallPhase};

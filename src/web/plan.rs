@@ -33,7 +33,7 @@ use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
 
 use super::guard::{Ended, Guard};
-use super::{sys, Deadline, Error};
+use super::{sys, Circuit, Deadline, Error};
 use crate::core::plan::{self as core, Decision, PlanError};
 pub use crate::core::plan::{Outcome, SkipReason, StepKind, StepSpec, TraceRecord};
 
@@ -183,6 +183,33 @@ impl<'d> Plan<'d> {
         F: FnOnce(AbortSignal, f64) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
+        self.run_inner(name, None, f).await
+    }
+
+    /// [`run`](Self::run) guarded by a circuit breaker's key: a step the
+    /// breaker refuses is not run (an optional one is skipped with
+    /// [`SkipReason::CircuitOpen`](crate::core::plan::SkipReason::CircuitOpen),
+    /// a mandatory one fails with [`Error::CircuitOpen`]), and a step that
+    /// runs tells the breaker how it ended (cut at its cap: a timeout; a
+    /// parent's abort: cancelled).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), and [`Error::CircuitOpen`] for a refused
+    /// mandatory step; [`Error::InvalidType`] naming `circuit` on the
+    /// fallback step (a fallback always runs).
+    pub async fn run_guarded<F, Fut, T>(&self, name: &str, circuit: &Circuit, f: F) -> Result<StepResult<T>, Error>
+    where
+        F: FnOnce(AbortSignal, f64) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        self.run_inner(name, Some(circuit), f).await
+    }
+
+    async fn run_inner<F, Fut, T>(&self, name: &str, circuit: Option<&Circuit>, f: F) -> Result<StepResult<T>, Error>
+    where
+        F: FnOnce(AbortSignal, f64) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
         let index = self.plan.index_of(name)?;
         let at = self.plan.at();
         let t0 = sys::now();
@@ -193,7 +220,15 @@ impl<'d> Plan<'d> {
         // own expiry does not: a step refused for time is skipped or insufficient.
         let gone = if parent.aborted() { Some(Error::from(parent.reason())) } else { None };
         let departed = gone.as_ref().is_some_and(|r| self.outcome_of(r) == Outcome::Aborted);
-        let fallback = self.plan.steps()[index].kind() == StepKind::Fallback;
+        let kind = self.plan.steps()[index].kind();
+        let fallback = kind == StepKind::Fallback;
+        if fallback && circuit.is_some() {
+            return Err(Error::InvalidType {
+                param: "circuit",
+                code: "INVALID_TYPE",
+                message: format!("'circuit' cannot guard the fallback step '{name}': a fallback always runs"),
+            });
+        }
         if fallback && (decision.cap_ms() == 0.0 || gone.is_some()) {
             // The fallback always runs (invariant 1); with nothing left, at once.
             let reason = match gone {
@@ -227,6 +262,18 @@ impl<'d> Plan<'d> {
             self.record(name, remaining, 0.0, t0, self.outcome_of(&reason));
             return Err(reason);
         }
+        let permit = match circuit.map(|c| c.acquire(None)) {
+            None => None,
+            Some(Ok(permit)) => Some(permit),
+            Some(Err(Error::CircuitOpen { retry_in_ms, .. })) if kind == StepKind::Optional => {
+                self.record(name, remaining, 0.0, t0, Outcome::Skipped);
+                return Ok(StepResult::Skipped(SkipReason::CircuitOpen { retry_in_ms }));
+            }
+            Some(Err(refusal)) => {
+                self.record(name, remaining, 0.0, t0, Outcome::Error);
+                return Err(refusal);
+            }
+        };
         let step = name.to_string();
         let cap_at = t0 + cap;
         // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
@@ -246,6 +293,15 @@ impl<'d> Plan<'d> {
         );
         let result = guard.race(f(guard.signal(), cap)).await;
         drop(guard);
+        // The breaker hears how the step ended; a permit dropped unrecorded
+        // (a parent's abort: the client left) counts as cancelled.
+        match (&result, permit) {
+            (Ok(Ok(_)), Some(p)) => p.success(),
+            (Ok(Err(e)), Some(p)) if e.is_timeout() => p.timeout(),
+            (Ok(Err(_)), Some(p)) => p.failure(),
+            (Err(Ended::Cap(_)), Some(p)) => p.timeout(),
+            _ => {}
+        }
         let (outcome, answer) = match result {
             Ok(Ok(value)) => (Outcome::Ok, Ok(StepResult::Ran(value))),
             Ok(Err(error)) => (failed(&error), Err(error)),

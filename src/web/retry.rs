@@ -135,6 +135,7 @@ pub struct RetryOptions {
     signal: Option<AbortSignal>,
     budget: Option<Rc<RetryBudget>>,
     classify: Option<Classify>,
+    circuit: Option<super::Circuit>,
 }
 
 impl RetryOptions {
@@ -163,6 +164,7 @@ impl RetryOptions {
             signal: None,
             budget: None,
             classify: None,
+            circuit: None,
         }
     }
 
@@ -195,6 +197,16 @@ impl RetryOptions {
     /// ```
     pub fn backoff(mut self, base_ms: f64, max_ms: f64, jitter: f64) -> Self {
         self.backoff = (base_ms, max_ms, jitter);
+        self
+    }
+
+    /// A circuit breaker's key ([`CircuitBreaker::circuit`](super::CircuitBreaker::circuit)):
+    /// no attempt goes into it while it refuses. The retry waits for it when
+    /// the deadline leaves `attempt_min_ms` after that, and otherwise stops
+    /// with reason `"circuit-open"` (its cause the [`Error::CircuitOpen`]).
+    /// Every attempt that went through tells the breaker how it ended.
+    pub fn circuit(mut self, circuit: super::Circuit) -> Self {
+        self.circuit = Some(circuit);
         self
     }
 
@@ -412,6 +424,23 @@ where
             Start::Attempt { number, timeout_ms, .. } => (number, timeout_ms),
             Start::Stop(_) => return Err(stopped(&run, last)),
         };
+        let permit = match &options.circuit {
+            None => None,
+            Some(circuit) => match circuit.acquire(None) {
+                Ok(permit) => Some(permit),
+                Err(refusal @ Error::CircuitOpen { retry_at, .. }) => match run.refused(sys::now(), retry_at)? {
+                    AfterFailure::Backoff { delay_ms } => {
+                        let sleeper = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
+                        if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(sys::now() + delay_ms)).await {
+                            return Err(ended_by(reason, &mut run)?);
+                        }
+                        continue;
+                    }
+                    AfterFailure::Stop(_) => return Err(stopped(&run, Some(refusal))),
+                },
+                Err(other) => return Err(other),
+            },
+        };
         // An attempt given all that was left ends with the deadline, not its own timeout.
         let guard = Guard::new(
             Some(t + timeout_ms),
@@ -430,6 +459,14 @@ where
         let result = guard.race(f(guard.signal(), info)).await;
         drop(guard);
         let t1 = sys::now();
+        // The breaker hears how the attempt ended; a permit dropped unrecorded
+        // (the caller's signal ended the loop) counts as cancelled.
+        match (&result, permit) {
+            (Ok(Ok(_)), Some(p)) => p.success(),
+            (Ok(Err(_)), Some(p)) => p.failure(),
+            (Err(Ended::Cap(_)), Some(p)) => p.timeout(),
+            _ => {}
+        }
         let how = match result {
             Ok(Ok(value)) => {
                 run.succeeded(t1)?;

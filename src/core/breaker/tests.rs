@@ -13,7 +13,7 @@ fn opts() -> BreakerOptions {
 /// Records one closed call's outcome at `now` (no slow threshold).
 fn call(b: &mut Breaker, slot: usize, now: f64, failed: bool) -> Option<Change> {
     assert_eq!(b.check(slot, now), Admit::Closed, "closed at {now}");
-    b.record(slot, now, false, failed, 1.0, f64::NAN)
+    b.record(slot, now, false, if failed { Outcome::Failure } else { Outcome::Success }, 1.0, f64::NAN)
 }
 
 #[test]
@@ -32,7 +32,7 @@ fn opens_after_consecutive_failures_and_refuses_until_the_probe_instant() {
     assert_eq!(b.stats(s, 10_005.0).state, CircuitState::HalfOpen, "reads half-open once its instant passed");
     assert_eq!(b.check(s, 10_005.0), Admit::Probe { half_opened: true });
     assert_eq!(b.check(s, 10_006.0), Admit::Refused { until: 20_005.0 }, "one probe at a time, for openMs at most");
-    assert_eq!(b.record(s, 10_050.0, true, false, 45.0, f64::NAN), Some(Change::Closed));
+    assert_eq!(b.record(s, 10_050.0, true, Outcome::Success, 45.0, f64::NAN), Some(Change::Closed));
     assert_eq!(
         b.stats(s, 10_051.0),
         CircuitStats {
@@ -52,7 +52,10 @@ fn a_failed_probe_reopens_for_another_open_ms() {
     let s = b.key("k", 0.0).index;
     assert_eq!(call(&mut b, s, 0.0, true), Some(Change::Opened(OpenReason::ConsecutiveFailures)));
     assert_eq!(b.check(s, 100.0), Admit::Probe { half_opened: true });
-    assert_eq!(b.record(s, 130.0, true, true, 30.0, f64::NAN), Some(Change::Opened(OpenReason::ProbeFailed)));
+    assert_eq!(
+        b.record(s, 130.0, true, Outcome::Failure, 30.0, f64::NAN),
+        Some(Change::Opened(OpenReason::ProbeFailed))
+    );
     assert_eq!(b.check(s, 131.0), Admit::Refused { until: 230.0 });
     assert_eq!(Change::Opened(OpenReason::ProbeFailed).states(), (CircuitState::HalfOpen, CircuitState::Open));
 }
@@ -69,13 +72,16 @@ fn a_slow_probe_reopens_and_slow_closed_calls_open_by_rate() {
     let s = b.key("k", 0.0).index;
     for (i, took) in [10.0, 300.0, 10.0].into_iter().enumerate() {
         assert_eq!(b.check(s, i as f64), Admit::Closed);
-        assert_eq!(b.record(s, i as f64, false, false, took, 200.0), None);
+        assert_eq!(b.record(s, i as f64, false, Outcome::Success, took, 200.0), None);
     }
     assert_eq!(b.check(s, 3.0), Admit::Closed);
     // Over the step's timeout: slow, though it succeeded.
-    assert_eq!(b.record(s, 3.0, false, false, 250.0, 200.0), Some(Change::Opened(OpenReason::SlowCallRate)));
+    assert_eq!(b.record(s, 3.0, false, Outcome::Success, 250.0, 200.0), Some(Change::Opened(OpenReason::SlowCallRate)));
     assert_eq!(b.check(s, 10_003.0), Admit::Probe { half_opened: true });
-    assert_eq!(b.record(s, 10_004.0, true, false, 201.0, 200.0), Some(Change::Opened(OpenReason::ProbeFailed)));
+    assert_eq!(
+        b.record(s, 10_004.0, true, Outcome::Success, 201.0, 200.0),
+        Some(Change::Opened(OpenReason::ProbeFailed))
+    );
 }
 
 #[test]
@@ -83,9 +89,12 @@ fn slow_call_ms_applies_when_the_step_gave_no_timeout() {
     let mut b = breaker(BreakerOptions { slow_call_ms: Some(50.0), minimum_calls: Some(2.0), ..opts() });
     let s = b.key("k", 0.0).index;
     b.check(s, 0.0);
-    assert_eq!(b.record(s, 0.0, false, false, 60.0, f64::INFINITY), None);
+    assert_eq!(b.record(s, 0.0, false, Outcome::Success, 60.0, f64::INFINITY), None);
     b.check(s, 1.0);
-    assert_eq!(b.record(s, 1.0, false, false, 51.0, f64::NAN), Some(Change::Opened(OpenReason::SlowCallRate)));
+    assert_eq!(
+        b.record(s, 1.0, false, Outcome::Success, 51.0, f64::NAN),
+        Some(Change::Opened(OpenReason::SlowCallRate))
+    );
 }
 
 #[test]
@@ -149,10 +158,40 @@ fn half_open_lets_probes_through_and_needs_as_many_successes() {
     assert_eq!(b.check(s, 102.0), Admit::Probe { half_opened: false });
     assert_eq!(b.check(s, 103.0), Admit::Refused { until: 202.0 });
     // A call admitted while closed, long ago, changes nothing now.
-    assert_eq!(b.record(s, 104.0, false, true, 1.0, f64::NAN), None);
-    assert_eq!(b.record(s, 105.0, true, false, 1.0, f64::NAN), None);
-    assert_eq!(b.record(s, 106.0, true, false, 1.0, f64::NAN), None);
-    assert_eq!(b.record(s, 107.0, true, false, 1.0, f64::NAN), Some(Change::Closed));
+    assert_eq!(b.record(s, 104.0, false, Outcome::Failure, 1.0, f64::NAN), None);
+    assert_eq!(b.record(s, 105.0, true, Outcome::Success, 1.0, f64::NAN), None);
+    assert_eq!(b.record(s, 106.0, true, Outcome::Success, 1.0, f64::NAN), None);
+    assert_eq!(b.record(s, 107.0, true, Outcome::Success, 1.0, f64::NAN), Some(Change::Closed));
+}
+
+#[test]
+fn a_timeout_is_a_slow_failure_and_a_cancel_counts_nothing_but_frees_a_probe() {
+    let mut b = breaker(BreakerOptions {
+        consecutive_failures: Some(2.0),
+        minimum_calls: Some(1.0),
+        slow_call_rate: Some(1.0),
+        ..opts()
+    });
+    let s = b.key("k", 0.0).index;
+    b.check(s, 0.0);
+    assert_eq!(b.record(s, 0.0, false, Outcome::Cancelled, 5.0, f64::NAN), None);
+    assert_eq!(b.stats(s, 0.0).calls, 0, "a cancelled call is not counted");
+    b.check(s, 1.0);
+    // One call in the window, failed and slow: the failure rate is checked first.
+    assert_eq!(
+        b.record(s, 1.0, false, Outcome::Timeout, f64::NAN, f64::NAN),
+        Some(Change::Opened(OpenReason::FailureRate))
+    );
+    assert_eq!(b.check(s, 10_001.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.check(s, 10_002.0), Admit::Refused { until: 20_001.0 });
+    assert_eq!(b.record(s, 10_003.0, true, Outcome::Cancelled, 2.0, f64::NAN), None);
+    assert_eq!(b.check(s, 10_004.0), Admit::Probe { half_opened: false }, "the cancelled probe's permit is free");
+    assert!(b.half_open(s));
+    assert_eq!(
+        b.record(s, 10_005.0, true, Outcome::Timeout, 1.0, f64::NAN),
+        Some(Change::Opened(OpenReason::ProbeFailed))
+    );
+    assert_eq!(Outcome::from_code(9), Outcome::Failure);
 }
 
 #[test]
@@ -172,8 +211,8 @@ fn outcomes_recorded_while_open_change_nothing() {
     let s = b.key("k", 0.0).index;
     assert_eq!(b.check(s, 0.0), Admit::Closed);
     assert_eq!(b.check(s, 0.0), Admit::Closed);
-    assert!(b.record(s, 1.0, false, true, 1.0, f64::NAN).is_some());
-    assert_eq!(b.record(s, 2.0, false, false, 1.0, f64::NAN), None);
+    assert!(b.record(s, 1.0, false, Outcome::Failure, 1.0, f64::NAN).is_some());
+    assert_eq!(b.record(s, 2.0, false, Outcome::Success, 1.0, f64::NAN), None);
     assert_eq!(b.check(s, 3.0), Admit::Refused { until: 10_001.0 });
 }
 
@@ -199,7 +238,7 @@ fn keys_are_independent_and_bounded_by_max_keys() {
 fn a_slot_never_handed_out_reads_closed() {
     let mut b = breaker(opts());
     assert_eq!(b.check(7, 0.0), Admit::Closed);
-    assert_eq!(b.record(7, 0.0, false, true, 1.0, 1.0), None);
+    assert_eq!(b.record(7, 0.0, false, Outcome::Failure, 1.0, 1.0), None);
     assert_eq!(b.stats(7, 0.0).state, CircuitState::Closed);
 }
 
@@ -316,14 +355,14 @@ fn change_codes_round_trip() {
 #[derive(Debug, Clone)]
 enum Op {
     Check(u8),
-    Record { key: u8, failed: bool, took: u8 },
+    Record { key: u8, outcome: u8, took: u8 },
     Wait(u16),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (0u8..3).prop_map(Op::Check),
-        (0u8..3, any::<bool>(), any::<u8>()).prop_map(|(key, failed, took)| Op::Record { key, failed, took }),
+        (0u8..3, 0u8..4, any::<u8>()).prop_map(|(key, outcome, took)| Op::Record { key, outcome, took }),
         (0u16..400).prop_map(Op::Wait),
     ]
 }
@@ -359,15 +398,17 @@ proptest! {
                         Admit::Refused { until } => prop_assert!(until > now),
                     }
                 }
-                Op::Record { key, failed, took } => {
+                Op::Record { key, outcome, took } => {
+                    let outcome = Outcome::from_code(u32::from(outcome));
                     let k = usize::from(key);
                     if held[k].is_empty() { continue; }
                     let probe = held[k].remove(0);
                     let took = f64::from(took) * 2.0;
                     let before = b.stats(slots[k], now).state;
-                    let change = b.record(slots[k], now, probe, failed, took, f64::NAN);
-                    if before == CircuitState::Closed && !probe {
-                        oracle[k].push((failed, took > 200.0));
+                    let change = b.record(slots[k], now, probe, outcome, took, f64::NAN);
+                    if before == CircuitState::Closed && !probe && outcome != Outcome::Cancelled {
+                        let timeout = outcome == Outcome::Timeout;
+                        oracle[k].push((outcome == Outcome::Failure || timeout, timeout || took > 200.0));
                     }
                     if let Some(Change::Opened(_) | Change::Closed) = change {
                         oracle[k].clear();
@@ -397,7 +438,7 @@ proptest! {
         let s = b.key("k", 0.0).index;
         for &t in &times {
             let admit = b.check(s, t);
-            b.record(s, t, matches!(admit, Admit::Probe { .. }), failed, t, t);
+            b.record(s, t, matches!(admit, Admit::Probe { .. }), if failed { Outcome::Failure } else { Outcome::Success }, t, t);
             b.stats(s, t);
             let bytes = b.export(t, t);
             let _ = b.import(&bytes, t, t);

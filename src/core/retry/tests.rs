@@ -503,3 +503,33 @@ proptest! {
         prop_assert!(text.starts_with(&format!("retry stopped after {n} attempt{}: ", if n == 1 { "" } else { "s" })), "{}", text);
     }
 }
+
+#[test]
+fn a_refusing_breaker_is_waited_for_only_when_the_deadline_leaves_an_attempt_after_it() {
+    let b = Backoff::new(10.0, 10.0, 0.0).unwrap();
+    let p = RetryPolicy::new(50.0, Some(100.0), b, 2, true).unwrap();
+    let mut budget = RetryBudget::new(0.0, 0.0, 1_000.0).unwrap();
+    let mut run = RetryRun::new(p, 1_000.0, 3, false).unwrap();
+    assert!(matches!(run.start(0.0, Some(&mut budget)), Ok(Start::Attempt { number: 1, .. })));
+    // 1 000 left, the breaker lets a call through in 900: 100 ≥ 50 remain after, so wait.
+    assert_eq!(run.refused(0.0, 900.0), Ok(AfterFailure::Backoff { delay_ms: 900.0 }));
+    assert!(matches!(run.refused(1.0, 2.0), Err(RetryError::OutOfOrder { call: "refused", .. })));
+    // The refused attempt was not made: the next is number 1 again, and the
+    // budget counted one request, not two.
+    assert!(matches!(run.start(900.0, Some(&mut budget)), Ok(Start::Attempt { number: 1, .. })));
+    assert_eq!(budget.counts(900.0).unwrap(), (1, 0));
+    assert!(run.records().is_empty());
+    // Refused again until 960: 40 left after it, below the 50 an attempt needs.
+    let stop = run.refused(900.0, 960.0).unwrap();
+    let AfterFailure::Stop(reason) = stop else { panic!("{stop:?}") };
+    assert_eq!(reason, StopReason::CircuitOpen { wait_ms: 60.0, remaining_ms: 100.0, attempt_min_ms: 50.0 });
+    let stopped = run.stopped().unwrap();
+    assert_eq!(
+        (stopped.code(), stopped.to_string()),
+        (
+            "circuit-open",
+            "retry stopped after 0 attempts: the circuit breaker lets no call through for 60 ms, which would leave less than the 50 ms an attempt needs out of the 100 ms remaining".into()
+        )
+    );
+    crate::core::error::assert_filled(&stopped.message());
+}

@@ -107,6 +107,7 @@ const cases = [
         equal(permit.probe, false);
         permit.failure();
         permit.failure();
+        permit.success();
         equal(b.stats("a").consecutiveFailures, 1, "a permit records once");
         await rejects(
           b.run("a", () => {
@@ -122,6 +123,130 @@ const cases = [
         equal(b.stats("a").consecutiveFailures, 1, "a bad verdict counts as a failure");
       } finally {
         b.dispose();
+      }
+    },
+  },
+  {
+    name: "breaker: a permit's timeout is a slow failure; cancel counts nothing and frees a probe; for(key) is one key",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 2, openMs: 100 });
+      try {
+        const llm = b.for("llm");
+        equal(llm.key, "llm");
+        equal(llm.breaker, b);
+        llm.acquire().cancel();
+        equal(llm.stats().calls, 0, "a cancelled call is not counted");
+        llm.acquire().timeout();
+        equal(JSON.stringify([llm.stats().failures, llm.stats().slowCalls]), "[1,1]");
+        llm.acquire().failure();
+        equal(llm.state(), "open");
+        await clock.advance(100);
+        const probe = llm.acquire();
+        ok(probe.probe);
+        await rejects(b.run("llm", () => 1), lib.CircuitOpen, /open/);
+        probe.cancel();
+        const again = llm.acquire();
+        ok(again.probe, "the cancelled probe's permit is free again");
+        again.success();
+        equal(llm.state(), "closed");
+        throwsArg(() => b.for(1), TypeError, "key", "INVALID_TYPE");
+        throwsArg(() => b.acquire("llm", { slowMs: "5" }), TypeError, "options.slowMs", "INVALID_TYPE");
+      } finally {
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker + retry: no attempt goes into an open breaker; the retry waits for a probe when the deadline allows, else fails at once with circuit-open",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 2, openMs: 1_000 });
+      const deadlines = [];
+      try {
+        const llm = b.for("llm");
+        let calls = 0;
+        const down = () => (calls++, Promise.reject(Object.assign(new Error("503"), { failure: "not-applied" })));
+        const d1 = lib.Deadline.in(500);
+        deadlines.push(d1);
+        const first = lib.retry(down, { deadline: d1, circuit: llm, attemptMinMs: 50, backoff: { baseMs: 10, maxMs: 10, jitter: 0 }, maxAttempts: 5 });
+        await clock.advance(50);
+        const e1 = await rejects(first, lib.RetryFailed);
+        equal(calls, 2, "the breaker opened after two failures; no third attempt went into it");
+        equal(e1.reason, "circuit-open");
+        ok(lib.isCircuitOpen(e1), "the stop's cause is the breaker's refusal");
+        equal(lib.isTimeout(e1), false);
+        equal(e1.attempts.length, 2);
+        // A short deadline fails at once, without waiting.
+        const d2 = lib.Deadline.in(300);
+        deadlines.push(d2);
+        const t0 = clock.now();
+        const e2 = await rejects(lib.retry(down, { deadline: d2, circuit: llm, attemptMinMs: 50 }), lib.RetryFailed);
+        equal(clock.now(), t0, "no wait");
+        equal(e2.reason, "circuit-open");
+        equal(e2.attempts.length, 0);
+        ok(/the circuit breaker lets no call through for \d+ ms/.test(e2.message), e2.message);
+        equal(calls, 2);
+        // A deadline past the half-open instant waits for the probe, which answers.
+        const d3 = lib.Deadline.in(5_000);
+        deadlines.push(d3);
+        const waited = lib.retry(() => (calls++, Promise.resolve("up")), { deadline: d3, circuit: llm, attemptMinMs: 50 });
+        await clock.advance(1_000);
+        equal(await waited, "up");
+        equal(calls, 3);
+        equal(llm.state(), "closed", "the probe's success closed it");
+        // An attempt cut at its timeout is a slow failure for the breaker.
+        const d4 = lib.Deadline.in(5_000);
+        deadlines.push(d4);
+        const hang = lib.retry(() => new Promise(() => {}), { deadline: d4, circuit: llm, attemptTimeoutMs: 100, maxAttempts: 1 });
+        await clock.advance(100);
+        await rejects(hang, lib.RetryFailed);
+        equal(JSON.stringify([llm.stats().failures, llm.stats().slowCalls]), "[1,1]");
+        await rejects(lib.retry(down, { deadline: d4, circuit: {} }), TypeError, /'options.circuit'/);
+      } finally {
+        for (const d of deadlines) d.dispose();
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "breaker + plan: a refused optional step is skipped and a mandatory one rejects with CircuitOpen, the fallback still runs; a step cut at its cap is a slow failure",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 1, openMs: 10_000 });
+      const d = lib.Deadline.in(2_000);
+      try {
+        const p = lib.plan(d, [
+          { name: "search", minMs: 10, preferredMs: 100, kind: "optional" },
+          { name: "generate", minMs: 10, preferredMs: 200, kind: "mandatory" },
+          { name: "fallback", minMs: 10, kind: "fallback" },
+        ]);
+        const search = b.for("search");
+        const generate = b.for("generate");
+        // A search that hangs is cut at its cap: a timeout for the breaker, which opens.
+        const first = p.run("search", () => new Promise(() => {}), { circuit: search });
+        await clock.advance(100);
+        await rejects(first, lib.StepTimeout);
+        equal(search.state(), "open");
+        let ran = false;
+        const skipped = await p.run("search", () => (ran = true), { circuit: search });
+        ok(lib.isSkipped(skipped), "a refused optional step is skipped");
+        equal(skipped.reason, "its circuit breaker is open (its dependency is failing) and lets a probe through in 10000 ms");
+        equal(ran, false);
+        await rejects(p.run("generate", () => Promise.reject(new Error("500")), { circuit: generate }), Error, /500/);
+        const e = await rejects(p.run("generate", () => (ran = true), { circuit: generate }), lib.CircuitOpen);
+        equal(e.step, "generate");
+        equal(ran, false);
+        equal(await p.run("fallback", () => "sorry"), "sorry", "the fallback runs");
+        await rejects(p.run("fallback", () => "x", { circuit: search }), TypeError, /'options.circuit' cannot guard the fallback step 'fallback'/);
+        await rejects(p.run("search", () => 1, { circuit: 5 }), TypeError, /'options.circuit'/);
+        equal(p.records.map((r) => r.outcome).join(), "timeout,skipped,error,error,ok");
+      } finally {
+        d.dispose();
+        b.dispose();
+        clock.restore();
       }
     },
   },

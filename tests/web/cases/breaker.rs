@@ -6,7 +6,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use edge_deadline::core::breaker::CircuitState;
-use edge_deadline::web::{BreakerOptions, CircuitBreaker, Error, OpenReason};
+use edge_deadline::web::{
+    retry, BreakerOptions, CircuitBreaker, Deadline, Error, Failure, OpenReason, Plan, RetryOptions, StepKind,
+    StepResult, StepSpec,
+};
 use wasm_bindgen::JsValue;
 
 use super::{get, Ctx, FakeTime, Outcome};
@@ -58,10 +61,13 @@ pub async fn opens_after_failures_refuses_then_a_probe_closes_it(_: &Ctx) -> Out
     ensure!(matches!(Error::from(js), Error::CircuitOpen { .. }), "and comes back");
     ensure!(b.state("other") == CircuitState::Closed, "keys are independent");
     clock.advance(600.0).await;
-    let permit = b.acquire("llm").map_err(|e| e.to_string())?;
+    let permit = b.acquire("llm", None).map_err(|e| e.to_string())?;
     ensure!(permit.probe());
-    ensure!(matches!(b.acquire("llm"), Err(Error::CircuitOpen { state: "half-open", .. })), "one probe at a time");
-    permit.success(None);
+    ensure!(
+        matches!(b.acquire("llm", None), Err(Error::CircuitOpen { state: "half-open", .. })),
+        "one probe at a time"
+    );
+    permit.success();
     ensure!(b.state("llm") == CircuitState::Closed);
     ensure!(events.borrow().len() == 3);
     Ok(())
@@ -78,15 +84,15 @@ pub async fn slow_calls_over_their_timeout_open_it_and_a_slow_probe_reopens(_: &
     })
     .map_err(|e| e.to_string())?;
     for _ in 0..2 {
-        let p = b.acquire("db").map_err(|e| e.to_string())?;
+        let p = b.acquire("db", Some(200.0)).map_err(|e| e.to_string())?;
         clock.advance(300.0).await;
-        p.success(Some(200.0));
+        p.success();
     }
     ensure!(b.state("db") == CircuitState::Open, "two slow successes of two calls");
     clock.advance(100.0).await;
-    let p = b.acquire("db").map_err(|e| e.to_string())?;
+    let p = b.acquire("db", Some(200.0)).map_err(|e| e.to_string())?;
     clock.advance(201.0).await;
-    p.success(Some(200.0));
+    p.success();
     ensure!(b.state("db") == CircuitState::Open, "a slow probe reopens");
     Ok(())
 }
@@ -120,5 +126,102 @@ pub async fn bad_options_name_the_option(_: &Ctx) -> Outcome {
         .err()
         .ok_or("accepted")?;
     ensure!((e.param(), e.code()) == (Some("windowMs"), Some("CONFLICT")), "{e}");
+    Ok(())
+}
+
+pub async fn retry_waits_for_a_probe_when_the_deadline_allows_else_stops_circuit_open(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let b = Rc::new(
+        CircuitBreaker::new(BreakerOptions {
+            consecutive_failures: Some(2.0),
+            open_ms: Some(1_000.0),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?,
+    );
+    let calls = Rc::new(std::cell::Cell::new(0));
+    let counted = calls.clone();
+    let down = move |_, _| {
+        counted.set(counted.get() + 1);
+        async { Err::<u32, _>(Error::Js(JsValue::from_str("503"))) }
+    };
+    let first = Rc::new(RefCell::new(None));
+    let put = first.clone();
+    let circuit = b.circuit("llm");
+    wasm_bindgen_futures::spawn_local(async move {
+        let d = Deadline::in_ms(500.0).unwrap();
+        let options = RetryOptions::new(50.0).backoff(1.0, 1.0, 0.0).max_attempts(5).classify(|_| Failure::NotApplied);
+        *put.borrow_mut() = Some(retry(&d, options.circuit(circuit), down).await);
+    });
+    clock.advance(10.0).await;
+    let e = first.borrow_mut().take().ok_or("still retrying")?.err().ok_or("a failing call succeeded")?;
+    ensure!(calls.get() == 2, "no attempt went into the open breaker: {} calls", calls.get());
+    match &e {
+        Error::RetryFailed { reason, last, attempts, .. } => {
+            ensure!(reason == "circuit-open", "{reason}");
+            ensure!(attempts.len() == 2);
+            ensure!(matches!(last.as_deref(), Some(Error::CircuitOpen { .. })), "{last:?}");
+        }
+        other => return Err(format!("gave {other:?}")),
+    }
+    ensure!(!e.is_timeout());
+    // A deadline past the half-open instant waits for the probe, which answers.
+    let out = Rc::new(RefCell::new(None));
+    let put = out.clone();
+    let circuit = b.circuit("llm");
+    wasm_bindgen_futures::spawn_local(async move {
+        let d = Deadline::in_ms(5_000.0).unwrap();
+        let r = retry(&d, RetryOptions::new(50.0).circuit(circuit), |_, _| async { Ok::<_, Error>(7) }).await;
+        *put.borrow_mut() = Some(r.map_err(|e| e.to_string()));
+    });
+    // Opened at 1 ms (the second failure, after a 1 ms backoff): a probe may go at 1 001.
+    clock.advance(990.0).await;
+    ensure!(out.borrow().is_none(), "it went before the breaker let a probe through");
+    clock.advance(2.0).await;
+    ensure!(out.borrow_mut().take() == Some(Ok(7)), "the probe answered");
+    ensure!(b.state("llm") == CircuitState::Closed);
+    Ok(())
+}
+
+pub async fn a_plan_step_guarded_by_a_circuit_is_skipped_or_refused_and_the_fallback_runs(_: &Ctx) -> Outcome {
+    let _clock = FakeTime::install();
+    let b = Rc::new(
+        CircuitBreaker::new(BreakerOptions {
+            consecutive_failures: Some(1.0),
+            open_ms: Some(10_000.0),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?,
+    );
+    let d = Deadline::in_ms(2_000.0).map_err(|e| e.to_string())?;
+    let plan = Plan::new(
+        &d,
+        vec![
+            StepSpec::new("search", StepKind::Optional, 10.0),
+            StepSpec::new("generate", StepKind::Mandatory, 10.0),
+            StepSpec::new("fallback", StepKind::Fallback, 10.0),
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let (search, generate) = (b.circuit("search"), b.circuit("generate"));
+    let failed = plan.run_guarded("search", &search, |_, _| async { Err::<(), _>(Error::Js("500".into())) }).await;
+    ensure!(failed.is_err() && search.state() == CircuitState::Open);
+    match plan.run_guarded("search", &search, |_, _| async { Ok(()) }).await {
+        Ok(StepResult::Skipped(reason)) => ensure!(
+            reason.to_string()
+                == "its circuit breaker is open (its dependency is failing) and lets a probe through in 10000 ms",
+            "{reason}"
+        ),
+        other => return Err(format!("a refused optional step gave {other:?}")),
+    }
+    let _ = plan.run_guarded("generate", &generate, |_, _| async { Err::<(), _>(Error::Js("500".into())) }).await;
+    let refused = plan.run_guarded("generate", &generate, |_, _| async { Ok(()) }).await;
+    ensure!(matches!(refused, Err(Error::CircuitOpen { .. })), "{refused:?}");
+    let fallback = plan.run("fallback", |_, _| async { Ok("sorry") }).await;
+    ensure!(matches!(fallback, Ok(StepResult::Ran("sorry"))), "{fallback:?}");
+    let bad = plan.run_guarded("fallback", &search, |_, _| async { Ok(()) }).await;
+    ensure!(matches!(bad, Err(Error::InvalidType { param: "circuit", .. })), "{bad:?}");
+    let outcomes: Vec<String> = plan.records().iter().map(|r| format!("{:?}", r.outcome)).collect();
+    ensure!(outcomes == ["Error", "Skipped", "Error", "Error", "Ok"], "{outcomes:?}");
     Ok(())
 }

@@ -280,6 +280,8 @@ macro_rules! for_each_case {
             breaker::slow_calls_over_their_timeout_open_it_and_a_slow_probe_reopens,
             breaker::state_crosses_between_breakers_as_bytes_and_bad_bytes_change_nothing,
             breaker::bad_options_name_the_option,
+            breaker::retry_waits_for_a_probe_when_the_deadline_allows_else_stops_circuit_open,
+            breaker::a_plan_step_guarded_by_a_circuit_is_skipped_or_refused_and_the_fallback_runs,
             conformance::the_table_holds_for_the_rust_api,
         }
     };
