@@ -5,6 +5,7 @@
 // differently fails. The same file runs in Node, Deno, workerd and Chromium.
 import table from "../conformance-table.js";
 import { AssertionError } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 
 /** `{ "$": "NaN" }` and friends: the numbers JSON cannot write. */
 function decode(value) {
@@ -215,6 +216,38 @@ const ops = {
       return { ok: true };
     } finally {
       deadline.dispose();
+    }
+  },
+  // A breaker's calls on fake time: call i is made `calls[i].at` ms after the
+  // start and ends at once with its outcome. `admitted` says what each call
+  // met ("closed", "probe", or the refusal's state: "open", "half-open"),
+  // `states` each key's state after the last call, in order of first use.
+  "breaker.calls": (lib, a) => {
+    const clock = installFakeTime();
+    let breaker;
+    try {
+      breaker = new lib.CircuitBreaker(a.options);
+      const t0 = clock.now();
+      const admitted = [];
+      const keys = [];
+      for (const c of a.calls) {
+        clock.jump(t0 + c.at - clock.now());
+        if (!keys.includes(c.key)) keys.push(c.key);
+        let permit;
+        try {
+          permit = breaker.acquire(c.key);
+        } catch (e) {
+          if (!lib.isCircuitOpen(e)) throw e;
+          admitted.push(e.state);
+          continue;
+        }
+        admitted.push(permit.probe ? "probe" : "closed");
+        ({ success: () => permit.success(), failure: () => permit.failure(), timeout: () => permit.timeout(), cancel: () => permit.cancel() })[c.outcome]();
+      }
+      return { admitted: admitted.join(","), states: keys.map((k) => breaker.state(k)).join(",") };
+    } finally {
+      breaker?.dispose();
+      clock.restore();
     }
   },
   "errors.isTimeout": (lib, a) => ({ value: lib.isTimeout(makeError(lib, a.error)) }),

@@ -14,9 +14,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edge_deadline::web::{
-    hedge, now_ms, retry, with_stall_timeout, Bound, CapOverrides, Deadline, Error, Failure, FetchOptions,
-    HeaderFormat, HedgeOptions, Plan, PlatformCaps, RetryBudget, RetryOptions, StallOptions, StallPhase, StepKind,
-    StepResult, StepSpec,
+    hedge, now_ms, retry, with_stall_timeout, Bound, BreakerOptions, CapOverrides, CircuitBreaker, Deadline, Error,
+    Failure, FetchOptions, HeaderFormat, HedgeOptions, Plan, PlatformCaps, RetryBudget, RetryOptions, StallOptions,
+    StallPhase, StepKind, StepResult, StepSpec,
 };
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
@@ -204,6 +204,40 @@ fn make_error(spec: &Value) -> Result<Error, String> {
         "Error" => Error::Js(with_cause(js_sys::Error::new("wrapper").into(), cause)),
         other => return Err(format!("no such error class in the table: {other}")),
     })
+}
+
+/// The `breaker.calls` op (tests/js/cases/conformance.js has its words).
+fn breaker_calls(a: &Map<String, Value>) -> Result<(String, String), Error> {
+    let clock = super::FakeTime::install();
+    let options: BreakerOptions = serde_json::from_value(a.get("options").cloned().unwrap_or(Value::Null))
+        .map_err(|e| Error::Js(JsValue::from_str(&format!("options: {e}"))))?;
+    let breaker = CircuitBreaker::new(options)?;
+    let t0 = clock.now();
+    let (mut admitted, mut keys) = (Vec::new(), Vec::<String>::new());
+    for c in a.get("calls").and_then(Value::as_array).into_iter().flatten() {
+        let key = c.get("key").and_then(Value::as_str).unwrap_or_default();
+        clock.jump(t0 + c.get("at").and_then(Value::as_f64).unwrap_or(0.0) - clock.now());
+        if !keys.iter().any(|k| k == key) {
+            keys.push(key.to_owned());
+        }
+        match breaker.acquire(key, None) {
+            Ok(permit) => {
+                admitted.push(if permit.probe() { "probe" } else { "closed" });
+                match c.get("outcome").and_then(Value::as_str) {
+                    Some("success") => permit.success(),
+                    Some("timeout") => permit.timeout(),
+                    Some("cancel") => permit.cancel(),
+                    _ => permit.failure(),
+                }
+            }
+            Err(Error::CircuitOpen { state, .. }) => admitted.push(state),
+            Err(other) => return Err(other),
+        }
+    }
+    let states = keys.iter().map(|k| {
+        serde_json::to_value(breaker.state(k)).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    });
+    Ok((admitted.join(","), states.collect::<Vec<_>>().join(",")))
 }
 
 /// Runs one row's op; `Err(Ok(e))` is the API's error, `Err(Err(m))` a broken row.
@@ -436,6 +470,8 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                 .await
                 .map(|_| out.with("ok", true.into()))
         }
+        "breaker.calls" => breaker_calls(a)
+            .map(|(admitted, states)| out.with("admitted", admitted.into()).with("states", states.into())),
         "errors.isTimeout" => Ok(out.with("value", make_error(arg(a, "error")?)?.is_timeout().into())),
         "errors.message" => Ok(out.with("message", make_error(arg(a, "error")?)?.to_string().into())),
         other => return Err(format!("no op named {other}")),
