@@ -9,3 +9,4 @@ export * from "./prom.js";
 export * from "./tail.js";
 export * from "./simulate.js";
 export * from "./little.js";
+export * from "./limiter.js";

@@ -20,6 +20,7 @@ export * from "./prom.js";
 export * from "./tail.js";
 export * from "./simulate.js";
 export * from "./little.js";
+export * from "./limiter.js";
 
 /**
  * Loads the derive WebAssembly core (its own `.wasm`, apart from the main

@@ -28,6 +28,7 @@ const DERIVE: &[&[Template]] = &[
     crate::core::prom::msg::TEMPLATES,
     crate::core::simulate::msg::TEMPLATES,
     crate::core::little::msg::TEMPLATES,
+    crate::core::limiter::msg::TEMPLATES,
 ];
 
 #[test]
