@@ -205,6 +205,15 @@ pub enum Error {
         /// Its timeout (ms).
         timeout_ms: f64,
     },
+    /// Every slot of a [`ConcurrencyLimiter`](super::ConcurrencyLimiter) was
+    /// taken (and no wait was allowed or affordable), so the call was shed,
+    /// never started. In JavaScript: `Overloaded`.
+    Overloaded {
+        /// The limit when the call was shed.
+        limit: f64,
+        /// Calls in flight then.
+        in_flight: f64,
+    },
     /// An error raised by JavaScript (a network failure, a parent signal's
     /// abort reason, a user callback's rejection), passed through unchanged.
     Js(JsValue),
@@ -232,6 +241,7 @@ impl Error {
             Self::RetryFailed { .. } => "RetryFailed",
             Self::AttemptTimeout { .. } => "AttemptTimeout",
             Self::InvalidHeader { .. } => "InvalidHeader",
+            Self::Overloaded { .. } => "Overloaded",
             Self::Js(_) => "Error",
         }
     }
@@ -277,7 +287,8 @@ impl Error {
             Self::InvalidArgument { .. }
             | Self::InvalidType { .. }
             | Self::InsufficientBudget { .. }
-            | Self::InvalidHeader { .. } => false,
+            | Self::InvalidHeader { .. }
+            | Self::Overloaded { .. } => false,
         }
     }
 
@@ -349,6 +360,14 @@ impl fmt::Display for Error {
             Self::RetryFailed { message, .. } => f.write_str(message),
             Self::AttemptTimeout { attempt, timeout_ms } => {
                 crate::core::retry::attempt_timeout(*attempt, *timeout_ms).fmt(f)
+            }
+            // js/errors.js `Overloaded`, word for word.
+            Self::Overloaded { limit, in_flight } => {
+                f.write_str("overloaded: all ")?;
+                crate::core::number::to_string(f, *limit)?;
+                f.write_str(" slots are in use (")?;
+                crate::core::number::to_string(f, *in_flight)?;
+                f.write_str(" calls in flight), so the call was shed instead of queued")
             }
             Self::Js(value) => match value.dyn_ref::<js_sys::Error>() {
                 Some(e) => write!(f, "{}: {}", String::from(e.name()), String::from(e.message())),
@@ -468,6 +487,10 @@ impl From<Error> for JsValue {
                 set(&e, "attempt", &num(f64::from(attempt)));
                 set(&e, "timeoutMs", &num(timeout_ms));
             }
+            Error::Overloaded { limit, in_flight } => {
+                set(&e, "limit", &num(limit));
+                set(&e, "inFlight", &num(in_flight));
+            }
             Error::InvalidArgument { .. } | Error::InvalidType { .. } | Error::Js(_) => {}
         }
         e.into()
@@ -536,6 +559,9 @@ impl From<JsValue> for Error {
                     attempt: get_f64(&value, "attempt")? as u32,
                     timeout_ms: get_f64(&value, "timeoutMs")?,
                 })
+            })(),
+            Some("Overloaded") => (|| {
+                Some(Self::Overloaded { limit: get_f64(&value, "limit")?, in_flight: get_f64(&value, "inFlight")? })
             })(),
             Some("StepTimeout") => (|| {
                 Some(Self::StepTimeout { step: get(&value, "step").as_string()?, cap_ms: get_f64(&value, "capMs")? })

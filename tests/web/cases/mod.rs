@@ -20,6 +20,7 @@ use web_sys::AbortSignal;
 pub mod conformance;
 pub mod deadline;
 pub mod errors;
+pub mod limiter;
 pub mod pipeline;
 pub mod stall;
 
@@ -275,6 +276,9 @@ macro_rules! for_each_case {
             pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,
             pipeline::headers_every_copy_of_a_repeated_header_counts,
             pipeline::platform_caps_bound_the_deadline,
+            limiter::options_default_as_in_javascript_and_bad_ones_name_the_option,
+            limiter::aimd_follows_round_trips_on_the_fake_clock,
+            limiter::a_full_limiter_sheds_or_queues_by_budget_and_an_abort_leaves_the_queue,
             conformance::the_table_holds_for_the_rust_api,
         }
     };
