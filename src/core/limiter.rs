@@ -257,7 +257,7 @@ pub enum LimiterError {
 pub mod msg {
     crate::templates! { "limiter";
         /// [`LimiterError::Algorithm`](super::LimiterError::Algorithm).
-        ALGORITHM = "'limit' must be a whole number of slots, \"aimd\" or \"gradient2\": current value is {value}";
+        ALGORITHM = "'limit' must be a whole number of slots, \"aimd\" or \"gradient2\": current value is '{value}'";
         /// [`LimiterError::Whole`](super::LimiterError::Whole).
         WHOLE = "'{param}' must be a whole number between {min} and {max}: current value is {value}";
         /// [`LimiterError::Range`](super::LimiterError::Range).
@@ -293,7 +293,7 @@ impl Described for LimiterError {
     fn message(&self) -> Message {
         match self {
             Self::Slots(e) => e.message(),
-            Self::Algorithm { value } => Message::new(msg::ALGORITHM).arg("value", format!("{value:?}")),
+            Self::Algorithm { value } => Message::new(msg::ALGORITHM).arg("value", value.as_str()),
             &Self::Whole { param, value, min, max } => {
                 Message::new(msg::WHOLE).arg("param", param).arg("min", min).arg("max", max).arg("value", value)
             }
@@ -383,7 +383,7 @@ impl Config {
         if min_limit > max_limit {
             return Err(LimiterError::Order { param: "minLimit", value: min_limit, min: min_limit, max: max_limit });
         }
-        let initial = o.initial_limit.unwrap_or(d::INITIAL_LIMIT.clamp(min_limit, max_limit));
+        let initial = o.initial_limit.unwrap_or(within(d::INITIAL_LIMIT, min_limit, max_limit));
         let initial_limit = whole("initialLimit", Some(initial), 0.0, 1.0, MAX_SLOTS)?;
         if !(min_limit..=max_limit).contains(&initial_limit) {
             return Err(LimiterError::Order {
@@ -469,6 +469,13 @@ impl Config {
     }
 }
 
+/// `x` within `lo ..= hi` (`lo <= hi`), NaN as `lo`. Not `f64::clamp`:
+/// its assertion formats floats with Rust's `Debug`, which put Rust's float
+/// printing into the derive `.wasm` (about 11 KB gzip, measured).
+fn within(x: f64, lo: f64, hi: f64) -> f64 {
+    x.max(lo).min(hi)
+}
+
 /// The samples of the window being filled.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Window {
@@ -543,7 +550,7 @@ impl Limiter {
         if self.probe.is_some() {
             return self.cfg.min_limit;
         }
-        self.estimate.floor().clamp(self.cfg.min_limit, self.cfg.max_limit)
+        within(self.estimate.floor(), self.cfg.min_limit, self.cfg.max_limit)
     }
 
     /// The last closed window's average round trip, ms (NaN before the first).
@@ -628,12 +635,12 @@ impl Limiter {
                 if w.max_in_flight < self.estimate / 2.0 || self.baseline_ms.is_nan() {
                     return;
                 }
-                let gradient = if rtt > 0.0 { (c.tolerance * self.baseline_ms / rtt).clamp(0.5, 1.0) } else { 1.0 };
+                let gradient = if rtt > 0.0 { within(c.tolerance * self.baseline_ms / rtt, 0.5, 1.0) } else { 1.0 };
                 let target = self.estimate * gradient + c.queue_size;
                 self.estimate * (1.0 - c.smoothing) + target * c.smoothing
             }
         };
-        self.estimate = next.clamp(c.min_limit, c.max_limit);
+        self.estimate = within(next, c.min_limit, c.max_limit);
     }
 
     /// The estimated wait, ms, of the caller at queue position `position`
@@ -727,7 +734,7 @@ mod tests {
         }
         assert_eq!(
             Config::new(&opts("vegas")).unwrap_err().to_string(),
-            "'limit' must be a whole number of slots, \"aimd\" or \"gradient2\": current value is \"vegas\""
+            "'limit' must be a whole number of slots, \"aimd\" or \"gradient2\": current value is 'vegas'"
         );
         assert_eq!(
             Config::new(&LimiterOptions { backoff_ratio: Some(1.0), ..opts("aimd") }).unwrap_err().to_string(),
