@@ -73,14 +73,17 @@ const OPTIONS = [
 // checkpoint that cleared the value, so a synchronous `fn`'s own time is
 // measured; a caller's own `tryAcquire()` and `release()` in one synchronous
 // stretch measure 0. A `now` option is read every time.
+// The checkpoint is a reaction to a settled promise, not queueMicrotask
+// (4.7 µs per call in workerd against 80 ns, bench/limiter.bench.mjs).
 let tick = NaN;
 const clearTick = () => {
   tick = NaN;
 };
+const settled = Promise.resolve();
 function hostNow() {
   if (tick === tick) return tick;
   tick = performance.now();
-  queueMicrotask(clearTick);
+  settled.then(clearTick);
   return tick;
 }
 
