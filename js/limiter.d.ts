@@ -44,6 +44,8 @@ export class ConcurrencyLimiter {
    * @throws {RangeError} an option out of its range (`.param` names it: `options.minLimit`…)
    */
   constructor(options: LimiterOptions & {
+    /** A whole number of slots (fixed), or an adaptive algorithm. */
+    limit: number | "aimd" | "gradient2";
     /** The clock round trips are measured on, ms (default `performance.now()`): for tests and replays. */
     now?: () => number;
   });
