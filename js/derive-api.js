@@ -10,3 +10,4 @@ export * from "./tail.js";
 export * from "./simulate.js";
 export * from "./little.js";
 export * from "./breaker.js";
+export * from "./limiter.js";

@@ -21,6 +21,7 @@ export * from "./tail.js";
 export * from "./simulate.js";
 export * from "./little.js";
 export * from "./breaker.js";
+export * from "./limiter.js";
 
 /**
  * Loads the derive WebAssembly core (its own `.wasm`, apart from the main

@@ -8,8 +8,8 @@
 //! timeout is 1 500 sockets, buffers and handlers. A timeout has to fit the
 //! resources (sockets, memory, a connection pool) as well as the latency
 //! distribution; [`max_timeout_for`] says how long a limit allows. The
-//! limiter that sheds instead of queueing lives in JavaScript, where the
-//! promises are; this module is its arithmetic.
+//! limiter that bounds it is [`crate::core::limiter`]; this module is the
+//! arithmetic.
 //!
 //! # Units and domain
 //! Rates are requests per **second** (how people quote them), timeouts are
@@ -130,15 +130,6 @@ pub struct MaxTimeoutOptions {
     pub limit: f64,
 }
 
-/// A concurrency limiter's options ([`check_slots`]).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
-pub struct LimiterOptions {
-    /// The limiter's number of slots: a whole number, `1 ..= MAX_SLOTS`.
-    pub limit: f64,
-}
-
 fn check_rate(rate: f64, positive: bool) -> Result<f64, LittleError> {
     let ok = if positive { rate > 0.0 && rate <= MAX_RATE } else { (0.0..=MAX_RATE).contains(&rate) };
     if !ok {
@@ -171,8 +162,7 @@ pub fn max_timeout_for(rate_per_sec: f64, limit: f64) -> Result<f64, LittleError
 }
 
 /// Validates a concurrency limiter's number of slots: a whole number
-/// `1 ..= MAX_SLOTS`. (The limiter itself is in `js/little.js`: it holds
-/// promises, which only the host has.)
+/// `1 ..= MAX_SLOTS` (a fixed `limit` of [`crate::core::limiter`]).
 pub fn check_slots(limit: f64) -> Result<f64, LittleError> {
     if !(1.0..=MAX_SLOTS).contains(&limit) || limit.fract() != 0.0 {
         return Err(LittleError::Slots { value: limit });

@@ -29,6 +29,7 @@ const DERIVE: &[&[Template]] = &[
     crate::core::simulate::msg::TEMPLATES,
     crate::core::little::msg::TEMPLATES,
     crate::core::breaker::msg::TEMPLATES,
+    crate::core::limiter::msg::TEMPLATES,
 ];
 
 #[test]

@@ -13,6 +13,7 @@ pub mod derive;
 pub mod error;
 pub mod headers;
 pub mod hedge;
+pub mod limiter;
 pub mod little;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod messages;

@@ -1,11 +1,11 @@
 //! Bindings for [`crate::core::little`] (`js/little.js`: `concurrencyBound`,
-//! `maxTimeoutFor`, `ConcurrencyLimiter`). The options objects cross through
+//! `maxTimeoutFor`). The options objects cross through
 //! serde (types generated from the Rust structs); the answers are numbers.
 
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, to_js};
-use crate::core::little::{self, ConcurrencyBoundOptions, LimiterOptions, MaxTimeoutOptions};
+use crate::core::little::{self, ConcurrencyBoundOptions, MaxTimeoutOptions};
 
 #[wasm_bindgen(js_name = concurrencyBound)]
 pub fn concurrency_bound(
@@ -21,11 +21,4 @@ pub fn max_timeout_for(
 ) -> Result<f64, JsValue> {
     let options: MaxTimeoutOptions = from_js(options, "options")?;
     little::max_timeout_for(options.rate_per_sec, options.limit).map_err(to_js)
-}
-
-/// The limiter's validated number of slots.
-#[wasm_bindgen(js_name = checkSlots)]
-pub fn check_slots(#[wasm_bindgen(unchecked_param_type = "LimiterOptions")] options: JsValue) -> Result<f64, JsValue> {
-    let options: LimiterOptions = from_js(options, "options")?;
-    little::check_slots(options.limit).map_err(to_js)
 }

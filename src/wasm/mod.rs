@@ -10,7 +10,7 @@
 //! Structured data (plan steps and the validated step info, retry records
 //! and stops, platform caps and requests, header formats, derivation options
 //! and results, Prometheus parse results, tail shapes, simulate scenarios and
-//! results, Little's-law inputs, stall verdicts) crosses through serde: each
+//! results, Little's-law inputs, limiter options, stall verdicts) crosses through serde: each
 //! type is declared once, in `src/core/<concept>.rs`, and its TypeScript is
 //! generated from it (tsify) into the glue's `.d.ts`, which the hand-written
 //! `js/*.d.ts` import. Enums cross as their names, so no code table is
@@ -48,6 +48,8 @@
 //!   verdict, once per stream, is a typed object.
 //! - `breaker.rs` the per-call `check`/`record` of a `CircuitBreaker`
 //!   (a key's name crosses once, when the JS side has not cached its slot).
+//! - `limiter.rs` a finished call's round trip (`sample`: numbers in, the
+//!   limit out), once per call.
 //! - `sketch.rs` ingestion (`tryAdd`, typed-array `addAll`), and `derive.rs`
 //!   labelled rows as typed-array columns (serde decoding alone of 200 000
 //!   rows: 56–66 ms, against 9.3–9.7 ms for the columns with the core's work).
@@ -77,6 +79,8 @@ mod derive;
 mod headers;
 #[cfg(feature = "main")]
 mod hedge;
+#[cfg(feature = "derive")]
+mod limiter;
 #[cfg(feature = "derive")]
 mod little;
 #[cfg(feature = "main")]

@@ -218,6 +218,15 @@ pub enum Error {
         /// `retry_at` less the time of the refusal.
         retry_in_ms: f64,
     },
+    /// Every slot of a [`ConcurrencyLimiter`](super::ConcurrencyLimiter) was
+    /// taken (and no wait was allowed or affordable), so the call was shed,
+    /// never started. In JavaScript: `Overloaded`.
+    Overloaded {
+        /// The limit when the call was shed.
+        limit: f64,
+        /// Calls in flight then.
+        in_flight: f64,
+    },
     /// An error raised by JavaScript (a network failure, a parent signal's
     /// abort reason, a user callback's rejection), passed through unchanged.
     Js(JsValue),
@@ -246,6 +255,7 @@ impl Error {
             Self::AttemptTimeout { .. } => "AttemptTimeout",
             Self::InvalidHeader { .. } => "InvalidHeader",
             Self::CircuitOpen { .. } => "CircuitOpen",
+            Self::Overloaded { .. } => "Overloaded",
             Self::Js(_) => "Error",
         }
     }
@@ -292,7 +302,8 @@ impl Error {
             | Self::InvalidType { .. }
             | Self::InsufficientBudget { .. }
             | Self::InvalidHeader { .. }
-            | Self::CircuitOpen { .. } => false,
+            | Self::CircuitOpen { .. }
+            | Self::Overloaded { .. } => false,
         }
     }
 
@@ -366,6 +377,14 @@ impl fmt::Display for Error {
                 crate::core::retry::attempt_timeout(*attempt, *timeout_ms).fmt(f)
             }
             Self::CircuitOpen { key, retry_in_ms, .. } => crate::core::breaker::open_message(key, *retry_in_ms).fmt(f),
+            // js/errors.js `Overloaded`, word for word.
+            Self::Overloaded { limit, in_flight } => {
+                f.write_str("overloaded: all ")?;
+                crate::core::number::to_string(f, *limit)?;
+                f.write_str(" slots are in use (")?;
+                crate::core::number::to_string(f, *in_flight)?;
+                f.write_str(" calls in flight), so the call was shed instead of queued")
+            }
             Self::Js(value) => match value.dyn_ref::<js_sys::Error>() {
                 Some(e) => write!(f, "{}: {}", String::from(e.name()), String::from(e.message())),
                 None => write!(f, "{}", value.as_string().unwrap_or_else(|| format!("{value:?}"))),
@@ -490,6 +509,10 @@ impl From<Error> for JsValue {
                 set(&e, "retryAt", &num(retry_at));
                 set(&e, "retryInMs", &num(retry_in_ms));
             }
+            Error::Overloaded { limit, in_flight } => {
+                set(&e, "limit", &num(limit));
+                set(&e, "inFlight", &num(in_flight));
+            }
             Error::InvalidArgument { .. } | Error::InvalidType { .. } | Error::Js(_) => {}
         }
         e.into()
@@ -570,6 +593,9 @@ impl From<JsValue> for Error {
                     retry_at: get_f64(&value, "retryAt")?,
                     retry_in_ms: get_f64(&value, "retryInMs")?,
                 })
+            })(),
+            Some("Overloaded") => (|| {
+                Some(Self::Overloaded { limit: get_f64(&value, "limit")?, in_flight: get_f64(&value, "inFlight")? })
             })(),
             Some("StepTimeout") => (|| {
                 Some(Self::StepTimeout { step: get(&value, "step").as_string()?, cap_ms: get_f64(&value, "capMs")? })

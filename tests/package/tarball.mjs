@@ -61,6 +61,7 @@ export const ALLOWED = [
   "tail.d.ts",
   "simulate.d.ts",
   "little.d.ts",
+  "limiter.d.ts",
   "context.d.ts",
   "relay.d.ts",
   "hono.d.ts",

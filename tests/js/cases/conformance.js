@@ -250,6 +250,27 @@ const ops = {
       clock.restore();
     }
   },
+  // A limiter fed windows of calls on a clock the op drives: window i's calls
+  // start at (i + 1) × 10 000 − rttMs and end at (i + 1) × 10 000, the last
+  // started first (with `drop`, as dropped calls); `limits` is the limit
+  // after each window, joined with commas.
+  "limiter.windows": (lib, a) => {
+    let t = 0;
+    const limiter = new lib.ConcurrencyLimiter({ ...a.options, now: () => t });
+    const limits = [];
+    a.windows.forEach((w, i) => {
+      t = (i + 1) * 10_000 - w.rttMs;
+      const permits = [];
+      for (let k = 0; k < w.calls; k++) {
+        const p = limiter.tryAcquire();
+        if (p !== undefined) permits.push(p);
+      }
+      t = (i + 1) * 10_000;
+      for (const p of permits.reverse()) (w.drop ? p.drop() : p.release());
+      limits.push(limiter.limit);
+    });
+    return { limits: limits.join(",") };
+  },
   "errors.isTimeout": (lib, a) => ({ value: lib.isTimeout(makeError(lib, a.error)) }),
   "errors.message": (lib, a) => ({ message: makeError(lib, a.error).message }),
 };

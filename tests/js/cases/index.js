@@ -10,6 +10,7 @@ import ergonomics from "./ergonomics.js";
 import errors from "./errors.js";
 import headers from "./headers.js";
 import hedge from "./hedge.js";
+import limiter from "./limiter.js";
 import little from "./little.js";
 import breaker from "./breaker.js";
 import load from "./load.js";
@@ -24,4 +25,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...breaker, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];

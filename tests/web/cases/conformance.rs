@@ -14,9 +14,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edge_deadline::web::{
-    hedge, now_ms, retry, with_stall_timeout, Bound, BreakerOptions, CapOverrides, CircuitBreaker, Deadline, Error,
-    Failure, FetchOptions, HeaderFormat, HedgeOptions, Plan, PlatformCaps, RetryBudget, RetryOptions, StallOptions,
-    StallPhase, StepKind, StepResult, StepSpec,
+    hedge, now_ms, retry, with_stall_timeout, Bound, BreakerOptions, CapOverrides, CircuitBreaker, ConcurrencyLimiter,
+    Deadline, Error, Failure, FetchOptions, HeaderFormat, HedgeOptions, Limit, LimiterOptions, Plan, PlatformCaps,
+    RetryBudget, RetryOptions, StallOptions, StallPhase, StepKind, StepResult, StepSpec,
 };
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
@@ -238,6 +238,73 @@ fn breaker_calls(a: &Map<String, Value>) -> Result<(String, String), Error> {
         serde_json::to_value(breaker.state(k)).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
     });
     Ok((admitted.join(","), states.collect::<Vec<_>>().join(",")))
+}
+
+/// A `ConcurrencyLimiter` from the JS options of a row (`limiter.windows`).
+fn limiter_of(o: &Value) -> Result<Result<ConcurrencyLimiter, Error>, String> {
+    let o = o.as_object().ok_or("'options' is not an object")?;
+    let limit = match arg(o, "limit")? {
+        Value::String(name) if name == "aimd" => Limit::Aimd,
+        Value::String(name) if name == "gradient2" => Limit::Gradient2,
+        Value::String(name) => return Err(format!("no limit named {name} in the Rust API")),
+        n => Limit::Fixed(num(n)?),
+    };
+    let mut options = LimiterOptions::new(limit);
+    type Set = fn(LimiterOptions, f64) -> LimiterOptions;
+    let setters: [(&str, Set); 13] = [
+        ("initialLimit", LimiterOptions::initial_limit),
+        ("minLimit", LimiterOptions::min_limit),
+        ("maxLimit", LimiterOptions::max_limit),
+        ("backoffRatio", LimiterOptions::backoff_ratio),
+        ("timeoutMs", LimiterOptions::timeout_ms),
+        ("tolerance", LimiterOptions::tolerance),
+        ("smoothing", LimiterOptions::smoothing),
+        ("queueSize", LimiterOptions::queue_size),
+        ("probeIntervalMs", LimiterOptions::probe_interval_ms),
+        ("probeSamples", LimiterOptions::probe_samples),
+        ("windowMs", LimiterOptions::window_ms),
+        ("windowSize", LimiterOptions::window_size),
+        ("maxQueue", LimiterOptions::max_queue),
+    ];
+    for key in o.keys() {
+        if key != "limit" && !setters.iter().any(|(k, _)| k == key) {
+            return Err(format!("no limiter option {key} in the Rust API"));
+        }
+    }
+    for (key, set) in setters {
+        if let Some(v) = opt_num(o, key)? {
+            options = set(options, v);
+        }
+    }
+    Ok(ConcurrencyLimiter::new(options))
+}
+
+/// The JS runner's `limiter.windows` on fake time: window i's calls start at
+/// (i + 1) × 10 000 − rttMs after the limiter was made and end at (i + 1) × 10 000,
+/// the last started first; answers the limit after each window, joined with commas.
+fn limiter_windows(time: &super::FakeTime, limiter: &ConcurrencyLimiter, windows: &Value) -> Result<String, String> {
+    let windows = windows.as_array().ok_or("'windows' is not a list")?;
+    let t0 = time.now();
+    let mut limits = Vec::new();
+    for (i, w) in windows.iter().enumerate() {
+        let w = w.as_object().ok_or("a window is not an object")?;
+        let rtt = num_arg(w, "rttMs")?;
+        let end = t0 + (i as f64 + 1.0) * 10_000.0;
+        time.jump(end - rtt - time.now());
+        let calls = num_arg(w, "calls")? as usize;
+        let permits: Vec<_> = (0..calls).filter_map(|_| limiter.try_acquire()).collect();
+        time.jump(rtt);
+        let drop = w.get("drop").and_then(Value::as_bool).unwrap_or(false);
+        for p in permits.into_iter().rev() {
+            if drop {
+                p.dropped();
+            } else {
+                p.release();
+            }
+        }
+        limits.push(limiter.limit().to_string());
+    }
+    Ok(limits.join(","))
 }
 
 /// Runs one row's op; `Err(Ok(e))` is the API's error, `Err(Err(m))` a broken row.
@@ -472,6 +539,14 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         }
         "breaker.calls" => breaker_calls(a)
             .map(|(admitted, states)| out.with("admitted", admitted.into()).with("states", states.into())),
+        "limiter.windows" => {
+            // Fake time from before the limiter is made: its windows count from the fake instant.
+            let time = super::FakeTime::install();
+            match limiter_of(arg(a, "options")?)? {
+                Ok(limiter) => Ok(out.with("limits", limiter_windows(&time, &limiter, arg(a, "windows")?)?.into())),
+                Err(e) => Err(e),
+            }
+        }
         "errors.isTimeout" => Ok(out.with("value", make_error(arg(a, "error")?)?.is_timeout().into())),
         "errors.message" => Ok(out.with("message", make_error(arg(a, "error")?)?.to_string().into())),
         other => return Err(format!("no op named {other}")),

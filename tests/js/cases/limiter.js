@@ -1,0 +1,217 @@
+// ConcurrencyLimiter's adaptive limits and its queue: the same file runs in Node, Deno, workerd and
+// Chromium. The fixed limit's shedding is in little.js. Timing is the subject here, so every clock is
+// fake: the limiter's `now` option for round trips, installFakeTime() for deadlines.
+import { equal, ok, rejects, throwsArg } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
+
+/** A hand-driven clock for the `now` option. */
+function manualClock(t = 1_000) {
+  return { now: () => t, set: (v) => (t = v) };
+}
+
+/** A signal whose listeners are counted (a real AbortSignal, its add/remove spied on). */
+function countedSignal() {
+  const c = new AbortController();
+  const s = c.signal;
+  let listeners = 0;
+  const add = s.addEventListener.bind(s);
+  const remove = s.removeEventListener.bind(s);
+  s.addEventListener = (type, fn, o) => {
+    listeners++;
+    add(type, fn, o);
+  };
+  s.removeEventListener = (type, fn, o) => {
+    listeners--;
+    remove(type, fn, o);
+  };
+  return { controller: c, signal: s, listeners: () => listeners };
+}
+
+const cases = [
+  {
+    name: "limiter: adaptive options default to Netflix's values and bad ones name the option",
+    run: (lib) => {
+      const a = new lib.ConcurrencyLimiter({ limit: "aimd" });
+      equal(a.algorithm, "aimd");
+      equal(a.limit, 20, "initialLimit 20");
+      equal(a.available, 20);
+      equal(a.rttMs, undefined);
+      const g = new lib.ConcurrencyLimiter({ limit: "gradient2" });
+      equal(g.algorithm, "gradient2");
+      equal(g.limit, 20, "a gradient limiter starts probing at minLimit (20)");
+      equal(new lib.ConcurrencyLimiter({ limit: 3 }).algorithm, "fixed");
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 0 }), RangeError, "options.minLimit", "OUT_OF_RANGE", /^'minLimit' must be a whole number between 1 and 4294967295: current value is 0/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 50, maxLimit: 10 }), RangeError, "options.minLimit", "OUT_OF_RANGE", /^'minLimit' must be between minLimit \(50\) and maxLimit \(10\)/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", initialLimit: 5 }), RangeError, "options.initialLimit", "OUT_OF_RANGE", /'initialLimit' must be between minLimit \(20\) and maxLimit \(200\): current value is 5/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", backoffRatio: 1 }), RangeError, "options.backoffRatio", "OUT_OF_RANGE", /'backoffRatio' must be at least 0.5 and below 1/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "gradient2", tolerance: 0.5 }), RangeError, "options.tolerance", "OUT_OF_RANGE", /'tolerance' must be between 1 and 100/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "gradient2", smoothing: NaN }), RangeError, "options.smoothing", "NOT_FINITE", /'smoothing'/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "gradient2", probeSamples: 1.5 }), RangeError, "options.probeSamples", "NOT_WHOLE", /'probeSamples' must be a whole number/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: 2, maxQueue: -1 }), RangeError, "options.maxQueue", "OUT_OF_RANGE", /'maxQueue'/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "vegas" }), TypeError, "options.limit", "INVALID_TYPE", /'options.limit' must be a whole number of slots, "aimd" or "gradient2": current value is "vegas"/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", timeoutMs: "5" }), TypeError, "options.timeoutMs", "INVALID_TYPE", /'options.timeoutMs' must be a number/);
+      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", now: 5 }), TypeError, "options.now", "INVALID_TYPE", /'options.now' must be a function/);
+    },
+  },
+  {
+    name: "limiter: AIMD grows by one per busy window and backs off on a late or dropped one, within minLimit and maxLimit",
+    run: async (lib) => {
+      const clock = manualClock(0);
+      const limiter = new lib.ConcurrencyLimiter({ limit: "aimd", initialLimit: 4, minLimit: 3, maxLimit: 5, timeoutMs: 100, windowSize: 3, now: clock.now });
+      // One window: three calls started at `start`, back after `rtt` (windows last 1 000 ms).
+      const window = (start, rtt, how = "release") => {
+        clock.set(start);
+        const held = [limiter.tryAcquire(), limiter.tryAcquire(), limiter.tryAcquire()];
+        clock.set(start + rtt);
+        for (const p of held) p[how]();
+      };
+      equal(limiter.limit, 4);
+      window(1_000, 10);
+      equal(limiter.limit, 5, "a busy window on time: +1");
+      equal(limiter.rttMs, 10);
+      window(3_000, 10);
+      equal(limiter.limit, 5, "never above maxLimit");
+      window(5_000, 150);
+      equal(limiter.limit, 4, "late: 5 × 0.9, rounded down");
+      window(7_000, 10, "drop");
+      equal(limiter.limit, 3, "a dropped call backs off whatever its latency");
+      window(9_000, 500);
+      equal(limiter.limit, 3, "never below minLimit");
+      window(11_000, 10, "ignore");
+      equal(limiter.limit, 3, "ignored calls are no samples");
+      window(13_000, 10);
+      equal(limiter.limit, 4);
+      // A permit gives its slot back once.
+      const p = limiter.tryAcquire();
+      equal(limiter.inFlight, 1);
+      p.release();
+      p.release();
+      p.drop();
+      equal(limiter.inFlight, 0, "released exactly once");
+      // run() measures its own round trips: a rejection that is a timeout is a drop.
+      clock.set(15_000);
+      const slow = () => Promise.reject(new lib.DeadlineExceeded(15_000, 0));
+      const settled = await Promise.allSettled([limiter.run(slow), limiter.run(slow), limiter.run(slow)]);
+      equal(settled.map((r) => r.status).join(), "rejected,rejected,rejected");
+      equal(limiter.limit, 3, "the timeouts' window backed off");
+      equal(await limiter.run(async () => "ok"), "ok");
+      equal(limiter.inFlight, 0);
+    },
+  },
+  {
+    name: "limiter: gradient2 pins the limit to minLimit while it probes its baseline, then follows the gradient",
+    run: (lib) => {
+      const clock = manualClock(0);
+      const limiter = new lib.ConcurrencyLimiter({ limit: "gradient2", minLimit: 2, initialLimit: 10, maxLimit: 50, probeSamples: 4, windowSize: 1, smoothing: 1, now: clock.now });
+      equal(limiter.limit, 2, "probing");
+      for (let i = 0; i < 2; i++) {
+        const [a, b] = [limiter.tryAcquire(), limiter.tryAcquire()];
+        equal(limiter.tryAcquire(), undefined, "only minLimit calls while probing");
+        clock.set(clock.now() + 20);
+        a.release();
+        b.release();
+      }
+      equal(limiter.limit, 10, "the estimate is back after the probe");
+      // At the baseline (20 ms) the gradient is 1: 10 × 1 + queueSize (4), smoothing 1.
+      clock.set(1_020);
+      const p = Array.from({ length: 8 }, () => limiter.tryAcquire());
+      clock.set(1_040);
+      p[7].release();
+      equal(limiter.limit, 14);
+      // Fifty times the baseline: the gradient is clamped to 0.5: 14 × 0.5 + 4.
+      clock.set(2_040);
+      p[6].release();
+      equal(limiter.limit, 11);
+      for (const x of p.slice(0, 6)) x.ignore();
+      equal(limiter.inFlight, 0);
+    },
+  },
+  {
+    name: "limiter: with maxQueue, a caller waits in order for a slot; a full queue or a short budget is shed at once",
+    run: async (lib) => {
+      const clock = manualClock(0);
+      const limiter = new lib.ConcurrencyLimiter({ limit: 1, maxQueue: 2, now: clock.now });
+      equal(limiter.estimatedWaitMs(), 0, "nothing measured yet");
+      // One round trip of 100 ms measured: the next in line waits about 1 × 100 / 1.
+      clock.set(10);
+      await limiter.run(() => clock.set(110));
+      equal(limiter.estimatedWaitMs(), 100);
+      let release;
+      const order = [];
+      const first = limiter.run(() => new Promise((r) => (release = r)));
+      const second = limiter.run(() => order.push("second"), { remainingMs: 150 });
+      // Position 2 waits about 200 ms: 150 does not cover it.
+      let called = false;
+      await rejects(limiter.run(() => (called = true), { remainingMs: 150 }), lib.Overloaded, /slots are in use/);
+      equal(called, false, "shed at once, never started");
+      const third = limiter.run(() => order.push("third"));
+      await rejects(limiter.run(() => (called = true)), lib.Overloaded, /slots are in use/, "the queue is full");
+      equal(limiter.queued, 2);
+      equal(limiter.shed, 2);
+      equal(limiter.tryAcquire(), undefined, "waiting callers go first");
+      ok(String(limiter).includes("2 queued"), String(limiter));
+      release("first");
+      equal(await first, "first");
+      await Promise.all([second, third]);
+      equal(order.join(), "second,third", "in order");
+      equal(limiter.queued, 0);
+      equal(limiter.inFlight, 0);
+      // Without maxQueue nothing waits, whatever the budget.
+      const plain = new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 1, initialLimit: 1 });
+      const held = plain.run(() => new Promise((r) => (release = r)));
+      await rejects(plain.run(() => 1, { remainingMs: 1e9 }), lib.Overloaded);
+      release();
+      await held;
+      // Bad run options name the option.
+      const e = await rejects(limiter.run(() => 1, { signal: "x" }), TypeError, /'opts.signal' must be an AbortSignal/);
+      equal(e.param, "opts.signal");
+      await rejects(limiter.run(() => 1, { deadline: {} }), TypeError, /'opts.deadline' must be a Deadline/);
+      await rejects(limiter.run(() => 1, { remainingMs: "5" }), TypeError, /'opts.remainingMs' must be a number/);
+      await rejects(limiter.run(() => 1, 5), TypeError, /'opts' must be an object/);
+    },
+  },
+  {
+    name: "limiter: a queued caller whose signal aborts or whose deadline passes leaves the queue; no listener stays",
+    run: async (lib) => {
+      const time = installFakeTime();
+      try {
+        const limiter = new lib.ConcurrencyLimiter({ limit: 1, maxQueue: 3, now: time.now });
+        let release;
+        const held = limiter.run(() => new Promise((r) => (release = r)));
+        const a = countedSignal();
+        const b = countedSignal();
+        const started = [];
+        const byA = limiter.run(() => started.push("a"), { signal: a.signal });
+        const byDeadline = limiter.run(() => started.push("deadline"), { deadline: lib.Deadline.in(50) });
+        const byB = limiter.run(() => started.push("b"), { signal: b.signal });
+        await time.advance(0);
+        equal(limiter.queued, 3);
+        equal(a.listeners(), 1);
+        const reason = new Error("caller gave up");
+        a.controller.abort(reason);
+        equal(await rejects(byA, Error, /caller gave up/), reason, "rejected with the signal's reason");
+        equal(a.listeners(), 0, "its listener is gone");
+        equal(limiter.queued, 2);
+        await time.advance(50);
+        await rejects(byDeadline, lib.DeadlineExceeded);
+        equal(limiter.queued, 1, "the deadline's caller left at its instant");
+        release("done");
+        await held;
+        await byB;
+        equal(started.join(), "b", "only the caller still waiting ran");
+        equal(b.listeners(), 0, "a caller that started leaves no listener");
+        equal(limiter.inFlight, 0);
+        // An already aborted signal never waits nor runs.
+        const c = countedSignal();
+        c.controller.abort(new Error("already"));
+        await rejects(limiter.run(() => started.push("c"), { signal: c.signal }), Error, /already/);
+        equal(c.listeners(), 0);
+        equal(started.join(), "b");
+      } finally {
+        time.restore();
+      }
+    },
+  },
+];
+
+export default cases;
