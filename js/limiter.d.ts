@@ -46,8 +46,6 @@ export class ConcurrencyLimiter {
   constructor(options: LimiterOptions & {
     /** A whole number of slots (fixed), or an adaptive algorithm. */
     limit: number | "aimd" | "gradient2";
-    /** The clock round trips are measured on, ms (default `performance.now()`): for tests and replays. */
-    now?: () => number;
   });
   /** The limit now (a fixed limit's number of slots). */
   readonly limit: number;

@@ -44,6 +44,7 @@ import { CODES, isDeadline, isOverloaded, isTimeout, Overloaded } from "./errors
 import { isReady, notReady } from "./derive-load.js";
 import { isAbortSignal, number, obj, typeError } from "./validate.js";
 import { argumentError } from "./errors.js";
+import { now } from "./timers.js";
 
 export { isOverloaded, Overloaded } from "./errors.js";
 
@@ -72,7 +73,8 @@ const OPTIONS = [
 // between I/O events). `run(fn)` ends a call in a promise reaction, after the
 // checkpoint that cleared the value, so a synchronous `fn`'s own time is
 // measured; a caller's own `tryAcquire()` and `release()` in one synchronous
-// stretch measure 0. A `now` option is read every time.
+// stretch measure 0. The clock is the package's (js/timers.js `now`), so a
+// test's fake clock (`setClock`) drives it too.
 // The checkpoint is a reaction to a settled promise, not queueMicrotask
 // (4.7 µs per call in workerd against 80 ns, bench/limiter.bench.mjs).
 let tick = NaN;
@@ -82,7 +84,7 @@ const clearTick = () => {
 const settled = Promise.resolve();
 function hostNow() {
   if (tick === tick) return tick;
-  tick = performance.now();
+  tick = now();
   settled.then(clearTick);
   return tick;
 }
@@ -134,7 +136,7 @@ export class ConcurrencyLimiter {
   };
 
   /**
-   * @param {{ limit: number | "aimd" | "gradient2", now?: () => number } & Record<string, unknown>} options
+   * @param {{ limit: number | "aimd" | "gradient2" } & Record<string, unknown>} options
    */
   constructor(options) {
     if (!isReady()) notReady("ConcurrencyLimiter");
@@ -145,10 +147,6 @@ export class ConcurrencyLimiter {
     }
     const given = { limit };
     for (const k of OPTIONS) if (o[k] !== undefined) given[k] = number(`options.${k}`, o[k], "a number");
-    if (o.now !== undefined) {
-      if (typeof o.now !== "function") throw typeError("options.now", "a function returning ms", o.now);
-      this.#now = o.now;
-    }
     const machine = new core.LimiterCore(given, this.#now());
     this.#limit = machine.limit();
     this.#maxQueue = machine.maxQueue();

@@ -62,6 +62,7 @@ export const ALLOWED = [
   "simulate.d.ts",
   "little.d.ts",
   "limiter.d.ts",
+  "breaker.d.ts",
   "context.d.ts",
   "relay.d.ts",
   "hono.d.ts",

@@ -1,12 +1,26 @@
 // ConcurrencyLimiter's adaptive limits and its queue: the same file runs in Node, Deno, workerd and
-// Chromium. The fixed limit's shedding is in little.js. Timing is the subject here, so every clock is
-// fake: the limiter's `now` option for round trips, installFakeTime() for deadlines.
+// Chromium. The fixed limit's shedding is in little.js. Timing is the subject here, so the clock is
+// fake: installFakeTime(), moved by hand for round trips.
 import { equal, ok, rejects, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 
-/** A hand-driven clock for the `now` option. */
-function manualClock(t = 1_000) {
-  return { now: () => t, set: (v) => (t = v) };
+/**
+ * The package's clock, faked and moved by hand: `set(v)` puts it at `v` ms
+ * after the start, then lets a microtask checkpoint pass (the limiter reads
+ * the clock once per checkpoint). `restore()` when done.
+ */
+async function manualClock() {
+  const fake = installFakeTime();
+  await null;
+  const base = fake.now();
+  return {
+    now: () => fake.now() - base,
+    set: async (v) => {
+      fake.jump(base + v - fake.now());
+      await new Promise((resolve) => resolve()).then(() => {});
+    },
+    restore: () => fake.restore(),
+  };
 }
 
 /** A signal whose listeners are counted (a real AbortSignal, its add/remove spied on). */
@@ -50,124 +64,135 @@ const cases = [
       throwsArg(() => new lib.ConcurrencyLimiter({ limit: 2, maxQueue: -1 }), RangeError, "options.maxQueue", "OUT_OF_RANGE", /'maxQueue'/);
       throwsArg(() => new lib.ConcurrencyLimiter({ limit: "vegas" }), TypeError, "options.limit", "INVALID_TYPE", /'options.limit' must be a whole number of slots, "aimd" or "gradient2": current value is "vegas"/);
       throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", timeoutMs: "5" }), TypeError, "options.timeoutMs", "INVALID_TYPE", /'options.timeoutMs' must be a number/);
-      throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", now: 5 }), TypeError, "options.now", "INVALID_TYPE", /'options.now' must be a function/);
     },
   },
   {
     name: "limiter: AIMD grows by one per busy window and backs off on a late or dropped one, within minLimit and maxLimit",
     run: async (lib) => {
-      const clock = manualClock(0);
-      const limiter = new lib.ConcurrencyLimiter({ limit: "aimd", initialLimit: 4, minLimit: 3, maxLimit: 5, timeoutMs: 100, windowSize: 3, now: clock.now });
-      // One window: three calls started at `start`, back after `rtt` (windows last 1 000 ms).
-      const window = (start, rtt, how = "release") => {
-        clock.set(start);
-        const held = [limiter.tryAcquire(), limiter.tryAcquire(), limiter.tryAcquire()];
-        clock.set(start + rtt);
-        for (const p of held) p[how]();
-      };
-      equal(limiter.limit, 4);
-      window(1_000, 10);
-      equal(limiter.limit, 5, "a busy window on time: +1");
-      equal(limiter.rttMs, 10);
-      window(3_000, 10);
-      equal(limiter.limit, 5, "never above maxLimit");
-      window(5_000, 150);
-      equal(limiter.limit, 4, "late: 5 × 0.9, rounded down");
-      window(7_000, 10, "drop");
-      equal(limiter.limit, 3, "a dropped call backs off whatever its latency");
-      window(9_000, 500);
-      equal(limiter.limit, 3, "never below minLimit");
-      window(11_000, 10, "ignore");
-      equal(limiter.limit, 3, "ignored calls are no samples");
-      window(13_000, 10);
-      equal(limiter.limit, 4);
-      // A permit gives its slot back once.
-      const p = limiter.tryAcquire();
-      equal(limiter.inFlight, 1);
-      p.release();
-      p.release();
-      p.drop();
-      equal(limiter.inFlight, 0, "released exactly once");
-      // run() measures its own round trips: a rejection that is a timeout is a drop.
-      clock.set(15_000);
-      const slow = () => Promise.reject(new lib.DeadlineExceeded(15_000, 0));
-      const settled = await Promise.allSettled([limiter.run(slow), limiter.run(slow), limiter.run(slow)]);
-      equal(settled.map((r) => r.status).join(), "rejected,rejected,rejected");
-      equal(limiter.limit, 3, "the timeouts' window backed off");
-      equal(await limiter.run(async () => "ok"), "ok");
-      equal(limiter.inFlight, 0);
+      const clock = await manualClock();
+      try {
+        const limiter = new lib.ConcurrencyLimiter({ limit: "aimd", initialLimit: 4, minLimit: 3, maxLimit: 5, timeoutMs: 100, windowSize: 3,  });
+        // One window: three calls started at `start`, back after `rtt` (windows last 1 000 ms).
+        const window = async (start, rtt, how = "release") => {
+          await clock.set(start);
+          const held = [limiter.tryAcquire(), limiter.tryAcquire(), limiter.tryAcquire()];
+          await clock.set(start + rtt);
+          for (const p of held) p[how]();
+        };
+        equal(limiter.limit, 4);
+        await window(1_000, 10);
+        equal(limiter.limit, 5, "a busy window on time: +1");
+        equal(limiter.rttMs, 10);
+        await window(3_000, 10);
+        equal(limiter.limit, 5, "never above maxLimit");
+        await window(5_000, 150);
+        equal(limiter.limit, 4, "late: 5 × 0.9, rounded down");
+        await window(7_000, 10, "drop");
+        equal(limiter.limit, 3, "a dropped call backs off whatever its latency");
+        await window(9_000, 500);
+        equal(limiter.limit, 3, "never below minLimit");
+        await window(11_000, 10, "ignore");
+        equal(limiter.limit, 3, "ignored calls are no samples");
+        await window(13_000, 10);
+        equal(limiter.limit, 4);
+        // A permit gives its slot back once.
+        const p = limiter.tryAcquire();
+        equal(limiter.inFlight, 1);
+        p.release();
+        p.release();
+        p.drop();
+        equal(limiter.inFlight, 0, "released exactly once");
+        // run() measures its own round trips: a rejection that is a timeout is a drop.
+        await clock.set(15_000);
+        const slow = () => Promise.reject(new lib.DeadlineExceeded(15_000, 0));
+        const settled = await Promise.allSettled([limiter.run(slow), limiter.run(slow), limiter.run(slow)]);
+        equal(settled.map((r) => r.status).join(), "rejected,rejected,rejected");
+        equal(limiter.limit, 3, "the timeouts' window backed off");
+        equal(await limiter.run(async () => "ok"), "ok");
+        equal(limiter.inFlight, 0);
+      } finally {
+        clock.restore();
+      }
     },
   },
   {
     name: "limiter: gradient2 pins the limit to minLimit while it probes its baseline, then follows the gradient",
-    run: (lib) => {
-      const clock = manualClock(0);
-      const limiter = new lib.ConcurrencyLimiter({ limit: "gradient2", minLimit: 2, initialLimit: 10, maxLimit: 50, probeSamples: 4, windowSize: 1, smoothing: 1, now: clock.now });
-      equal(limiter.limit, 2, "probing");
-      for (let i = 0; i < 2; i++) {
-        const [a, b] = [limiter.tryAcquire(), limiter.tryAcquire()];
-        equal(limiter.tryAcquire(), undefined, "only minLimit calls while probing");
-        clock.set(clock.now() + 20);
-        a.release();
-        b.release();
+    run: async (lib) => {
+      const clock = await manualClock();
+      try {
+        const limiter = new lib.ConcurrencyLimiter({ limit: "gradient2", minLimit: 2, initialLimit: 10, maxLimit: 50, probeSamples: 4, windowSize: 1, smoothing: 1,  });
+        equal(limiter.limit, 2, "probing");
+        for (let i = 0; i < 2; i++) {
+          const [a, b] = [limiter.tryAcquire(), limiter.tryAcquire()];
+          equal(limiter.tryAcquire(), undefined, "only minLimit calls while probing");
+          await clock.set(clock.now() + 20);
+          a.release();
+          b.release();
+        }
+        equal(limiter.limit, 10, "the estimate is back after the probe");
+        // At the baseline (20 ms) the gradient is 1: 10 × 1 + queueSize (4), smoothing 1.
+        await clock.set(1_020);
+        const p = Array.from({ length: 8 }, () => limiter.tryAcquire());
+        await clock.set(1_040);
+        p[7].release();
+        equal(limiter.limit, 14);
+        // Fifty times the baseline: the gradient is clamped to 0.5: 14 × 0.5 + 4.
+        await clock.set(2_040);
+        p[6].release();
+        equal(limiter.limit, 11);
+        for (const x of p.slice(0, 6)) x.ignore();
+        equal(limiter.inFlight, 0);
+      } finally {
+        clock.restore();
       }
-      equal(limiter.limit, 10, "the estimate is back after the probe");
-      // At the baseline (20 ms) the gradient is 1: 10 × 1 + queueSize (4), smoothing 1.
-      clock.set(1_020);
-      const p = Array.from({ length: 8 }, () => limiter.tryAcquire());
-      clock.set(1_040);
-      p[7].release();
-      equal(limiter.limit, 14);
-      // Fifty times the baseline: the gradient is clamped to 0.5: 14 × 0.5 + 4.
-      clock.set(2_040);
-      p[6].release();
-      equal(limiter.limit, 11);
-      for (const x of p.slice(0, 6)) x.ignore();
-      equal(limiter.inFlight, 0);
     },
   },
   {
     name: "limiter: with maxQueue, a caller waits in order for a slot; a full queue or a short budget is shed at once",
     run: async (lib) => {
-      const clock = manualClock(0);
-      const limiter = new lib.ConcurrencyLimiter({ limit: 1, maxQueue: 2, now: clock.now });
-      equal(limiter.estimatedWaitMs(), 0, "nothing measured yet");
-      // One round trip of 100 ms measured: the next in line waits about 1 × 100 / 1.
-      clock.set(10);
-      await limiter.run(() => clock.set(110));
-      equal(limiter.estimatedWaitMs(), 100);
-      let release;
-      const order = [];
-      const first = limiter.run(() => new Promise((r) => (release = r)));
-      const second = limiter.run(() => order.push("second"), { remainingMs: 150 });
-      // Position 2 waits about 200 ms: 150 does not cover it.
-      let called = false;
-      await rejects(limiter.run(() => (called = true), { remainingMs: 150 }), lib.Overloaded, /slots are in use/);
-      equal(called, false, "shed at once, never started");
-      const third = limiter.run(() => order.push("third"));
-      await rejects(limiter.run(() => (called = true)), lib.Overloaded, /slots are in use/, "the queue is full");
-      equal(limiter.queued, 2);
-      equal(limiter.shed, 2);
-      equal(limiter.tryAcquire(), undefined, "waiting callers go first");
-      ok(String(limiter).includes("2 queued"), String(limiter));
-      release("first");
-      equal(await first, "first");
-      await Promise.all([second, third]);
-      equal(order.join(), "second,third", "in order");
-      equal(limiter.queued, 0);
-      equal(limiter.inFlight, 0);
-      // Without maxQueue nothing waits, whatever the budget.
-      const plain = new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 1, initialLimit: 1 });
-      const held = plain.run(() => new Promise((r) => (release = r)));
-      await rejects(plain.run(() => 1, { remainingMs: 1e9 }), lib.Overloaded);
-      release();
-      await held;
-      // Bad run options name the option.
-      const e = await rejects(limiter.run(() => 1, { signal: "x" }), TypeError, /'opts.signal' must be an AbortSignal/);
-      equal(e.param, "opts.signal");
-      await rejects(limiter.run(() => 1, { deadline: {} }), TypeError, /'opts.deadline' must be a Deadline/);
-      await rejects(limiter.run(() => 1, { remainingMs: "5" }), TypeError, /'opts.remainingMs' must be a number/);
-      await rejects(limiter.run(() => 1, 5), TypeError, /'opts' must be an object/);
+      const clock = await manualClock();
+      try {
+        const limiter = new lib.ConcurrencyLimiter({ limit: 1, maxQueue: 2,  });
+        equal(limiter.estimatedWaitMs(), 0, "nothing measured yet");
+        // One round trip of 100 ms measured: the next in line waits about 1 × 100 / 1.
+        await clock.set(10);
+        await limiter.run(() => clock.set(110));
+        equal(limiter.estimatedWaitMs(), 100);
+        let release;
+        const order = [];
+        const first = limiter.run(() => new Promise((r) => (release = r)));
+        const second = limiter.run(() => order.push("second"), { remainingMs: 150 });
+        // Position 2 waits about 200 ms: 150 does not cover it.
+        let called = false;
+        await rejects(limiter.run(() => (called = true), { remainingMs: 150 }), lib.Overloaded, /slots are in use/);
+        equal(called, false, "shed at once, never started");
+        const third = limiter.run(() => order.push("third"));
+        await rejects(limiter.run(() => (called = true)), lib.Overloaded, /slots are in use/, "the queue is full");
+        equal(limiter.queued, 2);
+        equal(limiter.shed, 2);
+        equal(limiter.tryAcquire(), undefined, "waiting callers go first");
+        ok(String(limiter).includes("2 queued"), String(limiter));
+        release("first");
+        equal(await first, "first");
+        await Promise.all([second, third]);
+        equal(order.join(), "second,third", "in order");
+        equal(limiter.queued, 0);
+        equal(limiter.inFlight, 0);
+        // Without maxQueue nothing waits, whatever the budget.
+        const plain = new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 1, initialLimit: 1 });
+        const held = plain.run(() => new Promise((r) => (release = r)));
+        await rejects(plain.run(() => 1, { remainingMs: 1e9 }), lib.Overloaded);
+        release();
+        await held;
+        // Bad run options name the option.
+        const e = await rejects(limiter.run(() => 1, { signal: "x" }), TypeError, /'opts.signal' must be an AbortSignal/);
+        equal(e.param, "opts.signal");
+        await rejects(limiter.run(() => 1, { deadline: {} }), TypeError, /'opts.deadline' must be a Deadline/);
+        await rejects(limiter.run(() => 1, { remainingMs: "5" }), TypeError, /'opts.remainingMs' must be a number/);
+        await rejects(limiter.run(() => 1, 5), TypeError, /'opts' must be an object/);
+      } finally {
+        clock.restore();
+      }
     },
   },
   {
