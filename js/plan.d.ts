@@ -4,6 +4,7 @@
 // (src/core/plan.rs) into edge_deadline.d.ts.
 import type { Outcome, StepKind, StepSpec, TraceRecord } from "./edge_deadline.js";
 import type { Deadline } from "./index.js";
+import type { OtelOption } from "./otel.js";
 
 export type { StepKind, StepSpec, TraceRecord };
 
@@ -13,7 +14,7 @@ export type { StepKind, StepSpec, TraceRecord };
  */
 export type StepOutcome = Outcome;
 
-export interface PlanOptions {
+export interface PlanOptions extends OtelOption {
   /**
    * Called with each record as it happens (before that step's `run` settles). What it throws never changes
    * the step's result: it goes to `onStepError`, or to `console.error` without one.
@@ -55,7 +56,7 @@ export type StepResult<S extends readonly StepSpec[], N extends string, T> =
 /** Whether `p.run` skipped an optional step (`{ skipped: true, reason }`, checked by shape). */
 export function isSkipped(value: unknown): value is Skipped;
 
-export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
+export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> implements Disposable {
   private constructor();
   /**
    * Runs one step with its own signal and its cap as `budgetMs`. The signal aborts at the step's cap with
@@ -82,4 +83,10 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
   readonly deadline: Deadline;
   /** Step names in declaration order. */
   readonly steps: string[];
+  /**
+   * Ends the plan's span (with tracing on: `otel` or `traceWith`); it also ends by itself once every
+   * step has run. Safe to call more than once, and with tracing off. `using p = plan(…)` calls it.
+   */
+  end(): void;
+  [Symbol.dispose](): void;
 }

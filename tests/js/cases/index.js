@@ -11,6 +11,7 @@ import errors from "./errors.js";
 import headers from "./headers.js";
 import hedge from "./hedge.js";
 import little from "./little.js";
+import otel from "./otel.js";
 import load from "./load.js";
 import plan from "./plan.js";
 import prom from "./prom.js";
@@ -23,4 +24,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
