@@ -56,7 +56,7 @@ function startHedge(fn, options) {
   const spans = t === null ? undefined : new Map(); // attempt number → its span
   if (t !== null) {
     const t0 = now();
-    span = t.start("deadline.hedge", { "deadline.remaining_ms": at > t0 ? at - t0 : 0, "deadline.hedge.delay_ms": o.delayMs }, undefined, t0);
+    span = t.start("deadline.hedge", undefined, at, t0, { "deadline.hedge.delay_ms": o.delayMs });
   }
   /** Ends an attempt's span (tracing on only). */
   const traced = (number, outcome, error) => {
@@ -105,7 +105,7 @@ function startHedge(fn, options) {
       if (span !== undefined) {
         const t0 = now();
         launched++;
-        spans.set(number, (s = t.start("deadline.attempt", { "deadline.attempt": number, "deadline.remaining_ms": at > t0 ? at - t0 : 0 }, span, t0)));
+        spans.set(number, (s = t.start("deadline.attempt", span, at, t0, { "deadline.attempt": number })));
       }
       let result;
       try {

@@ -22,9 +22,11 @@
 //   keeps `null` and tests it (`t !== null`), which is all tracing costs
 //   when it is off. Throws a TypeError naming `options.otel` for anything
 //   else.
-// - `t.start(name, attributes, parent, atMs)` → a span: `parent` a span from
-//   `start` (its child), or `undefined` (a child of the context active now:
-//   the application's span, where a context manager is registered).
+// - `t.start(name, parent, deadlineAt, atMs, attributes?)` → a span:
+//   `parent` a span from `start` (its child), or `undefined` (a child of the
+//   context active now: the application's span, where a context manager is
+//   registered). With `deadlineAt` (a deadline's `at`), the span gets
+//   `deadline.remaining_ms` at `atMs`.
 //   `atMs` is the package's clock (js/timers.js `now()`), handed to the API
 //   as epoch milliseconds (see `Tracing`), so a span lasts exactly what the
 //   package's records say, and fake time is span time.
@@ -74,8 +76,9 @@ class Tracing {
     this.epoch = Date.now() - performance.now();
   }
 
-  start(name, attributes, parent, atMs) {
+  start(name, parent, deadlineAt, atMs, attributes = {}) {
     const { api } = this;
+    if (deadlineAt !== undefined) attributes["deadline.remaining_ms"] = deadlineAt > atMs ? deadlineAt - atMs : 0;
     const active = api.context.active();
     return this.tracer.startSpan(name, { attributes, startTime: this.epoch + atMs }, parent === undefined ? active : api.trace.setSpan(active, parent));
   }

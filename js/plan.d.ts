@@ -56,7 +56,7 @@ export type StepResult<S extends readonly StepSpec[], N extends string, T> =
 /** Whether `p.run` skipped an optional step (`{ skipped: true, reason }`, checked by shape). */
 export function isSkipped(value: unknown): value is Skipped;
 
-export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> implements Disposable {
+export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
   private constructor();
   /**
    * Runs one step with its own signal and its cap as `budgetMs`. The signal aborts at the step's cap with
@@ -85,8 +85,7 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> implement
   readonly steps: string[];
   /**
    * Ends the plan's span (with tracing on: `otel` or `traceWith`); it also ends by itself once every
-   * step has run. Safe to call more than once, and with tracing off. `using p = plan(…)` calls it.
+   * step has run. Safe to call more than once, and with tracing off.
    */
   end(): void;
-  [Symbol.dispose](): void;
 }

@@ -160,7 +160,7 @@ export class Plan {
     if (t !== null) {
       this.#ran = new Set();
       this.#open = true;
-      this.#span = t.start("deadline.plan", { "deadline.remaining_ms": this.#at > t0 ? this.#at - t0 : 0, "deadline.steps": steps.length }, undefined, t0);
+      this.#span = t.start("deadline.plan", undefined, this.#at, t0, { "deadline.steps": steps.length });
     }
   }
 
@@ -200,7 +200,7 @@ export class Plan {
     const cap = core.planCap(this.#fallback[i], s.minMs, s.preferredMs, s.heldAfterMs, at, t0);
     const remaining = at > t0 ? at - t0 : 0;
     const t = this.#tracing;
-    const span = t === null ? undefined : this.#stepSpan(t, s, remaining, cap, t0);
+    const span = t === null ? undefined : this.#stepSpan(t, s, cap, t0);
     const parent = this.#deadline.signal();
     // A departed client wins over any refusal (invariant 5); the deadline's
     // own expiry does not: a step refused for time is skipped or insufficient.
@@ -337,9 +337,8 @@ export class Plan {
   }
 
   /** A step's span, a child of the plan's (tracing on only). */
-  #stepSpan(t, s, remaining, cap, t0) {
-    const attributes = { "deadline.step": s.name, "deadline.step.kind": s.kind, "deadline.remaining_ms": remaining, "deadline.cap_ms": cap };
-    return t.start(`deadline.step ${s.name}`, attributes, this.#span, t0);
+  #stepSpan(t, s, cap, t0) {
+    return t.start(`deadline.step ${s.name}`, this.#span, this.#at, t0, { "deadline.step": s.name, "deadline.step.kind": s.kind, "deadline.cap_ms": cap });
   }
 
   /** Ends a step's span; the plan's ends with the last of its steps to run. */
@@ -379,11 +378,6 @@ export class Plan {
     const known = names.length > 8 ? `${names.slice(0, 8).join(", ")}, …` : names.join(", ");
     return argumentError("range", "UNKNOWN_STEP", "name", `'name' must be a step of this plan (${known}): current value is ${check.describe(name)}`);
   }
-}
-
-if (typeof Symbol.dispose === "symbol") {
-  // `using p = plan(…)`: the plan's span ends with the block.
-  Plan.prototype[Symbol.dispose] = Plan.prototype.end;
 }
 
 /** The outcome of a step that failed: `stalled` when a `StreamStalled` is the error or in its causes, else `error`. */

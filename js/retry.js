@@ -210,7 +210,7 @@ async function retryLoop(fn, options) {
   let open; // the attempt's span, until it ends
   if (t !== null) {
     const t0 = now();
-    span = t.start("deadline.retry", { "deadline.remaining_ms": at > t0 ? at - t0 : 0 }, undefined, t0);
+    span = t.start("deadline.retry", undefined, at, t0);
   }
   // The core's records (attempt, startedAtMs, timeoutMs, elapsedMs, outcome,
   // failure?) with each attempt's error.
@@ -253,7 +253,7 @@ async function retryLoop(fn, options) {
       const timeoutMs = budget ? run.startBudgeted(t0, retryBudgetCore(budget)) : run.start(t0);
       if (timeoutMs === undefined) throw stopped();
       const info = { attempt: number, timeoutMs, operationKey: o.operationKey };
-      const attemptSpan = (open = span === undefined ? undefined : t.start("deadline.attempt", { "deadline.attempt": number, "deadline.remaining_ms": at > t0 ? at - t0 : 0, "deadline.cap_ms": timeoutMs }, span, t0));
+      const attemptSpan = (open = span === undefined ? undefined : t.start("deadline.attempt", span, at, t0, { "deadline.attempt": number, "deadline.cap_ms": timeoutMs }));
       const result = await attempt(fn, info, timeoutMs, deadline, parent, t, attemptSpan);
       const t1 = now();
       if (result.ok) {

@@ -431,11 +431,10 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 /** A wrapped stream's span, from the start of the wait it bounds to the stream's end. */
 function streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs) {
   const attributes = {};
-  if (at !== undefined) attributes["deadline.remaining_ms"] = at > t0 ? at - t0 : 0;
   if (firstByteMs !== undefined) attributes["deadline.stall.first_byte_ms"] = firstByteMs;
   if (firstChunkMs !== undefined) attributes["deadline.stall.first_chunk_ms"] = firstChunkMs;
   if (stallMs !== undefined) attributes["deadline.stall.stall_ms"] = stallMs;
-  return t.start("deadline.stream", attributes, undefined, t0);
+  return t.start("deadline.stream", undefined, at, t0, attributes);
 }
 
 /** How a stream that failed with `reason` ended, as a span's outcome. */

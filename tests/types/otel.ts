@@ -18,11 +18,9 @@ export async function traced(body: ReadableStream<Uint8Array>) {
   traceWith(api, { tracer: {} });
 
   const deadline = Deadline.in(1_000);
-  {
-    using p = plan(deadline, [{ name: "a", minMs: 1, kind: "mandatory" }], { otel: api });
-    await p.run("a", () => 1);
-    p.end();
-  }
+  const p = plan(deadline, [{ name: "a", minMs: 1, kind: "mandatory" }], { otel: api });
+  await p.run("a", () => 1);
+  p.end();
   await retry(async () => 1, { deadline, otel: api });
   await retry(async () => 1, { deadline, otel: null });
   await hedge(async () => 1, { deadline, delayMs: 10, otel: api });

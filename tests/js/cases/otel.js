@@ -146,7 +146,6 @@ const cases = [
       await clock.advance(5);
       p.end();
       p.end();
-      if (typeof Symbol.dispose === "symbol") equal(p[Symbol.dispose], p.end, "`using p = plan(…)` ends the span");
       await rejects(p.run("generate", () => "never"), lib.InsufficientBudget);
       const spans = exporter.getFinishedSpans();
       equal(tree(spans), "deadline.plan[deadline.step retrieve, deadline.step generate]");
@@ -310,6 +309,35 @@ const cases = [
       equal(closed.events.length, 0);
       d.dispose();
     }),
+  },
+  {
+    name: "otel fixture: fetchWithDeadline's span covers the request: a first-byte stall is its event; a whole body ends it as closed",
+    needs: ["otel", "fixtureUrl"],
+    run: async (lib, ctx) => {
+      const { api, exporter } = ctx.otel;
+      exporter.reset();
+      const id = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+      const d = lib.Deadline.in(10_000);
+      const e = await rejects(lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/no-headers?id=${id()}`, undefined, { deadline: d, firstByteMs: 50, otel: api }), lib.StreamStalled);
+      equal(e.phase, "first-byte");
+      const stalled = span(exporter.getFinishedSpans(), "deadline.stream");
+      attributes(stalled, { "deadline.stall.first_byte_ms": 50, "deadline.outcome": "stalled", "deadline.stream.chunks": 0, "deadline.stream.bytes": 0 });
+      const remaining = stalled.attributes["deadline.remaining_ms"];
+      ok(remaining > 9_000 && remaining <= 10_000, `remaining_ms ${remaining}`);
+      status(stalled, ERROR, e.message);
+      equal(stalled.events.map((ev) => ev.name).join(), "deadline.stall,exception");
+      attributes(stalled.events[0], { "deadline.stall.phase": "first-byte", "deadline.stall.after_ms": e.afterMs, "deadline.stall.chunks": 0 });
+      ok(ms(stalled.duration) >= 50, `the span covers the wait for headers: ${ms(stalled.duration)} ms`);
+
+      exporter.reset();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/steady?id=${id()}&n=3&gap=5`, undefined, { deadline: d, stallMs: 1_000, otel: api });
+      const body = new Uint8Array(await res.arrayBuffer());
+      const closed = span(exporter.getFinishedSpans(), "deadline.stream");
+      attributes(closed, { "deadline.outcome": "closed", "deadline.stall.stall_ms": 1_000, "deadline.stream.bytes": body.length });
+      ok(closed.attributes["deadline.stream.chunks"] >= 1, "chunks counted");
+      status(closed, UNSET);
+      d.dispose();
+    },
   },
   {
     name: "otel: with tracing off (no traceWith, or otel: null) nothing is traced though a provider is registered",
