@@ -16,6 +16,9 @@
 //    (js/keepalive.js), and nobody awaiting keeps nothing alive.
 // 4. A failure is a `RetryFailed` (js/retry.js) carrying every attempt's
 //    outcome; its `reason` is "deadline" only when the deadline ended it.
+// 5. With tracing on (js/otel.js), each attempt's span (a child of the
+//    hedge's) ends when the attempt settles, or with the hedge: "lost" when
+//    another won, the hedge's stop otherwise.
 
 import * as core from "./edge_deadline.js";
 import { isDeadlineExceeded, RetryFailed } from "./errors.js";

@@ -7,6 +7,7 @@ export interface OpenTelemetryApi {
   trace: {
     getTracer(name: string, version?: string): OpenTelemetryTracer;
     setSpan(context: any, span: any): any;
+    getSpan(context: any): any;
   };
   context: {
     active(): any;

@@ -14,7 +14,8 @@
 // otherwise the package asks the module for `getTracer("edge-deadline")`,
 // which follows whatever provider the application registers, even later.
 //
-// # The hook (for the package's modules, and later the CircuitBreaker's)
+// # The hook (for the package's modules: plans, retries, hedges, streams, and
+// # any other that reports to a trace, such as a circuit breaker)
 // - `tracing(option)` → a `Tracing` or `null`. `option` is a call's `otel`
 //   option as the caller wrote it: `undefined` means the package-wide one
 //   (`traceWith`), `null` turns tracing off for that call, an API module
@@ -39,6 +40,12 @@
 // - `t.event(span, name, attributes, atMs)`: a span event.
 // - `t.within(span, fn, ...args)`: calls `fn(...args)` with `span` as the
 //   active span, so spans the application starts inside are its children.
+// - `t.mark(name, attributes, atMs)`: something happened that has no span
+//   of its own (a breaker opening or closing): an event on the span active
+//   now, or, with none active, a span of no duration named `name`.
+// For example, a breaker that changes state:
+//   const t = tracing(options.otel); // once, where its options are read
+//   if (t !== null) t.mark("deadline.breaker", { "deadline.breaker.state": "open" }, now());
 // Attribute names are all under `deadline.` (OpenTelemetry has no deadline
 // convention); docs/api.md lists each one. A failing tracer is the
 // application's problem, not the request's: the hook does not catch what
@@ -102,6 +109,14 @@ class Tracing {
 
   event(span, name, attributes, atMs) {
     span.addEvent(name, attributes, this.epoch + atMs);
+  }
+
+  mark(name, attributes, atMs) {
+    const { api } = this;
+    const at = this.epoch + atMs;
+    const span = api.trace.getSpan(api.context.active());
+    if (span !== undefined) span.addEvent(name, attributes, at);
+    else this.tracer.startSpan(name, { attributes, startTime: at }).end(at);
   }
 
   within(span, fn, ...args) {

@@ -43,6 +43,10 @@
 //    until it settles (js/keepalive.js), and nobody awaiting keeps nothing
 //    alive. `p.run` uses `deadline.signal()`, so the deadline's owner
 //    disposes it when the request ends.
+// 8. With tracing on (js/otel.js), every `p.run` makes one step span, a
+//    child of the plan's, ended with its record (the same outcome and
+//    times); the plan's span ends once every step has run, or at `end()`.
+//    Off, a run reads `#tracing` once and nothing else.
 
 import * as core from "./edge_deadline.js";
 import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isDeadlineExceeded } from "./errors.js";

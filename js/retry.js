@@ -27,6 +27,9 @@
 // 6. What `classify` returns is checked in JS before it reaches the core,
 //    against the core's own list of failure kinds: a TypeError naming the
 //    callback, never a trap of the Wasm instance.
+// 7. With tracing on (js/otel.js), the retry's span ends when `retry`
+//    settles, each attempt's (its child) when the attempt ends, before the
+//    backoff, which is an event of the retry's span.
 //
 // # Per-attempt timeouts
 // An attempt cut at its own timeout aborts its signal with `AttemptTimeout`

@@ -72,6 +72,10 @@
 //    (`sseProgress`): keep-alive comments are silence. `fetchWithDeadline`
 //    reads the response's content type; `withStallTimeout` is told it with
 //    `contentType`. An `isProgress` given decides instead.
+// 6. With tracing on (js/otel.js), a wrapped stream has one span, from the
+//    start of the wait it bounds (`fetchWithDeadline`: the request) to the
+//    moment it settles; a `StreamStalled` verdict is its `deadline.stall`
+//    event. Off, it reads the hook once per stream and nothing per chunk.
 
 import * as core from "./edge_deadline.js";
 import { DeadlineExceeded, StreamStalled, isDeadlineExceeded, isStreamStalled } from "./errors.js";
@@ -193,9 +197,7 @@ export function guard(stream, opts, startedAt) {
   const isProgress = progressFor(predicate(o.isProgress, where), o.contentType);
   // The deadline carries its parents (a client that left): follow it.
   const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
-  const t = tracing(o.otel);
-  const span = t === null ? undefined : streamSpan(t, firstChunkMs, stallMs, at, now());
-  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t, span });
+  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t: tracing(o.otel) });
 }
 
 /** The deadline to follow, or undefined for a disposed one (its instant still applies). */
@@ -212,7 +214,8 @@ function followable(deadline) {
  * The wrapper itself, on checked arguments: `parents` are what it follows
  * (js/timers.js `child`), `controller` (anything with `abort(reason)` and
  * `signal`) is the upstream it aborts. `onSettle` runs once, when the stream
- * closes, errors or is cancelled.
+ * closes, errors or is cancelled. With tracing (`t`), the stream's span is
+ * `span` (started by the caller) or one started here once the limits passed.
  */
 function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t, span }, onSettle = noop) {
   // The watcher's first step validates the limits (a RangeError naming the
@@ -223,6 +226,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   const t0 = now();
   const since = startedAt ?? t0;
   const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
+  if (t != null) span ??= streamSpan(t, firstChunkMs, stallMs, at, t0);
   /** @type {core.StallWatcher | undefined} */
   let w;
   const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));

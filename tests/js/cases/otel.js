@@ -6,6 +6,7 @@
 // package's clock, so under fake time a span lasts exactly what was advanced.
 import { equal, ok, near, rejects, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
+import { tracing } from "../../../pkg/main.js";
 
 const UNSET = 0;
 const ERROR = 2;
@@ -338,6 +339,34 @@ const cases = [
       status(closed, UNSET);
       d.dispose();
     },
+  },
+  {
+    name: "otel: the hook's mark (what a circuit breaker reports): an event on the active span, or a span of no duration without one",
+    needs: ["otel"],
+    run: (lib, ctx) => traced(lib, ctx, async (clock) => {
+      const { api, exporter } = ctx.otel;
+      equal(tracing(undefined), null, "off: the caller keeps null");
+      equal(tracing(null), null);
+      const t = tracing(api);
+      equal(tracing(api), t, "one Tracing per module");
+      lib.traceWith(api);
+      ok(tracing(undefined) !== null, "traceWith's");
+      const app = api.trace.getTracer("app").startSpan("app");
+      const t0 = clock.now();
+      api.context.with(api.trace.setSpan(api.context.active(), app), () => t.mark("deadline.breaker", { "deadline.breaker.state": "open" }, t0 + 5));
+      app.end();
+      t.mark("deadline.breaker", { "deadline.breaker.state": "closed" }, t0 + 7);
+      const spans = exporter.getFinishedSpans();
+      equal(tree(spans), "app, deadline.breaker");
+      const [event] = span(spans, "app").events;
+      equal(event.name, "deadline.breaker");
+      attributes(event, { "deadline.breaker.state": "open" });
+      const alone = span(spans, "deadline.breaker");
+      attributes(alone, { "deadline.breaker.state": "closed" });
+      equal(ms(alone.duration), 0);
+      near(ms(alone.startTime) - ms(event.time), 2, 1e-3, "both on the package's clock");
+      status(alone, UNSET);
+    }),
   },
   {
     name: "otel: with tracing off (no traceWith, or otel: null) nothing is traced though a provider is registered",
