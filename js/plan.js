@@ -203,9 +203,9 @@ export class Plan {
     const s = this.#steps[i];
     const cap = core.planCap(this.#fallback[i], s.minMs, s.preferredMs, s.heldAfterMs, at, t0);
     const remaining = at > t0 ? at - t0 : 0;
+    const parent = this.#deadline.signal(); // throws for a disposed deadline: before any span starts
     const t = this.#tracing;
     const span = t === null ? undefined : this.#stepSpan(t, s, cap, t0);
-    const parent = this.#deadline.signal();
     // A departed client wins over any refusal (invariant 5); the deadline's
     // own expiry does not: a step refused for time is skipped or insufficient.
     const departed = parent.aborted && this.#reasonOutcome(parent.reason) === "aborted";

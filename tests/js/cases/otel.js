@@ -48,17 +48,22 @@ function status(s, code, message) {
   if (message !== undefined) equal(s.status.message, message, `${s.name}: status message`);
 }
 
-/** Runs `body` with a fresh exporter and no package-wide tracing before or after. */
+/**
+ * Runs `body` with a fresh exporter and no package-wide tracing before or after; then every span
+ * that was started has ended (a span never ended is never exported: lost, with its children's parent).
+ */
 async function traced(lib, ctx, body) {
   ctx.otel.exporter.reset();
+  ctx.otel.forgetOpen();
   lib.traceWith(null);
   const clock = installFakeTime();
   try {
-    return await body(clock);
+    await body(clock);
   } finally {
     clock.restore();
     lib.traceWith(null);
   }
+  equal(ctx.otel.open().join(", "), "", "spans started and never ended");
 }
 
 const cases = [
@@ -162,6 +167,17 @@ const cases = [
       ok(/at least 500 ms/.test(generate.status.message), generate.status.message);
       equal(generate.events[0].attributes["exception.type"], "InsufficientBudget");
       d.dispose();
+
+      // Bad input once tracing is on: a step of a disposed deadline, bad limits for a stream. The
+      // error is the caller's; no span is left open (traced() checks).
+      exporter.reset();
+      const gone = lib.Deadline.in(1_000);
+      const q = lib.plan(gone, [{ name: "x", minMs: 1, kind: "mandatory" }]);
+      gone.dispose();
+      await rejects(q.run("x", () => "never"), Error, /disposed/);
+      q.end();
+      throwsArg(() => lib.withStallTimeout(new ReadableStream(), { firstChunkMs: -1, stallMs: 1 }), RangeError, "options.firstChunkMs", "NEGATIVE");
+      equal(tree(exporter.getFinishedSpans()), "deadline.plan", "the plan's span, and no step's");
     }),
   },
   {
@@ -229,6 +245,16 @@ const cases = [
       const cut = span(after, "deadline.attempt");
       attributes(cut, { "deadline.outcome": "deadline", "deadline.cap_ms": 50 });
       equal(cut.events[0].attributes["exception.type"], "DeadlineExceeded");
+
+      // A classify that breaks its contract rejects retry with a TypeError: both spans end with it.
+      exporter.reset();
+      const other = lib.Deadline.in(1_000);
+      const broken = await rejects(lib.retry(() => Promise.reject(new Error("x")), { deadline: other, classify: () => "maybe" }), TypeError, /'options.classify'/);
+      const spans2 = exporter.getFinishedSpans();
+      equal(tree(spans2), "deadline.retry[deadline.attempt]");
+      attributes(span(spans2, "deadline.retry"), { "deadline.outcome": "error" });
+      status(span(spans2, "deadline.retry"), ERROR, broken.message);
+      other.dispose();
     }),
   },
   {
@@ -317,6 +343,7 @@ const cases = [
     run: async (lib, ctx) => {
       const { api, exporter } = ctx.otel;
       exporter.reset();
+      ctx.otel.forgetOpen();
       const id = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
       const d = lib.Deadline.in(10_000);
       const e = await rejects(lib.fetchWithDeadline(`${ctx.fixtureUrl}/stall/no-headers?id=${id()}`, undefined, { deadline: d, firstByteMs: 50, otel: api }), lib.StreamStalled);
@@ -338,6 +365,7 @@ const cases = [
       ok(closed.attributes["deadline.stream.chunks"] >= 1, "chunks counted");
       status(closed, UNSET);
       d.dispose();
+      equal(ctx.otel.open().join(", "), "", "spans started and never ended");
     },
   },
   {
