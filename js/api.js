@@ -18,6 +18,7 @@ export { createSseProgress, fetchWithDeadline, isStreamStalled, sseProgress, Str
 export { plan, Plan, isSkipped } from "./plan.js";
 export { retry, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
 export { hedge } from "./hedge.js";
+export { traceWith } from "./otel.js";
 export { RetryBudget } from "./retry_budget.js";
 export { toHeaders, encodeHeader, parseHeader, deadlineHeaders } from "./headers.js";
 export { platformCaps } from "./caps.js";

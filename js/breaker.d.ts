@@ -1,6 +1,7 @@
 // Types for js/breaker.js. The options and the counters are generated from the
 // Rust core (src/core/breaker.rs) into edge_deadline_derive.d.ts.
 import type { BreakerOptions, CircuitState, CircuitStats, OpenReason } from "./edge_deadline_derive.js";
+import type { OtelOption } from "./otel.js";
 
 export type { CircuitState, CircuitStats, OpenReason };
 
@@ -15,7 +16,7 @@ export type CircuitStateChange =
  * when half of the last 100 calls failed once 20 were seen; open for 10 000 ms; 1 probe;
  * 1 000 keys), plus the JS callbacks.
  */
-export type CircuitBreakerOptions = BreakerOptions & {
+export type CircuitBreakerOptions = BreakerOptions & OtelOption & {
   /** Called after each change of a key's state; what it throws is reported and changes nothing. */
   onStateChange?: (event: CircuitStateChange) => void;
   /** Whether a rejection of `run` counts as a failure (default: every one does). Must return a boolean. */

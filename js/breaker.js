@@ -20,12 +20,15 @@
 // 5. `#closed[slot]` is true only while the core's key is closed: set from
 //    the core's own answers (a check that admitted as closed, a change code
 //    of a record), cleared by an import. Only then is `check` skipped.
-// 6. No timer and no listener: an open key half-opens when a call arrives
+// 6. With tracing on (js/otel.js), each change is also a `deadline.breaker`
+//    event on the span active then (or a span of its own).
+// 7. No timer and no listener: an open key half-opens when a call arrives
 //    after `openMs` (the core compares instants).
 
 import * as core from "./edge_deadline_derive.js";
 import { argumentError, CircuitOpen, CODES } from "./errors.js";
 import { isReady, notReady } from "./derive-load.js";
+import { tracing } from "./otel.js";
 import { now } from "./timers.js";
 import * as check from "./validate.js";
 
@@ -191,11 +194,15 @@ export class CircuitBreaker {
   #isFailure;
   /** Whether every call is timed (`slowCallMs`); otherwise only one given `slowMs`. */
   #timed = false;
+  /** The `otel` option as given (resolved at each change, so a later `traceWith` counts). */
+  #otel;
 
   static {
     recordOutcome = (b, key, slot, probe, outcome, start, slowMs) => {
+      // A call that ends after dispose() keeps its own result: its outcome has nowhere to go.
+      if (b.#core === undefined) return;
       const t = now();
-      const code = b.#live().record(slot, t, probe, outcome, t - start, slowMs);
+      const code = b.#core.record(slot, t, probe, outcome, t - start, slowMs);
       if (code !== 0) {
         b.#closed[slot] = code === 7;
         b.#emit(key, code, t);
@@ -225,7 +232,9 @@ export class CircuitBreaker {
     }
     this.#onStateChange = o.onStateChange === undefined ? undefined : check.fn("options.onStateChange", o.onStateChange, "a function (event) => void");
     this.#isFailure = o.isFailure === undefined ? undefined : check.fn("options.isFailure", o.isFailure, "a function (error) => boolean");
-    const { onStateChange: _a, isFailure: _b, ...numbers } = o;
+    tracing(o.otel); // checks it: a TypeError naming options.otel
+    this.#otel = o.otel;
+    const { onStateChange: _a, isFailure: _b, otel: _c, ...numbers } = o;
     this.#core = new core.BreakerCore(numbers);
     this.#timed = o.slowCallMs !== undefined;
   }
@@ -257,9 +266,19 @@ export class CircuitBreaker {
 
   #emit(key, code, at) {
     const listener = this.#onStateChange;
+    const t = tracing(this.#otel);
+    if (!listener && t === null) return;
+    const event = change(key, code, at);
+    // Tracing (js/otel.js): an event on the span active now (a plan step's,
+    // a retry's attempt's), or a span of its own when none is.
+    if (t !== null) {
+      const attributes = { "deadline.breaker.key": key, "deadline.breaker.from": event.from, "deadline.breaker.to": event.to };
+      if (event.reason !== undefined) attributes["deadline.breaker.reason"] = event.reason;
+      t.mark("deadline.breaker", attributes, at);
+    }
     if (!listener) return;
     try {
-      listener(change(key, code, at));
+      listener(event);
     } catch (error) {
       report(error);
     }
@@ -405,6 +424,9 @@ export class CircuitBreaker {
   dispose() {
     this.#core?.free();
     this.#core = undefined;
+    // The closed check reads only these: with them gone, every use throws.
+    this.#slots.clear();
+    this.#closed = [];
   }
 }
 

@@ -3,9 +3,10 @@
 // edge_deadline.d.ts.
 import type { HedgeOptions as HedgePolicyOptions } from "./edge_deadline.js";
 import type { Deadline } from "./index.js";
+import type { OtelOption } from "./otel.js";
 
 /** `hedge`'s options: the core's policy and what the host owns. */
-export interface HedgeOptions extends HedgePolicyOptions {
+export interface HedgeOptions extends HedgePolicyOptions, OtelOption {
   deadline: Deadline;
   signal?: AbortSignal;
 }

@@ -180,5 +180,6 @@ export * from "./plan.js";
 export * from "./retry.js";
 export * from "./retry_budget.js";
 export * from "./hedge.js";
+export * from "./otel.js";
 export * from "./headers.js";
 export * from "./caps.js";

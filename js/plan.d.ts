@@ -5,6 +5,7 @@
 import type { Outcome, StepKind, StepSpec, TraceRecord } from "./edge_deadline.js";
 import type { Deadline } from "./index.js";
 import type { RetryCircuit } from "./retry.js";
+import type { OtelOption } from "./otel.js";
 
 export type { StepKind, StepSpec, TraceRecord };
 
@@ -14,7 +15,7 @@ export type { StepKind, StepSpec, TraceRecord };
  */
 export type StepOutcome = Outcome;
 
-export interface PlanOptions {
+export interface PlanOptions extends OtelOption {
   /**
    * Called with each record as it happens (before that step's `run` settles). What it throws never changes
    * the step's result: it goes to `onStepError`, or to `console.error` without one.
@@ -88,4 +89,9 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
   readonly deadline: Deadline;
   /** Step names in declaration order. */
   readonly steps: string[];
+  /**
+   * Ends the plan's span (with tracing on: `otel` or `traceWith`); it also ends by itself once every
+   * step has run. Safe to call more than once, and with tracing off.
+   */
+  end(): void;
 }

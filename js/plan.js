@@ -43,11 +43,16 @@
 //    until it settles (js/keepalive.js), and nobody awaiting keeps nothing
 //    alive. `p.run` uses `deadline.signal()`, so the deadline's owner
 //    disposes it when the request ends.
+// 8. With tracing on (js/otel.js), every `p.run` makes one step span, a
+//    child of the plan's, ended with its record (the same outcome and
+//    times); the plan's span ends once every step has run, or at `end()`.
+//    Off, a run reads `#tracing` once and nothing else.
 
 import * as core from "./edge_deadline.js";
 import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isCircuitOpen, isDeadlineExceeded } from "./errors.js";
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
+import { tracing } from "./otel.js";
 import { metric } from "./servertiming.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
@@ -58,16 +63,17 @@ const TOKEN = Symbol("Plan constructor");
  * Plans `steps` inside `deadline`.
  * @param {import("./deadline.js").Deadline} deadline
  * @param {Array<{ name: string, minMs: number, preferredMs?: number, kind: "mandatory" | "optional" | "fallback", reserveMs?: number }>} steps
- * @param {{ onStep?: (record: TraceRecord) => void, onStepError?: (error: unknown, record: TraceRecord) => void, marginMs?: number }} [options]
+ * @param {{ onStep?: (record: TraceRecord) => void, onStepError?: (error: unknown, record: TraceRecord) => void, marginMs?: number, otel?: object | null }} [options]
  */
 export function plan(deadline, steps, options) {
   if (!isReady()) notReady("plan");
   check.deadline("deadline", deadline);
   if (!Array.isArray(steps)) throw check.typeError("steps", "an array of steps", steps);
-  const { onStep, onStepError, marginMs } = check.obj("options", options, "an object like { onStep, onStepError, marginMs }", true);
+  const { onStep, onStepError, marginMs, otel } = check.obj("options", options, "an object like { onStep, onStepError, marginMs }", true);
   if (onStep !== undefined) check.fn("options.onStep", onStep);
   if (onStepError !== undefined) check.fn("options.onStepError", onStepError);
   check.optNumber("options.marginMs", marginMs);
+  const t = tracing(otel);
   // Types here (Wasm cannot see them); every range, name and kind rule is the core's.
   for (let i = 0; i < steps.length; i++) {
     const s = check.obj(`steps[${i}]`, steps[i], "an object like { name, minMs, kind }");
@@ -77,8 +83,9 @@ export function plan(deadline, steps, options) {
     check.optNumber(`steps[${i}].preferredMs`, s.preferredMs);
     check.optNumber(`steps[${i}].reserveMs`, s.reserveMs);
   }
-  const info = core.planNew(deadline.at, now(), steps, marginMs);
-  return new Plan(TOKEN, deadline, info.steps, onStep, onStepError);
+  const t0 = now();
+  const info = core.planNew(deadline.at, t0, steps, marginMs);
+  return new Plan(TOKEN, deadline, info.steps, onStep, onStepError, t, t0);
 }
 
 /**
@@ -133,9 +140,18 @@ export class Plan {
   #onStep;
   #onStepError;
   #records = [];
+  /**
+   * Tracing (js/otel.js), or null when it is off; the plan's span (kept once
+   * ended: a later step is still its child); whether it is open; the steps
+   * run so far (tracing only).
+   */
+  #tracing;
+  #span;
+  #open = false;
+  #ran;
 
   /** @private Use `plan(deadline, steps, options)`. */
-  constructor(token, deadline, steps, onStep, onStepError) {
+  constructor(token, deadline, steps, onStep, onStepError, t = null, t0 = 0) {
     if (token !== TOKEN) throw argumentError("type", CODES.NOT_CONSTRUCTIBLE, undefined, "use plan(deadline, steps, options) to create a plan");
     this.#deadline = deadline;
     this.#at = deadline.at;
@@ -144,6 +160,22 @@ export class Plan {
     steps.forEach((s, i) => this.#index.set(s.name, i));
     this.#onStep = onStep;
     this.#onStepError = onStepError;
+    this.#tracing = t;
+    if (t !== null) {
+      this.#ran = new Set();
+      this.#open = true;
+      this.#span = t.start("deadline.plan", undefined, this.#at, t0, { "deadline.steps": steps.length });
+    }
+  }
+
+  /**
+   * Ends the plan's span (when tracing is on; it also ends by itself once
+   * every step has run). Safe to call more than once, and with tracing off.
+   */
+  end() {
+    if (!this.#open) return;
+    this.#open = false;
+    this.#tracing.close(this.#span, now(), { "deadline.steps_run": this.#records.length });
   }
 
   /**
@@ -176,15 +208,17 @@ export class Plan {
     const s = this.#steps[i];
     const cap = core.planCap(this.#fallback[i], s.minMs, s.preferredMs, s.heldAfterMs, at, t0);
     const remaining = at > t0 ? at - t0 : 0;
-    const parent = this.#deadline.signal();
+    const parent = this.#deadline.signal(); // throws for a disposed deadline: before any span starts
+    const t = this.#tracing;
+    const span = t === null ? undefined : this.#stepSpan(t, s, cap, t0);
     // A departed client wins over any refusal (invariant 5); the deadline's
     // own expiry does not: a step refused for time is skipped or insufficient.
     const departed = parent.aborted && this.#reasonOutcome(parent.reason) === "aborted";
     // The fallback always runs (invariant 1); with nothing left, at once.
-    if (this.#fallback[i] && (cap === 0 || parent.aborted)) return this.#runSpent(name, fn, t0, remaining, parent);
-    if (cap === 0 && !departed) return this.#refuse(s, t0, remaining);
+    if (this.#fallback[i] && (cap === 0 || parent.aborted)) return this.#runSpent(name, fn, t0, remaining, parent, span);
+    if (cap === 0 && !departed) return this.#refuse(s, t0, remaining, span);
     if (parent.aborted) {
-      return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false);
+      return this.#settle(name, remaining, 0, t0, this.#reasonOutcome(parent.reason), parent.reason, false, span);
     }
     let permit;
     if (circuit !== undefined) {
@@ -218,7 +252,7 @@ export class Plan {
             [outcome, value, ok] = ["error", error, false];
           }
         }
-        this.#record(name, remaining, cap, t0, outcome);
+        this.#record(name, remaining, cap, t0, outcome, span, ok ? undefined : value);
         if (ok) resolve(value);
         else reject(value);
       };
@@ -236,7 +270,7 @@ export class Plan {
       if (settled) return;
       let result;
       try {
-        result = fn(step.signal, cap);
+        result = span === undefined ? fn(step.signal, cap) : t.within(span, fn, step.signal, cap);
       } catch (error) {
         return finish("error", error, false);
       }
@@ -252,13 +286,14 @@ export class Plan {
    * client's reason, the deadline's, or its own cap of 0 when a later step
    * holds what is left) and a budget of 0, and its own result settles `p.run`.
    */
-  #runSpent(name, fn, t0, remaining, parent) {
+  #runSpent(name, fn, t0, remaining, parent, span) {
     const at = this.#at;
     const reason = parent.aborted ? parent.reason : at <= t0 ? new DeadlineExceeded(at, t0 - at) : new StepTimeout(name, 0);
-    const settle = (outcome, value, ok) => this.#settle(name, remaining, 0, t0, outcome, value, ok);
+    const settle = (outcome, value, ok) => this.#settle(name, remaining, 0, t0, outcome, value, ok, span);
     let result;
     try {
-      result = fn(AbortSignal.abort(reason), 0);
+      const signal = AbortSignal.abort(reason);
+      result = span === undefined ? fn(signal, 0) : this.#tracing.within(span, fn, signal, 0);
     } catch (error) {
       return settle(failed(error), error, false);
     }
@@ -326,28 +361,42 @@ export class Plan {
    * is made when first read, see `skipped`); a mandatory or fallback one gets
    * InsufficientBudget with the numbers of core.planRefusal.
    */
-  #refuse(step, t0, remaining) {
+  #refuse(step, t0, remaining, span) {
     if (step.kind === "optional") {
       const availableMs = core.planSkipReason(step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
-      return this.#settle(step.name, remaining, 0, t0, "skipped", skipped(availableMs, step.minMs), true);
+      return this.#settle(step.name, remaining, 0, t0, "skipped", skipped(availableMs, step.minMs), true, span);
     }
     const { outcome, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
     const error = new InsufficientBudget(availableMs, minMs);
     error.step = step.name;
-    return this.#settle(step.name, remaining, 0, t0, outcome, error, false);
+    return this.#settle(step.name, remaining, 0, t0, outcome, error, false, span);
   }
 
   /** Records one step and settles its promise with the step's own result. */
-  #settle(step, remaining, cap, t0, outcome, value, ok) {
-    this.#record(step, remaining, cap, t0, outcome);
+  #settle(step, remaining, cap, t0, outcome, value, ok, span) {
+    this.#record(step, remaining, cap, t0, outcome, span, ok ? undefined : value);
     return ok ? Promise.resolve(value) : Promise.reject(value);
   }
 
+  /** A step's span, a child of the plan's (tracing on only). */
+  #stepSpan(t, s, cap, t0) {
+    return t.start(`deadline.step ${s.name}`, this.#span, this.#at, t0, { "deadline.step": s.name, "deadline.step.kind": s.kind, "deadline.cap_ms": cap });
+  }
+
+  /** Ends a step's span; the plan's ends with the last of its steps to run. */
+  #traced(span, record, t1, error) {
+    this.#tracing.end(span, record.outcome, t1, error);
+    this.#ran.add(record.step);
+    if (this.#ran.size === this.#steps.length) this.end();
+  }
+
   /** Appends one record and calls `onStep`; what the hook throws goes to `onStepError` (invariant 4). */
-  #record(step, remaining, cap, t0, outcome) {
-    const elapsed = now() - t0;
+  #record(step, remaining, cap, t0, outcome, span, error) {
+    const t1 = now();
+    const elapsed = t1 - t0;
     const record = { step, remainingAtStartMs: remaining, capMs: cap, elapsedMs: elapsed > 0 ? elapsed : 0, outcome };
     this.#records.push(record);
+    if (span !== undefined) this.#traced(span, record, t1, error);
     if (!this.#onStep) return;
     try {
       this.#onStep(record);

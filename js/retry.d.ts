@@ -11,6 +11,7 @@ import type {
 } from "./edge_deadline.js";
 import type { RetryBudget } from "./retry_budget.js";
 import type { Deadline } from "./index.js";
+import type { OtelOption } from "./otel.js";
 
 export type { BackoffOptions, Failure };
 
@@ -23,7 +24,7 @@ export interface AttemptInfo {
 }
 
 /** `retry`'s options: the core's policy (`attemptMinMs`, `attemptTimeoutMs`, `backoff`, `maxAttempts`, `idempotent`) and what the host owns. */
-export interface RetryOptions extends RetryPolicyOptions {
+export interface RetryOptions extends RetryPolicyOptions, OtelOption {
   deadline: Deadline;
   /** …unless this key lets the server de-duplicate (it is passed to `fn`). */
   operationKey?: string;

@@ -34,6 +34,9 @@
 //    Every attempt that went through tells the breaker how it ended: a
 //    success, a failure, a timeout (its own or the deadline's), or cancelled
 //    when the caller's signal ended it.
+// 8. With tracing on (js/otel.js), the retry's span ends when `retry`
+//    settles, each attempt's (its child) when the attempt ends, before the
+//    backoff, which is an event of the retry's span.
 //
 // # Per-attempt timeouts
 // An attempt cut at its own timeout aborts its signal with `AttemptTimeout`
@@ -48,6 +51,7 @@ import { argumentError, AttemptTimeout, CODES, isCircuitOpen, isDeadlineExceeded
 import { retryBudgetCore, RetryBudget } from "./retry_budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
+import { tracing } from "./otel.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
@@ -97,7 +101,7 @@ function checkBackoff(param, backoff) {
  * `{ ok: false, error, ended }` with `ended` = "error" | "timeout" |
  * "deadline" | "aborted".
  */
-function attempt(fn, info, timeoutMs, deadline, parent) {
+function attempt(fn, info, timeoutMs, deadline, parent, t, span) {
   const at = deadline.at;
   return new Promise((resolve) => {
     let settled = false;
@@ -122,7 +126,7 @@ function attempt(fn, info, timeoutMs, deadline, parent) {
     if (settled) return;
     let result;
     try {
-      result = fn(node.signal, info);
+      result = span === undefined ? fn(node.signal, info) : t.within(span, fn, node.signal, info);
     } catch (error) {
       return finish({ ok: false, error, ended: "error" });
     }
@@ -207,6 +211,7 @@ async function retryLoop(fn, options) {
   }
   const classify = o.classify === undefined ? defaultClassify : check.fn("options.classify", o.classify, "a function (error) => \"ambiguous\" | \"not-applied\" | \"permanent\"");
   const seed = seedFrom("options.seed", o.seed);
+  const t = tracing(o.otel);
   const at = deadline.at;
   const deadlineSignal = deadline.signal();
   // The options cross as their fields (scalars): through serde, reading an
@@ -214,6 +219,13 @@ async function retryLoop(fn, options) {
   const b = o.backoff;
   const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, b?.jitter, o.maxAttempts, o.idempotent, o.operationKey !== undefined, seed);
   const errors = [];
+  // Tracing (js/otel.js): the retry's span, each attempt's a child of it.
+  let span; // undefined once ended
+  let open; // the attempt's span, until it ends
+  if (t !== null) {
+    const t0 = now();
+    span = t.start("deadline.retry", undefined, at, t0);
+  }
   // The core's records (attempt, startedAtMs, timeoutMs, elapsedMs, outcome,
   // failure?) with each attempt's error.
   const attempts = () => run.records().map((r, i) => ({ ...r, failure: r.failure, error: errors[i] }));
@@ -223,6 +235,10 @@ async function retryLoop(fn, options) {
     const { reason, message } = run.stop();
     const list = attempts();
     const last = list[list.length - 1];
+    if (span !== undefined) {
+      t.end(span, reason, now(), message, { "deadline.attempts": list.length });
+      span = undefined;
+    }
     return new RetryFailed(reason, message, list, cause !== undefined ? { cause } : last ? { cause: last.error } : undefined);
   };
   // The hook sees each attempt's record once it is final; what it throws is
@@ -247,8 +263,8 @@ async function retryLoop(fn, options) {
     for (let number = 1; ; number++) {
       if (parent?.aborted) throw signalEnded(parent);
       if (deadlineSignal.aborted) throw signalEnded(deadlineSignal);
-      const t = now();
-      const timeoutMs = budget ? run.startBudgeted(t, retryBudgetCore(budget)) : run.start(t);
+      const t0 = now();
+      const timeoutMs = budget ? run.startBudgeted(t0, retryBudgetCore(budget)) : run.start(t0);
       if (timeoutMs === undefined) throw stopped();
       let permit;
       if (circuit !== undefined) {
@@ -265,7 +281,8 @@ async function retryLoop(fn, options) {
         }
       }
       const info = { attempt: number, timeoutMs, operationKey: o.operationKey };
-      const result = await attempt(fn, info, timeoutMs, deadline, parent);
+      const attemptSpan = (open = span === undefined ? undefined : t.start("deadline.attempt", span, at, t0, { "deadline.attempt": number, "deadline.cap_ms": timeoutMs }));
+      const result = await attempt(fn, info, timeoutMs, deadline, parent, t, attemptSpan);
       const t1 = now();
       if (permit !== undefined) {
         if (result.ok) permit.success();
@@ -275,11 +292,21 @@ async function retryLoop(fn, options) {
       }
       if (result.ok) {
         run.succeeded(t1);
+        if (span !== undefined) {
+          t.end(attemptSpan, "ok", t1);
+          open = undefined;
+          t.end(span, "ok", t1, undefined, { "deadline.attempts": number });
+          span = undefined;
+        }
         ended();
         return result.value;
       }
       errors.push(result.error);
       if (result.ended === "aborted" || result.ended === "deadline") {
+        if (attemptSpan !== undefined) {
+          t.end(attemptSpan, result.ended, t1, result.error);
+          open = undefined;
+        }
         // The loop ends here; the core records the attempt (ambiguous: it
         // may have been applied) without asking the budget for a retry.
         const e = signalEnded(result.ended === "aborted" && parent?.aborted ? parent : deadlineSignal);
@@ -288,17 +315,30 @@ async function retryLoop(fn, options) {
       }
       // A timeout is the core's ambiguous failure; an error is classified here.
       let delay;
+      let failure = "ambiguous";
       if (result.ended === "timeout") {
         delay = budget ? run.timedOutBudgeted(t1, retryBudgetCore(budget)) : run.timedOut(t1);
       } else {
-        const failure = classified(classify, result.error);
+        failure = classified(classify, result.error);
         delay = budget ? run.failedBudgeted(t1, failure, retryBudgetCore(budget)) : run.failed(t1, failure);
+      }
+      if (attemptSpan !== undefined) {
+        t.end(attemptSpan, result.ended, t1, result.error, { "deadline.failure": failure });
+        open = undefined;
+        if (delay !== undefined) t.event(span, "deadline.backoff", { "deadline.attempt": number, "deadline.backoff_ms": delay }, t1);
       }
       ended();
       if (delay === undefined) throw stopped();
       const woke = await sleep(delay, deadline, parent);
       if (woke) throw signalEnded(woke);
     }
+  } catch (error) {
+    // Not a stop of the core's (`classify` broke its contract): the spans end with it.
+    if (span !== undefined) {
+      if (open !== undefined) t.end(open, "error", now(), error);
+      t.end(span, "error", now(), error);
+    }
+    throw error;
   } finally {
     run.free();
   }

@@ -1,6 +1,7 @@
 // Types for js/stall.js and js/sse.js: stall detection on streams and fetch.
 import type { DeadlineHeader } from "./headers.js";
 import type { Deadline } from "./index.js";
+import type { OtelOption } from "./otel.js";
 
 /** Which limit expired: headers (fetchWithDeadline only), first progress chunk, or a gap between progress chunks. */
 export type StallPhase = "first-byte" | "first-chunk" | "stall";
@@ -21,7 +22,7 @@ export class StreamStalled extends Error {
 /** Brand check that works across two copies of the package and on workerd's clones of abort reasons. */
 export function isStreamStalled(e: unknown): e is StreamStalled;
 
-export interface StallOptions<T> {
+export interface StallOptions<T> extends OtelOption {
   /** Limit before the first progress chunk, ms (it legitimately holds queueing and prefill); 0: no time left, the stream stalls at once. */
   firstChunkMs: number;
   /** Limit on the gap between progress chunks after the first, ms (greater than 0). */
@@ -61,7 +62,7 @@ export interface StallOptions<T> {
  */
 export function withStallTimeout<T>(stream: ReadableStream<T>, options: StallOptions<T>): ReadableStream<T>;
 
-export interface FetchDeadlineOptions {
+export interface FetchDeadlineOptions extends OtelOption {
   /** Bounds the request, the headers and the whole body. */
   deadline: Deadline;
   /** Limit on the wait for response headers, ms; rejects with `StreamStalled` phase "first-byte" (at once for 0). */

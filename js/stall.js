@@ -72,10 +72,15 @@
 //    (`sseProgress`): keep-alive comments are silence. `fetchWithDeadline`
 //    reads the response's content type; `withStallTimeout` is told it with
 //    `contentType`. An `isProgress` given decides instead.
+// 6. With tracing on (js/otel.js), a wrapped stream has one span, from the
+//    start of the wait it bounds (`fetchWithDeadline`: the request) to the
+//    moment it settles; a `StreamStalled` verdict is its `deadline.stall`
+//    event. Off, it reads the hook once per stream and nothing per chunk.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, StreamStalled, isStreamStalled } from "./errors.js";
+import { DeadlineExceeded, StreamStalled, isDeadlineExceeded, isStreamStalled } from "./errors.js";
 import { isReady, notReady } from "./load.js";
+import { tracing } from "./otel.js";
 import { crossOriginInBrowser, propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
 import { child, now } from "./timers.js";
@@ -192,7 +197,7 @@ export function guard(stream, opts, startedAt) {
   const isProgress = progressFor(predicate(o.isProgress, where), o.contentType);
   // The deadline carries its parents (a client that left): follow it.
   const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
-  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt });
+  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t: tracing(o.otel) });
 }
 
 /** The deadline to follow, or undefined for a disposed one (its instant still applies). */
@@ -209,9 +214,10 @@ function followable(deadline) {
  * The wrapper itself, on checked arguments: `parents` are what it follows
  * (js/timers.js `child`), `controller` (anything with `abort(reason)` and
  * `signal`) is the upstream it aborts. `onSettle` runs once, when the stream
- * closes, errors or is cancelled.
+ * closes, errors or is cancelled. With tracing (`t`), the stream's span is
+ * `span` (started by the caller) or one started here once the limits passed.
  */
-function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt }, onSettle = noop) {
+function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t, span }, onSettle = noop) {
   // The watcher's first step validates the limits (a RangeError naming the
   // parameter) before the source is locked. The watcher object is made at the
   // stream's first event from the same inputs, so in the same state: a
@@ -220,6 +226,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   const t0 = now();
   const since = startedAt ?? t0;
   const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
+  if (t != null) span ??= streamSpan(t, firstChunkMs, stallMs, at, t0);
   /** @type {core.StallWatcher | undefined} */
   let w;
   const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));
@@ -308,9 +315,11 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   /** How many progress chunks have been passed on (for js/relay.js: commit on the first). */
   const progressSoFar = () => progress;
 
-  function settle() {
+  /** `outcome` and `reason` are for the stream's span: "closed", "cancelled" or `fail`'s. */
+  function settle(outcome, reason) {
     settled = true;
     aheadChunk = undefined;
+    if (span !== undefined) streamEnded(t, span, outcome, reason, chunks, bytes);
     node?.dispose();
     w?.free();
     if (holding) keep();
@@ -320,7 +329,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   /** Errors the wrapper, aborts the upstream and cancels the source, all with `reason`. */
   function fail(reason) {
     if (settled) return;
-    settle();
+    settle(span === undefined ? undefined : failure(reason, node), reason);
     out.error(reason);
     if (controller && !controller.signal.aborted) controller.abort(reason);
     reader.cancel(reason).catch(noop);
@@ -334,7 +343,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   function onRead(result) {
     if (settled) return;
     if (result.done) {
-      settle();
+      settle("closed");
       out.close();
       return;
     }
@@ -411,7 +420,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     },
     cancel(reason) {
       if (settled) return;
-      settle();
+      settle("cancelled");
       // Cancel first: aborting first would error the source, and its cancel would then reject.
       const cancelled = reader.cancel(reason);
       if (controller && !controller.signal.aborted) controller.abort(reason);
@@ -419,6 +428,33 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
     },
   }, { highWaterMark: 0 });
   return { stream, progress: progressSoFar };
+}
+
+// ---- tracing (js/otel.js) -----------------------------------------------------------------
+
+/** A wrapped stream's span, from the start of the wait it bounds to the stream's end. */
+function streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs) {
+  const attributes = {};
+  if (firstByteMs !== undefined) attributes["deadline.stall.first_byte_ms"] = firstByteMs;
+  if (firstChunkMs !== undefined) attributes["deadline.stall.first_chunk_ms"] = firstChunkMs;
+  if (stallMs !== undefined) attributes["deadline.stall.stall_ms"] = stallMs;
+  return t.start("deadline.stream", undefined, at, t0, attributes);
+}
+
+/** How a stream that failed with `reason` ended, as a span's outcome. */
+function failure(reason, node) {
+  if (isStreamStalled(reason)) return "stalled";
+  if (isDeadlineExceeded(reason)) return "deadline";
+  return node?.aborted && node.reason === reason ? "aborted" : "error";
+}
+
+/** Ends a stream's span; a stall verdict is its event `deadline.stall`. */
+function streamEnded(t, span, outcome, reason, chunks, bytes) {
+  const at = now();
+  if (outcome === "stalled") {
+    t.event(span, "deadline.stall", { "deadline.stall.phase": reason.phase, "deadline.stall.after_ms": reason.afterMs, "deadline.stall.chunks": reason.chunks, "deadline.stall.bytes": reason.bytes }, at);
+  }
+  t.end(span, outcome, at, reason, { "deadline.stream.chunks": chunks, "deadline.stream.bytes": bytes });
 }
 
 // ---- fetch ---------------------------------------------------------------------------------
@@ -467,6 +503,8 @@ export async function fetchWithDeadline(input, init, opts) {
   const t0 = now();
   core.stallStart(firstChunkMs, stallMs, at, t0, t0);
   const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
+  const t = tracing(o.otel);
+  const span = t === null ? undefined : streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs);
 
   // The request's own child: it follows the deadline (and so the deadline's
   // parents), the caller's signal and a Request input's signal.
@@ -502,16 +540,19 @@ export async function fetchWithDeadline(input, init, opts) {
   } catch (error) {
     upstream.dispose();
     // Some runtimes reject with their own AbortError: report our reason.
-    throw upstream.aborted ? upstream.reason : error;
+    const reason = upstream.aborted ? upstream.reason : error;
+    if (span !== undefined) streamEnded(t, span, failure(reason, upstream), reason, 0, 0);
+    throw reason;
   } finally {
     waitForHeaders?.dispose();
   }
   if (response.body === null) {
     upstream.dispose();
+    if (span !== undefined) streamEnded(t, span, "closed", undefined, 0, 0);
     return response;
   }
   const progress = progressFor(isProgress, response.headers.get("content-type"));
-  const body = wrap(response.body, { firstChunkMs, stallMs, at, controller: upstream, parents: [upstream], isProgress: progress }, () => upstream.dispose()).stream;
+  const body = wrap(response.body, { firstChunkMs, stallMs, at, controller: upstream, parents: [upstream], isProgress: progress, t, span }, () => upstream.dispose()).stream;
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
   for (const key of ["url", "redirected", "type"]) {

@@ -27,7 +27,7 @@ ${code}`;
 
 // Deno counts ref'd host timers as Node does (its process.getActiveResourcesInfo).
 const pendingTimers = () => globalThis.process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
-const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript, blockLoop, pendingTimers };
+const ctx = { runtime: `deno ${Deno.version.deno}`, fixtureUrl: Deno.env.get("FIXTURE_URL"), ...(await prepare(lib)), spawnPackageScript, freshPackageScript: spawnPackageScript, blockLoop, pendingTimers, otel: (await import("./otel-support.js")).loadOtel() };
 const report = await runSuite(lib, ctx);
 console.log(JSON.stringify(report));
 Deno.exit(report.failed ? 1 : 0);

@@ -39,6 +39,7 @@ const ctx = {
   blockLoop,
   freshPackageScript: spawnPackageScript,
   pendingTimers: () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length,
+  otel: (await import("./otel-support.js")).loadOtel(),
 };
 
 // The package's timers are unref'd (they must not keep a process alive), so

@@ -36,8 +36,10 @@ async function pool(items, size, fn) {
 
 export async function checkDocs(g, packed) {
   const dir = await project("docs", packed.tarball);
-  // The Hono middleware's example needs `hono` (a devDependency here, installed by users of the subpath).
+  // The Hono middleware's example needs `hono` (a devDependency here, installed by users of the subpath),
+  // traceWith's the OpenTelemetry API and SDK (devDependencies here, the application's own there).
   symlinkSync(join(root, "node_modules/hono"), join(dir, "node_modules/hono"), "dir");
+  symlinkSync(join(root, "node_modules/@opentelemetry"), join(dir, "node_modules/@opentelemetry"), "dir");
   const docs = sections(readFileSync(join(root, "docs/api.md"), "utf8"));
   const listExports = 'const names = (m, p = "") => Object.keys(m).map((k) => p + k); console.log(JSON.stringify([...names(await import("edge-deadline")), ...names(await import("edge-deadline/derive"), "derive:"), ...names(await import("edge-deadline/hono"), "hono:")]))';
   const { stdout } = await runOk(bin.node, ["--input-type=module", "-e", listExports], { cwd: dir });

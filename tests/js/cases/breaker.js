@@ -335,7 +335,16 @@ const cases = [
       throwsArg(() => new lib.CircuitBreaker({ onStateChange: 1 }), TypeError, "options.onStateChange", "INVALID_TYPE");
       throwsArg(() => new lib.CircuitBreaker(5), TypeError, "options", "INVALID_TYPE");
       const b = new lib.CircuitBreaker();
-      throwsArg(() => b.acquire(42), TypeError, "key", "INVALID_TYPE");
+      // A call still running at dispose() keeps its result.
+      let answer;
+      const running = b.run("k", () => new Promise((resolve) => (answer = resolve)));
+      b.dispose();
+      answer("value");
+      equal(await running, "value");
+      const b2 = new lib.CircuitBreaker();
+      b2.dispose();
+      throws(() => b2.acquire("k"), Error, /disposed/);
+      throwsArg(() => new lib.CircuitBreaker().acquire(42), TypeError, "key", "INVALID_TYPE");
       await rejects(b.run("k", "not a function"), TypeError, /'fn'/);
       await rejects(b.run("k", () => 1, { slowMs: "1" }), TypeError, /'options.slowMs'/);
       b.dispose();

@@ -13,6 +13,7 @@ import hedge from "./hedge.js";
 import limiter from "./limiter.js";
 import little from "./little.js";
 import breaker from "./breaker.js";
+import otel from "./otel.js";
 import load from "./load.js";
 import plan from "./plan.js";
 import prom from "./prom.js";
@@ -25,4 +26,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
