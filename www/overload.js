@@ -26,11 +26,11 @@ const LOAD_TICK_MS = 20;
 const SPAN_S = 30;
 /**
  * Demo-scale options: windows of 250 ms (the default 1 s is slow to watch), a
- * floor of 2 so the limit can fall far, a queue of 16 decided by each
+ * floor of 2 so the limit can fall far, a queue of 4 decided by each
  * request's remaining budget; AIMD's target round trip 100 ms (5 × the
  * healthy service time); Gradient2's baseline probe over 20 calls.
  */
-const LIMITER = { initialLimit: 20, minLimit: 2, maxLimit: 64, windowMs: 250, windowSize: 10, maxQueue: 16, timeoutMs: 100, probeSamples: 20 };
+const LIMITER = { initialLimit: 20, minLimit: 2, maxLimit: 64, windowMs: 250, windowSize: 10, maxQueue: 4, timeoutMs: 100, probeSamples: 20 };
 /**
  * Judges the calls of the last 3 s (at least 20): opens when half of them
  * failed or 90% were slow (over 100 ms, 5 × the healthy service time), so a

@@ -410,6 +410,7 @@ try {
     }, limit0);
     const slow = await overload();
     assert.ok(Number(slow.deadline) > Number(healthy.deadline), `deadline fallbacks ${healthy.deadline} → ${slow.deadline}`);
+    assert.ok(Number(slow.shed) > Number(healthy.shed), `shed ${healthy.shed} → ${slow.shed}`);
     assert.ok(fallbacks(slow) > fallbacks(healthy));
     assert.equal(await text(page, "#ol-state"), "open");
     assert.match(await text(page, "#overload-log"), /breaker key=upstream closed → open reason=(failure-rate|slow-call-rate)/);
