@@ -1,10 +1,11 @@
-// The demo page: loads the package's WebAssembly core, then mounts the three
+// The demo page: loads the package's WebAssembly core, then mounts the four
 // sections. `data-ready` on <html> (with the time it took) is what the
 // browser tests wait for.
 import { init } from "./pkg/index.js";
 import { init as initDerive } from "./pkg/derive-index.js";
 import { mountBudget } from "./budget.js";
 import { mountDerive } from "./derive.js";
+import { mountOverload } from "./overload.js";
 import { mountStall } from "./stall.js";
 
 const status = document.querySelector("#load-status");
@@ -14,7 +15,8 @@ try {
   performance.mark("core-loaded");
   mountBudget();
   mountStall();
-  // Let the first two sections paint before the derivation's heavier first run.
+  mountOverload();
+  // Let the other sections paint before the derivation's heavier first run.
   await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
   performance.mark("derive-start");
   mountDerive();

@@ -168,3 +168,86 @@ export function simChart(container) {
   // A log axis has no 0: a policy that failed nothing is left out of its line.
   return { update: ([x, a, b, c, d]) => u.setData([x, a, b, c.map((v) => (v > 0 ? v : null)), d.map((v) => (v > 0 ? v : null))]) };
 }
+
+/** The breaker's states as the overload chart shades them (closed: no band). */
+export const BREAKER_BANDS = { open: { fill: "rgba(161, 21, 14, 0.13)", text: "#a1150e" }, "half-open": { fill: "rgba(163, 82, 0, 0.18)", text: "#7a4a00" } };
+
+/**
+ * The overload section's live chart: seconds on x; the limit (a step line)
+ * and the calls in flight on the left axis; the upstream round trip and the
+ * budget (dashed) in ms on the right; the breaker's open and half-open
+ * spells as labelled bands behind them.
+ * `update({ x, limit, inFlight, rtt, budget, bands: [{ from, to, state }], spanS })`
+ */
+export function overloadChart(container) {
+  const height = 260;
+  let bands = [];
+  let span = [0, 30];
+
+  const drawBands = (u) => {
+    const { ctx } = u;
+    const pr = uPlot.pxRatio;
+    const { left, top, width, height: h } = u.bbox;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, h);
+    ctx.clip();
+    ctx.font = `${11 * pr}px system-ui, sans-serif`;
+    ctx.textBaseline = "top";
+    ctx.textAlign = "left";
+    for (const b of bands) {
+      const style = BREAKER_BANDS[b.state];
+      if (!style) continue;
+      const x0 = Math.max(left, u.valToPos(b.from, "x", true));
+      const x1 = Math.min(left + width, u.valToPos(b.to, "x", true));
+      if (!(x1 > x0)) continue;
+      ctx.fillStyle = style.fill;
+      ctx.fillRect(x0, top, Math.max(1, x1 - x0), h);
+      const label = b.state;
+      if (ctx.measureText(label).width + 6 * pr <= x1 - x0) {
+        ctx.fillStyle = style.text;
+        ctx.fillText(label, x0 + 3 * pr, top + 3 * pr);
+      }
+    }
+    ctx.restore();
+  };
+
+  const count = (_, v) => (v == null ? "–" : String(Math.round(v)));
+  const msValue = (_, v) => (v == null ? "–" : `${Math.round(v)} ms`);
+  const u = new uPlot(
+    {
+      width: Math.max(200, container.clientWidth),
+      height,
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        x: { time: false, range: () => span },
+        calls: { range: (_, lo, hi) => [0, Math.max(10, Math.ceil((hi ?? 0) * 1.15))] },
+        ms: { range: (_, lo, hi) => [0, Math.max(50, Math.ceil((hi ?? 0) * 1.15))] },
+      },
+      axes: [
+        { ...AXIS, label: "time since start (s)", values: (_, s) => s.map((v) => (v == null ? "" : `${+v.toFixed(1)}`)) },
+        { ...AXIS, scale: "calls", label: "calls", size: 48 },
+        { ...AXIS, scale: "ms", side: 1, label: "round trip (ms)", size: 56, grid: { show: false } },
+      ],
+      series: [
+        { label: "t (s)", value: (_, v) => (v == null ? "–" : `${v.toFixed(2)} s`) },
+        { label: "limit", scale: "calls", stroke: "#0b5cad", width: 2, paths: uPlot.paths.stepped({ align: 1 }), points: { show: false }, value: count },
+        { label: "in flight", scale: "calls", stroke: "#0a7d5a", width: 1.5, points: { show: false }, value: count },
+        { label: "round trip, mean", scale: "ms", stroke: "#6b4fbb", width: 1.5, points: { show: false }, spanGaps: false, value: msValue },
+        { label: "budget", scale: "ms", stroke: "#4d4d4d", width: 1, dash: [5, 4], points: { show: false }, value: msValue },
+      ],
+      hooks: { drawClear: [drawBands] },
+    },
+    [[], [], [], [], []],
+    container,
+  );
+  follow(container, u, height);
+  return {
+    update(next) {
+      bands = next.bands;
+      const end = next.x.length ? next.x[next.x.length - 1] : 0;
+      span = end <= next.spanS ? [0, next.spanS] : [end - next.spanS, end];
+      u.setData([next.x, next.limit, next.inFlight, next.rtt, next.budget]);
+    },
+  };
+}

@@ -112,7 +112,7 @@ try {
     assert.deepEqual(seen.warnings, []);
     assert.deepEqual(seen.failed, []);
     assert.ok(t.ready < LOAD_BUDGET_MS, `ready after ${t.ready} ms (core loaded, every section rendered with its first results)`);
-    return `ready (Wasm core loaded, all three sections computed and drawn) ${t.ready} ms; load event ${Math.round(t.load)} ms; ${t.marks}`;
+    return `ready (Wasm core loaded, all four sections computed and drawn) ${t.ready} ms; load event ${Math.round(t.load)} ms; ${t.marks}`;
   });
 
   const { page } = main;
@@ -347,6 +347,142 @@ try {
     return items.map((li) => li.text).join(" | ");
   });
 
+  // ── 4. overload control ───────────────────────────────────────────────────
+  const overload = () => data(page, "#overload");
+  /** Waits (15 s at most) until `test(arg)`, run in the page, holds. */
+  const overloadUntil = (test, arg) => page.waitForFunction(test, arg ?? null, { timeout: 15_000, polling: 100 });
+  const fallbacks = (d) => ["shed", "circuit", "deadline", "error"].reduce((n, k) => n + Number(d[k]), 0);
+  /**
+   * Wraps the page's timer globals (read at call time by the page and by the
+   * package) to list the timers still pending, each with the script that set it.
+   */
+  const trackTimers = () =>
+    page.evaluate(() => {
+      if (globalThis.__timers) return;
+      const live = new Map();
+      const native = { setTimeout: setTimeout.bind(globalThis), clearTimeout: clearTimeout.bind(globalThis), setInterval: setInterval.bind(globalThis), clearInterval: clearInterval.bind(globalThis) };
+      const origin = () => new Error().stack.match(/https?:\/\/[^/\s]+(\/[^\s:)]+)/)?.[1] ?? "?";
+      globalThis.setTimeout = function (fn, ms, ...args) {
+        const from = origin();
+        let id;
+        const run = typeof fn === "function" ? function (...a) { live.delete(id); return fn.apply(this, a); } : fn;
+        id = native.setTimeout(run, ms, ...args);
+        live.set(id, { kind: "timeout", from });
+        return id;
+      };
+      globalThis.setInterval = function (fn, ms, ...args) {
+        const id = native.setInterval(fn, ms, ...args);
+        live.set(id, { kind: "interval", from: origin() });
+        return id;
+      };
+      globalThis.clearTimeout = (id) => (live.delete(id), native.clearTimeout(id));
+      globalThis.clearInterval = (id) => (live.delete(id), native.clearInterval(id));
+      globalThis.__timers = live;
+    });
+  const pendingTimers = () => page.evaluate(() => [...globalThis.__timers.values()].map((t) => `${t.kind} from ${t.from}`));
+
+  await test("overload, gradient2: a slowdown lowers the limit and opens the breaker; fallbacks by reason; recovery closes it; a failing upstream opens it again", async () => {
+    await trackTimers();
+    await page.selectOption("#ol-algorithm", "gradient2");
+    await page.click('[data-upstream-mode="healthy"]');
+    await page.focus("#ol-start");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('#overload[data-run-state="running"][data-algorithm="gradient2"]', WAIT);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "ol-stop", "focus moves to Stop");
+    assert.equal(await page.isDisabled("#ol-algorithm"), true, "the algorithm is chosen per run");
+    // Healthy: the upstream answers; the breaker stays closed.
+    await overloadUntil(() => {
+      const d = document.querySelector("#overload").dataset;
+      return Number(d.answered) >= 100 && Number(d.ticks) >= 4;
+    });
+    const healthy = await overload();
+    assert.equal(healthy.breakerState, "closed");
+    assert.equal(Number(healthy.breakerOpens), 0);
+    const limit0 = Number(healthy.limit);
+    assert.ok(limit0 >= 10, `limit ${limit0} while healthy`);
+
+    // Latency × 10: requests run out of time, the limit falls, the breaker opens and refuses.
+    await page.click('[data-upstream-mode="slow"]');
+    assert.equal(await page.getAttribute('[data-upstream-mode="slow"]', "aria-pressed"), "true");
+    await overloadUntil((l0) => {
+      const d = document.querySelector("#overload").dataset;
+      return d.breakerState === "open" && Number(d.limit) < l0 && Number(d.circuit) > 0;
+    }, limit0);
+    const slow = await overload();
+    assert.ok(Number(slow.deadline) > Number(healthy.deadline), `deadline fallbacks ${healthy.deadline} → ${slow.deadline}`);
+    assert.ok(Number(slow.shed) > Number(healthy.shed), `shed ${healthy.shed} → ${slow.shed}`);
+    assert.ok(fallbacks(slow) > fallbacks(healthy));
+    assert.equal(await text(page, "#ol-state"), "open");
+    assert.match(await text(page, "#overload-log"), /breaker key=upstream closed → open reason=(failure-rate|slow-call-rate)/);
+    assert.match(await page.getAttribute("#overload-chart", "aria-label"), /breaker open \(opened \d+ times?\)/);
+
+    // Recover: after openMs a probe goes, answers fast, and closes the breaker.
+    await page.click('[data-upstream-mode="healthy"]');
+    await overloadUntil((n) => {
+      const d = document.querySelector("#overload").dataset;
+      return d.breakerState === "closed" && Number(d.answered) > n + 20;
+    }, Number(slow.answered));
+    assert.match(await text(page, "#overload-log"), /breaker key=upstream open → half-open\n.*breaker key=upstream half-open → closed/);
+    assert.equal(await text(page, "#ol-state"), "closed");
+
+    // Failing (503 at once): counted as upstream errors until the breaker opens on the failure rate.
+    const opens = Number((await overload()).breakerOpens);
+    await page.click('[data-upstream-mode="failing"]');
+    await overloadUntil((n) => {
+      const d = document.querySelector("#overload").dataset;
+      return d.breakerState === "open" && Number(d.breakerOpens) > n && Number(d.error) > 0;
+    }, opens);
+    assert.match((await text(page, "#overload-log")).split("now failing")[1], /closed → open reason=failure-rate/);
+    await page.click('[data-upstream-mode="healthy"]');
+    await overloadUntil(() => {
+      const d = document.querySelector("#overload").dataset;
+      return d.breakerState === "closed";
+    });
+    await page.locator("#overload").screenshot({ path: join(shots, "overload.png") });
+    const d = await overload();
+    return `limit ${limit0} → ${slow.limit}; answered ${d.answered}, shed ${d.shed}, circuit open ${d.circuit}, deadline ${d.deadline}, upstream error ${d.error}; ${d.breakerOpens} opens`;
+  });
+
+  await test("overload, Stop: no timer of the page left, the package's last one fires and stops, the breaker disposed, focus back on Start", async () => {
+    await page.click("#ol-stop");
+    await page.waitForSelector('#overload[data-run-state="stopped"]', WAIT);
+    const d = await overload();
+    assert.equal(d.breaker, "disposed");
+    // Every request settled before the stop finished, and the load generator's and
+    // the chart's intervals are cleared: nothing the page set is pending.
+    const left = await pendingTimers();
+    assert.deepEqual(left.filter((t) => !t.includes("/pkg/")), [], left.join(", "));
+    // The deadlines' shared wake-up queue may stay armed once (lazily), then fires and stops.
+    await page.waitForFunction(() => globalThis.__timers.size === 0, null, { timeout: 3_000 }).catch(async () => assert.fail(`still pending: ${(await pendingTimers()).join(", ")}`));
+    assert.match(await text(page, "#overload-status"), /^Stopped after [\d.]+ s: [\d,]+ answered, [\d,]+ fallbacks \(\d+ shed, \d+ circuit open, \d+ deadline, \d+ upstream error\); the breaker was closed\.$/);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "ol-start");
+    assert.equal(await page.isDisabled("#ol-algorithm"), false);
+  });
+
+  await test("overload, aimd: the limit backs off under the slowdown and the limiter sheds; Enter on Stop stops it", async () => {
+    await page.selectOption("#ol-algorithm", "aimd");
+    await page.click("#ol-start");
+    await page.waitForSelector('#overload[data-run-state="running"][data-algorithm="aimd"]', WAIT);
+    await overloadUntil(() => {
+      const d = document.querySelector("#overload").dataset;
+      return Number(d.answered) >= 50;
+    });
+    const limit0 = Number((await overload()).limit);
+    await page.click('[data-upstream-mode="slow"]');
+    await overloadUntil((l0) => {
+      const d = document.querySelector("#overload").dataset;
+      return Number(d.limit) <= 0.75 * l0 && Number(d.shed) > 0;
+    }, limit0);
+    const slow = await overload();
+    await page.click('[data-upstream-mode="healthy"]');
+    await page.focus("#ol-stop");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('#overload[data-run-state="stopped"]', WAIT);
+    assert.equal((await overload()).breaker, "disposed");
+    await page.waitForFunction(() => globalThis.__timers.size === 0, null, { timeout: 3_000 });
+    return `limit ${limit0} → ${slow.limit}, ${slow.shed} shed`;
+  });
+
   await test("re-runs clear the previous summary: the budget line while a new request runs, simulate() on an error", async () => {
     await budget(page, "fast");
     assert.match(await text(page, "#budget-summary"), /^answer at t=/);
@@ -384,7 +520,7 @@ try {
     const charts = nodes.filter((n) => !n.ignored && n.role?.value === "image");
     assert.ok(charts.length >= 3 && charts.every((n) => (n.name?.value ?? "").length > 10), "the timeline and the charts are named images");
     // Live regions for the log and the outcome lines.
-    for (const sel of ["#budget-log", "#budget-response", "#stall-status", "#stall-log"]) {
+    for (const sel of ["#budget-log", "#budget-response", "#stall-status", "#stall-log", "#overload-status", "#overload-log"]) {
       assert.ok(["polite", "assertive"].includes(await page.getAttribute(sel, "aria-live")), `${sel} is a live region`);
     }
     return `${controls.length} controls named`;
@@ -401,6 +537,10 @@ try {
     await small.waitForSelector('#derive[data-source="prom"]', WAIT);
     await small.click("#derive-builtin");
     await small.waitForSelector('#derive[data-source="builtin"]', WAIT);
+    await small.click("#ol-start");
+    await small.waitForFunction(() => Number(document.querySelector("#overload").dataset.ticks) >= 4, null, WAIT);
+    await small.click("#ol-stop");
+    await small.waitForSelector('#overload[data-run-state="stopped"]', WAIT);
     assert.equal(await overflow(), 0, "after every section ran");
     // A table wider than the screen scrolls inside its box; scrolled to its
     // far end, every row still shows its key (first) column in full.
