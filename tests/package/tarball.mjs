@@ -63,6 +63,7 @@ export const ALLOWED = [
   "little.d.ts",
   "limiter.d.ts",
   "breaker.d.ts",
+  "otel.d.ts",
   "context.d.ts",
   "relay.d.ts",
   "hono.d.ts",
