@@ -93,6 +93,18 @@ export async function bundle({ dirs, out, minify }) {
     }
   }
   const sharedSource = sharedModules.map((m) => `export * from "./${m}";`).join("\n") + "\n";
+  const exportsOf = async (m) => Object.values((await esbuild.build({ entryPoints: [find(m)], write: false, format: "esm", metafile: true, logLevel: "silent" })).metafile.outputs)[0].exports;
+  // wasm-bindgen's glue imports a JS module the Rust code calls as a namespace
+  // (`import * as import1 from "./validate.js"`) and hands that object to the
+  // instance. When the module lives in another unit, the namespace would be the
+  // whole unit's (every export of shared.js, kept alive in any application's
+  // bundle); a facade in the glue's own unit re-exports only that module's names.
+  const facades = {};
+  for (const glue of ["edge_deadline.js", "edge_deadline_derive.js"]) {
+    for (const [, spec] of readFileSync(find(glue), "utf8").matchAll(/import \* as \w+ from "\.\/([\w-]+\.js)"/g)) {
+      if (owner.get(spec) && owner.get(spec) !== owner.get(glue)) facades[spec] ??= `export { ${(await exportsOf(spec)).join(", ")} } from "unit:${owner.get(spec)}";\n`;
+    }
+  }
 
   const entryPoints = [...Object.values(ENTRIES).flat(), ...ROOTS].map((e) => ({ in: find(e), out: e.replace(/\.js$/, "") }));
   entryPoints.push({ in: "virtual:shared.js", out: "shared" });
@@ -117,6 +129,14 @@ export async function bundle({ dirs, out, minify }) {
         setup(build) {
           build.onResolve({ filter: /^virtual:shared\.js$/ }, () => ({ path: "shared.js", namespace: "shared" }));
           build.onLoad({ filter: /.*/, namespace: "shared" }, () => ({ contents: sharedSource, resolveDir: dirs[0], loader: "js" }));
+          build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) => {
+            const name = args.path.slice(2);
+            const glue = basename(args.importer);
+            if (!facades[name] || !/^edge_deadline(_derive)?\.js$/.test(glue)) return undefined;
+            return { path: `${name} (for ${glue})`, namespace: "facade", pluginData: name };
+          });
+          build.onLoad({ filter: /.*/, namespace: "facade" }, (args) => ({ contents: facades[args.pluginData], loader: "js" }));
+          build.onResolve({ filter: /^unit:/ }, (args) => ({ path: `./${args.path.slice(5)}`, external: true }));
           // An entry re-exports the public API by name (not `export *`: main.js exports internals too).
           build.onLoad({ filter: /\.js$/ }, (args) => {
             const name = basename(args.path);
@@ -152,7 +172,9 @@ export async function bundle({ dirs, out, minify }) {
   const where = new Map();
   for (const [file, o] of Object.entries(result.metafile.outputs)) {
     if (!file.endsWith(".js")) continue;
-    const modules = Object.keys(o.inputs).map((p) => (p.startsWith("shared:") ? "(shared.js exports)" : basename(p)));
+    const modules = Object.keys(o.inputs)
+      .filter((p) => !p.startsWith("facade:"))
+      .map((p) => (p.startsWith("shared:") ? "(shared.js exports)" : basename(p)));
     units[basename(file)] = modules;
     for (const m of modules) {
       if (where.has(m)) throw new Error(`scripts/bundle.mjs: ${m} is in both ${where.get(m)} and ${basename(file)}`);
