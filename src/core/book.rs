@@ -48,6 +48,12 @@
 use crate::core::error::{Described, Message};
 use crate::core::sketch::{BytesError, LatencySketch, MAX_COUNT, MAX_RELATIVE_ERROR, MIN_RELATIVE_ERROR};
 
+mod serve;
+pub use serve::{
+    check_bucket, check_option, msg as serve_msg, warning, Schedule, ServeError, ServeOptions, TableRow,
+    MAX_STEP_FACTOR,
+};
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
 

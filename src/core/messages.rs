@@ -31,6 +31,7 @@ const DERIVE: &[&[Template]] = &[
     crate::core::breaker::msg::TEMPLATES,
     crate::core::limiter::msg::TEMPLATES,
     crate::core::book::msg::TEMPLATES,
+    crate::core::book::serve_msg::TEMPLATES,
 ];
 
 #[test]

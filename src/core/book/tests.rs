@@ -4,6 +4,7 @@
 use super::*;
 use crate::core::deadline::MAX_MS;
 use proptest::prelude::*;
+use serve::usable;
 
 fn sketch(alpha: f64, xs: &[f64]) -> LatencySketch {
     let mut s = LatencySketch::new(alpha).unwrap();
@@ -234,5 +235,131 @@ proptest! {
                 let _ = x.successes.quantile(0.99);
             }
         }
+    }
+}
+
+fn row(name: &str, timeout_ms: Option<f64>, floor_ms: Option<f64>) -> TableRow {
+    TableRow { name: name.into(), timeout_ms, floor_ms }
+}
+
+#[test]
+fn served_values_move_by_at_most_the_step_factor_and_never_below_the_floor() {
+    let mut s = Schedule::new(ServeOptions::default()).unwrap();
+    assert_eq!(s.timeout(0.0, "a", 5000.0), (5000.0, false), "no table yet: the fallback");
+    s.table(0.0, &[row("a", Some(400.0), None), row("b", None, Some(10.0)), row("c", Some(f64::NAN), None)]);
+    assert_eq!(s.timeout(1.0, "a", 5000.0), (400.0, true), "a first value is served as derived");
+    assert_eq!(s.timeout(1.0, "b", 5000.0), (5000.0, false), "too few samples: the fallback");
+    assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "an unusable value is absent");
+    // One bad window: the derived value collapses, the served one halves.
+    s.table(60_000.0, &[row("a", Some(20.0), None)]);
+    assert_eq!(s.served("a"), Some(200.0));
+    s.table(120_000.0, &[row("a", Some(20.0), None)]);
+    assert_eq!(s.served("a"), Some(100.0));
+    s.table(180_000.0, &[row("a", Some(20.0), Some(150.0))]);
+    assert_eq!(s.served("a"), Some(150.0), "the floor wins over the step");
+    s.table(240_000.0, &[row("a", Some(10_000.0), Some(150.0))]);
+    assert_eq!(s.served("a"), Some(300.0), "up by the factor too");
+    s.table(300_000.0, &[row("a", Some(310.0), None)]);
+    assert_eq!(s.served("a"), Some(310.0), "within the factor: as derived");
+    // A bucket missing from the table is not served.
+    s.table(360_000.0, &[row("z", Some(9.0), None)]);
+    assert_eq!(s.timeout(360_001.0, "a", 77.0), (77.0, false));
+}
+
+#[test]
+fn a_stale_table_is_not_served_and_refreshes_are_paced() {
+    let o =
+        ServeOptions { max_step_factor: 1.5, refresh_every_ms: 1000.0, max_stale_ms: 5000.0, flush_every_ms: 200.0 };
+    let mut s = Schedule::new(o).unwrap();
+    assert!(s.refresh_due(0.0) && s.flush_due(0.0));
+    s.refresh_started(0.0);
+    assert!(!s.refresh_due(999.0));
+    assert!(s.refresh_due(1000.0), "a refresh that never settles does not block the next");
+    s.refresh_failed(1000.0);
+    assert!(!s.refresh_due(1999.0) && s.refresh_due(2000.0));
+    s.table(2000.0, &[row("a", Some(100.0), None)]);
+    assert_eq!(s.stale_at(), 7000.0);
+    assert_eq!(s.refresh_at(), 3000.0);
+    assert_eq!(s.timeout(6999.0, "a", 1.0), (100.0, true));
+    assert_eq!(s.timeout(7000.0, "a", 1.0), (1.0, false));
+    s.flush_started(10.0);
+    assert!(!s.flush_due(209.0) && s.flush_due(210.0));
+}
+
+#[test]
+fn bad_options_name_themselves() {
+    let d = ServeOptions::default();
+    for (o, param) in [
+        (ServeOptions { max_step_factor: 0.5, ..d }, "options.maxStepFactor"),
+        (ServeOptions { max_step_factor: f64::NAN, ..d }, "options.maxStepFactor"),
+        (ServeOptions { refresh_every_ms: 0.0, ..d }, "options.refreshEveryMs"),
+        (ServeOptions { max_stale_ms: f64::INFINITY, ..d }, "options.maxStaleMs"),
+        (ServeOptions { flush_every_ms: -1.0, ..d }, "options.flushEveryMs"),
+    ] {
+        let e = Schedule::new(o).unwrap_err();
+        assert_eq!(e.param().as_deref(), Some(param));
+        assert_eq!(e.kind(), crate::core::error::Kind::Range);
+    }
+    let e = Schedule::new(ServeOptions { max_step_factor: 0.5, ..d }).unwrap_err();
+    assert_eq!(e.to_string(), "'maxStepFactor' must be a number between 1 and 1000: current value is 0.5");
+}
+
+proptest! {
+    /// Invariants 1 and 2 over arbitrary tables.
+    #[test]
+    fn refreshes_keep_the_bounds(
+        f in 1.0..8.0f64,
+        tables in prop::collection::vec(prop::collection::vec((0..3u8, prop::option::of(prop_oneof![Just(f64::NAN), Just(-1.0), Just(f64::INFINITY), 1e-3..1e9f64]), prop::option::of(1e-3..1e6f64)), 0..4), 1..12),
+    ) {
+        let mut s = Schedule::new(ServeOptions { max_step_factor: f, ..ServeOptions::default() }).unwrap();
+        for (t, table) in tables.iter().enumerate() {
+            let rows: Vec<TableRow> = table.iter().map(|(n, v, fl)| row(&n.to_string(), *v, *fl)).collect();
+            let before = s.served_all().to_vec();
+            s.table(t as f64, &rows);
+            for (name, v) in s.served_all() {
+                prop_assert!(v.is_finite() && *v > 0.0 && *v <= MAX_MS);
+                let r = rows.iter().find(|r| &r.name == name).unwrap();
+                let floor = usable(r.floor_ms);
+                if let Some(fl) = floor { prop_assert!(*v >= fl); }
+                if let Some((_, old)) = before.iter().find(|(n, _)| n == name) {
+                    let raised = floor.is_some_and(|fl| *v == fl.min(MAX_MS));
+                    prop_assert!(raised || (*v <= old * f * (1.0 + 1e-12) && *v >= old / f * (1.0 - 1e-12)), "{old} -> {v}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bucket_names_and_warnings() {
+    assert!(check_bucket("a").is_ok() && check_bucket(&"é".repeat(128)).is_ok());
+    let e = check_bucket("").unwrap_err();
+    assert_eq!(e.to_string(), "'bucket' must be a name of 1 … 256 bytes of UTF-8: current value is 0 bytes long");
+    assert!(check_bucket(&"é".repeat(129)).is_err());
+    for code in ["NO_TABLE", "FEW_SAMPLES", "STALE", "BUCKETS_FULL", "REFRESH_FAILED", "FLUSH_REFUSED"] {
+        let m = warning(code, "GET /a", 250.0).unwrap().to_string();
+        assert!(!m.contains('{') && (m.contains("GET /a") && m.contains("250")), "{m}");
+    }
+    assert_eq!(warning("NOPE", "a", 1.0), None);
+    assert_eq!(
+        warning("NO_TABLE", "db", 800.0).unwrap().to_string(),
+        "timeout for 'db': serving the fallback 800 ms until the fleet's table arrives"
+    );
+}
+
+#[test]
+fn max_buckets_and_fallbacks_are_checked() {
+    assert_eq!(check_option("options.maxBuckets", 1024.0), Ok(1024.0));
+    for bad in [0.0, 1025.0, 1.5, f64::NAN] {
+        let e = check_option("options.maxBuckets", bad).unwrap_err();
+        assert_eq!(e.param().as_deref(), Some("options.maxBuckets"));
+    }
+    assert_eq!(
+        check_option("options.maxBuckets", 0.0).unwrap_err().to_string(),
+        "'maxBuckets' must be a whole number between 1 and 1024: current value is 0"
+    );
+    assert_eq!(check_option("options.fallbackMs", 250.0), Ok(250.0));
+    for bad in [0.0, -1.0, f64::INFINITY, f64::NAN] {
+        assert_eq!(check_option("options.fallbackMs", bad).unwrap_err().param().as_deref(), Some("options.fallbackMs"));
     }
 }
