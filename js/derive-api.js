@@ -11,3 +11,4 @@ export * from "./simulate.js";
 export * from "./little.js";
 export * from "./breaker.js";
 export * from "./limiter.js";
+export { TimeoutBook, readFlush } from "./book.js";

@@ -22,6 +22,7 @@ export * from "./simulate.js";
 export * from "./little.js";
 export * from "./breaker.js";
 export * from "./limiter.js";
+export * from "./book.js";
 
 /**
  * Loads the derive WebAssembly core (its own `.wasm`, apart from the main

@@ -74,7 +74,13 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
   run<N extends StepName<S>, T>(
     name: N,
     fn: (signal: AbortSignal, budgetMs: number) => T | PromiseLike<T>,
-    options?: { circuit?: RetryCircuit },
+    options?: {
+      circuit?: RetryCircuit;
+      /** A `TimeoutBook` (edge-deadline/derive) the step records into: its latency when it succeeds, a timeout when cut by time, an error when it fails. */
+      record?: BookLike;
+      /** The book's bucket. Default: the step's name. */
+      bucket?: string;
+    },
   ): Promise<StepResult<S, N, Awaited<T>>>;
   /** The trace so far as JSON: `TraceRecord[]`, durations rounded to 0.1 ms (`records` keeps them exact). */
   trace(): string;
@@ -94,4 +100,9 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
    * step has run. Safe to call more than once, and with tracing off.
    */
   end(): void;
+}
+
+/** What `record` takes: a `TimeoutBook` of edge-deadline/derive (anything with its `record`). */
+export interface BookLike {
+  record(bucket: string, ms: number, outcome?: "ok" | "timeout" | "error"): void;
 }

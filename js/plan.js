@@ -53,6 +53,7 @@ import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, St
 import { pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { tracing } from "./otel.js";
+import { recorder } from "./record.js";
 import { metric } from "./servertiming.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
@@ -203,6 +204,7 @@ export class Plan {
       return Promise.reject(argumentError("type", CODES.INVALID_TYPE, "fn", `'fn' of run('${name}') must be a function (signal, budgetMs) => Promise: current value is ${check.describe(fn)}`));
     }
     const circuit = options === undefined ? undefined : this.#circuit(name, i, options);
+    const rec = recorder(options, name);
     const at = this.#at;
     const t0 = now();
     const s = this.#steps[i];
@@ -253,6 +255,7 @@ export class Plan {
           }
         }
         this.#record(name, remaining, cap, t0, outcome, span, ok ? undefined : value);
+        rec?.(outcome, now() - t0);
         if (ok) resolve(value);
         else reject(value);
       };

@@ -22,6 +22,13 @@ export interface RelayOptions {
   headers?: HeadersInit;
   /** The response when the relay fails before the first progress chunk; default JSON `{ fallback, reason, elapsedMs }`, 504 for a stall or the deadline, 502 otherwise. */
   fallback?: (reason: unknown, elapsedMs: number) => Response;
+  /**
+   * A `TimeoutBook` (edge-deadline/derive) the relay records into: the time to the first progress chunk
+   * (what `firstChunkMs` bounds), a timeout for a stall or the deadline, an error for a failed upstream; needs `bucket`.
+   */
+  record?: import("./plan.js").BookLike;
+  /** The book's bucket (required with `record`). */
+  bucket?: string;
 }
 
 /**

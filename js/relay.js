@@ -40,6 +40,7 @@ import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, StreamStalled } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
+import { recorder } from "./record.js";
 import { guard, isEventStream, isStreamStalled } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
@@ -76,6 +77,7 @@ async function start(upstream, options) {
   if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
   if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, elapsedMs) => Response");
   const extraHeaders = o.headers === undefined ? undefined : new Headers(o.headers);
+  const rec = recorder(o, undefined);
   if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
     throw check.typeError("upstream", "a Response, a promise of one or a function (signal) => fetch(…)", upstream);
   }
@@ -116,6 +118,8 @@ async function start(upstream, options) {
     const reason = controller.signal.aborted ? controller.signal.reason : error;
     if (!controller.signal.aborted) controller.abort(reason);
     release();
+    // Cut by time: a timeout; the client gone: nothing; else an error.
+    if (!unsent.has(reason)) rec?.(isStreamStalled(reason) || isDeadlineExceeded(reason) ? "timeout" : userSignal?.aborted ? "aborted" : "error", now() - started);
     return (o.fallback ?? fallbackResponse)(reason, now() - started);
   };
 
@@ -154,6 +158,7 @@ async function start(upstream, options) {
     waitForHeaders?.dispose();
   }
   if (!response.ok || response.body === null) {
+    rec?.(response.ok ? "ok" : "error", now() - started);
     release();
     return response; // the upstream's own answer, as it is
   }
@@ -185,6 +190,7 @@ async function start(upstream, options) {
   } catch (error) {
     return fail(error);
   }
+  rec?.("ok", now() - started); // the first progress chunk: what firstChunkMs bounds
   const headers = new Headers({ "cache-control": "no-store" });
   if (type !== null) headers.set("content-type", type);
   extraHeaders?.forEach((value, key) => headers.set(key, value));

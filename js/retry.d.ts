@@ -45,6 +45,10 @@ export interface RetryOptions extends RetryPolicyOptions, OtelOption {
    * The retry waits for it when the deadline leaves `attemptMinMs` after that, else stops with reason "circuit-open".
    */
   circuit?: RetryCircuit;
+  /** A `TimeoutBook` (edge-deadline/derive) every attempt records into (latency, timeout or error); needs `bucket`. */
+  record?: import("./plan.js").BookLike;
+  /** The book's bucket (required with `record`). */
+  bucket?: string;
 }
 
 /** What `retry` needs of a circuit: `CircuitBreaker.for(key)` from edge-deadline/derive. */

@@ -48,6 +48,7 @@
 
 import * as core from "./edge_deadline.js";
 import { argumentError, AttemptTimeout, CODES, isCircuitOpen, isDeadlineExceeded, RetryFailed } from "./errors.js";
+import { recorder } from "./record.js";
 import { retryBudgetCore, RetryBudget } from "./retry_budget.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
@@ -211,6 +212,7 @@ async function retryLoop(fn, options) {
   }
   const classify = o.classify === undefined ? defaultClassify : check.fn("options.classify", o.classify, "a function (error) => \"ambiguous\" | \"not-applied\" | \"permanent\"");
   const seed = seedFrom("options.seed", o.seed);
+  const rec = recorder(o, undefined);
   const t = tracing(o.otel);
   const at = deadline.at;
   const deadlineSignal = deadline.signal();
@@ -284,6 +286,7 @@ async function retryLoop(fn, options) {
       const attemptSpan = (open = span === undefined ? undefined : t.start("deadline.attempt", span, at, t0, { "deadline.attempt": number, "deadline.cap_ms": timeoutMs }));
       const result = await attempt(fn, info, timeoutMs, deadline, parent, t, attemptSpan);
       const t1 = now();
+      rec?.(result.ok ? "ok" : result.ended, t1 - t0);
       if (permit !== undefined) {
         if (result.ok) permit.success();
         else if (result.ended === "error") permit.failure(result.error);

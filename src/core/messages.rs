@@ -30,6 +30,8 @@ const DERIVE: &[&[Template]] = &[
     crate::core::little::msg::TEMPLATES,
     crate::core::breaker::msg::TEMPLATES,
     crate::core::limiter::msg::TEMPLATES,
+    crate::core::book::msg::TEMPLATES,
+    crate::core::book::serve_msg::TEMPLATES,
 ];
 
 #[test]

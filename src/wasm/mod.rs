@@ -67,6 +67,8 @@ use crate::core::error::{Described, Kind, ShapeError};
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
 // the boundary belongs to exactly one; what is below this list is shared.
 #[cfg(feature = "derive")]
+mod book;
+#[cfg(feature = "derive")]
 mod breaker;
 #[cfg(feature = "main")]
 mod caps;

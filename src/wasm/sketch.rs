@@ -55,6 +55,13 @@ pub struct SketchJs {
     saved: Option<LatencySketch>,
 }
 
+impl SketchJs {
+    /// A core sketch handed to JS (a decoded flush's buckets).
+    pub(super) fn from_inner(inner: LatencySketch) -> SketchJs {
+        SketchJs { inner, saved: None }
+    }
+}
+
 #[wasm_bindgen(js_class = LatencySketchCore)]
 impl SketchJs {
     /// `relativeError` [`DEFAULT_RELATIVE_ERROR`] unless given.

@@ -42,6 +42,7 @@
 
 #![warn(missing_docs)]
 
+mod book;
 mod breaker;
 mod caps;
 mod deadline;
@@ -57,6 +58,7 @@ mod stall;
 mod sys;
 mod timers;
 
+pub use book::{Aggregator, BookOptions, BookWarning, CallOutcome, FlushReport, TimeoutBook};
 pub use breaker::{BreakerOptions, Circuit, CircuitBreaker, CircuitPermit, CircuitStateChange, OpenReason};
 pub use caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 pub use deadline::Deadline;

@@ -183,7 +183,27 @@ impl<'d> Plan<'d> {
         F: FnOnce(AbortSignal, f64) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        self.run_inner(name, None, f).await
+        self.run_inner(name, None, None, f).await
+    }
+
+    /// [`run`](Self::run), recording into `book` under the step's name
+    /// (JavaScript's `record: book`): its latency when it succeeds, a timeout
+    /// when it is cut by time, an error when it fails; nothing for a step
+    /// that did not run or whose client left.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub async fn run_recorded<F, Fut, T>(
+        &self,
+        name: &str,
+        book: &super::TimeoutBook,
+        f: F,
+    ) -> Result<StepResult<T>, Error>
+    where
+        F: FnOnce(AbortSignal, f64) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        self.run_inner(name, None, Some(book), f).await
     }
 
     /// [`run`](Self::run) guarded by a circuit breaker's key: a step the
@@ -202,10 +222,16 @@ impl<'d> Plan<'d> {
         F: FnOnce(AbortSignal, f64) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        self.run_inner(name, Some(circuit), f).await
+        self.run_inner(name, Some(circuit), None, f).await
     }
 
-    async fn run_inner<F, Fut, T>(&self, name: &str, circuit: Option<&Circuit>, f: F) -> Result<StepResult<T>, Error>
+    async fn run_inner<F, Fut, T>(
+        &self,
+        name: &str,
+        circuit: Option<&Circuit>,
+        book: Option<&super::TimeoutBook>,
+        f: F,
+    ) -> Result<StepResult<T>, Error>
     where
         F: FnOnce(AbortSignal, f64) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
@@ -301,6 +327,20 @@ impl<'d> Plan<'d> {
             (Ok(Err(_)), Some(p)) => p.failure(),
             (Err(Ended::Cap(_)), Some(p)) => p.timeout(),
             _ => {}
+        }
+        if let Some(book) = book {
+            let how = match &result {
+                Ok(Ok(_)) => Some(super::CallOutcome::Ok),
+                Ok(Err(e)) if e.is_timeout() => Some(super::CallOutcome::Timeout),
+                Ok(Err(_)) => Some(super::CallOutcome::Error),
+                Err(Ended::Cap(_)) => Some(super::CallOutcome::Timeout),
+                Err(Ended::Parent(..)) => None,
+            };
+            let elapsed = sys::now() - t0;
+            // A bucket the book refuses (a name past 256 bytes) changes nothing: the step's result stands.
+            if let Some(how) = how {
+                let _ = book.record(name, if elapsed > 0.0 { elapsed } else { 0.0 }, how);
+            }
         }
         let (outcome, answer) = match result {
             Ok(Ok(value)) => (Outcome::Ok, Ok(StepResult::Ran(value))),

@@ -136,6 +136,7 @@ pub struct RetryOptions {
     budget: Option<Rc<RetryBudget>>,
     classify: Option<Classify>,
     circuit: Option<super::Circuit>,
+    record: Option<(super::TimeoutBook, String)>,
 }
 
 impl RetryOptions {
@@ -165,6 +166,7 @@ impl RetryOptions {
             budget: None,
             classify: None,
             circuit: None,
+            record: None,
         }
     }
 
@@ -207,6 +209,14 @@ impl RetryOptions {
     /// Every attempt that went through tells the breaker how it ended.
     pub fn circuit(mut self, circuit: super::Circuit) -> Self {
         self.circuit = Some(circuit);
+        self
+    }
+
+    /// Every attempt records into `book` under `bucket` (JavaScript's
+    /// `record: book, bucket`): its latency when it succeeds, a timeout when
+    /// it is cut by time, an error when it fails.
+    pub fn record(mut self, book: &super::TimeoutBook, bucket: impl Into<String>) -> Self {
+        self.record = Some((book.clone(), bucket.into()));
         self
     }
 
@@ -459,6 +469,19 @@ where
         let result = guard.race(f(guard.signal(), info)).await;
         drop(guard);
         let t1 = sys::now();
+        if let Some((book, bucket)) = &options.record {
+            let how = match &result {
+                Ok(Ok(_)) => Some(super::CallOutcome::Ok),
+                Ok(Err(e)) if e.is_timeout() => Some(super::CallOutcome::Timeout),
+                Ok(Err(_)) => Some(super::CallOutcome::Error),
+                Err(Ended::Cap(_)) => Some(super::CallOutcome::Timeout),
+                _ => None,
+            };
+            // A bucket the book refuses changes nothing: the attempt's result stands.
+            if let Some(how) = how {
+                let _ = book.record(bucket, if t1 > t { t1 - t } else { 0.0 }, how);
+            }
+        }
         // The breaker hears how the attempt ended; a permit dropped unrecorded
         // (the caller's signal ended the loop) counts as cancelled.
         match (&result, permit) {

@@ -62,6 +62,7 @@ export const ALLOWED = [
   "simulate.d.ts",
   "little.d.ts",
   "limiter.d.ts",
+  "book.d.ts",
   "breaker.d.ts",
   "otel.d.ts",
   "context.d.ts",

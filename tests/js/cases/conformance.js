@@ -282,6 +282,32 @@ const ops = {
       clock.restore();
     }
   },
+  // A TimeoutBook on fake time, its aggregator answering what the events say:
+  // each event, `at` ms after the start, is a table the book reads
+  // (`{ table: { bucket: [timeoutMs, floorMs] } }`, nulls allowed), a failed
+  // read (`{ fail: true }`), or `timeout(bucket, { fallbackMs })`, whose
+  // values make `served`, joined with commas.
+  "book.serve": async (lib, a) => {
+    const clock = installFakeTime();
+    try {
+      let answer = null;
+      const aggregator = { fetch: async () => (answer === null ? new Response("down", { status: 503 }) : Response.json(answer)) };
+      const book = new lib.TimeoutBook({ ...a.options, aggregator, onWarning: () => {} });
+      const t0 = clock.now();
+      const served = [];
+      for (const e of a.events) {
+        clock.jump(t0 + e.at - clock.now());
+        if (e.table !== undefined || e.fail) {
+          const rows = Object.entries(e.table ?? {}).map(([name, [timeoutMs, floorMs]]) => [name, { timeoutMs, floorMs }]);
+          answer = e.fail ? null : { v: 1, buckets: Object.fromEntries(rows) };
+          await book.refresh();
+        } else served.push(book.timeout(e.bucket, { fallbackMs: e.fallbackMs }));
+      }
+      return { served: served.join(",") };
+    } finally {
+      clock.restore();
+    }
+  },
   "errors.isTimeout": (lib, a) => ({ value: lib.isTimeout(makeError(lib, a.error)) }),
   "errors.message": (lib, a) => ({ message: makeError(lib, a.error).message }),
 };

@@ -12,6 +12,7 @@ import headers from "./headers.js";
 import hedge from "./hedge.js";
 import limiter from "./limiter.js";
 import little from "./little.js";
+import book from "./book.js";
 import breaker from "./breaker.js";
 import otel from "./otel.js";
 import load from "./load.js";
@@ -26,4 +27,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...headers, ...caps, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...book, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];

@@ -14,9 +14,10 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use edge_deadline::web::{
-    hedge, now_ms, retry, with_stall_timeout, Bound, BreakerOptions, CapOverrides, CircuitBreaker, ConcurrencyLimiter,
-    Deadline, Error, Failure, FetchOptions, HeaderFormat, HedgeOptions, Limit, LimiterOptions, Plan, PlatformCaps,
-    RetryBudget, RetryOptions, StallOptions, StallPhase, StepKind, StepResult, StepSpec,
+    hedge, now_ms, retry, with_stall_timeout, Aggregator, BookOptions, Bound, BreakerOptions, CapOverrides,
+    CircuitBreaker, ConcurrencyLimiter, Deadline, Error, Failure, FetchOptions, HeaderFormat, HedgeOptions, Limit,
+    LimiterOptions, Plan, PlatformCaps, RetryBudget, RetryOptions, StallOptions, StallPhase, StepKind, StepResult,
+    StepSpec, TimeoutBook,
 };
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
@@ -238,6 +239,85 @@ fn breaker_calls(a: &Map<String, Value>) -> Result<(String, String), Error> {
         serde_json::to_value(breaker.state(k)).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
     });
     Ok((admitted.join(","), states.collect::<Vec<_>>().join(",")))
+}
+
+/// The table text an in-test aggregator answers (`None`: a 503).
+type Answer = Rc<RefCell<Option<String>>>;
+/// The closure behind the aggregator's `fetch`: it must outlive the book.
+type FetchFn = Closure<dyn FnMut(web_sys::Request) -> js_sys::Promise>;
+
+/// A `TimeoutBook` from the JS options of a row (`book.serve`), reading its
+/// table from an in-test aggregator that answers what `Answer` holds.
+fn book_of(o: &Value) -> Result<Result<(TimeoutBook, Answer, FetchFn), Error>, String> {
+    let o = o.as_object().ok_or("'options' is not an object")?;
+    let mut options = BookOptions::new().on_warning(|_| {});
+    type Set = fn(BookOptions, f64) -> BookOptions;
+    let setters: [(&str, Set); 5] = [
+        ("maxStepFactor", BookOptions::max_step_factor),
+        ("refreshEveryMs", BookOptions::refresh_every_ms),
+        ("maxStaleMs", BookOptions::max_stale_ms),
+        ("flushEveryMs", BookOptions::flush_every_ms),
+        ("maxBuckets", BookOptions::max_buckets),
+    ];
+    for key in o.keys() {
+        if !setters.iter().any(|(k, _)| k == key) {
+            return Err(format!("no book option {key} in the Rust API"));
+        }
+    }
+    for (key, set) in setters {
+        if let Some(v) = opt_num(o, key)? {
+            options = set(options, v);
+        }
+    }
+    let answer: Answer = Rc::new(RefCell::new(None));
+    let text = answer.clone();
+    let fetch: FetchFn = Closure::wrap(Box::new(move |_: web_sys::Request| {
+        let init = web_sys::ResponseInit::new();
+        let body = text.borrow().clone();
+        init.set_status(if body.is_some() { 200 } else { 503 });
+        let res = web_sys::Response::new_with_opt_str_and_init(Some(body.as_deref().unwrap_or("down")), &init);
+        js_sys::Promise::resolve(&res.map(JsValue::from).unwrap_or_else(|e| e))
+    }) as Box<dyn FnMut(web_sys::Request) -> js_sys::Promise>);
+    let target = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&target, &"fetch".into(), fetch.as_ref());
+    Ok(TimeoutBook::new(options.aggregator(Aggregator::Fetcher(target))).map(|b| (b, answer, fetch)))
+}
+
+/// The JS runner's `book.serve`: each event at `at` ms after the start is a
+/// table the book reads, a failed read, or a `timeout` whose values it answers.
+async fn book_serve(
+    time: &super::FakeTime,
+    book: &TimeoutBook,
+    answer: &Answer,
+    events: &Value,
+) -> Result<String, Error> {
+    let bad = |m: &str| Error::Js(JsValue::from_str(m));
+    let events = events.as_array().ok_or_else(|| bad("'events' is not a list"))?;
+    let t0 = time.now();
+    let mut served = Vec::new();
+    for e in events {
+        let e = e.as_object().ok_or_else(|| bad("an event is not an object"))?;
+        time.jump(t0 + num_arg(e, "at").map_err(|m| bad(&m))? - time.now());
+        if e.contains_key("table") || e.contains_key("fail") {
+            *answer.borrow_mut() = match e.get("table").and_then(Value::as_object) {
+                Some(table) if !e.contains_key("fail") => {
+                    let rows: Map<String, Value> = table
+                        .iter()
+                        .map(|(k, v)| (k.clone(), serde_json::json!({ "timeoutMs": v[0], "floorMs": v[1] })))
+                        .collect();
+                    Some(serde_json::json!({ "v": 1, "buckets": rows }).to_string())
+                }
+                _ => None,
+            };
+            book.refresh().await;
+        } else {
+            let bucket = e.get("bucket").and_then(Value::as_str).ok_or_else(|| bad("no bucket"))?;
+            let v = book.timeout(bucket, num_arg(e, "fallbackMs").map_err(|m| bad(&m))?)?;
+            // As JavaScript prints a number (every value here is whole or a short decimal).
+            served.push(if v.fract() == 0.0 { format!("{}", v as i64) } else { v.to_string() });
+        }
+    }
+    Ok(served.join(","))
 }
 
 /// A `ConcurrencyLimiter` from the JS options of a row (`limiter.windows`).
@@ -544,6 +624,15 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
             let time = super::FakeTime::install();
             match limiter_of(arg(a, "options")?)? {
                 Ok(limiter) => Ok(out.with("limits", limiter_windows(&time, &limiter, arg(a, "windows")?)?.into())),
+                Err(e) => Err(e),
+            }
+        }
+        "book.serve" => {
+            let time = super::FakeTime::install();
+            match book_of(arg(a, "options")?)? {
+                Ok((book, answer, _fetch)) => book_serve(&time, &book, &answer, arg(a, "events")?)
+                    .await
+                    .map(|served| out.with("served", served.into())),
                 Err(e) => Err(e),
             }
         }

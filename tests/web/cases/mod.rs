@@ -17,6 +17,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortSignal;
 
+pub mod book;
 pub mod breaker;
 pub mod conformance;
 pub mod deadline;
@@ -286,6 +287,9 @@ macro_rules! for_each_case {
             limiter::options_default_as_in_javascript_and_bad_ones_name_the_option,
             limiter::aimd_follows_round_trips_on_the_fake_clock,
             limiter::a_full_limiter_sheds_or_queues_by_budget_and_an_abort_leaves_the_queue,
+            book::a_book_sketches_successes_counts_the_rest_and_a_take_empties_it,
+            book::a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_step_and_the_floor,
+            book::plan_steps_and_retries_record_into_a_book,
             conformance::the_table_holds_for_the_rust_api,
         }
     };

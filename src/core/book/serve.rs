@@ -1,0 +1,316 @@
+//! The isolate's side of the loop: when to flush, when to refresh the
+//! fleet's table, and which timeout to serve from it.
+//!
+//! # Why a machine
+//! `timeout(bucket)` is on every request's path and synchronous, so it only
+//! reads what this machine decided at the last refresh: the served value per
+//! bucket and the instant past which none of them is served any more
+//! ([`Schedule::stale_at`]). Fetching the table and sending flushes happen
+//! elsewhere (JS `fetch`, Rust `web-sys`); the host asks the machine whether
+//! one is due ([`Schedule::refresh_due`], [`Schedule::flush_due`]) and
+//! reports how it went. Time comes in as `now_ms`; nothing here reads a
+//! clock, so both hosts (and the conformance rows) drive the same decisions.
+//!
+//! # What a refresh may change
+//! The table is derived by the aggregator from the whole fleet, but one bad
+//! window (an outage, a burst of slow calls) can move it far. A served value
+//! therefore moves by at most [`ServeOptions::max_step_factor`] per refresh
+//! (×2 by default: up or down), and never below the row's `floorMs`, the
+//! censoring floor (below it, the fleet's own timeouts would hide the
+//! latencies the value is derived from). The floor wins over the step
+//! bound. A bucket's first value is served as the fleet derived it (it was
+//! derived from enough samples, or the fleet would not have sent it); a row
+//! without a value (too few samples) or a bucket missing from the table is
+//! no longer served, and its callers get their fallback.
+//!
+//! # Staleness
+//! A table is served for at most `maxStaleMs` after it arrived: an isolate
+//! that cannot reach the aggregator falls back to its callers' fallbacks
+//! rather than serve an old value forever.
+//!
+//! # Invariants (tested in `book/tests.rs` and by the conformance rows)
+//! 1. For a bucket served before and after a refresh, `new / old` is within
+//!    `[1 / max_step_factor, max_step_factor]`, unless the floor raised it.
+//! 2. A served value is finite, above 0, at most `MAX_MS`, and at or above
+//!    the row's floor.
+//! 3. At `now >= stale_at()` nothing is served.
+//! 4. A refresh or flush is due at most once until it is reported (or its
+//!    guard, `refreshEveryMs`, passes: a host whose fetch never settles is
+//!    not stuck).
+
+use crate::core::deadline::MAX_MS;
+use crate::core::error::{Described, Message};
+
+/// The knobs of [`Schedule`], with the JS option names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServeOptions {
+    /// `maxStepFactor`: how far one refresh may move a served value (×, ÷). Default 2.
+    pub max_step_factor: f64,
+    /// `refreshEveryMs`: how often the table is fetched. Default 60 000 (1 min).
+    pub refresh_every_ms: f64,
+    /// `maxStaleMs`: how long a table is served after it arrived. Default 600 000 (10 min).
+    pub max_stale_ms: f64,
+    /// `flushEveryMs`: how often at most a flush is sent. Default 10 000 (10 s).
+    pub flush_every_ms: f64,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self { max_step_factor: 2.0, refresh_every_ms: 60_000.0, max_stale_ms: 600_000.0, flush_every_ms: 10_000.0 }
+    }
+}
+
+/// The largest accepted `maxStepFactor`.
+pub const MAX_STEP_FACTOR: f64 = 1000.0;
+
+/// A book option out of range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServeError {
+    /// The option, as JS names it (`options.maxStepFactor`).
+    pub param: &'static str,
+    /// The value given.
+    pub value: f64,
+}
+
+/// The serve machine's message templates.
+pub mod msg {
+    crate::templates! { "book.serve";
+        /// `maxStepFactor` out of range.
+        STEP = "'{param}' must be a number between 1 and {max}: current value is {value}";
+        /// A period out of range.
+        PERIOD = "'{param}' must be a number of milliseconds above 0 and at most {max}: current value is {value}";
+        /// `maxBuckets` out of range.
+        MAX_BUCKETS = "'{param}' must be a whole number between 1 and {max}: current value is {value}";
+        /// A bucket name of the wrong length.
+        NAME = "'{param}' must be a name of 1 … {max} bytes of UTF-8: current value is {value} bytes long";
+        /// Warning `NO_TABLE`: the fleet's table has not arrived yet.
+        NO_TABLE = "timeout for '{bucket}': serving the fallback {value} ms until the fleet's table arrives";
+        /// Warning `FEW_SAMPLES`: the table has no value for the bucket.
+        FEW_SAMPLES = "timeout for '{bucket}': serving the fallback {value} ms; the fleet has no derived value for it yet (too few samples)";
+        /// Warning `STALE`: the table is older than `maxStaleMs`.
+        STALE = "timeout for '{bucket}': serving the fallback {value} ms; the fleet's table is older than 'maxStaleMs' (the aggregator is unreachable?)";
+        /// Warning `BUCKETS_FULL`: `maxBuckets` reached.
+        BUCKETS_FULL = "bucket '{bucket}' was not recorded: the book holds 'maxBuckets' ({value}) buckets until its next flush";
+        /// Warning `REFRESH_FAILED`: the table could not be read.
+        REFRESH_FAILED = "the fleet's table could not be read ({bucket}); retrying in 'refreshEveryMs' ({value} ms)";
+        /// Warning `FLUSH_REFUSED`: the aggregator refused a flush (not retried).
+        FLUSH_REFUSED = "the aggregator refused a flush with status {value} ({bucket}); its data was dropped";
+    }
+}
+
+/// The text of a book's warning `code` (`NO_TABLE`, …): `bucket` and
+/// `value` fill its holes (a detail and a number where the code has no bucket).
+pub fn warning(code: &str, bucket: &str, value: f64) -> Option<Message> {
+    let t = match code {
+        "NO_TABLE" => msg::NO_TABLE,
+        "FEW_SAMPLES" => msg::FEW_SAMPLES,
+        "STALE" => msg::STALE,
+        "BUCKETS_FULL" => msg::BUCKETS_FULL,
+        "REFRESH_FAILED" => msg::REFRESH_FAILED,
+        "FLUSH_REFUSED" => msg::FLUSH_REFUSED,
+        _ => return None,
+    };
+    Some(Message::new(t).arg("bucket", bucket).arg("value", value))
+}
+
+/// A book option checked apart from [`ServeOptions`]: `options.maxBuckets`
+/// (a whole number, 1 ..= [`MAX_BUCKETS`](super::MAX_BUCKETS)) or
+/// `options.fallbackMs` (above 0, at most `MAX_MS`).
+pub fn check_option(param: &'static str, value: f64) -> Result<f64, ServeError> {
+    let ok = if param == "options.maxBuckets" {
+        value.fract() == 0.0 && (1.0..=super::MAX_BUCKETS as f64).contains(&value)
+    } else {
+        value > 0.0 && value <= MAX_MS
+    };
+    if ok {
+        Ok(value)
+    } else {
+        Err(ServeError { param, value })
+    }
+}
+
+/// A bucket name: 1 ..= [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES) bytes of UTF-8.
+pub fn check_bucket(name: &str) -> Result<(), ServeError> {
+    if (1..=super::MAX_NAME_BYTES).contains(&name.len()) {
+        Ok(())
+    } else {
+        Err(ServeError { param: "bucket", value: name.len() as f64 })
+    }
+}
+
+crate::described_error!(ServeError);
+
+impl Described for ServeError {
+    fn code(&self) -> &'static str {
+        "OUT_OF_RANGE"
+    }
+
+    fn param(&self) -> Option<String> {
+        Some(self.param.into())
+    }
+
+    fn message(&self) -> Message {
+        let (t, max) = if self.param.ends_with("maxStepFactor") {
+            (msg::STEP, MAX_STEP_FACTOR)
+        } else if self.param == "options.maxBuckets" {
+            (msg::MAX_BUCKETS, super::MAX_BUCKETS as f64)
+        } else if self.param == "bucket" {
+            (msg::NAME, super::MAX_NAME_BYTES as f64)
+        } else {
+            (msg::PERIOD, MAX_MS)
+        };
+        // The message names the option as the user wrote it, without `options.`.
+        let name = self.param.strip_prefix("options.").unwrap_or(self.param);
+        Message::new(t).arg("param", name).arg("max", max).arg("value", self.value)
+    }
+}
+
+impl ServeOptions {
+    /// The options, or the first one out of range.
+    pub fn check(self) -> Result<Self, ServeError> {
+        let f = self.max_step_factor;
+        if !(1.0..=MAX_STEP_FACTOR).contains(&f) {
+            return Err(ServeError { param: "options.maxStepFactor", value: f });
+        }
+        for (param, value) in [
+            ("options.refreshEveryMs", self.refresh_every_ms),
+            ("options.maxStaleMs", self.max_stale_ms),
+            ("options.flushEveryMs", self.flush_every_ms),
+        ] {
+            if !(value > 0.0 && value <= MAX_MS) {
+                return Err(ServeError { param, value });
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// One bucket of the fleet's table, as the isolate reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRow {
+    /// The bucket's name.
+    pub name: String,
+    /// The fleet's derived timeout (`timeoutMs`); `None` while it has too few samples.
+    pub timeout_ms: Option<f64>,
+    /// The censoring floor (`floorMs`): the lowest value that may be served.
+    pub floor_ms: Option<f64>,
+}
+
+/// A bound from the table: finite and above 0, or nothing (the table is
+/// another process's output: NaN, negatives and ∞ count as absent).
+pub(super) fn usable(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// When to flush and refresh, and what to serve: see the module docs.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    options: ServeOptions,
+    /// Served values, sorted by name.
+    served: Vec<(String, f64)>,
+    table_at: Option<f64>,
+    refresh_at: f64,
+    flush_at: f64,
+}
+
+impl Schedule {
+    /// A schedule with nothing served: the first refresh and the first
+    /// flush are due at once.
+    pub fn new(options: ServeOptions) -> Result<Self, ServeError> {
+        let options = options.check()?;
+        let never = f64::NEG_INFINITY;
+        Ok(Self { options, served: Vec::new(), table_at: None, refresh_at: never, flush_at: never })
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> ServeOptions {
+        self.options
+    }
+
+    /// Whether a refresh is due at `now_ms`.
+    pub fn refresh_due(&self, now_ms: f64) -> bool {
+        now_ms >= self.refresh_at
+    }
+
+    /// The instant the next refresh is due (−∞: now).
+    pub fn refresh_at(&self) -> f64 {
+        self.refresh_at
+    }
+
+    /// A refresh started at `now_ms`: none is due again until it is
+    /// reported or `refreshEveryMs` passes.
+    pub fn refresh_started(&mut self, now_ms: f64) {
+        self.refresh_at = now_ms + self.options.refresh_every_ms;
+    }
+
+    /// The refresh failed (unreachable, not a table): the values served
+    /// stay until they are stale; the next try is `refreshEveryMs` later.
+    pub fn refresh_failed(&mut self, now_ms: f64) {
+        self.refresh_at = now_ms + self.options.refresh_every_ms;
+    }
+
+    /// A table arrived at `now_ms`: the new served values (module docs).
+    pub fn table(&mut self, now_ms: f64, rows: &[TableRow]) {
+        let f = self.options.max_step_factor;
+        let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len());
+        for row in rows {
+            let Some(target) = usable(row.timeout_ms) else { continue };
+            let mut v = match self.served(&row.name) {
+                Some(old) => target.max(old / f).min(old * f),
+                None => target,
+            };
+            if let Some(floor) = usable(row.floor_ms) {
+                v = v.max(floor);
+            }
+            // Kept sorted by inserting in place (no sort: std's stable sort
+            // costs the derive `.wasm` kilobytes); a repeated name keeps its first row.
+            if let Err(at) = next.binary_search_by(|(n, _)| n.as_str().cmp(&row.name)) {
+                next.insert(at, (row.name.clone(), v.min(MAX_MS)));
+            }
+        }
+        self.served = next;
+        self.table_at = Some(now_ms);
+        self.refresh_at = now_ms + self.options.refresh_every_ms;
+    }
+
+    /// The value served for `bucket` by the last table, stale or not.
+    pub fn served(&self, bucket: &str) -> Option<f64> {
+        let i = self.served.binary_search_by(|(n, _)| n.as_str().cmp(bucket)).ok()?;
+        self.served.get(i).map(|(_, v)| *v)
+    }
+
+    /// Every served bucket and value, by name.
+    pub fn served_all(&self) -> &[(String, f64)] {
+        &self.served
+    }
+
+    /// The instant from which nothing is served (−∞ before the first table).
+    pub fn stale_at(&self) -> f64 {
+        self.table_at.map_or(f64::NEG_INFINITY, |t| t + self.options.max_stale_ms)
+    }
+
+    /// What `timeout(bucket, { fallbackMs })` answers at `now_ms`: the served
+    /// value while the table is fresh, else `fallback_ms`; and whether it was the fleet's.
+    pub fn timeout(&self, now_ms: f64, bucket: &str, fallback_ms: f64) -> (f64, bool) {
+        match self.served(bucket) {
+            Some(v) if now_ms < self.stale_at() => (v, true),
+            _ => (fallback_ms, false),
+        }
+    }
+
+    /// Whether a flush is due at `now_ms`.
+    pub fn flush_due(&self, now_ms: f64) -> bool {
+        now_ms >= self.flush_at
+    }
+
+    /// The instant the next flush is due.
+    pub fn flush_at(&self) -> f64 {
+        self.flush_at
+    }
+
+    /// A flush was sent at `now_ms` (whatever its outcome: a failed one
+    /// keeps its data for the next): the next is due `flushEveryMs` later.
+    pub fn flush_started(&mut self, now_ms: f64) {
+        self.flush_at = now_ms + self.options.flush_every_ms;
+    }
+}

@@ -1,0 +1,514 @@
+//! A timeout book for Rust code, as `TimeoutBook` of `edge-deadline/derive`:
+//! latencies recorded where the work happens, flushed to one aggregator,
+//! and the fleet's derived timeouts served back.
+//!
+//! The flush format, when to flush and refresh, and which value to serve
+//! (the step bound, the censoring floor, staleness) are the core's
+//! ([`crate::core::book`]); this file owns what js/book.js owns: the
+//! per-bucket sketches, `fetch`, and the synchronous reads. The options, the
+//! defaults, the warning codes and the bucket rules are the JavaScript
+//! ones.
+//!
+//! # Invariants
+//! 1. What a flush took is not in the book any more (never counted twice);
+//!    a flush the aggregator could not take (unreachable, 5xx) is merged
+//!    back within `max_buckets`; one it refused (400, 413) is dropped, with
+//!    a warning.
+//! 2. Only [`CallOutcome::Ok`] reaches the sketches; timeouts and errors are
+//!    counted.
+//! 3. Each warning code is reported at most once per bucket.
+//! 4. No timer is armed; a due refresh started by [`TimeoutBook::timeout`]
+//!    runs on `spawn_local`.
+//!
+//! Memory: at most `max_buckets` sketches of at most 16 KB each (under 2 KB
+//! for 1 ms … 1 h at 1%) between two flushes.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use super::{sys, Error};
+use crate::core::book::{
+    check_bucket, check_option, warning, FlushBatch, FlushBucket, Schedule, ServeError, ServeOptions, TableRow,
+    MAX_FLUSH_BYTES,
+};
+use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
+
+impl From<ServeError> for Error {
+    fn from(error: ServeError) -> Self {
+        // Rust names options without `options.` (they are builder calls).
+        Error::described(error.param.strip_prefix("options.").unwrap_or(error.param), &error)
+    }
+}
+
+fn sketch_error(error: SketchError) -> Error {
+    Error::described("ms", &error)
+}
+
+/// How a recorded call ended (JavaScript's `"ok"`, `"timeout"`, `"error"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// It succeeded: its duration is a latency.
+    Ok,
+    /// It was cut by time: only a lower bound (counted).
+    Timeout,
+    /// It failed otherwise (counted).
+    Error,
+}
+
+/// Where a book flushes and reads the table.
+#[derive(Debug, Clone)]
+pub enum Aggregator {
+    /// A URL, reached with the global `fetch`.
+    Url(String),
+    /// Anything with `fetch(request)`: a Durable Object stub, a service binding.
+    Fetcher(js_sys::Object),
+}
+
+/// The `on_warning` callback.
+type OnWarning = Rc<dyn Fn(&BookWarning)>;
+
+/// What a book tells `on_warning`, once per code and bucket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BookWarning {
+    /// `NO_TABLE`, `FEW_SAMPLES`, `STALE`, `BUCKETS_FULL`, `REFRESH_FAILED`, `FLUSH_REFUSED`.
+    pub code: &'static str,
+    /// The bucket (or a detail, for the codes that have none).
+    pub bucket: String,
+    /// The sentence.
+    pub message: String,
+}
+
+/// The options of [`TimeoutBook::new`], the JavaScript ones in snake case
+/// with the same defaults.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct BookOptions {
+    aggregator: Option<Aggregator>,
+    base: Option<String>,
+    serve: Option<ServeOptions>,
+    max_buckets: Option<f64>,
+    relative_error: Option<f64>,
+    on_warning: Option<OnWarning>,
+}
+
+impl BookOptions {
+    /// No aggregator: the book records and [`TimeoutBook::take_flush`] hands you the bytes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Where flushes go (`POST <base>/flush`) and the table comes from (`GET <base>/table`).
+    pub fn aggregator(mut self, aggregator: Aggregator) -> Self {
+        self.aggregator = Some(aggregator);
+        self
+    }
+
+    /// The aggregator's URL for a [`Aggregator::Fetcher`] (default `https://timeout-aggregator`).
+    pub fn base(mut self, base: impl Into<String>) -> Self {
+        self.base = Some(base.into());
+        self
+    }
+
+    fn serve(&mut self) -> &mut ServeOptions {
+        self.serve.get_or_insert_with(ServeOptions::default)
+    }
+
+    /// At most one flush per this long, ms (default 10 000).
+    pub fn flush_every_ms(mut self, ms: f64) -> Self {
+        self.serve().flush_every_ms = ms;
+        self
+    }
+
+    /// How often the table is read, ms (default 60 000).
+    pub fn refresh_every_ms(mut self, ms: f64) -> Self {
+        self.serve().refresh_every_ms = ms;
+        self
+    }
+
+    /// How long a table is served after it arrived, ms (default 600 000).
+    pub fn max_stale_ms(mut self, ms: f64) -> Self {
+        self.serve().max_stale_ms = ms;
+        self
+    }
+
+    /// How far one refresh may move a served value, × or ÷ (default 2).
+    pub fn max_step_factor(mut self, factor: f64) -> Self {
+        self.serve().max_step_factor = factor;
+        self
+    }
+
+    /// Buckets held between flushes, 1 … 1024 (default 256).
+    pub fn max_buckets(mut self, n: f64) -> Self {
+        self.max_buckets = Some(n);
+        self
+    }
+
+    /// The sketches' relative error (default 0.01).
+    pub fn relative_error(mut self, alpha: f64) -> Self {
+        self.relative_error = Some(alpha);
+        self
+    }
+
+    /// Told once per code and bucket (default: `console.warn`).
+    pub fn on_warning(mut self, f: impl Fn(&BookWarning) + 'static) -> Self {
+        self.on_warning = Some(Rc::new(f));
+        self
+    }
+}
+
+/// One bucket's records since the last flush.
+struct Entry {
+    sketch: LatencySketch,
+    timeouts: u64,
+    errors: u64,
+    timed_out_ms: f64,
+}
+
+struct State {
+    entries: HashMap<String, Entry>,
+    schedule: Schedule,
+    in_force: HashMap<String, f64>,
+    warned: HashSet<(&'static str, String)>,
+    table_read: bool,
+    max_buckets: usize,
+    relative_error: f64,
+}
+
+/// Buckets a flush sent, kept for the next one (the aggregator was
+/// unreachable), and dropped (refused, or past `max_buckets`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushReport {
+    /// Buckets the aggregator took.
+    pub sent: usize,
+    /// Buckets kept for the next flush.
+    pub kept: usize,
+    /// Buckets dropped.
+    pub dropped: usize,
+}
+
+/// Latencies recorded where the work happens, flushed to one aggregator,
+/// and the fleet's derived timeouts served back. Cheap to clone (one book).
+///
+/// ```
+/// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+/// # fn run() -> Result<(), edge_deadline::web::Error> {
+/// use edge_deadline::web::{BookOptions, CallOutcome, TimeoutBook};
+/// let book = TimeoutBook::new(BookOptions::new().on_warning(|_| {}))?;
+/// book.record("GET /users", 42.0, CallOutcome::Ok)?;
+/// book.record("GET /users", 800.0, CallOutcome::Timeout)?;
+/// // Until the fleet's table says otherwise: the fallback.
+/// assert_eq!(book.timeout("GET /users", 800.0)?, 800.0);
+/// assert_eq!(book.take_flush().len(), 1);
+/// # Ok(())
+/// # }
+/// # fn main() {}
+/// ```
+#[derive(Clone)]
+pub struct TimeoutBook {
+    state: Rc<RefCell<State>>,
+    aggregator: Option<Rc<(Aggregator, String)>>,
+    on_warning: Option<OnWarning>,
+}
+
+impl TimeoutBook {
+    /// A book; an [`Error::InvalidArgument`] naming the first option out of range.
+    pub fn new(options: BookOptions) -> Result<Self, Error> {
+        let schedule = Schedule::new(options.serve.unwrap_or_default())?;
+        let max_buckets = check_option("options.maxBuckets", options.max_buckets.unwrap_or(256.0))? as usize;
+        let relative_error = options.relative_error.unwrap_or(DEFAULT_RELATIVE_ERROR);
+        LatencySketch::new(relative_error).map_err(|e| Error::described("options.relativeError", &e))?;
+        let aggregator = options.aggregator.map(|a| {
+            let base = match &a {
+                Aggregator::Url(url) => url.clone(),
+                Aggregator::Fetcher(_) => options.base.clone().unwrap_or_else(|| "https://timeout-aggregator".into()),
+            };
+            Rc::new((a, base.trim_end_matches('/').to_string()))
+        });
+        let state = State {
+            entries: HashMap::new(),
+            schedule,
+            in_force: HashMap::new(),
+            warned: HashSet::new(),
+            table_read: false,
+            max_buckets,
+            relative_error,
+        };
+        Ok(Self { state: Rc::new(RefCell::new(state)), aggregator, on_warning: options.on_warning })
+    }
+
+    /// Records one call of `bucket` (1 … 256 bytes): `ms` it took and how it ended.
+    pub fn record(&self, bucket: &str, ms: f64, outcome: CallOutcome) -> Result<(), Error> {
+        let mut s = self.state.borrow_mut();
+        if !s.entries.contains_key(bucket) {
+            check_bucket(bucket)?;
+            if s.entries.len() >= s.max_buckets {
+                let max = s.max_buckets as f64;
+                drop(s);
+                self.warn("BUCKETS_FULL", bucket, max);
+                return Ok(());
+            }
+            let sketch = LatencySketch::new(s.relative_error).unwrap_or_default();
+            s.entries.insert(bucket.into(), Entry { sketch, timeouts: 0, errors: 0, timed_out_ms: 0.0 });
+        }
+        let Some(e) = s.entries.get_mut(bucket) else { return Ok(()) };
+        match outcome {
+            CallOutcome::Ok => e.sketch.add(ms).map_err(sketch_error)?,
+            other => {
+                crate::core::deadline::check_ms("ms", ms).map_err(Error::from)?;
+                if other == CallOutcome::Timeout {
+                    e.timeouts += 1;
+                    e.timed_out_ms = e.timed_out_ms.max(ms);
+                } else {
+                    e.errors += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The fleet's derived timeout for `bucket` (moved by at most
+    /// `max_step_factor` per refresh, never below the censoring floor), or
+    /// `fallback_ms` until the fleet has one or while the table is stale
+    /// (with a warning, once). Synchronous; a due refresh starts in the background.
+    pub fn timeout(&self, bucket: &str, fallback_ms: f64) -> Result<f64, Error> {
+        check_option("options.fallbackMs", fallback_ms)?;
+        let t = sys::now();
+        let (due, (v, fleet), table_read) = {
+            let s = self.state.borrow();
+            (
+                self.aggregator.is_some() && s.schedule.refresh_due(t),
+                s.schedule.timeout(t, bucket, fallback_ms),
+                s.table_read,
+            )
+        };
+        if due {
+            let book = self.clone();
+            book.state.borrow_mut().schedule.refresh_started(t);
+            wasm_bindgen_futures::spawn_local(async move { book.read_table().await });
+        }
+        if !fleet {
+            let stale = t >= self.state.borrow().schedule.stale_at();
+            let code = if !table_read {
+                "NO_TABLE"
+            } else if stale {
+                "STALE"
+            } else {
+                "FEW_SAMPLES"
+            };
+            self.warn(code, bucket, fallback_ms);
+        }
+        let mut s = self.state.borrow_mut();
+        if s.in_force.get(bucket) != Some(&v) {
+            s.in_force.insert(bucket.into(), v);
+        }
+        Ok(v)
+    }
+
+    fn warn(&self, code: &'static str, bucket: &str, value: f64) {
+        if !self.state.borrow_mut().warned.insert((code, bucket.into())) {
+            return;
+        }
+        let message = warning(code, bucket, value).map(|m| m.to_string()).unwrap_or_default();
+        let w = BookWarning { code, bucket: bucket.into(), message };
+        match &self.on_warning {
+            Some(f) => f(&w),
+            None => {
+                if let Ok(warn) = sys::global(&["console", "warn"]).dyn_into::<js_sys::Function>() {
+                    let _ = warn.call1(&JsValue::UNDEFINED, &JsValue::from_str(&w.message));
+                }
+            }
+        }
+    }
+
+    /// Reads the table now; a failure keeps what is served (with a warning).
+    pub async fn refresh(&self) {
+        if self.aggregator.is_none() {
+            return;
+        }
+        self.state.borrow_mut().schedule.refresh_started(sys::now());
+        self.read_table().await;
+    }
+
+    async fn read_table(&self) {
+        let rows = self.fetch_table().await;
+        let mut s = self.state.borrow_mut();
+        match rows {
+            Ok(rows) => {
+                s.schedule.table(sys::now(), &rows);
+                s.table_read = true;
+            }
+            Err(detail) => {
+                s.schedule.refresh_failed(sys::now());
+                let every = s.schedule.options().refresh_every_ms;
+                drop(s);
+                self.warn("REFRESH_FAILED", &detail, every);
+            }
+        }
+    }
+
+    async fn fetch_table(&self) -> Result<Vec<TableRow>, String> {
+        let words = |e: JsValue| sys::to_js_string(&e).unwrap_or_else(|_| "an error".into());
+        let res = self.send("table", None).await.map_err(words)?;
+        if !res.ok() {
+            return Err(format!("status {}", res.status()));
+        }
+        let json = JsFuture::from(res.json().map_err(words)?).await.map_err(words)?;
+        let get = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+        let buckets = get(&json, "buckets");
+        if get(&json, "v").as_f64() != Some(1.0) || !buckets.is_object() {
+            return Err("not a version 1 table".into());
+        }
+        let entries = js_sys::Object::entries(buckets.unchecked_ref());
+        Ok(entries
+            .iter()
+            .filter_map(|pair| {
+                let pair: js_sys::Array = pair.dyn_into().ok()?;
+                let row = pair.get(1);
+                Some(TableRow {
+                    name: pair.get(0).as_string()?,
+                    timeout_ms: get(&row, "timeoutMs").as_f64(),
+                    floor_ms: get(&row, "floorMs").as_f64(),
+                })
+            })
+            .collect())
+    }
+
+    /// `GET <base>/table`, or `POST <base>/flush` with `body`.
+    async fn send(&self, path: &str, body: Option<&[u8]>) -> Result<web_sys::Response, JsValue> {
+        let Some(a) = &self.aggregator else { return Err(JsValue::from_str("no aggregator")) };
+        let init = web_sys::RequestInit::new();
+        let headers = web_sys::Headers::new()?;
+        if let Some(bytes) = body {
+            init.set_method("POST");
+            headers.set("content-type", "application/octet-stream")?;
+            init.set_body(&js_sys::Uint8Array::from(bytes));
+        } else {
+            headers.set("accept", "application/json")?;
+        }
+        init.set_headers(&headers);
+        let request = web_sys::Request::new_with_str_and_init(&format!("{}/{path}", a.1), &init)?;
+        let promise = match &a.0 {
+            Aggregator::Url(_) => sys::fetch(&request.into(), &web_sys::RequestInit::new())?,
+            Aggregator::Fetcher(target) => {
+                let fetch: js_sys::Function = js_sys::Reflect::get(target, &JsValue::from_str("fetch"))?.dyn_into()?;
+                fetch.call1(target, &request)?.dyn_into()?
+            }
+        };
+        JsFuture::from(promise).await?.dyn_into()
+    }
+
+    /// Sends what was recorded since the last flush (at most once per
+    /// `flush_every_ms`) and refreshes the table when due: for
+    /// `ctx.wait_until`. Never fails.
+    pub async fn flush(&self) -> FlushReport {
+        let mut report = FlushReport::default();
+        if self.aggregator.is_none() {
+            return report;
+        }
+        let t = sys::now();
+        let (refresh, flush) = {
+            let mut s = self.state.borrow_mut();
+            let refresh = s.schedule.refresh_due(t);
+            if refresh {
+                s.schedule.refresh_started(t);
+            }
+            let flush = s.schedule.flush_due(t) && !s.entries.is_empty();
+            if flush {
+                s.schedule.flush_started(t);
+            }
+            (refresh, flush)
+        };
+        if refresh {
+            self.read_table().await;
+        }
+        if flush {
+            for batch in self.take_batches() {
+                self.send_batch(batch, &mut report).await;
+            }
+        }
+        report
+    }
+
+    async fn send_batch(&self, batch: FlushBatch, report: &mut FlushReport) {
+        let status = match self.send("flush", Some(&batch.to_bytes())).await {
+            Ok(res) => res.status(),
+            Err(_) => 0,
+        };
+        let n = batch.buckets.len();
+        if (200..300).contains(&status) {
+            report.sent += n;
+        } else if status == 400 || status == 413 {
+            report.dropped += n;
+            self.warn("FLUSH_REFUSED", &format!("{n} bucket(s)"), f64::from(status));
+        } else {
+            let mut s = self.state.borrow_mut();
+            for b in batch.buckets {
+                let max = s.max_buckets;
+                let fresh = !s.entries.contains_key(&b.name);
+                if fresh && s.entries.len() >= max {
+                    report.dropped += 1;
+                    continue;
+                }
+                let alpha = s.relative_error;
+                let e = s.entries.entry(b.name.clone()).or_insert_with(|| Entry {
+                    sketch: LatencySketch::new(alpha).unwrap_or_default(),
+                    timeouts: 0,
+                    errors: 0,
+                    timed_out_ms: 0.0,
+                });
+                // Same relative error, counts far below the cap: a merge that cannot fail.
+                let _ = e.sketch.merge(&b.successes);
+                e.timeouts += b.timeouts;
+                e.errors += b.errors;
+                if let Some(v) = b.in_force_ms {
+                    s.in_force.entry(b.name).or_insert(v);
+                }
+                report.kept += 1;
+            }
+        }
+    }
+
+    fn take_batches(&self) -> Vec<FlushBatch> {
+        let mut s = self.state.borrow_mut();
+        let entries = std::mem::take(&mut s.entries);
+        let mut buckets: Vec<FlushBucket> = entries
+            .into_iter()
+            .map(|(name, e)| FlushBucket {
+                in_force_ms: s.in_force.get(&name).copied().or((e.timed_out_ms > 0.0).then_some(e.timed_out_ms)),
+                name,
+                timeouts: e.timeouts,
+                errors: e.errors,
+                successes: e.sketch,
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.name.cmp(&b.name));
+        split(FlushBatch { relative_error: s.relative_error, buckets })
+    }
+
+    /// Everything recorded since the last flush as flush bytes (each at
+    /// most 256 KiB); the book is emptied.
+    pub fn take_flush(&self) -> Vec<Vec<u8>> {
+        self.take_batches().iter().map(FlushBatch::to_bytes).collect()
+    }
+
+    /// Buckets recorded since the last flush.
+    pub fn size(&self) -> usize {
+        self.state.borrow().entries.len()
+    }
+}
+
+/// `batch` as batches of at most [`MAX_FLUSH_BYTES`] each (halves until they fit).
+fn split(batch: FlushBatch) -> Vec<FlushBatch> {
+    if batch.buckets.len() < 2 || batch.to_bytes().len() <= MAX_FLUSH_BYTES {
+        return vec![batch];
+    }
+    let FlushBatch { relative_error, mut buckets } = batch;
+    let rest = buckets.split_off(buckets.len() / 2);
+    let mut out = split(FlushBatch { relative_error, buckets });
+    out.extend(split(FlushBatch { relative_error, buckets: rest }));
+    out
+}

@@ -1,0 +1,285 @@
+// TimeoutBook: recording, flushing to an aggregator, serving the fleet's table. The same file runs in
+// Node, Deno, workerd and Chromium. The aggregator here is a small in-test one (an object with
+// fetch(request), as a Durable Object stub is): it keeps what was POSTed and answers a table the case
+// sets. Timing is the subject of the flush and refresh cases, so the clock is fake.
+import { equal, ok, rejects, throwsArg } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
+import { onFakeTime } from "../pipeline-support.js";
+
+/** An aggregator stand-in: `flushes` it took (bytes), `status` it answers them with, `table` it serves. */
+function aggregator() {
+  const a = {
+    flushes: [],
+    tableReads: 0,
+    status: 204,
+    tableStatus: 200,
+    buckets: {},
+    urls: [],
+    async fetch(request) {
+      a.urls.push(`${request.method} ${new URL(request.url).pathname}`);
+      if (request.method === "POST") {
+        const bytes = new Uint8Array(await request.arrayBuffer());
+        if (a.status === 204) a.flushes.push(bytes);
+        return new Response(a.status === 204 ? null : "{}", { status: a.status });
+      }
+      a.tableReads++;
+      if (a.tableStatus !== 200) return new Response("down", { status: a.tableStatus });
+      const body = { v: 1, derivedAt: new Date(0).toISOString(), windowMs: 3_600_000, windows: 24, q: 0.99, safety: 1.5, buckets: a.buckets };
+      return Response.json(body);
+    },
+  };
+  return a;
+}
+
+/** Lets a background refresh finish (real time: the fake clock moves only the package's). */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+/** A table row of the contract's shape. */
+function row(timeoutMs, floorMs = null) {
+  return { n: 500, timeouts: 0, errors: 0, timeoutMs, p50: null, p99: null, floorMs, falseTimeoutRate: null, warnings: [] };
+}
+
+const cases = [
+  {
+    name: "book: only successes are sketched, timeouts and errors are counted, and a take empties the book",
+    run: (lib) => {
+      const book = new lib.TimeoutBook({ onWarning: () => {} });
+      for (const ms of [10, 20, 30]) book.record("GET /a", ms);
+      book.record("GET /a", 40, "ok");
+      book.record("GET /a", 5000, "timeout");
+      book.record("GET /a", 3, "error");
+      book.record("db", 900, "timeout");
+      equal(book.size, 2);
+      const [bytes, more] = book.takeFlush();
+      equal(more, undefined, "one flush");
+      equal(book.size, 0, "emptied");
+      const got = lib.readFlush(bytes);
+      equal(got.length, 2);
+      const a = got.find((b) => b.name === "GET /a");
+      equal(a.successes.count, 4, "only the four successes");
+      equal(a.successes.max, 40);
+      equal(a.timeouts, 1);
+      equal(a.errors, 1);
+      equal(a.inForceMs, 5000, "the in-force timeout a timed-out call waited");
+      const db = got.find((b) => b.name === "db");
+      equal(db.successes.count, 0);
+      equal(db.timeouts, 1);
+      equal(book.takeFlush().length, 1, "an empty flush");
+      equal(lib.readFlush(book.takeFlush()[0]).length, 0, "nothing counted twice");
+    },
+  },
+  {
+    name: "book: bad input names its parameter; readFlush refuses bytes that are not a flush",
+    run: (lib) => {
+      const book = new lib.TimeoutBook({ onWarning: () => {} });
+      throwsArg(() => book.record(5, 1), TypeError, "bucket", "INVALID_TYPE");
+      throwsArg(() => book.record("", 1), RangeError, "bucket", "OUT_OF_RANGE", /'bucket' must be a name of 1 … 256 bytes of UTF-8: current value is 0 bytes long/);
+      throwsArg(() => book.record("a", NaN), RangeError, "ms", "NOT_FINITE");
+      throwsArg(() => book.record("a", -1, "timeout"), RangeError, "ms", "NEGATIVE");
+      throwsArg(() => book.record("a", "5", "error"), TypeError, "ms", "INVALID_TYPE");
+      throwsArg(() => book.record("a", 5, "slow"), TypeError, "outcome", "INVALID_TYPE");
+      throwsArg(() => book.timeout("a"), TypeError, "options", "INVALID_TYPE");
+      throwsArg(() => book.timeout("a", { fallbackMs: 0 }), RangeError, "options.fallbackMs", "OUT_OF_RANGE");
+      throwsArg(() => book.timeout(1, { fallbackMs: 5 }), TypeError, "bucket", "INVALID_TYPE");
+      throwsArg(() => new lib.TimeoutBook({ maxStepFactor: 0.5 }), RangeError, "options.maxStepFactor", "OUT_OF_RANGE", /between 1 and 1000: current value is 0.5/);
+      throwsArg(() => new lib.TimeoutBook({ flushEveryMs: 0 }), RangeError, "options.flushEveryMs", "OUT_OF_RANGE");
+      throwsArg(() => new lib.TimeoutBook({ maxBuckets: 2000 }), RangeError, "options.maxBuckets", "OUT_OF_RANGE");
+      throwsArg(() => new lib.TimeoutBook({ aggregator: 5 }), TypeError, "options.aggregator", "INVALID_TYPE");
+      throwsArg(() => new lib.TimeoutBook({ relativeError: 2 }), RangeError, "options.relativeError", "OUT_OF_RANGE");
+      throwsArg(() => lib.readFlush(new Uint8Array([1, 2, 3])), RangeError, "bytes", "FOREIGN_BYTES", /is not a valid timeout book flush/);
+      book.record("a", 1);
+      const [bytes] = book.takeFlush();
+      throwsArg(() => lib.readFlush(bytes.subarray(0, bytes.length - 1)), RangeError, "bytes", "TRUNCATED_BYTES");
+      equal(book.size, 0, "a refused record adds no bucket");
+    },
+  },
+  {
+    name: "book: maxBuckets bounds the book; records into more are dropped with one warning",
+    run: (lib) => {
+      const warnings = [];
+      const book = new lib.TimeoutBook({ maxBuckets: 2, onWarning: (w) => warnings.push(w) });
+      book.record("a", 1);
+      book.record("b", 1);
+      book.record("c", 1);
+      book.record("c", 2);
+      book.record("d", 1);
+      equal(book.size, 2);
+      equal(warnings.map((w) => `${w.code} ${w.bucket}`).join(), "BUCKETS_FULL c,BUCKETS_FULL d");
+      ok(/the book holds 'maxBuckets' \(2\) buckets/.test(warnings[0].message), warnings[0].message);
+      book.takeFlush();
+      book.record("c", 1);
+      equal(book.size, 1, "room again after a flush");
+    },
+  },
+  {
+    name: "book: flush sends at most once per flushEveryMs, a failed flush keeps its data, a refused one is dropped",
+    run: async (lib) => {
+      const fake = installFakeTime();
+      try {
+        const agg = aggregator();
+        const warnings = [];
+        const book = new lib.TimeoutBook({ aggregator: agg, flushEveryMs: 10_000, refreshEveryMs: 3_600_000, onWarning: (w) => warnings.push(w) });
+        book.record("a", 10);
+        book.record("a", 11, "timeout");
+        let r = await book.flush();
+        equal(`${r.sent} ${r.kept} ${r.dropped}`, "1 0 0");
+        equal(agg.flushes.length, 1);
+        equal(agg.urls.join(), "GET /table,POST /flush", "the first flush reads the table too");
+        book.record("a", 20);
+        fake.jump(9_999);
+        r = await book.flush();
+        equal(r.sent, 0, "too soon: nothing sent");
+        equal(book.size, 1, "and nothing lost");
+        fake.jump(1);
+        agg.status = 503;
+        r = await book.flush();
+        equal(`${r.sent} ${r.kept}`, "0 1", "unreachable: kept");
+        book.record("a", 30);
+        book.record("b", 5, "error");
+        agg.status = 204;
+        fake.jump(10_000);
+        r = await book.flush();
+        equal(r.sent, 2);
+        const [a, b] = lib.readFlush(agg.flushes[1]).sort((x, y) => (x.name < y.name ? -1 : 1));
+        equal(a.successes.count, 2, "the kept 20 and the new 30, once each");
+        equal(a.successes.min, 20);
+        equal(a.timeouts, 0, "the first flush's timeout is not sent again");
+        equal(b.errors, 1);
+        book.record("a", 1);
+        agg.status = 400;
+        fake.jump(10_000);
+        r = await book.flush();
+        equal(`${r.sent} ${r.dropped}`, "0 1", "refused: dropped");
+        equal(book.size, 0);
+        equal(warnings.filter((w) => w.code === "FLUSH_REFUSED").length, 1);
+        fake.jump(10_000);
+        r = await book.flush();
+        equal(r.sent + r.kept + r.dropped, 0, "nothing to send");
+      } finally {
+        fake.restore();
+      }
+    },
+  },
+  {
+    name: "book: timeout() serves the fallback until the table, then the fleet's value within maxStepFactor and above the floor",
+    run: async (lib) => {
+      const fake = installFakeTime();
+      try {
+        const agg = aggregator();
+        const warnings = [];
+        const book = new lib.TimeoutBook({ aggregator: agg, refreshEveryMs: 60_000, maxStaleMs: 300_000, maxStepFactor: 2, onWarning: (w) => warnings.push(w) });
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 5000, "no table yet");
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 5000);
+        equal(warnings.length, 1, "one warning");
+        equal(warnings[0].code, "NO_TABLE");
+        ok(warnings[0].message.includes("serving the fallback 5000 ms"), warnings[0].message);
+        await settle();
+        equal(agg.tableReads, 1, "the first timeout() started a refresh in the background");
+        agg.buckets = { "GET /a": row(400), "GET /b": row(null) };
+        await book.refresh();
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 400, "a first value as derived");
+        equal(book.timeout("GET /b", { fallbackMs: 700 }), 700, "too few samples");
+        equal(warnings.at(-1).code, "FEW_SAMPLES");
+        // The fleet's value collapses: at most halved per refresh, never below the floor.
+        agg.buckets = { "GET /a": row(20) };
+        fake.jump(60_000);
+        book.timeout("GET /a", { fallbackMs: 5000 }); // due: refreshes in the background
+        await settle();
+        equal(agg.tableReads, 3);
+        await book.refresh();
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 100, "400 → 200 → 100: two refreshes, each ÷2");
+        agg.buckets = { "GET /a": row(20, 80) };
+        await book.refresh();
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 80, "the floor");
+        // The aggregator goes away: the value is served until maxStaleMs, then the fallback.
+        agg.tableStatus = 503;
+        fake.jump(299_999);
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 80);
+        fake.jump(1);
+        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 5000, "stale");
+        await settle();
+        ok(warnings.some((w) => w.code === "STALE"), "said why");
+        ok(warnings.some((w) => w.code === "REFRESH_FAILED"), "and that the table could not be read");
+      } finally {
+        fake.restore();
+      }
+    },
+  },
+  {
+    name: "book: a URL aggregator is reached with the global fetch; a book without one records and serves its fallbacks",
+    run: async (lib) => {
+      const book = new lib.TimeoutBook({ onWarning: () => {} });
+      book.record("a", 1);
+      const r = await book.flush();
+      equal(r.sent + r.kept + r.dropped, 0, "no aggregator: nothing sent");
+      equal(book.size, 1, "and nothing lost");
+      equal(book.timeout("a", { fallbackMs: 9 }), 9);
+      await book.refresh();
+      const original = globalThis.fetch;
+      const seen = [];
+      globalThis.fetch = async (request) => {
+        seen.push(request.url);
+        return new Response(null, { status: 204 });
+      };
+      try {
+        const b = new lib.TimeoutBook({ aggregator: "https://agg.example/timeouts/", onWarning: () => {} });
+        b.record("x", 1);
+        await b.flush();
+      } finally {
+        globalThis.fetch = original;
+      }
+      ok(seen.includes("https://agg.example/timeouts/flush"), seen.join());
+      ok(seen.includes("https://agg.example/timeouts/table"), seen.join());
+    },
+  },
+  {
+    name: "book: plan steps, retries and relays record into a book with `record: book` (a step's bucket is its name)",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const book = new lib.TimeoutBook({ onWarning: () => {} });
+        const d = lib.Deadline.in(10_000);
+        const p = lib.plan(d, [
+          { name: "fast", minMs: 1, preferredMs: 500, kind: "optional" },
+          { name: "slow", minMs: 1, preferredMs: 100, kind: "optional" },
+          { name: "broken", minMs: 1, preferredMs: 100, kind: "optional" },
+          { name: "respond", minMs: 10, kind: "fallback" },
+        ]);
+        let done;
+        const fast = p.run("fast", () => new Promise((resolve) => (done = resolve)), { record: book });
+        await clock.advance(40);
+        done("x");
+        equal(await fast, "x");
+        const hang = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+        const slow = p.run("slow", hang, { record: book, bucket: "GET /slow" });
+        await clock.advance(100);
+        await rejects(slow, lib.StepTimeout);
+        await rejects(p.run("broken", () => Promise.reject(new Error("boom")), { record: book }), Error);
+        await rejects(p.run("respond", () => 1, { record: {} }), TypeError);
+        // A retry: the first attempt is cut at 50 ms, the second takes 10.
+        let n = 0;
+        const r = lib.retry(
+          (signal) => (++n === 1 ? hang(signal) : new Promise((resolve) => (done = resolve))),
+          { deadline: d, idempotent: true, attemptTimeoutMs: 50, attemptMinMs: 1, backoff: { baseMs: 5, maxMs: 5, jitter: 0 }, record: book, bucket: "upstream" },
+        );
+        await clock.advance(55);
+        await clock.advance(10);
+        done("ok");
+        equal(await r, "ok");
+        await rejects(lib.retry(() => 1, { deadline: d, record: book }), TypeError, /options\.bucket/);
+        // A relay: the time to the first event.
+        const res = await lib.relay(new Response("data: hi\n\n", { headers: { "content-type": "text/event-stream" } }), { record: book, bucket: "llm" });
+        await res.text();
+        const got = Object.fromEntries(lib.readFlush(book.takeFlush()[0]).map((b) => [b.name, b]));
+        equal(Object.keys(got).sort().join(), "GET /slow,broken,fast,llm,upstream");
+        equal(`${got.fast.successes.count} ${got.fast.successes.max}`, "1 40", "the step's latency");
+        equal(`${got["GET /slow"].timeouts} ${got["GET /slow"].successes.count}`, "1 0", "a cut step is a timeout");
+        equal(got.broken.errors, 1);
+        equal(`${got.upstream.timeouts} ${got.upstream.successes.count}`, "1 1", "each attempt");
+        equal(got.upstream.inForceMs, 50);
+        equal(got.llm.successes.count, 1);
+        return [d];
+      }),
+  },
+];
+
+export default cases;
