@@ -1,0 +1,25 @@
+// The isolates' Worker in the fleet test: simulated isolates record into
+// sketches and flush through the service binding AGG (the aggregator's Worker);
+// /table and /raw reach the aggregator through it too.
+import { LatencySketch } from "../../pkg/derive-workerd.js";
+import { simulate, exact } from "./support.js";
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/simulate") {
+      const isolates = Number(url.searchParams.get("isolates"));
+      const requests = Number(url.searchParams.get("requests"));
+      const post = async (bytes) => (await env.AGG.fetch("http://agg/flush", { method: "POST", body: bytes, headers: { "content-type": "application/octet-stream" } })).status;
+      const { all, errors, statuses } = await simulate({ LatencySketch, isolates, requests, post });
+      const expected = Object.fromEntries(Object.entries(all).map(([k, xs]) => [k, { n: xs.length, errors: errors[k], p99: exact(xs, 0.99), p50: exact(xs, 0.5) }]));
+      return Response.json({ expected, statuses });
+    }
+    if (url.pathname === "/table") return env.AGG.fetch("http://agg/table");
+    if (url.pathname === "/raw") {
+      const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: await request.arrayBuffer() });
+      return new Response(await r.text(), { status: r.status });
+    }
+    return new Response("not found", { status: 404 });
+  },
+};
