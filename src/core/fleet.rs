@@ -43,7 +43,7 @@
 //! is checked before anything changes: the format, every count (≤ 2^53 − 1,
 //! and sums too), the relative error (it must be the aggregator's: sketches
 //! of another one would merge wrongly), bucket names, the number of buckets
-//! per window ([`MAX_BUCKETS`]) and the size ([`MAX_FLUSH_BYTES`]). A refused
+//! per window ([`MAX_BUCKETS`]) and the size ([`MAX_FLUSH_BYTES`](crate::core::book::MAX_FLUSH_BYTES)). A refused
 //! flush changes nothing.
 //!
 //! # Invariants (each is a test in `fleet/tests.rs`)
@@ -65,8 +65,9 @@ use crate::core::error::{Described, Message};
 use crate::core::sketch::{LatencySketch, MAX_COUNT};
 
 mod flush;
+use crate::core::book::{BookError, FlushBatch, MAX_FLUSH_BYTES};
+pub use flush::FlushRefusal;
 use flush::{bad, ByteReader};
-pub use flush::{FlushBatch, FlushBucket, FlushRefusal, MAX_FLUSH_BUCKETS, MAX_FLUSH_BYTES, MAX_NAME_BYTES};
 
 /// The default window: one hour.
 pub const DEFAULT_WINDOW_MS: f64 = 3_600_000.0;
@@ -157,7 +158,9 @@ pub enum FleetError {
         /// The most accepted.
         max: usize,
     },
-    /// The bytes are not a flush (or not a stored window, `what`).
+    /// The bytes are not a flush.
+    Flush(BookError),
+    /// The bytes are not a stored window (or state, `what`).
     Malformed {
         /// `flush`, `window` or `state`.
         what: &'static str,
@@ -217,6 +220,7 @@ impl Described for FleetError {
             Self::Options(e) => e.code(),
             Self::Now(e) => e.code(),
             Self::TooLarge { .. } => "TOO_LARGE",
+            Self::Flush(e) => e.code(),
             Self::Malformed { .. } => "MALFORMED",
             Self::Parameters { .. } => "WRONG_PARAMETERS",
             Self::Buckets { .. } => "TOO_MANY_BUCKETS",
@@ -230,6 +234,7 @@ impl Described for FleetError {
             Self::Windows { .. } => "options.windows".into(),
             Self::Options(e) => return e.param(),
             Self::Now(e) => return Described::param(e),
+            Self::Flush(e) => return e.param(),
             Self::TooLarge { .. } | Self::Malformed { .. } | Self::Parameters { .. } => "bytes".into(),
             Self::Buckets { .. } | Self::Count { .. } => "bytes".into(),
         })
@@ -244,6 +249,7 @@ impl Described for FleetError {
             Self::TooLarge { len, max } => {
                 Message::new(msg::TOO_LARGE).arg("what", "flush").arg("len", *len).arg("max", *max)
             }
+            Self::Flush(e) => e.message(),
             Self::Malformed { what, refusal } => Message::new(msg::MALFORMED)
                 .arg("what", *what)
                 .arg("field", refusal.field)
@@ -435,8 +441,7 @@ impl Aggregator {
         if bytes.len() > MAX_FLUSH_BYTES {
             return Err(FleetError::TooLarge { len: bytes.len(), max: MAX_FLUSH_BYTES });
         }
-        let batch =
-            FlushBatch::from_bytes(bytes).map_err(|refusal| FleetError::Malformed { what: "flush", refusal })?;
+        let batch = FlushBatch::from_bytes(bytes).map_err(FleetError::Flush)?;
         if batch.relative_error.to_bits() != self.opts.relative_error.to_bits() {
             return Err(FleetError::Parameters {
                 what: "flush",

@@ -30,6 +30,7 @@ const DERIVE: &[&[Template]] = &[
     crate::core::little::msg::TEMPLATES,
     crate::core::breaker::msg::TEMPLATES,
     crate::core::limiter::msg::TEMPLATES,
+    crate::core::book::msg::TEMPLATES,
     crate::core::fleet::msg::TEMPLATES,
 ];
 

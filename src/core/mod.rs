@@ -6,6 +6,7 @@
 //! integer millisecond up to 2^53 exactly; the validators in [`deadline`]
 //! reject NaN, infinities and negatives before any arithmetic happens.
 
+pub mod book;
 pub mod breaker;
 pub mod caps;
 pub mod deadline;

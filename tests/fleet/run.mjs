@@ -4,7 +4,7 @@
 // flushes through a service binding, a restart of workerd, hostile bytes.
 // Then the same on Deno KV (tests/fleet/deno-kv.js, a real Deno.openKv on a
 // temporary file). Prints one JSON report line per runtime.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -126,6 +126,20 @@ async function workerdSuite() {
         if (what === "another relative error") assert(body.code === "WRONG_PARAMETERS", body.code);
       }
       assert(sansDate(await (await fetch(`${base}/table`)).json()) === before, "the table changed");
+    });
+    await t.check("the CLI's derive --aggregator URL reads and prints the same table", async () => {
+      const served = await (await fetch(`${base}/table`)).json();
+      const cli = (...args) => execFileSync("cargo", ["run", "-q", "-p", "edge-deadline-cli", "--", "derive", "--aggregator", base, ...args], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+      const out = JSON.parse(cli("--json"));
+      assert(out.q === served.q && out.safety === served.safety, `q ${out.q}, safety ${out.safety}`);
+      assert(out.buckets.length === Object.keys(served.buckets).length, `${out.buckets.length} buckets`);
+      for (const b of out.buckets) {
+        const row = served.buckets[b.bucket.bucket];
+        assert(row && b.n === row.n && b.excluded.errors === row.errors, `${JSON.stringify(b.bucket)}: n ${b.n}`);
+        assert(Math.abs(b.timeoutMs - row.timeoutMs) <= 0.0005 + 1e-9 * row.timeoutMs, `${b.bucket.bucket}: ${b.timeoutMs} vs ${row.timeoutMs}`);
+      }
+      const text = cli();
+      assert(/bucket=chat/.test(text) && /bucket=search/.test(text) && text.includes("p99 x 2"), text);
     });
     await t.check("a restart of workerd loses nothing that was flushed", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());

@@ -1,4 +1,5 @@
 use super::*;
+use crate::core::book::{FlushBucket, MAX_BUCKETS as MAX_FLUSH_BUCKETS};
 use crate::core::rng::SplitMix64;
 
 const HOUR: f64 = 3_600_000.0;
@@ -120,7 +121,7 @@ fn refused_flushes_change_nothing() {
         assert!(!e.to_string().is_empty());
         assert_eq!(a.to_bytes(), before, "{e}");
     }
-    for c in ["MALFORMED", "WRONG_PARAMETERS", "TOO_LARGE"] {
+    for c in ["TRUNCATED_BYTES", "FOREIGN_BYTES", "WRONG_PARAMETERS", "TOO_LARGE", "CORRUPT_BYTES", "TRAILING_BYTES"] {
         assert!(codes.contains(&c), "{c}");
     }
 }

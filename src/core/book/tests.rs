@@ -1,0 +1,238 @@
+//! Tests of [`super`]: the flush codec's round trip, every refusal, and
+//! arbitrary bytes.
+
+use super::*;
+use crate::core::deadline::MAX_MS;
+use proptest::prelude::*;
+
+fn sketch(alpha: f64, xs: &[f64]) -> LatencySketch {
+    let mut s = LatencySketch::new(alpha).unwrap();
+    s.add_all(xs).unwrap();
+    s
+}
+
+fn bucket(name: &str, xs: &[f64]) -> FlushBucket {
+    FlushBucket { name: name.into(), in_force_ms: Some(250.0), timeouts: 3, errors: 1, successes: sketch(0.01, xs) }
+}
+
+fn batch() -> FlushBatch {
+    let many: Vec<f64> = (1..=2000).map(|i| f64::from(i) * 0.37).collect();
+    FlushBatch {
+        relative_error: 0.01,
+        buckets: vec![
+            bucket("GET /users", &[12.0, 40.5, 3.25]),
+            FlushBucket { in_force_ms: None, timeouts: 0, errors: 0, ..bucket("ümlaut ✓", &many) },
+            FlushBucket { timeouts: MAX_COUNT, errors: MAX_COUNT, ..bucket("only-timeouts", &[]) },
+        ],
+    }
+}
+
+/// Bucket by bucket: names, counts and in-force bits, sketches byte for byte.
+fn same(a: &FlushBatch, b: &FlushBatch) {
+    assert_eq!(a.relative_error.to_bits(), b.relative_error.to_bits());
+    assert_eq!(a.buckets.len(), b.buckets.len());
+    for (x, y) in a.buckets.iter().zip(&b.buckets) {
+        assert_eq!(x.name, y.name);
+        assert_eq!(x.in_force_ms.map(f64::to_bits), y.in_force_ms.map(f64::to_bits));
+        assert_eq!((x.timeouts, x.errors), (y.timeouts, y.errors));
+        assert_eq!(x.successes.to_bytes(), y.successes.to_bytes());
+        assert_eq!(x.successes.quantile(0.99).unwrap(), y.successes.quantile(0.99).unwrap());
+    }
+}
+
+#[test]
+fn batches_round_trip() {
+    let b = batch();
+    let bytes = b.to_bytes();
+    assert_eq!(&bytes[..5], b"EDTB\x01");
+    same(&b, &FlushBatch::from_bytes(&bytes).unwrap());
+    let empty = FlushBatch::new(0.02);
+    assert_eq!(empty.to_bytes().len(), 17);
+    same(&empty, &FlushBatch::from_bytes(&empty.to_bytes()).unwrap());
+}
+
+#[test]
+fn the_layout_is_the_documented_one() {
+    let b = FlushBatch {
+        relative_error: 0.01,
+        buckets: vec![FlushBucket {
+            name: "ab".into(),
+            in_force_ms: None,
+            timeouts: 7,
+            errors: 2,
+            successes: sketch(0.01, &[]),
+        }],
+    };
+    let mut want = b"EDTB\x01".to_vec();
+    want.extend_from_slice(&0.01f64.to_le_bytes());
+    want.extend_from_slice(&1u32.to_le_bytes());
+    want.extend_from_slice(&2u16.to_le_bytes());
+    want.extend_from_slice(b"ab");
+    assert!(f64::from_le_bytes(b.to_bytes()[21..29].try_into().unwrap()).is_nan());
+    want.extend_from_slice(&b.to_bytes()[21..29]);
+    want.extend_from_slice(&7u64.to_le_bytes());
+    want.extend_from_slice(&2u64.to_le_bytes());
+    want.extend_from_slice(&0u32.to_le_bytes());
+    assert_eq!(b.to_bytes(), want);
+}
+
+/// The bytes of `b` with the field at `at` (of `len` bytes) replaced by `with`.
+fn patched(b: &FlushBatch, at: usize, with: &[u8]) -> Vec<u8> {
+    let mut v = b.to_bytes();
+    v[at..at + with.len()].copy_from_slice(with);
+    v
+}
+
+fn one(name: &str, xs: &[f64]) -> FlushBatch {
+    FlushBatch { relative_error: 0.01, buckets: vec![bucket(name, xs)] }
+}
+
+#[test]
+fn every_refusal_names_its_problem() {
+    let err = |v: &[u8]| FlushBatch::from_bytes(v).unwrap_err();
+    let good = batch().to_bytes();
+    // Not a flush, a sketch, too new, too old, cut off, run on.
+    assert_eq!(err(b""), BookError::Foreign);
+    assert_eq!(err(&sketch(0.01, &[1.0]).to_bytes()), BookError::Foreign);
+    let mut v = good.clone();
+    v[4] = 2;
+    assert_eq!(err(&v), BookError::Version { found: 2 });
+    assert!(err(&v).to_string().contains("upgrade edge-deadline"), "{}", err(&v));
+    v[4] = 0;
+    assert!(matches!(err(&v), BookError::Invalid { field: "version", bucket: None, .. }));
+    assert_eq!(err(&good[..good.len() - 1]), BookError::Truncated { field: "sketch" });
+    assert_eq!(err(&good[..7]), BookError::Truncated { field: "relativeError" });
+    assert_eq!(err(&good[..15]), BookError::Truncated { field: "buckets" });
+    let mut v = good.clone();
+    v.extend_from_slice(b"xy");
+    assert_eq!(err(&v), BookError::Trailing { extra: 2 });
+    // Too large: refused before reading.
+    let mut v = good.clone();
+    v.resize(MAX_FLUSH_BYTES + 1, 0);
+    assert_eq!(err(&v), BookError::TooLarge { len: MAX_FLUSH_BYTES + 1 });
+    assert_eq!(err(&v).code(), "TOO_LARGE");
+    // The batch's relative error.
+    for bad in [f64::NAN, 0.0, 0.6, f64::INFINITY] {
+        let v = patched(&batch(), 5, &bad.to_le_bytes());
+        assert!(matches!(err(&v), BookError::Invalid { field: "relativeError", .. }), "{bad}");
+    }
+    // A bucket count past the cap, and one the bytes cannot hold.
+    let v = patched(&batch(), 13, &(MAX_BUCKETS as u32 + 1).to_le_bytes());
+    assert!(matches!(err(&v), BookError::Invalid { field: "buckets", .. }), "{}", err(&v));
+    let v = patched(&batch(), 13, &(MAX_BUCKETS as u32).to_le_bytes());
+    assert_eq!(err(&v), BookError::Truncated { field: "buckets" });
+    // Names: empty, too long, not UTF-8, repeated.
+    let b = one("a", &[1.0]);
+    let v = patched(&b, 17, &0u16.to_le_bytes());
+    assert!(matches!(err(&v), BookError::Invalid { field: "name", bucket: Some(0), .. }));
+    let v = patched(&b, 17, &(MAX_NAME_BYTES as u16 + 1).to_le_bytes());
+    assert!(matches!(err(&v), BookError::Invalid { field: "name", .. }));
+    let v = patched(&b, 19, &[0xff]);
+    let e = err(&v);
+    assert!(matches!(e, BookError::Invalid { field: "name", .. }));
+    assert_eq!(e.to_string(), "'bytes' is not a valid timeout book flush: bucket 0: 'name' is not UTF-8");
+    let long = "x".repeat(MAX_NAME_BYTES);
+    assert!(FlushBatch::from_bytes(&one(&long, &[1.0]).to_bytes()).is_ok());
+    let mut twice = batch();
+    twice.buckets[2].name = twice.buckets[0].name.clone();
+    let e = err(&twice.to_bytes());
+    assert_eq!(e.to_string(), "'bytes' is not a valid timeout book flush: bucket 2: 'name' repeats bucket 0's name");
+    // In force: 0, negative, infinite (NaN is "absent").
+    for bad in [0.0, -1.0, f64::INFINITY, f64::NEG_INFINITY] {
+        let v = patched(&b, 20, &bad.to_le_bytes());
+        assert!(matches!(err(&v), BookError::Invalid { field: "inForceMs", .. }), "{bad}");
+    }
+    // Counts past 2^53 − 1.
+    let v = patched(&b, 28, &(MAX_COUNT + 1).to_le_bytes());
+    assert!(matches!(err(&v), BookError::Invalid { field: "timeouts", .. }));
+    let v = patched(&b, 36, &u64::MAX.to_le_bytes());
+    let e = err(&v);
+    assert!(matches!(e, BookError::Invalid { field: "errors", .. }));
+    assert_eq!(e.code(), "CORRUPT_BYTES");
+    assert_eq!(e.param().as_deref(), Some("bytes"));
+    // A sketch of another relative error, a damaged sketch, a sketch length past the end.
+    let mut other = one("a", &[]);
+    other.buckets[0].successes = sketch(0.02, &[5.0]);
+    let e = err(&other.to_bytes());
+    assert_eq!(e, BookError::Mismatch { bucket: 0, ours: 0.01, theirs: 0.02 });
+    assert_eq!(e.code(), "RELATIVE_ERROR_MISMATCH");
+    let mut v = b.to_bytes();
+    let last = v.len() - 1;
+    v[last] ^= 0x40;
+    assert!(matches!(err(&v), BookError::Sketch { bucket: 0, .. }), "{}", err(&v));
+    let v = patched(&b, 44, &u32::MAX.to_le_bytes());
+    assert_eq!(err(&v), BookError::Truncated { field: "sketch" });
+}
+
+#[test]
+fn messages_read_as_sentences() {
+    let e = BookError::TooLarge { len: 300_000 };
+    assert_eq!(
+        e.to_string(),
+        "'bytes' is not a valid timeout book flush: it is 300000 bytes, more than 262144: flush more often or keep fewer buckets"
+    );
+    let e = BookError::Mismatch { bucket: 3, ours: 0.01, theirs: 0.02 };
+    assert!(e.to_string().contains("bucket 3: its sketch has relative error 0.02, the batch 0.01"), "{e}");
+    let e = BookError::Sketch { bucket: 1, error: BytesError::Foreign };
+    assert!(e.to_string().contains("bucket 1: 'bytes' is not a valid LatencySketch"), "{e}");
+    assert_eq!(e.code(), "FOREIGN_BYTES");
+}
+
+fn sample_vec() -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(prop_oneof![Just(0.0), 0.0..10.0f64, 0.0..1e6f64, Just(MAX_MS)], 0..400)
+}
+
+fn bucket_strategy() -> impl Strategy<Value = FlushBucket> {
+    ("[a-zé /]{1,12}", prop::option::of(1e-3..1e7f64), 0..=MAX_COUNT, 0..1000u64, sample_vec()).prop_map(
+        |(name, in_force_ms, timeouts, errors, xs)| FlushBucket {
+            name,
+            in_force_ms,
+            timeouts,
+            errors,
+            successes: sketch(0.01, &xs),
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Any batch within the caps reads back as it was written.
+    #[test]
+    fn any_batch_round_trips(mut buckets in prop::collection::vec(bucket_strategy(), 0..8)) {
+        let mut seen = std::collections::HashSet::new();
+        buckets.retain(|b| seen.insert(b.name.clone()));
+        let b = FlushBatch { relative_error: 0.01, buckets };
+        same(&b, &FlushBatch::from_bytes(&b.to_bytes()).unwrap());
+    }
+
+    /// Arbitrary bytes, and a good batch with bytes flipped, cut or run on:
+    /// an error or a batch within every cap, never a panic.
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        raw in prop::collection::vec(any::<u8>(), 0..300),
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..5),
+        cut in any::<usize>(),
+    ) {
+        let _ = FlushBatch::from_bytes(&raw);
+        let mut prefixed = b"EDTB\x01".to_vec();
+        prefixed.extend_from_slice(&raw);
+        let _ = FlushBatch::from_bytes(&prefixed);
+        let mut v = batch().to_bytes();
+        for (i, x) in flips {
+            let n = v.len();
+            v[i % n] ^= x;
+        }
+        v.truncate(cut % (v.len() + 1) + 1);
+        if let Ok(b) = FlushBatch::from_bytes(&v) {
+            prop_assert!(b.buckets.len() <= MAX_BUCKETS);
+            for x in &b.buckets {
+                prop_assert!((1..=MAX_NAME_BYTES).contains(&x.name.len()));
+                prop_assert!(x.timeouts <= MAX_COUNT && x.errors <= MAX_COUNT);
+                prop_assert!(x.in_force_ms.map_or(true, valid_in_force));
+                prop_assert_eq!(x.successes.relative_error().to_bits(), b.relative_error.to_bits());
+                let _ = x.successes.quantile(0.99);
+            }
+        }
+    }
+}
