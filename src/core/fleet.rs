@@ -43,7 +43,7 @@
 //! is checked before anything changes: the format, every count (≤ 2^53 − 1,
 //! and sums too), the relative error (it must be the aggregator's: sketches
 //! of another one would merge wrongly), bucket names, the number of buckets
-//! per window ([`MAX_BUCKETS`]) and the size ([`MAX_FLUSH_BYTES`](crate::core::book::MAX_FLUSH_BYTES)). A refused
+//! per window ([`MAX_BUCKETS`]) and the size ([`MAX_FLUSH_BYTES`]). A refused
 //! flush changes nothing.
 //!
 //! # Invariants (each is a test in `fleet/tests.rs`)

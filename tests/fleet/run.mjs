@@ -18,9 +18,10 @@ const bin = {
   deno: join(root, "node_modules/@deno/linux-x64-glibc/deno"),
   workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
 };
-const work = mkdtempSync(join(tmpdir(), "edge-deadline-fleet-"));
+const main = process.argv[1] === fileURLToPath(import.meta.url);
+const work = main ? mkdtempSync(join(tmpdir(), "edge-deadline-fleet-")) : "";
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve) => {
     const s = createServer().listen(0, "127.0.0.1", () => {
       const { port } = s.address();
@@ -29,8 +30,8 @@ function freePort() {
   });
 }
 
-/** The two workers and the Durable Object namespace on local disk (`disk`). */
-function config(port, disk) {
+/** The two workers and the Durable Object namespace on local disk (`disk`); also bench/fleet-workerd.mjs's. */
+export function config(port, disk, work) {
   const pkg = readdirSync(join(root, "pkg")).filter((f) => /\.(js|wasm)$/.test(f) && !/deno\.js$/.test(f)).map((f) => `pkg/${f}`);
   const mods = (main) =>
     [main, "tests/fleet/support.js", ...pkg]
@@ -60,7 +61,7 @@ const isolates :Workerd.Worker = (
 `;
 }
 
-async function startWorkerd(port, file) {
+export async function startWorkerd(port, file) {
   const child = spawn(bin.workerd, ["serve", file], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
   for (let i = 0; i < 200; i++) {
     try {
@@ -74,7 +75,7 @@ async function startWorkerd(port, file) {
   throw new Error("workerd did not listen");
 }
 
-function stop(child) {
+export function stop(child) {
   return new Promise((resolve) => {
     child.once("exit", resolve);
     child.kill("SIGTERM");
@@ -102,7 +103,7 @@ async function workerdSuite() {
   const { mkdirSync } = await import("node:fs");
   mkdirSync(disk);
   const file = join(work, "fleet.capnp");
-  writeFileSync(file, config(port, disk));
+  writeFileSync(file, config(port, disk, work));
   const base = `http://127.0.0.1:${port}`;
   let child = await startWorkerd(port, file);
   try {
@@ -172,7 +173,7 @@ function denoSuite() {
   });
 }
 
-try {
+if (main) try {
   for (const suite of [workerdSuite, denoSuite]) {
     const report = await suite();
     console.log(JSON.stringify(report));

@@ -151,3 +151,15 @@ export function runner() {
 export function assert(cond, message) {
   if (!cond) throw new Error(message);
 }
+
+/** A flush of `buckets` buckets of `samples` successes each (the benches' flush). */
+export function benchFlush(LatencySketch, buckets, samples) {
+  const u = rng(42);
+  const list = [];
+  for (let b = 0; b < buckets; b++) {
+    const sketch = new LatencySketch();
+    for (let i = 0; i < samples; i++) sketch.add(BUCKETS[b % 2 ? "search" : "chat"](u));
+    list.push({ name: `route-${b}`, inForceMs: 1000, timeouts: 1, errors: 2, sketch });
+  }
+  return encodeFlush(0.01, list);
+}
