@@ -748,6 +748,29 @@ mod tests {
     }
 
     #[test]
+    fn an_aggregator_table_becomes_results_and_notes() {
+        let t: Value = serde_json::from_str(
+            r#"{"v":1,"derivedAt":"2026-12-05T13:00:00.000Z","windowMs":3600000,"windows":24,"q":0.99,"safety":2,
+            "buckets":{"chat":{"n":5000,"timeouts":90,"errors":3,"timeoutMs":300,"p50":40,"p99":150,"floorMs":400,
+            "falseTimeoutRate":0.001,"warnings":[{"code":"censored","message":"many calls timed out"}]}}}"#,
+        )
+        .unwrap();
+        let (results, notes, q, safety) = aggregator_results(&t).unwrap();
+        assert_eq!((q, safety), (0.99, 2.0));
+        assert_eq!(results[0].labels, vec![("bucket".to_string(), "chat".to_string())]);
+        assert_eq!((results[0].n, results[0].excluded.timeouts, results[0].excluded.errors), (5000, 90, 3));
+        assert_eq!((results[0].timeout_ms, results[0].quantile_ms), (Some(300.0), Some(150.0)));
+        assert!(notes[0].contains("chat") && notes[0].contains("floor"), "{notes:?}");
+        assert_eq!(notes[1], "chat: many calls timed out");
+        let mut newer = t.clone();
+        newer["v"] = 2.into();
+        assert!(aggregator_results(&newer).unwrap_err().contains("version 2"));
+        let mut bad = t;
+        bad["buckets"]["chat"]["n"] = "many".into();
+        assert!(aggregator_results(&bad).unwrap_err().contains("'n'"));
+    }
+
+    #[test]
     fn core_messages_lose_their_parameter_name() {
         assert_eq!(without_param("'q' must be less than 1".into()), "must be less than 1");
         assert_eq!(without_param("no quote".into()), "no quote");
