@@ -5,6 +5,8 @@
 // (derive-api.js) it exports what the entries and the package's own tests
 // reach (the glue, whose `initSync()` hands back the instance's memory).
 export * from "./derive-api.js";
-export { autoload, initFrom } from "./derive-load.js";
+export { autoload, initFrom, isReady, notReady } from "./derive-load.js";
+// For edge-deadline/durable (js/durable.js), which drives the fleet aggregator's core.
+export { FleetAggregatorCore } from "./edge_deadline_derive.js";
 import { initSync } from "./edge_deadline_derive.js";
 export const glue = { initSync };

@@ -98,7 +98,7 @@ const conditions = (types, file) => {
     default: entry("index"),
   };
 };
-const sideEffects = ["", "derive-", "hono-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
+const sideEffects = ["", "derive-", "hono-", "durable-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
 writeFileSync(
   join(out, "package.json"),
   JSON.stringify(
@@ -117,6 +117,8 @@ writeFileSync(
         "./derive": conditions("./derive-index.d.ts", (r) => `derive-${r}.js`),
         // The Hono middleware (in browsers, after the main entry's init()).
         "./hono": conditions("./hono.d.ts", (r) => (r === "index" ? "hono.js" : `hono-${r}.js`)),
+        // The fleet's aggregator: a Durable Object class and the same on Deno KV.
+        "./durable": conditions("./durable.d.ts", (r) => `durable-${r}.js`),
         ...Object.fromEntries(output.map(({ name }) => [`./${name}_bg.wasm`, `./${name}_bg.wasm`])),
         "./package.json": "./package.json",
       },

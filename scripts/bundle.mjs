@@ -36,6 +36,7 @@ export const ENTRIES = {
   main: ["index.js", "node.js", "deno.js", "workerd.js"],
   derive: ["derive-index.js", "derive-node.js", "derive-deno.js", "derive-workerd.js"],
   hono: ["hono.js", "hono-node.js", "hono-deno.js", "hono-workerd.js"],
+  durable: ["durable.js", "durable-index.js", "durable-node.js", "durable-deno.js", "durable-workerd.js"],
 };
 const ROOTS = ["main.js", "derive-main.js"];
 const PUBLIC_API = { "api.js": "main.js", "derive-api.js": "derive-main.js" };
@@ -79,6 +80,8 @@ export async function bundle({ dirs, out, minify }) {
   for (const entries of Object.values(ENTRIES)) for (const e of entries) owner.set(e, e);
   // A module only the middleware uses goes with it.
   for (const m of (await analyse("hono.js")).modules) if (!owner.has(m)) owner.set(m, "hono.js");
+  // The fleet aggregator (edge-deadline/durable) likewise: its own file on top of derive-main.js.
+  for (const m of (await analyse("durable.js")).modules) if (!owner.has(m)) owner.set(m, "durable.js");
   const publicNames = {};
   for (const api of Object.keys(PUBLIC_API)) publicNames[api] = (await analyse(api)).exports;
 

@@ -133,6 +133,30 @@ impl HttpArgs {
     }
 }
 
+impl HttpArgs {
+    /// The `--http-timeout`.
+    pub fn timeout(&self) -> Duration {
+        self.http_timeout
+    }
+}
+
+/// `GET url` (http:// or https://, the built-in roots): the status and the body.
+pub fn get(url: &str, timeout: Duration) -> Result<(u16, String), String> {
+    let agent: Agent = Agent::config_builder()
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_global(Some(timeout))
+        .max_redirects(MAX_REDIRECTS)
+        .http_status_as_error(false)
+        .user_agent(concat!("edge-deadline/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let io = |e: ureq::Error| format!("GET {url}: {e}");
+    let mut res = agent.get(url).header("Accept", "application/json").call().map_err(io)?;
+    let status = res.status().as_u16();
+    let body = res.body_mut().with_config().limit(MAX_RESPONSE).read_to_string().map_err(io)?;
+    Ok((status, body))
+}
+
 impl Client {
     /// Runs an instant query; returns the status code and the body.
     pub fn query(&self, query: &str) -> Result<(u16, String), String> {

@@ -65,10 +65,18 @@ struct DeriveArgs {
     /// The input file, or '-' for standard input.
     #[arg(
         value_name = "FILE",
-        required_unless_present_any = ["prometheus", "sketch"],
-        conflicts_with_all = ["prometheus", "sketch"]
+        required_unless_present_any = ["prometheus", "sketch", "aggregator"],
+        conflicts_with_all = ["prometheus", "sketch", "aggregator"]
     )]
     file: Option<String>,
+    /// Read the table a fleet aggregator serves (GET URL/table: a
+    /// TimeoutAggregator Durable Object or a Deno KV aggregator, http:// or https://).
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with_all = ["prometheus", "sketch", "by", "format", "column", "unit", "outcome_column", "relative_error", "skip_bad", "q", "safety", "background", "stall", "configured"]
+    )]
+    aggregator: Option<String>,
     /// Merge these sketches (LatencySketch toBytes() files, or JSON lines of
     /// their JSON form) and derive from them.
     #[arg(
@@ -304,6 +312,9 @@ fn derive_cmd(a: &DeriveArgs) -> Result<(), Exit> {
     if !a.sketch.is_empty() {
         return sketch_cmd(a, &opts);
     }
+    if let Some(url) = &a.aggregator {
+        return aggregator_cmd(a, url);
+    }
     let path = a.file.clone().unwrap_or_else(|| "-".into());
     let to_ms = match a.unit {
         Unit::Ms => 1.0,
@@ -410,6 +421,82 @@ fn read_sketches(path: &str) -> Result<Vec<LatencySketch>, String> {
         return Err("holds no sketch".into());
     }
     Ok(out)
+}
+
+/// `derive --aggregator URL`: the table the fleet's aggregator derived
+/// (its percentile and safety), printed as the other derivations are; its
+/// warnings and censoring floors become notes.
+fn aggregator_cmd(a: &DeriveArgs, url: &str) -> Result<(), Exit> {
+    if !url.starts_with("https://") && !url.starts_with("http://") {
+        return Err(Exit::Usage(
+            ErrorKind::ValueValidation,
+            format!("--aggregator '{url}': must start with http:// or https://"),
+        ));
+    }
+    let table_url = format!("{}/table", url.trim_end_matches('/'));
+    let (status, body) = http::get(&table_url, a.http.timeout()).map_err(data)?;
+    if status != 200 {
+        let detail: String = body.chars().take(300).collect();
+        return Err(data(format!("GET {table_url} answered HTTP {status}: {detail}")));
+    }
+    let table: Value =
+        serde_json::from_str(&body).map_err(|e| data(format!("GET {table_url}: not a JSON table ({e})")))?;
+    let (results, notes, q, safety) =
+        aggregator_results(&table).map_err(|m| data(format!("GET {table_url}: not an aggregator's table: {m}")))?;
+    let meta = Meta {
+        source: format!("the aggregator at {url} ({} window(s) of {} ms)", table["windows"], table["windowMs"]),
+        derived_at: table["derivedAt"].as_str().unwrap_or_default().to_string(),
+        configured_ms: None,
+        skipped: 0,
+        notes,
+    };
+    let opts = DeriveOptions { q, safety, ..DeriveOptions::default() };
+    print_results(&results, &opts, &meta, a.json);
+    Ok(())
+}
+
+/// The buckets of an aggregator's table (its JSON, version 1) as derivation
+/// results, with its warnings and floors as notes.
+fn aggregator_results(t: &Value) -> Result<(Vec<BucketResult>, Vec<String>, f64, f64), String> {
+    if t["v"].as_u64() != Some(1) {
+        return Err(format!("version {} (this CLI reads 1)", t["v"]));
+    }
+    let num = |v: &Value, k: &str| v[k].as_f64().ok_or_else(|| format!("'{k}' is not a number"));
+    let (q, safety) = (num(t, "q")?, num(t, "safety")?);
+    let buckets = t["buckets"].as_object().ok_or("'buckets' is not an object")?;
+    let mut results = Vec::new();
+    let mut notes = Vec::new();
+    for (name, row) in buckets {
+        let count = |k: &str| row[k].as_u64().ok_or_else(|| format!("{name}: '{k}' is not a count"));
+        let opt = |k: &str| row[k].as_f64();
+        let timeout_ms = opt("timeoutMs");
+        if let Some(f) = opt("floorMs") {
+            notes.push(format!(
+                "{name}: served at no less than {} (the censoring floor: the timeout in force when calls timed out)",
+                report::fmt_ms(f)
+            ));
+        }
+        for w in row["warnings"].as_array().into_iter().flatten() {
+            notes.push(format!("{name}: {}", w["message"].as_str().unwrap_or_default()));
+        }
+        results.push(BucketResult {
+            labels: vec![("bucket".into(), name.clone())],
+            n: count("n")?,
+            p50_ms: opt("p50"),
+            p90_ms: None,
+            p99_ms: opt("p99"),
+            p999_ms: None,
+            quantile_ms: timeout_ms.map(|t| t / safety),
+            timeout_ms,
+            q,
+            safety,
+            excluded: Excluded { timeouts: count("timeouts")?, errors: count("errors")? },
+            tail: None,
+            candidates: Vec::new(),
+            warnings: Vec::new(),
+        });
+    }
+    Ok((results, notes, q, safety))
 }
 
 /// `derive --sketch FILE…`: merges every sketch (one place, as a Durable
@@ -658,6 +745,29 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_aggregator_table_becomes_results_and_notes() {
+        let t: Value = serde_json::from_str(
+            r#"{"v":1,"derivedAt":"2026-12-05T13:00:00.000Z","windowMs":3600000,"windows":24,"q":0.99,"safety":2,
+            "buckets":{"chat":{"n":5000,"timeouts":90,"errors":3,"timeoutMs":300,"p50":40,"p99":150,"floorMs":400,
+            "falseTimeoutRate":0.001,"warnings":[{"code":"censored","message":"many calls timed out"}]}}}"#,
+        )
+        .unwrap();
+        let (results, notes, q, safety) = aggregator_results(&t).unwrap();
+        assert_eq!((q, safety), (0.99, 2.0));
+        assert_eq!(results[0].labels, vec![("bucket".to_string(), "chat".to_string())]);
+        assert_eq!((results[0].n, results[0].excluded.timeouts, results[0].excluded.errors), (5000, 90, 3));
+        assert_eq!((results[0].timeout_ms, results[0].quantile_ms), (Some(300.0), Some(150.0)));
+        assert!(notes[0].contains("chat") && notes[0].contains("floor"), "{notes:?}");
+        assert_eq!(notes[1], "chat: many calls timed out");
+        let mut newer = t.clone();
+        newer["v"] = 2.into();
+        assert!(aggregator_results(&newer).unwrap_err().contains("version 2"));
+        let mut bad = t;
+        bad["buckets"]["chat"]["n"] = "many".into();
+        assert!(aggregator_results(&bad).unwrap_err().contains("'n'"));
     }
 
     #[test]

@@ -32,6 +32,7 @@ const DERIVE: &[&[Template]] = &[
     crate::core::limiter::msg::TEMPLATES,
     crate::core::book::msg::TEMPLATES,
     crate::core::book::serve_msg::TEMPLATES,
+    crate::core::fleet::msg::TEMPLATES,
 ];
 
 #[test]

@@ -12,6 +12,7 @@ pub mod caps;
 pub mod deadline;
 pub mod derive;
 pub mod error;
+pub mod fleet;
 pub mod headers;
 pub mod hedge;
 pub mod limiter;

@@ -77,6 +77,8 @@ mod de;
 mod deadline;
 #[cfg(feature = "derive")]
 mod derive;
+#[cfg(feature = "derive")]
+mod fleet;
 #[cfg(feature = "main")]
 mod headers;
 #[cfg(feature = "main")]

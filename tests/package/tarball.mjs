@@ -26,6 +26,12 @@ const BUNDLED = [
   "hono-node.js",
   "hono-deno.js",
   "hono-workerd.js",
+  // edge-deadline/durable (the fleet's aggregator): its entries and its code, on top of derive-main.js
+  "durable-index.js",
+  "durable-node.js",
+  "durable-deno.js",
+  "durable-workerd.js",
+  "durable.js",
   // what the entries import: each capability's code (its modules and its glue), and what both share
   "main.js",
   "derive-main.js",
@@ -68,6 +74,7 @@ export const ALLOWED = [
   "context.d.ts",
   "relay.d.ts",
   "hono.d.ts",
+  "durable.d.ts",
 ].sort();
 
 const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
@@ -124,13 +131,14 @@ export async function checkTarball(g, packed) {
     assert.equal(manifest.type, "module");
     // The Node, Deno and workerd entries register how their .wasm loads at the
     // first call; a bundler that dropped that statement would leave init() mandatory.
-    const selfLoading = ["", "derive-", "hono-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
+    const selfLoading = ["", "derive-", "hono-", "durable-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
     assert.deepEqual(manifest.sideEffects, selfLoading);
     assert.equal(manifest.types, "./index.d.ts");
     for (const [subpath, prefix, types, browser] of [
       [".", "", "./index.d.ts", "index.js"],
       ["./derive", "derive-", "./derive-index.d.ts", "derive-index.js"],
       ["./hono", "hono-", "./hono.d.ts", "hono.js"],
+      ["./durable", "durable-", "./durable.d.ts", "durable-index.js"],
     ]) {
       const dot = manifest.exports?.[subpath];
       assert.ok(dot && typeof dot === "object", `exports['${subpath}'] is an object of conditions`);

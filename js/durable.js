@@ -1,0 +1,353 @@
+// edge-deadline/durable: the fleet's aggregator on the platform's own storage.
+// Isolates POST their flush bytes to `<base>/flush`; everyone GETs the derived
+// table from `<base>/table`. The merging, windowing, validation and derivation
+// are the core's (src/core/fleet.rs, through FleetAggregatorCore); this file
+// owns HTTP, storage and the write schedule.
+//
+// # Two engines
+// - `TimeoutAggregator`, a Durable Object class: one instance is the one
+//   place the fleet's sketches meet. Its memory is authoritative (a Durable
+//   Object runs single-threaded, in one place), so a flush is merged at once
+//   and refused at once; storage holds every window so a restart (eviction,
+//   deploy, crash) loses nothing that was answered 204.
+// - `kvAggregator(kv)`, on Deno KV: any number of Deno processes may share
+//   one KV database, so none of them owns the state. A flush is merged into
+//   the window read back from KV and written with an atomic check on that
+//   window's versionstamp; on a conflict it is read and merged again.
+//
+// # Write cost: group commit
+// A flush is answered 204 only once its window is stored. Flushes that
+// arrive while a write is in flight wait for the next write, which carries
+// all of them: one write per batch of concurrent flushes, not one per flush,
+// and never a 204 for data that is not yet stored. Only windows that changed
+// are written (a flush rewrites its window, never the whole day).
+//
+// # Values and their limits
+// A window's bytes (1 to 1 024 buckets, each a sketch of at most 16 KB) can
+// exceed a storage value's limit (128 KiB in Durable Object storage, 64 KiB
+// in Deno KV), so each is split into chunks under its own keys, with a head
+// key holding the chunk count; the head and the chunks are written together
+// (one Durable Object write, one KV atomic operation).
+//
+// # Invariants (tests/fleet)
+// 1. 204 means stored: a restart answers the same table.
+// 2. A refused flush (400 or 413, JSON `{ code, message }`) changes nothing.
+// 3. No timer is left behind: the only waits are the writes a request awaits.
+import { FleetAggregatorCore, isReady, notReady } from "./derive-main.js";
+
+/** The most bytes read from a flush request: the core refuses more than 256 KiB; one byte over says so. */
+const READ_LIMIT = 256 * 1024 + 1;
+/** Chunk size in Durable Object storage (values up to 128 KiB). */
+const DO_CHUNK = 120 * 1024;
+/** Chunk size in Deno KV (values up to 64 KiB). */
+const KV_CHUNK = 60 * 1024;
+/** How often a KV merge is retried after a conflicting write by another process. */
+const KV_RETRIES = 16;
+
+function core(options) {
+  if (!isReady()) notReady("TimeoutAggregator");
+  return new FleetAggregatorCore(options);
+}
+
+const json = (status, body) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+
+/** The request's body, or `undefined` when it is longer than `max` bytes (then not read further). */
+async function readCapped(request, max) {
+  const declared = Number(request.headers.get("content-length"));
+  if (declared > max) return undefined;
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const parts = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    parts.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** A core refusal as the HTTP answer: 413 for too big, 400 otherwise. */
+function refusal(e) {
+  if ((e instanceof RangeError || e instanceof TypeError) && typeof e.code === "string") {
+    return json(e.code === "TOO_LARGE" ? 413 : 400, { code: e.code, message: e.message });
+  }
+  throw e;
+}
+
+/** Routes `POST …/flush` and `GET …/table` to `agg.flush(bytes)` and `agg.table()`. */
+async function serve(request, agg) {
+  const path = new URL(request.url).pathname;
+  if (path.endsWith("/flush")) {
+    if (request.method !== "POST") return json(405, { code: "METHOD", message: "POST the flush bytes to /flush" });
+    const bytes = await readCapped(request, READ_LIMIT);
+    if (bytes === undefined) return json(413, { code: "TOO_LARGE", message: `a flush is at most ${READ_LIMIT - 1} bytes` });
+    try {
+      await agg.flush(bytes);
+    } catch (e) {
+      return refusal(e);
+    }
+    return new Response(null, { status: 204 });
+  }
+  if (path.endsWith("/table")) {
+    if (request.method !== "GET" && request.method !== "HEAD") return json(405, { code: "METHOD", message: "GET /table" });
+    return json(200, await agg.table());
+  }
+  return json(404, { code: "NOT_FOUND", message: "the aggregator answers POST /flush and GET /table" });
+}
+
+/** `bytes` in chunks of at most `size`. */
+function chunks(bytes, size) {
+  const out = [];
+  for (let at = 0; at < bytes.byteLength || out.length === 0; at += size) out.push(bytes.subarray(at, at + size));
+  return out;
+}
+
+function join(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Group commit: `commit()` resolves once a write that started after the call
+ * has finished; calls made while a write is in flight share the next one.
+ */
+function groupCommit(write) {
+  let next = null;
+  let writing = Promise.resolve();
+  return () => {
+    if (!next) {
+      next = writing.then(
+        () => {
+          next = null;
+          writing = write();
+          return writing;
+        },
+        () => {
+          next = null;
+          writing = write();
+          return writing;
+        },
+      );
+    }
+    return next;
+  };
+}
+
+/**
+ * The Durable Object class. Bind it in wrangler.toml (`[[durable_objects.bindings]]`,
+ * `class_name = "TimeoutAggregator"`) and export it from the Worker; isolates
+ * reach one instance (`env.AGG.get(env.AGG.idFromName("timeouts"))`).
+ * Options: a subclass's `static options = { windowMs, windows, q, safety, relativeError }`.
+ */
+export class TimeoutAggregator {
+  /** @type {{ windowMs?: number, windows?: number, q?: number, safety?: number, relativeError?: number }} */
+  static options = {};
+  #storage;
+  #core;
+  /** index → chunks stored, to delete the ones a shorter window leaves. */
+  #stored = new Map();
+  #commit;
+
+  constructor(ctx, _env) {
+    this.#storage = ctx.storage;
+    this.#core = core(this.constructor.options);
+    this.#commit = groupCommit(() => this.#write());
+    ctx.blockConcurrencyWhile(() => this.#load());
+  }
+
+  async #load() {
+    const all = await this.#storage.list({ prefix: "w:" });
+    const heads = new Map();
+    for (const [k, v] of all) {
+      const m = /^w:(-?\d+)$/.exec(k);
+      if (m) heads.set(Number(m[1]), v);
+    }
+    for (const [index, n] of [...heads].sort((a, b) => a[0] - b[0])) {
+      const parts = [];
+      for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
+      // A window that does not read back (damaged storage) is refused whole by the core and left out.
+      try {
+        this.#core.loadWindow(join(parts));
+        this.#stored.set(index, n);
+      } catch {
+        this.#stored.set(index, n);
+      }
+    }
+    this.#core.expire(Date.now());
+  }
+
+  async #write() {
+    const { dirty, dropped } = this.#core.takeChanges();
+    const put = {};
+    const del = [];
+    for (const index of dropped) {
+      const n = this.#stored.get(index) ?? 0;
+      del.push(`w:${index}`);
+      for (let i = 0; i < n; i++) del.push(`w:${index}:${i}`);
+      this.#stored.delete(index);
+    }
+    for (const index of dirty) {
+      const bytes = this.#core.windowBytes(index);
+      if (!bytes) continue;
+      const parts = chunks(bytes, DO_CHUNK);
+      put[`w:${index}`] = parts.length;
+      parts.forEach((p, i) => (put[`w:${index}:${i}`] = p));
+      for (let i = parts.length; i < (this.#stored.get(index) ?? 0); i++) del.push(`w:${index}:${i}`);
+      this.#stored.set(index, parts.length);
+    }
+    // No await between them: the Durable Object applies these as one write.
+    const writes = [];
+    const keys = Object.keys(put);
+    for (let i = 0; i < keys.length; i += 128) writes.push(this.#storage.put(Object.fromEntries(keys.slice(i, i + 128).map((k) => [k, put[k]]))));
+    for (let i = 0; i < del.length; i += 128) writes.push(this.#storage.delete(del.slice(i, i + 128)));
+    await Promise.all(writes);
+  }
+
+  /** Merges one flush (refusals throw the core's RangeError) and resolves once it is stored. */
+  async flush(bytes) {
+    this.#core.merge(bytes, Date.now());
+    await this.#commit();
+  }
+
+  /** The derived table. */
+  table() {
+    return this.#core.table(Date.now());
+  }
+
+  /** `POST …/flush`, `GET …/table`. */
+  fetch(request) {
+    return serve(request, this);
+  }
+}
+
+/**
+ * The aggregator on Deno KV, for Deno servers: `Deno.serve((r) => agg.fetch(r))`.
+ * @param {any} kv what `await Deno.openKv(path)` returned
+ * @param {{ prefix?: unknown[], windowMs?: number, windows?: number, q?: number, safety?: number, relativeError?: number, now?: () => number }} [options]
+ */
+export function kvAggregator(kv, options = {}) {
+  if (!kv || typeof kv.atomic !== "function" || typeof kv.list !== "function") {
+    const e = new TypeError("'kv' must be a Deno.Kv (await Deno.openKv())");
+    Object.assign(e, { param: "kv", code: "INVALID_TYPE" });
+    throw e;
+  }
+  const { prefix = ["edge-deadline", "fleet"], now = Date.now, ...coreOptions } = options;
+  if (!Array.isArray(prefix)) {
+    const e = new TypeError("'options.prefix' must be an array of KV key parts");
+    Object.assign(e, { param: "options.prefix", code: "INVALID_TYPE" });
+    throw e;
+  }
+  const resolved = core(coreOptions).options();
+  const { windowMs, windows } = resolved;
+  const expireIn = windowMs * (windows + 1);
+  const windowKey = (index) => [...prefix, "w", index];
+  /** Flushes waiting for the next write: bytes and how to answer. */
+  let waiting = [];
+
+  const readWindow = async (index) => {
+    const head = await kv.get(windowKey(index));
+    const agg = core(coreOptions);
+    if (head.value == null) return { agg, head, chunks: 0 };
+    const parts = [];
+    for await (const e of kv.list({ prefix: windowKey(index) })) parts[e.key[e.key.length - 1]] = e.value;
+    try {
+      agg.loadWindow(join(parts.slice(0, head.value).map((p) => new Uint8Array(p ?? []))));
+    } catch {
+      // A damaged window is replaced by what is merged now.
+    }
+    return { agg, head, chunks: head.value };
+  };
+
+  const write = async () => {
+    const batch = waiting;
+    waiting = [];
+    if (batch.length === 0) return;
+    const t = now();
+    const index = Math.floor(t / windowMs);
+    for (let attempt = 0; ; attempt++) {
+      const { agg, head, chunks: had } = await readWindow(index);
+      const results = batch.map(({ bytes }) => {
+        try {
+          agg.merge(bytes, t);
+          return null;
+        } catch (e) {
+          return e;
+        }
+      });
+      const bytes = agg.windowBytes(index);
+      const op = kv.atomic().check(head);
+      if (bytes) {
+        const parts = chunks(bytes, KV_CHUNK);
+        op.set(windowKey(index), parts.length, { expireIn });
+        parts.forEach((p, i) => op.set([...windowKey(index), i], p, { expireIn }));
+        for (let i = parts.length; i < had; i++) op.delete([...windowKey(index), i]);
+      }
+      let r;
+      try {
+        r = await op.commit();
+      } catch (e) {
+        // A local database shared by two processes answers "database is locked" while the other writes: retried like a conflict.
+        if (attempt >= KV_RETRIES || !/locked|busy/i.test(String(e?.message))) throw e;
+        r = { ok: false };
+        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8 * (attempt + 1)));
+      }
+      if (r.ok || attempt >= KV_RETRIES) {
+        batch.forEach(({ done }, i) => done(r.ok || results[i] ? results[i] : new Error("the KV window kept changing under this write; retry the flush")));
+        return;
+      }
+    }
+  };
+  const commit = groupCommit(write);
+
+  const agg = {
+    /** Merges one flush into the window in KV; resolves once it is stored (refusals reject). */
+    flush(bytes) {
+      return new Promise((resolve, reject) => {
+        waiting.push({ bytes, done: (e) => (e ? reject(e) : resolve()) });
+        commit().catch(reject);
+      });
+    },
+    /** The table derived from every window in KV. */
+    async table() {
+      const agg = core(coreOptions);
+      const heads = [];
+      const parts = new Map();
+      for await (const e of kv.list({ prefix: [...prefix, "w"] })) {
+        const rest = e.key.slice(prefix.length + 1);
+        if (rest.length === 1) heads.push([rest[0], e.value]);
+        else if (rest.length === 2) parts.set(`${rest[0]}:${rest[1]}`, e.value);
+      }
+      for (const [index, n] of heads) {
+        const p = [];
+        for (let i = 0; i < n; i++) p.push(new Uint8Array(parts.get(`${index}:${i}`) ?? []));
+        try {
+          agg.loadWindow(join(p));
+        } catch {
+          // Left out: a window that does not read back.
+        }
+      }
+      return agg.table(now());
+    },
+    /** `POST …/flush`, `GET …/table`. */
+    fetch: (request) => serve(request, agg),
+  };
+  return agg;
+}

@@ -1,0 +1,86 @@
+//! Bindings for [`crate::core::fleet`] (`js/durable.js`'s aggregators).
+//!
+//! Bytes cross as slices (one copy into Wasm memory) and come back as
+//! `Uint8Array`s; the table and the changes cross through serde, once per
+//! request. Everything else is the core's.
+
+use wasm_bindgen::prelude::*;
+
+use super::{from_js, into_js, to_js};
+use crate::core::fleet::{Aggregator, FleetOptions};
+
+/// An [`Aggregator`].
+#[wasm_bindgen(js_name = FleetAggregatorCore)]
+pub struct FleetJs {
+    inner: Aggregator,
+}
+
+#[wasm_bindgen(js_class = FleetAggregatorCore)]
+impl FleetJs {
+    /// `options`: `{ windowMs, windows, q, safety, relativeError }`, each optional.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<FleetJs, JsValue> {
+        let opts: FleetOptions =
+            if options.is_undefined() { FleetOptions::default() } else { from_js(options, "options")? };
+        Ok(FleetJs { inner: Aggregator::new(opts).map_err(to_js)? })
+    }
+
+    /// The options in force, defaults filled in.
+    pub fn options(&self) -> Result<JsValue, JsValue> {
+        into_js(self.inner.options())
+    }
+
+    /// Merges one flush at `nowMs`; answers the window's index. A refusal
+    /// (a `RangeError` with `.code`) changes nothing.
+    pub fn merge(&mut self, bytes: &[u8], now_ms: f64) -> Result<f64, JsValue> {
+        self.inner.merge(bytes, now_ms).map(|i| i as f64).map_err(to_js)
+    }
+
+    /// The table at `nowMs`.
+    pub fn table(&self, now_ms: f64) -> Result<JsValue, JsValue> {
+        into_js(&self.inner.table(now_ms).map_err(to_js)?)
+    }
+
+    /// Drops the windows too old at `nowMs`.
+    pub fn expire(&mut self, now_ms: f64) -> Result<(), JsValue> {
+        self.inner.expire(now_ms).map_err(to_js)
+    }
+
+    /// `{ dirty, dropped }`: window indexes to write and to delete.
+    #[wasm_bindgen(js_name = takeChanges)]
+    pub fn take_changes(&mut self) -> Result<JsValue, JsValue> {
+        into_js(&self.inner.take_changes())
+    }
+
+    /// The kept windows' indexes, oldest first.
+    #[wasm_bindgen(js_name = windowIndexes)]
+    pub fn window_indexes(&self) -> Vec<f64> {
+        self.inner.window_indexes().into_iter().map(|i| i as f64).collect()
+    }
+
+    /// One window's bytes, or `undefined` when it is not kept.
+    #[wasm_bindgen(js_name = windowBytes)]
+    pub fn window_bytes(&self, index: f64) -> Option<Vec<u8>> {
+        self.inner.window_bytes(index as i64)
+    }
+
+    /// Loads one stored window (validated whole); answers its index.
+    #[wasm_bindgen(js_name = loadWindow)]
+    pub fn load_window(&mut self, bytes: &[u8]) -> Result<f64, JsValue> {
+        self.inner.load_window(bytes).map(|i| i as f64).map_err(to_js)
+    }
+
+    /// The whole state.
+    #[wasm_bindgen(js_name = toBytes)]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.inner.to_bytes()
+    }
+
+    /// An aggregator with `options` holding `bytes` (from `toBytes()`).
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(options: JsValue, bytes: &[u8]) -> Result<FleetJs, JsValue> {
+        let opts: FleetOptions =
+            if options.is_undefined() { FleetOptions::default() } else { from_js(options, "options")? };
+        Ok(FleetJs { inner: Aggregator::from_bytes(opts, bytes).map_err(to_js)? })
+    }
+}

@@ -1,0 +1,102 @@
+// The fleet aggregator on Deno KV, with a real Deno.openKv on a temporary
+// file (run by tests/fleet/run.mjs: `deno run --unstable-kv tests/fleet/deno-kv.js DIR`).
+import { kvAggregator } from "../../pkg/durable-deno.js";
+import { LatencySketch } from "../../pkg/derive-deno.js";
+import { assert, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
+
+const dir = Deno.args[0];
+const path = `${dir}/fleet.kv`;
+const t = runner();
+
+const flushVia = (agg) => async (bytes) => (await agg.fetch(new Request("http://agg/flush", { method: "POST", body: bytes }))).status;
+const tableOf = async (agg) => (await agg.fetch(new Request("http://agg/table"))).json();
+
+function tableMatches(table, expected) {
+  for (const [name, e] of Object.entries(expected)) {
+    const row = table.buckets[name];
+    assert(row, `no row for ${name}`);
+    assert(row.n === e.n, `${name}: n ${row.n}, expected ${e.n}`);
+    assert(row.errors === e.errors, `${name}: errors ${row.errors}, expected ${e.errors}`);
+    const want = e.p99 * table.safety;
+    assert(Math.abs(row.timeoutMs - want) <= 0.01 * want, `${name}: timeoutMs ${row.timeoutMs}, exact p99 × safety ${want}`);
+    assert(row.floorMs === null, `${name}: floorMs ${row.floorMs}`);
+  }
+}
+
+let kv = await Deno.openKv(path);
+let agg = kvAggregator(kv);
+let expected;
+
+await t.check("50 isolates × 2 000 requests; the table matches all samples in one place", async () => {
+  const { all, errors, statuses } = await simulate({ LatencySketch, isolates: 50, requests: 2000, post: flushVia(agg) });
+  assert(statuses.length === 200 && statuses.every((s) => s === 204), `statuses ${[...new Set(statuses)]}`);
+  expected = Object.fromEntries(Object.entries(all).map(([k, xs]) => [k, { n: xs.length, errors: errors[k], p99: exact(xs, 0.99) }]));
+  tableMatches(await tableOf(agg), expected);
+});
+
+await t.check("hostile bytes are refused (400/413 with a code) and nothing merged changes", async () => {
+  const before = sansDate(await tableOf(agg));
+  for (const [what, bytes] of hostileFlushes(LatencySketch)) {
+    const r = await agg.fetch(new Request("http://agg/flush", { method: "POST", body: bytes }));
+    const body = await r.json();
+    assert(r.status === 400 || r.status === 413, `${what}: status ${r.status}`);
+    assert(typeof body.code === "string" && typeof body.message === "string", `${what}: ${JSON.stringify(body)}`);
+  }
+  assert(sansDate(await tableOf(agg)) === before, "the table changed");
+});
+
+await t.check("reopening the database (a restart) loses nothing that was flushed", async () => {
+  const before = sansDate(await tableOf(agg));
+  kv.close();
+  kv = await Deno.openKv(path);
+  agg = kvAggregator(kv);
+  const after = await tableOf(agg);
+  assert(sansDate(after) === before, "the table differs after reopening");
+  tableMatches(after, expected);
+});
+
+await t.check("two processes' aggregators on one database lose no flush (versionstamp checks)", async () => {
+  const kv2 = await Deno.openKv(path);
+  try {
+    const prefix = ["two-writers"];
+    const a = kvAggregator(kv, { prefix });
+    const b = kvAggregator(kv2, { prefix });
+    let i = 0;
+    const post = (bytes) => flushVia(i++ % 2 ? a : b)(bytes);
+    const { all, statuses } = await simulate({ LatencySketch, isolates: 20, requests: 400, every: 100, seed: 5, post });
+    assert(statuses.every((s) => s === 204), `statuses ${[...new Set(statuses)]}`);
+    const table = await tableOf(a);
+    for (const [k, xs] of Object.entries(all)) assert(table.buckets[k].n === xs.length, `${k}: n ${table.buckets[k].n}, expected ${xs.length}`);
+  } finally {
+    kv2.close();
+  }
+});
+
+await t.check("a latency shift (the median doubles) shows within two windows", async () => {
+  let now = 1_800_000_000_000;
+  const windowMs = 60_000;
+  const shifted = kvAggregator(kv, { prefix: ["shift"], windowMs, now: () => now });
+  const run = async (scale, windows, seed) => {
+    for (let w = 0; w < windows; w++) {
+      for (let f = 0; f < 4; f++) {
+        await simulate({ LatencySketch, isolates: 1, requests: 1000, every: 1000, seed: seed * 100 + w * 4 + f, scale, post: flushVia(shifted) });
+        now += windowMs / 4;
+      }
+    }
+  };
+  await run(1, 5, 1);
+  const before = (await tableOf(shifted)).buckets.search.p50;
+  assert(Math.abs(before - 120) < 12, `p50 before ${before}`);
+  await run(2, 1, 2);
+  now -= 1;
+  const one = (await tableOf(shifted)).buckets.search.p50;
+  now += 1;
+  await run(2, 1, 3);
+  now -= 1;
+  const two = (await tableOf(shifted)).buckets.search.p50;
+  assert(one > before * 1.3, `after one window p50 ${one} (before ${before})`);
+  assert(Math.abs(two - 240) < 24, `after two windows p50 ${two}, expected about 240`);
+});
+
+kv.close();
+console.log(JSON.stringify(t.report(`fleet: deno ${Deno.version.deno} (Deno KV)`)));

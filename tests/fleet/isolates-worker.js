@@ -1,0 +1,43 @@
+// The isolates' Worker in the fleet test: simulated isolates record into
+// sketches and flush through the service binding AGG (the aggregator's Worker);
+// /table and /raw reach the aggregator through it too.
+import { LatencySketch } from "../../pkg/derive-workerd.js";
+import { benchFlush, exact, simulate } from "./support.js";
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/simulate") {
+      const isolates = Number(url.searchParams.get("isolates"));
+      const requests = Number(url.searchParams.get("requests"));
+      const post = async (bytes) => (await env.AGG.fetch("http://agg/flush", { method: "POST", body: bytes, headers: { "content-type": "application/octet-stream" } })).status;
+      const { all, errors, statuses } = await simulate({ LatencySketch, isolates, requests, post });
+      const expected = Object.fromEntries(Object.entries(all).map(([k, xs]) => [k, { n: xs.length, errors: errors[k], p99: exact(xs, 0.99), p50: exact(xs, 0.5) }]));
+      return Response.json({ expected, statuses });
+    }
+    // bench/fleet-workerd.mjs: `n` flushes of 20 buckets, `c` at a time, through the service binding.
+    if (url.pathname === "/load") {
+      const n = Number(url.searchParams.get("n"));
+      const c = Number(url.searchParams.get("c"));
+      const bytes = benchFlush(LatencySketch, 20, Number(url.searchParams.get("samples") ?? 100));
+      let next = 0;
+      let failed = 0;
+      const t0 = Date.now();
+      const worker = async () => {
+        while (next < n) {
+          next++;
+          const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: bytes });
+          if (r.status !== 204) failed++;
+        }
+      };
+      await Promise.all(Array.from({ length: c }, worker));
+      return Response.json({ n, c, bytes: bytes.byteLength, failed, ms: Date.now() - t0 });
+    }
+    if (url.pathname === "/table") return env.AGG.fetch("http://agg/table");
+    if (url.pathname === "/raw") {
+      const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: await request.arrayBuffer() });
+      return new Response(await r.text(), { status: r.status });
+    }
+    return new Response("not found", { status: 404 });
+  },
+};

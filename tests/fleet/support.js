@@ -1,0 +1,165 @@
+// What the fleet tests share (workerd workers, the Deno KV test, the Node
+// driver): the seeded latency mixture, the flush encoder of simulated
+// isolates, exact quantiles, and a tiny case runner. Plain ES modules: no
+// runtime's own APIs.
+
+/** splitmix32-style generator: deterministic floats in (0, 1) (as tests/js/latency-data.js). */
+export function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x9e3779b9) >>> 0;
+    let z = s;
+    z = Math.imul(z ^ (z >>> 16), 0x21f0aaad);
+    z = Math.imul(z ^ (z >>> 15), 0x735a2d97);
+    z ^= z >>> 15;
+    return ((z >>> 0) + 0.5) / 4294967296;
+  };
+}
+
+const normal = (u) => Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
+
+/**
+ * The latency mixture per bucket: "chat" is the seeds' shape (lognormal body,
+ * median 40 ms, σ 0.35, and 0.5% uniform 0.3–1.5 s tail); "search" a wider
+ * lognormal (median 120 ms, σ 0.5). `scale` multiplies every value (a shift).
+ */
+export const BUCKETS = {
+  chat: (u, scale = 1) => scale * (u() < 0.005 ? 300 + 1200 * u() : 40 * Math.exp(0.35 * normal(u))),
+  search: (u, scale = 1) => scale * 120 * Math.exp(0.5 * normal(u)),
+};
+
+/** The `q`-quantile of sorted samples by rank (the core's definition). */
+export function exact(sorted, q) {
+  return sorted[Math.floor(q * (sorted.length - 1))];
+}
+
+/**
+ * Flush bytes (the fleet's wire format) from `{ name, inForceMs?, timeouts, errors, sketch? }`
+ * buckets, `sketch` a LatencySketch of edge-deadline/derive.
+ */
+export function encodeFlush(relativeError, buckets) {
+  const enc = new TextEncoder();
+  const parts = buckets.map((b) => ({ ...b, nameBytes: enc.encode(b.name), sk: b.sketch && b.sketch.count > 0 ? b.sketch.toBytes() : new Uint8Array(0) }));
+  const size = 4 + 1 + 8 + 4 + parts.reduce((n, p) => n + 2 + p.nameBytes.length + 8 + 8 + 8 + 4 + p.sk.length, 0);
+  const out = new Uint8Array(size);
+  const v = new DataView(out.buffer);
+  out.set([0x45, 0x44, 0x54, 0x42], 0); // "EDTB"
+  let at = 4;
+  v.setUint8(at, 1), (at += 1);
+  v.setFloat64(at, relativeError, true), (at += 8);
+  v.setUint32(at, parts.length, true), (at += 4);
+  for (const p of parts) {
+    v.setUint16(at, p.nameBytes.length, true), (at += 2);
+    out.set(p.nameBytes, at), (at += p.nameBytes.length);
+    v.setFloat64(at, p.inForceMs ?? NaN, true), (at += 8);
+    v.setBigUint64(at, BigInt(p.timeouts ?? 0), true), (at += 8);
+    v.setBigUint64(at, BigInt(p.errors ?? 0), true), (at += 8);
+    v.setUint32(at, p.sk.length, true), (at += 4);
+    out.set(p.sk, at), (at += p.sk.length);
+  }
+  return out;
+}
+
+/**
+ * `isolates` simulated isolates, each serving `requests` requests (a bucket
+ * each, 1% errors) and flushing every `every` requests through `post(bytes)`.
+ * Answers every success per bucket, sorted, and the error counts.
+ */
+export async function simulate({ LatencySketch, isolates, requests, every = 500, seed = 1, scale = 1, post }) {
+  const all = { chat: [], search: [] };
+  const errors = { chat: 0, search: 0 };
+  const flushes = [];
+  for (let i = 0; i < isolates; i++) {
+    const u = rng(seed * 1000 + i);
+    let book = null;
+    const flush = () => {
+      if (!book) return;
+      const bytes = encodeFlush(0.01, Object.entries(book).map(([name, b]) => ({ name, timeouts: 0, errors: b.errors, sketch: b.sketch })));
+      for (const b of Object.values(book)) b.sketch.free();
+      book = null;
+      flushes.push(post(bytes));
+    };
+    for (let r = 0; r < requests; r++) {
+      book ??= { chat: { sketch: new LatencySketch(), errors: 0 }, search: { sketch: new LatencySketch(), errors: 0 } };
+      const name = u() < 0.6 ? "chat" : "search";
+      const ms = BUCKETS[name](u, scale);
+      if (u() < 0.01) {
+        book[name].errors++;
+        errors[name]++;
+      } else {
+        book[name].sketch.add(ms);
+        all[name].push(ms);
+      }
+      if ((r + 1) % every === 0) flush();
+    }
+    flush();
+  }
+  const statuses = await Promise.all(flushes);
+  for (const k of Object.keys(all)) all[k].sort((a, b) => a - b);
+  return { all, errors, statuses };
+}
+
+/** Hostile flushes: truncated, random, huge counts, NaN, another relative error, trailing, too big. */
+export function hostileFlushes(LatencySketch) {
+  const s = new LatencySketch();
+  for (let i = 1; i <= 300; i++) s.add(i);
+  const good = encodeFlush(0.01, [{ name: "chat", timeouts: 1, errors: 2, sketch: s }]);
+  const out = [];
+  for (const cut of [0, 3, 4, 5, 12, 16, 20, 30, good.length - 1]) out.push(["truncated at " + cut, good.subarray(0, cut)]);
+  const u = rng(99);
+  for (let i = 0; i < 20; i++) out.push(["random " + i, Uint8Array.from({ length: 1 + Math.floor(u() * 400) }, () => Math.floor(u() * 256))]);
+  const huge = good.slice();
+  new DataView(huge.buffer).setBigUint64(4 + 1 + 8 + 4 + 2 + 4 + 8, 1n << 60n, true);
+  out.push(["huge timeout count", huge]);
+  const nanErr = good.slice();
+  new DataView(nanErr.buffer).setFloat64(5, NaN, true);
+  out.push(["NaN relative error", nanErr]);
+  const nanForce = good.slice();
+  new DataView(nanForce.buffer).setFloat64(4 + 1 + 8 + 4 + 2 + 4, Infinity, true);
+  out.push(["infinite in-force timeout", nanForce]);
+  const other = new LatencySketch({ relativeError: 0.02 });
+  other.add(5);
+  out.push(["another relative error", encodeFlush(0.02, [{ name: "chat", timeouts: 0, errors: 0, sketch: other }])]);
+  const trailing = new Uint8Array(good.length + 1);
+  trailing.set(good);
+  out.push(["trailing byte", trailing]);
+  out.push(["too big", new Uint8Array(300 * 1024)]);
+  out.push(["empty name", encodeFlush(0.01, [{ name: "", timeouts: 0, errors: 0 }])]);
+  return out;
+}
+
+/** The table without its date, for comparing two reads. */
+export const sansDate = (t) => JSON.stringify({ ...t, derivedAt: undefined });
+
+/** A minimal case runner: `await check(name, fn)`, then `report(runtime)`. */
+export function runner() {
+  const results = { passed: 0, failed: 0, skipped: 0, failures: [] };
+  return {
+    async check(name, fn) {
+      try {
+        await fn();
+        results.passed++;
+      } catch (e) {
+        results.failed++;
+        results.failures.push({ name, error: String(e?.stack ?? e) });
+      }
+    },
+    report: (runtime) => ({ runtime, ...results }),
+  };
+}
+
+export function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+/** A flush of `buckets` buckets of `samples` successes each (the benches' flush). */
+export function benchFlush(LatencySketch, buckets, samples) {
+  const u = rng(42);
+  const list = [];
+  for (let b = 0; b < buckets; b++) {
+    const sketch = new LatencySketch();
+    for (let i = 0; i < samples; i++) sketch.add(BUCKETS[b % 2 ? "search" : "chat"](u));
+    list.push({ name: `route-${b}`, inForceMs: 1000, timeouts: 1, errors: 2, sketch });
+  }
+  return encodeFlush(0.01, list);
+}
