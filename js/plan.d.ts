@@ -118,7 +118,9 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
    * event stream ends with `event: error` (`data: { step, outcome, reason }`); another body errors.
    * With `trace: true`, an event stream ends with `event: trace` whose data is `trace()`, which then holds
    * the streamed step's record (with `firstChunkMs`); a fallback answer carries `Server-Timing` instead.
-   * The step is recorded once, when its body ends. Awaiting it keeps a Node or Deno process alive.
+   * The step is recorded once, when its body ends. The response is the request's last work: when its body
+   * ends (or is cancelled), or once the fallback answered, the plan's deadline is disposed, as `relay` does
+   * with its `deadline`. Awaiting it keeps a Node or Deno process alive.
    * @throws (as a rejection) `RangeError` for an unknown name or a limit out of range, `TypeError` when
    *   `run` is not a function, gives something that is not a stream, or an option has the wrong type;
    *   `options.fallback`'s own error. A shortage never rejects: it is the fallback's to answer.

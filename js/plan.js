@@ -355,6 +355,8 @@ export class Plan {
       verdict = core.planStreamVerdict(this.#streamEnd(node, error, cancelled, departed), sent, capIsDeadline);
       verdict.reason = node.aborted ? node.reason : error;
       this.#record(name, remaining, cap, t0, verdict.outcome, span, verdict.outcome === "ok" ? undefined : verdict.reason, firstChunkAt === undefined ? undefined : firstChunkAt - t0);
+      // The response is the request's last work: its end releases the deadline (the fallback's answer does otherwise).
+      if (verdict.next !== "fallback") this.#deadline.dispose();
       return verdict;
     };
     // The step's one node: aborted by the deadline's signal, woken at the cap;
@@ -414,7 +416,10 @@ export class Plan {
       }
     } catch (error) {
       const v = end(error);
-      if (error === badReturn) throw error; // a programming error, not a shortage
+      if (error === badReturn) {
+        this.#deadline.dispose();
+        throw error; // a programming error, not a shortage
+      }
       return fallback(v.reason);
     }
     if (verdict !== undefined && verdict.next === "fallback") {
@@ -504,10 +509,14 @@ export class Plan {
       throw argumentError("type", CODES.INVALID_RETURN, "options.fallback", `'options.fallback' of stream('${this.#steps[i].name}') must give a Response: it gave ${check.describe(res)}`);
     };
     let res;
-    if (j < this.#steps.length) res = await this.run(this.#steps[j].name, async (signal, budgetMs) => response(await answer(reason, signal, budgetMs)));
-    else {
-      const left = this.#at - now();
-      res = response(await answer(reason, this.#deadline.signal(), left > 0 ? left : 0));
+    try {
+      if (j < this.#steps.length) res = await this.run(this.#steps[j].name, async (signal, budgetMs) => response(await answer(reason, signal, budgetMs)));
+      else {
+        const left = this.#at - now();
+        res = response(await answer(reason, this.#deadline.signal(), left > 0 ? left : 0));
+      }
+    } finally {
+      this.#deadline.dispose(); // the answer is the request's last work
     }
     if (!withTrace) return res;
     const traced = new Response(res.body, res);

@@ -732,6 +732,9 @@ cases.push(
         equal(trace[1].elapsedMs, 80, "the step lasted until its body ended");
         equal(p.records[1].firstChunkMs, 30);
         equal(p.records[0].firstChunkMs, undefined, "only a streamed step has firstChunkMs");
+        const signal = d.signal();
+        await clock.advance(1_000);
+        equal(signal.aborted, false, "the body's end disposed the deadline: its signal does not fire at its instant");
         return [d];
       }),
   },
@@ -787,6 +790,9 @@ cases.push(
         ok(src.log.cancelled, "the source was cancelled");
         equal(p.records.map((r) => `${r.step}:${r.outcome}:${r.elapsedMs}`).join(), "generate:stalled:200,respond:ok:0");
         equal(res.headers.get("server-timing"), p.serverTiming(), "a fallback answer carries the trace as Server-Timing");
+        const signal = d.signal();
+        await clock.advance(1_000);
+        equal(signal.aborted, false, "the fallback's answer disposed the deadline");
         return [d];
       }),
   },
@@ -901,10 +907,9 @@ cases.push(
       equal(e.param, "run");
       equal(e.code, "INVALID_RETURN");
       equal(p.records.map((r) => r.outcome).join(), "error", "only the started step is recorded");
-      const q = lib.plan(d, STREAM_STEPS);
+      const q = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
       const f = await rejects(q.stream("generate", () => Promise.reject(new Error("x")), { fallback: () => "not a response" }), TypeError);
       equal(f.param, "options.fallback");
-      d.dispose();
     },
   },
   {
@@ -924,7 +929,6 @@ cases.push(
       equal(src.log.reason?.message, "client left");
       ok(signal.aborted, "the step's signal aborted");
       equal(p.records.map((r) => `${r.step}:${r.outcome}`).join(), "generate:aborted");
-      d.dispose();
       if (ctx.pendingTimers) equal(ctx.pendingTimers(), timersBefore, "host timers pending after the stream");
     },
   },
@@ -953,7 +957,6 @@ cases.push(
       ok(trace[0].firstChunkMs > 0 && trace[0].firstChunkMs < trace[0].elapsedMs, JSON.stringify(trace));
       const seen = await (await fetch(`${ctx.fixtureUrl}/stall/closed?id=${id}`)).json();
       ok(seen.closed, "the upstream saw the connection close");
-      d.dispose();
     },
   },
 );
