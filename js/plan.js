@@ -352,8 +352,12 @@ export class Plan {
       if (verdict !== undefined) return verdict;
       node.dispose();
       headersWait?.dispose();
-      verdict = core.planStreamVerdict(this.#streamEnd(node, error, cancelled, departed), sent, capIsDeadline);
-      verdict.reason = node.aborted ? node.reason : error;
+      const how = this.#streamEnd(node, error, cancelled, departed);
+      verdict = {
+        outcome: core.planStreamVerdict(how, sent, capIsDeadline, false),
+        next: core.planStreamVerdict(how, sent, capIsDeadline, true),
+        reason: node.aborted ? node.reason : error,
+      };
       this.#record(name, remaining, cap, t0, verdict.outcome, span, verdict.outcome === "ok" ? undefined : verdict.reason, firstChunkAt === undefined ? undefined : firstChunkAt - t0);
       // The response is the request's last work: its end releases the deadline (the fallback's answer does otherwise).
       if (verdict.next !== "fallback") this.#deadline.dispose();
