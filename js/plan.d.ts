@@ -27,6 +27,33 @@ export interface PlanOptions extends OtelOption {
   marginMs?: number;
 }
 
+/** One Server-Sent Event for `stream`: a string is its data; `data` other than a string is sent as JSON. */
+export type StreamEvent = string | { data: unknown; event?: string; id?: string; retry?: number };
+
+/** What a streamed step gives: a Response, a ReadableStream of bytes or text, or events. */
+export type StreamSource =
+  | Response
+  | ReadableStream<Uint8Array | string>
+  | AsyncIterable<StreamEvent>
+  | Iterable<StreamEvent>;
+
+export interface StreamStepOptions {
+  /** Most ms from the step's start to the Response from `run` (default: counted in `firstChunkMs`). */
+  firstByteMs?: number;
+  /** Most ms to the first progress chunk (from the step's start unless `firstByteMs` is set). */
+  firstChunkMs?: number;
+  /** Most ms between progress chunks. */
+  stallMs?: number;
+  /** Which chunks are progress (default: on an event stream, events; keep-alive comments are not). */
+  isProgress?: (chunk: any) => boolean;
+  /** Headers added to the streamed response. */
+  headers?: HeadersInit;
+  /** End an event stream with `event: trace` carrying `trace()` (a fallback answer gets `Server-Timing`). */
+  trace?: boolean;
+  /** The answer when nothing was sent, run as the plan's fallback step. */
+  fallback?: (reason: unknown, signal: AbortSignal, budgetMs: number) => Response | PromiseLike<Response>;
+}
+
 /** What `run` resolves to for an optional step that did not start. */
 export interface Skipped {
   skipped: true;
@@ -82,6 +109,33 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
       bucket?: string;
     },
   ): Promise<StepResult<S, N, Awaited<T>>>;
+  /**
+   * Runs the step `name` as the response to the client. `run(signal, budgetMs)` gets the step's signal and
+   * cap (`min(preferredMs, remaining − the later steps' reserves)`, as `run`) and gives what to stream: a
+   * `Response` (its body relayed, its status and content-type kept), a `ReadableStream` of bytes or text
+   * (sent as they are, as `text/event-stream`), or an iterable or async iterable of events (each framed as
+   * one Server-Sent Event). Headers go out with the first progress chunk (on an event stream, the first
+   * event); the body is guarded by the step's cap and `firstByteMs`/`firstChunkMs`/`stallMs`, as `relay`.
+   *
+   * If the step fails before any content was sent (it throws, answers non-ok, stalls, reaches its cap, the
+   * client left, or the plan has too little time to start it), the plan's fallback answers instead: the
+   * first fallback step declared after `name` runs `options.fallback(reason, signal, budgetMs)` (default: a
+   * 504 for time, 502 for a failure, with `{ fallback: true, step, reason, elapsedMs }`). After content, an
+   * event stream ends with `event: error` (`data: { step, outcome, reason }`); another body errors.
+   * With `trace: true`, an event stream ends with `event: trace` whose data is `trace()`, which then holds
+   * the streamed step's record (with `firstChunkMs`); a fallback answer carries `Server-Timing` instead.
+   * The step is recorded once, when its body ends. The response is the request's last work: when its body
+   * ends (or is cancelled), or once the fallback answered, the plan's deadline is disposed, as `relay` does
+   * with its `deadline`. Awaiting it keeps a Node or Deno process alive.
+   * @throws (as a rejection) `RangeError` for an unknown name or a limit out of range, `TypeError` when
+   *   `run` is not a function, gives something that is not a stream, or an option has the wrong type;
+   *   `options.fallback`'s own error. A shortage never rejects: it is the fallback's to answer.
+   */
+  stream<N extends StepName<S>>(
+    name: N,
+    run: (signal: AbortSignal, budgetMs: number) => StreamSource | PromiseLike<StreamSource>,
+    options?: StreamStepOptions,
+  ): Promise<Response>;
   /** The trace so far as JSON: `TraceRecord[]`, durations rounded to 0.1 ms (`records` keeps them exact). */
   trace(): string;
   /**

@@ -49,12 +49,13 @@
 //    Off, a run reads `#tracing` once and nothing else.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, inCauses, isCircuitOpen, isDeadlineExceeded } from "./errors.js";
-import { pending } from "./keepalive.js";
+import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, StreamStalled, inCauses, isCircuitOpen, isDeadlineExceeded, isInsufficientBudget, isStepTimeout, isStreamStalled } from "./errors.js";
+import { awaited, pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { tracing } from "./otel.js";
 import { recorder } from "./record.js";
 import { metric } from "./servertiming.js";
+import { guard, isEventStream } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
@@ -285,6 +286,252 @@ export class Plan {
   }
 
   /**
+   * Runs the step `name` as the response: `run(signal, budgetMs)` gives a
+   * Response, a ReadableStream (bytes or text, sent as they are) or an
+   * iterable of events (each framed as one Server-Sent Event), and the
+   * returned Response streams it, guarded by the step's cap and the stall
+   * limits. A failure before any content is answered by the plan's fallback
+   * step; after content, an event stream ends with `event: error`. With
+   * `options.trace`, an event stream ends with `event: trace` carrying
+   * `trace()`. The step's outcome and next turn are the core's
+   * (`planStreamVerdict`). See plan.d.ts.
+   * @returns {Promise<Response>}
+   */
+  stream(name, run, options) {
+    return awaited(this.#stream(name, run, options));
+  }
+
+  async #stream(name, run, options) {
+    const i = this.#index.get(name);
+    if (i === undefined) throw this.#unknown(name);
+    if (typeof run !== "function") {
+      throw argumentError("type", CODES.INVALID_TYPE, "run", `'run' of stream('${name}') must be a function (signal, budgetMs) => Response | ReadableStream | iterable of events: current value is ${check.describe(run)}`);
+    }
+    const o = check.obj("options", options, "an object like { firstChunkMs, stallMs, trace, fallback }", true);
+    const firstByteMs = check.optNumber("options.firstByteMs", o.firstByteMs);
+    const firstChunkMs = o.firstChunkMs === undefined ? NO_LIMIT : check.number("options.firstChunkMs", o.firstChunkMs);
+    const stallMs = o.stallMs === undefined ? NO_LIMIT : check.number("options.stallMs", o.stallMs);
+    if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
+    if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, signal, budgetMs) => Response");
+    const withTrace = o.trace === undefined ? false : check.bool("options.trace", o.trace);
+    const extra = o.headers === undefined ? undefined : new Headers(o.headers);
+    const at = this.#at;
+    const t0 = now();
+    // Range checks before the step starts (the core names the parameter).
+    core.stallWake(firstChunkMs, stallMs, undefined, t0, undefined, 0, 0, t0);
+    if (firstByteMs !== undefined) core.firstByteWake(firstByteMs, t0, t0);
+    const s = this.#steps[i];
+    const cap = core.planCap(this.#fallback[i], s.minMs, s.preferredMs, s.heldAfterMs, at, t0);
+    const remaining = at > t0 ? at - t0 : 0;
+    const parent = this.#deadline.signal();
+    const t = this.#tracing;
+    const span = t === null ? undefined : this.#stepSpan(t, s, cap, t0);
+    const fallback = (reason) => this.#streamFallback(i, reason, o.fallback, withTrace, t0);
+
+    // Not started: the client left, the step was refused, or nothing is left.
+    if (parent.aborted || cap === 0) {
+      let outcome;
+      let reason;
+      if (parent.aborted) [outcome, reason] = [this.#reasonOutcome(parent.reason), parent.reason];
+      else if (s.kind !== "fallback") {
+        const refusal = core.planRefusal(s.kind, s.minMs, s.preferredMs, s.heldAfterMs, at, t0);
+        [outcome, reason] = [refusal.outcome, new InsufficientBudget(refusal.availableMs, refusal.minMs)];
+        reason.step = name;
+      } else [outcome, reason] = ["deadline", at <= t0 ? new DeadlineExceeded(at, t0 - at) : new StepTimeout(name, 0)];
+      this.#record(name, remaining, 0, t0, outcome, span, reason);
+      return fallback(reason);
+    }
+
+    const capAt = t0 + cap;
+    const capIsDeadline = capAt >= at - 1e-6;
+    let verdict;
+    let sent = false;
+    let firstChunkAt;
+    let cancelled = false;
+    let departed = false;
+    let headersWait;
+    // How the step ended, once: the core names it and says what comes next.
+    const end = (error) => {
+      if (verdict !== undefined) return verdict;
+      node.dispose();
+      headersWait?.dispose();
+      const how = this.#streamEnd(node, error, cancelled, departed);
+      verdict = {
+        outcome: core.planStreamVerdict(how, sent, capIsDeadline, false),
+        next: core.planStreamVerdict(how, sent, capIsDeadline, true),
+        reason: node.aborted ? node.reason : error,
+      };
+      this.#record(name, remaining, cap, t0, verdict.outcome, span, verdict.outcome === "ok" ? undefined : verdict.reason, firstChunkAt === undefined ? undefined : firstChunkAt - t0);
+      // The response is the request's last work: its end releases the deadline (the fallback's answer does otherwise).
+      if (verdict.next !== "fallback") this.#deadline.dispose();
+      return verdict;
+    };
+    // The step's one node: aborted by the deadline's signal, woken at the cap;
+    // it is the controller the step's request and the stall guard abort.
+    const node = child([this.#deadline], capAt, {
+      onTime: (c) => {
+        const tt = now();
+        c.abort(capIsDeadline ? new DeadlineExceeded(at, tt > at ? tt - at : 0) : new StepTimeout(name, cap));
+        end();
+      },
+      onAbort: () => {
+        departed = true;
+        end();
+      },
+    });
+    // The wait for the first byte: `firstByteMs`, else what `firstChunkMs` allows (from the start).
+    const headersMs = firstByteMs ?? firstChunkMs;
+    headersWait =
+      headersMs < NO_LIMIT
+        ? child([node], t0 + headersMs, { onTime: () => node.abort(new StreamStalled(firstByteMs === undefined ? "first-chunk" : "first-byte", now() - t0, 0, 0)) })
+        : undefined;
+    let reader;
+    let badReturn;
+    const early = [];
+    let done = false;
+    let type = "text/event-stream";
+    let status = 200;
+    try {
+      const given = span === undefined ? run(node.signal, cap) : t.within(span, run, node.signal, cap);
+      const result = await untilAborted(given, node);
+      let body;
+      if (isResponse(result)) {
+        if (!result.ok) {
+          result.body?.cancel().catch(noop);
+          throw new Error(`the step answered ${result.status}${result.statusText ? ` ${result.statusText}` : ""}`);
+        }
+        [body, type, status] = [result.body ?? emptyStream(), result.headers.get("content-type"), result.status];
+      } else if (isStream(result)) body = result;
+      else if (result != null && typeof result !== "string" && (typeof result[Symbol.asyncIterator] === "function" || typeof result[Symbol.iterator] === "function")) {
+        body = eventStream(result, name);
+      } else {
+        badReturn = argumentError("type", CODES.INVALID_RETURN, "run", `'run' of stream('${name}') must give a Response, a ReadableStream or an iterable of events: it gave ${check.describe(result)}`);
+        throw badReturn;
+      }
+      headersWait?.dispose();
+      const guarded = guard(body, { firstChunkMs, stallMs, controller: node, isProgress: o.isProgress, contentType: type }, firstByteMs === undefined ? t0 : undefined);
+      reader = guarded.stream.getReader();
+      // Commit on the first progress chunk: what came before it (keep-alives) is held until then.
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) {
+          done = true;
+          break;
+        }
+        early.push(bytes(next.value));
+        if (guarded.progress() > 0) break;
+      }
+    } catch (error) {
+      const v = end(error);
+      if (error === badReturn) {
+        this.#deadline.dispose();
+        throw error; // a programming error, not a shortage
+      }
+      return fallback(v.reason);
+    }
+    if (verdict !== undefined && verdict.next === "fallback") {
+      // Ended in the same turn as its first chunk arrived: nothing was sent yet.
+      reader.cancel(verdict.reason).catch(noop);
+      return fallback(verdict.reason);
+    }
+    sent = true;
+    if (early.length > 0) firstChunkAt = now();
+    if (done) end();
+    let last = early[early.length - 1];
+    const sse = isEventStream(type);
+    const headers = new Headers({ "cache-control": "no-store" });
+    if (type !== null) headers.set("content-type", type);
+    extra?.forEach((value, key) => headers.set(key, value));
+    const tail = (c) => {
+      const v = verdict;
+      if (v.next === "error") {
+        if (!sse) return c.error(v.reason);
+        c.enqueue(encoder.encode(`${lineOpen(last) ? "\n" : ""}event: error\ndata: ${JSON.stringify({ step: name, outcome: v.outcome, reason: describe(v.reason) })}\n\n`));
+      }
+      if (withTrace && sse) c.enqueue(encoder.encode(`event: trace\ndata: ${this.trace()}\n\n`));
+      c.close();
+    };
+    return new Response(
+      new ReadableStream({
+        start(c) {
+          for (const value of early) c.enqueue(value);
+          if (done) tail(c);
+        },
+        async pull(c) {
+          let next;
+          try {
+            next = await reader.read();
+          } catch (error) {
+            end(error);
+            return tail(c);
+          }
+          if (next.done) {
+            end();
+            return tail(c);
+          }
+          const value = bytes(next.value);
+          if (value?.byteLength) last = value;
+          c.enqueue(value);
+        },
+        cancel(reason) {
+          cancelled = true;
+          end(reason);
+          return reader.cancel(reason);
+        },
+      }),
+      { status, headers },
+    );
+  }
+
+  /**
+   * How a streamed step ended, in the core's words (`StreamEnd`), from what
+   * the host saw: the reader's cancel, the deadline's abort (its own
+   * instant: the cap; a parent's reason: the client left), the node's abort
+   * (the guard's stall, the cap, the source's error), or the step's own error.
+   */
+  #streamEnd(node, error, cancelled, departed) {
+    if (cancelled) return "cancelled";
+    if (!node.aborted) {
+      if (error === undefined) return "done";
+      return inCauses(error, isStreamStalled) ? "stalled" : "failed";
+    }
+    const reason = node.reason;
+    if (isStreamStalled(reason)) return "stalled";
+    if (isStepTimeout(reason) || (isDeadlineExceeded(reason) && reason.at === this.#at)) return "cap";
+    return departed ? "parent" : "failed";
+  }
+
+  /**
+   * The answer when a streamed step sent nothing: the plan's fallback step
+   * (the first declared after it) runs `fallback(reason, signal, budgetMs)`,
+   * or the default answer (504 for time, 502 for a failure, saying why);
+   * with no fallback step in the plan, that answers at once.
+   */
+  async #streamFallback(i, reason, fallback, withTrace, t0) {
+    const answer = fallback ?? ((why) => defaultFallback(this.#steps[i].name, why, now() - t0));
+    let j = i + 1;
+    while (j < this.#steps.length && !this.#fallback[j]) j++;
+    const response = (res) => {
+      if (isResponse(res)) return res;
+      throw argumentError("type", CODES.INVALID_RETURN, "options.fallback", `'options.fallback' of stream('${this.#steps[i].name}') must give a Response: it gave ${check.describe(res)}`);
+    };
+    let res;
+    try {
+      if (j < this.#steps.length) res = await this.run(this.#steps[j].name, async (signal, budgetMs) => response(await answer(reason, signal, budgetMs)));
+      else {
+        const left = this.#at - now();
+        res = response(await answer(reason, this.#deadline.signal(), left > 0 ? left : 0));
+      }
+    } finally {
+      this.#deadline.dispose(); // the answer is the request's last work
+    }
+    if (!withTrace) return res;
+    const traced = new Response(res.body, res);
+    traced.headers.set("server-timing", this.serverTiming());
+    return traced;
+  }
+
+  /**
    * A fallback with nothing left: `fn` gets a signal already aborted (the
    * client's reason, the deadline's, or its own cap of 0 when a later step
    * holds what is left) and a budget of 0, and its own result settles `p.run`.
@@ -394,10 +641,11 @@ export class Plan {
   }
 
   /** Appends one record and calls `onStep`; what the hook throws goes to `onStepError` (invariant 4). */
-  #record(step, remaining, cap, t0, outcome, span, error) {
+  #record(step, remaining, cap, t0, outcome, span, error, firstChunkMs) {
     const t1 = now();
     const elapsed = t1 - t0;
     const record = { step, remainingAtStartMs: remaining, capMs: cap, elapsedMs: elapsed > 0 ? elapsed : 0, outcome };
+    if (firstChunkMs !== undefined) record.firstChunkMs = firstChunkMs;
     this.#records.push(record);
     if (span !== undefined) this.#traced(span, record, t1, error);
     if (!this.#onStep) return;
@@ -436,4 +684,114 @@ function tell(permit, outcome, value) {
 /** The outcome of a step that failed: `stalled` when a `StreamStalled` is the error or in its causes, else `error`. */
 function failed(error) {
   return inCauses(error, (e) => brandOf(e) === "StreamStalled") ? "stalled" : "error";
+}
+
+// ---- p.stream ----------------------------------------------------------------------------
+
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+const LF = 10;
+const CR = 13;
+const encoder = new TextEncoder();
+const noop = () => {};
+
+function isResponse(x) {
+  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
+}
+
+function isStream(x) {
+  return x != null && typeof x === "object" && typeof x.getReader === "function";
+}
+
+function emptyStream() {
+  return new ReadableStream({ start: (c) => c.close() });
+}
+
+/** Whether the last chunk sent left a line open (the error event then starts on a fresh line). */
+function lineOpen(value) {
+  const byte = value?.byteLength ? value[value.byteLength - 1] : LF;
+  return byte !== LF && byte !== CR;
+}
+
+/** A chunk as bytes: a stream of text is sent as UTF-8. */
+function bytes(chunk) {
+  return typeof chunk === "string" ? encoder.encode(chunk) : chunk;
+}
+
+/** `given` (a value or a promise), or the node's abort reason as a rejection, whichever comes first. */
+function untilAborted(given, node) {
+  if (given == null || typeof given.then !== "function") return given;
+  return new Promise((resolve, reject) => {
+    const signal = node.signal;
+    const onAbort = () => {
+      reject(signal.reason);
+      // A result that comes after all is not read: release it.
+      Promise.resolve(given).then((late) => (isResponse(late) ? late.body : isStream(late) ? late : null)?.cancel(signal.reason).catch(noop), noop);
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    Promise.resolve(given).then(
+      (value) => (signal.removeEventListener("abort", onAbort), resolve(value)),
+      (error) => (signal.removeEventListener("abort", onAbort), reject(error)),
+    );
+  });
+}
+
+/** One Server-Sent Event: a string is its data; `{ data, event?, id?, retry? }` names its fields (data other than a string as JSON). */
+function frame(item, name) {
+  const bad = (what) =>
+    argumentError("type", CODES.INVALID_RETURN, "run", `'run' of stream('${name}') must yield events: a string or { data, event?, id?, retry? }${what}: it yielded ${check.describe(item)}`);
+  let data = item;
+  let head = "";
+  if (typeof item !== "string") {
+    if (item === null || typeof item !== "object" || !("data" in item)) throw bad("");
+    const { event, id, retry } = item;
+    for (const [field, value] of [["event", event], ["id", id]]) {
+      if (value === undefined) continue;
+      if (typeof value !== "string" || /[\r\n\0]/.test(value)) throw bad(` ('${field}' a string on one line)`);
+      head += `${field}: ${value}\n`;
+    }
+    if (retry !== undefined) {
+      if (!Number.isSafeInteger(retry) || retry < 0) throw bad(" ('retry' a whole number of milliseconds)");
+      head += `retry: ${retry}\n`;
+    }
+    data = typeof item.data === "string" ? item.data : JSON.stringify(item.data);
+    if (data === undefined) throw bad(" ('data' a string or a JSON value)");
+  }
+  return `${head}data: ${data.split(/\r\n|\r|\n/).join("\ndata: ")}\n\n`;
+}
+
+/** An iterable of events as an SSE byte stream; `return()` on cancel ends the producer. */
+function eventStream(iterable, name) {
+  const it = typeof iterable[Symbol.asyncIterator] === "function" ? iterable[Symbol.asyncIterator]() : iterable[Symbol.iterator]();
+  return new ReadableStream(
+    {
+      async pull(c) {
+        const next = await it.next();
+        if (next.done) return c.close();
+        c.enqueue(encoder.encode(frame(next.value, name)));
+      },
+      async cancel() {
+        await it.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** The reason in words, for the fallback and the error event. */
+function describe(reason) {
+  if (isStreamStalled(reason)) return `the step stalled (${reason.phase}): ${reason.message}`;
+  if (isInsufficientBudget(reason)) return `the step did not start: ${reason.message}`;
+  if (isDeadlineExceeded(reason)) return `the step did not finish within the deadline: ${reason.message}`;
+  if (isStepTimeout(reason)) return reason.message;
+  return `the step failed: ${reason?.message ?? reason}`;
+}
+
+/** The default fallback: 504 when time ran out (the step's, the deadline's, a stall), 502 for a failure, saying why. */
+function defaultFallback(step, reason, elapsedMs) {
+  const timedOut = isStreamStalled(reason) || isDeadlineExceeded(reason) || isStepTimeout(reason) || isInsufficientBudget(reason);
+  return new Response(JSON.stringify({ fallback: true, step, reason: describe(reason), elapsedMs: Math.round(elapsedMs) }), {
+    status: timedOut ? 504 : 502,
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+  });
 }

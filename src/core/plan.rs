@@ -922,5 +922,8 @@ fn validate_step(index: usize, spec: StepSpec) -> Result<Step, PlanError> {
 pub mod trace;
 pub use trace::{Outcome, TraceRecord};
 
+pub mod stream;
+pub use stream::{stream_verdict, StreamEnd, StreamNext, StreamVerdict};
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -66,7 +66,7 @@ pub use errors::{AttemptReport, Error, StallPhase};
 pub use headers::{HeaderFormat, Incoming};
 pub use hedge::{hedge, HedgeOptions};
 pub use limiter::{ConcurrencyLimiter, Limit, LimiterOptions, Permit, RunOptions};
-pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, TraceRecord};
+pub use plan::{Outcome, Plan, SkipReason, StepKind, StepResult, StepSpec, StreamStepOptions, TraceRecord};
 pub use retry::{retry, Attempt, Failure, RetryBudget, RetryOptions};
 pub use sse::sse_progress;
 pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};

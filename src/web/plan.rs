@@ -28,6 +28,7 @@
 
 use std::cell::RefCell;
 use std::future::Future;
+use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
@@ -94,8 +95,9 @@ type StepHook = Box<dyn FnMut(&TraceRecord)>;
 pub struct Plan<'d> {
     deadline: &'d Deadline,
     plan: core::Plan,
-    records: RefCell<Vec<TraceRecord>>,
-    on_step: RefCell<Option<StepHook>>,
+    /// Shared with a streamed step's body, which records its step when it ends.
+    records: Rc<RefCell<Vec<TraceRecord>>>,
+    on_step: Rc<RefCell<Option<StepHook>>>,
 }
 
 impl<'d> Plan<'d> {
@@ -136,7 +138,7 @@ impl<'d> Plan<'d> {
     /// ```
     pub fn with_margin(deadline: &'d Deadline, steps: Vec<StepSpec>, margin_ms: f64) -> Result<Self, Error> {
         let plan = core::Plan::with_margin(deadline.instant_ms(), sys::now(), steps, margin_ms)?;
-        Ok(Self { deadline, plan, records: RefCell::new(Vec::new()), on_step: RefCell::new(None) })
+        Ok(Self { deadline, plan, records: Rc::default(), on_step: Rc::default() })
     }
 
     /// Calls `hook` with every trace record as it is appended.
@@ -365,14 +367,8 @@ impl<'d> Plan<'d> {
     }
 
     fn record(&self, step: &str, remaining: f64, cap: f64, t0: f64, outcome: Outcome) {
-        let elapsed = sys::now() - t0;
-        // Every value is a validated duration: `new` cannot refuse it.
-        if let Ok(record) = TraceRecord::new(step, remaining, cap, if elapsed > 0.0 { elapsed } else { 0.0 }, outcome) {
-            if let Some(hook) = self.on_step.borrow_mut().as_mut() {
-                hook(&record);
-            }
-            self.records.borrow_mut().push(record);
-        }
+        Recorder { records: self.records.clone(), on_step: self.on_step.clone() }
+            .record(step, remaining, cap, t0, outcome, None);
     }
 
     /// The trace so far: one record per `run`, in order.
@@ -409,22 +405,7 @@ impl<'d> Plan<'d> {
     /// # fn main() {}
     /// ```
     pub fn trace_json(&self) -> String {
-        // JSON.stringify of the records, as the JavaScript API's trace().
-        let list = js_sys::Array::new();
-        for r in self.records.borrow().iter() {
-            let o = js_sys::Object::new();
-            for (key, value) in [
-                ("step", JsValue::from_str(&r.step)),
-                ("remainingAtStartMs", JsValue::from_f64(r.remaining_at_start_ms)),
-                ("capMs", JsValue::from_f64(r.cap_ms)),
-                ("elapsedMs", JsValue::from_f64(r.elapsed_ms)),
-                ("outcome", JsValue::from_str(r.outcome.as_str())),
-            ] {
-                let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), &value);
-            }
-            list.push(&o);
-        }
-        js_sys::JSON::stringify(&list).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "[]".into())
+        trace_json(&self.records.borrow())
     }
 
     /// The plan's deadline.
@@ -445,6 +426,58 @@ impl<'d> Plan<'d> {
     }
 }
 
+/// JSON.stringify of the records, as the JavaScript API's trace() (there
+/// rounded to 0.1 ms; here as they are).
+fn trace_json(records: &[TraceRecord]) -> String {
+    let list = js_sys::Array::new();
+    for r in records {
+        let o = js_sys::Object::new();
+        for (key, value) in [
+            ("step", JsValue::from_str(&r.step)),
+            ("remainingAtStartMs", JsValue::from_f64(r.remaining_at_start_ms)),
+            ("capMs", JsValue::from_f64(r.cap_ms)),
+            ("elapsedMs", JsValue::from_f64(r.elapsed_ms)),
+            ("outcome", JsValue::from_str(r.outcome.as_str())),
+        ] {
+            let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), &value);
+        }
+        if let Some(ms) = r.first_chunk_ms {
+            let _ = js_sys::Reflect::set(&o, &JsValue::from_str("firstChunkMs"), &JsValue::from_f64(ms));
+        }
+        list.push(&o);
+    }
+    js_sys::JSON::stringify(&list).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "[]".into())
+}
+
+/// The plan's trace and hook, owned apart from the plan so that a streamed
+/// step's body (which outlives the call that made it) can record its step.
+#[derive(Clone)]
+struct Recorder {
+    records: Rc<RefCell<Vec<TraceRecord>>>,
+    on_step: Rc<RefCell<Option<StepHook>>>,
+}
+
+impl Recorder {
+    fn record(&self, step: &str, remaining: f64, cap: f64, t0: f64, outcome: Outcome, first_chunk_ms: Option<f64>) {
+        let elapsed = sys::now() - t0;
+        // Every value is a validated duration: `new` cannot refuse it.
+        let Ok(mut record) = TraceRecord::new(step, remaining, cap, if elapsed > 0.0 { elapsed } else { 0.0 }, outcome)
+        else {
+            return;
+        };
+        if let Some(ms) = first_chunk_ms {
+            record = match record.clone().with_first_chunk(ms) {
+                Ok(r) => r,
+                Err(_) => record,
+            };
+        }
+        if let Some(hook) = self.on_step.borrow_mut().as_mut() {
+            hook(&record);
+        }
+        self.records.borrow_mut().push(record);
+    }
+}
+
 /// The outcome of a step that failed: a stall is a timeout of its own kind.
 fn failed(error: &Error) -> Outcome {
     match error {
@@ -458,3 +491,6 @@ impl std::fmt::Debug for Plan<'_> {
         f.debug_struct("Plan").field("plan", &self.plan).field("records", &self.records.borrow().len()).finish()
     }
 }
+
+mod stream;
+pub use stream::StreamStepOptions;

@@ -86,6 +86,12 @@ pub struct TraceRecord {
     pub elapsed_ms: f64,
     /// How the step ended.
     pub outcome: Outcome,
+    /// For a step that streamed to the client (`p.stream`), when its first
+    /// content went out, in ms from the step's start (`firstChunkMs` in JS);
+    /// absent when none did, and on every other step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub first_chunk_ms: Option<f64>,
 }
 
 impl TraceRecord {
@@ -103,7 +109,14 @@ impl TraceRecord {
             cap_ms: check_ms("capMs", cap_ms)?,
             elapsed_ms: check_ms("elapsedMs", elapsed_ms)?,
             outcome,
+            first_chunk_ms: None,
         })
+    }
+
+    /// Sets [`first_chunk_ms`](Self::first_chunk_ms), validated like the other durations.
+    pub fn with_first_chunk(mut self, first_chunk_ms: f64) -> Result<Self, PlanError> {
+        self.first_chunk_ms = Some(check_ms("firstChunkMs", first_chunk_ms)?);
+        Ok(self)
     }
 }
 

@@ -146,6 +146,37 @@ const ops = {
     }
     return { results, at: p.deadline.at };
   },
+  // A streamed plan step: `source` is what `run` gives ("events": an SSE body
+  // of two events that ends; "throw"; "status:N": a Response with status N;
+  // "error-after": one event, then the body errors). Gives the response's
+  // status, its SSE event names, the trace's outcomes and whether `run` ran.
+  "plan.stream": async (lib, a) => {
+    const enc = new TextEncoder();
+    const sse = { "content-type": "text/event-stream" };
+    let ran = false;
+    const source = () => {
+      ran = true;
+      if (a.source === "events") return new Response("data: a\n\ndata: b\n\n", { headers: sse });
+      if (a.source === "throw") throw new Error("model unavailable");
+      if (a.source.startsWith("status:")) return new Response("no", { status: Number(a.source.slice(7)) });
+      let n = 0;
+      // The error comes 10 ms after the event, so the event is read (and sent) first in every host.
+      const fail = (c) => new Promise((resolve) => setTimeout(() => resolve(c.error(new Error("upstream reset"))), 10));
+      const body = new ReadableStream({ pull: (c) => (n++ === 0 ? c.enqueue(enc.encode("data: a\n\n")) : fail(c)) });
+      return new Response(body, { headers: sse });
+    };
+    const p = lib.plan(deadlineOf(lib, a), a.steps);
+    const res = await p.stream(a.step, source, a.trace === undefined ? undefined : { trace: a.trace });
+    const text = await res.text();
+    const events = (res.headers.get("content-type") ?? "").startsWith("text/event-stream")
+      ? text
+          .split("\n\n")
+          .filter((b) => b.trim() !== "")
+          .map((b) => b.split("\n").find((l) => l.startsWith("event: "))?.slice(7) ?? "message")
+          .join()
+      : "";
+    return { status: res.status, events, outcomes: p.records.map((r) => r.outcome).join(), ran };
+  },
   retry: async (lib, a) => {
     const { fn, classify } = scripted(a.attempts);
     const options = { deadline: deadlineOf(lib, a), classify };

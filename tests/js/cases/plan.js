@@ -638,4 +638,327 @@ cases.push({
     }),
 });
 
+// ---- p.stream: a step that streams to the client -------------------------------------------
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** A source the case feeds by hand: `push(text)`, `close()`; records a cancel. */
+function source() {
+  let ctl;
+  const log = { cancelled: false, reason: undefined };
+  const stream = new ReadableStream({
+    start(c) {
+      ctl = c;
+    },
+    cancel(reason) {
+      log.cancelled = true;
+      log.reason = reason;
+    },
+  });
+  return { stream, log, push: (text) => ctl.enqueue(enc.encode(text)), close: () => ctl.close() };
+}
+
+/** Reads a body to its end (or its error), as text. */
+async function readAll(res) {
+  const reader = res.body.getReader();
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text };
+      text += dec.decode(value, { stream: true });
+    }
+  } catch (error) {
+    return { text, error };
+  }
+}
+
+/** The events of an SSE text: `{ event, data }` each (data joined). */
+function events(text) {
+  return text
+    .split("\n\n")
+    .filter((block) => block.trim() !== "")
+    .map((block) => {
+      const e = { event: "message", data: [] };
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) e.event = line.slice(7);
+        else if (line.startsWith("data: ")) e.data.push(line.slice(6));
+      }
+      return { event: e.event, data: e.data.join("\n") };
+    });
+}
+
+const STREAM_STEPS = [
+  { name: "retrieve", minMs: 10, preferredMs: 100, kind: "optional" },
+  { name: "generate", minMs: 50, kind: "mandatory" },
+  { name: "respond", minMs: 100, kind: "fallback" },
+];
+
+cases.push(
+  {
+    name: "p.stream on fake time: headers at the first event, the body as sent, and a final trace event holding the step's outcome and timing",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(1_000);
+        const p = lib.plan(d, STREAM_STEPS, { marginMs: 5 });
+        await p.run("retrieve", () => "docs");
+        const src = source();
+        let budget;
+        let settled = false;
+        const pending = p.stream("generate", (signal, budgetMs) => ((budget = budgetMs), src.stream), { trace: true, firstChunkMs: 300, stallMs: 100 }).then((r) => ((settled = true), r));
+        src.push(": keep-alive\n\n");
+        await clock.advance(30);
+        equal(settled, false, "no headers before the first event (a comment is not one)");
+        src.push("data: one\n\n");
+        await clock.advance(0);
+        const res = await pending;
+        equal(budget, 1_000 - 100 - 5, "the cap: remaining − the fallback's reserve and margin");
+        equal(res.status, 200);
+        equal(res.headers.get("content-type"), "text/event-stream");
+        const body = readAll(res);
+        await clock.advance(40);
+        src.push("data: two\n\n");
+        await clock.advance(10);
+        src.close();
+        await clock.advance(0);
+        const { text, error } = await body;
+        equal(error, undefined);
+        ok(text.startsWith(": keep-alive\n\ndata: one\n\ndata: two\n\nevent: trace\ndata: "), text);
+        const trace = JSON.parse(events(text).at(-1).data);
+        equal(trace.map((r) => `${r.step}:${r.outcome}`).join(), "retrieve:ok,generate:ok");
+        equal(trace[1].capMs, 895);
+        equal(trace[1].firstChunkMs, 30, "the first event went out 30 ms into the step");
+        equal(trace[1].elapsedMs, 80, "the step lasted until its body ended");
+        equal(p.records[1].firstChunkMs, 30);
+        equal(p.records[0].firstChunkMs, undefined, "only a streamed step has firstChunkMs");
+        const signal = d.signal();
+        await clock.advance(1_000);
+        equal(signal.aborted, false, "the body's end disposed the deadline: its signal does not fire at its instant");
+        return [d];
+      }),
+  },
+  {
+    name: "p.stream on fake time: an iterable of events is framed as Server-Sent Events",
+    run: (lib) =>
+      onFakeTime(async () => {
+        const d = lib.Deadline.in(1_000);
+        const p = lib.plan(d, STREAM_STEPS);
+        async function* tokens() {
+          yield "plain";
+          yield { event: "token", id: "7", data: { text: "two\nlines" } };
+          yield { data: "a\nb", retry: 1500 };
+        }
+        const res = await p.stream("generate", () => tokens());
+        equal(res.headers.get("content-type"), "text/event-stream");
+        const { text } = await readAll(res);
+        equal(text, 'data: plain\n\nevent: token\nid: 7\ndata: {"text":"two\\nlines"}\n\nretry: 1500\ndata: a\ndata: b\n\n');
+        equal(p.records[0].outcome, "ok");
+        // A bad event after content ends the stream with an error event naming it.
+        const q = lib.plan(d, STREAM_STEPS);
+        const bad = await p.stream.call(q, "generate", () => ["fine", 42]);
+        const tail = events((await readAll(bad)).text);
+        equal(tail.map((e) => e.event).join(), "message,error");
+        const data = JSON.parse(tail[1].data);
+        equal(data.step, "generate");
+        equal(data.outcome, "error");
+        ok(/must yield events: a string or \{ data, event\?, id\?, retry\? \}: it yielded 42/.test(data.reason), data.reason);
+        return [d];
+      }),
+  },
+  {
+    name: "p.stream on fake time: no first event within firstChunkMs: the plan's fallback step answers inside its reserve, and the trace says so",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(1_000);
+        const p = lib.plan(d, STREAM_STEPS, { marginMs: 5 });
+        const src = source();
+        let given;
+        const pending = p.stream("generate", (signal) => ((given = signal), src.stream), {
+          firstChunkMs: 200,
+          trace: true,
+          fallback: (reason, signal, budgetMs) => new Response(JSON.stringify({ cached: true, why: reason.name, budgetMs }), { status: 200 }),
+        });
+        await clock.advance(200);
+        const res = await pending;
+        equal(res.status, 200);
+        const answer = await res.json();
+        equal(answer.cached, true);
+        equal(answer.why, "StreamStalled");
+        equal(answer.budgetMs, 800, "the fallback got everything left");
+        ok(given.aborted, "the step's signal aborted (its request released)");
+        ok(src.log.cancelled, "the source was cancelled");
+        equal(p.records.map((r) => `${r.step}:${r.outcome}:${r.elapsedMs}`).join(), "generate:stalled:200,respond:ok:0");
+        equal(res.headers.get("server-timing"), p.serverTiming(), "a fallback answer carries the trace as Server-Timing");
+        const signal = d.signal();
+        await clock.advance(1_000);
+        equal(signal.aborted, false, "the fallback's answer disposed the deadline");
+        return [d];
+      }),
+  },
+  {
+    name: "p.stream on fake time: after content, a stall ends the stream with event: error naming it, then the trace",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(1_000);
+        const p = lib.plan(d, STREAM_STEPS);
+        const src = source();
+        const pending = p.stream("generate", () => src.stream, { stallMs: 50, trace: true });
+        src.push("data: half of an ans");
+        src.push("wer\n");
+        await clock.advance(0);
+        const res = await pending;
+        const body = readAll(res);
+        await clock.advance(50);
+        const { text, error } = await body;
+        equal(error, undefined, "an event stream ends cleanly, saying why");
+        // The half-sent event becomes part of the error event: it never passes as a message.
+        ok(text.startsWith("data: half of an answer\nevent: error\ndata: "), text);
+        const [failure, trace] = events(text);
+        equal(failure.event, "error");
+        const data = JSON.parse(failure.data.split("\n").at(-1));
+        equal(data.outcome, "stalled");
+        ok(/^the step stalled \(stall\): /.test(data.reason), failure.data);
+        equal(trace.event, "trace");
+        equal(JSON.parse(trace.data)[0].outcome, "stalled");
+        ok(src.log.cancelled, "the source was released");
+        equal(p.records.length, 1, "no fallback once content was sent");
+        return [d];
+      }),
+  },
+  {
+    name: "p.stream on fake time: the step's cap, min(preferredMs, remaining − reserve), ends a long stream (timeout; the deadline itself for an uncapped step)",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(1_000);
+        const p = lib.plan(d, [{ name: "generate", minMs: 50, preferredMs: 300, kind: "mandatory" }, { name: "respond", minMs: 100, kind: "fallback" }], { marginMs: 5 });
+        const src = source();
+        let budget;
+        src.push("data: 0\n\n");
+        const res = await p.stream("generate", (signal, budgetMs) => ((budget = budgetMs), src.stream));
+        equal(budget, 300);
+        const body = readAll(res);
+        for (let i = 1; i <= 5; i++) {
+          await clock.advance(100);
+          if (!src.log.cancelled) src.push(`data: ${i}\n\n`);
+        }
+        const { text } = await body;
+        const got = events(text);
+        equal(got.map((e) => e.data).slice(0, 3).join(), "0,1,2");
+        equal(got.at(-1).event, "error");
+        equal(JSON.parse(got.at(-1).data).outcome, "timeout");
+        equal(p.records[0].outcome, "timeout");
+        equal(p.records[0].elapsedMs, 300);
+        // A step given everything left is cut by the deadline itself.
+        const e = lib.Deadline.in(200);
+        const q = lib.plan(e, [{ name: "generate", minMs: 50, kind: "mandatory" }]);
+        const src2 = source();
+        src2.push("data: 0\n\n");
+        const res2 = await q.stream("generate", () => src2.stream);
+        const body2 = readAll(res2);
+        await clock.advance(200);
+        equal(JSON.parse(events((await body2).text).at(-1).data).outcome, "deadline");
+        equal(q.records[0].outcome, "deadline");
+        return [d, e];
+      }),
+  },
+  {
+    name: "p.stream on fake time: too little time to start: the step is not run, the default fallback answers 504 saying why; a throw or non-ok answer gets 502",
+    run: (lib) =>
+      onFakeTime(async () => {
+        const d = lib.Deadline.in(120);
+        const p = lib.plan(d, STREAM_STEPS, { marginMs: 5 });
+        let called = 0;
+        const res = await p.stream("generate", () => (called++, new ReadableStream()));
+        equal(called, 0, "the step was run");
+        equal(res.status, 504);
+        const body = await res.json();
+        equal(body.fallback, true);
+        equal(body.step, "generate");
+        ok(/^the step did not start: /.test(body.reason), body.reason);
+        equal(p.records.map((r) => `${r.step}:${r.outcome}`).join(), "generate:insufficient,respond:ok");
+        const q = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
+        const thrown = await q.stream("generate", () => {
+          throw new Error("model unavailable");
+        });
+        equal(thrown.status, 502);
+        equal((await thrown.json()).reason, "the step failed: model unavailable");
+        const r = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
+        const refused = await r.stream("generate", async () => new Response("busy", { status: 429, statusText: "Too Many Requests" }));
+        equal(refused.status, 502);
+        equal((await refused.json()).reason, "the step failed: the step answered 429 Too Many Requests");
+        equal(r.records.map((x) => `${x.step}:${x.outcome}`).join(), "generate:error,respond:ok");
+        return [d, q.deadline, r.deadline];
+      }),
+  },
+  {
+    name: "p.stream: bad input is a TypeError or RangeError naming the parameter",
+    run: async (lib) => {
+      const d = lib.Deadline.in(1_000);
+      const p = lib.plan(d, STREAM_STEPS);
+      const src = () => new ReadableStream();
+      equal((await rejects(p.stream("nope", src), RangeError)).param, "name");
+      equal((await rejects(p.stream("generate", "not a function"), TypeError)).param, "run");
+      equal((await rejects(p.stream("generate", src, { stallMs: "5" }), TypeError)).param, "options.stallMs");
+      equal((await rejects(p.stream("generate", src, { firstChunkMs: -1 }), RangeError)).param, "options.firstChunkMs");
+      equal((await rejects(p.stream("generate", src, { trace: "yes" }), TypeError)).param, "options.trace");
+      equal((await rejects(p.stream("generate", src, { fallback: 5 }), TypeError)).param, "options.fallback");
+      const e = await rejects(p.stream("generate", () => 42), TypeError);
+      equal(e.param, "run");
+      equal(e.code, "INVALID_RETURN");
+      equal(p.records.map((r) => r.outcome).join(), "error", "only the started step is recorded");
+      const q = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
+      const f = await rejects(q.stream("generate", () => Promise.reject(new Error("x")), { fallback: () => "not a response" }), TypeError);
+      equal(f.param, "options.fallback");
+    },
+  },
+  {
+    name: "p.stream: a reader's cancel aborts the step (outcome aborted) and releases the source; nothing is left behind",
+    run: async (lib, ctx) => {
+      const timersBefore = ctx.pendingTimers?.();
+      const d = lib.Deadline.in(5_000);
+      const p = lib.plan(d, STREAM_STEPS);
+      const src = source();
+      src.push("data: one\n\n");
+      let signal;
+      const res = await p.stream("generate", (s) => ((signal = s), src.stream), { stallMs: 1_000, trace: true });
+      const reader = res.body.getReader();
+      await reader.read();
+      await reader.cancel(new Error("client left"));
+      ok(src.log.cancelled, "the source was cancelled");
+      equal(src.log.reason?.message, "client left");
+      ok(signal.aborted, "the step's signal aborted");
+      equal(p.records.map((r) => `${r.step}:${r.outcome}`).join(), "generate:aborted");
+      if (ctx.pendingTimers) equal(ctx.pendingTimers(), timersBefore, "host timers pending after the stream");
+    },
+  },
+  {
+    name: "p.stream over a local SSE upstream: events relayed, a stall after them aborts the upstream request (the server sees it close), then error and trace events",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const d = lib.Deadline.in(5_000);
+      const p = lib.plan(d, STREAM_STEPS, { marginMs: 50 });
+      const id = `pstream-${Math.random().toString(36).slice(2)}`;
+      const res = await p.stream("generate", (signal) => fetch(`${ctx.fixtureUrl}/stall/sse?id=${id}&events=3&gap=20&ping=30`, { signal }), {
+        firstChunkMs: 2_000,
+        stallMs: 300,
+        trace: true,
+      });
+      equal(res.status, 200);
+      equal(res.headers.get("content-type"), "text/event-stream");
+      const { text, error } = await readAll(res);
+      equal(error, undefined);
+      const got = events(text);
+      equal(got.filter((e) => e.event === "token").length, 2);
+      equal(got.map((e) => e.event).slice(-2).join(), "error,trace");
+      equal(JSON.parse(got.at(-2).data).outcome, "stalled");
+      const trace = JSON.parse(got.at(-1).data);
+      equal(trace[0].outcome, "stalled");
+      ok(trace[0].firstChunkMs > 0 && trace[0].firstChunkMs < trace[0].elapsedMs, JSON.stringify(trace));
+      const seen = await (await fetch(`${ctx.fixtureUrl}/stall/closed?id=${id}`)).json();
+      ok(seen.closed, "the upstream saw the connection close");
+    },
+  },
+);
+
 export default cases;

@@ -17,7 +17,7 @@ use edge_deadline::web::{
     hedge, now_ms, retry, with_stall_timeout, Aggregator, BookOptions, Bound, BreakerOptions, CapOverrides,
     CircuitBreaker, ConcurrencyLimiter, Deadline, Error, Failure, FetchOptions, HeaderFormat, HedgeOptions, Limit,
     LimiterOptions, Plan, PlatformCaps, RetryBudget, RetryOptions, StallOptions, StallPhase, StepKind, StepResult,
-    StepSpec, TimeoutBook,
+    StepSpec, StreamStepOptions, TimeoutBook,
 };
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
@@ -589,6 +589,51 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                 Err(e) => Err(e),
             }
         }
+        "plan.stream" => {
+            let d = deadline_of(a)?.map_err(|e| format!("{e}"))?;
+            let steps: Vec<StepSpec> = arg(a, "steps")?
+                .as_array()
+                .ok_or("'steps' is not a list")?
+                .iter()
+                .map(step_spec)
+                .collect::<Result<_, _>>()?;
+            let plan = Plan::new(&d, steps).map_err(|e| format!("{e}"))?;
+            let source = arg(a, "source")?.as_str().ok_or("'source' is not a string")?.to_string();
+            let ran = Rc::new(Cell::new(false));
+            let seen = ran.clone();
+            let options = StreamStepOptions::new().trace(a.get("trace").and_then(Value::as_bool).unwrap_or(false));
+            let step = arg(a, "step")?.as_str().unwrap_or_default().to_string();
+            let res = plan
+                .stream(
+                    &step,
+                    move |_signal, _cap| async move {
+                        seen.set(true);
+                        stream_source(&source)
+                    },
+                    options,
+                )
+                .await
+                .map_err(|e| format!("{e}"))?;
+            let sse =
+                res.headers().get("content-type").ok().flatten().is_some_and(|t| t.starts_with("text/event-stream"));
+            let text = JsFuture::from(res.text().map_err(|e| format!("{e:?}"))?).await.map_err(|e| format!("{e:?}"))?;
+            let text = text.as_string().unwrap_or_default();
+            let events = if sse {
+                text.split("\n\n")
+                    .filter(|b| !b.trim().is_empty())
+                    .map(|b| b.lines().find_map(|l| l.strip_prefix("event: ")).unwrap_or("message").to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                String::new()
+            };
+            let outcomes = plan.records().iter().map(|r| r.outcome.as_str()).collect::<Vec<_>>().join(",");
+            Ok(out
+                .with("status", f64::from(res.status()).into())
+                .with("events", events.into())
+                .with("outcomes", outcomes.into())
+                .with("ran", ran.get().into()))
+        }
         "stall.stream" => {
             let steps = arg(a, "steps")?.as_array().ok_or("'steps' is not a list")?;
             let src = Source::new();
@@ -972,4 +1017,34 @@ pub async fn the_table_holds_for_the_rust_api(_: &Ctx) -> Outcome {
         skipped.join("\n  ")
     );
     Ok(())
+}
+
+/// What `run` gives in a `plan.stream` row (see the JavaScript runner).
+fn stream_source(source: &str) -> Result<web_sys::Response, Error> {
+    let headers = web_sys::Headers::new().map_err(Error::from)?;
+    let init = web_sys::ResponseInit::new();
+    if let Some(status) = source.strip_prefix("status:") {
+        init.set_status(status.parse().unwrap_or(500));
+        return web_sys::Response::new_with_opt_str_and_init(Some("no"), &init).map_err(Error::from);
+    }
+    let _ = headers.set("content-type", "text/event-stream");
+    init.set_headers(&headers);
+    match source {
+        "events" => {
+            web_sys::Response::new_with_opt_str_and_init(Some("data: a\n\ndata: b\n\n"), &init).map_err(Error::from)
+        }
+        "throw" => Err(Error::Js(js_sys::Error::new("model unavailable").into())),
+        _ => {
+            let pull = js_sys::Function::new_with_args(
+                "c",
+                "if (!this.n) { this.n = 1; c.enqueue(new TextEncoder().encode('data: a\\n\\n')); } \
+                 else return new Promise((r) => setTimeout(() => r(c.error(new Error('upstream reset'))), 10));",
+            );
+            let src = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&src, &"pull".into(), &pull);
+            let body =
+                web_sys::ReadableStream::new_with_underlying_source(&src.unchecked_into()).map_err(Error::from)?;
+            web_sys::Response::new_with_opt_readable_stream_and_init(Some(&body), &init).map_err(Error::from)
+        }
+    }
 }

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use edge_deadline::web::{
     hedge, retry, Bound, Deadline, Error, Failure, HeaderFormat, HedgeOptions, Outcome, Plan, Platform, PlatformCaps,
-    RetryOptions, StepKind, StepResult, StepSpec, Tier, Trigger,
+    RetryOptions, StepKind, StepResult, StepSpec, StreamStepOptions, Tier, Trigger,
 };
 use wasm_bindgen::prelude::*;
 use web_sys::{AbortController, Headers};
@@ -468,4 +468,150 @@ pub async fn platform_caps_bound_the_deadline(_: &Ctx) -> CaseOutcome {
         Err(Error::InvalidArgument { param: "fallbackReserveMs", .. }) => Ok(()),
         other => Err(format!("a negative reserve gave {other:?}")),
     }
+}
+
+// ---- Plan::stream: a step that streams to the client ------------------------------------
+
+fn stream_plan(d: &Deadline) -> Result<Plan<'_>, String> {
+    Plan::new(
+        d,
+        vec![StepSpec::new("generate", StepKind::Mandatory, 50.0), StepSpec::new("respond", StepKind::Fallback, 100.0)],
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn sse_response(body: &str) -> Result<web_sys::Response, Error> {
+    let init = web_sys::ResponseInit::new();
+    let headers = Headers::new().map_err(Error::from)?;
+    let _ = headers.set("content-type", "text/event-stream");
+    init.set_headers(&headers);
+    web_sys::Response::new_with_opt_str_and_init(Some(body), &init).map_err(Error::from)
+}
+
+/// A response whose body sends `first` (if any), then nothing, never closing.
+fn silent_after(first: &str) -> Result<web_sys::Response, Error> {
+    let start =
+        js_sys::Function::new_with_args("c", &format!("if ({first:?}) c.enqueue(new TextEncoder().encode({first:?}))"));
+    let source = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&source, &"start".into(), &start);
+    let stream = web_sys::ReadableStream::new_with_underlying_source(&source.unchecked_into()).map_err(Error::from)?;
+    let init = web_sys::ResponseInit::new();
+    let headers = Headers::new().map_err(Error::from)?;
+    let _ = headers.set("content-type", "text/event-stream");
+    init.set_headers(&headers);
+    web_sys::Response::new_with_opt_readable_stream_and_init(Some(&stream), &init).map_err(Error::from)
+}
+
+async fn text_of(res: &web_sys::Response) -> Result<String, String> {
+    let text = wasm_bindgen_futures::JsFuture::from(res.text().map_err(|e| format!("{e:?}"))?)
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    text.as_string().ok_or_else(|| "no text".into())
+}
+
+pub async fn plan_stream_streams_the_body_and_ends_with_the_trace(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let plan = stream_plan(&d)?;
+    let budget = Rc::new(Cell::new(0.0));
+    let seen = budget.clone();
+    let res = plan
+        .stream(
+            "generate",
+            move |_signal, cap| async move {
+                seen.set(cap);
+                sse_response(": hello\n\ndata: one\n\ndata: two\n\n")
+            },
+            StreamStepOptions::new().first_chunk_ms(1_000.0).stall_ms(1_000.0).trace(true),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    ensure!(res.status() == 200, "status {}", res.status());
+    ensure!(res.headers().get("content-type").ok().flatten().as_deref() == Some("text/event-stream"));
+    let text = text_of(&res).await?;
+    ensure!(
+        text.starts_with(": hello\n\ndata: one\n\ndata: two\n\nevent: trace\ndata: [{\"step\":\"generate\""),
+        "{text}"
+    );
+    ensure!(text.contains("\"outcome\":\"ok\",\"firstChunkMs\":"), "{text}");
+    let records = plan.records();
+    ensure!(records.len() == 1 && records[0].outcome == Outcome::Ok, "{records:?}");
+    ensure!(records[0].first_chunk_ms.is_some(), "{records:?}");
+    ensure!(budget.get() > 1_800.0 && budget.get() <= 2_000.0 - 105.0, "cap {}", budget.get());
+    Ok(())
+}
+
+pub async fn plan_stream_no_first_event_gets_the_fallback_step(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let plan = stream_plan(&d)?;
+    let t0 = now();
+    let res = plan
+        .stream(
+            "generate",
+            |_signal, _cap| async move { silent_after("") },
+            StreamStepOptions::new().first_chunk_ms(100.0).trace(true).fallback(|reason, _signal, budget| {
+                let init = web_sys::ResponseInit::new();
+                init.set_status(503);
+                let body = format!("{}|{}", matches!(reason, Error::StreamStalled { .. }), budget > 1_500.0);
+                web_sys::Response::new_with_opt_str_and_init(Some(&body), &init).map_err(Error::from)
+            }),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let took = now() - t0;
+    ensure!((100.0..100.0 + super::TIMER_SLACK_MS).contains(&took), "answered after {took} ms");
+    ensure!(res.status() == 503, "status {}", res.status());
+    ensure!(text_of(&res).await? == "true|true", "the fallback got the stall and what was left");
+    let outcomes: Vec<_> = plan.records().iter().map(|r| r.outcome).collect();
+    ensure!(outcomes == [Outcome::Stalled, Outcome::Ok], "{outcomes:?}");
+    let timing = res.headers().get("server-timing").ok().flatten().unwrap_or_default();
+    ensure!(timing.starts_with("generate;dur=") && timing.contains("desc=\"stalled, cap"), "{timing}");
+    Ok(())
+}
+
+pub async fn plan_stream_a_stall_after_content_ends_with_an_error_event(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let plan = stream_plan(&d)?;
+    let res = plan
+        .stream(
+            "generate",
+            |_signal, _cap| async move { silent_after("data: one\n\n") },
+            StreamStepOptions::new().stall_ms(100.0).trace(true),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = text_of(&res).await?;
+    ensure!(text.starts_with("data: one\n\nevent: error\ndata: {\"step\":\"generate\",\"outcome\":\"stalled\",\"reason\":\"the step stalled (stall): "), "{text}");
+    ensure!(text.contains("\n\nevent: trace\ndata: [{\"step\":\"generate\""), "{text}");
+    ensure!(plan.records()[0].outcome == Outcome::Stalled);
+    ensure!(plan.records().len() == 1, "no fallback once content was sent");
+    Ok(())
+}
+
+pub async fn plan_stream_too_little_time_runs_no_step_and_the_default_fallback_says_why(_: &Ctx) -> CaseOutcome {
+    let d = Deadline::in_ms(120.0).unwrap();
+    let plan = stream_plan(&d)?;
+    let called = Rc::new(Cell::new(false));
+    let flag = called.clone();
+    let res = plan
+        .stream(
+            "generate",
+            move |_signal, _cap| async move {
+                flag.set(true);
+                sse_response("data: x\n\n")
+            },
+            StreamStepOptions::new(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    ensure!(!called.get(), "the step was run");
+    ensure!(res.status() == 504, "status {}", res.status());
+    let text = text_of(&res).await?;
+    ensure!(text.contains("\"reason\":\"the step did not start: "), "{text}");
+    let outcomes: Vec<_> = plan.records().iter().map(|r| r.outcome).collect();
+    ensure!(outcomes == [Outcome::Insufficient, Outcome::Ok], "{outcomes:?}");
+    let bad = plan
+        .stream("generate", |_s, _c| async move { sse_response("") }, StreamStepOptions::new().stall_ms(-1.0))
+        .await;
+    ensure!(matches!(&bad, Err(e) if e.param().is_some()), "a bad limit names its parameter: {bad:?}");
+    Ok(())
 }
