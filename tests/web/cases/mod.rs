@@ -23,6 +23,7 @@ pub mod deadline;
 pub mod errors;
 pub mod limiter;
 pub mod pipeline;
+pub mod request;
 pub mod stall;
 
 pub const TIMER_SLACK_MS: f64 = 250.0;
@@ -287,6 +288,9 @@ macro_rules! for_each_case {
             limiter::aimd_follows_round_trips_on_the_fake_clock,
             limiter::a_full_limiter_sheds_or_queues_by_budget_and_an_abort_leaves_the_queue,
             conformance::the_table_holds_for_the_rust_api,
+            request::for_request_takes_the_earliest_limit_and_names_it,
+            request::for_request_follows_the_client_and_a_client_gone_is_a_shortage,
+            request::the_wire_pair_carries_remaining_reserve_and_limit_capped,
         }
     };
 }
