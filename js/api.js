@@ -22,4 +22,4 @@ export { traceWith } from "./otel.js";
 export { RetryBudget } from "./retry_budget.js";
 export { toHeaders, encodeHeader, parseHeader, deadlineHeaders } from "./headers.js";
 export { platformCaps } from "./caps.js";
-export { deadlineFromHeaders, platformDeadline } from "./deadline.js";
+export { afterResponse, deadlineFromHeaders, platformDeadline } from "./deadline.js";

@@ -39,11 +39,14 @@ import { CODES, DEADLINE_BRAND, DeadlineExceeded, argumentError } from "./errors
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { Child, IS_WORKERD, NODE, now, sharedQueue, turnQueue } from "./timers.js";
+import * as check from "./validate.js";
 import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
 // @ts-expect-error internal: not in the public caps.d.ts
 import { readPlatformCaps } from "./caps.js";
 // @ts-expect-error internal: not in the public headers.d.ts
 import { readDeadlineHeaders } from "./headers.js";
+// @ts-expect-error internal: not in the public request.d.ts
+import { LIMITS, readRequest, whenSent } from "./request.js";
 
 // `Deadline.in(ms, request.signal)` is what people write first: an AbortSignal
 // in the options' place is the parent, never an object whose missing `signal`
@@ -64,9 +67,18 @@ function parentsFrom(options, where) {
 const EMPTY = Object.freeze([]);
 const TOKEN = Symbol("Deadline constructor");
 
-/** A deadline's child reached the instant: it aborts with `DeadlineExceeded` (no closure per deadline). */
+/**
+ * A deadline's child reached the instant: it aborts with `DeadlineExceeded` (no closure per deadline),
+ * which names the limit when it is not the plain budget (`limit` of the child, set by `[NODE]()`).
+ */
 function expire(node) {
-  node.abort(new DeadlineExceeded(node.at, now() - node.at));
+  node.abort(withLimit(new DeadlineExceeded(node.at, now() - node.at), node.limit));
+}
+
+/** `error` with `limit` set, unless the limit is the plain "budget". */
+function withLimit(error, limit) {
+  if (limit !== undefined && limit !== "budget") error.limit = limit;
+  return error;
 }
 
 export class Deadline {
@@ -80,15 +92,18 @@ export class Deadline {
   #disposed = false;
   #reserveMs = 0; // what `reserve` held back from the parent (0 for any other deadline)
   #parentAt = 0; // the parent's instant, for a deadline made by `reserve`
+  #limit = "budget"; // what set the instant (src/core/request.rs `Limit`)
 
   /** Internal (the token refuses other callers): use `Deadline.in`, `Deadline.at` or a derivation. */
-  constructor(token, at, parents, root) {
+  constructor(token, at, parents, root, limit, reserveMs, parentAt) {
     if (token !== TOKEN) {
       throw argumentError("type", CODES.NOT_CONSTRUCTIBLE, undefined, "use Deadline.in(ms) or Deadline.at(instantMs) to create a deadline");
     }
     this.#at = at;
     this.#parents = parents;
     this.#root = root ?? this;
+    if (limit !== undefined) this.#limit = limit;
+    if (reserveMs > 0) (this.#reserveMs = reserveMs), (this.#parentAt = parentAt);
   }
 
   /** A deadline `ms` from now on the `performance.now()` timeline. */
@@ -124,6 +139,38 @@ export class Deadline {
   }
 
   /**
+   * The deadline of an incoming request: the earliest of the budget, the platform's caps, the caller's
+   * propagation headers (clamped: a caller shortens, never extends) and the client (`request.signal`,
+   * where the runtime has one), less `fallbackReserveMs`; `limit` says which. `ctx`: the handler's
+   * context, or undefined; Deno's `info` (with `completed`) disposes the deadline when the response is done.
+   */
+  static forRequest(request, ctx, options) {
+    return requestDeadline(request, ctx, options).deadline;
+  }
+
+
+  /**
+   * A deadline sent by `toWire()` (over Workers RPC, a queue, JSON), capped like an incoming header:
+   * never later than `maxMs` from now, less `transitMs`. A spent one is expired, not an error.
+   */
+  static fromWire(wire, options) {
+    if (!isReady()) notReady("Deadline.fromWire");
+    const o = check.obj("options", options, "an object like { maxMs }");
+    const maxMs = check.duration("options.maxMs", o.maxMs);
+    const transitMs = o.transitMs === undefined ? 0 : check.duration("options.transitMs", o.transitMs);
+    const parents = parentsFrom(o.signal === undefined ? undefined : { signal: o.signal }, "Deadline.fromWire");
+    const w = check.obj("wire", wire, "the object toWire() returns");
+    check.duration("wire.remainingMs", w.remainingMs);
+    check.duration("wire.reserveMs", w.reserveMs);
+    const code = LIMITS.indexOf(w.limit);
+    if (code < 0) throw argumentError("range", CODES.UNKNOWN_VALUE, "wire.limit", `'wire.limit' must be one of ${LIMITS}: current value is ${check.describe(w.limit)}`);
+    // The receiver's own cap is the local bound; the wire is the caller's, with its own limit (src/core/request.rs).
+    const t = now();
+    const [at, , limit] = core.requestFold(t, core.deadlineIn(t, maxMs), true, w.remainingMs, transitMs, code, false, 0);
+    return new Deadline(TOKEN, at, parents, undefined, LIMITS[limit], w.reserveMs, at);
+  }
+
+  /**
    * The earliest of the given deadlines; the result links every parent signal.
    * A Deadline of another copy of the package counts too: its signal is then
    * the parent (its family's queue is that copy's).
@@ -145,7 +192,7 @@ export class Deadline {
       else parents.add(d.signal());
     });
     const root = #at in best ? best.#root : undefined;
-    return new Deadline(TOKEN, bestAt, parents.size ? [...parents] : EMPTY, root);
+    return new Deadline(TOKEN, bestAt, parents.size ? [...parents] : EMPTY, root, best.limit);
   }
 
   /** The earlier of this deadline and `other`. */
@@ -156,6 +203,22 @@ export class Deadline {
   /** The instant, in ms on the `performance.now()` timeline. */
   get at() {
     return this.#at;
+  }
+
+  /**
+   * What set the instant: "budget", "platform", "caller", "background"; "client" once a signal it
+   * follows has aborted (for `forRequest`, the request's: the client left).
+   */
+  get limit() {
+    for (const parent of this.#parents) if (parent.aborted) return "client";
+    return this.#limit;
+  }
+
+  /** The deadline as plain data for another Worker (`Deadline.fromWire`): `{ remainingMs, reserveMs, limit }`. */
+  toWire() {
+    const limit = this.limit;
+    // Rounded down, like a header: rounding never extends it (src/core/request.rs `to_wire`).
+    return { remainingMs: Math.floor(this.remaining()), reserveMs: this.#reserveMs, limit };
   }
 
   /** Milliseconds left, never negative. */
@@ -172,10 +235,7 @@ export class Deadline {
   /** A new deadline `ms` earlier, keeping this one's parents: time held back for later work. */
   reserve(ms) {
     number("ms", ms);
-    const d = new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root);
-    d.#reserveMs = ms;
-    d.#parentAt = this.#at;
-    return d;
+    return new Deadline(TOKEN, core.reserve(this.#at, ms), this.#parents, this.#root, this.#limit, ms, this.#at);
   }
 
   /**
@@ -232,6 +292,7 @@ export class Deadline {
     const at = this.#at;
     const passed = at <= now();
     node = this.#node = new Child(passed ? Infinity : at, expire, undefined);
+    /** @type {any} */ (node).limit = this.#limit; // read by `expire`
     node.start(this.#parents, this.#queueOf());
     if (passed) node.abort(this.#passedReason());
     return node;
@@ -246,9 +307,9 @@ export class Deadline {
   #passedReason() {
     const t = now();
     const reserveMs = this.#reserveMs;
-    if (reserveMs === 0) return new DeadlineExceeded(this.#at, t - this.#at);
+    if (reserveMs === 0) return withLimit(new DeadlineExceeded(this.#at, t - this.#at), this.#limit);
     const left = this.#parentAt - t; // not at + reserveMs: an instant is clamped at 0
-    return new DeadlineExceeded(this.#at, t - this.#at, { budgetMs: left > 0 ? left : 0, reserveMs });
+    return withLimit(new DeadlineExceeded(this.#at, t - this.#at, { budgetMs: left > 0 ? left : 0, reserveMs }), this.#limit);
   }
 
   /** The root's queue, chosen when the family first arms (js/timers.js `turnQueue`). */
@@ -286,7 +347,19 @@ if (typeof Symbol.dispose === "symbol") {
  */
 export function deadlineFromHeaders(headers, options) {
   const { at, signal, ...found } = readDeadlineHeaders(headers, options);
-  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
+  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY, undefined, found.source === null ? "budget" : "caller"), ...found };
+}
+
+/**
+ * The deadline of `Deadline.forRequest`, with what set it: `{ deadline, limit, source, rejected }`
+ * (js/request.js `readRequest`; `source`: the header that set it, or null).
+ */
+export function requestDeadline(request, ctx, options) {
+  const { at, limitAt, reserveMs, limit, signal, ...found } = readRequest(request, options);
+  const deadline = new Deadline(TOKEN, at, signal ? [signal] : EMPTY, undefined, limit, reserveMs, limitAt);
+  const done = ctx?.completed;
+  if (typeof done?.then === "function") done.then(() => deadline.dispose(), () => deadline.dispose());
+  return { deadline, limit, ...found };
 }
 
 /**
@@ -295,7 +368,7 @@ export function deadlineFromHeaders(headers, options) {
  */
 export function platformDeadline(options) {
   const { at, signal, ...found } = readPlatformCaps(options);
-  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY), ...found };
+  return { deadline: new Deadline(TOKEN, at, signal ? [signal] : EMPTY, undefined, found.bound === "product" ? "budget" : "platform"), ...found };
 }
 
 /** The launch-boundary arithmetic: `max(0, deadlineMs − nowMs − reserveMs)`. */
@@ -305,4 +378,51 @@ export function generationBudget(deadlineMs, nowMs, reserveMs) {
   number("nowMs", nowMs);
   number("reserveMs", reserveMs);
   return core.generationBudget(deadlineMs, nowMs, reserveMs);
+}
+
+/**
+ * Runs `work(deadline)` after `response` has been sent (its body read to the end, or cancelled when the
+ * client left; at once for a response without a body), inside `ctx.waitUntil`, under a deadline that ends
+ * `marginMs` (default 1000) before the platform's cap on work after the response (Workers: 30 s), so the
+ * work is cut by its signal, with a `DeadlineExceeded` whose `limit` is "background", rather than killed.
+ * Returns the response to answer with. `options`: `{ platform, plan, caps, marginMs, budgetMs }`.
+ */
+export function afterResponse(ctx, response, work, options) {
+  if (!isReady()) notReady("afterResponse");
+  const c = check.obj("ctx", ctx, "the handler's context, with waitUntil");
+  fn("ctx.waitUntil", c.waitUntil, "a function (Workers' ctx.waitUntil)");
+  if (!(response instanceof Response)) throw typeError("response", "a Response", response, "afterResponse");
+  fn("work", work, "a function (deadline) => Promise");
+  const o = check.obj("options", options, "an object like { marginMs }", true);
+  const platform = o.platform ?? "cloudflare-workers";
+  const request = {
+    platform,
+    ...(platform !== "custom" && { trigger: "wait-until" }),
+    ...(o.plan !== undefined && { plan: o.plan }),
+    ...(o.caps !== undefined && { caps: o.caps }),
+    productMs: o.budgetMs === undefined ? 2 ** 52 : check.duration("options.budgetMs", o.budgetMs),
+    fallbackReserveMs: o.marginMs === undefined ? 1_000 : check.duration("options.marginMs", o.marginMs),
+  };
+  readPlatformCaps(request); // bad options throw now, not after the response
+  /** @type {(value?: any) => void} */
+  let sent = () => {};
+  const started = new Promise((resolve) => (sent = resolve));
+  const done = started.then(() => {
+    const d = new Deadline(TOKEN, readPlatformCaps(request).at, EMPTY, undefined, "background");
+    const signal = d.signal();
+    const cut = new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    return Promise.race([Promise.resolve().then(() => work(d)), cut]).then(
+      () => d.dispose(),
+      (error) => {
+        d.dispose();
+        if (error !== signal.reason) throw error;
+      },
+    );
+  });
+  c.waitUntil(done);
+  if (response.body === null) {
+    sent();
+    return response;
+  }
+  return new Response(whenSent(response.body, sent), response);
 }

@@ -35,7 +35,9 @@
 // first); elsewhere call `await init()` from "edge-deadline" before it.
 
 import { runWithDeadline } from "./context.js";
-import { deadlineFromHeaders, platformDeadline } from "./deadline.js";
+import { requestDeadline } from "./deadline.js";
+// @ts-expect-error internal: not in the public request.d.ts
+import { whenSent } from "./request.js";
 import { argumentError, CODES } from "./errors.js";
 import { deadlineHeaders } from "./headers.js";
 import { metric } from "./servertiming.js";
@@ -50,7 +52,7 @@ const PLATFORMS = ["cloudflare-workers", "deno-deploy", "vercel-edge", "custom"]
  */
 export function deadline(options) {
   const o = check.obj("options", options, "an object like { budgetMs, platform, fallbackReserveMs }", true);
-  const budgetMs = o.budgetMs === undefined ? undefined : duration("options.budgetMs", o.budgetMs);
+  const budgetMs = o.budgetMs === undefined ? undefined : check.duration("options.budgetMs", o.budgetMs);
   if (o.platform !== undefined && !PLATFORMS.includes(o.platform)) {
     const message = `'options.platform' must be one of ${PLATFORMS.map((p) => `"${p}"`).join(", ")}: current value is ${check.describe(o.platform)}`;
     // A string that is not a platform is a wrong value; anything else a wrong type.
@@ -58,45 +60,34 @@ export function deadline(options) {
     throw argumentError(kind, code, "options.platform", message);
   }
   if (budgetMs === undefined && (o.platform === undefined || o.platform === "custom") && o.caps === undefined) {
-    throw argumentError("type", CODES.MISSING_OPTION, "options", "'options' of deadline must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })");
+    throw argumentError("type", CODES.MISSING_OPTION, "options", `'options' of deadline ${check.NO_BOUND}`);
   }
-  const reserveMs = o.fallbackReserveMs === undefined ? 0 : duration("options.fallbackReserveMs", o.fallbackReserveMs);
-  const transitMs = o.transitMs === undefined ? 0 : duration("options.transitMs", o.transitMs);
+  const reserveMs = o.fallbackReserveMs === undefined ? 0 : check.duration("options.fallbackReserveMs", o.fallbackReserveMs);
+  const transitMs = o.transitMs === undefined ? 0 : check.duration("options.transitMs", o.transitMs);
   const formats = o.formats === undefined ? deadlineHeaders : headerNames(o.formats);
   const serverTiming = o.serverTiming === undefined ? false : check.bool("options.serverTiming", o.serverTiming);
   const linkRequest = o.requestSignal === undefined ? true : check.bool("options.requestSignal", o.requestSignal);
-  const platformOptions = {
-    platform: o.platform ?? "custom",
+  const requestOptions = {
+    ...(budgetMs !== undefined && { budgetMs }),
+    ...(o.platform !== undefined && { platform: o.platform }),
     ...(o.plan !== undefined && { plan: o.plan }),
     ...(o.caps !== undefined && { caps: o.caps }),
-    // No product budget: the platform's caps alone. 2^52 ms loses to any cap
-    // and, added to any real `now`, stays on the timeline (2^53 − 1 ms), which
-    // MAX_SAFE_INTEGER itself did not. Where the platform has no wall-clock cap
-    // (Workers' fetch, Deno Deploy, caps with only cpuMs) it is what the
-    // platform really gives: no time bound, only the caller's headers and the
-    // client (the request's signal).
-    productMs: budgetMs ?? NO_PRODUCT_MS,
     fallbackReserveMs: reserveMs,
+    transitMs,
+    formats,
+    requestSignal: linkRequest,
   };
 
   return async function edgeDeadline(c, next) {
     const started = performance.now();
     const request = c.req.raw;
-    const signal = linkRequest && check.isAbortSignal(request.signal) ? request.signal : undefined;
-    const local = platformDeadline(platformOptions);
-    // The caller's headers can only shorten ours: clamped to our own bound, and
-    // the fallback's reserve is held back from whichever wins (invariant 2).
-    const incoming = deadlineFromHeaders(request.headers, {
-      maxMs: local.deadline.remaining() + reserveMs,
-      transitMs,
-      formats,
-      ...(signal && { signal }),
-    });
-    const d = incoming.deadline.reserve(reserveMs);
-    // No budget, no wall-clock cap and no header: nothing but the client bounds it.
-    const unbounded = incoming.source === null && budgetMs === undefined && local.bound === "product";
-    const source = incoming.source ?? local.bound;
+    // The earliest of the budget, the platform's caps, the caller's headers (which can only shorten
+    // ours) and the client, less the fallback's reserve (invariant 2): Deadline.forRequest's fold.
+    const { deadline: d, limit, source: header } = requestDeadline(request, undefined, requestOptions);
     const budget = d.remaining();
+    // No budget, no wall-clock cap and no header: nothing but the client bounds it.
+    const unbounded = header === null && budgetMs === undefined && budget > NO_BOUND_MS;
+    const source = header ?? (limit === "budget" ? "product" : limit);
     c.set("deadline", d);
 
     let disposed = false;
@@ -124,24 +115,12 @@ export function deadline(options) {
     // cancelled), so the response is over now; the body is left as it is.
     if (!res || res.body === null || request.method === "HEAD") return dispose();
     c.res = undefined; // replace, not merge: the new response carries every header already
-    c.res = new Response(untilSettled(res.body, dispose), { status: res.status, statusText: res.statusText, headers: res.headers });
+    c.res = new Response(whenSent(res.body, dispose), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
 
-/** `productMs` standing for "no product budget" (see `platformOptions`). */
-const NO_PRODUCT_MS = 2 ** 52;
-
-/**
- * A server's own duration option, checked when the middleware is created (the
- * core, which may not be loaded yet then, checks it again per request). The
- * codes are the core's words for the same faults.
- */
-function duration(param, value) {
-  check.number(param, value);
-  const code = !Number.isFinite(value) ? "NOT_FINITE" : value < 0 ? "NEGATIVE" : value > Number.MAX_SAFE_INTEGER ? "TOO_LARGE" : null;
-  if (code) throw argumentError("range", code, param, `'${param}' must be a finite number of milliseconds ≥ 0: current value is ${check.describe(value)}`);
-  return value;
-}
+/** Beyond any real bound: what is left when no budget, cap or header bounds the request (2^52 ms in the core). */
+const NO_BOUND_MS = 2 ** 51;
 
 /** `formats`, checked when the middleware is created: header names this package reads. */
 function headerNames(value) {
@@ -155,28 +134,4 @@ function headerNames(value) {
     throw argumentError("range", CODES.UNKNOWN_VALUE, param, `'options.formats' must name headers of ${deadlineHeaders.join(", ")}: '${list[i]}' is not one`);
   }
   return list.map((f) => f.toLowerCase());
-}
-
-/** `body`, calling `done` once when it ends, errors or is cancelled. */
-function untilSettled(body, done) {
-  const reader = body.getReader();
-  return new ReadableStream({
-    async pull(controller) {
-      let next;
-      try {
-        next = await reader.read();
-      } catch (error) {
-        done();
-        throw error;
-      }
-      if (next.done) {
-        controller.close();
-        done();
-      } else controller.enqueue(next.value);
-    },
-    cancel(reason) {
-      done();
-      return reader.cancel(reason);
-    },
-  });
 }

@@ -67,6 +67,29 @@ export class Deadline implements Disposable {
    * @throws {TypeError} | {RangeError} unknown platform/plan/trigger, a cap of 0, NaN or negative figures
    */
   static forPlatform(options: import("./caps.js").ForPlatformOptions): Deadline;
+  /**
+   * The deadline of an incoming request: the earliest of `budgetMs`, the platform's wall-clock caps, the
+   * caller's propagation headers (clamped: a caller shortens, never extends) and the client
+   * (`request.signal`, where the runtime gives requests one: its signal aborts with the client's reason),
+   * less `fallbackReserveMs`. `limit` says which limit set it. A malformed header is ignored; a client
+   * already gone gives an expired deadline, not an error.
+   * @throws {TypeError} | {RangeError} bad options (no bound at all, unknown platform, NaN, negatives)
+   */
+  static forRequest(
+    request: Request | { headers: import("./headers.js").HeadersLike; signal?: AbortSignal },
+    ctx: import("./request.js").RequestContext,
+    options: import("./request.js").ForRequestOptions,
+  ): Deadline;
+  /**
+   * A deadline sent by `toWire()`, capped like an incoming header: never later than `maxMs` from now,
+   * less `transitMs`. A spent one (or one whose client left) is expired, not an error.
+   * @throws {TypeError} `wire` is not `{ remainingMs, reserveMs, limit }`; {RangeError} NaN or negative figures
+   */
+  static fromWire(wire: import("./request.js").Wire, options: import("./request.js").FromWireOptions): Deadline;
+  /** What set the instant; "client" once a signal it follows has aborted (the client left). */
+  readonly limit: import("./request.js").LimitKind;
+  /** The deadline as plain data for another Worker (`Deadline.fromWire`): remaining ms (rounded down), the reserve, the limit. */
+  toWire(): import("./request.js").Wire;
   /** The earliest of the deadlines; its signal links every parent of every argument. */
   static min(...deadlines: [Deadline, ...Deadline[]]): Deadline;
   /** The earlier of this and `other`. */
@@ -117,6 +140,11 @@ export class DeadlineExceeded extends Error {
   readonly reserveMs?: number;
   /** What was left of the parent when the reserved deadline's signal was first asked for (see `reserveMs`). */
   readonly budgetMs?: number;
+  /**
+   * What set the deadline, when it was not the plain budget: "platform", "caller", "client", or
+   * "background" for work after the response (`afterResponse`), cut before the platform's cap.
+   */
+  readonly limit?: import("./request.js").LimitKind;
 }
 
 /** A step needed more time than was left, so it was not started. */
@@ -183,3 +211,4 @@ export * from "./hedge.js";
 export * from "./otel.js";
 export * from "./headers.js";
 export * from "./caps.js";
+export * from "./request.js";

@@ -13,6 +13,10 @@
 export * from "./api.js";
 export { autoload, initFrom } from "./load.js";
 export { metric } from "./servertiming.js";
+// For the Hono middleware: Deadline.forRequest's fold with what set it, and the body watcher.
+export { requestDeadline } from "./deadline.js";
+// @ts-expect-error internal: not in the public request.d.ts
+export { whenSent } from "./request.js";
 export { MAX_TIMER_MS, child, setClock } from "./timers.js";
 export { pending } from "./keepalive.js";
 // The tracing hook, for the tests of what other modules report through it (tests/js/cases/otel.js).

@@ -174,3 +174,17 @@ export function readEntries(value, max) {
     return -1;
   }
 }
+
+/**
+ * A server's own duration option, checked in JS where the core cannot name it (an option read before the core
+ * loads, or one passed to the core under another name). The codes are the core's words for the same faults.
+ */
+export function duration(param, value) {
+  number(param, value);
+  const code = !Number.isFinite(value) ? "NOT_FINITE" : value < 0 ? "NEGATIVE" : value > Number.MAX_SAFE_INTEGER ? "TOO_LARGE" : null;
+  if (code) throw argumentError("range", code, param, `'${param}' must be a finite number of milliseconds ≥ 0: current value is ${describe(value)}`);
+  return value;
+}
+
+/** The message of an options object that sets no bound (Hono's middleware, `Deadline.forRequest`). */
+export const NO_BOUND = "must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })";

@@ -271,6 +271,15 @@ const suites = {
     }
   },
 
+  // Deadlines and the Workers platform in real workerd services (tests/platform/):
+  // request.signal with enable_request_signal on and off, a service binding, JS RPC
+  // between two Workers, and the background deadline of work after the response.
+  async platform() {
+    const { stdout } = await run(process.execPath, ["tests/platform/run.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "platform", report);
+  },
+
   // The Rust API (`web` feature): the wasm-bindgen-test suites of tests/web/
   // through wasm-bindgen-test-runner, in Node and in headless Chromium.
   // The fleet's aggregator with real parts: workerd (two services, a Durable Object namespace on local disk,

@@ -540,7 +540,7 @@ pub struct Incoming {
     pub rejected: Vec<(usize, HeaderError)>,
 }
 
-fn rejections<S: Serializer>(rejected: &[(usize, HeaderError)], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn rejections<S: Serializer>(rejected: &[(usize, HeaderError)], s: S) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Rejection<'a> {
         index: usize,

@@ -16,6 +16,7 @@ const MAIN: &[&[Template]] = &[
     crate::core::retry_budget::msg::TEMPLATES,
     crate::core::headers::msg::TEMPLATES,
     crate::core::caps::msg::TEMPLATES,
+    crate::core::request::msg::TEMPLATES,
     crate::core::stall::msg::TEMPLATES,
 ];
 
@@ -210,6 +211,8 @@ fn main_messages_fill_every_hole() {
         .iter()
         .map(Described::message),
     );
+    all.push(crate::core::request::RequestError::NoBound.message());
+    all.push(crate::core::request::UnknownLimit { value: "x".into() }.message());
     all.extend(
         [
             StallError::Limit { param: "stallMs", value: 0.0 },

@@ -22,6 +22,7 @@ mod messages;
 pub mod number;
 pub mod plan;
 pub mod prom;
+pub mod request;
 pub mod retry;
 pub mod retry_budget;
 pub mod rng;

@@ -92,6 +92,8 @@ mod plan;
 #[cfg(feature = "derive")]
 mod prom;
 #[cfg(feature = "main")]
+mod request;
+#[cfg(feature = "main")]
 mod retry;
 #[cfg(feature = "main")]
 mod retry_budget;

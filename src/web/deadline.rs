@@ -42,6 +42,7 @@ use super::sys;
 use super::timers::{child, Child, Node, Parents, Queue};
 use super::Error;
 use crate::core::deadline as core;
+use crate::core::request::LimitKind;
 
 /// A deadline: one instant on the `performance.now()` timeline.
 ///
@@ -67,6 +68,10 @@ pub struct Deadline {
     node: RefCell<Option<Child>>,
     /// The queue of the deadline this one was derived from, when it had armed.
     home: Option<Rc<Queue>>,
+    /// What set the instant (src/core/request.rs), kept by derived deadlines.
+    pub(crate) limit: LimitKind,
+    /// What `reserve` (or a request's fallback reserve) held back, for `to_wire`.
+    pub(crate) reserve_ms: f64,
 }
 
 fn empty() -> Rc<[AbortSignal]> {
@@ -78,13 +83,13 @@ fn empty() -> Rc<[AbortSignal]> {
 
 impl Deadline {
     fn new(at: f64, parents: Rc<[AbortSignal]>) -> Self {
-        Self { at, parents, node: RefCell::new(None), home: None }
+        Self { at, parents, node: RefCell::new(None), home: None, limit: LimitKind::Budget, reserve_ms: 0.0 }
     }
 
     /// A deadline derived from this one: it joins this one's queue.
     fn derived(&self, at: f64, parents: Rc<[AbortSignal]>) -> Self {
         let home = self.node.borrow().as_ref().and_then(|n| n.queue()).or_else(|| self.home.clone());
-        Self { at, parents, node: RefCell::new(None), home }
+        Self { at, parents, node: RefCell::new(None), home, limit: self.limit, reserve_ms: 0.0 }
     }
 
     /// A deadline `ms` milliseconds from now.
@@ -149,7 +154,14 @@ impl Deadline {
         if !parents.iter().any(|p| p == parent) {
             parents.push(parent.clone());
         }
-        Self { at: self.at, parents: parents.into(), node: RefCell::new(None), home: self.home.clone() }
+        Self {
+            at: self.at,
+            parents: parents.into(),
+            node: RefCell::new(None),
+            home: self.home.clone(),
+            limit: self.limit,
+            reserve_ms: self.reserve_ms,
+        }
     }
 
     /// The earliest of `deadlines`; its signal links every parent of all of them.
@@ -231,7 +243,9 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn reserve(&self, ms: f64) -> Result<Deadline, Error> {
-        Ok(self.derived(core::reserve(self.at, ms)?, self.parents.clone()))
+        let mut d = self.derived(core::reserve(self.at, ms)?, self.parents.clone());
+        d.reserve_ms = ms;
+        Ok(d)
     }
 
     /// The instant, in ms on the `performance.now()` timeline (JavaScript's `deadline.at`).
@@ -309,6 +323,11 @@ impl Deadline {
     }
 
     /// The client left: no budget, no new work, whatever the clock says.
+    /// Whether a parent signal has aborted (the client left, a caller cancelled).
+    pub(crate) fn parents_aborted(&self) -> bool {
+        self.parents.iter().any(|p| p.aborted())
+    }
+
     fn check_parents(&self) -> Result<(), Error> {
         match self.parents.iter().find(|p| p.aborted()) {
             Some(parent) => Err(Error::from(parent.reason())),

@@ -24,6 +24,7 @@ pub mod deadline;
 pub mod errors;
 pub mod limiter;
 pub mod pipeline;
+pub mod request;
 pub mod stall;
 
 pub const TIMER_SLACK_MS: f64 = 250.0;
@@ -295,6 +296,9 @@ macro_rules! for_each_case {
             book::a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_step_and_the_floor,
             book::plan_steps_and_retries_record_into_a_book,
             conformance::the_table_holds_for_the_rust_api,
+            request::for_request_takes_the_earliest_limit_and_names_it,
+            request::for_request_follows_the_client_and_a_client_gone_is_a_shortage,
+            request::the_wire_pair_carries_remaining_reserve_and_limit_capped,
         }
     };
 }

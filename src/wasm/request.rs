@@ -1,0 +1,41 @@
+//! Bindings for [`crate::core::request`] (`js/request.js`, js/deadline.js).
+//!
+//! One scalar export, for size: a request's deadline is the existing
+//! `platformDeadline` and `earliestIncoming` calls (src/wasm/caps.rs,
+//! src/wasm/headers.rs) followed by [`request::fold`], which names the
+//! winner; a deadline received over a wire is the same fold with the wire's
+//! remaining time as the caller's. Limits cross as their index in
+//! [`LimitKind::ALL`] (js/request.js keeps the names in that order, and the
+//! request case checks every name round-trips). Measured on the main `.wasm`
+//! (gzip): structured versions (serde options and answers, a `Wire` record)
+//! cost 5 KB, three scalar exports with names crossing as strings 1.1 KB,
+//! this one 0.4 KB, where a deadline-only Worker has less than 1 KiB left of
+//! its 80 KiB upload budget.
+
+use wasm_bindgen::prelude::*;
+
+use super::within_js;
+use crate::core::request::{self, LimitKind};
+
+/// [`request::fold`]: `[at, limitAt, limit code]`. `caller`: the code of
+/// the caller's limit (`LimitKind::Caller` for a header, the wire's own for a wire).
+#[wasm_bindgen(js_name = requestFold)]
+#[allow(clippy::too_many_arguments)] // scalar on purpose (module docs): one argument per input of the fold
+pub fn request_fold(
+    now_ms: f64,
+    local_at: f64,
+    local_is_budget: bool,
+    caller_ms: Option<f64>,
+    transit_ms: f64,
+    caller: u8,
+    client_gone: bool,
+    reserve_ms: f64,
+) -> Result<Vec<f64>, JsValue> {
+    let local = if local_is_budget { LimitKind::Budget } else { LimitKind::Platform };
+    let caller = LimitKind::ALL.get(usize::from(caller)).copied().unwrap_or(LimitKind::Caller);
+    let (at, limit_at, limit) =
+        request::fold(now_ms, local_at, local, caller_ms, transit_ms, caller, client_gone, reserve_ms)
+            .map_err(|e| within_js("options", &e))?;
+    let code = LimitKind::ALL.iter().position(|l| *l == limit).unwrap_or(0);
+    Ok(vec![at, limit_at, code as f64])
+}
