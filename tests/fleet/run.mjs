@@ -105,6 +105,10 @@ async function workerdSuite() {
   const file = join(work, "fleet.capnp");
   writeFileSync(file, config(port, disk, work));
   const base = `http://127.0.0.1:${port}`;
+  // The CLI is built before workerd starts (the release build `cargo test --release --workspace` made), so
+  // no check waits on a compiler while the server sits idle.
+  execFileSync("cargo", ["build", "--release", "-q", "-p", "edge-deadline-cli"], { cwd: root, stdio: "inherit" });
+  const cliBin = join(root, "target/release/edge-deadline");
   let child = await startWorkerd(port, file);
   try {
     let sim;
@@ -130,7 +134,7 @@ async function workerdSuite() {
     });
     await t.check("the CLI's derive --aggregator URL reads and prints the same table", async () => {
       const served = await (await fetch(`${base}/table`)).json();
-      const cli = (...args) => execFileSync("cargo", ["run", "-q", "-p", "edge-deadline-cli", "--", "derive", "--aggregator", base, ...args], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+      const cli = (...args) => execFileSync(cliBin, ["derive", "--aggregator", base, ...args], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
       const out = JSON.parse(cli("--json"));
       assert(out.q === served.q && out.safety === served.safety, `q ${out.q}, safety ${out.safety}`);
       assert(out.buckets.length === Object.keys(served.buckets).length, `${out.buckets.length} buckets`);
