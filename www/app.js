@@ -25,6 +25,9 @@ try {
   status.textContent = `Core loaded; page ready in ${readyMs} ms.`;
   document.documentElement.dataset.readyMs = String(readyMs);
   document.documentElement.dataset.ready = "true";
+  // Section 5 runs nothing until Start: its module (and the aggregator's) loads after the page is ready.
+  const { mountFleet } = await import("./fleet.js");
+  mountFleet();
 } catch (error) {
   status.textContent = `The page could not start: ${error?.message ?? error}`;
   status.classList.add("error");

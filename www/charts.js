@@ -251,3 +251,85 @@ export function overloadChart(container) {
     },
   };
 }
+
+/**
+ * The fleet section's chart: simulated minutes on x; per bucket, the timeout
+ * the isolates serve (solid) and the exact p99 × safety of the span the
+ * aggregator derives from (dashed), on a log axis; shaded where the
+ * upstream's latency was raised.
+ * `update({ x, scale, served0, exact0, served1, exact1, …, spanMin })`
+ */
+export function fleetChart(container, buckets) {
+  const height = 260;
+  let shaded = [];
+  let span = [0, 30];
+
+  const drawShift = (u) => {
+    const { ctx } = u;
+    const pr = uPlot.pxRatio;
+    const { left, top, width, height: h } = u.bbox;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, h);
+    ctx.clip();
+    ctx.font = `${11 * pr}px system-ui, sans-serif`;
+    ctx.textBaseline = "top";
+    ctx.textAlign = "left";
+    for (const b of shaded) {
+      const x0 = Math.max(left, u.valToPos(b.from, "x", true));
+      const x1 = Math.min(left + width, u.valToPos(b.to, "x", true));
+      if (!(x1 > x0)) continue;
+      ctx.fillStyle = BREAKER_BANDS["half-open"].fill;
+      ctx.fillRect(x0, top, Math.max(1, x1 - x0), h);
+      const label = `latency × ${b.scale}`;
+      if (ctx.measureText(label).width + 6 * pr <= x1 - x0) {
+        ctx.fillStyle = BREAKER_BANDS["half-open"].text;
+        ctx.fillText(label, x0 + 3 * pr, top + 3 * pr);
+      }
+    }
+    ctx.restore();
+  };
+
+  const msValue = (_, v) => (v == null ? "–" : `${Math.round(v)} ms`);
+  const u = new uPlot(
+    {
+      width: Math.max(200, container.clientWidth),
+      height,
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        x: { time: false, range: () => span },
+        ms: { distr: 3, log: 10, range: (_, lo, hi) => decades(Math.max(1, (lo ?? 10) / 1.2), Math.max(2, (hi ?? 1000) * 1.2)) },
+      },
+      axes: [
+        { ...AXIS, label: "simulated time (min)", values: (_, s) => s.map((v) => (v == null ? "" : `${+v.toFixed(1)}`)) },
+        { ...AXIS, scale: "ms", label: "timeout (ms, log)", size: 56, filter: fewer, values: (_, s) => s.map(tick) },
+      ],
+      series: [
+        { label: "t (min)", value: (_, v) => (v == null ? "–" : `${v.toFixed(2)} min`) },
+        ...buckets.flatMap((b) => [
+          { label: `${b.name} served`, scale: "ms", stroke: b.color, width: 2, paths: uPlot.paths.stepped({ align: 1 }), points: { show: false }, value: msValue },
+          { label: `${b.name} exact p99 × safety`, scale: "ms", stroke: b.color, width: 1, dash: [5, 4], points: { show: false }, value: msValue },
+        ]),
+      ],
+      hooks: { drawClear: [drawShift] },
+    },
+    [[], ...buckets.flatMap(() => [[], []])],
+    container,
+  );
+  follow(container, u, height);
+  return {
+    update(next) {
+      const end = next.x.length ? next.x[next.x.length - 1] : 0;
+      span = end <= next.spanMin ? [0, next.spanMin] : [end - next.spanMin, end];
+      shaded = [];
+      for (let i = 0; i < next.x.length; i++) {
+        if (next.scale[i] === 1) continue;
+        const last = shaded[shaded.length - 1];
+        const from = i > 0 ? next.x[i - 1] : next.x[i];
+        if (last && last.to === from && last.scale === next.scale[i]) last.to = next.x[i];
+        else shaded.push({ from, to: next.x[i], scale: next.scale[i] });
+      }
+      u.setData([next.x, ...buckets.flatMap((_, j) => [next[`served${j}`], next[`exact${j}`]])]);
+    },
+  };
+}

@@ -483,6 +483,100 @@ try {
     return `limit ${limit0} → ${slow.limit}, ${slow.shed} shed`;
   });
 
+  // ── 5. fleet timeouts ─────────────────────────────────────────────────────
+  const fleet = () => page.locator("#fleet").evaluate((e) => ({ ...e.dataset, state: e.dataset.state && JSON.parse(e.dataset.state), history: e.dataset.history && JSON.parse(e.dataset.history) }));
+  /** Waits (20 s at most) until `test(arg)`, run in the page, holds (it reads the section's `data-state`). */
+  const fleetUntil = (test, arg) => page.waitForFunction(test, arg ?? null, { timeout: 20_000, polling: 50 });
+
+  await test("fleet: the panel is there and idle at load, its chart not built until a run draws", async () => {
+    await page.waitForSelector('#fleet[data-mounted="true"]', WAIT);
+    const d = await fleet();
+    assert.equal(d.runState, "idle");
+    assert.equal(await page.locator("#fleet-chart canvas").count(), 0, "no chart before the first step");
+    assert.equal(await page.locator("#fleet-buckets tbody tr").count(), 0);
+    assert.equal(await page.isDisabled("#fl-stop"), true);
+    assert.equal(await page.getAttribute('[data-fleet-scale="1"]', "aria-pressed"), "true");
+  });
+
+  await test("fleet: six isolates serve the fallback, then the fleet's p99 × 2, within the sketch's error of the exact value over the same calls", async () => {
+    await trackTimers();
+    await page.focus("#fl-start");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('#fleet[data-run-state="running"]', WAIT);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "fl-stop", "focus moves to Stop");
+    // Two whole windows (12 steps of 10 s): the span is the steady traffic's.
+    await fleetUntil(() => Number(document.querySelector("#fleet").dataset.steps) >= 14);
+    const d = await fleet();
+    const eps = Number(d.relativeError);
+    assert.equal(eps, 0.01);
+    const { state, history } = d;
+    assert.equal(state.buckets.length, 2);
+    for (const b of state.buckets) {
+      assert.equal(b.served.length, 6, "six isolates");
+      assert.ok(b.served.every((v) => v === b.served[0]), `${b.name}: every isolate serves the same table: ${b.served}`);
+      assert.ok(b.n >= 1000, `${b.name}: n ${b.n}`);
+      assert.ok(Math.abs(b.served[0] / b.exact - 1) <= eps, `${b.name}: served ${b.served[0]} vs exact p99 × 2 ${b.exact} (±${eps * 100}%)`);
+      assert.equal(b.served[0], b.derived, `${b.name}: the served value is the aggregator's once converged`);
+    }
+    // Before the first table the isolates serve the fallback; from the first refresh on, the fleet's value.
+    for (const s of history.served) {
+      assert.equal(s[0], 1000);
+      assert.ok(s.slice(1).every((v) => v < 1000), `derived from the first refresh on: ${s.slice(0, 4)}`);
+    }
+    await page.waitForSelector("#fleet-chart canvas", WAIT);
+    assert.match(await text(page, "#fleet-log"), /isolate=1 warning=(NO_TABLE|FEW_SAMPLES)/);
+    assert.equal(await page.locator("#fleet-isolates tbody tr").count(), 6);
+    return state.buckets.map((b) => `${b.name} served ${b.served[0].toFixed(1)} ms, exact ${b.exact.toFixed(1)} ms (n ${b.n})`).join("; ");
+  });
+
+  await test("fleet: latency × 2 raises the served timeout, by at most maxStepFactor per refresh, to the new exact p99 × 2", async () => {
+    const before = (await fleet()).state;
+    await page.click('[data-fleet-scale="2"]');
+    assert.equal(await page.getAttribute('[data-fleet-scale="2"]', "aria-pressed"), "true");
+    // The span is all new traffic after two whole windows; then the step bound catches up.
+    await fleetUntil(
+      (a) => {
+        const s = JSON.parse(document.querySelector("#fleet").dataset.state);
+        return s.scale === 2 && s.step >= a.step + 13 && s.buckets.every((b) => b.served.every((v) => Math.abs(v / b.exact - 1) <= a.eps));
+      },
+      { step: before.step, eps: 0.01 },
+    );
+    const { state, history, maxStepFactor } = await fleet();
+    const f = Number(maxStepFactor);
+    assert.equal(f, 1.25);
+    const first = history.scale.indexOf(2);
+    assert.ok(first > 0, "the history holds the shift");
+    let clamped = 0;
+    state.buckets.forEach((b, j) => {
+      const s = history.served[j];
+      for (let i = first; i < s.length; i++) {
+        const r = s[i] / s[i - 1];
+        assert.ok(r <= f * (1 + 1e-12) && r >= 1 / f / (1 + 1e-12), `${b.name}: step ${i} moved ${s[i - 1]} → ${s[i]} (× ${r})`);
+        if (r > f * (1 - 1e-9)) clamped++;
+      }
+      const was = before.buckets[j].served[0];
+      assert.ok(b.served[0] > 1.7 * was, `${b.name}: ${was} → ${b.served[0]}`);
+    });
+    assert.match(await text(page, "#fleet-log"), /upstream msg="latency × 2"/);
+    await page.locator("#fleet").screenshot({ path: join(shots, "fleet.png") });
+    return `${state.buckets.map((b, j) => `${b.name} ${before.buckets[j].served[0].toFixed(1)} → ${b.served[0].toFixed(1)} ms`).join("; ")}; ${clamped} refreshes held at × ${f}`;
+  });
+
+  await test("fleet, Stop: no timer left, focus back on Start, a new run starts from the fallback again", async () => {
+    await page.click('[data-fleet-scale="1"]');
+    await page.click("#fl-stop");
+    await page.waitForSelector('#fleet[data-run-state="stopped"]', WAIT);
+    const left = await pendingTimers();
+    assert.deepEqual(left.filter((t) => !t.includes("/pkg/")), [], left.join(", "));
+    await page.waitForFunction(() => globalThis.__timers.size === 0, null, { timeout: 3_000 }).catch(async () => assert.fail(`still pending: ${(await pendingTimers()).join(", ")}`));
+    const steps = Number((await fleet()).steps);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // 5 ticks' worth: a live loop would have stepped
+    assert.equal(Number((await fleet()).steps), steps, "no step after Stop");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "fl-start");
+    assert.match(await text(page, "#fleet-status"), /^Stopped after [\d.]+ simulated minutes \(\d+ refreshes per isolate\)\.$/);
+    assert.match(await text(page, "#fleet-log"), /msg="stopped" steps=\d+/);
+  });
+
   await test("re-runs clear the previous summary: the budget line while a new request runs, simulate() on an error", async () => {
     await budget(page, "fast");
     assert.match(await text(page, "#budget-summary"), /^answer at t=/);
@@ -520,7 +614,7 @@ try {
     const charts = nodes.filter((n) => !n.ignored && n.role?.value === "image");
     assert.ok(charts.length >= 3 && charts.every((n) => (n.name?.value ?? "").length > 10), "the timeline and the charts are named images");
     // Live regions for the log and the outcome lines.
-    for (const sel of ["#budget-log", "#budget-response", "#stall-status", "#stall-log", "#overload-status", "#overload-log"]) {
+    for (const sel of ["#budget-log", "#budget-response", "#stall-status", "#stall-log", "#overload-status", "#overload-log", "#fleet-status", "#fleet-log"]) {
       assert.ok(["polite", "assertive"].includes(await page.getAttribute(sel, "aria-live")), `${sel} is a live region`);
     }
     return `${controls.length} controls named`;
@@ -541,6 +635,11 @@ try {
     await small.waitForFunction(() => Number(document.querySelector("#overload").dataset.ticks) >= 4, null, WAIT);
     await small.click("#ol-stop");
     await small.waitForSelector('#overload[data-run-state="stopped"]', WAIT);
+    await small.waitForSelector('#fleet[data-mounted="true"]', WAIT);
+    await small.click("#fl-start");
+    await small.waitForFunction(() => Number(document.querySelector("#fleet").dataset.steps) >= 3, null, WAIT);
+    await small.click("#fl-stop");
+    await small.waitForSelector('#fleet[data-run-state="stopped"]', WAIT);
     assert.equal(await overflow(), 0, "after every section ran");
     // A table wider than the screen scrolls inside its box; scrolled to its
     // far end, every row still shows its key (first) column in full.
