@@ -15,12 +15,19 @@
 // 20 000 deadlines in one request: in workerd a request may hold a limited
 // number of pending timers, and the Rust API's per-turn wake-up queues
 // (src/web/timers.rs, "Which queue") must keep it far from that quota.
+//
+// A third Rust Worker (tests/web/workerd-book: workers-rs) records calls into a
+// `TimeoutBook`, flushes them to the package's `TimeoutAggregator` Durable
+// Object (a JavaScript Worker in the same workerd, its storage on local disk,
+// reached through a service binding) and reads the fleet's timeout back.
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname, join } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { BUCKETS, exact, rng } from "../fleet/support.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const example = join(root, "examples/rust-worker");
@@ -91,7 +98,56 @@ const worker :Workerd.Worker = (
   );
 }
 
+/**
+ * Builds the book Worker into `dir` with a workerd config for `port`: the Rust
+ * Worker ("main", the binding AGG) and the aggregator's Worker
+ * (tests/fleet/agg-worker.js over pkg/, its Durable Object storage in `disk`).
+ */
+function buildBook(dir, port, flags, disk) {
+  const crate = join(root, "tests/web/workerd-book");
+  const target = join(root, "target/rust-worker");
+  execFileSync("cargo", ["build", "--release", "--target", "wasm32-unknown-unknown"], { cwd: crate, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, CARGO_TARGET_DIR: target } });
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  execFileSync(join(root, ".tools/bin/wasm-bindgen"), ["--target", "web", "--out-dir", dir, "--out-name", "worker", "--no-typescript", join(target, "wasm32-unknown-unknown/release/edge_deadline_workerd_book.wasm")], { stdio: ["ignore", "inherit", "inherit"] });
+  copyFileSync(join(crate, "shim.mjs"), join(dir, "shim.mjs"));
+  const module = (name, file) => `(name = "${name}", ${name.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${file}")`;
+  const modules = readdirSync(dir, { recursive: true })
+    .filter((f) => /\.(m?js|wasm)$/.test(f))
+    .sort((a, b) => (a === "shim.mjs" ? -1 : b === "shim.mjs" ? 1 : a.localeCompare(b)))
+    .map((f) => module(f, f));
+  const pkg = readdirSync(join(root, "pkg")).filter((f) => /\.(js|wasm)$/.test(f) && !/deno\.js$/.test(f)).map((f) => `pkg/${f}`);
+  const aggModules = ["tests/fleet/agg-worker.js", ...pkg].map((f) => module(f, relative(dir, join(root, f))));
+  writeFileSync(
+    join(dir, "config.capnp"),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .worker),
+    (name = "agg", worker = .agg),
+    (name = "do-disk", disk = (path = "${disk}", writable = true)),
+  ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [ ${modules.join(", ")} ],
+  compatibilityDate = "2026-11-24",
+  compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
+  bindings = [ (name = "AGG", service = "agg") ],
+);
+const agg :Workerd.Worker = (
+  modules = [ ${aggModules.join(",\n    ")} ],
+  compatibilityDate = "2026-11-24",
+  durableObjectNamespaces = [ (className = "TimeoutAggregator", uniqueKey = "edge-deadline-rust-book-test") ],
+  durableObjectStorage = (localDisk = "do-disk"),
+  bindings = [ (name = "AGG", durableObjectNamespace = "TimeoutAggregator") ],
+);
+`,
+  );
+}
+
 let quotaBase;
+let bookBase;
 
 const cases = {
   async "one request deriving 20 000 deadlines from one root never meets the timer quota"() {
@@ -112,6 +168,27 @@ const cases = {
     const r = JSON.parse(text);
     ok(r.error === undefined, `stopped by: ${r.error}`);
     ok(r.turns === n, `${r.turns} turns of ${n}`);
+  },
+  async "a Rust Worker records into a TimeoutBook, flushes to the TimeoutAggregator Durable Object and serves the fleet's p99 × safety"() {
+    const u = rng(27);
+    const samples = Array.from({ length: 3_000 }, () => BUCKETS.search(u));
+    const errors = 40;
+    const lines = [...samples.map((ms) => String(ms)), ...Array.from({ length: errors }, (_, i) => `error ${5 + i}`)];
+    const fallbackMs = 5_000;
+    const res = await fetch(`${bookBase}/book?bucket=GET%20%2Fsearch&fallback=${fallbackMs}`, { method: "POST", body: lines.join("\n"), signal: AbortSignal.timeout(10_000) });
+    const text = await res.text();
+    ok(res.status === 200, `status ${res.status}: ${text}`);
+    const r = JSON.parse(text);
+    ok(r.sent === 1 && r.kept === 0 && r.dropped === 0 && r.left === 0, `flush: ${text}`);
+    // The flush's own refresh read the table before its bytes arrived: the fallback, with a warning.
+    ok(r.before === fallbackMs, `before the refresh: ${r.before}`);
+    ok(JSON.stringify(r.warnings) === '["FEW_SAMPLES"]', `warnings ${JSON.stringify(r.warnings)}`);
+    const table = await (await fetch(`${bookBase}/table`)).json();
+    const row = table.buckets["GET /search"];
+    ok(row && row.n === samples.length && row.errors === errors, `the aggregator's row: ${JSON.stringify(row)}`);
+    const want = exact(samples.sort((a, b) => a - b), table.q) * table.safety;
+    ok(table.q === 0.99 && row.timeoutMs === r.after, `served ${r.after}, the table's ${row.timeoutMs} (q ${table.q})`);
+    ok(Math.abs(r.after - want) <= 0.01 * want, `served ${r.after}, exact p99 × safety ${want}`);
   },
   async "a stalled upstream body: upstream aborted, the fallback answers inside the deadline"() {
     const id = uid();
@@ -175,11 +252,22 @@ for (const flags of variants) {
   });
   const quotaOut = join(root, "test-output/workerd-quota");
   buildQuota(quotaOut, quotaPort, flags);
+  const bookPort = await new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+  const bookOut = join(root, "test-output/workerd-book");
+  const bookDisk = mkdtempSync(join(tmpdir(), "edge-deadline-rust-book-"));
+  buildBook(bookOut, bookPort, flags, bookDisk);
   const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
   const quota = spawn(workerd, ["serve", join(quotaOut, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
+  const book = spawn(workerd, ["serve", join(bookOut, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
   base = `http://127.0.0.1:${port}`;
   quotaBase = `http://127.0.0.1:${quotaPort}`;
-  for (const url of [base, quotaBase]) {
+  bookBase = `http://127.0.0.1:${bookPort}`;
+  for (const url of [base, quotaBase, bookBase]) {
     for (let i = 0; i < 100; i++) {
       try {
         await fetch(`${url}/?n=1`, { signal: AbortSignal.timeout(2_000) });
@@ -209,6 +297,8 @@ for (const flags of variants) {
   } finally {
     child.kill();
     quota.kill();
+    book.kill();
+    rmSync(bookDisk, { recursive: true, force: true });
   }
 }
 console.log(JSON.stringify(report));
