@@ -562,7 +562,7 @@ try {
     return `${state.buckets.map((b, j) => `${b.name} ${before.buckets[j].served[0].toFixed(1)} → ${b.served[0].toFixed(1)} ms`).join("; ")}; ${clamped} refreshes held at × ${f}`;
   });
 
-  await test("fleet, Stop: no timer left, focus back on Start, a new run starts from the fallback again", async () => {
+  await test("fleet, Stop: no timer left, no step after it, focus back on Start", async () => {
     await page.click('[data-fleet-scale="1"]');
     await page.click("#fl-stop");
     await page.waitForSelector('#fleet[data-run-state="stopped"]', WAIT);
