@@ -47,7 +47,8 @@ export class TimeoutBook {
   record(bucket: string, ms: number, outcome?: Outcome): void;
   /**
    * The fleet's derived timeout for `bucket` (moved by at most `maxStepFactor` per refresh, never below the
-   * censoring floor), or `fallbackMs` until the fleet has one or while the table is stale. Synchronous;
+   * censoring floor), or `fallbackMs` until the fleet has one from enough samples (`10 / (1 − q)` successes,
+   * 1 000 for p99) or while the table is stale. Synchronous;
    * starts a due refresh in the background.
    */
   timeout(bucket: string, options: { fallbackMs: number }): number;

@@ -225,7 +225,8 @@ export class TimeoutBook {
       const table = await res.json();
       if (table?.v !== 1 || typeof table.buckets !== "object" || table.buckets === null) throw new Error("not a version 1 table");
       const rows = Object.entries(table.buckets);
-      this.#schedule.table(now(), rows.map(([name]) => name), Float64Array.from(rows, ([, r]) => num(r?.timeoutMs)), Float64Array.from(rows, ([, r]) => num(r?.floorMs)));
+      const column = (key) => Float64Array.from(rows, ([, r]) => num(r?.[key]));
+      this.#schedule.table(now(), num(table.q), rows.map(([name]) => name), column("timeoutMs"), column("floorMs"), column("n"));
       this.#tableRead = true;
       this.#mirror();
     } catch (error) {

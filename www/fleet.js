@@ -166,7 +166,7 @@ export function mountFleet() {
       draw: drawer(5),
       /** window index → bucket → samples drawn in that window */
       samples: new Map(),
-      history: { x: [], scale: [], ...Object.fromEntries(BUCKETS.flatMap((b, i) => [[`served${i}`, []], [`exact${i}`, []]])) },
+      history: { x: [], scale: [], ...Object.fromEntries(BUCKETS.flatMap((b, i) => [[`served${i}`, []], [`exact${i}`, []], [`n${i}`, []]])) },
       isolates: [],
       warnings: 0,
     };
@@ -282,6 +282,7 @@ export function mountFleet() {
       const e = exact(r, index, j);
       h[`served${j}`].push(served[0]);
       h[`exact${j}`].push(e ?? null);
+      h[`n${j}`].push(row?.n ?? 0);
       return { name: b.name, served, exact: e, derived: row?.timeoutMs ?? null, n: row?.n ?? 0, warnings: (row?.warnings ?? []).map((w) => w.code ?? String(w)) };
     });
     if (h.x.length > HISTORY) for (const key of Object.keys(h)) h[key].splice(0, h.x.length - HISTORY);
@@ -311,7 +312,7 @@ export function mountFleet() {
     }
     section.dataset.steps = String(r.step);
     section.dataset.state = JSON.stringify({ step: r.step, minutes, scale: k, buckets: rows });
-    section.dataset.history = JSON.stringify({ scale: h.scale, served: BUCKETS.map((_, j) => h[`served${j}`]), exact: BUCKETS.map((_, j) => h[`exact${j}`]) });
+    section.dataset.history = JSON.stringify({ scale: h.scale, served: BUCKETS.map((_, j) => h[`served${j}`]), n: BUCKETS.map((_, j) => h[`n${j}`]), exact: BUCKETS.map((_, j) => h[`exact${j}`]) });
     chartEl.setAttribute(
       "aria-label",
       `${chartLabel} At ${minutes.toFixed(1)} simulated minutes, latency × ${k}: ` + rows.map((row) => `${row.name} serves ${ms(row.served[0])} (exact p99 × ${AGGREGATOR.safety}: ${ms(row.exact)})`).join("; ") + ".",

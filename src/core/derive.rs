@@ -82,6 +82,20 @@ pub const DRIFT_FACTOR: f64 = 2.0;
 /// Samples needed beyond the percentile for a stable estimate:
 /// `n >= SAMPLES_BEYOND / (1 − q)`.
 pub const SAMPLES_BEYOND: f64 = 10.0;
+
+/// The successes a `q` percentile needs to be stable:
+/// `⌈SAMPLES_BEYOND / (1 − q)⌉` (1 000 for p99); ∞ for a `q` outside `[0, 1)`
+/// or NaN. Below it a derivation warns `small-sample`, the aggregator
+/// reaches back further, and a `TimeoutBook` serves its caller's fallback.
+pub fn samples_needed(q: f64) -> f64 {
+    if (0.0..1.0).contains(&q) {
+        // 1 − 0.9 is 0.09999999999999998 in binary: without the relative
+        // slack a p90 would need 101 successes, not 100.
+        (SAMPLES_BEYOND / (1.0 - q) * (1.0 - 1e-12)).ceil()
+    } else {
+        f64::INFINITY
+    }
+}
 /// From histograms, a percentile whose bucket is wider than this share of
 /// its upper bound is flagged as limited by resolution.
 pub const RESOLUTION_LIMIT: f64 = 0.05;
@@ -504,7 +518,7 @@ fn finish(
     if n == 0 {
         warnings.push(Warning::NoSuccesses);
     } else {
-        let needed = (SAMPLES_BEYOND / (1.0 - opts.q)).ceil();
+        let needed = samples_needed(opts.q);
         if (n as f64) < needed {
             warnings.push(Warning::SmallSample { n, needed: count_of(needed), q: opts.q });
         }

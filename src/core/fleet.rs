@@ -60,7 +60,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError};
-use crate::core::derive::{derive_sketch, DeriveError, DeriveOptions, Excluded, Warning, SAMPLES_BEYOND};
+use crate::core::derive::{derive_sketch, samples_needed, DeriveError, DeriveOptions, Excluded, Warning};
 use crate::core::error::{Described, Message};
 use crate::core::sketch::{LatencySketch, MAX_COUNT};
 
@@ -547,7 +547,7 @@ impl Aggregator {
                 names.insert(at, c.name.as_str());
             }
         }
-        let needed = (SAMPLES_BEYOND / (1.0 - self.opts.q)).ceil();
+        let needed = samples_needed(self.opts.q);
         let mut buckets = Vec::with_capacity(names.len());
         for name in names {
             let mut merged = LatencySketch::new(self.opts.relative_error)

@@ -128,16 +128,22 @@ impl ScheduleJs {
         self.inner.refresh_failed(now_ms);
     }
 
-    /// A table's rows as three arrays (`NaN` for a null `timeoutMs` or
-    /// `floorMs`): scalars, not serde, which cost the derive `.wasm` kilobytes.
-    pub fn table(&mut self, now_ms: f64, names: Vec<String>, timeouts: &[f64], floors: &[f64]) {
+    /// A table derived at percentile `q`, its rows as four arrays (`NaN` for
+    /// a null or absent `timeoutMs`, `floorMs` or `n`): scalars, not serde,
+    /// which cost the derive `.wasm` kilobytes.
+    pub fn table(&mut self, now_ms: f64, q: f64, names: Vec<String>, timeouts: &[f64], floors: &[f64], ns: &[f64]) {
         let at = |v: &[f64], i: usize| v.get(i).copied().filter(|x| !x.is_nan());
         let rows: Vec<TableRow> = names
             .into_iter()
             .enumerate()
-            .map(|(i, name)| TableRow { name, timeout_ms: at(timeouts, i), floor_ms: at(floors, i) })
+            .map(|(i, name)| TableRow {
+                name,
+                timeout_ms: at(timeouts, i),
+                floor_ms: at(floors, i),
+                n: at(ns, i).unwrap_or(f64::NAN),
+            })
             .collect();
-        self.inner.table(now_ms, &rows);
+        self.inner.table(now_ms, q, &rows);
     }
 
     #[wasm_bindgen(js_name = servedNames)]

@@ -272,7 +272,8 @@ impl TimeoutBook {
 
     /// The fleet's derived timeout for `bucket` (moved by at most
     /// `max_step_factor` per refresh, never below the censoring floor), or
-    /// `fallback_ms` until the fleet has one or while the table is stale
+    /// `fallback_ms` until the fleet has one from enough samples
+    /// (`10 / (1 − q)` successes, 1 000 for p99) or while the table is stale
     /// (with a warning, once). Synchronous; a due refresh starts in the background.
     pub fn timeout(&self, bucket: &str, fallback_ms: f64) -> Result<f64, Error> {
         check_option("options.fallbackMs", fallback_ms)?;
@@ -337,8 +338,8 @@ impl TimeoutBook {
         let rows = self.fetch_table().await;
         let mut s = self.state.borrow_mut();
         match rows {
-            Ok(rows) => {
-                s.schedule.table(sys::now(), &rows);
+            Ok((q, rows)) => {
+                s.schedule.table(sys::now(), q, &rows);
                 s.table_read = true;
             }
             Err(detail) => {
@@ -350,7 +351,8 @@ impl TimeoutBook {
         }
     }
 
-    async fn fetch_table(&self) -> Result<Vec<TableRow>, String> {
+    /// The table's `q` (NaN when absent) and its rows.
+    async fn fetch_table(&self) -> Result<(f64, Vec<TableRow>), String> {
         let words = |e: JsValue| sys::to_js_string(&e).unwrap_or_else(|_| "an error".into());
         let res = self.send("table", None).await.map_err(words)?;
         if !res.ok() {
@@ -362,8 +364,9 @@ impl TimeoutBook {
         if get(&json, "v").as_f64() != Some(1.0) || !buckets.is_object() {
             return Err("not a version 1 table".into());
         }
+        let q = get(&json, "q").as_f64().unwrap_or(f64::NAN);
         let entries = js_sys::Object::entries(buckets.unchecked_ref());
-        Ok(entries
+        let rows = entries
             .iter()
             .filter_map(|pair| {
                 let pair: js_sys::Array = pair.dyn_into().ok()?;
@@ -372,9 +375,11 @@ impl TimeoutBook {
                     name: pair.get(0).as_string()?,
                     timeout_ms: get(&row, "timeoutMs").as_f64(),
                     floor_ms: get(&row, "floorMs").as_f64(),
+                    n: get(&row, "n").as_f64().unwrap_or(f64::NAN),
                 })
             })
-            .collect())
+            .collect();
+        Ok((q, rows))
     }
 
     /// `GET <base>/table`, or `POST <base>/flush` with `body`.

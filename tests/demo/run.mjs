@@ -518,11 +518,14 @@ try {
       assert.ok(Math.abs(b.served[0] / b.exact - 1) <= eps, `${b.name}: served ${b.served[0]} vs exact p99 × 2 ${b.exact} (±${eps * 100}%)`);
       assert.equal(b.served[0], b.derived, `${b.name}: the served value is the aggregator's once converged`);
     }
-    // Before the first table the isolates serve the fallback; from the first refresh on, the fleet's value.
-    for (const s of history.served) {
-      assert.equal(s[0], 1000);
-      assert.ok(s.slice(1).every((v) => v < 1000), `derived from the first refresh on: ${s.slice(0, 4)}`);
-    }
+    // The isolates serve the fallback (1 000 ms) until the table's row holds the 1 000 successes a p99
+    // needs (6 isolates × 150 calls: the second refresh), then the fleet's value.
+    history.served.forEach((s, j) => {
+      const n = history.n[j];
+      assert.equal(s[0], 1000, "before any table");
+      assert.ok(n.some((c) => c > 0 && c < 1000), `a refresh with too few samples: n ${n.slice(0, 4)}`);
+      s.forEach((v, i) => assert.equal(v === 1000, n[i] < 1000, `step ${i}: served ${v} with n ${n[i]}`));
+    });
     await page.waitForSelector("#fleet-chart canvas", WAIT);
     assert.match(await text(page, "#fleet-log"), /isolate=1 warning=(NO_TABLE|FEW_SAMPLES)/);
     assert.equal(await page.locator("#fleet-isolates tbody tr").count(), 6);

@@ -18,10 +18,17 @@
 //! (×2 by default: up or down), and never below the row's `floorMs`, the
 //! censoring floor (below it, the fleet's own timeouts would hide the
 //! latencies the value is derived from). The floor wins over the step
-//! bound. A bucket's first value is served as the fleet derived it (it was
-//! derived from enough samples, or the fleet would not have sent it); a row
-//! without a value (too few samples) or a bucket missing from the table is
-//! no longer served, and its callers get their fallback.
+//! bound. A bucket's first value is served as the fleet derived it.
+//!
+//! # Enough samples
+//! The aggregator derives a value from whatever successes it has (a reader
+//! of the table sees it, with a `small-sample` warning), but a percentile
+//! from a few calls is noise: a p99 from 50 calls is their maximum. A row is
+//! served only once its `n` reaches [`samples_needed`] for the table's `q`
+//! (1 000 for p99, the rule behind `small-sample`); until then, as for a row
+//! without a value or a bucket missing from the table, its callers get their
+//! fallback (warning `FEW_SAMPLES`). A row that drops below the count again
+//! is no longer served: the step bound applies between served values only.
 //!
 //! # Staleness
 //! A table is served for at most `maxStaleMs` after it arrived: an isolate
@@ -32,13 +39,14 @@
 //! 1. For a bucket served before and after a refresh, `new / old` is within
 //!    `[1 / max_step_factor, max_step_factor]`, unless the floor raised it.
 //! 2. A served value is finite, above 0, at most `MAX_MS`, and at or above
-//!    the row's floor.
+//!    the row's floor, and its row has at least [`samples_needed`]`(q)` successes.
 //! 3. At `now >= stale_at()` nothing is served.
 //! 4. A refresh or flush is due at most once until it is reported (or its
 //!    guard, `refreshEveryMs`, passes: a host whose fetch never settles is
 //!    not stuck).
 
 use crate::core::deadline::MAX_MS;
+use crate::core::derive::samples_needed;
 use crate::core::error::{Described, Message};
 
 /// The knobs of [`Schedule`], with the JS option names.
@@ -194,6 +202,9 @@ pub struct TableRow {
     pub timeout_ms: Option<f64>,
     /// The censoring floor (`floorMs`): the lowest value that may be served.
     pub floor_ms: Option<f64>,
+    /// The successes the value was derived from (`n`); NaN when absent, which
+    /// counts as too few.
+    pub n: f64,
 }
 
 /// A bound from the table: finite and above 0, or nothing (the table is
@@ -249,11 +260,17 @@ impl Schedule {
         self.refresh_at = now_ms + self.options.refresh_every_ms;
     }
 
-    /// A table arrived at `now_ms`: the new served values (module docs).
-    pub fn table(&mut self, now_ms: f64, rows: &[TableRow]) {
+    /// A table derived at percentile `q` arrived at `now_ms`: the new served
+    /// values (module docs).
+    pub fn table(&mut self, now_ms: f64, q: f64, rows: &[TableRow]) {
         let f = self.options.max_step_factor;
+        let needed = samples_needed(q);
         let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len());
         for row in rows {
+            // Too few, or no count at all (NaN).
+            if row.n.is_nan() || row.n < needed {
+                continue;
+            }
             let Some(target) = usable(row.timeout_ms) else { continue };
             let mut v = match self.served(&row.name) {
                 Some(old) => target.max(old / f).min(old * f),

@@ -35,8 +35,8 @@ function aggregator() {
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 /** A table row of the contract's shape. */
-function row(timeoutMs, floorMs = null) {
-  return { n: 500, timeouts: 0, errors: 0, timeoutMs, p50: null, p99: null, floorMs, falseTimeoutRate: null, warnings: [] };
+function row(timeoutMs, floorMs = null, n = 5000) {
+  return { n, timeouts: 0, errors: 0, timeoutMs, p50: null, p99: null, floorMs, falseTimeoutRate: null, warnings: [] };
 }
 
 const cases = [
@@ -175,11 +175,14 @@ const cases = [
         ok(warnings[0].message.includes("serving the fallback 5000 ms"), warnings[0].message);
         await settle();
         equal(agg.tableReads, 1, "the first timeout() started a refresh in the background");
-        agg.buckets = { "GET /a": row(400), "GET /b": row(null) };
+        agg.buckets = { "GET /a": row(400), "GET /b": row(null), "GET /c": row(300, null, 999) };
         await book.refresh();
         equal(book.timeout("GET /a", { fallbackMs: 5000 }), 400, "a first value as derived");
-        equal(book.timeout("GET /b", { fallbackMs: 700 }), 700, "too few samples");
+        equal(book.timeout("GET /b", { fallbackMs: 700 }), 700, "no value");
         equal(warnings.at(-1).code, "FEW_SAMPLES");
+        equal(book.timeout("GET /c", { fallbackMs: 600 }), 600, "a value from 999 successes, below the 1 000 a p99 needs");
+        equal(warnings.at(-1).code, "FEW_SAMPLES");
+        ok(warnings.at(-1).message.includes("'GET /c'"), warnings.at(-1).message);
         // The fleet's value collapses: at most halved per refresh, never below the floor.
         agg.buckets = { "GET /a": row(20) };
         fake.jump(60_000);

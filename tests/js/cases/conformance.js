@@ -329,8 +329,8 @@ const ops = {
       for (const e of a.events) {
         clock.jump(t0 + e.at - clock.now());
         if (e.table !== undefined || e.fail) {
-          const rows = Object.entries(e.table ?? {}).map(([name, [timeoutMs, floorMs]]) => [name, { timeoutMs, floorMs }]);
-          answer = e.fail ? null : { v: 1, buckets: Object.fromEntries(rows) };
+          const rows = Object.entries(e.table ?? {}).map(([name, [timeoutMs, floorMs, n]]) => [name, { timeoutMs, floorMs, n }]);
+          answer = e.fail ? null : { v: 1, q: e.q ?? 0.99, buckets: Object.fromEntries(rows) };
           await book.refresh();
         } else served.push(book.timeout(e.bucket, { fallbackMs: e.fallbackMs }));
       }

@@ -64,8 +64,12 @@ fn aggregator(agg: Rc<RefCell<Agg>>) -> (Object, Closure<dyn FnMut(web_sys::Requ
 }
 
 fn row(timeout_ms: &str, floor_ms: &str) -> String {
+    row_of(timeout_ms, floor_ms, 5000)
+}
+
+fn row_of(timeout_ms: &str, floor_ms: &str, n: u32) -> String {
     format!(
-        r#"{{"n":500,"timeouts":0,"errors":0,"timeoutMs":{timeout_ms},"p50":null,"p99":null,"floorMs":{floor_ms},"falseTimeoutRate":null,"warnings":[]}}"#
+        r#"{{"n":{n},"timeouts":0,"errors":0,"timeoutMs":{timeout_ms},"p50":null,"p99":null,"floorMs":{floor_ms},"falseTimeoutRate":null,"warnings":[]}}"#
     )
 }
 
@@ -151,11 +155,23 @@ pub async fn a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_st
     let second = FlushBatch::from_bytes(&agg.borrow().flushes[1]).map_err(|e| e.to_string())?;
     ensure!(second.buckets[0].successes.count() == 2, "the kept 20 and the new 30, once each");
     // The table: a first value as derived, then at most ÷2 per refresh, never below the floor.
-    agg.borrow_mut().buckets = format!(r#"{{"GET /a":{},"GET /b":{}}}"#, row("400", "null"), row("null", "null"));
+    agg.borrow_mut().buckets = format!(
+        r#"{{"GET /a":{},"GET /b":{},"GET /c":{}}}"#,
+        row("400", "null"),
+        row("null", "null"),
+        row_of("300", "null", 999)
+    );
     book.refresh().await;
     ensure!(book.timeout("GET /a", 5000.0).map_err(|e| e.to_string())? == 400.0);
     ensure!(book.timeout("GET /b", 700.0).map_err(|e| e.to_string())? == 700.0);
     ensure!(seen.borrow().last().map(|w| w.code) == Some("FEW_SAMPLES"));
+    // 999 successes: below the 1 000 a p99 needs, so the derived 300 is not served.
+    ensure!(book.timeout("GET /c", 600.0).map_err(|e| e.to_string())? == 600.0);
+    ensure!(seen
+        .borrow()
+        .last()
+        .map(|w| w.code.to_owned() + &w.message)
+        .is_some_and(|m| m.starts_with("FEW_SAMPLES") && m.contains("'GET /c'")));
     agg.borrow_mut().buckets = format!(r#"{{"GET /a":{}}}"#, row("20", "null"));
     book.refresh().await;
     book.refresh().await;

@@ -303,9 +303,10 @@ async fn book_serve(
                 Some(table) if !e.contains_key("fail") => {
                     let rows: Map<String, Value> = table
                         .iter()
-                        .map(|(k, v)| (k.clone(), serde_json::json!({ "timeoutMs": v[0], "floorMs": v[1] })))
+                        .map(|(k, v)| (k.clone(), serde_json::json!({ "timeoutMs": v[0], "floorMs": v[1], "n": v[2] })))
                         .collect();
-                    Some(serde_json::json!({ "v": 1, "buckets": rows }).to_string())
+                    let q = e.get("q").cloned().unwrap_or(serde_json::json!(0.99));
+                    Some(serde_json::json!({ "v": 1, "q": q, "buckets": rows }).to_string())
                 }
                 _ => None,
             };
