@@ -638,10 +638,11 @@ pub async fn fetch_sse_keep_alives_are_silence_by_default(ctx: &Ctx) -> Outcome 
 
 pub async fn fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sending(ctx: &Ctx) -> Outcome {
     for trial in 1..=3 {
-        // 40 chunks of 16 bytes, one every 20 ms, from another process; stall_ms 100.
+        // 40 chunks of 16 bytes, one every 20 ms, from another process; stall_ms 250 (a margin
+        // for a starved fixture process on a loaded machine), and a consumer blocked for longer.
         let url = format!("{}/stall/steady?n=40&gap=20&id={}", ctx.fixture()?, uid());
         let d = Deadline::in_ms(10_000.0).unwrap();
-        let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).first_chunk_ms(1_000.0).stall_ms(100.0))
+        let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).first_chunk_ms(1_000.0).stall_ms(250.0))
             .await
             .map_err(|e| e.to_string())?;
         let reader: ReadableStreamDefaultReader = res.body().unwrap().get_reader().unchecked_into();
@@ -652,7 +653,7 @@ pub async fn fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sendi
                     bytes += get(&value, "byteLength").as_f64().unwrap_or(0.0);
                     reads += 1;
                     if reads == 3 {
-                        block_loop(300.0); // the wrapper waits on the source meanwhile
+                        block_loop(700.0); // the wrapper waits on the source meanwhile
                     }
                 }
                 Ok(None) => break,
