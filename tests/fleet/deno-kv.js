@@ -1,7 +1,7 @@
 // The fleet aggregator on Deno KV, with a real Deno.openKv on a temporary
 // file (run by tests/fleet/run.mjs: `deno run --unstable-kv tests/fleet/deno-kv.js DIR`).
 import { kvAggregator } from "../../pkg/durable-deno.js";
-import { LatencySketch } from "../../pkg/derive-deno.js";
+import { LatencySketch, TimeoutBook } from "../../pkg/derive-deno.js";
 import { assert, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
 
 const dir = Deno.args[0];
@@ -72,7 +72,7 @@ await t.check("two processes' aggregators on one database lose no flush (version
   }
 });
 
-await t.check("a latency shift (the median doubles) shows within two windows", async () => {
+await t.check("a latency shift (the median doubles) shows in the table and in a book's served timeout within two windows, each refresh moving it by at most maxStepFactor", async () => {
   let now = 1_800_000_000_000;
   const windowMs = 60_000;
   const shifted = kvAggregator(kv, { prefix: ["shift"], windowMs, now: () => now });
@@ -84,18 +84,38 @@ await t.check("a latency shift (the median doubles) shows within two windows", a
       }
     }
   };
+  // What an isolate serves: a TimeoutBook reading this aggregator's table, refreshed once a
+  // window, its served value moved by at most maxStepFactor (the default, 2) per refresh.
+  const warnings = [];
+  const book = new TimeoutBook({ aggregator: shifted, onWarning: (w) => warnings.push(w.code) });
+  const served = async () => {
+    await book.refresh();
+    return book.timeout("search", { fallbackMs: 1 });
+  };
   await run(1, 5, 1);
-  const before = (await tableOf(shifted)).buckets.search.p50;
+  const table0 = await tableOf(shifted);
+  const before = table0.buckets.search.p50;
   assert(Math.abs(before - 120) < 12, `p50 before ${before}`);
+  const s0 = await served();
+  assert(s0 === table0.buckets.search.timeoutMs, `served ${s0}, the table's ${table0.buckets.search.timeoutMs} (warnings ${warnings})`);
   await run(2, 1, 2);
   now -= 1;
   const one = (await tableOf(shifted)).buckets.search.p50;
+  const s1 = await served();
   now += 1;
   await run(2, 1, 3);
   now -= 1;
-  const two = (await tableOf(shifted)).buckets.search.p50;
+  const table2 = await tableOf(shifted);
+  const two = table2.buckets.search.p50;
+  const s2 = await served();
   assert(one > before * 1.3, `after one window p50 ${one} (before ${before})`);
   assert(Math.abs(two - 240) < 24, `after two windows p50 ${two}, expected about 240`);
+  // The served timeout follows: up after one window, each refresh by at most the factor, and
+  // after two windows it is the new traffic's p99 × safety (within the sketch's 1%).
+  assert(s1 > s0 * 1.3 && s1 <= s0 * 2, `served after one window ${s1} (before ${s0}, step at most ×2)`);
+  assert(s2 >= s1 && s2 <= s1 * 2, `served after two windows ${s2} (after one ${s1}, step at most ×2)`);
+  assert(s2 === table2.buckets.search.timeoutMs, `served after two windows ${s2}, the table's ${table2.buckets.search.timeoutMs}`);
+  assert(Math.abs(s2 / s0 - 2) < 0.2, `the served timeout went ${s0} → ${s2}: the latency doubled`);
 });
 
 kv.close();
