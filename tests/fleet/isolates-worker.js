@@ -33,6 +33,14 @@ export default {
       await Promise.all(Array.from({ length: c }, worker));
       return Response.json({ n, c, bytes: bytes.byteLength, failed, ms: Date.now() - t0 });
     }
+    // The group-commit check: `n` flushes of 20 buckets sent at once to the counting aggregator.
+    if (url.pathname === "/burst") {
+      const bytes = benchFlush(LatencySketch, 20, 100);
+      const post = async () => (await env.AGG.fetch("http://agg/counted/flush", { method: "POST", body: bytes })).status;
+      const statuses = await Promise.all(Array.from({ length: Number(url.searchParams.get("n")) }, post));
+      return Response.json({ statuses });
+    }
+    if (url.pathname.startsWith("/counted/")) return env.AGG.fetch(`http://agg${url.pathname}`);
     if (url.pathname === "/table") return env.AGG.fetch("http://agg/table");
     if (url.pathname === "/raw") {
       const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: await request.arrayBuffer() });

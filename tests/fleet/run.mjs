@@ -49,9 +49,15 @@ const config :Workerd.Config = (
 const agg :Workerd.Worker = (
   modules = [ ${mods("tests/fleet/agg-worker.js")} ],
   compatibilityDate = "2026-11-24",
-  durableObjectNamespaces = [ (className = "TimeoutAggregator", uniqueKey = "edge-deadline-fleet-test") ],
+  durableObjectNamespaces = [
+    (className = "TimeoutAggregator", uniqueKey = "edge-deadline-fleet-test"),
+    (className = "CountingAggregator", uniqueKey = "edge-deadline-fleet-counted"),
+  ],
   durableObjectStorage = (localDisk = "do-disk"),
-  bindings = [ (name = "AGG", durableObjectNamespace = "TimeoutAggregator") ],
+  bindings = [
+    (name = "AGG", durableObjectNamespace = "TimeoutAggregator"),
+    (name = "COUNTED", durableObjectNamespace = "CountingAggregator"),
+  ],
 );
 const isolates :Workerd.Worker = (
   modules = [ ${mods("tests/fleet/isolates-worker.js")} ],
@@ -119,6 +125,19 @@ async function workerdSuite() {
       table = await (await fetch(`${base}/table`)).json();
       assert(table.v === 1 && table.windows === 24 && table.windowMs === 3_600_000, JSON.stringify(table).slice(0, 200));
       tableMatches(table, sim.expected);
+    });
+    await t.check("group commit: 50 flushes in flight cost at most 10 storage writes, each answered 204 once stored", async () => {
+      const before = await (await fetch(`${base}/counted/writes`)).json();
+      const burst = await (await fetch(`${base}/burst?n=50`)).json();
+      assert(burst.statuses.length === 50 && burst.statuses.every((s) => s === 204), `statuses ${[...new Set(burst.statuses)]}`);
+      const after = await (await fetch(`${base}/counted/writes`)).json();
+      const writes = after.put - before.put;
+      assert(writes >= 1 && writes <= 10, `${writes} storage writes for 50 flushes in flight (${JSON.stringify({ before, after })})`);
+      assert(after.delete === before.delete, `deletes ${JSON.stringify({ before, after })}`);
+      // Every flush is in the table: 50 × 100 successes in each of the burst's 20 buckets.
+      const table = await (await fetch(`${base}/counted/table`)).json();
+      for (let b = 0; b < 20; b++) assert(table.buckets[`route-${b}`]?.n === 50 * 100, `route-${b}: n ${table.buckets[`route-${b}`]?.n}`);
+      console.error(`fleet: 50 flushes in flight, ${writes} storage writes, ${after.sync - before.sync} syncs`);
     });
     await t.check("hostile bytes are refused (400/413 with a code) and nothing merged changes", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
