@@ -1,5 +1,6 @@
 // The aggregator's Worker in the fleet test: the package's Durable Object
-// class, one instance ("timeouts") answering every request. Under /counted/,
+// class, one instance ("timeouts") answering every request (and /echo, the
+// benchmark's baseline, answered by this Worker alone). Under /counted/,
 // the same class with its storage calls counted (CountingAggregator), for the
 // group-commit check: how many writes a burst of concurrent flushes costs.
 import { TimeoutAggregator } from "../../pkg/durable-workerd.js";
@@ -43,8 +44,14 @@ export class CountingAggregator extends TimeoutAggregator {
 }
 
 export default {
-  fetch(request, env) {
-    if (new URL(request.url).pathname.startsWith("/counted/")) return env.COUNTED.get(env.COUNTED.idFromName("counted")).fetch(request);
+  async fetch(request, env) {
+    const path = new URL(request.url).pathname;
+    // bench/fleet-workerd.mjs's baseline: the flush read and answered here, the object not reached.
+    if (path === "/echo") {
+      await request.arrayBuffer();
+      return new Response(null, { status: 204 });
+    }
+    if (path.startsWith("/counted/")) return env.COUNTED.get(env.COUNTED.idFromName("counted")).fetch(request);
     return env.AGG.get(env.AGG.idFromName("timeouts")).fetch(request);
   },
 };
