@@ -19,7 +19,9 @@
 // A flush is answered 204 only once its window is stored. Flushes that
 // arrive while a write is in flight wait for the next write, which carries
 // all of them: one write per batch of concurrent flushes, not one per flush,
-// and never a 204 for data that is not yet stored. Only windows that changed
+// and never a 204 for data that is not yet stored. In a Durable Object a
+// write is in flight until `storage.sync()` says it is on disk (put() alone
+// resolves at once, from the object's cache, and would batch nothing). Only windows that changed
 // are written (a flush rewrites its window, never the whole day).
 //
 // # Values and their limits
@@ -132,21 +134,13 @@ function join(parts) {
 function groupCommit(write) {
   let next = null;
   let writing = Promise.resolve();
+  const start = () => {
+    next = null;
+    writing = write();
+    return writing;
+  };
   return () => {
-    if (!next) {
-      next = writing.then(
-        () => {
-          next = null;
-          writing = write();
-          return writing;
-        },
-        () => {
-          next = null;
-          writing = write();
-          return writing;
-        },
-      );
-    }
+    next ??= writing.then(start, start);
     return next;
   };
 }
@@ -218,6 +212,10 @@ export class TimeoutAggregator {
     const keys = Object.keys(put);
     for (let i = 0; i < keys.length; i += 128) writes.push(this.#storage.put(Object.fromEntries(keys.slice(i, i + 128).map((k) => [k, put[k]]))));
     for (let i = 0; i < del.length; i += 128) writes.push(this.#storage.delete(del.slice(i, i + 128)));
+    // put() resolves once the value is in the object's cache; sync() once it is
+    // on disk. Waiting for the disk is what makes the batch: flushes arriving
+    // meanwhile are merged in memory and share the next write.
+    writes.push(this.#storage.sync());
     await Promise.all(writes);
   }
 

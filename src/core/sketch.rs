@@ -521,6 +521,27 @@ impl LatencySketch {
         self.counts[i] = self.counts[i].saturating_add(n);
     }
 
+    /// Makes this empty exact sketch hold `samples` (sorted, valid, from
+    /// `min` to `max`). The counters are sized once: the highest key
+    /// is opened first, then the lowest, so the array is allocated at most
+    /// twice instead of growing with each new key.
+    fn fill_exact(&mut self, samples: Vec<f64>, (min, max): (f64, f64)) {
+        let zeros = samples.partition_point(|&v| v < MIN_INDEXABLE_MS);
+        if let Some(&lo) = samples.get(zeros) {
+            self.slot(self.key(max));
+            self.slot(self.key(lo));
+            for &v in &samples[zeros..] {
+                let i = self.slot(self.key(v));
+                self.counts[i] += 1;
+            }
+        }
+        self.zero_count = zeros as u64;
+        self.count = samples.len() as u64;
+        self.sum = samples.iter().sum();
+        (self.min, self.max) = (min, max);
+        self.exact = Some(samples);
+    }
+
     /// The index of `key`'s counter, growing (and if needed collapsing) the
     /// array so that it exists.
     fn slot(&mut self, key: i32) -> usize {

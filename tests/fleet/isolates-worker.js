@@ -1,6 +1,7 @@
 // The isolates' Worker in the fleet test: simulated isolates record into
 // sketches and flush through the service binding AGG (the aggregator's Worker);
-// /table and /raw reach the aggregator through it too.
+// /table and /raw reach the aggregator through it too, /recipe the fleet
+// recipe's Worker and /profile/… its upstream.
 import { LatencySketch } from "../../pkg/derive-workerd.js";
 import { benchFlush, exact, simulate } from "./support.js";
 
@@ -15,8 +16,11 @@ export default {
       const expected = Object.fromEntries(Object.entries(all).map(([k, xs]) => [k, { n: xs.length, errors: errors[k], p99: exact(xs, 0.99), p50: exact(xs, 0.5) }]));
       return Response.json({ expected, statuses });
     }
-    // bench/fleet-workerd.mjs: `n` flushes of 20 buckets, `c` at a time, through the service binding.
+    // bench/fleet-workerd.mjs: `n` flushes of 20 buckets, `c` at a time, through the service binding
+    // to the aggregator (or, with `to=echo`, to the aggregator's Worker, which reads them and answers 204
+    // without reaching the object: the cost of the sender and the hop alone).
     if (url.pathname === "/load") {
+      const target = url.searchParams.get("to") === "echo" ? "http://agg/echo" : "http://agg/flush";
       const n = Number(url.searchParams.get("n"));
       const c = Number(url.searchParams.get("c"));
       const bytes = benchFlush(LatencySketch, 20, Number(url.searchParams.get("samples") ?? 100));
@@ -26,13 +30,24 @@ export default {
       const worker = async () => {
         while (next < n) {
           next++;
-          const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: bytes });
+          const r = await env.AGG.fetch(target, { method: "POST", body: bytes });
           if (r.status !== 204) failed++;
         }
       };
       await Promise.all(Array.from({ length: c }, worker));
       return Response.json({ n, c, bytes: bytes.byteLength, failed, ms: Date.now() - t0 });
     }
+    // The group-commit check: `n` flushes of 20 buckets sent at once to the counting aggregator.
+    if (url.pathname === "/burst") {
+      const bytes = benchFlush(LatencySketch, 20, 100);
+      const post = async () => (await env.AGG.fetch("http://agg/counted/flush", { method: "POST", body: bytes })).status;
+      const statuses = await Promise.all(Array.from({ length: Number(url.searchParams.get("n")) }, post));
+      return Response.json({ statuses });
+    }
+    // The fleet recipe's Worker (docs/recipes.md, as printed) and its upstream's controls.
+    if (url.pathname === "/recipe") return env.RECIPE.fetch(request);
+    if (url.pathname.startsWith("/profile/")) return env.PROFILE.fetch(`http://profile${url.pathname.slice("/profile".length)}${url.search}`);
+    if (url.pathname.startsWith("/counted/")) return env.AGG.fetch(`http://agg${url.pathname}`);
     if (url.pathname === "/table") return env.AGG.fetch("http://agg/table");
     if (url.pathname === "/raw") {
       const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: await request.arrayBuffer() });

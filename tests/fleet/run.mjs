@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LatencySketch } from "../../pkg/derive-node.js";
+import { jsBlockUnder } from "../support/markdown.mjs";
 import { assert, hostileFlushes, runner, sansDate } from "./support.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -30,35 +31,66 @@ export function freePort() {
   });
 }
 
-/** The two workers and the Durable Object namespace on local disk (`disk`); also bench/fleet-workerd.mjs's. */
-export function config(port, disk, work) {
+/**
+ * The two workers and the Durable Object namespace on local disk (`disk`); also bench/fleet-workerd.mjs's.
+ * With `recipe` (a file in `work`: the recipe's code as printed), two more: the recipe's Worker, its
+ * `TIMEOUTS` bound to the aggregator's namespace and `PROFILE` to tests/fleet/profile-worker.js, both
+ * reached through the isolates' Worker (`/recipe`, `/profile/…`). The recipe imports the package by its
+ * name: `edge-deadline` and `edge-deadline/derive` are modules of that name that re-export pkg/'s workerd entries.
+ */
+export function config(port, disk, work, recipe) {
   const pkg = readdirSync(join(root, "pkg")).filter((f) => /\.(js|wasm)$/.test(f) && !/deno\.js$/.test(f)).map((f) => `pkg/${f}`);
-  const mods = (main) =>
-    [main, "tests/fleet/support.js", ...pkg]
-      .map((f) => `(name = "${f}", ${f.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${relative(work, join(root, f))}")`)
-      .join(",\n    ");
+  const embed = (f) => `(name = "${f}", ${f.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${relative(work, join(root, f))}")`;
+  const mods = (main) => [main, "tests/fleet/support.js", ...pkg].map(embed).join(",\n    ");
+  const recipeWorkers = !recipe
+    ? ""
+    : `
+const recipe :Workerd.Worker = (
+  modules = [
+    (name = "recipe.js", esModule = embed "${recipe}"),
+    (name = "edge-deadline", esModule = "export * from \\"./pkg/workerd.js\\";"),
+    (name = "edge-deadline/derive", esModule = "export * from \\"../pkg/derive-workerd.js\\";"),
+    ${pkg.map(embed).join(",\n    ")}
+  ],
+  compatibilityDate = "2026-11-24",
+  bindings = [
+    (name = "TIMEOUTS", durableObjectNamespace = (className = "TimeoutAggregator", serviceName = "agg")),
+    (name = "PROFILE", service = "profile"),
+  ],
+);
+const profile :Workerd.Worker = (
+  modules = [ ${mods("tests/fleet/profile-worker.js")} ],
+  compatibilityDate = "2026-11-24",
+);
+`;
   return `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "isolates", worker = .isolates),
     (name = "agg", worker = .agg),
-    (name = "do-disk", disk = (path = "${disk}", writable = true)),
+    (name = "do-disk", disk = (path = "${disk}", writable = true)),${recipe ? `\n    (name = "recipe", worker = .recipe),\n    (name = "profile", worker = .profile),` : ""}
   ],
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "isolates") ],
 );
 const agg :Workerd.Worker = (
   modules = [ ${mods("tests/fleet/agg-worker.js")} ],
   compatibilityDate = "2026-11-24",
-  durableObjectNamespaces = [ (className = "TimeoutAggregator", uniqueKey = "edge-deadline-fleet-test") ],
+  durableObjectNamespaces = [
+    (className = "TimeoutAggregator", uniqueKey = "edge-deadline-fleet-test"),
+    (className = "CountingAggregator", uniqueKey = "edge-deadline-fleet-counted"),
+  ],
   durableObjectStorage = (localDisk = "do-disk"),
-  bindings = [ (name = "AGG", durableObjectNamespace = "TimeoutAggregator") ],
+  bindings = [
+    (name = "AGG", durableObjectNamespace = "TimeoutAggregator"),
+    (name = "COUNTED", durableObjectNamespace = "CountingAggregator"),
+  ],
 );
 const isolates :Workerd.Worker = (
   modules = [ ${mods("tests/fleet/isolates-worker.js")} ],
   compatibilityDate = "2026-11-24",
-  bindings = [ (name = "AGG", service = "agg") ],
+  bindings = [ (name = "AGG", service = "agg")${recipe ? `, (name = "RECIPE", service = "recipe"), (name = "PROFILE", service = "profile")` : ""} ],
 );
-`;
+${recipeWorkers}`;
 }
 
 export async function startWorkerd(port, file) {
@@ -96,6 +128,79 @@ export function tableMatches(table, expected) {
   }
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/**
+ * The fleet recipe of docs/recipes.md ("Fleet-derived timeouts in one Worker"), its code block as
+ * printed, as the main module of a Worker whose TIMEOUTS is the aggregator's namespace and whose
+ * PROFILE answers in 4–12 ms (tests/fleet/profile-worker.js). Real time: the recipe's book flushes
+ * at most every `flushEveryMs` and reads the table every 60 s (the book's default `refreshEveryMs`),
+ * so `start` drives it and `finish`, about a minute later, checks what it serves; the other checks
+ * run in between.
+ */
+function recipeChecks(t, base) {
+  const code = readFileSync(join(work, "recipe.js"), "utf8");
+  const number = (name) => Number(new RegExp(`${name}: ([\\d_]+)`).exec(code)?.[1].replaceAll("_", ""));
+  const fallbackMs = number("fallbackMs");
+  const flushEveryMs = number("flushEveryMs");
+  const refreshEveryMs = 60_000;
+  const bucket = /book\.timeout\("([^"]+)"/.exec(code)?.[1];
+  const probeMs = 1_000;
+  let t0 = 0;
+  let requests = 0;
+  const call = async () => {
+    requests++;
+    const r = await fetch(`${base}/recipe`);
+    const body = await r.text();
+    assert(r.status === 200 && JSON.parse(body).name === "Ada", `recipe: ${r.status} ${body}`);
+  };
+  /** One request whose first call to PROFILE takes `probeMs`: when PROFILE saw each attempt begin. */
+  const probe = async () => {
+    assert((await fetch(`${base}/profile/_arm?delayMs=${probeMs}`)).status === 204, "arming PROFILE");
+    await call();
+    return (await fetch(`${base}/profile/_calls`)).json();
+  };
+  const row = async () => (await (await fetch(`${base}/table`)).json()).buckets[bucket];
+  /** Waits until every success the recipe recorded so far is in the fleet's row (its flush runs after the response). */
+  const flushed = async () => {
+    for (let i = 0; i < 100 && (await row())?.n !== requests; i++) await sleep(50); // the flush lands in ctx.waitUntil: no event to wait on
+    const n = (await row())?.n;
+    assert(n === requests, `the fleet's row holds ${n} successes, the recipe made ${requests} calls`);
+  };
+  return {
+    start: () =>
+      t.check("the fleet recipe (docs/recipes.md) as printed: its fallback while the fleet has too few samples", async () => {
+        assert(fallbackMs > probeMs && flushEveryMs > 0 && bucket, `recipe: fallbackMs ${fallbackMs}, flushEveryMs ${flushEveryMs}, bucket ${bucket}`);
+        t0 = Date.now();
+        await call(); // the isolate's first request: its book reads the table and sends its first flush
+        const calls = await probe();
+        assert(calls.length === 1, `a ${probeMs} ms call under the fallback ${fallbackMs} ms: ${calls.length} attempts`);
+        // p99 is served from 1 000 successes on (derive::samples_needed): 1 100 more calls, 20 at a time.
+        let next = 0;
+        await Promise.all(Array.from({ length: 20 }, async () => { while (next++ < 1_100) await call(); }));
+      }),
+    finish: () =>
+      t.check("the fleet recipe as printed: the fleet's p99 × safety once a flush carried 1 000 successes and the table was read again", async () => {
+        assert(t0 > 0, "the recipe was not started");
+        await sleep(t0 + flushEveryMs + 2_000 - Date.now());
+        await call(); // a flush is due: it carries every call since the first
+        await flushed();
+        const { timeoutMs, n } = await row();
+        assert(n >= 1_000 && timeoutMs > 0 && timeoutMs < probeMs / 2, `the fleet's row: n ${n}, timeoutMs ${timeoutMs}`);
+        await sleep(t0 + refreshEveryMs + 2_000 - Date.now());
+        await call(); // a refresh is due: started by timeout(), awaited with the flush in ctx.waitUntil
+        await flushed();
+        await sleep(1_000); // the refresh runs beside that flush; a local Durable Object answers it in milliseconds
+        const calls = await probe();
+        assert(calls.length >= 2, `a ${probeMs} ms call under the fleet's ${timeoutMs} ms: ${calls.length} attempt(s), not cut`);
+        // The first attempt is cut at the served timeout; the retry starts after a backoff of at most 100 ms (the default).
+        const gap = calls[1].at - calls[0].at;
+        assert(gap >= timeoutMs - 5 && gap <= timeoutMs + 100 + 250, `the second attempt began ${gap} ms after the first; served timeout ${timeoutMs} ms expected`);
+        console.error(`fleet recipe: fallback ${fallbackMs} ms, then the fleet's ${timeoutMs.toFixed(1)} ms (n ${n}); attempt cut after ${gap} ms`);
+      }),
+  };
+}
+
 async function workerdSuite() {
   const t = runner();
   const port = await freePort();
@@ -103,8 +208,10 @@ async function workerdSuite() {
   const { mkdirSync } = await import("node:fs");
   mkdirSync(disk);
   const file = join(work, "fleet.capnp");
-  writeFileSync(file, config(port, disk, work));
+  writeFileSync(join(work, "recipe.js"), jsBlockUnder(readFileSync(join(root, "docs/recipes.md"), "utf8"), "Fleet-derived timeouts in one Worker"));
+  writeFileSync(file, config(port, disk, work, "recipe.js"));
   const base = `http://127.0.0.1:${port}`;
+  const recipe = recipeChecks(t, base);
   // The CLI is built before workerd starts (the release build `cargo test --release --workspace` made), so
   // no check waits on a compiler while the server sits idle.
   execFileSync("cargo", ["build", "--release", "-q", "-p", "edge-deadline-cli"], { cwd: root, stdio: "inherit" });
@@ -113,12 +220,26 @@ async function workerdSuite() {
   try {
     let sim;
     let table;
+    await recipe.start();
     await t.check("50 isolates × 2 000 requests flush through a service binding; the table matches all samples in one place", async () => {
       sim = await (await fetch(`${base}/simulate?isolates=50&requests=2000`)).json();
       assert(sim.statuses.length === 200 && sim.statuses.every((s) => s === 204), `statuses ${[...new Set(sim.statuses)]}`);
       table = await (await fetch(`${base}/table`)).json();
       assert(table.v === 1 && table.windows === 24 && table.windowMs === 3_600_000, JSON.stringify(table).slice(0, 200));
       tableMatches(table, sim.expected);
+    });
+    await t.check("group commit: 50 flushes in flight cost at most 10 storage writes, and every one is merged", async () => {
+      const before = await (await fetch(`${base}/counted/writes`)).json();
+      const burst = await (await fetch(`${base}/burst?n=50`)).json();
+      assert(burst.statuses.length === 50 && burst.statuses.every((s) => s === 204), `statuses ${[...new Set(burst.statuses)]}`);
+      const after = await (await fetch(`${base}/counted/writes`)).json();
+      const writes = after.put - before.put;
+      assert(writes >= 1 && writes <= 10, `${writes} storage writes for 50 flushes in flight (${JSON.stringify({ before, after })})`);
+      assert(after.delete === before.delete, `deletes ${JSON.stringify({ before, after })}`);
+      // Every flush is in the table: 50 × 100 successes in each of the burst's 20 buckets.
+      const table = await (await fetch(`${base}/counted/table`)).json();
+      for (let b = 0; b < 20; b++) assert(table.buckets[`route-${b}`]?.n === 50 * 100, `route-${b}: n ${table.buckets[`route-${b}`]?.n}`);
+      console.error(`fleet: 50 flushes in flight, ${writes} storage writes, ${after.sync - before.sync} syncs`);
     });
     await t.check("hostile bytes are refused (400/413 with a code) and nothing merged changes", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
@@ -146,6 +267,7 @@ async function workerdSuite() {
       const text = cli();
       assert(/bucket=chat/.test(text) && /bucket=search/.test(text) && text.includes("p99 x 2"), text);
     });
+    await recipe.finish();
     await t.check("a restart of workerd loses nothing that was flushed", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
       await stop(child);

@@ -371,6 +371,9 @@ impl LatencySketch {
                 let detail = Message::new(msg::EXACT_COUNT).arg("count", count as f64);
                 return Err(invalid("count", detail.arg("limit", EXACT_LIMIT)));
             }
+            // The samples are read into a buffer reserved once (no more than
+            // the rest of the input can hold), not inserted one by one.
+            let mut samples = Vec::with_capacity((count as usize).min((bytes.len() - r.at) / 8));
             let mut prev = min;
             for _ in 0..count {
                 let v = r.ms("samples")?;
@@ -378,10 +381,13 @@ impl LatencySketch {
                     return Err(invalid("samples", Message::new(msg::UNSORTED).arg("value", v)));
                 }
                 prev = v;
-                s.insert(v, 1);
+                samples.push(v);
             }
-            if count > 0 && (s.min != min || s.max != max) {
-                return Err(invalid("min", Message::new(msg::MIN_MAX)));
+            if let (Some(&lo), Some(&hi)) = (samples.first(), samples.last()) {
+                if lo != min || hi != max {
+                    return Err(invalid("min", Message::new(msg::MIN_MAX)));
+                }
+                s.fill_exact(samples, (min, max));
             }
         } else {
             if count <= EXACT_LIMIT as u64 {
