@@ -6,8 +6,8 @@ export type Aggregator = string | { fetch(request: Request): Promise<Response> }
 
 /** What a book tells `onWarning`, once per code and bucket. */
 export interface BookWarning {
-  /** `NO_TABLE`, `FEW_SAMPLES`, `STALE` (a fallback was served), `BUCKETS_FULL`, `REFRESH_FAILED`, `FLUSH_REFUSED`. */
-  code: "NO_TABLE" | "FEW_SAMPLES" | "STALE" | "BUCKETS_FULL" | "REFRESH_FAILED" | "FLUSH_REFUSED";
+  /** `NO_TABLE`, `FEW_SAMPLES`, `STALE` (a fallback was served), `BUCKETS_FULL`, `REFRESH_FAILED`, `FLUSH_REFUSED` (dropped), `FLUSH_FAILED` (kept for the next flush). */
+  code: "NO_TABLE" | "FEW_SAMPLES" | "STALE" | "BUCKETS_FULL" | "REFRESH_FAILED" | "FLUSH_REFUSED" | "FLUSH_FAILED";
   /** The bucket (or a detail, for the codes that have none). */
   bucket?: string;
   message: string;

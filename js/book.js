@@ -68,6 +68,7 @@ export class TimeoutBook {
   #tableRead = false;
   #scratch = null;
   #refreshEveryMs;
+  #flushEveryMs;
 
   /**
    * @param {object} [options]
@@ -105,6 +106,7 @@ export class TimeoutBook {
     );
     this.#maxBuckets = core.checkBookOption("options.maxBuckets", optNumber("options.maxBuckets", o.maxBuckets, "a whole number") ?? 256);
     this.#refreshEveryMs = o.refreshEveryMs ?? 60_000;
+    this.#flushEveryMs = o.flushEveryMs ?? 10_000;
     // The sketch validates it (a RangeError naming options.relativeError).
     this.#relativeError = new LatencySketch({ relativeError: optNumber("options.relativeError", o.relativeError, "a number between 0.001 and 0.5") }).relativeError;
     if (o.onWarning !== undefined && typeof o.onWarning !== "function") throw typeError("options.onWarning", "a function", o.onWarning);
@@ -271,14 +273,16 @@ export class TimeoutBook {
   async #send(bytes, result) {
     const buckets = core.readFlushCore(bytes);
     let status = 0;
+    let failure = "";
     try {
       const res = await this.#fetch(
         new Request(`${this.#base}/flush`, { method: "POST", body: bytes, headers: { "content-type": "application/octet-stream" } }),
       );
       status = res.status;
       await res.body?.cancel();
-    } catch {
+    } catch (error) {
       status = 0;
+      failure = error instanceof Error ? error.message : String(error);
     }
     if (status >= 200 && status < 300) {
       result.sent += buckets.length;
@@ -309,6 +313,7 @@ export class TimeoutBook {
       }
       b.successes.free();
     }
+    this.#warn("FLUSH_FAILED", status === 0 ? failure : `status ${status}`, this.#flushEveryMs);
   }
 
   /**

@@ -179,7 +179,7 @@ pub fn check_bucket_js(name: &str) -> Result<(), JsValue> {
 }
 
 /// The text of a book warning (`NO_TABLE`, `FEW_SAMPLES`, `STALE`, `BUCKETS_FULL`,
-/// `REFRESH_FAILED`, `FLUSH_REFUSED`).
+/// `REFRESH_FAILED`, `FLUSH_REFUSED`, `FLUSH_FAILED`).
 #[wasm_bindgen(js_name = bookWarningText)]
 pub fn warning_text(code: &str, bucket: &str, value: f64) -> String {
     warning(code, bucket, value).map(|m| m.to_string()).unwrap_or_default()

@@ -74,7 +74,8 @@ type OnWarning = Rc<dyn Fn(&BookWarning)>;
 /// What a book tells `on_warning`, once per code and bucket.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BookWarning {
-    /// `NO_TABLE`, `FEW_SAMPLES`, `STALE`, `BUCKETS_FULL`, `REFRESH_FAILED`, `FLUSH_REFUSED`.
+    /// `NO_TABLE`, `FEW_SAMPLES`, `STALE`, `BUCKETS_FULL`, `REFRESH_FAILED`, `FLUSH_REFUSED`,
+    /// `FLUSH_FAILED`.
     pub code: &'static str,
     /// The bucket (or a detail, for the codes that have none).
     pub bucket: String,
@@ -439,9 +440,9 @@ impl TimeoutBook {
     }
 
     async fn send_batch(&self, batch: FlushBatch, report: &mut FlushReport) {
-        let status = match self.send("flush", Some(&batch.to_bytes())).await {
-            Ok(res) => res.status(),
-            Err(_) => 0,
+        let (status, failure) = match self.send("flush", Some(&batch.to_bytes())).await {
+            Ok(res) => (res.status(), String::new()),
+            Err(e) => (0, sys::to_js_string(&e).unwrap_or_else(|_| "an error".into())),
         };
         let n = batch.buckets.len();
         if (200..300).contains(&status) {
@@ -474,6 +475,10 @@ impl TimeoutBook {
                 }
                 report.kept += 1;
             }
+            let every = s.schedule.options().flush_every_ms;
+            drop(s);
+            let detail = if status == 0 { failure } else { format!("status {status}") };
+            self.warn("FLUSH_FAILED", &detail, every);
         }
     }
 

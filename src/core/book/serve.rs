@@ -103,6 +103,9 @@ pub mod msg {
         REFRESH_FAILED = "the fleet's table could not be read ({bucket}); retrying in 'refreshEveryMs' ({value} ms)";
         /// Warning `FLUSH_REFUSED`: the aggregator refused a flush (not retried).
         FLUSH_REFUSED = "the aggregator refused a flush with status {value} ({bucket}); its data was dropped";
+        /// Warning `FLUSH_FAILED`: a flush did not reach the aggregator, or it
+        /// failed (5xx): the data is merged back and sent with the next flush.
+        FLUSH_FAILED = "a flush could not be delivered ({bucket}); its data is kept for the next flush, in 'flushEveryMs' ({value} ms)";
     }
 }
 
@@ -116,6 +119,7 @@ pub fn warning(code: &str, bucket: &str, value: f64) -> Option<Message> {
         "BUCKETS_FULL" => msg::BUCKETS_FULL,
         "REFRESH_FAILED" => msg::REFRESH_FAILED,
         "FLUSH_REFUSED" => msg::FLUSH_REFUSED,
+        "FLUSH_FAILED" => msg::FLUSH_FAILED,
         _ => return None,
     };
     Some(Message::new(t).arg("bucket", bucket).arg("value", value))

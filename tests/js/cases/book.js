@@ -134,6 +134,9 @@ const cases = [
         agg.status = 503;
         r = await book.flush();
         equal(`${r.sent} ${r.kept}`, "0 1", "unreachable: kept");
+        const failed = warnings.filter((w) => w.code === "FLUSH_FAILED");
+        equal(failed.length, 1, "a flush that could not be delivered is said, not only kept");
+        equal(failed[0].message, "a flush could not be delivered (status 503); its data is kept for the next flush, in 'flushEveryMs' (10000 ms)");
         book.record("a", 30);
         book.record("b", 5, "error");
         agg.status = 204;

@@ -148,6 +148,14 @@ pub async fn a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_st
     agg.borrow_mut().status = 503;
     let r = book.flush().await;
     ensure!((r.sent, r.kept) == (0, 1), "{r:?}");
+    ensure!(
+        seen.borrow().last().map(|w| (w.code, w.message.as_str()))
+            == Some((
+                "FLUSH_FAILED",
+                "a flush could not be delivered (status 503); its data is kept for the next flush, in 'flushEveryMs' (10000 ms)"
+            )),
+        "a flush that could not be delivered is said, not only kept"
+    );
     agg.borrow_mut().status = 204;
     book.record("GET /a", 30.0, CallOutcome::Ok).map_err(|e| e.to_string())?;
     clock.jump(10_000.0);
