@@ -226,6 +226,12 @@ export async function run(lib, { row, peers, cold, again } = {}) {
   shared.signal();
   rows["second signal() on the same deadline"] = nsPerOp(() => shared.signal(), { n: 1_000_000 });
   shared.dispose();
+  // The check a CPU-bound loop makes (target ≤ 50 ns): a clock read and a
+  // comparison; `expired()` and `remaining()` beside it for scale.
+  const loop = Deadline.in(FAR);
+  rows["d.checkpoint() with time left"] = nsPerOp(() => loop.checkpoint(), { n: 1_000_000 });
+  rows["d.expired()"] = nsPerOp(() => loop.expired(), { n: 1_000_000 });
+  rows["d.remaining()"] = nsPerOp(() => loop.remaining(), { n: 1_000_000 });
   if (peers) {
     const { anySignal, pTimeout, cockatielTimeout, TimeoutStrategy } = peers;
     const never = new Promise(noop);

@@ -232,6 +232,16 @@ export class Deadline {
     return now() >= this.#at;
   }
 
+  /**
+   * Throws `DeadlineExceeded` (the error the signal aborts with) once the instant has passed, else
+   * returns: the check for CPU-bound loops, where no timer can fire and the signal never aborts.
+   * Reads the clock and compares, nothing more (bench/deadline.bench.mjs). Parent aborts do not
+   * count, as for `expired()`.
+   */
+  checkpoint() {
+    if (now() >= this.#at) throw this.#passedReason();
+  }
+
   /** A new deadline `ms` earlier, keeping this one's parents: time held back for later work. */
   reserve(ms) {
     number("ms", ms);

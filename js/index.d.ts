@@ -100,6 +100,20 @@ export class Deadline implements Disposable {
   remaining(): number;
   /** `true` once the instant has passed. */
   expired(): boolean;
+  /**
+   * Returns when time is left; throws once the instant has passed. For CPU-bound loops, where no
+   * timer can fire and the signal cannot abort: call it every so many iterations. A clock read and
+   * a comparison; a parent signal's abort does not count (as for `expired()`).
+   * @throws {DeadlineExceeded} once the instant has passed (the reason the signal aborts with)
+   * @example
+   * const d = Deadline.in(50);
+   * let sum = 0;
+   * for (let i = 0; i < 1e9; i++) {
+   *   if ((i & 0xffff) === 0) d.checkpoint();
+   *   sum += i;
+   * }
+   */
+  checkpoint(): void;
   /** A deadline `ms` earlier (same parents): time held back for work after this step. */
   reserve(ms: number): Deadline;
   /**

@@ -23,7 +23,11 @@ export interface AttemptInfo {
   operationKey: string | undefined;
 }
 
-/** `retry`'s options: the core's policy (`attemptMinMs`, `attemptTimeoutMs`, `backoff`, `maxAttempts`, `idempotent`) and what the host owns. */
+/**
+ * `retry`'s options: the core's policy (`attemptMinMs`, `attemptTimeoutMs`, `backoff` with `jitter` as a
+ * fraction or `"full"` / `"equal"` / `"decorrelated"`, `maxAttempts`, `idempotent`, `maxRetryAfterMs`)
+ * and what the host owns.
+ */
 export interface RetryOptions extends RetryPolicyOptions, OtelOption {
   deadline: Deadline;
   /** …unless this key lets the server de-duplicate (it is passed to `fn`). */
@@ -74,6 +78,13 @@ export class RetryFailed extends Error {
   readonly attempts: AttemptRecord[];
   /** The last attempt's error (or the signal's reason). */
   readonly cause: unknown;
+  /**
+   * With reason "retry-after": the wait the failed attempt's response asked for (`Retry-After`,
+   * `RateLimit-Reset`, `X-RateLimit-Reset`, read from the error's `response`), in ms.
+   */
+  readonly retryAfterMs?: number;
+  /** With reason "retry-after": what was left of the deadline when the wait was refused, in ms. */
+  readonly remainingMs?: number;
 }
 
 /**

@@ -37,6 +37,13 @@
 // 8. With tracing on (js/otel.js), the retry's span ends when `retry`
 //    settles, each attempt's (its child) when the attempt ends, before the
 //    backoff, which is an event of the retry's span.
+// 9. A failed attempt whose error carries a `response` (a Response, or any
+//    object with `headers.get`) hands its `Retry-After`, `RateLimit-Reset`
+//    and `X-RateLimit-Reset` values to the core, which reads them and
+//    decides (src/core/retry/after.rs): the wall clock (`Date.now()`) is
+//    read only when the core says a value is a date or an epoch. The wait is
+//    slept only when an attempt still fits after it; otherwise `retry`
+//    rejects at once with reason "retry-after".
 //
 // # Per-attempt timeouts
 // An attempt cut at its own timeout aborts its signal with `AttemptTimeout`
@@ -78,18 +85,21 @@ function seedFrom(param, seed) {
 
 /**
  * The first `retries` backoff delays for `seed` (the same on every runtime).
- * @param {{ baseMs: number, maxMs: number, jitter: number }} backoff
+ * @param {{ baseMs: number, maxMs: number, jitter: number | "full" | "equal" | "decorrelated" }} backoff
  */
 export function backoffSchedule(backoff, retries, seed) {
   if (!isReady()) notReady("backoffSchedule");
-  return Array.from(core.backoffSchedule(checkBackoff("backoff", backoff), check.count("retries", retries), seedFrom("seed", seed)));
+  const b = checkBackoff("backoff", backoff);
+  const named = typeof b.jitter === "string";
+  return Array.from(core.backoffSchedule(b.baseMs, b.maxMs, named ? undefined : b.jitter, named ? b.jitter : undefined, check.count("retries", retries), seedFrom("seed", seed)));
 }
 
 function checkBackoff(param, backoff) {
   const b = check.obj(param, backoff, "an object like { baseMs, maxMs, jitter }");
   check.number(`${param}.baseMs`, b.baseMs);
   check.number(`${param}.maxMs`, b.maxMs);
-  check.number(`${param}.jitter`, b.jitter, "a number between 0 and 1");
+  // A name is checked by the core (a RangeError naming it); here its type.
+  if (typeof b.jitter !== "string") check.number(`${param}.jitter`, b.jitter, "a number between 0 and 1, or \"full\", \"equal\" or \"decorrelated\"");
   return b;
 }
 
@@ -163,6 +173,25 @@ function isFailure(f) {
   return failures.has(f);
 }
 
+/**
+ * The wait in ms a failed attempt's response asked for, or `undefined`: the
+ * core reads the headers; the wall clock only when it asks for it (NaN).
+ */
+function serverWait(error) {
+  const headers = error?.response?.headers;
+  if (typeof headers?.get !== "function") return undefined;
+  const value = (name) => {
+    const v = headers.get(name);
+    return typeof v === "string" ? v : undefined;
+  };
+  const ra = value("retry-after");
+  const rl = value("ratelimit-reset");
+  const xrl = value("x-ratelimit-reset");
+  if (ra === undefined && rl === undefined && xrl === undefined) return undefined;
+  const wait = core.serverWait(ra, rl, xrl, NaN);
+  return Number.isNaN(wait) ? core.serverWait(ra, rl, xrl, Date.now()) : wait;
+}
+
 function defaultClassify(error) {
   const f = error?.failure;
   return isFailure(f) ? f : "ambiguous";
@@ -199,6 +228,7 @@ async function retryLoop(fn, options) {
   if (o.backoff !== undefined) checkBackoff("options.backoff", o.backoff);
   if (o.maxAttempts !== undefined) check.count("options.maxAttempts", o.maxAttempts);
   if (o.idempotent !== undefined) check.bool("options.idempotent", o.idempotent);
+  check.optNumber("options.maxRetryAfterMs", o.maxRetryAfterMs);
   const onAttempt = o.onAttempt === undefined ? undefined : check.fn("options.onAttempt", o.onAttempt, "a function (record) => void");
   if (o.operationKey !== undefined && (typeof o.operationKey !== "string" || o.operationKey === "")) {
     throw check.typeError("options.operationKey", "a non-empty string", o.operationKey);
@@ -219,7 +249,8 @@ async function retryLoop(fn, options) {
   // The options cross as their fields (scalars): through serde, reading an
   // options object cost about 2 µs per call (src/wasm/retry.rs).
   const b = o.backoff;
-  const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, b?.jitter, o.maxAttempts, o.idempotent, o.operationKey !== undefined, seed);
+  const named = typeof b?.jitter === "string";
+  const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed);
   const errors = [];
   // Tracing (js/otel.js): the retry's span, each attempt's a child of it.
   let span; // undefined once ended
@@ -234,14 +265,16 @@ async function retryLoop(fn, options) {
   // The core's stop: its word and its whole sentence (src/core/retry.rs
   // `Stopped`); the cause is the signal's reason, or the last attempt's error.
   const stopped = (cause) => {
-    const { reason, message } = run.stop();
+    const { reason, message, retryAfterMs, remainingMs } = run.stop();
     const list = attempts();
     const last = list[list.length - 1];
     if (span !== undefined) {
       t.end(span, reason, now(), message, { "deadline.attempts": list.length });
       span = undefined;
     }
-    return new RetryFailed(reason, message, list, cause !== undefined ? { cause } : last ? { cause: last.error } : undefined);
+    const e = new RetryFailed(reason, message, list, cause !== undefined ? { cause } : last ? { cause: last.error } : undefined);
+    if (retryAfterMs !== undefined) Object.assign(e, { retryAfterMs, remainingMs });
+    return e;
   };
   // The hook sees each attempt's record once it is final; what it throws is
   // reported and never changes the retry's result (like a plan's onStep).
@@ -323,7 +356,8 @@ async function retryLoop(fn, options) {
         delay = budget ? run.timedOutBudgeted(t1, retryBudgetCore(budget)) : run.timedOut(t1);
       } else {
         failure = classified(classify, result.error);
-        delay = budget ? run.failedBudgeted(t1, failure, retryBudgetCore(budget)) : run.failed(t1, failure);
+        const wait = serverWait(result.error);
+        delay = budget ? run.failedBudgeted(t1, failure, retryBudgetCore(budget), wait) : run.failed(t1, failure, wait);
       }
       if (attemptSpan !== undefined) {
         t.end(attemptSpan, result.ended, t1, result.error, { "deadline.failure": failure });

@@ -136,6 +136,7 @@ fn main_messages_fill_every_hole() {
             RetryError::TooManyRetries { value: 101 },
             RetryError::BadAttempt { value: 0 },
             RetryError::UnknownFailure { value: "x".into() },
+            RetryError::UnknownJitter { value: "x".into() },
             RetryError::Budget(RetryBudgetError::BadWindow { value: 0.0 }),
             RetryError::OutOfOrder { call: "failed", state: "idle" },
         ]
@@ -151,6 +152,18 @@ fn main_messages_fill_every_hole() {
             StopReason::TimeoutBelowMin { attempt_timeout_ms: 1.0, attempt_min_ms: 2.0 },
             StopReason::BackoffPastDeadline { delay_ms: 1.0, remaining_ms: 2.0, attempt_min_ms: 3.0 },
             StopReason::BudgetExhausted,
+            StopReason::RetryAfter {
+                retry_after_ms: 1.0,
+                remaining_ms: 2.0,
+                attempt_min_ms: 3.0,
+                max_retry_after_ms: None,
+            },
+            StopReason::RetryAfter {
+                retry_after_ms: 1.0,
+                remaining_ms: 2.0,
+                attempt_min_ms: 3.0,
+                max_retry_after_ms: Some(0.5),
+            },
             StopReason::CircuitOpen { wait_ms: 1.0, remaining_ms: 2.0, attempt_min_ms: 3.0 },
             StopReason::Deadline { during: None },
             StopReason::Deadline { during: Some(During::BeforeAttempt) },

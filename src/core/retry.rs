@@ -45,6 +45,12 @@
 //!    deadline (plus the lateness of the last timer), with at most
 //!    `maxAttempts` attempts; inside a plan, seed 004's four steps × two
 //!    attempts × 10 s end by the caller's 30 s, never at 80 s.
+//! 7. A wait the server asked for (`Retry-After` and the rate-limit resets,
+//!    [`after`]) is taken only when `attemptMinMs` still remains after it
+//!    and it is not over `maxRetryAfterMs`; otherwise the loop stops at once
+//!    ([`StopReason::RetryAfter`]). The delay slept is never shorter than it
+//!    (jitter applies to the computed backoff only), so no server wait is
+//!    cut short and none is slept past the deadline.
 //! 6. A signal ends a run where it is (before an attempt, during one, during
 //!    the backoff): a running attempt is recorded as ambiguous, ended by the
 //!    deadline or aborted, and no retry is asked of the budget; every stop
@@ -98,6 +104,11 @@ pub enum RetryError {
         /// The attempt number given (0).
         value: u32,
     },
+    /// `jitter` is a name other than `full`, `equal` or `decorrelated`.
+    UnknownJitter {
+        /// The name given (its first 64 characters).
+        value: String,
+    },
     /// A failure kind other than `ambiguous`, `not-applied` or `permanent`.
     UnknownFailure {
         /// The kind given (its first 64 characters).
@@ -123,6 +134,8 @@ pub mod msg {
         ATTEMPT_TIMEOUT = "attempt {attempt} timed out after {timeoutMs:ms} ms";
         /// [`RetryError::BadJitter`](super::RetryError::BadJitter).
         BAD_JITTER = "'jitter' must be between 0 and 1: current value is {value}";
+        /// [`RetryError::UnknownJitter`](super::RetryError::UnknownJitter).
+        UNKNOWN_JITTER = "'jitter' must be a number between 0 and 1 or one of full, equal, decorrelated: current value is '{value}'";
         /// [`RetryError::MaxBelowBase`](super::RetryError::MaxBelowBase).
         MAX_BELOW_BASE = "'maxMs' must be at least 'baseMs' ({baseMs}): current value is {maxMs}";
         /// [`RetryError::BadMaxAttempts`](super::RetryError::BadMaxAttempts).
@@ -147,6 +160,10 @@ pub mod msg {
         STOP_TIMEOUT_BELOW_MIN = "an attempt would time out after {attemptTimeoutMs:ms} ms but needs at least {attemptMinMs:ms} ms, so none was started";
         /// The sentence of [`StopReason::BackoffPastDeadline`](super::StopReason::BackoffPastDeadline).
         STOP_BACKOFF_PAST_DEADLINE = "a {delayMs:ms} ms backoff would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining, so it was not slept";
+        /// The sentence of [`StopReason::RetryAfter`](super::StopReason::RetryAfter) past the deadline.
+        STOP_RETRY_AFTER = "the server asked for a {retryAfterMs:ms} ms wait, which would leave less than the {attemptMinMs:ms} ms an attempt needs out of the {remainingMs:ms} ms remaining";
+        /// The sentence of [`StopReason::RetryAfter`](super::StopReason::RetryAfter) over `maxRetryAfterMs`.
+        STOP_RETRY_AFTER_CAP = "the server asked for a {retryAfterMs:ms} ms wait, over maxRetryAfterMs ({maxRetryAfterMs:ms} ms)";
         /// The sentence of [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted).
         STOP_BUDGET_EXHAUSTED = "the retry budget is exhausted for this window";
         /// The sentence of [`StopReason::CircuitOpen`](super::StopReason::CircuitOpen).
@@ -192,6 +209,7 @@ impl Described for RetryError {
             Self::BadMaxAttempts { .. } => "MAX_ATTEMPTS_OUT_OF_RANGE",
             Self::TooManyRetries { .. } => "RETRIES_OUT_OF_RANGE",
             Self::BadAttempt { .. } => "ATTEMPT_OUT_OF_RANGE",
+            Self::UnknownJitter { .. } => "UNKNOWN_JITTER",
             Self::UnknownFailure { .. } => "UNKNOWN_FAILURE",
             Self::Budget(e) => e.code(),
             Self::OutOfOrder { .. } => "OUT_OF_ORDER",
@@ -207,7 +225,7 @@ impl Described for RetryError {
                 Some("maxMs") => "backoff.maxMs",
                 other => return other.map(String::from),
             },
-            Self::BadJitter { .. } => "backoff.jitter",
+            Self::BadJitter { .. } | Self::UnknownJitter { .. } => "backoff.jitter",
             Self::MaxBelowBase { .. } => "backoff.maxMs",
             Self::BadMaxAttempts { .. } => "maxAttempts",
             Self::TooManyRetries { .. } => "retries",
@@ -246,6 +264,7 @@ impl Described for RetryError {
             Self::TooManyRetries { value: v } => value(msg::TOO_MANY_RETRIES, (*v).into()).arg("max", MAX_ATTEMPTS),
             Self::BadAttempt { value: v } => value(msg::BAD_ATTEMPT, (*v).into()),
             Self::UnknownFailure { value: v } => Message::new(msg::UNKNOWN_FAILURE).arg("value", v.as_str()),
+            Self::UnknownJitter { value: v } => Message::new(msg::UNKNOWN_JITTER).arg("value", v.as_str()),
             Self::Budget(e) => e.message(),
             Self::OutOfOrder { call, state } => Message::new(msg::OUT_OF_ORDER).arg("call", *call).arg("state", *state),
         }
@@ -272,7 +291,7 @@ impl From<DeadlineError> for RetryError {
 /// deadline), [`DEFAULT_BACKOFF`], [`DEFAULT_MAX_ATTEMPTS`], and not
 /// idempotent: an ambiguous failure is not repeated unless the operation is
 /// idempotent or holds an operation key.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct RetryOptions {
@@ -301,18 +320,29 @@ pub struct RetryOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub idempotent: Option<bool>,
+    /// The longest wait a server may ask for (`Retry-After`, the rate-limit
+    /// resets) that the loop still waits; a longer one stops it at once with
+    /// [`StopReason::RetryAfter`]. Default: no cap but the deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub max_retry_after_ms: Option<f64>,
 }
 
 impl RetryOptions {
     /// The validated policy, defaults filled in.
     pub fn policy(&self) -> Result<RetryPolicy, RetryError> {
+        let backoff = match &self.backoff {
+            Some(b) => b.backoff()?,
+            None => DEFAULT_BACKOFF.backoff()?,
+        };
         RetryPolicy::new(
             self.attempt_min_ms.unwrap_or(0.0),
             self.attempt_timeout_ms,
-            self.backoff.unwrap_or(DEFAULT_BACKOFF).backoff()?,
+            backoff,
             self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
             self.idempotent.unwrap_or(false),
-        )
+        )?
+        .with_max_retry_after_ms(self.max_retry_after_ms)
     }
 }
 
@@ -392,6 +422,18 @@ pub enum StopReason {
         remaining_ms: f64,
         /// The least an attempt needs, in ms.
         attempt_min_ms: f64,
+    },
+    /// The server asked for a wait (`Retry-After`, a rate-limit reset) that
+    /// would leave less than `attemptMinMs`, or longer than `maxRetryAfterMs`.
+    RetryAfter {
+        /// The wait the server asked for, in ms.
+        retry_after_ms: f64,
+        /// What was left before the deadline, in ms.
+        remaining_ms: f64,
+        /// The least an attempt needs, in ms.
+        attempt_min_ms: f64,
+        /// The cap it was over, when that is why.
+        max_retry_after_ms: Option<f64>,
     },
     /// The shared [`RetryBudget`] has no retry left in its window.
     BudgetExhausted,
@@ -482,7 +524,7 @@ impl Stopped {
 
     /// The word and the whole sentence, for a binding.
     pub fn stop(&self) -> Stop {
-        Stop { reason: self.reason.stop_code(), message: self.message() }
+        Stop { message: self.message(), ..self.reason.stop() }
     }
 }
 
@@ -510,6 +552,8 @@ pub enum StopCode {
     Insufficient,
     /// `"backoff-past-deadline"`: [`StopReason::BackoffPastDeadline`].
     BackoffPastDeadline,
+    /// `"retry-after"`: [`StopReason::RetryAfter`].
+    RetryAfter,
     /// `"budget-exhausted"`: [`StopReason::BudgetExhausted`].
     BudgetExhausted,
     /// `"circuit-open"`: [`StopReason::CircuitOpen`].
@@ -529,6 +573,7 @@ impl StopCode {
             Self::Exhausted => "exhausted",
             Self::Insufficient => "insufficient",
             Self::BackoffPastDeadline => "backoff-past-deadline",
+            Self::RetryAfter => "retry-after",
             Self::BudgetExhausted => "budget-exhausted",
             Self::CircuitOpen => "circuit-open",
             Self::Deadline => "deadline",
@@ -548,6 +593,14 @@ pub struct Stop {
     /// The sentence, as a template and its numbers.
     #[cfg_attr(feature = "typescript", tsify(type = "string"))]
     pub message: Message,
+    /// For `"retry-after"`: the wait the server asked for, in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub retry_after_ms: Option<f64>,
+    /// For `"retry-after"`: what was left before the deadline, in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub remaining_ms: Option<f64>,
 }
 
 impl StopReason {
@@ -559,6 +612,7 @@ impl StopReason {
             Self::Exhausted { .. } => StopCode::Exhausted,
             Self::Insufficient { .. } | Self::TimeoutBelowMin { .. } => StopCode::Insufficient,
             Self::BackoffPastDeadline { .. } => StopCode::BackoffPastDeadline,
+            Self::RetryAfter { .. } => StopCode::RetryAfter,
             Self::BudgetExhausted => StopCode::BudgetExhausted,
             Self::CircuitOpen { .. } => StopCode::CircuitOpen,
             Self::Deadline { .. } => StopCode::Deadline,
@@ -573,7 +627,11 @@ impl StopReason {
 
     /// The word and the sentence, for a binding.
     pub fn stop(&self) -> Stop {
-        Stop { reason: self.stop_code(), message: self.message() }
+        let (retry_after_ms, remaining_ms) = match *self {
+            Self::RetryAfter { retry_after_ms, remaining_ms, .. } => (Some(retry_after_ms), Some(remaining_ms)),
+            _ => (None, None),
+        };
+        Stop { reason: self.stop_code(), message: self.message(), retry_after_ms, remaining_ms }
     }
 
     /// The sentence, as a message.
@@ -591,6 +649,15 @@ impl StopReason {
             Self::BackoffPastDeadline { delay_ms, remaining_ms, attempt_min_ms } => {
                 Message::new(msg::STOP_BACKOFF_PAST_DEADLINE)
                     .arg("delayMs", delay_ms)
+                    .arg("attemptMinMs", attempt_min_ms)
+                    .arg("remainingMs", remaining_ms)
+            }
+            Self::RetryAfter { retry_after_ms, max_retry_after_ms: Some(cap), .. } => {
+                Message::new(msg::STOP_RETRY_AFTER_CAP).arg("retryAfterMs", retry_after_ms).arg("maxRetryAfterMs", cap)
+            }
+            Self::RetryAfter { retry_after_ms, remaining_ms, attempt_min_ms, max_retry_after_ms: None } => {
+                Message::new(msg::STOP_RETRY_AFTER)
+                    .arg("retryAfterMs", retry_after_ms)
                     .arg("attemptMinMs", attempt_min_ms)
                     .arg("remainingMs", remaining_ms)
             }
@@ -650,6 +717,7 @@ pub struct RetryPolicy {
     backoff: Backoff,
     max_attempts: u32,
     idempotent: bool,
+    max_retry_after_ms: Option<f64>,
 }
 
 impl RetryPolicy {
@@ -672,7 +740,23 @@ impl RetryPolicy {
         if !(1..=MAX_ATTEMPTS).contains(&max_attempts) {
             return Err(RetryError::BadMaxAttempts { value: max_attempts });
         }
-        Ok(Self { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent })
+        Ok(Self { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent, max_retry_after_ms: None })
+    }
+
+    /// The policy with a cap on the waits a server may ask for (`None`: the
+    /// deadline is the only cap); a duration in ms, checked by name
+    /// (`maxRetryAfterMs`).
+    pub fn with_max_retry_after_ms(mut self, max_retry_after_ms: Option<f64>) -> Result<Self, RetryError> {
+        self.max_retry_after_ms = match max_retry_after_ms {
+            Some(m) => Some(check_ms("maxRetryAfterMs", m)?),
+            None => None,
+        };
+        Ok(self)
+    }
+
+    /// The cap on a server-asked wait, in ms (`None`: only the deadline).
+    pub fn max_retry_after_ms(&self) -> Option<f64> {
+        self.max_retry_after_ms
     }
 
     /// The backoff between attempts.
@@ -741,6 +825,26 @@ impl RetryPolicy {
         now_ms: f64,
         at: f64,
     ) -> Result<AfterFailure, RetryError> {
+        self.after_failure_waiting(attempt, failure, operation_key_safe, delay_ms, None, now_ms, at)
+    }
+
+    /// [`RetryPolicy::after_failure`] when the failed attempt's response
+    /// asked for a wait of `server_wait_ms` ([`after::server_wait`]): it is
+    /// taken only when `attemptMinMs` remains after it and it is within
+    /// `maxRetryAfterMs` (else [`StopReason::RetryAfter`]), and the delay is
+    /// the longer of it and the backoff. A wait that is not a finite,
+    /// non-negative number is no wait.
+    #[allow(clippy::too_many_arguments)]
+    pub fn after_failure_waiting(
+        &self,
+        attempt: u32,
+        failure: Failure,
+        operation_key_safe: bool,
+        delay_ms: f64,
+        server_wait_ms: Option<f64>,
+        now_ms: f64,
+        at: f64,
+    ) -> Result<AfterFailure, RetryError> {
         if attempt == 0 {
             return Err(RetryError::BadAttempt { value: 0 });
         }
@@ -756,6 +860,27 @@ impl RetryPolicy {
         }
         if attempt >= self.max_attempts {
             return stop(StopReason::Exhausted { attempts: self.max_attempts });
+        }
+        let mut delay_ms = delay_ms;
+        if let Some(wait) = server_wait_ms.filter(|w| w.is_finite() && *w >= 0.0) {
+            let refuse = |cap| {
+                stop(StopReason::RetryAfter {
+                    retry_after_ms: wait + 0.0,
+                    remaining_ms: remaining,
+                    attempt_min_ms: self.attempt_min_ms,
+                    max_retry_after_ms: cap,
+                })
+            };
+            if let Some(cap) = self.max_retry_after_ms.filter(|cap| wait > *cap) {
+                return refuse(Some(cap));
+            }
+            let after = remaining - wait;
+            if after < self.attempt_min_ms || after <= 0.0 {
+                return refuse(None);
+            }
+            if wait > delay_ms {
+                delay_ms = wait + 0.0;
+            }
         }
         let after = remaining - delay_ms;
         if after < self.attempt_min_ms || after <= 0.0 {
@@ -907,6 +1032,8 @@ pub struct RetryRun {
     rng: SplitMix64,
     operation_key_safe: bool,
     attempts: u32,
+    /// The last computed backoff, in ms (decorrelated jitter follows it).
+    previous_delay_ms: f64,
     /// The first attempt was counted as a request in a budget (once, even
     /// when a breaker refused it and it started again).
     requested: bool,
@@ -928,6 +1055,7 @@ impl RetryRun {
             rng: SplitMix64::new(seed),
             operation_key_safe,
             attempts: 0,
+            previous_delay_ms: 0.0,
             requested: false,
             phase: Phase::Ready,
             records: Vec::new(),
@@ -1011,14 +1139,37 @@ impl RetryRun {
         how: AttemptFailure,
         budget: Option<&mut RetryBudget>,
     ) -> Result<AfterFailure, RetryError> {
+        self.attempt_failed_waiting(now_ms, how, None, budget)
+    }
+
+    /// [`RetryRun::attempt_failed`] when the attempt's response asked for a
+    /// wait of `server_wait_ms` ([`after::server_wait`], invariant 7).
+    /// Never inlined: the binding's four failure paths share one copy in the
+    /// `.wasm` (the Worker's size budget).
+    #[inline(never)]
+    pub fn attempt_failed_waiting(
+        &mut self,
+        now_ms: f64,
+        how: AttemptFailure,
+        server_wait_ms: Option<f64>,
+        budget: Option<&mut RetryBudget>,
+    ) -> Result<AfterFailure, RetryError> {
         let (failure, ended) = match how {
             AttemptFailure::Error(f) => (f, Ended::Error),
             AttemptFailure::Timeout => (Failure::Ambiguous, Ended::Timeout),
         };
         self.finish(now_ms, AttemptOutcome::Failed(failure), ended, "failed")?;
-        let delay = self.policy.backoff.delay(self.attempts, &mut self.rng);
-        let mut decision =
-            self.policy.after_failure(self.attempts, failure, self.operation_key_safe, delay, now_ms, self.at)?;
+        let delay = self.policy.backoff.delay(self.attempts, self.previous_delay_ms, &mut self.rng);
+        self.previous_delay_ms = delay;
+        let mut decision = self.policy.after_failure_waiting(
+            self.attempts,
+            failure,
+            self.operation_key_safe,
+            delay,
+            server_wait_ms,
+            now_ms,
+            self.at,
+        )?;
         if let (AfterFailure::Backoff { .. }, Some(b)) = (decision, budget) {
             if !b.try_retry(now_ms)? {
                 decision = AfterFailure::Stop(StopReason::BudgetExhausted);
@@ -1098,8 +1249,10 @@ impl RetryRun {
     }
 }
 
+pub mod after;
 pub mod backoff;
-pub use backoff::{Backoff, BackoffOptions, DEFAULT_BACKOFF};
+pub use after::{server_wait, ServerWait};
+pub use backoff::{Backoff, BackoffOptions, Jitter, JitterOption, DEFAULT_BACKOFF};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

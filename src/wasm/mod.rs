@@ -191,6 +191,16 @@ pub(crate) fn array_js<T: tsify::Tsify + serde::Serialize>(values: &[T]) -> Resu
     Ok(out)
 }
 
+/// The `.wasm`'s allocator: talc's single-threaded WebAssembly allocator in
+/// place of Rust's default dlmalloc, which leaves the deadline-only Worker
+/// room under its 80 KiB upload budget (BENCHMARKS.md, "Where it stands";
+/// docs/design.md, "Allocator and panics", has the figures). The package's
+/// instances are single-threaded: no build enables the `atomics` target
+/// feature, which talc's unsynchronised cell would need to refuse.
+#[cfg(all(any(feature = "main", feature = "derive"), not(target_feature = "atomics")))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 /// Runs once per instantiation (wasm-bindgen's start hook): a bug in the core
 /// (a panic; the core returns a `Result` for every input) then shows its
 /// message and location in the console before the instance traps, instead of

@@ -24,9 +24,12 @@
 use wasm_bindgen::prelude::*;
 
 use super::retry_budget::RetryBudgetJs;
-use super::{array_js, from_js, into_js, to_js, within_js};
+use super::{array_js, into_js, to_js, within_js};
 use crate::core::error::ShapeError;
-use crate::core::retry::{AfterFailure, AttemptFailure, BackoffOptions, Failure, RetryOptions, RetryRun, Start};
+use crate::core::retry::{
+    server_wait, AfterFailure, AttemptFailure, Backoff, BackoffOptions, Failure, JitterOption, RetryOptions, RetryRun,
+    ServerWait, Start,
+};
 
 /// One `retry()` call's [`RetryRun`].
 #[wasm_bindgen(js_name = RetryRun)]
@@ -40,7 +43,8 @@ impl RetryRunJs {
     /// Errors name the option as the user wrote it (`options.backoff.jitter`).
     /// The options cross as their fields, scalars (see the module doc);
     /// `js/retry.js` has checked their types, and a backoff's three fields
-    /// come together or not at all.
+    /// come together or not at all (`jitter` as a number or as a name:
+    /// `backoff_jitter` or `backoff_jitter_name`).
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -50,12 +54,19 @@ impl RetryRunJs {
         backoff_base_ms: Option<f64>,
         backoff_max_ms: Option<f64>,
         backoff_jitter: Option<f64>,
+        backoff_jitter_name: Option<String>,
         max_attempts: Option<u32>,
         idempotent: Option<bool>,
+        max_retry_after_ms: Option<f64>,
         operation_key_safe: bool,
         seed: u64,
     ) -> Result<RetryRunJs, JsValue> {
-        let backoff = match (backoff_base_ms, backoff_max_ms, backoff_jitter) {
+        let jitter = match (backoff_jitter, backoff_jitter_name) {
+            (Some(j), _) => Some(JitterOption::Fraction(j)),
+            (None, Some(name)) => Some(JitterOption::Name(name)),
+            (None, None) => None,
+        };
+        let backoff = match (backoff_base_ms, backoff_max_ms, jitter) {
             (Some(base_ms), Some(max_ms), Some(jitter)) => Some(BackoffOptions { base_ms, max_ms, jitter }),
             (None, None, None) => None,
             _ => {
@@ -63,7 +74,8 @@ impl RetryRunJs {
                 return Err(to_js(ShapeError { param: "options.backoff", detail }));
             }
         };
-        let options = RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent };
+        let options =
+            RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent, max_retry_after_ms };
         let policy = options.policy().map_err(|e| within_js("options", &e))?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
         Ok(Self { run })
@@ -94,10 +106,13 @@ impl RetryRunJs {
         self.run.succeeded(now_ms).map_err(to_js)
     }
 
-    /// [`RetryRun::failed`]: the backoff delay, or `undefined` to stop.
-    pub fn failed(&mut self, now_ms: f64, failure: &str) -> Result<Option<f64>, JsValue> {
+    /// [`RetryRun::attempt_failed_waiting`] with an error classified as
+    /// `failure`, whose response asked for `server_wait_ms` ([`serverWait`](server_wait_js)):
+    /// the backoff delay, or `undefined` to stop.
+    pub fn failed(&mut self, now_ms: f64, failure: &str, server_wait_ms: Option<f64>) -> Result<Option<f64>, JsValue> {
         let failure = Failure::parse(failure).map_err(to_js)?;
-        let after = self.run.failed(now_ms, failure, None).map_err(to_js)?;
+        let how = AttemptFailure::Error(failure);
+        let after = self.run.attempt_failed_waiting(now_ms, how, server_wait_ms, None).map_err(to_js)?;
         Ok(self.after(after))
     }
 
@@ -108,9 +123,12 @@ impl RetryRunJs {
         now_ms: f64,
         failure: &str,
         budget: &mut RetryBudgetJs,
+        server_wait_ms: Option<f64>,
     ) -> Result<Option<f64>, JsValue> {
         let failure = Failure::parse(failure).map_err(to_js)?;
-        let after = self.run.failed(now_ms, failure, Some(budget.budget_mut())).map_err(to_js)?;
+        let how = AttemptFailure::Error(failure);
+        let after =
+            self.run.attempt_failed_waiting(now_ms, how, server_wait_ms, Some(budget.budget_mut())).map_err(to_js)?;
         Ok(self.after(after))
     }
 
@@ -167,26 +185,55 @@ impl RetryRunJs {
     }
 }
 
-/// The failure kinds `classify` may answer ([`Failure::ALL`]).
+/// The wait a failed attempt's response asks for ([`server_wait`]): its
+/// `Retry-After`, `RateLimit-Reset` and `X-RateLimit-Reset` values (absent:
+/// `undefined`) → the wait in ms, `undefined` for none, or NaN when a value is
+/// a wall-clock instant and `wall_now_ms` was NaN: ask again with `Date.now()`.
+/// Scalars both ways: this runs on a failed attempt's path.
+#[wasm_bindgen(js_name = serverWait)]
+pub fn server_wait_js(
+    retry_after: Option<String>,
+    ratelimit_reset: Option<String>,
+    x_ratelimit_reset: Option<String>,
+    wall_now_ms: f64,
+) -> Option<f64> {
+    match server_wait(retry_after.as_deref(), ratelimit_reset.as_deref(), x_ratelimit_reset.as_deref(), wall_now_ms) {
+        ServerWait::None => None,
+        ServerWait::Ms(ms) => Some(ms),
+        ServerWait::NeedsWallClock => Some(f64::NAN),
+    }
+}
+
 /// The message of an `AttemptTimeout` ([`crate::core::retry::attempt_timeout`]).
 #[wasm_bindgen(js_name = attemptTimeoutText)]
 pub fn attempt_timeout_text(attempt: u32, timeout_ms: f64) -> String {
     crate::core::retry::attempt_timeout(attempt, timeout_ms).to_string()
 }
 
+/// The failure kinds `classify` may answer ([`Failure::ALL`]).
 #[wasm_bindgen(js_name = failureKinds, unchecked_return_type = "Failure[]")]
 pub fn failure_kinds() -> Result<js_sys::Array, JsValue> {
     array_js(&Failure::ALL)
 }
 
 /// The first `retries` delays of a backoff for `seed` ([`Backoff::schedule`](crate::core::retry::Backoff::schedule)).
+/// The backoff crosses as its fields, `jitter` as a number or a name (as
+/// for [`RetryRunJs::new`]): a serde decoder of the options measured larger in
+/// the main `.wasm`, whose deadline-only Worker has an 80 KiB budget.
 #[wasm_bindgen(js_name = backoffSchedule)]
 pub fn backoff_schedule(
-    #[wasm_bindgen(unchecked_param_type = "BackoffOptions")] backoff: JsValue,
+    base_ms: f64,
+    max_ms: f64,
+    jitter: Option<f64>,
+    jitter_name: Option<String>,
     retries: u32,
     seed: u64,
 ) -> Result<Vec<f64>, JsValue> {
-    let backoff: BackoffOptions = from_js(backoff, "backoff")?;
-    let backoff = backoff.backoff().map_err(to_js)?;
+    let jitter = match (jitter, jitter_name) {
+        (Some(j), _) => JitterOption::Fraction(j),
+        (None, Some(name)) => JitterOption::Name(name),
+        (None, None) => JitterOption::Fraction(f64::NAN),
+    };
+    let backoff = Backoff::with_jitter(base_ms, max_ms, &jitter).map_err(to_js)?;
     backoff.schedule(retries, seed).map_err(to_js)
 }

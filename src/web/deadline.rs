@@ -299,6 +299,44 @@ impl Deadline {
         sys::now() >= self.at
     }
 
+    /// Returns while time is left; [`Error::DeadlineExceeded`] once the
+    /// instant has passed (the error the signal aborts with). The check for a
+    /// CPU-bound loop, where no timer can fire and the signal never aborts:
+    /// call it every so many iterations, with `?`. It reads the clock (the
+    /// one [`set_clock`](super::set_clock) may have swapped) and compares,
+    /// nothing more; a parent's abort does not count, as for
+    /// [`expired`](Self::expired).
+    ///
+    /// # Errors
+    /// [`Error::DeadlineExceeded`] with the instant and how late the check is.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, Error};
+    /// let d = Deadline::in_ms(5_000.0)?;
+    /// let mut sum = 0u64;
+    /// for i in 0..1_000_000u64 {
+    ///     if i % 65_536 == 0 {
+    ///         d.checkpoint()?;
+    ///     }
+    ///     sum += i;
+    /// }
+    /// assert_eq!(sum, 499_999_500_000);
+    /// assert!(matches!(Deadline::at(0.0)?.checkpoint(), Err(Error::DeadlineExceeded { at: 0.0, .. })));
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    #[inline]
+    pub fn checkpoint(&self) -> Result<(), Error> {
+        let now = sys::now();
+        if now >= self.at {
+            return Err(Error::DeadlineExceeded { at: self.at, late_by_ms: now - self.at });
+        }
+        Ok(())
+    }
+
     /// `min(preferred_ms, remaining())`.
     ///
     /// # Errors

@@ -19,6 +19,13 @@
 //! 3. When `retry` returns, every timer it armed is cleared and every
 //!    listener it added removed.
 //! 4. A failure carries every attempt's outcome ([`Error::RetryFailed`]).
+//! 5. A failed attempt whose error is a JavaScript value with a `response`
+//!    (a `Response`, as an HTTP client attaches it) hands its `Retry-After`,
+//!    `RateLimit-Reset` and `X-RateLimit-Reset` to the core
+//!    ([`crate::core::retry::after`]); the wall clock is read only when the
+//!    core asks for it. The wait is slept only when an attempt still fits
+//!    after it (and it is within `max_retry_after_ms`); otherwise the loop
+//!    stops at once with reason `"retry-after"`.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -33,8 +40,8 @@ use super::timers::sleep_until;
 use super::{sys, Deadline, Error};
 pub use crate::core::retry::Failure;
 use crate::core::retry::{
-    self as core, AfterFailure, AttemptFailure, AttemptRecord, Backoff, RetryError, RetryPolicy, RetryRun, Start,
-    Stopped,
+    self as core, server_wait, AfterFailure, AttemptFailure, AttemptRecord, Backoff, JitterOption, RetryError,
+    RetryPolicy, RetryRun, ServerWait, Start, Stopped,
 };
 use crate::core::retry_budget::{self, RetryBudgetError};
 
@@ -47,7 +54,7 @@ impl From<RetryError> for Error {
                 Some("maxMs") => "backoff.maxMs",
                 _ => return Error::from(*e),
             },
-            RetryError::BadJitter { .. } => "backoff.jitter",
+            RetryError::BadJitter { .. } | RetryError::UnknownJitter { .. } => "backoff.jitter",
             RetryError::MaxBelowBase { .. } => "backoff.maxMs",
             RetryError::BadMaxAttempts { .. } => "maxAttempts",
             RetryError::BadAttempt { .. } => "attempt",
@@ -128,6 +135,8 @@ pub struct RetryOptions {
     attempt_min_ms: f64,
     attempt_timeout_ms: Option<f64>,
     backoff: (f64, f64, f64),
+    jitter: Option<String>,
+    max_retry_after_ms: Option<f64>,
     max_attempts: u32,
     idempotent: bool,
     operation_key: Option<String>,
@@ -158,6 +167,8 @@ impl RetryOptions {
             attempt_min_ms,
             attempt_timeout_ms: None,
             backoff: (50.0, 1_000.0, 1.0),
+            jitter: None,
+            max_retry_after_ms: None,
             max_attempts: core::DEFAULT_MAX_ATTEMPTS,
             idempotent: false,
             operation_key: None,
@@ -199,6 +210,45 @@ impl RetryOptions {
     /// ```
     pub fn backoff(mut self, base_ms: f64, max_ms: f64, jitter: f64) -> Self {
         self.backoff = (base_ms, max_ms, jitter);
+        self.jitter = None;
+        self
+    }
+
+    /// The backoff's jitter by name, one of AWS's schemes (JavaScript's
+    /// `backoff.jitter` as a string): `"full"` (the fraction 1), `"equal"`
+    /// (0.5) or `"decorrelated"` (each delay `min(max_ms, uniform in
+    /// [base_ms, 3 × the previous])`). Another name is refused when the retry
+    /// starts ([`Error::InvalidArgument`] naming `backoff.jitter`).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// let options = edge_deadline::web::RetryOptions::new(25.0).backoff(10.0, 1_000.0, 1.0).jitter("decorrelated");
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn jitter(mut self, name: &str) -> Self {
+        self.jitter = Some(name.into());
+        self
+    }
+
+    /// The longest wait a server may ask for (`Retry-After`, the rate-limit
+    /// resets) that is still waited; a longer one stops the retry at once
+    /// with reason `"retry-after"`. Default: no cap but the deadline.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// let options = edge_deadline::web::RetryOptions::new(25.0).max_retry_after_ms(5_000.0);
+    /// # let _ = options;
+    /// # Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn max_retry_after_ms(mut self, ms: f64) -> Self {
+        self.max_retry_after_ms = Some(ms);
         self
     }
 
@@ -348,6 +398,8 @@ impl std::fmt::Debug for RetryOptions {
             .field("attempt_min_ms", &self.attempt_min_ms)
             .field("attempt_timeout_ms", &self.attempt_timeout_ms)
             .field("backoff", &self.backoff)
+            .field("jitter", &self.jitter)
+            .field("max_retry_after_ms", &self.max_retry_after_ms)
             .field("max_attempts", &self.max_attempts)
             .field("idempotent", &self.idempotent)
             .finish_non_exhaustive()
@@ -397,14 +449,19 @@ where
     F: FnMut(AbortSignal, Attempt) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let (base, max, jitter) = options.backoff;
+    let (base, max, fraction) = options.backoff;
+    let jitter = match &options.jitter {
+        Some(name) => JitterOption::Name(name.clone()),
+        None => JitterOption::Fraction(fraction),
+    };
     let policy = RetryPolicy::new(
         options.attempt_min_ms,
         options.attempt_timeout_ms,
-        Backoff::new(base, max, jitter)?,
+        Backoff::with_jitter(base, max, &jitter)?,
         options.max_attempts,
         options.idempotent,
-    )?;
+    )?
+    .with_max_retry_after_ms(options.max_retry_after_ms)?;
     let at = deadline.instant_ms();
     let mut run = RetryRun::new(policy, at, options.seed.unwrap_or_else(random_seed), options.operation_key.is_some())?;
     let deadline_signal = deadline.signal();
@@ -490,6 +547,7 @@ where
             (Err(Ended::Cap(_)), Some(p)) => p.timeout(),
             _ => {}
         }
+        let mut wait = None;
         let how = match result {
             Ok(Ok(value)) => {
                 run.succeeded(t1)?;
@@ -497,6 +555,7 @@ where
             }
             Ok(Err(error)) => {
                 let failure = options.classify.as_ref().map_or(Failure::Ambiguous, |c| c(&error));
+                wait = asked_wait(&error);
                 last = Some(error);
                 AttemptFailure::Error(failure)
             }
@@ -508,8 +567,8 @@ where
             Err(Ended::Cap(reason) | Ended::Parent(_, reason)) => return Err(ended_by(reason, &mut run)?),
         };
         let decision = match &options.budget {
-            Some(b) => run.attempt_failed(t1, how, Some(&mut b.0.borrow_mut()))?,
-            None => run.attempt_failed(t1, how, None)?,
+            Some(b) => run.attempt_failed_waiting(t1, how, wait, Some(&mut b.0.borrow_mut()))?,
+            None => run.attempt_failed_waiting(t1, how, wait, None)?,
         };
         match decision {
             AfterFailure::Backoff { delay_ms } => {
@@ -520,6 +579,27 @@ where
             }
             AfterFailure::Stop(_) => return Err(stopped(&run, last)),
         }
+    }
+}
+
+/// The wait a failed attempt's response asked for (invariant 5): the
+/// headers of the error's `response`, read by the core; `Date.now()` only
+/// when the core needs the wall clock.
+fn asked_wait(error: &Error) -> Option<f64> {
+    use wasm_bindgen::JsCast;
+    let Error::Js(value) = error else { return None };
+    let response = js_sys::Reflect::get(value, &JsValue::from_str("response")).ok()?;
+    let headers = response.dyn_ref::<web_sys::Response>()?.headers();
+    let get = |name: &str| headers.get(name).ok().flatten();
+    let (ra, rl, xrl) = (get("retry-after"), get("ratelimit-reset"), get("x-ratelimit-reset"));
+    let ask = |wall: f64| server_wait(ra.as_deref(), rl.as_deref(), xrl.as_deref(), wall);
+    match ask(f64::NAN) {
+        ServerWait::Ms(ms) => Some(ms),
+        ServerWait::NeedsWallClock => match ask(js_sys::Date::now()) {
+            ServerWait::Ms(ms) => Some(ms),
+            _ => None,
+        },
+        ServerWait::None => None,
     }
 }
 

@@ -47,12 +47,21 @@ fn errors_name_the_option_and_defaults_live_here() {
         (e.param().unwrap(), e.code())
     };
     let bad = |base_ms, max_ms, jitter| RetryOptions {
-        backoff: Some(BackoffOptions { base_ms, max_ms, jitter }),
+        backoff: Some(BackoffOptions { base_ms, max_ms, jitter: JitterOption::Fraction(jitter) }),
         ..RetryOptions::default()
     };
     assert_eq!(named(bad(1.0, 2.0, 2.0)), ("options.backoff.jitter".into(), "JITTER_OUT_OF_RANGE"));
     assert_eq!(named(bad(10.0, 2.0, 0.0)), ("options.backoff.maxMs".into(), "MAX_BELOW_BASE"));
     assert_eq!(named(bad(-1.0, 2.0, 0.0)), ("options.backoff.baseMs".into(), "NEGATIVE"));
+    let name = RetryOptions {
+        backoff: Some(BackoffOptions { base_ms: 1.0, max_ms: 2.0, jitter: JitterOption::Name("half".into()) }),
+        ..RetryOptions::default()
+    };
+    assert_eq!(named(name), ("options.backoff.jitter".into(), "UNKNOWN_JITTER"));
+    for (v, code) in [(-1.0, "NEGATIVE"), (f64::NAN, "NOT_FINITE")] {
+        let cap = RetryOptions { max_retry_after_ms: Some(v), ..RetryOptions::default() };
+        assert_eq!(named(cap), ("options.maxRetryAfterMs".into(), code));
+    }
     let attempts = RetryOptions { max_attempts: Some(0), ..RetryOptions::default() };
     assert_eq!(named(attempts), ("options.maxAttempts".into(), "MAX_ATTEMPTS_OUT_OF_RANGE"));
     let min = RetryOptions { attempt_min_ms: Some(f64::NAN), ..RetryOptions::default() };
@@ -532,4 +541,100 @@ fn a_refusing_breaker_is_waited_for_only_when_the_deadline_leaves_an_attempt_aft
         )
     );
     crate::core::error::assert_filled(&stopped.message());
+}
+
+/// Invariant 7: a server's wait is taken only inside the deadline and the cap.
+#[test]
+fn a_server_wait_is_taken_only_when_an_attempt_still_fits_after_it() {
+    let b = Backoff::new(100.0, 1_000.0, 0.0).unwrap();
+    let p = RetryPolicy::new(200.0, None, b, 3, true).unwrap();
+    // 2 s left, the server asks for 30 s: refused at once, with both figures.
+    let refused = p.after_failure_waiting(1, Failure::NotApplied, false, 100.0, Some(30_000.0), 0.0, 2_000.0).unwrap();
+    let AfterFailure::Stop(reason) = refused else { panic!("{refused:?}") };
+    assert_eq!(reason.code(), "retry-after");
+    let stop = reason.stop();
+    assert_eq!((stop.retry_after_ms, stop.remaining_ms), (Some(30_000.0), Some(2_000.0)));
+    assert_eq!(
+        reason.to_string(),
+        "the server asked for a 30000 ms wait, which would leave less than the 200 ms an attempt needs out of the 2000 ms remaining"
+    );
+    // It fits (1 s wait, 200 ms minimum, 2 s left): the delay is the wait, never shortened by the backoff.
+    assert_eq!(
+        p.after_failure_waiting(1, Failure::NotApplied, false, 100.0, Some(1_000.0), 0.0, 2_000.0),
+        Ok(AfterFailure::Backoff { delay_ms: 1_000.0 })
+    );
+    // A backoff longer than the wait wins: the wait is a floor.
+    assert_eq!(
+        p.after_failure_waiting(1, Failure::NotApplied, false, 400.0, Some(0.0), 0.0, 2_000.0),
+        Ok(AfterFailure::Backoff { delay_ms: 400.0 })
+    );
+    // Exactly the minimum left after the wait: taken; a hair less: refused.
+    assert!(matches!(
+        p.after_failure_waiting(1, Failure::NotApplied, false, 0.0, Some(1_800.0), 0.0, 2_000.0),
+        Ok(AfterFailure::Backoff { .. })
+    ));
+    assert!(matches!(
+        p.after_failure_waiting(1, Failure::NotApplied, false, 0.0, Some(1_800.5), 0.0, 2_000.0),
+        Ok(AfterFailure::Stop(StopReason::RetryAfter { .. }))
+    ));
+    // Permanent and exhausted still come first; junk waits are no wait.
+    assert_eq!(
+        p.after_failure_waiting(1, Failure::Permanent, false, 0.0, Some(9e9), 0.0, 2_000.0),
+        Ok(AfterFailure::Stop(StopReason::Permanent))
+    );
+    assert_eq!(
+        p.after_failure_waiting(3, Failure::NotApplied, false, 0.0, Some(9e9), 0.0, 2_000.0),
+        Ok(AfterFailure::Stop(StopReason::Exhausted { attempts: 3 }))
+    );
+    for junk in [f64::NAN, -1.0, f64::INFINITY] {
+        assert_eq!(
+            p.after_failure_waiting(1, Failure::NotApplied, false, 100.0, Some(junk), 0.0, 2_000.0),
+            Ok(AfterFailure::Backoff { delay_ms: 100.0 })
+        );
+    }
+    // maxRetryAfterMs: a longer wait is refused even with time to spare.
+    let capped = p.with_max_retry_after_ms(Some(500.0)).unwrap();
+    let AfterFailure::Stop(r) =
+        capped.after_failure_waiting(1, Failure::NotApplied, false, 0.0, Some(600.0), 0.0, 60_000.0).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(r.code(), "retry-after");
+    assert_eq!(r.to_string(), "the server asked for a 600 ms wait, over maxRetryAfterMs (500 ms)");
+    assert_eq!(r.stop().remaining_ms, Some(60_000.0));
+    assert_eq!(
+        capped.after_failure_waiting(1, Failure::NotApplied, false, 0.0, Some(500.0), 0.0, 60_000.0),
+        Ok(AfterFailure::Backoff { delay_ms: 500.0 })
+    );
+}
+
+#[test]
+fn a_run_stops_on_a_server_wait_past_the_deadline_and_records_the_attempt() {
+    let p = RetryOptions::default().policy().unwrap();
+    let mut run = RetryRun::new(p, 2_000.0, 1, false).unwrap();
+    assert!(matches!(run.start(0.0, None), Ok(Start::Attempt { .. })));
+    let after =
+        run.attempt_failed_waiting(10.0, AttemptFailure::Error(Failure::NotApplied), Some(30_000.0), None).unwrap();
+    assert!(matches!(after, AfterFailure::Stop(StopReason::RetryAfter { .. })));
+    assert!(run.is_done());
+    let stopped = run.stopped().unwrap();
+    assert_eq!(stopped.code(), "retry-after");
+    assert_eq!(stopped.stop().retry_after_ms, Some(30_000.0));
+    assert_eq!(stopped.stop().remaining_ms, Some(1_990.0));
+    assert_eq!(run.records().len(), 1);
+}
+
+proptest! {
+    /// Invariant 7: whatever the wait, a backoff that is taken leaves attemptMinMs and is at least the wait.
+    #[test]
+    fn a_taken_server_wait_never_passes_the_deadline(wait in 0.0..1e7f64, left in 0.0..1e6f64, min in 0.0..1e4f64, delay in 0.0..1e4f64) {
+        let p = RetryPolicy::new(min, None, Backoff::new(0.0, 0.0, 0.0).unwrap(), 5, true).unwrap();
+        match p.after_failure_waiting(1, Failure::NotApplied, false, delay, Some(wait), 0.0, left).unwrap() {
+            AfterFailure::Backoff { delay_ms } => prop_assert!(delay_ms >= wait && left - delay_ms >= min && left - delay_ms > 0.0),
+            AfterFailure::Stop(r) => {
+                let expected = matches!(r, StopReason::RetryAfter { .. } | StopReason::BackoffPastDeadline { .. });
+                prop_assert!(expected, "stopped with {:?}", r);
+            }
+        }
+    }
 }

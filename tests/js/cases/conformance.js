@@ -66,6 +66,11 @@ function scripted(attempts) {
   const fn = async () => {
     const word = attempts[n++];
     if (word === "ok") return n;
+    // "retry-after N": a 429 asking for N s, on the error as HTTP clients attach it.
+    if (word.startsWith("retry-after ")) {
+      const response = new Response(null, { status: 429, headers: { "retry-after": word.slice(12) } });
+      throw Object.assign(new Error(`attempt ${n}: 429`), { failure: "not-applied", response });
+    }
     throw Object.assign(new Error(`attempt ${n}: ${word}`), { failure: word });
   };
   const classify = (e) => e.failure;
@@ -180,7 +185,7 @@ const ops = {
   retry: async (lib, a) => {
     const { fn, classify } = scripted(a.attempts);
     const options = { deadline: deadlineOf(lib, a), classify };
-    for (const k of ["attemptMinMs", "attemptTimeoutMs", "backoff", "maxAttempts", "idempotent"]) if (a[k] !== undefined) options[k] = a[k];
+    for (const k of ["attemptMinMs", "attemptTimeoutMs", "backoff", "maxAttempts", "idempotent", "maxRetryAfterMs"]) if (a[k] !== undefined) options[k] = a[k];
     return { value: await lib.retry(fn, options) };
   },
   hedge: async (lib, a) => {

@@ -4,6 +4,7 @@
 // performance.now(). TIMER_SLACK_MS bounds how late a host timer may fire on a
 // loaded 2-core CI machine; "not before" is exact (no tolerance).
 import { aborted, equal, near, ok, rejects, throws } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 import { inProcess } from "../requests.js";
 
 const TIMER_SLACK_MS = 250;
@@ -533,6 +534,48 @@ const cases = [
       equal(r.attempts, n);
       equal(r.streams, n);
       equal(r.called, 2 * n, "steps and attempts started");
+    },
+  },
+  {
+    name: "checkpoint() returns before the instant and throws the signal's DeadlineExceeded from the instant on, in a loop no timer interrupts (fake time)",
+    run: (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(40);
+        const parent = new AbortController();
+        const linked = lib.Deadline.in(40, { signal: parent.signal });
+        parent.abort(new Error("client left"));
+        clock.jump(39.5);
+        equal(d.checkpoint(), undefined, "0.5 ms left: returns");
+        equal(linked.checkpoint(), undefined, "a parent's abort does not count, as for expired()");
+        // A CPU-bound loop: the clock moves inside it, no timer can run.
+        let i = 0;
+        const e = throws(() => {
+          for (;; i++) {
+            if (i === 3) clock.jump(d.at - clock.now());
+            d.checkpoint();
+          }
+        }, lib.DeadlineExceeded);
+        equal(i, 3, "thrown at the first check at the instant, not before");
+        ok(lib.isDeadlineExceeded(e), "branded");
+        equal(e.name, "DeadlineExceeded");
+        equal(e.at, d.at);
+        equal(e.lateByMs, 0);
+        clock.jump(12.5);
+        const late = throws(() => d.checkpoint(), lib.DeadlineExceeded);
+        equal(late.lateByMs, 12.5, "lateByMs");
+        // The same error the signal aborts with.
+        const signal = lib.Deadline.at(d.at).signal();
+        ok(signal.reason instanceof lib.DeadlineExceeded && signal.reason.message === late.message, signal.reason?.message);
+        // A reserved deadline's check says what was left of its parent.
+        const caller = lib.Deadline.in(50);
+        const r = throws(() => caller.reserve(300).checkpoint(), lib.DeadlineExceeded);
+        equal(r.reserveMs, 300);
+        d.dispose();
+        linked.dispose();
+      } finally {
+        clock.restore();
+      }
     },
   },
   ...badInputCases(),

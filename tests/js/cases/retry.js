@@ -370,4 +370,135 @@ cases.push({
     }),
 });
 
+// ---- Retry-After and the rate-limit resets: a 429 from the fixture server, on fake time ----------
+/** Fetches the fixture's 429 with header `h: v`, and throws what an HTTP client would: an error carrying the response. */
+function busy(ctx, h, v) {
+  return async (signal) => {
+    const response = await fetch(`${ctx.fixtureUrl}/pipeline/busy?h=${encodeURIComponent(h)}&v=${encodeURIComponent(v)}`, { signal });
+    await response.text();
+    throw Object.assign(new Error(`HTTP ${response.status}`), { response, failure: "not-applied" });
+  };
+}
+
+/** Waits on real time (the fetch is real I/O; the package's clock is fake) until `seen()` holds. */
+async function until(seen, what) {
+  for (let i = 0; i < 600 && !seen(); i++) await new Promise((resolve) => globalThis.setTimeout(resolve, 5));
+  ok(seen(), `timed out waiting for ${what}`);
+}
+
+for (const [form, h, value] of [
+  ["Retry-After: 30 (seconds)", "retry-after", () => "30"],
+  ["Retry-After as an HTTP date 30 s ahead", "retry-after", () => new Date(Date.now() + 31_000).toUTCString()],
+  ["RateLimit-Reset: 30", "ratelimit-reset", () => "30"],
+  ["X-RateLimit-Reset: 30 (seconds)", "x-ratelimit-reset", () => "30"],
+  ["X-RateLimit-Reset as a Unix epoch 30 s ahead", "x-ratelimit-reset", () => String(Math.ceil(Date.now() / 1000) + 31)],
+]) {
+  cases.push({
+    name: `retry-after: a 429 with ${form} against a 2 s budget fails at once with reason "retry-after", retryAfterMs and remainingMs, sleeping nothing`,
+    needs: ["fixtureUrl"],
+    run: (lib, ctx) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(2_000);
+        let calls = 0;
+        const fetchBusy = busy(ctx, h, value());
+        const e = await rejects(() => lib.retry((signal) => (calls++, fetchBusy(signal)), { deadline: d, attemptMinMs: 100 }), lib.RetryFailed);
+        equal(e.reason, "retry-after", e.message);
+        equal(calls, 1, "no second attempt");
+        ok(e.retryAfterMs >= 29_000 && e.retryAfterMs <= 32_000, `retryAfterMs ${e.retryAfterMs}`);
+        equal(e.remainingMs, 2_000, "the fake clock did not move: nothing was slept");
+        ok(e.cause?.response?.status === 429, "the cause is the attempt's error, its response attached");
+        ok(/^retry stopped after 1 attempt: the server asked for a \d+ ms wait, which would leave less than the 100 ms an attempt needs out of the 2000 ms remaining$/.test(e.message), e.message);
+        equal(e.attempts.length, 1);
+        return [d];
+      }),
+  });
+}
+
+cases.push(
+  {
+    name: "retry-after: a wait that fits is slept exactly (at least the server's, jitter never shortens it), then the next attempt runs",
+    needs: ["fixtureUrl"],
+    run: (lib, ctx) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(2_000);
+        const starts = [];
+        const fetchBusy = busy(ctx, "retry-after", "1");
+        let ended = 0;
+        const run = lib.retry((signal) => (starts.push(clock.now()), starts.length === 1 ? fetchBusy(signal) : "ok"), {
+          deadline: d,
+          attemptMinMs: 100,
+          backoff: { baseMs: 10, maxMs: 20, jitter: "full" },
+          onAttempt: () => ended++,
+        });
+        await until(() => ended === 1, "the first attempt's failure");
+        await clock.advance(0);
+        await clock.advance(999);
+        equal(starts.length, 1, "not before the server's second");
+        await clock.advance(1);
+        equal(await run, "ok");
+        equal(starts[1] - starts[0], 1_000, "slept the server's 1 000 ms, not the 10–20 ms backoff");
+        return [d];
+      }),
+  },
+  {
+    name: "retry-after: maxRetryAfterMs refuses a longer wait at once even with time to spare; junk headers fall back to the backoff",
+    needs: ["fixtureUrl"],
+    run: (lib, ctx) =>
+      onFakeTime(async (clock) => {
+        const d = lib.Deadline.in(10_000);
+        const e = await rejects(() => lib.retry(busy(ctx, "retry-after", "5"), { deadline: d, maxRetryAfterMs: 1_000 }), lib.RetryFailed);
+        equal(e.reason, "retry-after");
+        equal(e.retryAfterMs, 5_000);
+        equal(e.remainingMs, 10_000);
+        equal(e.message, "retry stopped after 1 attempt: the server asked for a 5000 ms wait, over maxRetryAfterMs (1000 ms)");
+        // Junk (a negative, a word): no server wait; the backoff (10 ms, no jitter) is slept.
+        for (const junk of ["-5", "soon"]) {
+          const starts = [];
+          let ended = 0;
+          const fetchBusy = busy(ctx, "retry-after", junk);
+          const run = lib.retry((signal) => (starts.push(clock.now()), starts.length === 1 ? fetchBusy(signal) : "ok"), {
+            deadline: d,
+            backoff: { baseMs: 10, maxMs: 10, jitter: 0 },
+            onAttempt: () => ended++,
+          });
+          await until(() => ended === 1, "the first attempt's failure");
+          await clock.advance(0);
+          equal(starts.length, 1, `${junk}: the backoff is slept first`);
+          await clock.advance(10);
+          equal(await run, "ok");
+          equal(starts[1] - starts[0], 10, `${junk}: the backoff`);
+        }
+        return [d];
+      }),
+  },
+  {
+    name: "retry: jitter by name (AWS's schemes): full and equal are the fractions 1 and 0.5, decorrelated follows the previous delay; bad values name options.backoff.jitter and options.maxRetryAfterMs",
+    run: async (lib) => {
+      const s = (jitter) => lib.backoffSchedule({ baseMs: 100, maxMs: 5_000, jitter }, 8, 7);
+      equal(s("full").join(), s(1).join());
+      equal(s("equal").join(), s(0.5).join());
+      const dec = s("decorrelated");
+      equal(dec.join(), s("decorrelated").join(), "deterministic for a seed");
+      let previous = 100;
+      for (const x of dec) {
+        ok(x >= 100 && x <= Math.min(5_000, 3 * previous), `${x} after ${previous}`);
+        previous = x;
+      }
+      const d = lib.Deadline.in(1_000);
+      const jitter = await rejects(() => lib.retry(() => 1, { deadline: d, backoff: { baseMs: 1, maxMs: 2, jitter: "half" } }), RangeError);
+      equal(jitter.param, "options.backoff.jitter");
+      equal(jitter.code, "UNKNOWN_JITTER");
+      equal(jitter.message, "'jitter' must be a number between 0 and 1 or one of full, equal, decorrelated: current value is 'half'");
+      const typed = await rejects(() => lib.retry(() => 1, { deadline: d, backoff: { baseMs: 1, maxMs: 2, jitter: true } }), TypeError);
+      equal(typed.param, "options.backoff.jitter");
+      const cap = await rejects(() => lib.retry(() => 1, { deadline: d, maxRetryAfterMs: -1 }), RangeError);
+      equal(cap.param, "options.maxRetryAfterMs");
+      const capType = await rejects(() => lib.retry(() => 1, { deadline: d, maxRetryAfterMs: "1s" }), TypeError);
+      equal(capType.param, "options.maxRetryAfterMs");
+      equal(throws(() => lib.backoffSchedule({ baseMs: 1, maxMs: 2, jitter: "Full" }, 2, 1), RangeError).param, "backoff.jitter");
+      d.dispose();
+    },
+  },
+);
+
 export default cases;

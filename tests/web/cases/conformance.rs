@@ -113,6 +113,19 @@ fn script(args: &Map<String, Value>) -> Result<Rc<Vec<String>>, String> {
 fn scripted(words: &[String], n: u32) -> Result<u32, Error> {
     match words.get(n as usize - 1).map(String::as_str) {
         Some("ok") => Ok(n),
+        // "retry-after N": a 429 asking for N s, on the error as HTTP clients attach it.
+        Some(word) if word.starts_with("retry-after ") => {
+            let init = web_sys::ResponseInit::new();
+            init.set_status(429);
+            let headers = web_sys::Headers::new().map_err(Error::from)?;
+            headers.set("retry-after", &word["retry-after ".len()..]).map_err(Error::from)?;
+            init.set_headers(&headers);
+            let response = web_sys::Response::new_with_opt_str_and_init(None, &init).map_err(Error::from)?;
+            let error = js_sys::Error::new("429");
+            js_sys::Reflect::set(&error, &"failure".into(), &"not-applied".into()).map_err(Error::from)?;
+            js_sys::Reflect::set(&error, &"response".into(), &response).map_err(Error::from)?;
+            Err(Error::Js(error.into()))
+        }
         Some(word) => Err(Error::Js(JsValue::from_str(word))),
         None => Err(Error::Js(JsValue::from_str("the script ran out"))),
     }
@@ -120,7 +133,11 @@ fn scripted(words: &[String], n: u32) -> Result<u32, Error> {
 
 fn classify(e: &Error) -> Failure {
     match e {
-        Error::Js(v) => v.as_string().and_then(|w| failure(&w)).unwrap_or(Failure::Ambiguous),
+        Error::Js(v) => v
+            .as_string()
+            .or_else(|| js_sys::Reflect::get(v, &"failure".into()).ok()?.as_string())
+            .and_then(|w| failure(&w))
+            .unwrap_or(Failure::Ambiguous),
         _ => Failure::Ambiguous,
     }
 }
@@ -547,7 +564,13 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                 options = options.attempt_timeout_ms(t);
             }
             if let Some(b) = a.get("backoff").and_then(Value::as_object) {
-                options = options.backoff(num_arg(b, "baseMs")?, num_arg(b, "maxMs")?, num_arg(b, "jitter")?);
+                options = match b.get("jitter").and_then(Value::as_str) {
+                    Some(name) => options.backoff(num_arg(b, "baseMs")?, num_arg(b, "maxMs")?, 1.0).jitter(name),
+                    None => options.backoff(num_arg(b, "baseMs")?, num_arg(b, "maxMs")?, num_arg(b, "jitter")?),
+                };
+            }
+            if let Some(m) = opt_num(a, "maxRetryAfterMs")? {
+                options = options.max_retry_after_ms(m);
             }
             if let Some(n) = opt_num(a, "maxAttempts")? {
                 options = options.max_attempts(n as u32);

@@ -42,6 +42,43 @@ pub async fn signal_aborts_at_the_instant_with_the_branded_error(_: &Ctx) -> Out
     Ok(())
 }
 
+pub async fn checkpoint_returns_before_the_instant_and_errs_from_it_on(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let d = Deadline::in_ms(40.0).map_err(|e| e.to_string())?;
+    let parent = controller();
+    let linked = Deadline::in_ms(40.0).map_err(|e| e.to_string())?.with_parent(&parent.signal());
+    parent.abort_with_reason(&"client left".into());
+    clock.jump(39.5);
+    ensure!(d.checkpoint().is_ok(), "0.5 ms left");
+    ensure!(linked.checkpoint().is_ok(), "a parent's abort does not count, as for expired()");
+    // A CPU-bound loop: the clock moves inside it, no timer runs.
+    let mut i = 0;
+    let err = loop {
+        if i == 3 {
+            clock.jump(d.instant_ms() - clock.now());
+        }
+        if let Err(e) = d.checkpoint() {
+            break e;
+        }
+        i += 1;
+    };
+    ensure!(i == 3, "errs at the first check at the instant, not before (check {i})");
+    ensure!(
+        matches!(err, Error::DeadlineExceeded { at, late_by_ms } if at == d.instant_ms() && late_by_ms == 0.0),
+        "{err:?}"
+    );
+    clock.jump(12.5);
+    match d.checkpoint() {
+        Err(Error::DeadlineExceeded { late_by_ms, .. }) => ensure!(late_by_ms == 12.5, "late by {late_by_ms}"),
+        other => return Err(format!("after the instant: {other:?}")),
+    }
+    // As a JavaScript value: the branded DeadlineExceeded the signal aborts with.
+    let js = JsValue::from(d.checkpoint().unwrap_err());
+    ensure!(get(&js, BRAND).as_string().as_deref() == Some("DeadlineExceeded"));
+    ensure!(get(&js, "at").as_f64() == Some(d.instant_ms()));
+    Ok(())
+}
+
 pub async fn repeated_signal_is_the_same_signal(_: &Ctx) -> Outcome {
     let d = Deadline::in_ms(1_000.0).unwrap();
     let a = d.signal();

@@ -219,6 +219,7 @@ macro_rules! for_each_case {
     ($m:ident) => {
         $m! {
             deadline::signal_aborts_at_the_instant_with_the_branded_error,
+            deadline::checkpoint_returns_before_the_instant_and_errs_from_it_on,
             deadline::repeated_signal_is_the_same_signal,
             deadline::a_parent_abort_propagates_its_reason,
             deadline::an_aborted_parent_aborts_at_once,
@@ -274,6 +275,7 @@ macro_rules! for_each_case {
             pipeline::retry_never_repeats_an_ambiguous_non_idempotent_failure,
             pipeline::retry_ends_at_the_deadline,
             pipeline::retry_bad_options_name_the_option,
+            pipeline::retry_refuses_a_server_wait_past_the_deadline_at_once,
             pipeline::hedge_the_first_answer_wins_and_the_others_are_aborted,
             pipeline::hedge_failures_read_as_in_js_and_name_the_last_attempt_to_fail,
             pipeline::headers_carry_what_is_left_and_never_extend_the_local_cap,

@@ -292,6 +292,62 @@ pub async fn retry_ends_at_the_deadline(_: &Ctx) -> CaseOutcome {
     Ok(())
 }
 
+/// Fetches the fixture's 429 with header `h: v` and fails as an HTTP client
+/// would: a JavaScript error carrying the response.
+async fn busy(ctx: &Ctx, h: &str, v: &str, signal: &web_sys::AbortSignal) -> Result<(), Error> {
+    let url = format!("{}/pipeline/busy?h={h}&v={v}", ctx.fixture().map_err(|e| Error::Js(e.into()))?);
+    let fetch: js_sys::Function = js_sys::Reflect::get(&js_sys::global(), &"fetch".into())?.into();
+    let init = js_sys::Object::new();
+    js_sys::Reflect::set(&init, &"signal".into(), signal)?;
+    let response =
+        wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(fetch.call2(&JsValue::NULL, &url.into(), &init)?))
+            .await?;
+    let error = js_sys::Error::new("HTTP 429");
+    js_sys::Reflect::set(&error, &"response".into(), &response)?;
+    Err(Error::Js(error.into()))
+}
+
+pub async fn retry_refuses_a_server_wait_past_the_deadline_at_once(ctx: &Ctx) -> CaseOutcome {
+    ctx.fixture()?;
+    let clock = FakeTime::install();
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let calls = Rc::new(Cell::new(0));
+    for (h, v) in [("retry-after", "30"), ("ratelimit-reset", "30"), ("x-ratelimit-reset", "30")] {
+        calls.set(0);
+        let n = calls.clone();
+        let options = RetryOptions::new(100.0).classify(|_| Failure::NotApplied);
+        let result = retry(&d, options, move |signal, _| {
+            n.set(n.get() + 1);
+            async move { busy(ctx, h, v, &signal).await }
+        })
+        .await;
+        match result {
+            Err(Error::RetryFailed { reason, message, attempts, .. }) => {
+                ensure!(reason == "retry-after", "{h}: {reason}: {message}");
+                ensure!(
+                    message == "retry stopped after 1 attempt: the server asked for a 30000 ms wait, which would leave less than the 100 ms an attempt needs out of the 2000 ms remaining",
+                    "{message}"
+                );
+                ensure!(attempts.len() == 1 && calls.get() == 1, "{h}: one attempt, no second");
+            }
+            other => return Err(format!("{h}: {other:?}")),
+        }
+        ensure!(clock.now() == d.instant_ms() - 2_000.0, "{h}: nothing was slept");
+    }
+    // A cap: refused with time to spare.
+    let capped = RetryOptions::new(0.0).classify(|_| Failure::NotApplied).max_retry_after_ms(1_000.0);
+    let long = Deadline::in_ms(60_000.0).unwrap();
+    match retry(&long, capped, move |signal, _| async move { busy(ctx, "retry-after", "5", &signal).await }).await {
+        Err(Error::RetryFailed { reason, message, .. }) => ensure!(
+            reason == "retry-after"
+                && message.ends_with("the server asked for a 5000 ms wait, over maxRetryAfterMs (1000 ms)"),
+            "{reason}: {message}"
+        ),
+        other => return Err(format!("capped: {other:?}")),
+    }
+    Ok(())
+}
+
 pub async fn retry_bad_options_name_the_option(_: &Ctx) -> CaseOutcome {
     let d = Deadline::in_ms(1_000.0).unwrap();
     for (options, param) in [
@@ -299,6 +355,8 @@ pub async fn retry_bad_options_name_the_option(_: &Ctx) -> CaseOutcome {
         (RetryOptions::new(5.0).backoff(1.0, 2.0, 2.0), "backoff.jitter"),
         (RetryOptions::new(5.0).max_attempts(0), "maxAttempts"),
         (RetryOptions::new(5.0).attempt_timeout_ms(f64::NAN), "attemptTimeoutMs"),
+        (RetryOptions::new(5.0).jitter("half"), "backoff.jitter"),
+        (RetryOptions::new(5.0).max_retry_after_ms(-1.0), "maxRetryAfterMs"),
     ] {
         match retry(&d, options, |_, _| async { Ok(()) }).await {
             Err(Error::InvalidArgument { param: p, .. }) => ensure!(p == param, "{p} for {param}"),
