@@ -38,7 +38,7 @@
 //    settles, each attempt's (its child) when the attempt ends, before the
 //    backoff, which is an event of the retry's span.
 // 9. A failed attempt whose error carries a `response` (a Response, or any
-//    object with `headers.get`) hands its `Retry-After`, `RateLimit-Reset`
+//    object with `headers.get`), or that threw a Response itself, hands its `Retry-After`, `RateLimit-Reset`
 //    and `X-RateLimit-Reset` values to the core, which reads them and
 //    decides (src/core/retry/after.rs): the wall clock (`Date.now()`) is
 //    read only when the core says a value is a date or an epoch. The wait is
@@ -178,7 +178,9 @@ function isFailure(f) {
  * core reads the headers; the wall clock only when it asks for it (NaN).
  */
 function serverWait(error) {
-  const headers = error?.response?.headers;
+  // The error's `response`, or the error itself when an attempt threw the
+  // Response (`if (!res.ok) throw res`).
+  const headers = (error?.response ?? (typeof Response === "function" && error instanceof Response ? error : undefined))?.headers;
   if (typeof headers?.get !== "function") return undefined;
   const value = (name) => {
     const v = headers.get(name);

@@ -19,8 +19,8 @@
 //! 3. When `retry` returns, every timer it armed is cleared and every
 //!    listener it added removed.
 //! 4. A failure carries every attempt's outcome ([`Error::RetryFailed`]).
-//! 5. A failed attempt whose error is a JavaScript value with a `response`
-//!    (a `Response`, as an HTTP client attaches it) hands its `Retry-After`,
+//! 5. A failed attempt whose error is a JavaScript `Response`, or a value with
+//!    a `response` (a `Response`, as an HTTP client attaches it), hands its `Retry-After`,
 //!    `RateLimit-Reset` and `X-RateLimit-Reset` to the core
 //!    ([`crate::core::retry::after`]); the wall clock is read only when the
 //!    core asks for it. The wait is slept only when an attempt still fits
@@ -588,8 +588,13 @@ where
 fn asked_wait(error: &Error) -> Option<f64> {
     use wasm_bindgen::JsCast;
     let Error::Js(value) = error else { return None };
-    let response = js_sys::Reflect::get(value, &JsValue::from_str("response")).ok()?;
-    let headers = response.dyn_ref::<web_sys::Response>()?.headers();
+    // The error's `response`, or the error itself when an attempt threw the Response.
+    let headers = match value.dyn_ref::<web_sys::Response>() {
+        Some(thrown) => thrown.headers(),
+        None => {
+            js_sys::Reflect::get(value, &JsValue::from_str("response")).ok()?.dyn_ref::<web_sys::Response>()?.headers()
+        }
+    };
     let get = |name: &str| headers.get(name).ok().flatten();
     let (ra, rl, xrl) = (get("retry-after"), get("ratelimit-reset"), get("x-ratelimit-reset"));
     let ask = |wall: f64| server_wait(ra.as_deref(), rl.as_deref(), xrl.as_deref(), wall);

@@ -416,6 +416,25 @@ for (const [form, h, value] of [
 
 cases.push(
   {
+    name: "retry-after: an attempt that throws the 429 Response itself is read the same way",
+    needs: ["fixtureUrl"],
+    run: (lib, ctx) =>
+      onFakeTime(async () => {
+        const d = lib.Deadline.in(2_000);
+        const attempt = async (signal) => {
+          const response = await fetch(`${ctx.fixtureUrl}/pipeline/busy?h=retry-after&v=30`, { signal });
+          if (!response.ok) throw response;
+          return response.text();
+        };
+        const e = await rejects(() => lib.retry(attempt, { deadline: d, attemptMinMs: 100, idempotent: true }), lib.RetryFailed);
+        equal(e.reason, "retry-after", e.message);
+        equal(e.retryAfterMs, 30_000);
+        equal(e.remainingMs, 2_000);
+        ok(e.cause instanceof Response && e.cause.status === 429, "the cause is the Response the attempt threw");
+        return [d];
+      }),
+  },
+  {
     name: "retry-after: a wait that fits is slept exactly (at least the server's, jitter never shortens it), then the next attempt runs",
     needs: ["fixtureUrl"],
     run: (lib, ctx) =>

@@ -295,6 +295,14 @@ pub async fn retry_ends_at_the_deadline(_: &Ctx) -> CaseOutcome {
 /// Fetches the fixture's 429 with header `h: v` and fails as an HTTP client
 /// would: a JavaScript error carrying the response.
 async fn busy(ctx: &Ctx, h: &str, v: &str, signal: &web_sys::AbortSignal) -> Result<(), Error> {
+    let response = busy_response(ctx, h, v, signal).await?;
+    let error = js_sys::Error::new("HTTP 429");
+    js_sys::Reflect::set(&error, &"response".into(), &response)?;
+    Err(Error::Js(error.into()))
+}
+
+/// The fixture's 429 with header `h: v`, as a Response.
+async fn busy_response(ctx: &Ctx, h: &str, v: &str, signal: &web_sys::AbortSignal) -> Result<JsValue, Error> {
     let url = format!("{}/pipeline/busy?h={h}&v={v}", ctx.fixture().map_err(|e| Error::Js(e.into()))?);
     let fetch: js_sys::Function = js_sys::Reflect::get(&js_sys::global(), &"fetch".into())?.into();
     let init = js_sys::Object::new();
@@ -302,9 +310,7 @@ async fn busy(ctx: &Ctx, h: &str, v: &str, signal: &web_sys::AbortSignal) -> Res
     let response =
         wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(fetch.call2(&JsValue::NULL, &url.into(), &init)?))
             .await?;
-    let error = js_sys::Error::new("HTTP 429");
-    js_sys::Reflect::set(&error, &"response".into(), &response)?;
-    Err(Error::Js(error.into()))
+    Ok(response)
 }
 
 pub async fn retry_refuses_a_server_wait_past_the_deadline_at_once(ctx: &Ctx) -> CaseOutcome {
@@ -344,6 +350,20 @@ pub async fn retry_refuses_a_server_wait_past_the_deadline_at_once(ctx: &Ctx) ->
             "{reason}: {message}"
         ),
         other => return Err(format!("capped: {other:?}")),
+    }
+    // An attempt that fails with the Response itself is read the same way.
+    let thrown = RetryOptions::new(100.0).classify(|_| Failure::NotApplied);
+    let short = Deadline::in_ms(2_000.0).unwrap();
+    let result = retry(&short, thrown, move |signal, _| async move {
+        Err::<(), _>(Error::Js(busy_response(ctx, "retry-after", "30", &signal).await?))
+    })
+    .await;
+    match result {
+        Err(Error::RetryFailed { reason, message, .. }) => ensure!(
+            reason == "retry-after" && message.contains("the server asked for a 30000 ms wait"),
+            "thrown Response: {reason}: {message}"
+        ),
+        other => return Err(format!("thrown Response: {other:?}")),
     }
     Ok(())
 }
