@@ -134,9 +134,19 @@ fn a_late_wake_yields_at_most_max_yields_times_and_never_for_the_deadline() {
     let (mut w, _) = watcher(100.0, 100.0, None, 0.0);
     let mut n = Notes::default();
     progress_at(&mut n, 0.0);
-    assert_eq!(w.on_wake(&n, 300.0), Ok(wake(302.0)));
+    assert_eq!(w.on_wake(&n, 300.0), Ok(wake(300.0 + YIELD_MS)));
     progress_at(&mut n, 301.0);
-    assert_eq!(w.on_wake(&n, 302.0), Ok(wake(401.0)));
+    assert_eq!(w.on_wake(&n, 300.0 + YIELD_MS), Ok(wake(401.0)));
+    // A yield's own wake on time yields again while nothing arrived: up to MAX_YIELDS in all.
+    let (mut w, _) = watcher(100.0, 100.0, None, 0.0);
+    let mut n = Notes::default();
+    progress_at(&mut n, 0.0);
+    let mut t = 300.0;
+    for i in 1..=MAX_YIELDS {
+        assert_eq!(w.on_wake(&n, t), Ok(wake(t + YIELD_MS)), "yield {i}");
+        t += YIELD_MS; // on time
+    }
+    assert!(matches!(w.on_wake(&n, t), Ok(Step::End(Verdict::Stalled { .. }))));
     // A wake just LATE_MS late is on time; the deadline is never deferred.
     let (mut w, _) = watcher(100.0, 100.0, None, 0.0);
     assert!(matches!(w.on_wake(&Notes::default(), 100.0 + LATE_MS), Ok(Step::End(_))));
