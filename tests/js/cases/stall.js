@@ -10,8 +10,9 @@ import { aborted, equal, ok, rejects, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 
 const TIMER_SLACK_MS = 250;
-/** How long a late wake yields before it looks again (js/stall.js YIELD_MS). */
-const YIELD_MS = 2;
+/** How long a late wake yields before it looks again, and how many times in a row (the core's YIELD_MS, MAX_YIELDS). */
+const YIELD_MS = 10;
+const MAX_YIELDS = 3;
 /** Extra allowance for the close to travel from the client's abort to the server (generous: 2 shared cores). */
 const CLOSE_SLACK_MS = 1_000;
 /** How much later than the client's start the server may see a request arrive (2 shared cores). */
@@ -728,7 +729,7 @@ console.log(unread.locked, e.phase);`,
     },
   },
   {
-    name: "stall (fake time): a late wake-up looks at what arrived meanwhile before it declares silence; a silent source still stalls, never early, at most 3 × 2 ms later; the deadline is not deferred",
+    name: "stall (fake time): a late wake-up looks at what arrived meanwhile before it declares silence; a silent source still stalls, never early, at most 3 yields of 10 ms later; the deadline is not deferred",
     run: async (lib) => {
       const clock = installFakeTime();
       try {
@@ -771,10 +772,15 @@ console.log(unread.locked, e.phase);`,
         clock.jump(300);
         await clock.advance(0);
         equal(e2, undefined, "declared before yielding to the I/O queued meanwhile");
+        // Each yield's wake is on time, and nothing arrived: it yields again, MAX_YIELDS in all.
+        for (let i = 1; i < MAX_YIELDS; i++) {
+          await clock.advance(YIELD_MS);
+          equal(e2, undefined, `declared after ${i} yield(s) of ${MAX_YIELDS}`);
+        }
         await clock.advance(YIELD_MS);
         await p2;
         ok(lib.isStreamStalled(e2), `errored with ${e2?.name}: ${e2?.message}`);
-        equal(e2.afterMs, 300 + YIELD_MS);
+        equal(e2.afterMs, 300 + MAX_YIELDS * YIELD_MS);
         // A loop that stays busy cannot hide a stall: at most 3 yields in a row.
         const busy = source({ chunks: [CHUNK] });
         const r3 = lib.withStallTimeout(busy.stream, { firstChunkMs: 100, stallMs: 100 }).getReader();
