@@ -17,13 +17,11 @@
 //!    `RateLimit-Reset`, `X-RateLimit-Reset`; one that does not parse is
 //!    ignored, as if absent.
 
+use crate::core::deadline::MAX_MS;
+
 /// Above this, an `X-RateLimit-Reset` value is a Unix epoch in seconds, not a
 /// wait in seconds (10^9 s is 2001-09-09; no server asks for a 31-year wait).
 pub const EPOCH_THRESHOLD_S: f64 = 1e9;
-
-/// The largest wait reported, in ms (2^53 − 1): a larger one is that, still
-/// far past any deadline.
-const MAX_WAIT_MS: f64 = 9_007_199_254_740_991.0;
 
 /// What the headers say.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,11 +68,11 @@ fn until(at_ms: f64, wall_now_ms: f64) -> ServerWait {
         return ServerWait::NeedsWallClock;
     }
     let wait = at_ms - wall_now_ms;
-    ServerWait::Ms(if wait > 0.0 { wait.min(MAX_WAIT_MS) } else { 0.0 })
+    ServerWait::Ms(if wait > 0.0 { wait.min(MAX_MS) } else { 0.0 })
 }
 
 fn seconds_ms(s: f64) -> f64 {
-    (s * 1000.0).min(MAX_WAIT_MS)
+    (s * 1000.0).min(MAX_MS)
 }
 
 /// An HTTP date as IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form
@@ -213,9 +211,9 @@ mod tests {
     #[test]
     fn huge_values_saturate() {
         let huge = "9".repeat(400);
-        assert_eq!(ra(&huge, f64::NAN), ServerWait::Ms(MAX_WAIT_MS));
-        assert_eq!(ra("18446744073709551616", f64::NAN), ServerWait::Ms(MAX_WAIT_MS));
-        assert_eq!(server_wait(None, None, Some(&huge), NOW), ServerWait::Ms(MAX_WAIT_MS));
+        assert_eq!(ra(&huge, f64::NAN), ServerWait::Ms(MAX_MS));
+        assert_eq!(ra("18446744073709551616", f64::NAN), ServerWait::Ms(MAX_MS));
+        assert_eq!(server_wait(None, None, Some(&huge), NOW), ServerWait::Ms(MAX_MS));
         assert_eq!(ra("Fri, 31 Dec 9999 23:59:59 GMT", 0.0), ServerWait::Ms(253_402_300_799_000.0));
     }
 
