@@ -67,8 +67,6 @@ export class TimeoutBook {
   #warned = new Set();
   #tableRead = false;
   #scratch = null;
-  #refreshEveryMs;
-  #flushEveryMs;
 
   /**
    * @param {object} [options]
@@ -105,8 +103,6 @@ export class TimeoutBook {
       optNumber("options.flushEveryMs", o.flushEveryMs, "a number of milliseconds"),
     );
     this.#maxBuckets = core.checkBookOption("options.maxBuckets", optNumber("options.maxBuckets", o.maxBuckets, "a whole number") ?? 256);
-    this.#refreshEveryMs = o.refreshEveryMs ?? 60_000;
-    this.#flushEveryMs = o.flushEveryMs ?? 10_000;
     // The sketch validates it (a RangeError naming options.relativeError).
     this.#relativeError = new LatencySketch({ relativeError: optNumber("options.relativeError", o.relativeError, "a number between 0.001 and 0.5") }).relativeError;
     if (o.onWarning !== undefined && typeof o.onWarning !== "function") throw typeError("options.onWarning", "a function", o.onWarning);
@@ -234,7 +230,7 @@ export class TimeoutBook {
     } catch (error) {
       this.#schedule.refreshFailed(now());
       this.#refreshAt = this.#schedule.refreshAt();
-      this.#warn("REFRESH_FAILED", error instanceof Error ? error.message : String(error), this.#refreshEveryMs);
+      this.#warn("REFRESH_FAILED", error instanceof Error ? error.message : String(error), this.#schedule.refreshEveryMs);
     }
   }
 
@@ -313,7 +309,7 @@ export class TimeoutBook {
       }
       b.successes.free();
     }
-    this.#warn("FLUSH_FAILED", status === 0 ? failure : `status ${status}`, this.#flushEveryMs);
+    this.#warn("FLUSH_FAILED", status === 0 ? failure : `status ${status}`, this.#schedule.flushEveryMs);
   }
 
   /**

@@ -113,6 +113,18 @@ impl ScheduleJs {
         Ok(ScheduleJs { inner: Schedule::new(options).map_err(to_js)? })
     }
 
+    /// The `refreshEveryMs` in force (the default when none was given).
+    #[wasm_bindgen(getter = refreshEveryMs)]
+    pub fn refresh_every_ms(&self) -> f64 {
+        self.inner.options().refresh_every_ms
+    }
+
+    /// The `flushEveryMs` in force (the default when none was given).
+    #[wasm_bindgen(getter = flushEveryMs)]
+    pub fn flush_every_ms(&self) -> f64 {
+        self.inner.options().flush_every_ms
+    }
+
     #[wasm_bindgen(js_name = refreshAt)]
     pub fn refresh_at(&self) -> f64 {
         self.inner.refresh_at()
