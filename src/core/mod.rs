@@ -23,6 +23,7 @@ pub mod number;
 pub mod plan;
 pub mod prom;
 pub mod request;
+pub mod resume;
 pub mod retry;
 pub mod retry_budget;
 pub mod rng;

@@ -94,6 +94,8 @@ mod prom;
 #[cfg(feature = "main")]
 mod request;
 #[cfg(feature = "main")]
+mod resume;
+#[cfg(feature = "main")]
 mod retry;
 #[cfg(feature = "main")]
 mod retry_budget;

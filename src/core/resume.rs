@@ -1,0 +1,243 @@
+//! Streams that recover: what a streamed read does when its upstream fails.
+//!
+//! # Why
+//! A model's answer streams for tens of seconds, and connections break in
+//! the middle of it. Retrying the whole call is right only while nothing has
+//! reached the reader: after that, starting over would show the reader the
+//! beginning twice. Server-Sent Events carry the way back in the standard
+//! itself: an event's `id`, sent back as `Last-Event-ID` on reconnection,
+//! and a server that honours it continues after that event. Any other body
+//! can only be continued by the caller, who knows what the request meant
+//! (for a model call: the partial answer, and "continue"), through a hook.
+//!
+//! [`Resume`] makes that choice, the same in both hosts (`js/resume.js`,
+//! `src/web/resume.rs`): the host reports a failure with what it delivered,
+//! and the machine answers what to do ([`Next`]) and how long to wait first.
+//! *Whether* another attempt may be made at all, and the backoff, is the
+//! retry loop's ([`crate::core::retry::RetryRun`]): the host asks it first
+//! and asks this machine only when it allows one.
+//!
+//! # Invariants (each is a test below)
+//! 1. Before content reached the reader, the answer is [`Next::Retry`]: the
+//!    request is made again as it was, and the reader never sees the failure.
+//! 2. After content, a stream is never restarted as it was: an event stream
+//!    whose delivered events carried an id resumes with `Last-Event-ID`
+//!    ([`Next::LastEventId`]) unless the upstream has shown it ignores the
+//!    header; otherwise the hook ([`Next::Hook`]) when the caller gave one;
+//!    otherwise the stream ends ([`Next::End`]).
+//! 3. An upstream that answered a `Last-Event-ID` request with an event
+//!    already delivered ([`Resume::replayed`]) is never asked by id again.
+//! 4. The wait before an attempt is the retry loop's delay (backoff, or a
+//!    server's wait) before content. After content, the first resume waits
+//!    only for a server's wait: the upstream was answering, the connection
+//!    broke, and the reader is waiting mid-answer. Later resumes back off.
+
+/// What to do after a failure the retry loop allows another attempt for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Next {
+    /// Make the request again as it was: nothing reached the reader.
+    Retry = 0,
+    /// Make it again with `Last-Event-ID`: the upstream continues after it.
+    LastEventId = 1,
+    /// Ask the caller's hook for the continuation.
+    Hook = 2,
+    /// End the stream with the failure.
+    End = 3,
+}
+
+/// One resumable read's state between attempts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    hook: bool,
+    ignored: bool,
+    resumes: u32,
+}
+
+/// What the host delivered when an attempt failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Content reached the reader: an event of an event stream (a comment
+    /// is not content), or any byte of another body.
+    pub content: bool,
+    /// The body is `text/event-stream`.
+    pub event_stream: bool,
+    /// A delivered event carried an id (sent back as `Last-Event-ID`).
+    pub last_event_id: bool,
+}
+
+/// The flags of [`Delivered`] and [`Resume`] as one number, for the
+/// JavaScript host's one scalar call (`resumeNext` in src/wasm/resume.rs).
+pub mod flags {
+    /// [`super::Delivered::content`].
+    pub const CONTENT: u32 = 1;
+    /// [`super::Delivered::event_stream`].
+    pub const EVENT_STREAM: u32 = 2;
+    /// [`super::Delivered::last_event_id`].
+    pub const LAST_EVENT_ID: u32 = 4;
+    /// The upstream ignored `Last-Event-ID` ([`super::Resume::replayed`]).
+    pub const IGNORED: u32 = 8;
+    /// The caller gave a resume hook.
+    pub const HOOK: u32 = 16;
+}
+
+impl Resume {
+    /// A read with (`hook`) or without a resume hook.
+    pub fn new(hook: bool) -> Self {
+        Self { hook, ignored: false, resumes: 0 }
+    }
+
+    /// The state a host that keeps it as [`flags`] and a count describes.
+    pub fn from_flags(bits: u32, resumes: u32) -> Self {
+        Self { hook: bits & flags::HOOK != 0, ignored: bits & flags::IGNORED != 0, resumes }
+    }
+
+    /// An attempt failed after delivering `delivered`, and the retry loop
+    /// allows another after `delay_ms`, of which `server_wait_ms` is what
+    /// the upstream asked for: what to do, and the wait before it.
+    pub fn after_failure(&mut self, delivered: Delivered, delay_ms: f64, server_wait_ms: Option<f64>) -> (Next, f64) {
+        let next = self.next(delivered);
+        let wait = match next {
+            Next::Retry | Next::End => delay_ms,
+            Next::LastEventId | Next::Hook => {
+                let first = self.resumes == 0;
+                self.resumes = self.resumes.saturating_add(1);
+                if first {
+                    server_wait_ms.map_or(0.0, |w| w.min(delay_ms))
+                } else {
+                    delay_ms
+                }
+            }
+        };
+        (next, if wait.is_nan() || wait < 0.0 { 0.0 } else { wait })
+    }
+
+    /// What to do after a failure (invariants 1–3), without counting it.
+    pub fn next(&self, delivered: Delivered) -> Next {
+        if !delivered.content {
+            Next::Retry
+        } else if delivered.event_stream && delivered.last_event_id && !self.ignored {
+            Next::LastEventId
+        } else if self.hook {
+            Next::Hook
+        } else {
+            Next::End
+        }
+    }
+
+    /// A stream asked with `Last-Event-ID` repeated an event already
+    /// delivered: the upstream ignores the header (invariant 3).
+    pub fn replayed(&mut self) {
+        self.ignored = true;
+    }
+
+    /// Whether the upstream was seen to ignore `Last-Event-ID`.
+    pub fn ignores_last_event_id(&self) -> bool {
+        self.ignored
+    }
+
+    /// How many times the read resumed after content.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+}
+
+impl Delivered {
+    /// From [`flags`].
+    pub fn from_flags(bits: u32) -> Self {
+        Self {
+            content: bits & flags::CONTENT != 0,
+            event_stream: bits & flags::EVENT_STREAM != 0,
+            last_event_id: bits & flags::LAST_EVENT_ID != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SSE_WITH_ID: Delivered = Delivered { content: true, event_stream: true, last_event_id: true };
+
+    fn all_delivered() -> impl Iterator<Item = Delivered> {
+        (0..8u32).map(|b| Delivered { content: b & 1 != 0, event_stream: b & 2 != 0, last_event_id: b & 4 != 0 })
+    }
+
+    #[test]
+    fn nothing_delivered_is_retried_as_it_was() {
+        for hook in [false, true] {
+            for d in all_delivered().filter(|d| !d.content) {
+                let mut r = Resume::new(hook);
+                r.replayed();
+                assert_eq!(r.after_failure(d, 120.0, None), (Next::Retry, 120.0), "{d:?}");
+                assert_eq!(r.resumes(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn after_content_never_restarts() {
+        for hook in [false, true] {
+            for ignored in [false, true] {
+                for d in all_delivered().filter(|d| d.content) {
+                    let mut r = Resume::new(hook);
+                    if ignored {
+                        r.replayed();
+                    }
+                    let (next, _) = r.after_failure(d, 50.0, None);
+                    assert_ne!(next, Next::Retry, "{d:?} hook {hook} ignored {ignored}");
+                    let by_id = d.event_stream && d.last_event_id && !ignored;
+                    let expected = if by_id {
+                        Next::LastEventId
+                    } else if hook {
+                        Next::Hook
+                    } else {
+                        Next::End
+                    };
+                    assert_eq!(next, expected, "{d:?} hook {hook} ignored {ignored}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_upstream_that_replays_is_not_asked_by_id_again() {
+        let mut r = Resume::new(true);
+        assert_eq!(r.next(SSE_WITH_ID), Next::LastEventId);
+        r.replayed();
+        assert!(r.ignores_last_event_id());
+        assert_eq!(r.next(SSE_WITH_ID), Next::Hook);
+        let mut r = Resume::new(false);
+        r.replayed();
+        assert_eq!(r.next(SSE_WITH_ID), Next::End);
+    }
+
+    #[test]
+    fn the_first_resume_waits_only_for_the_server() {
+        let mut r = Resume::new(true);
+        assert_eq!(r.after_failure(SSE_WITH_ID, 200.0, None), (Next::LastEventId, 0.0));
+        assert_eq!(r.after_failure(SSE_WITH_ID, 200.0, None), (Next::LastEventId, 200.0));
+        let mut r = Resume::new(true);
+        let plain = Delivered { content: true, ..Delivered::default() };
+        // A server's wait is kept (the retry loop's delay already holds it).
+        assert_eq!(r.after_failure(plain, 1_500.0, Some(1_500.0)), (Next::Hook, 1_500.0));
+        assert_eq!(r.resumes(), 1);
+        // Never negative or NaN.
+        let mut r = Resume::new(false);
+        assert_eq!(r.after_failure(Delivered::default(), f64::NAN, None), (Next::Retry, 0.0));
+    }
+
+    #[test]
+    fn flags_round_trip() {
+        for bits in 0..32u32 {
+            let d = Delivered::from_flags(bits);
+            let r = Resume::from_flags(bits, 2);
+            assert_eq!(d.content, bits & flags::CONTENT != 0);
+            assert_eq!(d.event_stream, bits & flags::EVENT_STREAM != 0);
+            assert_eq!(d.last_event_id, bits & flags::LAST_EVENT_ID != 0);
+            assert_eq!(r.ignores_last_event_id(), bits & flags::IGNORED != 0);
+            assert_eq!(r.resumes(), 2);
+            assert_eq!(r.next(d) == Next::Hook, d.content && bits & flags::HOOK != 0 && !(d.event_stream && d.last_event_id && bits & flags::IGNORED == 0));
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Bindings for [`crate::core::resume`] (`js/resume.js`).
+//!
+//! The host keeps the machine's few flags itself and asks once per failure,
+//! with scalars: a resumable read fails rarely, and a class would add its
+//! glue to every Worker that imports `relay`.
+
+use wasm_bindgen::prelude::*;
+
+use crate::core::resume::{Delivered, Resume};
+
+/// What to do after a failure the retry loop allows another attempt for
+/// ([`Resume::after_failure`]): `bits` are [`crate::core::resume::flags`],
+/// `resumes` how often the read resumed after content. Answers the
+/// [`Next`](crate::core::resume::Next) as its number (0 retry, 1
+/// Last-Event-ID, 2 hook, 3 end) plus 4 × the wait in ms.
+#[wasm_bindgen(js_name = resumeNext)]
+pub fn resume_next(bits: u32, resumes: u32, delay_ms: f64, server_wait_ms: Option<f64>) -> f64 {
+    let mut r = Resume::from_flags(bits, resumes);
+    let (next, wait) = r.after_failure(Delivered::from_flags(bits), delay_ms, server_wait_ms);
+    // The wait in whole ms (a timer's resolution), the answer in the low bits.
+    (wait.ceil().min(2f64.powi(50))) * 4.0 + f64::from(next as u8)
+}
