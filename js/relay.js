@@ -37,10 +37,11 @@
 //    part of the error event instead of passing as a message.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, CODES, isDeadlineExceeded, StreamStalled } from "./errors.js";
+import { argumentError, CODES, isDeadlineExceeded, isRetryFailed, StreamStalled } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { recorder } from "./record.js";
+import { resumable, resumeOptions } from "./resume.js";
 import { guard, isEventStream, isStreamStalled } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
@@ -81,10 +82,16 @@ async function start(upstream, options) {
   if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
     throw check.typeError("upstream", "a Response, a promise of one or a function (signal) => fetch(…)", upstream);
   }
+  const retry = resumeOptions(o, "relay");
   // Range checks before any I/O (the core names the parameter).
   const started = now();
   core.stallWake(firstChunkMs, stallMs, deadline?.at, started, undefined, 0, 0, started);
   if (firstByteMs !== undefined) core.firstByteWake(firstByteMs, started, started);
+  if (retry !== undefined) {
+    if (typeof upstream !== "function") throw check.typeError("upstream", "a function (signal, { attempt, lastEventId, headers }) => fetch(…) with options.retry: a retry makes the request again", upstream);
+    if (o.controller !== undefined) throw check.typeError("options.controller", "left out with options.retry: each attempt has its own signal", o.controller);
+    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: o.firstChunkMs === undefined ? undefined : firstChunkMs, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, retry }, extraHeaders, rec, started);
+  }
 
   // The upstream request's controller: the caller's, or ours when we make the request.
   const controller = o.controller ?? new AbortController();
@@ -197,6 +204,58 @@ async function start(upstream, options) {
   return new Response(body(early, done, reader, sse, release), { status: response.status, headers });
 }
 
+/**
+ * `relay` with `retry` (js/resume.js): the attempts before content are
+ * invisible, and the relayed body resumes after a mid-stream failure where
+ * the core says it can; otherwise the same commit, fallback and release as
+ * a relay without it.
+ */
+async function resumableRelay(upstream, o, options, extraHeaders, rec, started) {
+  const r = resumable(upstream, options);
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    r.close();
+    options.deadline.dispose();
+  };
+  const fail = (reason) => {
+    release();
+    if (isRetryFailed(reason) && reason.attempts.length === 0) unsent.add(reason);
+    else rec?.(isStreamStalled(reason) || isDeadlineExceeded(reason) ? "timeout" : options.signal?.aborted ? "aborted" : "error", now() - started);
+    return (o.fallback ?? fallbackResponse)(reason, now() - started);
+  };
+  const early = [];
+  let done = false;
+  let head;
+  try {
+    head = await r.head();
+    if (head.final) {
+      rec?.(head.response.ok ? "ok" : "error", now() - started);
+      release();
+      return head.response; // the upstream's own answer, as it is
+    }
+    // Commit on the first content (an event, on an event stream); what came before it is held until then.
+    while (!r.content()) {
+      const next = await r.read();
+      if (next.done) {
+        done = true;
+        break;
+      }
+      early.push(next.value);
+    }
+  } catch (error) {
+    return fail(error);
+  }
+  rec?.("ok", now() - started);
+  const type = head.response.headers.get("content-type");
+  const headers = new Headers({ "cache-control": "no-store" });
+  if (type !== null) headers.set("content-type", type);
+  extraHeaders?.forEach((value, key) => headers.set(key, value));
+  const reader = { read: r.read, cancel: (reason) => r.close(reason) };
+  return new Response(body(early, done, reader, isEventStream(type), release), { status: head.response.status, headers });
+}
+
 /** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */
 function body(early, doneEarly, reader, sse, release) {
   let lastByte = LF; // whether the last forwarded byte ended a line (invariant 4)
@@ -245,9 +304,9 @@ export function describeReason(error) {
   return `upstream failed: ${error?.message ?? error}`;
 }
 
-/** The default fallback: 504 for a stall or the deadline, 502 for anything else, saying why. */
+/** The default fallback: 504 for a stall, the deadline or too little time left, 502 for anything else, saying why. */
 function fallbackResponse(reason, elapsedMs) {
-  const timedOut = isStreamStalled(reason) || isDeadlineExceeded(reason);
+  const timedOut = isStreamStalled(reason) || isDeadlineExceeded(reason) || (isRetryFailed(reason) && /^(insufficient|backoff-past-deadline|deadline)$/.test(reason.reason));
   return new Response(JSON.stringify({ fallback: true, reason: describeReason(reason), elapsedMs: Math.round(elapsedMs) }), {
     status: timedOut ? 504 : 502,
     headers: { "content-type": "application/json", "cache-control": "no-store" },

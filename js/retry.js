@@ -177,7 +177,7 @@ function isFailure(f) {
  * The wait in ms a failed attempt's response asked for, or `undefined`: the
  * core reads the headers; the wall clock only when it asks for it (NaN).
  */
-function serverWait(error) {
+export function serverWait(error) {
   // The error's `response`, or the error itself when an attempt threw the
   // Response (`if (!res.ok) throw res`).
   const headers = (error?.response ?? (typeof Response === "function" && error instanceof Response ? error : undefined))?.headers;
@@ -200,13 +200,49 @@ function defaultClassify(error) {
 }
 
 /** `classify(error)`, checked: only one of the core's words reaches it. */
-function classified(classify, error) {
+export function classified(classify, error) {
   const f = classify(error);
   if (isFailure(f)) return f;
   failures ??= new Set(core.failureKinds());
   const quoted = [...failures].map((w) => `"${w}"`);
   const words = `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
   throw argumentError("type", CODES.INVALID_RETURN, "options.classify", `'options.classify' must return ${words} (synchronously): it returned ${check.describe(f)}`);
+}
+
+/**
+ * The core's retry loop for the options `o` (named `p` in errors:
+ * "options", or "options.retry" for a stream's), with the checked `classify`
+ * and `budget`. Types are checked here; every range and default is the
+ * core's (RetryOptions in src/core/retry.rs). `idempotent` is the default
+ * when `o.idempotent` is not given (the core's own default when undefined).
+ */
+export function newRun(p, o, at, idempotent) {
+  check.optNumber(`${p}.attemptMinMs`, o.attemptMinMs);
+  check.optNumber(`${p}.attemptTimeoutMs`, o.attemptTimeoutMs);
+  if (o.backoff !== undefined) checkBackoff(`${p}.backoff`, o.backoff);
+  if (o.maxAttempts !== undefined) check.count(`${p}.maxAttempts`, o.maxAttempts);
+  if (o.idempotent !== undefined) check.bool(`${p}.idempotent`, o.idempotent);
+  check.optNumber(`${p}.maxRetryAfterMs`, o.maxRetryAfterMs);
+  if (o.operationKey !== undefined && (typeof o.operationKey !== "string" || o.operationKey === "")) {
+    throw check.typeError(`${p}.operationKey`, "a non-empty string", o.operationKey);
+  }
+  const budget = o.budget;
+  if (budget !== undefined && !(budget instanceof RetryBudget)) throw check.typeError(`${p}.budget`, "a RetryBudget", budget);
+  const classify = o.classify === undefined ? defaultClassify : check.fn(`${p}.classify`, o.classify, 'a function (error) => "ambiguous" | "not-applied" | "permanent"');
+  const seed = seedFrom(`${p}.seed`, o.seed);
+  // The options cross as their fields (scalars): through serde, reading an
+  // options object cost about 2 µs per call (src/wasm/retry.rs).
+  const b = o.backoff;
+  const named = typeof b?.jitter === "string";
+  let run;
+  try {
+    run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent ?? idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed);
+  } catch (error) {
+    // The core names the options as `retry` takes them ("options.…").
+    if (p !== "options" && typeof error?.param === "string") error.param = error.param.replace(/^options\b/, p);
+    throw error;
+  }
+  return { run, classify, budget };
 }
 
 // ---- retry ------------------------------------------------------------------------
@@ -224,35 +260,17 @@ async function retryLoop(fn, options) {
   check.fn("fn", fn, "a function (signal, { attempt, timeoutMs, operationKey }) => Promise");
   const o = check.obj("options", options, "an object like { deadline, attemptMinMs, backoff, idempotent }");
   const deadline = check.deadline("options.deadline", o.deadline);
-  // Types here; every range and default is the core's (RetryOptions in src/core/retry.rs).
-  check.optNumber("options.attemptMinMs", o.attemptMinMs);
-  check.optNumber("options.attemptTimeoutMs", o.attemptTimeoutMs);
-  if (o.backoff !== undefined) checkBackoff("options.backoff", o.backoff);
-  if (o.maxAttempts !== undefined) check.count("options.maxAttempts", o.maxAttempts);
-  if (o.idempotent !== undefined) check.bool("options.idempotent", o.idempotent);
-  check.optNumber("options.maxRetryAfterMs", o.maxRetryAfterMs);
+  const { run, classify, budget } = newRun("options", o, deadline.at);
   const onAttempt = o.onAttempt === undefined ? undefined : check.fn("options.onAttempt", o.onAttempt, "a function (record) => void");
-  if (o.operationKey !== undefined && (typeof o.operationKey !== "string" || o.operationKey === "")) {
-    throw check.typeError("options.operationKey", "a non-empty string", o.operationKey);
-  }
-  const budget = o.budget;
-  if (budget !== undefined && !(budget instanceof RetryBudget)) throw check.typeError("options.budget", "a RetryBudget", budget);
   const parent = check.optSignal("options.signal", o.signal);
   const circuit = o.circuit;
   if (circuit !== undefined && typeof circuit?.acquire !== "function") {
     throw check.typeError("options.circuit", "a circuit from CircuitBreaker.for(key) (edge-deadline/derive)", circuit);
   }
-  const classify = o.classify === undefined ? defaultClassify : check.fn("options.classify", o.classify, "a function (error) => \"ambiguous\" | \"not-applied\" | \"permanent\"");
-  const seed = seedFrom("options.seed", o.seed);
   const rec = recorder(o, undefined);
   const t = tracing(o.otel);
   const at = deadline.at;
   const deadlineSignal = deadline.signal();
-  // The options cross as their fields (scalars): through serde, reading an
-  // options object cost about 2 µs per call (src/wasm/retry.rs).
-  const b = o.backoff;
-  const named = typeof b?.jitter === "string";
-  const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed);
   const errors = [];
   // Tracing (js/otel.js): the retry's span, each attempt's a child of it.
   let span; // undefined once ended

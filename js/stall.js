@@ -83,6 +83,7 @@ import { isReady, notReady } from "./load.js";
 import { tracing } from "./otel.js";
 import { crossOriginInBrowser, propagateFormats, withBudgetHeaders } from "./headers.js";
 import { createSseProgress, sseProgress } from "./sse.js";
+import { resumable, resumeOptions } from "./resume.js";
 import { child, now } from "./timers.js";
 import { hold, releaseHold } from "./keepalive.js";
 import { deadline as checkDeadline, isAbortSignal, number, typeError } from "./validate.js";
@@ -503,12 +504,14 @@ export async function fetchWithDeadline(input, init, opts) {
   const t0 = now();
   core.stallStart(firstChunkMs, stallMs, at, t0, t0);
   const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
+  const requestSignal = typeof Request !== "undefined" && input instanceof Request ? input.signal : undefined;
+  const retry = resumeOptions(o, where);
+  if (retry !== undefined) return fetchResumable(input, init, o, { fromHeaders: true, deadline: o.deadline, signal: userSignal, signal2: requestSignal, firstByteMs, firstChunkMs, stallMs, isProgress, retry }, formats);
   const t = tracing(o.otel);
   const span = t === null ? undefined : streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs);
 
   // The request's own child: it follows the deadline (and so the deadline's
   // parents), the caller's signal and a Request input's signal.
-  const requestSignal = typeof Request !== "undefined" && input instanceof Request ? input.signal : undefined;
   const upstream = child([o.deadline, userSignal, requestSignal], Infinity);
 
   // The wait for headers: a child of the request, re-armed on the first-byte limit.
@@ -555,6 +558,64 @@ export async function fetchWithDeadline(input, init, opts) {
   const body = wrap(response.body, { firstChunkMs, stallMs, at, controller: upstream, parents: [upstream], isProgress: progress, t, span }, () => upstream.dispose()).stream;
   const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   // A constructed Response has no url; keep the fetched one's.
+  for (const key of ["url", "redirected", "type"]) {
+    Object.defineProperty(wrapped, key, { value: response[key], enumerable: true });
+  }
+  return wrapped;
+}
+
+/**
+ * `fetchWithDeadline` with `retry` (js/resume.js): attempts before content
+ * are invisible, and the body resumes after a mid-stream failure where the
+ * core says it can (`Last-Event-ID` on an event stream, else `resume`).
+ * Resolves with the first answer that is read, or a non-ok answer that is
+ * not retried, as it is.
+ */
+async function fetchResumable(input, init, o, options, formats) {
+  // A Request's body can be read once: each attempt sends a copy.
+  const template = typeof Request !== "undefined" && input instanceof Request ? input.clone() : undefined;
+  const send = o.propagate === undefined && crossOriginInBrowser(input) ? [] : formats;
+  const connect = (signal, info) => {
+    const source = template === undefined ? input : template.clone();
+    const i = { ...withBudgetHeaders(source, init, o.deadline, send), signal };
+    if (info.lastEventId !== undefined) {
+      i.headers = new Headers(i.headers ?? (template === undefined ? undefined : source.headers));
+      i.headers.set("last-event-id", info.lastEventId);
+    }
+    return fetch(source, i);
+  };
+  const r = resumable(connect, options);
+  let head;
+  try {
+    head = await r.head();
+  } catch (error) {
+    r.close(error);
+    throw error;
+  }
+  if (head.final) {
+    r.close();
+    return head.response;
+  }
+  const response = head.response;
+  const body = new ReadableStream(
+    {
+      async pull(c) {
+        let next;
+        try {
+          next = await r.read();
+        } catch (error) {
+          r.close(error);
+          return c.error(error);
+        }
+        if (!next.done) return c.enqueue(next.value);
+        r.close();
+        c.close();
+      },
+      cancel: (reason) => r.close(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   for (const key of ["url", "redirected", "type"]) {
     Object.defineProperty(wrapped, key, { value: response[key], enumerable: true });
   }

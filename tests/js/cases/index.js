@@ -19,6 +19,7 @@ import load from "./load.js";
 import plan from "./plan.js";
 import prom from "./prom.js";
 import relay from "./relay.js";
+import resume from "./resume.js";
 import request from "./request.js";
 import retry from "./retry.js";
 import servertiming from "./servertiming.js";
@@ -28,4 +29,4 @@ import stall from "./stall.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...headers, ...caps, ...request, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...book, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...resume, ...headers, ...caps, ...request, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...book, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];

@@ -1,0 +1,563 @@
+// Streams that recover: the attempts behind one streamed body, for `relay`
+// and `fetchWithDeadline` with `retry` (and `resume`).
+//
+// What to do after a failure is the core's (src/core/resume.rs `Resume`, see
+// its module doc: retry as it was before content, `Last-Event-ID` or the
+// caller's hook after it, or the end), and so is whether another attempt may
+// be made at all and when (src/core/retry.rs `RetryRun`: the deadline,
+// `attemptMinMs`, backoff, the retry budget, the server's `Retry-After`).
+// This file owns what only the host can do: the attempts' requests, signals
+// and stall guards (js/stall.js), and the bytes: which of them reached the
+// reader, cut on event boundaries.
+//
+// # The per-chunk path
+// A chunk is looked at once, by the cutter below, in the pull that hands it
+// to the reader: no Wasm call, no timer, no promise beyond the read. On a
+// `text/event-stream` the cutter scans the bytes for the blank lines that
+// end events and for `id:` lines; a chunk that ends on an event boundary (the
+// common case) is passed on as it is, a chunk that ends inside an event is
+// passed on up to its last boundary and the rest is held until the event
+// completes. Any other body is passed on as it is, counted.
+//
+// # Invariants
+// 1. Before content reached the reader (an event with a field: a comment is
+//    not content; any byte of another body), a failed attempt (a network
+//    error, a non-ok status that `classify` calls retryable, a first-byte or
+//    first-chunk stall) is made again, inside the deadline and the retry
+//    budget, and the reader never sees it. A non-ok status that is not
+//    retried is handed back as it is.
+// 2. Events are never split: an event reaches the reader whole or not at
+//    all. A failure drops the held part of an unfinished event.
+// 3. After content, a stream is never restarted silently: it resumes with
+//    `Last-Event-ID` (the last id the reader got, as the SSE standard keeps
+//    it), through the caller's `resume` hook, or ends with the failure.
+//    Each event reaches the reader exactly once: a stream resumed by id is
+//    held until its first event with an id, and if that id was already
+//    delivered the upstream ignored the header; that attempt is dropped and
+//    the core decides again (the hook, or the end).
+// 4. The deadline, the caller's signal and a reader's cancel end the read
+//    where it is (no further attempt); every attempt's request is aborted
+//    when it fails or is dropped (released, not abandoned); when the read
+//    ends, every timer and listener is gone and the core's loop is freed.
+
+import * as core from "./edge_deadline.js";
+import { argumentError, CODES, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
+import { classified, newRun, serverWait } from "./retry.js";
+import { retryBudgetCore } from "./retry_budget.js";
+import { guard, isEventStream, isStreamStalled } from "./stall.js";
+import { child, now } from "./timers.js";
+import * as check from "./validate.js";
+
+const LF = 10;
+const CR = 13;
+const COLON = 58;
+const SPACE = 32;
+const I = 105; // "i"
+const D = 100; // "d"
+
+// Where the cutter is in a line.
+const START = 0; // at its start
+const OTHER = 1; // a comment, or a field that is not `id`
+const NAME_I = 2; // the field name so far is "i"
+const NAME_ID = 3; // … "id"
+const VALUE_START = 4; // after "id:", before an optional space
+const VALUE = 5; // in the id's value
+
+// The core's flags (src/core/resume.rs `flags`) and answers (`Next`).
+const CONTENT = 1;
+const EVENT_STREAM = 2;
+const LAST_EVENT_ID = 4;
+const IGNORED = 8;
+const HOOK = 16;
+const RETRY = 0;
+const BY_ID = 1;
+const BY_HOOK = 2;
+
+const decoder = new TextDecoder();
+const noop = () => {};
+
+/** A non-ok answer, as the error `classify` sees (with `.response` and `.status`). */
+export class UpstreamStatus extends Error {
+  constructor(response) {
+    super(`the upstream answered ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`);
+    this.name = "UpstreamStatus";
+    this.status = response.status;
+    this.response = response;
+  }
+}
+
+/**
+ * How a stream's failure is classified unless `classify` says otherwise:
+ * 429 and 503 say nothing ran ("not-applied"), 408 and other 5xx may have
+ * ("ambiguous"), other 4xx are the request's fault ("permanent"); any
+ * other error is ambiguous.
+ */
+function streamClassify(error) {
+  const status = error instanceof UpstreamStatus ? error.status : undefined;
+  if (status === undefined) return typeof error?.failure === "string" ? error.failure : "ambiguous";
+  if (status === 429 || status === 503) return "not-applied";
+  return status === 408 || status >= 500 ? "ambiguous" : "permanent";
+}
+
+/**
+ * Checks a stream's `retry` and `resume` options (types here, ranges in the
+ * core) and returns a factory for one read, or `undefined` when neither is
+ * given. `where` names the API in errors.
+ */
+export function resumeOptions(o, where) {
+  if ((o.retry === undefined || o.retry === false) && o.resume === undefined) return undefined;
+  const r = o.retry === undefined || o.retry === true ? {} : check.obj("options.retry", o.retry, "true or an object like { attemptMinMs, maxAttempts, backoff }");
+  if (r.attemptTimeoutMs !== undefined) {
+    throw argumentError("type", CODES.INVALID_TYPE, "options.retry.attemptTimeoutMs", `'options.retry.attemptTimeoutMs' does not apply to a stream (${where}): its attempts are bounded by firstByteMs, firstChunkMs, stallMs and the deadline`);
+  }
+  const hook = o.resume === undefined ? undefined : check.fn("options.resume", o.resume, "a function ({ chunks, bytes, lastEventId, attempt, signal }) => Response | Promise<Response> | undefined");
+  if (o.deadline === undefined) throw check.typeError("options.deadline", "a Deadline: a stream's retries live inside one", o.deadline);
+  // Validated now (a bad option is the call's error); each read gets its own loop.
+  newRun("options.retry", r, o.deadline.at, true).run.free();
+  return { r, hook };
+}
+
+/**
+ * One resumable read. `connect(signal, { attempt, lastEventId, headers })`
+ * makes an attempt's request; `s` holds the checked options (`deadline`,
+ * `signal`, `signal2`, `firstByteMs`, `firstChunkMs`, `stallMs`,
+ * `isProgress`, `retry` from {@link resumeOptions}; `fromHeaders`: the
+ * first-chunk limit counts from each attempt's headers, as
+ * `fetchWithDeadline`'s does, not from its start, as a relay's does). `head()` resolves to the first attempt's
+ * answer that will be read (`{ response }`), or to a non-ok answer handed
+ * back as it is (`{ response, final: true }`), and rejects when no attempt
+ * got that far; `read()` then gives the reader's chunks.
+ */
+export function resumable(connect, s) {
+  const { deadline, retry } = s;
+  const { run, classify: given, budget } = newRun("options.retry", retry.r, deadline.at, true);
+  const classify = retry.r.classify === undefined ? streamClassify : given;
+  const hook = retry.hook;
+  const budgetCore = budget === undefined ? undefined : () => retryBudgetCore(budget);
+  // Everything hangs from `outer`: the deadline (and its parents), the caller's signal (and a Request's).
+  const outer = child([deadline, s.signal, s.signal2], Infinity);
+  let cur; // the attempt being made or read: { node, reader, sse }
+  let eventStream = false; // the body is an event stream (the first that was read says)
+  let sleeping; // the backoff: { node, reject }
+  let kind = RETRY; // how the next attempt is made
+  let attempts = 0;
+  let resumes = 0;
+  let ignored = false;
+  let lastError;
+  let ended = false; // read() answers done
+  let closed = false; // released
+  let head; // the first answer read
+  // What reached the reader.
+  let content = false;
+  let bytes = 0;
+  const kept = hook === undefined ? undefined : [];
+  let lastId; // the SSE last event ID, once an event carried one
+  const seen = new Set(); // the ids delivered (only streams with ids fill it)
+  // The cutter (reset per attempt).
+  let line = START;
+  let fields = false; // the event so far has a field line
+  let blockId; // the id this event sets (a string), if any
+  let idBytes = []; // the id line's value so far
+  let prevCR = false;
+  let pending = []; // pieces of the unfinished event
+  let verifying = false; // a resumed-by-id attempt: held until its first event with an id
+  let held = [];
+  let replayed = false;
+  const queue = []; // pieces ready for the reader beyond the one a chunk gives
+
+  function resetCutter() {
+    line = START;
+    fields = false;
+    blockId = undefined;
+    idBytes = [];
+    prevCR = false;
+    pending = [];
+    held = [];
+    replayed = false;
+  }
+
+  /** The id line ended: its value (a NUL in it means it is ignored). */
+  function idLine() {
+    if (!idBytes.includes(0)) {
+      let ascii = true;
+      for (const b of idBytes) if (b > 127) ascii = false;
+      blockId = ascii ? String.fromCharCode(...idBytes) : decoder.decode(new Uint8Array(idBytes));
+    }
+    idBytes = [];
+  }
+
+  /** An event (a block of lines) ended. False when it shows the upstream replayed (invariant 3). */
+  function endBlock() {
+    if (blockId !== undefined) {
+      if (verifying) {
+        if (seen.has(blockId)) return false;
+        verifying = false;
+      }
+      lastId = blockId;
+      if (blockId !== "") seen.add(blockId);
+    }
+    if (fields) content = true;
+    fields = false;
+    blockId = undefined;
+    return true;
+  }
+
+  /**
+   * Cuts a chunk of an event stream: the part up to its last event boundary
+   * (with what was pending before it), or undefined while an event is open.
+   */
+  function cut(chunk) {
+    const b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
+    let boundary = -1;
+    let blank = false; // the last terminator ended an event
+    for (let i = 0, n = b.length; i < n; i++) {
+      const c = b[i];
+      if (c === LF || c === CR) {
+        if (c === LF && prevCR) {
+          prevCR = false;
+          if (blank) boundary = i + 1;
+          continue;
+        }
+        prevCR = c === CR;
+        if (line === START) {
+          if (!endBlock()) {
+            replayed = true;
+            return undefined;
+          }
+          boundary = i + 1;
+          blank = true;
+        } else {
+          if (line >= NAME_ID) idLine();
+          line = START;
+          blank = false;
+        }
+        continue;
+      }
+      prevCR = false;
+      blank = false;
+      if (line === START) {
+        if (c === COLON) line = OTHER;
+        else {
+          fields = true;
+          line = c === I ? NAME_I : OTHER;
+        }
+      } else if (line === NAME_I) line = c === D ? NAME_ID : OTHER;
+      else if (line === NAME_ID) line = c === COLON ? VALUE_START : OTHER;
+      else if (line === VALUE_START) {
+        line = VALUE;
+        if (c !== SPACE) idBytes.push(c);
+      } else if (line === VALUE) idBytes.push(c);
+    }
+    if (boundary < 0) {
+      pending.push(b);
+      return undefined;
+    }
+    const head = boundary === b.length ? b : b.subarray(0, boundary);
+    let out = head;
+    if (pending.length > 0) {
+      let size = head.length;
+      for (const p of pending) size += p.length;
+      out = new Uint8Array(size);
+      let at = 0;
+      for (const p of pending) {
+        out.set(p, at);
+        at += p.length;
+      }
+      out.set(head, at);
+      pending = [];
+    }
+    if (boundary < b.length) pending.push(b.subarray(boundary));
+    return out;
+  }
+
+  /** A piece reaches the reader: counted, and kept for the hook. */
+  function deliver(piece) {
+    bytes += piece.byteLength ?? piece.length;
+    kept?.push(piece);
+    return piece;
+  }
+
+  /** A chunk of the current attempt → a piece for the reader, or undefined (held). */
+  function take(chunk) {
+    if (!cur.sse) {
+      if ((chunk?.byteLength ?? chunk?.length) > 0) content = true;
+      return deliver(chunk);
+    }
+    const was = verifying;
+    const piece = cut(chunk);
+    if (piece === undefined) return undefined;
+    if (was) {
+      held.push(piece);
+      if (verifying) return undefined;
+      // The resumed stream's first id is new: what was held goes to the reader.
+      for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
+      const first = held[0];
+      held = [];
+      return deliver(first);
+    }
+    return deliver(piece);
+  }
+
+  /** Ends the current attempt: its request is aborted (released). */
+  function drop(reason) {
+    const c = cur;
+    cur = undefined;
+    if (c === undefined) return;
+    if (!c.node.aborted) c.node.abort(reason);
+    c.reader?.cancel(reason).catch(noop);
+    c.node.dispose();
+  }
+
+  /** The deadline or the caller's signal ended the read: the core records it; its reason stands. */
+  function signalled() {
+    const reason = outer.reason;
+    if (closed) return reason;
+    try {
+      run.aborted(now(), isDeadlineExceeded(reason) && reason.at === deadline.at);
+    } catch {
+      // The loop had already stopped.
+    }
+    return reason;
+  }
+
+  /** Sleeps `ms` unless the read is ended first; rejects with the reason it ended with. */
+  function sleep(ms) {
+    return new Promise((resolve, reject) => {
+      const node = child([outer], now() + ms, {
+        onTime: (c) => {
+          c.dispose();
+          sleeping = undefined;
+          resolve();
+        },
+        onAbort: () => reject(signalled()),
+      });
+      sleeping = { node, reject };
+    });
+  }
+
+  /**
+   * An attempt failed with `error` (`status`: a non-ok answer, kept for a
+   * reader before content): asks the loop and the core; resolves when the
+   * next attempt may be made, rejects with the failure when none may.
+   */
+  async function failed(error) {
+    drop(error);
+    if (outer.aborted) throw signalled();
+    if (closed) throw error;
+    const t = now();
+    let delay;
+    let wait;
+    if (replayed) {
+      ignored = true;
+      delay = budgetCore ? run.failedBudgeted(t, "not-applied", budgetCore(), undefined) : run.failed(t, "not-applied", undefined);
+      error = lastError ?? error;
+    } else if (isStreamStalled(error)) {
+      delay = budgetCore ? run.timedOutBudgeted(t, budgetCore()) : run.timedOut(t);
+    } else {
+      const failure = classified(classify, error);
+      wait = serverWait(error);
+      delay = budgetCore ? run.failedBudgeted(t, failure, budgetCore(), wait) : run.failed(t, failure, wait);
+    }
+    lastError = error;
+    if (delay === undefined) throw error;
+    const bits = (content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (lastId ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0);
+    const answer = core.resumeNext(bits, resumes, delay, wait);
+    const next = answer % 4;
+    if (next === 3) throw error;
+    if (next !== RETRY) resumes++;
+    kind = next;
+    const ms = (answer - next) / 4;
+    if (ms > 0) await sleep(ms);
+  }
+
+  /** Makes the next attempt; resolves `{ response, final }` for an answer handed back, else undefined. */
+  async function open() {
+    if (closed) {
+      ended = true;
+      return undefined;
+    }
+    const t0 = now();
+    const timeoutMs = budgetCore ? run.startBudgeted(t0, budgetCore()) : run.start(t0);
+    if (timeoutMs === undefined) {
+      if (lastError !== undefined) throw lastError;
+      const { reason, message } = run.stop();
+      throw new RetryFailed(reason, message, []);
+    }
+    attempts++;
+    const node = child([outer], Infinity);
+    cur = { node, reader: undefined, sse: false };
+    const by = kind;
+    resetCutter();
+    verifying = by === BY_ID;
+    // The wait for headers: `firstByteMs`, else (a relay's) what `firstChunkMs` allows.
+    const headersMs = s.firstByteMs ?? (s.fromHeaders ? undefined : s.firstChunkMs);
+    const phase = s.firstByteMs === undefined ? "first-chunk" : "first-byte";
+    const wait = headersMs === undefined ? undefined : child([node], t0 + headersMs, { onTime: () => node.abort(new StreamStalled(phase, now() - t0, 0, 0)) });
+    let response;
+    let onAbort = noop;
+    try {
+      let pending;
+      if (by === BY_HOOK) {
+        const made = hook({ chunks: kept.slice(), bytes, lastEventId: lastId, attempt: attempts, signal: node.signal });
+        if (made == null) {
+          wait?.dispose();
+          node.dispose();
+          throw lastError;
+        }
+        pending = Promise.resolve(made);
+      } else {
+        const headers = by === BY_ID ? { "last-event-id": lastId } : {};
+        pending = Promise.resolve(connect(node.signal, { attempt: attempts, lastEventId: by === BY_ID ? lastId : undefined, headers }));
+      }
+      response = await new Promise((resolve, reject) => {
+        onAbort = () => {
+          reject(node.reason);
+          pending.then((late) => late?.body?.cancel?.(node.reason).catch(noop), noop);
+        };
+        if (node.aborted) onAbort();
+        else node.signal.addEventListener("abort", onAbort, { once: true });
+        pending.then(resolve, reject);
+      });
+    } catch (error) {
+      if (by === BY_HOOK && !node.aborted && error === lastError) {
+        cur = undefined;
+        throw error;
+      }
+      wait?.dispose();
+      return failed(node.aborted ? node.reason : error);
+    } finally {
+      node.signal.removeEventListener("abort", onAbort);
+      wait?.dispose();
+    }
+    if (closed) {
+      response?.body?.cancel?.().catch(noop);
+      return undefined;
+    }
+    if (!isResponse(response)) {
+      const param = by === BY_HOOK ? "options.resume" : "upstream";
+      const error = argumentError("type", CODES.INVALID_RETURN, param, `'${param}' must give a Response: it gave ${check.describe(response)}`);
+      cur = undefined;
+      node.abort(error);
+      node.dispose();
+      throw error;
+    }
+    if (!response.ok) {
+      const error = new UpstreamStatus(response);
+      // Before anything was read, an answer that is not retried is the reader's, as it is.
+      if (head === undefined) {
+        cur = undefined;
+        try {
+          await failed(error);
+        } catch (e) {
+          if (e !== error) throw e;
+          node.dispose();
+          return { response, final: true };
+        }
+        response.body?.cancel().catch(noop);
+        node.dispose();
+        return undefined;
+      }
+      response.body?.cancel().catch(noop);
+      return failed(error);
+    }
+    if (response.body === null) {
+      node.dispose();
+      cur = undefined;
+      if (head === undefined) return { response, final: true };
+      ended = true;
+      return undefined;
+    }
+    const type = response.headers.get("content-type");
+    const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: s.isProgress, contentType: type }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
+    cur = { node, reader: guarded.stream.getReader(), sse: isEventStream(type) };
+    if (head === undefined) eventStream = cur.sse;
+    head ??= response;
+    return undefined;
+  }
+
+  /** The next chunk for the reader: `{ done, value }`; rejects with the failure that ended the read. */
+  async function read() {
+    for (;;) {
+      if (queue.length > 0) return { done: false, value: queue.shift() };
+      if (ended) return { done: true, value: undefined };
+      if (cur === undefined) {
+        const answer = await open();
+        if (answer !== undefined) return answer;
+        continue;
+      }
+      const c = cur;
+      let next;
+      try {
+        next = await c.reader.read();
+      } catch (error) {
+        if (cur !== c) continue;
+        await failed(c.node.aborted ? c.node.reason : error);
+        continue;
+      }
+      if (next.done) {
+        // The upstream ended: what an unfinished event or a held stream had goes too, as it came.
+        for (const p of held) queue.push(deliver(p));
+        for (const p of pending) queue.push(deliver(p));
+        held = [];
+        pending = [];
+        cur.node.dispose();
+        cur = undefined;
+        ended = true;
+        try {
+          run.succeeded(now());
+        } catch {
+          // Already stopped.
+        }
+        continue;
+      }
+      const piece = take(next.value);
+      if (replayed) {
+        await failed(lastError);
+        continue;
+      }
+      if (piece !== undefined) return { done: false, value: piece };
+    }
+  }
+
+  return {
+    /** The first answer: `{ response }` to read, or `{ response, final: true }` to hand back as it is. */
+    async head() {
+      while (head === undefined) {
+        const answer = await open();
+        if (answer !== undefined) return answer;
+        if (ended) break;
+      }
+      return { response: head };
+    },
+    read,
+    /** Whether content reached the reader (relay commits on it). */
+    content: () => content,
+    /** Attempts made so far. */
+    attempts: () => attempts,
+    /** Ends the read (a reader's cancel, or done): aborts the attempt, frees the loop. */
+    close(reason) {
+      if (closed) return;
+      closed = true;
+      ended = true;
+      if (cur !== undefined) {
+        try {
+          run.aborted(now(), false);
+        } catch {
+          // Already stopped.
+        }
+      }
+      drop(reason);
+      if (sleeping !== undefined) {
+        sleeping.node.dispose();
+        sleeping.reject(reason);
+        sleeping = undefined;
+      }
+      outer.dispose();
+      run.free();
+    },
+  };
+}
+
+function isResponse(x) {
+  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
+}
