@@ -217,6 +217,7 @@ export function generationBudget(deadlineMs: number, nowMs: number, reserveMs: n
 
 export * from "./context.js";
 export * from "./relay.js";
+export type { Delivered, ResumeHook, ResumeOptions, StreamRetryOptions, UpstreamInfo } from "./resume.js";
 export * from "./stall.js";
 export * from "./plan.js";
 export * from "./retry.js";

@@ -1,6 +1,8 @@
 // Types of js/relay.js.
-/** Options of {@link relay}. */
-export interface RelayOptions {
+import type { ResumeOptions, UpstreamInfo } from "./resume.js";
+
+/** Options of {@link relay}. With `retry` or `resume`, `deadline` is required and `controller` is not taken. */
+export interface RelayOptions extends ResumeOptions {
   /** The request's deadline: bounds the wait and the body; disposed when the relay is over. */
   deadline?: import("./index.js").Deadline;
   /** Also aborts the upstream request (e.g. the incoming request's signal: the client left). */
@@ -38,11 +40,13 @@ export interface RelayOptions {
  * or the deadline ends a `text/event-stream` with `event: error` (data `{ fallback, reason }`) and
  * errors other bodies. Releases everything (timer, upstream request, deadline) when the body ends or
  * the client cancels. Pass `(signal) => fetch(url, { signal })` to let the relay own the request.
+ * With `retry`, a failure before the first event is retried invisibly and a stream that fails after it
+ * resumes (`Last-Event-ID`, sent in `info.headers`, or the `resume` hook) where it can.
  * @throws {TypeError} bad `upstream` or options (as a rejection)
  * @example
  * return relay((signal) => fetch(url, { headers: toHeaders(deadline), signal }), { deadline, firstChunkMs: 4_000, stallMs: 2_000 });
  */
 export function relay(
-  upstream: Response | Promise<Response> | ((signal: AbortSignal) => Promise<Response>),
+  upstream: Response | Promise<Response> | ((signal: AbortSignal, info: UpstreamInfo) => Response | Promise<Response>),
   options?: RelayOptions,
 ): Promise<Response>;

@@ -2,6 +2,7 @@
 import type { DeadlineHeader } from "./headers.js";
 import type { Deadline } from "./index.js";
 import type { OtelOption } from "./otel.js";
+import type { ResumeOptions } from "./resume.js";
 
 /** Which limit expired: headers (fetchWithDeadline only), first progress chunk, or a gap between progress chunks. */
 export type StallPhase = "first-byte" | "first-chunk" | "stall";
@@ -62,7 +63,7 @@ export interface StallOptions<T> extends OtelOption {
  */
 export function withStallTimeout<T>(stream: ReadableStream<T>, options: StallOptions<T>): ReadableStream<T>;
 
-export interface FetchDeadlineOptions extends OtelOption {
+export interface FetchDeadlineOptions extends OtelOption, ResumeOptions {
   /** Bounds the request, the headers and the whole body. */
   deadline: Deadline;
   /** Limit on the wait for response headers, ms; rejects with `StreamStalled` phase "first-byte" (at once for 0). */
@@ -92,6 +93,9 @@ export interface FetchDeadlineOptions extends OtelOption {
  * `Request` input's signal, with `firstByteMs` on the headers and a wrapped body
  * (see `withStallTimeout`).
  * The body errors with the abort reason itself (never a runtime's unbranded copy).
+ * With `retry`, a failure before content is retried invisibly (the promise resolves with the first answer that is
+ * read, or a non-ok one that is not retried); after content the body resumes (`Last-Event-ID` on an event stream,
+ * else `resume`) or errors.
  * @throws {TypeError} (as a rejection) bad options; {RangeError} limits that are negative, NaN, infinite, or `stallMs` 0;
  *   rejects with `DeadlineExceeded`, `StreamStalled` ("first-byte"), the caller's or a deadline parent's abort reason or a network error
  */

@@ -8,9 +8,13 @@
 //   /stall/…   two text chunks, then silence (the connection stays open)
 //   /silent/…  nothing at all, not even the response headers
 //   /ping/…    two text chunks, then only `: ping` keep-alive comments every 50 ms
+//   /resume-KEY/…  chat completions that stall mid-answer on the first call and
+//              continue after the partial answer a "continue" call carries
+//              (tests/fixtures/resume.mjs `chat`, scenario KEY)
 // Each request is recorded ({ url, headers, closed }) so a test can check what
 // the client sent and that the connection was closed when the client gave up.
 import { createServer } from "node:http";
+import { chat } from "../fixtures/resume.mjs";
 
 export const WORDS = ["Hel", "lo"];
 
@@ -36,8 +40,9 @@ export async function startUpstream() {
     const record = { url: req.url, headers: req.headers, closed: false };
     requests.push(record);
     res.on("close", () => (record.closed = true));
-    req.resume();
     const mode = req.url.split("/")[1];
+    if (mode.startsWith("resume-")) return chat(req, res, mode, 4);
+    req.resume();
     if (mode === "silent") return;
     const events = req.url.endsWith("/language-model") ? gatewayParts(mode === "full") : openaiChunks(mode === "full");
     res.writeHead(200, { "content-type": "text/event-stream" });
