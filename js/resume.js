@@ -74,6 +74,10 @@ const BY_ID = 1;
 const BY_HOOK = 2;
 
 const decoder = new TextDecoder();
+const FNV_OFFSET = 0x811c9dc5 | 0;
+const FNV_PRIME = 0x01000193;
+/** How many of the latest delivered ids a resumed stream is checked against (besides the first). */
+const RECENT = 1024;
 const noop = () => {};
 
 /** A non-ok answer, as the error `classify` sees (with `.response` and `.status`). */
@@ -151,13 +155,24 @@ export function resumable(connect, s) {
   let content = false;
   let bytes = 0;
   const kept = hook === undefined ? undefined : [];
-  let lastId; // the SSE last event ID, once an event carried one
-  const seen = new Set(); // the ids delivered (only streams with ids fill it)
-  // The cutter (reset per attempt).
+  // The SSE last event ID the reader got: its bytes (decoded when asked for), empty for none.
+  let lastIdBuf = new Uint8Array(64);
+  let lastIdLen = 0;
+  // The ids delivered, as hashes: the first, and the last RECENT in a ring (only streams with ids fill it).
+  let firstHash;
+  const recent = new Int32Array(RECENT);
+  let recentCount = 0;
+  // The cutter (reset per attempt). An id line's value is copied into `idBuf`
+  // and hashed (FNV-1a) as it is scanned: no string per event.
   let line = START;
   let fields = false; // the event so far has a field line
-  let blockId; // the id this event sets (a string), if any
-  let idBytes = []; // the id line's value so far
+  let idBuf = new Uint8Array(64);
+  let idLen = 0;
+  let idHash = FNV_OFFSET;
+  let idNul = false;
+  let blockIdBuf = new Uint8Array(64); // the id this event sets
+  let blockIdLen = -1; // -1: the event has no id line
+  let blockHash = 0;
   let prevCR = false;
   let pending = []; // pieces of the unfinished event
   let verifying = false; // a resumed-by-id attempt: held until its first event with an id
@@ -168,38 +183,83 @@ export function resumable(connect, s) {
   function resetCutter() {
     line = START;
     fields = false;
-    blockId = undefined;
-    idBytes = [];
+    blockIdLen = -1;
+    idLen = 0;
+    idHash = FNV_OFFSET;
+    idNul = false;
     prevCR = false;
     pending = [];
     held = [];
     replayed = false;
   }
 
-  /** The id line ended: its value (a NUL in it means it is ignored). */
-  function idLine() {
-    if (!idBytes.includes(0)) {
-      let ascii = true;
-      for (const b of idBytes) if (b > 127) ascii = false;
-      blockId = ascii ? String.fromCharCode(...idBytes) : decoder.decode(new Uint8Array(idBytes));
+  /** Whether an id (its hash) was delivered: the first one, or one of the last RECENT. */
+  function delivered(hash) {
+    if (hash === firstHash) return true;
+    for (let k = Math.min(recentCount, RECENT) - 1; k >= 0; k--) if (recent[k] === hash) return true;
+    return false;
+  }
+
+  /** Bytes `from`…`to` of `b` are part of an id's value: copied and hashed. */
+  function idBytes(b, from, to) {
+    if (idLen + to - from > idBuf.length) {
+      const bigger = new Uint8Array(2 * (idLen + to - from));
+      bigger.set(idBuf.subarray(0, idLen));
+      idBuf = bigger;
     }
-    idBytes = [];
+    let h = idHash;
+    for (let k = from; k < to; k++) {
+      const c = b[k];
+      idBuf[idLen++] = c;
+      h = Math.imul(h ^ c, FNV_PRIME);
+      if (c === 0) idNul = true;
+    }
+    idHash = h;
+  }
+
+  /** The id line ended: its value is the event's id (a NUL in it means it is ignored, as the standard says). */
+  function idLine() {
+    if (!idNul) {
+      const b = blockIdBuf;
+      blockIdBuf = idBuf;
+      idBuf = b;
+      blockIdLen = idLen;
+      blockHash = idHash;
+    }
+    idLen = 0;
+    idHash = FNV_OFFSET;
+    idNul = false;
   }
 
   /** An event (a block of lines) ended. False when it shows the upstream replayed (invariant 3). */
   function endBlock() {
-    if (blockId !== undefined) {
-      if (verifying) {
-        if (seen.has(blockId)) return false;
+    if (blockIdLen >= 0) {
+      // The hash stands for the id: two ids that differ and hash alike (a 1 in 2^32 chance) would pass as a replay.
+      if (verifying && blockIdLen > 0) {
+        if (delivered(blockHash)) return false;
         verifying = false;
       }
-      lastId = blockId;
-      if (blockId !== "") seen.add(blockId);
+      const b = lastIdBuf;
+      lastIdBuf = blockIdBuf;
+      blockIdBuf = b;
+      lastIdLen = blockIdLen;
+      if (blockIdLen > 0) {
+        firstHash ??= blockHash;
+        recent[recentCount++ & (RECENT - 1)] = blockHash;
+      }
+      blockIdLen = -1;
     }
     if (fields) content = true;
     fields = false;
-    blockId = undefined;
     return true;
+  }
+
+  /** The last event id the reader got, or undefined (none, or an empty one). */
+  function lastEventId() {
+    if (lastIdLen === 0) return undefined;
+    const bytes = lastIdBuf.subarray(0, lastIdLen);
+    for (const b of bytes) if (b > 127) return decoder.decode(bytes);
+    return String.fromCharCode(...bytes);
   }
 
   /**
@@ -210,44 +270,63 @@ export function resumable(connect, s) {
     const b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
     let boundary = -1;
     let blank = false; // the last terminator ended an event
-    for (let i = 0, n = b.length; i < n; i++) {
+    // The line state in locals for the loop (the closure's are written back).
+    let ln = line;
+    let cr = prevCR;
+    const n = b.length;
+    for (let i = 0; i < n; i++) {
       const c = b[i];
       if (c === LF || c === CR) {
-        if (c === LF && prevCR) {
-          prevCR = false;
+        if (c === LF && cr) {
+          cr = false;
           if (blank) boundary = i + 1;
           continue;
         }
-        prevCR = c === CR;
-        if (line === START) {
+        cr = c === CR;
+        if (ln === START) {
           if (!endBlock()) {
+            line = ln;
+            prevCR = cr;
             replayed = true;
             return undefined;
           }
           boundary = i + 1;
           blank = true;
         } else {
-          if (line >= NAME_ID) idLine();
-          line = START;
+          if (ln >= NAME_ID) idLine();
+          ln = START;
           blank = false;
         }
         continue;
       }
-      prevCR = false;
+      cr = false;
       blank = false;
-      if (line === START) {
-        if (c === COLON) line = OTHER;
+      if (ln === OTHER) {
+        // The rest of a comment or of a field that is not `id`: on to the line's end.
+        while (i + 1 < n) {
+          const x = b[i + 1];
+          if (x === LF || x === CR) break;
+          i++;
+        }
+      } else if (ln === START) {
+        if (c === COLON) ln = OTHER;
         else {
           fields = true;
-          line = c === I ? NAME_I : OTHER;
+          ln = c === I ? NAME_I : OTHER;
         }
-      } else if (line === NAME_I) line = c === D ? NAME_ID : OTHER;
-      else if (line === NAME_ID) line = c === COLON ? VALUE_START : OTHER;
-      else if (line === VALUE_START) {
-        line = VALUE;
-        if (c !== SPACE) idBytes.push(c);
-      } else if (line === VALUE) idBytes.push(c);
+      } else if (ln >= VALUE_START) {
+        // An id's value, to the line's end (one leading space is not part of it).
+        const from = ln === VALUE_START && c === SPACE ? i + 1 : i;
+        ln = VALUE;
+        let end = from;
+        while (end < n && b[end] !== LF && b[end] !== CR) end++;
+        idBytes(b, from, end);
+        i = end - 1;
+      } else if (ln === NAME_I) ln = c === D ? NAME_ID : OTHER;
+      else ln = c === COLON ? VALUE_START : OTHER;
     }
+    line = ln;
+    prevCR = cr;
     if (boundary < 0) {
       pending.push(b);
       return undefined;
@@ -280,22 +359,27 @@ export function resumable(connect, s) {
   /** A chunk of the current attempt → a piece for the reader, or undefined (held). */
   function take(chunk) {
     if (!cur.sse) {
-      if ((chunk?.byteLength ?? chunk?.length) > 0) content = true;
-      return deliver(chunk);
+      const size = chunk?.byteLength ?? chunk?.length ?? 0;
+      if (size > 0) content = true;
+      bytes += size;
+      kept?.push(chunk);
+      return chunk;
     }
     const was = verifying;
     const piece = cut(chunk);
     if (piece === undefined) return undefined;
-    if (was) {
-      held.push(piece);
-      if (verifying) return undefined;
-      // The resumed stream's first id is new: what was held goes to the reader.
-      for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
-      const first = held[0];
-      held = [];
-      return deliver(first);
+    if (!was) {
+      bytes += piece.byteLength;
+      kept?.push(piece);
+      return piece;
     }
-    return deliver(piece);
+    held.push(piece);
+    if (verifying) return undefined;
+    // The resumed stream's first id is new: what was held goes to the reader.
+    for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
+    const first = held[0];
+    held = [];
+    return deliver(first);
   }
 
   /** Ends the current attempt: its request is aborted (released). */
@@ -360,7 +444,7 @@ export function resumable(connect, s) {
     }
     lastError = error;
     if (delay === undefined) throw error;
-    const bits = (content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (lastId ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0);
+    const bits = (content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0);
     const answer = core.resumeNext(bits, resumes, delay, wait);
     const next = answer % 4;
     if (next === 3) throw error;
@@ -398,7 +482,7 @@ export function resumable(connect, s) {
     try {
       let pending;
       if (by === BY_HOOK) {
-        const made = hook({ chunks: kept.slice(), bytes, lastEventId: lastId, attempt: attempts, signal: node.signal });
+        const made = hook({ chunks: kept.slice(), bytes, lastEventId: lastEventId(), attempt: attempts, signal: node.signal });
         if (made == null) {
           wait?.dispose();
           node.dispose();
@@ -406,8 +490,9 @@ export function resumable(connect, s) {
         }
         pending = Promise.resolve(made);
       } else {
-        const headers = by === BY_ID ? { "last-event-id": lastId } : {};
-        pending = Promise.resolve(connect(node.signal, { attempt: attempts, lastEventId: by === BY_ID ? lastId : undefined, headers }));
+        const id = by === BY_ID ? lastEventId() : undefined;
+        const headers = id === undefined ? {} : { "last-event-id": id };
+        pending = Promise.resolve(connect(node.signal, { attempt: attempts, lastEventId: id, headers }));
       }
       response = await new Promise((resolve, reject) => {
         onAbort = () => {
@@ -475,8 +560,59 @@ export function resumable(connect, s) {
     return undefined;
   }
 
-  /** The next chunk for the reader: `{ done, value }`; rejects with the failure that ended the read. */
-  async function read() {
+  /**
+   * The next chunk for the reader: `{ done, value }`; rejects with the
+   * failure that ended the read. The common case (an attempt being read, a
+   * chunk that gives a piece) is one `then` on the attempt's read; the rest
+   * is `loop`'s.
+   */
+  function read() {
+    const c = cur;
+    if (queue.length > 0 || ended || c === undefined || c.reader === undefined) return loop();
+    reading = c;
+    return c.reader.read().then(onNext, onError);
+  }
+
+  // `read`'s callbacks, made once: one read is in flight at a time (`reading`'s).
+  let reading;
+  const onNext = (next) => {
+    const c = reading;
+    if (next.done || cur !== c) return loop(next, c);
+    const piece = take(next.value);
+    return piece === undefined || replayed ? loop(undefined, c) : { done: false, value: piece };
+  };
+  const onError = (error) => loop(undefined, reading, error, true);
+
+  /**
+   * `read` for everything but the common case; `next`, or `error` when it
+   * `threw`, is what the attempt `from` gave before it was called.
+   */
+  async function loop(next, from, error, threw = false) {
+    if (from !== undefined && from === cur) {
+      if (threw) await failed(from.node.aborted ? from.node.reason : error);
+      else if (replayed) await failed(lastError);
+      else if (next?.done) finish();
+    }
+    return slowRead();
+  }
+
+  /** The attempt being read ended: what an unfinished event or a held stream had goes too, as it came. */
+  function finish() {
+    for (const p of held) queue.push(deliver(p));
+    for (const p of pending) queue.push(deliver(p));
+    held = [];
+    pending = [];
+    cur.node.dispose();
+    cur = undefined;
+    ended = true;
+    try {
+      run.succeeded(now());
+    } catch {
+      // Already stopped.
+    }
+  }
+
+  async function slowRead() {
     for (;;) {
       if (queue.length > 0) return { done: false, value: queue.shift() };
       if (ended) return { done: true, value: undefined };
@@ -495,19 +631,7 @@ export function resumable(connect, s) {
         continue;
       }
       if (next.done) {
-        // The upstream ended: what an unfinished event or a held stream had goes too, as it came.
-        for (const p of held) queue.push(deliver(p));
-        for (const p of pending) queue.push(deliver(p));
-        held = [];
-        pending = [];
-        cur.node.dispose();
-        cur = undefined;
-        ended = true;
-        try {
-          run.succeeded(now());
-        } catch {
-          // Already stopped.
-        }
+        finish();
         continue;
       }
       const piece = take(next.value);
@@ -530,6 +654,20 @@ export function resumable(connect, s) {
       return { response: head };
     },
     read,
+    /**
+     * The common case of `read` without its extra promise (js/relay.js's
+     * body): `current()` is the attempt to read straight from, or undefined
+     * (use `read`); `took(a, next)` turns what its reader gave into the
+     * chunk for the reader, or undefined: then `after(a, next, threw,
+     * error)` gives the reader's `{ done, value }`.
+     */
+    current: () => (queue.length > 0 || ended || cur === undefined || cur.reader === undefined ? undefined : cur),
+    took(a, next) {
+      if (next.done || cur !== a) return undefined;
+      const piece = take(next.value);
+      return replayed ? undefined : piece;
+    },
+    after: (a, next, threw, error) => (threw ? loop(undefined, a, error, true) : loop(next, a)),
     /** Whether content reached the reader (relay commits on it). */
     content: () => content,
     /** Attempts made so far. */
