@@ -57,11 +57,12 @@ const D = 100; // "d"
 
 // Where the cutter is in a line.
 const START = 0; // at its start
-const OTHER = 1; // a comment, or a field that is not `id`
-const NAME_I = 2; // the field name so far is "i"
-const NAME_ID = 3; // … "id"
-const VALUE_START = 4; // after "id:", before an optional space
-const VALUE = 5; // in the id's value
+const COMMENT = 1; // a comment
+const OTHER = 2; // a field that is not `id`
+const NAME_I = 3; // the field name so far is "i"
+const NAME_ID = 4; // … "id"
+const VALUE_START = 5; // after "id:", before an optional space
+const VALUE = 6; // in the id's value
 
 // The core's flags (src/core/resume.rs `flags`) and answers (`Next`).
 const CONTENT = 1;
@@ -79,6 +80,245 @@ const FNV_PRIME = 0x01000193;
 /** How many of the latest delivered ids a resumed stream is checked against (besides the first). */
 const RECENT = 1024;
 const noop = () => {};
+
+/**
+ * Cuts an event stream on event boundaries and keeps, as the standard does,
+ * the last event id (`id:` lines, set when their event completes; a value
+ * with a NUL is ignored; an empty one clears it). One per read; `reset` at
+ * each attempt (its line state and unfinished event go, what the reader got
+ * stays).
+ *
+ * # Invariants
+ * 1. `cut` returns whole events only: the bytes up to the chunk's last event
+ *    boundary, with the unfinished event before them; the rest waits in
+ *    `pending`.
+ * 2. `content` turns true with the first whole event that has a field (a
+ *    comment is not content); `lastIdLen`/`lastEventId()` are the id of the
+ *    last whole event that set one. An id's bytes are copied and hashed
+ *    (FNV-1a) as they are scanned: no string per event.
+ * 3. While `verifying` (a stream resumed by id), the first whole event with
+ *    an id ends it: `replayed` when that id was delivered already (the
+ *    first one, or one of the last RECENT), else it passes.
+ * 4. `progress` says whether the last chunk cut held a character of a field
+ *    line: js/sse.js's rule, so the stall guard can take it as its predicate.
+ */
+class EventCutter {
+  content = false;
+  progress = false;
+  verifying = false;
+  replayed = false;
+  /** Pieces of the unfinished event. */
+  pending = [];
+  lastIdBuf = new Uint8Array(64);
+  lastIdLen = 0;
+  firstHash = undefined;
+  recent = new Int32Array(RECENT);
+  recentCount = 0;
+  line = START;
+  prevCR = false;
+  fields = false; // the event so far has a field line
+  idBuf = new Uint8Array(64);
+  idLen = 0;
+  idHash = FNV_OFFSET;
+  idNul = false;
+  blockIdBuf = new Uint8Array(64); // the id this event sets
+  blockIdLen = -1; // -1: the event has no id line
+  blockHash = 0;
+
+  /** A new attempt: `verifying` when it resumes by id. */
+  reset(verifying) {
+    this.line = START;
+    this.prevCR = false;
+    this.fields = false;
+    this.blockIdLen = -1;
+    this.idLen = 0;
+    this.idHash = FNV_OFFSET;
+    this.idNul = false;
+    this.pending = [];
+    this.replayed = false;
+    this.verifying = verifying;
+  }
+
+  /** Whether an id (its hash) was delivered: the first one, or one of the last RECENT. */
+  delivered(hash) {
+    if (hash === this.firstHash) return true;
+    const recent = this.recent;
+    for (let k = Math.min(this.recentCount, RECENT) - 1; k >= 0; k--) if (recent[k] === hash) return true;
+    return false;
+  }
+
+  /** Bytes `from`…`to` of `b` are part of an id's value: copied and hashed. */
+  idBytes(b, from, to) {
+    let buf = this.idBuf;
+    let len = this.idLen;
+    if (len + to - from > buf.length) {
+      const bigger = new Uint8Array(2 * (len + to - from));
+      bigger.set(buf.subarray(0, len));
+      buf = this.idBuf = bigger;
+    }
+    let h = this.idHash;
+    let nul = false;
+    for (let k = from; k < to; k++) {
+      const c = b[k];
+      buf[len++] = c;
+      h = Math.imul(h ^ c, FNV_PRIME);
+      nul ||= c === 0;
+    }
+    this.idLen = len;
+    this.idHash = h;
+    if (nul) this.idNul = true;
+  }
+
+  /** The id line ended: its value is the event's id. */
+  idLine() {
+    if (!this.idNul) {
+      const b = this.blockIdBuf;
+      this.blockIdBuf = this.idBuf;
+      this.idBuf = b;
+      this.blockIdLen = this.idLen;
+      this.blockHash = this.idHash;
+    }
+    this.idLen = 0;
+    this.idHash = FNV_OFFSET;
+    this.idNul = false;
+  }
+
+  /** An event ended. False when it shows the upstream replayed (invariant 3). */
+  endBlock() {
+    const len = this.blockIdLen;
+    if (len >= 0) {
+      const hash = this.blockHash;
+      // The hash stands for the id: two ids that differ and hash alike (a 1 in 2^32 chance) would pass as a replay.
+      if (this.verifying && len > 0) {
+        if (this.delivered(hash)) return false;
+        this.verifying = false;
+      }
+      const b = this.lastIdBuf;
+      this.lastIdBuf = this.blockIdBuf;
+      this.blockIdBuf = b;
+      this.lastIdLen = len;
+      if (len > 0) {
+        this.firstHash ??= hash;
+        this.recent[this.recentCount++ & (RECENT - 1)] = hash;
+      }
+      this.blockIdLen = -1;
+    }
+    if (this.fields) this.content = true;
+    this.fields = false;
+    return true;
+  }
+
+  /** The last event id the reader got, or undefined (none, or an empty one). */
+  lastEventId() {
+    if (this.lastIdLen === 0) return undefined;
+    const bytes = this.lastIdBuf.subarray(0, this.lastIdLen);
+    for (const b of bytes) if (b > 127) return decoder.decode(bytes);
+    return String.fromCharCode(...bytes);
+  }
+
+  /**
+   * Cuts a chunk: the part up to its last event boundary (with what was
+   * pending before it), or undefined while an event is open (or when the
+   * chunk shows a replay: `replayed`).
+   */
+  cut(chunk) {
+    const b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
+    let boundary = -1;
+    let blank = false; // the last terminator ended an event
+    let progress = false;
+    // The line state in locals for the loop (the fields are written back).
+    let ln = this.line;
+    let cr = this.prevCR;
+    const n = b.length;
+    for (let i = 0; i < n; i++) {
+      const c = b[i];
+      if (c === LF || c === CR) {
+        if (c === LF && cr) {
+          cr = false;
+          if (blank) boundary = i + 1;
+          continue;
+        }
+        cr = c === CR;
+        if (ln === START) {
+          if (!this.endBlock()) {
+            this.line = ln;
+            this.prevCR = cr;
+            this.progress = true;
+            this.replayed = true;
+            return undefined;
+          }
+          boundary = i + 1;
+          blank = true;
+        } else {
+          if (ln >= NAME_ID) this.idLine();
+          ln = START;
+          blank = false;
+        }
+        continue;
+      }
+      cr = false;
+      blank = false;
+      if (ln <= OTHER && ln !== START) {
+        // The rest of a comment or of a field that is not `id`: on to the line's end.
+        if (ln === OTHER) progress = true;
+        while (i + 1 < n) {
+          const x = b[i + 1];
+          if (x === LF || x === CR) break;
+          i++;
+        }
+      } else if (ln === START) {
+        if (c === COLON) ln = COMMENT;
+        else {
+          this.fields = true;
+          progress = true;
+          if (c !== I) ln = OTHER;
+          else if (i + 2 < n && b[i + 1] === D && b[i + 2] === COLON) {
+            // "id:" whole in this chunk (the usual case): straight to its value.
+            i += 2;
+            ln = VALUE_START;
+          } else ln = NAME_I;
+        }
+      } else if (ln >= VALUE_START) {
+        progress = true;
+        // An id's value, to the line's end (one leading space is not part of it).
+        const from = ln === VALUE_START && c === SPACE ? i + 1 : i;
+        ln = VALUE;
+        let end = from;
+        while (end < n && b[end] !== LF && b[end] !== CR) end++;
+        this.idBytes(b, from, end);
+        i = end - 1;
+      } else {
+        progress = true;
+        if (ln === NAME_I) ln = c === D ? NAME_ID : OTHER;
+        else ln = c === COLON ? VALUE_START : OTHER;
+      }
+    }
+    this.line = ln;
+    this.prevCR = cr;
+    this.progress = progress;
+    if (boundary < 0) {
+      this.pending.push(b);
+      return undefined;
+    }
+    const head = boundary === n ? b : b.subarray(0, boundary);
+    let out = head;
+    const pending = this.pending;
+    if (pending.length > 0) {
+      let size = head.length;
+      for (const p of pending) size += p.length;
+      out = new Uint8Array(size);
+      let at = 0;
+      for (const p of pending) {
+        out.set(p, at);
+        at += p.length;
+      }
+      out.set(head, at);
+      this.pending = [];
+    }
+    if (boundary < n) this.pending.push(b.subarray(boundary));
+    return out;
+  }
+}
 
 /** A non-ok answer, as the error `classify` sees (with `.response` and `.status`). */
 export class UpstreamStatus extends Error {
@@ -155,198 +395,39 @@ export function resumable(connect, s) {
   let content = false;
   let bytes = 0;
   const kept = hook === undefined ? undefined : [];
-  // The SSE last event ID the reader got: its bytes (decoded when asked for), empty for none.
-  let lastIdBuf = new Uint8Array(64);
-  let lastIdLen = 0;
-  // The ids delivered, as hashes: the first, and the last RECENT in a ring (only streams with ids fill it).
-  let firstHash;
-  const recent = new Int32Array(RECENT);
-  let recentCount = 0;
-  // The cutter (reset per attempt). An id line's value is copied into `idBuf`
-  // and hashed (FNV-1a) as it is scanned: no string per event.
-  let line = START;
-  let fields = false; // the event so far has a field line
-  let idBuf = new Uint8Array(64);
-  let idLen = 0;
-  let idHash = FNV_OFFSET;
-  let idNul = false;
-  let blockIdBuf = new Uint8Array(64); // the id this event sets
-  let blockIdLen = -1; // -1: the event has no id line
-  let blockHash = 0;
-  let prevCR = false;
-  let pending = []; // pieces of the unfinished event
-  let verifying = false; // a resumed-by-id attempt: held until its first event with an id
-  let held = [];
-  let replayed = false;
+  // The event stream's cutter: event boundaries, ids, what the reader got of them.
+  const cutter = new EventCutter();
+  let held = []; // a resumed-by-id attempt's pieces, until its first event with an id
   const queue = []; // pieces ready for the reader beyond the one a chunk gives
-
-  function resetCutter() {
-    line = START;
-    fields = false;
-    blockIdLen = -1;
-    idLen = 0;
-    idHash = FNV_OFFSET;
-    idNul = false;
-    prevCR = false;
-    pending = [];
-    held = [];
-    replayed = false;
-  }
-
-  /** Whether an id (its hash) was delivered: the first one, or one of the last RECENT. */
-  function delivered(hash) {
-    if (hash === firstHash) return true;
-    for (let k = Math.min(recentCount, RECENT) - 1; k >= 0; k--) if (recent[k] === hash) return true;
-    return false;
-  }
-
-  /** Bytes `from`…`to` of `b` are part of an id's value: copied and hashed. */
-  function idBytes(b, from, to) {
-    if (idLen + to - from > idBuf.length) {
-      const bigger = new Uint8Array(2 * (idLen + to - from));
-      bigger.set(idBuf.subarray(0, idLen));
-      idBuf = bigger;
-    }
-    let h = idHash;
-    for (let k = from; k < to; k++) {
-      const c = b[k];
-      idBuf[idLen++] = c;
-      h = Math.imul(h ^ c, FNV_PRIME);
-      if (c === 0) idNul = true;
-    }
-    idHash = h;
-  }
-
-  /** The id line ended: its value is the event's id (a NUL in it means it is ignored, as the standard says). */
-  function idLine() {
-    if (!idNul) {
-      const b = blockIdBuf;
-      blockIdBuf = idBuf;
-      idBuf = b;
-      blockIdLen = idLen;
-      blockHash = idHash;
-    }
-    idLen = 0;
-    idHash = FNV_OFFSET;
-    idNul = false;
-  }
-
-  /** An event (a block of lines) ended. False when it shows the upstream replayed (invariant 3). */
-  function endBlock() {
-    if (blockIdLen >= 0) {
-      // The hash stands for the id: two ids that differ and hash alike (a 1 in 2^32 chance) would pass as a replay.
-      if (verifying && blockIdLen > 0) {
-        if (delivered(blockHash)) return false;
-        verifying = false;
-      }
-      const b = lastIdBuf;
-      lastIdBuf = blockIdBuf;
-      blockIdBuf = b;
-      lastIdLen = blockIdLen;
-      if (blockIdLen > 0) {
-        firstHash ??= blockHash;
-        recent[recentCount++ & (RECENT - 1)] = blockHash;
-      }
-      blockIdLen = -1;
-    }
-    if (fields) content = true;
-    fields = false;
-    return true;
-  }
-
-  /** The last event id the reader got, or undefined (none, or an empty one). */
-  function lastEventId() {
-    if (lastIdLen === 0) return undefined;
-    const bytes = lastIdBuf.subarray(0, lastIdLen);
-    for (const b of bytes) if (b > 127) return decoder.decode(bytes);
-    return String.fromCharCode(...bytes);
-  }
+  // An event stream read with the stall guard's predicate: its pieces, cut as
+  // the guard reads each chunk, until the reader takes them (see `scanAhead`).
+  const ahead = [];
 
   /**
-   * Cuts a chunk of an event stream: the part up to its last event boundary
-   * (with what was pending before it), or undefined while an event is open.
+   * The stall guard's progress predicate on an event stream (the caller
+   * gave none): the one scan of each chunk, made as the guard reads it. Its
+   * pieces wait in `ahead` for the reader, and are the reader's from then on:
+   * if the attempt fails while one waits, it is still delivered first (the
+   * guard drops a chunk it read ahead; its bytes were received whole).
    */
-  function cut(chunk) {
-    const b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
-    let boundary = -1;
-    let blank = false; // the last terminator ended an event
-    // The line state in locals for the loop (the closure's are written back).
-    let ln = line;
-    let cr = prevCR;
-    const n = b.length;
-    for (let i = 0; i < n; i++) {
-      const c = b[i];
-      if (c === LF || c === CR) {
-        if (c === LF && cr) {
-          cr = false;
-          if (blank) boundary = i + 1;
-          continue;
+  function scanAhead(chunk) {
+    if (cutter.replayed) return true;
+    const was = cutter.verifying;
+    const piece = cutter.cut(chunk);
+    if (piece !== undefined) {
+      if (!was) {
+        bytes += piece.byteLength;
+        if (kept !== undefined) kept.push(piece);
+        ahead.push(piece);
+      } else {
+        held.push(piece);
+        if (!cutter.verifying) {
+          for (const p of held) ahead.push(deliver(p));
+          held = [];
         }
-        cr = c === CR;
-        if (ln === START) {
-          if (!endBlock()) {
-            line = ln;
-            prevCR = cr;
-            replayed = true;
-            return undefined;
-          }
-          boundary = i + 1;
-          blank = true;
-        } else {
-          if (ln >= NAME_ID) idLine();
-          ln = START;
-          blank = false;
-        }
-        continue;
       }
-      cr = false;
-      blank = false;
-      if (ln === OTHER) {
-        // The rest of a comment or of a field that is not `id`: on to the line's end.
-        while (i + 1 < n) {
-          const x = b[i + 1];
-          if (x === LF || x === CR) break;
-          i++;
-        }
-      } else if (ln === START) {
-        if (c === COLON) ln = OTHER;
-        else {
-          fields = true;
-          ln = c === I ? NAME_I : OTHER;
-        }
-      } else if (ln >= VALUE_START) {
-        // An id's value, to the line's end (one leading space is not part of it).
-        const from = ln === VALUE_START && c === SPACE ? i + 1 : i;
-        ln = VALUE;
-        let end = from;
-        while (end < n && b[end] !== LF && b[end] !== CR) end++;
-        idBytes(b, from, end);
-        i = end - 1;
-      } else if (ln === NAME_I) ln = c === D ? NAME_ID : OTHER;
-      else ln = c === COLON ? VALUE_START : OTHER;
     }
-    line = ln;
-    prevCR = cr;
-    if (boundary < 0) {
-      pending.push(b);
-      return undefined;
-    }
-    const head = boundary === b.length ? b : b.subarray(0, boundary);
-    let out = head;
-    if (pending.length > 0) {
-      let size = head.length;
-      for (const p of pending) size += p.length;
-      out = new Uint8Array(size);
-      let at = 0;
-      for (const p of pending) {
-        out.set(p, at);
-        at += p.length;
-      }
-      out.set(head, at);
-      pending = [];
-    }
-    if (boundary < b.length) pending.push(b.subarray(boundary));
-    return out;
+    return cutter.progress;
   }
 
   /** A piece reaches the reader: counted, and kept for the hook. */
@@ -358,23 +439,25 @@ export function resumable(connect, s) {
 
   /** A chunk of the current attempt → a piece for the reader, or undefined (held). */
   function take(chunk) {
+    if (cur.scanned) return ahead.length > 0 ? ahead.shift() : undefined;
     if (!cur.sse) {
-      const size = chunk?.byteLength ?? chunk?.length ?? 0;
+      // A body's chunks are bytes (Uint8Array).
+      const size = chunk.byteLength;
       if (size > 0) content = true;
       bytes += size;
-      kept?.push(chunk);
+      if (kept !== undefined) kept.push(chunk);
       return chunk;
     }
-    const was = verifying;
-    const piece = cut(chunk);
+    const was = cutter.verifying;
+    const piece = cutter.cut(chunk);
     if (piece === undefined) return undefined;
     if (!was) {
       bytes += piece.byteLength;
-      kept?.push(piece);
+      if (kept !== undefined) kept.push(piece);
       return piece;
     }
     held.push(piece);
-    if (verifying) return undefined;
+    if (cutter.verifying) return undefined;
     // The resumed stream's first id is new: what was held goes to the reader.
     for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
     const first = held[0];
@@ -426,12 +509,14 @@ export function resumable(connect, s) {
    */
   async function failed(error) {
     drop(error);
+    // Pieces cut before the failure are the reader's: they go first.
+    if (ahead.length > 0) queue.push(...ahead.splice(0));
     if (outer.aborted) throw signalled();
     if (closed) throw error;
     const t = now();
     let delay;
     let wait;
-    if (replayed) {
+    if (cutter.replayed) {
       ignored = true;
       delay = budgetCore ? run.failedBudgeted(t, "not-applied", budgetCore(), undefined) : run.failed(t, "not-applied", undefined);
       error = lastError ?? error;
@@ -444,7 +529,7 @@ export function resumable(connect, s) {
     }
     lastError = error;
     if (delay === undefined) throw error;
-    const bits = (content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0);
+    const bits = (content || cutter.content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (cutter.lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0);
     const answer = core.resumeNext(bits, resumes, delay, wait);
     const next = answer % 4;
     if (next === 3) throw error;
@@ -471,8 +556,8 @@ export function resumable(connect, s) {
     const node = child([outer], Infinity);
     cur = { node, reader: undefined, sse: false };
     const by = kind;
-    resetCutter();
-    verifying = by === BY_ID;
+    cutter.reset(by === BY_ID);
+    held = [];
     // The wait for headers: `firstByteMs`, else (a relay's) what `firstChunkMs` allows.
     const headersMs = s.firstByteMs ?? (s.fromHeaders ? undefined : s.firstChunkMs);
     const phase = s.firstByteMs === undefined ? "first-chunk" : "first-byte";
@@ -482,7 +567,7 @@ export function resumable(connect, s) {
     try {
       let pending;
       if (by === BY_HOOK) {
-        const made = hook({ chunks: kept.slice(), bytes, lastEventId: lastEventId(), attempt: attempts, signal: node.signal });
+        const made = hook({ chunks: kept.slice(), bytes, lastEventId: cutter.lastEventId(), attempt: attempts, signal: node.signal });
         if (made == null) {
           wait?.dispose();
           node.dispose();
@@ -490,7 +575,7 @@ export function resumable(connect, s) {
         }
         pending = Promise.resolve(made);
       } else {
-        const id = by === BY_ID ? lastEventId() : undefined;
+        const id = by === BY_ID ? cutter.lastEventId() : undefined;
         const headers = id === undefined ? {} : { "last-event-id": id };
         pending = Promise.resolve(connect(node.signal, { attempt: attempts, lastEventId: id, headers }));
       }
@@ -553,8 +638,11 @@ export function resumable(connect, s) {
       return undefined;
     }
     const type = response.headers.get("content-type");
-    const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: s.isProgress, contentType: type }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
-    cur = { node, reader: guarded.stream.getReader(), sse: isEventStream(type) };
+    const sse = isEventStream(type);
+    // On an event stream the cutter's scan is the guard's predicate too: one scan per chunk.
+    const scanned = sse && s.isProgress === undefined;
+    const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
+    cur = { node, reader: guarded.stream.getReader(), sse, scanned };
     if (head === undefined) eventStream = cur.sse;
     head ??= response;
     return undefined;
@@ -579,7 +667,7 @@ export function resumable(connect, s) {
     const c = reading;
     if (next.done || cur !== c) return loop(next, c);
     const piece = take(next.value);
-    return piece === undefined || replayed ? loop(undefined, c) : { done: false, value: piece };
+    return piece === undefined || cutter.replayed ? loop(undefined, c) : { done: false, value: piece };
   };
   const onError = (error) => loop(undefined, reading, error, true);
 
@@ -590,7 +678,7 @@ export function resumable(connect, s) {
   async function loop(next, from, error, threw = false) {
     if (from !== undefined && from === cur) {
       if (threw) await failed(from.node.aborted ? from.node.reason : error);
-      else if (replayed) await failed(lastError);
+      else if (cutter.replayed) await failed(lastError);
       else if (next?.done) finish();
     }
     return slowRead();
@@ -598,10 +686,11 @@ export function resumable(connect, s) {
 
   /** The attempt being read ended: what an unfinished event or a held stream had goes too, as it came. */
   function finish() {
+    if (ahead.length > 0) queue.push(...ahead.splice(0));
     for (const p of held) queue.push(deliver(p));
-    for (const p of pending) queue.push(deliver(p));
+    for (const p of cutter.pending) queue.push(deliver(p));
     held = [];
-    pending = [];
+    cutter.pending = [];
     cur.node.dispose();
     cur = undefined;
     ended = true;
@@ -635,7 +724,7 @@ export function resumable(connect, s) {
         continue;
       }
       const piece = take(next.value);
-      if (replayed) {
+      if (cutter.replayed) {
         await failed(lastError);
         continue;
       }
@@ -665,11 +754,11 @@ export function resumable(connect, s) {
     took(a, next) {
       if (next.done || cur !== a) return undefined;
       const piece = take(next.value);
-      return replayed ? undefined : piece;
+      return cutter.replayed ? undefined : piece;
     },
     after: (a, next, threw, error) => (threw ? loop(undefined, a, error, true) : loop(next, a)),
     /** Whether content reached the reader (relay commits on it). */
-    content: () => content,
+    content: () => content || cutter.content,
     /** Attempts made so far. */
     attempts: () => attempts,
     /** Ends the read (a reader's cancel, or done): aborts the attempt, frees the loop. */

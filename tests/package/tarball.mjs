@@ -73,6 +73,7 @@ export const ALLOWED = [
   "otel.d.ts",
   "context.d.ts",
   "relay.d.ts",
+  "resume.d.ts",
   "request.d.ts",
   "hono.d.ts",
   "durable.d.ts",
