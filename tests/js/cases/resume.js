@@ -107,6 +107,43 @@ export default [
     },
   },
   {
+    name: "resume: a first-chunk stall (headers, a comment, then silence) is retried, and the reader never sees it",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const key = uid();
+      const res = await lib.relay(via(`${ctx.fixtureUrl}/resume/sse?key=${key}&fail=silent&events=4`), {
+        deadline: lib.Deadline.in(10_000),
+        firstChunkMs: 200,
+        retry: { attemptMinMs: 50 },
+      });
+      equal(res.status, 200);
+      const { text, error } = await readAll(res);
+      equal(error, undefined);
+      checkEvents(events(text), 1, 4, "after a first-chunk stall");
+      equal((await seen(ctx, key)).connections.length, 2);
+    },
+  },
+  {
+    name: "resume: retries come out of the retry budget: an empty one leaves the first failure to the fallback",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const key = uid();
+      const budget = new lib.RetryBudget({ ratio: 0, minPerSecond: 0 });
+      try {
+        const res = await lib.relay(via(`${ctx.fixtureUrl}/resume/sse?key=${key}&fail=close&events=3`), {
+          deadline: lib.Deadline.in(10_000),
+          retry: { attemptMinMs: 50, budget },
+        });
+        equal(res.status, 502);
+        equal((await res.json()).fallback, true);
+        equal((await seen(ctx, key)).connections.length, 1, "no retry without budget");
+        equal(budget.counts().requests, 1, "the relay's first attempt counted as a request");
+      } finally {
+        budget.dispose();
+      }
+    },
+  },
+  {
     name: "resume: a relay that stalls after 20 events, mid-event, resumes with Last-Event-ID: every event once, none split",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
