@@ -32,6 +32,8 @@
 //!    only for a server's wait: the upstream was answering, the connection
 //!    broke, and the reader is waiting mid-answer. Later resumes back off.
 
+use crate::core::retry::Failure;
+
 /// What to do after a failure the retry loop allows another attempt for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -150,6 +152,19 @@ impl Delivered {
             event_stream: bits & flags::EVENT_STREAM != 0,
             last_event_id: bits & flags::LAST_EVENT_ID != 0,
         }
+    }
+}
+
+/// How a stream's attempt that got a non-ok `status` failed, for the retry
+/// loop when the caller gave no `classify`: 429 and 503 say the request was
+/// not taken ([`Failure::NotApplied`]), 408 and the other 5xx may have run
+/// ([`Failure::Ambiguous`]), any other status will not change by asking
+/// again ([`Failure::Permanent`]).
+pub fn status_failure(status: u16) -> Failure {
+    match status {
+        429 | 503 => Failure::NotApplied,
+        408 | 500..=599 => Failure::Ambiguous,
+        _ => Failure::Permanent,
     }
 }
 
@@ -362,6 +377,23 @@ mod tests {
         let (events, _) = cut(&[b"\xef:x\n\n"]);
         assert_eq!(events[0].bytes, b"\xef:x\n\n");
         assert!(events[0].content);
+    }
+
+    #[test]
+    fn statuses_as_failures() {
+        for (status, failure) in [
+            (429, Failure::NotApplied),
+            (503, Failure::NotApplied),
+            (408, Failure::Ambiguous),
+            (500, Failure::Ambiguous),
+            (502, Failure::Ambiguous),
+            (599, Failure::Ambiguous),
+            (400, Failure::Permanent),
+            (404, Failure::Permanent),
+            (301, Failure::Permanent),
+        ] {
+            assert_eq!(status_failure(status), failure, "{status}");
+        }
     }
 
     #[test]
