@@ -213,16 +213,31 @@ pub async fn resume_a_503_with_too_little_time_left_is_the_answer_as_it_is(ctx: 
     Ok(())
 }
 
+/// A browser page: there the browser itself makes a request again, unseen,
+/// when the connection it reused closes before any answer.
+fn in_browser() -> bool {
+    let global: JsValue = js_sys::global().into();
+    get(&global, "Deno").is_undefined()
+        && get(&get(&get(&global, "process"), "versions"), "node").is_undefined()
+        && !get(&global, "location").is_undefined()
+}
+
 pub async fn resume_a_failed_connection_with_too_little_time_left_is_the_error(ctx: &Ctx) -> Outcome {
     let k = key("close-short");
     let url = format!("{}/resume/sse?key={k}&fail=close&events=3", ctx.fixture()?);
     let d = Deadline::in_ms(3_000.0).unwrap();
     let retry = RetryOptions::new(2_700.0).backoff(500.0, 500.0, 0.0);
-    match fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).retry(retry)).await {
+    let result = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).retry(retry)).await;
+    let connections = seen(ctx, &k).await?;
+    match result {
         Err(Error::Js(e)) => ensure!(e.is_instance_of::<js_sys::TypeError>(), "failed with {e:?}"),
+        // Chromium retried on its own (a reused connection closed): the fixture saw its two.
+        Ok(res) if in_browser() && connections.len() == 2 => {
+            ensure!(res.status() == 200);
+            return Ok(());
+        }
         other => return Err(format!("gave {:?}", other.map(|r| r.status()))),
     }
-    let connections = seen(ctx, &k).await?;
     ensure!(connections.len() == 1, "connections {connections:?}");
     Ok(())
 }
