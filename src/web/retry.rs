@@ -153,7 +153,9 @@ pub struct RetryOptions {
 impl RetryOptions {
     /// No attempt starts with less than `attempt_min_ms` left. Defaults: each
     /// attempt may run to the deadline, backoff 50–1000 ms with full jitter,
-    /// 3 attempts, not idempotent, no operation key, a random seed.
+    /// 3 attempts, not idempotent (idempotent for a stream read by
+    /// [`fetch_with_deadline`](super::fetch_with_deadline)), no operation
+    /// key, a random seed.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }

@@ -1063,12 +1063,31 @@ impl Drop for FirstByteGuard {
 /// preflight), in other formats or none with [`FetchOptions::propagate`]. A
 /// header the caller set is not overwritten.
 ///
+/// With [`FetchOptions::retry`] the read recovers (see [`Resumed`] and
+/// src/web/resume.rs): failures before the first content are retried
+/// invisibly, an event stream that breaks after content is continued with
+/// `Last-Event-ID` and whole events only reach the reader, and otherwise the
+/// [`FetchOptions::resume`] hook continues it.
+///
+/// ```no_run
+/// use edge_deadline::web::{fetch_with_deadline, Deadline, FetchOptions, RetryOptions};
+/// # async fn demo() -> Result<(), edge_deadline::web::Error> {
+/// let deadline = Deadline::in_ms(60_000.0)?;
+/// let options = FetchOptions::new(&deadline).stall_ms(5_000.0).retry(RetryOptions::new(1_000.0));
+/// // Its body gets each event once, across reconnections.
+/// let events = fetch_with_deadline(&"https://example.com/events".into(), None, options).await?;
+/// # let _ = events; Ok(()) }
+/// ```
+///
 /// # Errors
 /// [`Error::DeadlineExceeded`]; [`Error::StreamStalled`] with phase
 /// `FirstByte`; the reason `init`'s signal aborted with, or the network error,
 /// as [`Error::Js`]; [`Error::InvalidArgument`] naming `firstByteMs`,
-/// `firstChunkMs` or `stallMs` before any I/O. Stalls of the body surface when
-/// it is read.
+/// `firstChunkMs`, `stallMs` or `retry.attemptTimeoutMs` (or a retry
+/// option) before any I/O. Stalls of the body surface when it is read. With
+/// `retry`, these are the last attempt's, once no retry is allowed, and
+/// [`Error::RetryFailed`] when not even the first attempt could start (less
+/// than `attempt_min_ms` left).
 ///
 /// ```no_run
 /// use edge_deadline::web::{fetch_with_deadline, Deadline, FetchOptions};
