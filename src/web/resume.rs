@@ -562,9 +562,9 @@ pub(super) async fn fetch_resumable(
         },
         classify: retry.classify.take(),
         budget: retry.budget.take(),
+        resume: Resume::new(hook.is_some()),
         hook,
         run,
-        resume: Resume::default(),
         whole,
         event_stream: false,
         cut: EventCut::new(),
@@ -577,7 +577,6 @@ pub(super) async fn fetch_resumable(
         live: None,
         resumed_from: None,
     };
-    flow.resume = Resume::new(flow.hook.is_some());
     if let Start::Stop(_) = flow.budget_start()? {
         return Err(match flow.run.stopped() {
             Some(stop) => failed(stop, reports(flow.run.records()), None),
