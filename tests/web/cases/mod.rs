@@ -271,6 +271,7 @@ macro_rules! for_each_case {
             resume::resume_an_upstream_that_ignores_last_event_id_delivers_nothing_twice,
             resume::resume_the_hook_is_asked_when_last_event_id_is_ignored,
             resume::resume_a_hooks_response_continues_the_stream,
+            resume::resume_a_hook_that_gives_no_response_errors_the_stream_with_a_type_error,
             resume::resume_a_503_with_too_little_time_left_is_the_answer_as_it_is,
             resume::resume_a_failed_connection_with_too_little_time_left_is_the_error,
             resume::resume_an_attempt_timeout_is_refused_before_any_io,

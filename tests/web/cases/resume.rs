@@ -197,6 +197,24 @@ pub async fn resume_a_hooks_response_continues_the_stream(ctx: &Ctx) -> Outcome 
     Ok(())
 }
 
+pub async fn resume_a_hook_that_gives_no_response_errors_the_stream_with_a_type_error(ctx: &Ctx) -> Outcome {
+    let k = key("not-a-response");
+    let url = format!("{}/resume/text?key={k}&chunks=10&stallAfter=4", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let options = FetchOptions::new(&d)
+        .stall_ms(300.0)
+        .retry(stream_retry())
+        .resume(|_| Some(js_sys::Promise::resolve(&JsValue::from_str("not a response"))));
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    let error = drained.error.ok_or("the body did not error")?;
+    ensure!(error.is_instance_of::<js_sys::TypeError>(), "errored with {error:?}");
+    ensure!(get(&error, "param").as_string().as_deref() == Some("resume"), "errored with {error:?}");
+    // What was delivered before the stall reached the reader once.
+    ensure!(drained.bytes == 9.0, "{} bytes delivered", drained.bytes);
+    Ok(())
+}
+
 pub async fn resume_a_503_with_too_little_time_left_is_the_answer_as_it_is(ctx: &Ctx) -> Outcome {
     let k = key("503");
     let url = format!("{}/resume/sse?key={k}&fail=503&events=3", ctx.fixture()?);
