@@ -31,6 +31,23 @@ async fn seen(ctx: &Ctx, key: &str) -> Result<Vec<(Option<String>, f64)>, String
         .collect())
 }
 
+/// Whether the fixture saw connection `index` under `key` close, waiting up to 2 s for it.
+async fn closed(ctx: &Ctx, key: &str, index: u32) -> Result<bool, String> {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let url = format!("{}/resume/seen?key={key}", ctx.fixture()?);
+    for _ in 0..20 {
+        let res =
+            fetch_with_deadline(&url.clone().into(), None, FetchOptions::new(&d)).await.map_err(|e| e.to_string())?;
+        let view = JsFuture::from(res.json().unwrap()).await.map_err(|e| format!("{e:?}"))?;
+        let connection = js_sys::Array::from(&get(&view, "connections")).get(index);
+        if get(&connection, "closed").as_bool() == Some(true) {
+            return Ok(true);
+        }
+        super::wait(100.0).await; // the close travels from the client's abort to the server: no event to wait on here
+    }
+    Ok(false)
+}
+
 /// What the reader got: the text of each chunk, the ids of the events in
 /// order (`data: {"i":n}`), and how the body ended.
 struct Got {
@@ -104,6 +121,8 @@ pub async fn resume_a_stalled_event_stream_continues_after_the_last_event_id(ctx
     ensure!(connections.len() == 2, "connections {connections:?}");
     ensure!(connections[0].0.is_none(), "the first request sent Last-Event-ID {:?}", connections[0].0);
     ensure!(connections[1].0.as_deref() == Some("20"), "the second request sent Last-Event-ID {:?}", connections[1].0);
+    // The stalled attempt was aborted (its connection closed), not abandoned.
+    ensure!(closed(ctx, &k, 0).await?, "the stalled connection was never closed");
     Ok(())
 }
 
