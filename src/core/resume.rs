@@ -17,6 +17,12 @@
 //! retry loop's ([`crate::core::retry::RetryRun`]): the host asks it first
 //! and asks this machine only when it allows one.
 //!
+//! Two helpers both hosts need are here too: [`EventCut`] cuts an event
+//! stream on event boundaries (a reader never gets half an event, and the
+//! half an attempt left behind is dropped) and reads each event's id, and
+//! [`status_failure`] says how a non-ok answer failed when the caller gave
+//! no `classify`.
+//!
 //! # Invariants (each is a test below)
 //! 1. Before content reached the reader, the answer is [`Next::Retry`]: the
 //!    request is made again as it was, and the reader never sees the failure.
@@ -31,6 +37,8 @@
 //!    server's wait) before content. After content, the first resume waits
 //!    only for a server's wait: the upstream was answering, the connection
 //!    broke, and the reader is waiting mid-answer. Later resumes back off.
+
+use crate::core::retry::Failure;
 
 /// What to do after a failure the retry loop allows another attempt for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +161,152 @@ impl Delivered {
     }
 }
 
+/// How a stream's attempt that got a non-ok `status` failed, for the retry
+/// loop when the caller gave no `classify`: 429 and 503 say the request was
+/// not taken ([`Failure::NotApplied`]), 408 and the other 5xx may have run
+/// ([`Failure::Ambiguous`]), any other status will not change by asking
+/// again ([`Failure::Permanent`]).
+pub fn status_failure(status: u16) -> Failure {
+    match status {
+        429 | 503 => Failure::NotApplied,
+        408 | 500..=599 => Failure::Ambiguous,
+        _ => Failure::Permanent,
+    }
+}
+
+/// One complete event cut from an event stream by [`EventCut`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// The event's bytes as the upstream sent them, its blank line included.
+    pub bytes: Vec<u8>,
+    /// It has a field line (`data:`, `id:`, …): it is content. An event of
+    /// comments only (`: ping`) is not.
+    pub content: bool,
+    /// The value of its last valid `id` field, if it had one: the stream's
+    /// last event ID once the event is delivered.
+    pub id: Option<String>,
+}
+
+/// Cuts an event stream's bytes on event boundaries, so that a reader is
+/// never given part of an event: a stream that breaks mid-event and is
+/// continued elsewhere must not leave half an event in front of the next.
+///
+/// # Invariants (each is a test below)
+/// 1. An event ends at a blank line; lines end at LF, CR or CRLF, in any
+///    mix, and a CRLF split across chunks is one line end.
+/// 2. Bytes are given back exactly as received, in order, cut only after
+///    a blank line: chunk boundaries never change what is cut.
+/// 3. An `id` field's value is what follows `id:` and one optional space;
+///    a value with NUL is ignored (as the Server-Sent Events standard says).
+/// 4. [`EventCut::drop_partial`] forgets the event in progress: the next
+///    bytes start a fresh event. A byte-order mark that opens a later
+///    attempt's body is dropped (a reader strips only the stream's first).
+#[derive(Clone, Debug, Default)]
+pub struct EventCut {
+    pending: Vec<u8>,
+    line: Vec<u8>,
+    after_cr: bool,
+    content: bool,
+    id: Option<String>,
+    /// How much of a leading byte-order mark was matched; `None`: past it.
+    bom: Option<usize>,
+    keep_bom: bool,
+}
+
+const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
+
+impl EventCut {
+    /// A cutter for a stream's first body.
+    pub fn new() -> Self {
+        Self { bom: Some(0), keep_bom: true, ..Self::default() }
+    }
+
+    /// Forgets the event in progress (an attempt failed), and expects a new
+    /// body: its leading byte-order mark is dropped.
+    pub fn drop_partial(&mut self) {
+        self.pending.clear();
+        self.line.clear();
+        self.after_cr = false;
+        self.content = false;
+        self.id = None;
+        self.bom = Some(0);
+        self.keep_bom = false;
+    }
+
+    /// Whether part of an event is held.
+    pub fn has_partial(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The bytes held at the end of the body (an event the upstream never
+    /// finished), given back as they are.
+    pub fn take_rest(&mut self) -> Vec<u8> {
+        self.line.clear();
+        self.content = false;
+        self.id = None;
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Adds `chunk`; every event it completes is pushed to `out`.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+        let mut rest = chunk;
+        while let (Some(matched), Some(&b)) = (self.bom, rest.first()) {
+            if b == BOM[matched] {
+                if self.keep_bom {
+                    self.pending.push(b);
+                }
+                rest = &rest[1..];
+                self.bom = if matched == 2 { None } else { Some(matched + 1) };
+            } else {
+                // Not a mark after all: what matched is text.
+                self.line.extend_from_slice(&BOM[..matched]);
+                if !self.keep_bom {
+                    self.pending.extend_from_slice(&BOM[..matched]);
+                }
+                self.bom = None;
+            }
+        }
+        for &b in rest {
+            self.pending.push(b);
+            if std::mem::take(&mut self.after_cr) && b == b'\n' {
+                continue;
+            }
+            match b {
+                b'\r' | b'\n' => {
+                    self.after_cr = b == b'\r';
+                    self.end_line(out);
+                }
+                _ => self.line.push(b),
+            }
+        }
+    }
+
+    fn end_line(&mut self, out: &mut Vec<Event>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            out.push(Event {
+                bytes: std::mem::take(&mut self.pending),
+                content: std::mem::take(&mut self.content),
+                id: self.id.take(),
+            });
+        } else if line[0] != b':' {
+            self.content = true;
+            let (name, value) = match line.iter().position(|&c| c == b':') {
+                Some(i) => (&line[..i], &line[i + 1..]),
+                None => (&line[..], &[][..]),
+            };
+            if name == b"id" {
+                let value = value.strip_prefix(b" ").unwrap_or(value);
+                if !value.contains(&0) {
+                    self.id = Some(String::from_utf8_lossy(value).into_owned());
+                }
+            }
+        }
+        self.line = line;
+        self.line.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +315,91 @@ mod tests {
 
     fn all_delivered() -> impl Iterator<Item = Delivered> {
         (0..8u32).map(|b| Delivered { content: b & 1 != 0, event_stream: b & 2 != 0, last_event_id: b & 4 != 0 })
+    }
+
+    fn cut(chunks: &[&[u8]]) -> (Vec<Event>, Vec<u8>) {
+        let mut c = EventCut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            c.push(chunk, &mut out);
+        }
+        (out, c.take_rest())
+    }
+
+    #[test]
+    fn events_end_at_any_blank_line_and_chunks_do_not_matter() {
+        let body: &[u8] = b": hi\n\nid: 1\ndata: a\n\nid:2\r\ndata: b\r\n\r\ndata: c\r\rdata: d\n\r\ndata: e";
+        let (whole, rest) = cut(&[body]);
+        let ids: Vec<_> = whole.iter().map(|e| e.id.as_deref()).collect();
+        assert_eq!(ids, [None, Some("1"), Some("2"), None, None]);
+        assert_eq!(whole.iter().map(|e| e.content).collect::<Vec<_>>(), [false, true, true, true, true]);
+        // The LF of the CRLF that ended the last event opens what follows.
+        assert_eq!(rest, b"\ndata: e");
+        let joined: Vec<u8> = whole.iter().flat_map(|e| e.bytes.clone()).chain(rest.clone()).collect();
+        assert_eq!(joined, body);
+        for split in 0..=body.len() {
+            for split2 in split..=body.len() {
+                let (events, r) = cut(&[&body[..split], &body[split..split2], &body[split2..]]);
+                assert_eq!(events, whole, "split at {split}, {split2}");
+                assert_eq!(r, rest);
+            }
+        }
+    }
+
+    #[test]
+    fn a_crlf_is_one_line_end_even_split() {
+        // "data: x\r" then "\n\r\n": one event, not two.
+        let (events, rest) = cut(&[b"data: x\r", b"\n\r\n"]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].bytes, b"data: x\r\n\r");
+        assert_eq!(rest, b"\n");
+    }
+
+    #[test]
+    fn ids_as_the_standard_reads_them() {
+        let (events, _) = cut(&[b"id:  two spaces\n\nid\n\nid: a\0b\n\nid: x\nid: y\n\n"]);
+        let ids: Vec<_> = events.iter().map(|e| e.id.as_deref()).collect();
+        assert_eq!(ids, [Some(" two spaces"), Some(""), None, Some("y")]);
+    }
+
+    #[test]
+    fn a_dropped_partial_event_is_never_given_back() {
+        let mut c = EventCut::new();
+        let mut out = Vec::new();
+        c.push(b"id: 1\ndata: a\n\nid: 2\nda", &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(c.has_partial());
+        c.drop_partial();
+        assert!(!c.has_partial());
+        c.push(b"\xef\xbb\xbfid: 2\ndata: b\n\n", &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].bytes, b"id: 2\ndata: b\n\n");
+        assert_eq!(out[1].id.as_deref(), Some("2"));
+        // The first body's mark is the reader's to strip: given back, not parsed.
+        let (events, _) = cut(&[b"\xef\xbb", b"\xbfid: 9\n\n"]);
+        assert_eq!(events[0].bytes, b"\xef\xbb\xbfid: 9\n\n");
+        assert_eq!(events[0].id.as_deref(), Some("9"));
+        // A partial mark is text.
+        let (events, _) = cut(&[b"\xef:x\n\n"]);
+        assert_eq!(events[0].bytes, b"\xef:x\n\n");
+        assert!(events[0].content);
+    }
+
+    #[test]
+    fn statuses_as_failures() {
+        for (status, failure) in [
+            (429, Failure::NotApplied),
+            (503, Failure::NotApplied),
+            (408, Failure::Ambiguous),
+            (500, Failure::Ambiguous),
+            (502, Failure::Ambiguous),
+            (599, Failure::Ambiguous),
+            (400, Failure::Permanent),
+            (404, Failure::Permanent),
+            (301, Failure::Permanent),
+        ] {
+            assert_eq!(status_failure(status), failure, "{status}");
+        }
     }
 
     #[test]
@@ -237,7 +476,12 @@ mod tests {
             assert_eq!(d.last_event_id, bits & flags::LAST_EVENT_ID != 0);
             assert_eq!(r.ignores_last_event_id(), bits & flags::IGNORED != 0);
             assert_eq!(r.resumes(), 2);
-            assert_eq!(r.next(d) == Next::Hook, d.content && bits & flags::HOOK != 0 && !(d.event_stream && d.last_event_id && bits & flags::IGNORED == 0));
+            assert_eq!(
+                r.next(d) == Next::Hook,
+                d.content
+                    && bits & flags::HOOK != 0
+                    && !(d.event_stream && d.last_event_id && bits & flags::IGNORED == 0)
+            );
         }
     }
 }

@@ -93,7 +93,7 @@ impl From<RetryBudgetError> for Error {
 /// # fn main() {}
 /// ```
 #[derive(Debug)]
-pub struct RetryBudget(RefCell<retry_budget::RetryBudget>);
+pub struct RetryBudget(pub(super) RefCell<retry_budget::RetryBudget>);
 
 impl RetryBudget {
     /// `ratio` in `[0, 1]`, `min_per_second` ≥ 0, `window_ms` in `1 ..= 86 400 000`.
@@ -116,7 +116,7 @@ impl RetryBudget {
 }
 
 /// The `classify` option.
-type Classify = Box<dyn Fn(&Error) -> Failure>;
+pub(super) type Classify = Box<dyn Fn(&Error) -> Failure>;
 
 /// The options of [`retry`].
 ///
@@ -138,12 +138,14 @@ pub struct RetryOptions {
     jitter: Option<String>,
     max_retry_after_ms: Option<f64>,
     max_attempts: u32,
-    idempotent: bool,
-    operation_key: Option<String>,
-    seed: Option<u64>,
-    signal: Option<AbortSignal>,
-    budget: Option<Rc<RetryBudget>>,
-    classify: Option<Classify>,
+    /// Not set: false for [`retry`], true for a stream (nothing delivered, a
+    /// read can be made again).
+    idempotent: Option<bool>,
+    pub(super) operation_key: Option<String>,
+    pub(super) seed: Option<u64>,
+    pub(super) signal: Option<AbortSignal>,
+    pub(super) budget: Option<Rc<RetryBudget>>,
+    pub(super) classify: Option<Classify>,
     circuit: Option<super::Circuit>,
     record: Option<(super::TimeoutBook, String)>,
 }
@@ -151,7 +153,9 @@ pub struct RetryOptions {
 impl RetryOptions {
     /// No attempt starts with less than `attempt_min_ms` left. Defaults: each
     /// attempt may run to the deadline, backoff 50–1000 ms with full jitter,
-    /// 3 attempts, not idempotent, no operation key, a random seed.
+    /// 3 attempts, not idempotent (idempotent for a stream read by
+    /// [`fetch_with_deadline`](super::fetch_with_deadline)), no operation
+    /// key, a random seed.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -170,7 +174,7 @@ impl RetryOptions {
             jitter: None,
             max_retry_after_ms: None,
             max_attempts: core::DEFAULT_MAX_ATTEMPTS,
-            idempotent: false,
+            idempotent: None,
             operation_key: None,
             seed: None,
             signal: None,
@@ -299,7 +303,7 @@ impl RetryOptions {
     /// # fn main() {}
     /// ```
     pub fn idempotent(mut self, yes: bool) -> Self {
-        self.idempotent = yes;
+        self.idempotent = Some(yes);
         self
     }
 
@@ -406,6 +410,31 @@ impl std::fmt::Debug for RetryOptions {
     }
 }
 
+impl RetryOptions {
+    /// The core's policy of these options, each attempt bounded by
+    /// `attempt_timeout_ms`; `idempotent` when the caller did not say.
+    pub(super) fn policy(&self, attempt_timeout_ms: Option<f64>, idempotent: bool) -> Result<RetryPolicy, Error> {
+        let (base, max, fraction) = self.backoff;
+        let jitter = match &self.jitter {
+            Some(name) => JitterOption::Name(name.clone()),
+            None => JitterOption::Fraction(fraction),
+        };
+        Ok(RetryPolicy::new(
+            self.attempt_min_ms,
+            attempt_timeout_ms,
+            Backoff::with_jitter(base, max, &jitter)?,
+            self.max_attempts,
+            self.idempotent.unwrap_or(idempotent),
+        )?
+        .with_max_retry_after_ms(self.max_retry_after_ms)?)
+    }
+
+    /// Each attempt's own timeout, if one was set.
+    pub(super) fn attempt_timeout(&self) -> Option<f64> {
+        self.attempt_timeout_ms
+    }
+}
+
 /// What each attempt is told.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
@@ -417,7 +446,7 @@ pub struct Attempt {
     pub operation_key: Option<String>,
 }
 
-fn random_seed() -> u64 {
+pub(super) fn random_seed() -> u64 {
     let hi = (js_sys::Math::random() * 4_294_967_296.0) as u64;
     let lo = (js_sys::Math::random() * 4_294_967_296.0) as u64;
     (hi << 32) | lo
@@ -449,19 +478,7 @@ where
     F: FnMut(AbortSignal, Attempt) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let (base, max, fraction) = options.backoff;
-    let jitter = match &options.jitter {
-        Some(name) => JitterOption::Name(name.clone()),
-        None => JitterOption::Fraction(fraction),
-    };
-    let policy = RetryPolicy::new(
-        options.attempt_min_ms,
-        options.attempt_timeout_ms,
-        Backoff::with_jitter(base, max, &jitter)?,
-        options.max_attempts,
-        options.idempotent,
-    )?
-    .with_max_retry_after_ms(options.max_retry_after_ms)?;
+    let policy = options.policy(options.attempt_timeout_ms, false)?;
     let at = deadline.instant_ms();
     let mut run = RetryRun::new(policy, at, options.seed.unwrap_or_else(random_seed), options.operation_key.is_some())?;
     let deadline_signal = deadline.signal();
@@ -585,7 +602,7 @@ where
 /// The wait a failed attempt's response asked for (invariant 5): the
 /// headers of the error's `response`, read by the core; `Date.now()` only
 /// when the core needs the wall clock.
-fn asked_wait(error: &Error) -> Option<f64> {
+pub(super) fn asked_wait(error: &Error) -> Option<f64> {
     use wasm_bindgen::JsCast;
     let Error::Js(value) = error else { return None };
     // The error's `response`, or the error itself when an attempt threw the Response.
@@ -609,7 +626,7 @@ fn asked_wait(error: &Error) -> Option<f64> {
 }
 
 /// The core's records as the web API reports them.
-fn reports(records: &[AttemptRecord]) -> Vec<AttemptReport> {
+pub(super) fn reports(records: &[AttemptRecord]) -> Vec<AttemptReport> {
     AttemptReport::all(records, |r| (r.number, r.started_ms, r.elapsed_ms, r.ended.as_str()))
 }
 

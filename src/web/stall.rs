@@ -64,6 +64,8 @@ use web_sys::{
 
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
+use super::resume::{ResumeFn, Resumed};
+use super::retry::RetryOptions;
 use super::sse::{is_event_stream, sse_progress};
 use super::timers::{child, Child, KeepAlive, Parent, Parents, Timeout};
 use super::{sys, Deadline, Error};
@@ -664,7 +666,7 @@ impl Watch {
     }
 }
 
-fn ignore_rejection(promise: Promise) {
+pub(super) fn ignore_rejection(promise: Promise) {
     thread_local! {
         static NOOP: JsValue = Closure::<dyn FnMut(JsValue)>::new(|_: JsValue| {}).into_js_value();
     }
@@ -696,6 +698,8 @@ pub struct FetchOptions<'a> {
     stall_ms: Option<f64>,
     is_progress: Option<ProgressFn>,
     propagate: Option<Vec<HeaderFormat>>,
+    retry: Option<RetryOptions>,
+    resume: Option<ResumeFn>,
 }
 
 impl<'a> FetchOptions<'a> {
@@ -712,7 +716,16 @@ impl<'a> FetchOptions<'a> {
     /// # fn main() {}
     /// ```
     pub fn new(deadline: &'a Deadline) -> Self {
-        Self { deadline, first_byte_ms: None, first_chunk_ms: None, stall_ms: None, is_progress: None, propagate: None }
+        Self {
+            deadline,
+            first_byte_ms: None,
+            first_chunk_ms: None,
+            stall_ms: None,
+            is_progress: None,
+            propagate: None,
+            retry: None,
+            resume: None,
+        }
     }
 
     /// The longest wait for the response headers (phase `"first-byte"`).
@@ -811,6 +824,62 @@ impl<'a> FetchOptions<'a> {
         self.propagate = Some(formats.to_vec());
         self
     }
+
+    /// Makes the read recover (JavaScript's `retry`): failures before the
+    /// first content are retried inside the deadline and the retry options'
+    /// limits, invisibly to the reader; a failure after content resumes the
+    /// stream (`Last-Event-ID`, or the [`resume`](Self::resume) hook) or
+    /// ends it. See [`Resumed`] and the guide's "Streams that recover".
+    ///
+    /// For a stream, `idempotent` defaults to true (a read that delivered
+    /// nothing can be made again; say `.idempotent(false)` otherwise), and
+    /// `attempt_timeout_ms` does not apply: `first_byte_ms`,
+    /// `first_chunk_ms`, `stall_ms` and the deadline bound a stream, so
+    /// setting it makes [`fetch_with_deadline`] fail with
+    /// [`Error::InvalidArgument`] naming `retry.attemptTimeoutMs`. The
+    /// retry options' circuit and record do not apply to a stream.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, FetchOptions, RetryOptions};
+    /// let d = Deadline::in_ms(30_000.0)?;
+    /// let options = FetchOptions::new(&d).stall_ms(5_000.0).retry(RetryOptions::new(1_000.0).max_attempts(4));
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn retry(mut self, options: RetryOptions) -> Self {
+        self.retry = Some(options);
+        self
+    }
+
+    /// How a stream continues after content was delivered when the upstream
+    /// cannot be asked by `Last-Event-ID` (not an event stream, no event id,
+    /// or it ignored the header): `hook` gets what was delivered
+    /// ([`Resumed`]) and returns a `Promise` of the `Response` whose body
+    /// continues the stream, or `None` to end it with the failure. Without
+    /// [`retry`](Self::retry), the retry options' defaults apply
+    /// (`RetryOptions::new(0.0)`).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, FetchOptions, RetryOptions};
+    /// let d = Deadline::in_ms(30_000.0)?;
+    /// # fn fetch_rest(from_byte: f64, signal: &web_sys::AbortSignal) -> js_sys::Promise { unimplemented!() }
+    /// // The upstream can continue a body from a byte offset.
+    /// let options = FetchOptions::new(&d)
+    ///     .retry(RetryOptions::new(500.0))
+    ///     .resume(|resumed| Some(fetch_rest(resumed.bytes, &resumed.signal)));
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn resume(mut self, hook: impl FnMut(Resumed) -> Option<Promise> + 'static) -> Self {
+        self.resume = Some(Box::new(hook));
+        self
+    }
 }
 
 impl std::fmt::Debug for FetchOptions<'_> {
@@ -822,6 +891,8 @@ impl std::fmt::Debug for FetchOptions<'_> {
             .field("stall_ms", &self.stall_ms)
             .field("is_progress", &self.is_progress.is_some())
             .field("propagate", &self.propagate)
+            .field("retry", &self.retry)
+            .field("resume", &self.resume.is_some())
             .finish()
     }
 }
@@ -897,7 +968,7 @@ fn cross_origin_in_browser(input: &JsValue) -> bool {
 fn add_budget_headers(
     input: &JsValue,
     init: &RequestInit,
-    deadline: &Deadline,
+    remaining: f64,
     formats: &[HeaderFormat],
 ) -> Result<(), Error> {
     if formats.is_empty() {
@@ -910,7 +981,6 @@ fn add_budget_headers(
         (true, None) => Headers::new(),
     }
     .map_err(Error::Js)?;
-    let remaining = deadline.remaining();
     for &format in formats {
         if !out.has(format.name()).map_err(Error::Js)? {
             out.set(format.name(), &headers::encode(format, remaining)?).map_err(Error::Js)?;
@@ -993,12 +1063,31 @@ impl Drop for FirstByteGuard {
 /// preflight), in other formats or none with [`FetchOptions::propagate`]. A
 /// header the caller set is not overwritten.
 ///
+/// With [`FetchOptions::retry`] the read recovers (see [`Resumed`] and
+/// src/web/resume.rs): failures before the first content are retried
+/// invisibly, an event stream that breaks after content is continued with
+/// `Last-Event-ID` and whole events only reach the reader, and otherwise the
+/// [`FetchOptions::resume`] hook continues it.
+///
+/// ```no_run
+/// use edge_deadline::web::{fetch_with_deadline, Deadline, FetchOptions, RetryOptions};
+/// # async fn demo() -> Result<(), edge_deadline::web::Error> {
+/// let deadline = Deadline::in_ms(60_000.0)?;
+/// let options = FetchOptions::new(&deadline).stall_ms(5_000.0).retry(RetryOptions::new(1_000.0));
+/// // Its body gets each event once, across reconnections.
+/// let events = fetch_with_deadline(&"https://example.com/events".into(), None, options).await?;
+/// # let _ = events; Ok(()) }
+/// ```
+///
 /// # Errors
 /// [`Error::DeadlineExceeded`]; [`Error::StreamStalled`] with phase
 /// `FirstByte`; the reason `init`'s signal aborted with, or the network error,
 /// as [`Error::Js`]; [`Error::InvalidArgument`] naming `firstByteMs`,
-/// `firstChunkMs` or `stallMs` before any I/O. Stalls of the body surface when
-/// it is read.
+/// `firstChunkMs`, `stallMs` or `retry.attemptTimeoutMs` (or a retry
+/// option) before any I/O. Stalls of the body surface when it is read. With
+/// `retry`, these are the last attempt's, once no retry is allowed, and
+/// [`Error::RetryFailed`] when not even the first attempt could start (less
+/// than `attempt_min_ms` left).
 ///
 /// ```no_run
 /// use edge_deadline::web::{fetch_with_deadline, Deadline, FetchOptions};
@@ -1013,18 +1102,47 @@ pub async fn fetch_with_deadline(
     init: Option<&RequestInit>,
     options: FetchOptions<'_>,
 ) -> Result<Response, Error> {
-    let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress, propagate } = options;
-    let at = deadline.instant_ms();
+    let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress, propagate, retry, resume } =
+        options;
+    let once = Once {
+        at: deadline.instant_ms(),
+        deadline_signal: deadline.signal(),
+        first_byte_ms,
+        first_chunk_ms,
+        stall_ms,
+        is_progress,
+        propagate,
+    };
+    if retry.is_none() && resume.is_none() {
+        return fetch_once(input, init, once).await;
+    }
+    super::resume::fetch_resumable(input, init, once, retry, resume).await
+}
+
+/// One request of [`fetch_with_deadline`]: what it needs of the deadline
+/// (the instant and its signal) and the limits, owned, so that a resumable
+/// read can make the request again after the caller's borrow has ended.
+pub(super) struct Once {
+    pub(super) at: f64,
+    pub(super) deadline_signal: AbortSignal,
+    pub(super) first_byte_ms: Option<f64>,
+    pub(super) first_chunk_ms: Option<f64>,
+    pub(super) stall_ms: Option<f64>,
+    pub(super) is_progress: Option<ProgressFn>,
+    pub(super) propagate: Option<Vec<HeaderFormat>>,
+}
+
+/// [`fetch_with_deadline`] without retries: one request, its body guarded.
+pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once: Once) -> Result<Response, Error> {
+    let first_byte = once.check()?;
+    let t0 = sys::now();
+    let Once { at, deadline_signal, first_byte_ms: _, first_chunk_ms, stall_ms, is_progress, propagate } = once;
     let first_chunk_ms = first_chunk_ms.unwrap_or(NO_LIMIT);
     let stall_ms = stall_ms.unwrap_or(NO_LIMIT);
-    // Range checks before any I/O (the core names the parameter).
-    let t0 = sys::now();
-    StallConfig::new(first_chunk_ms, stall_ms, Some(at))?.decide(&Snapshot::started(t0), t0)?;
-    let first_byte = first_byte_ms.map(first_byte_config).transpose()?;
 
     let upstream = AbortController::new().map_err(Error::from)?;
     let mut links = Links { upstream: upstream.clone(), linked: Vec::new() };
-    links.link(&deadline.signal());
+    links.link(&deadline_signal);
     let init_copy: RequestInit = match init {
         Some(init) => {
             let signal = Reflect::get(init, &JsValue::from_str("signal")).unwrap_or(JsValue::UNDEFINED);
@@ -1046,7 +1164,8 @@ pub async fn fetch_with_deadline(
         None if cross_origin_in_browser(input) => Vec::new(),
         None => vec![HeaderFormat::EdgeDeadlineRemainingMs],
     };
-    add_budget_headers(input, &init_copy, deadline, &formats)?;
+    let left = at - sys::now();
+    add_budget_headers(input, &init_copy, if left > 0.0 { left } else { 0.0 }, &formats)?;
 
     let guard = first_byte.map(|config| FirstByteGuard::start(config, t0, &upstream));
     let result = match sys::fetch(input, &init_copy) {
@@ -1076,15 +1195,54 @@ pub async fn fetch_with_deadline(
         event_stream,
     };
     let body = watch(body, stall, Some(Box::new(move || drop(links))))?;
+    rewrap(&response, &body)
+}
+
+impl Once {
+    /// Range checks before any I/O (the core names the parameter); the
+    /// wait for headers as a stall configuration, when one was given.
+    pub(super) fn check(&self) -> Result<Option<StallConfig>, Error> {
+        let t0 = sys::now();
+        StallConfig::new(self.first_chunk_ms.unwrap_or(NO_LIMIT), self.stall_ms.unwrap_or(NO_LIMIT), Some(self.at))?
+            .decide(&Snapshot::started(t0), t0)?;
+        self.first_byte_ms.map(first_byte_config).transpose()
+    }
+}
+
+/// Guards `body`, a body that continues a resumed read, as [`fetch_once`]
+/// guards its own: the limits of `once`, the upstream `controller`, and
+/// `followed` (the attempt's signal) whose abort ends it with its reason.
+pub(super) fn guard(
+    body: ReadableStream,
+    once: Once,
+    controller: AbortController,
+    followed: AbortSignal,
+    event_stream: bool,
+) -> Result<ReadableStream, Error> {
+    let stall = StallOptions {
+        first_chunk_ms: once.first_chunk_ms.unwrap_or(NO_LIMIT),
+        stall_ms: once.stall_ms.unwrap_or(NO_LIMIT),
+        at: Some(once.at),
+        followed: vec![once.deadline_signal, followed, controller.signal()],
+        controller: Some(controller),
+        is_progress: once.is_progress,
+        event_stream,
+    };
+    watch(body, stall, None)
+}
+
+/// `response` with `body` instead of its own: the status, headers, url,
+/// `redirected` and `type` kept.
+pub(super) fn rewrap(response: &Response, body: &ReadableStream) -> Result<Response, Error> {
     let init = ResponseInit::new();
     init.set_status(response.status());
     init.set_status_text(&response.status_text());
     init.set_headers(&response.headers());
-    let wrapped = Response::new_with_opt_readable_stream_and_init(Some(&body), &init).map_err(Error::from)?;
+    let wrapped = Response::new_with_opt_readable_stream_and_init(Some(body), &init).map_err(Error::from)?;
     // A constructed Response has no url; keep the fetched one's.
     for key in ["url", "redirected", "type"] {
         let descriptor = Object::new();
-        let _ = Reflect::set(&descriptor, &"value".into(), &Reflect::get(&response, &key.into()).unwrap_or_default());
+        let _ = Reflect::set(&descriptor, &"value".into(), &Reflect::get(response, &key.into()).unwrap_or_default());
         let _ = Reflect::set(&descriptor, &"enumerable".into(), &JsValue::TRUE);
         Object::define_property(&wrapped, &key.into(), &descriptor);
     }

@@ -1,6 +1,8 @@
 // The Rust Worker example (examples/rust-worker: workers-rs + the `web`
 // feature) under workerd, proxying the stalling fixture upstream
 // (tests/fixtures/stall.mjs) with a deadline, a stall guard and a fallback.
+// The example's /resume route streams the fixture's resumable event stream
+// (tests/fixtures/resume.mjs) back through a read that recovers.
 // Run by `node tests/run.mjs web-workerd` (FIXTURE_URL is the fixture server);
 // prints one JSON report line like the other suites.
 //
@@ -221,6 +223,31 @@ const cases = {
     const r = await proxied(`/stall/steady?n=3&gap=5&id=${uid()}`);
     ok(r.res.status === 200 && r.res.headers.get("x-edge-deadline") === "upstream", `${r.res.status} ${r.body}`);
     ok(r.body === "0123456789abcdef".repeat(3), r.body);
+  },
+  async "a resumable read: an event stream that stalls mid-event reaches the client whole, each event once, resumed with Last-Event-ID"() {
+    const key = uid();
+    const upstream = `${fixture}/resume/sse?key=${key}&events=40&stallAfter=20`;
+    const res = await fetch(`${base}/resume?upstream=${encodeURIComponent(upstream)}`, { signal: AbortSignal.timeout(5_000) });
+    const body = await res.text();
+    ok(res.status === 200 && res.headers.get("content-type") === "text/event-stream", `${res.status} ${res.headers.get("content-type")}: ${body}`);
+    const ids = [...body.matchAll(/data: \{"i":(\d+)\}/g)].map((m) => Number(m[1]));
+    ok(ids.length === 40 && ids.every((id, i) => id === i + 1), `events ${ids.join(",")}`);
+    // Whole events only: the half of event 21 the first connection sent never reached the client.
+    const partial = body.split("\n\n").filter(Boolean).find((e) => !/^(: connected|id: (\d+)\nevent: token\ndata: \{"i":\2\})$/.test(e));
+    ok(partial === undefined, `part of an event reached the client: ${JSON.stringify(partial)}`);
+    const seen = await (await fetch(`${fixture}/resume/seen?key=${key}`)).json();
+    ok(seen.connections.length === 2, `connections ${JSON.stringify(seen.connections)}`);
+    ok(seen.connections[0].lastEventId === null && seen.connections[1].lastEventId === "20", `Last-Event-ID sent: ${JSON.stringify(seen.connections.map((c) => c.lastEventId))}`);
+  },
+  async "a resumable read: a connection that fails before the first byte is made again, unseen"() {
+    const key = uid();
+    const upstream = `${fixture}/resume/sse?key=${key}&events=5&fail=close`;
+    const res = await fetch(`${base}/resume?upstream=${encodeURIComponent(upstream)}`, { signal: AbortSignal.timeout(5_000) });
+    const body = await res.text();
+    const ids = [...body.matchAll(/data: \{"i":(\d+)\}/g)].map((m) => Number(m[1]));
+    ok(res.status === 200 && ids.join(",") === "1,2,3,4,5", `${res.status}: ${body}`);
+    const seen = await (await fetch(`${fixture}/resume/seen?key=${key}`)).json();
+    ok(seen.connections.length === 2 && seen.connections[0].status === 0, `connections ${JSON.stringify(seen.connections)}`);
   },
   async "a request without an upstream is a 400 naming the parameter"() {
     const res = await fetch(base);

@@ -8,8 +8,14 @@
 //! `FIRST_BYTE_MS` and never go quiet for `STALL_MS`; when it does, or the
 //! proxy's share runs out, the upstream request is aborted (the upstream sees
 //! its connection closed) and the fallback answers, inside the deadline.
+//!
+//! `GET /resume?upstream=<url>`: the upstream's body streamed back as it
+//! arrives, recovering inside `BUDGET_MS`. A request that fails before its
+//! first content is made again; an event stream that goes quiet for
+//! `STALL_MS` mid-answer is continued with `Last-Event-ID`, so the client
+//! gets every event once, in order, without knowing anything broke.
 
-use edge_deadline::web::{fetch_with_deadline, Deadline, Error as DeadlineError, FetchOptions};
+use edge_deadline::web::{fetch_with_deadline, Deadline, Error as DeadlineError, FetchOptions, RetryOptions};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use worker::{event, Context, Env, Request, Response, Result};
@@ -20,6 +26,8 @@ const BUDGET_MS: f64 = 1_500.0;
 const FALLBACK_RESERVE_MS: f64 = 300.0;
 /// The longest silence tolerated in the upstream's body.
 const STALL_MS: f64 = 200.0;
+/// No attempt of a resumable read starts with less than this left.
+const ATTEMPT_MIN_MS: f64 = 100.0;
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
@@ -32,6 +40,9 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let Some(upstream) = upstream else {
         return Response::error("pass ?upstream=<url> or set UPSTREAM", 400);
     };
+    if url.path() == "/resume" {
+        return resume(&upstream).await;
+    }
     // Inside the handler: in workerd a timer belongs to the request that made it.
     let deadline = Deadline::in_ms(BUDGET_MS).map_err(js)?;
     let proxy_share = deadline.reserve(FALLBACK_RESERVE_MS).map_err(js)?;
@@ -56,6 +67,19 @@ async fn proxy(url: &str, deadline: &Deadline) -> std::result::Result<String, De
     // A stall of the body rejects this read with StreamStalled (and aborts the upstream).
     let text = JsFuture::from(res.text()?).await?;
     Ok(text.as_string().unwrap_or_default())
+}
+
+/// The upstream's body as a stream that recovers: retried before its first
+/// content, resumed after it (`Last-Event-ID` on an event stream).
+async fn resume(upstream: &str) -> Result<Response> {
+    let deadline = Deadline::in_ms(BUDGET_MS).map_err(js)?;
+    let options = FetchOptions::new(&deadline).stall_ms(STALL_MS).retry(RetryOptions::new(ATTEMPT_MIN_MS));
+    match fetch_with_deadline(&JsValue::from_str(upstream), None, options).await {
+        // The body streams on after this returns; a failure it cannot recover from errors it.
+        Ok(res) => Ok(Response::from(res)),
+        Err(reason) if reason.is_timeout() => fallback(&reason, &deadline),
+        Err(other) => Err(js(other)),
+    }
 }
 
 fn fallback(reason: &DeadlineError, deadline: &Deadline) -> Result<Response> {

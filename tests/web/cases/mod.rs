@@ -25,6 +25,7 @@ pub mod errors;
 pub mod limiter;
 pub mod pipeline;
 pub mod request;
+pub mod resume;
 pub mod stall;
 
 pub const TIMER_SLACK_MS: f64 = 250.0;
@@ -265,6 +266,15 @@ macro_rules! for_each_case {
             stall::fetch_propagate_chooses_the_formats_and_an_empty_list_sends_none,
             stall::fetch_keeps_the_callers_headers_and_never_overwrites_a_budget_header_they_set,
             stall::fetch_default_options_work_against_a_server_that_refuses_preflights,
+            resume::resume_a_connection_that_fails_before_the_first_byte_is_made_again,
+            resume::resume_a_stalled_event_stream_continues_after_the_last_event_id,
+            resume::resume_an_upstream_that_ignores_last_event_id_delivers_nothing_twice,
+            resume::resume_the_hook_is_asked_when_last_event_id_is_ignored,
+            resume::resume_a_hooks_response_continues_the_stream,
+            resume::resume_a_hook_that_gives_no_response_errors_the_stream_with_a_type_error,
+            resume::resume_a_503_with_too_little_time_left_is_the_answer_as_it_is,
+            resume::resume_a_failed_connection_with_too_little_time_left_is_the_error,
+            resume::resume_an_attempt_timeout_is_refused_before_any_io,
             pipeline::a_plan_caps_each_step_and_traces_it,
             pipeline::a_step_cut_at_its_cap_is_a_step_timeout,
             pipeline::a_short_deadline_skips_or_refuses_steps_never_a_range_error,

@@ -1,0 +1,296 @@
+//! Streams that recover: `fetch_with_deadline` with `retry` (and `resume`)
+//! against the fixture's resumable routes (tests/fixtures/resume.mjs), which
+//! record every connection made under a key: its `Last-Event-ID` and status.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use edge_deadline::web::{fetch_with_deadline, Deadline, Error, FetchOptions, RetryOptions, StallPhase};
+use js_sys::Uint8Array;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use super::stall::drain;
+use super::{get, Ctx, Outcome};
+use crate::ensure;
+
+fn key(name: &str) -> String {
+    format!("rs-{name}-{}-{}", super::now().to_bits() % 1_000_000_007, (js_sys::Math::random() * 1e9) as u64)
+}
+
+/// The fixture's record of the connections made under `key`: `(Last-Event-ID, status)` each.
+async fn seen(ctx: &Ctx, key: &str) -> Result<Vec<(Option<String>, f64)>, String> {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let url = format!("{}/resume/seen?key={key}", ctx.fixture()?);
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d)).await.map_err(|e| e.to_string())?;
+    let view = JsFuture::from(res.json().unwrap()).await.map_err(|e| format!("{e:?}"))?;
+    let connections: js_sys::Array = get(&view, "connections").unchecked_into();
+    Ok(connections
+        .iter()
+        .map(|c| (get(&c, "lastEventId").as_string(), get(&c, "status").as_f64().unwrap_or(-1.0)))
+        .collect())
+}
+
+/// Whether the fixture saw connection `index` under `key` close, waiting up to 2 s for it.
+async fn closed(ctx: &Ctx, key: &str, index: u32) -> Result<bool, String> {
+    let d = Deadline::in_ms(5_000.0).unwrap();
+    let url = format!("{}/resume/seen?key={key}", ctx.fixture()?);
+    for _ in 0..20 {
+        let res =
+            fetch_with_deadline(&url.clone().into(), None, FetchOptions::new(&d)).await.map_err(|e| e.to_string())?;
+        let view = JsFuture::from(res.json().unwrap()).await.map_err(|e| format!("{e:?}"))?;
+        let connection = js_sys::Array::from(&get(&view, "connections")).get(index);
+        if get(&connection, "closed").as_bool() == Some(true) {
+            return Ok(true);
+        }
+        super::wait(100.0).await; // the close travels from the client's abort to the server: no event to wait on here
+    }
+    Ok(false)
+}
+
+/// What the reader got: the text of each chunk, the ids of the events in
+/// order (`data: {"i":n}`), and how the body ended.
+struct Got {
+    chunks: Vec<String>,
+    ids: Vec<u32>,
+    error: Option<JsValue>,
+}
+
+async fn read_events(res: &web_sys::Response) -> Result<Got, String> {
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    let mut chunks = Vec::new();
+    for value in &drained.values {
+        let bytes: Uint8Array = value.clone().dyn_into().map_err(|v| format!("a chunk was not bytes: {v:?}"))?;
+        chunks.push(String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string())?);
+    }
+    let text: String = chunks.concat();
+    let ids = text
+        .split("data: {\"i\":")
+        .skip(1)
+        .map(|rest| rest.split('}').next().unwrap_or("").parse::<u32>().map_err(|e| format!("{e}: {text}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Got { chunks, ids, error: drained.error })
+}
+
+/// Each chunk the reader got ends on an event boundary (events are never split).
+fn whole_events(got: &Got) -> Outcome {
+    for chunk in &got.chunks {
+        ensure!(chunk.ends_with("\n\n"), "a chunk ends inside an event: {chunk:?}");
+    }
+    Ok(())
+}
+
+fn stream_retry() -> RetryOptions {
+    RetryOptions::new(100.0).backoff(10.0, 50.0, 1.0).seed(7)
+}
+
+pub async fn resume_a_connection_that_fails_before_the_first_byte_is_made_again(ctx: &Ctx) -> Outcome {
+    let k = key("close");
+    let url = format!("{}/resume/sse?key={k}&fail=close&events=5", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()))
+        .await
+        .map_err(|e| format!("the failure reached the caller: {e}"))?;
+    ensure!(res.status() == 200);
+    let got = read_events(&res).await?;
+    ensure!(got.error.is_none(), "the body errored: {:?}", got.error);
+    ensure!(got.ids == [1, 2, 3, 4, 5], "events {:?}", got.ids);
+    whole_events(&got)?;
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 2, "connections {connections:?}");
+    ensure!(connections[0].1 == 0.0 && connections[1] == (None, 200.0), "connections {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_a_stalled_event_stream_continues_after_the_last_event_id(ctx: &Ctx) -> Outcome {
+    let k = key("stall");
+    let url = format!("{}/resume/sse?key={k}&events=40&stallAfter=20", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(got.error.is_none(), "the body errored: {:?}", got.error);
+    // Event by event: 1..=40, each once, in order.
+    for (i, id) in got.ids.iter().enumerate() {
+        ensure!(*id as usize == i + 1, "event {} was {id} (all: {:?})", i + 1, got.ids);
+    }
+    ensure!(got.ids.len() == 40, "{} events: {:?}", got.ids.len(), got.ids);
+    whole_events(&got)?;
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 2, "connections {connections:?}");
+    ensure!(connections[0].0.is_none(), "the first request sent Last-Event-ID {:?}", connections[0].0);
+    ensure!(connections[1].0.as_deref() == Some("20"), "the second request sent Last-Event-ID {:?}", connections[1].0);
+    // The stalled attempt was aborted (its connection closed), not abandoned.
+    ensure!(closed(ctx, &k, 0).await?, "the stalled connection was never closed");
+    Ok(())
+}
+
+pub async fn resume_an_upstream_that_ignores_last_event_id_delivers_nothing_twice(ctx: &Ctx) -> Outcome {
+    let k = key("ignore");
+    let url = format!("{}/resume/sse?key={k}&events=40&stallAfter=20&ignore=1", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(got.ids == (1..=20).collect::<Vec<_>>(), "events {:?}", got.ids);
+    whole_events(&got)?;
+    // The body ends with the failure it could not recover from: the stall.
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(
+        matches!(Error::from(error.clone()), Error::StreamStalled { phase: StallPhase::Stall, .. }),
+        "errored with {error:?}"
+    );
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 2, "connections {connections:?}");
+    ensure!(connections[1].0.as_deref() == Some("20"), "connections {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_the_hook_is_asked_when_last_event_id_is_ignored(ctx: &Ctx) -> Outcome {
+    let k = key("hook");
+    let url = format!("{}/resume/sse?key={k}&events=40&stallAfter=20&ignore=1", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let record = calls.clone();
+    let options = FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()).resume(move |resumed| {
+        let text: String =
+            resumed.chunks.iter().map(|c| String::from_utf8(c.to_vec()).unwrap_or_default()).collect::<String>();
+        record.borrow_mut().push((
+            resumed.last_event_id.clone(),
+            resumed.attempt,
+            resumed.bytes,
+            text,
+            resumed.signal.aborted(),
+        ));
+        None
+    });
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(got.ids == (1..=20).collect::<Vec<_>>(), "events {:?}", got.ids);
+    ensure!(got.error.is_some(), "the hook gave nothing: the body must error");
+    let calls = calls.borrow();
+    ensure!(calls.len() == 1, "the hook was called {} times", calls.len());
+    let (last_event_id, attempt, bytes, text, aborted) = &calls[0];
+    ensure!(last_event_id.as_deref() == Some("20"), "last_event_id {last_event_id:?}");
+    ensure!(*attempt == 3, "attempt {attempt}");
+    ensure!(!aborted, "the attempt's signal was already aborted");
+    // What the hook is told was delivered is exactly what the reader got.
+    ensure!(*text == got.chunks.concat(), "the hook's chunks differ from the reader's");
+    ensure!(*bytes == text.len() as f64, "bytes {bytes} for {} delivered", text.len());
+    Ok(())
+}
+
+pub async fn resume_a_hooks_response_continues_the_stream(ctx: &Ctx) -> Outcome {
+    // A text body: no event ids, so the hook continues it from what was delivered.
+    let k = key("text");
+    let fixture = ctx.fixture()?.to_string();
+    let url = format!("{fixture}/resume/text?key={k}&chunks=10&stallAfter=4");
+    let k2 = k.clone();
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let options = FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()).resume(move |resumed| {
+        let text: String = resumed.chunks.iter().map(|c| String::from_utf8(c.to_vec()).unwrap_or_default()).collect();
+        // The pieces the reader has whole; the fixture stalled in the middle of the next.
+        let from = text.matches(';').count();
+        let init = web_sys::RequestInit::new();
+        init.set_signal(Some(&resumed.signal));
+        let fetch = js_sys::Reflect::get(&js_sys::global(), &"fetch".into()).ok()?;
+        let fetch: js_sys::Function = fetch.dyn_into().ok()?;
+        let url = format!("{fixture}/resume/text?key={k2}&chunks=10&from={from}");
+        fetch.call2(&JsValue::NULL, &url.into(), &init).ok()?.dyn_into().ok()
+    });
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    ensure!(drained.error.is_none(), "the body errored: {:?}", drained.error);
+    let text: String = drained
+        .values
+        .iter()
+        .map(|v| String::from_utf8(v.clone().unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default())
+        .collect();
+    // The first body up to its stall (half of piece 5), then the hook's body as it is:
+    // the reader gets every delivered byte once, and the hook's Response after them.
+    ensure!(text == "1;2;3;4;5".to_string() + "5;6;7;8;9;10;", "the reader got {text:?}");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 2, "connections {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_a_hook_that_gives_no_response_errors_the_stream_with_a_type_error(ctx: &Ctx) -> Outcome {
+    let k = key("not-a-response");
+    let url = format!("{}/resume/text?key={k}&chunks=10&stallAfter=4", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let options = FetchOptions::new(&d)
+        .stall_ms(300.0)
+        .retry(stream_retry())
+        .resume(|_| Some(js_sys::Promise::resolve(&JsValue::from_str("not a response"))));
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    let error = drained.error.ok_or("the body did not error")?;
+    ensure!(error.is_instance_of::<js_sys::TypeError>(), "errored with {error:?}");
+    ensure!(get(&error, "param").as_string().as_deref() == Some("resume"), "errored with {error:?}");
+    // What was delivered before the stall reached the reader once.
+    ensure!(drained.bytes == 9.0, "{} bytes delivered", drained.bytes);
+    Ok(())
+}
+
+pub async fn resume_a_503_with_too_little_time_left_is_the_answer_as_it_is(ctx: &Ctx) -> Outcome {
+    let k = key("503");
+    let url = format!("{}/resume/sse?key={k}&fail=503&events=3", ctx.fixture()?);
+    // After the failure and the fixed 500 ms backoff, less than attempt_min_ms is left.
+    let d = Deadline::in_ms(3_000.0).unwrap();
+    let retry = RetryOptions::new(2_700.0).backoff(500.0, 500.0, 0.0);
+    let res =
+        fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).retry(retry)).await.map_err(|e| e.to_string())?;
+    ensure!(res.status() == 503, "status {}", res.status());
+    let body = JsFuture::from(res.text().unwrap()).await.map_err(|e| format!("{e:?}"))?;
+    ensure!(body.as_string().is_some_and(|b| b.contains("busy")), "body {body:?}");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    Ok(())
+}
+
+/// A browser page: there the browser itself makes a request again, unseen,
+/// when the connection it reused closes before any answer.
+fn in_browser() -> bool {
+    let global: JsValue = js_sys::global().into();
+    get(&global, "Deno").is_undefined()
+        && get(&get(&get(&global, "process"), "versions"), "node").is_undefined()
+        && !get(&global, "location").is_undefined()
+}
+
+pub async fn resume_a_failed_connection_with_too_little_time_left_is_the_error(ctx: &Ctx) -> Outcome {
+    let k = key("close-short");
+    let url = format!("{}/resume/sse?key={k}&fail=close&events=3", ctx.fixture()?);
+    let d = Deadline::in_ms(3_000.0).unwrap();
+    let retry = RetryOptions::new(2_700.0).backoff(500.0, 500.0, 0.0);
+    let result = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).retry(retry)).await;
+    let connections = seen(ctx, &k).await?;
+    match result {
+        Err(Error::Js(e)) => ensure!(e.is_instance_of::<js_sys::TypeError>(), "failed with {e:?}"),
+        // Chromium retried on its own (a reused connection closed): the fixture saw its two.
+        Ok(res) if in_browser() && connections.len() == 2 => {
+            ensure!(res.status() == 200);
+            return Ok(());
+        }
+        other => return Err(format!("gave {:?}", other.map(|r| r.status()))),
+    }
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_an_attempt_timeout_is_refused_before_any_io(ctx: &Ctx) -> Outcome {
+    let k = key("refused");
+    let url = format!("{}/resume/sse?key={k}&events=3", ctx.fixture()?);
+    let d = Deadline::in_ms(3_000.0).unwrap();
+    let retry = RetryOptions::new(100.0).attempt_timeout_ms(500.0);
+    match fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).retry(retry)).await {
+        Err(e @ Error::InvalidArgument { .. }) => {
+            ensure!(e.param() == Some("retry.attemptTimeoutMs"), "named {:?}", e.param())
+        }
+        other => return Err(format!("gave {:?}", other.map(|r| r.status()))),
+    }
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.is_empty(), "connections {connections:?}");
+    Ok(())
+}
