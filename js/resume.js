@@ -331,16 +331,14 @@ export class UpstreamStatus extends Error {
 }
 
 /**
- * How a stream's failure is classified unless `classify` says otherwise:
- * 429 and 503 say nothing ran ("not-applied"), 408 and other 5xx may have
- * ("ambiguous"), other 4xx are the request's fault ("permanent"); any
- * other error is ambiguous.
+ * How a stream's failure is classified unless `classify` says otherwise: a
+ * non-ok status as the core says (src/core/resume.rs `status_failure`: 429
+ * and 503 "not-applied", 408 and other 5xx "ambiguous", others
+ * "permanent"); any other error as `retry` does.
  */
 function streamClassify(error) {
-  const status = error instanceof UpstreamStatus ? error.status : undefined;
-  if (status === undefined) return typeof error?.failure === "string" ? error.failure : "ambiguous";
-  if (status === 429 || status === 503) return "not-applied";
-  return status === 408 || status >= 500 ? "ambiguous" : "permanent";
+  if (error instanceof UpstreamStatus) return core.statusFailure(error.status);
+  return typeof error?.failure === "string" ? error.failure : "ambiguous";
 }
 
 /**

@@ -20,3 +20,10 @@ pub fn resume_next(bits: u32, resumes: u32, delay_ms: f64, server_wait_ms: Optio
     // The wait in whole ms (a timer's resolution), the answer in the low bits.
     (wait.ceil().min(2f64.powi(50))) * 4.0 + f64::from(next as u8)
 }
+
+/// How a stream's non-ok status failed, unless `classify` says otherwise
+/// ([`status_failure`](crate::core::resume::status_failure)): the core's word.
+#[wasm_bindgen(js_name = statusFailure)]
+pub fn status_failure(status: u16) -> String {
+    crate::core::resume::status_failure(status).as_str().to_string()
+}

@@ -186,6 +186,10 @@ pub enum Error {
         attempts: Vec<AttemptReport>,
         /// The last attempt's error, if any (JavaScript's `cause`).
         last: Option<Box<Error>>,
+        /// For reason `"retry-after"`: the wait the server asked for, in ms (JavaScript's `retryAfterMs`).
+        retry_after_ms: Option<f64>,
+        /// For reason `"retry-after"`: what was left before the deadline, in ms (JavaScript's `remainingMs`).
+        remaining_ms: Option<f64>,
     },
     /// An incoming deadline header is malformed. Its value comes from the
     /// caller, so it is not [`Error::InvalidArgument`] (those are this
@@ -283,7 +287,14 @@ impl Error {
     /// use edge_deadline::web::Error;
     /// assert!(Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 }.is_timeout());
     /// let last = Some(Box::new(Error::AttemptTimeout { attempt: 3, timeout_ms: 10.0 }));
-    /// let retry = Error::RetryFailed { reason: "exhausted".into(), message: "m".into(), attempts: vec![], last };
+    /// let retry = Error::RetryFailed {
+    ///     reason: "exhausted".into(),
+    ///     message: "m".into(),
+    ///     attempts: vec![],
+    ///     last,
+    ///     retry_after_ms: None,
+    ///     remaining_ms: None,
+    /// };
     /// assert!(retry.is_timeout());
     /// // A shortage is not a timeout: the step was never started.
     /// assert!(!Error::InsufficientBudget { remaining_ms: 3.0, min_ms: 10.0 }.is_timeout());
@@ -479,8 +490,12 @@ impl From<Error> for JsValue {
                 set(&e, "step", &JsValue::from_str(&step));
                 set(&e, "capMs", &num(cap_ms));
             }
-            Error::RetryFailed { reason, attempts, last, .. } => {
+            Error::RetryFailed { reason, attempts, last, retry_after_ms, remaining_ms, .. } => {
                 set(&e, "reason", &JsValue::from_str(&reason));
+                if let (Some(wait), Some(left)) = (retry_after_ms, remaining_ms) {
+                    set(&e, "retryAfterMs", &num(wait));
+                    set(&e, "remainingMs", &num(left));
+                }
                 let list = js_sys::Array::new();
                 for a in attempts {
                     let o = Object::new();

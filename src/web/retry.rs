@@ -41,7 +41,7 @@ use super::{sys, Deadline, Error};
 pub use crate::core::retry::Failure;
 use crate::core::retry::{
     self as core, server_wait, AfterFailure, AttemptFailure, AttemptRecord, Backoff, JitterOption, RetryError,
-    RetryPolicy, RetryRun, ServerWait, Start, Stopped,
+    RetryPolicy, RetryRun, ServerWait, Start, Stop, Stopped,
 };
 use crate::core::retry_budget::{self, RetryBudgetError};
 
@@ -632,7 +632,15 @@ pub(super) fn reports(records: &[AttemptRecord]) -> Vec<AttemptReport> {
 
 /// The `RetryFailed` of a stopped retry or hedge: the core's word and sentence.
 pub(super) fn failed(stop: Stopped, attempts: Vec<AttemptReport>, last: Option<Error>) -> Error {
-    Error::RetryFailed { reason: stop.code().into(), message: stop.to_string(), attempts, last: last.map(Box::new) }
+    let Stop { retry_after_ms, remaining_ms, .. } = stop.stop();
+    Error::RetryFailed {
+        reason: stop.code().into(),
+        message: stop.to_string(),
+        attempts,
+        last: last.map(Box::new),
+        retry_after_ms,
+        remaining_ms,
+    }
 }
 
 /// Whether a signal's reason is this deadline's own expiry.

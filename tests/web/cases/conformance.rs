@@ -216,6 +216,8 @@ fn make_error(spec: &Value) -> Result<Error, String> {
             message: "retry stopped".into(),
             attempts: vec![],
             last: cause.map(Box::new),
+            retry_after_ms: None,
+            remaining_ms: None,
         },
         "TimeoutError" => Error::Js(js("TimeoutError")),
         "AbortError" => Error::Js(js("AbortError")),
@@ -911,6 +913,15 @@ fn check_error(row: &Value, e: &Error, expected: &Map<String, Value>, what: &str
                     )
                 }
                 _ => return Err(format!("{what}: no 'attempts' on {e:?}")),
+            },
+            "retryAfterMs" => match e {
+                Error::RetryFailed { retry_after_ms, .. } => {
+                    ensure!(
+                        *retry_after_ms == value.as_f64(),
+                        "{what}: retryAfterMs: expected {value}, got {retry_after_ms:?}"
+                    )
+                }
+                _ => return Err(format!("{what}: no 'retryAfterMs' on {e:?}")),
             },
             other => return Err(format!("{what}: the Rust runner does not check '{other}' on an error")),
         }

@@ -55,6 +55,8 @@ fn timeouts() -> Vec<(&'static str, Error)> {
                 message: "m".into(),
                 attempts: vec![],
                 last: Some(Box::new(Error::AttemptTimeout { attempt: 3, timeout_ms: 10.0 })),
+                retry_after_ms: None,
+                remaining_ms: None,
             },
         ),
     ]
@@ -88,6 +90,8 @@ pub async fn is_timeout_is_false_for_a_shortage_and_other_failures(_: &Ctx) -> O
                 message: "m".into(),
                 attempts: vec![],
                 last: Some(Box::new(Error::Js(js_sys::Error::new("400").into()))),
+                retry_after_ms: None,
+                remaining_ms: None,
             },
         ),
         ("undefined", Error::from(JsValue::UNDEFINED)),

@@ -328,8 +328,12 @@ pub async fn retry_refuses_a_server_wait_past_the_deadline_at_once(ctx: &Ctx) ->
         })
         .await;
         match result {
-            Err(Error::RetryFailed { reason, message, attempts, .. }) => {
+            Err(Error::RetryFailed { reason, message, attempts, retry_after_ms, remaining_ms, .. }) => {
                 ensure!(reason == "retry-after", "{h}: {reason}: {message}");
+                ensure!(
+                    retry_after_ms == Some(30_000.0) && remaining_ms == Some(2_000.0),
+                    "{h}: the wait asked for and the time left: {retry_after_ms:?}, {remaining_ms:?}"
+                );
                 ensure!(
                     message == "retry stopped after 1 attempt: the server asked for a 30000 ms wait, which would leave less than the 100 ms an attempt needs out of the 2000 ms remaining",
                     "{message}"
@@ -454,7 +458,7 @@ pub async fn hedge_failures_read_as_in_js_and_name_the_last_attempt_to_fail(_: &
     })
     .await;
     match &all_fail {
-        Err(Error::RetryFailed { reason, message, attempts, last }) => {
+        Err(Error::RetryFailed { reason, message, attempts, last, .. }) => {
             ensure!(
                 reason == "exhausted" && message == "hedge stopped after 2 attempts: all 2 attempts failed",
                 "{message}"

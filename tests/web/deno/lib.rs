@@ -72,6 +72,8 @@ pub fn branded_errors() -> js_sys::Array {
             message: "retry stopped after 0 attempts".into(),
             attempts: vec![],
             last: None,
+            retry_after_ms: None,
+            remaining_ms: None,
         },
         Error::AttemptTimeout { attempt: 1, timeout_ms: 30.0 },
         Error::InvalidHeader {
