@@ -77,7 +77,11 @@ const BY_HOOK = 2;
 const decoder = new TextDecoder();
 const FNV_OFFSET = 0x811c9dc5 | 0;
 const FNV_PRIME = 0x01000193;
-/** How many of the latest delivered ids a resumed stream is checked against (besides the first). */
+/**
+ * How many of the latest delivered ids a resumed stream is checked against
+ * (besides the first): the core's rule (src/core/resume.rs `DeliveredIds`,
+ * `RECENT_IDS`, ids as FNV-1a hashes), which the Rust host uses as it is.
+ */
 const RECENT = 1024;
 const noop = () => {};
 

@@ -161,6 +161,49 @@ impl Delivered {
     }
 }
 
+/// How many of the latest delivered ids a resumed stream's first id is
+/// checked against, besides the stream's first ([`DeliveredIds`]).
+pub const RECENT_IDS: usize = 1024;
+
+/// An event id as [`DeliveredIds`] remembers it: the 32-bit FNV-1a hash of
+/// its bytes (`js/resume.js` computes the same as it scans them).
+pub fn id_hash(id: &[u8]) -> u32 {
+    id.iter().fold(0x811c_9dc5_u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// The ids a stream delivered, as the replay check needs them: the first,
+/// and the last [`RECENT_IDS`], as hashes ([`id_hash`]). An upstream that
+/// ignores `Last-Event-ID` starts again from its first event, or repeats a
+/// recent one; either is caught, and a stream of any length holds 4 KB for
+/// this. Two different ids that hash alike (a 1 in 2^32 chance) would pass
+/// for a replay.
+#[derive(Clone, Debug, Default)]
+pub struct DeliveredIds {
+    first: Option<u32>,
+    recent: Vec<u32>,
+    count: usize,
+}
+
+impl DeliveredIds {
+    /// An id reached the reader.
+    pub fn record(&mut self, id: &str) {
+        let h = id_hash(id.as_bytes());
+        self.first.get_or_insert(h);
+        if self.recent.len() < RECENT_IDS {
+            self.recent.push(h);
+        } else {
+            self.recent[self.count % RECENT_IDS] = h;
+        }
+        self.count += 1;
+    }
+
+    /// Whether `id` is one of those remembered.
+    pub fn contains(&self, id: &str) -> bool {
+        let h = id_hash(id.as_bytes());
+        self.first == Some(h) || self.recent.contains(&h)
+    }
+}
+
 /// How a stream's attempt that got a non-ok `status` failed, for the retry
 /// loop when the caller gave no `classify`: 429 and 503 say the request was
 /// not taken ([`Failure::NotApplied`]), 408 and the other 5xx may have run
@@ -310,6 +353,22 @@ impl EventCut {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_remembered_as_the_first_and_the_last_recent_ones() {
+        // FNV-1a 32-bit test vectors (the JavaScript host's Math.imul loop gives the same bits).
+        assert_eq!(id_hash(b""), 0x811c_9dc5);
+        assert_eq!(id_hash(b"a"), 0xe40c_292c);
+        assert_eq!(id_hash(b"foobar"), 0xbf9c_f968);
+        let mut ids = DeliveredIds::default();
+        for i in 1..=3_000 {
+            ids.record(&i.to_string());
+        }
+        assert!(ids.contains("1"), "the first");
+        assert!(ids.contains("3000") && ids.contains(&(3_001 - RECENT_IDS).to_string()), "the last RECENT_IDS");
+        assert!(!ids.contains(&(3_000 - RECENT_IDS).to_string()), "older ones are forgotten");
+        assert!(!ids.contains("3001"));
+    }
 
     const SSE_WITH_ID: Delivered = Delivered { content: true, event_stream: true, last_event_id: true };
 

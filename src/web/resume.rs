@@ -33,7 +33,6 @@
 //!    and listener of it is gone.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::rc::Rc;
 
 use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
@@ -50,7 +49,7 @@ use super::sse::is_event_stream;
 use super::stall::{fetch_once, guard, ignore_rejection, rewrap, Once, ProgressFn};
 use super::timers::sleep_until;
 use super::{sys, Error};
-use crate::core::resume::{status_failure, Delivered, Event, EventCut, Next, Resume};
+use crate::core::resume::{status_failure, Delivered, DeliveredIds, Event, EventCut, Next, Resume};
 use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start};
 
 /// What a resume hook ([`FetchOptions::resume`](super::FetchOptions::resume))
@@ -177,7 +176,7 @@ struct Flow {
     bytes: f64,
     chunks: Vec<Uint8Array>,
     last_id: Option<String>,
-    ids: HashSet<String>,
+    ids: DeliveredIds,
     /// Events of a `Last-Event-ID` attempt before its first id (invariant 2).
     holding: Option<Vec<Event>>,
     live: Option<Live>,
@@ -400,7 +399,9 @@ impl Flow {
         self.content |= content;
         self.bytes += bytes.len() as f64;
         if let Some(id) = id {
-            self.ids.insert(id.clone());
+            if !id.is_empty() {
+                self.ids.record(&id);
+            }
             self.last_id = Some(id);
         }
         if self.hook.is_some() {
@@ -572,7 +573,7 @@ pub(super) async fn fetch_resumable(
         bytes: 0.0,
         chunks: Vec::new(),
         last_id: None,
-        ids: HashSet::new(),
+        ids: DeliveredIds::default(),
         holding: None,
         live: None,
         resumed_from: None,
