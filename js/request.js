@@ -50,7 +50,9 @@ export function readRequest(request, options) {
   const { at: callerAt, source, rejected } = readDeadlineHeaders(req.headers, { maxMs: local.at - now(), transitMs: o.transitMs, formats: o.formats });
   const t = now();
   const reserveMs = o.fallbackReserveMs ?? 0;
-  const [at, limitAt, code] = core.requestFold(t, local.at, local.bound === "product" && budgetMs !== undefined, source === null ? undefined : callerAt - t, 0, 2, signal?.aborted === true, reserveMs);
+  // The headers were read at an earlier clock reading: a spent caller's instant may be a tick before `t` (0 left, not −1).
+  const callerMs = source === null ? undefined : callerAt > t ? callerAt - t : 0;
+  const [at, limitAt, code] = core.requestFold(t, local.at, local.bound === "product" && budgetMs !== undefined, callerMs, 0, 2, signal?.aborted === true, reserveMs);
   return { at, limitAt, reserveMs, limit: LIMITS[code], signal, source, rejected };
 }
 

@@ -5,6 +5,7 @@
 // Deno, workerd and Chromium; the incoming request's own signal in Workers
 // (enable_request_signal), service bindings and RPC between two Workers are
 // tests/platform/ (real workerd services).
+import { setClock } from "../../../pkg/main.js";
 import { equal, near, ok, rejects, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 
@@ -44,6 +45,22 @@ const cases = [
       equal(reason.reserveMs, 300);
       equal(reason.limit, "caller");
       for (const d of [budget, caller, longer, platform, workers, bad, short]) d.dispose();
+    },
+  },
+  {
+    name: "forRequest: a spent caller ('0 ms left') read a clock tick before the fold is an expired deadline named caller, never a RangeError",
+    run: (lib) => {
+      // A clock that ticks 1 ms at every reading: the headers and the fold see different instants (workerd's clock ticks in whole ms).
+      let t = 10_000;
+      const previous = setClock({ now: () => ++t, setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id) });
+      try {
+        const spent = lib.Deadline.forRequest(new Request(URL_, { headers: { [OWN]: "0" } }), undefined, { budgetMs: 1_500 });
+        ok(spent.expired());
+        equal(spent.limit, "caller");
+        spent.dispose();
+      } finally {
+        setClock(previous);
+      }
     },
   },
   {
