@@ -367,7 +367,8 @@ export function resumeOptions(o, where) {
  * One resumable read. `connect(signal, { attempt, lastEventId, headers })`
  * makes an attempt's request; `s` holds the checked options (`deadline`,
  * `signal`, `signal2`, `firstByteMs`, `firstChunkMs`, `stallMs`,
- * `isProgress`, `retry` from {@link resumeOptions}; `fromHeaders`: the
+ * `isProgress`, `otel` (each attempt's stream is traced as one without
+ * `retry`), `retry` from {@link resumeOptions}; `fromHeaders`: the
  * first-chunk limit counts from each attempt's headers, as
  * `fetchWithDeadline`'s does, not from its start, as a relay's does). `head()` resolves to the first attempt's
  * answer that will be read (`{ response }`), or to a non-ok answer handed
@@ -643,7 +644,7 @@ export function resumable(connect, s) {
     const sse = isEventStream(type);
     // On an event stream the cutter's scan is the guard's predicate too: one scan per chunk.
     const scanned = sse && s.isProgress === undefined;
-    const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
+    const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type, otel: s.otel }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
     cur = { node, reader: guarded.stream.getReader(), sse, scanned };
     if (head === undefined) eventStream = cur.sse;
     head ??= response;

@@ -369,6 +369,25 @@ const cases = [
     },
   },
   {
+    name: "otel fixture: a resumable fetchWithDeadline traces each attempt's body: a first-chunk stall that was retried, then the body that closed",
+    needs: ["otel", "fixtureUrl"],
+    run: async (lib, ctx) => {
+      const { api, exporter } = ctx.otel;
+      exporter.reset();
+      ctx.otel.forgetOpen();
+      const key = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+      const d = lib.Deadline.in(10_000);
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/sse?key=${key}&fail=silent&events=3`, undefined, { deadline: d, firstChunkMs: 100, retry: true, otel: api });
+      ok((await res.text()).includes("id: 3"), "the body of the second attempt");
+      const streams = exporter.getFinishedSpans().filter((s) => s.name === "deadline.stream");
+      equal(streams.map((s) => s.attributes["deadline.outcome"]).join(), "stalled,closed");
+      equal(streams[0].events[0]?.name, "deadline.stall");
+      attributes(streams[0].events[0], { "deadline.stall.phase": "first-chunk" });
+      d.dispose();
+      equal(ctx.otel.open().join(", "), "", "spans started and never ended");
+    },
+  },
+  {
     name: "otel: the hook's mark (what a circuit breaker reports): an event on the active span, or a span of no duration without one",
     needs: ["otel"],
     run: (lib, ctx) => traced(lib, ctx, async (clock) => {
