@@ -39,9 +39,12 @@
 //    where it is (no further attempt); every attempt's request is aborted
 //    when it fails or is dropped (released, not abandoned); when the read
 //    ends, every timer and listener is gone and the core's loop is freed.
+// 5. A backoff between attempts keeps a Node or Deno process alive (its
+//    timer is unref'd, like every timer of the package): someone awaits it.
 
 import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
+import { hold, releaseHold } from "./keepalive.js";
 import { classified, newRun, serverWait } from "./retry.js";
 import { retryBudgetCore } from "./retry_budget.js";
 import { guard, isEventStream, isStreamStalled } from "./stall.js";
@@ -490,8 +493,14 @@ export function resumable(connect, s) {
     return reason;
   }
 
-  /** Sleeps `ms` unless the read is ended first; rejects with the reason it ended with. */
+  /**
+   * Sleeps `ms` unless the read is ended first; rejects with the reason it
+   * ended with. Someone awaits it (a reader, or the caller of `relay` or
+   * `fetchWithDeadline`), and the backoff's timer is unref'd: it holds a
+   * Node or Deno process alive meanwhile (js/keepalive.js).
+   */
   function sleep(ms) {
+    hold();
     return new Promise((resolve, reject) => {
       const node = child([outer], now() + ms, {
         onTime: (c) => {
@@ -502,7 +511,7 @@ export function resumable(connect, s) {
         onAbort: () => reject(signalled()),
       });
       sleeping = { node, reject };
-    });
+    }).finally(releaseHold);
   }
 
   /**

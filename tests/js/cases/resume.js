@@ -339,6 +339,36 @@ export default [
     },
   },
   {
+    name: "resume: a backoff between resumes keeps a Node or Deno process alive while the reader waits",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      // Three bodies, each breaking after its piece; the second resume backs off 300 ms (the first waits for nothing).
+      const { code, stdout } = await ctx.spawnPackageScript(
+        `await init(await readBytes(wasmUrl));
+const lib = await import(entryUrl);
+const piece = (text, last) => {
+  let sent = false;
+  return new Response(new ReadableStream({
+    pull(c) {
+      if (!sent) return (sent = true), c.enqueue(new TextEncoder().encode(text));
+      if (last) return c.close();
+      return new Promise((r) => setTimeout(r, 20)).then(() => c.error(new Error("connection reset")));
+    },
+  }));
+};
+let n = 0;
+const res = await lib.relay(() => piece("a", false), {
+  deadline: lib.Deadline.in(5_000),
+  retry: { attemptMinMs: 10, backoff: { baseMs: 300, maxMs: 300, jitter: 0 } },
+  resume: () => (++n === 1 ? piece("b", false) : piece("c", true)),
+});
+console.log(await res.text());`,
+      );
+      equal(code, 0, "child exit code");
+      equal(stdout.trim(), "abc");
+    },
+  },
+  {
     name: "resume: bad options are TypeErrors and RangeErrors naming the parameter, before any request",
     run: async (lib) => {
       let called = 0;
