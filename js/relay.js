@@ -198,10 +198,16 @@ async function start(upstream, options) {
     return fail(error);
   }
   rec?.("ok", now() - started); // the first progress chunk: what firstChunkMs bounds
+  return relayed(response, extraHeaders, body(early, done, reader, sse, release));
+}
+
+/** The relayed response: the upstream's status and `content-type`, `cache-control: no-store`, then `headers`. */
+function relayed(response, extraHeaders, stream) {
+  const type = response.headers.get("content-type");
   const headers = new Headers({ "cache-control": "no-store" });
   if (type !== null) headers.set("content-type", type);
   extraHeaders?.forEach((value, key) => headers.set(key, value));
-  return new Response(body(early, done, reader, sse, release), { status: response.status, headers });
+  return new Response(stream, { status: response.status, headers });
 }
 
 /**
@@ -248,12 +254,9 @@ async function resumableRelay(upstream, o, options, extraHeaders, rec, started) 
     return fail(error);
   }
   rec?.("ok", now() - started);
-  const type = head.response.headers.get("content-type");
-  const headers = new Headers({ "cache-control": "no-store" });
-  if (type !== null) headers.set("content-type", type);
-  extraHeaders?.forEach((value, key) => headers.set(key, value));
   const reader = { read: r.read, current: r.current, took: r.took, after: r.after, cancel: (reason) => r.close(reason) };
-  return new Response(body(early, done, reader, isEventStream(type), release), { status: head.response.status, headers });
+  const sse = isEventStream(head.response.headers.get("content-type"));
+  return relayed(head.response, extraHeaders, body(early, done, reader, sse, release));
 }
 
 /** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */

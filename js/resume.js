@@ -45,7 +45,7 @@
 import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
 import { hold, releaseHold } from "./keepalive.js";
-import { classified, newRun, serverWait } from "./retry.js";
+import { classified, defaultClassify, newRun, serverWait } from "./retry.js";
 import { retryBudgetCore } from "./retry_budget.js";
 import { guard, isEventStream, isStreamStalled } from "./stall.js";
 import { child, now } from "./timers.js";
@@ -344,8 +344,7 @@ export class UpstreamStatus extends Error {
  * "permanent"); any other error as `retry` does.
  */
 function streamClassify(error) {
-  if (error instanceof UpstreamStatus) return core.statusFailure(error.status);
-  return typeof error?.failure === "string" ? error.failure : "ambiguous";
+  return error instanceof UpstreamStatus ? core.statusFailure(error.status) : defaultClassify(error);
 }
 
 /**
@@ -418,22 +417,35 @@ export function resumable(connect, s) {
    */
   function scanAhead(chunk) {
     if (cutter.replayed) return true;
+    // What `accept` queues besides its piece belongs after it, in `ahead` (the queue may hold an older attempt's pieces).
+    const queued = queue.length;
+    const piece = accept(chunk);
+    if (piece !== undefined) ahead.push(piece);
+    if (queue.length > queued) ahead.push(...queue.splice(queued));
+    return cutter.progress;
+  }
+
+  /**
+   * Cuts a chunk of an event stream: the piece for the reader, or undefined
+   * while an event is open or a resumed stream is held (invariant 3). When
+   * the held pieces are let go, the first is returned and the rest queued.
+   */
+  function accept(chunk) {
     const was = cutter.verifying;
     const piece = cutter.cut(chunk);
-    if (piece !== undefined) {
-      if (!was) {
-        bytes += piece.byteLength;
-        if (kept !== undefined) kept.push(piece);
-        ahead.push(piece);
-      } else {
-        held.push(piece);
-        if (!cutter.verifying) {
-          for (const p of held) ahead.push(deliver(p));
-          held = [];
-        }
-      }
+    if (piece === undefined) return undefined;
+    if (!was) {
+      bytes += piece.byteLength;
+      if (kept !== undefined) kept.push(piece);
+      return piece;
     }
-    return cutter.progress;
+    held.push(piece);
+    if (cutter.verifying) return undefined;
+    // The resumed stream's first id is new: what was held goes to the reader.
+    for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
+    const first = held[0];
+    held = [];
+    return deliver(first);
   }
 
   /** A piece reaches the reader: counted, and kept for the hook. */
@@ -454,21 +466,7 @@ export function resumable(connect, s) {
       if (kept !== undefined) kept.push(chunk);
       return chunk;
     }
-    const was = cutter.verifying;
-    const piece = cutter.cut(chunk);
-    if (piece === undefined) return undefined;
-    if (!was) {
-      bytes += piece.byteLength;
-      if (kept !== undefined) kept.push(piece);
-      return piece;
-    }
-    held.push(piece);
-    if (cutter.verifying) return undefined;
-    // The resumed stream's first id is new: what was held goes to the reader.
-    for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
-    const first = held[0];
-    held = [];
-    return deliver(first);
+    return accept(chunk);
   }
 
   /** Ends the current attempt: its request is aborted (released). */

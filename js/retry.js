@@ -194,7 +194,7 @@ export function serverWait(error) {
   return Number.isNaN(wait) ? core.serverWait(ra, rl, xrl, Date.now()) : wait;
 }
 
-function defaultClassify(error) {
+export function defaultClassify(error) {
   const f = error?.failure;
   return isFailure(f) ? f : "ambiguous";
 }
