@@ -17,7 +17,7 @@ export { metric } from "./servertiming.js";
 export { requestDeadline } from "./deadline.js";
 // @ts-expect-error internal: not in the public request.d.ts
 export { whenSent } from "./request.js";
-export { MAX_TIMER_MS, child, setClock } from "./timers.js";
+export { MAX_TIMER_MS, child, setClock, timerMs } from "./timers.js";
 export { pending } from "./keepalive.js";
 // The tracing hook, for the tests of what other modules report through it (tests/js/cases/otel.js).
 // @ts-expect-error internal: not in the public otel.d.ts

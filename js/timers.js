@@ -25,9 +25,10 @@ export const MAX_TIMER_MS = 2_147_483_647;
  * in slices: the queue re-arms when a wake finds nothing due); a passed, -0
  * or NaN wait is 0. The rule is the core's `timer_ms` (src/core/timers.rs,
  * with `arm_delay` and `on_wake`), written here in JS because it runs where
- * a Wasm call would cost more than the rule (bench/ab.mjs); both are checked
- * against the same table (src/core/timers.rs `TIMER_MS_TABLE`,
- * tests/js/cases/timers.js).
+ * a Wasm call would cost more than the rule (bench/ab.mjs). One table pins
+ * the two: the `timers.timerMs` rows of tests/conformance/cases.json, run
+ * against this function by tests/js/cases/conformance.js, against the core's
+ * by its own tests and by the Rust host's conformance runner.
  */
 export function timerMs(ms) {
   return ms >= MAX_TIMER_MS ? MAX_TIMER_MS : ms > 0 ? Math.ceil(ms) : 0;
@@ -87,24 +88,26 @@ export const unref =
 // ─── Wake-up queues ──────────────────────────────────────────────────────────
 //
 // # Why a heap behind one host timer
-// A host `setTimeout` + `clearTimeout` costs about 1.1 µs in Deno and in
-// workerd, most of a fresh deadline's cost there, yet deadlines are made per
+// A host `setTimeout` + `clearTimeout` is most of a fresh deadline's cost in
+// Deno and workerd (BENCHMARKS.md, "Deadlines": `design: setTimeout +
+// clearTimeout`), yet deadlines are made per
 // request and mostly disposed long before they fire. Pending instants live in
 // a binary heap with one host timer armed for the earliest, so arming and
 // disarming a wake-up is O(log n) JS work and usually no host call at all
 // (measured in bench/deadline.bench.mjs; see BENCHMARKS.md).
 //
 // # The queue's rules are the core's
-// The heap follows src/core/timers.rs `WakeQueue` rule for rule: `schedule`
-// arms the host timer when the entry is earlier than what it is armed for
-// (`poll_arm`), or, in workerd, when that timer is overdue and was not armed
-// this turn (`poll_arm`'s may-be-dead rule, invariant 5); `#wake` fires only
-// entries with `at <= now` (`pop_due`) and re-arms for the earliest left. The
-// heap stays in JS because driving the core's queue costs a Wasm call per arm
-// and per disarm on the hottest paths: +67 ns per deadline in Deno (a fresh
-// deadline's signal() + dispose() is ≈ 250 ns there) and +260 ns in Node
-// (measured against this heap: arm + disarm with one wake-up
-// pending, interleaved rounds).
+// The heap follows src/core/timers.rs `WakeQueue`: `schedule` arms the host
+// timer when the entry is earlier than what it is armed for (`poll_arm`), or,
+// in workerd, when that timer is overdue and was not armed this turn
+// (`poll_arm`'s may-be-dead rule, invariant 5); `#wake` fires only entries
+// with `at <= now` (`pop_due`), equal instants in the order they were queued
+// (the core's `(at, seq)`), and re-arms for the earliest left. The order is
+// pinned by the `timers.order` rows of tests/conformance/cases.json, which
+// this heap and the Rust host's queue (the core's) both run. The heap stays in
+// JS because driving the core's queue costs a Wasm call per arm and per disarm
+// on the hottest paths (BENCHMARKS.md, "Deadlines": the rows of a fresh
+// deadline's signal() + dispose()).
 //
 // # Which queue
 // Outside workerd there is one queue for the whole process (`sharedQueue`),
@@ -156,13 +159,14 @@ export const IS_WORKERD = typeof globalThis.WebSocketPair === "function";
 
 /**
  * A binary heap of wake-ups behind one host timer. An entry is any object
- * with `at` (ms on the clock's timeline), `index` (-1 when not queued),
+ * with `at` (ms on the clock's timeline), `index` (-1 when not queued), `seq`,
  * `queue`, `ambient` (set when queued) and a `fire()` method (a method, not a closure per wake-up): in
  * this package, a `Child`.
  */
 export class WakeQueue {
   constructor(unrefHost) {
     this.heap = [];
+    this.seq = 0; // the order entries were queued in: ties of `at` fire first in, first out
     // Invariant 6: the clock's members as they are now, kept.
     this.now = clock.now;
     this.setTimeout = clock.setTimeout;
@@ -180,6 +184,7 @@ export class WakeQueue {
     const heap = this.heap;
     entry.ambient = ambientNow(); // invariant 7
     entry.queue = this;
+    entry.seq = this.seq++;
     entry.index = heap.length;
     heap.push(entry);
     this.#up(entry.index);
@@ -249,7 +254,7 @@ export class WakeQueue {
     const e = heap[i];
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (heap[p].at <= e.at) break;
+      if (heap[p].at < e.at || (heap[p].at === e.at && heap[p].seq < e.seq)) break;
       heap[i] = heap[p];
       heap[i].index = i;
       i = p;
@@ -265,8 +270,8 @@ export class WakeQueue {
     for (;;) {
       let c = 2 * i + 1;
       if (c >= n) break;
-      if (c + 1 < n && heap[c + 1].at < heap[c].at) c++;
-      if (heap[c].at >= e.at) break;
+      if (c + 1 < n && (heap[c + 1].at < heap[c].at || (heap[c + 1].at === heap[c].at && heap[c + 1].seq < heap[c].seq))) c++;
+      if (heap[c].at > e.at || (heap[c].at === e.at && heap[c].seq > e.seq)) break;
       heap[i] = heap[c];
       heap[i].index = i;
       i = c;
@@ -410,12 +415,13 @@ const links = new WeakMap();
 export class Child {
   /**
    * Internal: use `child()`; a Deadline makes its own with `start`. A queue
-   * entry (`at`, `index`, `queue`, `fire()`), one constructor deep:
+   * entry (`at`, `index`, `seq`, `queue`, `fire()`), one constructor deep:
    * children are made per step and per attempt.
    */
   constructor(at, onTime, onAbort) {
     this.at = at;
     this.index = -1;
+    this.seq = 0; // its queue's count when queued: the tie-break of equal instants
     this.queue = null;
     this.ambient = undefined; // the ambient deadline when queued (WakeQueue invariant 7)
     this.onTime = onTime;

@@ -368,35 +368,58 @@ impl<T> WakeQueue<T> {
     }
 }
 
-/// The rule's table, shared with tests/js/cases/timers.js (`timerMs`): `(ms, delay)`.
-/// Every wait is one JS can add to an instant near 1.7e12 ms (workerd's
-/// timeline) without losing its fraction.
-#[cfg(all(test, not(target_arch = "wasm32")))]
-pub(crate) const TIMER_MS_TABLE: &[(f64, f64)] = &[
-    (0.0, 0.0),
-    (0.2, 1.0),
-    (1.0, 1.0),
-    (1.001, 2.0),
-    (2_147_483_646.5, 2_147_483_647.0),
-    (2_147_483_647.0, 2_147_483_647.0),
-    (2_147_483_648.0, 2_147_483_647.0),
-    (9_007_199_254_740_991.0, 2_147_483_647.0),
-    (f64::INFINITY, 2_147_483_647.0),
-];
-
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A number of the conformance table: JSON's, or `{ "$": "NaN" }` and friends.
+    fn table_number(v: &serde_json::Value) -> f64 {
+        match v.pointer("/$").and_then(serde_json::Value::as_str) {
+            Some("NaN") => f64::NAN,
+            Some("Infinity") => f64::INFINITY,
+            Some("-Infinity") => f64::NEG_INFINITY,
+            Some("-0") => -0.0,
+            Some(other) => panic!("unknown special number {other}"),
+            None => v.as_f64().expect("a number"),
+        }
+    }
+
+    /// The rule's table is the `timers.timerMs` rows of tests/conformance/cases.json,
+    /// which js/timers.js `timerMs` (tests/js/cases/conformance.js) and the Rust
+    /// host (tests/web/cases/conformance.rs) run too.
     #[test]
     fn the_rule_table() {
-        for &(ms, delay) in TIMER_MS_TABLE {
-            assert_eq!(timer_ms(ms), delay, "timer_ms({ms})");
+        let table: serde_json::Value = serde_json::from_str(include_str!("../../tests/conformance/cases.json")).unwrap();
+        let rows: Vec<_> = table["cases"].as_array().unwrap().iter().filter(|r| r["op"] == "timers.timerMs").collect();
+        assert!(rows.len() >= 9, "the table's timers.timerMs rows");
+        for row in rows {
+            let ms = table_number(&row["args"]["ms"]);
+            let delay = table_number(&row["expect"]["value"]);
+            assert_eq!(timer_ms(ms).to_bits(), delay.to_bits(), "{}", row["name"]);
         }
-        assert_eq!(timer_ms(-0.5).to_bits(), 0.0f64.to_bits());
-        assert_eq!(timer_ms(f64::NAN), 0.0);
-        assert_eq!(timer_ms(f64::NEG_INFINITY), 0.0);
+    }
+
+    /// The `timers.order` rows of tests/conformance/cases.json on this queue:
+    /// the order js/timers.js's heap and the Rust host fire equal instants in.
+    #[test]
+    fn the_order_table() {
+        let table: serde_json::Value = serde_json::from_str(include_str!("../../tests/conformance/cases.json")).unwrap();
+        let rows: Vec<_> = table["cases"].as_array().unwrap().iter().filter(|r| r["op"] == "timers.order").collect();
+        assert!(!rows.is_empty(), "the table's timers.order rows");
+        for row in rows {
+            let mut q = WakeQueue::new();
+            let offsets = row["args"]["offsets"].as_array().unwrap();
+            let keys: Vec<_> = offsets.iter().enumerate().map(|(i, ms)| q.schedule(ms.as_f64().unwrap(), i)).collect();
+            for i in row["args"]["cancel"].as_array().into_iter().flatten() {
+                q.cancel(keys[i.as_u64().unwrap() as usize]);
+            }
+            let mut fired = Vec::new();
+            while let Some((_, i)) = q.pop_due(f64::MAX) {
+                fired.push(i.to_string());
+            }
+            assert_eq!(fired.join(","), row["expect"]["value"].as_str().unwrap(), "{}", row["name"]);
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 import table from "../conformance-table.js";
 import { AssertionError } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
+import { timerMs } from "../../../pkg/main.js";
 
 /** `{ "$": "NaN" }` and friends: the numbers JSON cannot write. */
 function decode(value) {
@@ -243,6 +244,29 @@ const ops = {
       } else throw new AssertionError(`no stream step named ${step}`);
     }
     return { trace: snaps.join(" | ") };
+  },
+  // The host delay a wait becomes: js/timers.js `timerMs`, the JS twin of the core's `timer_ms`.
+  "timers.timerMs": (lib, a) => ({ value: timerMs(a.ms) }),
+  // Deadlines `offsets[i]` ms ahead on fake time, their signals taken in
+  // order (each queues a wake-up), those in `cancel` disposed; `value` is the
+  // order their signals abort in.
+  "timers.order": async (lib, a) => {
+    const clock = installFakeTime();
+    const deadlines = [];
+    try {
+      const fired = [];
+      for (const [i, ms] of a.offsets.entries()) {
+        const d = lib.Deadline.in(ms);
+        deadlines.push(d);
+        d.signal().addEventListener("abort", () => fired.push(i));
+      }
+      for (const i of a.cancel ?? []) deadlines[i].dispose();
+      await clock.advance(Math.max(...a.offsets) + 1);
+      return { value: fired.join() };
+    } finally {
+      for (const d of deadlines) d.dispose();
+      clock.restore();
+    }
   },
   "fetch.options": async (lib, a) => {
     const deadline = lib.Deadline.in(100_000);

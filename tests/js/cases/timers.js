@@ -7,6 +7,7 @@ import { aborted, equal, ok, throws } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 import { MAX_TIMER_MS, child } from "../../../pkg/main.js";
 import { countedParent } from "./deadline.js";
+import conformance from "../conformance-table.js";
 import { lcg } from "./stall.js";
 
 /** Runs `body(clock)` on fake time, restoring the host clock whatever happens. */
@@ -118,19 +119,11 @@ const cases = [
       }),
   },
   {
-    name: "timers (fake time): a wait becomes the host delay by the core's rule (src/core/timers.rs TIMER_MS_TABLE): rounded up, clamped to 2^31−1 ms",
+    name: "timers (fake time): a wait becomes the host delay by the core's rule (the timers.timerMs rows of tests/conformance/cases.json): rounded up, clamped to 2^31−1 ms",
     run: async () => {
-      // [wait in ms, the host delay]: the same rows as the core's table.
-      const table = [
-        [0, 0],
-        [0.2, 1],
-        [1, 1],
-        [1.001, 2], // exact enough on every timeline (workerd's starts near 1.7e12 ms: 2^-12 ms apart)
-        [2_147_483_646.5, 2_147_483_647],
-        [2_147_483_647, 2_147_483_647],
-        [2_147_483_648, 2_147_483_647],
-        [9_007_199_254_740_991, 2_147_483_647],
-      ];
+      // [wait in ms, the host delay]: the table's rows that a deadline can wait for (finite, not passed).
+      const table = conformance.cases.filter((r) => r.op === "timers.timerMs" && typeof r.args.ms === "number" && r.args.ms >= 0).map((r) => [r.args.ms, r.expect.value]);
+      ok(table.length >= 8, "the table's rows were found");
       for (const [ms, delay] of table) {
         await onFakeTime(async (clock) => {
           const c = child([], clock.now() + ms, { onTime: () => {} });

@@ -13,6 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use edge_deadline::core::timers::timer_ms;
 use edge_deadline::web::{
     hedge, now_ms, retry, with_stall_timeout, Aggregator, BookOptions, Bound, BreakerOptions, CapOverrides,
     CircuitBreaker, ConcurrencyLimiter, Deadline, Error, Failure, FetchOptions, HeaderFormat, HedgeOptions, Limit,
@@ -379,6 +380,33 @@ fn limiter_of(o: &Value) -> Result<Result<ConcurrencyLimiter, Error>, String> {
     Ok(ConcurrencyLimiter::new(options))
 }
 
+/// The JS runner's `timers.order` on fake time: deadlines `offsets[i]` ms
+/// ahead, their signals taken in order (each queues a wake-up), those in
+/// `cancel` dropped; the order their signals abort in, joined with commas.
+async fn timers_order(a: &Map<String, Value>) -> Result<String, String> {
+    let time = super::FakeTime::install();
+    let fired = Rc::new(RefCell::new(Vec::<String>::new()));
+    let offsets: Vec<f64> = arg(a, "offsets")?.as_array().ok_or("'offsets' is not an array")?.iter().map(num).collect::<Result<_, _>>()?;
+    let mut deadlines = Vec::new();
+    let mut listeners = Vec::new();
+    for (i, &ms) in offsets.iter().enumerate() {
+        let d = Deadline::in_ms(ms).map_err(|e| format!("{e}"))?;
+        let fired = fired.clone();
+        let listener = Closure::<dyn FnMut()>::new(move || fired.borrow_mut().push(i.to_string()));
+        d.signal().add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref()).map_err(|e| format!("{e:?}"))?;
+        deadlines.push(Some(d));
+        listeners.push(listener);
+    }
+    for i in a.get("cancel").and_then(Value::as_array).into_iter().flatten() {
+        let i = i.as_u64().ok_or("'cancel' holds a non-index")? as usize;
+        deadlines.get_mut(i).ok_or("'cancel' names no deadline")?.take();
+    }
+    time.advance(offsets.iter().fold(0.0, |m: f64, &x| m.max(x)) + 1.0).await;
+    let order = fired.borrow().join(",");
+    drop(deadlines);
+    Ok(order)
+}
+
 /// The JS runner's `limiter.windows` on fake time: window i's calls start at
 /// (i + 1) × 10 000 − rttMs after the limiter was made and end at (i + 1) × 10 000,
 /// the last started first; answers the limit after each window, joined with commas.
@@ -604,6 +632,9 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         }
         "budget.new" => RetryBudget::new(num_arg(a, "ratio")?, num_arg(a, "minPerSecond")?, num_arg(a, "windowMs")?)
             .map(|_| out.with("ok", true.into())),
+        // The host delay a wait becomes: the core's `timer_ms`, which the Rust host arms with.
+        "timers.timerMs" => Ok(out.with("value", timer_ms(num_arg(a, "ms")?).into())),
+        "timers.order" => Ok(out.with("value", timers_order(a).await?.into())),
         "stall.wrap" => {
             let source = web_sys::ReadableStream::new().map_err(|e| format!("{e:?}"))?;
             match with_stall_timeout(source, StallOptions::new(num_arg(a, "firstChunkMs")?, num_arg(a, "stallMs")?)) {
