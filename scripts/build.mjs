@@ -65,9 +65,12 @@ export const EXPORTS = ${JSON.stringify(expected)};
 `,
 );
 
-// Minified, with source maps: measured smaller and faster to import in Node
-// (BENCHMARKS.md, "Size and start-up"). EDGE_DEADLINE_MINIFY=0 builds it readable.
-const minify = process.env.EDGE_DEADLINE_MINIFY !== "0";
+// Readable, with source maps: an application's bundler (wrangler, Vite,
+// esbuild) minifies what it ships, and an uncaught error in Node prints the
+// source line it was thrown from, which in a minified module is the whole
+// module (BENCHMARKS.md, "Size and start-up", for what it costs to import).
+// EDGE_DEADLINE_MINIFY=1 builds it minified.
+const minify = process.env.EDGE_DEADLINE_MINIFY === "1";
 const units = await bundle({ dirs: [join(root, "js"), glue], out, minify });
 for (const unit of ["main.js", "derive-main.js", "shared.js"]) console.log(`pkg/${unit}: ${units[unit].filter((m) => m.endsWith(".js")).length} modules`);
 for (const f of readdirSync(join(root, "js"))) if (!f.endsWith(".js")) copyFileSync(join(root, "js", f), join(out, f));

@@ -14,7 +14,9 @@ export function relativeImports(source) {
     /\bimport\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g,
     /\bnew URL\(\s*["'](\.{1,2}\/[^"']+)["']\s*,\s*import\.meta\.url\s*\)/g,
   ];
-  for (const re of patterns) for (const m of source.matchAll(re)) out.add(m[1]);
+  // Comments are not imports: the readable bundles keep JSDoc such as `@type {import("./timers.js").Child}`.
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  for (const re of patterns) for (const m of code.matchAll(re)) out.add(m[1]);
   return [...out];
 }
 

@@ -8,8 +8,8 @@ const lib = combine(main, derive);
 
 const entry = new URL("../../pkg/deno.js", import.meta.url).href;
 
-/** Like the Node runner's: `init`, `Deadline`, `entryUrl`, `wasmUrl`, `readBytes` in scope; { code, ms, stdout }. */
-async function spawnPackageScript(code) {
+/** Like the Node runner's: `init`, `Deadline`, `entryUrl`, `wasmUrl`, `readBytes` in scope; { code, ms, stdout, stderr }. */
+async function spawnPackageScript(code, { captureStderr = false } = {}) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
 const entryUrl = ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
@@ -17,12 +17,14 @@ const deriveUrl = new URL("./derive-deno.js", ${JSON.stringify(entry)});
 const readBytes = (url) => Deno.readFile(url);
 ${code}`;
   const started = performance.now();
-  const { code: exit, stdout } = await new Deno.Command(Deno.execPath(), {
+  const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", source],
     stdout: "piped",
-    stderr: "inherit",
+    stderr: captureStderr ? "piped" : "inherit",
   }).output();
-  return { code: exit, ms: performance.now() - started, stdout: new TextDecoder().decode(stdout) };
+  // `out.stderr` throws when it was not piped.
+  const text = (bytes) => new TextDecoder().decode(bytes);
+  return { code: out.code, ms: performance.now() - started, stdout: text(out.stdout), stderr: captureStderr ? text(out.stderr) : "" };
 }
 
 // Deno counts ref'd host timers as Node does (its process.getActiveResourcesInfo).

@@ -12,9 +12,10 @@ const entry = new URL("../../pkg/node.js", import.meta.url).href;
 
 /**
  * Runs `code` in a fresh Node with `init`, `Deadline`, `entryUrl` (the entry itself), `wasmUrl` (the .wasm's
- * file: URL) and `readBytes(url)` in scope; resolves { code, ms, stdout }.
+ * file: URL) and `readBytes(url)` in scope; resolves { code, ms, stdout, stderr }. Its stderr is
+ * passed through unless `captureStderr` (then it is only returned).
  */
-function spawnPackageScript(code) {
+function spawnPackageScript(code, { captureStderr = false } = {}) {
   const source = `import { init, Deadline } from ${JSON.stringify(entry)};
 const entryUrl = ${JSON.stringify(entry)};
 const wasmUrl = new URL("./edge_deadline_bg.wasm", ${JSON.stringify(entry)});
@@ -23,11 +24,13 @@ const readBytes = async (url) => (await import("node:fs/promises")).readFile(url
 ${code}`;
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ["--input-type=module", "-e", source], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--input-type=module", "-e", source], { stdio: ["ignore", "pipe", captureStderr ? "pipe" : "inherit"] });
     let stdout = "";
+    let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
+    child.stderr?.on("data", (d) => (stderr += d));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, ms: performance.now() - started, stdout }));
+    child.on("close", (code) => resolve({ code, ms: performance.now() - started, stdout, stderr }));
   });
 }
 

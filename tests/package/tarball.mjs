@@ -10,7 +10,7 @@ import { runOk, tempDir } from "./lib.mjs";
 // Every file users get. A new module in js/ is bundled into one of the files
 // below (scripts/bundle.mjs); a new file here is added on purpose, when users
 // need it (the reachability check below says whether they do).
-// Each bundled file ships with its source map (the build minifies).
+// Each bundled file ships with its source map (the build keeps the code readable).
 const BUNDLED = [
   // entry points: index.js (browsers, bundlers), node.js, deno.js, workerd.js (Workers); the same
   // for edge-deadline/derive and edge-deadline/hono (whose browser entry is hono.js)

@@ -96,6 +96,20 @@ const cases = [
     },
   })),
   {
+    name: "an uncaught error of the package prints its message, not the package's code: the modules shipped are readable, no line of them is long",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      // Node prints the source line of an uncaught error's throw site before its message: a
+      // minified bundle's line is the whole module.
+      const { code, stderr } = await ctx.spawnPackageScript(`Deadline.in(-1);`, { captureStderr: true });
+      ok(code !== 0, "the child failed");
+      ok(stderr.includes("RangeError") && stderr.includes("-1"), `the error's message is printed: ${stderr.slice(0, 500)}`);
+      const longest = Math.max(...stderr.split("\n").map((l) => l.length));
+      ok(longest <= 400, `the longest line printed is ${longest} characters`);
+      ok(stderr.length <= 4_000, `${stderr.length} characters printed for one error`);
+    },
+  },
+  {
     name: "init given an HTML page instead of the .wasm says so and names the Vite option; a retry with the .wasm works",
     needs: ["spawnPackageScript"],
     run: async (lib, ctx) => {
