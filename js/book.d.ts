@@ -58,6 +58,13 @@ export class TimeoutBook {
    * aggregator was unreachable) and `dropped` (refused, or past `maxBuckets`) count buckets.
    */
   flush(): Promise<{ sent: number; kept: number; dropped: number }>;
+  /**
+   * For a long-lived server (Node, Deno, Bun): flushes every `flushEveryMs`, and when the process is told to
+   * stop (`signals`, default SIGTERM and SIGINT) sends what is left before it ends (the signal is raised again
+   * after the flush unless another listener handles it). Returns `stop()`: ends both and sends what is left
+   * at once. In a Worker, use `ctx.waitUntil(book.flush())` instead.
+   */
+  autoFlush(options?: { signals?: string[] }): () => Promise<{ sent: number; kept: number; dropped: number }>;
   /** Reads the table now; never rejects (a failure keeps what is served, with a warning). */
   refresh(): Promise<void>;
   /** Everything recorded since the last flush as flush bytes (each at most 256 KiB); the book is emptied. */

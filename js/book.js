@@ -31,7 +31,7 @@
 import * as core from "./edge_deadline_derive.js";
 import { isReady, notReady } from "./derive-load.js";
 import { LatencySketch, SKETCH_TOKEN } from "./sketch.js";
-import { now } from "./timers.js";
+import { clock, isHostClock, now, timerMs, unref } from "./timers.js";
 import { number, obj, optNumber, typeError } from "./validate.js";
 
 /** The most bytes one flush request carries (the format's cap). */
@@ -251,19 +251,71 @@ export class TimeoutBook {
    * `ctx.waitUntil(book.flush())`; never rejects.
    * @returns {Promise<{ sent: number, kept: number, dropped: number }>} buckets sent, kept for the next flush, dropped
    */
-  async flush() {
+  flush() {
+    return this.#flush(false);
+  }
+
+  /** `flush()`; `force`: send now whatever `flushEveryMs` says, and read no table (a process ending). */
+  async #flush(force) {
     const result = { sent: 0, kept: 0, dropped: 0 };
     if (!this.#fetch) return result;
     const t = now();
     const work = [];
-    if (t >= this.#refreshAt) work.push(this.#refresh(t));
-    if (t >= this.#flushAt && this.#entries.size > 0) {
+    if (!force && t >= this.#refreshAt) work.push(this.#refresh(t));
+    if ((force || t >= this.#flushAt) && this.#entries.size > 0) {
       this.#schedule.flushStarted(t);
       this.#flushAt = this.#schedule.flushAt();
       for (const bytes of this.takeFlush()) work.push(this.#send(bytes, result));
     }
     await Promise.all(work);
     return result;
+  }
+
+  /**
+   * For a long-lived server (Node, Deno, Bun): flushes every `flushEveryMs`
+   * and, when the process is told to stop (`signals`, default SIGTERM and
+   * SIGINT), sends what is left before it ends: the signal is raised again
+   * once the flush is done, unless another listener of the application's
+   * handles it. Returns `stop()`, which ends both and sends what is left at
+   * once. A Worker has no process to stop: there, `ctx.waitUntil(book.flush())`.
+   * @param {{ signals?: string[] }} [options]
+   * @returns {() => Promise<{ sent: number, kept: number, dropped: number }>}
+   */
+  autoFlush(options) {
+    const o = obj("options", options, "an object like { signals }", true);
+    const signals = o.signals ?? ["SIGTERM", "SIGINT"];
+    if (!Array.isArray(signals) || !signals.every((s) => typeof s === "string")) throw typeError("options.signals", "an array of signal names", signals);
+    // Node and Bun; Deno through its `process`. Browsers and Workers have none: the interval only.
+    const host = globalThis.process;
+    const listening = typeof host?.on === "function" && typeof host.removeListener === "function" ? signals : [];
+    const { setTimeout: setT, clearTimeout: disarm } = clock;
+    const hostTimer = isHostClock();
+    // Unref'd: the interval never keeps a process alive by itself.
+    const arm = () => {
+      const t = setT(tick, timerMs(this.#schedule.flushEveryMs));
+      if (hostTimer) unref(t);
+      return t;
+    };
+    const tick = () => {
+      this.#flush(false);
+      timer = arm();
+    };
+    let timer = arm();
+    let stopped = false;
+    const stop = async () => {
+      if (stopped) return { sent: 0, kept: 0, dropped: 0 };
+      stopped = true;
+      disarm(timer);
+      for (const s of listening) host.removeListener(s, onSignal);
+      return this.#flush(true);
+    };
+    /** @param {string} signal */
+    const onSignal = async (signal) => {
+      await stop();
+      if (host.listenerCount(signal) === 0) host.kill(host.pid, signal);
+    };
+    for (const s of listening) host.on(s, onSignal);
+    return stop;
   }
 
   async #send(bytes, result) {

@@ -73,6 +73,9 @@ export function setClock(next = HOST_CLOCK) {
   return previous;
 }
 
+/** Whether `clock` is the host's (not a test's fake): only the host's timers can be unref'd. */
+export const isHostClock = () => clock.setTimeout === HOST_CLOCK.setTimeout;
+
 /**
  * Lets the event loop exit while the timer is pending: Node's timers have
  * `unref()`, Deno's are numbers unref'd through `Deno.unrefTimer`; browsers

@@ -286,6 +286,66 @@ const cases = [
         return [d];
       }),
   },
+  {
+    name: "book: autoFlush flushes every flushEveryMs; stop() sends what is left at once and leaves no timer or listener",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const listeners = () => (typeof globalThis.process?.listenerCount === "function" ? globalThis.process.listenerCount("SIGTERM") : 0);
+      const before = listeners();
+      try {
+        const agg = aggregator();
+        const book = new lib.TimeoutBook({ aggregator: agg, flushEveryMs: 1_000, refreshEveryMs: 1e9, onWarning: () => {} });
+        const stop = book.autoFlush();
+        book.record("GET /a", 10);
+        await clock.advance(999);
+        await settle();
+        equal(agg.flushes.length, 0, "nothing before flushEveryMs");
+        await clock.advance(1);
+        await settle();
+        equal(agg.flushes.length, 1, "a flush on the interval");
+        book.record("GET /a", 20);
+        book.record("GET /a", 30, "timeout");
+        await clock.advance(500);
+        const result = await stop();
+        equal(result.sent, 1, "stop() sent the bucket");
+        equal(agg.flushes.length, 2, "stop() flushed at once, within flushEveryMs");
+        const [a] = lib.readFlush(agg.flushes[1]);
+        equal(a.successes.count + a.timeouts, 2, "the two calls since the interval's flush");
+        equal(clock.pending(), 0, "no host timer left armed");
+        equal(listeners(), before, "no signal listener left");
+        equal((await stop()).sent, 0, "a second stop() sends nothing");
+        throwsArg(() => book.autoFlush({ signals: "SIGTERM" }), TypeError, "options.signals", "INVALID_TYPE");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
+    name: "book: a server's SIGTERM with autoFlush: every call recorded reaches the aggregator before the process ends",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      // A real SIGTERM to a real process; the aggregator is in the process and prints what it took.
+      const { code, stdout } = await ctx.spawnPackageScript(
+        `const { TimeoutBook, readFlush } = await import(deriveUrl);
+        let calls = 0;
+        const aggregator = {
+          async fetch(request) {
+            if (request.method !== "POST") return Response.json({ v: 1, q: 0.99, buckets: {} });
+            for (const b of readFlush(new Uint8Array(await request.arrayBuffer()))) calls += b.successes.count + b.timeouts + b.errors;
+            console.log("calls", calls);
+            return new Response(null, { status: 204 });
+          },
+        };
+        const book = new TimeoutBook({ aggregator, flushEveryMs: 60_000, onWarning: () => {} });
+        book.autoFlush();
+        for (let i = 0; i < 1000; i++) book.record(i % 2 ? "GET /a" : "GET /b", 1 + (i % 50), i % 10 ? "ok" : "timeout");
+        setInterval(() => {}, 1_000); // a server's socket keeps the process up
+        setTimeout(() => process.kill(process.pid, "SIGTERM"), 10);`,
+      );
+      ok(code !== 0, "the process ended by the signal");
+      equal(stdout.trim().split("\n").at(-1), "calls 1000", stdout);
+    },
+  },
 ];
 
 export default cases;
