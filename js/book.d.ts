@@ -6,8 +6,8 @@ export type Aggregator = string | { fetch(request: Request): Promise<Response> }
 
 /** What a book tells `onWarning`, once per code and bucket. */
 export interface BookWarning {
-  /** `NO_TABLE`, `FEW_SAMPLES`, `STALE` (a fallback was served), `BUCKETS_FULL`, `REFRESH_FAILED`, `FLUSH_REFUSED` (dropped), `FLUSH_FAILED` (kept for the next flush). */
-  code: "NO_TABLE" | "FEW_SAMPLES" | "STALE" | "BUCKETS_FULL" | "REFRESH_FAILED" | "FLUSH_REFUSED" | "FLUSH_FAILED";
+  /** `NO_TABLE`, `FEW_SAMPLES`, `STALE` (a fallback was served), `BUCKETS_FULL`, `REFRESH_FAILED`, `REFRESH_LOST` (a refresh never finished: in a Worker, pass `ctx`), `FLUSH_REFUSED` (dropped), `FLUSH_FAILED` (kept for the next flush). */
+  code: "NO_TABLE" | "FEW_SAMPLES" | "STALE" | "BUCKETS_FULL" | "REFRESH_FAILED" | "REFRESH_LOST" | "FLUSH_REFUSED" | "FLUSH_FAILED";
   /** The bucket (or a detail, for the codes that have none). */
   bucket?: string;
   message: string;
@@ -49,9 +49,11 @@ export class TimeoutBook {
    * The fleet's derived timeout for `bucket` (moved by at most `maxStepFactor` per refresh, never below the
    * censoring floor), or `fallbackMs` until the fleet has one from enough samples (`10 / (1 − q)` successes,
    * 1 000 for p99) or while the table is stale. Synchronous;
-   * starts a due refresh in the background.
+   * starts a due refresh in the background, handed to `ctx.waitUntil` when `ctx` is given: in a Worker a
+   * refresh outside it is dropped when the request ends (a refresh that never finishes is started again
+   * after 10 s at most, with a `REFRESH_LOST` warning).
    */
-  timeout(bucket: string, options: { fallbackMs: number }): number;
+  timeout(bucket: string, options: { fallbackMs: number; ctx?: { waitUntil(promise: Promise<unknown>): void } }): number;
   /**
    * Sends what was recorded since the last flush (at most once per `flushEveryMs`) and refreshes the table
    * when due: for `ctx.waitUntil(book.flush())`. Never rejects. `sent`, `kept` (for the next flush: the

@@ -162,16 +162,20 @@ export class TimeoutBook {
    * fleet has one (moved by at most `maxStepFactor` per refresh, never
    * below its censoring floor), `fallbackMs` until then or when the table
    * is older than `maxStaleMs` (with a warning, once per bucket).
-   * Synchronous; starts a due refresh in the background.
+   * Synchronous; starts a due refresh in the background, handed to
+   * `options.ctx.waitUntil` when given (in a Worker, a refresh outside it is
+   * dropped when the request ends).
    * @param {string} bucket
-   * @param {{ fallbackMs: number }} options
+   * @param {{ fallbackMs: number, ctx?: { waitUntil(promise: Promise<unknown>): void } }} options
    * @returns {number}
    */
   timeout(bucket, options) {
     const fallbackMs = options?.fallbackMs;
     if (!(fallbackMs > 0 && fallbackMs <= 9_007_199_254_740_991)) this.#badFallback(fallbackMs, options);
+    const ctx = options.ctx;
+    if (ctx !== undefined && typeof ctx?.waitUntil !== "function") this.#badCtx(ctx);
     const t = now();
-    if (t >= this.#refreshAt) this.#refresh(t).catch(() => {});
+    if (t >= this.#refreshAt) this.#startRefresh(t, ctx);
     let v = t < this.#staleAt ? this.#served.get(bucket) : undefined;
     if (v === undefined) {
       v = fallbackMs;
@@ -179,6 +183,16 @@ export class TimeoutBook {
     }
     if (this.#inForce.get(bucket) !== v) this.#inForce.set(bucket, v);
     return v;
+  }
+
+  /** A due refresh from timeout(): handed to `ctx.waitUntil` when given, where a Worker keeps it. */
+  #startRefresh(t, ctx) {
+    const refresh = this.#refresh(t); // never rejects
+    if (ctx !== undefined) ctx.waitUntil(refresh);
+  }
+
+  #badCtx(ctx) {
+    throw typeError("options.ctx", "the handler's ctx: an object with waitUntil(promise)", ctx);
   }
 
   #badFallback(v, options) {
@@ -215,8 +229,9 @@ export class TimeoutBook {
   }
 
   async #refresh(t) {
-    this.#schedule.refreshStarted(t);
+    const lost = this.#schedule.refreshStarted(t);
     this.#refreshAt = this.#schedule.refreshAt();
+    if (lost) this.#warn("REFRESH_LOST", "no answer", this.#refreshAt - t);
     try {
       const res = await this.#fetch(new Request(`${this.#base}/table`, { headers: { accept: "application/json" } }));
       if (!res.ok) throw new Error(`status ${res.status}`);

@@ -131,8 +131,8 @@ impl ScheduleJs {
     }
 
     #[wasm_bindgen(js_name = refreshStarted)]
-    pub fn refresh_started(&mut self, now_ms: f64) {
-        self.inner.refresh_started(now_ms);
+    pub fn refresh_started(&mut self, now_ms: f64) -> bool {
+        self.inner.refresh_started(now_ms)
     }
 
     #[wasm_bindgen(js_name = refreshFailed)]

@@ -289,7 +289,8 @@ impl TimeoutBook {
         };
         if due {
             let book = self.clone();
-            book.state.borrow_mut().schedule.refresh_started(t);
+            let lost = book.state.borrow_mut().schedule.refresh_started(t);
+            self.warn_if_lost(lost, t);
             wasm_bindgen_futures::spawn_local(async move { book.read_table().await });
         }
         if !fleet {
@@ -308,6 +309,14 @@ impl TimeoutBook {
             s.in_force.insert(bucket.into(), v);
         }
         Ok(v)
+    }
+
+    /// `REFRESH_LOST` when the refresh before the one started at `t` never reported.
+    fn warn_if_lost(&self, lost: bool, t: f64) {
+        if lost {
+            let retry_in = self.state.borrow().schedule.refresh_at() - t;
+            self.warn("REFRESH_LOST", "no answer", retry_in);
+        }
     }
 
     fn warn(&self, code: &'static str, bucket: &str, value: f64) {
@@ -419,9 +428,10 @@ impl TimeoutBook {
         let (refresh, flush) = {
             let mut s = self.state.borrow_mut();
             let refresh = s.schedule.refresh_due(t);
-            if refresh {
-                s.schedule.refresh_started(t);
-            }
+            let lost = refresh && s.schedule.refresh_started(t);
+            drop(s);
+            self.warn_if_lost(lost, t);
+            let mut s = self.state.borrow_mut();
             let flush = s.schedule.flush_due(t) && !s.entries.is_empty();
             if flush {
                 s.schedule.flush_started(t);

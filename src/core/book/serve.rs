@@ -68,6 +68,11 @@ impl Default for ServeOptions {
     }
 }
 
+/// How long a refresh may go without reporting before it is taken as lost
+/// and another starts: a refresh started outside `ctx.waitUntil` in a Worker
+/// is dropped when its request ends, and never reports.
+pub const REFRESH_LEASE_MS: f64 = 10_000.0;
+
 /// The largest accepted `maxStepFactor`.
 pub const MAX_STEP_FACTOR: f64 = 1000.0;
 
@@ -101,6 +106,8 @@ pub mod msg {
         BUCKETS_FULL = "bucket '{bucket}' was not recorded: the book holds 'maxBuckets' ({value}) buckets until its next flush";
         /// Warning `REFRESH_FAILED`: the table could not be read.
         REFRESH_FAILED = "the fleet's table could not be read ({bucket}); retrying in 'refreshEveryMs' ({value} ms)";
+        /// Warning `REFRESH_LOST`: a refresh never reported (in a Worker: started outside `ctx.waitUntil`).
+        REFRESH_LOST = "a refresh of the fleet's table never finished ({bucket}): in a Worker, give timeout() the handler's ctx (options.ctx) or hand book.flush() to ctx.waitUntil; retrying after {value} ms";
         /// Warning `FLUSH_REFUSED`: the aggregator refused a flush (not retried).
         FLUSH_REFUSED = "the aggregator refused a flush with status {value} ({bucket}); its data was dropped";
         /// Warning `FLUSH_FAILED`: a flush did not reach the aggregator, or it
@@ -118,6 +125,7 @@ pub fn warning(code: &str, bucket: &str, value: f64) -> Option<Message> {
         "STALE" => msg::STALE,
         "BUCKETS_FULL" => msg::BUCKETS_FULL,
         "REFRESH_FAILED" => msg::REFRESH_FAILED,
+        "REFRESH_LOST" => msg::REFRESH_LOST,
         "FLUSH_REFUSED" => msg::FLUSH_REFUSED,
         "FLUSH_FAILED" => msg::FLUSH_FAILED,
         _ => return None,
@@ -225,6 +233,8 @@ pub struct Schedule {
     served: Vec<(String, f64)>,
     table_at: Option<f64>,
     refresh_at: f64,
+    /// A refresh was started and has not reported (a table or a failure).
+    refreshing: bool,
     flush_at: f64,
 }
 
@@ -234,7 +244,7 @@ impl Schedule {
     pub fn new(options: ServeOptions) -> Result<Self, ServeError> {
         let options = options.check()?;
         let never = f64::NEG_INFINITY;
-        Ok(Self { options, served: Vec::new(), table_at: None, refresh_at: never, flush_at: never })
+        Ok(Self { options, served: Vec::new(), table_at: None, refresh_at: never, refreshing: false, flush_at: never })
     }
 
     /// The options in force.
@@ -252,15 +262,22 @@ impl Schedule {
         self.refresh_at
     }
 
-    /// A refresh started at `now_ms`: none is due again until it is
-    /// reported or `refreshEveryMs` passes.
-    pub fn refresh_started(&mut self, now_ms: f64) {
-        self.refresh_at = now_ms + self.options.refresh_every_ms;
+    /// A refresh started at `now_ms`. None is due again until it reports,
+    /// or until [`REFRESH_LEASE_MS`] (at most `refreshEveryMs`) passes
+    /// without a report: the refresh is then taken as lost, and the next
+    /// call starts another. True when the refresh before this one was lost,
+    /// for the host's `REFRESH_LOST` warning.
+    pub fn refresh_started(&mut self, now_ms: f64) -> bool {
+        let lost = self.refreshing;
+        self.refreshing = true;
+        self.refresh_at = now_ms + self.options.refresh_every_ms.min(REFRESH_LEASE_MS);
+        lost
     }
 
     /// The refresh failed (unreachable, not a table): the values served
     /// stay until they are stale; the next try is `refreshEveryMs` later.
     pub fn refresh_failed(&mut self, now_ms: f64) {
+        self.refreshing = false;
         self.refresh_at = now_ms + self.options.refresh_every_ms;
     }
 
@@ -291,6 +308,7 @@ impl Schedule {
         }
         self.served = next;
         self.table_at = Some(now_ms);
+        self.refreshing = false;
         self.refresh_at = now_ms + self.options.refresh_every_ms;
     }
 

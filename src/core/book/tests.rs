@@ -310,6 +310,26 @@ fn a_stale_table_is_not_served_and_refreshes_are_paced() {
 }
 
 #[test]
+fn a_refresh_that_never_reports_is_lost_after_the_lease() {
+    let mut s = Schedule::new(ServeOptions::default()).unwrap();
+    assert!(s.refresh_due(0.0));
+    assert!(!s.refresh_started(0.0), "nothing was lost before the first");
+    assert_eq!(s.refresh_at(), REFRESH_LEASE_MS, "due again after the lease, not after refreshEveryMs");
+    assert!(!s.refresh_due(REFRESH_LEASE_MS - 1.0));
+    assert!(s.refresh_started(REFRESH_LEASE_MS), "the first never reported: lost");
+    s.refresh_failed(REFRESH_LEASE_MS + 5.0);
+    assert_eq!(s.refresh_at(), REFRESH_LEASE_MS + 5.0 + 60_000.0, "a reported failure waits refreshEveryMs");
+    assert!(!s.refresh_started(s.refresh_at()), "the one before reported");
+    s.table(80_000.0, 0.99, &[]);
+    assert_eq!(s.refresh_at(), 140_000.0);
+    assert!(!s.refresh_started(140_000.0), "a table is a report");
+    // A refreshEveryMs shorter than the lease keeps its own period.
+    let mut quick = Schedule::new(ServeOptions { refresh_every_ms: 2_000.0, ..ServeOptions::default() }).unwrap();
+    quick.refresh_started(0.0);
+    assert_eq!(quick.refresh_at(), 2_000.0);
+}
+
+#[test]
 fn bad_options_name_themselves() {
     let d = ServeOptions::default();
     for (o, param) in [
@@ -359,7 +379,7 @@ fn bucket_names_and_warnings() {
     let e = check_bucket("").unwrap_err();
     assert_eq!(e.to_string(), "'bucket' must be a name of 1 … 256 bytes of UTF-8: current value is 0 bytes long");
     assert!(check_bucket(&"é".repeat(129)).is_err());
-    for code in ["NO_TABLE", "FEW_SAMPLES", "STALE", "BUCKETS_FULL", "REFRESH_FAILED", "FLUSH_REFUSED", "FLUSH_FAILED"]
+    for code in ["NO_TABLE", "FEW_SAMPLES", "STALE", "BUCKETS_FULL", "REFRESH_FAILED", "REFRESH_LOST", "FLUSH_REFUSED", "FLUSH_FAILED"]
     {
         let m = warning(code, "GET /a", 250.0).unwrap().to_string();
         assert!(!m.contains('{') && (m.contains("GET /a") && m.contains("250")), "{m}");

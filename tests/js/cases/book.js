@@ -346,6 +346,40 @@ const cases = [
       equal(stdout.trim().split("\n").at(-1), "calls 1000", stdout);
     },
   },
+  {
+    name: "book: a refresh that never reports (a Worker's request ended without waitUntil) is started again within REFRESH_LEASE, with a warning; timeout(bucket, { ctx }) hands the refresh to ctx.waitUntil",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const agg = aggregator();
+        agg.buckets = { "GET /a": row(250) };
+        let hang = true; // workerd drops a promise its request did not hand to waitUntil: it never settles
+        const answer = agg.fetch;
+        agg.fetch = (request) => (hang && request.method === "GET" ? (agg.tableReads++, new Promise(() => {})) : answer(request));
+        const warnings = [];
+        const book = new lib.TimeoutBook({ aggregator: agg, refreshEveryMs: 60_000, onWarning: (w) => warnings.push(w.code) });
+        equal(book.timeout("GET /a", { fallbackMs: 1_500 }), 1_500, "the fallback before any table");
+        equal(agg.tableReads, 1, "a refresh started");
+        await clock.advance(9_999);
+        book.timeout("GET /a", { fallbackMs: 1_500 });
+        equal(agg.tableReads, 1, "none again while the first may still answer");
+        await clock.advance(1);
+        hang = false;
+        const waited = [];
+        const ctx = { waitUntil: (p) => waited.push(p) };
+        equal(book.timeout("GET /a", { fallbackMs: 1_500, ctx }), 1_500);
+        equal(agg.tableReads, 2, "the lost refresh was started again after 10 s, not after refreshEveryMs");
+        ok(warnings.includes("REFRESH_LOST"), `a warning said the refresh was lost: ${warnings}`);
+        equal(waited.length, 1, "the refresh was handed to ctx.waitUntil");
+        await waited[0];
+        equal(book.timeout("GET /a", { fallbackMs: 1_500, ctx }), 250, "the fleet's value once the awaited refresh is done");
+        equal(waited.length, 1, "no refresh was due, nothing handed over");
+        throwsArg(() => book.timeout("GET /a", { fallbackMs: 1_500, ctx: {} }), TypeError, "options.ctx", "INVALID_TYPE");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
 ];
 
 export default cases;
