@@ -390,7 +390,8 @@ mod tests {
     /// host (tests/web/cases/conformance.rs) run too.
     #[test]
     fn the_rule_table() {
-        let table: serde_json::Value = serde_json::from_str(include_str!("../../tests/conformance/cases.json")).unwrap();
+        let table: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/conformance/cases.json")).unwrap();
         let rows: Vec<_> = table["cases"].as_array().unwrap().iter().filter(|r| r["op"] == "timers.timerMs").collect();
         assert!(rows.len() >= 9, "the table's timers.timerMs rows");
         for row in rows {
@@ -404,7 +405,8 @@ mod tests {
     /// the order js/timers.js's heap and the Rust host fire equal instants in.
     #[test]
     fn the_order_table() {
-        let table: serde_json::Value = serde_json::from_str(include_str!("../../tests/conformance/cases.json")).unwrap();
+        let table: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/conformance/cases.json")).unwrap();
         let rows: Vec<_> = table["cases"].as_array().unwrap().iter().filter(|r| r["op"] == "timers.order").collect();
         assert!(!rows.is_empty(), "the table's timers.order rows");
         for row in rows {

@@ -379,8 +379,16 @@ fn bucket_names_and_warnings() {
     let e = check_bucket("").unwrap_err();
     assert_eq!(e.to_string(), "'bucket' must be a name of 1 … 256 bytes of UTF-8: current value is 0 bytes long");
     assert!(check_bucket(&"é".repeat(129)).is_err());
-    for code in ["NO_TABLE", "FEW_SAMPLES", "STALE", "BUCKETS_FULL", "REFRESH_FAILED", "REFRESH_LOST", "FLUSH_REFUSED", "FLUSH_FAILED"]
-    {
+    for code in [
+        "NO_TABLE",
+        "FEW_SAMPLES",
+        "STALE",
+        "BUCKETS_FULL",
+        "REFRESH_FAILED",
+        "REFRESH_LOST",
+        "FLUSH_REFUSED",
+        "FLUSH_FAILED",
+    ] {
         let m = warning(code, "GET /a", 250.0).unwrap().to_string();
         assert!(!m.contains('{') && (m.contains("GET /a") && m.contains("250")), "{m}");
     }

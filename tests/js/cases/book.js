@@ -352,7 +352,7 @@ const cases = [
       const clock = installFakeTime();
       try {
         const agg = aggregator();
-        agg.buckets = { "GET /a": row(250) };
+        agg.buckets = { "GET /a": row(1_000) };
         let hang = true; // workerd drops a promise its request did not hand to waitUntil: it never settles
         const answer = agg.fetch;
         agg.fetch = (request) => (hang && request.method === "GET" ? (agg.tableReads++, new Promise(() => {})) : answer(request));
@@ -372,7 +372,7 @@ const cases = [
         ok(warnings.includes("REFRESH_LOST"), `a warning said the refresh was lost: ${warnings}`);
         equal(waited.length, 1, "the refresh was handed to ctx.waitUntil");
         await waited[0];
-        equal(book.timeout("GET /a", { fallbackMs: 1_500, ctx }), 250, "the fleet's value once the awaited refresh is done");
+        equal(book.timeout("GET /a", { fallbackMs: 1_500, ctx }), 1_000, "the fleet's value once the awaited refresh is done");
         equal(waited.length, 1, "no refresh was due, nothing handed over");
         throwsArg(() => book.timeout("GET /a", { fallbackMs: 1_500, ctx: {} }), TypeError, "options.ctx", "INVALID_TYPE");
       } finally {

@@ -386,14 +386,17 @@ fn limiter_of(o: &Value) -> Result<Result<ConcurrencyLimiter, Error>, String> {
 async fn timers_order(a: &Map<String, Value>) -> Result<String, String> {
     let time = super::FakeTime::install();
     let fired = Rc::new(RefCell::new(Vec::<String>::new()));
-    let offsets: Vec<f64> = arg(a, "offsets")?.as_array().ok_or("'offsets' is not an array")?.iter().map(num).collect::<Result<_, _>>()?;
+    let offsets: Vec<f64> =
+        arg(a, "offsets")?.as_array().ok_or("'offsets' is not an array")?.iter().map(num).collect::<Result<_, _>>()?;
     let mut deadlines = Vec::new();
     let mut listeners = Vec::new();
     for (i, &ms) in offsets.iter().enumerate() {
         let d = Deadline::in_ms(ms).map_err(|e| format!("{e}"))?;
         let fired = fired.clone();
         let listener = Closure::<dyn FnMut()>::new(move || fired.borrow_mut().push(i.to_string()));
-        d.signal().add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref()).map_err(|e| format!("{e:?}"))?;
+        d.signal()
+            .add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref())
+            .map_err(|e| format!("{e:?}"))?;
         deadlines.push(Some(d));
         listeners.push(listener);
     }
