@@ -40,6 +40,9 @@ import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { Child, IS_WORKERD, NODE, now, sharedQueue, turnQueue } from "./timers.js";
 import * as check from "./validate.js";
+
+/** The key of a Deadline's internal dispose hook (`deadline[ON_DISPOSE](f)`). */
+export const ON_DISPOSE = Symbol("edge-deadline.onDispose");
 import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
 // @ts-expect-error internal: not in the public caps.d.ts
 import { readPlatformCaps } from "./caps.js";
@@ -90,6 +93,8 @@ export class Deadline {
   /** @type {import("./timers.js").Child | null} */
   #node = null; // the deadline's child (js/timers.js), made by the first signal()
   #disposed = false;
+  /** Internal: what to call once when disposed (`[ON_DISPOSE]`), or null. @type {(() => void)[] | null} */
+  #onDispose = null;
   #reserveMs = 0; // what `reserve` held back from the parent (0 for any other deadline)
   #parentAt = 0; // the parent's instant, for a deadline made by `reserve`
   #limit = "budget"; // what set the instant (src/core/request.rs `Limit`)
@@ -333,6 +338,20 @@ export class Deadline {
   dispose() {
     this.#disposed = true;
     if (this.#node !== null) this.#node.dispose();
+    const hooks = this.#onDispose;
+    if (hooks !== null) {
+      this.#onDispose = null;
+      for (const f of hooks) f();
+    }
+  }
+
+  /**
+   * Internal (js/plan.js: a plan's span ends when its deadline is disposed):
+   * calls `f()` once, when the deadline is disposed.
+   * @param {() => void} f
+   */
+  [ON_DISPOSE](f) {
+    (this.#onDispose ??= []).push(f);
   }
 
   /** Readable in logs: `Deadline(in 812.3 ms)`. */

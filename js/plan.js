@@ -45,11 +45,13 @@
 //    disposes it when the request ends.
 // 8. With tracing on (js/otel.js), every `p.run` makes one step span, a
 //    child of the plan's, ended with its record (the same outcome and
-//    times); the plan's span ends once every step has run, or at `end()`.
+//    times); the plan's span ends once every step has run, its last step
+//    has settled, its deadline is disposed, or at `end()`.
 //    Off, a run reads `#tracing` once and nothing else.
 
 import * as core from "./edge_deadline.js";
 import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, StreamStalled, inCauses, isCircuitOpen, isDeadlineExceeded, isInsufficientBudget, isStepTimeout, isStreamStalled } from "./errors.js";
+import { ON_DISPOSE } from "./deadline.js";
 import { awaited, pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { tracing } from "./otel.js";
@@ -167,6 +169,8 @@ export class Plan {
       this.#ran = new Set();
       this.#open = true;
       this.#span = t.start("deadline.plan", undefined, this.#at, t0, { "deadline.steps": steps.length });
+      // The plan is over when its deadline is disposed (a deadline of another copy of the package has no hook).
+      deadline[ON_DISPOSE]?.(() => this.end());
     }
   }
 
@@ -633,11 +637,11 @@ export class Plan {
     return t.start(`deadline.step ${s.name}`, this.#span, this.#at, t0, { "deadline.step": s.name, "deadline.step.kind": s.kind, "deadline.cap_ms": cap });
   }
 
-  /** Ends a step's span; the plan's ends with the last of its steps to run. */
+  /** Ends a step's span; the plan's ends when every step has run or its last step has settled. */
   #traced(span, record, t1, error) {
     this.#tracing.end(span, record.outcome, t1, error);
     this.#ran.add(record.step);
-    if (this.#ran.size === this.#steps.length) this.end();
+    if (this.#ran.size === this.#steps.length || record.step === this.#steps[this.#steps.length - 1].name) this.end();
   }
 
   /** Appends one record and calls `onStep`; what the hook throws goes to `onStepError` (invariant 4). */

@@ -137,6 +137,42 @@ const cases = [
     }),
   },
   {
+    name: "otel: a plan's span ends when the plan does, without end(): when its deadline is disposed, or when its last step settles (fake time)",
+    needs: ["otel"],
+    run: (lib, ctx) => traced(lib, ctx, async (clock) => {
+      const { api, exporter } = ctx.otel;
+      lib.traceWith(api);
+      // The answer came from the model: the fallback never runs, and the handler disposes the deadline.
+      const d = lib.Deadline.in(1_000);
+      const p = lib.plan(d, [
+        { name: "generate", minMs: 50, kind: "mandatory" },
+        { name: "respond", minMs: 10, kind: "fallback" },
+      ]);
+      const g = p.run("generate", () => clock.sleep(30).then(() => "text"));
+      await clock.advance(30);
+      equal(await g, "text");
+      await clock.advance(7);
+      equal(tree(exporter.getFinishedSpans()), "deadline.step generate", "the plan is not over while its deadline lives");
+      d.dispose();
+      equal(tree(exporter.getFinishedSpans()), "deadline.plan[deadline.step generate]", "the plan's span ended with its deadline");
+      near(ms(span(exporter.getFinishedSpans(), "deadline.plan").duration), 37, 1e-3, "at the disposal");
+
+      // An optional step never run: the plan ends when its last step settles.
+      exporter.reset();
+      const e = lib.Deadline.in(1_000);
+      const q = lib.plan(e, [
+        { name: "enrich", minMs: 50, kind: "optional" },
+        { name: "respond", minMs: 10, kind: "fallback" },
+      ]);
+      const r = q.run("respond", () => clock.sleep(4).then(() => "ok"));
+      await clock.advance(4);
+      equal(await r, "ok");
+      equal(tree(exporter.getFinishedSpans()), "deadline.plan[deadline.step respond]", "ended by its last step");
+      e.dispose();
+      equal(exporter.getFinishedSpans().length, 2, "ended once");
+    }),
+  },
+  {
     name: "otel: a skipped step is a success, a refused one an error; end() ends the plan's span once, later steps stay its children",
     needs: ["otel"],
     run: (lib, ctx) => traced(lib, ctx, async (clock) => {
