@@ -40,6 +40,8 @@ const source = readFileSync(join(example, "src/lib.rs"), "utf8");
 const constant = (name) => Number(new RegExp(`const ${name}: f64 = ([\\d_.]+);`).exec(source)[1].replaceAll("_", ""));
 const BUDGET_MS = constant("BUDGET_MS");
 const STALL_MS = constant("STALL_MS");
+const FIRST_CHUNK_MS = constant("FIRST_CHUNK_MS");
+const FALLBACK_RESERVE_MS = constant("FALLBACK_RESERVE_MS");
 const variants = [[], ["no_global_navigator"]];
 const report = { runtime: `web-workerd (rust worker, workerd ${JSON.parse(readFileSync(join(root, "node_modules/workerd/package.json"), "utf8")).version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
 
@@ -198,6 +200,14 @@ const cases = {
     fallback(r, "StreamStalled");
     ok(/stream stalled: no progress for \d+(\.\d)? ms after \d+ chunks \(32 bytes\)/.test(r.body), r.body);
     ok(r.elapsed >= STALL_MS, `answered after ${r.elapsed} ms, before the stall limit`);
+    await closed(id);
+  },
+  async "headers, then silence before any chunk: cut at FIRST_CHUNK_MS, not at the end of the proxy's share"() {
+    const id = uid();
+    const r = await proxied(`/stall/before?id=${id}`);
+    fallback(r, "StreamStalled");
+    ok(/first/.test(r.body), `a first-chunk stall: ${r.body}`);
+    ok(r.elapsed >= FIRST_CHUNK_MS && r.elapsed < BUDGET_MS - FALLBACK_RESERVE_MS, `answered after ${r.elapsed} ms (first chunk ${FIRST_CHUNK_MS}, share ${BUDGET_MS - FALLBACK_RESERVE_MS})`);
     await closed(id);
   },
   async "three requests time out concurrently, each by its own timers"() {

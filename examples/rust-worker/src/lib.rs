@@ -4,10 +4,11 @@
 //!
 //! `GET /?upstream=<url>` (or the `UPSTREAM` variable): the whole request has
 //! `BUDGET_MS`; `FALLBACK_RESERVE_MS` of it is held back for the fallback, so
-//! the proxied fetch gets the rest. The upstream must send its headers within
-//! `FIRST_BYTE_MS` and never go quiet for `STALL_MS`; when it does, or the
-//! proxy's share runs out, the upstream request is aborted (the upstream sees
-//! its connection closed) and the fallback answers, inside the deadline.
+//! the proxied fetch gets the rest. The upstream must send its first body
+//! chunk within `FIRST_CHUNK_MS` of its headers and never go quiet for
+//! `STALL_MS` after it; when it does, or the proxy's share runs out, the
+//! upstream request is aborted (the upstream sees its connection closed) and
+//! the fallback answers, inside the deadline.
 //!
 //! `GET /resume?upstream=<url>`: the upstream's body streamed back as it
 //! arrives, recovering inside `BUDGET_MS`. A request that fails before its
@@ -24,7 +25,9 @@ use worker::{event, Context, Env, Request, Response, Result};
 const BUDGET_MS: f64 = 1_500.0;
 /// Held back from the proxy for the fallback answer.
 const FALLBACK_RESERVE_MS: f64 = 300.0;
-/// The longest silence tolerated in the upstream's body.
+/// The longest wait for the upstream's first body chunk (after its headers).
+const FIRST_CHUNK_MS: f64 = 400.0;
+/// The longest silence tolerated in the upstream's body after its first chunk.
 const STALL_MS: f64 = 200.0;
 /// No attempt of a resumable read starts with less than this left.
 const ATTEMPT_MIN_MS: f64 = 100.0;
@@ -61,8 +64,8 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 
 /// The upstream's whole body, or why it could not be had in time.
 async fn proxy(url: &str, deadline: &Deadline) -> std::result::Result<String, DeadlineError> {
-    // The deadline's signal bounds the wait for headers; the stall guard the body.
-    let options = FetchOptions::new(deadline).stall_ms(STALL_MS);
+    // The deadline's signal bounds the wait for headers; the stall guard the first chunk and the rest of the body.
+    let options = FetchOptions::new(deadline).first_chunk_ms(FIRST_CHUNK_MS).stall_ms(STALL_MS);
     let res = fetch_with_deadline(&JsValue::from_str(url), None, options).await?;
     // A stall of the body rejects this read with StreamStalled (and aborts the upstream).
     let text = JsFuture::from(res.text()?).await?;
@@ -73,7 +76,10 @@ async fn proxy(url: &str, deadline: &Deadline) -> std::result::Result<String, De
 /// content, resumed after it (`Last-Event-ID` on an event stream).
 async fn resume(upstream: &str) -> Result<Response> {
     let deadline = Deadline::in_ms(BUDGET_MS).map_err(js)?;
-    let options = FetchOptions::new(&deadline).stall_ms(STALL_MS).retry(RetryOptions::new(ATTEMPT_MIN_MS));
+    let options = FetchOptions::new(&deadline)
+        .first_chunk_ms(FIRST_CHUNK_MS)
+        .stall_ms(STALL_MS)
+        .retry(RetryOptions::new(ATTEMPT_MIN_MS));
     match fetch_with_deadline(&JsValue::from_str(upstream), None, options).await {
         // The body streams on after this returns; a failure it cannot recover from errors it.
         Ok(res) => Ok(Response::from(res)),
