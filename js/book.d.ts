@@ -46,8 +46,8 @@ export class TimeoutBook {
   /** Records one call of `bucket` (1 … 256 bytes of UTF-8): `ms` it took and its outcome (default "ok"). */
   record(bucket: string, ms: number, outcome?: Outcome): void;
   /**
-   * The fleet's derived timeout for `bucket` (moved by at most `maxStepFactor` per refresh, never below the
-   * censoring floor), or `fallbackMs` until the fleet has one from enough samples (`10 / (1 − q)` successes,
+   * The fleet's derived timeout for `bucket` (moved by at most `maxStepFactor` per refresh, its censoring floor
+   * included; a first value at most that far from `fallbackMs`; whole ms, 1 … 2^31 − 1), or `fallbackMs` until the fleet has one from enough samples (`10 / (1 − q)` successes,
    * 1 000 for p99) or while the table is stale. Synchronous;
    * starts a due refresh in the background, handed to `ctx.waitUntil` when `ctx` is given: in a Worker a
    * refresh outside it is dropped when the request ends (a refresh that never finishes is started again

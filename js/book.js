@@ -23,7 +23,8 @@
 // 1. What a flush took is not in the book any more (never counted twice);
 //    a flush the aggregator could not take (unreachable, 5xx) is merged
 //    back, within `maxBuckets`; one it refused (400, 413) is dropped, with
-//    a warning.
+//    a warning. A 200 naming refused buckets (`{ refused: [{ bucket, code }] }`)
+//    drops those only, each with a warning: the rest was merged.
 // 2. Only "ok" outcomes reach the sketches; timeouts and errors are counted.
 // 3. Each warning code is reported at most once per bucket (per book).
 // 4. No timer: a book arms nothing; refreshes and flushes start from calls.
@@ -56,6 +57,8 @@ export class TimeoutBook {
   #schedule;
   /** The core's served values, mirrored after each refresh. @type {Map<string, number>} */
   #served = new Map();
+  /** Buckets whose first value the table holds, served (by the core) when first asked. @type {Set<string>} */
+  #pending = new Set();
   #staleAt = -Infinity;
   #refreshAt = -Infinity;
   #flushAt = -Infinity;
@@ -159,8 +162,9 @@ export class TimeoutBook {
 
   /**
    * The timeout to use for `bucket`: the fleet's derived value once the
-   * fleet has one (moved by at most `maxStepFactor` per refresh, never
-   * below its censoring floor), `fallbackMs` until then or when the table
+   * fleet has one (moved by at most `maxStepFactor` per refresh, its floor
+   * included, and a first value at most that far from `fallbackMs`; a whole
+   * number of ms), `fallbackMs` until then or when the table
    * is older than `maxStaleMs` (with a warning, once per bucket).
    * Synchronous; starts a due refresh in the background, handed to
    * `options.ctx.waitUntil` when given (in a Worker, a refresh outside it is
@@ -177,6 +181,7 @@ export class TimeoutBook {
     const t = now();
     if (t >= this.#refreshAt) this.#startRefresh(t, ctx);
     let v = t < this.#staleAt ? this.#served.get(bucket) : undefined;
+    if (v === undefined && t < this.#staleAt && this.#pending.has(bucket)) v = this.#first(bucket, fallbackMs);
     if (v === undefined) {
       v = fallbackMs;
       this.#fallbackWarning(bucket, fallbackMs, t);
@@ -193,6 +198,15 @@ export class TimeoutBook {
 
   #badCtx(ctx) {
     throw typeError("options.ctx", "the handler's ctx: an object with waitUntil(promise)", ctx);
+  }
+
+  /** A first value, bounded by the core around the fallback; then served like the rest. */
+  #first(bucket, fallbackMs) {
+    this.#pending.delete(bucket);
+    const v = this.#schedule.firstValue(bucket, fallbackMs);
+    if (Number.isNaN(v)) return undefined;
+    this.#served.set(bucket, v);
+    return v;
   }
 
   #badFallback(v, options) {
@@ -255,6 +269,7 @@ export class TimeoutBook {
     const served = new Map();
     for (let i = 0; i < names.length; i++) served.set(names[i], values[i]);
     this.#served = served;
+    this.#pending = new Set(this.#schedule.pendingNames());
     this.#staleAt = this.#schedule.staleAt();
     this.#refreshAt = this.#schedule.refreshAt();
   }
@@ -337,18 +352,27 @@ export class TimeoutBook {
     const buckets = core.readFlushCore(bytes);
     let status = 0;
     let failure = "";
+    /** @type {{ bucket: string, code: string }[]} */
+    let refused = [];
     try {
       const res = await this.#fetch(
         new Request(`${this.#base}/flush`, { method: "POST", body: bytes, headers: { "content-type": "application/octet-stream" } }),
       );
       status = res.status;
-      await res.body?.cancel();
+      refused = status === 200 ? await refusedBuckets(res) : [];
+      if (status !== 200) await res.body?.cancel();
     } catch (error) {
       status = 0;
       failure = error instanceof Error ? error.message : String(error);
     }
     if (status >= 200 && status < 300) {
-      result.sent += buckets.length;
+      // The aggregator merged every bucket but the ones it names (each for
+      // its own reason): only those are dropped.
+      const names = new Set(buckets.map((b) => b.name));
+      const dropped = refused.filter((r) => names.has(r.bucket));
+      result.sent += buckets.length - dropped.length;
+      result.dropped += dropped.length;
+      for (const r of dropped) this.#warn("FLUSH_REFUSED", `bucket '${r.bucket}': ${r.code}`, status);
       for (const b of buckets) b.successes.free();
       return;
     }
@@ -414,6 +438,25 @@ export class TimeoutBook {
   get size() {
     return this.#entries.size;
   }
+}
+
+/**
+ * The buckets a 200 answer to a flush names as refused (`{ refused: [{
+ * bucket, code, message }] }`: the rest was merged); none for any other body.
+ * @param {Response} res
+ * @returns {Promise<{ bucket: string, code: string }[]>}
+ */
+async function refusedBuckets(res) {
+  let body;
+  try {
+    body = await res.json();
+  } catch {
+    return [];
+  }
+  const list = Array.isArray(body?.refused) ? body.refused : [];
+  return list
+    .filter((r) => typeof r?.bucket === "string" && typeof r.code === "string")
+    .map((r) => ({ bucket: r.bucket, code: r.code }));
 }
 
 /** A table number, or NaN (null, absent, not a number): the core treats NaN as absent. */

@@ -24,7 +24,7 @@
 //! per bucket:
 //!   name length     u16, 1 ..= MAX_NAME_BYTES
 //!   name            UTF-8
-//!   in force ms     f64, the timeout in force when recorded; NaN = absent
+//!   in force ms     f64, the timeout in force when recorded, 0 < v ≤ 2^53 − 1; NaN = absent
 //!   timeouts        u64, at most MAX_COUNT
 //!   errors          u64, at most MAX_COUNT
 //!   sketch length   u32 (0 = no successes)
@@ -42,15 +42,16 @@
 //!    and allocates at most what the input's length justifies.
 //! 3. A decoded batch satisfies every cap: at most [`MAX_BUCKETS`] buckets,
 //!    distinct names of 1 ..= [`MAX_NAME_BYTES`] bytes of UTF-8, counts at
-//!    most [`MAX_COUNT`], an in-force value finite and above 0 (or absent),
+//!    most [`MAX_COUNT`], an in-force value [`valid_in_force`] (or absent),
 //!    every sketch valid and of the batch's relative error.
 
+use crate::core::deadline::check_ms;
 use crate::core::error::{Described, Message};
 use crate::core::sketch::{BytesError, LatencySketch, MAX_COUNT, MAX_RELATIVE_ERROR, MIN_RELATIVE_ERROR};
 
 mod serve;
 pub use serve::{
-    check_bucket, check_option, msg as serve_msg, warning, Schedule, ServeError, ServeOptions, TableRow,
+    check_bucket, check_option, msg as serve_msg, warning, Schedule, ServeError, ServeOptions, TableRow, MAX_SERVED_MS,
     MAX_STEP_FACTOR, REFRESH_LEASE_MS,
 };
 
@@ -181,8 +182,8 @@ pub mod msg {
         NAME_UTF8 = "is not UTF-8";
         /// Detail of `name`: a name seen before.
         NAME_DUPLICATE = "repeats bucket {first}'s name";
-        /// Detail of `inForceMs`: neither absent (NaN) nor a positive finite number.
-        IN_FORCE = "is {value}: a timeout in force is finite and above 0 ms";
+        /// Detail of `inForceMs`: neither absent (NaN) nor a duration above 0.
+        IN_FORCE = "is {value}: a timeout in force is above 0 and at most 9007199254740991 ms";
         /// Detail of a count: above 2^53 − 1.
         COUNT = "is {value}, more than {max}";
     }
@@ -272,9 +273,13 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Whether `v` may be an in-force timeout: finite and above 0.
+/// Whether `v` may be an in-force timeout: above 0 and a duration the
+/// derivation takes (`check_ms`: at most 2^53 − 1 ms). The one rule for what
+/// a flush may carry there: the flush reader, the stored-window reader
+/// (`fleet`) and the writers (which write NaN, absent, for anything else)
+/// all call it, so a flush accepted is a window that reads back and derives.
 pub fn valid_in_force(v: f64) -> bool {
-    v.is_finite() && v > 0.0
+    v > 0.0 && check_ms("inForceMs", v).is_ok()
 }
 
 impl FlushBatch {

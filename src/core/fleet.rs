@@ -65,7 +65,7 @@ use crate::core::error::{Described, Message};
 use crate::core::sketch::{LatencySketch, MAX_COUNT};
 
 mod flush;
-use crate::core::book::{BookError, FlushBatch, MAX_FLUSH_BYTES};
+use crate::core::book::{BookError, FlushBatch, FlushBucket, MAX_FLUSH_BYTES};
 pub use flush::FlushRefusal;
 use flush::{bad, ByteReader};
 
@@ -79,6 +79,12 @@ pub const MAX_WINDOWS: u32 = 1024;
 pub const MIN_WINDOW_MS: f64 = 1000.0;
 /// The most distinct buckets in one window.
 pub const MAX_BUCKETS: usize = 1024;
+/// The most calls (successes, timeouts and errors) one bucket of one flush
+/// may carry: what one isolate plausibly records between two flushes (a
+/// book flushes every `flushEveryMs`, 10 s by default: this is 100 000
+/// calls a second of one bucket). Past it the bucket is refused
+/// (`TOO_MANY_CALLS`), so one flush cannot outweigh the fleet's traffic.
+pub const MAX_FLUSH_CALLS: u64 = 1_000_000;
 /// The largest window accepted from storage (1 024 buckets of at most 16 KB
 /// sketches, and their names).
 pub const MAX_WINDOW_BYTES: usize = 32 * 1024 * 1024;
@@ -189,6 +195,14 @@ pub enum FleetError {
         /// The bucket.
         bucket: String,
     },
+    /// A bucket of a flush has more calls than one isolate records between
+    /// two flushes ([`MAX_FLUSH_CALLS`]).
+    Calls {
+        /// The bucket.
+        bucket: String,
+        /// Its calls: successes, timeouts and errors.
+        calls: u64,
+    },
 }
 
 /// The aggregator's message templates.
@@ -207,7 +221,9 @@ pub mod msg {
         /// [`FleetError::Buckets`](super::FleetError::Buckets).
         BUCKETS = "a window holds at most {limit} buckets: record into fewer bucket names";
         /// [`FleetError::Count`](super::FleetError::Count).
-        COUNT = "bucket '{bucket}' would count more than 2^53 - 1 calls: nothing was merged";
+        COUNT = "bucket '{bucket}' would count more than 2^53 - 1 calls: it was not merged";
+        /// [`FleetError::Calls`](super::FleetError::Calls).
+        CALLS = "bucket '{bucket}' carries {calls} calls; one flush carries at most {max} per bucket: it was not merged";
     }
 }
 
@@ -225,6 +241,7 @@ impl Described for FleetError {
             Self::Parameters { .. } => "WRONG_PARAMETERS",
             Self::Buckets { .. } => "TOO_MANY_BUCKETS",
             Self::Count { .. } => "COUNT_OVERFLOW",
+            Self::Calls { .. } => "TOO_MANY_CALLS",
         }
     }
 
@@ -236,7 +253,7 @@ impl Described for FleetError {
             Self::Now(e) => return Described::param(e),
             Self::Flush(e) => return e.param(),
             Self::TooLarge { .. } | Self::Malformed { .. } | Self::Parameters { .. } => "bytes".into(),
-            Self::Buckets { .. } | Self::Count { .. } => "bytes".into(),
+            Self::Buckets { .. } | Self::Count { .. } | Self::Calls { .. } => "bytes".into(),
         })
     }
 
@@ -261,8 +278,32 @@ impl Described for FleetError {
                 .arg("theirs", *theirs),
             Self::Buckets { limit } => Message::new(msg::BUCKETS).arg("limit", *limit),
             Self::Count { bucket } => Message::new(msg::COUNT).arg("bucket", bucket.as_str()),
+            Self::Calls { bucket, calls } => Message::new(msg::CALLS)
+                .arg("bucket", bucket.as_str())
+                .arg("calls", *calls as f64)
+                .arg("max", MAX_FLUSH_CALLS as f64),
         }
     }
+}
+
+/// What [`Aggregator::merge`] did with a flush.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    /// The window merged into (or that would have been, when every bucket was refused).
+    pub window: i64,
+    /// How many buckets were merged.
+    pub merged: usize,
+    /// The buckets not merged, in the flush's order, each with its reason.
+    pub refused: Vec<RefusedBucket>,
+}
+
+/// A bucket of a flush that was not merged (the rest of the flush was).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedBucket {
+    /// Its name.
+    pub bucket: String,
+    /// Why: [`FleetError::Buckets`], [`FleetError::Calls`] or [`FleetError::Count`].
+    pub error: FleetError,
 }
 
 /// One bucket in one window.
@@ -434,9 +475,15 @@ impl Aggregator {
     }
 
     /// Merges one flush (its bytes, as received) into the window of `now_ms`,
-    /// after expiring the windows too old then. All or nothing: a refused
-    /// flush changes nothing. Answers the window's index.
-    pub fn merge(&mut self, bytes: &[u8], now_ms: f64) -> Result<i64, FleetError> {
+    /// after expiring the windows too old then. A flush that is not one
+    /// (bytes, format, parameters) is refused whole and changes nothing.
+    /// Otherwise each bucket is merged or refused on its own
+    /// ([`Merged::refused`]): a new name past the window's [`MAX_BUCKETS`]
+    /// (`TOO_MANY_BUCKETS`), more than [`MAX_FLUSH_CALLS`] calls
+    /// (`TOO_MANY_CALLS`), or counts that would pass 2^53 − 1
+    /// (`COUNT_OVERFLOW`); a refused bucket changes nothing, and when every
+    /// bucket is refused nothing changes at all.
+    pub fn merge(&mut self, bytes: &[u8], now_ms: f64) -> Result<Merged, FleetError> {
         let now = check_now(now_ms)?;
         if bytes.len() > MAX_FLUSH_BYTES {
             return Err(FleetError::TooLarge { len: bytes.len(), max: MAX_FLUSH_BYTES });
@@ -456,32 +503,48 @@ impl Aggregator {
             index = index.max(newest - i64::from(self.opts.windows) + 1);
         }
         let at = self.windows.binary_search_by_key(&index, |w| w.index);
-        // Check everything before changing anything.
+        // Decide every bucket before changing anything.
+        let mut refused: Vec<RefusedBucket> = Vec::new();
+        let mut accepted: Vec<FlushBucket> = Vec::with_capacity(batch.buckets.len());
         {
             let cells: &[Cell] = match at {
                 Ok(i) => &self.windows[i].cells,
                 Err(_) => &[],
             };
             let mut new_names = 0usize;
-            for b in &batch.buckets {
-                match cells.binary_search_by(|c| c.name.as_str().cmp(&b.name)) {
-                    Ok(j) => {
-                        let c = &cells[j];
-                        let over = |a: u64, b: u64| a + b > MAX_COUNT;
-                        if over(c.successes.count(), b.successes.count())
-                            || over(c.timeouts, b.timeouts)
-                            || over(c.errors, b.errors)
-                        {
-                            return Err(FleetError::Count { bucket: b.name.clone() });
+            for b in batch.buckets {
+                let calls = b.successes.count().saturating_add(b.timeouts).saturating_add(b.errors);
+                let why = if calls > MAX_FLUSH_CALLS {
+                    Some(FleetError::Calls { bucket: b.name.clone(), calls })
+                } else {
+                    match cells.binary_search_by(|c| c.name.as_str().cmp(&b.name)) {
+                        Ok(j) => {
+                            let c = &cells[j];
+                            let over = |a: u64, b: u64| a + b > MAX_COUNT;
+                            (over(c.successes.count(), b.successes.count())
+                                || over(c.timeouts, b.timeouts)
+                                || over(c.errors, b.errors))
+                            .then(|| FleetError::Count { bucket: b.name.clone() })
+                        }
+                        Err(_) if cells.len() + new_names >= MAX_BUCKETS => {
+                            Some(FleetError::Buckets { limit: MAX_BUCKETS })
+                        }
+                        Err(_) => {
+                            new_names += 1;
+                            None
                         }
                     }
-                    Err(_) => new_names += 1,
+                };
+                match why {
+                    Some(error) => refused.push(RefusedBucket { bucket: b.name, error }),
+                    None => accepted.push(b),
                 }
             }
-            if cells.len() + new_names > MAX_BUCKETS {
-                return Err(FleetError::Buckets { limit: MAX_BUCKETS });
-            }
         }
+        if accepted.is_empty() {
+            return Ok(Merged { window: index, merged: 0, refused });
+        }
+        let merged = accepted.len();
         let wi = match at {
             Ok(i) => i,
             Err(i) => {
@@ -490,7 +553,7 @@ impl Aggregator {
             }
         };
         let window = &mut self.windows[wi];
-        for b in batch.buckets {
+        for b in accepted {
             let j = match window.cells.binary_search_by(|c| c.name.as_str().cmp(&b.name)) {
                 Ok(j) => j,
                 Err(j) => {
@@ -529,7 +592,7 @@ impl Aggregator {
         }
         let newest = self.windows.last().map_or(index, |w| w.index);
         self.expire_before(newest.max(self.window_index(now)) - i64::from(self.opts.windows) + 1);
-        Ok(index)
+        Ok(Merged { window: index, merged, refused })
     }
 
     /// The table at `now_ms` (windows older than the kept ones are left out).

@@ -168,6 +168,20 @@ impl ScheduleJs {
         self.inner.served_all().iter().map(|(_, v)| *v).collect()
     }
 
+    /// Buckets whose first value the last table holds, not served yet
+    /// (`firstValue` serves one, moved at most `maxStepFactor` from the fallback).
+    #[wasm_bindgen(js_name = pendingNames)]
+    pub fn pending_names(&self) -> Vec<String> {
+        self.inner.pending_names().map(str::to_owned).collect()
+    }
+
+    /// Serves `bucket`'s pending first value, bounded around `fallbackMs`;
+    /// `NaN` when there is none.
+    #[wasm_bindgen(js_name = firstValue)]
+    pub fn first_value(&mut self, bucket: &str, fallback_ms: f64) -> f64 {
+        self.inner.first_value(bucket, fallback_ms).unwrap_or(f64::NAN)
+    }
+
     #[wasm_bindgen(js_name = staleAt)]
     pub fn stale_at(&self) -> f64 {
         self.inner.stale_at()

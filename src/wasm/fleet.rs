@@ -7,6 +7,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js};
+use crate::core::error::Described;
 use crate::core::fleet::{Aggregator, FleetOptions};
 
 /// An [`Aggregator`].
@@ -30,10 +31,39 @@ impl FleetJs {
         into_js(self.inner.options())
     }
 
-    /// Merges one flush at `nowMs`; answers the window's index. A refusal
-    /// (a `RangeError` with `.code`) changes nothing.
+    /// Merges one flush at `nowMs`; answers the window's index. Bytes that
+    /// are not a flush are refused whole (a `RangeError` with `.code`) and
+    /// change nothing; a bucket refused on its own is left out silently
+    /// here: `mergeFlush` names them.
     pub fn merge(&mut self, bytes: &[u8], now_ms: f64) -> Result<f64, JsValue> {
-        self.inner.merge(bytes, now_ms).map(|i| i as f64).map_err(to_js)
+        self.inner.merge(bytes, now_ms).map(|m| m.window as f64).map_err(to_js)
+    }
+
+    /// Merges one flush at `nowMs`: `{ window, merged, refused }`, where
+    /// `refused` is `[{ bucket, code, message }]`, the buckets left out
+    /// (`TOO_MANY_BUCKETS`, `TOO_MANY_CALLS`, `COUNT_OVERFLOW`) while the
+    /// rest was merged. Bytes that are not a flush are refused whole (a
+    /// `RangeError` with `.code`) and change nothing.
+    #[wasm_bindgen(js_name = mergeFlush)]
+    pub fn merge_flush(&mut self, bytes: &[u8], now_ms: f64) -> Result<JsValue, JsValue> {
+        let m = self.inner.merge(bytes, now_ms).map_err(to_js)?;
+        let refused = js_sys::Array::new();
+        for r in &m.refused {
+            let o = js_sys::Object::new();
+            for (k, v) in [
+                ("bucket", JsValue::from_str(&r.bucket)),
+                ("code", JsValue::from_str(r.error.code())),
+                ("message", JsValue::from_str(&r.error.to_string())),
+            ] {
+                js_sys::Reflect::set(&o, &JsValue::from_str(k), &v)?;
+            }
+            refused.push(&o);
+        }
+        let out = js_sys::Object::new();
+        js_sys::Reflect::set(&out, &JsValue::from_str("window"), &JsValue::from_f64(m.window as f64))?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("merged"), &JsValue::from_f64(m.merged as f64))?;
+        js_sys::Reflect::set(&out, &JsValue::from_str("refused"), &refused)?;
+        Ok(out.into())
     }
 
     /// The table at `nowMs`.

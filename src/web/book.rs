@@ -272,7 +272,8 @@ impl TimeoutBook {
     }
 
     /// The fleet's derived timeout for `bucket` (moved by at most
-    /// `max_step_factor` per refresh, never below the censoring floor), or
+    /// `max_step_factor` per refresh, floor or not, and a first value at most
+    /// that far from `fallback_ms`; a whole number of ms), or
     /// `fallback_ms` until the fleet has one from enough samples
     /// (`10 / (1 − q)` successes, 1 000 for p99) or while the table is stale
     /// (with a warning, once). Synchronous; a due refresh starts in the background.
@@ -280,7 +281,7 @@ impl TimeoutBook {
         check_option("options.fallbackMs", fallback_ms)?;
         let t = sys::now();
         let (due, (v, fleet), table_read) = {
-            let s = self.state.borrow();
+            let mut s = self.state.borrow_mut();
             (
                 self.aggregator.is_some() && s.schedule.refresh_due(t),
                 s.schedule.timeout(t, bucket, fallback_ms),
@@ -450,13 +451,23 @@ impl TimeoutBook {
     }
 
     async fn send_batch(&self, batch: FlushBatch, report: &mut FlushReport) {
-        let (status, failure) = match self.send("flush", Some(&batch.to_bytes())).await {
-            Ok(res) => (res.status(), String::new()),
-            Err(e) => (0, sys::to_js_string(&e).unwrap_or_else(|_| "an error".into())),
+        let (status, failure, refused) = match self.send("flush", Some(&batch.to_bytes())).await {
+            Ok(res) => {
+                let refused = if res.status() == 200 { refused_buckets(&res).await } else { Vec::new() };
+                (res.status(), String::new(), refused)
+            }
+            Err(e) => (0, sys::to_js_string(&e).unwrap_or_else(|_| "an error".into()), Vec::new()),
         };
         let n = batch.buckets.len();
         if (200..300).contains(&status) {
-            report.sent += n;
+            // Merged but the buckets named (each for its own reason): only those are dropped.
+            let dropped: Vec<&(String, String)> =
+                refused.iter().filter(|(name, _)| batch.buckets.iter().any(|b| &b.name == name)).collect();
+            report.sent += n - dropped.len();
+            report.dropped += dropped.len();
+            for (name, code) in dropped {
+                self.warn("FLUSH_REFUSED", &format!("bucket '{name}': {code}"), f64::from(status));
+            }
         } else if status == 400 || status == 413 {
             report.dropped += n;
             self.warn("FLUSH_REFUSED", &format!("{n} bucket(s)"), f64::from(status));
@@ -531,4 +542,21 @@ fn split(batch: FlushBatch) -> Vec<FlushBatch> {
     let mut out = split(FlushBatch { relative_error, buckets });
     out.extend(split(FlushBatch { relative_error, buckets: rest }));
     out
+}
+
+/// The buckets a 200 answer to a flush names as refused (`{ refused: [{
+/// bucket, code, message }] }`: the rest was merged), as (name, code); none
+/// for any other body.
+async fn refused_buckets(res: &web_sys::Response) -> Vec<(String, String)> {
+    let Ok(p) = res.json() else { return Vec::new() };
+    let Ok(body) = JsFuture::from(p).await else { return Vec::new() };
+    let get = |v: &JsValue, k: &str| js_sys::Reflect::get(v, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+    let list = get(&body, "refused");
+    if !js_sys::Array::is_array(&list) {
+        return Vec::new();
+    }
+    js_sys::Array::from(&list)
+        .iter()
+        .filter_map(|r| Some((get(&r, "bucket").as_string()?, get(&r, "code").as_string()?)))
+        .collect()
 }

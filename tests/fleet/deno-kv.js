@@ -85,19 +85,20 @@ await t.check("a latency shift (the median doubles) shows in the table and in a 
     }
   };
   // What an isolate serves: a TimeoutBook reading this aggregator's table, refreshed once a
-  // window, its served value moved by at most maxStepFactor (the default, 2) per refresh.
+  // window, its served value moved by at most maxStepFactor (the default, 2) per refresh, from
+  // the fallback for the first (1 000 ms: within ×2 of this traffic's), in whole ms (rounded up).
   const warnings = [];
   const book = new TimeoutBook({ aggregator: shifted, onWarning: (w) => warnings.push(w.code) });
   const served = async () => {
     await book.refresh();
-    return book.timeout("search", { fallbackMs: 1 });
+    return book.timeout("search", { fallbackMs: 1_000 });
   };
   await run(1, 5, 1);
   const table0 = await tableOf(shifted);
   const before = table0.buckets.search.p50;
   assert(Math.abs(before - 120) < 12, `p50 before ${before}`);
   const s0 = await served();
-  assert(s0 === table0.buckets.search.timeoutMs, `served ${s0}, the table's ${table0.buckets.search.timeoutMs} (warnings ${warnings})`);
+  assert(s0 === Math.ceil(table0.buckets.search.timeoutMs), `served ${s0}, the table's ${table0.buckets.search.timeoutMs} (warnings ${warnings})`);
   await run(2, 1, 2);
   now -= 1;
   const one = (await tableOf(shifted)).buckets.search.p50;
@@ -114,7 +115,7 @@ await t.check("a latency shift (the median doubles) shows in the table and in a 
   // after two windows it is the new traffic's p99 × safety (within the sketch's 1%).
   assert(s1 > s0 * 1.3 && s1 <= s0 * 2, `served after one window ${s1} (before ${s0}, step at most ×2)`);
   assert(s2 >= s1 && s2 <= s1 * 2, `served after two windows ${s2} (after one ${s1}, step at most ×2)`);
-  assert(s2 === table2.buckets.search.timeoutMs, `served after two windows ${s2}, the table's ${table2.buckets.search.timeoutMs}`);
+  assert(s2 === Math.ceil(table2.buckets.search.timeoutMs), `served after two windows ${s2}, the table's ${table2.buckets.search.timeoutMs}`);
   assert(Math.abs(s2 / s0 - 2) < 0.2, `the served timeout went ${s0} → ${s2}: the latency doubled`);
 });
 

@@ -15,10 +15,16 @@
 //! The table is derived by the aggregator from the whole fleet, but one bad
 //! window (an outage, a burst of slow calls) can move it far. A served value
 //! therefore moves by at most [`ServeOptions::max_step_factor`] per refresh
-//! (×2 by default: up or down), and never below the row's `floorMs`, the
-//! censoring floor (below it, the fleet's own timeouts would hide the
-//! latencies the value is derived from). The floor wins over the step
-//! bound. A bucket's first value is served as the fleet derived it.
+//! (×2 by default: up or down). The row's `floorMs`, the censoring floor
+//! (below it, the fleet's own timeouts would hide the latencies the value is
+//! derived from), raises the value aimed at, within the same step: a table
+//! is written by whoever can flush, so neither its percentile nor its floor
+//! moves a served value further in one refresh. A bucket's first value
+//! (none served before) is bounded the same way around the caller's
+//! `fallbackMs`, the value it served until then: the table is kept as a
+//! target until the bucket is asked for, and the first `timeout()` anchors
+//! it. A served value is a whole number of ms, rounded up, from 1 to
+//! [`MAX_SERVED_MS`]: what `AbortSignal.timeout()` and `setTimeout` take.
 //!
 //! # Enough samples
 //! The aggregator derives a value from whatever successes it has (a reader
@@ -36,10 +42,12 @@
 //! rather than serve an old value forever.
 //!
 //! # Invariants (tested in `book/tests.rs` and by the conformance rows)
-//! 1. For a bucket served before and after a refresh, `new / old` is within
-//!    `[1 / max_step_factor, max_step_factor]`, unless the floor raised it.
-//! 2. A served value is finite, above 0, at most `MAX_MS`, and at or above
-//!    the row's floor, and its row has at least [`samples_needed`]`(q)` successes.
+//! 1. For a bucket served before and after a refresh, `new` is within
+//!    `[old / max_step_factor, old × max_step_factor]` (rounded up), floor or
+//!    not; a first value is within the same bounds around the fallback.
+//! 2. A served value is a whole number from 1 to [`MAX_SERVED_MS`], it is
+//!    the row's `max(timeoutMs, floorMs)` when that is within the step, and
+//!    its row has at least [`samples_needed`]`(q)` successes.
 //! 3. At `now >= stale_at()` nothing is served.
 //! 4. A refresh or flush is due at most once until it is reported (or its
 //!    guard, `refreshEveryMs`, passes: a host whose fetch never settles is
@@ -75,6 +83,16 @@ pub const REFRESH_LEASE_MS: f64 = 10_000.0;
 
 /// The largest accepted `maxStepFactor`.
 pub const MAX_STEP_FACTOR: f64 = 1000.0;
+
+/// The largest value served: 2^31 − 1 ms (about 24.8 days), the longest
+/// `setTimeout` delay; `AbortSignal.timeout()` takes it in every runtime.
+pub const MAX_SERVED_MS: f64 = 2_147_483_647.0;
+
+/// `target` moved at most `factor` (×, ÷) from `from`, as a served value:
+/// rounded up to a whole ms, 1 ..= [`MAX_SERVED_MS`].
+fn step(target: f64, from: f64, factor: f64) -> f64 {
+    target.max(from / factor).min(from * factor).ceil().clamp(1.0, MAX_SERVED_MS)
+}
 
 /// A book option out of range.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -231,6 +249,9 @@ pub struct Schedule {
     options: ServeOptions,
     /// Served values, sorted by name.
     served: Vec<(String, f64)>,
+    /// First values: targets of the last table for buckets served nothing
+    /// before, sorted by name; served once asked for ([`Schedule::timeout`]).
+    pending: Vec<(String, f64)>,
     table_at: Option<f64>,
     refresh_at: f64,
     /// A refresh was started and has not reported (a table or a failure).
@@ -244,7 +265,15 @@ impl Schedule {
     pub fn new(options: ServeOptions) -> Result<Self, ServeError> {
         let options = options.check()?;
         let never = f64::NEG_INFINITY;
-        Ok(Self { options, served: Vec::new(), table_at: None, refresh_at: never, refreshing: false, flush_at: never })
+        Ok(Self {
+            options,
+            served: Vec::new(),
+            pending: Vec::new(),
+            table_at: None,
+            refresh_at: never,
+            refreshing: false,
+            flush_at: never,
+        })
     }
 
     /// The options in force.
@@ -282,34 +311,63 @@ impl Schedule {
     }
 
     /// A table derived at percentile `q` arrived at `now_ms`: the new served
-    /// values (module docs).
+    /// values, and the first values pending (module docs).
     pub fn table(&mut self, now_ms: f64, q: f64, rows: &[TableRow]) {
         let f = self.options.max_step_factor;
         let needed = samples_needed(q);
         let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len());
+        let mut pending: Vec<(String, f64)> = Vec::new();
         for row in rows {
             // Too few, or no count at all (NaN).
             if row.n.is_nan() || row.n < needed {
                 continue;
             }
-            let Some(target) = usable(row.timeout_ms) else { continue };
-            let mut v = match self.served(&row.name) {
-                Some(old) => target.max(old / f).min(old * f),
-                None => target,
-            };
+            let Some(mut target) = usable(row.timeout_ms) else { continue };
             if let Some(floor) = usable(row.floor_ms) {
-                v = v.max(floor);
+                target = target.max(floor);
             }
             // Kept sorted by inserting in place (no sort: std's stable sort
             // costs the derive `.wasm` kilobytes); a repeated name keeps its first row.
-            if let Err(at) = next.binary_search_by(|(n, _)| n.as_str().cmp(&row.name)) {
-                next.insert(at, (row.name.clone(), v.min(MAX_MS)));
+            let find = |v: &Vec<(String, f64)>| v.binary_search_by(|(n, _)| n.as_str().cmp(&row.name));
+            if find(&next).is_ok() || find(&pending).is_ok() {
+                continue;
+            }
+            match self.served(&row.name) {
+                Some(old) => {
+                    if let Err(at) = find(&next) {
+                        next.insert(at, (row.name.clone(), step(target, old, f)));
+                    }
+                }
+                None => {
+                    if let Err(at) = find(&pending) {
+                        pending.insert(at, (row.name.clone(), target));
+                    }
+                }
             }
         }
         self.served = next;
+        self.pending = pending;
         self.table_at = Some(now_ms);
         self.refreshing = false;
         self.refresh_at = now_ms + self.options.refresh_every_ms;
+    }
+
+    /// Serves `bucket`'s pending first value, moved at most
+    /// `maxStepFactor` from `fallback_ms` (the value it served until now);
+    /// `None` when the last table had none for it (or it is served already).
+    pub fn first_value(&mut self, bucket: &str, fallback_ms: f64) -> Option<f64> {
+        let i = self.pending.binary_search_by(|(n, _)| n.as_str().cmp(bucket)).ok()?;
+        let (name, target) = self.pending.remove(i);
+        let v = step(target, fallback_ms, self.options.max_step_factor);
+        if let Err(at) = self.served.binary_search_by(|(n, _)| n.as_str().cmp(bucket)) {
+            self.served.insert(at, (name, v));
+        }
+        Some(v)
+    }
+
+    /// Every bucket with a pending first value, by name.
+    pub fn pending_names(&self) -> impl Iterator<Item = &str> {
+        self.pending.iter().map(|(n, _)| n.as_str())
     }
 
     /// The value served for `bucket` by the last table, stale or not.
@@ -329,11 +387,15 @@ impl Schedule {
     }
 
     /// What `timeout(bucket, { fallbackMs })` answers at `now_ms`: the served
-    /// value while the table is fresh, else `fallback_ms`; and whether it was the fleet's.
-    pub fn timeout(&self, now_ms: f64, bucket: &str, fallback_ms: f64) -> (f64, bool) {
-        match self.served(bucket) {
-            Some(v) if now_ms < self.stale_at() => (v, true),
-            _ => (fallback_ms, false),
+    /// value while the table is fresh (a pending first value is served
+    /// now, [`Schedule::first_value`]), else `fallback_ms`; and whether it was the fleet's.
+    pub fn timeout(&mut self, now_ms: f64, bucket: &str, fallback_ms: f64) -> (f64, bool) {
+        if now_ms >= self.stale_at() {
+            return (fallback_ms, false);
+        }
+        match self.served(bucket).or_else(|| self.first_value(bucket, fallback_ms)) {
+            Some(v) => (v, true),
+            None => (fallback_ms, false),
         }
     }
 

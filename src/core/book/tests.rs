@@ -243,27 +243,47 @@ fn row(name: &str, timeout_ms: Option<f64>, floor_ms: Option<f64>) -> TableRow {
 }
 
 #[test]
-fn served_values_move_by_at_most_the_step_factor_and_never_below_the_floor() {
+fn served_values_move_by_at_most_the_step_factor() {
     let mut s = Schedule::new(ServeOptions::default()).unwrap();
     assert_eq!(s.timeout(0.0, "a", 5000.0), (5000.0, false), "no table yet: the fallback");
     s.table(0.0, 0.99, &[row("a", Some(400.0), None), row("b", None, Some(10.0)), row("c", Some(f64::NAN), None)]);
-    assert_eq!(s.timeout(1.0, "a", 5000.0), (400.0, true), "a first value is served as derived");
+    assert_eq!(s.timeout(1.0, "a", 5000.0), (2500.0, true), "a first value: at most the factor from the fallback");
     assert_eq!(s.timeout(1.0, "b", 5000.0), (5000.0, false), "too few samples: the fallback");
     assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "an unusable value is absent");
     // One bad window: the derived value collapses, the served one halves.
     s.table(60_000.0, 0.99, &[row("a", Some(20.0), None)]);
-    assert_eq!(s.served("a"), Some(200.0));
+    assert_eq!(s.served("a"), Some(1250.0));
     s.table(120_000.0, 0.99, &[row("a", Some(20.0), None)]);
-    assert_eq!(s.served("a"), Some(100.0));
-    s.table(180_000.0, 0.99, &[row("a", Some(20.0), Some(150.0))]);
-    assert_eq!(s.served("a"), Some(150.0), "the floor wins over the step");
-    s.table(240_000.0, 0.99, &[row("a", Some(10_000.0), Some(150.0))]);
-    assert_eq!(s.served("a"), Some(300.0), "up by the factor too");
-    s.table(300_000.0, 0.99, &[row("a", Some(310.0), None)]);
-    assert_eq!(s.served("a"), Some(310.0), "within the factor: as derived");
+    assert_eq!(s.served("a"), Some(625.0));
+    s.table(180_000.0, 0.99, &[row("a", Some(20.0), Some(400.0))]);
+    assert_eq!(s.served("a"), Some(400.0), "the floor raises the target");
+    s.table(240_000.0, 0.99, &[row("a", Some(20.0), Some(86_400_000.0))]);
+    assert_eq!(s.served("a"), Some(800.0), "and is bounded by the step too");
+    s.table(300_000.0, 0.99, &[row("a", Some(810.0), None)]);
+    assert_eq!(s.served("a"), Some(810.0), "within the factor: as derived");
+    s.table(330_000.0, 0.99, &[row("a", Some(500.25), None)]);
+    assert_eq!(s.served("a"), Some(501.0), "a whole number of ms, rounded up");
     // A bucket missing from the table is not served.
     s.table(360_000.0, 0.99, &[row("z", Some(9.0), None)]);
     assert_eq!(s.timeout(360_001.0, "a", 77.0), (77.0, false));
+}
+
+#[test]
+fn one_table_cannot_lift_or_collapse_what_a_new_isolate_serves() {
+    // Lift: timeouts in force at a day set the floor; collapse: successes at
+    // 0.05 ms make the derived value 0.1 ms. A new isolate served either as
+    // derived; a running one served the floor at once.
+    let mut s = Schedule::new(ServeOptions::default()).unwrap();
+    s.table(0.0, 0.99, &[row("lift", Some(300.0), Some(86_400_000.0)), row("collapse", Some(0.1), None)]);
+    assert_eq!(s.timeout(1.0, "lift", 1500.0), (3000.0, true));
+    assert_eq!(s.timeout(1.0, "collapse", 1500.0), (750.0, true));
+    // The largest: a whole number AbortSignal.timeout() and setTimeout take.
+    let mut s = Schedule::new(ServeOptions { max_step_factor: 1000.0, ..ServeOptions::default() }).unwrap();
+    s.table(0.0, 0.99, &[row("a", Some(MAX_MS), None), row("b", Some(1e-9), None)]);
+    assert_eq!(s.timeout(1.0, "a", MAX_MS), (MAX_SERVED_MS, true));
+    assert_eq!(s.timeout(1.0, "b", 0.5), (1.0, true));
+    // A value anchored by its first caller is the served one for every caller.
+    assert_eq!(s.timeout(2.0, "a", 10.0), (MAX_SERVED_MS, true));
 }
 
 #[test]
@@ -273,10 +293,10 @@ fn a_row_is_served_only_once_it_has_the_samples_its_percentile_needs() {
     // p99 needs 1 000 successes, p90 100; a missing count is too few, and so is any count for a q of 1 or NaN.
     s.table(0.0, 0.99, &[few("a", 400.0, 999.0), few("b", 400.0, 1000.0), few("c", 400.0, f64::NAN)]);
     assert_eq!(s.timeout(1.0, "a", 5000.0), (5000.0, false), "999 successes for a p99: the fallback");
-    assert_eq!(s.timeout(1.0, "b", 5000.0), (400.0, true));
+    assert_eq!(s.timeout(1.0, "b", 500.0), (400.0, true));
     assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "no count: the fallback");
     s.table(1.0, 0.9, &[few("a", 400.0, 100.0)]);
-    assert_eq!(s.timeout(2.0, "a", 5000.0), (400.0, true), "100 successes are enough for a p90");
+    assert_eq!(s.timeout(2.0, "a", 500.0), (400.0, true), "100 successes are enough for a p90");
     for q in [1.0, f64::NAN, -0.5] {
         s.table(2.0, q, &[few("a", 400.0, 1e12)]);
         assert_eq!(s.timeout(3.0, "a", 5000.0), (5000.0, false), "q {q}");
@@ -286,7 +306,7 @@ fn a_row_is_served_only_once_it_has_the_samples_its_percentile_needs() {
     s.table(4.0, 0.99, &[few("a", 10.0, 10.0)]);
     assert_eq!(s.timeout(5.0, "a", 77.0), (77.0, false));
     s.table(5.0, 0.99, &[few("a", 10.0, 1000.0)]);
-    assert_eq!(s.timeout(6.0, "a", 77.0), (10.0, true));
+    assert_eq!(s.timeout(6.0, "a", 77.0), (38.5_f64.ceil(), true), "bounded by the fallback");
 }
 
 #[test]
@@ -303,7 +323,7 @@ fn a_stale_table_is_not_served_and_refreshes_are_paced() {
     s.table(2000.0, 0.99, &[row("a", Some(100.0), None)]);
     assert_eq!(s.stale_at(), 7000.0);
     assert_eq!(s.refresh_at(), 3000.0);
-    assert_eq!(s.timeout(6999.0, "a", 1.0), (100.0, true));
+    assert_eq!(s.timeout(6999.0, "a", 100.0), (100.0, true));
     assert_eq!(s.timeout(7000.0, "a", 1.0), (1.0, false));
     s.flush_started(10.0);
     assert!(!s.flush_due(209.0) && s.flush_due(210.0));
@@ -359,15 +379,19 @@ proptest! {
             let rows: Vec<TableRow> = table.iter().map(|(n, v, fl)| row(&n.to_string(), *v, *fl)).collect();
             let before = s.served_all().to_vec();
             s.table(t as f64, 0.99, &rows);
+            for (i, r) in rows.iter().enumerate() {
+                let _ = s.timeout(t as f64, &r.name, 100.0 + i as f64 * 1000.0);
+            }
             for (name, v) in s.served_all() {
-                prop_assert!(v.is_finite() && *v > 0.0 && *v <= MAX_MS);
-                let r = rows.iter().find(|r| &r.name == name).unwrap();
-                let floor = usable(r.floor_ms);
-                if let Some(fl) = floor { prop_assert!(*v >= fl); }
-                if let Some((_, old)) = before.iter().find(|(n, _)| n == name) {
-                    let raised = floor.is_some_and(|fl| *v == fl.min(MAX_MS));
-                    prop_assert!(raised || (*v <= old * f * (1.0 + 1e-12) && *v >= old / f * (1.0 - 1e-12)), "{old} -> {v}");
-                }
+                prop_assert!(*v >= 1.0 && *v <= MAX_SERVED_MS && v.fract() == 0.0, "{v}");
+                let first = |r: &&TableRow| &r.name == name && usable(r.timeout_ms).is_some() && r.n >= 1000.0;
+                let r = rows.iter().find(first).unwrap();
+                let i = rows.iter().position(|r| &r.name == name).unwrap();
+                let old = before.iter().find(|(n, _)| n == name).map_or(100.0 + i as f64 * 1000.0, |(_, o)| *o);
+                // Within the step of the value served before (the fallback before the first), rounded up.
+                prop_assert!(*v <= (old * f).ceil().min(MAX_SERVED_MS) && *v >= (old / f).ceil().max(1.0), "{old} -> {v}");
+                let target = usable(r.timeout_ms).unwrap().max(usable(r.floor_ms).unwrap_or(0.0));
+                prop_assert!(*v == target.clamp(old / f, old * f).ceil().clamp(1.0, MAX_SERVED_MS), "{old} -> {v}, target {target}");
             }
         }
     }

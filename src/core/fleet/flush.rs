@@ -1,10 +1,9 @@
 //! The reader of stored windows' bytes: the same field encodings as a
 //! flush's (`crate::core::book`), checked the same way; nothing panics.
 
-use crate::core::deadline::MAX_MS;
 use crate::core::sketch::{LatencySketch, MAX_COUNT};
 
-use crate::core::book::MAX_NAME_BYTES;
+use crate::core::book::{valid_in_force, MAX_NAME_BYTES};
 
 /// Why bytes are not a stored window: the field and what is wrong, for the message.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,12 +66,12 @@ pub(crate) fn count(v: u64, field: &'static str) -> Result<u64, FlushRefusal> {
     Ok(v)
 }
 
-/// An optional timeout (NaN = absent): finite, > 0 and at most the largest duration.
+/// An optional timeout (NaN = absent): [`valid_in_force`], as in a flush.
 pub(crate) fn in_force(v: f64, field: &'static str) -> Result<Option<f64>, FlushRefusal> {
     if v.is_nan() {
         return Ok(None);
     }
-    if !(v > 0.0 && v <= MAX_MS) {
+    if !valid_in_force(v) {
         return Err(bad(field, "is not a timeout in ms (finite, greater than 0)"));
     }
     Ok(Some(v))

@@ -127,15 +127,48 @@ fn refused_flushes_change_nothing() {
 }
 
 #[test]
-fn a_count_past_2_53_is_refused_whole() {
+fn a_saturated_bucket_is_refused_alone() {
+    // A bucket at 2^53 − 1 made every later flush carrying it refused whole
+    // (COUNT_OVERFLOW), honest buckets with it. Now only that bucket is.
     let mut a = agg();
     let big = (1u64 << 53) - 1;
-    let b = FlushBucket { name: "x".into(), in_force_ms: None, timeouts: big, errors: 0, successes: sketch_of(&[]) };
-    a.merge(&flush(vec![b.clone()]), T0).unwrap();
-    let before = a.to_bytes();
+    let b = FlushBucket { name: "x".into(), in_force_ms: None, timeouts: 0, errors: 0, successes: sketch_of(&[]) };
+    let mut c = agg();
+    // Saturate through a stored window (a flush carries at most MAX_FLUSH_CALLS).
+    c.merge(&flush(vec![b.clone()]), T0).unwrap();
+    let mut w = c.window_bytes(c.window_indexes()[0]).unwrap();
+    let at = w.len() - 4 - 16;
+    w[at..at + 8].copy_from_slice(&big.to_le_bytes());
+    a.load_window(&w).unwrap();
     let more = vec![bucket("a-new", &[1.0], 0, None), FlushBucket { timeouts: 1, ..b }];
-    assert_eq!(a.merge(&flush(more), T0).unwrap_err().code(), "COUNT_OVERFLOW");
-    assert_eq!(a.to_bytes(), before);
+    let m = a.merge(&flush(more), T0).unwrap();
+    assert_eq!(m.refused.len(), 1);
+    assert_eq!(m.refused[0].bucket, "x");
+    assert_eq!(m.refused[0].error.code(), "COUNT_OVERFLOW");
+    let t = a.table(T0).unwrap();
+    assert_eq!(t.buckets.iter().find(|(n, _)| n == "a-new").unwrap().1.n, 1);
+    assert_eq!(t.buckets.iter().find(|(n, _)| n == "x").unwrap().1.timeouts, big);
+    still_works(&a, T0 + 1.0).unwrap();
+}
+
+#[test]
+fn counts_past_what_one_isolate_records_in_a_flush_are_refused_per_bucket() {
+    let mut a = agg();
+    let over = FlushBucket {
+        name: "collapse".into(),
+        in_force_ms: Some(1000.0),
+        timeouts: MAX_FLUSH_CALLS,
+        errors: 0,
+        successes: sketch_of(&[0.05]),
+    };
+    let at_cap = FlushBucket { name: "busy".into(), timeouts: MAX_FLUSH_CALLS - 1, ..over.clone() };
+    let m = a.merge(&flush(vec![over, at_cap, bucket("api", &[10.0], 0, None)]), T0).unwrap();
+    assert_eq!(m.refused.len(), 1);
+    assert_eq!((m.refused[0].bucket.as_str(), m.refused[0].error.code()), ("collapse", "TOO_MANY_CALLS"));
+    assert!(m.refused[0].error.to_string().contains(&MAX_FLUSH_CALLS.to_string()), "{}", m.refused[0].error);
+    let t = a.table(T0).unwrap();
+    let names: Vec<&str> = t.buckets.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["api", "busy"]);
 }
 
 #[test]
@@ -259,13 +292,33 @@ fn state_and_windows_round_trip() {
 }
 
 #[test]
-fn too_many_buckets_in_a_window_are_refused() {
+fn a_full_window_still_merges_the_buckets_it_has() {
+    // 1 024 junk names filled the window and every flush naming a new
+    // bucket was refused whole (TOO_MANY_BUCKETS). Now only new names are.
     let mut a = agg();
-    let names: Vec<FlushBucket> = (0..MAX_FLUSH_BUCKETS).map(|i| bucket(&format!("b{i}"), &[1.0], 0, None)).collect();
-    a.merge(&flush(names), T0).unwrap();
+    let mut names: Vec<FlushBucket> =
+        (0..MAX_FLUSH_BUCKETS - 1).map(|i| bucket(&format!("junk{i:04}"), &[1.0], 0, None)).collect();
+    names.push(bucket("api", &[10.0], 0, None));
+    assert!(a.merge(&flush(names), T0).unwrap().refused.is_empty());
     let before = a.to_bytes();
-    assert_eq!(a.merge(&flush(vec![bucket("one-more", &[1.0], 0, None)]), T0).unwrap_err().code(), "TOO_MANY_BUCKETS");
+    // Only new names: nothing changes, each one named with its reason.
+    let m =
+        a.merge(&flush(vec![bucket("one-more", &[1.0], 0, None), bucket("two-more", &[1.0], 0, None)]), T0).unwrap();
+    let refused: Vec<(&str, &str)> = m.refused.iter().map(|r| (r.bucket.as_str(), r.error.code())).collect();
+    assert_eq!(refused, [("one-more", "TOO_MANY_BUCKETS"), ("two-more", "TOO_MANY_BUCKETS")]);
     assert_eq!(a.to_bytes(), before);
+    assert!(a.take_changes().dirty.len() == 1);
+    // An honest flush with a known name and a new one: the known one merges.
+    let m = a
+        .merge(&flush(vec![bucket("api", &[20.0, 30.0], 1, Some(500.0)), bucket("new", &[1.0], 0, None)]), T0)
+        .unwrap();
+    assert_eq!(m.refused.len(), 1);
+    assert_eq!(m.refused[0].bucket, "new");
+    let t = a.table(T0).unwrap();
+    let api = &t.buckets.iter().find(|(n, _)| n == "api").unwrap().1;
+    assert_eq!((api.n, api.timeouts), (3, 1));
+    assert_eq!(a.take_changes().dirty, [a.window_index(T0) as f64]);
+    still_works(&a, T0 + 1.0).unwrap();
 }
 
 #[test]
@@ -304,4 +357,182 @@ fn the_table_serializes_as_the_contract_says() {
     }
     assert_eq!(row["floorMs"], serde_json::Value::Null);
     assert_eq!(row["warnings"][0]["code"], "small-sample");
+}
+
+/// What every accepted flush must leave working: the table, a state round
+/// trip, every window read back alone, and the same table from both.
+fn still_works(a: &Aggregator, now: f64) -> Result<(), String> {
+    let t = a.table(now).map_err(|e| format!("table: {e}"))?;
+    let b = Aggregator::from_bytes(*a.options(), &a.to_bytes()).map_err(|e| format!("read back: {e}"))?;
+    let mut c = Aggregator::new(*a.options()).map_err(|e| e.to_string())?;
+    for i in a.window_indexes() {
+        let w = a.window_bytes(i).ok_or("a kept window has no bytes")?;
+        c.load_window(&w).map_err(|e| format!("window {i} read back: {e}"))?;
+    }
+    for other in [&b, &c] {
+        let u = other.table(now).map_err(|e| format!("table after read back: {e}"))?;
+        if u != t {
+            return Err("the table read back differs".into());
+        }
+    }
+    for (name, row) in &t.buckets {
+        for v in [row.timeout_ms, row.p50, row.p99, row.floor_ms].into_iter().flatten() {
+            if !(0.0..=crate::core::deadline::MAX_MS).contains(&v) {
+                return Err(format!("bucket {name}: a value {v} no duration has"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn an_in_force_timeout_no_window_holds_is_refused_with_the_flush() {
+    // The flush reader accepted any finite value; windows and the derivation
+    // at most 2^53 − 1: table() then failed and the window did not read back.
+    for v in [1e300, f64::MAX, crate::core::deadline::MAX_MS + 2.0, 1e16] {
+        let mut a = agg();
+        a.merge(&flush(vec![bucket("honest", &[10.0; 50], 0, Some(100.0))]), T0).unwrap();
+        let before = a.to_bytes();
+        let e = a.merge(&flush(vec![bucket("api", &[10.0], 5, Some(v))]), T0).unwrap_err();
+        assert_eq!(e.code(), "CORRUPT_BYTES", "{v}: {e}");
+        assert_eq!(a.to_bytes(), before);
+        still_works(&a, T0 + 1.0).unwrap();
+        assert!(FlushBatch::from_bytes(&flush(vec![bucket("api", &[10.0], 5, Some(v))])).is_err());
+    }
+    // The largest value every reader accepts is accepted by each.
+    let mut a = agg();
+    a.merge(&flush(vec![bucket("api", &[10.0], 5, Some(crate::core::deadline::MAX_MS))]), T0).unwrap();
+    still_works(&a, T0 + 1.0).unwrap();
+}
+
+/// Cases of the mutated-flush fuzz: `FLEET_FUZZ_CASES` (100 000 for the long
+/// run: `FLEET_FUZZ_CASES=100000 cargo test --lib accepted_flushes`), 512 by default.
+fn fuzz_cases() -> u32 {
+    std::env::var("FLEET_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)
+}
+
+/// Values a hostile flush puts where a number goes.
+const F64_EDGES: [f64; 14] = [
+    1e300,
+    f64::MAX,
+    f64::MIN_POSITIVE,
+    5e-324,
+    -0.0,
+    0.0,
+    -1.0,
+    f64::INFINITY,
+    f64::NAN,
+    9_007_199_254_740_991.0,
+    9_007_199_254_740_992.0,
+    86_400_000.0,
+    0.05,
+    1e-7,
+];
+const U64_EDGES: [u64; 6] = [0, 1, (1 << 53) - 1, 1 << 53, u64::MAX, 300_000];
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn honest() -> Vec<u8> {
+        let xs: Vec<f64> = (1..=400).map(|i| f64::from(i) * 0.7).collect();
+        flush(vec![
+            bucket("api", &xs, 3, Some(500.0)),
+            FlushBucket { name: "db".into(), in_force_ms: None, timeouts: 0, errors: 2, successes: sketch_of(&[]) },
+            bucket("llm", &[1200.0, 900.0, 3000.0], 1, Some(8000.0)),
+        ])
+    }
+
+    #[derive(Debug, Clone)]
+    enum Mutation {
+        Flip(usize, u8),
+        F64(usize, usize),
+        U64(usize, usize),
+        Cut(usize),
+    }
+
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        prop_oneof![
+            (any::<usize>(), 1u8..).prop_map(|(i, x)| Mutation::Flip(i, x)),
+            (any::<usize>(), 0..F64_EDGES.len()).prop_map(|(i, k)| Mutation::F64(i, k)),
+            (any::<usize>(), 0..U64_EDGES.len()).prop_map(|(i, k)| Mutation::U64(i, k)),
+            any::<usize>().prop_map(Mutation::Cut),
+        ]
+    }
+
+    fn apply(mut v: Vec<u8>, ms: &[Mutation]) -> Vec<u8> {
+        for m in ms {
+            let n = v.len();
+            if n == 0 {
+                break;
+            }
+            let mut put = |at: usize, b: [u8; 8]| {
+                let at = at % n;
+                for (k, x) in b.iter().enumerate() {
+                    if let Some(slot) = v.get_mut(at + k) {
+                        *slot = *x;
+                    }
+                }
+            };
+            match *m {
+                Mutation::Flip(i, x) => v[i % n] ^= x,
+                Mutation::F64(i, k) => put(i, F64_EDGES[k].to_le_bytes()),
+                Mutation::U64(i, k) => put(i, U64_EDGES[k].to_le_bytes()),
+                Mutation::Cut(i) => v.truncate(i % n + 1),
+            }
+        }
+        v
+    }
+
+    /// A bucket built field by field from hostile values (the writer writes
+    /// whatever it holds).
+    fn hostile_bucket() -> impl Strategy<Value = FlushBucket> {
+        (
+            prop_oneof![Just("api".to_string()), "[a-z]{1,3}"],
+            prop_oneof![any::<f64>(), (0..F64_EDGES.len()).prop_map(|k| F64_EDGES[k])],
+            prop_oneof![any::<u64>(), (0..U64_EDGES.len()).prop_map(|k| U64_EDGES[k])],
+            prop_oneof![any::<u64>(), (0..U64_EDGES.len()).prop_map(|k| U64_EDGES[k])],
+            prop::collection::vec(prop_oneof![0.0..1e7, (0..F64_EDGES.len()).prop_map(|k| F64_EDGES[k])], 0..6),
+        )
+            .prop_map(|(name, f, t, e, xs)| {
+                let mut s = LatencySketch::new(0.01).unwrap();
+                for x in xs {
+                    let _ = s.add(x);
+                }
+                FlushBucket { name, in_force_ms: Some(f), timeouts: t, errors: e, successes: s }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: fuzz_cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// A mutated honest flush, merged after honest data: refused (and then
+        /// nothing changed), or accepted and everything still works.
+        #[test]
+        fn accepted_flushes_never_break_a_read(ms in prop::collection::vec(mutation(), 1..4), hours in 0u8..3) {
+            let mut a = agg();
+            a.merge(&honest(), T0).unwrap();
+            let before = a.to_bytes();
+            let bytes = apply(honest(), &ms);
+            let now = T0 + f64::from(hours) * HOUR;
+            match a.merge(&bytes, now) {
+                Ok(_) => prop_assert_eq!(still_works(&a, now + 1.0), Ok(())),
+                Err(_) => prop_assert_eq!(a.to_bytes(), before),
+            }
+        }
+
+        /// Buckets of hostile field values, written by the writer as they are.
+        #[test]
+        fn accepted_hostile_buckets_never_break_a_read(bs in prop::collection::vec(hostile_bucket(), 1..4)) {
+            let mut a = agg();
+            a.merge(&honest(), T0).unwrap();
+            let before = a.to_bytes();
+            let mut seen = std::collections::HashSet::new();
+            let bs: Vec<FlushBucket> = bs.into_iter().filter(|b| seen.insert(b.name.clone())).collect();
+            match a.merge(&flush(bs), T0 + 5.0) {
+                Ok(_) => prop_assert_eq!(still_works(&a, T0 + 6.0), Ok(())),
+                Err(_) => prop_assert_eq!(a.to_bytes(), before),
+            }
+        }
+    }
 }

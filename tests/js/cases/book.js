@@ -19,7 +19,8 @@ function aggregator() {
       a.urls.push(`${request.method} ${new URL(request.url).pathname}`);
       if (request.method === "POST") {
         const bytes = new Uint8Array(await request.arrayBuffer());
-        if (a.status === 204) a.flushes.push(bytes);
+        if (a.status === 204 || a.refused) a.flushes.push(bytes);
+        if (a.refused) return Response.json({ refused: a.refused });
         return new Response(a.status === 204 ? null : "{}", { status: a.status });
       }
       a.tableReads++;
@@ -180,7 +181,7 @@ const cases = [
         equal(agg.tableReads, 1, "the first timeout() started a refresh in the background");
         agg.buckets = { "GET /a": row(400), "GET /b": row(null), "GET /c": row(300, null, 999) };
         await book.refresh();
-        equal(book.timeout("GET /a", { fallbackMs: 5000 }), 400, "a first value as derived");
+        equal(book.timeout("GET /a", { fallbackMs: 500 }), 400, "a first value within maxStepFactor of the fallback: as derived");
         equal(book.timeout("GET /b", { fallbackMs: 700 }), 700, "no value");
         equal(warnings.at(-1).code, "FEW_SAMPLES");
         equal(book.timeout("GET /c", { fallbackMs: 600 }), 600, "a value from 999 successes, below the 1 000 a p99 needs");
@@ -206,6 +207,59 @@ const cases = [
         await settle();
         ok(warnings.some((w) => w.code === "STALE"), "said why");
         ok(warnings.some((w) => w.code === "REFRESH_FAILED"), "and that the table could not be read");
+      } finally {
+        fake.restore();
+      }
+    },
+  },
+  {
+    name: "book: one table cannot lift or collapse a value: a first value is at most maxStepFactor from the fallback, a floor is bounded by the step, a served value is whole ms",
+    run: async (lib) => {
+      const fake = installFakeTime();
+      try {
+        const agg = aggregator();
+        const book = new lib.TimeoutBook({ aggregator: agg, refreshEveryMs: 60_000, maxStaleMs: 300_000, onWarning: () => {} });
+        // A forged table: a floor at a day (timeouts "in force" at 86 400 000 ms) and a collapse to 0.1 ms.
+        agg.buckets = { lift: row(300, 86_400_000), collapse: row(0.1), odd: row(1234.5) };
+        await book.refresh();
+        equal(book.timeout("lift", { fallbackMs: 1500 }), 3000, "a first value: at most ×2 the fallback, floor or not");
+        equal(book.timeout("collapse", { fallbackMs: 1500 }), 750, "at most ÷2");
+        equal(book.timeout("odd", { fallbackMs: 1000 }), 1235, "rounded up to a whole ms");
+        equal(book.timeout("lift", { fallbackMs: 10 }), 3000, "anchored by its first caller");
+        await book.refresh();
+        equal(book.timeout("lift", { fallbackMs: 1500 }), 6000, "then ×2 per refresh, the floor included");
+        equal(book.timeout("collapse", { fallbackMs: 1500 }), 375);
+        for (const b of ["lift", "collapse", "odd"]) AbortSignal.timeout(book.timeout(b, { fallbackMs: 1 }));
+      } finally {
+        fake.restore();
+      }
+    },
+  },
+  {
+    name: "book: a flush answered with some buckets refused drops those only, with a warning each; the rest counts as sent",
+    run: async (lib) => {
+      const fake = installFakeTime();
+      try {
+        const agg = aggregator();
+        const warnings = [];
+        const book = new lib.TimeoutBook({ aggregator: agg, refreshEveryMs: 1e9, onWarning: (w) => warnings.push(w) });
+        agg.tableStatus = 503;
+        agg.refused = [{ bucket: "junk-new", code: "TOO_MANY_BUCKETS", message: "a window holds at most 1024 buckets" }, { bucket: "not-ours", code: "TOO_MANY_BUCKETS" }];
+        book.record("api", 10);
+        book.record("junk-new", 10);
+        const r = await book.flush();
+        equal(`${r.sent} ${r.kept} ${r.dropped}`, "1 0 1", "the honest bucket is sent, only the refused one dropped");
+        equal(book.size, 0);
+        const refused = warnings.filter((w) => w.code === "FLUSH_REFUSED");
+        equal(refused.length, 1);
+        ok(refused[0].message.includes("junk-new") && refused[0].message.includes("TOO_MANY_BUCKETS"), refused[0].message);
+        // A 200 whose body is not the contract's: every bucket was merged.
+        agg.refused = undefined;
+        agg.status = 200;
+        book.record("api", 10);
+        fake.jump(10_000);
+        const s = await book.flush();
+        equal(`${s.sent} ${s.kept} ${s.dropped}`, "1 0 0");
       } finally {
         fake.restore();
       }

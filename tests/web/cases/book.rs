@@ -25,6 +25,8 @@ struct Agg {
     /// The `buckets` of the table, as JSON text.
     buckets: String,
     table_reads: usize,
+    /// A 200 answer to flushes naming refused buckets (JSON text), instead of `status`.
+    refused: Option<String>,
 }
 
 /// An object with `fetch(request)` over `agg`, and the closure that must outlive it.
@@ -36,9 +38,13 @@ fn aggregator(agg: Rc<RefCell<Agg>>) -> (Object, Closure<dyn FnMut(web_sys::Requ
             if request.method() == "POST" {
                 let body = JsFuture::from(request.array_buffer()?).await?;
                 let bytes = js_sys::Uint8Array::new(&body).to_vec();
-                let status = agg.borrow().status;
-                if status == 204 {
+                let (status, refused) = (agg.borrow().status, agg.borrow().refused.clone());
+                if status == 204 || refused.is_some() {
                     agg.borrow_mut().flushes.push(bytes);
+                }
+                if let Some(body) = refused {
+                    init.set_status(200);
+                    return Ok(web_sys::Response::new_with_opt_str_and_init(Some(&body), &init)?.into());
                 }
                 init.set_status(status);
                 return Ok(web_sys::Response::new_with_opt_str_and_init(None, &init)?.into());
@@ -162,7 +168,7 @@ pub async fn a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_st
     ensure!(book.flush().await.sent == 1);
     let second = FlushBatch::from_bytes(&agg.borrow().flushes[1]).map_err(|e| e.to_string())?;
     ensure!(second.buckets[0].successes.count() == 2, "the kept 20 and the new 30, once each");
-    // The table: a first value as derived, then at most ÷2 per refresh, never below the floor.
+    // The table: a first value within ÷2 of the fallback (as derived here), then at most ÷2 per refresh, the floor within the step.
     agg.borrow_mut().buckets = format!(
         r#"{{"GET /a":{},"GET /b":{},"GET /c":{}}}"#,
         row("400", "null"),
@@ -170,7 +176,7 @@ pub async fn a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_st
         row_of("300", "null", 999)
     );
     book.refresh().await;
-    ensure!(book.timeout("GET /a", 5000.0).map_err(|e| e.to_string())? == 400.0);
+    ensure!(book.timeout("GET /a", 500.0).map_err(|e| e.to_string())? == 400.0);
     ensure!(book.timeout("GET /b", 700.0).map_err(|e| e.to_string())? == 700.0);
     ensure!(seen.borrow().last().map(|w| w.code) == Some("FEW_SAMPLES"));
     // 999 successes: below the 1 000 a p99 needs, so the derived 300 is not served.
@@ -239,5 +245,29 @@ pub async fn plan_steps_and_retries_record_into_a_book(_: &Ctx) -> Outcome {
         .map(|b| format!("{}:{}/{}/{}", b.name, b.successes.count(), b.timeouts, b.errors))
         .collect();
     ensure!(got == ["GET /profile:1/0/1", "broken:0/0/1", "search:1/0/0"], "{got:?}");
+    Ok(())
+}
+
+pub async fn a_flush_answered_with_some_buckets_refused_drops_those_only(_: &Ctx) -> Outcome {
+    let agg = Rc::new(RefCell::new(Agg { status: 204, table_status: 503, ..Agg::default() }));
+    agg.borrow_mut().refused = Some(
+        r#"{"refused":[{"bucket":"junk-new","code":"TOO_MANY_BUCKETS","message":"a window holds at most 1024 buckets"},{"bucket":"not-ours","code":"TOO_MANY_BUCKETS"}]}"#.into(),
+    );
+    let (target, _fetch) = aggregator(agg.clone());
+    let (seen, on_warning) = warnings();
+    let options =
+        BookOptions::new().aggregator(Aggregator::Fetcher(target)).refresh_every_ms(1e9).on_warning(on_warning);
+    let book = TimeoutBook::new(options).map_err(|e| e.to_string())?;
+    book.record("api", 10.0, CallOutcome::Ok).map_err(|e| e.to_string())?;
+    book.record("junk-new", 10.0, CallOutcome::Ok).map_err(|e| e.to_string())?;
+    let r = book.flush().await;
+    ensure!((r.sent, r.kept, r.dropped) == (1, 0, 1), "the honest bucket is sent, only the refused one dropped: {r:?}");
+    ensure!(book.size() == 0);
+    let refused: Vec<String> =
+        seen.borrow().iter().filter(|w| w.code == "FLUSH_REFUSED").map(|w| w.message.clone()).collect();
+    ensure!(
+        refused.len() == 1 && refused[0].contains("junk-new") && refused[0].contains("TOO_MANY_BUCKETS"),
+        "{refused:?}"
+    );
     Ok(())
 }

@@ -319,6 +319,9 @@ async fn book_serve(
         let e = e.as_object().ok_or_else(|| bad("an event is not an object"))?;
         time.jump(t0 + num_arg(e, "at").map_err(|m| bad(&m))? - time.now());
         if e.contains_key("table") || e.contains_key("fail") {
+            // A refresh a timeout() started in the background reads what the aggregator
+            // answered then, as in JavaScript (whose fetch is called at once): not this table.
+            super::settle().await;
             *answer.borrow_mut() = match e.get("table").and_then(Value::as_object) {
                 Some(table) if !e.contains_key("fail") => {
                     let rows: Map<String, Value> = table
