@@ -43,6 +43,8 @@ const READ_LIMIT = 256 * 1024 + 1;
 const DO_CHUNK = 120 * 1024;
 /** Chunk size in Deno KV (values up to 64 KiB). */
 const KV_CHUNK = 60 * 1024;
+/** How long a derived table is served again when nothing was written since. */
+const TABLE_MAX_AGE_MS = 1000;
 /** How often a KV merge is retried after a conflicting write by another process. */
 const KV_RETRIES = 16;
 
@@ -86,13 +88,49 @@ function refusal(e) {
   if ((e instanceof RangeError || e instanceof TypeError) && typeof e.code === "string") {
     return json(e.code === "TOO_LARGE" ? 413 : 400, { code: e.code, message: e.message });
   }
+  // A storage write that failed: nothing was merged, the flush may be sent again. No storage error text goes out.
+  if (e?.code === "STORE_FAILED") return json(503, { code: e.code, message: e.message });
   throw e;
 }
 
-/** Routes `POST …/flush` and `GET …/table` to `agg.flush(bytes)` and `agg.table()`. */
-async function serve(request, agg) {
+/** `serve`'s `auth` for a caller that holds the binding (or the object, in process): no token is asked. */
+const TRUSTED = Symbol("trusted");
+
+/**
+ * Whether `a` and `b` (strings) are equal, in a time that depends on their lengths only, not on where they
+ * differ: a bearer token is compared without telling an outsider how much of it was right.
+ */
+function sameSecret(a, b) {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ (y[i % (y.length || 1)] ?? 0);
+  return diff === 0;
+}
+
+/** Whether `request` carries `Authorization: Bearer <secret>`; never, when no secret is configured. */
+function authorized(request, secret) {
+  if (typeof secret !== "string" || secret.length === 0) return false;
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "");
+  return m !== null && sameSecret(m[1], secret);
+}
+
+const unauthorized = () => {
+  const r = json(401, { code: "UNAUTHORIZED", message: "this endpoint needs the aggregator's bearer token" });
+  r.headers.set("www-authenticate", 'Bearer realm="edge-deadline"');
+  return r;
+};
+
+/**
+ * Routes `POST …/flush` and `GET …/table` to `agg.flush(bytes)` and `agg.table()`. `auth` is TRUSTED (a
+ * binding) or `{ read, write }`, the secrets a request must carry as a bearer token: the write secret for
+ * a flush, the read secret for the table; without a configured secret that route answers 401 to everyone.
+ * An unauthorized request is answered before its body is read, and changes nothing.
+ */
+async function serve(request, agg, auth) {
   const path = new URL(request.url).pathname;
   if (path.endsWith("/flush")) {
+    if (auth !== TRUSTED && !authorized(request, auth?.write)) return unauthorized();
     if (request.method !== "POST") return json(405, { code: "METHOD", message: "POST the flush bytes to /flush" });
     const bytes = await readCapped(request, READ_LIMIT);
     if (bytes === undefined) return json(413, { code: "TOO_LARGE", message: `a flush is at most ${READ_LIMIT - 1} bytes` });
@@ -104,10 +142,29 @@ async function serve(request, agg) {
     return new Response(null, { status: 204 });
   }
   if (path.endsWith("/table")) {
+    if (auth !== TRUSTED && !authorized(request, auth?.read)) return unauthorized();
     if (request.method !== "GET" && request.method !== "HEAD") return json(405, { code: "METHOD", message: "GET /table" });
     return json(200, await agg.table());
   }
   return json(404, { code: "NOT_FOUND", message: "the aggregator answers POST /flush and GET /table" });
+}
+
+/**
+ * The in-Worker (or in-process) way to the aggregator, for `TimeoutBook`'s `aggregator` option: an object
+ * with `fetch(request)` that hands `POST …/flush` and `GET …/table` to `target.flush(bytes)` and
+ * `target.table()`, with no token (whoever holds the binding may write and read). `target` is a
+ * `kvAggregator`, or a function answering the Durable Object's stub (called per request: a stub belongs to
+ * the request that made it), whose `flush` and `table` are reached by RPC.
+ * @param {{ flush(bytes: Uint8Array): Promise<void>, table(): unknown } | (() => { flush(bytes: Uint8Array): Promise<void>, table(): unknown })} target
+ */
+export function aggregatorBinding(target) {
+  const ok = (t) => t !== null && (typeof t === "object" || typeof t === "function") && "flush" in t && "table" in t;
+  if (typeof target !== "function" && !ok(target)) {
+    const e = new TypeError("'target' must be a kvAggregator or a function answering the TimeoutAggregator's stub");
+    Object.assign(e, { param: "target", code: "INVALID_TYPE" });
+    throw e;
+  }
+  return { fetch: (request) => serve(request, typeof target === "function" ? target() : target, TRUSTED) };
 }
 
 /** `bytes` in chunks of at most `size`. */
@@ -145,96 +202,186 @@ function groupCommit(write) {
   };
 }
 
+/** The Worker secrets (environment variables) holding the bearer tokens of the object's HTTP endpoint. */
+const SECRETS = { read: "TIMEOUTS_READ_TOKEN", write: "TIMEOUTS_WRITE_TOKEN" };
+
+/** A failed storage write, as a flush's answer: nothing of it was merged. */
+function storeFailed() {
+  const e = new Error("the aggregator could not store this flush; nothing of it was merged: send it again");
+  e.code = "STORE_FAILED";
+  return e;
+}
+
 /**
- * The Durable Object class. Bind it in wrangler.toml (`[[durable_objects.bindings]]`,
- * `class_name = "TimeoutAggregator"`) and export it from the Worker; isolates
- * reach one instance (`env.AGG.get(env.AGG.idFromName("timeouts"))`).
- * Options: a subclass's `static options = { windowMs, windows, q, safety, relativeError }`.
+ * The Durable Object class, made on `Base` (workerd's `DurableObject`, so that isolates reach `flush` and
+ * `table` by RPC through the binding; a plain class elsewhere).
+ * @param {new (ctx: any, env: any) => object} Base
  */
-export class TimeoutAggregator {
-  /** @type {{ windowMs?: number, windows?: number, q?: number, safety?: number, relativeError?: number }} */
-  static options = {};
-  #storage;
-  #core;
-  /** index → chunks stored, to delete the ones a shorter window leaves. */
-  #stored = new Map();
-  #commit;
+export function aggregatorClass(Base) {
+  return class TimeoutAggregator extends Base {
+    /** @type {{ windowMs?: number, windows?: number, q?: number, safety?: number, relativeError?: number }} */
+    static options = {};
+    /** The names of the Worker secrets its HTTP endpoint checks: a subclass may rename them. */
+    static secrets = SECRETS;
+    #storage;
+    /** What is stored: the windows as they are on disk. The table is derived from it alone. */
+    #core;
+    /** What is stored plus the flushes merged since: the windows the next write stores. */
+    #pending;
+    /** Flushes merged into #pending that no write has carried yet: `{ resolve, reject }`. */
+    #queue = [];
+    /** index → chunks stored, to delete the ones a shorter window leaves. */
+    #stored = new Map();
+    /** Windows whose stored value may differ from #core's after a failed write: rewritten by the next. */
+    #rewrite = new Set();
+    #commit;
+    #secrets;
+    /** The table derived after the last write: `{ version, at, table }`. */
+    #table = null;
+    #version = 0;
 
-  constructor(ctx, _env) {
-    this.#storage = ctx.storage;
-    this.#core = core(this.constructor.options);
-    this.#commit = groupCommit(() => this.#write());
-    ctx.blockConcurrencyWhile(() => this.#load());
-  }
-
-  async #load() {
-    const all = await this.#storage.list({ prefix: "w:" });
-    const heads = new Map();
-    for (const [k, v] of all) {
-      const m = /^w:(-?\d+)$/.exec(k);
-      if (m) heads.set(Number(m[1]), v);
+    constructor(ctx, env) {
+      super(ctx, env);
+      this.#storage = ctx.storage;
+      this.#core = core(this.constructor.options);
+      this.#pending = core(this.constructor.options);
+      const names = this.constructor.secrets ?? SECRETS;
+      this.#secrets = { read: env?.[names.read], write: env?.[names.write] };
+      this.#commit = groupCommit(() => this.#write());
+      ctx.blockConcurrencyWhile(() => this.#load());
     }
-    for (const [index, n] of [...heads].sort((a, b) => a[0] - b[0])) {
-      const parts = [];
-      for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
-      // A window that does not read back (damaged storage) is refused whole by the core and left out.
-      try {
-        this.#core.loadWindow(join(parts));
-        this.#stored.set(index, n);
-      } catch {
+
+    async #load() {
+      const all = await this.#storage.list({ prefix: "w:" });
+      const heads = new Map();
+      for (const [k, v] of all) {
+        const m = /^w:(-?\d+)$/.exec(k);
+        if (m) heads.set(Number(m[1]), v);
+      }
+      for (const [index, n] of [...heads].sort((a, b) => a[0] - b[0])) {
+        const parts = [];
+        for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
+        // A window that does not read back (damaged storage) is refused whole by the core and left out.
+        try {
+          this.#core.loadWindow(join(parts));
+        } catch {
+          // left out
+        }
         this.#stored.set(index, n);
       }
+      this.#core.expire(Date.now());
+      this.#core.takeChanges();
     }
-    this.#core.expire(Date.now());
-  }
 
-  async #write() {
-    const { dirty, dropped } = this.#core.takeChanges();
-    const put = {};
-    const del = [];
-    for (const index of dropped) {
-      const n = this.#stored.get(index) ?? 0;
-      del.push(`w:${index}`);
-      for (let i = 0; i < n; i++) del.push(`w:${index}:${i}`);
-      this.#stored.delete(index);
+    /**
+     * Merges `bytes` into #pending, which holds a copy of a window once a flush reached it: when the
+     * flush reaches a window #pending has no copy of yet, the stored one is copied in and the flush
+     * merged again, so the refusal is the one the stored window with every pending flush would give.
+     */
+    #merge(bytes, now) {
+      const had = new Set(this.#pending.windowIndexes());
+      const index = this.#pending.merge(bytes, now);
+      if (had.has(index)) return;
+      const stored = this.#core.windowBytes(index);
+      if (!stored) return;
+      this.#pending.loadWindow(stored);
+      this.#pending.merge(bytes, now);
     }
-    for (const index of dirty) {
-      const bytes = this.#core.windowBytes(index);
-      if (!bytes) continue;
-      const parts = chunks(bytes, DO_CHUNK);
-      put[`w:${index}`] = parts.length;
-      parts.forEach((p, i) => (put[`w:${index}:${i}`] = p));
-      for (let i = parts.length; i < (this.#stored.get(index) ?? 0); i++) del.push(`w:${index}:${i}`);
-      this.#stored.set(index, parts.length);
+
+    async #write() {
+      const batch = this.#queue;
+      this.#queue = [];
+      let windows = new Set(this.#rewrite);
+      const stored = new Map(this.#stored);
+      const written = new Map();
+      try {
+        this.#core.expire(Date.now());
+        const { dropped } = this.#core.takeChanges();
+        const { dirty } = this.#pending.takeChanges();
+        windows = new Set([...dirty, ...this.#rewrite, ...dropped]);
+        const put = {};
+        const del = [];
+        for (const index of windows) {
+          // A window that is not kept (dropped, or never stored) has its keys deleted.
+          const bytes = dropped.includes(index) ? undefined : (this.#pending.windowBytes(index) ?? this.#core.windowBytes(index));
+          const had = stored.get(index) ?? 0;
+          if (!bytes) {
+            if (had > 0 || dropped.includes(index)) del.push(`w:${index}`);
+            for (let i = 0; i < had; i++) del.push(`w:${index}:${i}`);
+            stored.delete(index);
+            continue;
+          }
+          written.set(index, bytes);
+          const parts = chunks(bytes, DO_CHUNK);
+          put[`w:${index}`] = parts.length;
+          parts.forEach((p, i) => (put[`w:${index}:${i}`] = p));
+          for (let i = parts.length; i < had; i++) del.push(`w:${index}:${i}`);
+          stored.set(index, parts.length);
+        }
+        // No await between them: the Durable Object applies these as one write.
+        const writes = [];
+        const keys = Object.keys(put);
+        for (let i = 0; i < keys.length; i += 128) writes.push(this.#storage.put(Object.fromEntries(keys.slice(i, i + 128).map((k) => [k, put[k]]))));
+        for (let i = 0; i < del.length; i += 128) writes.push(this.#storage.delete(del.slice(i, i + 128)));
+        // put() resolves once the value is in the object's cache; sync() once it is
+        // on disk. Waiting for the disk is what makes the batch: flushes arriving
+        // meanwhile are merged in memory and share the next write.
+        writes.push(this.#storage.sync());
+        await Promise.all(writes);
+      } catch {
+        // Nothing of this batch counts: the flushes it carried, and those merged on top of it
+        // since, are answered STORE_FAILED (their senders keep them and send them again);
+        // #pending starts again from what is stored, and the next write puts back the stored
+        // value (or the absence) of every window this one may have changed.
+        const failed = [...batch, ...this.#queue];
+        this.#queue = [];
+        this.#pending.free?.();
+        this.#pending = core(this.constructor.options);
+        for (const index of windows) {
+          this.#rewrite.add(index);
+          this.#stored.set(index, Math.max(this.#stored.get(index) ?? 0, stored.get(index) ?? 0));
+        }
+        for (const f of failed) f.reject(storeFailed());
+        return;
+      }
+      this.#stored = stored;
+      this.#rewrite.clear();
+      for (const bytes of written.values()) this.#core.loadWindow(bytes);
+      this.#core.takeChanges();
+      this.#version++;
+      for (const f of batch) f.resolve();
     }
-    // No await between them: the Durable Object applies these as one write.
-    const writes = [];
-    const keys = Object.keys(put);
-    for (let i = 0; i < keys.length; i += 128) writes.push(this.#storage.put(Object.fromEntries(keys.slice(i, i + 128).map((k) => [k, put[k]]))));
-    for (let i = 0; i < del.length; i += 128) writes.push(this.#storage.delete(del.slice(i, i + 128)));
-    // put() resolves once the value is in the object's cache; sync() once it is
-    // on disk. Waiting for the disk is what makes the batch: flushes arriving
-    // meanwhile are merged in memory and share the next write.
-    writes.push(this.#storage.sync());
-    await Promise.all(writes);
-  }
 
-  /** Merges one flush (refusals throw the core's RangeError) and resolves once it is stored. */
-  async flush(bytes) {
-    this.#core.merge(bytes, Date.now());
-    await this.#commit();
-  }
+    /**
+     * Merges one flush (refusals throw the core's RangeError, before anything changes) and resolves once
+     * it is stored; a failed write rejects with `.code` "STORE_FAILED" and counts nothing of it.
+     */
+    async flush(bytes) {
+      this.#merge(bytes, Date.now());
+      const done = new Promise((resolve, reject) => this.#queue.push({ resolve, reject }));
+      this.#commit().catch(() => {});
+      return done;
+    }
 
-  /** The derived table. */
-  table() {
-    return this.#core.table(Date.now());
-  }
+    /** The derived table, of what is stored: derived again after a write, or once it is a second old. */
+    table() {
+      const t = Date.now();
+      const c = this.#table;
+      if (c && c.version === this.#version && t - c.at >= 0 && t - c.at < TABLE_MAX_AGE_MS) return c.table;
+      const table = this.#core.table(t);
+      this.#table = { version: this.#version, at: t, table };
+      return table;
+    }
 
-  /** `POST …/flush`, `GET …/table`. */
-  fetch(request) {
-    return serve(request, this);
-  }
+    /** `POST …/flush` with the write token, `GET …/table` with the read token (`static secrets` names them). */
+    fetch(request) {
+      return serve(request, this, this.#secrets);
+    }
+  };
 }
+
+/** A plain-class TimeoutAggregator (edge-deadline/durable for workerd makes it on `DurableObject`). */
+export const TimeoutAggregator = aggregatorClass(class {});
 
 /**
  * The aggregator on Deno KV, for Deno servers: `Deno.serve((r) => agg.fetch(r))`.
@@ -247,7 +394,14 @@ export function kvAggregator(kv, options = {}) {
     Object.assign(e, { param: "kv", code: "INVALID_TYPE" });
     throw e;
   }
-  const { prefix = ["edge-deadline", "fleet"], now = Date.now, ...coreOptions } = options;
+  const { prefix = ["edge-deadline", "fleet"], now = Date.now, readToken, writeToken, ...coreOptions } = options;
+  for (const [name, v] of [["readToken", readToken], ["writeToken", writeToken]]) {
+    if (v !== undefined && (typeof v !== "string" || v.length === 0)) {
+      const e = new TypeError(`'options.${name}' must be a non-empty string (or absent: then fetch() refuses that route)`);
+      Object.assign(e, { param: `options.${name}`, code: "INVALID_TYPE" });
+      throw e;
+    }
+  }
   if (!Array.isArray(prefix)) {
     const e = new TypeError("'options.prefix' must be an array of KV key parts");
     Object.assign(e, { param: "options.prefix", code: "INVALID_TYPE" });
@@ -344,8 +498,8 @@ export function kvAggregator(kv, options = {}) {
       }
       return agg.table(now());
     },
-    /** `POST …/flush`, `GET …/table`. */
-    fetch: (request) => serve(request, agg),
+    /** `POST …/flush` with `writeToken`, `GET …/table` with `readToken` (as bearer tokens). */
+    fetch: (request) => serve(request, agg, { read: readToken, write: writeToken }),
   };
   return agg;
 }
