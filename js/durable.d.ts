@@ -12,6 +12,8 @@ export interface FleetOptions {
   safety?: number;
   /** The relative error every flushed sketch must have; 0.01 by default. A flush with another is refused. */
   relativeError?: number;
+  /** The most bytes one window may hold in storage (64 KiB … 16 MiB); 2 MiB by default. A flush past it is refused, 429 WINDOW_FULL. */
+  maxWindowBytes?: number;
 }
 
 /** What `GET …/table` answers. */

@@ -48,9 +48,34 @@ const TABLE_MAX_AGE_MS = 1000;
 /** How often a KV merge is retried after a conflicting write by another process. */
 const KV_RETRIES = 16;
 
+/** The default budget of one window's stored bytes; `maxWindowBytes` sets it within the bounds below. */
+const MAX_WINDOW_BYTES = 2 * 1024 * 1024;
+const MAX_WINDOW_BYTES_LO = 64 * 1024;
+const MAX_WINDOW_BYTES_HI = 16 * 1024 * 1024;
+/** Deno KV: chunks written per atomic operation (each at most KV_CHUNK: well under the 800 KiB of one operation). */
+const KV_CHUNKS_PER_OP = 8;
+
 function core(options) {
   if (!isReady()) notReady("TimeoutAggregator");
   return new FleetAggregatorCore(options);
+}
+
+/** `options` without the host's own `maxWindowBytes`, and that budget, checked. */
+function hostOptions(options, param) {
+  const { maxWindowBytes = MAX_WINDOW_BYTES, ...coreOptions } = options ?? {};
+  if (typeof maxWindowBytes !== "number" || !Number.isInteger(maxWindowBytes) || maxWindowBytes < MAX_WINDOW_BYTES_LO || maxWindowBytes > MAX_WINDOW_BYTES_HI) {
+    const e = new RangeError(`'${param}' must be a whole number of bytes from ${MAX_WINDOW_BYTES_LO} to ${MAX_WINDOW_BYTES_HI}, got ${String(maxWindowBytes)}`);
+    Object.assign(e, { param, code: "OUT_OF_RANGE" });
+    throw e;
+  }
+  return { maxWindowBytes, coreOptions };
+}
+
+/** A flush refused because its window is at its byte budget (429: the next window takes it). */
+function windowFull(maxWindowBytes, retryAfterMs) {
+  const e = new RangeError(`this window holds its budget of ${maxWindowBytes} bytes; flushes are taken again from the next window`);
+  Object.assign(e, { code: "WINDOW_FULL", retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)) });
+  return e;
 }
 
 const json = (status, body) =>
@@ -85,6 +110,11 @@ async function readCapped(request, max) {
 
 /** A core refusal as the HTTP answer: 413 for too big, 400 otherwise. */
 function refusal(e) {
+  if (e?.code === "WINDOW_FULL") {
+    const r = json(429, { code: e.code, message: e.message });
+    r.headers.set("retry-after", String(Math.max(1, Math.ceil((Number(e.retryAfterMs) || 0) / 1000))));
+    return r;
+  }
   if ((e instanceof RangeError || e instanceof TypeError) && typeof e.code === "string") {
     return json(e.code === "TOO_LARGE" ? 413 : 400, { code: e.code, message: e.message });
   }
@@ -239,12 +269,23 @@ export function aggregatorClass(Base) {
     /** The table derived after the last write: `{ version, at, table }`. */
     #table = null;
     #version = 0;
+    #coreOptions;
+    #maxWindowBytes;
+    #windowMs;
+    /** index → bytes of the window as stored. */
+    #sizes = new Map();
+    /** index → bytes of the flushes merged into #pending and not yet stored (an upper bound of the growth). */
+    #pendingBytes = new Map();
 
     constructor(ctx, env) {
       super(ctx, env);
       this.#storage = ctx.storage;
-      this.#core = core(this.constructor.options);
-      this.#pending = core(this.constructor.options);
+      const { maxWindowBytes, coreOptions } = hostOptions(this.constructor.options, "options.maxWindowBytes");
+      this.#coreOptions = coreOptions;
+      this.#maxWindowBytes = maxWindowBytes;
+      this.#core = core(coreOptions);
+      this.#windowMs = this.#core.options().windowMs;
+      this.#pending = core(coreOptions);
       const names = this.constructor.secrets ?? SECRETS;
       this.#secrets = { read: env?.[names.read], write: env?.[names.write] };
       this.#commit = groupCommit(() => this.#write());
@@ -262,8 +303,10 @@ export function aggregatorClass(Base) {
         const parts = [];
         for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
         // A window that does not read back (damaged storage) is refused whole by the core and left out.
+        const bytes = join(parts);
         try {
-          this.#core.loadWindow(join(parts));
+          this.#core.loadWindow(bytes);
+          this.#sizes.set(index, bytes.byteLength);
         } catch {
           // left out
         }
@@ -279,18 +322,33 @@ export function aggregatorClass(Base) {
      * merged again, so the refusal is the one the stored window with every pending flush would give.
      */
     #merge(bytes, now) {
+      // The budget, before anything changes: the stored window plus every flush merged since, plus this one,
+      // bounds what the window may become (merging adds at most a flush's bytes). The window of `now`
+      // is the one flushes reach (a clock that went back aside).
+      const at = Math.floor(now / this.#windowMs);
+      if ((this.#sizes.get(at) ?? 0) + (this.#pendingBytes.get(at) ?? 0) + bytes.byteLength > this.#maxWindowBytes) {
+        throw windowFull(this.#maxWindowBytes, (at + 1) * this.#windowMs - now);
+      }
+      const index = this.#mergePending(bytes, now);
+      this.#pendingBytes.set(index, (this.#pendingBytes.get(index) ?? 0) + bytes.byteLength);
+      return index;
+    }
+
+    #mergePending(bytes, now) {
       const had = new Set(this.#pending.windowIndexes());
       const index = this.#pending.merge(bytes, now);
-      if (had.has(index)) return;
+      if (had.has(index)) return index;
       const stored = this.#core.windowBytes(index);
-      if (!stored) return;
+      if (!stored) return index;
       this.#pending.loadWindow(stored);
-      this.#pending.merge(bytes, now);
+      return this.#pending.merge(bytes, now);
     }
 
     async #write() {
       const batch = this.#queue;
       this.#queue = [];
+      // Flushes merged from now on count against their window until the write after this one.
+      this.#pendingBytes = new Map();
       let windows = new Set(this.#rewrite);
       const stored = new Map(this.#stored);
       const written = new Map();
@@ -335,8 +393,9 @@ export function aggregatorClass(Base) {
         // value (or the absence) of every window this one may have changed.
         const failed = [...batch, ...this.#queue];
         this.#queue = [];
+        this.#pendingBytes = new Map();
         this.#pending.free?.();
-        this.#pending = core(this.constructor.options);
+        this.#pending = core(this.#coreOptions);
         for (const index of windows) {
           this.#rewrite.add(index);
           this.#stored.set(index, Math.max(this.#stored.get(index) ?? 0, stored.get(index) ?? 0));
@@ -346,7 +405,11 @@ export function aggregatorClass(Base) {
       }
       this.#stored = stored;
       this.#rewrite.clear();
-      for (const bytes of written.values()) this.#core.loadWindow(bytes);
+      for (const [index, bytes] of written) {
+        this.#core.loadWindow(bytes);
+        this.#sizes.set(index, bytes.byteLength);
+      }
+      for (const index of this.#sizes.keys()) if (!stored.has(index)) this.#sizes.delete(index);
       this.#core.takeChanges();
       this.#version++;
       for (const f of batch) f.resolve();
@@ -407,62 +470,145 @@ export function kvAggregator(kv, options = {}) {
     Object.assign(e, { param: "options.prefix", code: "INVALID_TYPE" });
     throw e;
   }
-  const resolved = core(coreOptions).options();
+  const { maxWindowBytes, coreOptions: windowOptions } = hostOptions(coreOptions, "options.maxWindowBytes");
+  const resolved = core(windowOptions).options();
   const { windowMs, windows } = resolved;
   const expireIn = windowMs * (windows + 1);
+  // A window's head, [...prefix, "w", index], holds { g, n, size }: its bytes are the n chunks under
+  // [...prefix, "c", index, g, i]. Chunks are written first, several atomic operations of at most
+  // KV_CHUNKS_PER_OP chunks each (no operation nears Deno KV's 800 KiB), then the head is switched to
+  // them in one operation checked against the head's versionstamp: readers see the old window or the
+  // new one, never a mix. The old generation's chunks are deleted after; expireIn removes any left.
   const windowKey = (index) => [...prefix, "w", index];
+  const chunkKey = (index, g, i) => [...prefix, "c", index, g, i];
   /** Flushes waiting for the next write: bytes and how to answer. */
   let waiting = [];
 
-  const readWindow = async (index) => {
-    const head = await kv.get(windowKey(index));
-    const agg = core(coreOptions);
-    if (head.value == null) return { agg, head, chunks: 0 };
-    const parts = [];
-    for await (const e of kv.list({ prefix: windowKey(index) })) parts[e.key[e.key.length - 1]] = e.value;
-    try {
-      agg.loadWindow(join(parts.slice(0, head.value).map((p) => new Uint8Array(p ?? []))));
-    } catch {
-      // A damaged window is replaced by what is merged now.
+  /** The window's bytes for head `value` (undefined: a chunk is missing, the head moved meanwhile). */
+  const readChunks = async (index, value) => {
+    if (typeof value === "number") {
+      // The layout before generations: chunks under the head's own key.
+      const parts = [];
+      for await (const e of kv.list({ prefix: windowKey(index) })) parts[e.key[e.key.length - 1]] = e.value;
+      return join(parts.slice(0, value).map((p) => new Uint8Array(p ?? [])));
     }
-    return { agg, head, chunks: head.value };
+    if (!value || typeof value !== "object" || typeof value.g !== "string" || !Number.isInteger(value.n)) return new Uint8Array(0);
+    const parts = [];
+    for (let i = 0; i < value.n; i += 10) {
+      const got = await kv.getMany(Array.from({ length: Math.min(10, value.n - i) }, (_, j) => chunkKey(index, value.g, i + j)));
+      for (const e of got) {
+        if (e.value == null) return undefined;
+        parts.push(new Uint8Array(e.value));
+      }
+    }
+    return join(parts);
+  };
+
+  /** The window at `index`: its head (for the check), its bytes as read, and a core holding it. */
+  const readWindow = async (index) => {
+    for (let attempt = 0; ; attempt++) {
+      const head = await kv.get(windowKey(index));
+      const agg = core(windowOptions);
+      if (head.value == null) return { agg, head, bytes: undefined };
+      const bytes = await readChunks(index, head.value);
+      if (bytes === undefined && attempt < KV_RETRIES) continue;
+      try {
+        if (bytes) agg.loadWindow(bytes);
+        return { agg, head, bytes };
+      } catch {
+        // A damaged window is replaced by what is merged now.
+        return { agg: core(windowOptions), head, bytes: undefined };
+      }
+    }
+  };
+
+  /** Deletes a generation's chunks (or the old layout's), best effort: expireIn is the backstop. */
+  const dropChunks = async (index, value) => {
+    const keys = [];
+    if (typeof value === "number") for (let i = 0; i < value; i++) keys.push([...windowKey(index), i]);
+    else if (value && typeof value.g === "string") for (let i = 0; i < value.n; i++) keys.push(chunkKey(index, value.g, i));
+    for (let i = 0; i < keys.length; i += 100) {
+      const op = kv.atomic();
+      for (const k of keys.slice(i, i + 100)) op.delete(k);
+      await op.commit().catch(() => {});
+    }
+  };
+
+  /** Commits `op`, retrying "database is locked" (a local database shared by two processes) like a conflict. */
+  const commitOp = async (op, attempt) => {
+    try {
+      return await op.commit();
+    } catch (e) {
+      if (attempt >= KV_RETRIES || !/locked|busy/i.test(String(e?.message))) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8 * (attempt + 1)));
+      return { ok: false };
+    }
+  };
+
+  /**
+   * Merges `batch` into `agg` (holding the window as read, `size` bytes): each flush's result, the window's
+   * budget kept. A flush that would take the window past `maxWindowBytes` is refused (WINDOW_FULL) and
+   * leaves it as it was.
+   */
+  const mergeBatch = (agg, index, size, batch, t) => {
+    let bound = size;
+    return batch.map(({ bytes }) => {
+      try {
+        if (bound + bytes.byteLength <= maxWindowBytes) {
+          agg.merge(bytes, t);
+          bound += bytes.byteLength;
+          return null;
+        }
+        const before = agg.windowBytes(index);
+        agg.merge(bytes, t);
+        const after = agg.windowBytes(index);
+        if (after && after.byteLength > maxWindowBytes) {
+          if (before) agg.loadWindow(before);
+          else agg.expire((index + windows + 1) * windowMs);
+          bound = before?.byteLength ?? 0;
+          return windowFull(maxWindowBytes, (index + 1) * windowMs - t);
+        }
+        bound = after?.byteLength ?? 0;
+        return null;
+      } catch (e) {
+        return e;
+      }
+    });
   };
 
   const write = async () => {
     const batch = waiting;
     waiting = [];
     if (batch.length === 0) return;
+    try {
+      await writeBatch(batch);
+    } catch {
+      // Nothing became visible (the head switch is the commit); no storage error text goes out.
+      for (const { done } of batch) done(storeFailed());
+    }
+  };
+
+  const writeBatch = async (batch) => {
     const t = now();
     const index = Math.floor(t / windowMs);
     for (let attempt = 0; ; attempt++) {
-      const { agg, head, chunks: had } = await readWindow(index);
-      const results = batch.map(({ bytes }) => {
-        try {
-          agg.merge(bytes, t);
-          return null;
-        } catch (e) {
-          return e;
-        }
-      });
+      const { agg, head, bytes: had } = await readWindow(index);
+      const results = mergeBatch(agg, index, had?.byteLength ?? 0, batch, t);
       const bytes = agg.windowBytes(index);
-      const op = kv.atomic().check(head);
-      if (bytes) {
+      let r = { ok: true };
+      if (bytes && results.some((e) => e === null)) {
+        const g = crypto.randomUUID();
         const parts = chunks(bytes, KV_CHUNK);
-        op.set(windowKey(index), parts.length, { expireIn });
-        parts.forEach((p, i) => op.set([...windowKey(index), i], p, { expireIn }));
-        for (let i = parts.length; i < had; i++) op.delete([...windowKey(index), i]);
-      }
-      let r;
-      try {
-        r = await op.commit();
-      } catch (e) {
-        // A local database shared by two processes answers "database is locked" while the other writes: retried like a conflict.
-        if (attempt >= KV_RETRIES || !/locked|busy/i.test(String(e?.message))) throw e;
-        r = { ok: false };
-        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8 * (attempt + 1)));
+        for (let i = 0; i < parts.length; i += KV_CHUNKS_PER_OP) {
+          const op = kv.atomic();
+          parts.slice(i, i + KV_CHUNKS_PER_OP).forEach((p, j) => op.set(chunkKey(index, g, i + j), p, { expireIn }));
+          for (let tries = 0; !(await commitOp(op, tries)).ok; tries++) if (tries >= KV_RETRIES) throw new Error("locked");
+        }
+        r = await commitOp(kv.atomic().check(head).set(windowKey(index), { g, n: parts.length, size: bytes.byteLength }, { expireIn }), attempt);
+        await dropChunks(index, r.ok ? head.value : { g, n: parts.length });
       }
       if (r.ok || attempt >= KV_RETRIES) {
-        batch.forEach(({ done }, i) => done(r.ok || results[i] ? results[i] : new Error("the KV window kept changing under this write; retry the flush")));
+        batch.forEach(({ done }, i) => done(r.ok || results[i] ? results[i] : storeFailed()));
         return;
       }
     }
@@ -479,19 +625,16 @@ export function kvAggregator(kv, options = {}) {
     },
     /** The table derived from every window in KV. */
     async table() {
-      const agg = core(coreOptions);
+      const agg = core(windowOptions);
       const heads = [];
-      const parts = new Map();
       for await (const e of kv.list({ prefix: [...prefix, "w"] })) {
         const rest = e.key.slice(prefix.length + 1);
         if (rest.length === 1) heads.push([rest[0], e.value]);
-        else if (rest.length === 2) parts.set(`${rest[0]}:${rest[1]}`, e.value);
       }
-      for (const [index, n] of heads) {
-        const p = [];
-        for (let i = 0; i < n; i++) p.push(new Uint8Array(parts.get(`${index}:${i}`) ?? []));
+      for (const [index] of heads) {
         try {
-          agg.loadWindow(join(p));
+          const { bytes } = await readWindow(index);
+          if (bytes) agg.loadWindow(bytes);
         } catch {
           // Left out: a window that does not read back.
         }

@@ -71,6 +71,11 @@ export class FlakyAggregator extends TimeoutAggregator {
   }
 }
 
+/** TimeoutAggregator with a small window budget, for the budget check. */
+export class SmallAggregator extends TimeoutAggregator {
+  static options = { maxWindowBytes: 64 * 1024 };
+}
+
 export default {
   async fetch(request, env) {
     const path = new URL(request.url).pathname;

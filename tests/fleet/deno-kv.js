@@ -2,7 +2,7 @@
 // file (run by tests/fleet/run.mjs: `deno run --unstable-kv tests/fleet/deno-kv.js DIR`).
 import { aggregatorBinding, kvAggregator } from "../../pkg/durable-deno.js";
 import { LatencySketch, TimeoutBook } from "../../pkg/derive-deno.js";
-import { assert, encodeFlush, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
+import { assert, benchFlush, encodeFlush, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
 
 const dir = Deno.args[0];
 const path = `${dir}/fleet.kv`;
@@ -107,6 +107,53 @@ await t.check("two processes' aggregators on one database lose no flush (version
   } finally {
     kv2.close();
   }
+});
+
+/** A flush of `buckets` new buckets named `${tag}-…`, 100 successes each (about 900 bytes a bucket). */
+const wide = (tag, buckets) => benchFlush(LatencySketch, buckets, 100, tag);
+
+await t.check("a window past Deno KV's 800 KiB atomic limit is stored in pieces: every flush is taken and reads back after reopening", async () => {
+  const prefix = ["wide"];
+  const big = kvAggregator(kv, { prefix, maxWindowBytes: 4 * 1024 * 1024 });
+  const statuses = [];
+  for (let f = 0; f < 48; f++) statuses.push(await flushVia(big)(wide(`f${f}`, 20)));
+  assert(statuses.every((s) => s === 204), `statuses ${[...new Set(statuses)]}`);
+  const table = await tableOf(big);
+  const rows = Object.keys(table.buckets).length;
+  assert(rows === 960, `${rows} rows, 960 buckets flushed`);
+  let stored = 0;
+  for await (const e of kv.list({ prefix: [...prefix, "w"] })) stored += e.value?.size ?? 0;
+  assert(stored > 800 * 1024, `the window is ${stored} bytes: not past the atomic limit, the check proves nothing`);
+  const kv2 = await Deno.openKv(path);
+  try {
+    const again = await tableOf(kvAggregator(kv2, { prefix, maxWindowBytes: 4 * 1024 * 1024 }));
+    assert(sansDate(again) === sansDate(table), "the window read back differs");
+  } finally {
+    kv2.close();
+  }
+});
+
+await t.check("a window at its byte budget refuses further flushes with 429 WINDOW_FULL (never a 5xx) and changes nothing; the flush alone too big is refused the same", async () => {
+  const prefix = ["budget"];
+  const small = kvAggregator(kv, { prefix, maxWindowBytes: 64 * 1024 });
+  const answers = [];
+  for (let f = 0; f < 12; f++) {
+    const r = await aggregatorBinding(small).fetch(new Request("http://agg/flush", { method: "POST", body: wide(`b${f}`, 20) }));
+    answers.push([r.status, r.status === 204 ? null : await r.json(), r.headers.get("retry-after")]);
+  }
+  const taken = answers.filter(([s]) => s === 204).length;
+  const refused = answers.filter(([s]) => s !== 204);
+  assert(taken >= 2 && refused.length >= 1, `taken ${taken}, refused ${refused.length}`);
+  for (const [s, body, retryAfter] of refused) assert(s === 429 && body.code === "WINDOW_FULL" && Number(retryAfter) >= 1, `refused: ${s} ${JSON.stringify(body)} retry-after ${retryAfter}`);
+  const table = await tableOf(small);
+  assert(Object.keys(table.buckets).length === taken * 20, `${Object.keys(table.buckets).length} rows for ${taken} flushes taken`);
+  let e;
+  try {
+    kvAggregator(kv, { maxWindowBytes: 1024 });
+  } catch (err) {
+    e = err;
+  }
+  assert(e instanceof RangeError && e.param === "options.maxWindowBytes", `maxWindowBytes 1024: ${e}`);
 });
 
 await t.check("a latency shift (the median doubles) shows in the table and in a book's served timeout within two windows, each refresh moving it by at most maxStepFactor", async () => {

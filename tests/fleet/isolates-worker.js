@@ -61,6 +61,8 @@ export default {
       await stubOf(env.FLAKY, "flaky")().armSync();
       return new Response(null, { status: 204 });
     }
+    if (url.pathname === "/small/flush") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
+    if (url.pathname === "/small/table") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/table"));
     if (url.pathname === "/flaky/table") return flaky.fetch(new Request("http://agg/table"));
     if (url.pathname === "/flaky/flush") return flaky.fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     if (url.pathname === "/table") return agg.fetch(new Request("http://agg/table"));

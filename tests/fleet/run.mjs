@@ -12,7 +12,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LatencySketch } from "../../pkg/derive-node.js";
 import { jsBlockUnder } from "../support/markdown.mjs";
-import { assert, encodeFlush, hostileFlushes, runner, sansDate } from "./support.js";
+import { assert, benchFlush, encodeFlush, hostileFlushes, runner, sansDate } from "./support.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const bin = {
@@ -85,6 +85,7 @@ const agg :Workerd.Worker = (
     (className = "TimeoutAggregator", uniqueKey = "edge-deadline-fleet-test"),
     (className = "CountingAggregator", uniqueKey = "edge-deadline-fleet-counted"),
     (className = "FlakyAggregator", uniqueKey = "edge-deadline-fleet-flaky"),
+    (className = "SmallAggregator", uniqueKey = "edge-deadline-fleet-small"),
   ],
   durableObjectStorage = (localDisk = "do-disk"),
   bindings = [
@@ -100,7 +101,8 @@ const isolates :Workerd.Worker = (
     (name = "AGG", service = "agg"),
     (name = "TIMEOUTS", durableObjectNamespace = (className = "TimeoutAggregator", serviceName = "agg")),
     (name = "COUNTED", durableObjectNamespace = (className = "CountingAggregator", serviceName = "agg")),
-    (name = "FLAKY", durableObjectNamespace = (className = "FlakyAggregator", serviceName = "agg")),${recipe ? `\n    (name = "RECIPE", service = "recipe"), (name = "PROFILE", service = "profile"),` : ""}
+    (name = "FLAKY", durableObjectNamespace = (className = "FlakyAggregator", serviceName = "agg")),
+    (name = "SMALL", durableObjectNamespace = (className = "SmallAggregator", serviceName = "agg")),${recipe ? `\n    (name = "RECIPE", service = "recipe"), (name = "PROFILE", service = "profile"),` : ""}
   ],
 );
 ${recipeWorkers}`;
@@ -314,6 +316,19 @@ async function workerdSuite() {
       assert(again.status === 204, `the flush sent again: ${again.status}`);
       const row = (await (await fetch(`${base}/flaky/table`)).json()).buckets.flaky;
       assert(row?.timeouts === 1_000, `1 000 timeouts recorded, the table says ${row?.timeouts}`);
+    });
+    await t.check("a window at its byte budget (maxWindowBytes) refuses further flushes with 429 WINDOW_FULL, never a 5xx, and changes nothing", async () => {
+      const answers = [];
+      for (let f = 0; f < 12; f++) {
+        const r = await fetch(`${base}/small/flush`, { method: "POST", body: benchFlush(LatencySketch, 20, 100, `b${f}`) });
+        answers.push([r.status, r.status === 204 ? null : await r.json(), r.headers.get("retry-after")]);
+      }
+      const taken = answers.filter(([s]) => s === 204).length;
+      const refused = answers.filter(([s]) => s !== 204);
+      assert(taken >= 2 && refused.length >= 1, `taken ${taken}, refused ${refused.length}`);
+      for (const [s, body, retryAfter] of refused) assert(s === 429 && body.code === "WINDOW_FULL" && Number(retryAfter) >= 1, `refused: ${s} ${JSON.stringify(body)} retry-after ${retryAfter}`);
+      const table = await (await fetch(`${base}/small/table`)).json();
+      assert(Object.keys(table.buckets).length === taken * 20, `${Object.keys(table.buckets).length} rows for ${taken} flushes taken`);
     });
     await t.check("the CLI's derive --aggregator URL --bearer-token-env VAR reads and prints the same table from the endpoint", async () => {
       const served = await (await fetch(`${base}/table`)).json();
