@@ -326,8 +326,13 @@ export function aggregatorClass(Base) {
       // bounds what the window may become (merging adds at most a flush's bytes). The window of `now`
       // is the one flushes reach (a clock that went back aside).
       const at = Math.floor(now / this.#windowMs);
-      if ((this.#sizes.get(at) ?? 0) + (this.#pendingBytes.get(at) ?? 0) + bytes.byteLength > this.#maxWindowBytes) {
-        throw windowFull(this.#maxWindowBytes, (at + 1) * this.#windowMs - now);
+      const size = this.#sizes.get(at) ?? 0;
+      if (size + (this.#pendingBytes.get(at) ?? 0) + bytes.byteLength > this.#maxWindowBytes) {
+        // Past the bound, the window's exact size now (flushes of buckets it has grow it far less
+        // than their bytes): the bound starts again from it.
+        const exact = this.#pending.windowIndexes().includes(at) ? (this.#pending.windowBytes(at)?.byteLength ?? size) : size;
+        this.#pendingBytes.set(at, Math.max(0, exact - size));
+        if (exact + bytes.byteLength > this.#maxWindowBytes) throw windowFull(this.#maxWindowBytes, (at + 1) * this.#windowMs - now);
       }
       const index = this.#mergePending(bytes, now);
       this.#pendingBytes.set(index, (this.#pendingBytes.get(index) ?? 0) + bytes.byteLength);
