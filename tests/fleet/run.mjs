@@ -386,8 +386,45 @@ function denoSuite() {
   });
 }
 
+/**
+ * The Deno recipe of docs/recipes.md ("Deno: Deno KV"), its code block as printed, in a directory of its
+ * own with the flags the recipe names (`--unstable-kv --allow-read=./timeouts.kv --allow-write=./timeouts.kv`,
+ * nothing else), the package's names mapped to pkg/ by an import map; a driver appended to the block records
+ * 1 000 calls into its book, flushes, and reads the table back from the same database.
+ */
+async function denoRecipeSuite() {
+  const t = runner();
+  await t.check("the Deno KV recipe (docs/recipes.md) as printed, with its permissions: the book's flush reaches the table in process", async () => {
+    const dir = join(work, "deno-recipe");
+    const { mkdirSync, cpSync } = await import("node:fs");
+    mkdirSync(dir);
+    // The package as a user's project holds it: pkg/ inside the project, readable with --allow-read of the project.
+    cpSync(join(root, "pkg"), join(dir, "pkg"), { recursive: true });
+    const code = jsBlockUnder(readFileSync(join(root, "docs/recipes.md"), "utf8"), "Deno: Deno KV");
+    const driver = `
+for (let i = 0; i < 1000; i++) book.record("GET /profile", 20 + (i % 50), "ok");
+const sent = await book.flush();
+const row = (await agg.table()).buckets["GET /profile"];
+console.log(JSON.stringify({ sent, n: row?.n }));
+`;
+    writeFileSync(join(dir, "main.js"), code + driver);
+    writeFileSync(join(dir, "import_map.json"), JSON.stringify({ imports: { "edge-deadline/durable": "./pkg/durable-deno.js", "edge-deadline/derive": "./pkg/derive-deno.js" } }));
+    const flags = /--unstable-kv --allow-read=\.\/timeouts\.kv --allow-write=\.\/timeouts\.kv/.exec(readFileSync(join(root, "docs/recipes.md"), "utf8"));
+    assert(flags, "the recipe names its flags: deno run --unstable-kv --allow-read=./timeouts.kv --allow-write=./timeouts.kv");
+    const out = execFileSync(bin.deno, ["run", "--unstable-kv", "--allow-read=./timeouts.kv", "--allow-write=./timeouts.kv", "--import-map=import_map.json", "main.js"], {
+      cwd: dir,
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(root, "test-output/deno-cache") },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const last = JSON.parse(out.trim().split("\n").pop());
+    assert(last.sent.sent === 1 && last.n === 1000, `the recipe's book flushed ${JSON.stringify(last.sent)}, the table's n ${last.n}`);
+  });
+  return t.report(`fleet: the Deno KV recipe as printed`);
+}
+
 if (main) try {
-  for (const suite of [workerdSuite, denoSuite]) {
+  for (const suite of [workerdSuite, denoSuite, denoRecipeSuite]) {
     const report = await suite();
     console.log(JSON.stringify(report));
   }
