@@ -12,6 +12,8 @@ export interface FleetOptions {
   safety?: number;
   /** The relative error every flushed sketch must have; 0.01 by default. A flush with another is refused. */
   relativeError?: number;
+  /** The most bytes one window may hold in storage (64 KiB … 16 MiB); 2 MiB by default. A flush past it is refused, 429 WINDOW_FULL. */
+  maxWindowBytes?: number;
 }
 
 /** What `GET …/table` answers. */
@@ -36,12 +38,14 @@ export type { TableRow };
  */
 export declare class TimeoutAggregator {
   static options: FleetOptions;
+  /** The names of the Worker secrets holding the HTTP endpoint's bearer tokens: `TIMEOUTS_READ_TOKEN`, `TIMEOUTS_WRITE_TOKEN`. */
+  static secrets: { read: string; write: string };
   constructor(ctx: { storage: unknown; blockConcurrencyWhile(f: () => Promise<unknown>): Promise<unknown> }, env: unknown);
-  /** Merges one flush; resolves once it is stored. A refusal throws a RangeError with `.code`. */
+  /** Merges one flush; resolves once it is stored. A refusal throws a RangeError with `.code`; a failed write rejects with `.code` "STORE_FAILED" and counts nothing. */
   flush(bytes: Uint8Array): Promise<void>;
-  /** The derived table now. */
+  /** The derived table of what is stored. */
   table(): TimeoutTable;
-  /** `POST …/flush`, `GET …/table`. */
+  /** The HTTP endpoint: `POST …/flush` with the write token, `GET …/table` with the read token (`Authorization: Bearer …`); 401 otherwise. */
   fetch(request: Request): Promise<Response>;
 }
 
@@ -51,7 +55,7 @@ export interface KvAggregator {
   flush(bytes: Uint8Array): Promise<void>;
   /** The table derived from every window in KV. */
   table(): Promise<TimeoutTable>;
-  /** `POST …/flush`, `GET …/table`: a `Deno.serve` handler. */
+  /** The HTTP endpoint: `POST …/flush` with `writeToken`, `GET …/table` with `readToken` (bearer tokens); 401 otherwise. */
   fetch(request: Request): Promise<Response>;
 }
 
@@ -66,5 +70,25 @@ export declare function kvAggregator(
     prefix?: unknown[];
     /** The clock, in ms since 1970 (`Date.now` by default). */
     now?: () => number;
+    /** The bearer token `fetch` asks for on `GET …/table`; without it, that route answers 401 to everyone. */
+    readToken?: string;
+    /** The bearer token `fetch` asks for on `POST …/flush`; without it, that route answers 401 to everyone. */
+    writeToken?: string;
   },
 ): KvAggregator;
+
+/** What `aggregatorBinding` reaches: a `kvAggregator`, or a Durable Object stub of `TimeoutAggregator` (RPC). */
+export interface AggregatorTarget {
+  flush(bytes: Uint8Array): Promise<void>;
+  table(): TimeoutTable | Promise<TimeoutTable>;
+}
+
+/**
+ * The in-Worker (or in-process) way to the aggregator, for `TimeoutBook`'s `aggregator` option: `fetch(request)`
+ * hands `POST …/flush` and `GET …/table` to `target.flush` and `target.table`, with no token. `target` is a
+ * `kvAggregator` or a function answering the Durable Object's stub (called per request).
+ */
+export declare function aggregatorBinding(target: AggregatorTarget | (() => AggregatorTarget)): { fetch(request: Request): Promise<Response> };
+
+/** TimeoutAggregator made on `Base` (the workerd entry makes it on `DurableObject`); internal to the package's entries. */
+export declare function aggregatorClass(Base: new (ctx: any, env: any) => object): typeof TimeoutAggregator;

@@ -43,12 +43,39 @@ const READ_LIMIT = 256 * 1024 + 1;
 const DO_CHUNK = 120 * 1024;
 /** Chunk size in Deno KV (values up to 64 KiB). */
 const KV_CHUNK = 60 * 1024;
+/** How long a derived table is served again when nothing was written since. */
+const TABLE_MAX_AGE_MS = 1000;
 /** How often a KV merge is retried after a conflicting write by another process. */
 const KV_RETRIES = 16;
+
+/** The default budget of one window's stored bytes; `maxWindowBytes` sets it within the bounds below. */
+const MAX_WINDOW_BYTES = 2 * 1024 * 1024;
+const MAX_WINDOW_BYTES_LO = 64 * 1024;
+const MAX_WINDOW_BYTES_HI = 16 * 1024 * 1024;
+/** Deno KV: chunks written per atomic operation (each at most KV_CHUNK: well under the 800 KiB of one operation). */
+const KV_CHUNKS_PER_OP = 8;
 
 function core(options) {
   if (!isReady()) notReady("TimeoutAggregator");
   return new FleetAggregatorCore(options);
+}
+
+/** `options` without the host's own `maxWindowBytes`, and that budget, checked. */
+function hostOptions(options, param) {
+  const { maxWindowBytes = MAX_WINDOW_BYTES, ...coreOptions } = options ?? {};
+  if (typeof maxWindowBytes !== "number" || !Number.isInteger(maxWindowBytes) || maxWindowBytes < MAX_WINDOW_BYTES_LO || maxWindowBytes > MAX_WINDOW_BYTES_HI) {
+    const e = new RangeError(`'${param}' must be a whole number of bytes from ${MAX_WINDOW_BYTES_LO} to ${MAX_WINDOW_BYTES_HI}, got ${String(maxWindowBytes)}`);
+    Object.assign(e, { param, code: "OUT_OF_RANGE" });
+    throw e;
+  }
+  return { maxWindowBytes, coreOptions };
+}
+
+/** A flush refused because its window is at its byte budget (429: the next window takes it). */
+function windowFull(maxWindowBytes, retryAfterMs) {
+  const e = new RangeError(`this window holds its budget of ${maxWindowBytes} bytes; flushes are taken again from the next window`);
+  Object.assign(e, { code: "WINDOW_FULL", retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)) });
+  return e;
 }
 
 const json = (status, body) =>
@@ -83,16 +110,57 @@ async function readCapped(request, max) {
 
 /** A core refusal as the HTTP answer: 413 for too big, 400 otherwise. */
 function refusal(e) {
+  if (e?.code === "WINDOW_FULL") {
+    const r = json(429, { code: e.code, message: e.message });
+    r.headers.set("retry-after", String(Math.max(1, Math.ceil((Number(e.retryAfterMs) || 0) / 1000))));
+    return r;
+  }
   if ((e instanceof RangeError || e instanceof TypeError) && typeof e.code === "string") {
     return json(e.code === "TOO_LARGE" ? 413 : 400, { code: e.code, message: e.message });
   }
+  // A storage write that failed: nothing was merged, the flush may be sent again. No storage error text goes out.
+  if (e?.code === "STORE_FAILED") return json(503, { code: e.code, message: e.message });
   throw e;
 }
 
-/** Routes `POST …/flush` and `GET …/table` to `agg.flush(bytes)` and `agg.table()`. */
-async function serve(request, agg) {
+/** `serve`'s `auth` for a caller that holds the binding (or the object, in process): no token is asked. */
+const TRUSTED = Symbol("trusted");
+
+/**
+ * Whether `a` and `b` (strings) are equal, in a time that depends on their lengths only, not on where they
+ * differ: a bearer token is compared without telling an outsider how much of it was right.
+ */
+function sameSecret(a, b) {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ (y[i % (y.length || 1)] ?? 0);
+  return diff === 0;
+}
+
+/** Whether `request` carries `Authorization: Bearer <secret>`; never, when no secret is configured. */
+function authorized(request, secret) {
+  if (typeof secret !== "string" || secret.length === 0) return false;
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "");
+  return m !== null && sameSecret(m[1], secret);
+}
+
+const unauthorized = () => {
+  const r = json(401, { code: "UNAUTHORIZED", message: "this endpoint needs the aggregator's bearer token" });
+  r.headers.set("www-authenticate", 'Bearer realm="edge-deadline"');
+  return r;
+};
+
+/**
+ * Routes `POST …/flush` and `GET …/table` to `agg.flush(bytes)` and `agg.table()`. `auth` is TRUSTED (a
+ * binding) or `{ read, write }`, the secrets a request must carry as a bearer token: the write secret for
+ * a flush, the read secret for the table; without a configured secret that route answers 401 to everyone.
+ * An unauthorized request is answered before its body is read, and changes nothing.
+ */
+async function serve(request, agg, auth) {
   const path = new URL(request.url).pathname;
   if (path.endsWith("/flush")) {
+    if (auth !== TRUSTED && !authorized(request, auth?.write)) return unauthorized();
     if (request.method !== "POST") return json(405, { code: "METHOD", message: "POST the flush bytes to /flush" });
     const bytes = await readCapped(request, READ_LIMIT);
     if (bytes === undefined) return json(413, { code: "TOO_LARGE", message: `a flush is at most ${READ_LIMIT - 1} bytes` });
@@ -104,10 +172,29 @@ async function serve(request, agg) {
     return new Response(null, { status: 204 });
   }
   if (path.endsWith("/table")) {
+    if (auth !== TRUSTED && !authorized(request, auth?.read)) return unauthorized();
     if (request.method !== "GET" && request.method !== "HEAD") return json(405, { code: "METHOD", message: "GET /table" });
     return json(200, await agg.table());
   }
   return json(404, { code: "NOT_FOUND", message: "the aggregator answers POST /flush and GET /table" });
+}
+
+/**
+ * The in-Worker (or in-process) way to the aggregator, for `TimeoutBook`'s `aggregator` option: an object
+ * with `fetch(request)` that hands `POST …/flush` and `GET …/table` to `target.flush(bytes)` and
+ * `target.table()`, with no token (whoever holds the binding may write and read). `target` is a
+ * `kvAggregator`, or a function answering the Durable Object's stub (called per request: a stub belongs to
+ * the request that made it), whose `flush` and `table` are reached by RPC.
+ * @param {{ flush(bytes: Uint8Array): Promise<void>, table(): unknown } | (() => { flush(bytes: Uint8Array): Promise<void>, table(): unknown })} target
+ */
+export function aggregatorBinding(target) {
+  const ok = (t) => t !== null && (typeof t === "object" || typeof t === "function") && "flush" in t && "table" in t;
+  if (typeof target !== "function" && !ok(target)) {
+    const e = new TypeError("'target' must be a kvAggregator or a function answering the TimeoutAggregator's stub");
+    Object.assign(e, { param: "target", code: "INVALID_TYPE" });
+    throw e;
+  }
+  return { fetch: (request) => serve(request, typeof target === "function" ? target() : target, TRUSTED) };
 }
 
 /** `bytes` in chunks of at most `size`. */
@@ -145,96 +232,224 @@ function groupCommit(write) {
   };
 }
 
+/** The Worker secrets (environment variables) holding the bearer tokens of the object's HTTP endpoint. */
+const SECRETS = { read: "TIMEOUTS_READ_TOKEN", write: "TIMEOUTS_WRITE_TOKEN" };
+
+/** A failed storage write, as a flush's answer: nothing of it was merged. */
+function storeFailed() {
+  const e = new Error("the aggregator could not store this flush; nothing of it was merged: send it again");
+  e.code = "STORE_FAILED";
+  return e;
+}
+
 /**
- * The Durable Object class. Bind it in wrangler.toml (`[[durable_objects.bindings]]`,
- * `class_name = "TimeoutAggregator"`) and export it from the Worker; isolates
- * reach one instance (`env.AGG.get(env.AGG.idFromName("timeouts"))`).
- * Options: a subclass's `static options = { windowMs, windows, q, safety, relativeError }`.
+ * The Durable Object class, made on `Base` (workerd's `DurableObject`, so that isolates reach `flush` and
+ * `table` by RPC through the binding; a plain class elsewhere).
+ * @param {new (ctx: any, env: any) => object} Base
  */
-export class TimeoutAggregator {
-  /** @type {{ windowMs?: number, windows?: number, q?: number, safety?: number, relativeError?: number }} */
-  static options = {};
-  #storage;
-  #core;
-  /** index → chunks stored, to delete the ones a shorter window leaves. */
-  #stored = new Map();
-  #commit;
+export function aggregatorClass(Base) {
+  return class TimeoutAggregator extends Base {
+    /** @type {{ windowMs?: number, windows?: number, q?: number, safety?: number, relativeError?: number }} */
+    static options = {};
+    /** The names of the Worker secrets its HTTP endpoint checks: a subclass may rename them. */
+    static secrets = SECRETS;
+    #storage;
+    /** What is stored: the windows as they are on disk. The table is derived from it alone. */
+    #core;
+    /** What is stored plus the flushes merged since: the windows the next write stores. */
+    #pending;
+    /** Flushes merged into #pending that no write has carried yet: `{ resolve, reject }`. */
+    #queue = [];
+    /** index → chunks stored, to delete the ones a shorter window leaves. */
+    #stored = new Map();
+    /** Windows whose stored value may differ from #core's after a failed write: rewritten by the next. */
+    #rewrite = new Set();
+    #commit;
+    #secrets;
+    /** The table derived after the last write: `{ version, at, table }`. */
+    #table = null;
+    #version = 0;
+    #coreOptions;
+    #maxWindowBytes;
+    #windowMs;
+    /** index → bytes of the window as stored. */
+    #sizes = new Map();
+    /** index → bytes of the flushes merged into #pending and not yet stored (an upper bound of the growth). */
+    #pendingBytes = new Map();
 
-  constructor(ctx, _env) {
-    this.#storage = ctx.storage;
-    this.#core = core(this.constructor.options);
-    this.#commit = groupCommit(() => this.#write());
-    ctx.blockConcurrencyWhile(() => this.#load());
-  }
-
-  async #load() {
-    const all = await this.#storage.list({ prefix: "w:" });
-    const heads = new Map();
-    for (const [k, v] of all) {
-      const m = /^w:(-?\d+)$/.exec(k);
-      if (m) heads.set(Number(m[1]), v);
+    constructor(ctx, env) {
+      super(ctx, env);
+      this.#storage = ctx.storage;
+      const { maxWindowBytes, coreOptions } = hostOptions(this.constructor.options, "options.maxWindowBytes");
+      this.#coreOptions = coreOptions;
+      this.#maxWindowBytes = maxWindowBytes;
+      this.#core = core(coreOptions);
+      this.#windowMs = this.#core.options().windowMs;
+      this.#pending = core(coreOptions);
+      const names = this.constructor.secrets ?? SECRETS;
+      this.#secrets = { read: env?.[names.read], write: env?.[names.write] };
+      this.#commit = groupCommit(() => this.#write());
+      ctx.blockConcurrencyWhile(() => this.#load());
     }
-    for (const [index, n] of [...heads].sort((a, b) => a[0] - b[0])) {
-      const parts = [];
-      for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
-      // A window that does not read back (damaged storage) is refused whole by the core and left out.
-      try {
-        this.#core.loadWindow(join(parts));
-        this.#stored.set(index, n);
-      } catch {
+
+    async #load() {
+      const all = await this.#storage.list({ prefix: "w:" });
+      const heads = new Map();
+      for (const [k, v] of all) {
+        const m = /^w:(-?\d+)$/.exec(k);
+        if (m) heads.set(Number(m[1]), v);
+      }
+      for (const [index, n] of [...heads].sort((a, b) => a[0] - b[0])) {
+        const parts = [];
+        for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
+        // A window that does not read back (damaged storage) is refused whole by the core and left out.
+        const bytes = join(parts);
+        try {
+          this.#core.loadWindow(bytes);
+          this.#sizes.set(index, bytes.byteLength);
+        } catch {
+          // left out
+        }
         this.#stored.set(index, n);
       }
+      this.#core.expire(Date.now());
+      this.#core.takeChanges();
     }
-    this.#core.expire(Date.now());
-  }
 
-  async #write() {
-    const { dirty, dropped } = this.#core.takeChanges();
-    const put = {};
-    const del = [];
-    for (const index of dropped) {
-      const n = this.#stored.get(index) ?? 0;
-      del.push(`w:${index}`);
-      for (let i = 0; i < n; i++) del.push(`w:${index}:${i}`);
-      this.#stored.delete(index);
+    /**
+     * Merges `bytes` into #pending, which holds a copy of a window once a flush reached it: when the
+     * flush reaches a window #pending has no copy of yet, the stored one is copied in and the flush
+     * merged again, so the refusal is the one the stored window with every pending flush would give.
+     */
+    #merge(bytes, now) {
+      // The budget, before anything changes: the stored window plus every flush merged since, plus this one,
+      // bounds what the window may become (merging adds at most a flush's bytes). The window of `now`
+      // is the one flushes reach (a clock that went back aside).
+      const at = Math.floor(now / this.#windowMs);
+      const size = this.#sizes.get(at) ?? 0;
+      if (size + (this.#pendingBytes.get(at) ?? 0) + bytes.byteLength > this.#maxWindowBytes) {
+        // Past the bound, the window's exact size now (flushes of buckets it has grow it far less
+        // than their bytes): the bound starts again from it.
+        const exact = this.#pending.windowIndexes().includes(at) ? (this.#pending.windowBytes(at)?.byteLength ?? size) : size;
+        this.#pendingBytes.set(at, Math.max(0, exact - size));
+        if (exact + bytes.byteLength > this.#maxWindowBytes) throw windowFull(this.#maxWindowBytes, (at + 1) * this.#windowMs - now);
+      }
+      const index = this.#mergePending(bytes, now);
+      this.#pendingBytes.set(index, (this.#pendingBytes.get(index) ?? 0) + bytes.byteLength);
+      return index;
     }
-    for (const index of dirty) {
-      const bytes = this.#core.windowBytes(index);
-      if (!bytes) continue;
-      const parts = chunks(bytes, DO_CHUNK);
-      put[`w:${index}`] = parts.length;
-      parts.forEach((p, i) => (put[`w:${index}:${i}`] = p));
-      for (let i = parts.length; i < (this.#stored.get(index) ?? 0); i++) del.push(`w:${index}:${i}`);
-      this.#stored.set(index, parts.length);
+
+    #mergePending(bytes, now) {
+      const had = new Set(this.#pending.windowIndexes());
+      const index = this.#pending.merge(bytes, now);
+      if (had.has(index)) return index;
+      const stored = this.#core.windowBytes(index);
+      if (!stored) return index;
+      this.#pending.loadWindow(stored);
+      return this.#pending.merge(bytes, now);
     }
-    // No await between them: the Durable Object applies these as one write.
-    const writes = [];
-    const keys = Object.keys(put);
-    for (let i = 0; i < keys.length; i += 128) writes.push(this.#storage.put(Object.fromEntries(keys.slice(i, i + 128).map((k) => [k, put[k]]))));
-    for (let i = 0; i < del.length; i += 128) writes.push(this.#storage.delete(del.slice(i, i + 128)));
-    // put() resolves once the value is in the object's cache; sync() once it is
-    // on disk. Waiting for the disk is what makes the batch: flushes arriving
-    // meanwhile are merged in memory and share the next write.
-    writes.push(this.#storage.sync());
-    await Promise.all(writes);
-  }
 
-  /** Merges one flush (refusals throw the core's RangeError) and resolves once it is stored. */
-  async flush(bytes) {
-    this.#core.merge(bytes, Date.now());
-    await this.#commit();
-  }
+    async #write() {
+      const batch = this.#queue;
+      this.#queue = [];
+      // Flushes merged from now on count against their window until the write after this one.
+      this.#pendingBytes = new Map();
+      let windows = new Set(this.#rewrite);
+      const stored = new Map(this.#stored);
+      const written = new Map();
+      try {
+        this.#core.expire(Date.now());
+        const { dropped } = this.#core.takeChanges();
+        const { dirty } = this.#pending.takeChanges();
+        windows = new Set([...dirty, ...this.#rewrite, ...dropped]);
+        const put = {};
+        const del = [];
+        for (const index of windows) {
+          // A window that is not kept (dropped, or never stored) has its keys deleted.
+          const bytes = dropped.includes(index) ? undefined : (this.#pending.windowBytes(index) ?? this.#core.windowBytes(index));
+          const had = stored.get(index) ?? 0;
+          if (!bytes) {
+            if (had > 0 || dropped.includes(index)) del.push(`w:${index}`);
+            for (let i = 0; i < had; i++) del.push(`w:${index}:${i}`);
+            stored.delete(index);
+            continue;
+          }
+          written.set(index, bytes);
+          const parts = chunks(bytes, DO_CHUNK);
+          put[`w:${index}`] = parts.length;
+          parts.forEach((p, i) => (put[`w:${index}:${i}`] = p));
+          for (let i = parts.length; i < had; i++) del.push(`w:${index}:${i}`);
+          stored.set(index, parts.length);
+        }
+        // No await between them: the Durable Object applies these as one write.
+        const writes = [];
+        const keys = Object.keys(put);
+        for (let i = 0; i < keys.length; i += 128) writes.push(this.#storage.put(Object.fromEntries(keys.slice(i, i + 128).map((k) => [k, put[k]]))));
+        for (let i = 0; i < del.length; i += 128) writes.push(this.#storage.delete(del.slice(i, i + 128)));
+        // put() resolves once the value is in the object's cache; sync() once it is
+        // on disk. Waiting for the disk is what makes the batch: flushes arriving
+        // meanwhile are merged in memory and share the next write.
+        writes.push(this.#storage.sync());
+        await Promise.all(writes);
+      } catch {
+        // Nothing of this batch counts: the flushes it carried, and those merged on top of it
+        // since, are answered STORE_FAILED (their senders keep them and send them again);
+        // #pending starts again from what is stored, and the next write puts back the stored
+        // value (or the absence) of every window this one may have changed.
+        const failed = [...batch, ...this.#queue];
+        this.#queue = [];
+        this.#pendingBytes = new Map();
+        this.#pending.free?.();
+        this.#pending = core(this.#coreOptions);
+        for (const index of windows) {
+          this.#rewrite.add(index);
+          this.#stored.set(index, Math.max(this.#stored.get(index) ?? 0, stored.get(index) ?? 0));
+        }
+        for (const f of failed) f.reject(storeFailed());
+        return;
+      }
+      this.#stored = stored;
+      this.#rewrite.clear();
+      for (const [index, bytes] of written) {
+        this.#core.loadWindow(bytes);
+        this.#sizes.set(index, bytes.byteLength);
+      }
+      for (const index of this.#sizes.keys()) if (!stored.has(index)) this.#sizes.delete(index);
+      this.#core.takeChanges();
+      this.#version++;
+      for (const f of batch) f.resolve();
+    }
 
-  /** The derived table. */
-  table() {
-    return this.#core.table(Date.now());
-  }
+    /**
+     * Merges one flush (refusals throw the core's RangeError, before anything changes) and resolves once
+     * it is stored; a failed write rejects with `.code` "STORE_FAILED" and counts nothing of it.
+     */
+    async flush(bytes) {
+      this.#merge(bytes, Date.now());
+      const done = new Promise((resolve, reject) => this.#queue.push({ resolve, reject }));
+      this.#commit().catch(() => {});
+      return done;
+    }
 
-  /** `POST …/flush`, `GET …/table`. */
-  fetch(request) {
-    return serve(request, this);
-  }
+    /** The derived table, of what is stored: derived again after a write, or once it is a second old. */
+    table() {
+      const t = Date.now();
+      const c = this.#table;
+      if (c && c.version === this.#version && t - c.at >= 0 && t - c.at < TABLE_MAX_AGE_MS) return c.table;
+      const table = this.#core.table(t);
+      this.#table = { version: this.#version, at: t, table };
+      return table;
+    }
+
+    /** `POST …/flush` with the write token, `GET …/table` with the read token (`static secrets` names them). */
+    fetch(request) {
+      return serve(request, this, this.#secrets);
+    }
+  };
 }
+
+/** A plain-class TimeoutAggregator (edge-deadline/durable for workerd makes it on `DurableObject`). */
+export const TimeoutAggregator = aggregatorClass(class {});
 
 /**
  * The aggregator on Deno KV, for Deno servers: `Deno.serve((r) => agg.fetch(r))`.
@@ -247,68 +462,158 @@ export function kvAggregator(kv, options = {}) {
     Object.assign(e, { param: "kv", code: "INVALID_TYPE" });
     throw e;
   }
-  const { prefix = ["edge-deadline", "fleet"], now = Date.now, ...coreOptions } = options;
+  const { prefix = ["edge-deadline", "fleet"], now = Date.now, readToken, writeToken, ...coreOptions } = options;
+  for (const [name, v] of [["readToken", readToken], ["writeToken", writeToken]]) {
+    if (v !== undefined && (typeof v !== "string" || v.length === 0)) {
+      const e = new TypeError(`'options.${name}' must be a non-empty string (or absent: then fetch() refuses that route)`);
+      Object.assign(e, { param: `options.${name}`, code: "INVALID_TYPE" });
+      throw e;
+    }
+  }
   if (!Array.isArray(prefix)) {
     const e = new TypeError("'options.prefix' must be an array of KV key parts");
     Object.assign(e, { param: "options.prefix", code: "INVALID_TYPE" });
     throw e;
   }
-  const resolved = core(coreOptions).options();
+  const { maxWindowBytes, coreOptions: windowOptions } = hostOptions(coreOptions, "options.maxWindowBytes");
+  const resolved = core(windowOptions).options();
   const { windowMs, windows } = resolved;
   const expireIn = windowMs * (windows + 1);
+  // A window's head, [...prefix, "w", index], holds { g, n, size }: its bytes are the n chunks under
+  // [...prefix, "c", index, g, i]. Chunks are written first, several atomic operations of at most
+  // KV_CHUNKS_PER_OP chunks each (no operation nears Deno KV's 800 KiB), then the head is switched to
+  // them in one operation checked against the head's versionstamp: readers see the old window or the
+  // new one, never a mix. The old generation's chunks are deleted after; expireIn removes any left.
   const windowKey = (index) => [...prefix, "w", index];
+  const chunkKey = (index, g, i) => [...prefix, "c", index, g, i];
   /** Flushes waiting for the next write: bytes and how to answer. */
   let waiting = [];
 
-  const readWindow = async (index) => {
-    const head = await kv.get(windowKey(index));
-    const agg = core(coreOptions);
-    if (head.value == null) return { agg, head, chunks: 0 };
-    const parts = [];
-    for await (const e of kv.list({ prefix: windowKey(index) })) parts[e.key[e.key.length - 1]] = e.value;
-    try {
-      agg.loadWindow(join(parts.slice(0, head.value).map((p) => new Uint8Array(p ?? []))));
-    } catch {
-      // A damaged window is replaced by what is merged now.
+  /** The window's bytes for head `value` (undefined: a chunk is missing, the head moved meanwhile). */
+  const readChunks = async (index, value) => {
+    if (typeof value === "number") {
+      // The layout before generations: chunks under the head's own key.
+      const parts = [];
+      for await (const e of kv.list({ prefix: windowKey(index) })) parts[e.key[e.key.length - 1]] = e.value;
+      return join(parts.slice(0, value).map((p) => new Uint8Array(p ?? [])));
     }
-    return { agg, head, chunks: head.value };
+    if (!value || typeof value !== "object" || typeof value.g !== "string" || !Number.isInteger(value.n)) return new Uint8Array(0);
+    const parts = [];
+    for (let i = 0; i < value.n; i += 10) {
+      const got = await kv.getMany(Array.from({ length: Math.min(10, value.n - i) }, (_, j) => chunkKey(index, value.g, i + j)));
+      for (const e of got) {
+        if (e.value == null) return undefined;
+        parts.push(new Uint8Array(e.value));
+      }
+    }
+    return join(parts);
+  };
+
+  /** The window at `index`: its head (for the check), its bytes as read, and a core holding it. */
+  const readWindow = async (index) => {
+    for (let attempt = 0; ; attempt++) {
+      const head = await kv.get(windowKey(index));
+      const agg = core(windowOptions);
+      if (head.value == null) return { agg, head, bytes: undefined };
+      const bytes = await readChunks(index, head.value);
+      if (bytes === undefined && attempt < KV_RETRIES) continue;
+      try {
+        if (bytes) agg.loadWindow(bytes);
+        return { agg, head, bytes };
+      } catch {
+        // A damaged window is replaced by what is merged now.
+        return { agg: core(windowOptions), head, bytes: undefined };
+      }
+    }
+  };
+
+  /** Deletes a generation's chunks (or the old layout's), best effort: expireIn is the backstop. */
+  const dropChunks = async (index, value) => {
+    const keys = [];
+    if (typeof value === "number") for (let i = 0; i < value; i++) keys.push([...windowKey(index), i]);
+    else if (value && typeof value.g === "string") for (let i = 0; i < value.n; i++) keys.push(chunkKey(index, value.g, i));
+    for (let i = 0; i < keys.length; i += 100) {
+      const op = kv.atomic();
+      for (const k of keys.slice(i, i + 100)) op.delete(k);
+      await op.commit().catch(() => {});
+    }
+  };
+
+  /** Commits `op`, retrying "database is locked" (a local database shared by two processes) like a conflict. */
+  const commitOp = async (op, attempt) => {
+    try {
+      return await op.commit();
+    } catch (e) {
+      if (attempt >= KV_RETRIES || !/locked|busy/i.test(String(e?.message))) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8 * (attempt + 1)));
+      return { ok: false };
+    }
+  };
+
+  /**
+   * Merges `batch` into `agg` (holding the window as read, `size` bytes): each flush's result, the window's
+   * budget kept. A flush that would take the window past `maxWindowBytes` is refused (WINDOW_FULL) and
+   * leaves it as it was.
+   */
+  const mergeBatch = (agg, index, size, batch, t) => {
+    let bound = size;
+    return batch.map(({ bytes }) => {
+      try {
+        if (bound + bytes.byteLength <= maxWindowBytes) {
+          agg.merge(bytes, t);
+          bound += bytes.byteLength;
+          return null;
+        }
+        const before = agg.windowBytes(index);
+        agg.merge(bytes, t);
+        const after = agg.windowBytes(index);
+        if (after && after.byteLength > maxWindowBytes) {
+          if (before) agg.loadWindow(before);
+          else agg.expire((index + windows + 1) * windowMs);
+          bound = before?.byteLength ?? 0;
+          return windowFull(maxWindowBytes, (index + 1) * windowMs - t);
+        }
+        bound = after?.byteLength ?? 0;
+        return null;
+      } catch (e) {
+        return e;
+      }
+    });
   };
 
   const write = async () => {
     const batch = waiting;
     waiting = [];
     if (batch.length === 0) return;
+    try {
+      await writeBatch(batch);
+    } catch {
+      // Nothing became visible (the head switch is the commit); no storage error text goes out.
+      for (const { done } of batch) done(storeFailed());
+    }
+  };
+
+  const writeBatch = async (batch) => {
     const t = now();
     const index = Math.floor(t / windowMs);
     for (let attempt = 0; ; attempt++) {
-      const { agg, head, chunks: had } = await readWindow(index);
-      const results = batch.map(({ bytes }) => {
-        try {
-          agg.merge(bytes, t);
-          return null;
-        } catch (e) {
-          return e;
-        }
-      });
+      const { agg, head, bytes: had } = await readWindow(index);
+      const results = mergeBatch(agg, index, had?.byteLength ?? 0, batch, t);
       const bytes = agg.windowBytes(index);
-      const op = kv.atomic().check(head);
-      if (bytes) {
+      let r = { ok: true };
+      if (bytes && results.some((e) => e === null)) {
+        const g = crypto.randomUUID();
         const parts = chunks(bytes, KV_CHUNK);
-        op.set(windowKey(index), parts.length, { expireIn });
-        parts.forEach((p, i) => op.set([...windowKey(index), i], p, { expireIn }));
-        for (let i = parts.length; i < had; i++) op.delete([...windowKey(index), i]);
-      }
-      let r;
-      try {
-        r = await op.commit();
-      } catch (e) {
-        // A local database shared by two processes answers "database is locked" while the other writes: retried like a conflict.
-        if (attempt >= KV_RETRIES || !/locked|busy/i.test(String(e?.message))) throw e;
-        r = { ok: false };
-        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8 * (attempt + 1)));
+        for (let i = 0; i < parts.length; i += KV_CHUNKS_PER_OP) {
+          const op = kv.atomic();
+          parts.slice(i, i + KV_CHUNKS_PER_OP).forEach((p, j) => op.set(chunkKey(index, g, i + j), p, { expireIn }));
+          for (let tries = 0; !(await commitOp(op, tries)).ok; tries++) if (tries >= KV_RETRIES) throw new Error("locked");
+        }
+        r = await commitOp(kv.atomic().check(head).set(windowKey(index), { g, n: parts.length, size: bytes.byteLength }, { expireIn }), attempt);
+        await dropChunks(index, r.ok ? head.value : { g, n: parts.length });
       }
       if (r.ok || attempt >= KV_RETRIES) {
-        batch.forEach(({ done }, i) => done(r.ok || results[i] ? results[i] : new Error("the KV window kept changing under this write; retry the flush")));
+        batch.forEach(({ done }, i) => done(r.ok || results[i] ? results[i] : storeFailed()));
         return;
       }
     }
@@ -325,27 +630,24 @@ export function kvAggregator(kv, options = {}) {
     },
     /** The table derived from every window in KV. */
     async table() {
-      const agg = core(coreOptions);
+      const agg = core(windowOptions);
       const heads = [];
-      const parts = new Map();
       for await (const e of kv.list({ prefix: [...prefix, "w"] })) {
         const rest = e.key.slice(prefix.length + 1);
         if (rest.length === 1) heads.push([rest[0], e.value]);
-        else if (rest.length === 2) parts.set(`${rest[0]}:${rest[1]}`, e.value);
       }
-      for (const [index, n] of heads) {
-        const p = [];
-        for (let i = 0; i < n; i++) p.push(new Uint8Array(parts.get(`${index}:${i}`) ?? []));
+      for (const [index] of heads) {
         try {
-          agg.loadWindow(join(p));
+          const { bytes } = await readWindow(index);
+          if (bytes) agg.loadWindow(bytes);
         } catch {
           // Left out: a window that does not read back.
         }
       }
       return agg.table(now());
     },
-    /** `POST …/flush`, `GET …/table`. */
-    fetch: (request) => serve(request, agg),
+    /** `POST …/flush` with `writeToken`, `GET …/table` with `readToken` (as bearer tokens). */
+    fetch: (request) => serve(request, agg, { read: readToken, write: writeToken }),
   };
   return agg;
 }

@@ -61,7 +61,7 @@ export async function bundle({ dirs, out, minify }) {
         const to = redirect?.(name, basename(args.importer));
         return to ? { path: `./${to}`, external: true } : { path: find(name) };
       });
-      build.onResolve({ filter: /\.wasm$|^node:/ }, (args) => ({ path: args.path, external: true }));
+      build.onResolve({ filter: /\.wasm$|^node:|^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
     },
   });
   const analyse = async (entry) => {
@@ -139,6 +139,7 @@ export async function bundle({ dirs, out, minify }) {
             return { path: `${name} (for ${glue})`, namespace: "facade", pluginData: name };
           });
           build.onLoad({ filter: /.*/, namespace: "facade" }, (args) => ({ contents: facades[args.pluginData], loader: "js" }));
+          build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
           build.onResolve({ filter: /^unit:/ }, (args) => ({ path: `./${args.path.slice(5)}`, external: true }));
           // An entry re-exports the public API by name (not `export *`: main.js exports internals too).
           build.onLoad({ filter: /\.js$/ }, (args) => {

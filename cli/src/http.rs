@@ -25,9 +25,9 @@ const MAX_REDIRECTS: u32 = 5;
 
 #[derive(Args)]
 pub struct HttpArgs {
-    /// With --prometheus: send `Authorization: Bearer <token>`, the token read
-    /// from the environment variable VAR.
-    #[arg(long, value_name = "VAR", requires = "prometheus", conflicts_with = "basic_auth_env")]
+    /// With --prometheus or --aggregator: send `Authorization: Bearer <token>`,
+    /// the token read from the environment variable VAR (an aggregator's read token).
+    #[arg(long, value_name = "VAR", requires = "remote", conflicts_with = "basic_auth_env")]
     bearer_token_env: Option<String>,
     /// With --prometheus: HTTP basic authentication, `user:password` read from
     /// the environment variable VAR.
@@ -140,18 +140,34 @@ impl HttpArgs {
     }
 }
 
-/// `GET url` (http:// or https://, the built-in roots): the status and the body.
-pub fn get(url: &str, timeout: Duration) -> Result<(u16, String), String> {
+impl HttpArgs {
+    /// The `Authorization: Bearer <token>` value of `--bearer-token-env VAR`, if given.
+    pub fn bearer(&self) -> Result<Option<String>, UsageError> {
+        match &self.bearer_token_env {
+            Some(var) => Ok(Some(format!("Bearer {}", secret("--bearer-token-env", var)?))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// `GET url` (http:// or https://, the built-in roots), with `authorization`
+/// sent only to the URL's own host: the status and the body.
+pub fn get(url: &str, timeout: Duration, authorization: Option<&str>) -> Result<(u16, String), String> {
     let agent: Agent = Agent::config_builder()
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_global(Some(timeout))
         .max_redirects(MAX_REDIRECTS)
+        .redirect_auth_headers(RedirectAuthHeaders::SameHost)
         .http_status_as_error(false)
         .user_agent(concat!("edge-deadline/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
     let io = |e: ureq::Error| format!("GET {url}: {e}");
-    let mut res = agent.get(url).header("Accept", "application/json").call().map_err(io)?;
+    let mut req = agent.get(url).header("Accept", "application/json");
+    if let Some(a) = authorization {
+        req = req.header("Authorization", a);
+    }
+    let mut res = req.call().map_err(io)?;
     let status = res.status().as_u16();
     let body = res.body_mut().with_config().limit(MAX_RESPONSE).read_to_string().map_err(io)?;
     Ok((status, body))

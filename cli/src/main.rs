@@ -51,7 +51,7 @@ enum Command {
     /// a live Prometheus server: per bucket, p50/p90/p99/p99.9 and
     /// timeout = quantile(q) x safety, from successful calls only.
     #[command(
-        after_help = "Examples:\n  edge-deadline derive durations.csv --by model,prompt_bucket\n  edge-deadline derive --prometheus https://prom.example:9090 --metric http_request_duration_seconds --bearer-token-env PROM_TOKEN"
+        after_help = "Examples:\n  edge-deadline derive durations.csv --by model,prompt_bucket\n  edge-deadline derive --prometheus https://prom.example:9090 --metric http_request_duration_seconds --bearer-token-env PROM_TOKEN\n  edge-deadline derive --aggregator https://your.worker/_timeouts --bearer-token-env TIMEOUTS_READ_TOKEN"
     )]
     Derive(DeriveArgs),
     /// Simulate per-attempt timeouts and retries on a lognormal body plus a
@@ -61,6 +61,7 @@ enum Command {
 }
 
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("remote").args(["prometheus", "aggregator"]).multiple(false))]
 struct DeriveArgs {
     /// The input file, or '-' for standard input.
     #[arg(
@@ -70,7 +71,8 @@ struct DeriveArgs {
     )]
     file: Option<String>,
     /// Read the table a fleet aggregator serves (GET URL/table: a
-    /// TimeoutAggregator Durable Object or a Deno KV aggregator, http:// or https://).
+    /// TimeoutAggregator Durable Object or a Deno KV aggregator, http:// or https://),
+    /// with its read token from --bearer-token-env VAR.
     #[arg(
         long,
         value_name = "URL",
@@ -434,7 +436,16 @@ fn aggregator_cmd(a: &DeriveArgs, url: &str) -> Result<(), Exit> {
         ));
     }
     let table_url = format!("{}/table", url.trim_end_matches('/'));
-    let (status, body) = http::get(&table_url, a.http.timeout()).map_err(data)?;
+    let authorization = a.http.bearer().map_err(|(kind, m)| Exit::Usage(kind, m))?;
+    let (status, body) = http::get(&table_url, a.http.timeout(), authorization.as_deref()).map_err(data)?;
+    if status == 401 || status == 403 {
+        let hint = if authorization.is_some() {
+            "the token of --bearer-token-env is not the aggregator's read token"
+        } else {
+            "the aggregator asks for its read token: pass --bearer-token-env VAR"
+        };
+        return Err(data(format!("GET {table_url} answered HTTP {status}: {hint}")));
+    }
     if status != 200 {
         let detail: String = body.chars().take(300).collect();
         return Err(data(format!("GET {table_url} answered HTTP {status}: {detail}")));

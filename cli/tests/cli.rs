@@ -921,3 +921,38 @@ fn forged_sketches_are_refused_naming_the_file() {
         std::fs::remove_file(p).ok();
     }
 }
+
+#[test]
+fn derive_aggregator_sends_the_read_token_of_bearer_token_env() {
+    let table = r#"{"v":1,"derivedAt":"2026-12-05T13:00:00.000Z","windowMs":3600000,"windows":24,"q":0.99,"safety":2,"buckets":{"chat":{"n":5000,"timeouts":0,"errors":0,"timeoutMs":300,"p50":40,"p99":150,"floorMs":null,"falseTimeoutRate":0.001,"warnings":[]}}}"#;
+    let (port, server) = one_shot_server("200 OK", table.to_string());
+    let url = format!("http://127.0.0.1:{port}/_timeouts");
+    let (out, err, code) = text(&run_env(
+        &["derive", "--aggregator", &url, "--bearer-token-env", "EDGE_DEADLINE_TEST_READ"],
+        &[("EDGE_DEADLINE_TEST_READ", "read-token")],
+    ));
+    let head = server.join().expect("server");
+    assert_eq!(code, 0, "{err}");
+    assert!(head.starts_with("GET /_timeouts/table "), "{head}");
+    assert!(head.contains("Bearer read-token"), "{head}");
+    assert!(out.contains("bucket=chat"), "{out}");
+
+    // Refused (401): the status and what to do, not the answer's body.
+    let (port, server) = one_shot_server("401 Unauthorized", r#"{"code":"UNAUTHORIZED"}"#.to_string());
+    let url = format!("http://127.0.0.1:{port}");
+    let (_, err, code) = text(&run(&["derive", "--aggregator", &url], None));
+    let head = server.join().expect("server");
+    assert_eq!(code, 1, "{err}");
+    assert!(!head.to_ascii_lowercase().contains("authorization"), "{head}");
+    assert!(err.contains("HTTP 401") && err.contains("--bearer-token-env"), "{err}");
+
+    // The variable must be set; the flag needs --prometheus or --aggregator.
+    let (_, err, code) = text(&run(
+        &["derive", "--aggregator", "http://127.0.0.1:9", "--bearer-token-env", "EDGE_DEADLINE_TEST_UNSET"],
+        None,
+    ));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("EDGE_DEADLINE_TEST_UNSET is not set"), "{err}");
+    let (_, err, code) = text(&run(&["derive", "x.csv", "--bearer-token-env", "V"], None));
+    assert_eq!(code, 2, "{err}");
+}

@@ -1,46 +1,79 @@
 // The aggregator's Worker in the fleet test: the package's Durable Object
-// class, one instance ("timeouts") answering every request (and /echo, the
-// benchmark's baseline, answered by this Worker alone). Under /counted/,
-// the same class with its storage calls counted (CountingAggregator), for the
-// group-commit check: how many writes a burst of concurrent flushes costs.
+// class, one instance ("timeouts"). Its fetch is the public route an outsider
+// reaches (the second socket of tests/fleet/run.mjs): every request goes to
+// the object's HTTP endpoint, which asks for the read or the write token
+// (TIMEOUTS_READ_TOKEN / TIMEOUTS_WRITE_TOKEN, this Worker's secrets). The
+// isolates reach the same objects through Durable Object bindings (RPC).
+// CountingAggregator: the same class with its storage calls counted, for the
+// group-commit check. FlakyAggregator: its storage's sync() fails once when
+// armed, for the check that a failed write counts nothing.
 import { TimeoutAggregator } from "../../pkg/durable-workerd.js";
 
 export { TimeoutAggregator };
 
-/** A method of a native object, called on the object itself (workerd refuses a Proxy as `this`). */
-const own = (target, key) => {
-  const v = Reflect.get(target, key);
-  return typeof v === "function" ? v.bind(target) : v;
-};
+/**
+ * `ctx` with its storage's methods named in `wrap` replaced, on the storage object itself, by
+ * `wrap[name](call, ...args)` (the DurableObject base class takes the real `ctx` only, not a Proxy).
+ */
+function wrapStorage(ctx, wrap) {
+  const storage = ctx.storage;
+  for (const [key, f] of Object.entries(wrap)) {
+    const call = storage[key].bind(storage);
+    storage[key] = (...args) => f(call, ...args);
+  }
+  return ctx;
+}
 
 /**
  * TimeoutAggregator over a storage that counts its calls: `put` and `delete`
  * (each call is one batch of keys: one write) and `sync`. Nothing else
- * differs; `GET /counted/writes` answers the counts.
+ * differs; `counts()` (RPC) answers them.
  */
 export class CountingAggregator extends TimeoutAggregator {
   #counts;
 
   constructor(ctx, env) {
     const counts = { put: 0, delete: 0, sync: 0 };
-    const storage = new Proxy(ctx.storage, {
-      get(target, key) {
-        const v = own(target, key);
-        if (typeof key !== "string" || !(key in counts)) return v;
-        return (...args) => {
-          counts[key]++;
-          return v(...args);
-        };
-      },
-    });
-    super(new Proxy(ctx, { get: (target, key) => (key === "storage" ? storage : own(target, key)) }), env);
+    const count = (key) => (call, ...args) => {
+      counts[key]++;
+      return call(...args);
+    };
+    super(wrapStorage(ctx, { put: count("put"), delete: count("delete"), sync: count("sync") }), env);
     this.#counts = counts;
   }
 
-  fetch(request) {
-    if (new URL(request.url).pathname.endsWith("/writes")) return Response.json(this.#counts);
-    return super.fetch(request);
+  counts() {
+    return this.#counts;
   }
+}
+
+/** TimeoutAggregator whose storage's next sync() fails after `armSync()` (RPC), as a disk that failed once. */
+export class FlakyAggregator extends TimeoutAggregator {
+  #armed;
+
+  constructor(ctx, env) {
+    const state = { armed: false };
+    super(
+      wrapStorage(ctx, {
+        sync: (call) => {
+          if (!state.armed) return call();
+          state.armed = false;
+          return Promise.reject(new Error("sync failed: /var/lib/do/agg.sqlite (disk I/O error)"));
+        },
+      }),
+      env,
+    );
+    this.#armed = state;
+  }
+
+  armSync() {
+    this.#armed.armed = true;
+  }
+}
+
+/** TimeoutAggregator with a small window budget, for the budget check. */
+export class SmallAggregator extends TimeoutAggregator {
+  static options = { maxWindowBytes: 64 * 1024 };
 }
 
 export default {
@@ -51,7 +84,6 @@ export default {
       await request.arrayBuffer();
       return new Response(null, { status: 204 });
     }
-    if (path.startsWith("/counted/")) return env.COUNTED.get(env.COUNTED.idFromName("counted")).fetch(request);
     return env.AGG.get(env.AGG.idFromName("timeouts")).fetch(request);
   },
 };

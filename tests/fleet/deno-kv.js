@@ -1,15 +1,16 @@
 // The fleet aggregator on Deno KV, with a real Deno.openKv on a temporary
 // file (run by tests/fleet/run.mjs: `deno run --unstable-kv tests/fleet/deno-kv.js DIR`).
-import { kvAggregator } from "../../pkg/durable-deno.js";
+import { aggregatorBinding, kvAggregator } from "../../pkg/durable-deno.js";
 import { LatencySketch, TimeoutBook } from "../../pkg/derive-deno.js";
-import { assert, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
+import { assert, benchFlush, encodeFlush, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
 
 const dir = Deno.args[0];
 const path = `${dir}/fleet.kv`;
 const t = runner();
 
-const flushVia = (agg) => async (bytes) => (await agg.fetch(new Request("http://agg/flush", { method: "POST", body: bytes }))).status;
-const tableOf = async (agg) => (await agg.fetch(new Request("http://agg/table"))).json();
+// In process, as the recipe's book reaches it: through aggregatorBinding (no token).
+const flushVia = (agg) => async (bytes) => (await aggregatorBinding(agg).fetch(new Request("http://agg/flush", { method: "POST", body: bytes }))).status;
+const tableOf = async (agg) => (await aggregatorBinding(agg).fetch(new Request("http://agg/table"))).json();
 
 function tableMatches(table, expected) {
   for (const [name, e] of Object.entries(expected)) {
@@ -37,12 +38,48 @@ await t.check("50 isolates × 2 000 requests; the table matches all samples in o
 await t.check("hostile bytes are refused (400/413 with a code) and nothing merged changes", async () => {
   const before = sansDate(await tableOf(agg));
   for (const [what, bytes] of hostileFlushes(LatencySketch)) {
-    const r = await agg.fetch(new Request("http://agg/flush", { method: "POST", body: bytes }));
+    const r = await aggregatorBinding(agg).fetch(new Request("http://agg/flush", { method: "POST", body: bytes }));
     const body = await r.json();
     assert(r.status === 400 || r.status === 413, `${what}: status ${r.status}`);
     assert(typeof body.code === "string" && typeof body.message === "string", `${what}: ${JSON.stringify(body)}`);
   }
   assert(sansDate(await tableOf(agg)) === before, "the table changed");
+});
+
+await t.check("its HTTP endpoint: without tokens configured it refuses everyone; with them, each token opens only its own route; a refusal changes nothing", async () => {
+  const before = sansDate(await tableOf(agg));
+  const flush = encodeFlush(0.01, [{ name: "outsider", timeouts: 50_000 }]);
+  const post = (a, headers) => a.fetch(new Request("http://agg/flush", { method: "POST", headers, body: flush }));
+  const get = (a, headers) => a.fetch(new Request("http://agg/table", { headers }));
+  const bearer = (token) => ({ authorization: `Bearer ${token}` });
+  for (const headers of [{}, bearer("anything")]) {
+    assert((await post(agg, headers)).status === 401, "a flush to an endpoint with no write token");
+    const r = await get(agg, headers);
+    assert(r.status === 401 && !(await r.text()).includes("chat"), "the table of an endpoint with no read token");
+  }
+  const secured = kvAggregator(kv, { readToken: "read-secret", writeToken: "write-secret" });
+  for (const [what, headers] of [["no token", {}], ["a wrong token", bearer("write-secre")], ["the read token", bearer("read-secret")]]) {
+    const r = await post(secured, headers);
+    assert(r.status === 401 && (await r.json()).code === "UNAUTHORIZED", `a flush with ${what}: ${r.status}`);
+  }
+  for (const [what, headers] of [["no token", {}], ["the write token", bearer("write-secret")]]) {
+    const r = await get(secured, headers);
+    assert(r.status === 401 && !(await r.text()).includes("chat"), `the table with ${what}: ${r.status}`);
+  }
+  assert(sansDate(await tableOf(agg)) === before, "the table changed");
+  const ok = await secured.fetch(new Request("http://agg/flush", { method: "POST", headers: bearer("write-secret"), body: encodeFlush(0.01, [{ name: "with-token", timeouts: 1 }]) }));
+  assert(ok.status === 204, `a flush with the write token: ${ok.status}`);
+  const read = await get(secured, bearer("read-secret"));
+  assert(read.status === 200 && (await read.json()).buckets["with-token"]?.timeouts === 1, `the table with the read token: ${read.status}`);
+  for (const bad of [{ readToken: "" }, { writeToken: 42 }]) {
+    let e;
+    try {
+      kvAggregator(kv, bad);
+    } catch (err) {
+      e = err;
+    }
+    assert(e instanceof TypeError && /^options\.(read|write)Token$/.test(e.param), `kvAggregator(kv, ${JSON.stringify(bad)}): ${e}`);
+  }
 });
 
 await t.check("reopening the database (a restart) loses nothing that was flushed", async () => {
@@ -72,6 +109,53 @@ await t.check("two processes' aggregators on one database lose no flush (version
   }
 });
 
+/** A flush of `buckets` new buckets named `${tag}-…`, 100 successes each (about 900 bytes a bucket). */
+const wide = (tag, buckets) => benchFlush(LatencySketch, buckets, 100, tag);
+
+await t.check("a window past Deno KV's 800 KiB atomic limit is stored in pieces: every flush is taken and reads back after reopening", async () => {
+  const prefix = ["wide"];
+  const big = kvAggregator(kv, { prefix, maxWindowBytes: 4 * 1024 * 1024 });
+  const statuses = [];
+  for (let f = 0; f < 48; f++) statuses.push(await flushVia(big)(wide(`f${f}`, 20)));
+  assert(statuses.every((s) => s === 204), `statuses ${[...new Set(statuses)]}`);
+  const table = await tableOf(big);
+  const rows = Object.keys(table.buckets).length;
+  assert(rows === 960, `${rows} rows, 960 buckets flushed`);
+  let stored = 0;
+  for await (const e of kv.list({ prefix: [...prefix, "w"] })) stored += e.value?.size ?? 0;
+  assert(stored > 800 * 1024, `the window is ${stored} bytes: not past the atomic limit, the check proves nothing`);
+  const kv2 = await Deno.openKv(path);
+  try {
+    const again = await tableOf(kvAggregator(kv2, { prefix, maxWindowBytes: 4 * 1024 * 1024 }));
+    assert(sansDate(again) === sansDate(table), "the window read back differs");
+  } finally {
+    kv2.close();
+  }
+});
+
+await t.check("a window at its byte budget refuses further flushes with 429 WINDOW_FULL (never a 5xx) and changes nothing; the flush alone too big is refused the same", async () => {
+  const prefix = ["budget"];
+  const small = kvAggregator(kv, { prefix, maxWindowBytes: 64 * 1024 });
+  const answers = [];
+  for (let f = 0; f < 12; f++) {
+    const r = await aggregatorBinding(small).fetch(new Request("http://agg/flush", { method: "POST", body: wide(`b${f}`, 20) }));
+    answers.push([r.status, r.status === 204 ? null : await r.json(), r.headers.get("retry-after")]);
+  }
+  const taken = answers.filter(([s]) => s === 204).length;
+  const refused = answers.filter(([s]) => s !== 204);
+  assert(taken >= 2 && refused.length >= 1, `taken ${taken}, refused ${refused.length}`);
+  for (const [s, body, retryAfter] of refused) assert(s === 429 && body.code === "WINDOW_FULL" && Number(retryAfter) >= 1, `refused: ${s} ${JSON.stringify(body)} retry-after ${retryAfter}`);
+  const table = await tableOf(small);
+  assert(Object.keys(table.buckets).length === taken * 20, `${Object.keys(table.buckets).length} rows for ${taken} flushes taken`);
+  let e;
+  try {
+    kvAggregator(kv, { maxWindowBytes: 1024 });
+  } catch (err) {
+    e = err;
+  }
+  assert(e instanceof RangeError && e.param === "options.maxWindowBytes", `maxWindowBytes 1024: ${e}`);
+});
+
 await t.check("a latency shift (the median doubles) shows in the table and in a book's served timeout within two windows, each refresh moving it by at most maxStepFactor", async () => {
   let now = 1_800_000_000_000;
   const windowMs = 60_000;
@@ -88,7 +172,7 @@ await t.check("a latency shift (the median doubles) shows in the table and in a 
   // window, its served value moved by at most maxStepFactor (the default, 2) per refresh, from
   // the fallback for the first (1 000 ms: within ×2 of this traffic's), in whole ms (rounded up).
   const warnings = [];
-  const book = new TimeoutBook({ aggregator: shifted, onWarning: (w) => warnings.push(w.code) });
+  const book = new TimeoutBook({ aggregator: aggregatorBinding(shifted), onWarning: (w) => warnings.push(w.code) });
   const served = async () => {
     await book.refresh();
     return book.timeout("search", { fallbackMs: 1_000 });

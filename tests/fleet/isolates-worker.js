@@ -1,17 +1,24 @@
 // The isolates' Worker in the fleet test: simulated isolates record into
-// sketches and flush through the service binding AGG (the aggregator's Worker);
-// /table and /raw reach the aggregator through it too, /recipe the fleet
-// recipe's Worker and /profile/… its upstream.
+// sketches and flush through the Durable Object binding TIMEOUTS (RPC, with
+// aggregatorBinding, as the recipe does: no token); /table and /raw reach the
+// aggregator the same way, /counted/… and /flaky/… the instrumented classes,
+// /recipe the fleet recipe's Worker and /profile/… its upstream.
+import { aggregatorBinding } from "../../pkg/durable-workerd.js";
 import { LatencySketch } from "../../pkg/derive-workerd.js";
 import { benchFlush, exact, simulate } from "./support.js";
+
+const stubOf = (ns, name) => () => ns.get(ns.idFromName(name));
 
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
+    const agg = aggregatorBinding(stubOf(env.TIMEOUTS, "timeouts"));
+    const counted = aggregatorBinding(stubOf(env.COUNTED, "counted"));
+    const flaky = aggregatorBinding(stubOf(env.FLAKY, "flaky"));
     if (url.pathname === "/simulate") {
       const isolates = Number(url.searchParams.get("isolates"));
       const requests = Number(url.searchParams.get("requests"));
-      const post = async (bytes) => (await env.AGG.fetch("http://agg/flush", { method: "POST", body: bytes, headers: { "content-type": "application/octet-stream" } })).status;
+      const post = async (bytes) => (await agg.fetch(new Request("http://agg/flush", { method: "POST", body: bytes, headers: { "content-type": "application/octet-stream" } }))).status;
       const { all, errors, statuses } = await simulate({ LatencySketch, isolates, requests, post });
       const expected = Object.fromEntries(Object.entries(all).map(([k, xs]) => [k, { n: xs.length, errors: errors[k], p99: exact(xs, 0.99), p50: exact(xs, 0.5) }]));
       return Response.json({ expected, statuses });
@@ -20,7 +27,7 @@ export default {
     // to the aggregator (or, with `to=echo`, to the aggregator's Worker, which reads them and answers 204
     // without reaching the object: the cost of the sender and the hop alone).
     if (url.pathname === "/load") {
-      const target = url.searchParams.get("to") === "echo" ? "http://agg/echo" : "http://agg/flush";
+      const echo = url.searchParams.get("to") === "echo";
       const n = Number(url.searchParams.get("n"));
       const c = Number(url.searchParams.get("c"));
       const bytes = benchFlush(LatencySketch, 20, Number(url.searchParams.get("samples") ?? 100));
@@ -30,7 +37,7 @@ export default {
       const worker = async () => {
         while (next < n) {
           next++;
-          const r = await env.AGG.fetch(target, { method: "POST", body: bytes });
+          const r = echo ? await env.AGG.fetch("http://agg/echo", { method: "POST", body: bytes }) : await agg.fetch(new Request("http://agg/flush", { method: "POST", body: bytes }));
           if (r.status !== 204) failed++;
         }
       };
@@ -40,19 +47,26 @@ export default {
     // The group-commit check: `n` flushes of 20 buckets sent at once to the counting aggregator.
     if (url.pathname === "/burst") {
       const bytes = benchFlush(LatencySketch, 20, 100);
-      const post = async () => (await env.AGG.fetch("http://agg/counted/flush", { method: "POST", body: bytes })).status;
+      const post = async () => (await counted.fetch(new Request("http://agg/flush", { method: "POST", body: bytes }))).status;
       const statuses = await Promise.all(Array.from({ length: Number(url.searchParams.get("n")) }, post));
       return Response.json({ statuses });
     }
     // The fleet recipe's Worker (docs/recipes.md, as printed) and its upstream's controls.
     if (url.pathname === "/recipe") return env.RECIPE.fetch(request);
     if (url.pathname.startsWith("/profile/")) return env.PROFILE.fetch(`http://profile${url.pathname.slice("/profile".length)}${url.search}`);
-    if (url.pathname.startsWith("/counted/")) return env.AGG.fetch(`http://agg${url.pathname}`);
-    if (url.pathname === "/table") return env.AGG.fetch("http://agg/table");
-    if (url.pathname === "/raw") {
-      const r = await env.AGG.fetch("http://agg/flush", { method: "POST", body: await request.arrayBuffer() });
-      return new Response(await r.text(), { status: r.status });
+    if (url.pathname === "/counted/writes") return Response.json(await stubOf(env.COUNTED, "counted")().counts());
+    if (url.pathname === "/counted/table") return counted.fetch(new Request("http://agg/table"));
+    // The failed-write check: arm the flaky object's next sync() to fail, then flush and read as usual.
+    if (url.pathname === "/flaky/arm") {
+      await stubOf(env.FLAKY, "flaky")().armSync();
+      return new Response(null, { status: 204 });
     }
+    if (url.pathname === "/small/flush") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
+    if (url.pathname === "/small/table") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/table"));
+    if (url.pathname === "/flaky/table") return flaky.fetch(new Request("http://agg/table"));
+    if (url.pathname === "/flaky/flush") return flaky.fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
+    if (url.pathname === "/table") return agg.fetch(new Request("http://agg/table"));
+    if (url.pathname === "/raw") return agg.fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     return new Response("not found", { status: 404 });
   },
 };

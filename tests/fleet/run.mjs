@@ -12,7 +12,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LatencySketch } from "../../pkg/derive-node.js";
 import { jsBlockUnder } from "../support/markdown.mjs";
-import { assert, hostileFlushes, runner, sansDate } from "./support.js";
+import { assert, benchFlush, encodeFlush, hostileFlushes, runner, sansDate } from "./support.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const bin = {
@@ -38,7 +38,10 @@ export function freePort() {
  * reached through the isolates' Worker (`/recipe`, `/profile/…`). The recipe imports the package by its
  * name: `edge-deadline` and `edge-deadline/derive` are modules of that name that re-export pkg/'s workerd entries.
  */
-export function config(port, disk, work, recipe) {
+/** The aggregator Worker's secrets in the suite (its HTTP endpoint's bearer tokens). */
+export const SECRETS = { read: "read-0123456789abcdef", write: "write-fedcba9876543210" };
+
+export function config(port, disk, work, recipe, publicPort) {
   const pkg = readdirSync(join(root, "pkg")).filter((f) => /\.(js|wasm)$/.test(f) && !/deno\.js$/.test(f)).map((f) => `pkg/${f}`);
   const embed = (f) => `(name = "${f}", ${f.endsWith(".wasm") ? "wasm" : "esModule"} = embed "${relative(work, join(root, f))}")`;
   const mods = (main) => [main, "tests/fleet/support.js", ...pkg].map(embed).join(",\n    ");
@@ -50,6 +53,7 @@ const recipe :Workerd.Worker = (
     (name = "recipe.js", esModule = embed "${recipe}"),
     (name = "edge-deadline", esModule = "export * from \\"./pkg/workerd.js\\";"),
     (name = "edge-deadline/derive", esModule = "export * from \\"../pkg/derive-workerd.js\\";"),
+    (name = "edge-deadline/durable", esModule = "export * from \\"../pkg/durable-workerd.js\\";"),
     ${pkg.map(embed).join(",\n    ")}
   ],
   compatibilityDate = "2026-11-24",
@@ -70,7 +74,9 @@ const config :Workerd.Config = (
     (name = "agg", worker = .agg),
     (name = "do-disk", disk = (path = "${disk}", writable = true)),${recipe ? `\n    (name = "recipe", worker = .recipe),\n    (name = "profile", worker = .profile),` : ""}
   ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "isolates") ],
+  sockets = [
+    (name = "http", address = "127.0.0.1:${port}", http = (), service = "isolates"),${publicPort ? `\n    (name = "public", address = "127.0.0.1:${publicPort}", http = (), service = "agg"),` : ""}
+  ],
 );
 const agg :Workerd.Worker = (
   modules = [ ${mods("tests/fleet/agg-worker.js")} ],
@@ -78,17 +84,26 @@ const agg :Workerd.Worker = (
   durableObjectNamespaces = [
     (className = "TimeoutAggregator", uniqueKey = "edge-deadline-fleet-test"),
     (className = "CountingAggregator", uniqueKey = "edge-deadline-fleet-counted"),
+    (className = "FlakyAggregator", uniqueKey = "edge-deadline-fleet-flaky"),
+    (className = "SmallAggregator", uniqueKey = "edge-deadline-fleet-small"),
   ],
   durableObjectStorage = (localDisk = "do-disk"),
   bindings = [
     (name = "AGG", durableObjectNamespace = "TimeoutAggregator"),
-    (name = "COUNTED", durableObjectNamespace = "CountingAggregator"),
+    (name = "TIMEOUTS_READ_TOKEN", text = "${SECRETS.read}"),
+    (name = "TIMEOUTS_WRITE_TOKEN", text = "${SECRETS.write}"),
   ],
 );
 const isolates :Workerd.Worker = (
   modules = [ ${mods("tests/fleet/isolates-worker.js")} ],
   compatibilityDate = "2026-11-24",
-  bindings = [ (name = "AGG", service = "agg")${recipe ? `, (name = "RECIPE", service = "recipe"), (name = "PROFILE", service = "profile")` : ""} ],
+  bindings = [
+    (name = "AGG", service = "agg"),
+    (name = "TIMEOUTS", durableObjectNamespace = (className = "TimeoutAggregator", serviceName = "agg")),
+    (name = "COUNTED", durableObjectNamespace = (className = "CountingAggregator", serviceName = "agg")),
+    (name = "FLAKY", durableObjectNamespace = (className = "FlakyAggregator", serviceName = "agg")),
+    (name = "SMALL", durableObjectNamespace = (className = "SmallAggregator", serviceName = "agg")),${recipe ? `\n    (name = "RECIPE", service = "recipe"), (name = "PROFILE", service = "profile"),` : ""}
+  ],
 );
 ${recipeWorkers}`;
 }
@@ -211,8 +226,12 @@ async function workerdSuite() {
   mkdirSync(disk);
   const file = join(work, "fleet.capnp");
   writeFileSync(join(work, "recipe.js"), jsBlockUnder(readFileSync(join(root, "docs/recipes.md"), "utf8"), "Fleet-derived timeouts in one Worker"));
-  writeFileSync(file, config(port, disk, work, "recipe.js"));
+  const publicPort = await freePort();
+  writeFileSync(file, config(port, disk, work, "recipe.js", publicPort));
   const base = `http://127.0.0.1:${port}`;
+  // The aggregator Worker's own route, as an outsider reaches it: the object's HTTP endpoint.
+  const pub = `http://127.0.0.1:${publicPort}/_timeouts`;
+  const bearer = (token) => ({ authorization: `Bearer ${token}` });
   const recipe = recipeChecks(t, base);
   // The CLI is built before workerd starts (the release build `cargo test --release --workspace` made), so
   // no check waits on a compiler while the server sits idle.
@@ -255,9 +274,75 @@ async function workerdSuite() {
       }
       assert(sansDate(await (await fetch(`${base}/table`)).json()) === before, "the table changed");
     });
-    await t.check("the CLI's derive --aggregator URL reads and prints the same table", async () => {
+    await t.check("an outsider without the tokens: POST /flush and GET /table are 401 and change nothing; each token opens only its own route", async () => {
+      const before = sansDate(await (await fetch(`${base}/table`)).json());
+      const flush = encodeFlush(0.01, [{ name: "outsider", inForceMs: 1e300, timeouts: 50_000 }]);
+      const tries = [
+        ["no token", {}],
+        ["a wrong token", bearer("guess")],
+        ["a prefix of the write token", bearer(SECRETS.write.slice(0, -1))],
+        ["the read token", bearer(SECRETS.read)],
+        ["the write token as Basic", { authorization: `Basic ${SECRETS.write}` }],
+      ];
+      for (const [what, headers] of tries) {
+        const r = await fetch(`${pub}/flush`, { method: "POST", headers, body: flush });
+        const body = await r.json();
+        assert(r.status === 401 && body.code === "UNAUTHORIZED", `POST /flush with ${what}: ${r.status} ${JSON.stringify(body)}`);
+        assert(!JSON.stringify(body).includes(SECRETS.write.slice(0, 8)), `${what}: the answer names the token`);
+      }
+      for (const [what, headers] of [["no token", {}], ["a wrong token", bearer("guess")], ["the write token", bearer(SECRETS.write)]]) {
+        const r = await fetch(`${pub}/table`, { headers });
+        const text = await r.text();
+        assert(r.status === 401 && !text.includes("chat"), `GET /table with ${what}: ${r.status} ${text.slice(0, 200)}`);
+      }
+      assert(sansDate(await (await fetch(`${base}/table`)).json()) === before, "the table changed");
+      // With the right tokens, the same routes answer (a flush of a bucket of its own, read back through the endpoint).
+      const ok = encodeFlush(0.01, [{ name: "with-token", timeouts: 1 }]);
+      const w = await fetch(`${pub}/flush`, { method: "POST", headers: bearer(SECRETS.write), body: ok });
+      assert(w.status === 204, `POST /flush with the write token: ${w.status}`);
+      const r = await fetch(`${pub}/table`, { headers: bearer(SECRETS.read) });
+      const table = await r.json();
+      assert(r.status === 200 && table.buckets["with-token"]?.timeouts === 1 && table.buckets.chat, `GET /table with the read token: ${r.status}`);
+    });
+    await t.check("a storage write that fails (sync() rejects once) counts nothing: n equals the calls made, also after a restart", async () => {
+      const flush = encodeFlush(0.01, [{ name: "flaky", timeouts: 1_000 }]);
+      assert((await fetch(`${base}/flaky/arm`)).status === 204, "arming");
+      const first = await fetch(`${base}/flaky/flush`, { method: "POST", body: flush });
+      const body = await first.json();
+      assert(first.status === 503 && body.code === "STORE_FAILED", `the flush whose write failed: ${first.status} ${JSON.stringify(body)}`);
+      assert(!JSON.stringify(body).includes("/var/lib"), `the storage's error text reached the client: ${JSON.stringify(body)}`);
+      const none = await (await fetch(`${base}/flaky/table`)).json();
+      assert(none.buckets.flaky === undefined, `after the failed write the table holds ${JSON.stringify(none.buckets.flaky)}`);
+      // The sender keeps what was refused and sends it again (the book does): now stored once.
+      const again = await fetch(`${base}/flaky/flush`, { method: "POST", body: flush });
+      assert(again.status === 204, `the flush sent again: ${again.status}`);
+      const row = (await (await fetch(`${base}/flaky/table`)).json()).buckets.flaky;
+      assert(row?.timeouts === 1_000, `1 000 timeouts recorded, the table says ${row?.timeouts}`);
+    });
+    await t.check("a window at its byte budget (maxWindowBytes) refuses further flushes with 429 WINDOW_FULL, never a 5xx, and changes nothing", async () => {
+      const answers = [];
+      for (let f = 0; f < 12; f++) {
+        const r = await fetch(`${base}/small/flush`, { method: "POST", body: benchFlush(LatencySketch, 20, 100, `b${f}`) });
+        answers.push([r.status, r.status === 204 ? null : await r.json(), r.headers.get("retry-after")]);
+      }
+      const taken = answers.filter(([s]) => s === 204).length;
+      const refused = answers.filter(([s]) => s !== 204);
+      assert(taken >= 2 && refused.length >= 1, `taken ${taken}, refused ${refused.length}`);
+      for (const [s, body, retryAfter] of refused) assert(s === 429 && body.code === "WINDOW_FULL" && Number(retryAfter) >= 1, `refused: ${s} ${JSON.stringify(body)} retry-after ${retryAfter}`);
+      const table = await (await fetch(`${base}/small/table`)).json();
+      assert(Object.keys(table.buckets).length === taken * 20, `${Object.keys(table.buckets).length} rows for ${taken} flushes taken`);
+    });
+    await t.check("the CLI's derive --aggregator URL --bearer-token-env VAR reads and prints the same table from the endpoint", async () => {
       const served = await (await fetch(`${base}/table`)).json();
-      const cli = (...args) => execFileSync(cliBin, ["derive", "--aggregator", base, ...args], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+      const env = { ...process.env, FLEET_READ_TOKEN: SECRETS.read, FLEET_WRITE_TOKEN: SECRETS.write };
+      const cli = (...args) => execFileSync(cliBin, ["derive", "--aggregator", pub, "--bearer-token-env", "FLEET_READ_TOKEN", ...args], { cwd: root, env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+      let refused = "";
+      try {
+        execFileSync(cliBin, ["derive", "--aggregator", pub, "--bearer-token-env", "FLEET_WRITE_TOKEN"], { cwd: root, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      } catch (e) {
+        refused = String(e.stderr);
+      }
+      assert(/401/.test(refused), `the CLI with the write token: ${refused || "not refused"}`);
       const out = JSON.parse(cli("--json"));
       assert(out.q === served.q && out.safety === served.safety, `q ${out.q}, safety ${out.safety}`);
       assert(out.buckets.length === Object.keys(served.buckets).length, `${out.buckets.length} buckets`);
@@ -277,6 +362,8 @@ async function workerdSuite() {
       const after = await (await fetch(`${base}/table`)).json();
       assert(sansDate(after) === before, "the table differs after the restart");
       tableMatches(after, sim.expected);
+      const flaky = (await (await fetch(`${base}/flaky/table`)).json()).buckets.flaky;
+      assert(flaky?.timeouts === 1_000, `after the restart the flaky object holds ${flaky?.timeouts} timeouts, 1 000 were recorded`);
     });
   } finally {
     await stop(child);
@@ -301,8 +388,45 @@ function denoSuite() {
   });
 }
 
+/**
+ * The Deno recipe of docs/recipes.md ("Deno: Deno KV"), its code block as printed, in a directory of its
+ * own with the flags the recipe names (`--unstable-kv --allow-read=./timeouts.kv --allow-write=./timeouts.kv`,
+ * nothing else), the package's names mapped to pkg/ by an import map; a driver appended to the block records
+ * 1 000 calls into its book, flushes, and reads the table back from the same database.
+ */
+async function denoRecipeSuite() {
+  const t = runner();
+  await t.check("the Deno KV recipe (docs/recipes.md) as printed, with its permissions: the book's flush reaches the table in process", async () => {
+    const dir = join(work, "deno-recipe");
+    const { mkdirSync, cpSync } = await import("node:fs");
+    mkdirSync(dir);
+    // The package as a user's project holds it: pkg/ inside the project, readable with --allow-read of the project.
+    cpSync(join(root, "pkg"), join(dir, "pkg"), { recursive: true });
+    const code = jsBlockUnder(readFileSync(join(root, "docs/recipes.md"), "utf8"), "Deno: Deno KV");
+    const driver = `
+for (let i = 0; i < 1000; i++) book.record("GET /profile", 20 + (i % 50), "ok");
+const sent = await book.flush();
+const row = (await agg.table()).buckets["GET /profile"];
+console.log(JSON.stringify({ sent, n: row?.n }));
+`;
+    writeFileSync(join(dir, "main.js"), code + driver);
+    writeFileSync(join(dir, "import_map.json"), JSON.stringify({ imports: { "edge-deadline/durable": "./pkg/durable-deno.js", "edge-deadline/derive": "./pkg/derive-deno.js" } }));
+    const flags = /--unstable-kv --allow-read=\.\/timeouts\.kv --allow-write=\.\/timeouts\.kv/.exec(readFileSync(join(root, "docs/recipes.md"), "utf8"));
+    assert(flags, "the recipe names its flags: deno run --unstable-kv --allow-read=./timeouts.kv --allow-write=./timeouts.kv");
+    const out = execFileSync(bin.deno, ["run", "--unstable-kv", "--allow-read=./timeouts.kv", "--allow-write=./timeouts.kv", "--import-map=import_map.json", "main.js"], {
+      cwd: dir,
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(root, "test-output/deno-cache") },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const last = JSON.parse(out.trim().split("\n").pop());
+    assert(last.sent.sent === 1 && last.n === 1000, `the recipe's book flushed ${JSON.stringify(last.sent)}, the table's n ${last.n}`);
+  });
+  return t.report(`fleet: the Deno KV recipe as printed`);
+}
+
 if (main) try {
-  for (const suite of [workerdSuite, denoSuite]) {
+  for (const suite of [workerdSuite, denoSuite, denoRecipeSuite]) {
     const report = await suite();
     console.log(JSON.stringify(report));
   }

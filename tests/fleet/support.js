@@ -153,13 +153,13 @@ export function assert(cond, message) {
 }
 
 /** A flush of `buckets` buckets of `samples` successes each (the benches' flush). */
-export function benchFlush(LatencySketch, buckets, samples) {
+export function benchFlush(LatencySketch, buckets, samples, tag = "route") {
   const u = rng(42);
   const list = [];
   for (let b = 0; b < buckets; b++) {
     const sketch = new LatencySketch();
     for (let i = 0; i < samples; i++) sketch.add(BUCKETS[b % 2 ? "search" : "chat"](u));
-    list.push({ name: `route-${b}`, inForceMs: 1000, timeouts: 1, errors: 2, sketch });
+    list.push({ name: `${tag}-${b}`, inForceMs: 1000, timeouts: 1, errors: 2, sketch });
   }
   return encodeFlush(0.01, list);
 }

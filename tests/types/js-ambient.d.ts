@@ -16,3 +16,10 @@ declare module "*.wasm" {
   const module: WebAssembly.Module;
   export default module;
 }
+
+// workerd's built-in module (js/durable-workerd.js): the base class of an RPC-capable Durable Object.
+declare module "cloudflare:workers" {
+  export class DurableObject {
+    constructor(ctx: unknown, env: unknown);
+  }
+}
