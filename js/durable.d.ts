@@ -32,8 +32,9 @@ export interface TimeoutTable {
 export type { TableRow };
 
 /**
- * The fleet's aggregator as a Durable Object class: `POST …/flush` (flush bytes, 204 once stored; 400 or 413
- * with `{ code, message }` and nothing merged) and `GET …/table`. Export it from your Worker and bind it as a
+ * The fleet's aggregator as a Durable Object class: `POST …/flush` (flush bytes, 204 once stored; 200 with
+ * `{ refused }` when some buckets were refused on their own and the rest stored; 400 or 413 with
+ * `{ code, message }` and nothing merged) and `GET …/table`. Export it from your Worker and bind it as a
  * Durable Object namespace; set options with a subclass's `static options`.
  */
 export declare class TimeoutAggregator {
@@ -41,18 +42,25 @@ export declare class TimeoutAggregator {
   /** The names of the Worker secrets holding the HTTP endpoint's bearer tokens: `TIMEOUTS_READ_TOKEN`, `TIMEOUTS_WRITE_TOKEN`. */
   static secrets: { read: string; write: string };
   constructor(ctx: { storage: unknown; blockConcurrencyWhile(f: () => Promise<unknown>): Promise<unknown> }, env: unknown);
-  /** Merges one flush; resolves once it is stored. A refusal throws a RangeError with `.code`; a failed write rejects with `.code` "STORE_FAILED" and counts nothing. */
-  flush(bytes: Uint8Array): Promise<void>;
+  /** Merges one flush; resolves `{ refused }` (the buckets refused on their own) once the rest is stored. A whole refusal throws a RangeError with `.code`; a failed write rejects with `.code` "STORE_FAILED" and counts nothing. */
+  flush(bytes: Uint8Array): Promise<{ refused: RefusedBucket[] }>;
   /** The derived table of what is stored. */
   table(): TimeoutTable;
   /** The HTTP endpoint: `POST …/flush` with the write token, `GET …/table` with the read token (`Authorization: Bearer …`); 401 otherwise. */
   fetch(request: Request): Promise<Response>;
 }
 
+/** A bucket of a flush refused on its own (`TOO_MANY_BUCKETS`, `TOO_MANY_CALLS`, `COUNT_OVERFLOW`) while the rest was merged. */
+export interface RefusedBucket {
+  bucket: string;
+  code: string;
+  message: string;
+}
+
 /** The same aggregator on Deno KV. */
 export interface KvAggregator {
-  /** Merges one flush into the window stored in KV; resolves once it is stored. */
-  flush(bytes: Uint8Array): Promise<void>;
+  /** Merges one flush into the window stored in KV; resolves `{ refused }` (the buckets refused on their own) once the rest is stored. */
+  flush(bytes: Uint8Array): Promise<{ refused: RefusedBucket[] }>;
   /** The table derived from every window in KV. */
   table(): Promise<TimeoutTable>;
   /** The HTTP endpoint: `POST …/flush` with `writeToken`, `GET …/table` with `readToken` (bearer tokens); 401 otherwise. */
@@ -79,7 +87,7 @@ export declare function kvAggregator(
 
 /** What `aggregatorBinding` reaches: a `kvAggregator`, or a Durable Object stub of `TimeoutAggregator` (RPC). */
 export interface AggregatorTarget {
-  flush(bytes: Uint8Array): Promise<void>;
+  flush(bytes: Uint8Array): Promise<{ refused: RefusedBucket[] } | void>;
   table(): TimeoutTable | Promise<TimeoutTable>;
 }
 

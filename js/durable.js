@@ -164,11 +164,14 @@ async function serve(request, agg, auth) {
     if (request.method !== "POST") return json(405, { code: "METHOD", message: "POST the flush bytes to /flush" });
     const bytes = await readCapped(request, READ_LIMIT);
     if (bytes === undefined) return json(413, { code: "TOO_LARGE", message: `a flush is at most ${READ_LIMIT - 1} bytes` });
+    let refused;
     try {
-      await agg.flush(bytes);
+      refused = (await agg.flush(bytes))?.refused;
     } catch (e) {
       return refusal(e);
     }
+    // Some buckets refused on their own (the rest is stored): the books drop those only.
+    if (Array.isArray(refused) && refused.length > 0) return json(200, { refused });
     return new Response(null, { status: 204 });
   }
   if (path.endsWith("/table")) {
@@ -185,7 +188,7 @@ async function serve(request, agg, auth) {
  * `target.table()`, with no token (whoever holds the binding may write and read). `target` is a
  * `kvAggregator`, or a function answering the Durable Object's stub (called per request: a stub belongs to
  * the request that made it), whose `flush` and `table` are reached by RPC.
- * @param {{ flush(bytes: Uint8Array): Promise<void>, table(): unknown } | (() => { flush(bytes: Uint8Array): Promise<void>, table(): unknown })} target
+ * @param {{ flush(bytes: Uint8Array): Promise<{ refused?: unknown[] } | void>, table(): unknown } | (() => { flush(bytes: Uint8Array): Promise<{ refused?: unknown[] } | void>, table(): unknown })} target
  */
 export function aggregatorBinding(target) {
   const ok = (t) => t !== null && (typeof t === "object" || typeof t === "function") && "flush" in t && "table" in t;
@@ -334,19 +337,20 @@ export function aggregatorClass(Base) {
         this.#pendingBytes.set(at, Math.max(0, exact - size));
         if (exact + bytes.byteLength > this.#maxWindowBytes) throw windowFull(this.#maxWindowBytes, (at + 1) * this.#windowMs - now);
       }
-      const index = this.#mergePending(bytes, now);
-      this.#pendingBytes.set(index, (this.#pendingBytes.get(index) ?? 0) + bytes.byteLength);
-      return index;
+      const { window, refused } = this.#mergePending(bytes, now);
+      this.#pendingBytes.set(window, (this.#pendingBytes.get(window) ?? 0) + bytes.byteLength);
+      return refused;
     }
 
+    /** `{ window, refused }`: the core's merge into #pending, against the stored window. */
     #mergePending(bytes, now) {
       const had = new Set(this.#pending.windowIndexes());
-      const index = this.#pending.merge(bytes, now);
-      if (had.has(index)) return index;
-      const stored = this.#core.windowBytes(index);
-      if (!stored) return index;
+      const first = this.#pending.mergeFlush(bytes, now);
+      if (had.has(first.window)) return first;
+      const stored = this.#core.windowBytes(first.window);
+      if (!stored) return first;
       this.#pending.loadWindow(stored);
-      return this.#pending.merge(bytes, now);
+      return this.#pending.mergeFlush(bytes, now);
     }
 
     async #write() {
@@ -425,10 +429,11 @@ export function aggregatorClass(Base) {
      * it is stored; a failed write rejects with `.code` "STORE_FAILED" and counts nothing of it.
      */
     async flush(bytes) {
-      this.#merge(bytes, Date.now());
+      const refused = this.#merge(bytes, Date.now());
       const done = new Promise((resolve, reject) => this.#queue.push({ resolve, reject }));
       this.#commit().catch(() => {});
-      return done;
+      await done;
+      return { refused };
     }
 
     /** The derived table, of what is stored: derived again after a write, or once it is a second old. */
@@ -560,12 +565,12 @@ export function kvAggregator(kv, options = {}) {
     return batch.map(({ bytes }) => {
       try {
         if (bound + bytes.byteLength <= maxWindowBytes) {
-          agg.merge(bytes, t);
+          const { refused } = agg.mergeFlush(bytes, t);
           bound += bytes.byteLength;
-          return null;
+          return refused;
         }
         const before = agg.windowBytes(index);
-        agg.merge(bytes, t);
+        const { refused } = agg.mergeFlush(bytes, t);
         const after = agg.windowBytes(index);
         if (after && after.byteLength > maxWindowBytes) {
           if (before) agg.loadWindow(before);
@@ -574,7 +579,7 @@ export function kvAggregator(kv, options = {}) {
           return windowFull(maxWindowBytes, (index + 1) * windowMs - t);
         }
         bound = after?.byteLength ?? 0;
-        return null;
+        return refused;
       } catch (e) {
         return e;
       }
@@ -601,7 +606,7 @@ export function kvAggregator(kv, options = {}) {
       const results = mergeBatch(agg, index, had?.byteLength ?? 0, batch, t);
       const bytes = agg.windowBytes(index);
       let r = { ok: true };
-      if (bytes && results.some((e) => e === null)) {
+      if (bytes && results.some((r) => Array.isArray(r))) {
         const g = crypto.randomUUID();
         const parts = chunks(bytes, KV_CHUNK);
         for (let i = 0; i < parts.length; i += KV_CHUNKS_PER_OP) {
@@ -613,7 +618,7 @@ export function kvAggregator(kv, options = {}) {
         await dropChunks(index, r.ok ? head.value : { g, n: parts.length });
       }
       if (r.ok || attempt >= KV_RETRIES) {
-        batch.forEach(({ done }, i) => done(r.ok || results[i] ? results[i] : storeFailed()));
+        batch.forEach(({ done }, i) => done(r.ok || !Array.isArray(results[i]) ? results[i] : storeFailed()));
         return;
       }
     }
@@ -621,10 +626,11 @@ export function kvAggregator(kv, options = {}) {
   const commit = groupCommit(write);
 
   const agg = {
-    /** Merges one flush into the window in KV; resolves once it is stored (refusals reject). */
+    /** Merges one flush into the window in KV; resolves `{ refused }` (buckets refused on their own) once the rest is stored; a whole refusal rejects. */
     flush(bytes) {
       return new Promise((resolve, reject) => {
-        waiting.push({ bytes, done: (e) => (e ? reject(e) : resolve()) });
+        // `done` gets the buckets refused on their own (an array), or why the whole flush was refused.
+        waiting.push({ bytes, done: (r) => (Array.isArray(r) ? resolve({ refused: r }) : reject(r)) });
         commit().catch(reject);
       });
     },

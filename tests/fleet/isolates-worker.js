@@ -61,6 +61,9 @@ export default {
       await stubOf(env.FLAKY, "flaky")().armSync();
       return new Response(null, { status: 204 });
     }
+    // The lock-out check: an object of its own ("full"), reached like the others.
+    if (url.pathname === "/full/flush") return aggregatorBinding(stubOf(env.TIMEOUTS, "full")).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
+    if (url.pathname === "/full/table") return aggregatorBinding(stubOf(env.TIMEOUTS, "full")).fetch(new Request("http://agg/table"));
     if (url.pathname === "/small/flush") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     if (url.pathname === "/small/table") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/table"));
     if (url.pathname === "/flaky/table") return flaky.fetch(new Request("http://agg/table"));

@@ -319,6 +319,22 @@ async function workerdSuite() {
       const row = (await (await fetch(`${base}/flaky/table`)).json()).buckets.flaky;
       assert(row?.timeouts === 1_000, `1 000 timeouts recorded, the table says ${row?.timeouts}`);
     });
+    await t.check("junk cannot lock out honest data: a full window (1 024 buckets) still merges the buckets it has and refuses only new names (200 naming them); a bucket past the per-flush count refuses only itself", async () => {
+      const flush = (buckets) => fetch(`${base}/full/flush`, { method: "POST", body: encodeFlush(0.01, buckets) });
+      // 1 022 junk names and two honest ones fill the window's 1 024.
+      const junk = Array.from({ length: 1_022 }, (_, i) => ({ name: `junk-${i}`, timeouts: 1 }));
+      const first = await flush([...junk, { name: "GET /a", timeouts: 1 }, { name: "GET /b", timeouts: 1 }]);
+      assert(first.status === 204, `filling the window: ${first.status}`);
+      const honest = await flush([{ name: "GET /a", timeouts: 2 }, { name: "GET /new", timeouts: 5 }, { name: "GET /b", timeouts: 50_000_000 }]);
+      const body = await honest.json();
+      assert(honest.status === 200, `a flush with one new name and one saturated bucket: ${honest.status} ${JSON.stringify(body)}`);
+      const codes = Object.fromEntries(body.refused.map((r) => [r.bucket, r.code]));
+      assert(codes["GET /new"] === "TOO_MANY_BUCKETS" && codes["GET /b"] === "TOO_MANY_CALLS" && !("GET /a" in codes), JSON.stringify(body.refused));
+      const table = await (await fetch(`${base}/full/table`)).json();
+      assert(table.buckets["GET /a"]?.timeouts === 3, `the bucket the window has was merged: ${JSON.stringify(table.buckets["GET /a"])}`);
+      assert(table.buckets["GET /new"] === undefined, "the refused name is not in the table");
+      assert(table.buckets["GET /b"]?.timeouts === 1, `the bucket past the count kept what it had: ${JSON.stringify(table.buckets["GET /b"])}`);
+    });
     await t.check("a window at its byte budget (maxWindowBytes) refuses further flushes with 429 WINDOW_FULL, never a 5xx, and changes nothing", async () => {
       const answers = [];
       for (let f = 0; f < 12; f++) {
