@@ -50,7 +50,7 @@ use crate::core::sketch::{BytesError, LatencySketch, MAX_COUNT, MAX_RELATIVE_ERR
 
 mod serve;
 pub use serve::{
-    check_bucket, check_option, msg as serve_msg, warning, Schedule, ServeError, ServeOptions, TableRow,
+    check_bucket, check_option, msg as serve_msg, names_held, warning, Schedule, ServeError, ServeOptions, TableRow,
     MAX_STEP_FACTOR,
 };
 

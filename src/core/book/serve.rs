@@ -141,6 +141,15 @@ pub fn check_option(param: &'static str, value: f64) -> Result<f64, ServeError> 
     }
 }
 
+/// How many bucket names a book holds for `timeout()` (the in-force value
+/// it reports in a flush, the warnings it told) with `max_buckets`: twice the
+/// buckets it records between flushes. When full it keeps only the names it
+/// is recording, so at least `max_buckets` are free again; warnings told are
+/// forgotten then (each may be told once more).
+pub fn names_held(max_buckets: usize) -> usize {
+    max_buckets.saturating_mul(2)
+}
+
 /// A bucket name: 1 ..= [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES) bytes of UTF-8.
 pub fn check_bucket(name: &str) -> Result<(), ServeError> {
     if (1..=super::MAX_NAME_BYTES).contains(&name.len()) {
@@ -265,28 +274,39 @@ impl Schedule {
     }
 
     /// A table derived at percentile `q` arrived at `now_ms`: the new served
-    /// values (module docs).
-    pub fn table(&mut self, now_ms: f64, q: f64, rows: &[TableRow]) {
+    /// values (module docs). At most `max_served` buckets are served (the
+    /// book's `maxBuckets`): those served already first, then the others in
+    /// the table's order; a row whose name [`check_bucket`] refuses is not served.
+    pub fn table(&mut self, now_ms: f64, q: f64, rows: &[TableRow], max_served: usize) {
         let f = self.options.max_step_factor;
         let needed = samples_needed(q);
-        let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len());
-        for row in rows {
-            // Too few, or no count at all (NaN).
-            if row.n.is_nan() || row.n < needed {
-                continue;
-            }
-            let Some(target) = usable(row.timeout_ms) else { continue };
-            let mut v = match self.served(&row.name) {
-                Some(old) => target.max(old / f).min(old * f),
-                None => target,
-            };
-            if let Some(floor) = usable(row.floor_ms) {
-                v = v.max(floor);
-            }
-            // Kept sorted by inserting in place (no sort: std's stable sort
-            // costs the derive `.wasm` kilobytes); a repeated name keeps its first row.
-            if let Err(at) = next.binary_search_by(|(n, _)| n.as_str().cmp(&row.name)) {
-                next.insert(at, (row.name.clone(), v.min(MAX_MS)));
+        let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len().min(max_served));
+        for again in [true, false] {
+            for row in rows {
+                if next.len() >= max_served {
+                    break;
+                }
+                // Too few, or no count at all (NaN).
+                if row.n.is_nan() || row.n < needed || check_bucket(&row.name).is_err() {
+                    continue;
+                }
+                let Some(target) = usable(row.timeout_ms) else { continue };
+                let old = self.served(&row.name);
+                if old.is_some() != again {
+                    continue;
+                }
+                let mut v = match old {
+                    Some(old) => target.max(old / f).min(old * f),
+                    None => target,
+                };
+                if let Some(floor) = usable(row.floor_ms) {
+                    v = v.max(floor);
+                }
+                // Kept sorted by inserting in place (no sort: std's stable sort
+                // costs the derive `.wasm` kilobytes); a repeated name keeps its first row.
+                if let Err(at) = next.binary_search_by(|(n, _)| n.as_str().cmp(&row.name)) {
+                    next.insert(at, (row.name.clone(), v.min(MAX_MS)));
+                }
             }
         }
         self.served = next;

@@ -246,23 +246,23 @@ fn row(name: &str, timeout_ms: Option<f64>, floor_ms: Option<f64>) -> TableRow {
 fn served_values_move_by_at_most_the_step_factor_and_never_below_the_floor() {
     let mut s = Schedule::new(ServeOptions::default()).unwrap();
     assert_eq!(s.timeout(0.0, "a", 5000.0), (5000.0, false), "no table yet: the fallback");
-    s.table(0.0, 0.99, &[row("a", Some(400.0), None), row("b", None, Some(10.0)), row("c", Some(f64::NAN), None)]);
+    s.table(0.0, 0.99, &[row("a", Some(400.0), None), row("b", None, Some(10.0)), row("c", Some(f64::NAN), None)], 256);
     assert_eq!(s.timeout(1.0, "a", 5000.0), (400.0, true), "a first value is served as derived");
     assert_eq!(s.timeout(1.0, "b", 5000.0), (5000.0, false), "too few samples: the fallback");
     assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "an unusable value is absent");
     // One bad window: the derived value collapses, the served one halves.
-    s.table(60_000.0, 0.99, &[row("a", Some(20.0), None)]);
+    s.table(60_000.0, 0.99, &[row("a", Some(20.0), None)], 256);
     assert_eq!(s.served("a"), Some(200.0));
-    s.table(120_000.0, 0.99, &[row("a", Some(20.0), None)]);
+    s.table(120_000.0, 0.99, &[row("a", Some(20.0), None)], 256);
     assert_eq!(s.served("a"), Some(100.0));
-    s.table(180_000.0, 0.99, &[row("a", Some(20.0), Some(150.0))]);
+    s.table(180_000.0, 0.99, &[row("a", Some(20.0), Some(150.0))], 256);
     assert_eq!(s.served("a"), Some(150.0), "the floor wins over the step");
-    s.table(240_000.0, 0.99, &[row("a", Some(10_000.0), Some(150.0))]);
+    s.table(240_000.0, 0.99, &[row("a", Some(10_000.0), Some(150.0))], 256);
     assert_eq!(s.served("a"), Some(300.0), "up by the factor too");
-    s.table(300_000.0, 0.99, &[row("a", Some(310.0), None)]);
+    s.table(300_000.0, 0.99, &[row("a", Some(310.0), None)], 256);
     assert_eq!(s.served("a"), Some(310.0), "within the factor: as derived");
     // A bucket missing from the table is not served.
-    s.table(360_000.0, 0.99, &[row("z", Some(9.0), None)]);
+    s.table(360_000.0, 0.99, &[row("z", Some(9.0), None)], 256);
     assert_eq!(s.timeout(360_001.0, "a", 77.0), (77.0, false));
 }
 
@@ -271,21 +271,21 @@ fn a_row_is_served_only_once_it_has_the_samples_its_percentile_needs() {
     let few = |name: &str, v: f64, n: f64| TableRow { name: name.into(), timeout_ms: Some(v), floor_ms: None, n };
     let mut s = Schedule::new(ServeOptions::default()).unwrap();
     // p99 needs 1 000 successes, p90 100; a missing count is too few, and so is any count for a q of 1 or NaN.
-    s.table(0.0, 0.99, &[few("a", 400.0, 999.0), few("b", 400.0, 1000.0), few("c", 400.0, f64::NAN)]);
+    s.table(0.0, 0.99, &[few("a", 400.0, 999.0), few("b", 400.0, 1000.0), few("c", 400.0, f64::NAN)], 256);
     assert_eq!(s.timeout(1.0, "a", 5000.0), (5000.0, false), "999 successes for a p99: the fallback");
     assert_eq!(s.timeout(1.0, "b", 5000.0), (400.0, true));
     assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "no count: the fallback");
-    s.table(1.0, 0.9, &[few("a", 400.0, 100.0)]);
+    s.table(1.0, 0.9, &[few("a", 400.0, 100.0)], 256);
     assert_eq!(s.timeout(2.0, "a", 5000.0), (400.0, true), "100 successes are enough for a p90");
     for q in [1.0, f64::NAN, -0.5] {
-        s.table(2.0, q, &[few("a", 400.0, 1e12)]);
+        s.table(2.0, q, &[few("a", 400.0, 1e12)], 256);
         assert_eq!(s.timeout(3.0, "a", 5000.0), (5000.0, false), "q {q}");
     }
     // Served, then too few again: not served; once enough, the value is a first value (no step bound).
-    s.table(3.0, 0.99, &[few("a", 400.0, 2000.0)]);
-    s.table(4.0, 0.99, &[few("a", 10.0, 10.0)]);
+    s.table(3.0, 0.99, &[few("a", 400.0, 2000.0)], 256);
+    s.table(4.0, 0.99, &[few("a", 10.0, 10.0)], 256);
     assert_eq!(s.timeout(5.0, "a", 77.0), (77.0, false));
-    s.table(5.0, 0.99, &[few("a", 10.0, 1000.0)]);
+    s.table(5.0, 0.99, &[few("a", 10.0, 1000.0)], 256);
     assert_eq!(s.timeout(6.0, "a", 77.0), (10.0, true));
 }
 
@@ -300,7 +300,7 @@ fn a_stale_table_is_not_served_and_refreshes_are_paced() {
     assert!(s.refresh_due(1000.0), "a refresh that never settles does not block the next");
     s.refresh_failed(1000.0);
     assert!(!s.refresh_due(1999.0) && s.refresh_due(2000.0));
-    s.table(2000.0, 0.99, &[row("a", Some(100.0), None)]);
+    s.table(2000.0, 0.99, &[row("a", Some(100.0), None)], 256);
     assert_eq!(s.stale_at(), 7000.0);
     assert_eq!(s.refresh_at(), 3000.0);
     assert_eq!(s.timeout(6999.0, "a", 1.0), (100.0, true));
@@ -338,7 +338,7 @@ proptest! {
         for (t, table) in tables.iter().enumerate() {
             let rows: Vec<TableRow> = table.iter().map(|(n, v, fl)| row(&n.to_string(), *v, *fl)).collect();
             let before = s.served_all().to_vec();
-            s.table(t as f64, 0.99, &rows);
+            s.table(t as f64, 0.99, &rows, 256);
             for (name, v) in s.served_all() {
                 prop_assert!(v.is_finite() && *v > 0.0 && *v <= MAX_MS);
                 let r = rows.iter().find(|r| &r.name == name).unwrap();
@@ -386,4 +386,24 @@ fn max_buckets_and_fallbacks_are_checked() {
     for bad in [0.0, -1.0, f64::INFINITY, f64::NAN] {
         assert_eq!(check_option("options.fallbackMs", bad).unwrap_err().param().as_deref(), Some("options.fallbackMs"));
     }
+}
+
+#[test]
+fn a_table_serves_at_most_max_buckets_those_served_already_first_and_no_name_record_refuses() {
+    let mut s = Schedule::new(ServeOptions::default()).unwrap();
+    let rows: Vec<TableRow> = (0..10).map(|i| row(&format!("b{i}"), Some(400.0), None)).collect();
+    s.table(0.0, 0.99, &rows, 3);
+    assert_eq!(s.served_all().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["b0", "b1", "b2"]);
+    let mut later = vec![row(&"y".repeat(300), Some(400.0), None), row("", Some(400.0), None)];
+    later.extend(rows.iter().rev().cloned());
+    s.table(1.0, 0.99, &later, 3);
+    assert_eq!(
+        s.served_all().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["b0", "b1", "b2"],
+        "the served ones keep their place"
+    );
+    s.table(2.0, 0.99, &later, 5);
+    assert_eq!(s.served_all().len(), 5);
+    assert!(s.served_all().iter().all(|(n, _)| n.len() == 2));
+    assert_eq!(names_held(256), 512);
 }

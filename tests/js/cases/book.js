@@ -112,6 +112,34 @@ const cases = [
     },
   },
   {
+    name: "book: timeout() takes the names record() takes, and what it holds per name is bounded by maxBuckets (the table's too)",
+    run: async (lib) => {
+      const fake = installFakeTime();
+      try {
+        const agg = aggregator();
+        const warnings = [];
+        const book = new lib.TimeoutBook({ aggregator: agg, maxBuckets: 3, onWarning: (w) => warnings.push(w) });
+        throwsArg(() => book.timeout("x".repeat(2 * 1024 * 1024), { fallbackMs: 5 }), RangeError, "bucket", "OUT_OF_RANGE", /'bucket' must be a name of 1 … 256 bytes of UTF-8: current value is 2097152 bytes long/);
+        throwsArg(() => book.timeout("", { fallbackMs: 5 }), RangeError, "bucket", "OUT_OF_RANGE");
+        equal(warnings.length, 0, "a refused name is not told as a fallback");
+        // Names past the bound are answered, not held: a warning told for a name no longer held is told again.
+        equal(book.timeout("a", { fallbackMs: 5 }), 5);
+        for (let i = 0; i < 100; i++) equal(book.timeout(`n${i}`, { fallbackMs: 5 }), 5);
+        equal(book.timeout("a", { fallbackMs: 5 }), 5);
+        equal(warnings.filter((w) => w.bucket === "a").length, 2, "told again: the book did not keep 101 names");
+        await settle();
+        // A table of 10 served rows (and one whose name record() refuses): at most maxBuckets are served.
+        agg.buckets = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`b${i}`, row(400)]));
+        agg.buckets["y".repeat(300)] = row(400);
+        await book.refresh();
+        const served = Array.from({ length: 10 }, (_, i) => book.timeout(`b${i}`, { fallbackMs: 5 })).filter((v) => v === 400);
+        equal(served.length, 3);
+      } finally {
+        fake.restore();
+      }
+    },
+  },
+  {
     name: "book: flush sends at most once per flushEveryMs, a failed flush keeps its data, a refused one is dropped",
     run: async (lib) => {
       const fake = installFakeTime();
