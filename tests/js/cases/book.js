@@ -4,6 +4,7 @@
 // sets. Timing is the subject of the flush and refresh cases, so the clock is fake.
 import { equal, ok, rejects, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
+import { FleetAggregatorCore } from "../latency-data.js";
 import { onFakeTime } from "../pipeline-support.js";
 
 /** An aggregator stand-in: `flushes` it took (bytes), `status` it answers them with, `table` it serves. */
@@ -136,6 +137,27 @@ const cases = [
         equal(served.length, 3);
       } finally {
         fake.restore();
+      }
+    },
+  },
+  {
+    name: "book: a bucket named __proto__ (or constructor) is a row of the aggregator's table like any other",
+    run: (lib) => {
+      // The book loads the derive core (lazily, as the aggregator does) before its class is used.
+      const book = new lib.TimeoutBook({ onWarning: () => {} });
+      const Core = FleetAggregatorCore();
+      const agg = new Core(undefined);
+      try {
+        for (const name of ["__proto__", "constructor", "GET /a"]) book.record(name, 5);
+        for (const bytes of book.takeFlush()) agg.merge(bytes, 1_000);
+        const table = agg.table(2_000);
+        equal(Object.getPrototypeOf(table.buckets), Object.prototype, "the table's prototype is untouched");
+        equal(JSON.stringify(Object.keys(table.buckets)), JSON.stringify(["GET /a", "__proto__", "constructor"]));
+        const read = JSON.parse(JSON.stringify(table));
+        ok(Object.hasOwn(read.buckets, "__proto__"), "served in the JSON");
+        equal(Object.getOwnPropertyDescriptor(read.buckets, "__proto__").value.n, 1);
+      } finally {
+        agg.free();
       }
     },
   },
