@@ -363,7 +363,11 @@ fn malformed_json_lines_are_line_numbered_or_skipped_to_the_reference() {
         ("{\"ms\": \"fast\", \"model\": \"plain\"}", "field 'ms': 'fast' is not a number"),
         ("{\"ms\": true}", "field 'ms': expected a number of milliseconds, found true"),
         ("{\"model\": \"plain\"}", "field 'ms': missing"),
-        ("{\"ms\": 1, \"outcome\": 3}", "field 'outcome': expected a string, found 3"),
+        ("{\"ms\": 1, \"outcome\": 3}", "field 'outcome': '3' is not an outcome"),
+        (
+            "{\"ms\": 1, \"outcome\": [1]}",
+            "field 'outcome': expected a string, a number (an HTTP status) or a boolean, found [1]",
+        ),
         ("{\"ms\": 1, \"outcome\": \"maybe\"}", "field 'outcome': 'maybe' is not an outcome"),
         ("{\"ms\": -1}", "field 'ms'"),
     ] {
@@ -920,4 +924,27 @@ fn forged_sketches_are_refused_naming_the_file() {
     for p in [honest, huge, lying, full] {
         std::fs::remove_file(p).ok();
     }
+}
+
+#[test]
+fn http_status_codes_are_outcomes_as_json_numbers_and_strings() {
+    let mut lines = String::new();
+    for i in 0..200 {
+        let status = if i % 2 == 0 { "200".to_string() } else { "\"204\"".to_string() };
+        lines.push_str(&format!("{{\"ms\": {}, \"status\": {status}}}\n", 10 + i % 7));
+    }
+    for status in ["408", "\"504\"", "404", "\"500\"", "503", "200.0"] {
+        lines.push_str(&format!("{{\"ms\": 5, \"status\": {status}}}\n"));
+    }
+    let a = answer(&["derive", "-", "--json", "--format", "jsonl", "--outcome-column", "status"], &lines);
+    let b = &a["buckets"][0];
+    assert_eq!(b["n"], 201, "{a}");
+    assert_eq!(b["excluded"]["timeouts"], 2, "{a}");
+    assert_eq!(b["excluded"]["errors"], 3, "{a}");
+    let (_, err, code) = text(&run(
+        &["derive", "-", "--format", "jsonl", "--outcome-column", "status"],
+        Some("{\"ms\": 5, \"status\": 302}\n"),
+    ));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("'302' is not an outcome"), "{err}");
 }

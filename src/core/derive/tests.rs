@@ -578,4 +578,13 @@ fn outcomes_read_http_status_codes() {
         assert_eq!(Outcome::parse(text), want, "{text:?}");
     }
     assert!(Outcome::accepted().to_string().contains("2xx"), "{}", Outcome::accepted());
+    // A status as a number (JSON, a JS row) is the same rule.
+    for (status, want) in
+        [(200.0, Some(Outcome::Success)), (504.0, Some(Outcome::Timeout)), (429.0, Some(Outcome::Error))]
+    {
+        assert_eq!(Outcome::of_status(status), want, "{status}");
+    }
+    for not in [302.0, 200.5, 1e300, f64::NAN, -404.0, 0.0] {
+        assert_eq!(Outcome::of_status(not), None, "{not}");
+    }
 }
