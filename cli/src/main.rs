@@ -261,7 +261,9 @@ fn main() {
             }
         }
         Err((Exit::Data(m), _)) => {
-            eprintln!("edge-deadline: {m}");
+            // Bad data's message may quote the data (a refusal's body, a bucket
+            // name): one line, nothing a terminal would act on.
+            eprintln!("edge-deadline: {}", report::plain(&m));
             std::process::exit(1);
         }
     }
@@ -383,7 +385,7 @@ fn derive_cmd(a: &DeriveArgs) -> Result<(), Exit> {
                     stats.skipped,
                     if stats.skipped == 1 { "" } else { "s" },
                     stats.lines,
-                    stats.first_errors.join("; ")
+                    report::plain(&stats.first_errors.join("; "))
                 );
             }
             meta.skipped = stats.skipped;

@@ -948,3 +948,36 @@ fn http_status_codes_are_outcomes_as_json_numbers_and_strings() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("'302' is not an outcome"), "{err}");
 }
+
+#[test]
+fn an_aggregators_words_reach_the_terminal_escaped() {
+    // A bucket name with terminal escapes and a forged report line, in the bucket column,
+    // a floor note and a warning's message.
+    let evil = "chat\u{1b}[2J\u{1b}]0;owned\u{7}\n  gpt: served at no less than 1 ms";
+    let table = serde_json::json!({
+        "v": 1, "derivedAt": "2026-01-01T00:00:00.000Z", "windowMs": 3600000, "windows": 24, "q": 0.99, "safety": 1.5,
+        "buckets": { evil: {
+            "n": 5000, "timeouts": 1, "errors": 0, "timeoutMs": 300, "p50": 40, "p99": 150, "floorMs": 400,
+            "falseTimeoutRate": 0.001, "warnings": [{ "code": "censored", "message": format!("{evil}\u{1b}[31m\r") }],
+        }},
+    });
+    let (port, server) = one_shot_server("200 OK", table.to_string());
+    let (out, err, code) = text(&run(&["derive", "--aggregator", &format!("http://127.0.0.1:{port}")], None));
+    server.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\r'), "{out:?}");
+    assert!(!out.lines().any(|l| l.starts_with("  gpt:")), "no forged line: {out}");
+    assert!(out.contains("chat\\u{1b}[2J"), "{out}");
+    // A refusal's body and a bucket named in an error are escaped too.
+    let (port, server) = one_shot_server("503 Service Unavailable", format!("down\u{1b}[2J\nedge-deadline: {evil}"));
+    let (_, err, code) = text(&run(&["derive", "--aggregator", &format!("http://127.0.0.1:{port}")], None));
+    server.join().unwrap();
+    assert_eq!(code, 1);
+    assert!(!err.contains('\u{1b}') && err.trim_end().lines().count() == 1, "{err:?}");
+    let bad = serde_json::json!({ "v": 1, "q": 0.99, "safety": 1.5, "buckets": { evil: { "n": "x" } } });
+    let (port, server) = one_shot_server("200 OK", bad.to_string());
+    let (_, err, code) = text(&run(&["derive", "--aggregator", &format!("http://127.0.0.1:{port}")], None));
+    server.join().unwrap();
+    assert_eq!(code, 1);
+    assert!(!err.contains('\u{1b}') && err.trim_end().lines().count() == 1, "{err:?}");
+}
