@@ -313,6 +313,14 @@ pub mod msg {
     }
 }
 
+/// How many errors of a `.cause` chain the hosts look at (the error itself
+/// and its causes) when they ask whether time ran out (`isTimeout`) or a
+/// circuit refused (`isCircuitOpen`): a chain is untrusted input, and one a
+/// million causes long must not cost a million reads. js/errors.js holds the
+/// same number, pinned by the conformance rows "isTimeout: a timeout 31/32
+/// causes deep".
+pub const MAX_CAUSES: usize = 32;
+
 /// The code of a count that must be a whole number `lo ..= hi` and is not:
 /// `NOT_FINITE`, `OUT_OF_RANGE`, or `NOT_WHOLE` (in range, with a fraction).
 pub fn whole_code(value: f64, lo: f64, hi: f64) -> &'static str {

@@ -88,6 +88,8 @@ function deadlineOf(lib, a) {
 
 /** Builds an error value as the row describes it, with its `cause` chain. */
 function makeError(lib, spec) {
+  // `wrappedIn`: that many plain errors around it, each the cause of the next.
+  if (spec.wrappedIn > 0) return new Error("wrapper", { cause: makeError(lib, { ...spec, wrappedIn: spec.wrappedIn - 1 }) });
   const cause = spec.cause === undefined ? undefined : { cause: makeError(lib, spec.cause) };
   switch (spec.class) {
     case "DeadlineExceeded":

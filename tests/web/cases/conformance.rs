@@ -243,6 +243,13 @@ fn make_error(spec: &Value) -> Result<Error, String> {
         "Error" => Error::Js(with_cause(js_sys::Error::new("wrapper").into(), cause)),
         other => return Err(format!("no such error class in the table: {other}")),
     })
+    .map(|mut e| {
+        // `wrappedIn`: that many plain errors around it, each the cause of the next.
+        for _ in 0..o.get("wrappedIn").and_then(Value::as_u64).unwrap_or(0) {
+            e = Error::Js(with_cause(js_sys::Error::new("wrapper").into(), Some(e)));
+        }
+        e
+    })
 }
 
 /// The `breaker.calls` op (tests/js/cases/conformance.js has its words).
