@@ -175,6 +175,17 @@ impl Message {
         self.push(name, value.into())
     }
 
+    /// The message with its argument `name` set to `value` (replaced when it
+    /// had one): an inner error's `param` renamed by the batch that holds it.
+    pub fn with_arg(mut self, name: &'static str, value: impl Into<Arg>) -> Self {
+        let value = value.into();
+        match self.args.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.args.push((name, value)),
+        }
+        self
+    }
+
     // One copy of the push for every `arg` call: inlined, the messages of
     // the derive module's errors took 4 times the code of their old
     // `Display` (measured with twiggy), and the main `.wasm` was 1.4 KB

@@ -183,7 +183,7 @@ fn rejects_bad_options_and_samples() {
     assert!(e(DeriveOptions { configured_ms: Some(-5.0), ..d }).starts_with("'configuredMs'"));
     assert!(e(DeriveOptions { relative_error: 0.9, ..d }).starts_with("'relativeError'"));
     let bad = derive_samples(&[1.0, f64::NAN], &d).unwrap_err().to_string();
-    assert!(bad.starts_with("sample 1: 'ms'"), "{bad}");
+    assert!(bad.starts_with("'samples[1]' must be a finite number of milliseconds"), "{bad}");
     let mut dv = Deriver::new(d, vec!["model".into()]).unwrap();
     assert_eq!(dv.add(&[], Outcome::Success, Some(1.0)), Err(DeriveError::Labels { expected: 1, got: 0 }));
     assert_eq!(dv.add(&["a"], Outcome::Success, None), Err(DeriveError::MissingDuration));
