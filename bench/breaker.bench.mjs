@@ -15,6 +15,12 @@
 //   window (consecutiveFailures off, failureRate 1, so it stays closed).
 // - "refused (open)": a call refused at once; it builds a CircuitOpen (an Error, with its stack).
 // - "cockatiel circuitBreaker.execute (closed, sync fn)": the peer's closed path, for scale.
+// - "importState, 50 000 open keys: …" (ms per import, not ns): the bytes of
+//   another breaker holding 50 000 open keys, taken in by an empty breaker
+//   (maxKeys 50 000), by the same breaker again (every key found, open
+//   already), and by a breaker at its default maxKeys (1 000 keys held, most
+//   of the import finds no room). The work is linear in the keys held and
+//   imported, up to a sort of each.
 import { loadPackage, nsPerOp, runtimeName } from "./harness.mjs";
 
 const isWorkerd = typeof globalThis.WebSocketPair === "function";
@@ -48,10 +54,51 @@ export async function run(lib, { peers } = {}) {
     for (let i = 0; i < n; i++) await b.run("upstream", () => 1);
     rows["CircuitBreaker.run (closed, sync fn, awaited)"] = ((performance.now() - t1) * 1e6) / n;
   }
+  const bytes = openKeys(50_000);
+  const msPer = (fn, n = 5) => {
+    fn();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) fn();
+    return (performance.now() - t0) / n;
+  };
+  rows["importState, 50 000 open keys: into an empty breaker (ms)"] = msPer(() => {
+    const e = new lib.CircuitBreaker({ maxKeys: 50_000 });
+    e.importState(bytes);
+    e.dispose();
+  });
+  const full = new lib.CircuitBreaker({ maxKeys: 50_000 });
+  full.importState(bytes);
+  rows["importState, 50 000 open keys: again, every key held and open (ms)"] = msPer(() => full.importState(bytes));
+  full.dispose();
+  const small = new lib.CircuitBreaker();
+  rows["importState, 50 000 open keys: into a default breaker, 1 000 held (ms)"] = msPer(() => small.importState(bytes));
+  small.dispose();
   b.dispose();
   f.dispose();
   o.dispose();
   return { runtime: runtimeName(), rows };
+}
+
+/** Exported bytes (the core's format) of a breaker holding `n` keys open for an hour. */
+function openKeys(n) {
+  const names = Array.from({ length: n }, (_, i) => new TextEncoder().encode(`route-${i}`));
+  const size = 17 + names.reduce((s, k) => s + 15 + k.length, 0);
+  const out = new Uint8Array(size);
+  const v = new DataView(out.buffer);
+  out.set([69, 68, 67, 66, 1]); // "EDCB", version 1
+  v.setFloat64(5, Date.now(), true);
+  v.setUint32(13, n, true);
+  let at = 17;
+  for (const k of names) {
+    v.setUint16(at, k.length, true);
+    out.set(k, at + 2);
+    at += 2 + k.length;
+    out[at] = 1; // open
+    v.setUint32(at + 1, 1, true);
+    v.setFloat64(at + 5, 3_600_000, true);
+    at += 13;
+  }
+  return out;
 }
 
 async function main() {

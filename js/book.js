@@ -54,6 +54,8 @@ export class TimeoutBook {
   #entries = new Map();
   #relativeError;
   #maxBuckets;
+  /** How many names timeout() holds (its in-force values, the warnings told). */
+  #held;
   #schedule;
   /** The core's served values, mirrored after each refresh. @type {Map<string, number>} */
   #served = new Map();
@@ -106,6 +108,7 @@ export class TimeoutBook {
       optNumber("options.flushEveryMs", o.flushEveryMs, "a number of milliseconds"),
     );
     this.#maxBuckets = core.checkBookOption("options.maxBuckets", optNumber("options.maxBuckets", o.maxBuckets, "a whole number") ?? 256);
+    this.#held = core.bookNamesHeld(this.#maxBuckets);
     // The sketch validates it (a RangeError naming options.relativeError).
     this.#relativeError = new LatencySketch({ relativeError: optNumber("options.relativeError", o.relativeError, "a number between 0.001 and 0.5") }).relativeError;
     if (o.onWarning !== undefined && typeof o.onWarning !== "function") throw typeError("options.onWarning", "a function", o.onWarning);
@@ -186,7 +189,7 @@ export class TimeoutBook {
       v = fallbackMs;
       this.#fallbackWarning(bucket, fallbackMs, t);
     }
-    if (this.#inForce.get(bucket) !== v) this.#inForce.set(bucket, v);
+    if (this.#inForce.get(bucket) !== v) this.#remember(bucket, v);
     return v;
   }
 
@@ -209,6 +212,24 @@ export class TimeoutBook {
     return v;
   }
 
+  /**
+   * Keeps the value timeout() answered for `bucket`: a name new here passes
+   * record()'s rule first, and at most core.bookNamesHeld(maxBuckets) names
+   * are held (when full, only the recorded ones are kept).
+   */
+  #remember(bucket, v) {
+    const inForce = this.#inForce;
+    if (!inForce.has(bucket)) {
+      if (typeof bucket !== "string") throw typeError("bucket", "a string", bucket);
+      core.checkBucketCore(bucket);
+      if (inForce.size >= this.#held) {
+        for (const name of inForce.keys()) if (!this.#entries.has(name)) inForce.delete(name);
+        if (inForce.size >= this.#held) return;
+      }
+    }
+    inForce.set(bucket, v);
+  }
+
   #badFallback(v, options) {
     obj("options", options, "an object like { fallbackMs }");
     core.checkBookOption("options.fallbackMs", number("options.fallbackMs", v));
@@ -216,6 +237,7 @@ export class TimeoutBook {
 
   #fallbackWarning(bucket, fallbackMs, t) {
     if (typeof bucket !== "string") throw typeError("bucket", "a string", bucket);
+    if (!this.#inForce.has(bucket)) core.checkBucketCore(bucket);
     const code = !this.#tableRead ? "NO_TABLE" : t >= this.#staleAt ? "STALE" : "FEW_SAMPLES";
     this.#warn(code, bucket, fallbackMs);
   }
@@ -224,6 +246,8 @@ export class TimeoutBook {
   #warn(code, bucket, value) {
     const key = `${code}\u0000${bucket}`;
     if (this.#warned.has(key)) return;
+    // Bounded as the names timeout() holds: when full, each warning may be told once more.
+    if (this.#warned.size >= this.#held) this.#warned.clear();
     this.#warned.add(key);
     try {
       this.#onWarning({ code, bucket, message: core.bookWarningText(code, bucket, value) });
@@ -253,7 +277,7 @@ export class TimeoutBook {
       if (table?.v !== 1 || typeof table.buckets !== "object" || table.buckets === null) throw new Error("not a version 1 table");
       const rows = Object.entries(table.buckets);
       const column = (key) => Float64Array.from(rows, ([, r]) => num(r?.[key]));
-      this.#schedule.table(now(), num(table.q), rows.map(([name]) => name), column("timeoutMs"), column("floorMs"), column("n"));
+      this.#schedule.table(now(), num(table.q), rows.map(([name]) => name), column("timeoutMs"), column("floorMs"), column("n"), this.#maxBuckets);
       this.#tableRead = true;
       this.#mirror();
     } catch (error) {

@@ -18,9 +18,11 @@ export interface DurationRow {
   ms?: number | null;
   /**
    * Success by default. Accepted: success, ok, true; timeout, timed_out,
-   * deadline_exceeded; error, err, fail, failed, false, cancelled.
+   * deadline_exceeded; error, err, fail, failed, false, cancelled; or an HTTP
+   * status, as a number or a numeric string (2xx success, 408 and 504
+   * timeout, other 4xx and 5xx error).
    */
-  outcome?: string | boolean | null;
+  outcome?: string | number | boolean | null;
   [label: string]: unknown;
 }
 

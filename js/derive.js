@@ -81,8 +81,9 @@ function deriveFromRows(rows, o) {
       const out = row[o.outcome];
       let outcome = success;
       if (out !== undefined && out !== null) {
-        if (typeof out !== "string" && typeof out !== "boolean") {
-          throw typeError(`data[${i}].${o.outcome}`, "a string or a boolean", out);
+        // A number is an HTTP status: its text is what the core reads ("404").
+        if (typeof out !== "string" && typeof out !== "boolean" && typeof out !== "number") {
+          throw typeError(`data[${i}].${o.outcome}`, "a string, a number (an HTTP status) or a boolean", out);
         }
         const text = String(out);
         outcome = outcomes.get(text);

@@ -329,16 +329,23 @@ export function isTimeout(error, signal) {
 }
 
 /**
- * Whether `test(e)` holds for `error` or an error in its `.cause` chain. A
- * cycle ends the walk, and a `cause` whose read throws counts as absent, so
- * it never throws for a value it was handed (`test` must not either).
+ * How many errors of a `.cause` chain are looked at: the core's MAX_CAUSES
+ * (src/core/error.rs), pinned by the conformance rows "isTimeout: a timeout
+ * 31/32 causes deep". A chain is untrusted input; the bound also ends a cycle.
+ */
+const MAX_CAUSES = 32;
+
+/**
+ * Whether `test(e)` holds for `error` or an error in its `.cause` chain, of
+ * which at most MAX_CAUSES errors are looked at. A `cause` whose read throws
+ * counts as absent, so it never throws for a value it was handed (`test`
+ * must not either).
  * @param {unknown} error
  * @param {(e: object) => boolean} test
  */
 export function inCauses(error, test) {
-  const seen = new Set();
-  for (let e = /** @type {any} */ (error); e != null && typeof e === "object" && !seen.has(e); e = read(e, "cause")) {
-    seen.add(e);
+  let e = /** @type {any} */ (error);
+  for (let n = 0; n < MAX_CAUSES && e != null && typeof e === "object"; n++, e = read(e, "cause")) {
     if (test(e)) return true;
   }
   return false;

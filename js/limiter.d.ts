@@ -19,7 +19,10 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** A `Deadline` of `edge-deadline`: its remaining time must cover the estimated wait, and its signal ends the wait. */
   deadline?: { remaining(): number; signal(): AbortSignal };
-  /** The caller's remaining budget, ms: it must cover the estimated wait (it arms no timer: pass `signal` to leave the queue later). */
+  /**
+   * The caller's remaining budget, ms: it must cover the estimated wait, and a caller whose budget ran out
+   * before its turn is shed then (`Overloaded`, `fn` never called). It arms no timer: pass `signal` to leave the queue earlier.
+   */
   remainingMs?: number;
 }
 

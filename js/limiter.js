@@ -128,7 +128,7 @@ export class ConcurrencyLimiter {
   #core;
   #now = hostNow;
   #maxQueue = 0;
-  /** Waiting callers, in order: { fn, resolve, reject, signal, onAbort }. */
+  /** Waiting callers, in order: { fn, resolve, reject, signals, endsAt, onAbort }. */
   #queue = [];
   #algorithm = "fixed";
   #release = () => {
@@ -263,7 +263,9 @@ export class ConcurrencyLimiter {
     }
     return new Promise((resolve, reject) => {
       const signals = wait === undefined ? [] : wait.signals;
-      const waiter = { fn, resolve, signals, onAbort: undefined };
+      // The instant its budget ends: a turn that comes later sheds it (core.limiterMayStart).
+      const endsAt = wait === undefined ? Infinity : this.#now() + wait.remaining();
+      const waiter = { fn, resolve, reject, signals, endsAt, onAbort: undefined };
       if (signals.length > 0) {
         waiter.onAbort = (event) => {
           const i = this.#queue.indexOf(waiter);
@@ -321,9 +323,16 @@ export class ConcurrencyLimiter {
   }
 
   #drain() {
+    let t;
     while (this.#queue.length > 0 && this.#inFlight < this.#limit) {
       const w = this.#queue.shift();
       unlisten(w);
+      if (w.endsAt !== Infinity && !core.limiterMayStart((t ??= this.#now()), w.endsAt)) {
+        // Its budget was spent waiting: nobody waits for this call any more.
+        this.#shed++;
+        w.reject(new Overloaded(this.#limit, this.#inFlight));
+        continue;
+      }
       w.resolve(this.#start(w.fn));
     }
   }

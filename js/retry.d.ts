@@ -36,7 +36,9 @@ export interface RetryOptions extends RetryPolicyOptions, OtelOption {
   /** Aborts the attempt in flight and the backoff sleep. */
   signal?: AbortSignal;
   /**
-   * How an error failed (default: its `failure` property if valid, else "ambiguous"). Timeouts are "ambiguous".
+   * How an error failed (default: its `failure` property if valid; else, for a thrown Response or an
+   * error whose `response` has an HTTP status, 429/503 "not-applied", 408/other 5xx "ambiguous", any
+   * other "permanent"; else "ambiguous"). Timeouts are "ambiguous".
    * Must return one of the three words synchronously; anything else rejects `retry` with a `TypeError`.
    */
   classify?: (error: unknown) => Failure;

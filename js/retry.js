@@ -194,9 +194,18 @@ export function serverWait(error) {
   return Number.isNaN(wait) ? core.serverWait(ra, rl, xrl, Date.now()) : wait;
 }
 
+/**
+ * How a failure is classified when no `classify` was given: the error's own
+ * `failure` word; else, for a thrown Response or an error whose `response`
+ * has an HTTP status, the core's status rule (src/core/retry.rs
+ * `response_failure`); else "ambiguous".
+ */
 export function defaultClassify(error) {
   const f = error?.failure;
-  return isFailure(f) ? f : "ambiguous";
+  if (isFailure(f)) return f;
+  const response = typeof Response === "function" && error instanceof Response ? error : error?.response;
+  const status = response?.status;
+  return (typeof status === "number" && core.responseFailure(status)) || "ambiguous";
 }
 
 /** `classify(error)`, checked: only one of the core's words reaches it. */

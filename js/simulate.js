@@ -11,7 +11,7 @@ import { number, obj, optNumber, typeError } from "./validate.js";
 /**
  * Simulates per-attempt timeouts with retries. Every policy sees the same calls.
  * @param {{ body: { medianMs: number, sigma: number }, tail?: { share: number, loMs: number, hiMs: number }, n?: number, seed?: number }} scenario
- * @param {{ timeoutMs: number, retries?: number }[]} [policies]
+ * @param {{ timeoutMs: number | string, retries?: number }[]} [policies]
  */
 export function simulate(scenario, policies = []) {
   if (!isReady()) notReady("simulate");
@@ -35,10 +35,10 @@ export function simulate(scenario, policies = []) {
   if (!Array.isArray(policies)) throw typeError("policies", "an array of { timeoutMs, retries }", policies);
   const specs = policies.map((p, i) => {
     obj(`policies[${i}]`, p, "an object like { timeoutMs, retries }");
-    return {
-      timeoutMs: number(`policies[${i}].timeoutMs`, p.timeoutMs, "a number of milliseconds"),
-      retries: optNumber(`policies[${i}].retries`, p.retries, "a whole number"),
-    };
+    const retries = optNumber(`policies[${i}].retries`, p.retries, "a whole number");
+    // A string names a percentile of the scenario ("p99", "2xp99"): the core reads it.
+    if (typeof p.timeoutMs === "string") return { timeoutMs: NaN, timeoutName: p.timeoutMs, retries };
+    return { timeoutMs: number(`policies[${i}].timeoutMs`, p.timeoutMs, 'a number of milliseconds or a percentile of the scenario ("p99", "2xp99")'), retries };
   });
   return core.simulate({ body, tail, n, seed }, specs);
 }

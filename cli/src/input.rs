@@ -581,10 +581,18 @@ fn json_row(line: &[u8], lineno: u64, spec: &RowSpec, labels: &mut [String]) -> 
         None | Some(Value::Null | Value::Bool(true)) => Outcome::Success,
         Some(Value::Bool(false)) => Outcome::Error,
         Some(Value::String(s)) => parse_outcome(s).map_err(|m| err(Some(&spec.outcome_column), m))?,
+        // An HTTP status as a JSON number: the core's rule, as for "404".
+        Some(Value::Number(n)) => n.as_f64().and_then(Outcome::of_status).ok_or_else(|| {
+            let m = format!("{} is not an outcome; use one of: {}", shown(&n.to_string()), Outcome::accepted());
+            err(Some(&spec.outcome_column), m)
+        })?,
         Some(other) => {
             return Err(err(
                 Some(&spec.outcome_column),
-                format!("expected a string, found {}", escaped(&other.to_string())),
+                format!(
+                    "expected a string, a number (an HTTP status) or a boolean, found {}",
+                    escaped(&other.to_string())
+                ),
             ))
         }
     };

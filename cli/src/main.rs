@@ -22,7 +22,7 @@ use edge_deadline::core::derive::{
     Outcome,
 };
 use edge_deadline::core::prom::{self, PromSample};
-use edge_deadline::core::simulate::{simulate, Body, Percentiles, Policy, Sampler, Scenario, SimulateError, Tail};
+use edge_deadline::core::simulate::{resolve_timeout, simulate, Body, Policy, Sampler, Scenario, SimulateError, Tail};
 use edge_deadline::core::sketch::LatencySketch;
 use serde_json::Value;
 
@@ -263,7 +263,9 @@ fn main() {
             }
         }
         Err((Exit::Data(m), _)) => {
-            eprintln!("edge-deadline: {m}");
+            // Bad data's message may quote the data (a refusal's body, a bucket
+            // name): one line, nothing a terminal would act on.
+            eprintln!("edge-deadline: {}", report::plain(&m));
             std::process::exit(1);
         }
     }
@@ -385,7 +387,7 @@ fn derive_cmd(a: &DeriveArgs) -> Result<(), Exit> {
                     stats.skipped,
                     if stats.skipped == 1 { "" } else { "s" },
                     stats.lines,
-                    stats.first_errors.join("; ")
+                    report::plain(&stats.first_errors.join("; "))
                 );
             }
             meta.skipped = stats.skipped;
@@ -631,25 +633,6 @@ fn prometheus_cmd(a: &DeriveArgs, url: &str, opts: &DeriveOptions) -> Result<(),
     };
     print_results(&results, opts, &meta, a.json);
     Ok(())
-}
-
-/// A policy's timeout: milliseconds, or a multiple of a scenario percentile.
-fn resolve_timeout(text: &str, p: &Percentiles) -> Option<f64> {
-    if let Ok(v) = text.parse::<f64>() {
-        return Some(v);
-    }
-    let (mult, name) = match text.split_once(['x', '*']) {
-        Some((m, n)) => (m.parse::<f64>().ok()?, n),
-        None => (1.0, text),
-    };
-    let base = match name {
-        "p50" => p.p50_ms,
-        "p90" => p.p90_ms,
-        "p99" => p.p99_ms,
-        "p99.9" | "p999" => p.p999_ms,
-        _ => return None,
-    };
-    Some(mult * base)
 }
 
 /// A simulation error, with the flag that set the value.

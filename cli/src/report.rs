@@ -79,9 +79,15 @@ fn bucket_name(r: &BucketResult) -> String {
     if r.labels.is_empty() {
         "(all)".into()
     } else {
-        let text = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
-        text.chars().map(crate::input::escape_char).collect()
+        plain(&r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
     }
+}
+
+/// `text` from the input (a file, Prometheus, an aggregator) as the table
+/// prints it: whole, with control characters and invisible marks escaped, so
+/// it can neither drive the terminal nor start a line of its own.
+pub fn plain(text: &str) -> String {
+    text.chars().map(crate::input::escape_char).collect()
 }
 
 /// `x` to `digits` significant digits, as Rust prints the nearest `f64`
@@ -156,7 +162,7 @@ pub fn table(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Stri
         thousands(total),
         results.len(),
         if results.len() == 1 { "" } else { "s" },
-        meta.source
+        plain(&meta.source)
     );
     let mut rows =
         vec![["bucket", "n", "p50", "p90", "p99", "p99.9", "timeout", "excluded"].map(String::from).to_vec()];
@@ -234,14 +240,14 @@ pub fn table(results: &[BucketResult], q: f64, safety: f64, meta: &Meta) -> Stri
     if !warned.is_empty() || !meta.notes.is_empty() || meta.skipped > 0 {
         let _ = writeln!(out, "\nwarnings:");
         for n in &meta.notes {
-            let _ = writeln!(out, "  {n}");
+            let _ = writeln!(out, "  {}", plain(n));
         }
         if meta.skipped > 0 {
             let _ = writeln!(out, "  skipped {} malformed lines", thousands(meta.skipped));
         }
         for r in warned {
             for w in &r.warnings {
-                let _ = writeln!(out, "  {}: {w}", bucket_name(r));
+                let _ = writeln!(out, "  {}: {}", bucket_name(r), plain(&w.to_string()));
             }
         }
     }

@@ -363,7 +363,11 @@ fn malformed_json_lines_are_line_numbered_or_skipped_to_the_reference() {
         ("{\"ms\": \"fast\", \"model\": \"plain\"}", "field 'ms': 'fast' is not a number"),
         ("{\"ms\": true}", "field 'ms': expected a number of milliseconds, found true"),
         ("{\"model\": \"plain\"}", "field 'ms': missing"),
-        ("{\"ms\": 1, \"outcome\": 3}", "field 'outcome': expected a string, found 3"),
+        ("{\"ms\": 1, \"outcome\": 3}", "field 'outcome': '3' is not an outcome"),
+        (
+            "{\"ms\": 1, \"outcome\": [1]}",
+            "field 'outcome': expected a string, a number (an HTTP status) or a boolean, found [1]",
+        ),
         ("{\"ms\": 1, \"outcome\": \"maybe\"}", "field 'outcome': 'maybe' is not an outcome"),
         ("{\"ms\": -1}", "field 'ms'"),
     ] {
@@ -955,4 +959,60 @@ fn derive_aggregator_sends_the_read_token_of_bearer_token_env() {
     assert!(err.contains("EDGE_DEADLINE_TEST_UNSET is not set"), "{err}");
     let (_, err, code) = text(&run(&["derive", "x.csv", "--bearer-token-env", "V"], None));
     assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn http_status_codes_are_outcomes_as_json_numbers_and_strings() {
+    let mut lines = String::new();
+    for i in 0..200 {
+        let status = if i % 2 == 0 { "200".to_string() } else { "\"204\"".to_string() };
+        lines.push_str(&format!("{{\"ms\": {}, \"status\": {status}}}\n", 10 + i % 7));
+    }
+    for status in ["408", "\"504\"", "404", "\"500\"", "503", "200.0"] {
+        lines.push_str(&format!("{{\"ms\": 5, \"status\": {status}}}\n"));
+    }
+    let a = answer(&["derive", "-", "--json", "--format", "jsonl", "--outcome-column", "status"], &lines);
+    let b = &a["buckets"][0];
+    assert_eq!(b["n"], 201, "{a}");
+    assert_eq!(b["excluded"]["timeouts"], 2, "{a}");
+    assert_eq!(b["excluded"]["errors"], 3, "{a}");
+    let (_, err, code) = text(&run(
+        &["derive", "-", "--format", "jsonl", "--outcome-column", "status"],
+        Some("{\"ms\": 5, \"status\": 302}\n"),
+    ));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("'302' is not an outcome"), "{err}");
+}
+
+#[test]
+fn an_aggregators_words_reach_the_terminal_escaped() {
+    // A bucket name with terminal escapes and a forged report line, in the bucket column,
+    // a floor note and a warning's message.
+    let evil = "chat\u{1b}[2J\u{1b}]0;owned\u{7}\n  gpt: served at no less than 1 ms";
+    let table = serde_json::json!({
+        "v": 1, "derivedAt": "2026-01-01T00:00:00.000Z", "windowMs": 3600000, "windows": 24, "q": 0.99, "safety": 1.5,
+        "buckets": { evil: {
+            "n": 5000, "timeouts": 1, "errors": 0, "timeoutMs": 300, "p50": 40, "p99": 150, "floorMs": 400,
+            "falseTimeoutRate": 0.001, "warnings": [{ "code": "censored", "message": format!("{evil}\u{1b}[31m\r") }],
+        }},
+    });
+    let (port, server) = one_shot_server("200 OK", table.to_string());
+    let (out, err, code) = text(&run(&["derive", "--aggregator", &format!("http://127.0.0.1:{port}")], None));
+    server.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\r'), "{out:?}");
+    assert!(!out.lines().any(|l| l.starts_with("  gpt:")), "no forged line: {out}");
+    assert!(out.contains("chat\\u{1b}[2J"), "{out}");
+    // A refusal's body and a bucket named in an error are escaped too.
+    let (port, server) = one_shot_server("503 Service Unavailable", format!("down\u{1b}[2J\nedge-deadline: {evil}"));
+    let (_, err, code) = text(&run(&["derive", "--aggregator", &format!("http://127.0.0.1:{port}")], None));
+    server.join().unwrap();
+    assert_eq!(code, 1);
+    assert!(!err.contains('\u{1b}') && err.trim_end().lines().count() == 1, "{err:?}");
+    let bad = serde_json::json!({ "v": 1, "q": 0.99, "safety": 1.5, "buckets": { evil: { "n": "x" } } });
+    let (port, server) = one_shot_server("200 OK", bad.to_string());
+    let (_, err, code) = text(&run(&["derive", "--aggregator", &format!("http://127.0.0.1:{port}")], None));
+    server.join().unwrap();
+    assert_eq!(code, 1);
+    assert!(!err.contains('\u{1b}') && err.trim_end().lines().count() == 1, "{err:?}");
 }

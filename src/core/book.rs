@@ -51,8 +51,8 @@ use crate::core::sketch::{BytesError, LatencySketch, MAX_COUNT, MAX_RELATIVE_ERR
 
 mod serve;
 pub use serve::{
-    check_bucket, check_option, msg as serve_msg, warning, Schedule, ServeError, ServeOptions, TableRow, MAX_SERVED_MS,
-    MAX_STEP_FACTOR, REFRESH_LEASE_MS,
+    check_bucket, check_option, msg as serve_msg, names_held, warning, Schedule, ServeError, ServeOptions, TableRow,
+    MAX_SERVED_MS, MAX_STEP_FACTOR, REFRESH_LEASE_MS,
 };
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

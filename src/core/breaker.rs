@@ -41,7 +41,8 @@
 //!    least recently used one.
 //! 6. Imported bytes are validated whole before anything changes; bytes
 //!    that are refused change nothing. An import only opens keys (a breaker
-//!    keeps its own evidence that a dependency is failing).
+//!    keeps its own evidence that a dependency is failing): it never closes,
+//!    evicts or shortens a key open or half-open here.
 //! 7. Nothing here panics, whatever the numbers (NaN times included).
 
 use serde::{Deserialize, Serialize};
@@ -798,28 +799,154 @@ impl Breaker {
     /// with time left (less the time since it was exported, by the wall
     /// clocks, and at most this breaker's `openMs`) opens here until then, unless it is open here already. Keys
     /// closed or half-open there change nothing here: this breaker keeps its
-    /// own evidence. Answers the slots that opened. The bytes are checked
-    /// whole first; refused bytes change nothing.
+    /// own evidence. A key new here takes a free slot or, when `maxKeys` are
+    /// held, the slot of the least recently used key that is closed here;
+    /// when none is left it is not held. An import never closes, evicts or
+    /// shortens a key open or half-open here. Answers the slots that opened,
+    /// each once. The bytes are checked whole first (at most
+    /// [`MAX_IMPORT_BYTES`]); refused bytes change nothing. The work is
+    /// linear in the keys held and imported, up to a sort of each.
     pub fn import(&mut self, bytes: &[u8], now_ms: f64, wall_ms: f64) -> Result<Vec<usize>, BreakerError> {
-        let entries = parse(bytes)?;
-        let (exported_at, entries) = entries;
+        let (exported_at, mut entries) = parse(bytes)?;
         let aged = if (wall_ms - exported_at).is_finite() { (wall_ms - exported_at).max(0.0) } else { 0.0 };
+        entries.retain_mut(|(_, left)| {
+            *left -= aged;
+            *left > 0.0
+        });
+        // By name hash (a radix sort, linear): one entry per name (the longest
+        // time left, so a name counted twice opens one key), and this breaker's
+        // slots, to find each imported name without a scan.
+        let mut order: Vec<(u64, usize)> = entries.iter().enumerate().map(|(i, (n, _))| (name_hash(n), i)).collect();
+        radix_sort(&mut order);
+        let entry = |i: usize| entries.get(i).map_or(("", 0.0), |(n, l)| (n.as_str(), *l));
+        let mut keep: Vec<usize> = Vec::with_capacity(order.len());
+        let mut run_start = 0;
+        let mut run_hash = None;
+        for &(h, i) in &order {
+            if run_hash != Some(h) {
+                (run_start, run_hash) = (keep.len(), Some(h));
+            }
+            // Names of one hash are compared with the distinct names kept for it so far.
+            let (name, left) = entry(i);
+            match keep.get_mut(run_start..).and_then(|kept| kept.iter_mut().find(|k| entry(**k).0 == name)) {
+                Some(k) if entry(*k).1 < left => *k = i,
+                Some(_) => {}
+                None => keep.push(i),
+            }
+        }
+        let mut by_hash: Vec<(u64, usize)> =
+            self.keys.iter().enumerate().map(|(i, k)| (name_hash(&k.name), i)).collect();
+        radix_sort(&mut by_hash);
         let mut opened = Vec::new();
-        for (name, left) in entries {
-            let left = left - aged;
-            if left.is_nan() || left <= 0.0 {
+        let mut fresh = Vec::new();
+        let mut entries: Vec<Option<(String, f64)>> = entries.into_iter().map(Some).collect();
+        for i in keep {
+            let Some((name, left)) = entries.get_mut(i).and_then(Option::take) else { continue };
+            let h = name_hash(&name);
+            let from = by_hash.partition_point(|&(g, _)| g < h);
+            let found = by_hash
+                .iter()
+                .skip(from)
+                .take_while(|&&(g, _)| g == h)
+                .map(|&(_, s)| s)
+                .find(|&s| self.name_at(s) == name);
+            let Some(slot) = found else {
+                fresh.push((name, left));
                 continue;
-            }
-            let slot = self.key(&name, now_ms).index;
-            opened.retain(|&o| o != slot);
+            };
             let Some(key) = self.keys.get_mut(slot) else { continue };
-            if matches!(key.state, State::Open { .. }) {
-                continue;
+            if matches!(key.state, State::Closed) {
+                key.used = now_ms;
+                Self::reset(key, State::Open { until: now_ms + left.min(self.s.open_ms) });
+                opened.push(slot);
             }
-            Self::reset(key, State::Open { until: now_ms + left.min(self.s.open_ms) });
-            opened.push(slot);
+        }
+        // Names new here: free slots first, then closed keys, least recently used first.
+        let mut closed: Vec<(u64, usize)> =
+            (0..self.keys.len()).filter(|&i| self.closed_at(i)).map(|i| (order_bits(self.used_at(i)), i)).collect();
+        radix_sort(&mut closed);
+        let mut closed = closed.into_iter().map(|(_, i)| i);
+        for (name, left) in fresh {
+            let key = Key {
+                name,
+                state: State::Open { until: now_ms + left.min(self.s.open_ms) },
+                consecutive: 0,
+                window: Window::new(&self.s),
+                used: now_ms,
+            };
+            if self.keys.len() < self.s.max_keys {
+                self.keys.push(key);
+                opened.push(self.keys.len() - 1);
+            } else if let Some(slot) = closed.next() {
+                if let Some(old) = self.keys.get_mut(slot) {
+                    *old = key;
+                    opened.push(slot);
+                }
+            } else {
+                break;
+            }
         }
         Ok(opened)
+    }
+
+    fn name_at(&self, slot: usize) -> &str {
+        self.keys.get(slot).map_or("", |k| k.name.as_str())
+    }
+
+    fn closed_at(&self, slot: usize) -> bool {
+        matches!(self.keys.get(slot), Some(Key { state: State::Closed, .. }))
+    }
+
+    fn used_at(&self, slot: usize) -> f64 {
+        self.keys.get(slot).map_or(f64::NAN, |k| k.used)
+    }
+}
+
+/// A key name's FNV-1a hash, to sort and find names by.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// An `f64`'s bits, ordered as [`f64::total_cmp`] orders the numbers.
+fn order_bits(v: f64) -> u64 {
+    let b = v.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+/// Sorts pairs by their `u64`, stably: an LSD radix sort, one byte per pass,
+/// skipping bytes every pair shares. Linear, and a few hundred bytes of Wasm
+/// where std's sorts add kilobytes for each use.
+fn radix_sort(v: &mut Vec<(u64, usize)>) {
+    let n = v.len();
+    let mut scratch = vec![(0u64, 0usize); n];
+    for d in 0..8 {
+        let byte = |x: u64| ((x >> (8 * d)) & 0xFF) as usize;
+        let mut counts = [0usize; 256];
+        for &(x, _) in v.iter() {
+            if let Some(c) = counts.get_mut(byte(x)) {
+                *c += 1;
+            }
+        }
+        if counts.contains(&n) {
+            continue;
+        }
+        let mut at = 0;
+        for k in counts.iter_mut() {
+            (*k, at) = (at, at + *k);
+        }
+        for &pair in v.iter() {
+            if let Some(c) = counts.get_mut(byte(pair.0)) {
+                if let Some(slot) = scratch.get_mut(*c) {
+                    *slot = pair;
+                }
+                *c += 1;
+            }
+        }
+        core::mem::swap(v, &mut scratch);
     }
 }
 

@@ -175,6 +175,17 @@ impl Message {
         self.push(name, value.into())
     }
 
+    /// The message with its argument `name` set to `value` (replaced when it
+    /// had one): an inner error's `param` renamed by the batch that holds it.
+    pub fn with_arg(mut self, name: &'static str, value: impl Into<Arg>) -> Self {
+        let value = value.into();
+        match self.args.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.args.push((name, value)),
+        }
+        self
+    }
+
     // One copy of the push for every `arg` call: inlined, the messages of
     // the derive module's errors took 4 times the code of their old
     // `Display` (measured with twiggy), and the main `.wasm` was 1.4 KB
@@ -312,6 +323,14 @@ pub mod msg {
         SHAPE = "'{param}' does not have the expected shape: {detail}";
     }
 }
+
+/// How many errors of a `.cause` chain the hosts look at (the error itself
+/// and its causes) when they ask whether time ran out (`isTimeout`) or a
+/// circuit refused (`isCircuitOpen`): a chain is untrusted input, and one a
+/// million causes long must not cost a million reads. js/errors.js holds the
+/// same number, pinned by the conformance rows "isTimeout: a timeout 31/32
+/// causes deep".
+pub const MAX_CAUSES: usize = 32;
 
 /// The code of a count that must be a whole number `lo ..= hi` and is not:
 /// `NOT_FINITE`, `OUT_OF_RANGE`, or `NOT_WHOLE` (in range, with a fraction).

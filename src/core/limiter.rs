@@ -47,7 +47,10 @@
 //! wait for queue position `p` is estimated by Little's law: slots free up
 //! at `limit / rtt` per ms, so position `p` waits about `p × rtt / limit`
 //! ([`Limiter::wait_ms`], with the last window's average round trip). A
-//! caller whose remaining budget is below that is shed at once.
+//! caller whose remaining budget is below that is shed at once. A caller
+//! whose budget ran out while it waited is shed when its turn comes
+//! ([`may_start`]): its function is never called, and the slot goes to the
+//! next in line. No timer is armed for that; a signal ends a wait earlier.
 //!
 //! # Invariants (tested below)
 //! 1. `min_limit <= limit() <= max_limit` after construction and after any
@@ -667,6 +670,14 @@ impl Limiter {
     }
 }
 
+/// Whether a queued caller whose budget ends at `ends_at_ms` (the instant
+/// it queued plus its remaining time; ∞ without a budget) may take the slot
+/// its turn brings at `now_ms`: not once that instant has come, when nobody
+/// waits for the call any more (the host sheds it, `Overloaded`).
+pub fn may_start(now_ms: f64, ends_at_ms: f64) -> bool {
+    now_ms < ends_at_ms || now_ms.is_nan() || ends_at_ms.is_nan()
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
@@ -1029,5 +1040,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_waiter_may_start_only_before_its_budget_ends() {
+        assert!(may_start(100.0, 150.0));
+        assert!(!may_start(150.0, 150.0), "a budget spent to the last ms covers no call");
+        assert!(!may_start(510.0, 150.0));
+        assert!(may_start(1e15, f64::INFINITY), "no budget: always");
+        assert!(may_start(f64::NAN, 150.0), "an unknown now starts it, as before");
     }
 }

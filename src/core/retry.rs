@@ -192,6 +192,19 @@ pub mod msg {
     }
 }
 
+/// How an attempt failed when its error is an HTTP response of `status` (a
+/// thrown `Response`) or carries one (an error's `response`), and the caller
+/// gave no `classify`: the streams' rule,
+/// [`status_failure`](crate::core::resume::status_failure) (429 and 503 were
+/// not applied, 408 and the other 5xx are ambiguous, any other is permanent).
+/// `None` when `status` is not a whole number 100 ..= 599: not an HTTP
+/// status, so the error is classified as any other.
+pub fn response_failure(status: f64) -> Option<Failure> {
+    let http = status.fract() == 0.0 && (100.0..=599.0).contains(&status);
+    // Whole and 100 ..= 599: exact.
+    http.then(|| crate::core::resume::status_failure(status as u16))
+}
+
 /// The message of an `AttemptTimeout` error, which both hosts raise: attempt
 /// `attempt` (from 1) reached its own timeout of `timeout_ms`.
 pub fn attempt_timeout(attempt: u32, timeout_ms: f64) -> Message {

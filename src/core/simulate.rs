@@ -203,12 +203,17 @@ pub struct ScenarioSpec {
 }
 
 /// A [`Policy`] as a JS caller writes it (`Policy` in js/simulate.d.ts).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PolicySpec {
-    /// How long an attempt may run, in ms (`timeoutMs` in JS).
+    /// How long an attempt may run, in ms (`timeoutMs` in JS); NaN when
+    /// `timeout_name` says it instead.
     pub timeout_ms: f64,
+    /// The timeout as a percentile of the scenario ([`resolve_timeout`]):
+    /// js/simulate.js passes a string `timeoutMs` here.
+    #[serde(default)]
+    pub timeout_name: Option<String>,
     /// A whole number `0 ..= MAX_RETRIES`; 0 when absent.
     #[serde(default)]
     pub retries: Option<f64>,
@@ -239,18 +244,66 @@ impl ScenarioSpec {
 }
 
 impl PolicySpec {
-    /// Policy `index`, with its retries checked.
-    pub fn policy(&self, index: usize) -> Result<Policy, SimulateError> {
+    /// Policy `index`, with its retries checked and its timeout resolved
+    /// against `scenario`'s percentiles (`None` when no policy names one).
+    pub fn policy(&self, index: usize, scenario: Option<&Percentiles>) -> Result<Policy, SimulateError> {
         let retries = whole("retries", Some(index), self.retries.unwrap_or(0.0), 0.0, f64::from(MAX_RETRIES))?;
+        let timeout_ms = match (&self.timeout_name, scenario) {
+            (Some(name), Some(p)) => resolve_timeout(name, p)
+                .ok_or_else(|| SimulateError::TimeoutName { index, value: name.chars().take(64).collect() })?,
+            _ => self.timeout_ms,
+        };
         // Whole and at most MAX_RETRIES: exact.
-        Ok(Policy { timeout_ms: self.timeout_ms, retries: retries as u32 })
+        Ok(Policy { timeout_ms, retries: retries as u32 })
     }
 }
 
-/// [`simulate`] of what a JS caller wrote.
+/// A policy's timeout as text: milliseconds (`"250"`), or a percentile of
+/// the scenario (`p50`, `p90`, `p99`, `p99.9` or `p999`), optionally
+/// multiplied (`2xp99`, `1.5*p99.9`). `None` for anything else. The CLI's
+/// `--policy` and JS `simulate` read timeouts with this.
+pub fn resolve_timeout(text: &str, p: &Percentiles) -> Option<f64> {
+    let text = text.trim();
+    if let Some(v) = decimal(text) {
+        return Some(v);
+    }
+    let (mult, name) = match text.split_once(['x', '*']) {
+        Some((m, n)) => (decimal(m)?, n),
+        None => (1.0, text),
+    };
+    let base = match name {
+        "p50" => p.p50_ms,
+        "p90" => p.p90_ms,
+        "p99" => p.p99_ms,
+        "p99.9" | "p999" => p.p999_ms,
+        _ => return None,
+    };
+    Some(mult * base)
+}
+
+/// `digits[.digits]` as a number, correctly rounded (at most 15 digits: an
+/// exact integer divided by an exact power of ten); `None` for anything else.
+/// By hand: a float parser costs the `.wasm` kilobytes.
+fn decimal(text: &str) -> Option<f64> {
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    let digits = int.len() + frac.len();
+    if int.is_empty() || digits > 15 || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let whole = int.bytes().chain(frac.bytes()).fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+    // At most 15 digits: `whole` and 10^frac.len() are exact f64s.
+    Some(whole as f64 / 10f64.powi(frac.len() as i32))
+}
+
+/// [`simulate`] of what a JS caller wrote. A timeout given as a percentile
+/// is resolved against the scenario's own (a first run without policies,
+/// as the CLI does).
 pub fn simulate_spec(spec: &ScenarioSpec, policies: &[PolicySpec]) -> Result<Simulation, SimulateError> {
     let scenario = spec.scenario()?;
-    let policies = policies.iter().enumerate().map(|(i, p)| p.policy(i)).collect::<Result<Vec<_>, _>>()?;
+    let base =
+        if policies.iter().any(|p| p.timeout_name.is_some()) { Some(simulate(&scenario, &[])?.scenario) } else { None };
+    let policies =
+        policies.iter().enumerate().map(|(i, p)| p.policy(i, base.as_ref())).collect::<Result<Vec<_>, _>>()?;
     simulate(&scenario, &policies)
 }
 
@@ -300,6 +353,13 @@ pub enum SimulateError {
         /// What is wrong with the timeout.
         error: DeadlineError,
     },
+    /// Policy `index` names its timeout with words [`resolve_timeout`] does not read.
+    TimeoutName {
+        /// The policy's position, from 0.
+        index: usize,
+        /// The text given (at most 64 characters of it).
+        value: String,
+    },
     /// At most [`MAX_POLICIES`] policies can be compared at once.
     Policies {
         /// The number of policies given.
@@ -327,6 +387,7 @@ impl Described for SimulateError {
             Self::Duration(e) | Self::Timeout { error: e, .. } => e.code(),
             Self::TailOrder { .. } => "TAIL_ORDER",
             Self::Policies { .. } => "TOO_MANY_POLICIES",
+            Self::TimeoutName { .. } => "UNKNOWN_TIMEOUT",
             Self::Whole { value, lo, hi, .. } => whole_code(*value, *lo, *hi),
             _ => "OUT_OF_RANGE",
         }
@@ -345,7 +406,7 @@ impl Described for SimulateError {
             Self::TailOrder { .. } => field("loMs"),
             Self::Calls { .. } => "scenario.n".into(),
             Self::Retries { index, .. } => format!("policies[{index}].retries"),
-            Self::Timeout { index, .. } => format!("policies[{index}].timeoutMs"),
+            Self::Timeout { index, .. } | Self::TimeoutName { index, .. } => format!("policies[{index}].timeoutMs"),
             Self::Policies { .. } => "policies".into(),
             Self::Whole { param, index: Some(i), .. } => format!("policies[{i}].{param}"),
             Self::Whole { param, index: None, .. } => format!("scenario.{param}"),
@@ -366,6 +427,9 @@ impl Described for SimulateError {
                 Message::new(msg::RETRIES).arg("max", f64::from(MAX_RETRIES)).arg("value", f64::from(value)),
             ),
             Self::Timeout { index, error } => policy(index, error.message()),
+            Self::TimeoutName { index, ref value } => {
+                policy(index, Message::new(msg::TIMEOUT_NAME).arg("value", value.as_str()))
+            }
             Self::Policies { value } => Message::new(msg::POLICIES).arg("max", MAX_POLICIES).arg("value", value),
             Self::Whole { param, index, value, lo, hi } => {
                 let whole =
@@ -396,6 +460,8 @@ pub mod msg {
         POLICY = "policy {index}: {error}";
         /// [`SimulateError::Retries`](super::SimulateError::Retries).
         RETRIES = "'retries' must be between 0 and {max}: current value is {value}";
+        /// [`SimulateError::TimeoutName`](super::SimulateError::TimeoutName).
+        TIMEOUT_NAME = "'timeoutMs' must be milliseconds or one of p50, p90, p99, p99.9, optionally multiplied (2xp99): current value is \"{value}\"";
         /// [`SimulateError::Policies`](super::SimulateError::Policies).
         POLICIES = "at most {max} policies can be simulated at once: current count is {value}";
         /// [`SimulateError::Whole`](super::SimulateError::Whole).
@@ -595,7 +661,7 @@ mod tests {
         let spec = ScenarioSpec { body, tail: None, n: None, seed: None };
         let s = spec.scenario().unwrap();
         assert_eq!((s.n as f64, s.seed as f64, s.tail.share), (DEFAULT_CALLS, DEFAULT_SEED, 0.0));
-        let p = PolicySpec { timeout_ms: 50.0, retries: None }.policy(0).unwrap();
+        let p = PolicySpec { timeout_ms: 50.0, timeout_name: None, retries: None }.policy(0, None).unwrap();
         assert_eq!(p, Policy { timeout_ms: 50.0, retries: 0 });
 
         let param = |e: SimulateError| {
@@ -611,9 +677,10 @@ mod tests {
                 "'n' must be a whole number between 1 and 2000000: current value is 1.5".into()
             )
         );
-        let r = PolicySpec { timeout_ms: 1.0, retries: Some(11.0) }.policy(2).unwrap_err();
+        let r = PolicySpec { timeout_ms: 1.0, timeout_name: None, retries: Some(11.0) }.policy(2, None).unwrap_err();
         assert_eq!(param(r).0, "OUT_OF_RANGE");
-        let r = PolicySpec { timeout_ms: 1.0, retries: Some(f64::NAN) }.policy(2).unwrap_err();
+        let r =
+            PolicySpec { timeout_ms: 1.0, timeout_name: None, retries: Some(f64::NAN) }.policy(2, None).unwrap_err();
         assert_eq!(param(r).1, "policies[2].retries");
         let bad = |body: Body, tail: Option<Tail>| {
             simulate_spec(&ScenarioSpec { body, tail, n: Some(10.0), seed: None }, &[]).unwrap_err()
@@ -622,7 +689,8 @@ mod tests {
         assert_eq!(param(bad(Body { sigma: 9.0, ..body }, None)).1, "scenario.body.sigma");
         let tail = Tail { share: 0.1, lo_ms: 5.0, hi_ms: f64::NAN };
         assert_eq!(param(bad(body, Some(tail))).1, "scenario.tail.hiMs");
-        let e = simulate_spec(&spec, &[PolicySpec { timeout_ms: -1.0, retries: None }]).unwrap_err();
+        let e =
+            simulate_spec(&spec, &[PolicySpec { timeout_ms: -1.0, timeout_name: None, retries: None }]).unwrap_err();
         assert_eq!(param(e).1, "policies[0].timeoutMs");
     }
 
@@ -769,5 +837,39 @@ mod tests {
             let never = simulate(&s, &[Policy { timeout_ms: MAX_MS, retries: 3 }]).unwrap().policies[0];
             prop_assert_eq!((never.failure_rate, never.extra_load), (0.0, 0.0));
         }
+    }
+
+    #[test]
+    fn a_timeout_may_name_a_percentile_of_the_scenario() {
+        let p = Percentiles { p50_ms: 40.0, p90_ms: 63.0, p99_ms: 98.0, p999_ms: 1262.0 };
+        for (text, want) in [
+            ("250", Some(250.0)),
+            (" 12.5 ", Some(12.5)),
+            ("p50", Some(40.0)),
+            ("p90", Some(63.0)),
+            ("p99", Some(98.0)),
+            ("p99.9", Some(1262.0)),
+            ("p999", Some(1262.0)),
+            ("2xp99", Some(196.0)),
+            ("1.5*p99.9", Some(1893.0)),
+            ("p98", None),
+            ("xp99", None),
+            ("-1", None),
+            ("1e3", None),
+            ("", None),
+            ("1234567890123456", None),
+        ] {
+            assert_eq!(resolve_timeout(text, &p), want, "{text:?}");
+        }
+        for v in ["0.1", "0.3", "123.456", "99999999999999.9", "7"] {
+            assert_eq!(decimal(v), v.parse::<f64>().ok(), "{v}: as std parses it");
+        }
+        let spec =
+            ScenarioSpec { body: Body { median_ms: 40.0, sigma: 0.3 }, tail: None, n: Some(1_000.0), seed: None };
+        let named = |name: &str| PolicySpec { timeout_ms: f64::NAN, timeout_name: Some(name.into()), retries: None };
+        let sim = simulate_spec(&spec, &[named("p99")]).unwrap();
+        assert_eq!(sim.policies[0].policy.timeout_ms, sim.scenario.p99_ms);
+        let e = simulate_spec(&spec, &[named("p99"), named("p98")]).unwrap_err();
+        assert_eq!((e.code(), e.param().as_deref()), ("UNKNOWN_TIMEOUT", Some("policies[1].timeoutMs")));
     }
 }

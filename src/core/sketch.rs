@@ -151,8 +151,6 @@ pub mod msg {
         RELATIVE_ERROR = "'relativeError' must be between {min} and {max}: current value is {value}";
         /// [`SketchError::Quantile`](super::SketchError::Quantile).
         QUANTILE = "'q' must be between 0 and 1: current value is {value}";
-        /// A batch's sample `index` was refused: `error` says why.
-        SAMPLE = "sample {index}: {error}";
         /// [`SketchError::Mismatch`](super::SketchError::Mismatch).
         MISMATCH = "cannot merge a sketch with relative error {theirs} into one with relative error {ours}: create both with the same 'relativeError'";
         /// [`SketchError::Count`](super::SketchError::Count).
@@ -203,9 +201,9 @@ impl Described for SketchError {
                 .arg("value", value),
             Self::Quantile { value } => Message::new(msg::QUANTILE).arg("value", value),
             Self::Sample { index: None, error, .. } => error.message(),
-            Self::Sample { index: Some(i), error, .. } => {
-                Message::new(msg::SAMPLE).arg("index", i).arg("error", error.message())
-            }
+            // A batch's sample has no name of its own: the message names it
+            // as `param` does (`'samples[2]' must be …`), not as `'ms'`.
+            Self::Sample { root, index: Some(i), error } => error.message().with_arg("param", format!("{root}[{i}]")),
             Self::Mismatch { ours, theirs } => Message::new(msg::MISMATCH).arg("ours", ours).arg("theirs", theirs),
             Self::Count { count, adding, .. } => {
                 Message::new(msg::COUNT).arg("adding", adding).arg("count", count).arg("max", MAX_COUNT as f64)

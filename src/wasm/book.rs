@@ -16,7 +16,8 @@ use wasm_bindgen::prelude::*;
 use super::sketch::SketchJs;
 use super::to_js;
 use crate::core::book::{
-    check_bucket, check_option, valid_in_force, warning, FlushBatch, FlushBucket, Schedule, ServeOptions, TableRow,
+    check_bucket, check_option, names_held, valid_in_force, warning, FlushBatch, FlushBucket, Schedule, ServeOptions,
+    TableRow,
 };
 use crate::core::sketch::{LatencySketch, MAX_COUNT};
 
@@ -142,8 +143,18 @@ impl ScheduleJs {
 
     /// A table derived at percentile `q`, its rows as four arrays (`NaN` for
     /// a null or absent `timeoutMs`, `floorMs` or `n`): scalars, not serde,
-    /// which cost the derive `.wasm` kilobytes.
-    pub fn table(&mut self, now_ms: f64, q: f64, names: Vec<String>, timeouts: &[f64], floors: &[f64], ns: &[f64]) {
+    /// which cost the derive `.wasm` kilobytes. At most `maxServed` are served.
+    #[allow(clippy::too_many_arguments)] // one array per column, mechanical
+    pub fn table(
+        &mut self,
+        now_ms: f64,
+        q: f64,
+        names: Vec<String>,
+        timeouts: &[f64],
+        floors: &[f64],
+        ns: &[f64],
+        max_served: usize,
+    ) {
         let at = |v: &[f64], i: usize| v.get(i).copied().filter(|x| !x.is_nan());
         let rows: Vec<TableRow> = names
             .into_iter()
@@ -155,7 +166,7 @@ impl ScheduleJs {
                 n: at(ns, i).unwrap_or(f64::NAN),
             })
             .collect();
-        self.inner.table(now_ms, q, &rows);
+        self.inner.table(now_ms, q, &rows, max_served);
     }
 
     #[wasm_bindgen(js_name = servedNames)]
@@ -209,6 +220,12 @@ pub fn check_bucket_js(name: &str) -> Result<(), JsValue> {
 #[wasm_bindgen(js_name = bookWarningText)]
 pub fn warning_text(code: &str, bucket: &str, value: f64) -> String {
     warning(code, bucket, value).map(|m| m.to_string()).unwrap_or_default()
+}
+
+/// How many bucket names a book with `maxBuckets` holds for `timeout()`.
+#[wasm_bindgen(js_name = bookNamesHeld)]
+pub fn names_held_js(max_buckets: usize) -> usize {
+    names_held(max_buckets)
 }
 
 /// `options.maxBuckets` or `options.fallbackMs`, returned when in range, else

@@ -66,9 +66,24 @@ impl FleetJs {
         Ok(out.into())
     }
 
-    /// The table at `nowMs`.
+    /// The table at `nowMs`. Its `buckets` are own properties defined one by
+    /// one: serde's `obj[name] = row` would set the object's prototype for a
+    /// bucket named `__proto__`, and the bucket would vanish from the JSON.
     pub fn table(&self, now_ms: f64) -> Result<JsValue, JsValue> {
-        into_js(&self.inner.table(now_ms).map_err(to_js)?)
+        let mut table = self.inner.table(now_ms).map_err(to_js)?;
+        let rows = std::mem::take(&mut table.buckets);
+        let out = into_js(&table)?;
+        let buckets = js_sys::Object::new();
+        for (name, row) in &rows {
+            let field = js_sys::Object::new();
+            js_sys::Reflect::set(&field, &"value".into(), &into_js(row)?)?;
+            for flag in ["enumerable", "writable", "configurable"] {
+                js_sys::Reflect::set(&field, &flag.into(), &JsValue::TRUE)?;
+            }
+            js_sys::Object::define_property(&buckets, &name.into(), &field);
+        }
+        js_sys::Reflect::set(&out, &"buckets".into(), &buckets)?;
+        Ok(out)
     }
 
     /// Drops the windows too old at `nowMs`.

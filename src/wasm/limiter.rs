@@ -13,7 +13,13 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, to_js};
-use crate::core::limiter::{Limiter, LimiterOptions};
+use crate::core::limiter::{self, Limiter, LimiterOptions};
+
+/// Whether a queued caller whose budget ends at `endsAtMs` may start at `nowMs`.
+#[wasm_bindgen(js_name = limiterMayStart)]
+pub fn may_start(now_ms: f64, ends_at_ms: f64) -> bool {
+    limiter::may_start(now_ms, ends_at_ms)
+}
 
 /// The limiter machine.
 #[wasm_bindgen(js_name = LimiterCore)]

@@ -205,6 +205,14 @@ pub fn server_wait_js(
 }
 
 /// The message of an `AttemptTimeout` ([`crate::core::retry::attempt_timeout`]).
+/// How an attempt whose error is (or carries) a response of `status` failed,
+/// when no `classify` was given: the core's word, or `undefined` when
+/// `status` is not an HTTP status.
+#[wasm_bindgen(js_name = responseFailure)]
+pub fn response_failure(status: f64) -> Option<String> {
+    crate::core::retry::response_failure(status).map(|f| f.as_str().to_string())
+}
+
 #[wasm_bindgen(js_name = attemptTimeoutText)]
 pub fn attempt_timeout_text(attempt: u32, timeout_ms: f64) -> String {
     crate::core::retry::attempt_timeout(attempt, timeout_ms).to_string()

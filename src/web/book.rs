@@ -32,8 +32,8 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::{sys, Error};
 use crate::core::book::{
-    check_bucket, check_option, warning, FlushBatch, FlushBucket, Schedule, ServeError, ServeOptions, TableRow,
-    MAX_FLUSH_BYTES,
+    check_bucket, check_option, names_held, warning, FlushBatch, FlushBucket, Schedule, ServeError, ServeOptions,
+    TableRow, MAX_FLUSH_BYTES,
 };
 use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
@@ -279,6 +279,9 @@ impl TimeoutBook {
     /// (with a warning, once). Synchronous; a due refresh starts in the background.
     pub fn timeout(&self, bucket: &str, fallback_ms: f64) -> Result<f64, Error> {
         check_option("options.fallbackMs", fallback_ms)?;
+        if !self.state.borrow().in_force.contains_key(bucket) {
+            check_bucket(bucket)?;
+        }
         let t = sys::now();
         let (due, (v, fleet), table_read) = {
             let mut s = self.state.borrow_mut();
@@ -307,7 +310,14 @@ impl TimeoutBook {
         }
         let mut s = self.state.borrow_mut();
         if s.in_force.get(bucket) != Some(&v) {
-            s.in_force.insert(bucket.into(), v);
+            let held = names_held(s.max_buckets);
+            if !s.in_force.contains_key(bucket) && s.in_force.len() >= held {
+                let State { in_force, entries, .. } = &mut *s;
+                in_force.retain(|name, _| entries.contains_key(name));
+            }
+            if s.in_force.contains_key(bucket) || s.in_force.len() < held {
+                s.in_force.insert(bucket.into(), v);
+            }
         }
         Ok(v)
     }
@@ -321,8 +331,15 @@ impl TimeoutBook {
     }
 
     fn warn(&self, code: &'static str, bucket: &str, value: f64) {
-        if !self.state.borrow_mut().warned.insert((code, bucket.into())) {
-            return;
+        {
+            let mut s = self.state.borrow_mut();
+            if s.warned.contains(&(code, bucket.into())) {
+                return;
+            }
+            if s.warned.len() >= names_held(s.max_buckets) {
+                s.warned.clear();
+            }
+            s.warned.insert((code, bucket.into()));
         }
         let message = warning(code, bucket, value).map(|m| m.to_string()).unwrap_or_default();
         let w = BookWarning { code, bucket: bucket.into(), message };
@@ -350,7 +367,8 @@ impl TimeoutBook {
         let mut s = self.state.borrow_mut();
         match rows {
             Ok((q, rows)) => {
-                s.schedule.table(sys::now(), q, &rows);
+                let max = s.max_buckets;
+                s.schedule.table(sys::now(), q, &rows, max);
                 s.table_read = true;
             }
             Err(detail) => {

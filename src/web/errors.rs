@@ -549,17 +549,18 @@ const TIMEOUTS: [&str; 4] = ["DeadlineExceeded", "StepTimeout", "AttemptTimeout"
 /// name `"TimeoutError"` anywhere in the `cause` chain; a cycle ends the walk,
 /// a read that throws (a getter, a Proxy trap) reads as `undefined`.
 fn js_is_timeout(value: &JsValue) -> bool {
-    let mut seen: Vec<JsValue> = Vec::new();
+    // At most MAX_CAUSES errors of the chain: that also ends a cycle.
     let mut e = value.clone();
-    while e.is_object() && !seen.iter().any(|s| Object::is(s, &e)) {
+    for _ in 0..crate::core::error::MAX_CAUSES {
+        if !e.is_object() {
+            break;
+        }
         if get(&e, BRAND).as_string().is_some_and(|b| TIMEOUTS.contains(&b.as_str()))
             || get(&e, "name").as_string().as_deref() == Some("TimeoutError")
         {
             return true;
         }
-        let cause = get(&e, "cause");
-        seen.push(e);
-        e = cause;
+        e = get(&e, "cause");
     }
     false
 }

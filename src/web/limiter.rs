@@ -153,7 +153,9 @@ impl<'a> RunOptions<'a> {
         self.signal = Some(signal);
         self
     }
-    /// The budget, ms, that must cover the estimated wait (arms no timer).
+    /// The budget, ms, that must cover the estimated wait; a caller whose
+    /// budget ran out before its turn is shed then ([`Error::Overloaded`],
+    /// its function never called). Arms no timer.
     pub fn remaining_ms(mut self, ms: f64) -> Self {
         self.remaining_ms = Some(ms);
         self
@@ -162,6 +164,10 @@ impl<'a> RunOptions<'a> {
 
 #[derive(Default)]
 struct Waiter {
+    /// The instant its budget ends (∞ without one): a turn that comes later sheds it.
+    ends_at: f64,
+    /// Its budget was spent waiting: `Some((limit, in flight))` of its refusal.
+    shed: Option<(f64, f64)>,
     /// The slot was handed over: `Some(calls in flight then)`.
     granted: Option<f64>,
     /// The reason of the signal that ended the wait.
@@ -186,9 +192,15 @@ impl Inner {
         }
         while self.in_flight < self.limit {
             let Some(w) = self.queue.pop_front() else { break };
-            self.in_flight += 1.0;
             let mut w = w.borrow_mut();
-            w.granted = Some(self.in_flight);
+            if w.ends_at.is_finite() && !core::may_start(sys::now(), w.ends_at) {
+                // Its budget was spent waiting: nobody waits for this call any more.
+                self.shed += 1.0;
+                w.shed = Some((self.limit, self.in_flight));
+            } else {
+                self.in_flight += 1.0;
+                w.granted = Some(self.in_flight);
+            }
             if let Some(waker) = w.waker.take() {
                 waker.wake();
             }
@@ -349,7 +361,7 @@ impl ConcurrencyLimiter {
         if position > max_queue || remaining.is_nan() || i.core.wait_ms(position) > remaining {
             return Err(i.overloaded());
         }
-        let waiter = Rc::new(RefCell::new(Waiter::default()));
+        let waiter = Rc::new(RefCell::new(Waiter { ends_at: sys::now() + remaining, ..Waiter::default() }));
         i.queue.push_back(waiter.clone());
         drop(i);
         let on_abort = (!signals.is_empty()).then(|| {
@@ -411,6 +423,12 @@ impl Future for Wait {
             self.done = true;
             self.unlisten();
             return Poll::Ready(Err(Error::from(reason)));
+        }
+        if let Some((limit, in_flight)) = w.shed {
+            drop(w);
+            self.done = true;
+            self.unlisten();
+            return Poll::Ready(Err(Error::Overloaded { limit, in_flight }));
         }
         w.waker = Some(cx.waker().clone());
         Poll::Pending

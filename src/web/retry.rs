@@ -374,8 +374,10 @@ impl RetryOptions {
         self
     }
 
-    /// How a failed attempt's error is classified (default: ambiguous, which
-    /// is retried only when idempotent or keyed).
+    /// How a failed attempt's error is classified (default: for a thrown
+    /// `Response`, or a JS error whose `response` has an HTTP status, 429 and
+    /// 503 not applied, 408 and other 5xx ambiguous, any other permanent;
+    /// otherwise ambiguous, which is retried only when idempotent or keyed).
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -571,7 +573,7 @@ where
                 return Ok(value);
             }
             Ok(Err(error)) => {
-                let failure = options.classify.as_ref().map_or(Failure::Ambiguous, |c| c(&error));
+                let failure = options.classify.as_ref().map_or_else(|| default_failure(&error), |c| c(&error));
                 wait = asked_wait(&error);
                 last = Some(error);
                 AttemptFailure::Error(failure)
@@ -597,6 +599,24 @@ where
             AfterFailure::Stop(_) => return Err(stopped(&run, last)),
         }
     }
+}
+
+/// How a failure is classified when no `classify` was given: for a thrown
+/// `Response`, or an error whose `response` has an HTTP status, the core's
+/// status rule ([`response_failure`](crate::core::retry::response_failure));
+/// otherwise ambiguous.
+pub(super) fn default_failure(error: &Error) -> Failure {
+    use wasm_bindgen::JsCast;
+    let Error::Js(value) = error else { return Failure::Ambiguous };
+    let status = match value.dyn_ref::<web_sys::Response>() {
+        Some(thrown) => Some(f64::from(thrown.status())),
+        None => js_sys::Reflect::get(value, &JsValue::from_str("response"))
+            .ok()
+            .filter(JsValue::is_object)
+            .and_then(|r| js_sys::Reflect::get(&r, &JsValue::from_str("status")).ok())
+            .and_then(|s| s.as_f64()),
+    };
+    status.and_then(crate::core::retry::response_failure).unwrap_or(Failure::Ambiguous)
 }
 
 /// The wait a failed attempt's response asked for (invariant 5): the

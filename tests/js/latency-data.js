@@ -4,10 +4,13 @@
 // The memory cases read the derive core's Wasm memory size (`memoryBytes`).
 // Sketches and parses live in edge-deadline/derive's own .wasm, whose code
 // (and glue) every derive entry imports from pkg/derive-main.js.
-import { glue } from "../../pkg/derive-main.js";
+import { FleetAggregatorCore as Fleet, glue } from "../../pkg/derive-main.js";
 import { memoryBytes } from "./pipeline-support.js";
 
 export const wasmBytes = () => memoryBytes(glue);
+
+/** The aggregator's core (js/durable.js's), for cases about the table it serves. */
+export const FleetAggregatorCore = () => Fleet;
 
 /** splitmix32-style generator: deterministic floats in (0, 1). */
 export function rng(seed) {

@@ -167,6 +167,15 @@ pub fn check_option(param: &'static str, value: f64) -> Result<f64, ServeError> 
     }
 }
 
+/// How many bucket names a book holds for `timeout()` (the in-force value
+/// it reports in a flush, the warnings it told) with `max_buckets`: twice the
+/// buckets it records between flushes. When full it keeps only the names it
+/// is recording, so at least `max_buckets` are free again; warnings told are
+/// forgotten then (each may be told once more).
+pub fn names_held(max_buckets: usize) -> usize {
+    max_buckets.saturating_mul(2)
+}
+
 /// A bucket name: 1 ..= [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES) bytes of UTF-8.
 pub fn check_bucket(name: &str) -> Result<(), ServeError> {
     if (1..=super::MAX_NAME_BYTES).contains(&name.len()) {
@@ -311,36 +320,48 @@ impl Schedule {
     }
 
     /// A table derived at percentile `q` arrived at `now_ms`: the new served
-    /// values, and the first values pending (module docs).
-    pub fn table(&mut self, now_ms: f64, q: f64, rows: &[TableRow]) {
+    /// values, and the first values pending (module docs). At most
+    /// `max_served` buckets are served or pending (the book's `maxBuckets`):
+    /// those served already first, then the others in the table's order; a
+    /// row whose name [`check_bucket`] refuses is not served.
+    pub fn table(&mut self, now_ms: f64, q: f64, rows: &[TableRow], max_served: usize) {
         let f = self.options.max_step_factor;
         let needed = samples_needed(q);
-        let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len());
+        let mut next: Vec<(String, f64)> = Vec::with_capacity(rows.len().min(max_served));
         let mut pending: Vec<(String, f64)> = Vec::new();
-        for row in rows {
-            // Too few, or no count at all (NaN).
-            if row.n.is_nan() || row.n < needed {
-                continue;
-            }
-            let Some(mut target) = usable(row.timeout_ms) else { continue };
-            if let Some(floor) = usable(row.floor_ms) {
-                target = target.max(floor);
-            }
-            // Kept sorted by inserting in place (no sort: std's stable sort
-            // costs the derive `.wasm` kilobytes); a repeated name keeps its first row.
-            let find = |v: &Vec<(String, f64)>| v.binary_search_by(|(n, _)| n.as_str().cmp(&row.name));
-            if find(&next).is_ok() || find(&pending).is_ok() {
-                continue;
-            }
-            match self.served(&row.name) {
-                Some(old) => {
-                    if let Err(at) = find(&next) {
-                        next.insert(at, (row.name.clone(), step(target, old, f)));
-                    }
+        for again in [true, false] {
+            for row in rows {
+                if next.len() + pending.len() >= max_served {
+                    break;
                 }
-                None => {
-                    if let Err(at) = find(&pending) {
-                        pending.insert(at, (row.name.clone(), target));
+                // Too few, or no count at all (NaN).
+                if row.n.is_nan() || row.n < needed || check_bucket(&row.name).is_err() {
+                    continue;
+                }
+                let Some(mut target) = usable(row.timeout_ms) else { continue };
+                if let Some(floor) = usable(row.floor_ms) {
+                    target = target.max(floor);
+                }
+                let old = self.served(&row.name);
+                if old.is_some() != again {
+                    continue;
+                }
+                // Kept sorted by inserting in place (no sort: std's stable sort
+                // costs the derive `.wasm` kilobytes); a repeated name keeps its first row.
+                let find = |v: &Vec<(String, f64)>| v.binary_search_by(|(n, _)| n.as_str().cmp(&row.name));
+                if find(&next).is_ok() || find(&pending).is_ok() {
+                    continue;
+                }
+                match old {
+                    Some(old) => {
+                        if let Err(at) = find(&next) {
+                            next.insert(at, (row.name.clone(), step(target, old, f)));
+                        }
+                    }
+                    None => {
+                        if let Err(at) = find(&pending) {
+                            pending.insert(at, (row.name.clone(), target));
+                        }
                     }
                 }
             }

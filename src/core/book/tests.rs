@@ -246,25 +246,25 @@ fn row(name: &str, timeout_ms: Option<f64>, floor_ms: Option<f64>) -> TableRow {
 fn served_values_move_by_at_most_the_step_factor() {
     let mut s = Schedule::new(ServeOptions::default()).unwrap();
     assert_eq!(s.timeout(0.0, "a", 5000.0), (5000.0, false), "no table yet: the fallback");
-    s.table(0.0, 0.99, &[row("a", Some(400.0), None), row("b", None, Some(10.0)), row("c", Some(f64::NAN), None)]);
+    s.table(0.0, 0.99, &[row("a", Some(400.0), None), row("b", None, Some(10.0)), row("c", Some(f64::NAN), None)], 256);
     assert_eq!(s.timeout(1.0, "a", 5000.0), (2500.0, true), "a first value: at most the factor from the fallback");
     assert_eq!(s.timeout(1.0, "b", 5000.0), (5000.0, false), "too few samples: the fallback");
     assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "an unusable value is absent");
     // One bad window: the derived value collapses, the served one halves.
-    s.table(60_000.0, 0.99, &[row("a", Some(20.0), None)]);
+    s.table(60_000.0, 0.99, &[row("a", Some(20.0), None)], 256);
     assert_eq!(s.served("a"), Some(1250.0));
-    s.table(120_000.0, 0.99, &[row("a", Some(20.0), None)]);
+    s.table(120_000.0, 0.99, &[row("a", Some(20.0), None)], 256);
     assert_eq!(s.served("a"), Some(625.0));
-    s.table(180_000.0, 0.99, &[row("a", Some(20.0), Some(400.0))]);
+    s.table(180_000.0, 0.99, &[row("a", Some(20.0), Some(400.0))], 256);
     assert_eq!(s.served("a"), Some(400.0), "the floor raises the target");
-    s.table(240_000.0, 0.99, &[row("a", Some(20.0), Some(86_400_000.0))]);
+    s.table(240_000.0, 0.99, &[row("a", Some(20.0), Some(86_400_000.0))], 256);
     assert_eq!(s.served("a"), Some(800.0), "and is bounded by the step too");
-    s.table(300_000.0, 0.99, &[row("a", Some(810.0), None)]);
+    s.table(300_000.0, 0.99, &[row("a", Some(810.0), None)], 256);
     assert_eq!(s.served("a"), Some(810.0), "within the factor: as derived");
-    s.table(330_000.0, 0.99, &[row("a", Some(500.25), None)]);
+    s.table(330_000.0, 0.99, &[row("a", Some(500.25), None)], 256);
     assert_eq!(s.served("a"), Some(501.0), "a whole number of ms, rounded up");
     // A bucket missing from the table is not served.
-    s.table(360_000.0, 0.99, &[row("z", Some(9.0), None)]);
+    s.table(360_000.0, 0.99, &[row("z", Some(9.0), None)], 256);
     assert_eq!(s.timeout(360_001.0, "a", 77.0), (77.0, false));
 }
 
@@ -274,12 +274,12 @@ fn one_table_cannot_lift_or_collapse_what_a_new_isolate_serves() {
     // 0.05 ms make the derived value 0.1 ms. A new isolate served either as
     // derived; a running one served the floor at once.
     let mut s = Schedule::new(ServeOptions::default()).unwrap();
-    s.table(0.0, 0.99, &[row("lift", Some(300.0), Some(86_400_000.0)), row("collapse", Some(0.1), None)]);
+    s.table(0.0, 0.99, &[row("lift", Some(300.0), Some(86_400_000.0)), row("collapse", Some(0.1), None)], 256);
     assert_eq!(s.timeout(1.0, "lift", 1500.0), (3000.0, true));
     assert_eq!(s.timeout(1.0, "collapse", 1500.0), (750.0, true));
     // The largest: a whole number AbortSignal.timeout() and setTimeout take.
     let mut s = Schedule::new(ServeOptions { max_step_factor: 1000.0, ..ServeOptions::default() }).unwrap();
-    s.table(0.0, 0.99, &[row("a", Some(MAX_MS), None), row("b", Some(1e-9), None)]);
+    s.table(0.0, 0.99, &[row("a", Some(MAX_MS), None), row("b", Some(1e-9), None)], 256);
     assert_eq!(s.timeout(1.0, "a", MAX_MS), (MAX_SERVED_MS, true));
     assert_eq!(s.timeout(1.0, "b", 0.5), (1.0, true));
     // A value anchored by its first caller is the served one for every caller.
@@ -291,21 +291,21 @@ fn a_row_is_served_only_once_it_has_the_samples_its_percentile_needs() {
     let few = |name: &str, v: f64, n: f64| TableRow { name: name.into(), timeout_ms: Some(v), floor_ms: None, n };
     let mut s = Schedule::new(ServeOptions::default()).unwrap();
     // p99 needs 1 000 successes, p90 100; a missing count is too few, and so is any count for a q of 1 or NaN.
-    s.table(0.0, 0.99, &[few("a", 400.0, 999.0), few("b", 400.0, 1000.0), few("c", 400.0, f64::NAN)]);
+    s.table(0.0, 0.99, &[few("a", 400.0, 999.0), few("b", 400.0, 1000.0), few("c", 400.0, f64::NAN)], 256);
     assert_eq!(s.timeout(1.0, "a", 5000.0), (5000.0, false), "999 successes for a p99: the fallback");
     assert_eq!(s.timeout(1.0, "b", 500.0), (400.0, true));
     assert_eq!(s.timeout(1.0, "c", 5000.0), (5000.0, false), "no count: the fallback");
-    s.table(1.0, 0.9, &[few("a", 400.0, 100.0)]);
+    s.table(1.0, 0.9, &[few("a", 400.0, 100.0)], 256);
     assert_eq!(s.timeout(2.0, "a", 500.0), (400.0, true), "100 successes are enough for a p90");
     for q in [1.0, f64::NAN, -0.5] {
-        s.table(2.0, q, &[few("a", 400.0, 1e12)]);
+        s.table(2.0, q, &[few("a", 400.0, 1e12)], 256);
         assert_eq!(s.timeout(3.0, "a", 5000.0), (5000.0, false), "q {q}");
     }
     // Served, then too few again: not served; once enough, the value is a first value (no step bound).
-    s.table(3.0, 0.99, &[few("a", 400.0, 2000.0)]);
-    s.table(4.0, 0.99, &[few("a", 10.0, 10.0)]);
+    s.table(3.0, 0.99, &[few("a", 400.0, 2000.0)], 256);
+    s.table(4.0, 0.99, &[few("a", 10.0, 10.0)], 256);
     assert_eq!(s.timeout(5.0, "a", 77.0), (77.0, false));
-    s.table(5.0, 0.99, &[few("a", 10.0, 1000.0)]);
+    s.table(5.0, 0.99, &[few("a", 10.0, 1000.0)], 256);
     assert_eq!(s.timeout(6.0, "a", 77.0), (38.5_f64.ceil(), true), "bounded by the fallback");
 }
 
@@ -320,7 +320,7 @@ fn a_stale_table_is_not_served_and_refreshes_are_paced() {
     assert!(s.refresh_due(1000.0), "a refresh that never settles does not block the next");
     s.refresh_failed(1000.0);
     assert!(!s.refresh_due(1999.0) && s.refresh_due(2000.0));
-    s.table(2000.0, 0.99, &[row("a", Some(100.0), None)]);
+    s.table(2000.0, 0.99, &[row("a", Some(100.0), None)], 256);
     assert_eq!(s.stale_at(), 7000.0);
     assert_eq!(s.refresh_at(), 3000.0);
     assert_eq!(s.timeout(6999.0, "a", 100.0), (100.0, true));
@@ -340,7 +340,7 @@ fn a_refresh_that_never_reports_is_lost_after_the_lease() {
     s.refresh_failed(REFRESH_LEASE_MS + 5.0);
     assert_eq!(s.refresh_at(), REFRESH_LEASE_MS + 5.0 + 60_000.0, "a reported failure waits refreshEveryMs");
     assert!(!s.refresh_started(s.refresh_at()), "the one before reported");
-    s.table(80_000.0, 0.99, &[]);
+    s.table(80_000.0, 0.99, &[], 256);
     assert_eq!(s.refresh_at(), 140_000.0);
     assert!(!s.refresh_started(140_000.0), "a table is a report");
     // A refreshEveryMs shorter than the lease keeps its own period.
@@ -378,7 +378,7 @@ proptest! {
         for (t, table) in tables.iter().enumerate() {
             let rows: Vec<TableRow> = table.iter().map(|(n, v, fl)| row(&n.to_string(), *v, *fl)).collect();
             let before = s.served_all().to_vec();
-            s.table(t as f64, 0.99, &rows);
+            s.table(t as f64, 0.99, &rows, 256);
             for (i, r) in rows.iter().enumerate() {
                 let _ = s.timeout(t as f64, &r.name, 100.0 + i as f64 * 1000.0);
             }
@@ -438,4 +438,28 @@ fn max_buckets_and_fallbacks_are_checked() {
     for bad in [0.0, -1.0, f64::INFINITY, f64::NAN] {
         assert_eq!(check_option("options.fallbackMs", bad).unwrap_err().param().as_deref(), Some("options.fallbackMs"));
     }
+}
+
+#[test]
+fn a_table_serves_at_most_max_buckets_those_served_already_first_and_no_name_record_refuses() {
+    let mut s = Schedule::new(ServeOptions::default()).unwrap();
+    let rows: Vec<TableRow> = (0..10).map(|i| row(&format!("b{i}"), Some(400.0), None)).collect();
+    s.table(0.0, 0.99, &rows, 3);
+    assert_eq!(s.pending_names().collect::<Vec<_>>(), ["b0", "b1", "b2"], "first values, pending until asked for");
+    for b in ["b0", "b1", "b2"] {
+        s.first_value(b, 400.0);
+    }
+    assert_eq!(s.served_all().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["b0", "b1", "b2"]);
+    let mut later = vec![row(&"y".repeat(300), Some(400.0), None), row("", Some(400.0), None)];
+    later.extend(rows.iter().rev().cloned());
+    s.table(1.0, 0.99, &later, 3);
+    assert_eq!(
+        s.served_all().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["b0", "b1", "b2"],
+        "the served ones keep their place"
+    );
+    s.table(2.0, 0.99, &later, 5);
+    assert_eq!(s.served_all().len() + s.pending_names().count(), 5);
+    assert!(s.served_all().iter().all(|(n, _)| n.len() == 2) && s.pending_names().all(|n| n.len() == 2));
+    assert_eq!(names_held(256), 512);
 }

@@ -455,3 +455,98 @@ proptest! {
         }
     }
 }
+
+/// A breaker whose `n` keys `k0…` are all open (one failure opens).
+fn all_open(n: usize, open_ms: f64) -> Breaker {
+    let o =
+        BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(open_ms), max_keys: Some(n as f64), ..opts() };
+    let mut a = breaker(o);
+    for i in 0..n {
+        let s = a.key(&format!("k{i}"), 0.0).index;
+        call(&mut a, s, 0.0, true);
+    }
+    a
+}
+
+#[test]
+fn an_import_never_evicts_closes_or_shortens_a_key_open_here() {
+    let foreign = all_open(1_000, 60_000.0).export(0.0, 0.0);
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(60_000.0), ..opts() });
+    let llm = b.key("llm", 0.0).index;
+    call(&mut b, llm, 0.0, true);
+    let kv = b.key("kv", 5.0).index;
+    call(&mut b, kv, 5.0, false);
+    // The imported keys are all newer than `llm`: an eviction by recency would take it.
+    let opened = b.import(&foreign, 10.0, 0.0).unwrap();
+    assert_eq!(b.check(llm, 11.0), Admit::Refused { until: 60_000.0 }, "llm stays open until its own instant");
+    assert!(b.names().any(|n| n == "llm"));
+    assert_eq!(b.names().count(), 1_000, "at most maxKeys keys");
+    assert!(!b.names().any(|n| n == "kv"), "a closed key makes room");
+    assert_eq!(opened.len(), 999, "the keys that found room opened; the rest are not held");
+    let mut seen = opened.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), opened.len(), "each slot is answered once");
+    for slot in opened {
+        assert!(matches!(b.check(slot, 12.0), Admit::Refused { .. }));
+    }
+    // A key open here with more time left is not shortened by a shorter foreign one.
+    let mut c = breaker(BreakerOptions { consecutive_failures: Some(1.0), open_ms: Some(60_000.0), ..opts() });
+    let k = c.key("k0", 0.0).index;
+    call(&mut c, k, 0.0, true);
+    c.import(&all_open(1, 1_000.0).export(0.0, 0.0), 1.0, 0.0).unwrap();
+    assert_eq!(c.check(k, 2.0), Admit::Refused { until: 60_000.0 });
+}
+
+#[test]
+fn an_import_with_the_same_name_twice_opens_one_key() {
+    let mut a = breaker(BreakerOptions { consecutive_failures: Some(1.0), ..opts() });
+    let s = a.key("x", 0.0).index;
+    call(&mut a, s, 0.0, true);
+    let one = a.export(0.0, 0.0);
+    // The same entry twice, the count said so.
+    let entry = &one[17..];
+    let mut twice = one[..13].to_vec();
+    twice.extend_from_slice(&2u32.to_le_bytes());
+    twice.extend_from_slice(entry);
+    twice.extend_from_slice(entry);
+    let mut b = breaker(opts());
+    assert_eq!(b.import(&twice, 0.0, 0.0).unwrap().len(), 1);
+    assert_eq!(b.names().collect::<Vec<_>>(), ["x"]);
+}
+
+#[test]
+fn an_import_into_a_full_breaker_replaces_its_closed_keys_least_recent_first() {
+    // (The import's speed, linear in its size: bench/breaker.bench.mjs.)
+    let foreign = all_open(1_999, 60_000.0).export(0.0, 0.0);
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(1.0), max_keys: Some(2_001.0), ..opts() });
+    for i in 0..2_000 {
+        b.key(&format!("mine{i}"), f64::from(i));
+    }
+    let open = b.key("open", 0.0).index;
+    call(&mut b, open, 0.0, true);
+    let late = b.key("mine1999", 5_000.0).index;
+    assert_eq!(b.import(&foreign, 5_001.0, 0.0).unwrap().len(), 1_999);
+    assert_eq!(b.names().count(), 2_001);
+    assert!(matches!(b.check(open, 5_002.0), Admit::Refused { .. }));
+    assert_eq!(b.names().nth(late), Some("mine1999"), "the most recent closed key is the one kept");
+    assert_eq!(b.names().filter(|n| n.starts_with('k')).count(), 1_999);
+}
+
+proptest! {
+    #[test]
+    fn radix_sort_sorts_stably(v in proptest::collection::vec(any::<u64>(), 0..200), small in proptest::collection::vec(0u64..4, 0..50)) {
+        for v in [v, small] {
+            let mut got: Vec<(u64, usize)> = v.iter().copied().zip(0..).collect();
+            radix_sort(&mut got);
+            let mut want = got.clone();
+            want.sort_by_key(|&(x, i)| (x, i));
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn order_bits_order_as_total_cmp(a in any::<f64>(), b in any::<f64>()) {
+        prop_assert_eq!(order_bits(a).cmp(&order_bits(b)), a.total_cmp(&b));
+    }
+}

@@ -183,7 +183,7 @@ fn rejects_bad_options_and_samples() {
     assert!(e(DeriveOptions { configured_ms: Some(-5.0), ..d }).starts_with("'configuredMs'"));
     assert!(e(DeriveOptions { relative_error: 0.9, ..d }).starts_with("'relativeError'"));
     let bad = derive_samples(&[1.0, f64::NAN], &d).unwrap_err().to_string();
-    assert!(bad.starts_with("sample 1: 'ms'"), "{bad}");
+    assert!(bad.starts_with("'samples[1]' must be a finite number of milliseconds"), "{bad}");
     let mut dv = Deriver::new(d, vec!["model".into()]).unwrap();
     assert_eq!(dv.add(&[], Outcome::Success, Some(1.0)), Err(DeriveError::Labels { expected: 1, got: 0 }));
     assert_eq!(dv.add(&["a"], Outcome::Success, None), Err(DeriveError::MissingDuration));
@@ -578,4 +578,13 @@ fn outcomes_read_http_status_codes() {
         assert_eq!(Outcome::parse(text), want, "{text:?}");
     }
     assert!(Outcome::accepted().to_string().contains("2xx"), "{}", Outcome::accepted());
+    // A status as a number (JSON, a JS row) is the same rule.
+    for (status, want) in
+        [(200.0, Some(Outcome::Success)), (504.0, Some(Outcome::Timeout)), (429.0, Some(Outcome::Error))]
+    {
+        assert_eq!(Outcome::of_status(status), want, "{status}");
+    }
+    for not in [302.0, 200.5, 1e300, f64::NAN, -404.0, 0.0] {
+        assert_eq!(Outcome::of_status(not), None, "{not}");
+    }
 }

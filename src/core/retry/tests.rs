@@ -638,3 +638,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_response_failure_is_the_status_rule_for_http_statuses_only() {
+    use super::response_failure;
+    assert_eq!(response_failure(429.0), Some(Failure::NotApplied));
+    assert_eq!(response_failure(503.0), Some(Failure::NotApplied));
+    assert_eq!(response_failure(408.0), Some(Failure::Ambiguous));
+    assert_eq!(response_failure(500.0), Some(Failure::Ambiguous));
+    assert_eq!(response_failure(599.0), Some(Failure::Ambiguous));
+    assert_eq!(response_failure(404.0), Some(Failure::Permanent));
+    assert_eq!(response_failure(200.0), Some(Failure::Permanent));
+    for not_http in [0.0, 99.0, 600.0, 429.5, f64::NAN, f64::INFINITY, -429.0, 65_965.0] {
+        assert_eq!(response_failure(not_http), None, "{not_http}");
+    }
+}

@@ -149,7 +149,7 @@ fn rejects_bad_input_and_stays_unchanged() {
     }
     let e = s.add_all(&[1.0, 2.0, f64::NAN, 4.0]).unwrap_err();
     assert!(matches!(e, SketchError::Sample { index: Some(2), .. }));
-    assert!(e.to_string().starts_with("sample 2: 'ms'"), "{e}");
+    assert!(e.to_string().starts_with("'samples[2]' must be a finite number of milliseconds"), "{e}");
     assert_eq!(s.count(), 1);
     for bad in [f64::NAN, -0.01, 1.01, f64::INFINITY] {
         let e = s.quantile(bad).unwrap_err();

@@ -4,6 +4,7 @@
 // sets. Timing is the subject of the flush and refresh cases, so the clock is fake.
 import { equal, ok, rejects, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
+import { FleetAggregatorCore } from "../latency-data.js";
 import { onFakeTime } from "../pipeline-support.js";
 
 /** An aggregator stand-in: `flushes` it took (bytes), `status` it answers them with, `table` it serves. */
@@ -110,6 +111,55 @@ const cases = [
       book.takeFlush();
       book.record("c", 1);
       equal(book.size, 1, "room again after a flush");
+    },
+  },
+  {
+    name: "book: timeout() takes the names record() takes, and what it holds per name is bounded by maxBuckets (the table's too)",
+    run: async (lib) => {
+      const fake = installFakeTime();
+      try {
+        const agg = aggregator();
+        const warnings = [];
+        const book = new lib.TimeoutBook({ aggregator: agg, maxBuckets: 3, onWarning: (w) => warnings.push(w) });
+        throwsArg(() => book.timeout("x".repeat(2 * 1024 * 1024), { fallbackMs: 5 }), RangeError, "bucket", "OUT_OF_RANGE", /'bucket' must be a name of 1 … 256 bytes of UTF-8: current value is 2097152 bytes long/);
+        throwsArg(() => book.timeout("", { fallbackMs: 5 }), RangeError, "bucket", "OUT_OF_RANGE");
+        equal(warnings.length, 0, "a refused name is not told as a fallback");
+        // Names past the bound are answered, not held: a warning told for a name no longer held is told again.
+        equal(book.timeout("a", { fallbackMs: 5 }), 5);
+        for (let i = 0; i < 100; i++) equal(book.timeout(`n${i}`, { fallbackMs: 5 }), 5);
+        equal(book.timeout("a", { fallbackMs: 5 }), 5);
+        equal(warnings.filter((w) => w.bucket === "a").length, 2, "told again: the book did not keep 101 names");
+        await settle();
+        // A table of 10 served rows (and one whose name record() refuses): at most maxBuckets are served.
+        agg.buckets = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`b${i}`, row(400)]));
+        agg.buckets["y".repeat(300)] = row(400);
+        await book.refresh();
+        const served = Array.from({ length: 10 }, (_, i) => book.timeout(`b${i}`, { fallbackMs: 5 })).filter((v) => v === 400);
+        equal(served.length, 3);
+      } finally {
+        fake.restore();
+      }
+    },
+  },
+  {
+    name: "book: a bucket named __proto__ (or constructor) is a row of the aggregator's table like any other",
+    run: (lib) => {
+      // The book loads the derive core (lazily, as the aggregator does) before its class is used.
+      const book = new lib.TimeoutBook({ onWarning: () => {} });
+      const Core = FleetAggregatorCore();
+      const agg = new Core(undefined);
+      try {
+        for (const name of ["__proto__", "constructor", "GET /a"]) book.record(name, 5);
+        for (const bytes of book.takeFlush()) agg.merge(bytes, 1_000);
+        const table = agg.table(2_000);
+        equal(Object.getPrototypeOf(table.buckets), Object.prototype, "the table's prototype is untouched");
+        equal(JSON.stringify(Object.keys(table.buckets)), JSON.stringify(["GET /a", "__proto__", "constructor"]));
+        const read = JSON.parse(JSON.stringify(table));
+        ok(Object.hasOwn(read.buckets, "__proto__"), "served in the JSON");
+        equal(Object.getOwnPropertyDescriptor(read.buckets, "__proto__").value.n, 1);
+      } finally {
+        agg.free();
+      }
     },
   },
   {

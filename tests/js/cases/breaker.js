@@ -326,6 +326,35 @@ const cases = [
     },
   },
   {
+    name: "breaker: an import of 1 000 open keys never evicts, closes or shortens a key open here; an import past 16 MiB is refused and changes nothing",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const a = new lib.CircuitBreaker({ consecutiveFailures: 1, openMs: 60_000 });
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 1, openMs: 60_000 });
+      try {
+        await rejects(b.run("llm", fail), Error);
+        await b.run("kv", () => 1);
+        await clock.advance(10);
+        for (let i = 0; i < 1_000; i++) await rejects(a.run(`k${i}`, fail), Error);
+        b.importState(a.exportState());
+        const e = await rejects(b.run("llm", () => "reached the failing dependency"), lib.CircuitOpen);
+        ok(e.retryInMs > 59_000, `llm keeps its own time left, not ${e.retryInMs}`);
+        equal(b.keys().length, 1_000);
+        ok(!b.keys().includes("kv"), "a closed key made room");
+        equal(b.state("k5"), "open");
+        const before = JSON.stringify([b.keys(), b.stats("llm")]);
+        const huge = new Uint8Array(16 * 1024 * 1024 + 1);
+        huge.set(a.exportState().subarray(0, 17));
+        throwsArg(() => b.importState(huge), RangeError, "bytes", "BAD_STATE", /larger than 16 MiB/);
+        equal(JSON.stringify([b.keys(), b.stats("llm")]), before);
+      } finally {
+        a.dispose();
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "breaker: bad options and arguments are TypeErrors or RangeErrors naming them; a disposed breaker throws",
     run: async (lib) => {
       throwsArg(() => new lib.CircuitBreaker({ failureRate: 2 }), RangeError, "options.failureRate", "OUT_OF_RANGE", /'failureRate' must be greater than 0 and at most 1/);

@@ -72,6 +72,11 @@ function scripted(attempts) {
       const response = new Response(null, { status: 429, headers: { "retry-after": word.slice(12) } });
       throw Object.assign(new Error(`attempt ${n}: 429`), { failure: "not-applied", response });
     }
+    // "status N [retry-after S]": the attempt throws a Response (`if (!res.ok) throw res`);
+    // "response N": an error carrying one, without a failure word (the default classify reads the status).
+    const [kind, status, header, value] = word.split(" ");
+    if (kind === "status") throw new Response(null, { status: Number(status), headers: header ? { [header]: value } : {} });
+    if (kind === "response") throw Object.assign(new Error(`attempt ${n}: ${status}`), { response: new Response(null, { status: Number(status) }) });
     throw Object.assign(new Error(`attempt ${n}: ${word}`), { failure: word });
   };
   const classify = (e) => e.failure;
@@ -84,6 +89,8 @@ function deadlineOf(lib, a) {
 
 /** Builds an error value as the row describes it, with its `cause` chain. */
 function makeError(lib, spec) {
+  // `wrappedIn`: that many plain errors around it, each the cause of the next.
+  if (spec.wrappedIn > 0) return new Error("wrapper", { cause: makeError(lib, { ...spec, wrappedIn: spec.wrappedIn - 1 }) });
   const cause = spec.cause === undefined ? undefined : { cause: makeError(lib, spec.cause) };
   switch (spec.class) {
     case "DeadlineExceeded":
@@ -185,7 +192,8 @@ const ops = {
   },
   retry: async (lib, a) => {
     const { fn, classify } = scripted(a.attempts);
-    const options = { deadline: deadlineOf(lib, a), classify };
+    const options = { deadline: deadlineOf(lib, a) };
+    if (!a.defaultClassify) options.classify = classify;
     for (const k of ["attemptMinMs", "attemptTimeoutMs", "backoff", "maxAttempts", "idempotent", "maxRetryAfterMs"]) if (a[k] !== undefined) options[k] = a[k];
     return { value: await lib.retry(fn, options) };
   },

@@ -92,6 +92,23 @@ const cases = [
     },
   },
   {
+    name: "derive: HTTP status codes are outcomes, as numbers and as numeric strings (2xx success, 408/504 timeout, other 4xx/5xx error)",
+    run: (lib) => {
+      const rows = [];
+      for (let i = 0; i < 200; i++) rows.push({ ms: 10 + (i % 7), outcome: i % 2 ? 200 : "204" });
+      for (const status of [408, "504", 404, "500", 503, 429]) rows.push({ ms: 5, outcome: status });
+      const [row] = lib.deriveTimeouts(rows);
+      equal(row.n, 200);
+      equal(row.excluded.timeouts, 2);
+      equal(row.excluded.errors, 4);
+      const [named] = lib.deriveTimeouts(rows.map(({ outcome, ...r }) => ({ ...r, status: outcome })), { outcome: "status" });
+      equal(named.n, 200);
+      throwsArg(() => lib.deriveTimeouts([{ ms: 1, outcome: 302 }]), RangeError, "data[0].outcome", "UNKNOWN_OUTCOME");
+      throwsArg(() => lib.deriveTimeouts([{ ms: 1, outcome: 200.5 }]), RangeError, "data[0].outcome", "UNKNOWN_OUTCOME");
+      throwsArg(() => lib.deriveTimeouts([{ ms: 1, outcome: {} }]), TypeError, "data[0].outcome", "INVALID_TYPE");
+    },
+  },
+  {
     name: "derive: censoring, pile-up and drift warnings",
     run: (lib) => {
       const u = rng(21);
@@ -129,11 +146,12 @@ const cases = [
       throwsArg(() => lib.deriveTimeouts(xs, { by: ["a", 1] }), TypeError, "options.by[1]", "INVALID_TYPE", /a label name/);
       throwsArg(() => lib.deriveTimeouts(xs, 5), TypeError, "options", "INVALID_TYPE", /'options' must be an object/);
       throwsArg(() => lib.deriveTimeouts("1,2,3"), TypeError, "data", "INVALID_TYPE", /'data' must be a LatencySketch, a Float64Array/);
-      throwsArg(() => lib.deriveTimeouts(Float64Array.of(1, NaN)), RangeError, "data[1]", "NOT_FINITE", /^sample 1: 'ms'/);
+      throwsArg(() => lib.deriveTimeouts(Float64Array.of(1, NaN)), RangeError, "data[1]", "NOT_FINITE", /^'data\[1\]' must be a finite number of milliseconds/);
       throwsArg(() => lib.deriveTimeouts([1, "2"]), TypeError, "data[1]", "INVALID_TYPE", /^'data\[1\]' must be a number/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: 2, outcome: "maybe" }]), RangeError, "data[1].outcome", "UNKNOWN_OUTCOME", /^row 1: 'outcome' must be one of success, ok/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: 2, result: "maybe" }], { outcome: "result" }), RangeError, "data[1].result", "UNKNOWN_OUTCOME", /^row 1: 'result' must be one of/);
-      throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: 2, outcome: 3 }]), TypeError, "data[1].outcome", "INVALID_TYPE", /a string or a boolean/);
+      throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: 2, outcome: 3 }]), RangeError, "data[1].outcome", "UNKNOWN_OUTCOME");
+      throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: 2, outcome: [3] }]), TypeError, "data[1].outcome", "INVALID_TYPE", /a string, a number \(an HTTP status\) or a boolean/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { outcome: "ok" }]), TypeError, "data[1].ms", "INVALID_TYPE", /^'data\[1\]\.ms' must be a number of milliseconds for a successful call: current value is undefined$/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: "2" }]), TypeError, "data[1].ms", "INVALID_TYPE", /^'data\[1\]\.ms' must be a number/);
       throwsArg(() => lib.deriveTimeouts([{ ms: 1 }, { ms: -2 }]), RangeError, "data[1].ms", "NEGATIVE", /^row 1: 'ms' must be between 0/);

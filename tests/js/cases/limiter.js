@@ -196,6 +196,35 @@ const cases = [
     },
   },
   {
+    name: "limiter: a queued caller whose remainingMs ran out before its turn is shed, its function never called",
+    run: async (lib) => {
+      const clock = await manualClock();
+      try {
+        const limiter = new lib.ConcurrencyLimiter({ limit: 1, maxQueue: 2 });
+        await clock.set(10);
+        await limiter.run(() => clock.set(110)); // a round trip of 100 ms: the next in line waits about 100
+        let release;
+        const first = limiter.run(() => new Promise((r) => (release = r)));
+        let called = false;
+        const late = limiter.run(() => (called = true), { remainingMs: 150 });
+        const patient = limiter.run(() => "patient", { remainingMs: 1_000 });
+        for (let i = 0; i < 3; i++) await null; // admitted one microtask later
+        equal(limiter.queued, 2, "both budgets covered the estimated wait");
+        await clock.set(110 + 400); // the first call holds its slot for 400 ms
+        release("first");
+        equal(await first, "first");
+        await rejects(late, lib.Overloaded, /slots are in use/);
+        equal(called, false, "its budget was spent waiting: never started");
+        equal(await patient, "patient", "a budget that still covers the call takes the slot");
+        equal(limiter.shed, 1);
+        equal(limiter.queued, 0);
+        equal(limiter.inFlight, 0);
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "limiter: a queued caller whose signal aborts or whose deadline passes leaves the queue; no listener stays",
     run: async (lib) => {
       const time = installFakeTime();

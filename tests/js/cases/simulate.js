@@ -43,13 +43,25 @@ const cases = [
       throwsArg(() => lib.simulate({ ...SEED_003, n: 1.5 }), RangeError, "scenario.n", "NOT_WHOLE", /^'n' must be a whole number between 1 and 2000000: current value is 1.5$/);
       throwsArg(() => lib.simulate(SEED_003, [{ timeoutMs: 10, retries: 11 }]), RangeError, "policies[0].retries", "OUT_OF_RANGE", /^policy 0: 'retries' must be a whole number between 0 and 10/);
       throwsArg(() => lib.simulate(SEED_003, [{ timeoutMs: -1 }]), RangeError, "policies[0].timeoutMs", "NEGATIVE", /^policy 0: 'timeoutMs'/);
-      throwsArg(() => lib.simulate(SEED_003, [{ retries: 1 }]), TypeError, "policies[0].timeoutMs", "INVALID_TYPE", /'policies\[0\]\.timeoutMs' must be a number/);
+      throwsArg(() => lib.simulate(SEED_003, [{ retries: 1 }]), TypeError, "policies[0].timeoutMs", "INVALID_TYPE", /'policies\[0\]\.timeoutMs' must be a number of milliseconds or a percentile/);
+      throwsArg(() => lib.simulate(SEED_003, [{ timeoutMs: 10 }, { timeoutMs: "p98" }]), RangeError, "policies[1].timeoutMs", "UNKNOWN_TIMEOUT", /^policy 1: 'timeoutMs' must be milliseconds or one of p50, p90, p99, p99.9, optionally multiplied \(2xp99\): current value is "p98"$/);
       throwsArg(() => lib.simulate({ body: { medianMs: 40 } }), TypeError, "scenario.body.sigma", "INVALID_TYPE", /'scenario.body.sigma' must be a number/);
       throwsArg(() => lib.simulate(), TypeError, "scenario", "INVALID_TYPE", /'scenario' must be an object/);
       const small = { body: { medianMs: 40, sigma: 0.3 }, n: 1_000 };
       const [p] = lib.simulate(small, [{ timeoutMs: 60 }]).policies;
       equal(p.retries, 0, "retries default to 0");
       equal(JSON.stringify(lib.simulate(small, [{ timeoutMs: 60 }])), JSON.stringify(lib.simulate({ ...small, seed: 1 }, [{ timeoutMs: 60, retries: 0 }])), "seed defaults to 1");
+    },
+  },
+  {
+    name: "simulate: a timeout may be a percentile of the scenario, as the CLI's --policy p99:1",
+    run: (lib) => {
+      const small = { body: { medianMs: 40, sigma: 0.3 }, tail: { share: 0.01, loMs: 300, hiMs: 1_500 }, n: 5_000 };
+      const sim = lib.simulate(small, [{ timeoutMs: "p99", retries: 1 }, { timeoutMs: "2xp99" }, { timeoutMs: "1.5*p99.9" }, { timeoutMs: "p50" }, { timeoutMs: "250" }]);
+      const { p50Ms, p99Ms, p999Ms } = sim.scenario;
+      equal(JSON.stringify(sim.policies.map((p) => p.timeoutMs)), JSON.stringify([p99Ms, 2 * p99Ms, 1.5 * p999Ms, p50Ms, 250]));
+      const byNumber = lib.simulate(small, [{ timeoutMs: p99Ms, retries: 1 }]).policies[0];
+      equal(JSON.stringify(sim.policies[0]), JSON.stringify(byNumber), "the same as the number it names");
     },
   },
 ];

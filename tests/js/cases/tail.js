@@ -31,7 +31,7 @@ const cases = [
       }
       const [row] = lib.deriveTimeouts(xs);
       ok(row.tail && row.candidates.some((c) => c.name === "above body"), JSON.stringify(row.candidates));
-      throwsArg(() => lib.falseTimeoutRate([1, NaN], 1), RangeError, "samples[1]", "NOT_FINITE", /^sample 1: 'ms'/);
+      throwsArg(() => lib.falseTimeoutRate([1, NaN], 1), RangeError, "samples[1]", "NOT_FINITE", /^'samples\[1\]' must be a finite number/);
       throwsArg(() => lib.tailShape([1, "x"]), TypeError, "samples[1]", "INVALID_TYPE", /must be a number/);
       throwsArg(() => lib.falseTimeoutRate([1], -1), RangeError, "timeoutMs", "NEGATIVE", /'timeoutMs'/);
     },

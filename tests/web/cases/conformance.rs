@@ -127,6 +127,25 @@ fn scripted(words: &[String], n: u32) -> Result<u32, Error> {
             js_sys::Reflect::set(&error, &"response".into(), &response).map_err(Error::from)?;
             Err(Error::Js(error.into()))
         }
+        // "status N [retry-after S]": the attempt throws a Response; "response N": an error
+        // carrying one, without a failure word (the default classify reads the status).
+        Some(word) if word.starts_with("status ") || word.starts_with("response ") => {
+            let parts: Vec<&str> = word.split(' ').collect();
+            let init = web_sys::ResponseInit::new();
+            init.set_status(parts.get(1).and_then(|s| s.parse().ok()).unwrap_or(500));
+            let headers = web_sys::Headers::new().map_err(Error::from)?;
+            if let (Some(name), Some(value)) = (parts.get(2), parts.get(3)) {
+                headers.set(name, value).map_err(Error::from)?;
+            }
+            init.set_headers(&headers);
+            let response = web_sys::Response::new_with_opt_str_and_init(None, &init).map_err(Error::from)?;
+            if parts.first() == Some(&"status") {
+                return Err(Error::Js(response.into()));
+            }
+            let error = js_sys::Error::new(word);
+            js_sys::Reflect::set(&error, &"response".into(), &response).map_err(Error::from)?;
+            Err(Error::Js(error.into()))
+        }
         Some(word) => Err(Error::Js(JsValue::from_str(word))),
         None => Err(Error::Js(JsValue::from_str("the script ran out"))),
     }
@@ -224,6 +243,13 @@ fn make_error(spec: &Value) -> Result<Error, String> {
         "AbortError" => Error::Js(js("AbortError")),
         "Error" => Error::Js(with_cause(js_sys::Error::new("wrapper").into(), cause)),
         other => return Err(format!("no such error class in the table: {other}")),
+    })
+    .map(|mut e| {
+        // `wrappedIn`: that many plain errors around it, each the cause of the next.
+        for _ in 0..o.get("wrappedIn").and_then(Value::as_u64).unwrap_or(0) {
+            e = Error::Js(with_cause(js_sys::Error::new("wrapper").into(), Some(e)));
+        }
+        e
     })
 }
 
@@ -595,7 +621,10 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         }
         "retry" => {
             let d = deadline_of(a)?.map_err(|e| format!("{e}"))?;
-            let mut options = RetryOptions::new(opt_num(a, "attemptMinMs")?.unwrap_or(0.0)).classify(classify);
+            let mut options = RetryOptions::new(opt_num(a, "attemptMinMs")?.unwrap_or(0.0));
+            if a.get("defaultClassify").and_then(Value::as_bool) != Some(true) {
+                options = options.classify(classify);
+            }
             if let Some(t) = opt_num(a, "attemptTimeoutMs")? {
                 options = options.attempt_timeout_ms(t);
             }

@@ -169,3 +169,41 @@ pub async fn a_full_limiter_sheds_or_queues_by_budget_and_an_abort_leaves_the_qu
     ensure!(limiter.shed() >= 4.0);
     Ok(())
 }
+
+pub async fn a_queued_caller_whose_budget_ran_out_before_its_turn_is_shed(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let limiter =
+        ConcurrencyLimiter::new(LimiterOptions::new(Limit::Fixed(1.0)).max_queue(2.0)).map_err(|e| e.to_string())?;
+    let p = limiter.try_acquire().ok_or("no slot")?;
+    clock.jump(100.0);
+    p.release();
+    let held = limiter.try_acquire().ok_or("no slot")?;
+    let outcome = Rc::new(RefCell::new(Vec::<String>::new()));
+    let spawn = |name: &'static str, remaining: f64| {
+        let (l, outcome) = (limiter.clone(), outcome.clone());
+        let ran = outcome.clone();
+        spawn_local(async move {
+            let run = || async move {
+                ran.borrow_mut().push(format!("{name} ran"));
+                Ok::<_, Error>(())
+            };
+            let r = l.run(run, RunOptions::new().remaining_ms(remaining)).await;
+            outcome
+                .borrow_mut()
+                .push(format!("{name}: {}", r.map(|_| "ok".to_string()).unwrap_or_else(|e| e.name().into())));
+        });
+    };
+    spawn("late", 150.0);
+    settle().await;
+    spawn("patient", 1_000.0);
+    settle().await;
+    ensure!(limiter.queued() == 2, "both budgets covered the estimated wait");
+    clock.jump(400.0);
+    held.release();
+    settle().await;
+    settle().await;
+    ensure!(outcome.borrow().join(",") == "late: Overloaded,patient ran,patient: ok", "{:?}", outcome.borrow());
+    ensure!(limiter.shed() == 1.0);
+    ensure!((limiter.in_flight(), limiter.queued()) == (0.0, 0));
+    Ok(())
+}

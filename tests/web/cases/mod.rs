@@ -304,6 +304,7 @@ macro_rules! for_each_case {
             limiter::options_default_as_in_javascript_and_bad_ones_name_the_option,
             limiter::aimd_follows_round_trips_on_the_fake_clock,
             limiter::a_full_limiter_sheds_or_queues_by_budget_and_an_abort_leaves_the_queue,
+            limiter::a_queued_caller_whose_budget_ran_out_before_its_turn_is_shed,
             book::a_book_sketches_successes_counts_the_rest_and_a_take_empties_it,
             book::a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_step_and_the_floor,
             book::plan_steps_and_retries_record_into_a_book,
