@@ -235,3 +235,13 @@ test("recipe as printed (streamed): the deadline passing before the first words 
   assert.equal(res.status, 504);
   assert.deepEqual(await res.json(), { error: "The model did not answer in time.", code: "MODEL_TIMEOUT" });
 });
+
+test("recipe as printed (streamed): a client that stops reading mid-answer closes the upstream request", async () => {
+  const recipe = await recipeFor("stall");
+  const res = await recipe.chatStream(post("hi"), 8_000);
+  const reader = res.body.getReader();
+  assert.equal(new TextDecoder().decode((await reader.read()).value), "Hel");
+  await reader.cancel();
+  await new Promise((r) => setTimeout(r, 100)); // the close travels over loopback
+  assert.equal(upstream.requests.at(-1).closed, true, "the upstream request was aborted, not left to the stall limit");
+});
