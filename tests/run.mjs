@@ -212,6 +212,10 @@ const suites = {
     const { writeExamples } = await import("./types/examples.mjs");
     const examples = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", writeExamples()]);
     record("typescript (README and docs examples, checkJs)", { passed: examples.code === 0 ? 1 : 0, failed: examples.code === 0 ? 0 : 1, skipped: 0 });
+    // docs/recipes.md, the README and docs/api.md under --strict, as a user's checkJs project would check them (tests/types/examples.mjs).
+    const { writeStrictExamples } = await import("./types/examples.mjs");
+    const strict = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", writeStrictExamples()]);
+    record("typescript (recipes, README and docs examples, checkJs --strict)", { passed: strict.code === 0 ? 1 : 0, failed: strict.code === 0 ? 0 : 1, skipped: 0 });
   },
 
   async node() {

@@ -6,13 +6,16 @@
 // passing before the answer began ends `textStream` silently. Then
 // docs/recipes.md's recipe, imported exactly as printed: the provider's
 // `fetch` carries the budget and the stall guard, and every way time runs out
-// comes back as a partial answer, marked.
+// comes back as a partial answer, marked; every failure comes back as a status
+// with our own words and a code (the upstream's error goes to the log only);
+// and its streamed route ends a cut answer with an error of the body, never
+// as if the answer were complete.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { APICallError, createGateway, streamText } from "ai";
 import { Deadline, init, isDeadlineExceeded, isStreamStalled, isTimeout } from "../../pkg/node.js";
 import { cleanup, loadRecipe } from "./recipe.mjs";
-import { startUpstream } from "./upstream.mjs";
+import { BUSY_TEXT, startUpstream } from "./upstream.mjs";
 
 let upstream;
 before(async () => {
@@ -141,4 +144,104 @@ test("recipe as printed: a client that leaves is not a timeout: rethrown", async
   assert.ok(e, "the recipe rethrew");
   assert.equal(isTimeout(e), false);
   assert.equal(isStreamStalled(e), false);
+});
+
+test("ai v6 (bare): toTextStreamResponse answers an upstream 429 with 200 and an empty body that ends as if complete (why the recipe streams its own body)", async () => {
+  const gateway = createGateway({ apiKey: "test", baseURL: `${upstream.url}/busy` });
+  const res = streamText({ model: gateway("m"), prompt: "hi", maxRetries: 0, onError: () => {} }).toTextStreamResponse();
+  assert.deepEqual(await readBody(res), { status: 200, text: "", ended: true });
+});
+
+/** Reads a response's body to its end: `{ status, text, ended }` or `{ status, text, error }`. */
+async function readBody(res) {
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for await (const chunk of res.body) text += decoder.decode(chunk, { stream: true });
+    return { status: res.status, text, ended: true };
+  } catch (error) {
+    return { status: res.status, text, error: error.message };
+  }
+}
+
+/** Runs `fn` with console.error collected; `{ value, logged }`. */
+async function logged(fn) {
+  const lines = [];
+  const original = console.error;
+  console.error = (...args) => lines.push(args.map((a) => (a instanceof Error ? `${a.message} ${a.cause?.message ?? ""}` : String(a))).join(" "));
+  try {
+    return { value: await fn(), logged: lines.join("\n") };
+  } finally {
+    console.error = original;
+  }
+}
+
+const leaks = (body) => [BUSY_TEXT, "10.0.3.7", "sk-test", "llm-primary", "rate limited"].filter((s) => body.includes(s));
+
+test("recipe as printed: an upstream 429 → 503 MODEL_BUSY in our own words; the upstream's error goes to the log only", async () => {
+  const recipe = await recipeFor("busy");
+  const { value: res, logged: log } = await logged(() => recipe.chat(post("hi"), 5_000));
+  const body = await res.text();
+  assert.equal(res.status, 503, body);
+  assert.deepEqual(JSON.parse(body), { error: "The model is busy. Try again shortly.", code: "MODEL_BUSY" });
+  assert.deepEqual(leaks(body), []);
+  assert.ok(log.length > 0, "the upstream's error was logged");
+});
+
+test("recipe as printed: a connection dropped mid-answer → 502 MODEL_FAILED, never a complete answer", async () => {
+  const recipe = await recipeFor("drop");
+  const { value: res } = await logged(() => recipe.chat(post("hi"), 5_000));
+  const body = await res.text();
+  assert.equal(res.status, 502, body);
+  assert.deepEqual(JSON.parse(body), { error: "The model did not answer.", code: "MODEL_FAILED" });
+});
+
+test("recipe as printed (streamed): a complete answer streams and ends", async () => {
+  const recipe = await recipeFor("full");
+  const res = await recipe.chatStream(post("hi"), 5_000);
+  assert.equal(res.headers.get("content-type"), "text/plain; charset=utf-8");
+  assert.deepEqual(await readBody(res), { status: 200, text: "Hello", ended: true });
+});
+
+test("recipe as printed (streamed): a stall mid-answer errors the body after the words that arrived (MODEL_TIMEOUT)", async () => {
+  const recipe = await recipeFor("stall");
+  const t0 = performance.now();
+  const { value: got } = await logged(async () => readBody(await recipe.chatStream(post("hi"), 8_000)));
+  const elapsed = performance.now() - t0;
+  assert.deepEqual(got, { status: 200, text: "Hello", error: "MODEL_TIMEOUT" });
+  assert.ok(elapsed >= 1_990 && elapsed < 4_000, `cut after ${Math.round(elapsed)} ms: the 2 s stall limit`);
+  await new Promise((r) => setTimeout(r, 50)); // the close travels over loopback
+  assert.equal(upstream.requests.at(-1).closed, true, "the upstream request was aborted");
+});
+
+test("recipe as printed (streamed): a connection dropped mid-answer errors the body (MODEL_FAILED)", async () => {
+  const recipe = await recipeFor("drop");
+  const { value: got } = await logged(async () => readBody(await recipe.chatStream(post("hi"), 5_000)));
+  assert.deepEqual(got, { status: 200, text: "Hello", error: "MODEL_FAILED" });
+});
+
+test("recipe as printed (streamed): an upstream 429 before the first words → 503 MODEL_BUSY, nothing of the upstream's error", async () => {
+  const recipe = await recipeFor("busy");
+  const { value: res } = await logged(() => recipe.chatStream(post("hi"), 5_000));
+  const body = await res.text();
+  assert.equal(res.status, 503, body);
+  assert.deepEqual(JSON.parse(body), { error: "The model is busy. Try again shortly.", code: "MODEL_BUSY" });
+  assert.deepEqual(leaks(body), []);
+});
+
+test("recipe as printed (streamed): the deadline passing before the first words → 504 MODEL_TIMEOUT", async () => {
+  const recipe = await recipeFor("silent");
+  const res = await recipe.chatStream(post("hi"), 300);
+  assert.equal(res.status, 504);
+  assert.deepEqual(await res.json(), { error: "The model did not answer in time.", code: "MODEL_TIMEOUT" });
+});
+
+test("recipe as printed (streamed): a client that stops reading mid-answer closes the upstream request", async () => {
+  const recipe = await recipeFor("stall");
+  const res = await recipe.chatStream(post("hi"), 8_000);
+  const reader = res.body.getReader();
+  assert.equal(new TextDecoder().decode((await reader.read()).value), "Hel");
+  await reader.cancel();
+  await new Promise((r) => setTimeout(r, 100)); // the close travels over loopback
+  assert.equal(upstream.requests.at(-1).closed, true, "the upstream request was aborted, not left to the stall limit");
 });

@@ -8,6 +8,8 @@
 //   /stall/…   two text chunks, then silence (the connection stays open)
 //   /silent/…  nothing at all, not even the response headers
 //   /ping/…    two text chunks, then only `: ping` keep-alive comments every 50 ms
+//   /busy/…    429 with `Retry-After: 30`, a JSON error whose text names an internal host and a key
+//   /drop/…    two text chunks, then the connection is destroyed (no end of the answer)
 //   /resume-KEY/…  chat completions that stall mid-answer on the first call and
 //              continue after the partial answer a "continue" call carries
 //              (tests/fixtures/resume.mjs `chat`, scenario KEY)
@@ -17,6 +19,8 @@ import { createServer } from "node:http";
 import { chat } from "../fixtures/resume.mjs";
 
 export const WORDS = ["Hel", "lo"];
+/** The upstream's error text of a 429: what must never reach a public client. */
+export const BUSY_TEXT = "rate limited at http://10.0.3.7:8443 (llm-primary) for key sk-test-4f9a";
 
 const sse = (data) => `data: ${JSON.stringify(data)}\n\n`;
 
@@ -44,10 +48,15 @@ export async function startUpstream() {
     if (mode.startsWith("resume-")) return chat(req, res, mode, 4);
     req.resume();
     if (mode === "silent") return;
+    if (mode === "busy") {
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "30" });
+      return res.end(JSON.stringify({ error: { message: BUSY_TEXT, type: "rate_limit_exceeded" } }));
+    }
     const events = req.url.endsWith("/language-model") ? gatewayParts(mode === "full") : openaiChunks(mode === "full");
     res.writeHead(200, { "content-type": "text/event-stream" });
     for (const e of events) res.write(e);
     if (mode === "full") res.end();
+    if (mode === "drop") setTimeout(() => res.socket.destroy(), 50);
     if (mode === "ping") {
       const ping = setInterval(() => res.write(": ping\n\n"), 50);
       res.on("close", () => clearInterval(ping));
