@@ -58,7 +58,6 @@ const NOT_STRICT = new Map([
   // The fleet recipe and its aggregator set-up are being reworked separately (who may write to the
   // aggregator); they join this check with that work. The Deno KV block is also a fragment (`app`
   // is the application's, `Deno` is not declared here).
-  ["Fleet-derived timeouts in one Worker", "reworked separately"],
   ["Cloudflare Workers: a Durable Object", "reworked separately"],
   ["Deno: Deno KV", "reworked separately; a fragment"],
   // README: a fragment, whose `calls` and `url` are the reader's.
@@ -76,7 +75,7 @@ const API_NOT_STRICT = new Set([
   "Deadline", "Plan", "plan", "AttemptTimeout", "RetryFailed", "afterResponse", "deadlineFromHeaders", "encodeHeader",
   "fetchWithDeadline", "hedge", "platformCaps", "platformDeadline", "relay", "retry", "runWithDeadline", "sseProgress",
   "toHeaders", "traceWith", "withStallTimeout", "hono:deadline", "derive:CircuitBreaker", "derive:ConcurrencyLimiter",
-  "derive:LatencySketch", "derive:TimeoutBook", "derive:deriveTimeouts", "derive:tailShape", "durable:kvAggregator",
+  "derive:LatencySketch", "derive:TimeoutBook", "derive:deriveTimeouts", "derive:tailShape", "durable:kvAggregator", "durable:aggregatorBinding",
 ]);
 
 /**
