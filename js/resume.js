@@ -257,12 +257,15 @@ class EventCutter {
   }
 
   /**
-   * The last event id as a `Last-Event-ID` header value: its UTF-8 bytes,
-   * one character per byte (a ByteString, what `Headers` sends as bytes),
-   * as EventSource sends it; undefined when there is none.
+   * The last event id as a `Last-Event-ID` header value that goes out as
+   * its UTF-8 bytes, as EventSource sends it: where `Headers` takes a
+   * ByteString (Node, Deno, browsers) one character per byte, where it
+   * takes any text and sends it as UTF-8 (workerd) the text; undefined
+   * when there is none.
    */
   lastEventIdHeader() {
-    return this.lastIdLen === 0 ? undefined : byteString(this.lastIdBuf.subarray(0, this.lastIdLen));
+    if (this.lastIdLen === 0) return undefined;
+    return utf8Headers() ? this.lastEventId() : byteString(this.lastIdBuf.subarray(0, this.lastIdLen));
   }
 
   /**
@@ -407,6 +410,20 @@ class EventCutter {
     if (boundary < n) this.pending.push(b.subarray(boundary));
     return out;
   }
+}
+
+let utf8HeadersSeen;
+/** Whether this runtime's `Headers` take any text and send it as UTF-8 (workerd), not a ByteString only. */
+function utf8Headers() {
+  if (utf8HeadersSeen === undefined) {
+    try {
+      new Headers({ "x-probe": "\u20ac" });
+      utf8HeadersSeen = true;
+    } catch {
+      utf8HeadersSeen = false;
+    }
+  }
+  return utf8HeadersSeen;
 }
 
 /** Whether two byte arrays hold the same bytes. */

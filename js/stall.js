@@ -628,7 +628,7 @@ async function fetchResumable(input, init, o, options, formats) {
     const i = { ...withBudgetHeaders(source, init, o.deadline, send), signal };
     if (info.lastEventId !== undefined) {
       i.headers = new Headers(i.headers ?? (template === undefined ? undefined : source.headers));
-      i.headers.set("last-event-id", info.lastEventId);
+      i.headers.set("last-event-id", info.headers["last-event-id"]); // the id's UTF-8 bytes, as EventSource sends it
     }
     return fetch(source, i);
   };

@@ -54,6 +54,15 @@ use crate::core::resume::{
 };
 use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start};
 
+/// Whether this runtime's `Headers` take any text and send it as UTF-8
+/// (workerd), not a ByteString only.
+fn utf8_headers() -> bool {
+    thread_local! {
+        static SEEN: bool = Headers::new().map(|h| h.set("x-probe", "\u{20ac}").is_ok()).unwrap_or(false);
+    }
+    SEEN.with(|s| *s)
+}
+
 /// What a resume hook ([`FetchOptions::resume`](super::FetchOptions::resume))
 /// is told: what the reader already has, and the attempt about to be made.
 #[derive(Debug, Clone)]
@@ -225,11 +234,16 @@ impl Flow {
                 (true, None) => Headers::new(),
             }
             .map_err(Error::Js)?;
-            // The id's UTF-8 bytes, one character per byte (a ByteString: what `Headers`
-            // sends as bytes), as EventSource sends it; a string as it is would go out as
-            // Latin-1 ("é" as e9) or make `fetch` throw ("€").
-            let bytes: String = id.bytes().map(char::from).collect();
-            headers.set("last-event-id", &bytes).map_err(Error::Js)?;
+            // The id's UTF-8 bytes, as EventSource sends it. Where `Headers` takes a
+            // ByteString only (Node, Deno, browsers), one character per byte: the id as it is
+            // would go out as Latin-1 ("é" as e9) or make `fetch` throw ("€"). Where it takes
+            // any text and sends it as UTF-8 (workerd), the id as it is.
+            if utf8_headers() {
+                headers.set("last-event-id", id).map_err(Error::Js)?;
+            } else {
+                let bytes: String = id.bytes().map(char::from).collect();
+                headers.set("last-event-id", &bytes).map_err(Error::Js)?;
+            }
             init.set_headers(&headers);
         }
         // A Request is used once: each attempt sends a copy of the caller's.
@@ -392,8 +406,8 @@ impl Flow {
                     // It cannot continue where the reader is (the core's rule): a failed attempt, never spliced.
                     let code = self.refused(next, &response).unwrap_or_default();
                     controller.abort();
-                    if let Some(body) = response.body() {
-                        let _ = body.cancel();
+                    if let Some(body) = response.body().filter(|b| !b.locked()) {
+                        ignore_rejection(body.cancel());
                     }
                     let e = js_sys::Error::new(&format!(
                         "the resumed answer ({}) cannot continue the stream: {code}",
