@@ -20,23 +20,30 @@ use std::borrow::Cow;
 const MARK: &str = "[redacted]";
 const NAMES: [&str; 7] = ["key", "token", "secret", "password", "passwd", "sig", "auth"];
 
-/// `text` with URL credentials replaced (see the module doc).
+/// Whether `hay` holds `needle`, ASCII case ignored (a plain scan: the
+/// standard library's substring search is far bigger in the `.wasm`).
+fn holds(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// `text` with URL credentials replaced (see the module doc). Works on
+/// bytes and cuts only at ASCII bytes, so what it keeps stays UTF-8.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
-    let mut out = String::new();
+    let mut out: Vec<u8> = Vec::new();
     let mut copied = 0; // bytes of `text` already in `out`
     let mut i = 0;
     while i < b.len() {
         // 1. `://userinfo@`: userinfo ends at the first '@' before any '/', '?', '#' or space.
-        if b[i..].starts_with(b"://") {
+        if b[i] == b':' && b.get(i + 1) == Some(&b'/') && b.get(i + 2) == Some(&b'/') {
             let start = i + 3;
             let mut j = start;
             while j < b.len() && !matches!(b[j], b'/' | b'?' | b'#' | b'@') && !b[j].is_ascii_whitespace() {
                 j += 1;
             }
             if j < b.len() && b[j] == b'@' && j > start {
-                out.push_str(&text[copied..start]);
-                out.push_str(MARK);
+                out.extend_from_slice(b.get(copied..start).unwrap_or_default());
+                out.extend_from_slice(MARK.as_bytes());
                 copied = j;
                 i = j + 1;
                 continue;
@@ -52,7 +59,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
                 j += 1;
             }
             if j < b.len() && b[j] == b'=' && j > name_start {
-                let name = text[name_start..j].to_ascii_lowercase();
+                let name = b.get(name_start..j).unwrap_or_default();
                 let value_start = j + 1;
                 let mut k = value_start;
                 while k < b.len()
@@ -61,9 +68,9 @@ pub fn redact(text: &str) -> Cow<'_, str> {
                 {
                     k += 1;
                 }
-                if k > value_start && NAMES.iter().any(|n| name.contains(n)) {
-                    out.push_str(&text[copied..value_start]);
-                    out.push_str(MARK);
+                if k > value_start && NAMES.iter().any(|n| holds(name, n.as_bytes())) {
+                    out.extend_from_slice(b.get(copied..value_start).unwrap_or_default());
+                    out.extend_from_slice(MARK.as_bytes());
                     copied = k;
                 }
                 i = k;
@@ -75,8 +82,9 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     if copied == 0 {
         return Cow::Borrowed(text);
     }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    out.extend_from_slice(b.get(copied..).unwrap_or_default());
+    // Cut only at ASCII bytes: always UTF-8; the text as it was otherwise.
+    String::from_utf8(out).map_or(Cow::Borrowed(text), Cow::Owned)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

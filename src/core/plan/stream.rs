@@ -211,21 +211,27 @@ pub fn fallback_answer(
         _ => "stall",
     };
     let lead = match (scope, cause) {
-        (FallbackScope::Relay, _) if unsent => "the upstream was not called and the fallback answered".to_string(),
-        (FallbackScope::Relay, C::Stalled) => format!("upstream stalled ({phase})"),
-        (FallbackScope::Relay, C::Deadline | C::StepTimeout) => "upstream did not finish within the deadline".into(),
-        (FallbackScope::Relay, C::Insufficient) => "the upstream was not called: too little time was left".into(),
-        (FallbackScope::Relay, C::RetryTime | C::Retry | C::Failed) => "upstream failed".into(),
-        (FallbackScope::Step, C::Stalled) => format!("the step stalled ({phase})"),
-        (FallbackScope::Step, C::Insufficient) => "the step did not start".into(),
-        (FallbackScope::Step, C::Deadline) => "the step did not finish within the deadline".into(),
-        (FallbackScope::Step, C::StepTimeout) => "the step reached its cap".into(),
-        (FallbackScope::Step, C::RetryTime | C::Retry | C::Failed) => "the step failed".into(),
+        (FallbackScope::Relay, _) if unsent => "the upstream was not called and the fallback answered",
+        (FallbackScope::Relay, C::Stalled) => "upstream stalled",
+        (FallbackScope::Relay, C::Deadline | C::StepTimeout) => "upstream did not finish within the deadline",
+        (FallbackScope::Relay, C::Insufficient) => "the upstream was not called: too little time was left",
+        (FallbackScope::Relay, C::RetryTime | C::Retry | C::Failed) => "upstream failed",
+        (FallbackScope::Step, C::Stalled) => "the step stalled",
+        (FallbackScope::Step, C::Insufficient) => "the step did not start",
+        (FallbackScope::Step, C::Deadline) => "the step did not finish within the deadline",
+        (FallbackScope::Step, C::StepTimeout) => "the step reached its cap",
+        (FallbackScope::Step, C::RetryTime | C::Retry | C::Failed) => "the step failed",
     };
-    let reason = match own_message {
-        Some(m) if cause != C::Failed && !m.is_empty() => format!("{lead}: {m}"),
-        _ => lead,
-    };
+    let mut reason = String::from(lead);
+    if cause == C::Stalled && !unsent {
+        reason.push_str(" (");
+        reason.push_str(phase);
+        reason.push(')');
+    }
+    if let Some(m) = own_message.filter(|m| cause != C::Failed && !m.is_empty()) {
+        reason.push_str(": ");
+        reason.push_str(m);
+    }
     FallbackAnswer { status, code, reason }
 }
 
