@@ -52,6 +52,8 @@ export interface StreamStepOptions {
   trace?: boolean;
   /** The answer when nothing was sent, run as the plan's fallback step. */
   fallback?: (reason: unknown, signal: AbortSignal, budgetMs: number) => Response | PromiseLike<Response>;
+  /** Gets the error that ended the step (before content or mid-stream), as it is: the client is told only a code. */
+  onError?: (error: unknown) => void;
 }
 
 /** What `run` resolves to for an optional step that did not start. */
@@ -120,8 +122,9 @@ export class Plan<S extends readonly StepSpec[] = readonly StepSpec[]> {
    * If the step fails before any content was sent (it throws, answers non-ok, stalls, reaches its cap, the
    * client left, or the plan has too little time to start it), the plan's fallback answers instead: the
    * first fallback step declared after `name` runs `options.fallback(reason, signal, budgetMs)` (default: a
-   * 504 for time, 502 for a failure, with `{ fallback: true, step, reason, elapsedMs }`). After content, an
-   * event stream ends with `event: error` (`data: { step, outcome, reason }`); another body errors.
+   * 504 for time, 502 for a failure, with `{ fallback: true, step, code, reason, elapsedMs }`: our own words
+   * and a code, never the step's error, which goes to `options.onError`). After content, an event stream
+   * ends with `event: error` (`data: { step, outcome, code, reason }`); another body errors.
    * With `trace: true`, an event stream ends with `event: trace` whose data is `trace()`, which then holds
    * the streamed step's record (with `firstChunkMs`); a fallback answer carries `Server-Timing` instead.
    * The step is recorded once, when its body ends. The response is the request's last work: when its body

@@ -50,14 +50,14 @@
 //    Off, a run reads `#tracing` once and nothing else.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, StreamStalled, inCauses, isCircuitOpen, isDeadlineExceeded, isInsufficientBudget, isStepTimeout, isStreamStalled } from "./errors.js";
+import { argumentError, brandOf, CODES, DeadlineExceeded, InsufficientBudget, StepTimeout, StreamStalled, inCauses, isCircuitOpen, isDeadlineExceeded, isStepTimeout, isStreamStalled } from "./errors.js";
 import { ON_DISPOSE } from "./deadline.js";
 import { awaited, pending } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { tracing } from "./otel.js";
 import { recorder } from "./record.js";
 import { metric } from "./servertiming.js";
-import { guard, isEventStream } from "./stall.js";
+import { guard, isEventStream, publicReason, redacted } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
@@ -317,6 +317,7 @@ export class Plan {
     const stallMs = o.stallMs === undefined ? NO_LIMIT : check.number("options.stallMs", o.stallMs);
     if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
     if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, signal, budgetMs) => Response");
+    const onError = o.onError === undefined ? undefined : check.fn("options.onError", o.onError, "a function (error) => void");
     const withTrace = o.trace === undefined ? false : check.bool("options.trace", o.trace);
     const extra = o.headers === undefined ? undefined : new Headers(o.headers);
     const at = this.#at;
@@ -330,7 +331,7 @@ export class Plan {
     const parent = this.#deadline.signal();
     const t = this.#tracing;
     const span = t === null ? undefined : this.#stepSpan(t, s, cap, t0);
-    const fallback = (reason) => this.#streamFallback(i, reason, o.fallback, withTrace, t0);
+    const fallback = (reason) => this.#streamFallback(i, reason, o.fallback, withTrace, t0, onError);
 
     // Not started: the client left, the step was refused, or nothing is left.
     if (parent.aborted || cap === 0) {
@@ -449,8 +450,10 @@ export class Plan {
     const tail = (c) => {
       const v = verdict;
       if (v.next === "error") {
+        report(onError, v.reason);
         if (!sse) return c.error(v.reason);
-        c.enqueue(encoder.encode(`${lineOpen(last) ? "\n" : ""}event: error\ndata: ${JSON.stringify({ step: name, outcome: v.outcome, reason: describe(v.reason) })}\n\n`));
+        const { code, reason } = publicReason(v.reason, true, false);
+        c.enqueue(encoder.encode(`${lineOpen(last) ? "\n" : ""}event: error\ndata: ${JSON.stringify({ step: name, outcome: v.outcome, code, reason })}\n\n`));
       }
       if (withTrace && sse) c.enqueue(encoder.encode(`event: trace\ndata: ${this.trace()}\n\n`));
       c.close();
@@ -511,7 +514,8 @@ export class Plan {
    * or the default answer (504 for time, 502 for a failure, saying why);
    * with no fallback step in the plan, that answers at once.
    */
-  async #streamFallback(i, reason, fallback, withTrace, t0) {
+  async #streamFallback(i, reason, fallback, withTrace, t0, onError) {
+    report(onError, reason);
     const answer = fallback ?? ((why) => defaultFallback(this.#steps[i].name, why, now() - t0));
     let j = i + 1;
     while (j < this.#steps.length && !this.#fallback[j]) j++;
@@ -639,7 +643,7 @@ export class Plan {
 
   /** Ends a step's span; the plan's ends when every step has run or its last step has settled. */
   #traced(span, record, t1, error) {
-    this.#tracing.end(span, record.outcome, t1, error);
+    this.#tracing.end(span, record.outcome, t1, redacted(error));
     this.#ran.add(record.step);
     if (this.#ran.size === this.#steps.length || record.step === this.#steps[this.#steps.length - 1].name) this.end();
   }
@@ -782,20 +786,21 @@ function eventStream(iterable, name) {
   );
 }
 
-/** The reason in words, for the fallback and the error event. */
-function describe(reason) {
-  if (isStreamStalled(reason)) return `the step stalled (${reason.phase}): ${reason.message}`;
-  if (isInsufficientBudget(reason)) return `the step did not start: ${reason.message}`;
-  if (isDeadlineExceeded(reason)) return `the step did not finish within the deadline: ${reason.message}`;
-  if (isStepTimeout(reason)) return reason.message;
-  return `the step failed: ${reason?.message ?? reason}`;
+/** Hands the step's error to `options.onError`; what the hook throws is reported and changes nothing. */
+function report(onError, error) {
+  if (onError === undefined) return;
+  try {
+    onError(error);
+  } catch (thrown) {
+    console.error(thrown);
+  }
 }
 
-/** The default fallback: 504 when time ran out (the step's, the deadline's, a stall), 502 for a failure, saying why. */
+/** The default fallback: our words and a code (`publicReason`, never the step's error), 504 when time ran out, 502 for a failure. */
 function defaultFallback(step, reason, elapsedMs) {
-  const timedOut = isStreamStalled(reason) || isDeadlineExceeded(reason) || isStepTimeout(reason) || isInsufficientBudget(reason);
-  return new Response(JSON.stringify({ fallback: true, step, reason: describe(reason), elapsedMs: Math.round(elapsedMs) }), {
-    status: timedOut ? 504 : 502,
+  const { status, code, reason: words } = publicReason(reason, true, false);
+  return new Response(JSON.stringify({ fallback: true, step, code, reason: words, elapsedMs: Math.round(elapsedMs) }), {
+    status,
     headers: { "content-type": "application/json", "cache-control": "no-store" },
   });
 }

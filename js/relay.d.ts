@@ -22,8 +22,14 @@ export interface RelayOptions extends ResumeOptions {
   isProgress?: (chunk: any) => boolean;
   /** Headers for the relayed response, over `content-type` (the upstream's) and `cache-control: no-store`. */
   headers?: HeadersInit;
-  /** The response when the relay fails before the first progress chunk; default JSON `{ fallback, reason, elapsedMs }`, 504 for a stall or the deadline, 502 otherwise. */
+  /**
+   * The response when the relay fails before the first progress chunk; default JSON `{ fallback, code, reason, elapsedMs }`
+   * (our own words and a code such as `STREAM_STALLED` or `UPSTREAM_FAILED`, never the upstream's error), 504 for a stall
+   * or the deadline, 502 otherwise.
+   */
   fallback?: (reason: unknown, elapsedMs: number) => Response;
+  /** Gets the error that ended the relay (before the first chunk or mid-stream), as it is: the client is told only a code. */
+  onError?: (error: unknown) => void;
   /**
    * A `TimeoutBook` (edge-deadline/derive) the relay records into: the time to the first progress chunk
    * (what `firstChunkMs` bounds), a timeout for a stall or the deadline, an error for a failed upstream; needs `bucket`.
@@ -37,7 +43,7 @@ export interface RelayOptions extends ResumeOptions {
  * Relays a streaming upstream: resolves after its first progress chunk (an SSE event, not a keep-alive
  * comment) with a Response carrying the rest,
  * guarded by the stall wrapper; before that, a failure resolves to the fallback. Mid-stream, a stall
- * or the deadline ends a `text/event-stream` with `event: error` (data `{ fallback, reason }`) and
+ * or the deadline ends a `text/event-stream` with `event: error` (data `{ fallback, code, reason }`) and
  * errors other bodies. Releases everything (timer, upstream request, deadline) when the body ends or
  * the client cancels. Pass `(signal) => fetch(url, { signal })` to let the relay own the request.
  * With `retry`, a failure before the first event is retried invisibly and a stream that fails after it

@@ -17,7 +17,7 @@
 //   deadline or the client's cancel aborts the upstream request (released,
 //   not abandoned).
 // - Once bytes are flowing the status cannot change, so a `text/event-stream`
-//   ends with an `event: error` naming the reason: a client can tell an
+//   ends with an `event: error` giving the reason's code: a client can tell an
 //   interrupted answer from a complete one whatever the HTTP layers in
 //   between do with a broken stream. Other bodies error (the connection
 //   breaks), which is all HTTP/1.1 and HTTP/2 can say mid-body.
@@ -35,6 +35,11 @@
 //    (the deadline's own timer never does).
 // 4. The SSE error event starts on a fresh line: a half-sent event becomes
 //    part of the error event instead of passing as a message.
+// 5. The client is told our own words and a code (the core's
+//    `fallbackAnswer`), never the upstream's error: its text holds URLs with
+//    credentials, internal hosts, API keys. That error goes to
+//    `options.onError` (as it is) and to OpenTelemetry (URL credentials
+//    redacted).
 
 import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, isRetryFailed, StreamStalled } from "./errors.js";
@@ -42,7 +47,7 @@ import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
 import { recorder } from "./record.js";
 import { resumable, resumeOptions } from "./resume.js";
-import { guard, isEventStream, isStreamStalled } from "./stall.js";
+import { guard, isEventStream, isStreamStalled, publicReason } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
@@ -77,6 +82,7 @@ async function start(upstream, options) {
   const stallMs = o.stallMs === undefined ? NO_LIMIT : check.number("options.stallMs", o.stallMs);
   if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
   if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, elapsedMs) => Response");
+  const onError = o.onError === undefined ? noop : check.fn("options.onError", o.onError, "a function (error) => void");
   const extraHeaders = o.headers === undefined ? undefined : new Headers(o.headers);
   const rec = recorder(o, undefined);
   if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
@@ -90,7 +96,7 @@ async function start(upstream, options) {
   if (retry !== undefined) {
     if (typeof upstream !== "function") throw check.typeError("upstream", "a function (signal, { attempt, lastEventId, headers }) => fetch(…) with options.retry: a retry makes the request again", upstream);
     if (o.controller !== undefined) throw check.typeError("options.controller", "left out with options.retry: each attempt has its own signal", o.controller);
-    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: o.firstChunkMs === undefined ? undefined : firstChunkMs, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, retry }, extraHeaders, rec, started);
+    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: o.firstChunkMs === undefined ? undefined : firstChunkMs, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, retry }, extraHeaders, rec, started, onError);
   }
 
   // The upstream request's controller: the caller's, or ours when we make the request.
@@ -127,6 +133,7 @@ async function start(upstream, options) {
     release();
     // Cut by time: a timeout; the client gone: nothing; else an error.
     if (!unsent.has(reason)) rec?.(isStreamStalled(reason) || isDeadlineExceeded(reason) ? "timeout" : userSignal?.aborted ? "aborted" : "error", now() - started);
+    report(onError, reason);
     return (o.fallback ?? fallbackResponse)(reason, now() - started);
   };
 
@@ -198,7 +205,7 @@ async function start(upstream, options) {
     return fail(error);
   }
   rec?.("ok", now() - started); // the first progress chunk: what firstChunkMs bounds
-  return relayed(response, extraHeaders, body(early, done, reader, sse, release));
+  return relayed(response, extraHeaders, body(early, done, reader, sse, release, onError));
 }
 
 /** The relayed response: the upstream's status and `content-type`, `cache-control: no-store`, then `headers`. */
@@ -216,7 +223,7 @@ function relayed(response, extraHeaders, stream) {
  * the core says it can; otherwise the same commit, fallback and release as
  * a relay without it.
  */
-async function resumableRelay(upstream, o, options, extraHeaders, rec, started) {
+async function resumableRelay(upstream, o, options, extraHeaders, rec, started, onError) {
   const r = resumable(upstream, options);
   let released = false;
   const release = () => {
@@ -229,6 +236,7 @@ async function resumableRelay(upstream, o, options, extraHeaders, rec, started) 
     release();
     if (isRetryFailed(reason) && reason.attempts.length === 0) unsent.add(reason);
     else rec?.(isStreamStalled(reason) || isDeadlineExceeded(reason) ? "timeout" : options.signal?.aborted ? "aborted" : "error", now() - started);
+    report(onError, reason);
     return (o.fallback ?? fallbackResponse)(reason, now() - started);
   };
   const early = [];
@@ -241,26 +249,30 @@ async function resumableRelay(upstream, o, options, extraHeaders, rec, started) 
       release();
       return head.response; // the upstream's own answer, as it is
     }
-    // Commit on the first content (an event, on an event stream); what came before it is held until then.
+    // Commit on the first content (an event, on an event stream); what came before it is held until
+    // then, with the attempt it came from: a failed attempt's keep-alives never reach the client.
     while (!r.content()) {
       const next = await r.read();
       if (next.done) {
         done = true;
         break;
       }
-      early.push(next.value);
+      early.push({ value: next.value, attempt: r.attempts() });
     }
   } catch (error) {
     return fail(error);
   }
+  const committing = r.attempts();
+  const kept = [];
+  for (const e of early) if (e.attempt === committing) kept.push(e.value);
   rec?.("ok", now() - started);
   const reader = { read: r.read, current: r.current, took: r.took, after: r.after, cancel: (reason) => r.close(reason) };
   const sse = isEventStream(head.response.headers.get("content-type"));
-  return relayed(head.response, extraHeaders, body(early, done, reader, sse, release));
+  return relayed(head.response, extraHeaders, body(kept, done, reader, sse, release, onError));
 }
 
 /** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */
-function body(early, doneEarly, reader, sse, release) {
+function body(early, doneEarly, reader, sse, release, onError) {
   let lastByte = LF; // whether the last forwarded byte ended a line (invariant 4)
   const forward = (c, done, value) => {
     if (done) {
@@ -297,9 +309,11 @@ function body(early, doneEarly, reader, sse, release) {
         }
       } catch (error) {
         release();
+        report(onError, error);
         if (!sse) return c.error(error);
         const lineOpen = lastByte !== LF && lastByte !== CR;
-        const data = JSON.stringify({ fallback: true, reason: describeReason(error) });
+        const { code, reason } = publicReason(error, false, false);
+        const data = JSON.stringify({ fallback: true, code, reason });
         c.enqueue(encoder.encode(`${lineOpen ? "\n" : ""}event: error\ndata: ${data}\n\n`));
         return c.close();
       }
@@ -315,19 +329,20 @@ function body(early, doneEarly, reader, sse, release) {
 /** Reasons that ended a relay before its upstream request was made (see `start`). */
 const unsent = new WeakSet();
 
-/** The reason in words, for the fallback and the SSE error event. */
-export function describeReason(error) {
-  if (isStreamStalled(error)) return `upstream stalled (${error.phase}): ${error.message}`;
-  if (unsent.has(error)) return `the upstream was not called and the fallback answered: ${error?.message ?? error}`;
-  if (isDeadlineExceeded(error)) return `upstream did not finish within the deadline: ${error.message}`;
-  return `upstream failed: ${error?.message ?? error}`;
+/** Hands the upstream's error to `options.onError`; what the hook throws is reported and changes nothing. */
+function report(onError, error) {
+  try {
+    onError(error);
+  } catch (thrown) {
+    console.error(thrown);
+  }
 }
 
-/** The default fallback: 504 for a stall, the deadline or too little time left, 502 for anything else, saying why. */
+/** The default fallback: our words and a code (`publicReason`), 504 when time ran out, 502 for a failure. */
 function fallbackResponse(reason, elapsedMs) {
-  const timedOut = isStreamStalled(reason) || isDeadlineExceeded(reason) || (isRetryFailed(reason) && /^(insufficient|backoff-past-deadline|deadline)$/.test(reason.reason));
-  return new Response(JSON.stringify({ fallback: true, reason: describeReason(reason), elapsedMs: Math.round(elapsedMs) }), {
-    status: timedOut ? 504 : 502,
+  const { status, code, reason: words } = publicReason(reason, false, unsent.has(reason));
+  return new Response(JSON.stringify({ fallback: true, code, reason: words, elapsedMs: Math.round(elapsedMs) }), {
+    status,
     headers: { "content-type": "application/json", "cache-control": "no-store" },
   });
 }

@@ -47,7 +47,10 @@ export interface UpstreamInfo {
   attempt: number;
   /** Set when the attempt resumes an event stream: send it as `Last-Event-ID` (`headers` has it). */
   lastEventId: string | undefined;
-  /** Headers to send with the attempt: `last-event-id` when resuming by id, else none. */
+  /**
+   * Headers to send with the attempt: `last-event-id` when resuming by id (the id's UTF-8 bytes, one character
+   * per byte, as EventSource sends it: pass it to `fetch` as it is), else none.
+   */
   headers: Record<string, string>;
 }
 

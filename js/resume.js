@@ -66,6 +66,10 @@ const NAME_I = 3; // the field name so far is "i"
 const NAME_ID = 4; // … "id"
 const VALUE_START = 5; // after "id:", before an optional space
 const VALUE = 6; // in the id's value
+const RETRY_VALUE = 7; // after "retry:": not content (src/core/sse.rs)
+const NAME_R = 7; // NAME_R + k: the field name so far is the first k letters of "retry" (1…5)
+const R = 114; // "r"
+const RETRY_NAME = [114, 101, 116, 114, 121];
 
 // The core's flags (src/core/resume.rs `flags`) and answers (`Next`).
 const CONTENT = 1;
@@ -83,9 +87,16 @@ const FNV_PRIME = 0x01000193;
 /**
  * How many of the latest delivered ids a resumed stream is checked against
  * (besides the first): the core's rule (src/core/resume.rs `DeliveredIds`,
- * `RECENT_IDS`, ids as FNV-1a hashes), which the Rust host uses as it is.
+ * `RECENT_IDS`, ids compared exactly: an FNV-1a hash finds a candidate,
+ * the bytes confirm it), which the Rust host uses as it is.
  */
 const RECENT = 1024;
+/**
+ * The longest id kept for resuming, in bytes: the core's `MAX_ID_BYTES`
+ * (src/core/resume.rs). A longer one ends resuming by id (as an empty id
+ * does) and is not remembered.
+ */
+const MAX_ID = 1024;
 const noop = () => {};
 
 /**
@@ -108,6 +119,11 @@ const noop = () => {};
  *    first one, or one of the last RECENT), else it passes.
  * 4. `progress` says whether the last chunk cut held a character of a field
  *    line: js/sse.js's rule, so the stall guard can take it as its predicate.
+ * 5. A byte-order mark that opens a body is not part of a line (as in the
+ *    core's `EventCut`): the first body's is relayed, a later attempt's is
+ *    dropped (a reader strips only the stream's first).
+ * 6. `lastEventIdHeader()` is the id's UTF-8 bytes, one character per byte,
+ *    as EventSource sends `Last-Event-ID`; no call spreads an id's bytes.
  */
 class EventCutter {
   content = false;
@@ -120,6 +136,9 @@ class EventCutter {
   lastIdLen = 0;
   firstHash = undefined;
   recent = new Int32Array(RECENT);
+  /** The bytes of the first id and of the last RECENT: a hash match is confirmed by them. */
+  firstId = undefined;
+  recentIds = new Array(RECENT);
   recentCount = 0;
   line = START;
   prevCR = false;
@@ -131,9 +150,13 @@ class EventCutter {
   blockIdBuf = new Uint8Array(64); // the id this event sets
   blockIdLen = -1; // -1: the event has no id line
   blockHash = 0;
+  /** How much of a leading byte-order mark was matched; -1: past it. */
+  bom = 0;
+  /** The first body's mark is relayed; a resumed body's is dropped (a reader strips only the stream's first). */
+  keepBom = true;
 
-  /** A new attempt: `verifying` when it resumes by id. */
-  reset(verifying) {
+  /** A new attempt: `verifying` when it resumes by id; `first`: the stream's first body (its mark is relayed). */
+  reset(verifying, first) {
     this.line = START;
     this.prevCR = false;
     this.fields = false;
@@ -144,13 +167,15 @@ class EventCutter {
     this.pending = [];
     this.replayed = false;
     this.verifying = verifying;
+    this.bom = 0;
+    this.keepBom = first;
   }
 
-  /** Whether an id (its hash) was delivered: the first one, or one of the last RECENT. */
-  delivered(hash) {
-    if (hash === this.firstHash) return true;
+  /** Whether an id was delivered (the first one, or one of the last RECENT): its hash finds it, its bytes confirm it. */
+  delivered(hash, bytes) {
+    if (hash === this.firstHash && sameBytes(this.firstId, bytes)) return true;
     const recent = this.recent;
-    for (let k = Math.min(this.recentCount, RECENT) - 1; k >= 0; k--) if (recent[k] === hash) return true;
+    for (let k = Math.min(this.recentCount, RECENT) - 1; k >= 0; k--) if (recent[k] === hash && sameBytes(this.recentIds[k], bytes)) return true;
     return false;
   }
 
@@ -178,7 +203,10 @@ class EventCutter {
 
   /** The id line ended: its value is the event's id. */
   idLine() {
-    if (!this.idNul) {
+    if (this.idLen > MAX_ID) {
+      // Past the cap: no longer resumable by id from here (as an empty id says).
+      this.blockIdLen = 0;
+    } else if (!this.idNul) {
       const b = this.blockIdBuf;
       this.blockIdBuf = this.idBuf;
       this.idBuf = b;
@@ -195,9 +223,8 @@ class EventCutter {
     const len = this.blockIdLen;
     if (len >= 0) {
       const hash = this.blockHash;
-      // The hash stands for the id: two ids that differ and hash alike (a 1 in 2^32 chance) would pass as a replay.
       if (this.verifying && len > 0) {
-        if (this.delivered(hash)) return false;
+        if (this.delivered(hash, this.blockIdBuf.subarray(0, len))) return false;
         this.verifying = false;
       }
       const b = this.lastIdBuf;
@@ -205,8 +232,14 @@ class EventCutter {
       this.blockIdBuf = b;
       this.lastIdLen = len;
       if (len > 0) {
-        this.firstHash ??= hash;
-        this.recent[this.recentCount++ & (RECENT - 1)] = hash;
+        const copy = this.lastIdBuf.slice(0, len);
+        if (this.firstId === undefined) {
+          this.firstHash = hash;
+          this.firstId = copy;
+        }
+        const k = this.recentCount++ & (RECENT - 1);
+        this.recent[k] = hash;
+        this.recentIds[k] = copy;
       }
       this.blockIdLen = -1;
     }
@@ -220,7 +253,19 @@ class EventCutter {
     if (this.lastIdLen === 0) return undefined;
     const bytes = this.lastIdBuf.subarray(0, this.lastIdLen);
     for (const b of bytes) if (b > 127) return decoder.decode(bytes);
-    return String.fromCharCode(...bytes);
+    return byteString(bytes);
+  }
+
+  /**
+   * The last event id as a `Last-Event-ID` header value that goes out as
+   * its UTF-8 bytes, as EventSource sends it: where `Headers` takes a
+   * ByteString (Node, Deno, browsers) one character per byte, where it
+   * takes any text and sends it as UTF-8 (workerd) the text; undefined
+   * when there is none.
+   */
+  lastEventIdHeader() {
+    if (this.lastIdLen === 0) return undefined;
+    return utf8Headers() ? this.lastEventId() : byteString(this.lastIdBuf.subarray(0, this.lastIdLen));
   }
 
   /**
@@ -229,15 +274,39 @@ class EventCutter {
    * chunk shows a replay: `replayed`).
    */
   cut(chunk) {
-    const b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
+    let b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
     let boundary = -1;
     let blank = false; // the last terminator ended an event
     let progress = false;
+    let i = 0;
+    if (this.bom >= 0) {
+      // A leading byte-order mark (possibly split across chunks) is not part of a line, as in the core's EventCut.
+      let m = this.bom;
+      while (i < b.length && m < 3 && b[i] === BOM[m]) {
+        i++;
+        m++;
+      }
+      if (m === 3) this.bom = -1;
+      else if (i < b.length) {
+        // Not a mark after all: what matched is the start of a line that is not `id`.
+        if (m > 0) {
+          if (!this.keepBom) this.pending.push(BOM.subarray(0, m));
+          this.line = OTHER;
+          this.fields = true;
+          progress = true;
+        }
+        this.bom = -1;
+      } else this.bom = m;
+      if (!this.keepBom && i > 0) {
+        b = b.subarray(i);
+        i = 0;
+      }
+    }
     // The line state in locals for the loop (the fields are written back).
     let ln = this.line;
     let cr = this.prevCR;
     const n = b.length;
-    for (let i = 0; i < n; i++) {
+    for (; i < n; i++) {
       const c = b[i];
       if (c === LF || c === CR) {
         if (c === LF && cr) {
@@ -257,7 +326,12 @@ class EventCutter {
           boundary = i + 1;
           blank = true;
         } else {
-          if (ln >= NAME_ID) this.idLine();
+          if (ln >= NAME_ID && ln <= VALUE) this.idLine();
+          else if (ln > NAME_R && ln < NAME_R + 5) {
+            // A field named a strict prefix of "retry" ("re"): content after all.
+            this.fields = true;
+            progress = true;
+          }
           ln = START;
           blank = false;
         }
@@ -275,6 +349,7 @@ class EventCutter {
         }
       } else if (ln === START) {
         if (c === COLON) ln = COMMENT;
+        else if (c === R) ln = NAME_R + 1; // perhaps "retry", which is not content
         else {
           this.fields = true;
           progress = true;
@@ -284,6 +359,16 @@ class EventCutter {
             i += 2;
             ln = VALUE_START;
           } else ln = NAME_I;
+        }
+      } else if (ln >= RETRY_VALUE) {
+        if (ln === RETRY_VALUE) continue;
+        const k = ln - NAME_R;
+        if (k < 5 && c === RETRY_NAME[k]) ln++;
+        else if (k === 5 && c === COLON) ln = RETRY_VALUE;
+        else {
+          ln = OTHER;
+          this.fields = true;
+          progress = true;
         }
       } else if (ln >= VALUE_START) {
         progress = true;
@@ -327,6 +412,36 @@ class EventCutter {
   }
 }
 
+let utf8HeadersSeen;
+/** Whether this runtime's `Headers` take any text and send it as UTF-8 (workerd), not a ByteString only. */
+function utf8Headers() {
+  if (utf8HeadersSeen === undefined) {
+    try {
+      new Headers({ "x-probe": "\u20ac" });
+      utf8HeadersSeen = true;
+    } catch {
+      utf8HeadersSeen = false;
+    }
+  }
+  return utf8HeadersSeen;
+}
+
+/** Whether two byte arrays hold the same bytes. */
+function sameBytes(a, b) {
+  if (a === undefined || a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+  return true;
+}
+
+/** Bytes as a string of one character per byte (no spread: an id may be longer than the stack allows). */
+function byteString(bytes) {
+  let out = "";
+  for (let k = 0; k < bytes.length; k += 8192) out += String.fromCharCode.apply(null, bytes.subarray(k, k + 8192));
+  return out;
+}
+
+const BOM = new Uint8Array([0xef, 0xbb, 0xbf]);
+
 /** A non-ok answer, as the error `classify` sees (with `.response` and `.status`). */
 export class UpstreamStatus extends Error {
   constructor(response) {
@@ -334,6 +449,21 @@ export class UpstreamStatus extends Error {
     this.name = "UpstreamStatus";
     this.status = response.status;
     this.response = response;
+  }
+}
+
+/**
+ * A resumed attempt's ok answer that cannot continue the stream (the core's
+ * `resumeRefusal`): `.code` `not-event-stream` (a resume by id that got no
+ * event stream), `not-partial` (a byte range's continuation that is not a
+ * 206) or `range-mismatch` (a 206 that starts elsewhere); `.status` its status.
+ */
+export class ResumeRefused extends Error {
+  constructor(code, status) {
+    super(`the resumed answer (${status}) cannot continue the stream: ${code}`);
+    this.name = "ResumeRefused";
+    this.code = code;
+    this.status = status;
   }
 }
 
@@ -566,7 +696,7 @@ export function resumable(connect, s) {
     const node = child([outer], Infinity);
     cur = { node, reader: undefined, sse: false };
     const by = kind;
-    cutter.reset(by === BY_ID);
+    cutter.reset(by === BY_ID, attempts === 1);
     held = [];
     // The wait for headers: `firstByteMs`, else (a relay's) what `firstChunkMs` allows.
     const headersMs = s.firstByteMs ?? (s.fromHeaders ? undefined : s.firstChunkMs);
@@ -574,6 +704,10 @@ export function resumable(connect, s) {
     const wait = headersMs === undefined ? undefined : child([node], t0 + headersMs, { onTime: () => node.abort(new StreamStalled(phase, now() - t0, 0, 0)) });
     let response;
     let onAbort = noop;
+    // Someone awaits this attempt (a reader, or the caller of relay or
+    // fetchWithDeadline) and every timer bounding it is unref'd: a Node or
+    // Deno process is held alive until it settles or the deadline ends it.
+    hold();
     try {
       let pending;
       if (by === BY_HOOK) {
@@ -586,7 +720,7 @@ export function resumable(connect, s) {
         pending = Promise.resolve(made);
       } else {
         const id = by === BY_ID ? cutter.lastEventId() : undefined;
-        const headers = id === undefined ? {} : { "last-event-id": id };
+        const headers = id === undefined ? {} : { "last-event-id": cutter.lastEventIdHeader() };
         pending = Promise.resolve(connect(node.signal, { attempt: attempts, lastEventId: id, headers }));
       }
       response = await new Promise((resolve, reject) => {
@@ -606,6 +740,7 @@ export function resumable(connect, s) {
       wait?.dispose();
       return failed(node.aborted ? node.reason : error);
     } finally {
+      releaseHold();
       node.signal.removeEventListener("abort", onAbort);
       wait?.dispose();
     }
@@ -649,6 +784,14 @@ export function resumable(connect, s) {
     }
     const type = response.headers.get("content-type");
     const sse = isEventStream(type);
+    if (by !== RETRY) {
+      // A resume must continue where the reader is (the core's rule): else it is a failed attempt, never spliced.
+      const refusal = core.resumeRefusal(by === BY_ID, eventStream, response.status, sse, response.headers.get("content-range") ?? undefined, bytes);
+      if (refusal !== undefined) {
+        response.body?.cancel().catch(noop);
+        return failed(new ResumeRefused(refusal, response.status));
+      }
+    }
     // On an event stream the cutter's scan is the guard's predicate too: one scan per chunk.
     const scanned = sse && s.isProgress === undefined;
     const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type, otel: s.otel }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);

@@ -4,13 +4,19 @@
 // SSE servers send keep-alive comments (`: ping`) while the model is queued or
 // thinking, precisely so that proxies do not time the connection out. To stall
 // detection those comments are silence: a stream that only says "still here"
-// for 60 s has stalled. Only lines that carry a field (`data:`, `event:`,
-// `id:`, `retry:`, …) are progress.
+// for 60 s has stalled. Only lines that carry a field other than `retry`
+// (`data:`, `event:`, `id:`, …) are progress: an event that only sets the
+// reconnection time says "still here" too.
+//
+// The rule is the core's (src/core/sse.rs `SseLine`, which the Rust host
+// scans with); this is its twin on the per-chunk hot path, pinned by the
+// `sse.progress` rows of tests/conformance that both hosts run.
 //
 // # Invariants
 // 1. A chunk is progress iff it holds at least one character of a line that
-//    is neither a comment (first character `:`) nor blank. Line terminators
-//    (CR, LF, CRLF) never count, so a CRLF split across chunks needs no state.
+//    is neither a comment (first character `:`), nor blank, nor one whose
+//    field name is exactly `retry`. A name that is a strict prefix of `retry`
+//    counts at the character that shows it (its terminator, for `re\n`).
 // 2. Chunk boundaries do not change the answer for an event: the state carried
 //    between chunks is only "where in the line are we" (at its start, in a
 //    comment, in a field line) and how much of a leading byte-order mark was
@@ -26,10 +32,25 @@ const CR = 13;
 const COLON = 58;
 const BOM_BYTES = [0xef, 0xbb, 0xbf];
 
-// Where the scan is in the current line.
+// Where the scan is in the current line (src/core/sse.rs's states).
 const LINE_START = 0;
 const COMMENT = 1;
 const FIELD = 2;
+const RETRY_VALUE = 3;
+const NAME = 3; // NAME + k: the line so far is the first k letters of "retry" (1…5)
+const RETRY = [114, 101, 116, 114, 121];
+
+/** One character (a byte or a UTF-16 unit) in line state `line`: the next state × 2, plus 1 when it is progress. */
+function step(line, c) {
+  if (c === LF || c === CR) return line > NAME && line < NAME + 5 ? 1 : 0;
+  if (line === FIELD) return FIELD * 2 + 1;
+  if (line === LINE_START) return c === COLON ? COMMENT * 2 : c === RETRY[0] ? (NAME + 1) * 2 : FIELD * 2 + 1;
+  if (line === COMMENT || line === RETRY_VALUE) return line * 2;
+  const k = line - NAME;
+  if (k < 5 && c === RETRY[k]) return (line + 1) * 2;
+  if (k === 5 && c === COLON) return RETRY_VALUE * 2;
+  return FIELD * 2 + 1;
+}
 
 /** The state one stream carries between chunks. */
 function freshState() {
@@ -49,11 +70,13 @@ function scan(chunk, s) {
     }
     for (const n = chunk.length; i < n; i++) {
       const c = chunk.charCodeAt(i);
-      if (c === LF || c === CR) line = LINE_START;
-      else if (line === LINE_START) {
-        line = c === COLON ? COMMENT : FIELD;
-        if (line === FIELD) progress = true;
-      } else if (line === FIELD) progress = true;
+      if (line === FIELD && c !== LF && c !== CR) {
+        progress = true; // the common case, inline
+        continue;
+      }
+      const r = step(line, c);
+      line = r >> 1;
+      if (r & 1) progress = true;
     }
   } else {
     let bytes;
@@ -72,11 +95,13 @@ function scan(chunk, s) {
     }
     for (; i < n; i++) {
       const c = bytes[i];
-      if (c === LF || c === CR) line = LINE_START;
-      else if (line === LINE_START) {
-        line = c === COLON ? COMMENT : FIELD;
-        if (line === FIELD) progress = true;
-      } else if (line === FIELD) progress = true;
+      if (line === FIELD && c !== LF && c !== CR) {
+        progress = true; // the common case, inline
+        continue;
+      }
+      const r = step(line, c);
+      line = r >> 1;
+      if (r & 1) progress = true;
     }
   }
   s.line = line;

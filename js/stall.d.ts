@@ -103,7 +103,8 @@ export function fetchWithDeadline(input: RequestInfo | URL, init: RequestInit | 
 
 /**
  * The progress predicate for Server-Sent Events bodies (bytes or text): chunks holding only
- * comment (`:`) lines or blank lines are not progress. As `isProgress` each stream gets its
+ * comment (`:`) lines, blank lines or `retry:` lines (an event that only sets the reconnection
+ * time) are not progress. As `isProgress` each stream gets its
  * own line state, so an event split across chunks still counts; called directly it judges
  * one chunk as if it started a line.
  * @throws {TypeError} for chunks that are neither bytes nor text

@@ -78,7 +78,7 @@
 //    event. Off, it reads the hook once per stream and nothing per chunk.
 
 import * as core from "./edge_deadline.js";
-import { DeadlineExceeded, StreamStalled, isDeadlineExceeded, isStreamStalled } from "./errors.js";
+import { DeadlineExceeded, StreamStalled, isDeadlineExceeded, isInsufficientBudget, isRetryFailed, isStepTimeout, isStreamStalled } from "./errors.js";
 import { isReady, notReady } from "./load.js";
 import { tracing } from "./otel.js";
 import { crossOriginInBrowser, propagateFormats, withBudgetHeaders } from "./headers.js";
@@ -95,6 +95,54 @@ const noop = () => {};
 /** The core's burst rule (src/core/stall.rs BURST_GAP_MS, BURST_RUN), read once the core is loaded. */
 let BURST_GAP_MS = 0;
 let BURST_RUN = 0;
+
+/**
+ * What a public client is told about `reason` (the core's `fallbackAnswer`):
+ * `{ status, code, reason }`, our own words and a code. The message of one of
+ * our own errors (a stall, the deadline, a retry's stop) is kept; any other
+ * error's text (the upstream's: URLs, hosts, keys) never is. `step`: the
+ * words of a plan's streamed step, else of relay's upstream; `unsent`: the
+ * upstream request was never made.
+ */
+export function publicReason(reason, step, unsent) {
+  const cause = isStreamStalled(reason)
+    ? "stalled"
+    : isDeadlineExceeded(reason)
+      ? "deadline"
+      : isInsufficientBudget(reason)
+        ? "insufficient"
+        : isStepTimeout(reason)
+          ? "step-timeout"
+          : isRetryFailed(reason)
+            ? "retry"
+            : "failed";
+  const [status, code, words] = core.fallbackAnswer(
+    cause,
+    cause === "retry" ? String(reason.reason) : undefined,
+    step,
+    cause === "stalled" ? String(reason.phase) : undefined,
+    unsent,
+    cause === "failed" ? undefined : String(reason.message),
+  );
+  return { status, code, reason: words };
+}
+
+/**
+ * `error` as a trace may carry it off the machine: the credentials of the
+ * URLs in its message and stack redacted (the core's `redactText`); the
+ * error itself when there were none.
+ */
+export function redacted(error) {
+  if (typeof error === "string") return core.redactText(error);
+  if (!(error instanceof Error)) return error;
+  const message = core.redactText(String(error.message));
+  const stack = typeof error.stack === "string" ? core.redactText(error.stack) : error.stack;
+  if (message === error.message && stack === error.stack) return error;
+  const copy = new Error(message);
+  Object.defineProperty(copy, "name", { value: error.name, configurable: true, writable: true });
+  copy.stack = stack;
+  return copy;
+}
 
 /** Whether a `content-type` is Server-Sent Events. */
 export function isEventStream(type) {
@@ -455,7 +503,7 @@ function streamEnded(t, span, outcome, reason, chunks, bytes) {
   if (outcome === "stalled") {
     t.event(span, "deadline.stall", { "deadline.stall.phase": reason.phase, "deadline.stall.after_ms": reason.afterMs, "deadline.stall.chunks": reason.chunks, "deadline.stall.bytes": reason.bytes }, at);
   }
-  t.end(span, outcome, at, reason, { "deadline.stream.chunks": chunks, "deadline.stream.bytes": bytes });
+  t.end(span, outcome, at, redacted(reason), { "deadline.stream.chunks": chunks, "deadline.stream.bytes": bytes });
 }
 
 // ---- fetch ---------------------------------------------------------------------------------
@@ -580,7 +628,7 @@ async function fetchResumable(input, init, o, options, formats) {
     const i = { ...withBudgetHeaders(source, init, o.deadline, send), signal };
     if (info.lastEventId !== undefined) {
       i.headers = new Headers(i.headers ?? (template === undefined ? undefined : source.headers));
-      i.headers.set("last-event-id", info.lastEventId);
+      i.headers.set("last-event-id", info.headers["last-event-id"]); // the id's UTF-8 bytes, as EventSource sends it
     }
     return fetch(source, i);
   };

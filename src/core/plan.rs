@@ -923,7 +923,9 @@ pub mod trace;
 pub use trace::{Outcome, TraceRecord};
 
 pub mod stream;
-pub use stream::{stream_verdict, StreamEnd, StreamNext, StreamVerdict};
+pub use stream::{
+    fallback_answer, stream_verdict, FallbackAnswer, FallbackCause, FallbackScope, StreamEnd, StreamNext, StreamVerdict,
+};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

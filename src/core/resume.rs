@@ -171,37 +171,108 @@ pub fn id_hash(id: &[u8]) -> u32 {
     id.iter().fold(0x811c_9dc5_u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }
 
+/// The longest event id a stream keeps for resuming, in bytes: a longer
+/// one is not sent back as `Last-Event-ID` (the stream is no longer
+/// resumable by id from there, as if the event had none) and is not
+/// remembered for the replay check. It bounds [`DeliveredIds`] to
+/// [`RECENT_IDS`] + 1 ids of at most this many bytes per stream.
+pub const MAX_ID_BYTES: usize = 1024;
+
 /// The ids a stream delivered, as the replay check needs them: the first,
-/// and the last [`RECENT_IDS`], as hashes ([`id_hash`]). An upstream that
-/// ignores `Last-Event-ID` starts again from its first event, or repeats a
-/// recent one; either is caught, and a stream of any length holds 4 KB for
-/// this. Two different ids that hash alike (a 1 in 2^32 chance) would pass
-/// for a replay.
+/// and the last [`RECENT_IDS`], compared exactly (a hash finds a candidate,
+/// the bytes confirm it: two different ids never pass for each other). An
+/// upstream that ignores `Last-Event-ID` starts again from its first event,
+/// or repeats a recent one; either is caught. Ids longer than
+/// [`MAX_ID_BYTES`] are not kept.
 #[derive(Clone, Debug, Default)]
 pub struct DeliveredIds {
-    first: Option<u32>,
-    recent: Vec<u32>,
+    first: Option<(u32, Box<[u8]>)>,
+    recent: Vec<(u32, Box<[u8]>)>,
     count: usize,
 }
 
 impl DeliveredIds {
     /// An id reached the reader.
     pub fn record(&mut self, id: &str) {
-        let h = id_hash(id.as_bytes());
-        self.first.get_or_insert(h);
+        let bytes = id.as_bytes();
+        if bytes.len() > MAX_ID_BYTES {
+            return;
+        }
+        let entry = (id_hash(bytes), Box::<[u8]>::from(bytes));
+        if self.first.is_none() {
+            self.first = Some(entry.clone());
+        }
         if self.recent.len() < RECENT_IDS {
-            self.recent.push(h);
+            self.recent.push(entry);
         } else {
-            self.recent[self.count % RECENT_IDS] = h;
+            self.recent[self.count % RECENT_IDS] = entry;
         }
         self.count += 1;
     }
 
-    /// Whether `id` is one of those remembered.
+    /// Whether `id` is one of those remembered (exactly).
     pub fn contains(&self, id: &str) -> bool {
-        let h = id_hash(id.as_bytes());
-        self.first == Some(h) || self.recent.contains(&h)
+        let bytes = id.as_bytes();
+        let h = id_hash(bytes);
+        let same = |e: &(u32, Box<[u8]>)| e.0 == h && *e.1 == *bytes;
+        self.first.as_ref().is_some_and(same) || self.recent.iter().any(same)
     }
+}
+
+/// Why a resumed attempt's ok answer cannot be spliced onto what the reader
+/// got, or `None` when it can.
+///
+/// - A resume by `Last-Event-ID` (`by_id`) needs an event stream
+///   (`event_stream`): anything else (a proxy's HTML error page answered 200)
+///   is `"not-event-stream"`.
+/// - A hook's continuation of a body that is not an event stream
+///   (`!stream_is_sse`) is a byte range: it needs a 206 (`status`) whose
+///   `Content-Range` starts (`range_start`) exactly where the reader is
+///   (`delivered`); a 200 that ignored `Range` would append the whole body
+///   again (`"not-partial"`), another start would skip or repeat bytes
+///   (`"range-mismatch"`).
+///
+/// Either refusal is a failed attempt (the retry loop decides what comes
+/// next), never content.
+pub fn resume_refusal(
+    by_id: bool,
+    stream_is_sse: bool,
+    status: u16,
+    event_stream: bool,
+    range_start: Option<f64>,
+    delivered: f64,
+) -> Option<&'static str> {
+    if by_id {
+        return (!event_stream).then_some("not-event-stream");
+    }
+    if stream_is_sse {
+        return None;
+    }
+    if status != 206 {
+        return Some("not-partial");
+    }
+    (range_start != Some(delivered)).then_some("range-mismatch")
+}
+
+/// The first position of a `Content-Range: bytes first-last/size` value;
+/// `None` for anything else.
+pub fn content_range_start(value: &str) -> Option<f64> {
+    // A plain byte scan (the standard library's trimming and parsing weigh in the `.wasm`).
+    let b = value.as_bytes();
+    let rest = b.strip_prefix(b"bytes ")?;
+    let mut n: u64 = 0;
+    let mut digits = 0;
+    for &c in rest {
+        match c {
+            b'0'..=b'9' if digits < 15 => {
+                n = n * 10 + u64::from(c - b'0');
+                digits += 1;
+            }
+            b'-' if digits > 0 => return Some(n as f64),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// How a stream's attempt that got a non-ok `status` failed, for the retry
@@ -222,8 +293,9 @@ pub fn status_failure(status: u16) -> Failure {
 pub struct Event {
     /// The event's bytes as the upstream sent them, its blank line included.
     pub bytes: Vec<u8>,
-    /// It has a field line (`data:`, `id:`, …): it is content. An event of
-    /// comments only (`: ping`) is not.
+    /// It has a field line other than `retry` (`data:`, `id:`, …): it is
+    /// content. An event of comments only (`: ping`), or one that only sets
+    /// the reconnection time (`retry: 3000`), is not.
     pub content: bool,
     /// The value of its last valid `id` field, if it had one: the stream's
     /// last event ID once the event is delivered.
@@ -333,14 +405,20 @@ impl EventCut {
                 id: self.id.take(),
             });
         } else if line[0] != b':' {
-            self.content = true;
             let (name, value) = match line.iter().position(|&c| c == b':') {
                 Some(i) => (&line[..i], &line[i + 1..]),
                 None => (&line[..], &[][..]),
             };
+            // An event that only sets the reconnection time is not content (src/core/sse.rs).
+            if name != b"retry" {
+                self.content = true;
+            }
             if name == b"id" {
                 let value = value.strip_prefix(b" ").unwrap_or(value);
-                if !value.contains(&0) {
+                if value.len() > MAX_ID_BYTES {
+                    // Past the cap: no longer resumable by id from here (as an empty id says).
+                    self.id = Some(String::new());
+                } else if !value.contains(&0) {
                     self.id = Some(String::from_utf8_lossy(value).into_owned());
                 }
             }
@@ -383,6 +461,45 @@ mod tests {
             c.push(chunk, &mut out);
         }
         (out, c.take_rest())
+    }
+
+    #[test]
+    fn a_resumed_answer_is_spliced_only_when_it_continues_where_the_reader_is() {
+        // By id: an event stream, whatever its status (it is ok: non-ok answers never get here).
+        assert_eq!(resume_refusal(true, true, 200, true, None, 10.0), None);
+        assert_eq!(resume_refusal(true, true, 200, false, None, 10.0), Some("not-event-stream"));
+        // A hook continuing an event stream (a chat "continue"): a new stream is fine.
+        assert_eq!(resume_refusal(false, true, 200, true, None, 10.0), None);
+        // A hook continuing bytes: a 206 from exactly where the reader is.
+        assert_eq!(resume_refusal(false, false, 206, false, Some(7.0), 7.0), None);
+        assert_eq!(resume_refusal(false, false, 200, false, None, 7.0), Some("not-partial"));
+        assert_eq!(resume_refusal(false, false, 206, false, Some(0.0), 7.0), Some("range-mismatch"));
+        assert_eq!(resume_refusal(false, false, 206, false, None, 7.0), Some("range-mismatch"));
+        assert_eq!(content_range_start("bytes 7-26/27"), Some(7.0));
+        assert_eq!(content_range_start("bytes 7-*/*"), Some(7.0));
+        for bad in ["", "bytes */27", "bytes -5/27", "items 7-8/9", "bytes 7", "bytes 99999999999999999-1/2"] {
+            assert_eq!(content_range_start(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ids_that_hash_alike_are_told_apart() {
+        // "costarring" and "liquid" collide in 32-bit FNV-1a.
+        assert_eq!(id_hash(b"costarring"), id_hash(b"liquid"));
+        let mut ids = DeliveredIds::default();
+        ids.record("costarring");
+        assert!(ids.contains("costarring"));
+        assert!(!ids.contains("liquid"), "a new id is not taken for a replay");
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        ids.record(&long);
+        assert!(!ids.contains(&long), "an id past the cap is not kept");
+    }
+
+    #[test]
+    fn an_event_that_only_sets_retry_is_not_content() {
+        let (events, _) = cut(&[b"retry: 3000\n\n", b"retry: 1\ndata: a\n\n", b"re\n\n"]);
+        let content: Vec<bool> = events.iter().map(|e| e.content).collect();
+        assert_eq!(content, [false, true, true]);
     }
 
     #[test]

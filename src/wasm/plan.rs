@@ -166,3 +166,32 @@ pub fn plan_stream_verdict(end: &str, content_sent: bool, cap_is_deadline: bool,
         verdict.outcome.as_str()
     })
 }
+
+/// [`plan::fallback_answer`]: what `relay` (`step` false) or `p.stream`
+/// (`step` true) tells the public client about `cause` (a
+/// [`FallbackCause`](plan::FallbackCause) by name; with `retry_reason`, the
+/// cause of a `RetryFailed` with that reason): `[status, code, reason]`.
+#[wasm_bindgen(js_name = fallbackAnswer)]
+pub fn fallback_answer(
+    cause: &str,
+    retry_reason: Option<String>,
+    step: bool,
+    phase: Option<String>,
+    unsent: bool,
+    own_message: Option<String>,
+) -> js_sys::Array {
+    let cause = match retry_reason {
+        Some(r) => plan::FallbackCause::of_retry(&r),
+        None => plan::FallbackCause::parse(cause),
+    };
+    let scope = if step { plan::FallbackScope::Step } else { plan::FallbackScope::Relay };
+    let a = plan::fallback_answer(cause, scope, phase.as_deref(), unsent, own_message.as_deref());
+    js_sys::Array::of3(&f64::from(a.status).into(), &a.code.into(), &a.reason.into())
+}
+
+/// [`redact`](crate::core::redact::redact): `text` with the credentials of
+/// its URLs replaced.
+#[wasm_bindgen(js_name = redactText)]
+pub fn redact_text(text: &str) -> String {
+    crate::core::redact::redact(text).into_owned()
+}

@@ -27,3 +27,20 @@ pub fn resume_next(bits: u32, resumes: u32, delay_ms: f64, server_wait_ms: Optio
 pub fn status_failure(status: u16) -> String {
     crate::core::resume::status_failure(status).as_str().to_string()
 }
+
+/// [`resume_refusal`](crate::core::resume::resume_refusal) with the
+/// answer's `Content-Range` header as it came (`undefined` when absent): the
+/// refusal's word, or `undefined` when the answer may be spliced.
+#[wasm_bindgen(js_name = resumeRefusal)]
+pub fn resume_refusal(
+    by_id: bool,
+    stream_is_sse: bool,
+    status: u16,
+    event_stream: bool,
+    content_range: Option<String>,
+    delivered: f64,
+) -> Option<String> {
+    let start = content_range.as_deref().and_then(crate::core::resume::content_range_start);
+    crate::core::resume::resume_refusal(by_id, stream_is_sse, status, event_stream, start, delivered)
+        .map(str::to_string)
+}

@@ -49,8 +49,19 @@ use super::sse::is_event_stream;
 use super::stall::{fetch_once, guard, ignore_rejection, rewrap, Once, ProgressFn};
 use super::timers::sleep_until;
 use super::{sys, Error};
-use crate::core::resume::{status_failure, Delivered, DeliveredIds, Event, EventCut, Next, Resume};
+use crate::core::resume::{
+    content_range_start, resume_refusal, status_failure, Delivered, DeliveredIds, Event, EventCut, Next, Resume,
+};
 use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start};
+
+/// Whether this runtime's `Headers` take any text and send it as UTF-8
+/// (workerd), not a ByteString only.
+fn utf8_headers() -> bool {
+    thread_local! {
+        static SEEN: bool = Headers::new().map(|h| h.set("x-probe", "\u{20ac}").is_ok()).unwrap_or(false);
+    }
+    SEEN.with(|s| *s)
+}
 
 /// What a resume hook ([`FetchOptions::resume`](super::FetchOptions::resume))
 /// is told: what the reader already has, and the attempt about to be made.
@@ -223,7 +234,16 @@ impl Flow {
                 (true, None) => Headers::new(),
             }
             .map_err(Error::Js)?;
-            headers.set("last-event-id", id).map_err(Error::Js)?;
+            // The id's UTF-8 bytes, as EventSource sends it. Where `Headers` takes a
+            // ByteString only (Node, Deno, browsers), one character per byte: the id as it is
+            // would go out as Latin-1 ("é" as e9) or make `fetch` throw ("€"). Where it takes
+            // any text and sends it as UTF-8 (workerd), the id as it is.
+            if utf8_headers() {
+                headers.set("last-event-id", id).map_err(Error::Js)?;
+            } else {
+                let bytes: String = id.bytes().map(char::from).collect();
+                headers.set("last-event-id", &bytes).map_err(Error::Js)?;
+            }
             init.set_headers(&headers);
         }
         // A Request is used once: each attempt sends a copy of the caller's.
@@ -317,6 +337,15 @@ impl Flow {
         Failed { how: AttemptFailure::Error(failure), error, wait, answer: Some((response, controller)), fatal: false }
     }
 
+    /// Why a resumed attempt's ok `response` cannot be spliced onto what was
+    /// delivered ([`resume_refusal`]), or `None`.
+    fn refused(&self, next: Next, response: &Response) -> Option<&'static str> {
+        let headers = response.headers();
+        let event_stream = headers.get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
+        let start = headers.get("content-range").ok().flatten().and_then(|v| content_range_start(&v));
+        resume_refusal(next == Next::LastEventId, self.event_stream, response.status(), event_stream, start, self.bytes)
+    }
+
     fn delivered(&self) -> Delivered {
         Delivered {
             content: self.content,
@@ -371,6 +400,24 @@ impl Flow {
                 Next::Retry | Next::End => self.request(None).await.map(Some),
             };
             failed = match attempt {
+                Ok(Some((controller, response)))
+                    if response.ok() && next != Next::Retry && self.refused(next, &response).is_some() =>
+                {
+                    // It cannot continue where the reader is (the core's rule): a failed attempt, never spliced.
+                    let code = self.refused(next, &response).unwrap_or_default();
+                    controller.abort();
+                    if let Some(body) = response.body().filter(|b| !b.locked()) {
+                        ignore_rejection(body.cancel());
+                    }
+                    let e = js_sys::Error::new(&format!(
+                        "the resumed answer ({}) cannot continue the stream: {code}",
+                        response.status()
+                    ));
+                    e.set_name("ResumeRefused");
+                    let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(code));
+                    let _ = Reflect::set(&e, &JsValue::from_str("status"), &JsValue::from(response.status()));
+                    self.failure(Error::Js(e.into()))
+                }
                 Ok(Some((controller, response))) if response.ok() => {
                     self.holding = (next == Next::LastEventId).then(Vec::new);
                     if next != Next::Retry {

@@ -3,13 +3,14 @@
 //!
 //! SSE servers send keep-alive comments (`: ping`) while the model is queued
 //! or thinking, so that proxies do not time the connection out. To stall
-//! detection those comments are silence: only lines that carry a field
-//! (`data:`, `event:`, `id:`, `retry:`, …) are progress.
+//! detection those comments are silence: only lines that carry a field other
+//! than `retry` (`data:`, `event:`, `id:`, …) are progress. The rule is the
+//! core's ([`SseLine`](crate::core::sse::SseLine)); this file feeds it.
 //!
 //! # Invariants (the JavaScript predicate's)
-//! 1. A chunk is progress iff it holds at least one character of a line that
-//!    is neither a comment (first character `:`) nor blank. Line terminators
-//!    (CR, LF, CRLF) never count.
+//! 1. A chunk is progress iff it holds at least one character the core's
+//!    rule calls progress (a line that is neither a comment, nor blank, nor
+//!    only `retry`).
 //! 2. Chunk boundaries do not change the answer for an event: the state kept
 //!    between chunks is where in the line the scan is and how much of a
 //!    leading byte-order mark was seen.
@@ -21,21 +22,13 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::Error;
 
-const LF: u16 = 10;
-const CR: u16 = 13;
-const COLON: u16 = 58;
-const BOM_BYTES: [u8; 3] = [0xef, 0xbb, 0xbf];
+use crate::core::sse::SseLine;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Line {
-    Start,
-    Comment,
-    Field,
-}
+const BOM_BYTES: [u8; 3] = [0xef, 0xbb, 0xbf];
 
 /// The state one stream carries between chunks.
 struct Scan {
-    line: Line,
+    line: SseLine,
     bom: usize,
     started: bool,
     /// Reused for the bytes of each chunk (one copy out of JavaScript per chunk).
@@ -44,14 +37,7 @@ struct Scan {
 
 impl Scan {
     fn unit(&mut self, c: u16, progress: &mut bool) {
-        if c == LF || c == CR {
-            self.line = Line::Start;
-        } else if self.line == Line::Start {
-            self.line = if c == COLON { Line::Comment } else { Line::Field };
-            *progress |= self.line == Line::Field;
-        } else if self.line == Line::Field {
-            *progress = true;
-        }
+        *progress |= self.line.unit(c);
     }
 
     fn text(&mut self, text: &str) -> bool {
@@ -116,7 +102,7 @@ impl Scan {
 /// # fn main() {}
 /// ```
 pub fn sse_progress() -> impl FnMut(&JsValue) -> Result<bool, Error> + 'static {
-    let mut scan = Scan { line: Line::Start, bom: 0, started: false, buf: Vec::new() };
+    let mut scan = Scan { line: SseLine::new(), bom: 0, started: false, buf: Vec::new() };
     move |chunk: &JsValue| {
         if let Some(text) = chunk.as_string() {
             return Ok(scan.text(&text));

@@ -122,7 +122,7 @@ console.log(JSON.stringify({ whole, stalled, sent }));`;
     assert.equal(whole.text, "data: event 1\n\ndata: event 2\n\ndata: event 3\n\n");
     assert.match(whole.timing ?? "", /^edge-deadline;dur=[\d.]+;desc="budget \d+ ms from /, "Server-Timing");
     assert.ok(sent > 0 && sent <= 8_000 - 300, `the upstream was told ${sent} ms`);
-    assert.match(stalled.text, /data: event 3\n\n(: ping\n\n)*event: error\ndata: \{"fallback":true,"reason":"upstream stalled \(stall\): /);
+    assert.match(stalled.text, /data: event 3\n\n(: ping\n\n)*event: error\ndata: \{"fallback":true,"code":"STREAM_STALLED","reason":"upstream stalled \(stall\): /);
   });
 
   await g.check("README: the API table names every export of every entry point, and nothing else", async () => {

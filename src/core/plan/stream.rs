@@ -108,6 +108,133 @@ pub fn stream_verdict(end: StreamEnd, content_sent: bool, cap_is_deadline: bool)
     StreamVerdict { outcome, next }
 }
 
+/// Why a stream answered with its fallback or ended with an error event, as
+/// the host classifies its reason (by the error's brand). Crosses from
+/// JavaScript by name (`"stalled"`, `"deadline"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackCause {
+    /// The stall guard gave up (`StreamStalled`).
+    Stalled,
+    /// The deadline passed (`DeadlineExceeded`).
+    Deadline,
+    /// Too little time to start (`InsufficientBudget`).
+    Insufficient,
+    /// A plan step's cap fired before the deadline (`StepTimeout`).
+    StepTimeout,
+    /// A retry gave up because time ran out (`RetryFailed` whose reason is
+    /// `insufficient`, `backoff-past-deadline` or `deadline`).
+    RetryTime,
+    /// A retry gave up for any other reason (`RetryFailed`).
+    Retry,
+    /// Anything else: the upstream's or the step's own failure. Its text is
+    /// never shown to the client (it may hold URLs, hosts, keys).
+    Failed,
+}
+
+impl FallbackCause {
+    /// Parses the JS spelling; any other string is [`Failed`](Self::Failed).
+    pub fn parse(value: &str) -> Self {
+        match value {
+            "stalled" => Self::Stalled,
+            "deadline" => Self::Deadline,
+            "insufficient" => Self::Insufficient,
+            "step-timeout" => Self::StepTimeout,
+            "retry-time" => Self::RetryTime,
+            "retry" => Self::Retry,
+            _ => Self::Failed,
+        }
+    }
+
+    /// The cause of a `RetryFailed` with this `reason` word.
+    pub fn of_retry(reason: &str) -> Self {
+        match reason {
+            "insufficient" | "backoff-past-deadline" | "deadline" => Self::RetryTime,
+            _ => Self::Retry,
+        }
+    }
+}
+
+/// Who answers: `relay` (its upstream) or a plan's streamed step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackScope {
+    /// `relay`: the words speak of the upstream.
+    Relay,
+    /// `p.stream` / `Plan::stream`: the words speak of the step.
+    Step,
+}
+
+/// What the public client is told: the status of a fallback answer, a
+/// reason code and our own words. Never the upstream's error text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FallbackAnswer {
+    /// 504 when time ran out (a stall, the deadline, a cap, too little
+    /// time), 502 for a failure.
+    pub status: u16,
+    /// A stable code: `STREAM_STALLED`, `DEADLINE_EXCEEDED`,
+    /// `INSUFFICIENT_BUDGET`, `STEP_TIMEOUT`, `RETRY_FAILED`,
+    /// `UPSTREAM_FAILED` (relay) / `STEP_FAILED` (a step), or `NOT_CALLED`
+    /// when the upstream request was never made.
+    pub code: &'static str,
+    /// The reason in words.
+    pub reason: String,
+}
+
+/// The answer for a stream that ended with `cause`. `phase`: a stall's phase
+/// (`first-byte`, `first-chunk`, `stall`); `unsent`: the relay's upstream
+/// request was never made; `own_message`: the message of one of this
+/// library's own errors (rendered from its templates, so it carries no
+/// upstream text), appended after the words. The host passes no message for
+/// [`FallbackCause::Failed`], and one given is ignored: the upstream's or the
+/// step's error goes to the caller's hooks and the trace, never to the client.
+pub fn fallback_answer(
+    cause: FallbackCause,
+    scope: FallbackScope,
+    phase: Option<&str>,
+    unsent: bool,
+    own_message: Option<&str>,
+) -> FallbackAnswer {
+    use FallbackCause as C;
+    let status = if cause == C::Failed || cause == C::Retry { 502 } else { 504 };
+    let code = match cause {
+        _ if unsent => "NOT_CALLED",
+        C::Stalled => "STREAM_STALLED",
+        C::Deadline => "DEADLINE_EXCEEDED",
+        C::Insufficient => "INSUFFICIENT_BUDGET",
+        C::StepTimeout => "STEP_TIMEOUT",
+        C::RetryTime | C::Retry => "RETRY_FAILED",
+        C::Failed if scope == FallbackScope::Relay => "UPSTREAM_FAILED",
+        C::Failed => "STEP_FAILED",
+    };
+    let phase = match phase {
+        Some("first-byte") => "first-byte",
+        Some("first-chunk") => "first-chunk",
+        _ => "stall",
+    };
+    let lead = match (scope, cause) {
+        (FallbackScope::Relay, _) if unsent => "the upstream was not called and the fallback answered",
+        (FallbackScope::Relay, C::Stalled) => "upstream stalled",
+        (FallbackScope::Relay, C::Deadline | C::StepTimeout) => "upstream did not finish within the deadline",
+        (FallbackScope::Relay, C::Insufficient) => "the upstream was not called: too little time was left",
+        (FallbackScope::Relay, C::RetryTime | C::Retry | C::Failed) => "upstream failed",
+        (FallbackScope::Step, C::Stalled) => "the step stalled",
+        (FallbackScope::Step, C::Insufficient) => "the step did not start",
+        (FallbackScope::Step, C::Deadline) => "the step did not finish within the deadline",
+        (FallbackScope::Step, C::StepTimeout) => "the step reached its cap",
+        (FallbackScope::Step, C::RetryTime | C::Retry | C::Failed) => "the step failed",
+    };
+    let mut reason = String::from(lead);
+    if cause == C::Stalled && !unsent {
+        reason.push_str(" (");
+        reason.push_str(phase);
+        reason.push(')');
+    }
+    if let Some(m) = own_message.filter(|m| cause != C::Failed && !m.is_empty()) {
+        reason.push_str(": ");
+        reason.push_str(m);
+    }
+    FallbackAnswer { status, code, reason }
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
@@ -167,5 +294,63 @@ mod tests {
             assert_eq!(StreamEnd::parse(name), Some(end));
         }
         assert_eq!(StreamEnd::parse("later"), None);
+    }
+
+    #[test]
+    fn a_fallback_says_our_words_and_a_code_never_the_upstream_error() {
+        let secret = "connect http://user:s3cret@10.0.3.7:8443/v1 failed: key sk-live-abc123";
+        for scope in [FallbackScope::Relay, FallbackScope::Step] {
+            for unsent in [false, true] {
+                let a = fallback_answer(FallbackCause::Failed, scope, None, unsent, Some(secret));
+                assert_eq!(a.status, 502);
+                assert!(
+                    !a.reason.contains("s3cret") && !a.reason.contains("10.0.3.7") && !a.reason.contains("sk-live"),
+                    "{a:?}"
+                );
+            }
+        }
+        let relay = fallback_answer(FallbackCause::Failed, FallbackScope::Relay, None, false, None);
+        assert_eq!((relay.code, relay.reason.as_str()), ("UPSTREAM_FAILED", "upstream failed"));
+        let step = fallback_answer(FallbackCause::Failed, FallbackScope::Step, None, false, None);
+        assert_eq!((step.code, step.reason.as_str()), ("STEP_FAILED", "the step failed"));
+    }
+
+    #[test]
+    fn a_fallback_for_time_is_504_with_its_code_and_our_own_message() {
+        let s =
+            fallback_answer(FallbackCause::Stalled, FallbackScope::Relay, Some("first-chunk"), false, Some("no chunk"));
+        assert_eq!(
+            (s.status, s.code, s.reason.as_str()),
+            (504, "STREAM_STALLED", "upstream stalled (first-chunk): no chunk")
+        );
+        let s = fallback_answer(FallbackCause::Stalled, FallbackScope::Step, Some("<script>"), false, None);
+        assert_eq!(s.reason, "the step stalled (stall)", "an unknown phase is not echoed");
+        for (cause, code) in [
+            (FallbackCause::Deadline, "DEADLINE_EXCEEDED"),
+            (FallbackCause::Insufficient, "INSUFFICIENT_BUDGET"),
+            (FallbackCause::StepTimeout, "STEP_TIMEOUT"),
+            (FallbackCause::RetryTime, "RETRY_FAILED"),
+        ] {
+            let a = fallback_answer(cause, FallbackScope::Step, None, false, None);
+            assert_eq!((a.status, a.code), (504, code), "{cause:?}");
+        }
+        let r = fallback_answer(
+            FallbackCause::of_retry("exhausted"),
+            FallbackScope::Relay,
+            None,
+            false,
+            Some("all 3 attempts failed"),
+        );
+        assert_eq!(
+            (r.status, r.code, r.reason.as_str()),
+            (502, "RETRY_FAILED", "upstream failed: all 3 attempts failed")
+        );
+        assert_eq!(FallbackCause::of_retry("deadline"), FallbackCause::RetryTime);
+        let u = fallback_answer(FallbackCause::Deadline, FallbackScope::Relay, None, true, Some("deadline exceeded"));
+        assert_eq!(
+            (u.status, u.code, u.reason.as_str()),
+            (504, "NOT_CALLED", "the upstream was not called and the fallback answered: deadline exceeded")
+        );
+        assert_eq!(FallbackCause::parse("whatever"), FallbackCause::Failed);
     }
 }

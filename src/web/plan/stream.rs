@@ -35,7 +35,9 @@ use super::super::sse::{is_event_stream, sse_progress};
 use super::super::stall::{with_stall_timeout, ProgressFn, StallOptions};
 use super::super::{sys, Error, StallPhase};
 use super::{core, Decision, Outcome, Plan, Recorder, StepKind, StepResult};
-use crate::core::plan::{stream_verdict, StreamEnd, StreamNext, StreamVerdict};
+use crate::core::plan::{
+    fallback_answer, stream_verdict, FallbackAnswer, FallbackCause, FallbackScope, StreamEnd, StreamNext, StreamVerdict,
+};
 use crate::core::stall::NO_LIMIT;
 
 /// The answer when nothing was sent: `(reason, signal, budget_ms)`.
@@ -91,7 +93,8 @@ impl StreamStepOptions {
 
     /// The answer when nothing was sent, run as the plan's fallback step:
     /// `f(reason, signal, budget_ms)`. Default: a 504 when time ran out, a
-    /// 502 for a failure, `{ fallback, step, reason, elapsedMs }`.
+    /// 502 for a failure, `{ fallback, step, code, reason, elapsedMs }` (our
+    /// own words and a code, never the step's error).
     pub fn fallback(mut self, f: impl FnOnce(&Error, AbortSignal, f64) -> Result<Response, Error> + 'static) -> Self {
         self.fallback = Some(Box::new(f));
         self
@@ -476,35 +479,31 @@ async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> 
     .await
 }
 
-/// The reason in words, for the fallback and the error event (the same words as js/plan.js).
-fn describe(reason: &Error) -> String {
-    match reason {
-        Error::StreamStalled { phase, .. } => format!("the step stalled ({}): {reason}", phase.as_str()),
-        Error::InsufficientBudget { .. } => format!("the step did not start: {reason}"),
-        Error::DeadlineExceeded { .. } => format!("the step did not finish within the deadline: {reason}"),
-        Error::StepTimeout { .. } => reason.to_string(),
-        Error::Js(value) => {
-            let message = js_sys::Reflect::get(value, &"message".into()).ok().and_then(|m| m.as_string());
-            format!("the step failed: {}", message.unwrap_or_else(|| reason.to_string()))
-        }
-        _ => format!("the step failed: {reason}"),
-    }
+/// What the public client is told about `reason`: the core's
+/// [`fallback_answer`] (our own words and a code, never the step's error,
+/// whose text may hold URLs, hosts, keys), as js/plan.js tells it.
+fn public_reason(reason: &Error) -> FallbackAnswer {
+    let (cause, phase) = match reason {
+        Error::StreamStalled { phase, .. } => (FallbackCause::Stalled, Some(phase.as_str())),
+        Error::InsufficientBudget { .. } => (FallbackCause::Insufficient, None),
+        Error::DeadlineExceeded { .. } => (FallbackCause::Deadline, None),
+        Error::StepTimeout { .. } => (FallbackCause::StepTimeout, None),
+        Error::RetryFailed { reason, .. } => (FallbackCause::of_retry(reason), None),
+        _ => (FallbackCause::Failed, None),
+    };
+    let own = (cause != FallbackCause::Failed).then(|| reason.to_string());
+    fallback_answer(cause, FallbackScope::Step, phase, false, own.as_deref())
 }
 
-/// The default fallback: 504 when time ran out, 502 for a failure, saying why.
+/// The default fallback: the core's status, code and words ([`public_reason`]).
 fn default_fallback(step: &str, reason: &Error, elapsed_ms: f64) -> Result<Response, Error> {
-    let timed_out = matches!(
-        reason,
-        Error::StreamStalled { .. }
-            | Error::DeadlineExceeded { .. }
-            | Error::StepTimeout { .. }
-            | Error::InsufficientBudget { .. }
-    );
+    let answer = public_reason(reason);
     let body = js_sys::Object::new();
     for (key, value) in [
         ("fallback", JsValue::TRUE),
         ("step", JsValue::from_str(step)),
-        ("reason", JsValue::from_str(&describe(reason))),
+        ("code", JsValue::from_str(answer.code)),
+        ("reason", JsValue::from_str(&answer.reason)),
         ("elapsedMs", JsValue::from_f64(elapsed_ms.round())),
     ] {
         let _ = js_sys::Reflect::set(&body, &key.into(), &value);
@@ -514,7 +513,7 @@ fn default_fallback(step: &str, reason: &Error, elapsed_ms: f64) -> Result<Respo
     let _ = headers.set("content-type", "application/json");
     let _ = headers.set("cache-control", "no-store");
     let init = ResponseInit::new();
-    init.set_status(if timed_out { 504 } else { 502 });
+    init.set_status(answer.status);
     init.set_headers(&headers);
     Response::new_with_opt_str_and_init(text.as_string().as_deref(), &init).map_err(Error::from)
 }
@@ -606,7 +605,9 @@ impl Body {
             let data = js_sys::Object::new();
             let _ = js_sys::Reflect::set(&data, &"step".into(), &JsValue::from_str(&self.step));
             let _ = js_sys::Reflect::set(&data, &"outcome".into(), &JsValue::from_str(verdict.outcome.as_str()));
-            let _ = js_sys::Reflect::set(&data, &"reason".into(), &JsValue::from_str(&describe(&reason)));
+            let answer = public_reason(&reason);
+            let _ = js_sys::Reflect::set(&data, &"code".into(), &JsValue::from_str(answer.code));
+            let _ = js_sys::Reflect::set(&data, &"reason".into(), &JsValue::from_str(&answer.reason));
             let json = js_sys::JSON::stringify(&data).ok().and_then(|s| s.as_string()).unwrap_or_default();
             let open = if self.line_open { "\n" } else { "" };
             let _ = c.enqueue_with_chunk(&encode(&format!("{open}event: error\ndata: {json}\n\n")));

@@ -118,6 +118,9 @@ function makeError(lib, spec) {
   }
 }
 
+/** The upstream error of a `plan.stream` row's failing sources: URL credentials, an internal host, a key. */
+const LEAK = "request to http://user:s3cret@10.0.3.7:8443/v1 failed: key sk-live-abc123";
+
 /** Each op: the JS API call for a row's args; returns the outcome to compare with `expect`. */
 const ops = {
   "deadline.at": (lib, a) => lib.Deadline.at(a.instantMs),
@@ -163,6 +166,7 @@ const ops = {
   // of two events that ends; "throw"; "status:N": a Response with status N;
   // "error-after": one event, then the body errors). Gives the response's
   // status, its SSE event names, the trace's outcomes and whether `run` ran.
+  // An upstream error that must never reach the client (plan.stream rows).
   "plan.stream": async (lib, a) => {
     const enc = new TextEncoder();
     const sse = { "content-type": "text/event-stream" };
@@ -170,11 +174,11 @@ const ops = {
     const source = () => {
       ran = true;
       if (a.source === "events") return new Response("data: a\n\ndata: b\n\n", { headers: sse });
-      if (a.source === "throw") throw new Error("model unavailable");
+      if (a.source === "throw") throw new Error(LEAK);
       if (a.source.startsWith("status:")) return new Response("no", { status: Number(a.source.slice(7)) });
       let n = 0;
       // The error comes 10 ms after the event, so the event is read (and sent) first in every host.
-      const fail = (c) => new Promise((resolve) => setTimeout(() => resolve(c.error(new Error("upstream reset"))), 10));
+      const fail = (c) => new Promise((resolve) => setTimeout(() => resolve(c.error(new Error(LEAK))), 10));
       const body = new ReadableStream({ pull: (c) => (n++ === 0 ? c.enqueue(enc.encode("data: a\n\n")) : fail(c)) });
       return new Response(body, { headers: sse });
     };
@@ -188,7 +192,12 @@ const ops = {
           .map((b) => b.split("\n").find((l) => l.startsWith("event: "))?.slice(7) ?? "message")
           .join()
       : "";
-    return { status: res.status, events, outcomes: p.records.map((r) => r.outcome).join(), ran };
+    // The codes the client was told: the fallback's JSON body, or each error event's data.
+    let codes = "";
+    if (!events && (res.headers.get("content-type") ?? "").startsWith("application/json")) codes = JSON.parse(text).code ?? "";
+    else if (events) codes = [...text.matchAll(/event: error\ndata: (.*)\n/g)].map((m) => JSON.parse(m[1]).code).join();
+    const leaked = /s3cret|10\.0\.3\.7|sk-live/.test(text);
+    return { status: res.status, events, outcomes: p.records.map((r) => r.outcome).join(), ran, codes, leaked };
   },
   retry: async (lib, a) => {
     const { fn, classify } = scripted(a.attempts);
@@ -206,6 +215,12 @@ const ops = {
   "budget.new": (lib, a) => {
     new lib.RetryBudget(a).dispose();
     return { ok: true };
+  },
+  // One SSE progress predicate fed `chunks` (as bytes, split as given): which of them are progress.
+  "sse.progress": (lib, a) => {
+    const isProgress = lib.createSseProgress();
+    const enc = new TextEncoder();
+    return { progress: a.chunks.map((c) => isProgress(enc.encode(c))).join() };
   },
   "stall.wrap": (lib, a) => {
     const source = new ReadableStream();

@@ -762,7 +762,8 @@ cases.push(
         const data = JSON.parse(tail[1].data);
         equal(data.step, "generate");
         equal(data.outcome, "error");
-        ok(/must yield events: a string or \{ data, event\?, id\?, retry\? \}: it yielded 42/.test(data.reason), data.reason);
+        equal(data.reason, "the step failed", "what the step yielded is not echoed to the client");
+        equal(data.code, "STEP_FAILED");
         return [d];
       }),
   },
@@ -863,6 +864,38 @@ cases.push(
       }),
   },
   {
+    name: "p.stream: the default fallback and the event: error carry our words and a code, never the step's error (URL credentials, hosts, keys); options.onError gets it",
+    run: (lib) =>
+      onFakeTime(async () => {
+        const SECRET = "request to http://user:s3cret@10.0.3.7:8443/v1 failed: key sk-live-abc123";
+        const leaks = (text) => /s3cret|10\.0\.3\.7|sk-live|user:/.test(text);
+        const seen = [];
+        const d = lib.Deadline.in(1_000);
+        const p = lib.plan(d, STREAM_STEPS);
+        const res = await p.stream("generate", () => {
+          throw new Error(SECRET);
+        }, { onError: (e) => seen.push(e) });
+        equal(res.status, 502);
+        const text = await res.text();
+        ok(!leaks(text), text);
+        equal(JSON.parse(text).code, "STEP_FAILED");
+        equal(seen.map((e) => e.message).join(), SECRET);
+        const q = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
+        async function* broken() {
+          yield "a";
+          throw new Error(SECRET);
+        }
+        const mid = await q.stream("generate", () => broken(), { onError: (e) => seen.push(e) });
+        const streamed = (await readAll(mid)).text;
+        ok(!leaks(streamed), streamed);
+        const last = events(streamed).at(-1);
+        equal(last.event, "error");
+        equal(JSON.parse(last.data).code, "STEP_FAILED");
+        equal(seen.length, 2, "onError saw the mid-stream failure");
+        return [d, q.deadline];
+      }),
+  },
+  {
     name: "p.stream on fake time: too little time to start: the step is not run, the default fallback answers 504 saying why; a throw or non-ok answer gets 502",
     run: (lib) =>
       onFakeTime(async () => {
@@ -876,17 +909,20 @@ cases.push(
         equal(body.fallback, true);
         equal(body.step, "generate");
         ok(/^the step did not start: /.test(body.reason), body.reason);
+        equal(body.code, "INSUFFICIENT_BUDGET");
         equal(p.records.map((r) => `${r.step}:${r.outcome}`).join(), "generate:insufficient,respond:ok");
         const q = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
         const thrown = await q.stream("generate", () => {
           throw new Error("model unavailable");
         });
         equal(thrown.status, 502);
-        equal((await thrown.json()).reason, "the step failed: model unavailable");
+        const thrownBody = await thrown.json();
+        equal(thrownBody.reason, "the step failed", "the step's own error stays out of the public answer");
+        equal(thrownBody.code, "STEP_FAILED");
         const r = lib.plan(lib.Deadline.in(1_000), STREAM_STEPS);
         const refused = await r.stream("generate", async () => new Response("busy", { status: 429, statusText: "Too Many Requests" }));
         equal(refused.status, 502);
-        equal((await refused.json()).reason, "the step failed: the step answered 429 Too Many Requests");
+        equal((await refused.json()).reason, "the step failed");
         equal(r.records.map((x) => `${x.step}:${x.outcome}`).join(), "generate:error,respond:ok");
         return [d, q.deadline, r.deadline];
       }),

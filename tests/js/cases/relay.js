@@ -286,9 +286,93 @@ export default [
       equal(await lib.relay(notOk), notOk);
       const res = await lib.relay(Promise.reject(new TypeError("fetch failed")));
       equal(res.status, 502);
-      ok(/upstream failed: fetch failed/.test((await res.json()).reason));
+      equal((await res.json()).reason, "upstream failed", "the upstream's own words stay out of the public answer");
       const custom = await lib.relay(Promise.reject(new Error("x")), { fallback: (reason, ms) => new Response(`sorry: ${reason.message} ${ms >= 0}`, { status: 503 }) });
       equal(await custom.text(), "sorry: x true");
+    },
+  },
+  {
+    name: "relay: the default fallback and the event: error carry our words and a code, never the upstream's error (URL credentials, internal hosts, keys); onError gets it",
+    run: async (lib) => {
+      const SECRET = "request to http://user:s3cret@10.0.3.7:8443/v1/chat failed: 401 for key sk-live-abc123";
+      const leaks = (text) => /s3cret|10\.0\.3\.7|sk-live|user:/.test(text);
+      const seen = [];
+      const onError = (error) => seen.push(error);
+      // Before content: the fallback.
+      const res = await lib.relay(Promise.reject(new TypeError(SECRET)), { onError });
+      equal(res.status, 502);
+      const text = await res.text();
+      ok(!leaks(text), text);
+      const body = JSON.parse(text);
+      equal(body.code, "UPSTREAM_FAILED");
+      equal(body.reason, "upstream failed");
+      equal(seen.length, 1, "onError was called once");
+      equal(seen[0].message, SECRET, "onError gets the upstream's error as it is");
+      // After content: the event: error.
+      let n = 0;
+      const broken = new ReadableStream({
+        pull: (c) => (n++ === 0 ? c.enqueue(enc.encode("data: a\n\n")) : sleep(5).then(() => c.error(new Error(SECRET)))),
+      });
+      const mid = await lib.relay(new Response(broken, { headers: { "content-type": "text/event-stream" } }), { onError });
+      equal(mid.status, 200);
+      const { text: streamed } = await readAll(mid);
+      ok(!leaks(streamed), streamed);
+      const m = /event: error\ndata: (.*)\n\n$/.exec(streamed);
+      ok(m, streamed);
+      equal(JSON.parse(m[1]).code, "UPSTREAM_FAILED");
+      equal(seen.length, 2, "onError saw the mid-stream failure");
+      // With retry: every attempt failed; the public answer still names none of them.
+      const retried = await lib.relay(() => Promise.reject(new TypeError(SECRET)), {
+        deadline: lib.Deadline.in(5_000),
+        retry: { maxAttempts: 2, backoff: { baseMs: 1, maxMs: 1, jitter: 0 } },
+        onError,
+      });
+      const rtext = await retried.text();
+      ok(!leaks(rtext), rtext);
+      ok(/^[A-Z_]+$/.test(JSON.parse(rtext).code), rtext);
+      equal(seen.length, 3, "onError saw the retried relay's failure");
+    },
+  },
+  {
+    name: "relay: an upstream that only sends retry: events is silent: the 504 at firstChunkMs, with and without retry",
+    run: async (lib) => {
+      const only = () => new Response(new ReadableStream({ start: (c) => c.enqueue(enc.encode("retry: 3000\n\n: ping\n\nretry: 10\n\n")) }), { headers: { "content-type": "text/event-stream" } });
+      for (const retry of [undefined, { maxAttempts: 1 }]) {
+        const res = await lib.relay(only, { deadline: lib.Deadline.in(2_000), firstChunkMs: 60, retry });
+        equal(res.status, 504, `retry ${!!retry}: ${await res.clone().text()}`);
+        equal((await res.json()).code, "STREAM_STALLED");
+      }
+      equal(lib.sseProgress(enc.encode("retry: 3000\n\n")), false, "sseProgress agrees");
+    },
+  },
+  {
+    name: "relay: with retry, nothing of a failed attempt that is not content (its keep-alives) reaches the client; the committing attempt's own keep-alives do",
+    run: async (lib) => {
+      let n = 0;
+      const res = await lib.relay(
+        () => {
+          n++;
+          let step = 0;
+          const script = n === 1 ? [": ping 1\n\n", ": ping 2\n\n", null] : [": ok\n\n", "data: a\n\n", "done"];
+          return new Response(
+            new ReadableStream({
+              pull: async (c) => {
+                const next = script[step++];
+                await sleep(5);
+                if (next === null) return c.error(new Error("connection reset"));
+                if (next === "done") return c.close();
+                c.enqueue(enc.encode(next));
+              },
+            }),
+            { headers: { "content-type": "text/event-stream" } },
+          );
+        },
+        { deadline: lib.Deadline.in(5_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } } },
+      );
+      equal(res.status, 200);
+      const { text } = await readAll(res);
+      equal(text, ": ok\n\ndata: a\n\n", "the failed attempt's pings are gone");
+      equal(n, 2);
     },
   },
   {

@@ -27,6 +27,24 @@ async function readAll(res) {
   }
 }
 
+const enc = new TextEncoder();
+
+/** An in-process SSE body: `text` (bytes or a string), then an error after 5 ms, or the end with `close`. */
+function sseBody(text, { close = false } = {}) {
+  let sent = false;
+  const body = new ReadableStream({
+    pull: (c) => {
+      if (!sent) {
+        sent = true;
+        return c.enqueue(typeof text === "string" ? enc.encode(text) : text);
+      }
+      if (close) return c.close();
+      return new Promise((r) => setTimeout(r, 5)).then(() => c.error(new Error("connection reset")));
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream" } });
+}
+
 /** The events of an SSE text: `{ id, event, data }` per block with a field. */
 function events(text) {
   const out = [];
@@ -357,15 +375,225 @@ const piece = (text, last) => {
   }));
 };
 let n = 0;
+// A continuation of bytes is a range from where the reader is (a 206 with its Content-Range).
+const range = (r, at) => new Response(r.body, { status: 206, headers: { "content-range": \`bytes \${at}-*/*\` } });
 const res = await lib.relay(() => piece("a", false), {
   deadline: lib.Deadline.in(5_000),
   retry: { attemptMinMs: 10, backoff: { baseMs: 300, maxMs: 300, jitter: 0 } },
-  resume: () => (++n === 1 ? piece("b", false) : piece("c", true)),
+  resume: ({ bytes }) => (++n === 1 ? range(piece("b", false), bytes) : range(piece("c", true), bytes)),
 });
 console.log(await res.text());`,
       );
       equal(code, 0, "child exit code");
       equal(stdout.trim(), "abc");
+    },
+  },
+  {
+    name: "resume: a read waiting on the resume hook, or on a resumed request, keeps a Node or Deno process alive until it settles or the deadline ends it",
+    needs: ["spawnPackageScript"],
+    run: async (lib, ctx) => {
+      const script = (hook) => `await init(await readBytes(wasmUrl));
+const lib = await import(entryUrl);
+const piece = (text, last) => {
+  let sent = false;
+  return new Response(new ReadableStream({
+    pull(c) {
+      if (!sent) return (sent = true), c.enqueue(new TextEncoder().encode(text));
+      if (last) return c.close();
+      return new Promise((r) => setTimeout(r, 20)).then(() => c.error(new Error("connection reset")));
+    },
+  }), ${hook ? "{}" : `{ headers: { "content-type": "text/event-stream" } }`});
+};
+// Nothing of the host's is pending while the promise waits: an unref'd timer settles it.
+const later = (ms, value) => new Promise((r) => { const t = setTimeout(() => r(value), ms); t.unref?.(); if (globalThis.Deno) Deno.unrefTimer(t); });
+let n = 0;
+const started = performance.now();
+const res = await lib.relay((signal) => (++n === 1 ? piece(${hook ? `"a"` : `"id: 1\\ndata: a\\n\\n"`}, false) : later(300, piece("id: 2\\ndata: b\\n\\n", true))), {
+  deadline: lib.Deadline.in(${hook ? 600 : 5_000}),
+  retry: { attemptMinMs: 10, backoff: { baseMs: 1, maxMs: 1, jitter: 0 } },
+  ${hook ? `resume: () => new Promise(() => {}), // never answers: the deadline ends the read` : ""}
+});
+const text = await res.text().catch((e) => \`error: \${e?.name}\`);
+console.log(JSON.stringify({ text, ms: Math.round(performance.now() - started) }));`;
+      for (const hook of [false, true]) {
+        const { code, stdout } = await ctx.spawnPackageScript(script(hook));
+        equal(code, 0, `hook ${hook}: child exit code (stdout ${stdout})`);
+        const out = JSON.parse(stdout.trim());
+        if (hook) {
+          equal(out.text, "error: DeadlineExceeded", "the deadline ended the read");
+          ok(out.ms >= 550, `the read ended at the deadline, not before: ${out.ms} ms`);
+        } else equal(out.text, "id: 1\ndata: a\n\nid: 2\ndata: b\n\n");
+      }
+    },
+  },
+  {
+    name: "resume: a resume by id answered by something that is not an event stream (a proxy's HTML page) is a failed attempt, never spliced",
+    run: async (lib) => {
+      let n = 0;
+      const res = await lib.relay(
+        () => {
+          n++;
+          if (n === 1) return sseBody("id: 1\ndata: a\n\n");
+          if (n === 2) return new Response("<html>502 Bad Gateway (proxy)</html>", { headers: { "content-type": "text/html" } });
+          return sseBody("id: 2\ndata: b\n\n", { close: true });
+        },
+        { deadline: lib.Deadline.in(5_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } } },
+      );
+      const { text, error } = await readAll(res);
+      equal(error, undefined, `${error}`);
+      equal(text, "id: 1\ndata: a\n\nid: 2\ndata: b\n\n");
+      equal(n, 3, "the HTML answer was a failed attempt, and the next one resumed");
+    },
+  },
+  {
+    name: "resume: a Range continuation needs a 206 from where the reader is: a 200 that ignored Range, or a 206 from elsewhere, is never appended",
+    run: async (lib) => {
+      const text = "0123456789abcdefghij";
+      const plain = (body, init) => new Response(body, init);
+      let asked = 0;
+      const ranges = [];
+      const res = await lib.relay(
+        () => {
+          let sent = false;
+          return plain(new ReadableStream({ pull: (c) => (sent ? new Promise((r) => setTimeout(r, 5)).then(() => c.error(new Error("reset"))) : ((sent = true), c.enqueue(enc.encode(text.slice(0, 7))))) }));
+        },
+        {
+          deadline: lib.Deadline.in(5_000),
+          retry: { maxAttempts: 5, backoff: { baseMs: 1, maxMs: 1, jitter: 0 } },
+          resume: ({ bytes }) => {
+            asked++;
+            ranges.push(bytes);
+            if (asked === 1) return plain(text); // the server ignored Range: the whole body, 200
+            if (asked === 2) return plain(text.slice(2), { status: 206, headers: { "content-range": "bytes 2-19/20" } });
+            return plain(text.slice(bytes), { status: 206, headers: { "content-range": `bytes ${bytes}-19/20` } });
+          },
+        },
+      );
+      const got = await readAll(res);
+      equal(got.error, undefined, `${got.error}`);
+      equal(got.text, text, "each byte once, in order");
+      equal(asked, 3);
+      equal(ranges.join(), "7,7,7", "the refused answers added nothing");
+    },
+  },
+  {
+    name: "resume: Last-Event-ID carries the id's UTF-8 bytes, as EventSource sends it (é → c3 a9; € does not make the request throw)",
+    run: async (lib) => {
+      for (const [id, bytes] of [
+        ["é", [0xc3, 0xa9]],
+        ["€", [0xe2, 0x82, 0xac]],
+      ]) {
+        const sent = [];
+        const res = await lib.relay(
+          (signal, info) => {
+            sent.push(info.headers["last-event-id"]);
+            if (info.attempt === 1) return sseBody(`id: ${id}\ndata: a\n\n`);
+            new Headers(info.headers); // what fetch does with them: a ByteString each
+            return sseBody("id: next\ndata: b\n\n", { close: true });
+          },
+          { deadline: lib.Deadline.in(5_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } } },
+        );
+        const { text, error } = await readAll(res);
+        equal(error, undefined, `${id}: the stream ended cleanly`);
+        equal(text, `id: ${id}\ndata: a\n\nid: next\ndata: b\n\n`, `${id}: both events once`);
+        equal(sent.length, 2, `${id}: one resume`);
+        // Where Headers take a ByteString only (Node, Deno, browsers) one character per byte goes out as that byte;
+        // where they take any text (workerd) it goes out as UTF-8: the id as it is.
+        let utf8Headers = true;
+        try {
+          new Headers({ "x-probe": "\u20ac" });
+        } catch {
+          utf8Headers = false;
+        }
+        const want = utf8Headers ? id : String.fromCharCode(...bytes);
+        equal(sent[1], want, `${id}: the header (${[...sent[1]].map((c) => c.charCodeAt(0)).join()})`);
+      }
+    },
+  },
+  {
+    name: "resume: over a real connection, a resumed relay's Last-Event-ID reaches the upstream as the id's UTF-8 bytes",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      for (const [suffix, hex] of [
+        ["é", "33c3a9"],
+        ["€", "33e282ac"],
+      ]) {
+        const key = uid();
+        const res = await lib.relay(via(`${ctx.fixtureUrl}/resume/sse?key=${key}&events=6&stallAfter=3&idSuffix=${encodeURIComponent(suffix)}`), {
+          deadline: lib.Deadline.in(10_000),
+          retry: { attemptMinMs: 50 },
+          stallMs: 200,
+        });
+        const { text, error } = await readAll(res);
+        equal(error, undefined, `${suffix}: ${error}`);
+        equal(events(text).filter((e) => e.event === "token").length, 6, `${suffix}: ${text}`);
+        const view = await seen(ctx, key);
+        equal(view.connections.map((c) => c.lastEventIdHex ?? "").join(), `,${hex}`, `${suffix}: the Last-Event-ID bytes of each connection`);
+        // fetchWithDeadline makes the request itself: the same bytes.
+        const key2 = uid();
+        const fetched = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/sse?key=${key2}&events=6&stallAfter=3&idSuffix=${encodeURIComponent(suffix)}`, undefined, {
+          deadline: lib.Deadline.in(10_000),
+          retry: { attemptMinMs: 50 },
+          stallMs: 200,
+        });
+        const got = await readAll(fetched);
+        equal(got.error, undefined, `fetchWithDeadline ${suffix}: ${got.error}`);
+        const view2 = await seen(ctx, key2);
+        equal(view2.connections.map((c) => c.lastEventIdHex ?? "").join(), `,${hex}`, `fetchWithDeadline ${suffix}: the Last-Event-ID bytes of each connection`);
+      }
+    },
+  },
+  {
+    name: "resume: an id of 130 000 bytes (past the 1 024-byte cap) overflows nothing: the stream is no longer resumable by id and ends with the error",
+    run: async (lib) => {
+      const id = "x".repeat(130_000);
+      const sent = [];
+      const res = await lib.relay(
+        (signal, info) => {
+          sent.push(info.headers["last-event-id"]);
+          return info.attempt === 1 ? sseBody(`id: ${id}\ndata: a\n\n`) : sseBody("id: 2\ndata: b\n\n", { close: true });
+        },
+        { deadline: lib.Deadline.in(5_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } } },
+      );
+      const { text, error } = await readAll(res);
+      equal(error, undefined, `the stream ended with an event, not a thrown error: ${error}`);
+      equal(sent.length, 1, "no resume by id past the cap");
+      ok(text.startsWith(`id: ${id}\ndata: a\n\n`) && /event: error\n/.test(text), text.slice(-200));
+    },
+  },
+  {
+    name: "resume: ids are compared exactly: a new id whose 32-bit hash equals a delivered one (\"liquid\" after \"costarring\") is not taken for a replay",
+    run: async (lib) => {
+      const res = await lib.relay(
+        (signal, info) => (info.attempt === 1 ? sseBody("id: costarring\ndata: a\n\n") : sseBody("id: liquid\ndata: b\n\n", { close: true })),
+        { deadline: lib.Deadline.in(5_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } } },
+      );
+      const { text, error } = await readAll(res);
+      equal(error, undefined, `${error}`);
+      equal(text, "id: costarring\ndata: a\n\nid: liquid\ndata: b\n\n", "no event lost");
+    },
+  },
+  {
+    name: "resume: a body that starts with a byte-order mark behaves as the same body without it (a BOM-led keep-alive, then silence, is a 504 with or without retry)",
+    run: async (lib) => {
+      const BOM = "\uFEFF";
+      const silent = (text) => () => new Response(new ReadableStream({ start: (c) => c.enqueue(enc.encode(text)) }), { headers: { "content-type": "text/event-stream" } });
+      for (const lead of ["", BOM]) {
+        for (const retry of [undefined, { maxAttempts: 1 }]) {
+          const res = await lib.relay(silent(`${lead}: ping\n\n`), { deadline: lib.Deadline.in(2_000), firstChunkMs: 60, retry });
+          equal(res.status, 504, `lead ${JSON.stringify(lead)}, retry ${!!retry}: ${await res.clone().text()}`);
+          equal((await res.json()).code, "STREAM_STALLED");
+        }
+      }
+      // A resumed body's mark never reaches the client; the first body's is relayed as it came.
+      const res = await lib.relay(
+        (signal, info) => (info.attempt === 1 ? sseBody(`${BOM}id: 1\ndata: a\n\n`) : sseBody(`${BOM}id: 2\ndata: b\n\n`, { close: true })),
+        { deadline: lib.Deadline.in(5_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } } },
+      );
+      const { chunks } = await readAll(res);
+      const bytes = [];
+      for (const c of chunks) bytes.push(...c);
+      equal(new TextDecoder("utf-8", { ignoreBOM: true }).decode(new Uint8Array(bytes)), `${BOM}id: 1\ndata: a\n\nid: 2\ndata: b\n\n`);
     },
   },
   {

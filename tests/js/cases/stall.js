@@ -966,7 +966,8 @@ console.log(unread.locked, e.phase);`,
         [": ping\ndata: x\n\n", true],
         ["event: token\n", true],
         ["id: 7\n", true],
-        ["retry: 10\n", true],
+        ["retry: 10\n", false], // an event that only sets the reconnection time says "still here" too
+        ["retry: 10\ndata: x\n", true],
         ["data\n", true],
         ["\uFEFF: ping\n\n", false],
       ]) {

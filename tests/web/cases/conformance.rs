@@ -670,6 +670,15 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         // The host delay a wait becomes: the core's `timer_ms`, which the Rust host arms with.
         "timers.timerMs" => Ok(out.with("value", timer_ms(num_arg(a, "ms")?).into())),
         "timers.order" => Ok(out.with("value", timers_order(a).await?.into())),
+        "sse.progress" => {
+            let mut is_progress = edge_deadline::web::sse_progress();
+            let mut seen = Vec::new();
+            for chunk in arg(a, "chunks")?.as_array().ok_or("'chunks' is not a list")? {
+                let bytes = js_sys::Uint8Array::from(chunk.as_str().ok_or("a chunk is not a string")?.as_bytes());
+                seen.push(is_progress(&bytes.into()).map_err(|e| format!("{e}"))?.to_string());
+            }
+            Ok(out.with("progress", seen.join(",").into()))
+        }
         "stall.wrap" => {
             let source = web_sys::ReadableStream::new().map_err(|e| format!("{e:?}"))?;
             match with_stall_timeout(source, StallOptions::new(num_arg(a, "firstChunkMs")?, num_arg(a, "stallMs")?)) {
@@ -720,11 +729,37 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                 String::new()
             };
             let outcomes = plan.records().iter().map(|r| r.outcome.as_str()).collect::<Vec<_>>().join(",");
+            // The codes the client was told: the fallback's JSON body, or each error event's data.
+            let code_of = |json: &str| {
+                serde_json::from_str::<Value>(json)
+                    .ok()
+                    .and_then(|v| v.get("code").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_default()
+            };
+            let is_json =
+                res.headers().get("content-type").ok().flatten().is_some_and(|t| t.starts_with("application/json"));
+            let codes = if sse {
+                let mut lines = text.lines();
+                let mut found = Vec::new();
+                while let Some(line) = lines.next() {
+                    if line == "event: error" {
+                        found.push(code_of(lines.next().and_then(|l| l.strip_prefix("data: ")).unwrap_or_default()));
+                    }
+                }
+                found.join(",")
+            } else if is_json {
+                code_of(&text)
+            } else {
+                String::new()
+            };
+            let leaked = ["s3cret", "10.0.3.7", "sk-live"].iter().any(|s| text.contains(s));
             Ok(out
                 .with("status", f64::from(res.status()).into())
                 .with("events", events.into())
                 .with("outcomes", outcomes.into())
-                .with("ran", ran.get().into()))
+                .with("ran", ran.get().into())
+                .with("codes", codes.into())
+                .with("leaked", leaked.into()))
         }
         "stall.stream" => {
             let steps = arg(a, "steps")?.as_array().ok_or("'steps' is not a list")?;
@@ -1120,6 +1155,9 @@ pub async fn the_table_holds_for_the_rust_api(_: &Ctx) -> Outcome {
     Ok(())
 }
 
+/// The upstream error of a `plan.stream` row's failing sources (the same text as the JavaScript runner's).
+const LEAK: &str = "request to http://user:s3cret@10.0.3.7:8443/v1 failed: key sk-live-abc123";
+
 /// What `run` gives in a `plan.stream` row (see the JavaScript runner).
 fn stream_source(source: &str) -> Result<web_sys::Response, Error> {
     let headers = web_sys::Headers::new().map_err(Error::from)?;
@@ -1134,15 +1172,16 @@ fn stream_source(source: &str) -> Result<web_sys::Response, Error> {
         "events" => {
             web_sys::Response::new_with_opt_str_and_init(Some("data: a\n\ndata: b\n\n"), &init).map_err(Error::from)
         }
-        "throw" => Err(Error::Js(js_sys::Error::new("model unavailable").into())),
+        "throw" => Err(Error::Js(js_sys::Error::new(LEAK).into())),
         _ => {
             let pull = js_sys::Function::new_with_args(
                 "c",
                 "if (!this.n) { this.n = 1; c.enqueue(new TextEncoder().encode('data: a\\n\\n')); } \
-                 else return new Promise((r) => setTimeout(() => r(c.error(new Error('upstream reset'))), 10));",
+                 else return new Promise((r) => setTimeout(() => r(c.error(new Error(this.leak))), 10));",
             );
             let src = js_sys::Object::new();
             let _ = js_sys::Reflect::set(&src, &"pull".into(), &pull);
+            let _ = js_sys::Reflect::set(&src, &"leak".into(), &LEAK.into());
             let body =
                 web_sys::ReadableStream::new_with_underlying_source(&src.unchecked_into()).map_err(Error::from)?;
             web_sys::Response::new_with_opt_readable_stream_and_init(Some(&body), &init).map_err(Error::from)

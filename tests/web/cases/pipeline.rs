@@ -662,7 +662,7 @@ pub async fn plan_stream_a_stall_after_content_ends_with_an_error_event(_: &Ctx)
         .await
         .map_err(|e| e.to_string())?;
     let text = text_of(&res).await?;
-    ensure!(text.starts_with("data: one\n\nevent: error\ndata: {\"step\":\"generate\",\"outcome\":\"stalled\",\"reason\":\"the step stalled (stall): "), "{text}");
+    ensure!(text.starts_with("data: one\n\nevent: error\ndata: {\"step\":\"generate\",\"outcome\":\"stalled\",\"code\":\"STREAM_STALLED\",\"reason\":\"the step stalled (stall): "), "{text}");
     ensure!(text.contains("\n\nevent: trace\ndata: [{\"step\":\"generate\""), "{text}");
     ensure!(plan.records()[0].outcome == Outcome::Stalled);
     ensure!(plan.records().len() == 1, "no fallback once content was sent");

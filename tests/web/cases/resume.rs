@@ -126,6 +126,32 @@ pub async fn resume_a_stalled_event_stream_continues_after_the_last_event_id(ctx
     Ok(())
 }
 
+pub async fn resume_last_event_id_carries_the_ids_utf8_bytes(ctx: &Ctx) -> Outcome {
+    for (suffix, hex) in [("é", "33c3a9"), ("€", "33e282ac")] {
+        let k = key("utf8");
+        let url = format!(
+            "{}/resume/sse?key={k}&events=6&stallAfter=3&idSuffix={}",
+            ctx.fixture()?,
+            js_sys::encode_uri_component(suffix)
+        );
+        let d = Deadline::in_ms(10_000.0).unwrap();
+        let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()))
+            .await
+            .map_err(|e| e.to_string())?;
+        let got = read_events(&res).await?;
+        ensure!(got.error.is_none(), "{suffix}: the body errored: {:?}", got.error);
+        ensure!(got.ids == [1, 2, 3, 4, 5, 6], "{suffix}: events {:?}", got.ids);
+        let d = Deadline::in_ms(5_000.0).unwrap();
+        let seen = format!("{}/resume/seen?key={k}", ctx.fixture()?);
+        let view = fetch_with_deadline(&seen.into(), None, FetchOptions::new(&d)).await.map_err(|e| e.to_string())?;
+        let view = JsFuture::from(view.json().unwrap()).await.map_err(|e| format!("{e:?}"))?;
+        let second = js_sys::Array::from(&get(&view, "connections")).get(1);
+        let sent = get(&second, "lastEventIdHex").as_string();
+        ensure!(sent.as_deref() == Some(hex), "{suffix}: Last-Event-ID bytes {sent:?}, expected {hex}");
+    }
+    Ok(())
+}
+
 pub async fn resume_an_upstream_that_ignores_last_event_id_delivers_nothing_twice(ctx: &Ctx) -> Outcome {
     let k = key("ignore");
     let url = format!("{}/resume/sse?key={k}&events=40&stallAfter=20&ignore=1", ctx.fixture()?);
@@ -213,6 +239,42 @@ pub async fn resume_a_hooks_response_continues_the_stream(ctx: &Ctx) -> Outcome 
     ensure!(text == "1;2;3;4;5;6;7;8;9;10;", "the reader got {text:?}");
     let connections = seen(ctx, &k).await?;
     ensure!(connections.len() == 2, "connections {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_a_hooks_200_to_a_byte_stream_is_a_failed_attempt_never_appended(ctx: &Ctx) -> Outcome {
+    // The first continuation forgets Range (the server answers 200 with the whole text): refused, then a range.
+    let k = key("no-range");
+    let fixture = ctx.fixture()?.to_string();
+    let url = format!("{fixture}/resume/text?key={k}&chunks=10&stallAfter=4");
+    let k2 = k.clone();
+    let asked = Rc::new(RefCell::new(0u32));
+    let counted = asked.clone();
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let options = FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()).resume(move |resumed| {
+        *counted.borrow_mut() += 1;
+        let init = web_sys::RequestInit::new();
+        init.set_signal(Some(&resumed.signal));
+        if *counted.borrow() > 1 {
+            let headers = web_sys::Headers::new().ok()?;
+            headers.set("range", &format!("bytes={}-", resumed.bytes)).ok()?;
+            init.set_headers(&headers);
+        }
+        let fetch = js_sys::Reflect::get(&js_sys::global(), &"fetch".into()).ok()?;
+        let fetch: js_sys::Function = fetch.dyn_into().ok()?;
+        let url = format!("{fixture}/resume/text?key={k2}&chunks=10");
+        fetch.call2(&JsValue::NULL, &url.into(), &init).ok()?.dyn_into().ok()
+    });
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    ensure!(drained.error.is_none(), "the body errored: {:?}", drained.error);
+    let text: String = drained
+        .values
+        .iter()
+        .map(|v| String::from_utf8(v.clone().unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default())
+        .collect();
+    ensure!(text == "1;2;3;4;5;6;7;8;9;10;", "the reader got {text:?}");
+    ensure!(*asked.borrow() == 2, "the hook was asked {} times", asked.borrow());
     Ok(())
 }
 

@@ -1,0 +1,121 @@
+//! Which characters of a Server-Sent Events body are progress: the rule the
+//! stall guard's SSE predicate follows in both hosts (`src/web/sse.rs` scans
+//! with [`SseLine`]; `js/sse.js` and the resumable cutter of `js/resume.js`
+//! keep a twin on their per-chunk hot path, pinned by the `sse.progress`
+//! rows of tests/conformance).
+//!
+//! # Why
+//! SSE servers send keep-alive comments (`: ping`) while the model is queued
+//! or thinking, so that proxies do not time the connection out, and some
+//! send an event that only sets the reconnection time (`retry: 3000`). Both
+//! say "still here", neither is content: to stall detection they are
+//! silence, and a stream that only says them has stalled.
+//!
+//! # Invariants (tests below)
+//! 1. A character is progress iff it belongs to a line that carries a field
+//!    other than `retry`: not a comment (first character `:`), not blank, and
+//!    not a line whose field name is exactly `retry`.
+//! 2. A field name that is a strict prefix of `retry` (`r`, `re`, …) is a
+//!    field of its own: the line counts, at the character that shows it is
+//!    not `retry` (the terminator for a line that is only that prefix).
+//! 3. The state between chunks is where the scan is in the line (one byte),
+//!    so chunk boundaries never change the answer for a line; bytes and
+//!    UTF-16 units give the same answers (CR, LF, `:` and the letters of
+//!    `retry` are ASCII and never occur inside a multi-byte character).
+
+const LF: u16 = 10;
+const CR: u16 = 13;
+const COLON: u16 = 58;
+const RETRY: [u16; 5] = [114, 101, 116, 114, 121]; // "retry"
+
+// Where the scan is in a line.
+const START: u8 = 0;
+const COMMENT: u8 = 1;
+const FIELD: u8 = 2;
+const RETRY_VALUE: u8 = 3;
+/// `NAME + k`: the line so far is the first `k` letters of `retry` (1…5).
+const NAME: u8 = 3;
+
+/// The line state one stream carries between chunks (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SseLine(u8);
+
+impl SseLine {
+    /// At the start of a line.
+    pub const fn new() -> Self {
+        Self(START)
+    }
+
+    /// Takes one character (a byte or a UTF-16 unit); whether it is progress.
+    pub fn unit(&mut self, c: u16) -> bool {
+        let s = self.0;
+        if c == LF || c == CR {
+            self.0 = START;
+            return s > NAME && s < NAME + 5; // a prefix of `retry` ended: a field of its own
+        }
+        let (next, progress) = match s {
+            START if c == COLON => (COMMENT, false),
+            START if c == RETRY[0] => (NAME + 1, false),
+            START | FIELD => (FIELD, true),
+            COMMENT | RETRY_VALUE => (s, false),
+            _ => {
+                let k = usize::from(s - NAME);
+                if k < 5 && c == RETRY[k] {
+                    (s + 1, false)
+                } else if k == 5 && c == COLON {
+                    (RETRY_VALUE, false)
+                } else {
+                    (FIELD, true)
+                }
+            }
+        };
+        self.0 = next;
+        progress
+    }
+
+    /// Takes `bytes`; whether any of them is progress.
+    pub fn bytes(&mut self, bytes: &[u8]) -> bool {
+        let mut progress = false;
+        for &b in bytes {
+            progress |= self.unit(u16::from(b));
+        }
+        progress
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    fn chunks(parts: &[&str]) -> Vec<bool> {
+        let mut s = SseLine::new();
+        parts.iter().map(|p| s.bytes(p.as_bytes())).collect()
+    }
+
+    #[test]
+    fn comments_blank_lines_and_retry_only_lines_are_not_progress() {
+        assert_eq!(chunks(&[": ping\n\n", "retry: 3000\n\n", "retry\n\n", "\r\n"]), [false; 4]);
+        assert_eq!(chunks(&["data: a\n\n", "id: 1\n\n", "event: x\n\n", "retryx: 1\n\n"]), [true; 4]);
+        assert_eq!(chunks(&["retry: 5\ndata: a\n\n"]), [true], "an event with data as well is content");
+    }
+
+    #[test]
+    fn prefixes_of_retry_are_fields_of_their_own() {
+        assert_eq!(chunks(&["r: 1\n"]), [true]);
+        assert_eq!(chunks(&["re", "\n"]), [false, true], "the terminator shows the name is `re`");
+        assert_eq!(chunks(&["retr", "y", ": 9", "\n\n"]), [false; 4]);
+        assert_eq!(chunks(&["ret", "ain: 1\n"]), [false, true]);
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_answer_per_line() {
+        for text in ["retry: 10\n", "data: x\n", ": c\n", "re\n", "retryy\n", "r\r\n"] {
+            let whole = chunks(&[text]).iter().any(|&p| p);
+            for at in 0..=text.len() {
+                let (a, b) = text.split_at(at);
+                let split = chunks(&[a, b]).iter().any(|&p| p);
+                assert_eq!(split, whole, "{text:?} split at {at}");
+            }
+        }
+    }
+}
