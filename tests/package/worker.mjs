@@ -28,10 +28,11 @@ export function wranglerEnv(dir) {
 
 // A Worker that imports only the main entry uploads at most this much (gzip,
 // as wrangler reports it); BENCHMARKS.md has the measured figure. 80 KiB until
-// `relay` took `retry` and `resume` (resumable streams: 85.12 KiB; the example
-// Worker relays, so it carries them, and no split of the .wasm can take them
-// out of a Worker that relays).
-export const UPLOAD_GZIP_KIB = 86;
+// `relay` took `retry` and `resume` (the example Worker relays, so it carries
+// them, and no split of the .wasm can take them out of a Worker that relays);
+// 86 KiB until the stream's public answers (our words and a code, URL
+// credentials redacted, exact ids, checked resumes) moved into the core.
+export const UPLOAD_GZIP_KIB = 90;
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
 
