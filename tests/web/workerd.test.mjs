@@ -104,8 +104,10 @@ const worker :Workerd.Worker = (
 
 /**
  * Builds the book Worker into `dir` with a workerd config for `port`: the Rust
- * Worker ("main", the binding AGG) and the aggregator's Worker
- * (tests/fleet/agg-worker.js over pkg/, its Durable Object storage in `disk`).
+ * Worker ("main", the binding AGG to "agg-rpc", tests/web/workerd-book-agg.js,
+ * which reaches the object by RPC as the fleet recipe does) and the
+ * aggregator's Worker (tests/fleet/agg-worker.js over pkg/, its Durable Object
+ * storage in `disk`).
  */
 function buildBook(dir, port, flags, disk) {
   const crate = join(root, "tests/web/workerd-book");
@@ -122,6 +124,7 @@ function buildBook(dir, port, flags, disk) {
     .map((f) => module(f, f));
   const pkg = readdirSync(join(root, "pkg")).filter((f) => /\.(js|wasm)$/.test(f) && !/deno\.js$/.test(f)).map((f) => `pkg/${f}`);
   const aggModules = ["tests/fleet/agg-worker.js", ...pkg].map((f) => module(f, relative(dir, join(root, f))));
+  const rpcModules = ["tests/web/workerd-book-agg.js", ...pkg].map((f) => module(f, relative(dir, join(root, f))));
   writeFileSync(
     join(dir, "config.capnp"),
     `using Workerd = import "/workerd/workerd.capnp";
@@ -129,6 +132,7 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .worker),
     (name = "agg", worker = .agg),
+    (name = "agg-rpc", worker = .aggRpc),
     (name = "do-disk", disk = (path = "${disk}", writable = true)),
   ],
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
@@ -137,7 +141,12 @@ const worker :Workerd.Worker = (
   modules = [ ${modules.join(", ")} ],
   compatibilityDate = "2026-11-24",
   compatibilityFlags = [${flags.map((f) => JSON.stringify(f)).join(", ")}],
-  bindings = [ (name = "AGG", service = "agg") ],
+  bindings = [ (name = "AGG", service = "agg-rpc") ],
+);
+const aggRpc :Workerd.Worker = (
+  modules = [ ${rpcModules.join(",\n    ")} ],
+  compatibilityDate = "2026-11-24",
+  bindings = [ (name = "TIMEOUTS", durableObjectNamespace = (className = "TimeoutAggregator", serviceName = "agg")) ],
 );
 const agg :Workerd.Worker = (
   modules = [ ${aggModules.join(",\n    ")} ],
@@ -178,7 +187,8 @@ const cases = {
     const samples = Array.from({ length: 3_000 }, () => BUCKETS.search(u));
     const errors = 40;
     const lines = [...samples.map((ms) => String(ms)), ...Array.from({ length: errors }, (_, i) => `error ${5 + i}`)];
-    const fallbackMs = 5_000;
+    // Within maxStepFactor (2) of the fleet's value: a bucket's first value is bounded around its fallback.
+    const fallbackMs = 1_000;
     const res = await fetch(`${bookBase}/book?bucket=GET%20%2Fsearch&fallback=${fallbackMs}`, { method: "POST", body: lines.join("\n"), signal: AbortSignal.timeout(10_000) });
     const text = await res.text();
     ok(res.status === 200, `status ${res.status}: ${text}`);
@@ -191,7 +201,7 @@ const cases = {
     const row = table.buckets["GET /search"];
     ok(row && row.n === samples.length && row.errors === errors, `the aggregator's row: ${JSON.stringify(row)}`);
     const want = exact(samples.sort((a, b) => a - b), table.q) * table.safety;
-    ok(table.q === 0.99 && row.timeoutMs === r.after, `served ${r.after}, the table's ${row.timeoutMs} (q ${table.q})`);
+    ok(table.q === 0.99 && Math.ceil(row.timeoutMs) === r.after, `served ${r.after}, the table's ${row.timeoutMs} in whole ms (q ${table.q})`);
     ok(Math.abs(r.after - want) <= 0.01 * want, `served ${r.after}, exact p99 × safety ${want}`);
   },
   async "a stalled upstream body: upstream aborted, the fallback answers inside the deadline"() {

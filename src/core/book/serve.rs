@@ -91,7 +91,11 @@ pub const MAX_SERVED_MS: f64 = 2_147_483_647.0;
 /// `target` moved at most `factor` (×, ÷) from `from`, as a served value:
 /// rounded up to a whole ms, 1 ..= [`MAX_SERVED_MS`].
 fn step(target: f64, from: f64, factor: f64) -> f64 {
-    target.max(from / factor).min(from * factor).ceil().clamp(1.0, MAX_SERVED_MS)
+    let high = from * factor;
+    let v = target.max(from / factor).min(high).ceil();
+    // Rounding up must not pass the bound: at the top, the whole ms below it.
+    let v = if v > high && high.floor() >= from / factor { high.floor() } else { v };
+    v.clamp(1.0, MAX_SERVED_MS)
 }
 
 /// A book option out of range.

@@ -391,7 +391,11 @@ proptest! {
                 // Within the step of the value served before (the fallback before the first), rounded up.
                 prop_assert!(*v <= (old * f).ceil().min(MAX_SERVED_MS) && *v >= (old / f).ceil().max(1.0), "{old} -> {v}");
                 let target = usable(r.timeout_ms).unwrap().max(usable(r.floor_ms).unwrap_or(0.0));
-                prop_assert!(*v == target.clamp(old / f, old * f).ceil().clamp(1.0, MAX_SERVED_MS), "{old} -> {v}, target {target}");
+                // Rounded up, except where that would pass the step: then the whole ms below it.
+                let (high, up) = (old * f, target.clamp(old / f, old * f).ceil());
+                let want = if up > high && high.floor() >= old / f { high.floor() } else { up };
+                prop_assert!(*v == want.clamp(1.0, MAX_SERVED_MS), "{old} -> {v}, target {target}");
+                prop_assert!(*v <= high || high.floor() < old / f || *v == 1.0, "{old} -> {v} passes the step");
             }
         }
     }
