@@ -178,7 +178,7 @@ export class WakeQueue {
     this.hostAt = Infinity;
     this.hostTurn = null; // workerd: the turn that armed the host timer
     this.emptiedIn = null; // workerd: the turn at whose end an empty heap is looked at again
-    this.unrefHost = unrefHost && isHostClock();
+    this.unrefHost = unrefHost && clock.setTimeout === HOST_CLOCK.setTimeout;
     this.wake = () => this.#wake();
   }
 

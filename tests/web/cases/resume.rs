@@ -208,14 +208,6 @@ pub async fn resume_the_hook_is_asked_when_last_event_id_is_ignored(ctx: &Ctx) -
     Ok(())
 }
 
-/// The chunks a reader got, as one UTF-8 text.
-fn text_of(values: &[JsValue]) -> String {
-    values
-        .iter()
-        .map(|v| String::from_utf8(v.clone().unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default())
-        .collect()
-}
-
 pub async fn resume_a_hooks_response_continues_the_stream(ctx: &Ctx) -> Outcome {
     // A text body: no event ids, so the hook continues it from the bytes delivered.
     let k = key("text");
@@ -238,7 +230,11 @@ pub async fn resume_a_hooks_response_continues_the_stream(ctx: &Ctx) -> Outcome 
     let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
     let drained = drain(&res.body().ok_or("no body")?).await;
     ensure!(drained.error.is_none(), "the body errored: {:?}", drained.error);
-    let text = text_of(&drained.values);
+    let text: String = drained
+        .values
+        .iter()
+        .map(|v| String::from_utf8(v.clone().unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default())
+        .collect();
     // The first body up to its stall (half of piece 5), then the hook's Range answer: the text whole, once.
     ensure!(text == "1;2;3;4;5;6;7;8;9;10;", "the reader got {text:?}");
     let connections = seen(ctx, &k).await?;
@@ -272,7 +268,11 @@ pub async fn resume_a_hooks_200_to_a_byte_stream_is_a_failed_attempt_never_appen
     let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
     let drained = drain(&res.body().ok_or("no body")?).await;
     ensure!(drained.error.is_none(), "the body errored: {:?}", drained.error);
-    let text = text_of(&drained.values);
+    let text: String = drained
+        .values
+        .iter()
+        .map(|v| String::from_utf8(v.clone().unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default())
+        .collect();
     ensure!(text == "1;2;3;4;5;6;7;8;9;10;", "the reader got {text:?}");
     ensure!(*asked.borrow() == 2, "the hook was asked {} times", asked.borrow());
     Ok(())
