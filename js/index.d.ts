@@ -167,6 +167,8 @@ export class InsufficientBudget extends Error {
   readonly name: "InsufficientBudget";
   readonly remainingMs: number;
   readonly minMs: number;
+  /** The step's name, when a plan's step was refused. */
+  readonly step?: string;
 }
 
 /**

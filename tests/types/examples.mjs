@@ -53,31 +53,9 @@ export function writeExamples() {
 
 const strictOut = join(root, "test-output/types-examples-strict");
 
-// Recipe blocks left out of the strict check, by heading, each with its reason.
-const NOT_STRICT = new Map([
-  // The fleet recipe and its aggregator set-up are being reworked separately (who may write to the
-  // aggregator); they join this check with that work. The Deno KV block is also a fragment (`app`
-  // is the application's, `Deno` is not declared here).
-  ["Cloudflare Workers: a Durable Object", "reworked separately"],
-  ["Deno: Deno KV", "reworked separately; a fragment"],
-  // README: a fragment, whose `calls` and `url` are the reader's.
-  ["Derived timeouts", "a fragment"],
-]);
-
-// docs/api.md sections left out of the strict check (they are checked above without strict and
-// run in tests/package). Most show what a bad argument throws, which the types refuse as they
-// should (a string where a number goes, an unknown platform or limit, a missing `deadline`, a
-// `{}` for a Worker's ctx or the OpenTelemetry API); others read a value the types say may be
-// absent (`p99` of an empty bucket, `tailShape` of too few samples, a header that may be null)
-// without the check a program would need, or have helpers and arrays without JSDoc types
-// (implicit any). Not yet made strict-clean: a section leaves this list when its example passes.
-const API_NOT_STRICT = new Set([
-  "Deadline", "Plan", "plan", "AttemptTimeout", "RetryFailed", "afterResponse", "deadlineFromHeaders", "encodeHeader",
-  "fetchWithDeadline", "hedge", "platformCaps", "platformDeadline", "relay", "retry", "runWithDeadline", "sseProgress",
-  "toHeaders", "traceWith", "withStallTimeout", "hono:deadline", "derive:CircuitBreaker", "derive:ConcurrencyLimiter",
-  "derive:LatencySketch", "derive:TimeoutBook", "derive:deriveTimeouts", "derive:tailShape", "durable:kvAggregator", "durable:aggregatorBinding",
-]);
-
+// Every js block of docs/recipes.md and the README, and every docs/api.md example, is checked: none is
+// left out. An example that shows what bad input throws marks that line `// @ts-expect-error`, so
+// the check also proves the types refuse it (an unused directive is an error).
 /**
  * Writes every js block of docs/recipes.md and the README, and docs/api.md's examples, with a tsconfig that type-checks
  * them under `--strict`, as a user's TypeScript project with checkJs would; returns the tsconfig's path.
@@ -92,11 +70,11 @@ export function writeStrictExamples() {
     writeFileSync(join(strictOut, name), code);
     files.push(name);
   };
-  const recipes = codeBlocks(readFileSync(join(root, "docs/recipes.md"), "utf8")).filter((b) => b.lang === "js" && !NOT_STRICT.has(b.heading));
+  const recipes = codeBlocks(readFileSync(join(root, "docs/recipes.md"), "utf8")).filter((b) => b.lang === "js");
   recipes.forEach((b, i) => put(`recipe-${i}-${b.heading.replace(/\W+/g, "_")}.mjs`, b.code));
-  const readme = codeBlocks(readFileSync(join(root, "README.md"), "utf8")).filter((b) => b.lang === "js" && !NOT_STRICT.has(b.heading));
+  const readme = codeBlocks(readFileSync(join(root, "README.md"), "utf8")).filter((b) => b.lang === "js");
   readme.forEach((b, i) => put(`readme-${i}-${b.heading.replace(/\W+/g, "_")}.mjs`, b.code));
-  const api = sections(readFileSync(join(root, "docs/api.md"), "utf8")).filter((s) => !API_NOT_STRICT.has(s.name));
+  const api = sections(readFileSync(join(root, "docs/api.md"), "utf8"));
   // Numbered: `Plan` and `plan` must not differ only in case on a case-insensitive file system.
   api.forEach((s, n) => s.examples.forEach((code, i) => put(`api-${n}-${s.name.replace(/\W/g, "_")}-${i}.mjs`, code)));
   const pkg = "../../pkg";
@@ -117,7 +95,7 @@ export function writeStrictExamples() {
         skipLibCheck: true,
         paths: { "edge-deadline": [`${pkg}/index.d.ts`], "edge-deadline/derive": [`${pkg}/derive-index.d.ts`], "edge-deadline/hono": [`${pkg}/hono.d.ts`], "edge-deadline/durable": [`${pkg}/durable.d.ts`] },
       },
-      files: [...files, "../../tests/types/cloudflare-workers.d.ts"],
+      files: [...files, "../../tests/types/cloudflare-workers.d.ts", "../../tests/types/deno.d.ts"],
     }, null, 2),
   );
   return join(strictOut, "tsconfig.json");
