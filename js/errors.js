@@ -400,6 +400,8 @@ export const CODES = Object.freeze({
   DUPLICATE_LABEL: "DUPLICATE_LABEL",
   /** A Prometheus query response that reports a failure (`status` other than "success"). */
   QUERY_FAILED: "QUERY_FAILED",
+  /** `init()` with no argument in a bundle that keeps no module URL: there is nothing to find the .wasm beside. */
+  NO_WASM_URL: "NO_WASM_URL",
 });
 
 /**

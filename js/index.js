@@ -2,7 +2,7 @@
 // sits next to this file (a browser compiles it asynchronously, off the main
 // thread). Workers, Deno and Node have entries of their own that need no init().
 import { initFrom } from "./load.js";
-import { compile } from "./loader.js";
+import { compile, noWasmUrl } from "./loader.js";
 
 export * from "./api.js";
 
@@ -11,5 +11,14 @@ export * from "./api.js";
  * @param {WebAssembly.Module | BufferSource | Response | URL | string} [source]
  */
 export function init(source) {
-  return initFrom(source ?? new URL("./edge_deadline_bg.wasm", import.meta.url), compile);
+  if (source == null) {
+    // Written out as `new URL("./…", import.meta.url)`: bundlers find the .wasm by this pattern and ship it.
+    // A bundle that keeps no module URL makes it throw: the rejection then says what to pass.
+    try {
+      source = new URL("./edge_deadline_bg.wasm", import.meta.url);
+    } catch (error) {
+      return Promise.reject(noWasmUrl("edge_deadline_bg.wasm", error));
+    }
+  }
+  return initFrom(source, compile);
 }

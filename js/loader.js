@@ -77,6 +77,35 @@ async function compileBytes(bytes) {
 }
 
 /**
+ * A compiled WebAssembly.Module, also one made in another realm: Next.js runs edge code in a
+ * sandbox (a `node:vm` context) and hands it a module compiled outside, which fails `instanceof`
+ * but which the engine instantiates (it checks the brand, not the prototype).
+ * @param {unknown} value
+ * @returns {value is WebAssembly.Module}
+ */
+export function isWasmModule(value) {
+  return value instanceof WebAssembly.Module || Object.prototype.toString.call(value) === "[object WebAssembly.Module]";
+}
+
+/**
+ * The error of `init()` with no argument where the entry's `new URL(file, import.meta.url)` fails: a
+ * bundle that keeps no module URL (an IIFE or a script) has nothing to look beside, and the error
+ * says what to pass instead of a bare "Invalid URL".
+ * @param {string} file
+ * @param {unknown} cause
+ */
+export function noWasmUrl(file, cause) {
+  const error = argumentError(
+    "type",
+    CODES.NO_WASM_URL,
+    "source",
+    `edge-deadline: init() cannot find ${file}: this bundle keeps no module URL to look beside. Pass the .wasm instead: init(bytes) with its bytes (an ArrayBuffer or Uint8Array), init(module) with a compiled WebAssembly.Module, or init(url) with the URL it is served from`,
+  );
+  error.cause = cause;
+  return error;
+}
+
+/**
  * Any source `init(source)` takes, as a compiled module: what the browser,
  * Node and Deno entries hand to `initFrom`. `readFile` reads a `file:` URL
  * (Node); elsewhere URLs are fetched.
@@ -86,7 +115,7 @@ async function compileBytes(bytes) {
  */
 export async function compile(source, readFile) {
   source = await source;
-  if (source instanceof WebAssembly.Module) return source;
+  if (isWasmModule(source)) return source;
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return compileBytes(source);
   if (typeof source === "string" || source instanceof URL) {
     const url = new URL(source, import.meta.url);
@@ -128,7 +157,7 @@ export async function compile(source, readFile) {
  */
 export async function moduleOnly(source) {
   source = await source;
-  if (source instanceof WebAssembly.Module) return source;
+  if (isWasmModule(source)) return source;
   throw argumentError(
     "type",
     CODES.INVALID_TYPE,

@@ -51,7 +51,13 @@ for (const { name, features } of output) {
   // The glue's types are published (the .d.ts files of js/ import the data types
   // generated from the Rust types); the raw exports' types are not.
   rmSync(join(out, `${name}_bg.wasm.d.ts`), { force: true });
-  renameSync(join(out, `${name}.js`), join(glue, `${name}.js`));
+  // The glue takes a module made in another realm too (Next.js's edge sandbox hands one in): the
+  // engine instantiates it (a brand check), the glue's `instanceof` alone would refuse it (js/loader.js, isWasmModule).
+  const glueCode = readFileSync(join(out, `${name}.js`), "utf8");
+  const moduleCheck = "if (!(module instanceof WebAssembly.Module)) {";
+  if (glueCode.split(moduleCheck).length !== 2) throw new Error(`the ${name}.js glue no longer has one \`${moduleCheck}\`: see scripts/build.mjs`);
+  writeFileSync(join(glue, `${name}.js`), glueCode.replace(moduleCheck, 'if (!(module instanceof WebAssembly.Module || Object.prototype.toString.call(module) === "[object WebAssembly.Module]")) {'));
+  rmSync(join(out, `${name}.js`));
   const wasm = join(out, `${name}_bg.wasm`);
   run(join(root, "node_modules/.bin/wasm-opt"), [...build["wasm-opt"], ...(names ? ["-g"] : []), wasm, "-o", wasm]);
   const compiled = new WebAssembly.Module(readFileSync(wasm));
@@ -87,10 +93,12 @@ const version = /^version = "([^"]+)"/m.exec(crate)[1];
 // so they are the package's side effects. The Hono middleware has the same
 // conditions: its Node, Deno and workerd files import that runtime's main
 // entry first, so it loads the core by itself too.
-const conditions = (types, file) => {
+const conditions = (types, file, edgeLight = true) => {
   const entry = (runtime) => ({ types, default: `./${file(runtime)}` });
   return {
     types,
+    // Vercel's Edge Runtime (Next.js edge routes and middleware): the .wasm imported with `?module`.
+    ...(edgeLight ? { "edge-light": entry("edge-light") } : {}),
     workerd: entry("workerd"),
     // `worker` is also set by bundlers for browser Web Workers, which
     // cannot import a bare .wasm; wrangler matches `workerd` first.
@@ -101,7 +109,7 @@ const conditions = (types, file) => {
     default: entry("index"),
   };
 };
-const sideEffects = ["", "derive-", "hono-", "durable-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
+const sideEffects = ["", "derive-", "hono-", "durable-"].flatMap((p) => ["node.js", "workerd.js", "deno.js", ...(p === "durable-" ? [] : ["edge-light.js"])].map((f) => `./${p}${f}`));
 writeFileSync(
   join(out, "package.json"),
   JSON.stringify(
@@ -121,7 +129,8 @@ writeFileSync(
         // The Hono middleware (in browsers, after the main entry's init()).
         "./hono": conditions("./hono.d.ts", (r) => (r === "index" ? "hono.js" : `hono-${r}.js`)),
         // The fleet's aggregator: a Durable Object class and the same on Deno KV.
-        "./durable": conditions("./durable.d.ts", (r) => `durable-${r}.js`),
+        // (No edge-light file: a Durable Object or Deno KV does not run there; the default entry answers.)
+        "./durable": conditions("./durable.d.ts", (r) => `durable-${r}.js`, false),
         ...Object.fromEntries(output.map(({ name }) => [`./${name}_bg.wasm`, `./${name}_bg.wasm`])),
         "./package.json": "./package.json",
       },

@@ -33,9 +33,9 @@ import * as esbuild from "esbuild";
 
 /** The entry points: published (package.json exports) or internal (main.js, derive-main.js). */
 export const ENTRIES = {
-  main: ["index.js", "node.js", "deno.js", "workerd.js"],
-  derive: ["derive-index.js", "derive-node.js", "derive-deno.js", "derive-workerd.js"],
-  hono: ["hono.js", "hono-node.js", "hono-deno.js", "hono-workerd.js"],
+  main: ["index.js", "node.js", "deno.js", "workerd.js", "edge-light.js"],
+  derive: ["derive-index.js", "derive-node.js", "derive-deno.js", "derive-workerd.js", "derive-edge-light.js"],
+  hono: ["hono.js", "hono-node.js", "hono-deno.js", "hono-workerd.js", "hono-edge-light.js"],
   durable: ["durable.js", "durable-index.js", "durable-node.js", "durable-deno.js", "durable-workerd.js"],
 };
 const ROOTS = ["main.js", "derive-main.js"];
@@ -61,7 +61,7 @@ export async function bundle({ dirs, out, minify }) {
         const to = redirect?.(name, basename(args.importer));
         return to ? { path: `./${to}`, external: true } : { path: find(name) };
       });
-      build.onResolve({ filter: /\.wasm$|^node:|^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
+      build.onResolve({ filter: /\.wasm(\?module)?$|^node:|^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
     },
   });
   const analyse = async (entry) => {

@@ -2,9 +2,9 @@
 // it is (build it first: `node scripts/build.mjs`), then checks the tarball
 // and installs it, offline, into fresh temp projects, one per user path:
 // a Worker under wrangler, a Hono app under wrangler, a Deno server, two browser pages in Chromium, Node,
-// a Vite project (dev server and build), and the examples of docs/api.md. Prints the usual JSON report last.
+// a Vite project (dev server and build), a Next.js app on the edge runtime, and the examples of docs/api.md. Prints the usual JSON report last.
 //
-//   node tests/package/run.mjs [config|tarball|worker|hono|deno|browser|node|docs|vite …]
+//   node tests/package/run.mjs [config|tarball|worker|hono|deno|browser|node|docs|vite|next …]
 //   KEEP_PACKAGE_TMP=1 keeps the temp projects for a look afterwards.
 import { startUpstream } from "../../examples/upstream.mjs";
 import { pack } from "../../scripts/pack.mjs";
@@ -15,6 +15,7 @@ import { checkDocs } from "./docs.mjs";
 import { checkHono } from "./hono.mjs";
 import { group, killAll, root, tempDir, within } from "./lib.mjs";
 import { join } from "node:path";
+import { checkNext } from "./next.mjs";
 import { checkNode } from "./node.mjs";
 import { checkTarball } from "./tarball.mjs";
 import { checkVite } from "./vite.mjs";
@@ -38,6 +39,7 @@ const groups = {
   docs: (g) => checkDocs(g, packed),
   hono: (g) => checkHono(g, packed),
   vite: (g) => checkVite(g, packed),
+  next: (g) => checkNext(g, packed),
 };
 
 async function runGroup(name) {
@@ -59,7 +61,7 @@ await Promise.all([
     for (const name of ["config", "tarball", "worker", "hono", "node", "vite"]) await runGroup(name);
   })(),
   (async () => {
-    for (const name of ["deno", "browser", "docs"]) await runGroup(name);
+    for (const name of ["deno", "browser", "docs", "next"]) await runGroup(name);
   })(),
 ]);
 

@@ -12,20 +12,23 @@ import { runOk, tempDir } from "./lib.mjs";
 // need it (the reachability check below says whether they do).
 // Each bundled file ships with its source map (the build keeps the code readable).
 const BUNDLED = [
-  // entry points: index.js (browsers, bundlers), node.js, deno.js, workerd.js (Workers); the same
-  // for edge-deadline/derive and edge-deadline/hono (whose browser entry is hono.js)
+  // entry points: index.js (browsers, bundlers), node.js, deno.js, workerd.js (Workers), edge-light.js
+  // (Vercel's Edge Runtime); the same for edge-deadline/derive and edge-deadline/hono (whose browser entry is hono.js)
   "index.js",
   "node.js",
   "deno.js",
   "workerd.js",
+  "edge-light.js",
   "derive-index.js",
   "derive-node.js",
   "derive-deno.js",
   "derive-workerd.js",
+  "derive-edge-light.js",
   "hono.js",
   "hono-node.js",
   "hono-deno.js",
   "hono-workerd.js",
+  "hono-edge-light.js",
   // edge-deadline/durable (the fleet's aggregator): its entries and its code, on top of derive-main.js
   "durable-index.js",
   "durable-node.js",
@@ -81,7 +84,7 @@ export const ALLOWED = [
 
 const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
 
-const CONDITIONS = ["types", "workerd", "worker", "deno", "browser", "node", "default"];
+const CONDITIONS = ["types", "edge-light", "workerd", "worker", "deno", "browser", "node", "default"];
 const INSTALL_SCRIPTS = ["preinstall", "install", "postinstall", "prepare", "preprepare", "postprepare"];
 
 
@@ -119,6 +122,8 @@ export async function checkTarball(g, packed) {
         let target = posix.normalize(posix.join(posix.dirname(f), spec));
         // TypeScript: "./stall.js" in a .d.ts means stall.d.ts.
         if (f.endsWith(".d.ts") && target.endsWith(".js")) target = target.replace(/\.js$/, ".d.ts");
+        // Vercel's Edge Runtime takes the .wasm as `./x.wasm?module`: the file is ./x.wasm.
+        target = target.replace(/\.wasm\?module$/, ".wasm");
         assert.ok(existsSync(join(pkgDir, target)), `${f} imports ${spec}, which is not in the tarball`);
         queue.push(target);
       }
@@ -133,7 +138,7 @@ export async function checkTarball(g, packed) {
     assert.equal(manifest.type, "module");
     // The Node, Deno and workerd entries register how their .wasm loads at the
     // first call; a bundler that dropped that statement would leave init() mandatory.
-    const selfLoading = ["", "derive-", "hono-", "durable-"].flatMap((p) => ["node.js", "workerd.js", "deno.js"].map((f) => `./${p}${f}`));
+    const selfLoading = ["", "derive-", "hono-", "durable-"].flatMap((p) => ["node.js", "workerd.js", "deno.js", ...(p === "durable-" ? [] : ["edge-light.js"])].map((f) => `./${p}${f}`));
     assert.deepEqual(manifest.sideEffects, selfLoading);
     assert.equal(manifest.types, "./index.d.ts");
     for (const [subpath, prefix, types, browser] of [
@@ -146,8 +151,10 @@ export async function checkTarball(g, packed) {
       assert.ok(dot && typeof dot === "object", `exports['${subpath}'] is an object of conditions`);
       // Resolution takes the first matching key, so the order is part of the contract:
       // types first, the specific runtimes next, default last.
-      assert.deepEqual(Object.keys(dot), CONDITIONS);
-      const expect = { workerd: "workerd.js", worker: browser, deno: "deno.js", browser, node: "node.js", default: browser };
+      // (edge-deadline/durable has no edge-light entry: a Durable Object or Deno KV does not run there.)
+      const edgeLight = subpath !== "./durable";
+      assert.deepEqual(Object.keys(dot), CONDITIONS.filter((c) => edgeLight || c !== "edge-light"));
+      const expect = { ...(edgeLight ? { "edge-light": "edge-light.js" } : {}), workerd: "workerd.js", worker: browser, deno: "deno.js", browser, node: "node.js", default: browser };
       for (const [cond, file] of Object.entries(expect)) {
         const path = file === browser ? file : `${prefix}${file}`;
         assert.deepEqual(dot[cond], { types, default: `./${path}` }, `exports['${subpath}'].${cond}`);

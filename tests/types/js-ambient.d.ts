@@ -16,6 +16,11 @@ declare module "*.wasm" {
   const module: WebAssembly.Module;
   export default module;
 }
+// edge-light.js imports it as Vercel's Edge Runtime does: `?module`, a compiled module.
+declare module "*.wasm?module" {
+  const module: WebAssembly.Module;
+  export default module;
+}
 
 // workerd's built-in module (js/durable-workerd.js): the base class of an RPC-capable Durable Object.
 declare module "cloudflare:workers" {
