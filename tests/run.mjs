@@ -295,11 +295,11 @@ const suites = {
   },
 
   // The Hono middleware (edge-deadline/hono) with the real `hono` package in
-  // Node, Deno and workerd (tests/hono/).
+  // Node 20 and 24, Bun, Deno and workerd (tests/hono/).
   async hono() {
     const { stdout } = await run(process.execPath, ["tests/hono/run.mjs"], { capture: true });
     const lines = stdout.trim().split("\n").filter((l) => l.startsWith("{"));
-    if (lines.length !== 3) record("hono", { passed: 0, failed: 1, skipped: 0, failures: [{ name: "hono runner", error: `expected 3 reports:\n${stdout}` }] });
+    if (lines.length !== 5) record("hono", { passed: 0, failed: 1, skipped: 0, failures: [{ name: "hono runner", error: `expected 5 reports:\n${stdout}` }] });
     for (const line of lines) {
       const report = JSON.parse(line);
       record(report.runtime, report);

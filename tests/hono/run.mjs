@@ -1,4 +1,4 @@
-// The Hono middleware with the real `hono` package in Node, Deno and workerd
+// The Hono middleware with the real `hono` package in Node (20 and 24), Bun, Deno and workerd
 // (tests/hono/checks.js). workerd gets one module bundled by esbuild (hono has
 // many files) beside the package's .wasm, imported as a WebAssembly.Module
 // the way Workers load it. Prints one JSON report line per runtime.
@@ -79,6 +79,9 @@ async function inWorkerd() {
 
 const reports = [
   await runJson(process.execPath, ["tests/hono/node.mjs"]),
+  // Node 24 (LTS) and Bun, real binaries from the npm registry (package.json): the same runner.
+  await runJson(join(root, "node_modules/node24/bin/node"), ["tests/hono/node.mjs"]),
+  await runJson(join(root, "node_modules/@oven/bun-linux-x64/bin/bun"), ["tests/hono/node.mjs"]),
   await runJson(deno, ["run", "--allow-read", "tests/hono/deno.js"], { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") }),
   await inWorkerd(),
 ];
