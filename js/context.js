@@ -8,7 +8,9 @@
 // `nodejs_compat` is the default from 2026-08-04) have one in
 // `node:async_hooks`. workerd with only `nodejs_als`, or an earlier date, has
 // the module but no `process`: there the fallback applies (verified with
-// workerd 1.20261117.1). A static import of that module would break browsers and
+// workerd 1.20261117.1). Vercel's Edge Runtime (Next.js edge routes) has an
+// `AsyncLocalStorage` global instead, which is taken where the module is not there.
+// A static import of that module would break browsers and
 // bundlers, so it is asked for at run time through
 // `process.getBuiltinModule` (Node ≥ 20.16, Deno, workerd), which a browser
 // bundle never resolves. Deno builds its Node compatibility layer the first
@@ -48,13 +50,16 @@ function store() {
 }
 
 function findAsyncLocalStorage() {
+  let ALS;
   try {
     const get = globalThis.process?.getBuiltinModule;
-    const ALS = typeof get === "function" ? get("node:async_hooks")?.AsyncLocalStorage : undefined;
-    return typeof ALS === "function" ? ALS : null;
+    ALS = typeof get === "function" ? get("node:async_hooks")?.AsyncLocalStorage : undefined;
   } catch {
-    return null; // a host that refuses the module: the fallback
+    ALS = undefined; // a host that refuses the module: the global below, else the fallback
   }
+  // Vercel's Edge Runtime (Next.js edge routes) has no such module but an AsyncLocalStorage global.
+  if (typeof ALS !== "function") ALS = /** @type {any} */ (globalThis).AsyncLocalStorage;
+  return typeof ALS === "function" ? ALS : null;
 }
 
 /**

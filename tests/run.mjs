@@ -1,7 +1,7 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
 // the host and wasm32, cargo doc of the core, tsc --checkJs on js/; `node
 // tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
-// Node (20, 22, 24, 26), Bun, Deno, workerd and headless Chromium. Each runtime reports its name and
+// Node (20, 22, 24, 26), Bun, Deno, workerd, Vercel's edge-runtime and headless Chromium. Each runtime reports its name and
 // pass/fail counts; any failure anywhere fails the command.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -245,6 +245,45 @@ const suites = {
   },
   async node26() {
     await nodeTest(`node ${version(bin.node26)}`, "tests/js/node.test.js", bin.node26);
+  },
+  // Vercel's Edge Runtime (the `edge-runtime` package): the suite bundled with the `edge-light` condition,
+  // as Next.js bundles an edge route, its `.wasm?module` imports handed in as compiled modules (tests/js/edge-runtime-runner.js).
+  async "edge-runtime"() {
+    const { build } = await import("esbuild");
+    const wasmBindings = {};
+    const bundled = await build({
+      entryPoints: [join(root, "tests/js/edge-runtime-runner.js")],
+      bundle: true,
+      format: "iife",
+      conditions: ["edge-light"],
+      target: "es2022",
+      // A case's `import("node:…")` stays an import: where the sandbox has none, that case fails or is skipped on its own.
+      external: ["node:*"],
+      write: false,
+      logLevel: "error",
+      plugins: [
+        {
+          name: "wasm-module-bindings",
+          setup(b) {
+            b.onResolve({ filter: /\.wasm\?module$/ }, (args) => ({ path: join(args.resolveDir, args.path.replace(/\?module$/, "")), namespace: "wasm-binding" }));
+            b.onLoad({ filter: /.*/, namespace: "wasm-binding" }, (args) => {
+              const name = `__wasm_${Object.keys(wasmBindings).length}`;
+              wasmBindings[name] = new WebAssembly.Module(readFileSync(args.path));
+              return { contents: `export default globalThis.${name};`, loader: "js" };
+            });
+          },
+        },
+      ],
+    });
+    const { EdgeRuntime } = await import("edge-runtime");
+    const version = JSON.parse(readFileSync(join(root, "node_modules/edge-runtime/package.json"), "utf8")).version;
+    const runtime = new EdgeRuntime({ extend: (context) => Object.assign(context, wasmBindings, { FIXTURE_URL: fixtures.url, EDGE_RUNTIME_VERSION: version }) });
+    runtime.evaluate(bundled.outputFiles[0].text);
+    const report = await runtime.evaluate("globalThis.__report");
+    const reasons = new Map();
+    for (const { reason } of report.skips ?? []) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+    for (const [reason, n] of reasons) console.log(`  skipped ${n}: ${reason}`);
+    record(report.runtime ?? "edge-runtime", report);
   },
   // Bun: its own runner (tests/js/bun-runner.js) over the same cases; Bun resolves the package's `node` condition.
   async bun() {

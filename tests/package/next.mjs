@@ -19,7 +19,7 @@ export async function checkNext(g, packed) {
   writeFileSync(join(dir, "app/layout.js"), "export default function RootLayout({ children }) {\n  return children;\n}\n");
   writeFileSync(
     join(dir, "app/api/deadline/route.js"),
-    `import { Deadline, withStallTimeout } from "edge-deadline";
+    `import { Deadline, ambientDeadline, currentDeadline, runWithDeadline, withStallTimeout } from "edge-deadline";
 import { LatencySketch } from "edge-deadline/derive";
 
 export const runtime = "edge";
@@ -30,14 +30,19 @@ export async function GET(request) {
   const text = await new Response(body).text();
   const sketch = new LatencySketch();
   for (let ms = 1; ms <= 100; ms++) sketch.add(ms);
-  const answer = { edge: typeof EdgeRuntime, text, left: deadline.remaining(), limit: deadline.limit, p99: Math.round(sketch.quantile(0.99)) };
+  // The ambient deadline across an await (the runtime's AsyncLocalStorage global).
+  const ambient = await runWithDeadline(deadline, async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return currentDeadline() === deadline;
+  });
+  const answer = { edge: typeof EdgeRuntime, text, left: deadline.remaining(), limit: deadline.limit, p99: Math.round(sketch.quantile(0.99)), ambientDeadline, ambient };
   deadline.dispose();
   return Response.json(answer);
 }
 `,
   );
 
-  await g.check("next build + next start: an edge route handler uses the package with no init() and no bundler option (edge-light, ?module)", async () => {
+  await g.check("next build + next start: an edge route handler uses the package with no init() and no bundler option (edge-light, ?module); the ambient deadline crosses awaits", async () => {
     await runOk(bin.node, [join(dir, "node_modules/next/dist/bin/next"), "build"], { cwd: dir, env, timeoutMs: 110_000 });
     const manifest = JSON.parse(readFileSync(join(dir, ".next/server/middleware-manifest.json"), "utf8"));
     const route = manifest.functions["/api/deadline/route"];
@@ -54,6 +59,8 @@ export async function GET(request) {
       assert.equal(got.limit, "caller");
       assert.ok(got.left > 0 && got.left <= 700, `${got.left}`);
       assert.ok(Math.abs(got.p99 - 99) <= 1, `${got.p99}`);
+      assert.equal(got.ambientDeadline, "async");
+      assert.equal(got.ambient, true, "currentDeadline() after an await inside runWithDeadline");
       assert.doesNotMatch(server.stderr, /init\(\)/);
     } finally {
       await server.kill();
