@@ -30,5 +30,21 @@ export function platformDeadline(options: ForPlatformOptions): {
   bound: Bound;
   /** The CPU budget: reported, never folded into the deadline. */
   cpuMs: number | null;
+  /** How long the runtime's own fetch waits without a byte (Node's undici, Bun): reported, never folded in. */
+  fetchIdleMs: number | null;
   sources: string[];
 };
+
+/** What `Deadline.forLambda` reads of a Lambda handler's context. */
+export interface LambdaContext {
+  /** The milliseconds this invocation has left. */
+  getRemainingTimeInMillis(): number;
+}
+
+export interface ForLambdaOptions {
+  /** The product's own limit, ms; the invocation's remaining time alone bounds it when absent. */
+  productMs?: number;
+  /** Kept back for the fallback's answer, ms. */
+  fallbackReserveMs: number;
+  signal?: AbortSignal;
+}

@@ -33,7 +33,7 @@ export function platformCaps() {
 export function readPlatformCaps(options) {
   if (!isReady()) notReady("Deadline.forPlatform");
   const o = check.obj("options", options, "an object like { platform, productMs, fallbackReserveMs }");
-  check.str("options.platform", o.platform, `one of "cloudflare-workers", "deno-deploy", "vercel-edge", "custom"`);
+  check.str("options.platform", o.platform, `one of "cloudflare-workers", "deno-deploy", "vercel-edge", "netlify-edge", "aws-lambda", "node", "bun", "custom"`);
   if (o.plan !== undefined) check.str("options.plan", o.plan, `"free" or "paid"`);
   if (o.trigger !== undefined) check.str("options.trigger", o.trigger, `one of "fetch", "wait-until", "cron", "queue"`);
   check.number("options.productMs", o.productMs);
@@ -43,6 +43,23 @@ export function readPlatformCaps(options) {
   check.optNumber("options.caps.firstByteMs", caps.firstByteMs);
   check.optNumber("options.caps.cpuMs", caps.cpuMs);
   const signal = check.optSignal("options.signal", o.signal);
-  const { at, bound, cpuMs, sources } = core.platformDeadline(now(), o);
-  return { at, signal, bound, cpuMs, sources };
+  const { at, bound, cpuMs, fetchIdleMs, sources } = core.platformDeadline(now(), o);
+  return { at, signal, bound, cpuMs, fetchIdleMs, sources };
+}
+
+/**
+ * `Deadline.forLambda`'s instant: `now + min(what the invocation's context says is left, productMs) −
+ * fallbackReserveMs`, with what bound it: `{ at, signal, bound, cpuMs, fetchIdleMs, sources }`.
+ */
+export function readLambdaCaps(context, options) {
+  if (!isReady()) notReady("Deadline.forLambda");
+  const c = check.obj("context", context, "the Lambda handler's context, with getRemainingTimeInMillis()");
+  check.fn("context.getRemainingTimeInMillis", c.getRemainingTimeInMillis);
+  const remainingMs = check.number("context.getRemainingTimeInMillis()", c.getRemainingTimeInMillis());
+  const o = check.obj("options", options, "an object like { fallbackReserveMs }");
+  const productMs = check.optNumber("options.productMs", o.productMs);
+  check.number("options.fallbackReserveMs", o.fallbackReserveMs);
+  const signal = check.optSignal("options.signal", o.signal);
+  const { at, bound, cpuMs, fetchIdleMs, sources } = core.lambdaDeadline(now(), remainingMs, productMs, o.fallbackReserveMs);
+  return { at, signal, bound, cpuMs, fetchIdleMs, sources };
 }

@@ -45,7 +45,7 @@ import * as check from "./validate.js";
 export const ON_DISPOSE = Symbol("edge-deadline.onDispose");
 import { deadline as checkDeadline, fn, isAbortSignal, number, typeError } from "./validate.js";
 // @ts-expect-error internal: not in the public caps.d.ts
-import { readPlatformCaps } from "./caps.js";
+import { readLambdaCaps, readPlatformCaps } from "./caps.js";
 // @ts-expect-error internal: not in the public headers.d.ts
 import { readDeadlineHeaders } from "./headers.js";
 // @ts-expect-error internal: not in the public request.d.ts
@@ -141,6 +141,17 @@ export class Deadline {
    */
   static forPlatform(options) {
     return platformDeadline(options).deadline;
+  }
+
+  /**
+   * The deadline of one AWS Lambda invocation: `now + min(context.getRemainingTimeInMillis(), productMs) −
+   * fallbackReserveMs` (`productMs` optional); `limit` is "platform" when the invocation's time bound it.
+   * Spent or below the reserve: an expired deadline, not an error. Run the handler inside
+   * `runWithDeadline(deadline, …)`: each invocation keeps its own, also when many share a process.
+   */
+  static forLambda(context, options) {
+    const { at, signal, bound } = readLambdaCaps(context, options);
+    return new Deadline(TOKEN, at, signal ? [signal] : EMPTY, undefined, bound === "product" ? "budget" : "platform");
   }
 
   /**

@@ -68,6 +68,14 @@ export class Deadline implements Disposable {
    */
   static forPlatform(options: import("./caps.js").ForPlatformOptions): Deadline;
   /**
+   * The deadline of one AWS Lambda invocation: `now + min(context.getRemainingTimeInMillis(), productMs) −
+   * fallbackReserveMs`; `limit` is "platform" when the invocation's time bound it. Spent or below the
+   * reserve: an expired deadline, not an error.
+   * @throws {TypeError} a context without getRemainingTimeInMillis, non-number options
+   * @throws {RangeError} NaN or negative options, a remaining time that is NaN
+   */
+  static forLambda(context: import("./caps.js").LambdaContext, options: import("./caps.js").ForLambdaOptions): Deadline;
+  /**
    * The deadline of an incoming request: the earliest of `budgetMs`, the platform's wall-clock caps, the
    * caller's propagation headers (clamped: a caller shortens, never extends) and the client
    * (`request.signal`, where the runtime gives requests one: its signal aborts with the client's reason),

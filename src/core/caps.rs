@@ -66,6 +66,15 @@ const CF_LIMITS: &str = "https://developers.cloudflare.com/workers/platform/limi
 const CF_CPU_CHANGELOG: &str = "https://developers.cloudflare.com/changelog/2025-03-25-higher-cpu-limits/";
 const DENO_LIMITS: &str = "https://docs.deno.com/deploy/";
 const VERCEL_LIMITS: &str = "https://vercel.com/docs/functions/limitations#edge-runtime";
+const NETLIFY_LIMITS: &str = "https://docs.netlify.com/edge-functions/limits/";
+const LAMBDA_TIMEOUT: &str = "https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html";
+const UNDICI_CLIENT: &str = "https://github.com/nodejs/undici/blob/main/docs/docs/api/Client.md";
+const NODE_HTTP: &str = "https://nodejs.org/api/http.html#serverrequesttimeout";
+const BUN_FETCH_TIMEOUT: &str = "https://bun.sh/reference/globals/BunFetchRequestInit/timeout";
+const BUN_SERVE_IDLE: &str = "https://github.com/oven-sh/bun/issues/13712";
+
+/// When the figures of the server runtimes (Node, Bun, Netlify Edge, AWS Lambda) were read.
+pub const RETRIEVED_RUNTIMES: &str = "2026-12-07";
 
 /// Why a platform deadline was refused.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +121,7 @@ pub enum CapsError {
 pub mod msg {
     crate::templates! { "caps";
         /// [`CapsError::UnknownPlatform`](super::CapsError::UnknownPlatform).
-        UNKNOWN_PLATFORM = "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is '{value}'";
+        UNKNOWN_PLATFORM = "'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge, netlify-edge, aws-lambda, node, bun: current value is '{value}'";
         /// [`CapsError::UnknownTier`](super::CapsError::UnknownTier).
         UNKNOWN_TIER = "'plan' must be one of free, paid: current value is '{value}'";
         /// [`CapsError::UnknownTrigger`](super::CapsError::UnknownTrigger).
@@ -188,7 +197,8 @@ impl From<DeadlineError> for CapsError {
 }
 
 /// A platform with built-in figures. Crosses to JavaScript as its name
-/// (`"cloudflare-workers"`, `"deno-deploy"`, `"vercel-edge"`).
+/// (`"cloudflare-workers"`, `"deno-deploy"`, `"vercel-edge"`, `"netlify-edge"`, `"aws-lambda"`,
+/// `"node"`, `"bun"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
@@ -199,16 +209,29 @@ pub enum Platform {
     DenoDeploy,
     /// Vercel Edge Functions (`"vercel-edge"`).
     VercelEdge,
+    /// Netlify Edge Functions (`"netlify-edge"`).
+    NetlifyEdge,
+    /// AWS Lambda (`"aws-lambda"`).
+    AwsLambda,
+    /// A Node server (`"node"`): its `fetch` (undici) has caps of its own.
+    Node,
+    /// A Bun server (`"bun"`): `Bun.serve` and Bun's `fetch` have caps of their own.
+    Bun,
 }
 
 impl Platform {
-    /// The platform named `value` (`"cloudflare-workers"`, `"deno-deploy"` or
-    /// `"vercel-edge"`); any other name is [`CapsError::UnknownPlatform`].
+    /// The platform named `value` (`"cloudflare-workers"`, `"deno-deploy"`, `"vercel-edge"`,
+    /// `"netlify-edge"`, `"aws-lambda"`, `"node"` or `"bun"`); any other name is
+    /// [`CapsError::UnknownPlatform`].
     pub fn parse(value: &str) -> Result<Self, CapsError> {
         match value {
             "cloudflare-workers" => Ok(Self::CloudflareWorkers),
             "deno-deploy" => Ok(Self::DenoDeploy),
             "vercel-edge" => Ok(Self::VercelEdge),
+            "netlify-edge" => Ok(Self::NetlifyEdge),
+            "aws-lambda" => Ok(Self::AwsLambda),
+            "node" => Ok(Self::Node),
+            "bun" => Ok(Self::Bun),
             _ => Err(CapsError::UnknownPlatform { value: value.chars().take(64).collect() }),
         }
     }
@@ -219,6 +242,10 @@ impl Platform {
             Self::CloudflareWorkers => "cloudflare-workers",
             Self::DenoDeploy => "deno-deploy",
             Self::VercelEdge => "vercel-edge",
+            Self::NetlifyEdge => "netlify-edge",
+            Self::AwsLambda => "aws-lambda",
+            Self::Node => "node",
+            Self::Bun => "bun",
         }
     }
 }
@@ -289,7 +316,7 @@ impl Trigger {
     }
 }
 
-/// What a cap limits: `"wall"`, `"first-byte"` or `"cpu"`.
+/// What a cap limits: `"wall"`, `"first-byte"`, `"cpu"` or `"fetch-idle"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
@@ -300,6 +327,11 @@ pub enum CapKind {
     FirstByte,
     /// CPU time. Not a deadline: see the module docs.
     Cpu,
+    /// How long an outbound `fetch` may go without a byte (waiting for the headers, or between
+    /// body chunks) before the runtime's own fetch fails it, whatever its signal says. Not a
+    /// deadline of the invocation: reported beside it ([`PlatformAnswer::fetch_idle_ms`]), and
+    /// what `fetchWithDeadline` raises or clamps to.
+    FetchIdle,
 }
 
 /// One documented limit. Crosses to JavaScript with `null` for an absent
@@ -341,11 +373,33 @@ const fn cap(
     Cap { platform, tier, trigger, kind, ms, configurable_max_ms: None, note, source, retrieved: RETRIEVED }
 }
 
-use CapKind::{Cpu, FirstByte, Wall};
-use Platform::{CloudflareWorkers, DenoDeploy, VercelEdge};
+use CapKind::{Cpu, FetchIdle, FirstByte, Wall};
+use Platform::{AwsLambda, Bun, CloudflareWorkers, DenoDeploy, NetlifyEdge, Node, VercelEdge};
+
+/// A figure of the server runtimes, read on [`RETRIEVED_RUNTIMES`].
+const fn runtime_cap(
+    platform: Platform,
+    kind: CapKind,
+    ms: Option<f64>,
+    configurable_max_ms: Option<f64>,
+    note: &'static str,
+    source: &'static str,
+) -> Cap {
+    Cap {
+        platform,
+        tier: None,
+        trigger: Some(Trigger::Fetch),
+        kind,
+        ms,
+        configurable_max_ms,
+        note,
+        source,
+        retrieved: RETRIEVED_RUNTIMES,
+    }
+}
 
 /// The built-in figures. Only numbers found on the cited page are listed.
-pub const BUILTIN: [Cap; 9] = [
+pub const BUILTIN: [Cap; 17] = [
     cap(CloudflareWorkers, Some(Tier::Free), None, Cpu, Some(10.0), "CPU time per invocation", CF_LIMITS),
     Cap {
         configurable_max_ms: Some(300_000.0),
@@ -406,6 +460,42 @@ pub const BUILTIN: [Cap; 9] = [
         "a streamed response may continue for up to 300 s",
         VERCEL_LIMITS,
     ),
+    runtime_cap(NetlifyEdge, FirstByte, Some(40_000.0), None, "an edge function must send its response headers within 40 s", NETLIFY_LIMITS),
+    runtime_cap(NetlifyEdge, Cpu, Some(50.0), None, "CPU time per request (time waiting on I/O not counted)", NETLIFY_LIMITS),
+    runtime_cap(
+        AwsLambda,
+        Wall,
+        Some(900_000.0),
+        Some(900_000.0),
+        "the function's configured timeout, 3 s by default and at most 900 s; Deadline.forLambda reads what is left of this invocation from its context",
+        LAMBDA_TIMEOUT,
+    ),
+    runtime_cap(Node, Wall, None, None, "no wall-clock limit on a handler (the http server's requestTimeout bounds receiving the request, not answering it)", NODE_HTTP),
+    runtime_cap(
+        Node,
+        FetchIdle,
+        Some(300_000.0),
+        None,
+        "Node's fetch (undici) fails a request after 300 s waiting for its headers or between body chunks (headersTimeout, bodyTimeout); a dispatcher of your own may set other values",
+        UNDICI_CLIENT,
+    ),
+    runtime_cap(Bun, Wall, None, None, "no wall-clock limit on a handler while bytes flow", BUN_SERVE_IDLE),
+    runtime_cap(
+        Bun,
+        FirstByte,
+        Some(10_000.0),
+        Some(255_000.0),
+        "Bun.serve closes a connection after 10 s without a byte (idleTimeout, at most 255 s; server.timeout(request, seconds) raises it for one request)",
+        BUN_SERVE_IDLE,
+    ),
+    runtime_cap(
+        Bun,
+        FetchIdle,
+        Some(300_000.0),
+        None,
+        "Bun's fetch fails a request after 5 min without a byte (BUN_CONFIG_HTTP_IDLE_TIMEOUT); its `timeout` option sets another value per request",
+        BUN_FETCH_TIMEOUT,
+    ),
 ];
 
 /// The caps that apply to one invocation, folded per kind (smallest wins).
@@ -420,6 +510,9 @@ pub struct PlatformCaps {
     pub cpu_ms: Option<f64>,
     /// The highest CPU limit the user may configure, in ms, when the plan lets them.
     pub cpu_configurable_max_ms: Option<f64>,
+    /// How long the runtime's own `fetch` waits without a byte, in ms ([`CapKind::FetchIdle`]):
+    /// reported, never folded into the invocation's deadline. `None` when none applies.
+    pub fetch_idle_ms: Option<f64>,
     /// The source of every figure used, for logs and docs.
     pub sources: Vec<&'static str>,
 }
@@ -475,6 +568,7 @@ impl PlatformCaps {
                 .filter(|c| c.kind == Cpu)
                 .filter_map(|c| c.configurable_max_ms)
                 .reduce(f64::min),
+            fetch_idle_ms: fold(FetchIdle),
             sources,
         })
     }
@@ -496,6 +590,7 @@ impl PlatformCaps {
             first_byte_ms: check_cap("firstByteMs", first_byte_ms)?,
             cpu_ms: check_cap("cpuMs", cpu_ms)?,
             cpu_configurable_max_ms: None,
+            fetch_idle_ms: None,
             sources: Vec::new(),
         })
     }
@@ -654,6 +749,9 @@ pub struct PlatformAnswer {
     /// The CPU budget in ms (`cpuMs` in JS), reported, never folded into `at`;
     /// `null` when none applies.
     pub cpu_ms: Option<f64>,
+    /// How long the runtime's own `fetch` waits without a byte, in ms (`fetchIdleMs` in JS):
+    /// reported, never folded into `at`; `null` when none applies.
+    pub fetch_idle_ms: Option<f64>,
     /// The source of every figure used, for logs.
     pub sources: Vec<&'static str>,
 }
@@ -675,7 +773,46 @@ pub fn platform_deadline(now_ms: f64, request: &PlatformRequest) -> Result<Platf
         PlatformCaps::parse(&request.platform, request.plan.as_deref(), trigger)?.with_overrides(overrides)?
     };
     let d = for_platform(now_ms, &caps, request.product_ms, request.fallback_reserve_ms)?;
-    Ok(PlatformAnswer { at: d.at, bound: d.bound, cpu_ms: d.cpu_ms, sources: caps.sources })
+    Ok(PlatformAnswer {
+        at: d.at,
+        bound: d.bound,
+        cpu_ms: d.cpu_ms,
+        fetch_idle_ms: caps.fetch_idle_ms,
+        sources: caps.sources,
+    })
+}
+
+/// How [`for_lambda`]'s errors name the remaining time: the context's method that reports it.
+pub const REMAINING: &str = "getRemainingTimeInMillis()";
+
+/// The deadline of one AWS Lambda invocation: `now + min(remaining, product) − reserve`, where
+/// `remaining_ms` is what the invocation's context says is left (`context.getRemainingTimeInMillis()`)
+/// and `product_ms`, when given, the product's own limit. The bound is [`Bound::Wall`] when the
+/// invocation's time wins. What is left at or below the reserve (or a remaining time already at or
+/// under 0) gives an expired deadline: a shortage, not an error. Each invocation gets its own, also
+/// when many run in one process (Lambda Managed Instances).
+pub fn for_lambda(
+    now_ms: f64,
+    remaining_ms: f64,
+    product_ms: Option<f64>,
+    fallback_reserve_ms: f64,
+) -> Result<PlatformAnswer, CapsError> {
+    if remaining_ms.is_nan() {
+        return Err(CapsError::from(check_ms(REMAINING, remaining_ms).unwrap_err()));
+    }
+    // The platform's own figure: a time already spent is a shortage, whatever its sign.
+    let remaining = check_ms(REMAINING, remaining_ms.max(0.0))?;
+    let caps = PlatformCaps {
+        wall_ms: Some(remaining),
+        first_byte_ms: None,
+        cpu_ms: None,
+        cpu_configurable_max_ms: None,
+        fetch_idle_ms: None,
+        sources: vec![LAMBDA_TIMEOUT],
+    };
+    // No product limit: the invocation's time alone bounds it (a product of MAX_MS never wins).
+    let d = for_platform(now_ms, &caps, product_ms.unwrap_or(MAX_MS), fallback_reserve_ms)?;
+    Ok(PlatformAnswer { at: d.at, bound: d.bound, cpu_ms: None, fetch_idle_ms: None, sources: caps.sources })
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -804,10 +941,85 @@ mod tests {
 
     /// Invariant 4.
     #[test]
+    fn the_server_runtimes_caps_bound_what_they_cut_and_report_the_fetch_cap() {
+        // Netlify Edge: response headers within 40 s; 50 ms of CPU reported, never folded.
+        let netlify = PlatformCaps::parse("netlify-edge", None, "fetch").unwrap();
+        assert_eq!(
+            (netlify.wall_ms, netlify.first_byte_ms, netlify.cpu_ms, netlify.fetch_idle_ms),
+            (None, Some(40_000.0), Some(50.0), None)
+        );
+        let d = for_platform(0.0, &netlify, 60_000.0, 1_000.0).unwrap();
+        assert_eq!((d.at, d.bound), (39_000.0, Bound::FirstByte));
+        // AWS Lambda: at most 900 s a function.
+        let lambda = PlatformCaps::parse("aws-lambda", None, "fetch").unwrap();
+        assert_eq!(lambda.wall_ms, Some(900_000.0));
+        // Node: no wall-clock cap on a handler, but its fetch gives up after 300 s without a byte.
+        let node = platform_deadline(
+            0.0,
+            &PlatformRequest {
+                platform: "node".into(),
+                plan: None,
+                trigger: None,
+                product_ms: 630_000.0,
+                fallback_reserve_ms: 0.0,
+                caps: None,
+            },
+        )
+        .unwrap();
+        assert_eq!((node.at, node.bound, node.fetch_idle_ms), (630_000.0, Bound::Product, Some(300_000.0)));
+        // Bun: Bun.serve's 10 s idle cap bounds the first byte; its fetch's 5 min is reported.
+        let bun = platform_deadline(
+            0.0,
+            &PlatformRequest {
+                platform: "bun".into(),
+                plan: None,
+                trigger: None,
+                product_ms: 30_000.0,
+                fallback_reserve_ms: 500.0,
+                caps: None,
+            },
+        )
+        .unwrap();
+        assert_eq!((bun.at, bun.bound, bun.fetch_idle_ms), (9_500.0, Bound::FirstByte, Some(300_000.0)));
+        // The first-byte cap raised (server.timeout(request, 60)): the product bounds again.
+        let raised = platform_deadline(
+            0.0,
+            &PlatformRequest {
+                platform: "bun".into(),
+                plan: None,
+                trigger: None,
+                product_ms: 30_000.0,
+                fallback_reserve_ms: 500.0,
+                caps: Some(CapOverrides { first_byte_ms: Some(60_000.0), ..Default::default() }),
+            },
+        )
+        .unwrap();
+        assert_eq!((raised.at, raised.bound), (29_500.0, Bound::Product));
+        assert!(matches!(Platform::parse("lambda"), Err(CapsError::UnknownPlatform { .. })));
+    }
+
+    #[test]
+    fn a_lambda_invocation_takes_what_its_context_says_is_left() {
+        let d = for_lambda(1_000.0, 6_000.0, None, 500.0).unwrap();
+        assert_eq!((d.at, d.bound), (6_500.0, Bound::Wall));
+        let product = for_lambda(1_000.0, 6_000.0, Some(2_000.0), 500.0).unwrap();
+        assert_eq!((product.at, product.bound), (2_500.0, Bound::Product));
+        // Spent, or below the reserve: expired at now, not an error.
+        for remaining in [0.0, -20.0, 300.0] {
+            let spent = for_lambda(1_000.0, remaining, None, 500.0).unwrap();
+            assert_eq!(spent.at, 1_000.0, "{remaining}");
+        }
+        // What could never be a time is refused, by name.
+        let e = for_lambda(1_000.0, f64::NAN, None, 500.0).unwrap_err();
+        assert_eq!(e.param().as_deref(), Some(REMAINING));
+        assert!(for_lambda(1_000.0, 6_000.0, Some(-1.0), 0.0).is_err());
+    }
+
+    #[test]
     fn builtin_figures_are_sourced() {
         for c in &BUILTIN {
             assert!(c.source.starts_with("https://"), "{c:?}");
-            assert_eq!(c.retrieved, RETRIEVED);
+            assert!(c.retrieved == RETRIEVED || c.retrieved == RETRIEVED_RUNTIMES, "{c:?}");
             assert!(!c.note.is_empty());
             for ms in [c.ms, c.configurable_max_ms].into_iter().flatten() {
                 assert!(ms.is_finite() && ms > 0.0, "{c:?}");

@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 
 use super::{array_js, from_js, into_js, within_js};
 use crate::core::caps::{self, PlatformRequest, BUILTIN};
+use crate::core::error::Described;
 
 /// The built-in figures, each with its source and retrieval date.
 #[wasm_bindgen(js_name = platformCaps, unchecked_return_type = "Cap[]")]
@@ -26,4 +27,19 @@ pub fn platform_deadline(
 ) -> Result<JsValue, JsValue> {
     let request: PlatformRequest = from_js(request, "options")?;
     into_js(&caps::platform_deadline(now_ms, &request).map_err(|e| within_js("options", &e))?)
+}
+
+/// [`caps::for_lambda`] at `now_ms`: the deadline of one AWS Lambda invocation from what its context
+/// says is left; errors name what the user gave (`options.fallbackReserveMs`, `context.getRemainingTimeInMillis()`).
+#[wasm_bindgen(js_name = lambdaDeadline, unchecked_return_type = "PlatformAnswer")]
+pub fn lambda_deadline(
+    now_ms: f64,
+    remaining_ms: f64,
+    product_ms: Option<f64>,
+    fallback_reserve_ms: f64,
+) -> Result<JsValue, JsValue> {
+    let refused = |e: caps::CapsError| {
+        within_js(if e.param().as_deref() == Some(caps::REMAINING) { "context" } else { "options" }, &e)
+    };
+    into_js(&caps::for_lambda(now_ms, remaining_ms, product_ms, fallback_reserve_ms).map_err(refused)?)
 }

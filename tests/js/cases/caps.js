@@ -44,6 +44,53 @@ const cases = [
     },
   },
   {
+    name: "platform caps: the server runtimes' hidden caps (Netlify Edge, AWS Lambda, Node's and Bun's fetch, Bun.serve) bound what they cut; the fetch caps are reported",
+    run: (lib) => {
+      const caps = lib.platformCaps();
+      const of = (platform, kind) => caps.find((c) => c.platform === platform && c.kind === kind);
+      equal(of("netlify-edge", "first-byte").ms, 40_000);
+      equal(of("netlify-edge", "cpu").ms, 50);
+      equal(of("aws-lambda", "wall").ms, 900_000);
+      equal(of("node", "fetch-idle").ms, 300_000);
+      equal(of("bun", "fetch-idle").ms, 300_000);
+      equal(of("bun", "first-byte").configurableMaxMs, 255_000);
+      const netlify = lib.platformDeadline({ platform: "netlify-edge", productMs: 60_000, fallbackReserveMs: 1_000 });
+      equal(netlify.bound, "first-byte");
+      near(netlify.deadline.remaining(), 39_000, 50);
+      equal(netlify.cpuMs, 50);
+      const node = lib.platformDeadline({ platform: "node", productMs: 630_000, fallbackReserveMs: 0 });
+      equal(node.bound, "product", "no wall-clock cap on a Node handler");
+      equal(node.fetchIdleMs, 300_000, "but its fetch gives up after 300 s without a byte: reported");
+      const bun = lib.platformDeadline({ platform: "bun", productMs: 30_000, fallbackReserveMs: 500 });
+      equal(bun.bound, "first-byte");
+      near(bun.deadline.remaining(), 9_500, 50);
+      const raised = lib.Deadline.forPlatform({ platform: "bun", productMs: 30_000, fallbackReserveMs: 500, caps: { firstByteMs: 60_000 } });
+      near(raised.remaining(), 29_500, 50);
+      for (const d of [netlify.deadline, node.deadline, bun.deadline, raised]) d.dispose();
+    },
+  },
+  {
+    name: "forLambda: an invocation's deadline is what its context says is left, less the reserve; spent is expired, not an error",
+    run: (lib) => {
+      let left = 6_000;
+      const context = { getRemainingTimeInMillis: () => left };
+      const d = lib.Deadline.forLambda(context, { fallbackReserveMs: 500 });
+      near(d.remaining(), 5_500, 50);
+      equal(d.limit, "platform");
+      const product = lib.Deadline.forLambda(context, { productMs: 2_000, fallbackReserveMs: 500 });
+      near(product.remaining(), 1_500, 50);
+      equal(product.limit, "budget");
+      for (const spent of [0, -20, 300]) {
+        left = spent;
+        const late = lib.Deadline.forLambda(context, { fallbackReserveMs: 500 });
+        ok(late.expired(), `${spent} ms left`);
+        late.dispose();
+      }
+      d.dispose();
+      product.dispose();
+    },
+  },
+  {
     name: "Workers clock: the real host clock across a CPU busy loop and across I/O; remaining() follows it exactly",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
@@ -121,7 +168,10 @@ const cases = [
 /** Bad input: the error class, the message, `.param` as the user wrote it and `.code`. */
 function badInputs() {
   return badInputCases([
-    ["forPlatform: unknown platform", (lib) => lib.Deadline.forPlatform({ platform: "lambda", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge: current value is 'lambda'/, "options.platform", "UNKNOWN_PLATFORM"],
+    ["forPlatform: unknown platform", (lib) => lib.Deadline.forPlatform({ platform: "lambda", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'platform' must be one of cloudflare-workers, deno-deploy, vercel-edge, netlify-edge, aws-lambda, node, bun: current value is 'lambda'/, "options.platform", "UNKNOWN_PLATFORM"],
+    ["forLambda: a context without getRemainingTimeInMillis", (lib) => lib.Deadline.forLambda({}, { fallbackReserveMs: 0 }), TypeError, /'context.getRemainingTimeInMillis' must be a function/, "context.getRemainingTimeInMillis", "INVALID_TYPE"],
+    ["forLambda: a remaining time that is NaN", (lib) => lib.Deadline.forLambda({ getRemainingTimeInMillis: () => Number.NaN }, { fallbackReserveMs: 0 }), RangeError, /getRemainingTimeInMillis\(\)/, "context.getRemainingTimeInMillis()", "NOT_FINITE"],
+    ["forLambda: fallbackReserveMs missing", (lib) => lib.Deadline.forLambda({ getRemainingTimeInMillis: () => 1_000 }, {}), TypeError, /'options.fallbackReserveMs' must be a number/, "options.fallbackReserveMs", "INVALID_TYPE"],
     ["forPlatform: unknown plan", (lib) => lib.Deadline.forPlatform({ platform: "cloudflare-workers", plan: "pro", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'plan' must be one of free, paid/, "options.plan", "UNKNOWN_PLAN"],
     ["forPlatform: a trigger the platform lacks", (lib) => lib.Deadline.forPlatform({ platform: "vercel-edge", trigger: "cron", productMs: 1_000, fallbackReserveMs: 0 }), RangeError, /'trigger' cron is not an invocation vercel-edge has/, "options.trigger", "UNSUPPORTED_TRIGGER"],
     ["forPlatform: a zero cap", (lib) => lib.Deadline.forPlatform({ platform: "custom", productMs: 1_000, fallbackReserveMs: 0, caps: { wallMs: 0 } }), RangeError, /'wallMs' must be above 0/, "options.caps.wallMs", "ZERO_CAP"],

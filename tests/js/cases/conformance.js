@@ -144,7 +144,7 @@ const ops = {
   },
   "caps.forPlatform": (lib, a) => {
     const found = lib.platformDeadline(a);
-    return { deadline: found.deadline, bound: found.bound, cpuMs: found.cpuMs };
+    return { deadline: found.deadline, bound: found.bound, cpuMs: found.cpuMs, fetchIdleMs: found.fetchIdleMs };
   },
   plan: async (lib, a) => {
     const options = a.marginMs === undefined ? undefined : { marginMs: a.marginMs };

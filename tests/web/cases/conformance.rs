@@ -579,6 +579,7 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                         Out { deadline: Some(d), ..out }
                             .with("bound", bound_name(bound).into())
                             .with("cpuMs", caps.cpu_ms.map_or(Value::Null, Value::from))
+                            .with("fetchIdleMs", caps.fetch_idle_ms.map_or(Value::Null, Value::from))
                     })
                 }
                 Err(e) => Err(e),
