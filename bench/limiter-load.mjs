@@ -210,12 +210,12 @@ if (role === undefined) {
     return { okPerS: rs.reduce((a, r) => a + r.okPerS, 0) / rs.length, peakInFlight: Math.max(...rs.map((r) => r.peakInFlight)), meanInFlight: rs.reduce((a, r) => a + r.meanInFlight, 0) / rs.length };
   };
   const summary = {};
-  for (const mode of modes) summary[mode] = { healthy: sum("healthy", mode), healthyAfterFirst: sum("healthy", mode, 2), slow: sum("slow", mode) };
+  for (const mode of modes) summary[mode] = { healthy: sum("healthy", mode), healthyAfterFirst: sum("healthy", mode, 2), slow: sum("slow", mode), lastSlow: sum("slow", mode, slowRounds) };
   console.log("summary (ok/s averaged over rounds; in flight at the upstream):");
   for (const [mode, s] of Object.entries(summary)) {
     const rel = (x) => f((100 * x) / summary.plain.healthy.okPerS, 0);
     console.log(
-      `  ${mode.padEnd(8)} healthy ${f(s.healthy.okPerS)} ok/s (${rel(s.healthy.okPerS)} % of plain; rounds 2+: ${f(s.healthyAfterFirst.okPerS)}, ${f((100 * s.healthyAfterFirst.okPerS) / summary.plain.healthyAfterFirst.okPerS)} %), slow: ${f(s.slow.okPerS)} ok/s, in flight peak ${s.slow.peakInFlight}, mean ${f(s.slow.meanInFlight, 1)}`,
+      `  ${mode.padEnd(8)} healthy ${f(s.healthy.okPerS)} ok/s (${rel(s.healthy.okPerS)} % of plain; rounds 2+: ${f(s.healthyAfterFirst.okPerS)}, ${f((100 * s.healthyAfterFirst.okPerS) / summary.plain.healthyAfterFirst.okPerS)} %); slow: ${f(s.slow.okPerS)} ok/s, in flight peak ${s.slow.peakInFlight}, mean ${f(s.slow.meanInFlight, 1)}; last slow round: peak ${s.lastSlow.peakInFlight}, mean ${f(s.lastSlow.meanInFlight, 1)}`,
     );
   }
   console.log(JSON.stringify({ connections, phaseMs, shedPauseMs, results, summary }));

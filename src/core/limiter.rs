@@ -185,16 +185,17 @@ pub mod defaults {
     pub const INITIAL_LIMIT: f64 = 20.0;
     /// `minLimit` (AIMD).
     pub const MIN_LIMIT: f64 = 20.0;
-    /// Gradient2's `initialLimit`: above what a healthy dependency holds at
-    /// a few hundred calls a second, so it starts unthrottled; the first
-    /// windows past the baseline probe bring it down if round trips say so.
+    /// Gradient2's `initialLimit`: high, so that a healthy dependency is
+    /// served unthrottled from the end of the first baseline probe; the
+    /// windows after it bring the limit down if round trips say so
+    /// (BENCHMARKS.md, "Limiter under load").
     pub const GRADIENT2_INITIAL_LIMIT: f64 = 100.0;
     /// Gradient2's `minLimit` (its probe concurrency too): low, so that a
     /// dependency that slows down tenfold holds few calls, as Envoy's
     /// `min_concurrency`.
     pub const GRADIENT2_MIN_LIMIT: f64 = 4.0;
-    /// Gradient2's `windowMs`: Envoy's concurrency update interval, so
-    /// the limit moves ten times a second (growth and backoff alike).
+    /// Gradient2's `windowMs`: Envoy's concurrency update interval, so the
+    /// limit follows round trips within seconds (growth and backoff alike).
     pub const GRADIENT2_WINDOW_MS: f64 = 100.0;
     /// `maxLimit`.
     pub const MAX_LIMIT: f64 = 200.0;
@@ -919,7 +920,7 @@ mod tests {
         // limit heads for queueSize / (1 − 0.5) = 8, below 20 within 5 s, though
         // 64 callers never fill the 128 it had grown to.
         assert_eq!(most, 64.0, "the first slow round trips were admitted at the healthy limit");
-        assert!(limits.last().is_some_and(|&x| x < 20.0 && x >= 4.0), "{limits:?}");
+        assert!(limits.last().is_some_and(|&x| (4.0..20.0).contains(&x)), "{limits:?}");
         let (limits, most) = closed_loop(&mut l, &mut now, 20_000.0, 64.0, 200.0);
         assert!(most < 20.0, "calls in flight stay capped: {most} {limits:?}");
         assert!(limits.last().is_some_and(|&x| x <= 9.0), "and settle near 8: {limits:?}");
