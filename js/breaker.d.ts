@@ -19,7 +19,7 @@ export type CircuitStateChange =
 export type CircuitBreakerOptions = BreakerOptions & OtelOption & {
   /** Called after each change of a key's state; what it throws is reported and changes nothing. */
   onStateChange?: (event: CircuitStateChange) => void;
-  /** Whether a rejection of `run` counts as a failure (default: every one does). Must return a boolean. */
+  /** Whether a rejection the dependency caused counts as a failure (default: every one does; a timeout, `Overloaded`, `CircuitOpen` or the caller leaving is decided before it is asked). Must return a boolean. */
   isFailure?: (error: unknown) => boolean;
 };
 
@@ -43,7 +43,11 @@ export class CircuitPermit {
   readonly probe: boolean;
   /** It answered (slow when it took longer than the `slowMs` it was acquired with). */
   success(): void;
-  /** It failed; with `error`, the breaker's `isFailure` decides whether that counts. */
+  /**
+   * It failed. With `error`: a timeout counts as a slow failure; `Overloaded` (a limiter shed it),
+   * `CircuitOpen` (an inner breaker) or an `AbortError` (the caller left) counts nothing and frees a
+   * probe's permit; of any other error, the breaker's `isFailure` decides whether it counts.
+   */
   failure(error?: unknown): void;
   /** It was cut at its timeout: a failure, and slow. */
   timeout(): void;
@@ -71,8 +75,12 @@ export class CircuitBreaker implements Disposable {
   acquire(key: string, options?: { slowMs?: number }): CircuitPermit;
   /** One key of this breaker, to pass as `circuit` to `retry` or a plan step. */
   for(key: string): Circuit;
-  /** Runs `fn` through the breaker; rejects with `CircuitOpen` without calling it when refused. */
-  run<T>(key: string, fn: () => T | PromiseLike<T>, options?: { slowMs?: number }): Promise<T>;
+  /**
+   * Runs `fn` through the breaker; rejects with `CircuitOpen` without calling it when refused. A
+   * rejection counts as `permit.failure(error)` says; `signal` (the caller's): a rejection after it
+   * aborted for a reason that is not a timeout is the caller leaving, and counts nothing.
+   */
+  run<T>(key: string, fn: () => T | PromiseLike<T>, options?: { slowMs?: number; signal?: AbortSignal }): Promise<T>;
   state(key: string): CircuitState;
   stats(key: string): CircuitStats;
   /** The keys held. */

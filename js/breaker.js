@@ -24,9 +24,14 @@
 //    event on the span active then (or a span of its own).
 // 7. No timer and no listener: an open key half-opens when a call arrives
 //    after `openMs` (the core compares instants).
+// 8. Whether an error is the dependency's is the core's decision
+//    (`error_outcome`): this file only reports what it finds in the error's
+//    `.cause` chain (at most MAX_CAUSES errors, reads that throw count as
+//    absent) and in the caller's signal. `isFailure` is asked only about an
+//    error the core calls the dependency's failure.
 
 import * as core from "./edge_deadline_derive.js";
-import { argumentError, CircuitOpen, CODES } from "./errors.js";
+import { argumentError, brandOf, CircuitOpen, CODES, inCauses, isTimeout } from "./errors.js";
 import { isReady, notReady } from "./derive-load.js";
 import { tracing } from "./otel.js";
 import { now } from "./timers.js";
@@ -51,6 +56,42 @@ const SUCCESS = 0;
 const FAILURE = 1;
 const TIMEOUT = 2;
 const CANCELLED = 3;
+
+// What an error shows, as the core's flags (src/core/breaker.rs `found`).
+const FOUND_TIMEOUT = 1;
+const FOUND_SHED = 2;
+const FOUND_CIRCUIT_OPEN = 4;
+const FOUND_CALLER_LEFT = 8;
+
+/** `e.name`, or `undefined` when reading it throws. */
+function nameOf(e) {
+  try {
+    return e.name;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What `error` (and its causes) and the caller's `signal` show, for the
+ * core's `breakerErrorOutcome`: a timeout, a shed call, an inner breaker's
+ * refusal, a caller that left (an AbortError, or the signal aborted for a
+ * reason that is not a timeout).
+ * @param {unknown} error
+ * @param {AbortSignal | undefined} signal
+ */
+function found(error, signal) {
+  let flags = isTimeout(error, signal) ? FOUND_TIMEOUT : 0;
+  inCauses(error, (e) => {
+    const b = brandOf(e);
+    if (b === "Overloaded") flags |= FOUND_SHED;
+    else if (b === "CircuitOpen") flags |= FOUND_CIRCUIT_OPEN;
+    else if (b === undefined && nameOf(e) === "AbortError") flags |= FOUND_CALLER_LEFT;
+    return false;
+  });
+  if (signal?.aborted && !isTimeout(signal.reason)) flags |= FOUND_CALLER_LEFT;
+  return flags;
+}
 
 /**
  * The right to make one call through a breaker: say how it ended, once, with
@@ -90,14 +131,24 @@ export class CircuitPermit {
   }
 
   /**
-   * The call failed. With `error` and the breaker's `isFailure`, that decides
-   * whether it counts as a failure (false: a success, e.g. a 404).
+   * The call failed. With `error`, the core first asks whether it is the
+   * dependency's outcome at all: a timeout counts as one (slow), a shed call
+   * (`Overloaded`), an inner breaker's `CircuitOpen` or an `AbortError` (the
+   * caller left) counts nothing; of any other error, the breaker's
+   * `isFailure` decides whether it counts as a failure (false: a success,
+   * e.g. a 404).
    * @param {unknown} [error]
    */
   failure(error) {
+    if (arguments.length === 0) return this.#done(FAILURE);
+    this.#failed(error, undefined);
+  }
+
+  #failed(error, signal) {
     const b = this.#breaker;
     if (b === undefined) return;
-    if (arguments.length === 0) return this.#done(FAILURE);
+    const outcome = core.breakerErrorOutcome(found(error, signal));
+    if (outcome !== FAILURE) return this.#done(outcome);
     let verdict;
     try {
       verdict = classifyFailure(b, error);
@@ -106,6 +157,10 @@ export class CircuitPermit {
       throw thrown;
     }
     this.#done(verdict ? FAILURE : SUCCESS);
+  }
+
+  static {
+    failWith = (permit, error, signal) => permit.#failed(error, signal);
   }
 
   /** The call was cut at its timeout: a failure, and slow. */
@@ -171,6 +226,8 @@ export class Circuit {
 
 /** @type {(b: CircuitBreaker, key: string, slot: number, probe: boolean, outcome: number, start: number, slowMs: number) => void} */
 let recordOutcome;
+/** @type {(permit: CircuitPermit, error: unknown, signal: AbortSignal | undefined) => void} */
+let failWith;
 /** @type {(b: CircuitBreaker, error: unknown) => boolean} */
 let classifyFailure;
 
@@ -333,24 +390,28 @@ export class CircuitBreaker {
 
   /**
    * Runs `fn()` through the breaker on `key`: rejects with `CircuitOpen`
-   * without calling it when refused; otherwise records how it went (a
-   * rejection is a failure unless `isFailure(error)` says otherwise; a call
-   * longer than `slowMs`, its step's timeout, is slow).
+   * without calling it when refused; otherwise records how it went (as
+   * `permit.failure(error)` says, a timeout a slow failure, a shed call, an
+   * inner `CircuitOpen` or a caller that left nothing; a call longer than
+   * `slowMs`, its step's timeout, is slow). `signal`: the caller's (a
+   * request's, a deadline's); a rejection after it aborted for a reason that
+   * is not a timeout is the caller leaving, not the dependency failing.
    * @template T
    * @param {string} key
    * @param {() => T | PromiseLike<T>} fn
-   * @param {{ slowMs?: number }} [options]
+   * @param {{ slowMs?: number, signal?: AbortSignal }} [options]
    * @returns {Promise<T>}
    */
   run(key, fn, options) {
     try {
       check.fn("fn", fn, "a function () => Promise");
+      const signal = options === undefined ? undefined : check.optSignal("options.signal", check.obj("options", options, "an object like { slowMs, signal }").signal);
       const permit = this.acquire(key, options);
       let result;
       try {
         result = fn();
       } catch (error) {
-        permit.failure(error);
+        failWith(permit, error, signal);
         throw error;
       }
       return Promise.resolve(result).then(
@@ -359,7 +420,7 @@ export class CircuitBreaker {
           return value;
         },
         (error) => {
-          permit.failure(error);
+          failWith(permit, error, signal);
           throw error;
         },
       );

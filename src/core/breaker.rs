@@ -321,9 +321,45 @@ pub enum Outcome {
     Failure,
     /// It was cut at its timeout: a failure, and slow.
     Timeout,
-    /// The caller gave up on it (a client that left): it says nothing about
-    /// the dependency, so nothing is counted; a probe's permit is freed.
+    /// Not the dependency's outcome: the caller gave up on it (a client that
+    /// left), a limiter shed it, or an inner breaker refused it. Nothing is
+    /// counted (neither a failure nor a success: a half-open key is not
+    /// closed by it) and a probe's permit is freed.
     Cancelled,
+}
+
+/// What a host found in the error a call ended with (its `.cause` chain, at
+/// most [`MAX_CAUSES`](crate::core::error::MAX_CAUSES) errors, and the
+/// caller's signal), as flags for [`error_outcome`].
+pub mod found {
+    /// A timeout: the error or a cause is one (`isTimeout`).
+    pub const TIMEOUT: u32 = 1;
+    /// A limiter shed the call (`Overloaded`): the dependency never saw it.
+    pub const SHED: u32 = 2;
+    /// An inner breaker refused the call (`CircuitOpen`): the dependency
+    /// never saw it, and another key's evidence is not this key's.
+    pub const CIRCUIT_OPEN: u32 = 4;
+    /// The caller stopped waiting, not for time: an `AbortError` in the
+    /// chain, or the caller's signal aborted with a reason that is not a
+    /// timeout (a client that left).
+    pub const CALLER_LEFT: u32 = 8;
+}
+
+/// How a call that ended with an error counts, from what the host
+/// [`found`] in it. A timeout is a [`Outcome::Timeout`] first (the dependency
+/// was too slow for the caller's time, whatever else the chain holds);
+/// otherwise a shed call, an inner breaker's refusal or a caller that left
+/// is [`Outcome::Cancelled`] (not the dependency's outcome); anything else
+/// is the dependency's [`Outcome::Failure`] (a host's `isFailure` may still
+/// call it a success). Unknown flags are ignored.
+pub fn error_outcome(flags: u32) -> Outcome {
+    if flags & found::TIMEOUT != 0 {
+        Outcome::Timeout
+    } else if flags & (found::SHED | found::CIRCUIT_OPEN | found::CALLER_LEFT) != 0 {
+        Outcome::Cancelled
+    } else {
+        Outcome::Failure
+    }
 }
 
 impl Outcome {
@@ -335,6 +371,16 @@ impl Outcome {
             2 => Self::Timeout,
             3 => Self::Cancelled,
             _ => Self::Failure,
+        }
+    }
+
+    /// The inverse of [`Outcome::from_code`].
+    pub fn code(self) -> u32 {
+        match self {
+            Self::Success => 0,
+            Self::Failure => 1,
+            Self::Timeout => 2,
+            Self::Cancelled => 3,
         }
     }
 }

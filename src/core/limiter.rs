@@ -137,10 +137,10 @@ pub struct LimiterOptions {
     /// A whole number of slots (fixed), or `"aimd"` or `"gradient2"`.
     #[cfg_attr(feature = "typescript", tsify(type = "number | \"aimd\" | \"gradient2\""))]
     pub limit: Option<Limit>,
-    /// Adaptive: the limit to start from (default 20).
+    /// Adaptive: the limit to start from (default: aimd 20, gradient2 100).
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub initial_limit: Option<f64>,
-    /// Adaptive: the lowest limit (default 20); also the gradient's probe concurrency.
+    /// Adaptive: the lowest limit (default: aimd 20, gradient2 4); also the gradient's probe concurrency.
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub min_limit: Option<f64>,
     /// Adaptive: the highest limit (default 200).
@@ -167,7 +167,7 @@ pub struct LimiterOptions {
     /// Gradient2: round trips a probe averages (default 50).
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub probe_samples: Option<f64>,
-    /// Adaptive: the shortest window, ms (default 1000).
+    /// Adaptive: the shortest window, ms (default: aimd 1000, gradient2 100).
     #[cfg_attr(feature = "typescript", tsify(optional))]
     pub window_ms: Option<f64>,
     /// Adaptive: the fewest samples a window needs to close (default 10).
@@ -178,12 +178,25 @@ pub struct LimiterOptions {
     pub max_queue: Option<f64>,
 }
 
-/// The defaults, by option name.
+/// The defaults, by option name (`GRADIENT2_…`: gradient2's own, where
+/// it differs from AIMD's).
 pub mod defaults {
-    /// `initialLimit`.
+    /// `initialLimit` (AIMD).
     pub const INITIAL_LIMIT: f64 = 20.0;
-    /// `minLimit`.
+    /// `minLimit` (AIMD).
     pub const MIN_LIMIT: f64 = 20.0;
+    /// Gradient2's `initialLimit`: high, so that a healthy dependency is
+    /// served unthrottled from the end of the first baseline probe; the
+    /// windows after it bring the limit down if round trips say so
+    /// (BENCHMARKS.md, "Limiter under load").
+    pub const GRADIENT2_INITIAL_LIMIT: f64 = 100.0;
+    /// Gradient2's `minLimit` (its probe concurrency too): low, so that a
+    /// dependency that slows down tenfold holds few calls, as Envoy's
+    /// `min_concurrency`.
+    pub const GRADIENT2_MIN_LIMIT: f64 = 4.0;
+    /// Gradient2's `windowMs`: Envoy's concurrency update interval, so the
+    /// limit follows round trips within seconds (growth and backoff alike).
+    pub const GRADIENT2_WINDOW_MS: f64 = 100.0;
     /// `maxLimit`.
     pub const MAX_LIMIT: f64 = 200.0;
     /// `backoffRatio`.
@@ -200,7 +213,7 @@ pub mod defaults {
     pub const PROBE_INTERVAL_MS: f64 = 60_000.0;
     /// `probeSamples`.
     pub const PROBE_SAMPLES: f64 = 50.0;
-    /// `windowMs`.
+    /// `windowMs` (AIMD).
     pub const WINDOW_MS: f64 = 1_000.0;
     /// `windowSize`.
     pub const WINDOW_SIZE: f64 = 10.0;
@@ -381,12 +394,16 @@ impl Config {
             Some(Limit::Named(name)) => return Err(LimiterError::Algorithm { value: name.clone() }),
             None => return Err(LimiterError::Algorithm { value: String::new() }),
         };
-        let min_limit = whole("minLimit", o.min_limit, d::MIN_LIMIT, 1.0, MAX_SLOTS)?;
+        let (d_initial, d_min, d_window_ms) = match algorithm {
+            Algorithm::Gradient2 => (d::GRADIENT2_INITIAL_LIMIT, d::GRADIENT2_MIN_LIMIT, d::GRADIENT2_WINDOW_MS),
+            _ => (d::INITIAL_LIMIT, d::MIN_LIMIT, d::WINDOW_MS),
+        };
+        let min_limit = whole("minLimit", o.min_limit, d_min, 1.0, MAX_SLOTS)?;
         let max_limit = whole("maxLimit", o.max_limit, d::MAX_LIMIT.max(min_limit), 1.0, MAX_SLOTS)?;
         if min_limit > max_limit {
             return Err(LimiterError::Order { param: "minLimit", value: min_limit, min: min_limit, max: max_limit });
         }
-        let initial = o.initial_limit.unwrap_or(within(d::INITIAL_LIMIT, min_limit, max_limit));
+        let initial = o.initial_limit.unwrap_or(within(d_initial, min_limit, max_limit));
         let initial_limit = whole("initialLimit", Some(initial), 0.0, 1.0, MAX_SLOTS)?;
         if !(min_limit..=max_limit).contains(&initial_limit) {
             return Err(LimiterError::Order {
@@ -441,7 +458,7 @@ impl Config {
             window_ms: ranged(
                 "windowMs",
                 o.window_ms,
-                d::WINDOW_MS,
+                d_window_ms,
                 |t| (0.0..=MAX_MS).contains(&t),
                 "a number of ms, 0 or more",
             )?,
@@ -634,11 +651,17 @@ impl Limiter {
                 }
             }
             Algorithm::Gradient2 => {
-                // Application-limited (less than half in use): no evidence either way.
-                if w.max_in_flight < self.estimate / 2.0 || self.baseline_ms.is_nan() {
+                if self.baseline_ms.is_nan() {
                     return;
                 }
                 let gradient = if rtt > 0.0 { within(c.tolerance * self.baseline_ms / rtt, 0.5, 1.0) } else { 1.0 };
+                // Application-limited (less than half in use): no evidence
+                // that more calls would be served as fast, so no growth; but
+                // late round trips are evidence to shrink, whatever is in use
+                // (callers whose number is fixed never fill a limit above it).
+                if w.max_in_flight < self.estimate / 2.0 && gradient >= 1.0 {
+                    return;
+                }
                 let target = self.estimate * gradient + c.queue_size;
                 self.estimate * (1.0 - c.smoothing) + target * c.smoothing
             }
@@ -699,6 +722,10 @@ mod tests {
             (0.9, 5_000.0, 1_000.0, 10.0, 0.0)
         );
         let g = Config::new(&opts("gradient2")).unwrap();
+        assert_eq!(
+            (g.initial_limit, g.min_limit, g.max_limit, g.window_ms, g.window_size),
+            (100.0, 4.0, 200.0, 100.0, 10.0)
+        );
         assert_eq!((g.tolerance, g.smoothing, g.queue_size), (1.5, 0.2, 4.0));
         assert_eq!((g.probe_interval_ms, g.probe_samples), (60_000.0, 50.0));
         let f = Config::new(&LimiterOptions { limit: Some(Limit::Slots(8.0)), ..Default::default() }).unwrap();
@@ -796,9 +823,11 @@ mod tests {
     #[test]
     fn gradient2_probes_its_baseline_at_min_limit_then_follows_the_gradient() {
         let o = LimiterOptions {
+            initial_limit: Some(20.0),
             min_limit: Some(4.0),
             max_limit: Some(1_000.0),
             probe_samples: Some(3.0),
+            window_ms: Some(1_000.0),
             window_size: Some(1.0),
             ..opts("gradient2")
         };
@@ -827,6 +856,80 @@ mod tests {
         l.sample(60_080.0, 11.0, 21.0, false);
         assert!(l.probing());
         assert_eq!(l.limit(), 4.0);
+    }
+
+    /// A closed loop on fake time: `demand` callers each call again as soon
+    /// as their call returns, after `rtt` ms; at most `limit()` calls run
+    /// (the rest are shed). Runs until `until`; answers the limit after each
+    /// round trip and the most calls that ran at once.
+    fn closed_loop(l: &mut Limiter, now: &mut f64, until: f64, demand: f64, rtt: f64) -> (Vec<f64>, f64) {
+        let (mut limits, mut most) = (Vec::new(), 0.0f64);
+        while *now < until {
+            let running = demand.min(l.limit());
+            most = most.max(running);
+            *now += rtt;
+            for _ in 0..running as u32 {
+                l.sample(*now, rtt, running, false);
+            }
+            limits.push(l.limit());
+        }
+        (limits, most)
+    }
+
+    /// The options the gradient2 defaults were before (they held a healthy
+    /// dependency at 20 calls in flight and could not go below 20).
+    fn old_gradient2() -> LimiterOptions {
+        LimiterOptions {
+            initial_limit: Some(20.0),
+            min_limit: Some(20.0),
+            window_ms: Some(1_000.0),
+            ..opts("gradient2")
+        }
+    }
+
+    #[test]
+    fn gradient2_defaults_serve_a_healthy_dependency_after_the_first_probe() {
+        // 64 callers, a 20 ms dependency that does not slow down with them.
+        let mut l = Limiter::new(&opts("gradient2"), 0.0).unwrap();
+        let mut now = 0.0;
+        let (limits, _) = closed_loop(&mut l, &mut now, 300.0, 64.0, 20.0);
+        assert!(!l.probing(), "the probe ends after probeSamples round trips: {limits:?}");
+        assert_eq!(
+            limits.iter().filter(|&&x| x == 4.0).count(),
+            12,
+            "50 samples at 4 in flight: the 13th round trip ends it"
+        );
+        assert!(limits.last().is_some_and(|&x| x >= 64.0), "{limits:?}");
+        let (limits, _) = closed_loop(&mut l, &mut now, 10_000.0, 64.0, 20.0);
+        assert!(limits.iter().all(|&x| x >= 64.0), "never below the 64 callers");
+        // The old defaults: pinned at 20, growing 0.8 a one-second window.
+        let mut old = Limiter::new(&old_gradient2(), 0.0).unwrap();
+        let mut now = 0.0;
+        let (limits, _) = closed_loop(&mut old, &mut now, 10_000.0, 64.0, 20.0);
+        assert!(limits.last().is_some_and(|&x| x < 30.0), "{:?}", limits.last());
+    }
+
+    #[test]
+    fn gradient2_defaults_fall_below_the_old_min_limit_when_the_dependency_slows_tenfold() {
+        let mut l = Limiter::new(&opts("gradient2"), 0.0).unwrap();
+        let mut now = 0.0;
+        closed_loop(&mut l, &mut now, 10_000.0, 64.0, 20.0);
+        let (limits, most) = closed_loop(&mut l, &mut now, 15_000.0, 64.0, 200.0);
+        // Against the 20 ms baseline the gradient is 0.5 each window (one a
+        // round trip here, the samples of a round trip coming together): the
+        // limit heads for queueSize / (1 − 0.5) = 8, below 20 within 5 s, though
+        // 64 callers never fill the 128 it had grown to.
+        assert_eq!(most, 64.0, "the first slow round trips were admitted at the healthy limit");
+        assert!(limits.last().is_some_and(|&x| (4.0..20.0).contains(&x)), "{limits:?}");
+        let (limits, most) = closed_loop(&mut l, &mut now, 20_000.0, 64.0, 200.0);
+        assert!(most < 20.0, "calls in flight stay capped: {most} {limits:?}");
+        assert!(limits.last().is_some_and(|&x| x <= 9.0), "and settle near 8: {limits:?}");
+        // The old defaults cannot go below their minLimit.
+        let mut old = Limiter::new(&old_gradient2(), 0.0).unwrap();
+        let mut now = 0.0;
+        closed_loop(&mut old, &mut now, 10_000.0, 64.0, 20.0);
+        let (_, most) = closed_loop(&mut old, &mut now, 20_000.0, 64.0, 200.0);
+        assert!(most >= 20.0);
     }
 
     #[test]

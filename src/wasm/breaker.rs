@@ -10,7 +10,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
-use crate::core::breaker::{open_message, Admit, Breaker, BreakerOptions, Outcome};
+use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Outcome};
 
 /// [`Admit::Closed`] as [`BreakerCore::check`] answers it.
 pub const ADMIT: f64 = -1.0;
@@ -106,4 +106,12 @@ impl BreakerCore {
 #[wasm_bindgen(js_name = circuitOpenText)]
 pub fn circuit_open_text(key: &str, in_ms: f64) -> String {
     open_message(key, in_ms).to_string()
+}
+
+/// How a call that ended with an error counts, from what the host found in
+/// it ([`crate::core::breaker::found`] flags): an [`Outcome`] code (1 failure,
+/// 2 timeout, 3 not the dependency's outcome).
+#[wasm_bindgen(js_name = breakerErrorOutcome)]
+pub fn breaker_error_outcome(found: u32) -> u32 {
+    error_outcome(found).code()
 }

@@ -10,7 +10,7 @@ use std::future::Future;
 
 use super::errors::Error;
 use super::sys;
-use crate::core::breaker::{Admit, Breaker, BreakerError, Change, CircuitState, CircuitStats, Outcome};
+use crate::core::breaker::{error_outcome, Admit, Breaker, BreakerError, Change, CircuitState, CircuitStats, Outcome};
 
 pub use crate::core::breaker::{BreakerOptions, OpenReason};
 
@@ -132,9 +132,11 @@ impl CircuitBreaker {
     }
 
     /// Runs `call()` through the breaker on `key`: [`Error::CircuitOpen`]
-    /// without calling it when refused; otherwise its result, recorded (an
-    /// `Err` is a failure, a timeout error a slow one; an answer later than
-    /// `slow_ms`, its step's timeout, is slow).
+    /// without calling it when refused; otherwise its result, recorded as
+    /// [`CircuitPermit::failed_with`] says for an `Err` (a timeout a slow
+    /// failure; a shed call, an inner breaker's refusal or a caller that left
+    /// nothing); an answer later than `slow_ms`, its step's timeout, is slow.
+    /// A future dropped before it ends (the caller left) counts nothing.
     ///
     /// # Errors
     /// [`Error::CircuitOpen`], or the call's own error.
@@ -147,8 +149,7 @@ impl CircuitBreaker {
         let result = call().await;
         match &result {
             Ok(_) => permit.success(),
-            Err(e) if e.is_timeout() => permit.timeout(),
-            Err(_) => permit.failure(),
+            Err(e) => permit.failed_with(e),
         }
         result
     }
@@ -261,6 +262,16 @@ impl CircuitPermit<'_> {
     /// It failed.
     pub fn failure(self) {
         self.done(Outcome::Failure);
+    }
+
+    /// It ended with `error`; the core decides how that counts: a timeout
+    /// is a slow failure; [`Error::Overloaded`] (a limiter shed it),
+    /// [`Error::CircuitOpen`] (an inner breaker refused it) or an
+    /// `AbortError` (the caller left), in the error or its causes, is not the
+    /// dependency's outcome and counts nothing (a probe's permit is freed);
+    /// any other error is a failure.
+    pub fn failed_with(self, error: &Error) {
+        self.done(error_outcome(error.breaker_found()));
     }
 
     /// It was cut at its timeout: a failure, and slow.

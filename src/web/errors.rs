@@ -542,6 +542,56 @@ fn get_f64(value: &JsValue, key: &str) -> Option<f64> {
     get(value, key).as_f64()
 }
 
+impl Error {
+    /// What this error shows for a circuit breaker ([`crate::core::breaker::found`]
+    /// flags; the core's `error_outcome` decides): a timeout, a shed call
+    /// (`Overloaded`), an inner breaker's refusal (`CircuitOpen`), a caller
+    /// that left (an `AbortError`), in the error or its causes (js/breaker.js
+    /// `found`, pinned by the conformance rows "breaker outcome: …").
+    pub(crate) fn breaker_found(&self) -> u32 {
+        use crate::core::breaker::found;
+        let mut flags = if self.is_timeout() { found::TIMEOUT } else { 0 };
+        let mut e = self;
+        // At most MAX_CAUSES errors of the chain, the JavaScript ones included.
+        let mut n = 0;
+        loop {
+            match e {
+                Self::Overloaded { .. } => flags |= found::SHED,
+                Self::CircuitOpen { .. } => flags |= found::CIRCUIT_OPEN,
+                Self::RetryFailed { last: Some(last), .. } if n + 1 < crate::core::error::MAX_CAUSES => {
+                    n += 1;
+                    e = last;
+                    continue;
+                }
+                Self::Js(value) => flags |= js_breaker_found(value, crate::core::error::MAX_CAUSES - n),
+                _ => {}
+            }
+            return flags;
+        }
+    }
+}
+
+/// [`Error::breaker_found`] on a JavaScript value's chain, looking at `at_most` errors.
+fn js_breaker_found(value: &JsValue, at_most: usize) -> u32 {
+    use crate::core::breaker::found;
+    let mut flags = 0;
+    let mut e = value.clone();
+    for _ in 0..at_most {
+        if !e.is_object() {
+            break;
+        }
+        match get(&e, BRAND).as_string().as_deref() {
+            Some("Overloaded") => flags |= found::SHED,
+            Some("CircuitOpen") => flags |= found::CIRCUIT_OPEN,
+            Some(_) => {}
+            None if get(&e, "name").as_string().as_deref() == Some("AbortError") => flags |= found::CALLER_LEFT,
+            None => {}
+        }
+        e = get(&e, "cause");
+    }
+    flags
+}
+
 /// The brands `is_timeout` counts (js/errors.js `TIMEOUTS`).
 const TIMEOUTS: [&str; 4] = ["DeadlineExceeded", "StepTimeout", "AttemptTimeout", "StreamStalled"];
 

@@ -100,9 +100,9 @@ impl LimiterOptions {
     }
 
     setters! {
-        /// Adaptive: the limit to start from (default 20).
+        /// Adaptive: the limit to start from (default: AIMD 20, gradient2 100).
         initial_limit,
-        /// Adaptive: the lowest limit (default 20), also gradient2's probe concurrency.
+        /// Adaptive: the lowest limit (default: AIMD 20, gradient2 4), also gradient2's probe concurrency.
         min_limit,
         /// Adaptive: the highest limit (default 200).
         max_limit,
@@ -120,7 +120,7 @@ impl LimiterOptions {
         probe_interval_ms,
         /// Gradient2: round trips a probe averages (default 50).
         probe_samples,
-        /// Adaptive: the shortest window, ms (default 1000).
+        /// Adaptive: the shortest window, ms (default: AIMD 1000, gradient2 100).
         window_ms,
         /// Adaptive: the fewest samples a window needs (default 10).
         window_size,

@@ -325,8 +325,7 @@ impl<'d> Plan<'d> {
         // (a parent's abort: the client left) counts as cancelled.
         match (&result, permit) {
             (Ok(Ok(_)), Some(p)) => p.success(),
-            (Ok(Err(e)), Some(p)) if e.is_timeout() => p.timeout(),
-            (Ok(Err(_)), Some(p)) => p.failure(),
+            (Ok(Err(e)), Some(p)) => p.failed_with(e),
             (Err(Ended::Cap(_)), Some(p)) => p.timeout(),
             _ => {}
         }

@@ -562,7 +562,7 @@ where
         // (the caller's signal ended the loop) counts as cancelled.
         match (&result, permit) {
             (Ok(Ok(_)), Some(p)) => p.success(),
-            (Ok(Err(_)), Some(p)) => p.failure(),
+            (Ok(Err(e)), Some(p)) => p.failed_with(e),
             (Err(Ended::Cap(_)), Some(p)) => p.timeout(),
             _ => {}
         }

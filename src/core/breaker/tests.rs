@@ -165,6 +165,38 @@ fn half_open_lets_probes_through_and_needs_as_many_successes() {
 }
 
 #[test]
+fn a_shed_call_an_inner_refusal_or_a_caller_that_left_is_not_the_dependencys_outcome() {
+    use found::*;
+    assert_eq!(error_outcome(0), Outcome::Failure, "nothing found: the dependency failed");
+    assert_eq!(error_outcome(1 << 20), Outcome::Failure, "unknown flags are ignored");
+    for flags in [SHED, CIRCUIT_OPEN, CALLER_LEFT, SHED | CIRCUIT_OPEN | CALLER_LEFT] {
+        assert_eq!(error_outcome(flags), Outcome::Cancelled, "flags {flags}");
+    }
+    for flags in [TIMEOUT, TIMEOUT | SHED, TIMEOUT | CALLER_LEFT] {
+        assert_eq!(error_outcome(flags), Outcome::Timeout, "a timeout is one first: flags {flags}");
+    }
+    // Five shed calls in a row leave a key closed with nothing counted; a
+    // shed probe neither closes nor reopens it, and frees its permit.
+    let mut b = breaker(BreakerOptions { consecutive_failures: Some(5.0), probes: Some(1.0), ..opts() });
+    let s = b.key("k", 0.0).index;
+    for t in 0..5 {
+        assert_eq!(b.check(s, f64::from(t)), Admit::Closed);
+        assert_eq!(b.record(s, f64::from(t), false, error_outcome(SHED), 1.0, f64::NAN), None);
+    }
+    assert_eq!(b.stats(s, 5.0).consecutive_failures, 0);
+    assert_eq!(b.stats(s, 5.0).calls, 0);
+    for t in 5..10 {
+        b.check(s, f64::from(t));
+        b.record(s, f64::from(t), false, Outcome::Failure, 1.0, f64::NAN);
+    }
+    assert_eq!(b.stats(s, 10.0).state, CircuitState::Open);
+    assert_eq!(b.check(s, 10_009.0), Admit::Probe { half_opened: true });
+    assert_eq!(b.record(s, 10_010.0, true, error_outcome(CALLER_LEFT), 1.0, f64::NAN), None);
+    assert!(b.half_open(s), "a probe the caller left does not close the key");
+    assert_eq!(b.check(s, 10_011.0), Admit::Probe { half_opened: false }, "and its permit is free");
+}
+
+#[test]
 fn a_timeout_is_a_slow_failure_and_a_cancel_counts_nothing_but_frees_a_probe() {
     let mut b = breaker(BreakerOptions {
         consecutive_failures: Some(2.0),

@@ -159,6 +159,63 @@ const cases = [
     },
   },
   {
+    name: "breaker + limiter: breaker.run(() => limiter.run(call)) with a saturated limiter stays closed; shed calls, an inner CircuitOpen and callers that left count nothing",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 5, openMs: 1_000 });
+      const inner = new lib.CircuitBreaker({ consecutiveFailures: 1, openMs: 60_000 });
+      const limiter = new lib.ConcurrencyLimiter({ limit: 1 });
+      let release;
+      const held = limiter.run(() => new Promise((resolve) => (release = resolve)));
+      try {
+        // The reproduction: every call shed by a full limiter.
+        for (let i = 0; i < 10; i++) await rejects(b.run("dep", () => limiter.run(() => "never")), lib.Overloaded);
+        equal(b.state("dep"), "closed", "shed calls never reached the dependency");
+        equal(JSON.stringify([b.stats("dep").consecutiveFailures, b.stats("dep").calls]), "[0,0]");
+        // An inner breaker's refusal is another key's evidence, not this key's.
+        await inner.run("x", fail).catch(() => {});
+        for (let i = 0; i < 5; i++) await rejects(b.run("dep", () => inner.run("x", () => "no")), lib.CircuitOpen);
+        equal(b.state("dep"), "closed", "an inner CircuitOpen is not a failure");
+        // Five clients leave: the fetch rejects with their abort (an AbortError).
+        for (let i = 0; i < 5; i++) {
+          const client = new AbortController();
+          client.abort();
+          await rejects(b.run("dep", () => Promise.reject(client.signal.reason)), Error, /abort/i);
+        }
+        equal(b.state("dep"), "closed", "five departures keep a healthy key closed");
+        // A reason of the caller's own making is told by the signal passed to run.
+        for (let i = 0; i < 5; i++) {
+          const client = new AbortController();
+          client.abort(new Error("client went away"));
+          await rejects(b.run("dep", () => Promise.reject(client.signal.reason), { signal: client.signal }), Error, /went away/);
+        }
+        equal(b.stats("dep").calls, 0, "nothing was counted");
+        // Our own deadline passing is a timeout: the dependency was too slow.
+        const d = lib.Deadline.in(10);
+        await clock.advance(10);
+        await rejects(b.run("dep", () => Promise.reject(d.signal().reason), { signal: d.signal() }), lib.DeadlineExceeded);
+        equal(JSON.stringify([b.stats("dep").failures, b.stats("dep").slowCalls]), "[1,1]", "a timeout is a slow failure");
+        d.dispose();
+        for (let i = 0; i < 4; i++) await b.run("dep", fail).catch(() => {});
+        equal(b.state("dep"), "open", "real failures still open it");
+        // Half-open: a shed probe neither closes nor reopens the key, and frees its permit.
+        await clock.advance(1_000);
+        await rejects(b.run("dep", () => limiter.run(() => "never")), lib.Overloaded);
+        equal(b.state("dep"), "half-open", "a shed probe is no success");
+        const probe = b.acquire("dep");
+        ok(probe.probe, "the shed probe's permit is free again");
+        probe.failure(new DOMException("The operation was aborted.", "AbortError"));
+        ok(b.acquire("dep").probe, "a probe whose caller left frees its permit too");
+      } finally {
+        release("done");
+        await held;
+        b.dispose();
+        inner.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "breaker + retry: no attempt goes into an open breaker; the retry waits for a probe when the deadline allows, else fails at once with circuit-open",
     run: async (lib) => {
       const clock = installFakeTime();

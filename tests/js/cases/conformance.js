@@ -111,6 +111,10 @@ function makeError(lib, spec) {
       return new DOMException("signal timed out", "TimeoutError");
     case "AbortError":
       return new DOMException("aborted", "AbortError");
+    case "Overloaded":
+      return new lib.Overloaded(1, 1, cause);
+    case "CircuitOpen":
+      return new lib.CircuitOpen("inner", "open", 5, 5, "circuit 'inner' is open", cause);
     case "Error":
       return new Error("wrapper", cause);
     default:
@@ -331,6 +335,19 @@ const ops = {
     } finally {
       breaker?.dispose();
       clock.restore();
+    }
+  },
+  // How one call that rejects with the row's error counts, read from the
+  // key's counters: "cancel" (nothing counted), "timeout" (a slow failure),
+  // "failure", or "success".
+  "breaker.outcome": async (lib, a) => {
+    const breaker = new lib.CircuitBreaker({ consecutiveFailures: 0 });
+    try {
+      await breaker.run("k", () => Promise.reject(makeError(lib, a.error))).catch(() => {});
+      const s = breaker.stats("k");
+      return { outcome: s.calls === 0 ? "cancel" : s.slowCalls > 0 ? "timeout" : s.failures > 0 ? "failure" : "success" };
+    } finally {
+      breaker.dispose();
     }
   },
   // A limiter fed windows of calls on a clock the op drives: window i's calls

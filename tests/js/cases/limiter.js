@@ -52,7 +52,7 @@ const cases = [
       equal(a.rttMs, undefined);
       const g = new lib.ConcurrencyLimiter({ limit: "gradient2" });
       equal(g.algorithm, "gradient2");
-      equal(g.limit, 20, "a gradient limiter starts probing at minLimit (20)");
+      equal(g.limit, 4, "a gradient limiter starts probing at minLimit (4, its own default)");
       equal(new lib.ConcurrencyLimiter({ limit: 3 }).algorithm, "fixed");
       throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 0 }), RangeError, "options.minLimit", "OUT_OF_RANGE", /^'minLimit' must be a whole number between 1 and 4294967295: current value is 0/);
       throwsArg(() => new lib.ConcurrencyLimiter({ limit: "aimd", minLimit: 50, maxLimit: 10 }), RangeError, "options.minLimit", "OUT_OF_RANGE", /^'minLimit' must be between minLimit \(50\) and maxLimit \(10\)/);

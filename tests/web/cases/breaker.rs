@@ -225,3 +225,60 @@ pub async fn a_plan_step_guarded_by_a_circuit_is_skipped_or_refused_and_the_fall
     ensure!(outcomes == ["Error", "Skipped", "Error", "Error", "Ok"], "{outcomes:?}");
     Ok(())
 }
+
+/// The reproduction: `breaker.run(|| limiter.run(call))` with a full limiter,
+/// an inner breaker's refusal and five callers that left keep a healthy key
+/// closed; a timeout still counts, and a shed probe frees its permit.
+pub async fn shed_calls_inner_refusals_and_callers_that_left_count_nothing(_: &Ctx) -> Outcome {
+    use edge_deadline::web::{ConcurrencyLimiter, Limit, LimiterOptions, RunOptions};
+    let clock = FakeTime::install();
+    let b = CircuitBreaker::new(BreakerOptions {
+        consecutive_failures: Some(5.0),
+        open_ms: Some(1_000.0),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let limiter = ConcurrencyLimiter::new(LimiterOptions::new(Limit::Fixed(1.0))).map_err(|e| e.to_string())?;
+    let held = limiter.try_acquire().ok_or("the limiter's one slot")?;
+    for _ in 0..10 {
+        let r = b.run("dep", None, || limiter.run(|| async { Ok(1) }, RunOptions::new())).await;
+        ensure!(matches!(r, Err(Error::Overloaded { .. })), "{r:?}");
+    }
+    ensure!(b.state("dep") == CircuitState::Closed, "shed calls never reached the dependency");
+    ensure!(b.stats("dep").calls == 0 && b.stats("dep").consecutive_failures == 0);
+    let inner = CircuitBreaker::new(BreakerOptions { consecutive_failures: Some(1.0), ..Default::default() })
+        .map_err(|e| e.to_string())?;
+    let _ = inner.run("x", None, || async { failing() }).await;
+    for _ in 0..5 {
+        let r = b.run("dep", None, || inner.run("x", None, || async { Ok(1) })).await;
+        ensure!(matches!(r, Err(Error::CircuitOpen { .. })), "{r:?}");
+    }
+    ensure!(b.state("dep") == CircuitState::Closed, "an inner CircuitOpen is not a failure");
+    let left = || {
+        let e = js_sys::Error::new("The operation was aborted.");
+        e.set_name("AbortError");
+        Error::Js(e.into())
+    };
+    for _ in 0..5 {
+        ensure!(b.run("dep", None, || async { Err::<u32, _>(left()) }).await.is_err());
+    }
+    ensure!(b.state("dep") == CircuitState::Closed, "five departures keep a healthy key closed");
+    ensure!(b.stats("dep").calls == 0, "nothing was counted");
+    let late = b.run("dep", None, || async { Err::<u32, _>(Error::DeadlineExceeded { at: 0.0, late_by_ms: 1.0 }) });
+    ensure!(late.await.is_err());
+    ensure!(b.stats("dep").failures == 1 && b.stats("dep").slow_calls == 1, "a timeout is a slow failure");
+    for _ in 0..4 {
+        let _ = b.run("dep", None, || async { failing() }).await;
+    }
+    ensure!(b.state("dep") == CircuitState::Open, "real failures still open it");
+    clock.advance(1_000.0).await;
+    let r = b.run("dep", None, || limiter.run(|| async { Ok(1) }, RunOptions::new())).await;
+    ensure!(matches!(r, Err(Error::Overloaded { .. })));
+    ensure!(b.state("dep") == CircuitState::HalfOpen, "a shed probe is no success");
+    let probe = b.acquire("dep", None).map_err(|e| e.to_string())?;
+    ensure!(probe.probe(), "the shed probe's permit is free again");
+    probe.failed_with(&left());
+    ensure!(b.acquire("dep", None).map_err(|e| e.to_string())?.probe(), "a probe whose caller left frees it too");
+    held.release();
+    Ok(())
+}

@@ -241,6 +241,8 @@ fn make_error(spec: &Value) -> Result<Error, String> {
         },
         "TimeoutError" => Error::Js(js("TimeoutError")),
         "AbortError" => Error::Js(js("AbortError")),
+        "Overloaded" => Error::Overloaded { limit: 1.0, in_flight: 1.0 },
+        "CircuitOpen" => Error::CircuitOpen { key: "inner".into(), state: "open", retry_at: 5.0, retry_in_ms: 5.0 },
         "Error" => Error::Js(with_cause(js_sys::Error::new("wrapper").into(), cause)),
         other => return Err(format!("no such error class in the table: {other}")),
     })
@@ -808,6 +810,24 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
                     .map(|served| out.with("served", served.into())),
                 Err(e) => Err(e),
             }
+        }
+        "breaker.outcome" => {
+            // tests/js/cases/conformance.js has its words.
+            let breaker = CircuitBreaker::new(BreakerOptions { consecutive_failures: Some(0.0), ..Default::default() })
+                .map_err(|e| e.to_string())?;
+            let error = make_error(arg(a, "error")?)?;
+            let _ = breaker.run("k", None, || async { Err::<(), _>(error) }).await;
+            let s = breaker.stats("k");
+            let outcome = if s.calls == 0 {
+                "cancel"
+            } else if s.slow_calls > 0 {
+                "timeout"
+            } else if s.failures > 0 {
+                "failure"
+            } else {
+                "success"
+            };
+            Ok(out.with("outcome", outcome.into()))
         }
         "errors.isTimeout" => Ok(out.with("value", make_error(arg(a, "error")?)?.is_timeout().into())),
         "errors.message" => Ok(out.with("message", make_error(arg(a, "error")?)?.to_string().into())),

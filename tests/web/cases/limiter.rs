@@ -17,7 +17,7 @@ pub async fn options_default_as_in_javascript_and_bad_ones_name_the_option(_: &C
     let a = ConcurrencyLimiter::new(LimiterOptions::new(Limit::Aimd)).map_err(|e| e.to_string())?;
     ensure!((a.limit(), a.algorithm(), a.rtt_ms()) == (20.0, "aimd", None));
     let g = ConcurrencyLimiter::new(LimiterOptions::new(Limit::Gradient2)).map_err(|e| e.to_string())?;
-    ensure!((g.limit(), g.algorithm()) == (20.0, "gradient2"));
+    ensure!((g.limit(), g.algorithm()) == (4.0, "gradient2"), "gradient2 probes at its own minLimit default, 4");
     let f = ConcurrencyLimiter::new(LimiterOptions::new(Limit::Fixed(3.0))).map_err(|e| e.to_string())?;
     ensure!((f.limit(), f.algorithm(), f.available()) == (3.0, "fixed", 3.0));
     let bad = [

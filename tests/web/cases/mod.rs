@@ -303,6 +303,7 @@ macro_rules! for_each_case {
             breaker::bad_options_name_the_option,
             breaker::retry_waits_for_a_probe_when_the_deadline_allows_else_stops_circuit_open,
             breaker::a_plan_step_guarded_by_a_circuit_is_skipped_or_refused_and_the_fallback_runs,
+            breaker::shed_calls_inner_refusals_and_callers_that_left_count_nothing,
             limiter::options_default_as_in_javascript_and_bad_ones_name_the_option,
             limiter::aimd_follows_round_trips_on_the_fake_clock,
             limiter::a_full_limiter_sheds_or_queues_by_budget_and_an_abort_leaves_the_queue,
