@@ -267,6 +267,7 @@ macro_rules! for_each_case {
             stall::fetch_keeps_the_callers_headers_and_never_overwrites_a_budget_header_they_set,
             stall::fetch_default_options_work_against_a_server_that_refuses_preflights,
             resume::resume_a_connection_that_fails_before_the_first_byte_is_made_again,
+            resume::resume_a_keep_alive_only_attempt_is_cut_at_the_default_first_chunk_wait_and_retried,
             resume::resume_a_stalled_event_stream_continues_after_the_last_event_id,
             resume::resume_last_event_id_carries_the_ids_utf8_bytes,
             resume::resume_an_upstream_that_ignores_last_event_id_delivers_nothing_twice,
