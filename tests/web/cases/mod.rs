@@ -297,6 +297,7 @@ macro_rules! for_each_case {
             pipeline::plan_stream_streams_the_body_and_ends_with_the_trace,
             pipeline::plan_stream_no_first_event_gets_the_fallback_step,
             pipeline::plan_stream_a_stall_after_content_ends_with_an_error_event,
+            pipeline::plan_stream_on_error_gets_the_steps_error_while_the_client_gets_our_words,
             pipeline::plan_stream_too_little_time_runs_no_step_and_the_default_fallback_says_why,
             breaker::opens_after_failures_refuses_then_a_probe_closes_it,
             breaker::slow_calls_over_their_timeout_open_it_and_a_slow_probe_reopens,
