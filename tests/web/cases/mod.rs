@@ -261,6 +261,7 @@ macro_rules! for_each_case {
             stall::fetch_bad_limits_fail_before_any_io,
             stall::sse_progress_counts_events_not_keep_alives,
             stall::fetch_sse_keep_alives_are_silence_by_default,
+            stall::fetch_keep_alives_only_are_cut_at_the_default_first_chunk_wait,
             stall::fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sending,
             stall::fetch_sends_the_remaining_budget_in_the_packages_header_by_default,
             stall::fetch_propagate_chooses_the_formats_and_an_empty_list_sends_none,
