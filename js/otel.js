@@ -31,6 +31,8 @@
 //   `atMs` is the package's clock (js/timers.js `now()`), handed to the API
 //   as epoch milliseconds (see `Tracing`), so a span lasts exactly what the
 //   package's records say, and fake time is span time.
+// Every attribute ending in `_ms` with a fraction is rounded to 0.1 ms
+// (`rounded`), on spans and events alike.
 // - `t.end(span, outcome, atMs, error?, attributes?)`: sets
 //   `deadline.outcome` (and `attributes`), the status (ERROR for every
 //   outcome not in `FINE`, its message `error`'s: an Error is also recorded
@@ -87,12 +89,12 @@ class Tracing {
     const { api } = this;
     if (deadlineAt !== undefined) attributes["deadline.remaining_ms"] = deadlineAt > atMs ? deadlineAt - atMs : 0;
     const active = api.context.active();
-    return this.tracer.startSpan(name, { attributes, startTime: this.epoch + atMs }, parent === undefined ? active : api.trace.setSpan(active, parent));
+    return this.tracer.startSpan(name, { attributes: rounded(attributes), startTime: this.epoch + atMs }, parent === undefined ? active : api.trace.setSpan(active, parent));
   }
 
   end(span, outcome, atMs, error, attributes) {
     const at = this.epoch + atMs;
-    if (attributes) span.setAttributes(attributes);
+    if (attributes) span.setAttributes(rounded(attributes));
     span.setAttribute("deadline.outcome", outcome);
     if (!FINE.has(outcome)) {
       const thrown = error instanceof Error;
@@ -103,16 +105,17 @@ class Tracing {
   }
 
   close(span, atMs, attributes) {
-    if (attributes) span.setAttributes(attributes);
+    if (attributes) span.setAttributes(rounded(attributes));
     span.end(this.epoch + atMs);
   }
 
   event(span, name, attributes, atMs) {
-    span.addEvent(name, attributes, this.epoch + atMs);
+    span.addEvent(name, rounded(attributes), this.epoch + atMs);
   }
 
   mark(name, attributes, atMs) {
     const { api } = this;
+    attributes = rounded(attributes);
     const at = this.epoch + atMs;
     const span = api.trace.getSpan(api.context.active());
     if (span !== undefined) span.addEvent(name, attributes, at);
@@ -123,6 +126,20 @@ class Tracing {
     const { api } = this;
     return api.context.with(api.trace.setSpan(api.context.active(), span), fn, undefined, ...args);
   }
+}
+
+/**
+ * `attributes` with every duration (a key ending in `_ms`) that has a
+ * fraction rounded to 0.1 ms, as the package's messages and plan traces
+ * show measured milliseconds: a clock's reading minus another is noise past
+ * that. Whole values (limits, fake time) are kept as they are.
+ */
+function rounded(attributes) {
+  for (const key in attributes) {
+    const v = attributes[key];
+    if (typeof v === "number" && !Number.isInteger(v) && key.endsWith("_ms")) attributes[key] = Math.round(v * 10) / 10;
+  }
+  return attributes;
 }
 
 function checked(param, api, tracer) {

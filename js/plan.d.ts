@@ -40,7 +40,7 @@ export type StreamSource =
 export interface StreamStepOptions {
   /** Most ms from the step's start to the Response from `run` (default: counted in `firstChunkMs`). */
   firstByteMs?: number;
-  /** Most ms to the first progress chunk (from the step's start unless `firstByteMs` is set). */
+  /** Most ms to the first progress chunk (from the step's start unless `firstByteMs` is set); default: the step's cap bounds it (no default wait, unlike `relay`: the cap already keeps the fallback's reserve). */
   firstChunkMs?: number;
   /** Most ms between progress chunks. */
   stallMs?: number;

@@ -11,7 +11,8 @@ export interface RelayOptions extends ResumeOptions {
   controller?: AbortController;
   /**
    * Longest wait for the first progress chunk (ms), counted from the call: the wait for the
-   * upstream's headers counts against it unless `firstByteMs` is given; default none (the deadline bounds it).
+   * upstream's headers counts against it unless `firstByteMs` is given. Default, with a `deadline`: half of
+   * what is left of it when the wait starts (per attempt with `retry`), never below 5 s; without one, none.
    */
   firstChunkMs?: number;
   /** Longest wait for the upstream's headers (ms), phase "first-byte"; then `firstChunkMs` counts from the headers. */

@@ -78,7 +78,7 @@ async function start(upstream, options) {
   const deadline = o.deadline === undefined ? undefined : check.deadline("options.deadline", o.deadline);
   const userSignal = check.optSignal("options.signal", o.signal);
   const firstByteMs = o.firstByteMs === undefined ? undefined : check.number("options.firstByteMs", o.firstByteMs);
-  const firstChunkMs = o.firstChunkMs === undefined ? NO_LIMIT : check.number("options.firstChunkMs", o.firstChunkMs);
+  const firstChunkGiven = o.firstChunkMs === undefined ? undefined : check.number("options.firstChunkMs", o.firstChunkMs);
   const stallMs = o.stallMs === undefined ? NO_LIMIT : check.number("options.stallMs", o.stallMs);
   if (o.isProgress !== undefined) check.fn("options.isProgress", o.isProgress, "a function (chunk) => boolean");
   if (o.fallback !== undefined) check.fn("options.fallback", o.fallback, "a function (reason, elapsedMs) => Response");
@@ -91,12 +91,12 @@ async function start(upstream, options) {
   const retry = resumeOptions(o, "relay");
   // Range checks before any I/O (the core names the parameter).
   const started = now();
-  core.stallWake(firstChunkMs, stallMs, deadline?.at, started, undefined, 0, 0, started);
+  core.stallWake(firstChunkGiven ?? NO_LIMIT, stallMs, deadline?.at, started, undefined, 0, 0, started);
   if (firstByteMs !== undefined) core.firstByteWake(firstByteMs, started, started);
   if (retry !== undefined) {
     if (typeof upstream !== "function") throw check.typeError("upstream", "a function (signal, { attempt, lastEventId, headers }) => fetch(…) with options.retry: a retry makes the request again", upstream);
     if (o.controller !== undefined) throw check.typeError("options.controller", "left out with options.retry: each attempt has its own signal", o.controller);
-    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: o.firstChunkMs === undefined ? undefined : firstChunkMs, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, retry }, extraHeaders, rec, started, onError);
+    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: firstChunkGiven, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, retry }, extraHeaders, rec, started, onError);
   }
 
   // The upstream request's controller: the caller's, or ours when we make the request.
@@ -110,6 +110,9 @@ async function start(upstream, options) {
   };
   if (deadline) link(deadline.signal());
   if (userSignal) link(userSignal);
+  // Not given: the core's default wait for first content, from where it
+  // starts (the call; the headers when `firstByteMs` bounds the wait for them).
+  const firstChunkMs = firstChunkGiven ?? (firstByteMs === undefined ? core.firstChunkWait(deadline?.at, started) : undefined);
   // The wait for headers: `firstByteMs`, else what `firstChunkMs` allows (it runs from the call).
   const headersMs = firstByteMs ?? firstChunkMs;
   let waitForHeaders;

@@ -698,8 +698,10 @@ export function resumable(connect, s) {
     const by = kind;
     cutter.reset(by === BY_ID, attempts === 1);
     held = [];
+    // Not given: the core's default wait for first content, from where it starts (here for a relay's).
+    const firstChunkMs = s.firstChunkMs ?? (s.firstByteMs === undefined && !s.fromHeaders ? core.firstChunkWait(deadline.at, t0) : undefined);
     // The wait for headers: `firstByteMs`, else (a relay's) what `firstChunkMs` allows.
-    const headersMs = s.firstByteMs ?? (s.fromHeaders ? undefined : s.firstChunkMs);
+    const headersMs = s.firstByteMs ?? (s.fromHeaders ? undefined : firstChunkMs);
     const phase = s.firstByteMs === undefined ? "first-chunk" : "first-byte";
     const wait = headersMs === undefined ? undefined : child([node], t0 + headersMs, { onTime: () => node.abort(new StreamStalled(phase, now() - t0, 0, 0)) });
     let response;
@@ -794,7 +796,7 @@ export function resumable(connect, s) {
     }
     // On an event stream the cutter's scan is the guard's predicate too: one scan per chunk.
     const scanned = sse && s.isProgress === undefined;
-    const guarded = guard(response.body, { firstChunkMs: s.firstChunkMs ?? Number.MAX_SAFE_INTEGER, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type, otel: s.otel }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
+    const guarded = guard(response.body, { firstChunkMs, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type, otel: s.otel, firstByteMs: s.firstByteMs, attempt: attempts }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
     cur = { node, reader: guarded.stream.getReader(), sse, scanned };
     if (head === undefined) eventStream = cur.sse;
     head ??= response;

@@ -68,7 +68,10 @@ export interface FetchDeadlineOptions extends OtelOption, ResumeOptions {
   deadline: Deadline;
   /** Limit on the wait for response headers, ms; rejects with `StreamStalled` phase "first-byte" (at once for 0). */
   firstByteMs?: number;
-  /** Limit from the headers to the first progress chunk of the body, ms (0: the body stalls at once). @default no limit */
+  /**
+   * Limit from the headers to the first progress chunk of the body, ms (0: the body stalls at once).
+   * @default half of what is left of the deadline when the headers arrive, never below 5 s
+   */
   firstChunkMs?: number;
   /** Limit on the gap between progress chunks of the body, ms (greater than 0). @default no limit */
   stallMs?: number;

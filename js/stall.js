@@ -217,23 +217,25 @@ function progressFor(isProgress, contentType) {
  * const body = withStallTimeout(res.body, { firstChunkMs: 5_000, stallMs: 9_000, controller, isProgress: sseProgress });
  */
 export function withStallTimeout(stream, opts) {
-  return guard(stream, opts).stream;
+  return guard(stream, opts, undefined, true).stream;
 }
 
 /**
  * `withStallTimeout` for the package's own callers (js/relay.js): the
  * wrapped stream and `progress()`, how many progress chunks it has passed on
  * so far. `startedAt` (default: now) is where the first-chunk limit counts
- * from, for a caller whose wait began before it had a body.
+ * from, for a caller whose wait began before it had a body. Unless
+ * `required` (withStallTimeout's), `firstChunkMs` may be left out: the
+ * core's default wait (`firstChunkWait`) from `startedAt` to the deadline.
  * @returns {{ stream: ReadableStream, progress: () => number }}
  */
-export function guard(stream, opts, startedAt) {
+export function guard(stream, opts, startedAt, required = false) {
   if (!isReady()) notReady("withStallTimeout");
   const where = "withStallTimeout";
   if (!isReadableStream(stream)) throw typeError("stream", "a ReadableStream", stream, where);
   if (stream.locked) throw typeError("stream", "a ReadableStream that is not locked to a reader", stream, where);
   const o = options(opts, where, "{ firstChunkMs, stallMs }");
-  const firstChunkMs = number("options.firstChunkMs", o.firstChunkMs, undefined, where);
+  const firstChunkMs = required ? number("options.firstChunkMs", o.firstChunkMs, undefined, where) : limit("options.firstChunkMs", o.firstChunkMs, undefined, where);
   const stallMs = number("options.stallMs", o.stallMs, undefined, where);
   const at = deadlineAt(o.deadline, where, false);
   const { controller } = o;
@@ -246,7 +248,9 @@ export function guard(stream, opts, startedAt) {
   const isProgress = progressFor(predicate(o.isProgress, where), o.contentType);
   // The deadline carries its parents (a client that left): follow it.
   const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
-  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t: tracing(o.otel) });
+  // For the span only (the package's callers): the attempt's wait for headers and its number.
+  const traced = { firstByteMs: required ? undefined : o.firstByteMs, attempt: required ? undefined : o.attempt };
+  return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t: tracing(o.otel), ...traced });
 }
 
 /** The deadline to follow, or undefined for a disposed one (its instant still applies). */
@@ -266,7 +270,7 @@ function followable(deadline) {
  * closes, errors or is cancelled. With tracing (`t`), the stream's span is
  * `span` (started by the caller) or one started here once the limits passed.
  */
-function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t, span }, onSettle = noop) {
+function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t, span, firstByteMs, attempt }, onSettle = noop) {
   // The watcher's first step validates the limits (a RangeError naming the
   // parameter) before the source is locked. The watcher object is made at the
   // stream's first event from the same inputs, so in the same state: a
@@ -274,8 +278,10 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   // (src/wasm/stall.rs).
   const t0 = now();
   const since = startedAt ?? t0;
+  // Not given: the core's default wait for first content, from where the wait starts.
+  firstChunkMs ??= core.firstChunkWait(at, since);
   const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
-  if (t != null) span ??= streamSpan(t, firstChunkMs, stallMs, at, t0);
+  if (t != null) span ??= streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs, attempt);
   /** @type {core.StallWatcher | undefined} */
   let w;
   const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));
@@ -368,7 +374,7 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
   function settle(outcome, reason) {
     settled = true;
     aheadChunk = undefined;
-    if (span !== undefined) streamEnded(t, span, outcome, reason, chunks, bytes);
+    if (span !== undefined) streamEnded(t, span, outcome, reason, chunks, bytes, attempt);
     node?.dispose();
     w?.free();
     if (holding) keep();
@@ -481,12 +487,20 @@ function wrap(source, { firstChunkMs, stallMs, at, controller, parents, isProgre
 
 // ---- tracing (js/otel.js) -----------------------------------------------------------------
 
-/** A wrapped stream's span, from the start of the wait it bounds to the stream's end. */
-function streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs) {
+/** Whether `ms` is a limit that applies: given (or the default wait), not the "no limit" of an option left out. */
+const applies = (ms) => ms !== undefined && ms < Number.MAX_SAFE_INTEGER;
+
+/**
+ * A wrapped stream's span, from the start of the wait it bounds to the
+ * stream's end: the limits that apply and, for an attempt of a resumable
+ * read (js/resume.js), its number.
+ */
+function streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs, attempt) {
   const attributes = {};
-  if (firstByteMs !== undefined) attributes["deadline.stall.first_byte_ms"] = firstByteMs;
-  if (firstChunkMs !== undefined) attributes["deadline.stall.first_chunk_ms"] = firstChunkMs;
-  if (stallMs !== undefined) attributes["deadline.stall.stall_ms"] = stallMs;
+  if (attempt !== undefined) attributes["deadline.attempt"] = attempt;
+  if (applies(firstByteMs)) attributes["deadline.stall.first_byte_ms"] = firstByteMs;
+  if (applies(firstChunkMs)) attributes["deadline.stall.first_chunk_ms"] = firstChunkMs;
+  if (applies(stallMs)) attributes["deadline.stall.stall_ms"] = stallMs;
   return t.start("deadline.stream", undefined, at, t0, attributes);
 }
 
@@ -497,11 +511,13 @@ function failure(reason, node) {
   return node?.aborted && node.reason === reason ? "aborted" : "error";
 }
 
-/** Ends a stream's span; a stall verdict is its event `deadline.stall`. */
-function streamEnded(t, span, outcome, reason, chunks, bytes) {
+/** Ends a stream's span; a stall verdict is its event `deadline.stall` (with the attempt's number, if any). */
+function streamEnded(t, span, outcome, reason, chunks, bytes, attempt) {
   const at = now();
   if (outcome === "stalled") {
-    t.event(span, "deadline.stall", { "deadline.stall.phase": reason.phase, "deadline.stall.after_ms": reason.afterMs, "deadline.stall.chunks": reason.chunks, "deadline.stall.bytes": reason.bytes }, at);
+    const verdict = { "deadline.stall.phase": reason.phase, "deadline.stall.after_ms": reason.afterMs, "deadline.stall.chunks": reason.chunks, "deadline.stall.bytes": reason.bytes };
+    if (attempt !== undefined) verdict["deadline.attempt"] = attempt;
+    t.event(span, "deadline.stall", verdict, at);
   }
   t.end(span, outcome, at, redacted(reason), { "deadline.stream.chunks": chunks, "deadline.stream.bytes": bytes });
 }

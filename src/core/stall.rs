@@ -543,6 +543,43 @@ pub const MAX_YIELDS: u32 = 3;
 /// A limit that is not given: 2^53 − 1 ms, so the deadline (if any) decides.
 pub const NO_LIMIT: f64 = MAX_MS;
 
+/// The default wait for first content is this share of the time left when
+/// the wait starts ([`default_first_chunk_ms`]): the other half is what a
+/// retry (or a fallback) gets, as much as the attempt that was cut.
+pub const FIRST_CHUNK_SHARE: f64 = 0.5;
+/// The default wait for first content is never shorter than this (ms): a
+/// model's first token legitimately takes seconds (queueing and prefill; see
+/// the module doc, *Why three limits*, for where this figure comes from).
+/// When no more than this is left, the deadline decides.
+pub const FIRST_CHUNK_FLOOR_MS: f64 = 5_000.0;
+
+/// The wait for first content (`firstChunkMs`) when the caller gave none:
+/// [`FIRST_CHUNK_SHARE`] of the time left from `started_at` (where the wait
+/// starts) to `deadline_at`, in whole ms, never below
+/// [`FIRST_CHUNK_FLOOR_MS`]; [`NO_LIMIT`] without a deadline.
+///
+/// Why a default at all: on an event stream only events are progress, so an
+/// upstream that sends keep-alive comments while it queues (what LLM gateways
+/// do) is silent; with no first-chunk limit that silence ran to the deadline,
+/// leaving no time for the retry or fallback the caller configured. Why a
+/// share and no fixed ceiling: a fixed figure would cut a slow model's
+/// legitimate first token (a long prompt, a reasoning model) however long
+/// the budget; half of what is left grows with the budget and still leaves a
+/// retry as much time as the attempt it replaces. Why the floor: below it,
+/// cutting would mostly cut legitimate first tokens, so the deadline decides.
+///
+/// Total: any input gives a number in `FIRST_CHUNK_FLOOR_MS ..= MAX_MS` (a
+/// NaN or past deadline counts as nothing left).
+pub fn default_first_chunk_ms(deadline_at: Option<f64>, started_at: f64) -> f64 {
+    let Some(at) = deadline_at else { return NO_LIMIT };
+    let share = ((at - started_at) * FIRST_CHUNK_SHARE).floor();
+    if share > FIRST_CHUNK_FLOOR_MS {
+        share.min(MAX_MS)
+    } else {
+        FIRST_CHUNK_FLOOR_MS
+    }
+}
+
 /// What the host has noted about one stream since it was wrapped: plain data
 /// that the host writes per chunk and per hold without calling the watcher,
 /// and hands to it at a wake ([`StallWatcher::on_wake`]) or when a parked

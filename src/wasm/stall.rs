@@ -33,7 +33,8 @@ use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js};
 use crate::core::stall::{
-    Decision, Notes, Snapshot, StallConfig, StallError, StallWatcher, Step, BURST_GAP_MS, BURST_RUN, NO_LIMIT,
+    default_first_chunk_ms, Decision, Notes, Snapshot, StallConfig, StallError, StallWatcher, Step, BURST_GAP_MS,
+    BURST_RUN, NO_LIMIT,
 };
 
 /// The npm package's names for the two limits.
@@ -41,17 +42,25 @@ const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 /// The wait for headers: `firstByteMs` as the first-chunk wait.
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-/// The first step of a stream's watcher ([`StallWatcher::start`]) as one
-/// number: the instant to wake at, or `undefined` when the stream ends at
-/// once (then make the [`StallWatcherJs`] and read its
-/// [`verdict`](StallWatcherJs::verdict)). Validates the limits (`undefined`:
-/// no limit) and instants, naming the option as the user wrote it.
 /// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
 #[wasm_bindgen(js_name = stalledText)]
 pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> String {
     crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()
 }
 
+/// The wait for first content when `firstChunkMs` is not given
+/// ([`default_first_chunk_ms`]): a share of what is left from `started_at`
+/// to `deadline_at` (`undefined`: no deadline, no limit).
+#[wasm_bindgen(js_name = firstChunkWait)]
+pub fn first_chunk_wait(deadline_at: Option<f64>, started_at: f64) -> f64 {
+    default_first_chunk_ms(deadline_at, started_at)
+}
+
+/// The first step of a stream's watcher ([`StallWatcher::start`]) as one
+/// number: the instant to wake at, or `undefined` when the stream ends at
+/// once (then make the [`StallWatcherJs`] and read its
+/// [`verdict`](StallWatcherJs::verdict)). Validates the limits (`undefined`:
+/// as [`StallWatcherJs::new`]) and instants, naming the option as the user wrote it.
 #[wasm_bindgen(js_name = stallStart)]
 pub fn stall_start(
     first_chunk_ms: Option<f64>,
@@ -86,7 +95,8 @@ pub struct StallWatcherJs {
 
 #[wasm_bindgen(js_class = StallWatcher)]
 impl StallWatcherJs {
-    /// Validates the limits (`undefined`: no limit, the deadline decides) and
+    /// Validates the limits (`firstChunkMs` `undefined`: the core's default
+    /// wait, [`default_first_chunk_ms`]; `stallMs` `undefined`: no limit) and
     /// plans the first step at `now_ms` for a stream wrapped at `started_at`
     /// ([`StallWatcher::start`]); read it with [`step`](Self::step).
     #[wasm_bindgen(constructor)]
@@ -97,7 +107,8 @@ impl StallWatcherJs {
         started_at: f64,
         now_ms: f64,
     ) -> Result<StallWatcherJs, JsValue> {
-        let (first, stall) = (first_chunk_ms.unwrap_or(NO_LIMIT), stall_ms.unwrap_or(NO_LIMIT));
+        let first = first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(deadline_at, started_at));
+        let stall = stall_ms.unwrap_or(NO_LIMIT);
         let config = StallConfig::named(first, stall, deadline_at, OPTIONS).map_err(to_js)?;
         let (watcher, step) = StallWatcher::start(config, started_at, now_ms).map_err(to_js)?;
         Ok(Self { watcher, last: Ok(step) })

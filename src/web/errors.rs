@@ -264,6 +264,46 @@ impl Error {
         }
     }
 
+    /// What a public client may be told about this error, as the JavaScript
+    /// `relay` tells it in its fallback answer and in the `event: error` that
+    /// ends an event stream after content: the core's
+    /// [`fallback_answer`](crate::core::plan::fallback_answer), a status, a
+    /// stable code (`STREAM_STALLED`, `DEADLINE_EXCEEDED`, `RETRY_FAILED`,
+    /// `UPSTREAM_FAILED`, …) and our own words. The message of one of this
+    /// package's errors is kept; any other error's text (the upstream's:
+    /// URLs, hosts, keys) never is.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+    /// use edge_deadline::web::Error;
+    /// let answer = Error::DeadlineExceeded { at: 5.0, late_by_ms: 1.0 }.public_answer();
+    /// assert_eq!((answer.status, answer.code), (504, "DEADLINE_EXCEEDED"));
+    /// let upstream = Error::Js(js_sys::Error::new("refused by http://user:key@10.0.0.7/").into());
+    /// let answer = upstream.public_answer();
+    /// assert_eq!((answer.status, answer.code), (502, "UPSTREAM_FAILED"));
+    /// assert!(!answer.reason.contains("10.0.0.7"));
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn public_answer(&self) -> crate::core::plan::FallbackAnswer {
+        self.answer_for(crate::core::plan::FallbackScope::Relay)
+    }
+
+    /// [`public_answer`](Self::public_answer) in the words of `scope` (a plan's step speaks of the step).
+    pub(crate) fn answer_for(&self, scope: crate::core::plan::FallbackScope) -> crate::core::plan::FallbackAnswer {
+        use crate::core::plan::FallbackCause;
+        let (cause, phase) = match self {
+            Self::StreamStalled { phase, .. } => (FallbackCause::Stalled, Some(phase.as_str())),
+            Self::InsufficientBudget { .. } => (FallbackCause::Insufficient, None),
+            Self::DeadlineExceeded { .. } => (FallbackCause::Deadline, None),
+            Self::StepTimeout { .. } => (FallbackCause::StepTimeout, None),
+            Self::RetryFailed { reason, .. } => (FallbackCause::of_retry(reason), None),
+            _ => (FallbackCause::Failed, None),
+        };
+        let own = (cause != FallbackCause::Failed).then(|| self.to_string());
+        crate::core::plan::fallback_answer(cause, scope, phase, false, own.as_deref())
+    }
+
     /// Whether this error means that time ran out, as the JavaScript
     /// `isTimeout` answers it, looking through causes: SDKs and frameworks
     /// wrap the abort reason they were handed, and a handler wants one branch

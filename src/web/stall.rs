@@ -71,7 +71,8 @@ use super::timers::{child, Child, KeepAlive, Parent, Parents, Timeout};
 use super::{sys, Deadline, Error};
 use crate::core::headers;
 use crate::core::stall::{
-    Decision, Notes, Phase, Snapshot, StallConfig, StallError, StallWatcher, Step, Verdict, NO_LIMIT,
+    default_first_chunk_ms, Decision, Notes, Phase, Snapshot, StallConfig, StallError, StallWatcher, Step, Verdict,
+    NO_LIMIT,
 };
 
 /// Decides whether a chunk is progress (the default: any chunk of non-zero size).
@@ -745,6 +746,10 @@ impl<'a> FetchOptions<'a> {
     }
 
     /// The longest wait for the first progress chunk, counted from the headers.
+    /// Not given: the core's default wait (`default_first_chunk_ms`), half of
+    /// what is left of the deadline when the headers arrive and never below
+    /// its floor (`FIRST_CHUNK_FLOOR_MS`), so an upstream that only sends
+    /// keep-alive comments is cut while a retry still fits.
     ///
     /// ```
     /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
@@ -1137,7 +1142,6 @@ pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once
     let first_byte = once.check()?;
     let t0 = sys::now();
     let Once { at, deadline_signal, first_byte_ms: _, first_chunk_ms, stall_ms, is_progress, propagate } = once;
-    let first_chunk_ms = first_chunk_ms.unwrap_or(NO_LIMIT);
     let stall_ms = stall_ms.unwrap_or(NO_LIMIT);
 
     let upstream = AbortController::new().map_err(Error::from)?;
@@ -1186,7 +1190,8 @@ pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once
     let event_stream = response.headers().get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
     // The upstream controller already follows the deadline's signal (and the caller's).
     let stall = StallOptions {
-        first_chunk_ms,
+        // Not given: the core's default wait for first content, from the headers.
+        first_chunk_ms: first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(Some(at), sys::now())),
         stall_ms,
         at: Some(at),
         followed: vec![upstream.signal()],
@@ -1220,7 +1225,8 @@ pub(super) fn guard(
     event_stream: bool,
 ) -> Result<ReadableStream, Error> {
     let stall = StallOptions {
-        first_chunk_ms: once.first_chunk_ms.unwrap_or(NO_LIMIT),
+        // Not given: the core's default wait for first content, from the headers.
+        first_chunk_ms: once.first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(Some(once.at), sys::now())),
         stall_ms: once.stall_ms.unwrap_or(NO_LIMIT),
         at: Some(once.at),
         followed: vec![once.deadline_signal, followed, controller.signal()],

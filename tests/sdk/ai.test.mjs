@@ -136,6 +136,18 @@ test("recipe as printed: an answer that only sends keep-alive comments after its
   assert.equal(upstream.requests.at(-1).closed, true, "the upstream request was aborted");
 });
 
+test("recipe as printed: an upstream that only sends keep-alives before any text (a queueing gateway) → cut at the default first-content wait, half of what is left, not at the deadline", async () => {
+  const recipe = await recipeFor("pings");
+  const t0 = performance.now();
+  const res = await recipe.chat(post("hi"), 10_000);
+  const elapsed = performance.now() - t0;
+  assert.deepEqual(await res.json(), { text: "", timedOut: true });
+  // 10 s left at the headers: half of it, 5 s (also the floor), leaving the other half for a fallback.
+  assert.ok(elapsed >= 4_900 && elapsed < 8_000, `cut after ${Math.round(elapsed)} ms: the default first-content wait, not the 10 s deadline`);
+  await new Promise((r) => setTimeout(r, 50)); // the close travels over loopback
+  assert.equal(upstream.requests.at(-1).closed, true, "the upstream request was aborted");
+});
+
 test("recipe as printed: a client that leaves is not a timeout: rethrown", async () => {
   const recipe = await recipeFor("stall");
   const gone = new AbortController();

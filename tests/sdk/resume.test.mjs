@@ -10,7 +10,7 @@ import { after, before, test } from "node:test";
 import { init } from "../../pkg/node.js";
 import { ANSWER, seenFor } from "../fixtures/resume.mjs";
 import { cleanup, loadRecipe } from "./recipe.mjs";
-import { startUpstream } from "./upstream.mjs";
+import { startUpstream, WORDS } from "./upstream.mjs";
 
 let upstream;
 let recipe;
@@ -39,4 +39,16 @@ test("recipe (resume): a stall mid-answer is continued from the partial answer; 
   assert.equal(calls[1].partial, ANSWER.split(" ").slice(0, 4).join(" ") + " ", "the continuation carries the four words the client got");
   // Resumed after the stall limit (2 s), not left to the 20 s budget.
   assert.ok(took < 10_000, `the answer took ${took} ms`);
+});
+
+test("recipe (resume): an upstream that only sends keep-alives before its first token is cut at the default first-content wait and retried inside the deadline", async () => {
+  const pinging = await loadRecipe("A model stream that survives a mid-stream failure", { OPENAI_API_KEY: "test", OPENAI_BASE_URL: `${upstream.url}/pings-once/v1` });
+  const t0 = performance.now();
+  const res = await pinging.chat(post({ messages: [{ role: "user", content: "hi" }] }), 10_000);
+  const took = performance.now() - t0;
+  const json = await res.json();
+  assert.deepEqual(json, { text: WORDS.join("") }, "the retry's whole answer, not a partial one");
+  assert.equal(upstream.requests.filter((r) => r.url.startsWith("/pings-once/")).length, 2, "the keep-alive-only attempt, then the retry");
+  // Cut at half of the 10 s left at the headers (5 s), retried with the other half.
+  assert.ok(took >= 4_900 && took < 9_000, `the answer took ${Math.round(took)} ms`);
 });

@@ -8,6 +8,8 @@
 //   /stall/…   two text chunks, then silence (the connection stays open)
 //   /silent/…  nothing at all, not even the response headers
 //   /ping/…    two text chunks, then only `: ping` keep-alive comments every 50 ms
+//   /pings/…   no text at all: only `: ping` keep-alive comments every 50 ms (a gateway that queues)
+//   /pings-once/…  the first request as /pings/, every later one as /full/
 //   /busy/…    429 with `Retry-After: 30`, a JSON error whose text names an internal host and a key
 //   /drop/…    two text chunks, then the connection is destroyed (no end of the answer)
 //   /resume-KEY/…  chat completions that stall mid-answer on the first call and
@@ -48,14 +50,22 @@ export async function startUpstream() {
     if (mode.startsWith("resume-")) return chat(req, res, mode, 4);
     req.resume();
     if (mode === "silent") return;
+    if (mode === "pings" || (mode === "pings-once" && requests.filter((r) => r.url.startsWith("/pings-once/")).length === 1)) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(": ping\n\n");
+      const ping = setInterval(() => res.write(": ping\n\n"), 50);
+      res.on("close", () => clearInterval(ping));
+      return;
+    }
     if (mode === "busy") {
       res.writeHead(429, { "content-type": "application/json", "retry-after": "30" });
       return res.end(JSON.stringify({ error: { message: BUSY_TEXT, type: "rate_limit_exceeded" } }));
     }
-    const events = req.url.endsWith("/language-model") ? gatewayParts(mode === "full") : openaiChunks(mode === "full");
+    const full = mode === "full" || mode === "pings-once";
+    const events = req.url.endsWith("/language-model") ? gatewayParts(full) : openaiChunks(full);
     res.writeHead(200, { "content-type": "text/event-stream" });
     for (const e of events) res.write(e);
-    if (mode === "full") res.end();
+    if (full) res.end();
     if (mode === "drop") setTimeout(() => res.socket.destroy(), 50);
     if (mode === "ping") {
       const ping = setInterval(() => res.write(": ping\n\n"), 50);

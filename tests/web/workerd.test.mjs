@@ -269,11 +269,40 @@ const cases = {
     const seen = await (await fetch(`${fixture}/resume/seen?key=${key}`)).json();
     ok(seen.connections.length === 2 && seen.connections[0].status === 0, `connections ${JSON.stringify(seen.connections)}`);
   },
+  async "a resumable read that fails after the 200 ends the event stream with event: error, our words and a code"() {
+    const key = uid();
+    // 100 events 30 ms apart: the Worker's deadline passes in the middle of the answer.
+    const upstream = `${fixture}/resume/sse?key=${key}&events=100&gap=30`;
+    const res = await fetch(`${base}/resume?upstream=${encodeURIComponent(upstream)}`, { signal: AbortSignal.timeout(5_000) });
+    ok(res.status === 200, `status ${res.status}`);
+    let body;
+    try {
+      body = await res.text();
+    } catch (error) {
+      throw new Error(`the body broke instead of ending with event: error (${error?.cause?.message ?? error})`);
+    }
+    const ids = [...body.matchAll(/data: \{"i":(\d+)\}/g)].map((m) => Number(m[1]));
+    ok(ids.length > 0 && ids.length < 100 && ids.every((id, i) => id === i + 1), `events ${ids.join(",")}`);
+    const last = /\n\nevent: error\ndata: (\{.*\})\n\n$/.exec(body);
+    ok(last, `the body does not end with an error event: ${JSON.stringify(body.slice(-200))}`);
+    const data = JSON.parse(last[1]);
+    ok(data.fallback === true && data.code === "DEADLINE_EXCEEDED", `error event ${last[1]}`);
+    ok(/^upstream did not finish within the deadline/.test(data.reason) && !data.reason.includes("127.0.0.1"), `reason ${data.reason}`);
+  },
   async "a request without an upstream is a 400 naming the parameter"() {
     const res = await fetch(base);
     ok(res.status === 400 && /upstream/.test(await res.text()), `status ${res.status}`);
   },
+  async "no expected failure is logged by workerd as an uncaught exception (stalls, deadlines, fallbacks)"() {
+    // Every case above ran in this workerd: stalls and deadlines answered by the fallback or an error event.
+    await new Promise((r) => setTimeout(r, 200)); // the last request's log lines reach the pipe
+    const uncaught = workerdLog.split("\n").filter((line) => /uncaught/i.test(line));
+    ok(uncaught.length === 0, `workerd logged:\n${uncaught.slice(0, 5).join("\n")}`);
+  },
 };
+
+/** What the example's workerd printed (stdout and stderr), for the case above; also passed through to stderr. */
+let workerdLog = "";
 
 // Each variant: build with its flags, serve, run every case. With
 // no_global_navigator there is no `navigator`, and workerd must still be
@@ -308,7 +337,14 @@ for (const flags of variants) {
   const bookOut = join(root, "test-output/workerd-book");
   const bookDisk = mkdtempSync(join(tmpdir(), "edge-deadline-rust-book-"));
   buildBook(bookOut, bookPort, flags, bookDisk);
-  const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
+  workerdLog = "";
+  const child = spawn(workerd, ["serve", join(out, "config.capnp")], { stdio: ["ignore", "pipe", "pipe"] });
+  for (const pipe of [child.stdout, child.stderr]) {
+    pipe.on("data", (d) => {
+      workerdLog += d;
+      process.stderr.write(d);
+    });
+  }
   const quota = spawn(workerd, ["serve", join(quotaOut, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
   const book = spawn(workerd, ["serve", join(bookOut, "config.capnp")], { stdio: ["ignore", "inherit", "inherit"] });
   base = `http://127.0.0.1:${port}`;

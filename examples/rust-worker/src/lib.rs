@@ -14,12 +14,20 @@
 //! arrives, recovering inside `BUDGET_MS`. A request that fails before its
 //! first content is made again; an event stream that goes quiet for
 //! `STALL_MS` mid-answer is continued with `Last-Event-ID`, so the client
-//! gets every event once, in order, without knowing anything broke.
+//! gets every event once, in order, without knowing anything broke. When it
+//! cannot be (time runs out, the upstream fails for good), an event stream
+//! ends with `event: error` and `data: {"fallback":true,"code":…,"reason":…}`
+//! (our own words and a code, never the upstream's error), as the JavaScript
+//! `relay` ends one: the status was sent already, and a body that just broke
+//! would look to many clients like a complete answer.
 
 use edge_deadline::web::{fetch_with_deadline, Deadline, Error as DeadlineError, FetchOptions, RetryOptions};
-use wasm_bindgen::JsValue;
+use futures_util::stream::{self, Stream};
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use worker::{event, Context, Env, Request, Response, Result};
+use worker::js_sys::{Object, Reflect, Uint8Array, JSON};
+use worker::web_sys::{ReadableStream, ReadableStreamDefaultReader};
+use worker::{event, Context, Env, Headers, Request, Response, Result};
 
 /// The whole request's budget.
 const BUDGET_MS: f64 = 1_500.0;
@@ -81,11 +89,53 @@ async fn resume(upstream: &str) -> Result<Response> {
         .stall_ms(STALL_MS)
         .retry(RetryOptions::new(ATTEMPT_MIN_MS));
     match fetch_with_deadline(&JsValue::from_str(upstream), None, options).await {
-        // The body streams on after this returns; a failure it cannot recover from errors it.
-        Ok(res) => Ok(Response::from(res)),
+        // The body streams on after this returns; a failure it cannot recover from ends it (`ended`).
+        Ok(res) => {
+            let Some(body) = res.body() else { return Ok(Response::from(res)) };
+            let event_stream =
+                res.headers().get("content-type").ok().flatten().is_some_and(|t| t.starts_with("text/event-stream"));
+            Ok(Response::from_stream(ended(body, event_stream))?
+                .with_status(res.status())
+                .with_headers(Headers(res.headers())))
+        }
         Err(reason) if reason.is_timeout() => fallback(&reason, &deadline),
         Err(other) => Err(js(other)),
     }
+}
+
+/// `body`'s chunks as they come. When the read fails (after the status was
+/// sent), an event stream ends with `event: error` carrying our words and a
+/// code ([`DeadlineError::public_answer`]), on a fresh line; another body
+/// errors, which is all HTTP can say in the middle of one.
+fn ended(body: ReadableStream, event_stream: bool) -> impl Stream<Item = Result<Vec<u8>>> {
+    let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    // The state: the reader and whether the last byte sent left a line open; `None` once ended.
+    stream::unfold(Some((reader, false)), move |state| async move {
+        let (reader, line_open) = state?;
+        let next = match JsFuture::from(reader.read()).await {
+            Ok(next) => next,
+            Err(error) if event_stream => return Some((Ok(error_event(&DeadlineError::from(error), line_open)), None)),
+            Err(error) => return Some((Err(worker::Error::from(error)), None)),
+        };
+        if Reflect::get(&next, &"done".into()).is_ok_and(|done| done.is_truthy()) {
+            return None;
+        }
+        let bytes = Uint8Array::new(&Reflect::get(&next, &"value".into()).unwrap_or_default()).to_vec();
+        let open = bytes.last().map_or(line_open, |b| *b != b'\n' && *b != b'\r');
+        Some((Ok(bytes), Some((reader, open))))
+    })
+}
+
+/// The `event: error` that ends an event stream: `{ fallback, code, reason }`, never the upstream's text.
+fn error_event(reason: &DeadlineError, line_open: bool) -> Vec<u8> {
+    let answer = reason.public_answer();
+    let data = Object::new();
+    let _ = Reflect::set(&data, &"fallback".into(), &JsValue::TRUE);
+    let _ = Reflect::set(&data, &"code".into(), &answer.code.into());
+    let _ = Reflect::set(&data, &"reason".into(), &answer.reason.as_str().into());
+    let json = JSON::stringify(&data).ok().and_then(|s| s.as_string()).unwrap_or_default();
+    let fresh = if line_open { "\n" } else { "" };
+    format!("{fresh}event: error\ndata: {json}\n\n").into_bytes()
 }
 
 fn fallback(reason: &DeadlineError, deadline: &Deadline) -> Result<Response> {

@@ -643,3 +643,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_default_first_chunk_wait_is_half_of_what_is_left_with_a_floor() {
+    // Half of what is left when the wait starts: a retry gets the other half.
+    assert_eq!(default_first_chunk_ms(Some(21_000.0), 1_000.0), 10_000.0);
+    assert_eq!(default_first_chunk_ms(Some(10_001.5), 0.0), 5_000.0);
+    assert_eq!(default_first_chunk_ms(Some(60_000.0), 0.0), 30_000.0);
+    // Never below the floor: with little left, the deadline decides.
+    assert_eq!(default_first_chunk_ms(Some(8_000.0), 0.0), FIRST_CHUNK_FLOOR_MS);
+    assert_eq!(default_first_chunk_ms(Some(100.0), 0.0), FIRST_CHUNK_FLOOR_MS);
+    assert_eq!(default_first_chunk_ms(Some(0.0), 500.0), FIRST_CHUNK_FLOOR_MS);
+    // No deadline: no limit.
+    assert_eq!(default_first_chunk_ms(None, 0.0), NO_LIMIT);
+}
+
+proptest! {
+    /// Total: any numbers give a wait `StallConfig` accepts, never below the floor.
+    #[test]
+    fn the_default_first_chunk_wait_is_always_a_valid_wait(at in any_f64(), started in any_f64(), some in any::<bool>()) {
+        let wait = default_first_chunk_ms(some.then_some(at), started);
+        prop_assert!((FIRST_CHUNK_FLOOR_MS..=MAX_MS).contains(&wait), "{wait}");
+        prop_assert_eq!(wait.fract(), 0.0);
+        prop_assert!(StallConfig::new(wait, 1.0, None).is_ok());
+    }
+}

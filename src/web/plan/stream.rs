@@ -35,13 +35,13 @@ use super::super::sse::{is_event_stream, sse_progress};
 use super::super::stall::{with_stall_timeout, ProgressFn, StallOptions};
 use super::super::{sys, Error, StallPhase};
 use super::{core, Decision, Outcome, Plan, Recorder, StepKind, StepResult};
-use crate::core::plan::{
-    fallback_answer, stream_verdict, FallbackAnswer, FallbackCause, FallbackScope, StreamEnd, StreamNext, StreamVerdict,
-};
+use crate::core::plan::{stream_verdict, FallbackAnswer, FallbackScope, StreamEnd, StreamNext, StreamVerdict};
 use crate::core::stall::NO_LIMIT;
 
 /// The answer when nothing was sent: `(reason, signal, budget_ms)`.
 type FallbackFn = Box<dyn FnOnce(&Error, AbortSignal, f64) -> Result<Response, Error>>;
+/// [`StreamStepOptions::on_error`]'s hook.
+type ErrorFn = Rc<dyn Fn(&Error)>;
 
 /// Options of [`Plan::stream`]: the stall limits (as
 /// [`StallOptions`](super::super::StallOptions) and the JavaScript `relay`
@@ -52,6 +52,7 @@ pub struct StreamStepOptions {
     trace: bool,
     is_progress: Option<ProgressFn>,
     fallback: Option<FallbackFn>,
+    on_error: Option<ErrorFn>,
 }
 
 impl Default for StreamStepOptions {
@@ -63,7 +64,14 @@ impl Default for StreamStepOptions {
 impl StreamStepOptions {
     /// No limits but the step's cap, no trace event, the default fallback.
     pub fn new() -> Self {
-        Self { first_chunk_ms: NO_LIMIT, stall_ms: NO_LIMIT, trace: false, is_progress: None, fallback: None }
+        Self {
+            first_chunk_ms: NO_LIMIT,
+            stall_ms: NO_LIMIT,
+            trace: false,
+            is_progress: None,
+            fallback: None,
+            on_error: None,
+        }
     }
 
     /// The longest wait for the first progress chunk, from the step's start
@@ -99,6 +107,30 @@ impl StreamStepOptions {
         self.fallback = Some(Box::new(f));
         self
     }
+
+    /// Receives the step's error as it is when the step fails: before
+    /// content, just before the fallback answers; after content, as the
+    /// stream ends with `event: error` (or errors). The public client is
+    /// told our own words and a code instead ([`Error::public_answer`]'s,
+    /// in the step's words): the step's error can name URLs, hosts and keys,
+    /// so log it here. The JavaScript `p.stream`'s `onError`.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() {
+    /// use edge_deadline::web::StreamStepOptions;
+    /// use std::{cell::RefCell, rc::Rc};
+    /// let log = Rc::new(RefCell::new(Vec::new()));
+    /// let seen = log.clone();
+    /// // Your logger here: the step's error as it is, with its URLs, hosts and keys.
+    /// let options = StreamStepOptions::new().on_error(move |error| seen.borrow_mut().push(error.to_string()));
+    /// # let _ = options;
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn on_error(mut self, f: impl Fn(&Error) + 'static) -> Self {
+        self.on_error = Some(Rc::new(f));
+        self
+    }
 }
 
 impl std::fmt::Debug for StreamStepOptions {
@@ -108,6 +140,7 @@ impl std::fmt::Debug for StreamStepOptions {
             .field("stall_ms", &self.stall_ms)
             .field("trace", &self.trace)
             .field("fallback", &self.fallback.is_some())
+            .field("on_error", &self.on_error.is_some())
             .finish()
     }
 }
@@ -152,7 +185,7 @@ impl Plan<'_> {
         F: FnOnce(AbortSignal, f64) -> Fut,
         Fut: Future<Output = Result<Response, Error>>,
     {
-        let StreamStepOptions { first_chunk_ms, stall_ms, trace, is_progress, fallback } = options;
+        let StreamStepOptions { first_chunk_ms, stall_ms, trace, is_progress, fallback, on_error } = options;
         // Range checks before the step starts (the core names the parameter).
         crate::core::stall::StallConfig::new(first_chunk_ms, stall_ms, None)?;
         let index = self.plan.index_of(name)?;
@@ -182,7 +215,7 @@ impl Plan<'_> {
         };
         if let Some((outcome, reason)) = refused {
             recorder.record(name, remaining, 0.0, t0, outcome, None);
-            return self.stream_fallback(index, reason, fallback, trace, t0).await;
+            return self.stream_fallback(index, reason, fallback, trace, t0, on_error.clone()).await;
         }
         let cap = decision.cap_ms();
         let cap_at = t0 + cap;
@@ -273,7 +306,9 @@ impl Plan<'_> {
                 let v = stream_verdict(end, false, cap_is_deadline);
                 drop(guard);
                 recorder.record(name, remaining, cap, t0, v.outcome, None);
-                return self.stream_fallback(index, reason_of(error, &ended), fallback, trace, t0).await;
+                return self
+                    .stream_fallback(index, reason_of(error, &ended), fallback, trace, t0, on_error.clone())
+                    .await;
             }
             Err(ended) => {
                 let end = end_of(None, Some(ended.clone()));
@@ -281,7 +316,14 @@ impl Plan<'_> {
                 drop(guard);
                 recorder.record(name, remaining, cap, t0, v.outcome, None);
                 return self
-                    .stream_fallback(index, reason_of(Error::Js(JsValue::UNDEFINED), &Some(ended)), fallback, trace, t0)
+                    .stream_fallback(
+                        index,
+                        reason_of(Error::Js(JsValue::UNDEFINED), &Some(ended)),
+                        fallback,
+                        trace,
+                        t0,
+                        on_error.clone(),
+                    )
                     .await;
             }
         };
@@ -339,7 +381,7 @@ impl Plan<'_> {
             settle(reader.cancel_with_reason(&reason.clone().into()));
             drop(guard);
             recorder.record(name, remaining, cap, t0, v.outcome, None);
-            return self.stream_fallback(index, reason, fallback, trace, t0).await;
+            return self.stream_fallback(index, reason, fallback, trace, t0, on_error.clone()).await;
         }
         let first_chunk_ms = if early.is_empty() { None } else { Some(sys::now() - t0) };
         let state = Rc::new(RefCell::new(Body {
@@ -358,6 +400,7 @@ impl Plan<'_> {
             trace,
             line_open: false,
             verdict: None,
+            on_error,
         }));
         if let Some(last) = early.last() {
             state.borrow_mut().note(last);
@@ -384,7 +427,11 @@ impl Plan<'_> {
         fallback: Option<FallbackFn>,
         trace: bool,
         t0: f64,
+        on_error: Option<ErrorFn>,
     ) -> Result<Response, Error> {
+        if let Some(f) = on_error {
+            f(&reason);
+        }
         let steps = self.plan.steps();
         let name = steps[index].name().to_string();
         let answer: FallbackFn = match fallback {
@@ -480,19 +527,10 @@ async fn first_of<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> 
 }
 
 /// What the public client is told about `reason`: the core's
-/// [`fallback_answer`] (our own words and a code, never the step's error,
+/// [`fallback_answer`](crate::core::plan::fallback_answer) (our own words and a code, never the step's error,
 /// whose text may hold URLs, hosts, keys), as js/plan.js tells it.
 fn public_reason(reason: &Error) -> FallbackAnswer {
-    let (cause, phase) = match reason {
-        Error::StreamStalled { phase, .. } => (FallbackCause::Stalled, Some(phase.as_str())),
-        Error::InsufficientBudget { .. } => (FallbackCause::Insufficient, None),
-        Error::DeadlineExceeded { .. } => (FallbackCause::Deadline, None),
-        Error::StepTimeout { .. } => (FallbackCause::StepTimeout, None),
-        Error::RetryFailed { reason, .. } => (FallbackCause::of_retry(reason), None),
-        _ => (FallbackCause::Failed, None),
-    };
-    let own = (cause != FallbackCause::Failed).then(|| reason.to_string());
-    fallback_answer(cause, FallbackScope::Step, phase, false, own.as_deref())
+    reason.answer_for(FallbackScope::Step)
 }
 
 /// The default fallback: the core's status, code and words ([`public_reason`]).
@@ -537,6 +575,8 @@ struct Body {
     /// Whether the last byte sent left a line open.
     line_open: bool,
     verdict: Option<(StreamVerdict, Option<Error>)>,
+    /// [`StreamStepOptions::on_error`].
+    on_error: Option<ErrorFn>,
 }
 
 impl Body {
@@ -599,6 +639,9 @@ impl Body {
         let encode = |text: &str| Uint8Array::from(text.as_bytes());
         if verdict.next == StreamNext::Error {
             let reason = reason.unwrap_or(Error::Js(JsValue::UNDEFINED));
+            if let Some(f) = &self.on_error {
+                f(&reason);
+            }
             if !self.sse {
                 return c.error_with_e(&reason.into());
             }

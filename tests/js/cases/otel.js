@@ -244,7 +244,7 @@ const cases = [
       near(ms(retry.duration), 100 + slept + 30, 1e-3);
       status(retry, UNSET);
       equal(retry.events.map((e) => e.name).join(), "deadline.backoff");
-      attributes(retry.events[0], { "deadline.attempt": 1, "deadline.backoff_ms": delay });
+      attributes(retry.events[0], { "deadline.attempt": 1, "deadline.backoff_ms": Math.round(delay * 10) / 10 });
       near(ms(retry.events[0].time) - ms(retry.startTime), 100, 1e-3, "the backoff starts when attempt 1 ends");
       const first = span(spans, "deadline.attempt", (s) => s.attributes["deadline.attempt"] === 1);
       attributes(first, { "deadline.remaining_ms": 1_000, "deadline.cap_ms": 100, "deadline.outcome": "timeout", "deadline.failure": "ambiguous" });
@@ -390,7 +390,7 @@ const cases = [
       ok(remaining > 9_000 && remaining <= 10_000, `remaining_ms ${remaining}`);
       status(stalled, ERROR, e.message);
       equal(stalled.events.map((ev) => ev.name).join(), "deadline.stall,exception");
-      attributes(stalled.events[0], { "deadline.stall.phase": "first-byte", "deadline.stall.after_ms": e.afterMs, "deadline.stall.chunks": 0 });
+      attributes(stalled.events[0], { "deadline.stall.phase": "first-byte", "deadline.stall.after_ms": Math.round(e.afterMs * 10) / 10, "deadline.stall.chunks": 0 });
       ok(ms(stalled.duration) >= 50, `the span covers the wait for headers: ${ms(stalled.duration)} ms`);
 
       exporter.reset();
@@ -422,6 +422,40 @@ const cases = [
       d.dispose();
       equal(ctx.otel.open().join(", "), "", "spans started and never ended");
     },
+  },
+  {
+    name: "otel: with retry, each attempt's stream span is numbered and keeps first_byte_ms; a limit not given is never 2^53 − 1; after_ms is rounded to 0.1 ms (fake time)",
+    needs: ["otel"],
+    run: (lib, ctx) => traced(lib, ctx, async (clock) => {
+      const { api, exporter } = ctx.otel;
+      const d = lib.Deadline.in(20_000);
+      const sse = { "content-type": "text/event-stream" };
+      const upstream = (signal, { attempt }) =>
+        attempt > 1
+          ? new Response("data: hi\n\n", { headers: sse })
+          : new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(": ping\n\n")) }), { headers: sse });
+      let res;
+      lib.traceWith(api);
+      lib.relay(upstream, { deadline: d, firstByteMs: 1_000, retry: { attemptMinMs: 1_000, maxAttempts: 3 } }).then((r) => (res = r));
+      // Only a keep-alive: the default wait for first content (half of the 20 s) runs out at 10 s; the wake comes 0.3 ms late.
+      await clock.advance(9_999);
+      clock.jump(1.3);
+      await clock.advance(0);
+      for (let i = 0; i < 10 && res === undefined; i++) await clock.advance(500);
+      equal(res?.status, 200, "the retry's answer");
+      equal(await res.text(), "data: hi\n\n");
+      const streams = exporter.getFinishedSpans().filter((s) => s.name === "deadline.stream");
+      equal(streams.map((s) => s.attributes["deadline.outcome"]).join(), "stalled,closed");
+      attributes(streams[0], { "deadline.attempt": 1, "deadline.stall.first_byte_ms": 1_000, "deadline.stall.first_chunk_ms": 10_000 });
+      attributes(streams[1], { "deadline.attempt": 2, "deadline.stall.first_byte_ms": 1_000 });
+      for (const s of streams) {
+        equal(s.attributes["deadline.stall.stall_ms"], undefined, "stallMs was not given");
+        ok(Object.values(s.attributes).every((v) => v !== Number.MAX_SAFE_INTEGER), `no 2^53 − 1 among ${JSON.stringify(s.attributes)}`);
+      }
+      equal(streams[0].events[0]?.name, "deadline.stall");
+      attributes(streams[0].events[0], { "deadline.stall.phase": "first-chunk", "deadline.stall.after_ms": 10_000.3, "deadline.attempt": 1 });
+      d.dispose();
+    }),
   },
   {
     name: "otel: the hook's mark (what a circuit breaker reports): an event on the active span, or a span of no duration without one",

@@ -7,6 +7,7 @@
 // Events are checked one by one: the reader must get every event exactly
 // once, whole, in order.
 import { equal, ok, rejects } from "../assert.js";
+import { installFakeTime } from "../fake-time.js";
 
 const dec = new TextDecoder();
 const uid = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
@@ -139,6 +140,45 @@ export default [
       equal(error, undefined);
       checkEvents(events(text), 1, 4, "after a first-chunk stall");
       equal((await seen(ctx, key)).connections.length, 2);
+    },
+  },
+  {
+    name: "resume (fake time): without firstChunkMs, an upstream that only sends keep-alives is cut at the default wait (half of what is left) and retried inside the deadline",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(20_000);
+        const t0 = clock.now();
+        const made = [];
+        let pings;
+        const upstream = (signal, { attempt }) => {
+          made.push({ at: clock.now() - t0, signal });
+          if (attempt > 1) return sseBody("data: hi\n\n", { close: true });
+          const body = new ReadableStream({ start: (c) => void (pings = c) });
+          return new Response(body, { headers: { "content-type": "text/event-stream" } });
+        };
+        const pending = lib.relay(upstream, { deadline: d, stallMs: 2_000, retry: { attemptMinMs: 1_000, maxAttempts: 3 } });
+        let res;
+        pending.then((r) => (res = r));
+        // A gateway that queues: a keep-alive comment every second, never an event.
+        for (let i = 0; i < 21 && res === undefined; i++) {
+          try {
+            pings?.enqueue(enc.encode(": ping\n\n"));
+          } catch {
+            // the attempt was cut: its body is closed
+          }
+          await clock.advance(1_000);
+        }
+        ok(res !== undefined, "the relay answered within the deadline");
+        equal(res.status, 200, "the retry's answer, not the deadline's fallback");
+        equal((await readAll(res)).text, "data: hi\n\n");
+        equal(made.length, 2, "the keep-alive-only attempt, then one retry");
+        ok(made[0].signal.aborted, "the first attempt was aborted");
+        // Half of the 20 s left at the call: cut at 10 s, the retry inside the other half.
+        ok(made[1].at >= 10_000 && made[1].at < 12_000, `retried at ${made[1].at} ms`);
+      } finally {
+        clock.restore();
+      }
     },
   },
   {

@@ -669,6 +669,53 @@ pub async fn plan_stream_a_stall_after_content_ends_with_an_error_event(_: &Ctx)
     Ok(())
 }
 
+/// `on_error` gets the step's error as it is (before content: with the fallback; after it: with
+/// `event: error`) while the client gets our words and a code, as the JavaScript `onError`.
+pub async fn plan_stream_on_error_gets_the_steps_error_while_the_client_gets_our_words(_: &Ctx) -> CaseOutcome {
+    let seen: Rc<RefCell<Vec<Error>>> = Rc::new(RefCell::new(Vec::new()));
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let plan = stream_plan(&d)?;
+    let log = seen.clone();
+    let res = plan
+        .stream(
+            "generate",
+            |_signal, _cap| async move {
+                Err::<web_sys::Response, _>(Error::Js(
+                    js_sys::Error::new("refused by http://user:sk-9@10.0.3.7/v1").into(),
+                ))
+            },
+            StreamStepOptions::new().on_error(move |e| log.borrow_mut().push(e.clone())),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    ensure!(res.status() == 502, "status {}", res.status());
+    let text = text_of(&res).await?;
+    ensure!(text.contains("\"code\":\"STEP_FAILED\"") && !text.contains("10.0.3.7"), "{text}");
+    {
+        let seen = seen.borrow();
+        ensure!(seen.len() == 1, "on_error called {} times", seen.len());
+        let message = js_sys::Error::from(JsValue::from(seen[0].clone())).message();
+        ensure!(String::from(message).contains("10.0.3.7"), "on_error got {:?}", seen[0]);
+    }
+
+    let d = Deadline::in_ms(2_000.0).unwrap();
+    let plan = stream_plan(&d)?;
+    let log = seen.clone();
+    let res = plan
+        .stream(
+            "generate",
+            |_signal, _cap| async move { silent_after("data: one\n\n") },
+            StreamStepOptions::new().stall_ms(100.0).on_error(move |e| log.borrow_mut().push(e.clone())),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = text_of(&res).await?;
+    ensure!(text.contains("event: error\ndata: {\"step\":\"generate\",\"outcome\":\"stalled\""), "{text}");
+    let seen = seen.borrow();
+    ensure!(seen.len() == 2 && matches!(seen[1], Error::StreamStalled { .. }), "on_error got {seen:?}");
+    Ok(())
+}
+
 pub async fn plan_stream_too_little_time_runs_no_step_and_the_default_fallback_says_why(_: &Ctx) -> CaseOutcome {
     let d = Deadline::in_ms(120.0).unwrap();
     let plan = stream_plan(&d)?;

@@ -102,6 +102,27 @@ pub async fn resume_a_connection_that_fails_before_the_first_byte_is_made_again(
     Ok(())
 }
 
+/// Without `first_chunk_ms`, a first attempt that sends its headers and a
+/// keep-alive comment, then nothing, is cut at the core's default wait (half
+/// of the 10 s left, 5 s) and retried inside the deadline, not left to it.
+pub async fn resume_a_keep_alive_only_attempt_is_cut_at_the_default_first_chunk_wait_and_retried(ctx: &Ctx) -> Outcome {
+    let k = key("pings");
+    let url = format!("{}/resume/sse?key={k}&fail=silent&events=4", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let t0 = super::now();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()))
+        .await
+        .map_err(|e| format!("the failure reached the caller: {e}"))?;
+    let got = read_events(&res).await?;
+    let took = super::now() - t0;
+    ensure!(got.error.is_none(), "the body errored after {took} ms: {:?}", got.error);
+    ensure!(got.ids == [1, 2, 3, 4], "events {:?}", got.ids);
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 2, "connections {connections:?}");
+    ensure!((4_900.0..9_000.0).contains(&took), "the answer took {took} ms");
+    Ok(())
+}
+
 pub async fn resume_a_stalled_event_stream_continues_after_the_last_event_id(ctx: &Ctx) -> Outcome {
     let k = key("stall");
     let url = format!("{}/resume/sse?key={k}&events=40&stallAfter=20", ctx.fixture()?);

@@ -636,6 +636,26 @@ pub async fn fetch_sse_keep_alives_are_silence_by_default(ctx: &Ctx) -> Outcome 
     assert_closed(ctx, &id).await
 }
 
+/// Without `first_chunk_ms`, an upstream that only sends keep-alive comments is cut at the core's
+/// default wait for first content (half of the 10 s left at the headers: 5 s), not left to the deadline.
+pub async fn fetch_keep_alives_only_are_cut_at_the_default_first_chunk_wait(ctx: &Ctx) -> Outcome {
+    let id = uid();
+    let url = format!("{}/stall/pings?ping=50&id={id}", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let t0 = now();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0))
+        .await
+        .map_err(|e| e.to_string())?;
+    let r = drain(&res.body().unwrap()).await;
+    let took = r.at - t0;
+    let (phase, after_ms, chunks, _) = stalled(&r.error).map_err(|e| format!("{e} after {took} ms"))?;
+    ensure!(phase == StallPhase::FirstChunk, "phase {phase}");
+    ensure!((4_900.0..=5_000.0 + TIMER_SLACK_MS).contains(&after_ms), "afterMs {after_ms}");
+    ensure!(chunks >= 3.0, "keep-alives arrived: {chunks} chunks");
+    ensure!(took < 8_000.0, "took {took} ms: the keep-alives kept it to the deadline");
+    assert_closed(ctx, &id).await
+}
+
 pub async fn fetch_a_blocked_consumer_is_not_a_stall_of_a_source_that_kept_sending(ctx: &Ctx) -> Outcome {
     for trial in 1..=3 {
         // 40 chunks of 16 bytes, one every 20 ms, from another process; stall_ms 250 (a margin
