@@ -28,13 +28,13 @@
 
 import { IS_WORKERD, MAX_TIMER_MS } from "./timers.js";
 
-const DENO = typeof globalThis.Deno?.unrefTimer === "function" && typeof globalThis.Deno?.refTimer === "function";
+export const DENO = typeof globalThis.Deno?.unrefTimer === "function" && typeof globalThis.Deno?.refTimer === "function";
 /**
  * Whether the host is a process that an event loop with nothing ref'd lets
  * exit. workerd can define `process` (nodejs_compat), but its timers belong
  * to a request: never arm one there.
  */
-const PROCESS_HOST = DENO || (typeof globalThis.process?.versions?.node === "string" && !IS_WORKERD);
+export const PROCESS_HOST = DENO || (typeof globalThis.process?.versions?.node === "string" && !IS_WORKERD);
 
 let holds = 0;
 let interval;

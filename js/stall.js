@@ -85,7 +85,7 @@ import { crossOriginInBrowser, propagateFormats, withBudgetHeaders } from "./hea
 import { createSseProgress, sseProgress } from "./sse.js";
 import { resumable, resumeOptions } from "./resume.js";
 import { child, now } from "./timers.js";
-import { hold, releaseHold } from "./keepalive.js";
+import { DENO, PROCESS_HOST, hold, releaseHold } from "./keepalive.js";
 import { deadline as checkDeadline, isAbortSignal, number, typeError } from "./validate.js";
 
 export { createSseProgress, sseProgress, StreamStalled, isStreamStalled };
@@ -551,19 +551,51 @@ function streamEnded(t, span, outcome, reason, chunks, bytes, attempt) {
  * @returns {Promise<Response>} rejects with `DeadlineExceeded`, `StreamStalled`
  *   (phase "first-byte"), `init.signal`'s reason or a network error
  */
+/** The runtime whose own fetch has a cap (src/core/caps.rs `FetchIdle`), and the cap; looked up once. */
+let fetchCap;
+let fetchCapWarned = false;
+
+/**
+ * What the runtime's own fetch cap changes for one request (src/core/caps.rs, `fetch_idle_plan`): Bun's
+ * is raised to the deadline through its `timeout` option (unless the caller set one); Node's cannot be
+ * without a dispatcher (the caller's `init.dispatcher` sets its own), so the waits for the headers and
+ * between chunks are clamped to it and the request ends with our `StreamStalled` at the cap, said once.
+ * @param {any} init @param {number} at @param {number | undefined} firstByteMs @param {number | undefined} stallMs
+ * @returns {{ firstByteMs: number | undefined, stallMs: number | undefined, raise?: { timeout: number } }}
+ */
+function runtimeFetchCap(init, at, firstByteMs, stallMs) {
+  if (fetchCap === undefined) {
+    const name = typeof globalThis.Bun === "object" ? "bun" : PROCESS_HOST && !DENO ? "node" : "";
+    fetchCap = { name, ms: name === "" ? undefined : core.runtimeFetchIdleMs(name) };
+  }
+  const { name, ms } = fetchCap;
+  if (ms === undefined || (name === "node" && init?.dispatcher !== undefined) || (name === "bun" && init?.timeout !== undefined)) return { firstByteMs, stallMs };
+  const plan = core.fetchIdlePlan(ms, name === "bun", at - now(), firstByteMs, stallMs);
+  if (plan.clamped && !fetchCapWarned) {
+    fetchCapWarned = true;
+    console.warn(
+      `edge-deadline: this runtime's fetch gives up after ${ms / 1000} s without a byte, whatever the deadline says: fetchWithDeadline clamps its waits for the headers and between chunks to that, so a longer deadline ends there with StreamStalled. To keep the deadline, pass a dispatcher of your own (undici's Agent with headersTimeout and bodyTimeout) in init.dispatcher. (FETCH_IDLE_CAP, said once)`,
+    );
+  }
+  return { firstByteMs: plan.firstByteMs ?? undefined, stallMs: plan.stallMs ?? undefined, ...(plan.raiseMs == null ? {} : { raise: { timeout: plan.raiseMs } }) };
+}
+
 export async function fetchWithDeadline(input, init, opts) {
   if (!isReady()) notReady("fetchWithDeadline");
   const where = "fetchWithDeadline";
   const o = options(opts, where, "{ deadline, firstByteMs, firstChunkMs, stallMs }");
   const at = deadlineAt(o.deadline, where, true);
-  const firstByteMs = limit("options.firstByteMs", o.firstByteMs, undefined, where);
+  const askedFirstByteMs = limit("options.firstByteMs", o.firstByteMs, undefined, where);
   const firstChunkMs = limit("options.firstChunkMs", o.firstChunkMs, undefined, where);
-  const stallMs = limit("options.stallMs", o.stallMs, undefined, where);
+  const askedStallMs = limit("options.stallMs", o.stallMs, undefined, where);
   const isProgress = predicate(o.isProgress, where);
   const formats = propagateFormats(o.propagate);
   if (init != null && typeof init !== "object") throw typeError("init", "a RequestInit object", init, where);
   const userSignal = init?.signal ?? undefined;
   if (userSignal !== undefined && !isAbortSignal(userSignal)) throw typeError("init.signal", "an AbortSignal", userSignal, where);
+  // The runtime's own fetch cap (Node's undici, Bun): raised where a request may, else the waits clamped to it.
+  const { firstByteMs, stallMs, raise } = runtimeFetchCap(init, at, askedFirstByteMs, askedStallMs);
+  if (raise !== undefined) init = { ...init, ...raise };
   // Range checks before any I/O (the core names the parameter).
   const t0 = now();
   core.stallStart(firstChunkMs, stallMs, at, t0, t0);

@@ -815,6 +815,54 @@ pub fn for_lambda(
     Ok(PlatformAnswer { at: d.at, bound: d.bound, cpu_ms: None, fetch_idle_ms: None, sources: caps.sources })
 }
 
+/// What `fetchWithDeadline` does about the runtime's own fetch cap ([`CapKind::FetchIdle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify), tsify(missing_as_null))]
+pub struct FetchIdlePlan {
+    /// Raise the runtime's cap for this request to this many ms (Bun's `timeout` option): the
+    /// deadline's remaining time, whole ms up. `None`: leave it.
+    pub raise_ms: Option<f64>,
+    /// The wait for the headers to use: the caller's, clamped to the cap when the cap cannot be raised.
+    pub first_byte_ms: Option<f64>,
+    /// The stall limit to use: the caller's, clamped to the cap when the cap cannot be raised.
+    pub stall_ms: Option<f64>,
+    /// The deadline outlasts a cap that cannot be raised here: the waits were clamped to it (say so, once).
+    pub clamped: bool,
+}
+
+/// Keeps a deadline longer than the runtime's own fetch cap (`cap_ms`: Node's undici 300 s, Bun's
+/// 5 min) from being cut by it without a word. Where the runtime lets a request raise its cap
+/// (`can_raise`: Bun's `timeout` option) and the caller set none, it is raised to the deadline's
+/// remaining time. Where it cannot (Node without a dispatcher of the caller's), the waits for the
+/// headers and between chunks are clamped to the cap, so the request ends with this package's
+/// `StreamStalled` at the cap rather than the runtime's bare "fetch failed", and `clamped` says so.
+/// A deadline within the cap, or no cap, changes nothing.
+pub fn fetch_idle_plan(
+    cap_ms: Option<f64>,
+    can_raise: bool,
+    remaining_ms: f64,
+    first_byte_ms: Option<f64>,
+    stall_ms: Option<f64>,
+) -> FetchIdlePlan {
+    let unchanged = FetchIdlePlan { raise_ms: None, first_byte_ms, stall_ms, clamped: false };
+    let Some(cap) = cap_ms.filter(|c| c.is_finite() && *c > 0.0) else { return unchanged };
+    if remaining_ms.is_nan() || remaining_ms <= cap {
+        return unchanged;
+    }
+    if can_raise {
+        return FetchIdlePlan { raise_ms: Some(remaining_ms.ceil().min(MAX_MS)), ..unchanged };
+    }
+    let clamp = |ms: Option<f64>| Some(ms.map_or(cap, |v| v.min(cap)));
+    FetchIdlePlan { raise_ms: None, first_byte_ms: clamp(first_byte_ms), stall_ms: clamp(stall_ms), clamped: true }
+}
+
+/// The built-in fetch cap of a server runtime (`"node"`, `"bun"`), in ms; `None` for any other name.
+pub fn runtime_fetch_idle_ms(platform: &str) -> Option<f64> {
+    let platform = Platform::parse(platform).ok()?;
+    BUILTIN.iter().find(|c| c.platform == platform && c.kind == FetchIdle).and_then(|c| c.ms)
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
@@ -996,6 +1044,37 @@ mod tests {
         .unwrap();
         assert_eq!((raised.at, raised.bound), (29_500.0, Bound::Product));
         assert!(matches!(Platform::parse("lambda"), Err(CapsError::UnknownPlatform { .. })));
+    }
+
+    #[test]
+    fn a_deadline_past_the_runtimes_fetch_cap_raises_it_or_clamps_to_it() {
+        let node = runtime_fetch_idle_ms("node");
+        assert_eq!(
+            (node, runtime_fetch_idle_ms("bun"), runtime_fetch_idle_ms("deno-deploy")),
+            (Some(300_000.0), Some(300_000.0), None)
+        );
+        // Within the cap, or no cap: nothing changes.
+        let within = fetch_idle_plan(node, false, 299_000.0, Some(5_000.0), None);
+        assert_eq!(
+            within,
+            FetchIdlePlan { raise_ms: None, first_byte_ms: Some(5_000.0), stall_ms: None, clamped: false }
+        );
+        assert_eq!(fetch_idle_plan(None, false, 1e9, None, None).clamped, false);
+        // Past it, where a request can raise it (Bun): raised to what is left, whole ms up.
+        let bun = fetch_idle_plan(Some(300_000.0), true, 630_000.4, None, Some(1_000.0));
+        assert_eq!(
+            bun,
+            FetchIdlePlan { raise_ms: Some(630_001.0), first_byte_ms: None, stall_ms: Some(1_000.0), clamped: false }
+        );
+        // Where it cannot (Node): the waits are clamped to it, and said so.
+        let clamped = fetch_idle_plan(node, false, 630_000.0, None, Some(400_000.0));
+        assert_eq!(
+            clamped,
+            FetchIdlePlan { raise_ms: None, first_byte_ms: Some(300_000.0), stall_ms: Some(300_000.0), clamped: true }
+        );
+        let shorter = fetch_idle_plan(node, false, 630_000.0, Some(10_000.0), Some(60_000.0));
+        assert_eq!((shorter.first_byte_ms, shorter.stall_ms), (Some(10_000.0), Some(60_000.0)));
+        assert_eq!(fetch_idle_plan(node, false, f64::NAN, None, None).clamped, false);
     }
 
     #[test]

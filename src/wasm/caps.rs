@@ -43,3 +43,21 @@ pub fn lambda_deadline(
     };
     into_js(&caps::for_lambda(now_ms, remaining_ms, product_ms, fallback_reserve_ms).map_err(refused)?)
 }
+
+/// [`caps::runtime_fetch_idle_ms`]: the built-in fetch cap of `"node"` or `"bun"`, in ms.
+#[wasm_bindgen(js_name = runtimeFetchIdleMs)]
+pub fn runtime_fetch_idle_ms(platform: &str) -> Option<f64> {
+    caps::runtime_fetch_idle_ms(platform)
+}
+
+/// [`caps::fetch_idle_plan`]: what a deadline past the runtime's own fetch cap changes for one request.
+#[wasm_bindgen(js_name = fetchIdlePlan, unchecked_return_type = "FetchIdlePlan")]
+pub fn fetch_idle_plan(
+    cap_ms: Option<f64>,
+    can_raise: bool,
+    remaining_ms: f64,
+    first_byte_ms: Option<f64>,
+    stall_ms: Option<f64>,
+) -> Result<JsValue, JsValue> {
+    into_js(&caps::fetch_idle_plan(cap_ms, can_raise, remaining_ms, first_byte_ms, stall_ms))
+}

@@ -485,6 +485,54 @@ console.log(unread.locked, e.phase);`,
     },
   },
   {
+    name: "fetchWithDeadline (fake time): a deadline past Node's own fetch cap (300 s without a byte) ends with our StreamStalled at the cap, said once; where the runtime has no such cap, or raises it per request (Bun), the deadline decides",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      // Node's fetch (undici) fails a request after 300 s without a byte, whatever its signal says, and a
+      // request cannot raise that without a dispatcher of its own: the package clamps its waits to it.
+      const clamps = /^node /.test(ctx.runtime);
+      const clock = installFakeTime();
+      const warn = console.warn;
+      const warnings = [];
+      console.warn = (message) => warnings.push(String(message));
+      const settle = () => new Promise((resolve) => setTimeout(resolve, 50)); // the host's clock: the aborted fetch settles
+      try {
+        const outcomes = [];
+        const deadlines = [];
+        for (let i = 0; i < 2; i++) {
+          const deadline = lib.Deadline.in(630_000);
+          deadlines.push(deadline);
+          outcomes.push(lib.fetchWithDeadline(`${ctx.fixtureUrl}/hang`, undefined, { deadline }).then(() => "answered", (e) => e));
+        }
+        let settled = 0;
+        for (const o of outcomes) o.then(() => settled++);
+        await clock.advance(299_000);
+        await settle();
+        equal(settled, 0, "nothing ends before the cap");
+        await clock.advance(1_001);
+        await settle();
+        if (clamps) {
+          for (const e of await Promise.all(outcomes)) {
+            ok(lib.isStreamStalled(e) && e.phase === "first-byte", `${e?.name}: ${e?.message}`);
+            ok(Math.abs(e.afterMs - 300_000) <= 1, `cut at the cap: ${e.afterMs}`);
+          }
+          ok(warnings.length <= 1, "said once");
+          if (warnings.length === 1) ok(/300 s without a byte/.test(warnings[0]) && /init\.dispatcher/.test(warnings[0]), warnings[0]);
+        } else {
+          equal(settled, 0, "no cap here (or raised): the deadline decides");
+          equal(warnings.length, 0);
+          await clock.advance(330_000);
+          await settle();
+          for (const e of await Promise.all(outcomes)) ok(lib.isDeadlineExceeded(e), `${e?.name}: ${e?.message}`);
+        }
+        for (const d of deadlines) d.dispose();
+      } finally {
+        console.warn = warn;
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "stall (fake time): a source answering within 70 ms is never cut by a consumer that starts 80 ms late or pauses at random",
     run: async (lib) => {
       const clock = installFakeTime();
