@@ -64,7 +64,9 @@ export const runtimeName = () =>
     ? "workerd"
     : typeof Deno !== "undefined"
       ? `deno ${Deno.version.deno}`
-      : typeof process !== "undefined"
+      : typeof Bun !== "undefined" // before `process`: Bun has one that says Node
+        ? `bun ${Bun.version}`
+        : typeof process !== "undefined"
         ? `node ${process.version}`
         : (globalThis.navigator?.userAgent.match(/(?:HeadlessChrome|Chrome)\/[\d.]+/)?.[0] ?? "browser");
 

@@ -51,6 +51,9 @@ for (const [label, dir] of packages) {
 const repeat = Number(flags.repeat);
 const runtimes = [
   ["node", (file) => [process.execPath, [file]]],
+  // Node 24 (LTS) and Bun, real binaries from the npm registry (package.json), beside the machine's Node.
+  ["node24", (file) => [join(root, "node_modules/node24/bin/node"), [file]]],
+  ["bun", (file) => [join(root, "node_modules/@oven/bun-linux-x64/bin/bun"), [file]]],
   ["deno", (file) => [deno, ["run", "-A", file]]],
   ["workerd", null],
 ].filter(([name]) => !process.env.BENCH_RUNTIMES || process.env.BENCH_RUNTIMES.split(",").includes(name)); // e.g. BENCH_RUNTIMES=workerd (chromium: the benches that run there)
