@@ -18,6 +18,7 @@ const MAIN: &[&[Template]] = &[
     crate::core::caps::msg::TEMPLATES,
     crate::core::request::msg::TEMPLATES,
     crate::core::stall::msg::TEMPLATES,
+    crate::core::resume::msg::TEMPLATES,
 ];
 
 /// The templates only the derive entry's errors use.

@@ -50,7 +50,8 @@ use super::stall::{fetch_once, guard, ignore_rejection, rewrap, Once, ProgressFn
 use super::timers::sleep_until;
 use super::{sys, Error};
 use crate::core::resume::{
-    content_range_start, resume_refusal, status_failure, Delivered, DeliveredIds, Event, EventCut, Next, Resume,
+    content_range_start, resume_refusal, status_failure, CutRefusal, Delivered, DeliveredIds, Event, EventCut, Next,
+    Resume,
 };
 use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start};
 
@@ -193,6 +194,11 @@ struct Flow {
     live: Option<Live>,
     /// The failure the live attempt resumed from.
     resumed_from: Option<Error>,
+    /// The event cap and the line cap (for the refusal's message).
+    caps: (usize, usize),
+    /// The cut refused the stream past a cap: the read ends with it once
+    /// what came before is delivered.
+    too_large: Option<Error>,
 }
 
 /// What a pull did.
@@ -351,6 +357,7 @@ impl Flow {
             content: self.content,
             event_stream: self.event_stream,
             last_event_id: self.last_id.as_deref().is_some_and(|id| !id.is_empty()),
+            unchecked: !self.ids.checkable(),
         }
     }
 
@@ -470,7 +477,7 @@ impl Flow {
             return Ok(out);
         }
         let mut events = Vec::new();
-        self.cut.push(&bytes, &mut events);
+        let refused = self.cut.push(&bytes, &mut events).err();
         for event in events {
             let Some(held) = self.holding.as_mut() else {
                 self.deliver(&event.bytes, event.content, event.id, &mut out);
@@ -488,7 +495,26 @@ impl Flow {
                 }
             }
         }
+        if let Some(refusal) = refused {
+            // Ends the read at once, never retried; what a resumed stream held unchecked is dropped.
+            self.holding = None;
+            self.too_large = Some(self.refusal_error(refusal));
+            self.live = None;
+        }
         Ok(out)
+    }
+
+    /// The error a cap's refusal ends the read with (js/resume.js `StreamTooLarge`).
+    fn refusal_error(&self, refusal: CutRefusal) -> Error {
+        let cap = match refusal {
+            CutRefusal::EventTooLarge => self.caps.0,
+            CutRefusal::LineTooLong => self.caps.1,
+        } as f64;
+        let e = js_sys::Error::new(&refusal.message(cap).to_string());
+        e.set_name("StreamTooLarge");
+        let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(refusal.code()));
+        let _ = Reflect::set(&e, &JsValue::from_str("maxBytes"), &JsValue::from(cap));
+        Error::Js(e.into())
     }
 
     /// The live attempt's body ended: what was held goes to the reader.
@@ -516,6 +542,10 @@ impl Flow {
     /// Reads until something reaches the reader, recovering from failures.
     async fn pull(&mut self) -> Pulled {
         loop {
+            if let Some(error) = self.too_large.take() {
+                let _ = self.run.aborted(sys::now(), false);
+                return Pulled::Errored(error.into());
+            }
             let Some(reader) = self.live.as_ref().and_then(|l| l.reader.clone()) else {
                 return Pulled::Closed(self.finish());
             };
@@ -571,6 +601,7 @@ pub(super) async fn fetch_resumable(
     once: Once,
     retry: Option<RetryOptions>,
     hook: Option<ResumeFn>,
+    caps: (usize, usize),
 ) -> Result<Response, Error> {
     let mut retry = retry.unwrap_or_else(|| RetryOptions::new(0.0));
     if retry.attempt_timeout().is_some() {
@@ -615,7 +646,7 @@ pub(super) async fn fetch_resumable(
         run,
         whole,
         event_stream: false,
-        cut: EventCut::new(),
+        cut: EventCut::with_caps(caps.0, caps.1),
         content: false,
         bytes: 0.0,
         chunks: Vec::new(),
@@ -624,6 +655,8 @@ pub(super) async fn fetch_resumable(
         holding: None,
         live: None,
         resumed_from: None,
+        caps,
+        too_large: None,
     };
     if let Start::Stop(_) = flow.budget_start()? {
         return Err(match flow.run.stopped() {

@@ -356,3 +356,63 @@ pub async fn resume_an_attempt_timeout_is_refused_before_any_io(ctx: &Ctx) -> Ou
     ensure!(connections.is_empty(), "connections {connections:?}");
     Ok(())
 }
+
+pub async fn resume_an_event_past_max_event_bytes_ends_the_stream_at_once(ctx: &Ctx) -> Outcome {
+    let k = key("too-large");
+    let total = 32 * 1024 * 1024;
+    let url = format!("{}/resume/sse?key={k}&events=3&endless={total}", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let options = FetchOptions::new(&d).stall_ms(5_000.0).retry(stream_retry()).max_event_bytes(1_048_576.0);
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    // The events before the endless one, then the refusal: no byte of it reached the reader.
+    ensure!(got.ids == [1, 2, 3], "events {:?}", got.ids);
+    ensure!(!got.chunks.concat().contains("xxxx"), "a byte of the refused event reached the reader");
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(get(&error, "name").as_string().as_deref() == Some("StreamTooLarge"), "errored with {error:?}");
+    ensure!(get(&error, "code").as_string().as_deref() == Some("EVENT_TOO_LARGE"), "errored with {error:?}");
+    ensure!(get(&error, "maxBytes").as_f64() == Some(1_048_576.0), "errored with {error:?}");
+    // Never retried, and the upstream request was released.
+    ensure!(closed(ctx, &k, 0).await?, "the refused connection was never closed");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    // Bad caps fail before any I/O, named as in JavaScript.
+    for (options, param, code) in [
+        (FetchOptions::new(&d).retry(stream_retry()).max_event_bytes(0.0), "maxEventBytes", "OUT_OF_RANGE"),
+        (FetchOptions::new(&d).retry(stream_retry()).max_line_bytes(2.5), "maxLineBytes", "NOT_WHOLE"),
+    ] {
+        let url = format!("{}/resume/sse?key={k}-bad&events=3", ctx.fixture()?);
+        match fetch_with_deadline(&url.into(), None, options).await {
+            Err(Error::InvalidArgument { param: p, code: c, .. }) => {
+                ensure!(p == param && c == code, "named {p} {c}, expected {param} {code}")
+            }
+            other => return Err(format!("gave {:?}", other.map(|r| r.status()))),
+        }
+    }
+    ensure!(seen(ctx, &format!("{k}-bad")).await?.is_empty(), "a request was made with a bad cap");
+    Ok(())
+}
+
+pub async fn resume_past_the_remembered_ids_a_replay_from_an_older_id_delivers_no_duplicate(ctx: &Ctx) -> Outcome {
+    // 2 500 events delivered, then a stall; asked with Last-Event-ID: 2500, the upstream would replay from 1 000.
+    let k = key("unchecked");
+    let url = format!("{}/resume/sse?key={k}&events=2600&stallAfter=2500&ignore=1&replayFrom=1000", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(
+        got.ids == (1..=2500).collect::<Vec<_>>(),
+        "{} events delivered, expected 1..=2500 once each",
+        got.ids.len()
+    );
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(
+        matches!(Error::from(error.clone()), Error::StreamStalled { phase: StallPhase::Stall, .. }),
+        "errored with {error:?}"
+    );
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "a resume by id it could not check was made: {connections:?}");
+    Ok(())
+}
