@@ -33,6 +33,11 @@ export interface Delivered {
   attempt: number;
   /** The attempt's signal: pass it to `fetch`. */
   signal: AbortSignal;
+  /**
+   * What is left of the deadline as the hook is called, in the propagation headers (`edge-deadline-remaining-ms`,
+   * or the formats `fetchWithDeadline`'s `propagate` names): send them with the continuation.
+   */
+  headers: Record<string, string>;
 }
 
 /**

@@ -41,9 +41,17 @@
 //    ends, every timer and listener is gone and the core's loop is freed.
 // 5. A backoff between attempts keeps a Node or Deno process alive (its
 //    timer is unref'd, like every timer of the package): someone awaits it.
+// 6. When the read ends with a failure once the reader has the body, the
+//    reader's error is ours, with `deliveredBytes`: a `StreamStalled` or a
+//    `StreamTooLarge` as it is, the deadline's `DeadlineExceeded` and the
+//    caller's abort reason as they are (without the field: they are shared),
+//    anything else (an upstream's `TypeError`, a status, a refused resume)
+//    as the `cause` of a `RetryFailed` (the retry loop's stop, or
+//    "not-resumable" when it allowed an attempt none could continue).
 
 import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
+import { propagateFormats } from "./headers.js";
 import { hold, releaseHold } from "./keepalive.js";
 import { classified, defaultClassify, newRun, serverWait } from "./retry.js";
 import { retryBudgetCore } from "./retry_budget.js";
@@ -599,6 +607,7 @@ export function resumable(connect, s) {
   const { run, classify: given, budget } = newRun("options.retry", retry.r, deadline.at, true);
   const classify = retry.r.classify === undefined ? streamClassify : given;
   const hook = retry.hook;
+  const formats = s.formats ?? propagateFormats(undefined);
   const budgetCore = budget === undefined ? undefined : () => retryBudgetCore(budget);
   // Everything hangs from `outer`: the deadline (and its parents), the caller's signal (and a Request's).
   const outer = child([deadline, s.signal, s.signal2], Infinity);
@@ -670,6 +679,14 @@ export function resumable(connect, s) {
     const first = held[0];
     held = [];
     return deliver(first);
+  }
+
+  /** What is left of the deadline now, in the formats a continuation sends (the hook's `headers`). */
+  function budgetHeaders() {
+    const out = {};
+    const remaining = deadline.remaining();
+    for (const f of formats) out[f] = core.encodeHeader(f, remaining);
+    return out;
   }
 
   /** A piece reaches the reader: counted, and kept for the hook. */
@@ -744,7 +761,7 @@ export function resumable(connect, s) {
   async function failed(error) {
     if (tooLarge !== undefined) {
       refused();
-      throw tooLarge;
+      throw ending(tooLarge);
     }
     drop(error);
     // Pieces cut before the failure are the reader's: they go first.
@@ -766,11 +783,11 @@ export function resumable(connect, s) {
       delay = budgetCore ? run.failedBudgeted(t, failure, budgetCore(), wait) : run.failed(t, failure, wait);
     }
     lastError = error;
-    if (delay === undefined) throw error;
+    if (delay === undefined) throw ending(error, run.stop());
     const bits = (content || cutter.content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (cutter.lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0) | (cutter.checkable() ? 0 : UNCHECKED);
     const answer = core.resumeNext(bits, resumes, delay, wait);
     const next = answer % 4;
-    if (next === 3) throw error;
+    if (next === 3) throw ending(error);
     if (next !== RETRY) resumes++;
     kind = next;
     const ms = (answer - next) / 4;
@@ -786,7 +803,7 @@ export function resumable(connect, s) {
     const t0 = now();
     const timeoutMs = budgetCore ? run.startBudgeted(t0, budgetCore()) : run.start(t0);
     if (timeoutMs === undefined) {
-      if (lastError !== undefined) throw lastError;
+      if (lastError !== undefined) throw ending(lastError, run.stop());
       const { reason, message } = run.stop();
       throw new RetryFailed(reason, message, []);
     }
@@ -809,7 +826,7 @@ export function resumable(connect, s) {
     try {
       let pending;
       if (by === BY_HOOK) {
-        const made = hook({ chunks: kept.slice(), bytes, lastEventId: cutter.lastEventId(), attempt: attempts, signal: node.signal });
+        const made = hook({ chunks: kept.slice(), bytes, lastEventId: cutter.lastEventId(), attempt: attempts, signal: node.signal, headers: budgetHeaders() });
         if (made == null) {
           wait?.dispose();
           node.dispose();
@@ -833,7 +850,7 @@ export function resumable(connect, s) {
     } catch (error) {
       if (by === BY_HOOK && !node.aborted && error === lastError) {
         cur = undefined;
-        throw error;
+        throw ending(error);
       }
       wait?.dispose();
       return failed(node.aborted ? node.reason : error);
@@ -935,6 +952,22 @@ export function resumable(connect, s) {
     return slowRead();
   }
 
+  /**
+   * The reader's error for a read that ends with `error` (invariant 6);
+   * `stop`: the retry loop's, when it stopped. Before the body (`head`),
+   * the error as it is: the caller of fetchWithDeadline, or relay's
+   * fallback, gets it.
+   */
+  function ending(error, stop) {
+    if (head === undefined || isDeadlineExceeded(error) || error === outer.reason || error?.deliveredBytes !== undefined) return error;
+    if (!isStreamStalled(error) && error !== tooLarge) {
+      const s = stop ?? { reason: "not-resumable", message: core.resumeEndMessage(bytes) };
+      error = new RetryFailed(s.reason, s.message, run.records(), { cause: error });
+    }
+    error.deliveredBytes = bytes;
+    return error;
+  }
+
   /** The cutter refused the stream past a cap: the read ends with it at once (never retried), its attempt aborted. */
   function refused() {
     const error = tooLarge;
@@ -948,7 +981,7 @@ export function resumable(connect, s) {
       }
     } else if (error === thrown) return;
     thrown = error;
-    throw error;
+    throw ending(error);
   }
 
   /** The attempt being read ended: what an unfinished event or a held stream had goes too, as it came. */

@@ -410,7 +410,20 @@ pub mod msg {
         EVENT_TOO_LARGE = "the event stream sent an event longer than {max} bytes (the cap set by {option})";
         /// [`CutRefusal::LineTooLong`](super::CutRefusal::LineTooLong).
         LINE_TOO_LONG = "the event stream sent a line longer than {max} bytes (the cap set by {option})";
+        /// [`not_resumable`](super::not_resumable).
+        NOT_RESUMABLE = "the stream failed after {bytes} bytes reached the reader and could not be resumed (by event id or by the resume hook)";
     }
+}
+
+/// The reason a read that ends after [`Next::End`] reports (the retry
+/// loop still allowed an attempt, but none could continue the stream).
+pub const NOT_RESUMABLE: &str = "not-resumable";
+
+/// The message of a read that ended after [`Next::End`] with `bytes`
+/// delivered: the hosts' `RetryFailed` with reason [`NOT_RESUMABLE`] and
+/// the failure as its cause.
+pub fn not_resumable(bytes: f64) -> Message {
+    Message::new(msg::NOT_RESUMABLE).arg("bytes", bytes)
 }
 
 /// One complete event cut from an event stream by [`EventCut`].

@@ -62,6 +62,13 @@ pub fn resume_cap(line: bool, value: Option<f64>) -> Result<f64, JsValue> {
     }
 }
 
+/// The message of a read that ended after content with no way to resume
+/// it, `bytes` delivered ([`not_resumable`](crate::core::resume::not_resumable)).
+#[wasm_bindgen(js_name = resumeEndMessage)]
+pub fn resume_end_message(bytes: f64) -> String {
+    crate::core::resume::not_resumable(bytes).to_string()
+}
+
 /// The message of a stream refused past a cap
 /// ([`CutRefusal::message`](crate::core::resume::CutRefusal::message)):
 /// `line` for the line cap, else the event cap, of `cap` bytes.

@@ -311,6 +311,48 @@ export default [
     },
   },
   {
+    name: "resume: when the attempts run out after content, the reader's error is ours: RetryFailed with the upstream's error as its cause and the bytes delivered",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      // The connection breaks after 5 events; every resume by id then fails before any byte.
+      const key = uid();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/sse?key=${key}&events=40&breakAfter=5&failResumes=1`, undefined, {
+        deadline: lib.Deadline.in(10_000),
+        retry: { attemptMinMs: 50, maxAttempts: 3, backoff: { baseMs: 1, maxMs: 5, jitter: 0 } },
+        stallMs: 2_000,
+      });
+      const { text, error } = await readAll(res);
+      checkEvents(events(text), 1, 5, "before the failure");
+      ok(lib.isRetryFailed(error), `the reader's error: ${error?.name}: ${error?.message}`);
+      equal(error.reason, "exhausted");
+      equal(error.attempts.length, 3, "every attempt is reported");
+      ok(error.cause instanceof Error && !lib.isRetryFailed(error.cause), `its cause is the upstream's error: ${error.cause}`);
+      equal(error.deliveredBytes, new TextEncoder().encode(text).length, "deliveredBytes is what the reader got");
+      equal((await seen(ctx, key)).connections.length, 3);
+      // A body that cannot be resumed (not an event stream, and the hook gives nothing): "not-resumable".
+      const r2 = await readAll(
+        await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/text?key=${uid()}&chunks=9&stallAfter=2&breakAfter=1`, undefined, {
+          deadline: lib.Deadline.in(10_000),
+          retry: { attemptMinMs: 50 },
+          stallMs: 2_000,
+          resume: () => undefined,
+        }),
+      );
+      equal(r2.text, "1;2;3");
+      ok(lib.isRetryFailed(r2.error), `${r2.error?.name}: ${r2.error?.message}`);
+      equal(r2.error.reason, "not-resumable");
+      ok(/after 5 bytes reached the reader/.test(r2.error.message), r2.error.message);
+      ok(r2.error.cause instanceof Error, `${r2.error.cause}`);
+      equal(r2.error.deliveredBytes, 5);
+      // A stall stays a StreamStalled, with what was delivered.
+      const r3 = await readAll(
+        await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/text?key=${uid()}&chunks=9&stallAfter=2`, undefined, { deadline: lib.Deadline.in(10_000), retry: true, stallMs: 200 }),
+      );
+      ok(lib.isStreamStalled(r3.error), `${r3.error}`);
+      equal(r3.error.deliveredBytes, 5);
+    },
+  },
+  {
     name: "resume: an upstream that ignores Last-Event-ID: the resume hook gets what was delivered and its continuation is read",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
@@ -323,7 +365,7 @@ export default [
         // The continuation: another upstream that honours the id.
         resume: (delivered) => {
           calls.push(delivered);
-          return fetch(`${ctx.fixtureUrl}/resume/sse?key=${key}-next&events=40`, { signal: delivered.signal, headers: { "last-event-id": delivered.lastEventId } });
+          return fetch(`${ctx.fixtureUrl}/resume/sse?key=${key}-next&events=40`, { signal: delivered.signal, headers: { ...delivered.headers, "last-event-id": delivered.lastEventId } });
         },
       });
       const { text, error } = await readAll(res);
@@ -333,6 +375,10 @@ export default [
       const d = calls[0];
       equal(d.lastEventId, "20");
       equal(d.attempt, 3, "the hook makes the third attempt (after the stalled one and the one that replayed)");
+      // The continuation carries what is left of the deadline, as the relay's own attempts do.
+      const left = Number(d.headers?.["edge-deadline-remaining-ms"]);
+      ok(left > 0 && left < 10_000, `the hook's budget header: ${JSON.stringify(d.headers)}`);
+      equal(Number((await seen(ctx, `${key}-next`)).connections[0].budget), left, "the continuation sent it");
       ok(d.signal instanceof AbortSignal);
       const delivered = d.chunks.map((c) => dec.decode(c)).join("");
       equal(d.bytes, delivered.length, "bytes is what the chunks hold");

@@ -189,6 +189,7 @@ pub async fn resume_the_hook_is_asked_when_last_event_id_is_ignored(ctx: &Ctx) -
             resumed.bytes,
             text,
             resumed.signal.aborted(),
+            resumed.headers.get("edge-deadline-remaining-ms").ok().flatten(),
         ));
         None
     });
@@ -198,7 +199,10 @@ pub async fn resume_the_hook_is_asked_when_last_event_id_is_ignored(ctx: &Ctx) -
     ensure!(got.error.is_some(), "the hook gave nothing: the body must error");
     let calls = calls.borrow();
     ensure!(calls.len() == 1, "the hook was called {} times", calls.len());
-    let (last_event_id, attempt, bytes, text, aborted) = &calls[0];
+    let (last_event_id, attempt, bytes, text, aborted, budget) = &calls[0];
+    // The continuation is given what is left of the deadline to send, as the read's own attempts send it.
+    let left: f64 = budget.as_deref().and_then(|b| b.parse().ok()).ok_or(format!("budget header {budget:?}"))?;
+    ensure!(left > 0.0 && left < 10_000.0, "budget header {budget:?}");
     ensure!(last_event_id.as_deref() == Some("20"), "last_event_id {last_event_id:?}");
     ensure!(*attempt == 3, "attempt {attempt}");
     ensure!(!aborted, "the attempt's signal was already aborted");
@@ -414,5 +418,34 @@ pub async fn resume_past_the_remembered_ids_a_replay_from_an_older_id_delivers_n
     );
     let connections = seen(ctx, &k).await?;
     ensure!(connections.len() == 1, "a resume by id it could not check was made: {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_when_the_attempts_run_out_the_readers_error_is_ours_with_what_was_delivered(ctx: &Ctx) -> Outcome {
+    // The connection breaks after 5 events; every resume by id then fails before any byte.
+    let k = key("run-out");
+    let url = format!("{}/resume/sse?key={k}&events=40&breakAfter=5&failResumes=1", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let options = FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry().max_attempts(3));
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(got.ids == [1, 2, 3, 4, 5], "events {:?}", got.ids);
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(get(&error, "name").as_string().as_deref() == Some("RetryFailed"), "errored with {error:?}");
+    ensure!(get(&error, "reason").as_string().as_deref() == Some("exhausted"), "errored with {error:?}");
+    ensure!(js_sys::Array::from(&get(&error, "attempts")).length() == 3, "attempts of {error:?}");
+    let cause = get(&error, "cause");
+    ensure!(cause.is_instance_of::<js_sys::Error>(), "its cause is the upstream's error: {cause:?}");
+    let delivered = got.chunks.concat().len() as f64;
+    ensure!(get(&error, "deliveredBytes").as_f64() == Some(delivered), "deliveredBytes of {error:?}, {delivered} read");
+    // A body that cannot be resumed (not an event stream, the hook gives nothing): "not-resumable".
+    let url = format!("{}/resume/text?key={}&chunks=9&stallAfter=2&breakAfter=1", ctx.fixture()?, key("not-resumable"));
+    let options = FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()).resume(|_| None);
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    ensure!(drained.bytes == 5.0, "{} bytes delivered", drained.bytes);
+    let error = drained.error.ok_or("the body did not error")?;
+    ensure!(get(&error, "reason").as_string().as_deref() == Some("not-resumable"), "errored with {error:?}");
+    ensure!(get(&error, "deliveredBytes").as_f64() == Some(5.0), "errored with {error:?}");
     Ok(())
 }
