@@ -33,7 +33,7 @@ export function wranglerEnv(dir) {
 // 86 KiB until the stream's public answers (our words and a code, URL
 // credentials redacted, exact ids, checked resumes) moved into the core; 90 KiB
 // until a stream's event and line caps (the core's check of them, its
-// refusal's message) and its unchecked resumes by id.
+// refusal's message), its unchecked resumes by id and the reader's error.
 export const UPLOAD_GZIP_KIB = 92;
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
