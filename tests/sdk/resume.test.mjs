@@ -37,6 +37,8 @@ test("recipe (resume): a stall mid-answer is continued from the partial answer; 
   assert.equal(calls.length, 2, "one stalled call and one continuation");
   assert.equal(calls[0].partial, "", "the first call is the question");
   assert.equal(calls[1].partial, ANSWER.split(" ").slice(0, 4).join(" ") + " ", "the continuation carries the four words the client got");
+  // Each call tells the upstream what is left of the deadline, the continuation too, and less of it.
+  assert.ok(Number(calls[0].budget) > 0 && Number(calls[1].budget) < Number(calls[0].budget), `budgets ${calls.map((c) => c.budget)}`);
   // Resumed after the stall limit (2 s), not left to the 20 s budget.
   assert.ok(took < 10_000, `the answer took ${took} ms`);
 });
