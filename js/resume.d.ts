@@ -33,6 +33,11 @@ export interface Delivered {
   attempt: number;
   /** The attempt's signal: pass it to `fetch`. */
   signal: AbortSignal;
+  /**
+   * What is left of the deadline as the hook is called, in the propagation headers (`edge-deadline-remaining-ms`,
+   * or the formats `fetchWithDeadline`'s `propagate` names): send them with the continuation.
+   */
+  headers: Record<string, string>;
 }
 
 /**
@@ -63,4 +68,15 @@ export interface ResumeOptions {
   retry?: boolean | StreamRetryOptions;
   /** The continuation after content, when the stream cannot resume by event id. Implies `retry: true`. */
   resume?: ResumeHook;
+  /**
+   * With `retry` or `resume` on an event stream (whose events are held whole until their blank line): the longest
+   * event, in bytes, counting its line ends (default 16 MiB, at most 2^30). A longer one ends the stream at once with
+   * `StreamTooLarge` (`.code` "EVENT_TOO_LARGE"), never retried.
+   */
+  maxEventBytes?: number;
+  /**
+   * With `retry` or `resume` on an event stream: the longest line, in bytes, its end not counted (default 8 MiB, at
+   * most 2^30). A longer one ends the stream at once with `StreamTooLarge` (`.code` "LINE_TOO_LONG").
+   */
+  maxLineBytes?: number;
 }

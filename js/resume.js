@@ -41,9 +41,17 @@
 //    ends, every timer and listener is gone and the core's loop is freed.
 // 5. A backoff between attempts keeps a Node or Deno process alive (its
 //    timer is unref'd, like every timer of the package): someone awaits it.
+// 6. When the read ends with a failure once the reader has the body, the
+//    reader's error is ours, with `deliveredBytes`: a `StreamStalled` or a
+//    `StreamTooLarge` as it is, the deadline's `DeadlineExceeded` and the
+//    caller's abort reason as they are (without the field: they are shared),
+//    anything else (an upstream's `TypeError`, a status, a refused resume)
+//    as the `cause` of a `RetryFailed` (the retry loop's stop, or
+//    "not-resumable" when it allowed an attempt none could continue).
 
 import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
+import { propagateFormats } from "./headers.js";
 import { hold, releaseHold } from "./keepalive.js";
 import { classified, defaultClassify, newRun, serverWait } from "./retry.js";
 import { retryBudgetCore } from "./retry_budget.js";
@@ -77,6 +85,7 @@ const EVENT_STREAM = 2;
 const LAST_EVENT_ID = 4;
 const IGNORED = 8;
 const HOOK = 16;
+const UNCHECKED = 32;
 const RETRY = 0;
 const BY_ID = 1;
 const BY_HOOK = 2;
@@ -97,6 +106,9 @@ const RECENT = 1024;
  * does) and is not remembered.
  */
 const MAX_ID = 1024;
+/** The codes of a stream refused past a cap (the core's `CutRefusal`). */
+const EVENT_TOO_LARGE = "EVENT_TOO_LARGE";
+const LINE_TOO_LONG = "LINE_TOO_LONG";
 const noop = () => {};
 
 /**
@@ -124,8 +136,15 @@ const noop = () => {};
  *    dropped (a reader strips only the stream's first).
  * 6. `lastEventIdHeader()` is the id's UTF-8 bytes, one character per byte,
  *    as EventSource sends `Last-Event-ID`; no call spreads an id's bytes.
+ * 7. Caps (the core's `EventCut` rule, pinned by the `resume.cut` rows of
+ *    tests/conformance): no event longer than `maxEvent` bytes and no line
+ *    longer than `maxLine` (its end not counted) is held. At the byte past
+ *    either, `refused` is set to the core's code, the events completed
+ *    before it are returned, and every later chunk gives nothing. Lengths
+ *    are checked at each line end and at the chunk's end, not per byte:
+ *    where the refusal falls does not depend on chunk boundaries.
  */
-class EventCutter {
+export class EventCutter {
   content = false;
   progress = false;
   verifying = false;
@@ -154,6 +173,17 @@ class EventCutter {
   bom = 0;
   /** The first body's mark is relayed; a resumed body's is dropped (a reader strips only the stream's first). */
   keepBom = true;
+  /** The bytes of the event in progress and of its line in progress, before the chunk being cut. */
+  eventLen = 0;
+  lineLen = 0;
+  /** The cap passed (`EVENT_TOO_LARGE`, `LINE_TOO_LONG`), once one was (invariant 7). */
+  refused = undefined;
+
+  /** A cutter with an event cap and a line cap, in bytes (checked by the caller). */
+  constructor(maxEvent, maxLine) {
+    this.maxEvent = maxEvent;
+    this.maxLine = maxLine;
+  }
 
   /** A new attempt: `verifying` when it resumes by id; `first`: the stream's first body (its mark is relayed). */
   reset(verifying, first) {
@@ -165,10 +195,22 @@ class EventCutter {
     this.idHash = FNV_OFFSET;
     this.idNul = false;
     this.pending = [];
+    this.eventLen = 0;
+    this.lineLen = 0;
     this.replayed = false;
     this.verifying = verifying;
     this.bom = 0;
     this.keepBom = first;
+  }
+
+  /**
+   * Whether every id delivered is remembered (the first and the last
+   * RECENT are all of them): the core's `DeliveredIds::checkable`, pinned by
+   * the `resume.ids` rows of tests/conformance. Past it, a resume by id
+   * cannot be checked for a replay, and the core does not make one.
+   */
+  checkable() {
+    return this.recentCount <= RECENT + 1;
   }
 
   /** Whether an id was delivered (the first one, or one of the last RECENT): its hash finds it, its bytes confirm it. */
@@ -274,6 +316,7 @@ class EventCutter {
    * chunk shows a replay: `replayed`).
    */
   cut(chunk) {
+    if (this.refused !== undefined) return undefined;
     let b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
     let boundary = -1;
     let blank = false; // the last terminator ended an event
@@ -306,9 +349,16 @@ class EventCutter {
     let ln = this.line;
     let cr = this.prevCR;
     const n = b.length;
+    // Where the event and the line in progress started (before the chunk: negative), for the caps.
+    let es = -this.eventLen;
+    let ls = i - this.lineLen;
+    const maxEvent = this.maxEvent;
+    const maxLine = this.maxLine;
     for (; i < n; i++) {
       const c = b[i];
       if (c === LF || c === CR) {
+        if (i - es >= maxEvent || i - ls > maxLine) return this.refuse(b, boundary, es + maxEvent, ls + maxLine);
+        ls = i + 1;
         if (c === LF && cr) {
           cr = false;
           if (blank) boundary = i + 1;
@@ -324,6 +374,7 @@ class EventCutter {
             return undefined;
           }
           boundary = i + 1;
+          es = i + 1;
           blank = true;
         } else {
           if (ln >= NAME_ID && ln <= VALUE) this.idLine();
@@ -388,10 +439,32 @@ class EventCutter {
     this.line = ln;
     this.prevCR = cr;
     this.progress = progress;
+    if (n - es > maxEvent || n - ls > maxLine) return this.refuse(b, boundary, es + maxEvent, ls + maxLine);
+    this.eventLen = n - es;
+    this.lineLen = n - ls;
     if (boundary < 0) {
       this.pending.push(b);
       return undefined;
     }
+    return this.join(b, boundary);
+  }
+
+  /**
+   * A cap was passed in `b` (invariant 7): the event cap at index
+   * `pastEvent`, or the line cap at `pastLine`, whichever came first (the
+   * event's on a tie, as the core checks it first). What ended before it
+   * (up to `boundary`) is returned.
+   */
+  refuse(b, boundary, pastEvent, pastLine) {
+    this.refused = pastEvent <= pastLine ? EVENT_TOO_LARGE : LINE_TOO_LONG;
+    const out = boundary < 0 ? undefined : this.join(b, boundary, true);
+    this.pending = [];
+    return out;
+  }
+
+  /** The pending pieces and `b` up to `boundary`, joined; the rest of `b` is pending (unless `drop`). */
+  join(b, boundary, drop = false) {
+    const n = b.length;
     const head = boundary === n ? b : b.subarray(0, boundary);
     let out = head;
     const pending = this.pending;
@@ -407,7 +480,7 @@ class EventCutter {
       out.set(head, at);
       this.pending = [];
     }
-    if (boundary < n) this.pending.push(b.subarray(boundary));
+    if (boundary < n && !drop) this.pending.push(b.subarray(boundary));
     return out;
   }
 }
@@ -483,6 +556,8 @@ function streamClassify(error) {
  * given. `where` names the API in errors.
  */
 export function resumeOptions(o, where) {
+  const maxEvent = cap("options.maxEventBytes", o.maxEventBytes, false);
+  const maxLine = cap("options.maxLineBytes", o.maxLineBytes, true);
   if ((o.retry === undefined || o.retry === false) && o.resume === undefined) return undefined;
   const r = o.retry === undefined || o.retry === true ? {} : check.obj("options.retry", o.retry, "true or an object like { attemptMinMs, maxAttempts, backoff }");
   if (r.attemptTimeoutMs !== undefined) {
@@ -492,7 +567,27 @@ export function resumeOptions(o, where) {
   if (o.deadline === undefined) throw check.typeError("options.deadline", "a Deadline: a stream's retries live inside one", o.deadline);
   // Validated now (a bad option is the call's error); each read gets its own loop.
   newRun("options.retry", r, o.deadline.at, true).run.free();
-  return { r, hook };
+  return { r, hook, maxEvent, maxLine };
+}
+
+/** A cap option (`maxEventBytes`, or `maxLineBytes` when `line`): checked by the core, which gives its default when not given. */
+function cap(param, value, line) {
+  if (value !== undefined) check.number(param, value, "a whole number of bytes");
+  return core.resumeCap(line, value);
+}
+
+/**
+ * An event stream refused past a cap (the core's `CutRefusal`): `.code`
+ * `EVENT_TOO_LARGE` (an event longer than `maxEventBytes`) or
+ * `LINE_TOO_LONG` (a line longer than `maxLineBytes`), `.maxBytes` the cap.
+ */
+export class StreamTooLarge extends Error {
+  constructor(code, maxBytes) {
+    super(core.resumeCapMessage(code === LINE_TOO_LONG, maxBytes));
+    this.name = "StreamTooLarge";
+    this.code = code;
+    this.maxBytes = maxBytes;
+  }
 }
 
 /**
@@ -512,6 +607,7 @@ export function resumable(connect, s) {
   const { run, classify: given, budget } = newRun("options.retry", retry.r, deadline.at, true);
   const classify = retry.r.classify === undefined ? streamClassify : given;
   const hook = retry.hook;
+  const formats = s.formats ?? propagateFormats(undefined);
   const budgetCore = budget === undefined ? undefined : () => retryBudgetCore(budget);
   // Everything hangs from `outer`: the deadline (and its parents), the caller's signal (and a Request's).
   const outer = child([deadline, s.signal, s.signal2], Infinity);
@@ -531,7 +627,9 @@ export function resumable(connect, s) {
   let bytes = 0;
   const kept = hook === undefined ? undefined : [];
   // The event stream's cutter: event boundaries, ids, what the reader got of them.
-  const cutter = new EventCutter();
+  const cutter = new EventCutter(retry.maxEvent, retry.maxLine);
+  let tooLarge; // the cutter refused the stream past a cap: the read ends with it
+  let thrown; // … and the reader was given it
   let held = []; // a resumed-by-id attempt's pieces, until its first event with an id
   const queue = []; // pieces ready for the reader beyond the one a chunk gives
   // An event stream read with the stall guard's predicate: its pieces, cut as
@@ -563,6 +661,11 @@ export function resumable(connect, s) {
   function accept(chunk) {
     const was = cutter.verifying;
     const piece = cutter.cut(chunk);
+    if (cutter.refused !== undefined && tooLarge === undefined) {
+      tooLarge = new StreamTooLarge(cutter.refused, cutter.refused === LINE_TOO_LONG ? cutter.maxLine : cutter.maxEvent);
+      // What a resumed stream held before its first id is not checked: it never reaches the reader.
+      if (was && cutter.verifying) held = [];
+    }
     if (piece === undefined) return undefined;
     if (!was) {
       bytes += piece.byteLength;
@@ -576,6 +679,14 @@ export function resumable(connect, s) {
     const first = held[0];
     held = [];
     return deliver(first);
+  }
+
+  /** What is left of the deadline now, in the formats a continuation sends (the hook's `headers`). */
+  function budgetHeaders() {
+    const out = {};
+    const remaining = deadline.remaining();
+    for (const f of formats) out[f] = core.encodeHeader(f, remaining);
+    return out;
   }
 
   /** A piece reaches the reader: counted, and kept for the hook. */
@@ -648,6 +759,10 @@ export function resumable(connect, s) {
    * next attempt may be made, rejects with the failure when none may.
    */
   async function failed(error) {
+    if (tooLarge !== undefined) {
+      refused();
+      throw ending(tooLarge);
+    }
     drop(error);
     // Pieces cut before the failure are the reader's: they go first.
     if (ahead.length > 0) queue.push(...ahead.splice(0));
@@ -668,11 +783,11 @@ export function resumable(connect, s) {
       delay = budgetCore ? run.failedBudgeted(t, failure, budgetCore(), wait) : run.failed(t, failure, wait);
     }
     lastError = error;
-    if (delay === undefined) throw error;
-    const bits = (content || cutter.content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (cutter.lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0);
+    if (delay === undefined) throw ending(error, run.stop());
+    const bits = (content || cutter.content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (cutter.lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0) | (cutter.checkable() ? 0 : UNCHECKED);
     const answer = core.resumeNext(bits, resumes, delay, wait);
     const next = answer % 4;
-    if (next === 3) throw error;
+    if (next === 3) throw ending(error);
     if (next !== RETRY) resumes++;
     kind = next;
     const ms = (answer - next) / 4;
@@ -688,7 +803,7 @@ export function resumable(connect, s) {
     const t0 = now();
     const timeoutMs = budgetCore ? run.startBudgeted(t0, budgetCore()) : run.start(t0);
     if (timeoutMs === undefined) {
-      if (lastError !== undefined) throw lastError;
+      if (lastError !== undefined) throw ending(lastError, run.stop());
       const { reason, message } = run.stop();
       throw new RetryFailed(reason, message, []);
     }
@@ -713,7 +828,7 @@ export function resumable(connect, s) {
     try {
       let pending;
       if (by === BY_HOOK) {
-        const made = hook({ chunks: kept.slice(), bytes, lastEventId: cutter.lastEventId(), attempt: attempts, signal: node.signal });
+        const made = hook({ chunks: kept.slice(), bytes, lastEventId: cutter.lastEventId(), attempt: attempts, signal: node.signal, headers: budgetHeaders() });
         if (made == null) {
           wait?.dispose();
           node.dispose();
@@ -737,7 +852,7 @@ export function resumable(connect, s) {
     } catch (error) {
       if (by === BY_HOOK && !node.aborted && error === lastError) {
         cur = undefined;
-        throw error;
+        throw ending(error);
       }
       wait?.dispose();
       return failed(node.aborted ? node.reason : error);
@@ -811,7 +926,7 @@ export function resumable(connect, s) {
    */
   function read() {
     const c = cur;
-    if (queue.length > 0 || ended || c === undefined || c.reader === undefined) return loop();
+    if (queue.length > 0 || ended || tooLarge !== undefined || c === undefined || c.reader === undefined) return loop();
     reading = c;
     return c.reader.read().then(onNext, onError);
   }
@@ -839,6 +954,38 @@ export function resumable(connect, s) {
     return slowRead();
   }
 
+  /**
+   * The reader's error for a read that ends with `error` (invariant 6);
+   * `stop`: the retry loop's, when it stopped. Before the body (`head`),
+   * the error as it is: the caller of fetchWithDeadline, or relay's
+   * fallback, gets it.
+   */
+  function ending(error, stop) {
+    if (head === undefined || isDeadlineExceeded(error) || error === outer.reason || error?.deliveredBytes !== undefined) return error;
+    if (!isStreamStalled(error) && error !== tooLarge) {
+      const s = stop ?? { reason: "not-resumable", message: core.resumeEndMessage(bytes) };
+      error = new RetryFailed(s.reason, s.message, run.records(), { cause: error });
+    }
+    error.deliveredBytes = bytes;
+    return error;
+  }
+
+  /** The cutter refused the stream past a cap: the read ends with it at once (never retried), its attempt aborted. */
+  function refused() {
+    const error = tooLarge;
+    if (!ended) {
+      ended = true;
+      drop(error);
+      try {
+        run.aborted(now(), false);
+      } catch {
+        // Already stopped.
+      }
+    } else if (error === thrown) return;
+    thrown = error;
+    throw ending(error);
+  }
+
   /** The attempt being read ended: what an unfinished event or a held stream had goes too, as it came. */
   function finish() {
     if (ahead.length > 0) queue.push(...ahead.splice(0));
@@ -858,7 +1005,9 @@ export function resumable(connect, s) {
 
   async function slowRead() {
     for (;;) {
+      if (tooLarge !== undefined && ahead.length > 0) queue.push(...ahead.splice(0));
       if (queue.length > 0) return { done: false, value: queue.shift() };
+      if (tooLarge !== undefined) refused();
       if (ended) return { done: true, value: undefined };
       if (cur === undefined) {
         const answer = await open();
@@ -905,7 +1054,7 @@ export function resumable(connect, s) {
      * chunk for the reader, or undefined: then `after(a, next, threw,
      * error)` gives the reader's `{ done, value }`.
      */
-    current: () => (queue.length > 0 || ended || cur === undefined || cur.reader === undefined ? undefined : cur),
+    current: () => (queue.length > 0 || ended || tooLarge !== undefined || cur === undefined || cur.reader === undefined ? undefined : cur),
     took(a, next) {
       if (next.done || cur !== a) return undefined;
       const piece = take(next.value);

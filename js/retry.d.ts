@@ -70,7 +70,7 @@ export interface AttemptRecord extends CoreAttemptRecord {
 }
 
 /** The core's stop words, and "deadline"/"aborted" when a signal ended the loop. */
-export type RetryStopReason = StopCode | "deadline" | "aborted";
+export type RetryStopReason = StopCode | "deadline" | "aborted" | "not-resumable";
 
 /** No further attempt will be made; carries every attempt's outcome. */
 export class RetryFailed extends Error {
@@ -87,6 +87,11 @@ export class RetryFailed extends Error {
   readonly retryAfterMs?: number;
   /** With reason "retry-after": what was left of the deadline when the wait was refused, in ms. */
   readonly remainingMs?: number;
+  /**
+   * On the body of `relay` or `fetchWithDeadline` with `retry`: how many bytes reached the reader before the read
+   * ended.
+   */
+  readonly deliveredBytes?: number;
 }
 
 /**

@@ -18,6 +18,8 @@ export class StreamStalled extends Error {
   readonly chunks: number;
   /** Bytes received before the stall: `byteLength` of byte chunks, `length` of string chunks. */
   readonly bytes: number;
+  /** On the body of `relay` or `fetchWithDeadline` with `retry`: how many bytes reached the reader (every attempt's). */
+  readonly deliveredBytes?: number;
 }
 
 /** Brand check that works across two copies of the package and on workerd's clones of abort reasons. */

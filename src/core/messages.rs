@@ -18,6 +18,7 @@ const MAIN: &[&[Template]] = &[
     crate::core::caps::msg::TEMPLATES,
     crate::core::request::msg::TEMPLATES,
     crate::core::stall::msg::TEMPLATES,
+    crate::core::resume::msg::TEMPLATES,
 ];
 
 /// The templates only the derive entry's errors use.
@@ -236,6 +237,13 @@ fn main_messages_fill_every_hole() {
         .iter()
         .map(Described::message),
     );
+    {
+        use crate::core::resume::{not_resumable, CapError, CutRefusal};
+        all.push(CapError { param: "options.maxEventBytes", value: 0.0 }.message());
+        all.push(CutRefusal::EventTooLarge.message(16.0));
+        all.push(CutRefusal::LineTooLong.message(8.0));
+        all.push(not_resumable(12.0));
+    }
     for m in &all {
         assert_fills(m);
         assert!(MAIN.iter().flat_map(|t| t.iter()).any(|t| t.id == m.id), "{} is not in MAIN", m.id);

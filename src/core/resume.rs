@@ -33,11 +33,16 @@
 //!    otherwise the stream ends ([`Next::End`]).
 //! 3. An upstream that answered a `Last-Event-ID` request with an event
 //!    already delivered ([`Resume::replayed`]) is never asked by id again.
+//!    Nor is one whose answer could not be checked: once a stream delivered
+//!    more ids than it remembers ([`DeliveredIds::checkable`]), a resumed
+//!    stream's first id might be a forgotten one, so the hook decides, or
+//!    the stream ends with the failure.
 //! 4. The wait before an attempt is the retry loop's delay (backoff, or a
 //!    server's wait) before content. After content, the first resume waits
 //!    only for a server's wait: the upstream was answering, the connection
 //!    broke, and the reader is waiting mid-answer. Later resumes back off.
 
+use crate::core::error::{whole_code, Described, Message};
 use crate::core::retry::Failure;
 
 /// What to do after a failure the retry loop allows another attempt for.
@@ -72,6 +77,9 @@ pub struct Delivered {
     pub event_stream: bool,
     /// A delivered event carried an id (sent back as `Last-Event-ID`).
     pub last_event_id: bool,
+    /// The stream delivered more ids than it remembers: a resume by id
+    /// could not be checked for a replay ([`DeliveredIds::checkable`]).
+    pub unchecked: bool,
 }
 
 /// The flags of [`Delivered`] and [`Resume`] as one number, for the
@@ -87,6 +95,8 @@ pub mod flags {
     pub const IGNORED: u32 = 8;
     /// The caller gave a resume hook.
     pub const HOOK: u32 = 16;
+    /// [`super::Delivered::unchecked`].
+    pub const UNCHECKED: u32 = 32;
 }
 
 impl Resume {
@@ -124,7 +134,7 @@ impl Resume {
     pub fn next(&self, delivered: Delivered) -> Next {
         if !delivered.content {
             Next::Retry
-        } else if delivered.event_stream && delivered.last_event_id && !self.ignored {
+        } else if delivered.event_stream && delivered.last_event_id && !delivered.unchecked && !self.ignored {
             Next::LastEventId
         } else if self.hook {
             Next::Hook
@@ -157,12 +167,16 @@ impl Delivered {
             content: bits & flags::CONTENT != 0,
             event_stream: bits & flags::EVENT_STREAM != 0,
             last_event_id: bits & flags::LAST_EVENT_ID != 0,
+            unchecked: bits & flags::UNCHECKED != 0,
         }
     }
 }
 
 /// How many of the latest delivered ids a resumed stream's first id is
-/// checked against, besides the stream's first ([`DeliveredIds`]).
+/// checked against, besides the stream's first ([`DeliveredIds`]): with
+/// [`MAX_ID_BYTES`], a stream's memory budget for resuming by id. A stream
+/// that delivered more ids than that and the first can no longer be
+/// resumed by id unchecked ([`DeliveredIds::checkable`]).
 pub const RECENT_IDS: usize = 1024;
 
 /// An event id as [`DeliveredIds`] remembers it: the 32-bit FNV-1a hash of
@@ -208,6 +222,14 @@ impl DeliveredIds {
             self.recent[self.count % RECENT_IDS] = entry;
         }
         self.count += 1;
+    }
+
+    /// Whether every id delivered is remembered (the first and the last
+    /// [`RECENT_IDS`] are all of them): only then does a resumed stream's
+    /// first id that is not among them show it is new. Past that budget, a
+    /// replay from a forgotten id would pass for a continuation.
+    pub fn checkable(&self) -> bool {
+        self.count <= RECENT_IDS + 1
     }
 
     /// Whether `id` is one of those remembered (exactly).
@@ -288,6 +310,122 @@ pub fn status_failure(status: u16) -> Failure {
     }
 }
 
+/// The longest event an [`EventCut`] holds, in bytes, unless the caller
+/// sets another (`maxEventBytes`): an event stream that sends a longer one
+/// (counting its lines' ends and its blank line) ends at the byte past the
+/// cap with [`CutRefusal::EventTooLarge`]. An event is held whole until its
+/// blank line (a reader never gets half of one), so this bounds what a
+/// stream holds.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The longest line of an event stream an [`EventCut`] takes, in bytes (its
+/// end not counted), unless the caller sets another (`maxLineBytes`): past
+/// it the stream ends with [`CutRefusal::LineTooLong`]. The line being read
+/// is held apart from its event (its field name and an id's value are read
+/// from it), so this bounds that copy.
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The largest cap a caller may set for `maxEventBytes` or `maxLineBytes`.
+pub const MAX_CAP_BYTES: f64 = 1_073_741_824.0;
+
+/// Why an [`EventCut`] refused a stream: one of its caps was passed. The
+/// stream ends with it at once (it is never retried: the same upstream would
+/// send the same event again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutRefusal {
+    /// An event longer than the event cap.
+    EventTooLarge,
+    /// A line longer than the line cap.
+    LineTooLong,
+}
+
+impl CutRefusal {
+    /// Its stable code: `EVENT_TOO_LARGE` or `LINE_TOO_LONG`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::EventTooLarge => "EVENT_TOO_LARGE",
+            Self::LineTooLong => "LINE_TOO_LONG",
+        }
+    }
+
+    /// The option that sets the cap it passed.
+    pub fn option(self) -> &'static str {
+        match self {
+            Self::EventTooLarge => "maxEventBytes",
+            Self::LineTooLong => "maxLineBytes",
+        }
+    }
+
+    /// The message a reader gets, for a cap of `cap` bytes.
+    pub fn message(self, cap: f64) -> Message {
+        let id = match self {
+            Self::EventTooLarge => msg::EVENT_TOO_LARGE,
+            Self::LineTooLong => msg::LINE_TOO_LONG,
+        };
+        Message::new(id).arg("max", cap).arg("option", self.option())
+    }
+}
+
+/// A cap given for `maxEventBytes` or `maxLineBytes` (`param`) that is not
+/// a whole number of bytes from 1 to [`MAX_CAP_BYTES`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapError {
+    /// The option, as the caller wrote it (`"options.maxEventBytes"`).
+    pub param: &'static str,
+    /// The value given.
+    pub value: f64,
+}
+
+impl Described for CapError {
+    fn code(&self) -> &'static str {
+        whole_code(self.value, 1.0, MAX_CAP_BYTES)
+    }
+
+    fn param(&self) -> Option<String> {
+        Some(self.param.into())
+    }
+
+    fn message(&self) -> Message {
+        Message::new(msg::CAP).arg("param", self.param).arg("max", MAX_CAP_BYTES).arg("value", self.value)
+    }
+}
+
+crate::described_error!(display CapError);
+
+/// Checks a cap for `param` (`maxEventBytes`, `maxLineBytes`): the bytes.
+pub fn check_cap(param: &'static str, value: f64) -> Result<usize, CapError> {
+    if value.is_finite() && value.fract() == 0.0 && (1.0..=MAX_CAP_BYTES).contains(&value) {
+        Ok(value as usize)
+    } else {
+        Err(CapError { param, value })
+    }
+}
+
+/// The resumable stream's message templates.
+pub mod msg {
+    crate::templates! { "resume";
+        /// [`CapError`](super::CapError).
+        CAP = "'{param}' must be a whole number of bytes from 1 to {max}: current value is {value}";
+        /// [`CutRefusal::EventTooLarge`](super::CutRefusal::EventTooLarge).
+        EVENT_TOO_LARGE = "the event stream sent an event longer than {max} bytes (the cap set by {option})";
+        /// [`CutRefusal::LineTooLong`](super::CutRefusal::LineTooLong).
+        LINE_TOO_LONG = "the event stream sent a line longer than {max} bytes (the cap set by {option})";
+        /// [`not_resumable`](super::not_resumable).
+        NOT_RESUMABLE = "the stream failed after {bytes} bytes reached the reader and could not be resumed (by event id or by the resume hook)";
+    }
+}
+
+/// The reason a read that ends after [`Next::End`] reports (the retry
+/// loop still allowed an attempt, but none could continue the stream).
+pub const NOT_RESUMABLE: &str = "not-resumable";
+
+/// The message of a read that ended after [`Next::End`] with `bytes`
+/// delivered: the hosts' `RetryFailed` with reason [`NOT_RESUMABLE`] and
+/// the failure as its cause.
+pub fn not_resumable(bytes: f64) -> Message {
+    Message::new(msg::NOT_RESUMABLE).arg("bytes", bytes)
+}
+
 /// One complete event cut from an event stream by [`EventCut`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Event {
@@ -316,7 +454,11 @@ pub struct Event {
 /// 4. [`EventCut::drop_partial`] forgets the event in progress: the next
 ///    bytes start a fresh event. A byte-order mark that opens a later
 ///    attempt's body is dropped (a reader strips only the stream's first).
-#[derive(Clone, Debug, Default)]
+/// 5. No event longer than the event cap and no line longer than the line
+///    cap is held: the byte past either is refused ([`CutRefusal`]), the
+///    events completed before it are given, and every later push is refused
+///    too. Where the refusal falls does not depend on chunk boundaries.
+#[derive(Clone, Debug)]
 pub struct EventCut {
     pending: Vec<u8>,
     line: Vec<u8>,
@@ -326,6 +468,15 @@ pub struct EventCut {
     /// How much of a leading byte-order mark was matched; `None`: past it.
     bom: Option<usize>,
     keep_bom: bool,
+    max_event: usize,
+    max_line: usize,
+    refused: Option<CutRefusal>,
+}
+
+impl Default for EventCut {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
@@ -333,7 +484,29 @@ const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 impl EventCut {
     /// A cutter for a stream's first body.
     pub fn new() -> Self {
-        Self { bom: Some(0), keep_bom: true, ..Self::default() }
+        Self::with_caps(MAX_EVENT_BYTES, MAX_LINE_BYTES)
+    }
+
+    /// A cutter for a stream's first body with an event cap and a line cap
+    /// of its own, in bytes ([`check_cap`] checks a caller's).
+    pub fn with_caps(max_event: usize, max_line: usize) -> Self {
+        Self {
+            pending: Vec::new(),
+            line: Vec::new(),
+            after_cr: false,
+            content: false,
+            id: None,
+            bom: Some(0),
+            keep_bom: true,
+            max_event,
+            max_line,
+            refused: None,
+        }
+    }
+
+    /// The cap passed, once one was (invariant 5).
+    pub fn refused(&self) -> Option<CutRefusal> {
+        self.refused
     }
 
     /// Forgets the event in progress (an attempt failed), and expects a new
@@ -362,8 +535,12 @@ impl EventCut {
         std::mem::take(&mut self.pending)
     }
 
-    /// Adds `chunk`; every event it completes is pushed to `out`.
-    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+    /// Adds `chunk`; every event it completes is pushed to `out`. Refused
+    /// at the byte that passes a cap, and from then on (invariant 5).
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), CutRefusal> {
+        if let Some(refusal) = self.refused {
+            return Err(refusal);
+        }
         let mut rest = chunk;
         while let (Some(matched), Some(&b)) = (self.bom, rest.first()) {
             if b == BOM[matched] {
@@ -382,6 +559,9 @@ impl EventCut {
             }
         }
         for &b in rest {
+            if self.pending.len() >= self.max_event {
+                return Err(*self.refused.insert(CutRefusal::EventTooLarge));
+            }
             self.pending.push(b);
             if std::mem::take(&mut self.after_cr) && b == b'\n' {
                 continue;
@@ -391,9 +571,13 @@ impl EventCut {
                     self.after_cr = b == b'\r';
                     self.end_line(out);
                 }
+                _ if self.line.len() >= self.max_line => {
+                    return Err(*self.refused.insert(CutRefusal::LineTooLong));
+                }
                 _ => self.line.push(b),
             }
         }
+        Ok(())
     }
 
     fn end_line(&mut self, out: &mut Vec<Event>) {
@@ -446,19 +630,33 @@ mod tests {
         assert!(ids.contains("3000") && ids.contains(&(3_001 - RECENT_IDS).to_string()), "the last RECENT_IDS");
         assert!(!ids.contains(&(3_000 - RECENT_IDS).to_string()), "older ones are forgotten");
         assert!(!ids.contains("3001"));
+        assert!(!ids.checkable(), "a replay from a forgotten id could pass for new");
+        let mut ids = DeliveredIds::default();
+        for i in 1..=RECENT_IDS + 1 {
+            ids.record(&i.to_string());
+            assert!(ids.checkable(), "{i} ids: all remembered");
+        }
+        ids.record("x");
+        assert!(!ids.checkable(), "one more: the first of the ring is forgotten");
     }
 
-    const SSE_WITH_ID: Delivered = Delivered { content: true, event_stream: true, last_event_id: true };
+    const SSE_WITH_ID: Delivered =
+        Delivered { content: true, event_stream: true, last_event_id: true, unchecked: false };
 
     fn all_delivered() -> impl Iterator<Item = Delivered> {
-        (0..8u32).map(|b| Delivered { content: b & 1 != 0, event_stream: b & 2 != 0, last_event_id: b & 4 != 0 })
+        (0..16u32).map(|b| Delivered {
+            content: b & 1 != 0,
+            event_stream: b & 2 != 0,
+            last_event_id: b & 4 != 0,
+            unchecked: b & 8 != 0,
+        })
     }
 
     fn cut(chunks: &[&[u8]]) -> (Vec<Event>, Vec<u8>) {
         let mut c = EventCut::new();
         let mut out = Vec::new();
         for chunk in chunks {
-            c.push(chunk, &mut out);
+            c.push(chunk, &mut out).unwrap();
         }
         (out, c.take_rest())
     }
@@ -542,12 +740,12 @@ mod tests {
     fn a_dropped_partial_event_is_never_given_back() {
         let mut c = EventCut::new();
         let mut out = Vec::new();
-        c.push(b"id: 1\ndata: a\n\nid: 2\nda", &mut out);
+        c.push(b"id: 1\ndata: a\n\nid: 2\nda", &mut out).unwrap();
         assert_eq!(out.len(), 1);
         assert!(c.has_partial());
         c.drop_partial();
         assert!(!c.has_partial());
-        c.push(b"\xef\xbb\xbfid: 2\ndata: b\n\n", &mut out);
+        c.push(b"\xef\xbb\xbfid: 2\ndata: b\n\n", &mut out).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].bytes, b"id: 2\ndata: b\n\n");
         assert_eq!(out[1].id.as_deref(), Some("2"));
@@ -559,6 +757,77 @@ mod tests {
         let (events, _) = cut(&[b"\xef:x\n\n"]);
         assert_eq!(events[0].bytes, b"\xef:x\n\n");
         assert!(events[0].content);
+    }
+
+    fn cut_capped(chunks: &[&[u8]], max_event: usize, max_line: usize) -> (Vec<Event>, Option<CutRefusal>) {
+        let mut c = EventCut::with_caps(max_event, max_line);
+        let mut out = Vec::new();
+        let mut refused = None;
+        for chunk in chunks {
+            if let Err(r) = c.push(chunk, &mut out) {
+                refused = Some(r);
+            }
+        }
+        assert_eq!(refused, c.refused());
+        (out, refused)
+    }
+
+    #[test]
+    fn an_event_or_a_line_past_its_cap_is_refused_wherever_the_chunks_fall() {
+        // An event of exactly the cap passes; one byte more is refused.
+        let body: &[u8] = b"data: a\n\ndata: bbbb\n\ndata: c\n\n";
+        let (events, refused) = cut_capped(&[body], 14, 100);
+        assert_eq!((events.len(), refused), (3, None), "\"data: bbbb\\n\\n\" is 12 bytes");
+        let (events, refused) = cut_capped(&[body], 11, 100);
+        assert_eq!(refused, Some(CutRefusal::EventTooLarge));
+        assert_eq!(events.len(), 1, "the events before the refused one are given");
+        // A line: its end is not counted.
+        let (_, refused) = cut_capped(&[body], 100, 10);
+        assert_eq!(refused, None);
+        let (events, refused) = cut_capped(&[body], 100, 9);
+        assert_eq!((events.len(), refused), (1, Some(CutRefusal::LineTooLong)));
+        for split in 0..=body.len() {
+            for (max_event, max_line) in [(11, 100), (100, 9), (14, 10)] {
+                let whole = cut_capped(&[body], max_event, max_line);
+                assert_eq!(cut_capped(&[&body[..split], &body[split..]], max_event, max_line), whole, "split {split}");
+            }
+        }
+        // An event that never ends is refused at the byte past the cap, and so is every later push.
+        let mut c = EventCut::with_caps(1_000, 1_000_000);
+        let mut out = Vec::new();
+        let piece = [b'x'; 300];
+        assert_eq!(c.push(b"data: ", &mut out), Ok(()));
+        assert_eq!(c.push(&piece, &mut out), Ok(()));
+        assert_eq!(c.push(&piece, &mut out), Ok(()));
+        assert_eq!(c.push(&piece, &mut out), Ok(()));
+        assert_eq!(c.push(&piece, &mut out), Err(CutRefusal::EventTooLarge));
+        assert_eq!(c.pending.len(), 1_000, "nothing past the cap is held");
+        assert_eq!(c.push(b"\n\n", &mut out), Err(CutRefusal::EventTooLarge));
+        assert!(out.is_empty());
+        assert_eq!(CutRefusal::EventTooLarge.code(), "EVENT_TOO_LARGE");
+        assert_eq!(CutRefusal::LineTooLong.code(), "LINE_TOO_LONG");
+        assert_eq!(
+            CutRefusal::LineTooLong.message(9.0).to_string(),
+            "the event stream sent a line longer than 9 bytes (the cap set by maxLineBytes)"
+        );
+        assert_eq!(EventCut::new().max_event, MAX_EVENT_BYTES);
+    }
+
+    #[test]
+    fn caps_are_whole_numbers_of_bytes() {
+        assert_eq!(check_cap("options.maxEventBytes", 1.0), Ok(1));
+        assert_eq!(check_cap("options.maxEventBytes", MAX_CAP_BYTES), Ok(MAX_CAP_BYTES as usize));
+        for (value, code) in [
+            (0.0, "OUT_OF_RANGE"),
+            (-1.0, "OUT_OF_RANGE"),
+            (1.5, "NOT_WHOLE"),
+            (f64::NAN, "NOT_FINITE"),
+            (MAX_CAP_BYTES + 1.0, "OUT_OF_RANGE"),
+        ] {
+            let e = check_cap("options.maxLineBytes", value).unwrap_err();
+            assert_eq!(e.code(), code, "{value}");
+            assert_eq!(e.param().as_deref(), Some("options.maxLineBytes"));
+        }
     }
 
     #[test]
@@ -601,7 +870,7 @@ mod tests {
                     }
                     let (next, _) = r.after_failure(d, 50.0, None);
                     assert_ne!(next, Next::Retry, "{d:?} hook {hook} ignored {ignored}");
-                    let by_id = d.event_stream && d.last_event_id && !ignored;
+                    let by_id = d.event_stream && d.last_event_id && !d.unchecked && !ignored;
                     let expected = if by_id {
                         Next::LastEventId
                     } else if hook {
@@ -628,6 +897,14 @@ mod tests {
     }
 
     #[test]
+    fn a_resume_by_id_that_cannot_be_checked_is_not_made() {
+        let unchecked = Delivered { unchecked: true, ..SSE_WITH_ID };
+        assert_eq!(Resume::new(true).next(unchecked), Next::Hook);
+        assert_eq!(Resume::new(false).next(unchecked), Next::End);
+        assert_eq!(Resume::new(false).next(SSE_WITH_ID), Next::LastEventId);
+    }
+
+    #[test]
     fn the_first_resume_waits_only_for_the_server() {
         let mut r = Resume::new(true);
         assert_eq!(r.after_failure(SSE_WITH_ID, 200.0, None), (Next::LastEventId, 0.0));
@@ -644,19 +921,23 @@ mod tests {
 
     #[test]
     fn flags_round_trip() {
-        for bits in 0..32u32 {
+        for bits in 0..64u32 {
             let d = Delivered::from_flags(bits);
             let r = Resume::from_flags(bits, 2);
             assert_eq!(d.content, bits & flags::CONTENT != 0);
             assert_eq!(d.event_stream, bits & flags::EVENT_STREAM != 0);
             assert_eq!(d.last_event_id, bits & flags::LAST_EVENT_ID != 0);
+            assert_eq!(d.unchecked, bits & flags::UNCHECKED != 0);
             assert_eq!(r.ignores_last_event_id(), bits & flags::IGNORED != 0);
             assert_eq!(r.resumes(), 2);
             assert_eq!(
                 r.next(d) == Next::Hook,
                 d.content
                     && bits & flags::HOOK != 0
-                    && !(d.event_stream && d.last_event_id && bits & flags::IGNORED == 0)
+                    && !(d.event_stream
+                        && d.last_event_id
+                        && bits & flags::IGNORED == 0
+                        && bits & flags::UNCHECKED == 0)
             );
         }
     }

@@ -31,6 +31,12 @@
 //! 4. Nothing is read from the upstream while nobody reads the stream (the
 //!    reader's stream has no queue of its own), and when it ends every timer
 //!    and listener of it is gone.
+//! 5. When the read ends with a failure, the reader's error is ours, with
+//!    `deliveredBytes` (JavaScript's invariant 6 of js/resume.js): a stall
+//!    or a cap's refusal as it is, the deadline and the caller's abort as
+//!    they are (without the field), anything else as the `cause` (`last`)
+//!    of a `RetryFailed`: the retry loop's stop, or
+//!    [`NOT_RESUMABLE`](crate::core::resume::NOT_RESUMABLE).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -44,13 +50,15 @@ use web_sys::{
 };
 
 use super::guard::{Ended, Guard};
+use super::headers::HeaderFormat;
 use super::retry::{asked_wait, failed, random_seed, reports, Classify, RetryBudget, RetryOptions};
 use super::sse::is_event_stream;
 use super::stall::{fetch_once, guard, ignore_rejection, rewrap, Once, ProgressFn};
 use super::timers::sleep_until;
 use super::{sys, Error};
 use crate::core::resume::{
-    content_range_start, resume_refusal, status_failure, Delivered, DeliveredIds, Event, EventCut, Next, Resume,
+    content_range_start, not_resumable, resume_refusal, status_failure, CutRefusal, Delivered, DeliveredIds, Event,
+    EventCut, Next, Resume, NOT_RESUMABLE,
 };
 use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start};
 
@@ -80,6 +88,11 @@ pub struct Resumed {
     /// stream. It aborts when the attempt is given up, at the deadline, or
     /// when the reader cancels.
     pub signal: AbortSignal,
+    /// What is left of the deadline as the hook is called, in the
+    /// propagation headers (`edge-deadline-remaining-ms`, or the formats of
+    /// [`FetchOptions::propagate`](super::FetchOptions::propagate)): send
+    /// them with the request that continues the stream.
+    pub headers: Headers,
 }
 
 /// The resume hook.
@@ -193,6 +206,11 @@ struct Flow {
     live: Option<Live>,
     /// The failure the live attempt resumed from.
     resumed_from: Option<Error>,
+    /// The event cap and the line cap (for the refusal's message).
+    caps: (usize, usize),
+    /// The cut refused the stream past a cap: the read ends with it once
+    /// what came before is delivered.
+    too_large: Option<Error>,
 }
 
 /// What a pull did.
@@ -263,12 +281,19 @@ impl Flow {
     /// The caller's hook makes attempt `number`: `None` when it gives none.
     async fn call_hook(&mut self, number: u32) -> Result<Option<(AbortController, Response)>, Error> {
         let (controller, signal) = self.attempt_signal()?;
+        let headers = Headers::new().map_err(Error::Js)?;
+        let left = (self.limits.at - sys::now()).max(0.0);
+        let formats = self.limits.propagate.clone().unwrap_or_else(|| vec![HeaderFormat::EdgeDeadlineRemainingMs]);
+        for format in formats {
+            headers.set(format.name(), &crate::core::headers::encode(format, left)?).map_err(Error::Js)?;
+        }
         let resumed = Resumed {
             chunks: self.chunks.clone(),
             bytes: self.bytes,
             last_event_id: self.last_id.clone(),
             attempt: number,
             signal: signal.clone(),
+            headers,
         };
         let Some(promise) = self.hook.as_mut().and_then(|hook| hook(resumed)) else {
             controller.abort();
@@ -351,6 +376,7 @@ impl Flow {
             content: self.content,
             event_stream: self.event_stream,
             last_event_id: self.last_id.as_deref().is_some_and(|id| !id.is_empty()),
+            unchecked: !self.ids.checkable(),
         }
     }
 
@@ -470,7 +496,7 @@ impl Flow {
             return Ok(out);
         }
         let mut events = Vec::new();
-        self.cut.push(&bytes, &mut events);
+        let refused = self.cut.push(&bytes, &mut events).err();
         for event in events {
             let Some(held) = self.holding.as_mut() else {
                 self.deliver(&event.bytes, event.content, event.id, &mut out);
@@ -488,7 +514,26 @@ impl Flow {
                 }
             }
         }
+        if let Some(refusal) = refused {
+            // Ends the read at once, never retried; what a resumed stream held unchecked is dropped.
+            self.holding = None;
+            self.too_large = Some(self.refusal_error(refusal));
+            self.live = None;
+        }
         Ok(out)
+    }
+
+    /// The error a cap's refusal ends the read with (js/resume.js `StreamTooLarge`).
+    fn refusal_error(&self, refusal: CutRefusal) -> Error {
+        let cap = match refusal {
+            CutRefusal::EventTooLarge => self.caps.0,
+            CutRefusal::LineTooLong => self.caps.1,
+        } as f64;
+        let e = js_sys::Error::new(&refusal.message(cap).to_string());
+        e.set_name("StreamTooLarge");
+        let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(refusal.code()));
+        let _ = Reflect::set(&e, &JsValue::from_str("maxBytes"), &JsValue::from(cap));
+        Error::Js(e.into())
     }
 
     /// The live attempt's body ended: what was held goes to the reader.
@@ -516,6 +561,10 @@ impl Flow {
     /// Reads until something reaches the reader, recovering from failures.
     async fn pull(&mut self) -> Pulled {
         loop {
+            if let Some(error) = self.too_large.take() {
+                let _ = self.run.aborted(sys::now(), false);
+                return Pulled::Errored(self.delivered_on(error.into()));
+            }
             let Some(reader) = self.live.as_ref().and_then(|l| l.reader.clone()) else {
                 return Pulled::Closed(self.finish());
             };
@@ -557,10 +606,39 @@ impl Flow {
                 Ok(response) => self.read(&response),
                 Err(mut failed) => {
                     failed.release();
-                    return Pulled::Errored(failed.error.into());
+                    return Pulled::Errored(self.ending(failed));
                 }
             }
         }
+    }
+
+    /// The reader's error for a read that ends with `failed` (invariant 5).
+    fn ending(&self, failed: Failed) -> JsValue {
+        let error = match failed.error {
+            e if failed.fatal => return e.into(),
+            e @ (Error::DeadlineExceeded { .. } | Error::StreamStalled { .. }) => e,
+            e => match self.run.stopped() {
+                Some(stop) => super::retry::failed(stop, reports(self.run.records()), Some(e)),
+                None => Error::RetryFailed {
+                    reason: NOT_RESUMABLE.into(),
+                    message: not_resumable(self.bytes).to_string(),
+                    attempts: reports(self.run.records()),
+                    last: Some(Box::new(e)),
+                    retry_after_ms: None,
+                    remaining_ms: None,
+                },
+            },
+        };
+        if matches!(error, Error::DeadlineExceeded { .. }) {
+            return error.into();
+        }
+        self.delivered_on(error.into())
+    }
+
+    /// `error` with how many bytes reached the reader (`deliveredBytes`).
+    fn delivered_on(&self, error: JsValue) -> JsValue {
+        let _ = Reflect::set(&error, &JsValue::from_str("deliveredBytes"), &JsValue::from(self.bytes));
+        error
     }
 }
 
@@ -571,6 +649,7 @@ pub(super) async fn fetch_resumable(
     once: Once,
     retry: Option<RetryOptions>,
     hook: Option<ResumeFn>,
+    caps: (usize, usize),
 ) -> Result<Response, Error> {
     let mut retry = retry.unwrap_or_else(|| RetryOptions::new(0.0));
     if retry.attempt_timeout().is_some() {
@@ -615,7 +694,7 @@ pub(super) async fn fetch_resumable(
         run,
         whole,
         event_stream: false,
-        cut: EventCut::new(),
+        cut: EventCut::with_caps(caps.0, caps.1),
         content: false,
         bytes: 0.0,
         chunks: Vec::new(),
@@ -624,6 +703,8 @@ pub(super) async fn fetch_resumable(
         holding: None,
         live: None,
         resumed_from: None,
+        caps,
+        too_large: None,
     };
     if let Start::Stop(_) = flow.budget_start()? {
         return Err(match flow.run.stopped() {

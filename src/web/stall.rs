@@ -701,6 +701,8 @@ pub struct FetchOptions<'a> {
     propagate: Option<Vec<HeaderFormat>>,
     retry: Option<RetryOptions>,
     resume: Option<ResumeFn>,
+    max_event_bytes: Option<f64>,
+    max_line_bytes: Option<f64>,
 }
 
 impl<'a> FetchOptions<'a> {
@@ -726,6 +728,8 @@ impl<'a> FetchOptions<'a> {
             propagate: None,
             retry: None,
             resume: None,
+            max_event_bytes: None,
+            max_line_bytes: None,
         }
     }
 
@@ -885,6 +889,52 @@ impl<'a> FetchOptions<'a> {
         self.resume = Some(Box::new(hook));
         self
     }
+
+    /// With [`retry`](Self::retry) or [`resume`](Self::resume) on an event
+    /// stream (whose events are held whole until their blank line): the
+    /// longest event, in bytes, counting its line ends (default
+    /// [`MAX_EVENT_BYTES`](crate::core::resume::MAX_EVENT_BYTES), at most
+    /// 2^30). A longer one ends the stream at once with an error named
+    /// `StreamTooLarge` (`.code` `"EVENT_TOO_LARGE"`), never retried. A
+    /// value that is not a whole number from 1 fails the fetch (param
+    /// `maxEventBytes`).
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, FetchOptions, RetryOptions};
+    /// let d = Deadline::in_ms(30_000.0)?;
+    /// let options = FetchOptions::new(&d).retry(RetryOptions::new(500.0)).max_event_bytes(1_048_576.0);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn max_event_bytes(mut self, bytes: f64) -> Self {
+        self.max_event_bytes = Some(bytes);
+        self
+    }
+
+    /// With [`retry`](Self::retry) or [`resume`](Self::resume) on an event
+    /// stream: the longest line, in bytes, its end not counted (default
+    /// [`MAX_LINE_BYTES`](crate::core::resume::MAX_LINE_BYTES), at most
+    /// 2^30). A longer one ends the stream at once with `StreamTooLarge`
+    /// (`.code` `"LINE_TOO_LONG"`). Checked as
+    /// [`max_event_bytes`](Self::max_event_bytes) is.
+    ///
+    /// ```
+    /// # #[wasm_bindgen_test::wasm_bindgen_test] fn doc() { run().unwrap() }
+    /// # fn run() -> Result<(), edge_deadline::web::Error> {
+    /// use edge_deadline::web::{Deadline, FetchOptions, RetryOptions};
+    /// let d = Deadline::in_ms(30_000.0)?;
+    /// let options = FetchOptions::new(&d).retry(RetryOptions::new(500.0)).max_line_bytes(262_144.0);
+    /// # let _ = options; Ok(())
+    /// # }
+    /// # fn main() {}
+    /// ```
+    pub fn max_line_bytes(mut self, bytes: f64) -> Self {
+        self.max_line_bytes = Some(bytes);
+        self
+    }
 }
 
 impl std::fmt::Debug for FetchOptions<'_> {
@@ -898,6 +948,8 @@ impl std::fmt::Debug for FetchOptions<'_> {
             .field("propagate", &self.propagate)
             .field("retry", &self.retry)
             .field("resume", &self.resume.is_some())
+            .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_line_bytes", &self.max_line_bytes)
             .finish()
     }
 }
@@ -1107,8 +1159,26 @@ pub async fn fetch_with_deadline(
     init: Option<&RequestInit>,
     options: FetchOptions<'_>,
 ) -> Result<Response, Error> {
-    let FetchOptions { deadline, first_byte_ms, first_chunk_ms, stall_ms, is_progress, propagate, retry, resume } =
-        options;
+    let FetchOptions {
+        deadline,
+        first_byte_ms,
+        first_chunk_ms,
+        stall_ms,
+        is_progress,
+        propagate,
+        retry,
+        resume,
+        max_event_bytes,
+        max_line_bytes,
+    } = options;
+    let cap = |param: &'static str, value: Option<f64>, default: usize| match value {
+        None => Ok(default),
+        Some(v) => crate::core::resume::check_cap(param, v).map_err(|e| Error::described(param, &e)),
+    };
+    let caps = (
+        cap("maxEventBytes", max_event_bytes, crate::core::resume::MAX_EVENT_BYTES)?,
+        cap("maxLineBytes", max_line_bytes, crate::core::resume::MAX_LINE_BYTES)?,
+    );
     let once = Once {
         at: deadline.instant_ms(),
         deadline_signal: deadline.signal(),
@@ -1121,7 +1191,7 @@ pub async fn fetch_with_deadline(
     if retry.is_none() && resume.is_none() {
         return fetch_once(input, init, once).await;
     }
-    super::resume::fetch_resumable(input, init, once, retry, resume).await
+    super::resume::fetch_resumable(input, init, once, retry, resume, caps).await
 }
 
 /// One request of [`fetch_with_deadline`]: what it needs of the deadline

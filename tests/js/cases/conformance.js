@@ -6,7 +6,7 @@
 import table from "../conformance-table.js";
 import { AssertionError } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
-import { timerMs } from "../../../pkg/main.js";
+import { EventCutter, timerMs } from "../../../pkg/main.js";
 
 /** `{ "$": "NaN" }` and friends: the numbers JSON cannot write. */
 function decode(value) {
@@ -221,6 +221,28 @@ const ops = {
     return { ok: true };
   },
   // One SSE progress predicate fed `chunks` (as bytes, split as given): which of them are progress.
+  // The event stream's cut with caps (the JS twin of the core's EventCut):
+  // what reaches the reader, joined, and the refusal's code ("none").
+  "resume.cut": (lib, a) => {
+    const cutter = new EventCutter(a.maxEventBytes, a.maxLineBytes);
+    cutter.reset(false, true);
+    const enc = new TextEncoder();
+    const dec = new TextDecoder();
+    let delivered = "";
+    for (const c of a.chunks) {
+      const piece = cutter.cut(enc.encode(c));
+      if (piece !== undefined) delivered += dec.decode(piece);
+    }
+    return { delivered, refused: cutter.refused ?? "none" };
+  },
+  // The ids a stream remembers for checking a resume by id: after `count`
+  // events with distinct ids, whether a resume by id can still be checked.
+  "resume.ids": (lib, a) => {
+    const cutter = new EventCutter(a.count * 32 + 64, 64);
+    cutter.reset(false, true);
+    cutter.cut(new TextEncoder().encode(Array.from({ length: a.count }, (_, i) => `id: ${i + 1}\ndata: x\n\n`).join("")));
+    return { checkable: cutter.checkable() };
+  },
   "sse.progress": (lib, a) => {
     const isProgress = lib.createSseProgress();
     const enc = new TextEncoder();

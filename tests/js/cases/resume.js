@@ -238,6 +238,68 @@ export default [
     },
   },
   {
+    name: "resume: an event past maxEventBytes ends the stream at once with EVENT_TOO_LARGE: the events before it are delivered, nothing past the cap is held, never retried",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      const key = uid();
+      const total = 32 * 1024 * 1024;
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/sse?key=${key}&events=3&endless=${total}`, undefined, {
+        deadline: lib.Deadline.in(20_000),
+        retry: { attemptMinMs: 50 },
+        stallMs: 5_000,
+        maxEventBytes: 1024 * 1024,
+      });
+      const { text, error } = await readAll(res);
+      checkEvents(events(text), 1, 3, "before the endless event");
+      ok(!text.includes("xxxx"), "no byte of the refused event reached the reader");
+      equal(error?.name, "StreamTooLarge", `the reader's error: ${error}`);
+      equal(error.code, "EVENT_TOO_LARGE");
+      equal(error.maxBytes, 1024 * 1024);
+      ok(/longer than 1048576 bytes/.test(error.message), error.message);
+      let view = await seen(ctx, key);
+      for (let i = 0; i < 100 && !view.connections[0].closed; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        view = await seen(ctx, key);
+      }
+      equal(view.connections.length, 1, "never retried");
+      ok(view.connections[0].closed, "the upstream request was released");
+      ok(view.connections[0].wrote < total / 2, `the upstream was not read on: it wrote ${view.connections[0].wrote} bytes`);
+    },
+  },
+  {
+    name: "resume: a line past maxLineBytes ends a relayed stream with LINE_TOO_LONG; the caps are checked as options",
+    run: async (lib) => {
+      const reasons = [];
+      const res = await lib.relay(() => sseBody(`id: 1\ndata: a\n\n: ${"c".repeat(300)}\n\nid: 2\ndata: b\n\n`, { close: true }), {
+        deadline: lib.Deadline.in(10_000),
+        retry: true,
+        maxLineBytes: 256,
+        onError: (e) => reasons.push(e),
+      });
+      const { text } = await readAll(res);
+      const got = events(text);
+      equal(got[0].id, "1");
+      equal(got[0].data, "a");
+      equal(got[got.length - 1].event, "error", "the stream ends with an error event");
+      ok(!text.includes("ccc") && !text.includes('"b"'), text);
+      equal(reasons.length, 1);
+      equal(reasons[0].code, "LINE_TOO_LONG");
+      equal(reasons[0].maxBytes, 256);
+      for (const [options, param, code] of [
+        [{ maxEventBytes: 0 }, "options.maxEventBytes", "OUT_OF_RANGE"],
+        [{ maxLineBytes: 2.5 }, "options.maxLineBytes", "NOT_WHOLE"],
+        [{ maxLineBytes: "1" }, "options.maxLineBytes", "INVALID_TYPE"],
+      ]) {
+        const e = await (async () => lib.relay(() => sseBody("data: a\n\n", { close: true }), { deadline: lib.Deadline.in(1_000), retry: true, ...options }))().then(
+          () => undefined,
+          (error) => error,
+        );
+        equal(e?.param, param, `${JSON.stringify(options)}: ${e}`);
+        equal(e.code, code);
+      }
+    },
+  },
+  {
     name: "resume: an upstream that ignores Last-Event-ID: no duplicate reaches the reader; without a hook the stream ends with the error",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
@@ -256,6 +318,81 @@ export default [
     },
   },
   {
+    name: "resume: past the remembered ids a resume by id cannot be checked: an upstream that replays from an older id delivers no duplicate; the hook decides, or the stream ends with the error",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      // 2 500 events delivered, then a stall; asked with Last-Event-ID: 2500, the upstream replays from 1 000.
+      const url = (key) => `${ctx.fixtureUrl}/resume/sse?key=${key}&events=2600&stallAfter=2500&ignore=1&replayFrom=1000`;
+      let key = uid();
+      let res = await lib.fetchWithDeadline(url(key), undefined, { deadline: lib.Deadline.in(20_000), retry: { attemptMinMs: 50 }, stallMs: 300 });
+      let { text, error } = await readAll(res);
+      let got = events(text).filter((e) => e.event === "token");
+      const ids = new Set(got.map((e) => e.id));
+      equal(got.length - ids.size, 0, "duplicates delivered");
+      checkEvents(got, 1, 2500, "before the failure");
+      ok(lib.isStreamStalled(error), `the stream ends with the failure: ${error}`);
+      equal((await seen(ctx, key)).connections.length, 1, "no resume by id it could not check");
+      // With a hook: the hook decides (here: a continuation that honours the id).
+      key = uid();
+      const calls = [];
+      res = await lib.fetchWithDeadline(url(key), undefined, {
+        deadline: lib.Deadline.in(20_000),
+        retry: { attemptMinMs: 50 },
+        stallMs: 300,
+        resume: (d) => {
+          calls.push(d.lastEventId);
+          return fetch(`${ctx.fixtureUrl}/resume/sse?key=${key}-next&events=2600`, { signal: d.signal, headers: { "last-event-id": d.lastEventId } });
+        },
+      });
+      ({ text, error } = await readAll(res));
+      equal(error, undefined);
+      checkEvents(events(text), 1, 2600, "continued by the hook");
+      equal(calls.join(","), "2500", "the hook was asked, with the last id");
+    },
+  },
+  {
+    name: "resume: when the attempts run out after content, the reader's error is ours: RetryFailed with the upstream's error as its cause and the bytes delivered",
+    needs: ["fixtureUrl"],
+    run: async (lib, ctx) => {
+      // The connection breaks after 5 events; every resume by id then fails before any byte.
+      const key = uid();
+      const res = await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/sse?key=${key}&events=40&breakAfter=5&failResumes=1`, undefined, {
+        deadline: lib.Deadline.in(10_000),
+        retry: { attemptMinMs: 50, maxAttempts: 3, backoff: { baseMs: 1, maxMs: 5, jitter: 0 } },
+        stallMs: 2_000,
+      });
+      const { text, error } = await readAll(res);
+      checkEvents(events(text), 1, 5, "before the failure");
+      ok(lib.isRetryFailed(error), `the reader's error: ${error?.name}: ${error?.message}`);
+      equal(error.reason, "exhausted");
+      equal(error.attempts.length, 3, "every attempt is reported");
+      ok(error.cause instanceof Error && !lib.isRetryFailed(error.cause), `its cause is the upstream's error: ${error.cause}`);
+      equal(error.deliveredBytes, new TextEncoder().encode(text).length, "deliveredBytes is what the reader got");
+      equal((await seen(ctx, key)).connections.length, 3);
+      // A body that cannot be resumed (not an event stream, and the hook gives nothing): "not-resumable".
+      const r2 = await readAll(
+        await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/text?key=${uid()}&chunks=9&stallAfter=2&breakAfter=1`, undefined, {
+          deadline: lib.Deadline.in(10_000),
+          retry: { attemptMinMs: 50 },
+          stallMs: 2_000,
+          resume: () => undefined,
+        }),
+      );
+      equal(r2.text, "1;2;3");
+      ok(lib.isRetryFailed(r2.error), `${r2.error?.name}: ${r2.error?.message}`);
+      equal(r2.error.reason, "not-resumable");
+      ok(/after 5 bytes reached the reader/.test(r2.error.message), r2.error.message);
+      ok(r2.error.cause instanceof Error, `${r2.error.cause}`);
+      equal(r2.error.deliveredBytes, 5);
+      // A stall stays a StreamStalled, with what was delivered.
+      const r3 = await readAll(
+        await lib.fetchWithDeadline(`${ctx.fixtureUrl}/resume/text?key=${uid()}&chunks=9&stallAfter=2`, undefined, { deadline: lib.Deadline.in(10_000), retry: true, stallMs: 200 }),
+      );
+      ok(lib.isStreamStalled(r3.error), `${r3.error}`);
+      equal(r3.error.deliveredBytes, 5);
+    },
+  },
+  {
     name: "resume: an upstream that ignores Last-Event-ID: the resume hook gets what was delivered and its continuation is read",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
@@ -268,7 +405,7 @@ export default [
         // The continuation: another upstream that honours the id.
         resume: (delivered) => {
           calls.push(delivered);
-          return fetch(`${ctx.fixtureUrl}/resume/sse?key=${key}-next&events=40`, { signal: delivered.signal, headers: { "last-event-id": delivered.lastEventId } });
+          return fetch(`${ctx.fixtureUrl}/resume/sse?key=${key}-next&events=40`, { signal: delivered.signal, headers: { ...delivered.headers, "last-event-id": delivered.lastEventId } });
         },
       });
       const { text, error } = await readAll(res);
@@ -278,6 +415,10 @@ export default [
       const d = calls[0];
       equal(d.lastEventId, "20");
       equal(d.attempt, 3, "the hook makes the third attempt (after the stalled one and the one that replayed)");
+      // The continuation carries what is left of the deadline, as the relay's own attempts do.
+      const left = Number(d.headers?.["edge-deadline-remaining-ms"]);
+      ok(left > 0 && left < 10_000, `the hook's budget header: ${JSON.stringify(d.headers)}`);
+      equal(Number((await seen(ctx, `${key}-next`)).connections[0].budget), left, "the continuation sent it");
       ok(d.signal instanceof AbortSignal);
       const delivered = d.chunks.map((c) => dec.decode(c)).join("");
       equal(d.bytes, delivered.length, "bytes is what the chunks hold");

@@ -673,6 +673,32 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         // The host delay a wait becomes: the core's `timer_ms`, which the Rust host arms with.
         "timers.timerMs" => Ok(out.with("value", timer_ms(num_arg(a, "ms")?).into())),
         "timers.order" => Ok(out.with("value", timers_order(a).await?.into())),
+        // The core's cut with caps (js/resume.js's EventCutter is its twin): what
+        // reaches the reader, joined, and the refusal's code ("none").
+        "resume.cut" => {
+            let mut cut = edge_deadline::core::resume::EventCut::with_caps(
+                num_arg(a, "maxEventBytes")? as usize,
+                num_arg(a, "maxLineBytes")? as usize,
+            );
+            let mut events = Vec::new();
+            let mut refused = "none";
+            for chunk in arg(a, "chunks")?.as_array().ok_or("'chunks' is not a list")? {
+                if let Err(r) = cut.push(chunk.as_str().ok_or("a chunk is not a string")?.as_bytes(), &mut events) {
+                    refused = r.code();
+                }
+            }
+            let delivered: Vec<u8> = events.into_iter().flat_map(|e| e.bytes).collect();
+            Ok(out
+                .with("delivered", String::from_utf8_lossy(&delivered).into_owned().into())
+                .with("refused", refused.into()))
+        }
+        "resume.ids" => {
+            let mut ids = edge_deadline::core::resume::DeliveredIds::default();
+            for i in 1..=num_arg(a, "count")? as u32 {
+                ids.record(&i.to_string());
+            }
+            Ok(out.with("checkable", ids.checkable().into()))
+        }
         "sse.progress" => {
             let mut is_progress = edge_deadline::web::sse_progress();
             let mut seen = Vec::new();
@@ -786,6 +812,15 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
             }
             if let Some(v) = opt_num(a, "stallMs")? {
                 options = options.stall_ms(v);
+            }
+            if a.get("retry") == Some(&Value::Bool(true)) {
+                options = options.retry(edge_deadline::web::RetryOptions::new(0.0));
+            }
+            if let Some(v) = opt_num(a, "maxEventBytes")? {
+                options = options.max_event_bytes(v);
+            }
+            if let Some(v) = opt_num(a, "maxLineBytes")? {
+                options = options.max_line_bytes(v);
             }
             // 127.0.0.1:9 (discard): nothing answers; the options must fail before any I/O.
             edge_deadline::web::fetch_with_deadline(&"http://127.0.0.1:9/".into(), None, options)

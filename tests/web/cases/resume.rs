@@ -210,6 +210,7 @@ pub async fn resume_the_hook_is_asked_when_last_event_id_is_ignored(ctx: &Ctx) -
             resumed.bytes,
             text,
             resumed.signal.aborted(),
+            resumed.headers.get("edge-deadline-remaining-ms").ok().flatten(),
         ));
         None
     });
@@ -219,7 +220,10 @@ pub async fn resume_the_hook_is_asked_when_last_event_id_is_ignored(ctx: &Ctx) -
     ensure!(got.error.is_some(), "the hook gave nothing: the body must error");
     let calls = calls.borrow();
     ensure!(calls.len() == 1, "the hook was called {} times", calls.len());
-    let (last_event_id, attempt, bytes, text, aborted) = &calls[0];
+    let (last_event_id, attempt, bytes, text, aborted, budget) = &calls[0];
+    // The continuation is given what is left of the deadline to send, as the read's own attempts send it.
+    let left: f64 = budget.as_deref().and_then(|b| b.parse().ok()).ok_or(format!("budget header {budget:?}"))?;
+    ensure!(left > 0.0 && left < 10_000.0, "budget header {budget:?}");
     ensure!(last_event_id.as_deref() == Some("20"), "last_event_id {last_event_id:?}");
     ensure!(*attempt == 3, "attempt {attempt}");
     ensure!(!aborted, "the attempt's signal was already aborted");
@@ -375,5 +379,94 @@ pub async fn resume_an_attempt_timeout_is_refused_before_any_io(ctx: &Ctx) -> Ou
     }
     let connections = seen(ctx, &k).await?;
     ensure!(connections.is_empty(), "connections {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_an_event_past_max_event_bytes_ends_the_stream_at_once(ctx: &Ctx) -> Outcome {
+    let k = key("too-large");
+    let total = 32 * 1024 * 1024;
+    let url = format!("{}/resume/sse?key={k}&events=3&endless={total}", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let options = FetchOptions::new(&d).stall_ms(5_000.0).retry(stream_retry()).max_event_bytes(1_048_576.0);
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    // The events before the endless one, then the refusal: no byte of it reached the reader.
+    ensure!(got.ids == [1, 2, 3], "events {:?}", got.ids);
+    ensure!(!got.chunks.concat().contains("xxxx"), "a byte of the refused event reached the reader");
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(get(&error, "name").as_string().as_deref() == Some("StreamTooLarge"), "errored with {error:?}");
+    ensure!(get(&error, "code").as_string().as_deref() == Some("EVENT_TOO_LARGE"), "errored with {error:?}");
+    ensure!(get(&error, "maxBytes").as_f64() == Some(1_048_576.0), "errored with {error:?}");
+    // Never retried, and the upstream request was released.
+    ensure!(closed(ctx, &k, 0).await?, "the refused connection was never closed");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    // Bad caps fail before any I/O, named as in JavaScript.
+    for (options, param, code) in [
+        (FetchOptions::new(&d).retry(stream_retry()).max_event_bytes(0.0), "maxEventBytes", "OUT_OF_RANGE"),
+        (FetchOptions::new(&d).retry(stream_retry()).max_line_bytes(2.5), "maxLineBytes", "NOT_WHOLE"),
+    ] {
+        let url = format!("{}/resume/sse?key={k}-bad&events=3", ctx.fixture()?);
+        match fetch_with_deadline(&url.into(), None, options).await {
+            Err(Error::InvalidArgument { param: p, code: c, .. }) => {
+                ensure!(p == param && c == code, "named {p} {c}, expected {param} {code}")
+            }
+            other => return Err(format!("gave {:?}", other.map(|r| r.status()))),
+        }
+    }
+    ensure!(seen(ctx, &format!("{k}-bad")).await?.is_empty(), "a request was made with a bad cap");
+    Ok(())
+}
+
+pub async fn resume_past_the_remembered_ids_a_replay_from_an_older_id_delivers_no_duplicate(ctx: &Ctx) -> Outcome {
+    // 2 500 events delivered, then a stall; asked with Last-Event-ID: 2500, the upstream would replay from 1 000.
+    let k = key("unchecked");
+    let url = format!("{}/resume/sse?key={k}&events=2600&stallAfter=2500&ignore=1&replayFrom=1000", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(300.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(
+        got.ids == (1..=2500).collect::<Vec<_>>(),
+        "{} events delivered, expected 1..=2500 once each",
+        got.ids.len()
+    );
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(
+        matches!(Error::from(error.clone()), Error::StreamStalled { phase: StallPhase::Stall, .. }),
+        "errored with {error:?}"
+    );
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "a resume by id it could not check was made: {connections:?}");
+    Ok(())
+}
+
+pub async fn resume_when_the_attempts_run_out_the_readers_error_is_ours_with_what_was_delivered(ctx: &Ctx) -> Outcome {
+    // The connection breaks after 5 events; every resume by id then fails before any byte.
+    let k = key("run-out");
+    let url = format!("{}/resume/sse?key={k}&events=40&breakAfter=5&failResumes=1", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let options = FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry().max_attempts(3));
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(got.ids == [1, 2, 3, 4, 5], "events {:?}", got.ids);
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(get(&error, "name").as_string().as_deref() == Some("RetryFailed"), "errored with {error:?}");
+    ensure!(get(&error, "reason").as_string().as_deref() == Some("exhausted"), "errored with {error:?}");
+    ensure!(js_sys::Array::from(&get(&error, "attempts")).length() == 3, "attempts of {error:?}");
+    let cause = get(&error, "cause");
+    ensure!(cause.is_instance_of::<js_sys::Error>(), "its cause is the upstream's error: {cause:?}");
+    let delivered = got.chunks.concat().len() as f64;
+    ensure!(get(&error, "deliveredBytes").as_f64() == Some(delivered), "deliveredBytes of {error:?}, {delivered} read");
+    // A body that cannot be resumed (not an event stream, the hook gives nothing): "not-resumable".
+    let url = format!("{}/resume/text?key={}&chunks=9&stallAfter=2&breakAfter=1", ctx.fixture()?, key("not-resumable"));
+    let options = FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()).resume(|_| None);
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let drained = drain(&res.body().ok_or("no body")?).await;
+    ensure!(drained.bytes == 5.0, "{} bytes delivered", drained.bytes);
+    let error = drained.error.ok_or("the body did not error")?;
+    ensure!(get(&error, "reason").as_string().as_deref() == Some("not-resumable"), "errored with {error:?}");
+    ensure!(get(&error, "deliveredBytes").as_f64() == Some(5.0), "errored with {error:?}");
     Ok(())
 }
