@@ -1059,7 +1059,7 @@ mod tests {
             within,
             FetchIdlePlan { raise_ms: None, first_byte_ms: Some(5_000.0), stall_ms: None, clamped: false }
         );
-        assert_eq!(fetch_idle_plan(None, false, 1e9, None, None).clamped, false);
+        assert!(!fetch_idle_plan(None, false, 1e9, None, None).clamped);
         // Past it, where a request can raise it (Bun): raised to what is left, whole ms up.
         let bun = fetch_idle_plan(Some(300_000.0), true, 630_000.4, None, Some(1_000.0));
         assert_eq!(
@@ -1074,7 +1074,7 @@ mod tests {
         );
         let shorter = fetch_idle_plan(node, false, 630_000.0, Some(10_000.0), Some(60_000.0));
         assert_eq!((shorter.first_byte_ms, shorter.stall_ms), (Some(10_000.0), Some(60_000.0)));
-        assert_eq!(fetch_idle_plan(node, false, f64::NAN, None, None).clamped, false);
+        assert!(!fetch_idle_plan(node, false, f64::NAN, None, None).clamped);
     }
 
     #[test]
