@@ -397,6 +397,12 @@ export function deadlineFromHeaders(headers, options) {
 export function requestDeadline(request, ctx, options) {
   const { at, limitAt, reserveMs, limit, signal, ...found } = readRequest(request, options);
   const deadline = new Deadline(TOKEN, at, signal ? [signal] : EMPTY, undefined, limit, reserveMs, limitAt);
+  // Bun.serve hands its handler the server as the second argument: its idle cap (10 s without a byte)
+  // would cut a longer deadline, so it is raised for this request (src/core/caps.rs, serve_idle_seconds).
+  if (typeof ctx?.timeout === "function" && typeof ctx?.requestIP === "function") {
+    const seconds = core.serveIdleSeconds(at - now());
+    if (seconds !== undefined) ctx.timeout(request, seconds);
+  }
   const done = ctx?.completed;
   if (typeof done?.then === "function") done.then(() => deadline.dispose(), () => deadline.dispose());
   return { deadline, limit, ...found };

@@ -285,6 +285,12 @@ const suites = {
     for (const [reason, n] of reasons) console.log(`  skipped ${n}: ${reason}`);
     record(report.runtime ?? "edge-runtime", report);
   },
+  // Deadlines in real servers (tests/servers/): Bun.serve's idle cap raised for a request whose deadline is longer.
+  async servers() {
+    const { stdout } = await run(bin.bun, ["tests/servers/bun.mjs"], { capture: true });
+    const report = lastJsonLine(stdout);
+    record(report.runtime ?? "servers (bun)", report);
+  },
   // Bun: its own runner (tests/js/bun-runner.js) over the same cases; Bun resolves the package's `node` condition.
   async bun() {
     const { stdout } = await run(bin.bun, ["tests/js/bun-runner.js"], { capture: true });

@@ -857,6 +857,21 @@ pub fn fetch_idle_plan(
     FetchIdlePlan { raise_ms: None, first_byte_ms: clamp(first_byte_ms), stall_ms: clamp(stall_ms), clamped: true }
 }
 
+/// The seconds to hand `Bun.serve`'s `server.timeout(request, seconds)` so that its idle cap (10 s
+/// without a byte by default, at most 255 s) does not cut a request whose deadline is longer:
+/// `None` while the deadline fits the default cap; past it, the deadline's remaining time in whole
+/// seconds up, plus one (the request ends at its deadline, not at Bun's); past the 255 s Bun allows,
+/// 0, which turns the idle cap off for that request (the deadline still ends it).
+pub fn serve_idle_seconds(remaining_ms: f64) -> Option<f64> {
+    let cap = BUILTIN.iter().find(|c| c.platform == Platform::Bun && c.kind == FirstByte)?;
+    let (default_ms, max_ms) = (cap.ms?, cap.configurable_max_ms?);
+    if remaining_ms.is_nan() || remaining_ms <= default_ms {
+        return None;
+    }
+    let seconds = (remaining_ms / 1_000.0).ceil() + 1.0;
+    Some(if seconds * 1_000.0 <= max_ms { seconds } else { 0.0 })
+}
+
 /// The built-in fetch cap of a server runtime (`"node"`, `"bun"`), in ms; `None` for any other name.
 pub fn runtime_fetch_idle_ms(platform: &str) -> Option<f64> {
     let platform = Platform::parse(platform).ok()?;
@@ -1075,6 +1090,17 @@ mod tests {
         let shorter = fetch_idle_plan(node, false, 630_000.0, Some(10_000.0), Some(60_000.0));
         assert_eq!((shorter.first_byte_ms, shorter.stall_ms), (Some(10_000.0), Some(60_000.0)));
         assert!(!fetch_idle_plan(node, false, f64::NAN, None, None).clamped);
+    }
+
+    #[test]
+    fn a_bun_request_whose_deadline_outlasts_the_idle_cap_raises_it_for_itself() {
+        assert_eq!(serve_idle_seconds(9_000.0), None, "within the default 10 s");
+        assert_eq!(serve_idle_seconds(10_000.0), None);
+        assert_eq!(serve_idle_seconds(15_000.0), Some(16.0));
+        assert_eq!(serve_idle_seconds(15_000.4), Some(17.0), "whole seconds up, plus one");
+        assert_eq!(serve_idle_seconds(254_000.0), Some(255.0));
+        assert_eq!(serve_idle_seconds(600_000.0), Some(0.0), "past 255 s: off, the deadline ends it");
+        assert_eq!(serve_idle_seconds(f64::NAN), None);
     }
 
     #[test]

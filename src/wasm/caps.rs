@@ -61,3 +61,9 @@ pub fn fetch_idle_plan(
 ) -> Result<JsValue, JsValue> {
     into_js(&caps::fetch_idle_plan(cap_ms, can_raise, remaining_ms, first_byte_ms, stall_ms))
 }
+
+/// [`caps::serve_idle_seconds`]: what `Deadline.forRequest` hands Bun's `server.timeout(request, seconds)`.
+#[wasm_bindgen(js_name = serveIdleSeconds)]
+pub fn serve_idle_seconds(remaining_ms: f64) -> Option<f64> {
+    caps::serve_idle_seconds(remaining_ms)
+}

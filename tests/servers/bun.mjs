@@ -1,0 +1,60 @@
+// Deadlines in a real Bun.serve (run by Bun: `bun tests/servers/bun.mjs`; tests/run.mjs `servers`).
+// Prints one JSON report line. Bun.serve closes a connection after 10 s without a byte (its default
+// idleTimeout): a handler whose deadline is longer would be cut by it, whatever the deadline says.
+import assert from "node:assert/strict";
+import { Deadline } from "../../pkg/node.js";
+
+const report = { runtime: `servers (bun ${Bun.version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A server whose handler answers after `answerMs`, taking its deadline from `Deadline.forRequest` or not. */
+function serve(answerMs, withDeadline) {
+  return Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request, server) {
+      const deadline = withDeadline ? Deadline.forRequest(request, server, { budgetMs: 20_000, fallbackReserveMs: 0 }) : undefined;
+      await sleep(answerMs);
+      deadline?.dispose();
+      return new Response("answered");
+    },
+  });
+}
+
+async function ask(server) {
+  const t0 = performance.now();
+  try {
+    const res = await fetch(`http://127.0.0.1:${server.port}/`);
+    return { text: await res.text(), ms: performance.now() - t0 };
+  } catch (error) {
+    return { error: `${error?.name} ${error?.code ?? ""}`.trim(), ms: performance.now() - t0 };
+  } finally {
+    server.stop(true);
+  }
+}
+
+const checks = {
+  // Both run at once: about 16 s of real time in all.
+  "Bun.serve's default idle cap cuts a handler that answers after 16 s (it checks idleness in coarse ticks: between about 8 and 14 s) (the cap the package works around)": async () => {
+    const got = await ask(serve(16_000, false));
+    assert.ok(got.error && got.ms < 15_900, `expected the connection cut by the idle cap, got ${JSON.stringify(got)}`);
+  },
+  "Deadline.forRequest(request, server, { budgetMs: 20 000 }) raises it for that request: the answer at 16 s arrives": async () => {
+    const got = await ask(serve(16_000, true));
+    assert.equal(got.text, "answered", JSON.stringify(got));
+  },
+};
+
+await Promise.all(
+  Object.entries(checks).map(async ([name, check]) => {
+    try {
+      await check();
+      report.passed++;
+    } catch (error) {
+      report.failed++;
+      report.failures.push({ name, error: String(error?.stack ?? error) });
+    }
+  }),
+);
+console.log(JSON.stringify(report));
+process.exit(report.failed ? 1 : 0);
