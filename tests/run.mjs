@@ -285,11 +285,14 @@ const suites = {
     for (const [reason, n] of reasons) console.log(`  skipped ${n}: ${reason}`);
     record(report.runtime ?? "edge-runtime", report);
   },
-  // Deadlines in real servers (tests/servers/): Bun.serve's idle cap raised for a request whose deadline is longer.
+  // Deadlines in real servers (tests/servers/): Bun.serve's idle cap raised for a request whose deadline is
+  // longer; a client that leaves mid-stream aborts the request's deadline (limit "client") in Bun.serve and Deno.serve.
   async servers() {
-    const { stdout } = await run(bin.bun, ["tests/servers/bun.mjs"], { capture: true });
-    const report = lastJsonLine(stdout);
-    record(report.runtime ?? "servers (bun)", report);
+    const bun = lastJsonLine((await run(bin.bun, ["tests/servers/bun.mjs"], { capture: true })).stdout);
+    record(bun.runtime ?? "servers (bun)", bun);
+    const env = { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") };
+    const deno = lastJsonLine((await run(bin.deno, ["run", "--allow-net=127.0.0.1", "--allow-read", "tests/servers/deno.mjs"], { capture: true, env })).stdout);
+    record(deno.runtime ?? "servers (deno)", deno);
   },
   // Bun: its own runner (tests/js/bun-runner.js) over the same cases; Bun resolves the package's `node` condition.
   async bun() {

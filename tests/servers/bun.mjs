@@ -3,6 +3,7 @@
 // idleTimeout): a handler whose deadline is longer would be cut by it, whatever the deadline says.
 import assert from "node:assert/strict";
 import { Deadline } from "../../pkg/node.js";
+import { clientGone } from "./client-gone.js";
 
 const report = { runtime: `servers (bun ${Bun.version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -34,6 +35,13 @@ async function ask(server) {
 }
 
 const checks = {
+  "a client that leaves mid-stream: the request's deadline aborts with limit client (request.signal)": async () => {
+    const { afterMs } = await clientGone({ Deadline }, async (handler) => {
+      const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: handler });
+      return { url: `http://127.0.0.1:${server.port}/`, close: () => server.stop(true) };
+    }, 2_000);
+    report.clientGoneMs = afterMs;
+  },
   // Both run at once: about 16 s of real time in all.
   "Bun.serve's default idle cap cuts a handler that answers after 16 s (it checks idleness in coarse ticks: between about 8 and 14 s) (the cap the package works around)": async () => {
     const got = await ask(serve(16_000, false));
