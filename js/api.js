@@ -14,7 +14,8 @@ export {
 } from "./errors.js";
 export { ambientDeadline, currentDeadline, runWithDeadline } from "./context.js";
 export { relay } from "./relay.js";
-export { createSseProgress, fetchWithDeadline, isStreamStalled, sseProgress, StreamStalled, withStallTimeout } from "./stall.js";
+export { createSseProgress, isStreamStalled, sseProgress, StreamStalled, withStallTimeout } from "./stall.js";
+export { fetchWithDeadline } from "./fetch.js";
 export { plan, Plan, isSkipped } from "./plan.js";
 export { retry, RetryFailed, isRetryFailed, AttemptTimeout, backoffSchedule } from "./retry.js";
 export { hedge } from "./hedge.js";

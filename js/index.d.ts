@@ -229,6 +229,7 @@ export * from "./context.js";
 export * from "./relay.js";
 export type { Delivered, ResumeHook, ResumeOptions, StreamRetryOptions, UpstreamInfo } from "./resume.js";
 export * from "./stall.js";
+export * from "./fetch.js";
 export * from "./plan.js";
 export * from "./retry.js";
 export * from "./retry_budget.js";

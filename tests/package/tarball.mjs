@@ -58,6 +58,7 @@ export const ALLOWED = [
   "index.d.ts",
   "derive-index.d.ts",
   "stall.d.ts",
+  "fetch.d.ts",
   "plan.d.ts",
   "retry.d.ts",
   "retry_budget.d.ts",
