@@ -22,6 +22,8 @@ export { pending } from "./keepalive.js";
 // The event stream's cutter, for the conformance rows that pin it to the core's EventCut (tests/js/cases/conformance.js).
 // @ts-expect-error internal: not in the public resume.d.ts
 export { EventCutter } from "./resume.js";
+// The core's SSE scan per chunk, for bench/sse-scan.mjs (what js/sse.js calls).
+export { sseScan } from "./edge_deadline.js";
 // The tracing hook, for the tests of what other modules report through it (tests/js/cases/otel.js).
 // @ts-expect-error internal: not in the public otel.d.ts
 export { tracing } from "./otel.js";

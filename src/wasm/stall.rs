@@ -43,6 +43,22 @@ const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
 /// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
+/// [`SseLine::bytes`](crate::core::sse::SseLine::bytes) over one chunk from the line state `line`:
+/// `next_state × 2 + 1` when the chunk holds progress, `next_state × 2` when not. What a host would
+/// calls per chunk: js/sse.js does (bench/sse-scan.mjs measured it against a JS twin of the scan).
+#[wasm_bindgen(js_name = sseScan)]
+pub fn sse_scan(line: u8, bytes: &[u8]) -> u32 {
+    let mut state = crate::core::sse::SseLine::from_raw(line);
+    let progress = state.bytes(bytes);
+    u32::from(state.raw()) * 2 + u32::from(progress)
+}
+
+/// [`sse_scan`] over text (its UTF-8 bytes: the rule reads only ASCII, which UTF-8 keeps whole).
+#[wasm_bindgen(js_name = sseScanText)]
+pub fn sse_scan_text(line: u8, text: &str) -> u32 {
+    sse_scan(line, text.as_bytes())
+}
+
 #[wasm_bindgen(js_name = stalledText)]
 pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> String {
     crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()
