@@ -42,11 +42,13 @@
 
 #![warn(missing_docs)]
 
+mod attempt;
 mod book;
 mod breaker;
 mod caps;
 mod deadline;
 mod errors;
+mod fetch;
 mod guard;
 mod headers;
 mod hedge;
@@ -65,6 +67,7 @@ pub use breaker::{BreakerOptions, Circuit, CircuitBreaker, CircuitPermit, Circui
 pub use caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 pub use deadline::Deadline;
 pub use errors::{AttemptReport, Error, StallPhase};
+pub use fetch::{fetch_with_deadline, FetchOptions};
 pub use headers::{HeaderFormat, Incoming};
 pub use hedge::{hedge, HedgeOptions};
 pub use limiter::{ConcurrencyLimiter, Limit, LimiterOptions, Permit, RunOptions};
@@ -73,7 +76,7 @@ pub use request::{LimitKind, RequestDeadline, RequestOptions, Wire};
 pub use resume::Resumed;
 pub use retry::{retry, Attempt, Failure, RetryBudget, RetryOptions};
 pub use sse::sse_progress;
-pub use stall::{fetch_with_deadline, with_stall_timeout, FetchOptions, ProgressFn, StallOptions};
+pub use stall::{with_stall_timeout, ProgressFn, StallOptions};
 pub use timers::{set_clock, sleep, Clock, Sleep, Timeout};
 
 /// The clock every instant of this API is on: `performance.now()`, in ms

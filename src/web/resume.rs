@@ -49,11 +49,12 @@ use web_sys::{
     ReadableStreamDefaultReader, Request, RequestInit, Response,
 };
 
+use super::attempt::{fetch_once, guard_body, rewrap, Once};
 use super::guard::{Ended, Guard};
 use super::headers::HeaderFormat;
 use super::retry::{asked_wait, failed, random_seed, reports, Classify, RetryBudget, RetryOptions};
 use super::sse::is_event_stream;
-use super::stall::{fetch_once, guard, ignore_rejection, rewrap, Once, ProgressFn};
+use super::stall::{ignore_rejection, ProgressFn};
 use super::timers::sleep_until;
 use super::{sys, Error};
 use crate::core::resume::{
@@ -324,7 +325,7 @@ impl Flow {
         };
         let response = match response.body() {
             Some(body) if response.ok() => {
-                let body = guard(body, self.limits.once(), controller.clone(), signal, self.event_stream)?;
+                let body = guard_body(body, self.limits.once(), controller.clone(), signal, self.event_stream)?;
                 rewrap(response, &body)?
             }
             _ => Clone::clone(response),
