@@ -11,7 +11,7 @@
 //   loads, gzipped file by file (level 9) as they ship in the package; and the
 //   same JS bundled and minified by esbuild (what a bundler or
 //   `wrangler deploy --minify` ships).
-// - Start-up, in a fresh process each time (median of `runs`), Node and Deno:
+// - Start-up, in a fresh process each time (median of `runs`), Node, Deno, Node 22/24/26 and Bun:
 //   `import` of the entry → the first `Deadline.in(…).signal()` returned (the
 //   first call loads the .wasm: no init()); then, in other fresh processes,
 //   the .wasm alone: compile (`new WebAssembly.Module`) and instantiate
@@ -27,6 +27,13 @@ import { bundledGzip, entrySize } from "../scripts/sizes.mjs";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const pkg = join(root, "pkg");
 const deno = join(root, "node_modules/@deno/linux-x64-glibc/deno");
+// Node 22, 24 and 26 and Bun from the npm registry (package.json), beside the Node running this script.
+const binaries = {
+  "node 22": join(root, "node_modules/node22/bin/node"),
+  "node 24": join(root, "node_modules/node24/bin/node"),
+  "node 26": join(root, "node_modules/node26/bin/node"),
+  bun: join(root, "node_modules/@oven/bun-linux-x64/bin/bun"),
+};
 const runs = Number(process.argv[2] ?? 10);
 const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -57,7 +64,7 @@ function fresh(name, variants) {
     writeFileSync(file, source);
     // No permission flags: the Deno entry must need none (the old build's read its .wasm).
     const flags = source.includes("BASELINE") || source.includes("readFileSync") ? ["--allow-read"] : [];
-    return { cmd: runtime === "node" ? process.execPath : deno, args: runtime === "node" ? [file] : ["run", ...flags, file], samples: [] };
+    return { cmd: runtime === "deno" ? deno : (binaries[runtime] ?? process.execPath), args: runtime === "deno" ? ["run", ...flags, file] : [file], samples: [] };
   });
   for (let i = 0; i < runs; i++) {
     for (const job of jobs) {
@@ -93,7 +100,8 @@ console.log(JSON.stringify({ compileMs: t1 - t0, instantiateMs: t2 - t1 }));
 
 const startup = {};
 const oldDeno = baseline && selfLoading(baseline) ? "deno.js" : "index.js";
-for (const [runtime, entry, oldEntry] of [["node", "node.js", "node.js"], ["deno", "deno.js", oldDeno]]) {
+const others = Object.keys(binaries).map((runtime) => [runtime, "node.js", "node.js"]);
+for (const [runtime, entry, oldEntry] of [["node", "node.js", "node.js"], ["deno", "deno.js", oldDeno], ...others]) {
   const [now, old] = fresh(`first-${runtime}`, [[runtime, firstSignal(entry)], ...(baseline ? [[runtime, firstSignal(oldEntry, baseline)]] : [])]);
   const [wasm] = fresh(`wasm-${runtime}`, [[runtime, wasmAlone]]);
   startup[runtime] = { ...now, ...wasm };
