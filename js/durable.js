@@ -436,7 +436,10 @@ export function aggregatorClass(Base) {
       return { refused };
     }
 
-    /** The derived table, of what is stored: derived again after a write, or once it is a second old. */
+    /**
+     * The table of what is stored. The core keeps its rows: after a write only those of the buckets it changed are
+     * derived again (every row at the first read in a new window). Served again until the next write, or for a second.
+     */
     table() {
       const t = Date.now();
       const c = this.#table;
