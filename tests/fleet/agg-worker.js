@@ -4,6 +4,7 @@
 // the object's HTTP endpoint, which asks for the read or the write token
 // (TIMEOUTS_READ_TOKEN / TIMEOUTS_WRITE_TOKEN, this Worker's secrets). The
 // isolates reach the same objects through Durable Object bindings (RPC).
+// Paths under /fuzz/ reach another instance ("fuzz"), for the HTTP fuzz.
 // CountingAggregator: the same class with its storage calls counted, for the
 // group-commit check. FlakyAggregator: its storage's sync() fails once when
 // armed, for the check that a failed write counts nothing.
@@ -84,6 +85,8 @@ export default {
       await request.arrayBuffer();
       return new Response(null, { status: 204 });
     }
-    return env.AGG.get(env.AGG.idFromName("timeouts")).fetch(request);
+    // The HTTP fuzz reaches an object of its own ("fuzz") the same way, with the same tokens.
+    const name = path.startsWith("/fuzz/") ? "fuzz" : "timeouts";
+    return env.AGG.get(env.AGG.idFromName(name)).fetch(request);
   },
 };
