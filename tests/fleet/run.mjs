@@ -55,17 +55,19 @@ export async function fuzzWorkerd(t, base) {
   let table;
   await t.check(`${FUZZ.count} seeded mutated flushes (seed ${FUZZ.seed}) POSTed through HTTP with the write token: each answered 204, 200, 400, 413 or 429 with a code, never a 5xx, and the table reads after every 1 000`, async () => {
     const bearer = (token) => ({ authorization: `Bearer ${token}` });
-    const read = async () => (await fetch(`${base}/table`, { headers: bearer(SECRETS.read) })).json();
+    // No answer within 30 s fails the check (with the flush that got none), rather than waiting forever.
+    const read = async () => (await fetch(`${base}/table`, { headers: bearer(SECRETS.read), signal: AbortSignal.timeout(30_000) })).json();
     const t0 = Date.now();
     const statuses = await fuzzEndpoint({
       LatencySketch,
       seed: FUZZ.seed,
       count: FUZZ.count,
       post: async (body) => {
-        const r = await fetch(`${base}/flush`, { method: "POST", headers: bearer(SECRETS.write), body });
+        const r = await fetch(`${base}/flush`, { method: "POST", headers: bearer(SECRETS.write), body, signal: AbortSignal.timeout(30_000) });
         return { status: r.status, body: await r.text() };
       },
       table: read,
+      progress: process.env.FLEET_FUZZ_PROGRESS ? (n, statuses) => console.error(`workerd fuzz: ${n} flushes, ${Date.now() - t0} ms, ${JSON.stringify(statuses)}`) : undefined,
     });
     table = await read();
     console.error(`fleet fuzz (workerd, Durable Object): ${FUZZ.count} flushes in ${Date.now() - t0} ms, statuses ${JSON.stringify(statuses)}, ${Object.keys(table.buckets).length} rows`);
@@ -154,9 +156,15 @@ export async function startWorkerd(port, file) {
   throw new Error("workerd did not listen");
 }
 
+/** Stops workerd: SIGTERM, and SIGKILL when it has not exited 5 s later (a workerd that hangs ignores SIGTERM). */
 export function stop(child) {
   return new Promise((resolve) => {
-    child.once("exit", resolve);
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolve();
+    });
     child.kill("SIGTERM");
   });
 }
@@ -313,6 +321,17 @@ async function workerdSuite() {
       for (let b = 0; b < 20; b++) assert(table.buckets[`route-${b}`]?.n === 50 * 100, `route-${b}: n ${table.buckets[`route-${b}`]?.n}`);
       console.error(`fleet: 50 flushes in flight, ${writes} storage writes, ${after.sync - before.sync} syncs`);
     });
+    await t.check("a window past a storage value's 128 KiB is stored in chunks that each put at most 128 KiB, and reads back after a restart", async () => {
+      // 30 flushes of 20 new buckets: a window of 600 buckets, past 128 KiB.
+      for (let f = 0; f < 30; f++) {
+        const r = await fetch(`${base}/counted/flush`, { method: "POST", body: benchFlush(LatencySketch, 20, 100, `wide${f}`), signal: AbortSignal.timeout(20_000) });
+        assert(r.status === 204, `flush ${f}: ${r.status} ${await r.text()}`);
+      }
+      const { largestValue } = await (await fetch(`${base}/counted/writes`)).json();
+      assert(largestValue > 0 && largestValue <= 128 * 1024, `a put value makes the serializer write ${largestValue} bytes; a value holds at most 131072`);
+      const table = await (await fetch(`${base}/counted/table`, { signal: AbortSignal.timeout(20_000) })).json();
+      assert(table.buckets["wide29-19"]?.n === 100, `the last bucket: ${JSON.stringify(table.buckets["wide29-19"])}`);
+    });
     await t.check("hostile bytes are refused (400/413 with a code) and nothing merged changes", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
       for (const [what, bytes] of hostileFlushes(LatencySketch)) {
@@ -431,6 +450,8 @@ async function workerdSuite() {
       const after = await (await fetch(`${base}/table`)).json();
       assert(sansDate(after) === before, "the table differs after the restart");
       tableMatches(after, sim.expected);
+      const counted = await (await fetch(`${base}/counted/table`)).json();
+      assert(Object.keys(counted.buckets).filter((b) => b.startsWith("wide")).length === 600, "the wide window read back after the restart");
       const fuzzAfter = await (await fetch(`${fuzzBase}/table`, { headers: bearer(SECRETS.read) })).json();
       assert(fuzzTable === undefined || sansDate(fuzzAfter) === fuzzTable, "the fuzzed object's table differs after the restart");
       assert(tableProblem(fuzzAfter) === "", `the fuzzed object's table after the restart: ${tableProblem(fuzzAfter)}`);

@@ -253,9 +253,10 @@ export function tableProblem(table) {
  * (answering `{ status, body }`), `inFlight` at a time. Every answer must be 204, 200 (some buckets
  * refused, named), 400 or 413 (refused whole, with a code) or 429 (the window's budget); never a 5xx,
  * never the storage's or the core's internals. Every `checkEvery` flushes, `table()` (a GET /table's
- * JSON) must be a table every reader can use. Answers the count of each status.
+ * JSON) must be a table every reader can use (and `progress(sent, statuses)` is called). Answers the count of
+ * each status.
  */
-export async function fuzzEndpoint({ LatencySketch, seed, count, inFlight = 8, checkEvery = 1000, post, table }) {
+export async function fuzzEndpoint({ LatencySketch, seed, count, inFlight = 8, checkEvery = 1000, post, table, progress }) {
   const statuses = {};
   const flushes = mutatedFlushes(LatencySketch, seed, count);
   let sent = 0;
@@ -271,6 +272,7 @@ export async function fuzzEndpoint({ LatencySketch, seed, count, inFlight = 8, c
         if (!coded) throw new Error(`flush ${sent}: ${status} without codes: ${body.slice(0, 300)}`);
       }
       if (++sent % checkEvery === 0) {
+        progress?.(sent, statuses);
         const problem = tableProblem(await table());
         if (problem) throw new Error(`after ${sent} flushes the table breaks: ${problem}`);
       }
