@@ -622,6 +622,8 @@ impl LatencySketch {
     /// Adds every sample of `other` to this sketch. The result answers as if
     /// all samples had been added to one sketch. Refused, with this sketch
     /// unchanged, when the two hold more than [`MAX_COUNT`] samples together.
+    /// The sum saturates at the largest finite `f64` (only sums read from
+    /// hostile bytes reach it).
     pub fn merge(&mut self, other: &LatencySketch) -> Result<(), SketchError> {
         if self.alpha.to_bits() != other.alpha.to_bits() {
             return Err(SketchError::Mismatch { ours: self.alpha, theirs: other.alpha });
@@ -645,7 +647,13 @@ impl LatencySketch {
             _ => None,
         };
         self.count = total;
-        self.sum += other.sum;
+        // Honest sums stay far below (at most 2^53 − 1 samples of at most
+        // MAX_MS each); sums read from hostile bytes may not: the sum
+        // saturates, so a merged sketch always reads back (its sum finite).
+        self.sum = match self.sum + other.sum {
+            s if s.is_finite() => s,
+            _ => f64::MAX,
+        };
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.zero_count = self.zero_count.saturating_add(other.zero_count);

@@ -508,7 +508,8 @@ mod fuzz {
         #![proptest_config(ProptestConfig { cases: fuzz_cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
         /// A mutated honest flush, merged after honest data: refused (and then
-        /// nothing changed), or accepted and everything still works.
+        /// nothing changed), or accepted and everything still works, also
+        /// once it was merged a second time.
         #[test]
         fn accepted_flushes_never_break_a_read(ms in prop::collection::vec(mutation(), 1..4), hours in 0u8..3) {
             let mut a = agg();
@@ -517,7 +518,12 @@ mod fuzz {
             let bytes = apply(honest(), &ms);
             let now = T0 + f64::from(hours) * HOUR;
             match a.merge(&bytes, now) {
-                Ok(_) => prop_assert_eq!(still_works(&a, now + 1.0), Ok(())),
+                Ok(_) => {
+                    prop_assert_eq!(still_works(&a, now + 1.0), Ok(()));
+                    // Accepted once, it may come again (a sender that sends it twice): still working.
+                    let _ = a.merge(&bytes, now);
+                    prop_assert_eq!(still_works(&a, now + 1.0), Ok(()));
+                }
                 Err(_) => prop_assert_eq!(a.to_bytes(), before),
             }
         }
@@ -693,4 +699,34 @@ mod incremental {
             run(ops, q)?;
         }
     }
+}
+
+/// A sketch whose stored sum is `sum` (a hostile writer's: any finite sum reads).
+fn sketch_with_sum(samples: &[f64], sum: f64) -> LatencySketch {
+    let s = sketch_of(samples);
+    let mut b = s.to_bytes();
+    let honest = s.sum().to_le_bytes();
+    let at = b.windows(8).position(|w| w == honest).unwrap();
+    b[at..at + 8].copy_from_slice(&sum.to_le_bytes());
+    LatencySketch::from_bytes(&b).unwrap()
+}
+
+#[test]
+fn flushes_whose_sums_add_past_the_largest_float_still_read_back() {
+    // Each sum reads (finite); merged, they passed f64::MAX: the window held
+    // an infinite sum, which no reader takes, so it did not read back.
+    let hostile = flush(vec![FlushBucket {
+        name: "llm".into(),
+        in_force_ms: None,
+        timeouts: 0,
+        errors: 0,
+        successes: sketch_with_sum(&[900.0, 1200.0, 3000.0], f64::MAX),
+    }]);
+    let mut a = agg();
+    for _ in 0..3 {
+        a.merge(&hostile, T0).unwrap();
+        still_works(&a, T0 + 1.0).unwrap();
+    }
+    let row = &a.table(T0 + 1.0).unwrap().buckets[0].1;
+    assert_eq!((row.n, row.p99), (9, Some(3000.0)));
 }
