@@ -200,10 +200,13 @@ export function aggregatorBinding(target) {
   return { fetch: (request) => serve(request, typeof target === "function" ? target() : target, TRUSTED) };
 }
 
-/** `bytes` in chunks of at most `size`. */
+/**
+ * `bytes` in chunks of at most `size`, each a copy: storage serializes a typed array with its whole
+ * ArrayBuffer, so a view into the window would store the whole window under every chunk's key.
+ */
 function chunks(bytes, size) {
   const out = [];
-  for (let at = 0; at < bytes.byteLength || out.length === 0; at += size) out.push(bytes.subarray(at, at + size));
+  for (let at = 0; at < bytes.byteLength || out.length === 0; at += size) out.push(bytes.slice(at, at + size));
   return out;
 }
 
@@ -415,7 +418,11 @@ export function aggregatorClass(Base) {
       this.#stored = stored;
       this.#rewrite.clear();
       for (const [index, bytes] of written) {
-        this.#core.loadWindow(bytes);
+        try {
+          this.#core.loadWindow(bytes);
+        } catch {
+          // Left out, as a restart would leave it out: the flushes it carried are still answered.
+        }
         this.#sizes.set(index, bytes.byteLength);
       }
       for (const index of this.#sizes.keys()) if (!stored.has(index)) this.#sizes.delete(index);
@@ -436,7 +443,10 @@ export function aggregatorClass(Base) {
       return { refused };
     }
 
-    /** The derived table, of what is stored: derived again after a write, or once it is a second old. */
+    /**
+     * The table of what is stored. The core keeps its rows: after a write only those of the buckets it changed are
+     * derived again (every row at the first read in a new window). Served again until the next write, or for a second.
+     */
     table() {
       const t = Date.now();
       const c = this.#table;
@@ -493,6 +503,8 @@ export function kvAggregator(kv, options = {}) {
   const chunkKey = (index, g, i) => [...prefix, "c", index, g, i];
   /** Flushes waiting for the next write: bytes and how to answer. */
   let waiting = [];
+  /** The windows the last table() read, and their heads' versionstamps: `{ agg, stamps }`. */
+  let read = null;
 
   /** The window's bytes for head `value` (undefined: a chunk is missing, the head moved meanwhile). */
   const readChunks = async (index, value) => {
@@ -625,6 +637,42 @@ export function kvAggregator(kv, options = {}) {
   };
   const commit = groupCommit(write);
 
+  /** `agg.table()`: see there. */
+  const readTable = async () => {
+    const heads = new Map();
+    for await (const e of kv.list({ prefix: [...prefix, "w"] })) {
+      const rest = e.key.slice(prefix.length + 1);
+      if (rest.length === 1) heads.set(rest[0], e.versionstamp);
+    }
+    // A window held that KV no longer has (expired, deleted): start again from what KV holds.
+    if (read && read.agg.windowIndexes().some((index) => !heads.has(index))) read = null;
+    read ??= { agg: core(windowOptions), stamps: new Map() };
+    const { agg, stamps } = read;
+    for (const [index, stamp] of heads) {
+      if (stamps.get(index) === stamp) continue;
+      let loaded = false;
+      try {
+        const { bytes, head } = await readWindow(index);
+        if (bytes) {
+          agg.loadWindow(bytes);
+          stamps.set(index, head.versionstamp);
+          loaded = true;
+        }
+      } catch {
+        // Left out: a window that does not read back (tried again at the next read).
+      }
+      // Its older copy is not served either: start again without it.
+      if (!loaded && agg.windowIndexes().includes(index)) {
+        read = null;
+        return readTable();
+      }
+    }
+    agg.expire(now());
+    agg.takeChanges();
+    for (const index of stamps.keys()) if (!heads.has(index)) stamps.delete(index);
+    return agg.table(now());
+  };
+
   const agg = {
     /** Merges one flush into the window in KV; resolves `{ refused }` (buckets refused on their own) once the rest is stored; a whole refusal rejects. */
     flush(bytes) {
@@ -634,24 +682,12 @@ export function kvAggregator(kv, options = {}) {
         commit().catch(reject);
       });
     },
-    /** The table derived from every window in KV. */
-    async table() {
-      const agg = core(windowOptions);
-      const heads = [];
-      for await (const e of kv.list({ prefix: [...prefix, "w"] })) {
-        const rest = e.key.slice(prefix.length + 1);
-        if (rest.length === 1) heads.push([rest[0], e.value]);
-      }
-      for (const [index] of heads) {
-        try {
-          const { bytes } = await readWindow(index);
-          if (bytes) agg.loadWindow(bytes);
-        } catch {
-          // Left out: a window that does not read back.
-        }
-      }
-      return agg.table(now());
-    },
+    /**
+     * The table derived from every window in KV. The windows read last time are kept with their heads'
+     * versionstamps: only a window whose head changed since (a write of this process or another) is read
+     * again, and the core derives again only the rows of the buckets it changed.
+     */
+    table: () => readTable(),
     /** `POST …/flush` with `writeToken`, `GET …/table` with `readToken` (as bearer tokens). */
     fetch: (request) => serve(request, agg, { read: readToken, write: writeToken }),
   };

@@ -28,6 +28,16 @@
 //! `timeouts`, `errors`, the in-force value (for the drift check) and the
 //! floor come from the same span.
 //!
+//! # The table kept up to date
+//! A row depends only on its bucket's cells in the kept windows and on the
+//! current window. [`Aggregator::table`] keeps the rows it derived; a merge
+//! forgets the rows of the buckets it merged, a window loaded those of the
+//! buckets whose cells differ from the ones it replaces, a window dropped
+//! those of its buckets, and a read in another window all of them. A read
+//! derives again only the rows missing, so the first read after a flush
+//! costs the flush's buckets, not the whole table. The rows kept are at most
+//! one per bucket name of the kept windows, each far smaller than its cells.
+//!
 //! # The censoring floor (`floorMs`)
 //! When more calls timed out than lie beyond the percentile (the
 //! `censored` warning: `timeouts > (1 − q) · (n + timeouts)` over the span),
@@ -56,6 +66,9 @@
 //!    buckets; a window older than that is dropped and reported once.
 //! 5. `floor_ms` is `Some` exactly when the span is censored and some
 //!    timeouts came with an in-force value; it is the largest such value.
+//! 6. The table kept up to date is the table derived from scratch from the
+//!    same windows, after any sequence of merges, reads, windows loaded or
+//!    dropped, and clocks that went back.
 
 use serde::{Deserialize, Serialize};
 
@@ -336,6 +349,36 @@ pub struct Aggregator {
     dirty: Vec<i64>,
     /// Windows dropped since then.
     dropped: Vec<i64>,
+    /// The table's rows as last derived, each kept until a change reaches its bucket.
+    rows: Rows,
+}
+
+/// The rows derived at one current window (a span depends on it), sorted by
+/// name. A merge, a window loaded or dropped, forgets the rows of the buckets
+/// it changed; [`Aggregator::table`] derives again only the rows missing.
+#[derive(Debug, Clone, Default)]
+struct Rows {
+    current: Option<i64>,
+    rows: Vec<(String, TableRow)>,
+}
+
+impl Rows {
+    fn forget(&mut self, name: &str) {
+        if let Ok(i) = self.rows.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            self.rows.remove(i);
+        }
+    }
+}
+
+/// Whether two cells of one name would derive alike (every field the same).
+fn same_cell(a: &Cell, b: &Cell) -> bool {
+    let bits = |x: Option<f64>| x.map(f64::to_bits);
+    a.name == b.name
+        && a.timeouts == b.timeouts
+        && a.errors == b.errors
+        && bits(a.in_force_ms) == bits(b.in_force_ms)
+        && bits(a.censor_ms) == bits(b.censor_ms)
+        && a.successes.same_as(&b.successes)
 }
 
 /// What changed since the last call of [`Aggregator::take_changes`]: the
@@ -429,11 +472,85 @@ fn put_f64(out: &mut Vec<u8>, v: f64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+/// One bucket's row at window `current`, from `kept` (newest first): derived
+/// over its span (the module docs).
+fn derive_row(opts: &FleetOptions, kept: &[&Window], current: i64, name: &str) -> Result<TableRow, FleetError> {
+    let needed = samples_needed(opts.q);
+    let mut merged =
+        LatencySketch::new(opts.relative_error).map_err(|e| FleetError::Options(DeriveError::Sketch(e)))?;
+    let (mut timeouts, mut errors) = (0u64, 0u64);
+    let (mut in_force, mut censor): (Option<f64>, Option<f64>) = (None, None);
+    for w in kept {
+        // The span: the current window and the one before, then back
+        // while there are too few successes.
+        if w.index < current - 1 && merged.count() as f64 >= needed {
+            break;
+        }
+        let Ok(j) = w.cells.binary_search_by(|c| c.name.as_str().cmp(name)) else { continue };
+        let c = &w.cells[j];
+        // Counts per window are ≤ 2^53 − 1 and windows ≤ 1 024: no u64 overflow.
+        if merged.merge(&c.successes).is_err() {
+            break;
+        }
+        timeouts = timeouts.saturating_add(c.timeouts);
+        errors = errors.saturating_add(c.errors);
+        in_force = in_force.or(c.in_force_ms);
+        if let Some(m) = c.censor_ms {
+            censor = Some(censor.map_or(m, |x: f64| x.max(m)));
+        }
+    }
+    let excluded = Excluded { timeouts, errors };
+    let r = derive_sketch(&merged, excluded, &opts.derive(in_force)).map_err(FleetError::Options)?;
+    let censored = r.warnings.iter().any(|w| matches!(w, Warning::Censored { .. }));
+    let false_timeout_rate = r.timeout_ms.and_then(|t| merged.fraction_above(t).ok().flatten());
+    Ok(TableRow {
+        n: r.n,
+        timeouts,
+        errors,
+        timeout_ms: r.timeout_ms,
+        p50: r.p50_ms,
+        p99: r.p99_ms,
+        floor_ms: if censored { censor } else { None },
+        false_timeout_rate,
+        warnings: r.warnings,
+    })
+}
+
+/// Forgets the rows of the names whose cells differ between `old` and `new`
+/// (both sorted by name): those only in one, and those that changed.
+fn forget_changed(rows: &mut Rows, old: &[Cell], new: &[Cell]) {
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) if a.name == b.name => {
+                if !same_cell(a, b) {
+                    rows.forget(&a.name);
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a.name < b.name => {
+                rows.forget(&a.name);
+                i += 1;
+            }
+            (Some(a), None) => {
+                rows.forget(&a.name);
+                i += 1;
+            }
+            (_, Some(b)) => {
+                rows.forget(&b.name);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+}
+
 impl Aggregator {
     /// An empty aggregator; the options are checked.
     pub fn new(opts: FleetOptions) -> Result<Aggregator, FleetError> {
         opts.validate()?;
-        Ok(Aggregator { opts, windows: Vec::new(), dirty: Vec::new(), dropped: Vec::new() })
+        Ok(Aggregator { opts, windows: Vec::new(), dirty: Vec::new(), dropped: Vec::new(), rows: Rows::default() })
     }
 
     /// The options.
@@ -462,6 +579,9 @@ impl Aggregator {
     fn expire_before(&mut self, oldest: i64) {
         while self.windows.first().is_some_and(|w| w.index < oldest) {
             let w = self.windows.remove(0);
+            for c in &w.cells {
+                self.rows.forget(&c.name);
+            }
             self.dirty.retain(|&d| d != w.index);
             self.dropped.push(w.index);
         }
@@ -575,6 +695,7 @@ impl Aggregator {
                     j
                 }
             };
+            self.rows.forget(&b.name);
             let c = &mut window.cells[j];
             // Checked above: same relative error, counts within MAX_COUNT.
             let _ = c.successes.merge(&b.successes);
@@ -596,10 +717,16 @@ impl Aggregator {
     }
 
     /// The table at `now_ms` (windows older than the kept ones are left out).
-    pub fn table(&self, now_ms: f64) -> Result<Table, FleetError> {
+    /// Rows no change reached since the last call in the same window are
+    /// served as derived then; the table is always the one [`Aggregator::from_bytes`]
+    /// of this state would derive from scratch.
+    pub fn table(&mut self, now_ms: f64) -> Result<Table, FleetError> {
         let now = check_now(now_ms)?;
         let current = self.window_index(now);
         let oldest = current - i64::from(self.opts.windows) + 1;
+        if self.rows.current != Some(current) {
+            self.rows = Rows { current: Some(current), rows: Vec::new() };
+        }
         // Newest first, only the kept ones at `now`, none from the future
         // (a clock that went back leaves a window ahead: it counts as current).
         let kept: Vec<&Window> = self.windows.iter().rev().filter(|w| w.index >= oldest).collect();
@@ -610,51 +737,18 @@ impl Aggregator {
                 names.insert(at, c.name.as_str());
             }
         }
-        let needed = samples_needed(self.opts.q);
-        let mut buckets = Vec::with_capacity(names.len());
+        let mut old = std::mem::take(&mut self.rows.rows).into_iter().peekable();
+        let mut rows = Vec::with_capacity(names.len());
         for name in names {
-            let mut merged = LatencySketch::new(self.opts.relative_error)
-                .map_err(|e| FleetError::Options(DeriveError::Sketch(e)))?;
-            let (mut timeouts, mut errors) = (0u64, 0u64);
-            let (mut in_force, mut censor): (Option<f64>, Option<f64>) = (None, None);
-            for w in &kept {
-                // The span: the current window and the one before, then back
-                // while there are too few successes.
-                if w.index < current - 1 && merged.count() as f64 >= needed {
-                    break;
-                }
-                let Ok(j) = w.cells.binary_search_by(|c| c.name.as_str().cmp(name)) else { continue };
-                let c = &w.cells[j];
-                // Counts per window are ≤ 2^53 − 1 and windows ≤ 1 024: no u64 overflow.
-                if merged.merge(&c.successes).is_err() {
-                    break;
-                }
-                timeouts = timeouts.saturating_add(c.timeouts);
-                errors = errors.saturating_add(c.errors);
-                in_force = in_force.or(c.in_force_ms);
-                if let Some(m) = c.censor_ms {
-                    censor = Some(censor.map_or(m, |x: f64| x.max(m)));
-                }
-            }
-            let excluded = Excluded { timeouts, errors };
-            let r = derive_sketch(&merged, excluded, &self.opts.derive(in_force)).map_err(FleetError::Options)?;
-            let censored = r.warnings.iter().any(|w| matches!(w, Warning::Censored { .. }));
-            let false_timeout_rate = r.timeout_ms.and_then(|t| merged.fraction_above(t).ok().flatten());
-            buckets.push((
-                name.to_string(),
-                TableRow {
-                    n: r.n,
-                    timeouts,
-                    errors,
-                    timeout_ms: r.timeout_ms,
-                    p50: r.p50_ms,
-                    p99: r.p99_ms,
-                    floor_ms: if censored { censor } else { None },
-                    false_timeout_rate,
-                    warnings: r.warnings,
-                },
-            ));
+            while old.next_if(|(n, _)| n.as_str() < name).is_some() {}
+            let row = match old.next_if(|(n, _)| n == name) {
+                Some((_, row)) => row,
+                None => derive_row(&self.opts, &kept, current, name)?,
+            };
+            rows.push((name.to_string(), row));
         }
+        drop(old);
+        self.rows.rows = rows.clone();
         Ok(Table {
             v: 1,
             derived_at: iso_8601(now),
@@ -662,7 +756,7 @@ impl Aggregator {
             windows: self.opts.windows,
             q: self.opts.q,
             safety: self.opts.safety,
-            buckets,
+            buckets: rows,
         })
     }
 
@@ -751,13 +845,20 @@ impl Aggregator {
         let w = self.read_window(bytes, "window")?;
         let index = w.index;
         match self.windows.binary_search_by_key(&index, |w| w.index) {
-            Ok(i) => self.windows[i] = w,
-            Err(i) => self.windows.insert(i, w),
+            Ok(i) => {
+                forget_changed(&mut self.rows, &self.windows[i].cells, &w.cells);
+                self.windows[i] = w;
+            }
+            Err(i) => {
+                for c in &w.cells {
+                    self.rows.forget(&c.name);
+                }
+                self.windows.insert(i, w);
+            }
         }
-        if self.windows.len() > self.opts.windows as usize {
-            let newest = self.windows.last().map_or(index, |w| w.index);
-            self.expire_before(newest - i64::from(self.opts.windows) + 1);
-        }
+        // As a merge and the state read back do: only the newest `windows` are kept.
+        let newest = self.windows.last().map_or(index, |w| w.index);
+        self.expire_before(newest - i64::from(self.opts.windows) + 1);
         Ok(index)
     }
 

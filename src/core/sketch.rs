@@ -380,6 +380,36 @@ impl LatencySketch {
         self.collapsed_below
     }
 
+    /// Whether `other` holds the same samples as this sketch, as every
+    /// answer sees them: the same parameters, totals (bit for bit) and
+    /// non-empty counters, whatever the counters' layout.
+    pub(crate) fn same_as(&self, other: &LatencySketch) -> bool {
+        let bits = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        let opt_bits = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => bits(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        let exact_same = match (&self.exact, &other.exact) {
+            (Some(a), Some(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bits(*x, *y)),
+            (None, None) => true,
+            _ => false,
+        };
+        fn keyed(s: &LatencySketch) -> impl Iterator<Item = (i32, u64)> + '_ {
+            let offset = s.offset;
+            s.counts.iter().enumerate().filter(|(_, c)| **c > 0).map(move |(i, c)| (offset + i as i32, *c))
+        }
+        bits(self.alpha, other.alpha)
+            && self.count == other.count
+            && self.zero_count == other.zero_count
+            && bits(self.sum, other.sum)
+            && bits(self.min, other.min)
+            && bits(self.max, other.max)
+            && opt_bits(self.collapsed_below, other.collapsed_below)
+            && exact_same
+            && keyed(self).eq(keyed(other))
+    }
+
     /// Heap bytes held by the counters and the exact buffer.
     pub fn memory_bytes(&self) -> usize {
         self.counts.capacity() * 8 + self.exact.as_ref().map_or(0, |v| v.capacity() * 8)
@@ -592,6 +622,8 @@ impl LatencySketch {
     /// Adds every sample of `other` to this sketch. The result answers as if
     /// all samples had been added to one sketch. Refused, with this sketch
     /// unchanged, when the two hold more than [`MAX_COUNT`] samples together.
+    /// The sum saturates at the largest finite `f64` (only sums read from
+    /// hostile bytes reach it).
     pub fn merge(&mut self, other: &LatencySketch) -> Result<(), SketchError> {
         if self.alpha.to_bits() != other.alpha.to_bits() {
             return Err(SketchError::Mismatch { ours: self.alpha, theirs: other.alpha });
@@ -615,7 +647,13 @@ impl LatencySketch {
             _ => None,
         };
         self.count = total;
-        self.sum += other.sum;
+        // Honest sums stay far below (at most 2^53 − 1 samples of at most
+        // MAX_MS each); sums read from hostile bytes may not: the sum
+        // saturates, so a merged sketch always reads back (its sum finite).
+        self.sum = match self.sum + other.sum {
+            s if s.is_finite() => s,
+            _ => f64::MAX,
+        };
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.zero_count = self.zero_count.saturating_add(other.zero_count);

@@ -69,7 +69,7 @@ impl FleetJs {
     /// The table at `nowMs`. Its `buckets` are own properties defined one by
     /// one: serde's `obj[name] = row` would set the object's prototype for a
     /// bucket named `__proto__`, and the bucket would vanish from the JSON.
-    pub fn table(&self, now_ms: f64) -> Result<JsValue, JsValue> {
+    pub fn table(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         let mut table = self.inner.table(now_ms).map_err(to_js)?;
         let rows = std::mem::take(&mut table.buckets);
         let out = into_js(&table)?;

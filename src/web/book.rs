@@ -18,13 +18,17 @@
 //!    counted.
 //! 3. Each warning code is reported at most once per bucket.
 //! 4. No timer is armed; a due refresh started by [`TimeoutBook::timeout`]
-//!    runs on `spawn_local`.
+//!    runs at once (a promise of its own), and is handed to the options'
+//!    `ctx` when given ([`TimeoutOptions::ctx`]), as js/book.js hands it to
+//!    `ctx.waitUntil`.
 //!
 //! Memory: at most `max_buckets` sketches of at most 16 KB each (under 2 KB
 //! for 1 ms … 1 h at 1%) between two flushes.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use wasm_bindgen::{JsCast, JsValue};
@@ -46,6 +50,50 @@ impl From<ServeError> for Error {
 
 fn sketch_error(error: SketchError) -> Error {
     Error::described("ms", &error)
+}
+
+/// A refresh the book started, handed to [`TimeoutOptions::ctx`]: it is
+/// already running, and completes when the table was read (or could not be).
+pub type Refresh = Pin<Box<dyn Future<Output = ()>>>;
+
+/// The options of [`TimeoutBook::timeout`], as JavaScript's
+/// `timeout(bucket, { fallbackMs, ctx })`. A number is the fallback alone:
+/// `book.timeout("GET /a", 800.0)`.
+#[derive(Clone, Copy)]
+pub struct TimeoutOptions<'a> {
+    fallback_ms: f64,
+    ctx: Option<&'a dyn Fn(Refresh)>,
+}
+
+impl<'a> TimeoutOptions<'a> {
+    /// The fallback: served until the fleet has a value (`fallbackMs`).
+    pub fn new(fallback_ms: f64) -> Self {
+        Self { fallback_ms, ctx: None }
+    }
+
+    /// `ctx`: where a refresh this call starts is handed, the handler's
+    /// `ctx.wait_until` (in a Worker, work its request did not hand over is
+    /// dropped once the response is sent). With workers-rs:
+    /// `TimeoutOptions::new(800.0).ctx(&|refresh| ctx.wait_until(refresh))`.
+    ///
+    /// ```no_run
+    /// # use edge_deadline::web::{Error, Refresh, TimeoutBook, TimeoutOptions};
+    /// // `wait_until`: the handler's ctx.wait_until (workers-rs: `worker::Context::wait_until`).
+    /// fn attempt_timeout(book: &TimeoutBook, wait_until: impl Fn(Refresh)) -> Result<f64, Error> {
+    ///     book.timeout("GET /profile", TimeoutOptions::new(1_500.0).ctx(&|refresh| wait_until(refresh)))
+    /// }
+    /// # fn main() {}
+    /// ```
+    pub fn ctx(mut self, wait_until: &'a dyn Fn(Refresh)) -> Self {
+        self.ctx = Some(wait_until);
+        self
+    }
+}
+
+impl From<f64> for TimeoutOptions<'_> {
+    fn from(fallback_ms: f64) -> Self {
+        Self::new(fallback_ms)
+    }
 }
 
 /// How a recorded call ended (JavaScript's `"ok"`, `"timeout"`, `"error"`).
@@ -276,8 +324,11 @@ impl TimeoutBook {
     /// that far from `fallback_ms`; a whole number of ms), or
     /// `fallback_ms` until the fleet has one from enough samples
     /// (`10 / (1 − q)` successes, 1 000 for p99) or while the table is stale
-    /// (with a warning, once). Synchronous; a due refresh starts in the background.
-    pub fn timeout(&self, bucket: &str, fallback_ms: f64) -> Result<f64, Error> {
+    /// (with a warning, once). Synchronous; a due refresh starts in the
+    /// background, handed to the options' `ctx` when given
+    /// ([`TimeoutOptions::ctx`]).
+    pub fn timeout<'a>(&self, bucket: &str, options: impl Into<TimeoutOptions<'a>>) -> Result<f64, Error> {
+        let TimeoutOptions { fallback_ms, ctx } = options.into();
         check_option("options.fallbackMs", fallback_ms)?;
         if !self.state.borrow().in_force.contains_key(bucket) {
             check_bucket(bucket)?;
@@ -295,7 +346,16 @@ impl TimeoutBook {
             let book = self.clone();
             let lost = book.state.borrow_mut().schedule.refresh_started(t);
             self.warn_if_lost(lost, t);
-            wasm_bindgen_futures::spawn_local(async move { book.read_table().await });
+            // Started now, whether or not a ctx keeps it: as in JavaScript.
+            let running = wasm_bindgen_futures::future_to_promise(async move {
+                book.read_table().await;
+                Ok(JsValue::UNDEFINED)
+            });
+            if let Some(wait_until) = ctx {
+                wait_until(Box::pin(async move {
+                    let _ = JsFuture::from(running).await;
+                }));
+            }
         }
         if !fleet {
             let stale = t >= self.state.borrow().schedule.stale_at();

@@ -62,7 +62,7 @@ mod stall;
 mod sys;
 mod timers;
 
-pub use book::{Aggregator, BookOptions, BookWarning, CallOutcome, FlushReport, TimeoutBook};
+pub use book::{Aggregator, BookOptions, BookWarning, CallOutcome, FlushReport, Refresh, TimeoutBook, TimeoutOptions};
 pub use breaker::{BreakerOptions, Circuit, CircuitBreaker, CircuitPermit, CircuitStateChange, OpenReason};
 pub use caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 pub use deadline::Deadline;

@@ -4,6 +4,7 @@
 // the object's HTTP endpoint, which asks for the read or the write token
 // (TIMEOUTS_READ_TOKEN / TIMEOUTS_WRITE_TOKEN, this Worker's secrets). The
 // isolates reach the same objects through Durable Object bindings (RPC).
+// Paths under /fuzz/ reach another instance ("fuzz"), for the HTTP fuzz.
 // CountingAggregator: the same class with its storage calls counted, for the
 // group-commit check. FlakyAggregator: its storage's sync() fails once when
 // armed, for the check that a failed write counts nothing.
@@ -26,16 +27,21 @@ function wrapStorage(ctx, wrap) {
 
 /**
  * TimeoutAggregator over a storage that counts its calls: `put` and `delete`
- * (each call is one batch of keys: one write) and `sync`. Nothing else
- * differs; `counts()` (RPC) answers them.
+ * (each call is one batch of keys: one write) and `sync`, and the largest
+ * value put. Nothing else differs; `counts()` (RPC) answers them.
  */
 export class CountingAggregator extends TimeoutAggregator {
   #counts;
 
   constructor(ctx, env) {
-    const counts = { put: 0, delete: 0, sync: 0 };
+    // largestValue: the most bytes one put value makes the serializer write (a typed array's whole
+    // ArrayBuffer, whatever part of it the view covers), against the storage's 128 KiB per value.
+    const counts = { put: 0, delete: 0, sync: 0, largestValue: 0 };
     const count = (key) => (call, ...args) => {
       counts[key]++;
+      if (key === "put" && args[0] && typeof args[0] === "object") {
+        for (const v of Object.values(args[0])) if (ArrayBuffer.isView(v)) counts.largestValue = Math.max(counts.largestValue, v.buffer.byteLength);
+      }
       return call(...args);
     };
     super(wrapStorage(ctx, { put: count("put"), delete: count("delete"), sync: count("sync") }), env);
@@ -84,6 +90,8 @@ export default {
       await request.arrayBuffer();
       return new Response(null, { status: 204 });
     }
-    return env.AGG.get(env.AGG.idFromName("timeouts")).fetch(request);
+    // The HTTP fuzz reaches an object of its own ("fuzz") the same way, with the same tokens.
+    const name = path.startsWith("/fuzz/") ? "fuzz" : "timeouts";
+    return env.AGG.get(env.AGG.idFromName(name)).fetch(request);
   },
 };

@@ -2,9 +2,11 @@
 // file (run by tests/fleet/run.mjs: `deno run --unstable-kv tests/fleet/deno-kv.js DIR`).
 import { aggregatorBinding, kvAggregator } from "../../pkg/durable-deno.js";
 import { LatencySketch, TimeoutBook } from "../../pkg/derive-deno.js";
-import { assert, benchFlush, encodeFlush, exact, hostileFlushes, runner, sansDate, simulate } from "./support.js";
+import { assert, benchFlush, encodeFlush, exact, fuzzEndpoint, hostileFlushes, runner, sansDate, simulate, tableProblem } from "./support.js";
 
 const dir = Deno.args[0];
+/** The HTTP fuzz's size and seed (tests/fleet/run.mjs passes FLEET_FUZZ_COUNT and FLEET_FUZZ_SEED). */
+const FUZZ = { count: Number(Deno.args[1] ?? 3000), seed: Number(Deno.args[2] ?? 1) };
 const path = `${dir}/fleet.kv`;
 const t = runner();
 
@@ -202,6 +204,91 @@ await t.check("a latency shift (the median doubles) shows in the table and in a 
   assert(s2 === Math.ceil(table2.buckets.search.timeoutMs), `served after two windows ${s2}, the table's ${table2.buckets.search.timeoutMs}`);
   assert(Math.abs(s2 / s0 - 2) < 0.2, `the served timeout went ${s0} → ${s2}: the latency doubled`);
 });
+
+await t.check("table() reads again only the windows whose heads changed since its last read (none when nothing was written), sees another process's write, and answers the table derived from scratch", async () => {
+  let now = 1_800_000_000_000;
+  const windowMs = 60_000;
+  const options = { prefix: ["kept"], windowMs, now: () => now };
+  /** The window indexes of the chunks read through `counted` since the last reset. */
+  const read = [];
+  const counted = new Proxy(kv, {
+    get(target, key) {
+      if (key === "getMany") return (keys, ...rest) => (keys.forEach((k) => read.push(k[k.length - 3])), target.getMany(keys, ...rest));
+      const v = target[key];
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  const a = kvAggregator(counted, options);
+  for (let w = 0; w < 3; w++) {
+    assert((await flushVia(a)(wide(`w${w}`, 20))) === 204, "a flush");
+    now += windowMs;
+  }
+  now -= 1;
+  const newest = Math.floor(now / windowMs);
+  await a.table();
+  read.length = 0;
+  await a.table();
+  assert(read.length === 0, `nothing was written, yet the read read chunks of windows ${[...new Set(read)]}`);
+  const kv2 = await Deno.openKv(path);
+  try {
+    assert((await flushVia(kvAggregator(kv2, options))(wide("other", 3))) === 204, "another process's flush");
+  } finally {
+    kv2.close();
+  }
+  const table = await a.table();
+  assert(read.length > 0 && read.every((index) => index === newest), `after a write to window ${newest}, the read read windows ${[...new Set(read)]}`);
+  assert(table.buckets["other-0"]?.n === 100, `the other process's bucket: ${JSON.stringify(table.buckets["other-0"])}`);
+  assert(Object.keys(table.buckets).length === 63, `${Object.keys(table.buckets).length} rows`);
+  assert(sansDate(table) === sansDate(await kvAggregator(kv, options).table()), "the table differs from the one derived from scratch");
+});
+
+/**
+ * The HTTP fuzz: kvAggregator behind Deno.serve on 127.0.0.1, a database of its own, reached as an outsider with
+ * the write token; then the database is reopened (a restart) under a new server and reads back the same table.
+ */
+async function fuzzKv() {
+  const fuzzPath = `${dir}/fuzz.kv`;
+  const tokens = { readToken: "fuzz-read-0123", writeToken: "fuzz-write-3210" };
+  const serve = (db) => {
+    const agg = kvAggregator(db, tokens);
+    return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (r) => agg.fetch(r));
+  };
+  const bearer = (token) => ({ authorization: `Bearer ${token}` });
+  const readAt = async (server) => (await fetch(`http://127.0.0.1:${server.addr.port}/table`, { headers: bearer(tokens.readToken) })).json();
+  let db = await Deno.openKv(fuzzPath);
+  let server = serve(db);
+  let table;
+  await t.check(`${FUZZ.count} seeded mutated flushes (seed ${FUZZ.seed}) POSTed through HTTP with the write token: each answered 204, 200, 400, 413 or 429 with a code, never a 5xx, and the table reads after every 1 000`, async () => {
+    const url = `http://127.0.0.1:${server.addr.port}`;
+    const t0 = Date.now();
+    const statuses = await fuzzEndpoint({
+      LatencySketch,
+      seed: FUZZ.seed,
+      count: FUZZ.count,
+      post: async (body) => {
+        const r = await fetch(`${url}/flush`, { method: "POST", headers: bearer(tokens.writeToken), body });
+        return { status: r.status, body: await r.text() };
+      },
+      table: () => readAt(server),
+    });
+    table = await readAt(server);
+    console.error(`fleet fuzz (Deno KV): ${FUZZ.count} flushes in ${Date.now() - t0} ms, statuses ${JSON.stringify(statuses)}, ${Object.keys(table.buckets).length} rows`);
+  });
+  await t.check("after the HTTP fuzz, the database reopened under a new server (a restart) reads back the same table, one every reader can use", async () => {
+    assert(table, "the fuzz did not finish");
+    await server.shutdown();
+    db.close();
+    db = await Deno.openKv(fuzzPath);
+    server = serve(db);
+    const after = await readAt(server);
+    assert(sansDate(after) === sansDate(table), "the table differs after reopening");
+    assert(tableProblem(after) === "", tableProblem(after));
+  });
+  await server.shutdown();
+  db.close();
+}
+
+await fuzzKv();
 
 kv.close();
 console.log(JSON.stringify(t.report(`fleet: deno ${Deno.version.deno} (Deno KV)`)));

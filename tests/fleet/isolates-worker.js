@@ -56,6 +56,7 @@ export default {
     if (url.pathname.startsWith("/profile/")) return env.PROFILE.fetch(`http://profile${url.pathname.slice("/profile".length)}${url.search}`);
     if (url.pathname === "/counted/writes") return Response.json(await stubOf(env.COUNTED, "counted")().counts());
     if (url.pathname === "/counted/table") return counted.fetch(new Request("http://agg/table"));
+    if (url.pathname === "/counted/flush") return counted.fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     // The failed-write check: arm the flaky object's next sync() to fail, then flush and read as usual.
     if (url.pathname === "/flaky/arm") {
       await stubOf(env.FLAKY, "flaky")().armSync();

@@ -12,7 +12,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LatencySketch } from "../../pkg/derive-node.js";
 import { jsBlockUnder } from "../support/markdown.mjs";
-import { assert, benchFlush, encodeFlush, hostileFlushes, runner, sansDate } from "./support.js";
+import { assert, benchFlush, encodeFlush, fuzzEndpoint, hostileFlushes, runner, sansDate, tableProblem } from "./support.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const bin = {
@@ -40,6 +40,40 @@ export function freePort() {
  */
 /** The aggregator Worker's secrets in the suite (its HTTP endpoint's bearer tokens). */
 export const SECRETS = { read: "read-0123456789abcdef", write: "write-fedcba9876543210" };
+
+/**
+ * Mutated flushes the HTTP fuzz sends to each engine (`FLEET_FUZZ_COUNT`; the suite's default fits CI,
+ * scripts/fleet-fuzz.mjs runs 100 000), and its seed (`FLEET_FUZZ_SEED`).
+ */
+export const FUZZ = { count: Number(process.env.FLEET_FUZZ_COUNT ?? 3000), seed: Number(process.env.FLEET_FUZZ_SEED ?? 1) };
+
+/**
+ * The HTTP fuzz of the workerd aggregator, as an outsider with the write token reaches it (`base`: its public
+ * route, an object of its own): `FUZZ.count` mutated flushes, then its table, as JSON without the date.
+ */
+export async function fuzzWorkerd(t, base) {
+  let table;
+  await t.check(`${FUZZ.count} seeded mutated flushes (seed ${FUZZ.seed}) POSTed through HTTP with the write token: each answered 204, 200, 400, 413 or 429 with a code, never a 5xx, and the table reads after every 1 000`, async () => {
+    const bearer = (token) => ({ authorization: `Bearer ${token}` });
+    // No answer within 30 s fails the check (with the flush that got none), rather than waiting forever.
+    const read = async () => (await fetch(`${base}/table`, { headers: bearer(SECRETS.read), signal: AbortSignal.timeout(30_000) })).json();
+    const t0 = Date.now();
+    const statuses = await fuzzEndpoint({
+      LatencySketch,
+      seed: FUZZ.seed,
+      count: FUZZ.count,
+      post: async (body) => {
+        const r = await fetch(`${base}/flush`, { method: "POST", headers: bearer(SECRETS.write), body, signal: AbortSignal.timeout(30_000) });
+        return { status: r.status, body: await r.text() };
+      },
+      table: read,
+      progress: process.env.FLEET_FUZZ_PROGRESS ? (n, statuses) => console.error(`workerd fuzz: ${n} flushes, ${Date.now() - t0} ms, ${JSON.stringify(statuses)}`) : undefined,
+    });
+    table = await read();
+    console.error(`fleet fuzz (workerd, Durable Object): ${FUZZ.count} flushes in ${Date.now() - t0} ms, statuses ${JSON.stringify(statuses)}, ${Object.keys(table.buckets).length} rows`);
+  });
+  return table && sansDate(table);
+}
 
 export function config(port, disk, work, recipe, publicPort) {
   const pkg = readdirSync(join(root, "pkg")).filter((f) => /\.(js|wasm)$/.test(f) && !/deno\.js$/.test(f)).map((f) => `pkg/${f}`);
@@ -122,9 +156,15 @@ export async function startWorkerd(port, file) {
   throw new Error("workerd did not listen");
 }
 
+/** Stops workerd: SIGTERM, and SIGKILL when it has not exited 5 s later (a workerd that hangs ignores SIGTERM). */
 export function stop(child) {
   return new Promise((resolve) => {
-    child.once("exit", resolve);
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolve();
+    });
     child.kill("SIGTERM");
   });
 }
@@ -194,6 +234,24 @@ function recipeChecks(t, base) {
         let next = 0;
         await Promise.all(Array.from({ length: 20 }, async () => { while (next++ < 1_100) await call(); }));
       }),
+    failure: () =>
+      t.check("the fleet recipe as printed: a failing upstream (500 naming its host and key, or a throw) gets 503 in our words with a code, nothing of the upstream's answer", async () => {
+        for (const how of ["status", "throw"]) {
+          assert((await fetch(`${base}/profile/_fail?calls=100&how=${how}`)).status === 204, "making PROFILE fail");
+          try {
+            const r = await fetch(`${base}/recipe`);
+            const text = await r.text();
+            assert(r.status === 503, `${how}: the recipe answered ${r.status} ${text.slice(0, 300)}`);
+            const body = JSON.parse(text);
+            assert(body.code === "PROFILE_UNAVAILABLE" && typeof body.message === "string", `${how}: ${text}`);
+            for (const leak of ["db-primary", "internal", "sk-live", "ECONNREFUSED", "5432", "https://"]) {
+              assert(!text.includes(leak) && ![...r.headers.values()].some((v) => v.includes(leak)), `${how}: the answer carries "${leak}": ${text}`);
+            }
+          } finally {
+            assert((await fetch(`${base}/profile/_arm?delayMs=0`)).status === 204, "PROFILE answers again");
+          }
+        }
+      }),
     finish: () =>
       t.check("the fleet recipe as printed: the fleet value (its first, at most ÷ maxStepFactor from the fallback) once a flush carried 1 000 successes and the table was read again", async () => {
         assert(t0 > 0, "the recipe was not started");
@@ -242,6 +300,7 @@ async function workerdSuite() {
     let sim;
     let table;
     await recipe.start();
+    await recipe.failure();
     await t.check("50 isolates × 2 000 requests flush through a service binding; the table matches all samples in one place", async () => {
       sim = await (await fetch(`${base}/simulate?isolates=50&requests=2000`)).json();
       assert(sim.statuses.length === 200 && sim.statuses.every((s) => s === 204), `statuses ${[...new Set(sim.statuses)]}`);
@@ -261,6 +320,17 @@ async function workerdSuite() {
       const table = await (await fetch(`${base}/counted/table`)).json();
       for (let b = 0; b < 20; b++) assert(table.buckets[`route-${b}`]?.n === 50 * 100, `route-${b}: n ${table.buckets[`route-${b}`]?.n}`);
       console.error(`fleet: 50 flushes in flight, ${writes} storage writes, ${after.sync - before.sync} syncs`);
+    });
+    await t.check("a window past a storage value's 128 KiB is stored in chunks that each put at most 128 KiB, and reads back after a restart", async () => {
+      // 30 flushes of 20 new buckets: a window of 600 buckets, past 128 KiB.
+      for (let f = 0; f < 30; f++) {
+        const r = await fetch(`${base}/counted/flush`, { method: "POST", body: benchFlush(LatencySketch, 20, 100, `wide${f}`), signal: AbortSignal.timeout(20_000) });
+        assert(r.status === 204, `flush ${f}: ${r.status} ${await r.text()}`);
+      }
+      const { largestValue } = await (await fetch(`${base}/counted/writes`)).json();
+      assert(largestValue > 0 && largestValue <= 128 * 1024, `a put value makes the serializer write ${largestValue} bytes; a value holds at most 131072`);
+      const table = await (await fetch(`${base}/counted/table`, { signal: AbortSignal.timeout(20_000) })).json();
+      assert(table.buckets["wide29-19"]?.n === 100, `the last bucket: ${JSON.stringify(table.buckets["wide29-19"])}`);
     });
     await t.check("hostile bytes are refused (400/413 with a code) and nothing merged changes", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
@@ -304,6 +374,8 @@ async function workerdSuite() {
       const table = await r.json();
       assert(r.status === 200 && table.buckets["with-token"]?.timeouts === 1 && table.buckets.chat, `GET /table with the read token: ${r.status}`);
     });
+    const fuzzBase = `http://127.0.0.1:${publicPort}/fuzz`;
+    const fuzzTable = await fuzzWorkerd(t, fuzzBase);
     await t.check("a storage write that fails (sync() rejects once) counts nothing: n equals the calls made, also after a restart", async () => {
       const flush = encodeFlush(0.01, [{ name: "flaky", timeouts: 1_000 }]);
       assert((await fetch(`${base}/flaky/arm`)).status === 204, "arming");
@@ -378,6 +450,14 @@ async function workerdSuite() {
       const after = await (await fetch(`${base}/table`)).json();
       assert(sansDate(after) === before, "the table differs after the restart");
       tableMatches(after, sim.expected);
+      const counted = await (await fetch(`${base}/counted/table`)).json();
+      assert(Object.keys(counted.buckets).filter((b) => b.startsWith("wide")).length === 600, "the wide window read back after the restart");
+      const fuzzAfter = await (await fetch(`${fuzzBase}/table`, { headers: bearer(SECRETS.read) })).json();
+      assert(fuzzTable === undefined || sansDate(fuzzAfter) === fuzzTable, "the fuzzed object's table differs after the restart");
+      assert(tableProblem(fuzzAfter) === "", `the fuzzed object's table after the restart: ${tableProblem(fuzzAfter)}`);
+      // The derivation of a reader: the CLI reads the fuzzed table and derives from it.
+      const out = JSON.parse(execFileSync(cliBin, ["derive", "--aggregator", fuzzBase, "--bearer-token-env", "FLEET_READ_TOKEN", "--json"], { cwd: root, env: { ...process.env, FLEET_READ_TOKEN: SECRETS.read }, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+      assert(out.buckets.length === Object.keys(fuzzAfter.buckets).length, `the CLI derived ${out.buckets.length} buckets of ${Object.keys(fuzzAfter.buckets).length}`);
       const flaky = (await (await fetch(`${base}/flaky/table`)).json()).buckets.flaky;
       assert(flaky?.timeouts === 1_000, `after the restart the flaky object holds ${flaky?.timeouts} timeouts, 1 000 were recorded`);
     });
@@ -388,9 +468,10 @@ async function workerdSuite() {
   return t.report(`fleet: workerd ${version} (Durable Object, local disk)`);
 }
 
-function denoSuite() {
+/** tests/fleet/deno-kv.js in Deno, its databases in `dir`; also scripts/fleet-fuzz.mjs's. */
+export function denoSuite(dir = work) {
   return new Promise((resolve) => {
-    const child = spawn(bin.deno, ["run", "--unstable-kv", `--allow-read=${root},${work}`, `--allow-write=${work}`, "tests/fleet/deno-kv.js", work], {
+    const child = spawn(bin.deno, ["run", "--unstable-kv", `--allow-read=${root},${dir}`, `--allow-write=${dir}`, "--allow-net=127.0.0.1", "tests/fleet/deno-kv.js", dir, String(FUZZ.count), String(FUZZ.seed)], {
       cwd: root,
       env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(root, "test-output/deno-cache") },
       stdio: ["ignore", "pipe", "inherit"],
@@ -443,7 +524,7 @@ console.log(JSON.stringify({ sent, n: row?.n }));
 
 if (main) try {
   for (const suite of [workerdSuite, denoSuite, denoRecipeSuite]) {
-    const report = await suite();
+    const report = await suite(work);
     console.log(JSON.stringify(report));
   }
 } finally {

@@ -163,3 +163,132 @@ export function benchFlush(LatencySketch, buckets, samples, tag = "route") {
   }
   return encodeFlush(0.01, list);
 }
+
+/** Values a hostile flush puts where a number goes (as the core's fuzz: src/core/fleet/tests.rs). */
+const F64_EDGES = [1e300, Number.MAX_VALUE, 2.2250738585072014e-308, 5e-324, -0, 0, -1, Infinity, NaN, 2 ** 53 - 1, 2 ** 53, 86_400_000, 0.05, 1e-7];
+const U64_EDGES = [0n, 1n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 64n - 1n, 300_000n];
+
+/**
+ * `count` seeded hostile flushes, the core fuzz's two kinds (src/core/fleet/tests.rs): an honest flush
+ * with 1 to 3 mutations (a byte flipped, a float or a count written over any offset, the bytes cut), and
+ * buckets built field by field from hostile values (edge floats, edge counts, short random names, edge
+ * latencies); the first three are one flush whose sketch's sum is the largest float. The same seed gives the
+ * same bytes in every runtime.
+ */
+export function* mutatedFlushes(LatencySketch, seed, count) {
+  const u = rng(seed);
+  const int = (n) => Math.floor(u() * n);
+  const sketchOf = (xs) => {
+    const s = new LatencySketch();
+    for (const x of xs) {
+      try {
+        s.add(x);
+      } catch {
+        // an edge value a sketch refuses: the writer writes what it holds
+      }
+    }
+    return s;
+  };
+  const honest = encodeFlush(0.01, [
+    { name: "api", inForceMs: 500, timeouts: 3, errors: 0, sketch: sketchOf(Array.from({ length: 400 }, (_, i) => (i + 1) * 0.7)) },
+    { name: "db", timeouts: 0, errors: 2 },
+    { name: "llm", inForceMs: 8000, timeouts: 1, errors: 0, sketch: sketchOf([1200, 900, 3000]) },
+  ]);
+  const f64 = (x) => new Uint8Array(Float64Array.of(x).buffer);
+  const u64 = (x) => {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigUint64(0, x, true);
+    return b;
+  };
+  const letters = "abcdefghijklmnopqrstuvwxyz";
+  // First, three times, a flush whose sketch's sum is the largest float (it reads: finite): merged, the
+  // sums pass it, and a window holding an infinite sum did not read back (the run of 100 000 found it).
+  const forged = sketchOf([900, 1200, 3000]);
+  const sketchBytes = forged.toBytes();
+  const at = sketchBytes.findIndex((_, k) => k + 8 <= sketchBytes.length && new DataView(sketchBytes.buffer, sketchBytes.byteOffset + k, 8).getFloat64(0, true) === 5100);
+  sketchBytes.set(f64(Number.MAX_VALUE), at);
+  const forgedFlush = encodeFlush(0.01, [{ name: "llm", timeouts: 0, errors: 0, sketch: { count: 3, toBytes: () => sketchBytes } }]);
+  for (let i = 0; i < Math.min(3, count); i++) yield forgedFlush;
+  for (let i = 3; i < count; i++) {
+    if (u() < 0.75) {
+      let v = honest.slice();
+      for (let m = 1 + int(3); m > 0 && v.length > 0; m--) {
+        const at = int(v.length);
+        const kind = int(4);
+        if (kind === 0) v[at] ^= 1 + int(255);
+        else if (kind === 3) v = v.slice(0, at + 1);
+        else {
+          const b = kind === 1 ? f64(F64_EDGES[int(F64_EDGES.length)]) : u64(U64_EDGES[int(U64_EDGES.length)]);
+          for (let k = 0; k < 8 && at + k < v.length; k++) v[at + k] = b[k];
+        }
+      }
+      yield v;
+    } else {
+      const names = new Set();
+      const buckets = [];
+      for (let b = 1 + int(3); b > 0; b--) {
+        const name = u() < 0.3 ? "api" : Array.from({ length: 1 + int(3) }, () => letters[int(26)]).join("");
+        if (names.has(name)) continue;
+        names.add(name);
+        const edge = () => (u() < 0.5 ? U64_EDGES[int(U64_EDGES.length)] : BigInt(int(1000)));
+        const xs = Array.from({ length: int(6) }, () => (u() < 0.5 ? u() * 1e7 : F64_EDGES[int(F64_EDGES.length)]));
+        buckets.push({ name, inForceMs: u() < 0.5 ? F64_EDGES[int(F64_EDGES.length)] : u() * 1e5, timeouts: edge(), errors: edge(), sketch: sketchOf(xs) });
+      }
+      yield encodeFlush(0.01, buckets);
+    }
+  }
+}
+
+/** The largest duration a table may hold, in ms (the core's MAX_MS: 2^53 − 1). */
+const MAX_MS = 2 ** 53 - 1;
+
+/** Why `table` (a GET /table's JSON) is not a table every reader can use, or "" when it is. */
+export function tableProblem(table) {
+  if (table?.v !== 1 || typeof table.buckets !== "object" || table.buckets === null) return `not a table: ${JSON.stringify(table).slice(0, 200)}`;
+  for (const [name, row] of Object.entries(table.buckets)) {
+    for (const k of ["n", "timeouts", "errors"]) if (!Number.isSafeInteger(row[k]) || row[k] < 0) return `${name}: ${k} ${row[k]}`;
+    for (const k of ["timeoutMs", "p50", "p99", "floorMs"]) {
+      const v = row[k];
+      if (v !== null && !(typeof v === "number" && v >= 0 && v <= MAX_MS)) return `${name}: ${k} ${v}`;
+    }
+    if (row.falseTimeoutRate !== null && !(row.falseTimeoutRate >= 0 && row.falseTimeoutRate <= 1)) return `${name}: falseTimeoutRate ${row.falseTimeoutRate}`;
+    if (!Array.isArray(row.warnings) || row.warnings.some((w) => typeof w?.code !== "string")) return `${name}: warnings ${JSON.stringify(row.warnings)}`;
+  }
+  return "";
+}
+
+/**
+ * The HTTP fuzz of an aggregator's endpoint: `count` seeded mutated flushes POSTed by `post(bytes)`
+ * (answering `{ status, body }`), `inFlight` at a time. Every answer must be 204, 200 (some buckets
+ * refused, named), 400 or 413 (refused whole, with a code) or 429 (the window's budget); never a 5xx,
+ * never the storage's or the core's internals. Every `checkEvery` flushes, `table()` (a GET /table's
+ * JSON) must be a table every reader can use (and `progress(sent, statuses)` is called). Answers the count of
+ * each status.
+ */
+export async function fuzzEndpoint({ LatencySketch, seed, count, inFlight = 8, checkEvery = 1000, post, table, progress }) {
+  const statuses = {};
+  const flushes = mutatedFlushes(LatencySketch, seed, count);
+  let sent = 0;
+  const worker = async () => {
+    for (let next = flushes.next(); !next.done; next = flushes.next()) {
+      const bytes = next.value;
+      const { status, body } = await post(bytes);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (![204, 200, 400, 413, 429].includes(status)) throw new Error(`flush ${sent}: status ${status} ${body.slice(0, 300)} for bytes ${[...bytes.slice(0, 64)]}`);
+      if (status !== 204) {
+        const b = JSON.parse(body);
+        const coded = status === 200 ? Array.isArray(b.refused) && b.refused.every((r) => typeof r.code === "string" && typeof r.bucket === "string") : typeof b.code === "string" && typeof b.message === "string";
+        if (!coded) throw new Error(`flush ${sent}: ${status} without codes: ${body.slice(0, 300)}`);
+      }
+      if (++sent % checkEvery === 0) {
+        progress?.(sent, statuses);
+        const problem = tableProblem(await table());
+        if (problem) throw new Error(`after ${sent} flushes the table breaks: ${problem}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const problem = tableProblem(await table());
+  if (problem) throw new Error(`after the run the table breaks: ${problem}`);
+  return statuses;
+}

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use edge_deadline::core::book::FlushBatch;
-use edge_deadline::web::{Aggregator, BookOptions, BookWarning, CallOutcome, TimeoutBook};
+use edge_deadline::web::{Aggregator, BookOptions, BookWarning, CallOutcome, Refresh, TimeoutBook, TimeoutOptions};
 use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
@@ -269,5 +269,44 @@ pub async fn a_flush_answered_with_some_buckets_refused_drops_those_only(_: &Ctx
         refused.len() == 1 && refused[0].contains("junk-new") && refused[0].contains("TOO_MANY_BUCKETS"),
         "{refused:?}"
     );
+    Ok(())
+}
+
+/// As JavaScript's `timeout(bucket, { fallbackMs, ctx })`: a refresh the call starts is handed to the
+/// ctx (a Worker's `ctx.wait_until`), already running; awaiting it is awaiting the table's read.
+pub async fn a_refresh_timeout_starts_is_handed_to_its_ctx(_: &Ctx) -> Outcome {
+    let clock = FakeTime::install();
+    let agg = Rc::new(RefCell::new(Agg {
+        status: 204,
+        table_status: 200,
+        buckets: format!(r#"{{"GET /a":{}}}"#, row("400", "null")),
+        ..Agg::default()
+    }));
+    let (target, _fetch) = aggregator(agg.clone());
+    let options =
+        BookOptions::new().aggregator(Aggregator::Fetcher(target)).refresh_every_ms(60_000.0).on_warning(|_| {});
+    let book = TimeoutBook::new(options).map_err(|e| e.to_string())?;
+    let handed: Rc<RefCell<Vec<Refresh>>> = Rc::new(RefCell::new(Vec::new()));
+    let keep = handed.clone();
+    let wait_until = move |refresh: Refresh| keep.borrow_mut().push(refresh);
+    let timeout = |book: &TimeoutBook, ctx: &dyn Fn(Refresh)| {
+        book.timeout("GET /a", TimeoutOptions::new(500.0).ctx(ctx)).map_err(|e| e.to_string())
+    };
+    // No table yet: a refresh is due, handed to the ctx, and the fallback is served meanwhile.
+    ensure!(timeout(&book, &wait_until)? == 500.0);
+    ensure!(handed.borrow().len() == 1, "{} refreshes handed to the ctx", handed.borrow().len());
+    let refresh = handed.borrow_mut().pop().ok_or("nothing handed")?;
+    refresh.await;
+    ensure!(agg.borrow().table_reads == 1, "the handed refresh read the table");
+    ensure!(timeout(&book, &wait_until)? == 400.0, "the fleet's value, once the handed refresh completed");
+    ensure!(handed.borrow().is_empty(), "no refresh due: nothing handed");
+    // A ctx that drops what it is handed does not stop the refresh: it started at once, as in JavaScript.
+    clock.jump(60_000.0);
+    ensure!(timeout(&book, &|_: Refresh| {})? == 400.0);
+    settle().await;
+    ensure!(agg.borrow().table_reads == 2, "{} table reads", agg.borrow().table_reads);
+    // A number is the fallback alone, as before.
+    ensure!(book.timeout("GET /a", 500.0).map_err(|e| e.to_string())? == 400.0);
+    ensure!(clock.pending() == 0, "a book arms no timer");
     Ok(())
 }

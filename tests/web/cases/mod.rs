@@ -318,6 +318,7 @@ macro_rules! for_each_case {
             book::a_book_flushes_to_its_aggregator_and_serves_the_table_within_the_step_and_the_floor,
             book::plan_steps_and_retries_record_into_a_book,
             book::a_flush_answered_with_some_buckets_refused_drops_those_only,
+            book::a_refresh_timeout_starts_is_handed_to_its_ctx,
             conformance::the_table_holds_for_the_rust_api,
             request::for_request_takes_the_earliest_limit_and_names_it,
             request::for_request_follows_the_client_and_a_client_gone_is_a_shortage,
