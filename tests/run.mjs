@@ -292,13 +292,16 @@ const suites = {
     record(report.runtime ?? "edge-runtime", report);
   },
   // Deadlines in real servers (tests/servers/): Bun.serve's idle cap raised for a request whose deadline is
-  // longer; a client that leaves mid-stream aborts the request's deadline (limit "client") in Bun.serve and Deno.serve.
+  // longer; a client that leaves mid-stream aborts the request's deadline (limit "client") in Bun.serve and
+  // Deno.serve, and edge-runtime's server gives no sign of it (measured: the matrix in docs/design.md).
   async servers() {
     const bun = lastJsonLine((await run(bin.bun, ["tests/servers/bun.mjs"], { capture: true })).stdout);
     record(bun.runtime ?? "servers (bun)", bun);
     const env = { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", DENO_DIR: join(out, "deno-cache") };
     const deno = lastJsonLine((await run(bin.deno, ["run", "--allow-net=127.0.0.1", "--allow-read", "tests/servers/deno.mjs"], { capture: true, env })).stdout);
     record(deno.runtime ?? "servers (deno)", deno);
+    const edge = lastJsonLine((await run(process.execPath, ["tests/servers/edge-runtime.mjs"], { capture: true })).stdout);
+    record(edge.runtime ?? "servers (edge-runtime)", edge);
   },
   // Bun: its own runner (tests/js/bun-runner.js) over the same cases; Bun resolves the package's `node` condition.
   async bun() {
