@@ -1,6 +1,7 @@
 //! wasm-bindgen-test suites of the `web` feature: the cases in tests/web/cases/
-//! in Node (default) and headless Chromium (`WASM_BINDGEN_USE_BROWSER=1
-//! CHROMEDRIVER=/usr/bin/chromedriver`). Run through `node tests/run.mjs
+//! in Node (default) and headless Chromium (the runner serves the page with
+//! `WASM_BINDGEN_USE_BROWSER=1 NO_HEADLESS=1`; tests/run.mjs drives the
+//! browser through playwright-core). Run through `node tests/run.mjs
 //! web-node web-chromium`, which also passes the fixture server's URL
 //! (`FIXTURE_URL`, read at compile time).
 #![cfg(all(target_arch = "wasm32", feature = "web"))]

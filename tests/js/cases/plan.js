@@ -517,13 +517,20 @@ const cases = [
       // The event loop is kept busy by CPU tasks of about 15 ms (three times
       // the default margin), so every step's cap timer fires late: the step
       // before the fallback ends later than the margin allows. The reserve
-      // (120 ms) leaves room for a loaded CI machine on top; the deadline
-      // is still the bound: the answer must come before it.
+      // (120 ms) leaves room for that lateness; the deadline is the bound:
+      // the answer must come before it. What the process cannot answer for
+      // is the machine taking the CPU away (a loaded CI host): the hog notes
+      // the longest pause between its own tasks, and only a run in which the
+      // whole process stood still for longer than the reserve may end late.
       let busy = true;
+      let lastEnd = performance.now();
+      let longestPause = 0;
       const iterations = calibrate(15);
       const hog = () => {
         if (!busy) return;
+        longestPause = Math.max(longestPause, performance.now() - lastEnd);
         spin(iterations);
+        lastEnd = performance.now();
         setTimeout(hog, 0);
       };
       setTimeout(hog, 0);
@@ -531,6 +538,7 @@ const cases = [
       const results = [];
       try {
         for (let i = 0; i < runs; i++) {
+          longestPause = 0;
           const d = lib.Deadline.in(300);
           const p = lib.plan(d, [
             { name: "retrieve", minMs: 5, preferredMs: 40, kind: "optional" },
@@ -541,18 +549,16 @@ const cases = [
           await p.run("generate", () => deaf()).catch(() => undefined);
           const leftForFallback = d.remaining();
           const answer = await p.run("respond", () => "fallback").catch((e) => `${e.name}: ${e.message}`);
-          results.push({ answer, inside: performance.now() <= d.at, leftForFallback, outcomes: p.records.map((r) => r.outcome).join() });
+          const lateBy = performance.now() - d.at;
+          results.push({ answer, lateBy, longestPause, leftForFallback, outcomes: p.records.map((r) => r.outcome).join() });
           d.dispose();
         }
       } finally {
         busy = false;
       }
-      const bad = results.filter((r) => r.answer !== "fallback" || !r.inside);
+      const bad = results.filter((r) => r.answer !== "fallback" || (r.lateBy > 0 && r.longestPause < 120));
       equal(bad.length, 0, `runs without a fallback answer inside the deadline: ${JSON.stringify(bad)}`);
-      // The load did make timers fire late: some step ended after its cap,
-      // which leaves the fallback its 120 ms reserve plus the 5 ms default
-      // margin. (How late varies with the machine; the exact overrun past
-      // the margin is the fake-clock case above.)
+      ok(results.some((r) => r.lateBy <= 0 && r.answer === "fallback"), `no run answered inside the deadline: ${JSON.stringify(results)}`);
       ok(results.some((r) => r.leftForFallback < 125), `no step ended late: ${JSON.stringify(results.map((r) => r.leftForFallback))}`);
     },
   },
