@@ -290,8 +290,9 @@ const suites = {
     record(report.runtime ?? "edge-runtime", report);
   },
   // Deadlines in real servers (tests/servers/): Bun.serve's idle cap raised for a request whose deadline is
-  // longer; a client that leaves mid-stream aborts the request's deadline (limit "client") in Bun.serve and
-  // Deno.serve, and edge-runtime's server gives no sign of it (measured: the matrix in docs/design.md).
+  // longer; a client that leaves mid-stream aborts the request's deadline (limit "client") in Bun.serve,
+  // Deno.serve, Hono's node-server and Node's http (every Node of the suite), and edge-runtime's server
+  // gives no sign of it (measured: the matrix in docs/design.md).
   async servers() {
     const bun = lastJsonLine((await run(bin.bun, ["tests/servers/bun.mjs"], { capture: true })).stdout);
     record(bun.runtime ?? "servers (bun)", bun);
@@ -300,6 +301,10 @@ const suites = {
     record(deno.runtime ?? "servers (deno)", deno);
     const edge = lastJsonLine((await run(process.execPath, ["tests/servers/edge-runtime.mjs"], { capture: true })).stdout);
     record(edge.runtime ?? "servers (edge-runtime)", edge);
+    for (const node of [process.execPath, bin.node22, bin.node24, bin.node26]) {
+      const report = lastJsonLine((await run(node, ["tests/servers/node.mjs"], { capture: true })).stdout);
+      record(report.runtime ?? "servers (node)", report);
+    }
   },
   // Bun: its own runner (tests/js/bun-runner.js) over the same cases; Bun resolves the package's `node` condition.
   async bun() {
