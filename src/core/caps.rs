@@ -972,17 +972,20 @@ mod tests {
         ));
     }
 
+    /// A request for `platform`'s deadline: no plan, the `fetch` trigger.
+    fn request(
+        platform: &str,
+        product_ms: f64,
+        fallback_reserve_ms: f64,
+        caps: Option<CapOverrides>,
+    ) -> PlatformRequest {
+        PlatformRequest { platform: platform.into(), plan: None, trigger: None, product_ms, fallback_reserve_ms, caps }
+    }
+
     #[test]
     fn requests_fold_like_the_caps_and_errors_name_the_option() {
         use crate::core::error::{Described, Within};
-        let request = |platform: &str, caps: Option<CapOverrides>| PlatformRequest {
-            platform: platform.into(),
-            plan: None,
-            trigger: None,
-            product_ms: 30_000.0,
-            fallback_reserve_ms: 500.0,
-            caps,
-        };
+        let request = |platform: &str, caps: Option<CapOverrides>| request(platform, 30_000.0, 500.0, caps);
         let a = platform_deadline(0.0, &request("vercel-edge", None)).unwrap();
         assert_eq!((a.at, a.bound, a.cpu_ms), (24_500.0, Bound::FirstByte, None));
         assert_eq!(a.sources, vec![VERCEL_LIMITS]);
@@ -1017,44 +1020,20 @@ mod tests {
         let lambda = PlatformCaps::parse("aws-lambda", None, "fetch").unwrap();
         assert_eq!(lambda.wall_ms, Some(900_000.0));
         // Node: no wall-clock cap on a handler, but its fetch gives up after 300 s without a byte.
-        let node = platform_deadline(
-            0.0,
-            &PlatformRequest {
-                platform: "node".into(),
-                plan: None,
-                trigger: None,
-                product_ms: 630_000.0,
-                fallback_reserve_ms: 0.0,
-                caps: None,
-            },
-        )
-        .unwrap();
+        let node = platform_deadline(0.0, &request("node", 630_000.0, 0.0, None)).unwrap();
         assert_eq!((node.at, node.bound, node.fetch_idle_ms), (630_000.0, Bound::Product, Some(300_000.0)));
         // Bun: Bun.serve's 10 s idle cap bounds the first byte; its fetch's 5 min is reported.
-        let bun = platform_deadline(
-            0.0,
-            &PlatformRequest {
-                platform: "bun".into(),
-                plan: None,
-                trigger: None,
-                product_ms: 30_000.0,
-                fallback_reserve_ms: 500.0,
-                caps: None,
-            },
-        )
-        .unwrap();
+        let bun = platform_deadline(0.0, &request("bun", 30_000.0, 500.0, None)).unwrap();
         assert_eq!((bun.at, bun.bound, bun.fetch_idle_ms), (9_500.0, Bound::FirstByte, Some(300_000.0)));
         // The first-byte cap raised (server.timeout(request, 60)): the product bounds again.
         let raised = platform_deadline(
             0.0,
-            &PlatformRequest {
-                platform: "bun".into(),
-                plan: None,
-                trigger: None,
-                product_ms: 30_000.0,
-                fallback_reserve_ms: 500.0,
-                caps: Some(CapOverrides { first_byte_ms: Some(60_000.0), ..Default::default() }),
-            },
+            &request(
+                "bun",
+                30_000.0,
+                500.0,
+                Some(CapOverrides { first_byte_ms: Some(60_000.0), ..Default::default() }),
+            ),
         )
         .unwrap();
         assert_eq!((raised.at, raised.bound), (29_500.0, Bound::Product));
