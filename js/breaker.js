@@ -62,6 +62,7 @@ const FOUND_TIMEOUT = 1;
 const FOUND_SHED = 2;
 const FOUND_CIRCUIT_OPEN = 4;
 const FOUND_CALLER_LEFT = 8;
+const FOUND_NOT_STARTED = 16;
 
 /** `e.name`, or `undefined` when reading it throws. */
 function nameOf(e) {
@@ -75,7 +76,7 @@ function nameOf(e) {
 /**
  * What `error` (and its causes) and the caller's `signal` show, for the
  * core's `breakerErrorOutcome`: a timeout, a shed call, an inner breaker's
- * refusal, a caller that left (an AbortError, or the signal aborted for a
+ * refusal, a call refused for time (`InsufficientBudget`), a caller that left (an AbortError, or the signal aborted for a
  * reason that is not a timeout).
  * @param {unknown} error
  * @param {AbortSignal | undefined} signal
@@ -86,6 +87,7 @@ function found(error, signal) {
     const b = brandOf(e);
     if (b === "Overloaded") flags |= FOUND_SHED;
     else if (b === "CircuitOpen") flags |= FOUND_CIRCUIT_OPEN;
+    else if (b === "InsufficientBudget") flags |= FOUND_NOT_STARTED;
     else if (b === undefined && nameOf(e) === "AbortError") flags |= FOUND_CALLER_LEFT;
     return false;
   });
@@ -133,8 +135,9 @@ export class CircuitPermit {
   /**
    * The call failed. With `error`, the core first asks whether it is the
    * dependency's outcome at all: a timeout counts as one (slow), a shed call
-   * (`Overloaded`), an inner breaker's `CircuitOpen` or an `AbortError` (the
-   * caller left) counts nothing; of any other error, the breaker's
+   * (`Overloaded`), an inner breaker's `CircuitOpen`, an `InsufficientBudget`
+   * (refused for time before it started) or an `AbortError` (the caller left)
+   * counts nothing; of any other error, the breaker's
    * `isFailure` decides whether it counts as a failure (false: a success,
    * e.g. a 404).
    * @param {unknown} [error]

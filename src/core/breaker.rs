@@ -343,19 +343,25 @@ pub mod found {
     /// chain, or the caller's signal aborted with a reason that is not a
     /// timeout (a client that left).
     pub const CALLER_LEFT: u32 = 8;
+    /// The call was refused for time before it reached the dependency
+    /// (`InsufficientBudget`: the caller's deadline left less than the
+    /// step's minimum). Short deadlines are the callers', not the
+    /// dependency's evidence.
+    pub const NOT_STARTED: u32 = 16;
 }
 
 /// How a call that ended with an error counts, from what the host
 /// [`found`] in it. A timeout is a [`Outcome::Timeout`] first (the dependency
 /// was too slow for the caller's time, whatever else the chain holds);
-/// otherwise a shed call, an inner breaker's refusal or a caller that left
-/// is [`Outcome::Cancelled`] (not the dependency's outcome); anything else
+/// otherwise a shed call, an inner breaker's refusal, a call refused for time
+/// or a caller that left is [`Outcome::Cancelled`] (not the dependency's
+/// outcome); anything else
 /// is the dependency's [`Outcome::Failure`] (a host's `isFailure` may still
 /// call it a success). Unknown flags are ignored.
 pub fn error_outcome(flags: u32) -> Outcome {
     if flags & found::TIMEOUT != 0 {
         Outcome::Timeout
-    } else if flags & (found::SHED | found::CIRCUIT_OPEN | found::CALLER_LEFT) != 0 {
+    } else if flags & (found::SHED | found::CIRCUIT_OPEN | found::CALLER_LEFT | found::NOT_STARTED) != 0 {
         Outcome::Cancelled
     } else {
         Outcome::Failure

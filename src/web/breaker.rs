@@ -266,7 +266,8 @@ impl CircuitPermit<'_> {
 
     /// It ended with `error`; the core decides how that counts: a timeout
     /// is a slow failure; [`Error::Overloaded`] (a limiter shed it),
-    /// [`Error::CircuitOpen`] (an inner breaker refused it) or an
+    /// [`Error::CircuitOpen`] (an inner breaker refused it),
+    /// [`Error::InsufficientBudget`] (refused for time before it started) or an
     /// `AbortError` (the caller left), in the error or its causes, is not the
     /// dependency's outcome and counts nothing (a probe's permit is freed);
     /// any other error is a failure.

@@ -598,6 +598,7 @@ impl Error {
             match e {
                 Self::Overloaded { .. } => flags |= found::SHED,
                 Self::CircuitOpen { .. } => flags |= found::CIRCUIT_OPEN,
+                Self::InsufficientBudget { .. } => flags |= found::NOT_STARTED,
                 Self::RetryFailed { last: Some(last), .. } if n + 1 < crate::core::error::MAX_CAUSES => {
                     n += 1;
                     e = last;
@@ -623,6 +624,7 @@ fn js_breaker_found(value: &JsValue, at_most: usize) -> u32 {
         match get(&e, BRAND).as_string().as_deref() {
             Some("Overloaded") => flags |= found::SHED,
             Some("CircuitOpen") => flags |= found::CIRCUIT_OPEN,
+            Some("InsufficientBudget") => flags |= found::NOT_STARTED,
             Some(_) => {}
             None if get(&e, "name").as_string().as_deref() == Some("AbortError") => flags |= found::CALLER_LEFT,
             None => {}

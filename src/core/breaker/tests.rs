@@ -165,11 +165,11 @@ fn half_open_lets_probes_through_and_needs_as_many_successes() {
 }
 
 #[test]
-fn a_shed_call_an_inner_refusal_or_a_caller_that_left_is_not_the_dependencys_outcome() {
+fn a_shed_call_an_inner_refusal_a_call_refused_for_time_or_a_caller_that_left_is_not_the_dependencys_outcome() {
     use found::*;
     assert_eq!(error_outcome(0), Outcome::Failure, "nothing found: the dependency failed");
     assert_eq!(error_outcome(1 << 20), Outcome::Failure, "unknown flags are ignored");
-    for flags in [SHED, CIRCUIT_OPEN, CALLER_LEFT, SHED | CIRCUIT_OPEN | CALLER_LEFT] {
+    for flags in [SHED, CIRCUIT_OPEN, CALLER_LEFT, NOT_STARTED, SHED | CIRCUIT_OPEN | CALLER_LEFT | NOT_STARTED] {
         assert_eq!(error_outcome(flags), Outcome::Cancelled, "flags {flags}");
     }
     for flags in [TIMEOUT, TIMEOUT | SHED, TIMEOUT | CALLER_LEFT] {

@@ -159,6 +159,30 @@ const cases = [
     },
   },
   {
+    name: "breaker + plan: requests whose deadline is too short for a mandatory step (InsufficientBudget: the call never started) keep a healthy key closed",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      const b = new lib.CircuitBreaker({ consecutiveFailures: 3, openMs: 1_000 });
+      let reached = 0;
+      try {
+        for (let i = 0; i < 6; i++) {
+          const d = lib.Deadline.in(50); // a caller with little time left
+          const p = lib.plan(d, [{ name: "generate", minMs: 200, kind: "mandatory" }]);
+          await rejects(b.run("model", () => p.run("generate", () => reached++)), lib.InsufficientBudget);
+          d.dispose();
+        }
+        equal(reached, 0, "no call reached the dependency");
+        equal(b.state("model"), "closed", "short deadlines are not the dependency's failures");
+        equal(b.stats("model").calls, 0, "nothing was counted");
+        for (let i = 0; i < 3; i++) await b.run("model", fail).catch(() => {});
+        equal(b.state("model"), "open", "real failures still open it");
+      } finally {
+        b.dispose();
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "breaker + limiter: breaker.run(() => limiter.run(call)) with a saturated limiter stays closed; shed calls, an inner CircuitOpen and callers that left count nothing",
     run: async (lib) => {
       const clock = installFakeTime();
