@@ -84,6 +84,66 @@ async function webRunner(runtime, env) {
   return record(runtime, { passed, failed: failed + (missing > 0 ? missing : 0) + (code && !failed ? 1 : 0), skipped });
 }
 
+/**
+ * tests/web/ in headless Chromium: `cargo test` builds the suite and its runner serves the test page
+ * on a local port (NO_HEADLESS: serve only); the page runs the tests and writes the runner's summary
+ * into #output, which is read back and counted as in webRunner. The runner is stopped afterwards.
+ */
+async function webInChromium(runtime) {
+  const { chromium } = await import("playwright-core");
+  const port = await freePort();
+  const env = { ...process.env, FIXTURE_URL: fixtures.url, CARGO_PROFILE_DEV_DEBUG: "0", WASM_BINDGEN_USE_BROWSER: "1", NO_HEADLESS: "1", WASM_BINDGEN_TEST_ADDRESS: `127.0.0.1:${port}` };
+  const server = spawn("cargo", ["test", "--target", "wasm32-unknown-unknown", "--features", "web", "--test", "web"], { cwd: root, env, stdio: ["ignore", "pipe", "inherit"], detached: true });
+  const stop = () => {
+    try {
+      process.kill(-server.pid, "SIGTERM");
+    } catch {}
+  };
+  let context;
+  try {
+    const url = await new Promise((resolve, reject) => {
+      let text = "";
+      server.stdout.on("data", (d) => {
+        text += d;
+        const m = /available at (http:\/\/\S+)/.exec(text);
+        if (m) resolve(m[1]);
+      });
+      server.on("exit", (code) => reject(new Error(`the test runner exited (code ${code}) before serving the page:\n${text}`)));
+    });
+    const profile = mkdtempSync(join(tmpdir(), "edge-deadline-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: bin.chromium,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
+    });
+    const page = await context.newPage();
+    let loads = 0;
+    for (; loads < 3; loads++) {
+      await page.goto(url, { timeout: 60_000 }).catch(() => undefined);
+      const started = await page
+        .waitForFunction(() => /^running \d+ tests?$/m.test(document.getElementById("output")?.textContent ?? ""), null, { timeout: 60_000 })
+        .then(() => true, () => false);
+      if (started) break;
+      console.log(`  ${runtime}: the page started no test within a minute${loads < 2 ? ": loading it again" : ""}`);
+    }
+    if (loads === 3) return record(runtime, { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: "the page started no test in three loads" }] });
+    await page.waitForFunction(() => (document.getElementById("output")?.textContent ?? "").includes("test result: "), null, { timeout: 300_000 }).catch(() => undefined);
+    const text = await page.evaluate(() => document.getElementById("output")?.textContent ?? "").catch(() => "");
+    process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+    const m = /^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/m.exec(text);
+    if (!m) return record(runtime, { passed: 0, failed: 1, skipped: 0, failures: [{ name: "runner", error: `no summary in the page after ${loads + 1} load(s):\n${text.slice(-2_000)}` }] });
+    const declared = Number(/^running (\d+) tests?$/m.exec(text)?.[1] ?? NaN);
+    const [passed, failed, skipped] = [1, 2, 3].map((i) => Number(m[i]));
+    const missing = declared - passed - failed - skipped;
+    const failures = [...text.matchAll(/^---- (\S+) output ----$/gm)].map((f) => ({ name: f[1], error: "see the output above" }));
+    record(runtime, { passed, failed: failed + (missing > 0 ? missing : 0), skipped, failures, ...(loads > 0 && { note: `the page was loaded ${loads + 1} times` }) });
+  } finally {
+    await context?.close().catch(() => undefined);
+    stop();
+  }
+}
+
 const workerdVariants = [
   { label: "", compatibilityDate: "2026-11-24", flags: [] },
   { label: " (no_global_navigator)", compatibilityDate: "2026-11-24", flags: ["no_global_navigator"] },
