@@ -290,6 +290,20 @@ impl ReadError {
         }
     }
 
+    /// What tells it apart within its class: a stall's phase, a
+    /// `RetryFailed`'s reason, a cap's code, a refusal's word, a status; `-`
+    /// for none.
+    pub fn detail(&self) -> String {
+        match *self {
+            Self::Stalled(Cause::Stalled { phase, .. }) | Self::Last(Cause::Stalled { phase, .. }) => phase.into(),
+            Self::RetryFailed { reason, .. } => reason.into(),
+            Self::TooLarge { refusal, .. } => refusal.code().into(),
+            Self::Last(Cause::Refused(code, _)) => code.into(),
+            Self::Last(Cause::Status(status)) => status.to_string(),
+            _ => "-".into(),
+        }
+    }
+
     /// Its message where the core writes it (the host's own errors keep theirs).
     pub fn message(&self) -> Option<String> {
         match *self {
@@ -429,6 +443,7 @@ impl Read {
 
     /// Tells the machine what happened at `now_ms`; `budget`: the shared
     /// retry budget the read's retries draw on, if any. Then [`poll`](Self::poll).
+    #[inline(never)]
     pub fn handle(&mut self, input: Input<'_>, now_ms: f64, budget: Option<&mut RetryBudget>) {
         match (self.state, input) {
             (State::Ended, _) => {}
@@ -473,6 +488,7 @@ impl Read {
     }
 
     /// Asks the retry loop for the next attempt, and makes it.
+    #[inline(never)]
     fn start(&mut self, now_ms: f64, mut budget: Option<&mut RetryBudget>) {
         match self.run.start(now_ms, budget.as_deref_mut()) {
             Ok(Start::Attempt { number, .. }) => {
@@ -506,6 +522,7 @@ impl Read {
     }
 
     /// A watcher for the current wait, started at `started_at`; its first step.
+    #[inline(never)]
     fn watch(
         &mut self,
         config: Result<StallConfig, StallError>,
@@ -521,6 +538,7 @@ impl Read {
     }
 
     /// Acts on a watcher's step.
+    #[inline(never)]
     fn step(&mut self, step: Option<Result<Step, StallError>>, now_ms: f64, budget: Option<&mut RetryBudget>) {
         match step {
             None => {}
@@ -541,6 +559,7 @@ impl Read {
         }
     }
 
+    #[inline(never)]
     fn head(&mut self, head: Head<'_>, now_ms: f64, budget: Option<&mut RetryBudget>) {
         if !(200..300).contains(&head.status) {
             let failure = head.failure.unwrap_or_else(|| status_failure(head.status));
@@ -586,6 +605,7 @@ impl Read {
         self.watch(config, started, now_ms, budget);
     }
 
+    #[inline(never)]
     fn chunk(&mut self, chunk: &[u8], progress: Option<bool>, now_ms: f64, budget: Option<&mut RetryBudget>) {
         let counts = progress.unwrap_or_else(|| if self.sse { self.scan(chunk) } else { !chunk.is_empty() });
         let sampling = self.watcher.as_ref().is_some_and(StallWatcher::sampling);
@@ -655,6 +675,7 @@ impl Read {
 
     /// Whether an event stream's chunk holds progress ([`SseLine`]); a
     /// leading byte-order mark is not part of a line (invariant 2).
+    #[inline(never)]
     fn scan(&mut self, chunk: &[u8]) -> bool {
         const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
         let mut rest = chunk;
@@ -673,6 +694,7 @@ impl Read {
     }
 
     /// The body ended: what an unfinished event or a held stream had goes too, as it came.
+    #[inline(never)]
     fn finish(&mut self, now_ms: f64) {
         let mut rest = std::mem::take(&mut self.held);
         rest.extend(self.cut.take_rest());
@@ -686,6 +708,7 @@ impl Read {
 
     /// The current attempt failed: abort it, ask the retry loop, then the
     /// resume rule; make the next attempt (now or after a wait) or end.
+    #[inline(never)]
     fn fail(&mut self, why: Why, now_ms: f64, mut budget: Option<&mut RetryBudget>) {
         self.actions.push_back(Action::Abort);
         self.watcher = None;
@@ -733,6 +756,7 @@ impl Read {
     }
 
     /// The read ends with `cause`; `stop`: the retry loop's reason, when it stopped.
+    #[inline(never)]
     fn end_failed(&mut self, stop: Option<StopReason>, cause: Cause) {
         let error = match (self.first_sse, cause) {
             (None, cause) => ReadError::Last(cause),
@@ -750,6 +774,7 @@ impl Read {
         self.end_with(error);
     }
 
+    #[inline(never)]
     fn end_with(&mut self, error: ReadError) {
         let delivered_bytes = match error {
             ReadError::Deadline | ReadError::Aborted | ReadError::Last(_) => None,
@@ -759,6 +784,7 @@ impl Read {
         self.end(Ending::Failed(ReadFailure { error, delivered_bytes }));
     }
 
+    #[inline(never)]
     fn end(&mut self, ending: Ending) {
         if matches!(self.state, State::Connecting | State::Reading)
             && !matches!(ending, Ending::Done | Ending::HandBack)

@@ -17,7 +17,7 @@
 //! code, a refusal's word, a status), the bytes it says were delivered (`-`:
 //! none, the error goes as it is), and the fallback's status and code).
 
-use super::{Action, Cause, Ending, Head, How, Input, ReadError};
+use super::{Action, Ending, Head, How, Input};
 use crate::core::retry::Failure;
 
 /// Parses an input line (see the module doc): its instant and the input.
@@ -73,19 +73,9 @@ pub fn describe(action: &Action) -> String {
         Action::End(Ending::HandBack) => "end hand-back".into(),
         Action::End(Ending::Cancelled) => "end cancelled".into(),
         Action::End(Ending::Failed(f)) => {
-            let detail = match &f.error {
-                ReadError::Stalled(Cause::Stalled { phase, .. }) | ReadError::Last(Cause::Stalled { phase, .. }) => {
-                    (*phase).to_string()
-                }
-                ReadError::RetryFailed { reason, .. } => (*reason).to_string(),
-                ReadError::TooLarge { refusal, .. } => refusal.code().to_string(),
-                ReadError::Last(Cause::Refused(code, _)) => (*code).to_string(),
-                ReadError::Last(Cause::Status(status)) => status.to_string(),
-                _ => "-".into(),
-            };
             let bytes = f.delivered_bytes.map_or_else(|| "-".to_string(), |b| b.to_string());
             let fallback = f.error.fallback();
-            format!("end {} {detail} bytes={bytes} {} {}", f.error.class(), fallback.status, fallback.code)
+            format!("end {} {} bytes={bytes} {} {}", f.error.class(), f.error.detail(), fallback.status, fallback.code)
         }
     }
 }
