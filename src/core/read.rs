@@ -25,7 +25,8 @@
 //!   ([`Input::Chunk`]), its end ([`Input::End`]) or its failure
 //!   ([`Input::Failed`]).
 //! - [`Action::Abort`]: the current attempt is over: abort its request.
-//! - [`Action::Deliver`]: hand these bytes to the reader.
+//! - [`Action::Deliver`]: hand these bytes to the reader ([`Action::DeliverChunk`]:
+//!   the chunk just reported, as it came).
 //! - [`Action::Wake`]: arm the one timer for this instant (replacing the armed
 //!   one; `∞`: none) and report [`Input::Wake`] when it fires.
 //! - [`Action::End`]: the read is over ([`Ending`]): the reader's error, with
@@ -189,6 +190,10 @@ pub enum Action {
     Abort,
     /// Hand these bytes to the reader.
     Deliver(Vec<u8>),
+    /// Hand the chunk just reported ([`Input::Chunk`]) to the reader as it
+    /// came: the common case (a body that is not an event stream, or a chunk
+    /// of whole events), which crosses no bytes back.
+    DeliverChunk,
     /// Arm the one timer for `at_ms` (replacing the armed one; `∞`: disarm).
     Wake {
         /// The instant.
@@ -619,14 +624,17 @@ impl Read {
             if !chunk.is_empty() {
                 self.content = true;
                 self.bytes += chunk.len() as f64;
-                self.actions.push_back(Action::Deliver(chunk.to_vec()));
+                self.actions.push_back(Action::DeliverChunk);
             }
             return;
         }
-        let refused = self.cut.push(chunk, &mut self.events).err();
+        // Nothing held before it: a chunk of whole events is delivered as it came.
+        let whole = !self.cut.has_partial() && !self.verifying;
+        let mut events = std::mem::take(&mut self.events);
+        let refused = self.cut.push(chunk, &mut events).err();
         let mut out = Vec::new();
         let mut replayed = false;
-        for event in std::mem::take(&mut self.events) {
+        for event in events.drain(..) {
             if self.verifying {
                 let new_id = match event.id.as_deref() {
                     Some(id) if !id.is_empty() => Some(!self.ids.contains(id)),
@@ -655,11 +663,17 @@ impl Read {
                 self.last_id = id;
             }
             self.content |= event.content;
-            out.extend_from_slice(&event.bytes);
+            if out.is_empty() {
+                out = event.bytes;
+            } else {
+                out.extend_from_slice(&event.bytes);
+            }
         }
+        self.events = events;
         if !out.is_empty() {
             self.bytes += out.len() as f64;
-            self.actions.push_back(Action::Deliver(out));
+            let action = if whole && out.len() == chunk.len() { Action::DeliverChunk } else { Action::Deliver(out) };
+            self.actions.push_back(action);
         }
         if replayed {
             self.fail(Why::Replay, now_ms, budget);

@@ -77,9 +77,11 @@ impl ReadMachineJs {
         Ok(())
     }
 
-    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer.
-    pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) {
+    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer. Takes
+    /// the first action, as [`poll`](Self::poll) (one call less per chunk).
+    pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) -> u8 {
         self.read.handle(Input::Chunk { bytes, progress }, now_ms, None);
+        self.poll()
     }
 
     /// [`Input::End`].
@@ -124,8 +126,9 @@ impl ReadMachineJs {
         self.read.handle(Input::Aborted { deadline }, now_ms, None);
     }
 
-    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver, 4
-    /// wake, 5 end; its fields are read with the getters below.
+    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver (its
+    /// [`bytes`](Self::bytes)), 4 wake, 5 end, 6 deliver the chunk just given
+    /// as it came; its fields are read with the getters below.
     pub fn poll(&mut self) -> u8 {
         self.last = self.read.poll();
         match self.last {
@@ -135,6 +138,7 @@ impl ReadMachineJs {
             Some(Action::Deliver(_)) => 3,
             Some(Action::Wake { .. }) => 4,
             Some(Action::End(_)) => 5,
+            Some(Action::DeliverChunk) => 6,
         }
     }
 

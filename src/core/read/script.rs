@@ -57,8 +57,9 @@ pub fn input(line: &str) -> Result<(f64, Input<'_>), String> {
     Ok((t, input))
 }
 
-/// An action as its line (see the module doc).
-pub fn describe(action: &Action) -> String {
+/// An action as its line (see the module doc); `chunk`: the last chunk
+/// reported, for [`Action::DeliverChunk`].
+pub fn describe(action: &Action, chunk: &[u8]) -> String {
     match action {
         Action::Connect { attempt, how: How::Plain } => format!("connect {attempt} plain"),
         Action::Connect { attempt, how: How::LastEventId(id) } => format!("connect {attempt} id:{id}"),
@@ -67,6 +68,7 @@ pub fn describe(action: &Action) -> String {
         }
         Action::Abort => "abort".into(),
         Action::Deliver(bytes) => format!("deliver {}", String::from_utf8_lossy(bytes)),
+        Action::DeliverChunk => format!("deliver {}", String::from_utf8_lossy(chunk)),
         Action::Wake { at_ms } if at_ms.is_finite() => format!("wake {at_ms}"),
         Action::Wake { .. } => "wake none".into(),
         Action::End(Ending::Done) => "end done".into(),

@@ -30,11 +30,15 @@ fn read(o: ReadOptions, attempts: u32) -> Read {
 fn play(o: ReadOptions, attempts: u32, script: &[&str]) -> Vec<String> {
     let mut r = read(o, attempts);
     let mut out = Vec::new();
+    let mut chunk: &[u8] = &[];
     for line in script {
         let (t, input) = script::input(line).unwrap();
+        if let Input::Chunk { bytes, .. } = input {
+            chunk = bytes;
+        }
         r.handle(input, t, None);
         while let Some(a) = r.poll() {
-            out.push(script::describe(&a));
+            out.push(script::describe(&a, chunk));
         }
     }
     out

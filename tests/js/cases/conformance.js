@@ -502,6 +502,8 @@ function readScript(a) {
   const dec = new TextDecoder("utf-8", { ignoreBOM: true });
   const actions = [];
   let reason;
+  let chunk; // the last chunk given, for a "deliver it as it came" (6)
+  let first; // the first action a chunk answers with
   try {
     for (const line of a.script) {
       const [t, verb, ...words] = line.split(" ");
@@ -521,7 +523,8 @@ function readScript(a) {
           m.aborted(now, rest === "deadline");
           break;
         case "chunk":
-          m.chunk(now, enc.encode(rest), undefined);
+          chunk = enc.encode(rest);
+          first = m.chunk(now, chunk, undefined);
           break;
         case "fail":
           m.failed(now, rest, undefined);
@@ -532,13 +535,16 @@ function readScript(a) {
         default:
           throw new AssertionError(`no input ${verb}`);
       }
-      for (let kind = m.poll(); kind !== 0; kind = m.poll()) {
+      const answered = first ?? m.poll();
+      first = undefined;
+      for (let kind = answered; kind !== 0; kind = m.poll()) {
         if (kind === 1) {
           const how = m.how();
           const id = m.lastEventId();
           actions.push(`connect ${m.attempt()} ${how === 0 ? "plain" : how === 1 ? `id:${id}` : `hook bytes=${m.deliveredBytes()} id=${id ?? "-"}`}`);
         } else if (kind === 2) actions.push("abort");
         else if (kind === 3) actions.push(`deliver ${dec.decode(m.bytes())}`);
+        else if (kind === 6) actions.push(`deliver ${dec.decode(chunk)}`);
         else if (kind === 4) actions.push(`wake ${m.at() === Infinity ? "none" : m.at()}`);
         else {
           const ending = m.ending();

@@ -1170,7 +1170,7 @@ fn check_outcome(row: &Value, out: &Out, expect: &Map<String, Value>, what: &str
 /// The `read` op: the script's inputs through a [`Read`](edge_deadline::core::read::Read), its actions as
 /// lines (src/core/read/script.rs) and the end's fallback words.
 fn read_script(a: &Map<String, Value>) -> Result<(Vec<String>, Option<String>), String> {
-    use edge_deadline::core::read::{script, Action, Ending, Read, ReadOptions};
+    use edge_deadline::core::read::{script, Action, Ending, Input, Read, ReadOptions};
     use edge_deadline::core::retry::{BackoffOptions, JitterOption, RetryOptions, RetryRun};
     let deadline_at = num_arg(a, "deadlineAt")?;
     let backoff_ms = num_arg(a, "backoffMs")?;
@@ -1197,14 +1197,18 @@ fn read_script(a: &Map<String, Value>) -> Result<(Vec<String>, Option<String>), 
     };
     let mut read = Read::new(o, run);
     let (mut actions, mut reason) = (Vec::new(), None);
+    let mut chunk: &[u8] = &[];
     for line in arg(a, "script")?.as_array().ok_or("'script' is not a list")? {
         let (t, input) = script::input(line.as_str().ok_or("a script line is not a string")?)?;
+        if let Input::Chunk { bytes, .. } = input {
+            chunk = bytes;
+        }
         read.handle(input, t, None);
         while let Some(action) = read.poll() {
             if let Action::End(Ending::Failed(f)) = &action {
                 reason = Some(f.error.fallback().reason);
             }
-            actions.push(script::describe(&action));
+            actions.push(script::describe(&action, chunk));
         }
     }
     Ok((actions, reason))
