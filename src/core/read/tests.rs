@@ -306,3 +306,77 @@ fn nothing_happens_after_the_end() {
     ];
     assert_eq!(play(O, 3, &[&script[..], &after[..]].concat()), play(O, 3, &script));
 }
+
+/// One input of a random script: its kind, its instant, and bytes (a chunk, or a head's `Content-Range`).
+fn any_input() -> impl Strategy<Value = (u8, f64, Vec<u8>, u16)> {
+    let instant = prop_oneof![8 => 0.0..20_000.0f64, 1 => Just(f64::NAN), 1 => Just(-1.0)];
+    let bytes = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..40),
+        proptest::collection::vec(
+            prop_oneof![
+                Just(b'\n'),
+                Just(b'\r'),
+                Just(b':'),
+                Just(b'i'),
+                Just(b'd'),
+                Just(b' '),
+                Just(0xef),
+                Just(0xbb),
+                Just(0xbf),
+                Just(b'x')
+            ],
+            0..60
+        ),
+    ];
+    (0u8..12, instant, bytes, prop_oneof![Just(200u16), Just(206), Just(404), Just(503), any::<u16>()])
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Invariant 6 and the core's rule: any sequence of inputs, at any instants, never panics; the read
+    /// ends at most once, with one `End` last among the actions, and delivers nothing after it.
+    #[test]
+    fn any_script_ends_at_most_once_and_never_panics(
+        script in proptest::collection::vec(any_input(), 0..40),
+        hook in any::<bool>(),
+        caps in (1usize..64, 1usize..64),
+    ) {
+        let o = ReadOptions { hook, max_event_bytes: caps.0, max_line_bytes: caps.1, ..O };
+        let mut r = read(o, 3);
+        r.handle(Input::Start, 0.0, None);
+        let mut ends = 0;
+        let mut after_end = 0;
+        for (kind, t, bytes, status) in &script {
+            let range = std::str::from_utf8(bytes).ok();
+            let input = match kind {
+                0 => Input::Head(Head { status: *status, event_stream: bytes.len() % 2 == 0, content_range: range, body: bytes.len() != 1, failure: None, server_wait_ms: None }),
+                1..=3 => Input::Chunk { bytes, progress: None },
+                4 => Input::End,
+                5 | 6 => Input::Wake,
+                7 => Input::Failed { failure: Failure::Ambiguous, server_wait_ms: Some(*t) },
+                8 => Input::HookDeclined,
+                9 => Input::Hold,
+                10 => Input::Unhold,
+                _ => if t.is_nan() { Input::Cancel } else { Input::Aborted { deadline: bytes.is_empty() } },
+            };
+            r.handle(input, *t, None);
+            while let Some(a) = r.poll() {
+                if ends > 0 {
+                    after_end += 1;
+                }
+                if let Action::End(_) = a {
+                    ends += 1;
+                }
+                if let Action::Wake { at_ms } = a {
+                    prop_assert!(!at_ms.is_nan());
+                }
+            }
+        }
+        prop_assert!(ends <= 1);
+        prop_assert_eq!(after_end, 0);
+        prop_assert_eq!(ends == 1, r.ended());
+    }
+}
