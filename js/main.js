@@ -31,5 +31,6 @@ export { tracing } from "./otel.js";
 // Raw glue functions, for the tests (the core's own list of header formats)
 // and the "design:" rows of bench/ (a raw Wasm call against the API's). An
 // object, not `export * as`: a bundler drops it when nothing reads it.
-import { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason } from "./edge_deadline.js";
-export const glue = { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason };
+// The streamed read's machine and its retry loop, for the conformance op `read` (tests/js/cases/conformance.js).
+import { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun } from "./edge_deadline.js";
+export const glue = { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun };

@@ -22,6 +22,7 @@ mod messages;
 pub mod number;
 pub mod plan;
 pub mod prom;
+pub mod read;
 pub mod redact;
 pub mod request;
 pub mod resume;

@@ -461,7 +461,10 @@ pub struct Event {
 #[derive(Clone, Debug)]
 pub struct EventCut {
     pending: Vec<u8>,
+    /// The start of the line being read (enough for a field name and an
+    /// id's value up to its cap), and its whole length in `line_len`.
     line: Vec<u8>,
+    line_len: usize,
     after_cr: bool,
     content: bool,
     id: Option<String>,
@@ -493,6 +496,7 @@ impl EventCut {
         Self {
             pending: Vec::new(),
             line: Vec::new(),
+            line_len: 0,
             after_cr: false,
             content: false,
             id: None,
@@ -514,6 +518,7 @@ impl EventCut {
     pub fn drop_partial(&mut self) {
         self.pending.clear();
         self.line.clear();
+        self.line_len = 0;
         self.after_cr = false;
         self.content = false;
         self.id = None;
@@ -530,6 +535,7 @@ impl EventCut {
     /// finished), given back as they are.
     pub fn take_rest(&mut self) -> Vec<u8> {
         self.line.clear();
+        self.line_len = 0;
         self.content = false;
         self.id = None;
         std::mem::take(&mut self.pending)
@@ -552,54 +558,80 @@ impl EventCut {
             } else {
                 // Not a mark after all: what matched is text.
                 self.line.extend_from_slice(&BOM[..matched]);
+                self.line_len += matched;
                 if !self.keep_bom {
                     self.pending.extend_from_slice(&BOM[..matched]);
                 }
                 self.bom = None;
             }
         }
-        for &b in rest {
-            if self.pending.len() >= self.max_event {
-                return Err(*self.refused.insert(CutRefusal::EventTooLarge));
-            }
-            self.pending.push(b);
-            if std::mem::take(&mut self.after_cr) && b == b'\n' {
+        let mut i = 0;
+        while let Some(&b) = rest.get(i) {
+            if b == b'\r' || b == b'\n' {
+                if self.pending.len() >= self.max_event {
+                    return Err(*self.refused.insert(CutRefusal::EventTooLarge));
+                }
+                self.pending.push(b);
+                i += 1;
+                if std::mem::take(&mut self.after_cr) && b == b'\n' {
+                    continue;
+                }
+                self.after_cr = b == b'\r';
+                self.end_line(out);
                 continue;
             }
-            match b {
-                b'\r' | b'\n' => {
-                    self.after_cr = b == b'\r';
-                    self.end_line(out);
-                }
-                _ if self.line.len() >= self.max_line => {
-                    return Err(*self.refused.insert(CutRefusal::LineTooLong));
-                }
-                _ => self.line.push(b),
+            self.after_cr = false;
+            // A run of the line's bytes, to its end or the chunk's: taken whole, checked against the caps
+            // as byte by byte (the event's first, then the line's, at the byte that passes either).
+            let run = &rest[i..];
+            let run = &run[..run.iter().position(|&c| c == b'\r' || c == b'\n').unwrap_or(run.len())];
+            let room_event = self.max_event.saturating_sub(self.pending.len());
+            let room_line = self.max_line.saturating_sub(self.line_len);
+            if run.len() > room_event.min(room_line) {
+                let (taken, refusal) = if room_event <= room_line {
+                    (room_event, CutRefusal::EventTooLarge)
+                } else {
+                    (room_line + 1, CutRefusal::LineTooLong)
+                };
+                self.pending.extend_from_slice(&run[..taken]);
+                return Err(*self.refused.insert(refusal));
             }
+            self.pending.extend_from_slice(run);
+            let keep = LINE_KEEP.saturating_sub(self.line.len()).min(run.len());
+            self.line.extend_from_slice(&run[..keep]);
+            self.line_len += run.len();
+            i += run.len();
         }
         Ok(())
     }
 
     fn end_line(&mut self, out: &mut Vec<Event>) {
         let line = std::mem::take(&mut self.line);
-        if line.is_empty() {
+        let len = std::mem::take(&mut self.line_len);
+        if len == 0 {
             out.push(Event {
                 bytes: std::mem::take(&mut self.pending),
                 content: std::mem::take(&mut self.content),
                 id: self.id.take(),
             });
         } else if line[0] != b':' {
-            let (name, value) = match line.iter().position(|&c| c == b':') {
-                Some(i) => (&line[..i], &line[i + 1..]),
-                None => (&line[..], &[][..]),
+            // `line` holds the line's first LINE_KEEP bytes: a name without its colon among them is
+            // neither `retry` nor `id`.
+            let (name, value, value_len) = match line.iter().position(|&c| c == b':') {
+                Some(i) => (&line[..i], &line[i + 1..], len - i - 1),
+                None if len == line.len() => (&line[..], &[][..], 0),
+                None => (&[][..], &[][..], 0),
             };
             // An event that only sets the reconnection time is not content (src/core/sse.rs).
             if name != b"retry" {
                 self.content = true;
             }
             if name == b"id" {
-                let value = value.strip_prefix(b" ").unwrap_or(value);
-                if value.len() > MAX_ID_BYTES {
+                let (value, value_len) = match value.strip_prefix(b" ") {
+                    Some(v) => (v, value_len - 1),
+                    None => (value, value_len),
+                };
+                if value_len > MAX_ID_BYTES {
                     // Past the cap: no longer resumable by id from here (as an empty id says).
                     self.id = Some(String::new());
                 } else if !value.contains(&0) {
@@ -611,6 +643,10 @@ impl EventCut {
         self.line.clear();
     }
 }
+
+/// How much of a line an [`EventCut`] keeps to read it: a field name and an
+/// id's value up to [`MAX_ID_BYTES`] (its length is counted apart).
+const LINE_KEEP: usize = MAX_ID_BYTES + 8;
 
 #[cfg(test)]
 mod tests {
@@ -717,6 +753,23 @@ mod tests {
                 assert_eq!(events, whole, "split at {split}, {split2}");
                 assert_eq!(r, rest);
             }
+        }
+    }
+
+    #[test]
+    fn long_lines_are_read_from_their_start_wherever_the_chunks_fall() {
+        let at_cap = format!("id: {}\n\n", "x".repeat(MAX_ID_BYTES));
+        let past_cap = format!("id: {}\n\n", "x".repeat(MAX_ID_BYTES + 1));
+        let long_data = format!("data: {}\n\n", "y".repeat(5_000));
+        let long_name = format!("{}: 1\nid: 7\n\n", "i".repeat(3_000));
+        let body = [at_cap.as_str(), &past_cap, &long_data, &long_name].concat();
+        let whole = cut(&[body.as_bytes()]).0;
+        let ids: Vec<_> = whole.iter().map(|e| e.id.clone()).collect();
+        assert_eq!(ids, [Some("x".repeat(MAX_ID_BYTES)), Some(String::new()), None, Some("7".into())]);
+        assert!(whole.iter().all(|e| e.content));
+        for step in [1, 7, 1_000, 1_027, 4_096] {
+            let pieces: Vec<&[u8]> = body.as_bytes().chunks(step).collect();
+            assert_eq!(cut(&pieces).0, whole, "chunks of {step}");
         }
     }
 

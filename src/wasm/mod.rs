@@ -92,6 +92,8 @@ mod plan;
 #[cfg(feature = "derive")]
 mod prom;
 #[cfg(feature = "main")]
+mod read;
+#[cfg(feature = "main")]
 mod request;
 #[cfg(feature = "main")]
 mod resume;

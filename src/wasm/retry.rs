@@ -34,7 +34,7 @@ use crate::core::retry::{
 /// One `retry()` call's [`RetryRun`].
 #[wasm_bindgen(js_name = RetryRun)]
 pub struct RetryRunJs {
-    run: RetryRun,
+    pub(super) run: RetryRun,
 }
 
 #[wasm_bindgen(js_class = RetryRun)]

@@ -35,8 +35,12 @@ export function wranglerEnv(dir) {
 // until, together, the default wait for first content, a stream's event and line
 // caps, its unchecked resumes by id and the reader's error, the breaker's rule for
 // outcomes that are not the dependency's, and the server runtimes' caps (with
-// their notes and sources) and the fetch-cap rule (94.33 KiB measured).
-export const UPLOAD_GZIP_KIB = 95;
+// their notes and sources) and the fetch-cap rule (94.33 KiB measured); 95 KiB
+// until the streamed read's machine (src/core/read.rs, the `ReadMachine` export
+// the conformance op `read` drives) was exposed to JavaScript (105.30 KiB
+// measured): js/resume.js does not drive it yet, and its own cutter and loop
+// are to go when it does.
+export const UPLOAD_GZIP_KIB = 106;
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
 

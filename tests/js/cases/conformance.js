@@ -6,7 +6,7 @@
 import table from "../conformance-table.js";
 import { AssertionError } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
-import { EventCutter, timerMs } from "../../../pkg/main.js";
+import { EventCutter, glue, timerMs } from "../../../pkg/main.js";
 
 /** `{ "$": "NaN" }` and friends: the numbers JSON cannot write. */
 function decode(value) {
@@ -243,6 +243,10 @@ const ops = {
     cutter.cut(new TextEncoder().encode(Array.from({ length: a.count }, (_, i) => `id: ${i + 1}\ndata: x\n\n`).join("")));
     return { checkable: cutter.checkable() };
   },
+  // A scripted read (the core's streamed-read machine, src/core/read.rs, through
+  // its binding): the script's inputs in, the actions out, one line each
+  // (the format of src/core/read/script.rs).
+  read: (lib, a) => readScript(a),
   "sse.progress": (lib, a) => {
     const isProgress = lib.createSseProgress();
     const enc = new TextEncoder();
@@ -480,10 +484,83 @@ function checkOutcome(out, expect, before, after, what) {
           }
         });
         break;
+      case "actions":
+        if (JSON.stringify(out.actions) !== JSON.stringify(value)) throw new AssertionError(`${what}: actions: expected ${JSON.stringify(value, null, 1)}, got ${JSON.stringify(out.actions, null, 1)}`);
+        break;
       default:
         same(out[key], value, `${what}: ${key}`);
     }
   }
+}
+
+/** The `read` op: drives a ReadMachine through `a.script`; its actions as lines, and the end's fallback words. */
+function readScript(a) {
+  const run = new glue.RetryRun(a.deadlineAt, undefined, undefined, a.backoffMs, a.backoffMs, 0, undefined, a.maxAttempts, true, undefined, false, 7n);
+  const m = new glue.ReadMachine(run, a.deadlineAt, a.firstByteMs, a.firstChunkMs, a.stallMs, a.fromHeaders ?? false, a.hook ?? false, a.maxEventBytes ?? 1000, a.maxLineBytes ?? 1000);
+  const enc = new TextEncoder();
+  // A byte-order mark is delivered as a byte of the body, not stripped.
+  const dec = new TextDecoder("utf-8", { ignoreBOM: true });
+  const actions = [];
+  let reason;
+  let chunk; // the last chunk given, for a "deliver it as it came" (6)
+  let first; // the first action a chunk answers with
+  try {
+    for (const line of a.script) {
+      const [t, verb, ...words] = line.split(" ");
+      const now = Number(t);
+      const rest = line.slice(t.length + verb.length + 2);
+      switch (verb) {
+        case "start":
+        case "end":
+        case "wake":
+        case "hold":
+        case "unhold":
+        case "cancel":
+        case "declined":
+          m[verb](now);
+          break;
+        case "abort":
+          m.aborted(now, rest === "deadline");
+          break;
+        case "chunk":
+          chunk = enc.encode(rest);
+          first = m.chunk(now, chunk, undefined);
+          break;
+        case "fail":
+          m.failed(now, rest, undefined);
+          break;
+        case "head":
+          m.head(now, Number(words[0]), words[1] === "sse", words.length > 2 ? words.slice(2).join(" ") : undefined, words[1] !== "none", undefined, undefined);
+          break;
+        default:
+          throw new AssertionError(`no input ${verb}`);
+      }
+      const answered = first ?? m.poll();
+      first = undefined;
+      for (let kind = answered; kind !== 0; kind = m.poll()) {
+        if (kind === 1) {
+          const how = m.how();
+          const id = m.lastEventId();
+          actions.push(`connect ${m.attempt()} ${how === 0 ? "plain" : how === 1 ? `id:${id}` : `hook bytes=${m.deliveredBytes()} id=${id ?? "-"}`}`);
+        } else if (kind === 2) actions.push("abort");
+        else if (kind === 3) actions.push(`deliver ${dec.decode(m.bytes())}`);
+        else if (kind === 6) actions.push(`deliver ${dec.decode(chunk)}`);
+        else if (kind === 4) actions.push(`wake ${m.at() === Infinity ? "none" : m.at()}`);
+        else {
+          const ending = m.ending();
+          if (ending < 3) actions.push(`end ${["done", "hand-back", "cancelled"][ending]}`);
+          else {
+            const [cls, detail, , delivered, status, code, words] = m.error();
+            actions.push(`end ${cls} ${detail} bytes=${delivered ?? "-"} ${status} ${code}`);
+            reason = words;
+          }
+        }
+      }
+    }
+  } finally {
+    m.free();
+  }
+  return { actions, reason };
 }
 
 function skipOf(row) {

@@ -699,6 +699,12 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
             }
             Ok(out.with("checkable", ids.checkable().into()))
         }
+        // A scripted read: the core's machine (src/core/read.rs), which the JS
+        // runner drives through its binding; the actions as lines.
+        "read" => {
+            let (actions, reason) = read_script(a)?;
+            Ok(out.with("actions", actions.into()).with("reason", reason.map_or(Value::Null, Value::from)))
+        }
         "sse.progress" => {
             let mut is_progress = edge_deadline::web::sse_progress();
             let mut seen = Vec::new();
@@ -1159,6 +1165,53 @@ fn check_outcome(row: &Value, out: &Out, expect: &Map<String, Value>, what: &str
         }
     }
     Ok(())
+}
+
+/// The `read` op: the script's inputs through a [`Read`](edge_deadline::core::read::Read), its actions as
+/// lines (src/core/read/script.rs) and the end's fallback words.
+fn read_script(a: &Map<String, Value>) -> Result<(Vec<String>, Option<String>), String> {
+    use edge_deadline::core::read::{script, Action, Ending, Input, Read, ReadOptions};
+    use edge_deadline::core::retry::{BackoffOptions, JitterOption, RetryOptions, RetryRun};
+    let deadline_at = num_arg(a, "deadlineAt")?;
+    let backoff_ms = num_arg(a, "backoffMs")?;
+    let retry = RetryOptions {
+        attempt_min_ms: None,
+        attempt_timeout_ms: None,
+        backoff: Some(BackoffOptions { base_ms: backoff_ms, max_ms: backoff_ms, jitter: JitterOption::Fraction(0.0) }),
+        max_attempts: Some(num_arg(a, "maxAttempts")? as u32),
+        idempotent: Some(true),
+        max_retry_after_ms: None,
+    };
+    let policy = retry.policy().map_err(|e| format!("{e}"))?;
+    let run = RetryRun::new(policy, deadline_at, 7, false).map_err(|e| format!("{e}"))?;
+    let flag = |k: &str| a.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let o = ReadOptions {
+        deadline_at,
+        first_byte_ms: opt_num(a, "firstByteMs")?,
+        first_chunk_ms: opt_num(a, "firstChunkMs")?,
+        stall_ms: opt_num(a, "stallMs")?,
+        from_headers: flag("fromHeaders"),
+        hook: flag("hook"),
+        max_event_bytes: opt_num(a, "maxEventBytes")?.unwrap_or(1000.0) as usize,
+        max_line_bytes: opt_num(a, "maxLineBytes")?.unwrap_or(1000.0) as usize,
+    };
+    let mut read = Read::new(o, run);
+    let (mut actions, mut reason) = (Vec::new(), None);
+    let mut chunk: &[u8] = &[];
+    for line in arg(a, "script")?.as_array().ok_or("'script' is not a list")? {
+        let (t, input) = script::input(line.as_str().ok_or("a script line is not a string")?)?;
+        if let Input::Chunk { bytes, .. } = input {
+            chunk = bytes;
+        }
+        read.handle(input, t, None);
+        while let Some(action) = read.poll() {
+            if let Action::End(Ending::Failed(f)) = &action {
+                reason = Some(f.error.fallback().reason);
+            }
+            actions.push(script::describe(&action, chunk));
+        }
+    }
+    Ok((actions, reason))
 }
 
 async fn run_row(row: &Value) -> Outcome {

@@ -1,0 +1,60 @@
+// Per chunk, a resumable event stream's host work against the core's machine for a streamed read:
+// js/resume.js's cutter (`EventCutter.cut`, what the host does per chunk today, the stall guard's
+// notes not counted) against one `ReadMachine.chunk` call with the chunk's bytes, which answers its
+// first action, then the rest taken (`poll`; a chunk of whole events is delivered as it came, no
+// bytes copied out: src/core/read.rs does the cut, the progress scan, the stall watcher's notes and
+// the delivered ids). Chunks of 16, 128 and 1 024 bytes, each one whole
+// event with an id; rounds interleaved, each row its median round. Prints one JSON line.
+//   node bench/read-machine.mjs     deno run -A bench/read-machine.mjs
+import { loadPackage, runtimeName } from "./harness.mjs";
+
+const lib = await loadPackage();
+if (typeof lib.init === "function") await lib.init();
+// The internals the package's own tests and benches reach (js/main.js): the same loaded core.
+const { EventCutter, glue } = await import(new URL("../pkg/main.js", import.meta.url).href);
+const N = 200_000;
+const ROUNDS = 7;
+const encoder = new TextEncoder();
+const chunkOf = (size) => encoder.encode(`id: 1\ndata: ${"x".repeat(Math.max(1, size - 15))}\n\n`);
+
+function machine() {
+  const run = new glue.RetryRun(1e12, undefined, undefined, 10, 10, 0, undefined, 3, true, undefined, false, 7n);
+  const m = new glue.ReadMachine(run, 1e12, undefined, 1e9, 1e9, false, false, 1 << 24, 1 << 23);
+  m.start(0);
+  m.head(0, 200, true, undefined, true, undefined, undefined);
+  while (m.poll() !== 0);
+  return m;
+}
+
+const variants = [];
+for (const size of [16, 128, 1024]) {
+  const chunk = chunkOf(size);
+  variants.push([`JS cutter (js/resume.js), ${size} B`, () => {
+    const cutter = new EventCutter(1 << 24, 1 << 23);
+    cutter.reset(false, true);
+    let n = 0;
+    for (let i = 0; i < N; i++) if (cutter.cut(chunk) !== undefined) n++;
+    return n;
+  }]);
+  variants.push([`core machine per chunk (ReadMachine), ${size} B`, () => {
+    const m = machine();
+    let n = 0;
+    for (let i = 0; i < N; i++) {
+      for (let kind = m.chunk(1, chunk, undefined); kind !== 0; kind = m.poll()) if (kind === 6 || (kind === 3 && m.bytes() !== undefined)) n++;
+    }
+    m.free();
+    return n;
+  }]);
+}
+const samples = new Map(variants.map(([label]) => [label, []]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [label, fn] of variants) {
+    const t0 = performance.now();
+    const n = fn();
+    samples.get(label).push(((performance.now() - t0) * 1e6) / N);
+    if (n !== N) throw new Error(`${label}: ${n} of ${N} chunks were delivered`);
+  }
+}
+const rows = {};
+for (const [label, list] of samples) rows[label] = Number(list.sort((a, b) => a - b)[Math.floor(list.length / 2)].toFixed(1));
+console.log(JSON.stringify({ runtime: runtimeName(), rows }));

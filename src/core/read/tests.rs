@@ -1,0 +1,382 @@
+//! Scripted reads (the line format of [`super::script`]): what the machine
+//! answers to each sequence of inputs.
+use super::*;
+use crate::core::retry::{BackoffOptions, JitterOption, RetryOptions};
+
+const O: ReadOptions = ReadOptions {
+    deadline_at: 10_000.0,
+    first_byte_ms: None,
+    first_chunk_ms: Some(1_000.0),
+    stall_ms: Some(500.0),
+    from_headers: false,
+    hook: false,
+    max_event_bytes: 1_000,
+    max_line_bytes: 1_000,
+};
+
+/// A read with a backoff of exactly 10 ms and `attempts` attempts.
+fn read(o: ReadOptions, attempts: u32) -> Read {
+    let options = RetryOptions {
+        attempt_min_ms: None,
+        attempt_timeout_ms: None,
+        backoff: Some(BackoffOptions { base_ms: 10.0, max_ms: 10.0, jitter: JitterOption::Fraction(0.0) }),
+        max_attempts: Some(attempts),
+        idempotent: Some(true),
+        max_retry_after_ms: None,
+    };
+    Read::new(o, RetryRun::new(options.policy().unwrap(), o.deadline_at, 7, false).unwrap())
+}
+
+fn play(o: ReadOptions, attempts: u32, script: &[&str]) -> Vec<String> {
+    let mut r = read(o, attempts);
+    let mut out = Vec::new();
+    let mut chunk: &[u8] = &[];
+    for line in script {
+        let (t, input) = script::input(line).unwrap();
+        if let Input::Chunk { bytes, .. } = input {
+            chunk = bytes;
+        }
+        r.handle(input, t, None);
+        while let Some(a) = r.poll() {
+            out.push(script::describe(&a, chunk));
+        }
+    }
+    out
+}
+
+#[test]
+fn events_reach_the_reader_whole_and_the_body_ends_the_read() {
+    let got = play(
+        O,
+        3,
+        &["0 start", "5 head 200 sse", "10 chunk data: a\n\nda", "20 chunk ta: b\n", "30 chunk \n", "40 end"],
+    );
+    assert_eq!(
+        got,
+        [
+            "connect 1 plain",
+            "wake 1000",
+            "wake 505",
+            "deliver data: a\n\n",
+            "deliver data: b\n\n",
+            "wake none",
+            "end done"
+        ]
+    );
+}
+
+#[test]
+fn comments_and_retry_only_events_are_silence_before_the_first_chunk() {
+    // The first-chunk wait runs out under keep-alives: nothing was content, so the attempt is made again as it was.
+    let got = play(O, 2, &["0 start", "5 head 200 sse", "10 chunk : ping\n\nretry: 30\n\n", "505 wake", "1000 wake"]);
+    assert_eq!(
+        got,
+        [
+            "connect 1 plain",
+            "wake 1000",
+            "wake 505",
+            // The keep-alives are events, passed on: not content, not progress.
+            "deliver : ping\n\nretry: 30\n\n",
+            "wake 1000",
+            "abort",
+            "wake 1010",
+        ]
+    );
+    let got = play(O, 2, &["0 start", "5 head 200 sse", "505 wake", "1000 wake", "1010 wake"]);
+    assert_eq!(got[got.len() - 2..], ["connect 2 plain".to_string(), "wake 2010".to_string()]);
+}
+
+#[test]
+fn a_byte_order_mark_changes_nothing_but_is_passed_on_once() {
+    let plain = play(O, 1, &["0 start", "5 head 200 sse", "10 chunk : ping\n\n", "505 wake", "1000 wake"]);
+    let bom = play(O, 1, &["0 start", "5 head 200 sse", "10 chunk \u{feff}: ping\n\n", "505 wake", "1000 wake"]);
+    assert_eq!(plain.last().unwrap(), "end StreamStalled first-chunk bytes=8 504 STREAM_STALLED");
+    // A mark before a keep-alive is silence too; the reader got it (and strips it).
+    assert_eq!(bom.last().unwrap(), "end StreamStalled first-chunk bytes=11 504 STREAM_STALLED");
+    assert_eq!(bom[..3], plain[..3]);
+    assert_eq!(bom[3], "deliver \u{feff}: ping\n\n");
+}
+
+#[test]
+fn a_stall_after_content_resumes_by_id_and_a_replay_is_refused() {
+    let got = play(
+        O,
+        3,
+        &[
+            "0 start",
+            "5 head 200 sse",
+            "10 chunk id: 1\ndata: a\n\nid: 2\ndata: b",
+            "505 wake",
+            "510 wake",
+            // Resumed by id: the upstream starts again from the first event.
+            "520 head 200 sse",
+            "530 chunk \u{feff}id: 1\ndata: a\n\n",
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            "connect 1 plain",
+            "wake 1000",
+            "wake 505",
+            "deliver id: 1\ndata: a\n\n",
+            // The first resume waits only for the server (none asked): at once.
+            "wake 510",
+            "abort",
+            "connect 2 id:1",
+            "wake 1510",
+            "wake 1020",
+            // The upstream ignored the id: no hook, so the read ends with the failure that led here.
+            "abort",
+            "wake none",
+            "end StreamStalled stall bytes=15 504 STREAM_STALLED",
+        ]
+    );
+}
+
+#[test]
+fn a_resumed_stream_is_held_until_its_first_id_and_then_delivered() {
+    let got = play(
+        O,
+        3,
+        &[
+            "0 start",
+            "5 head 200 sse",
+            "10 chunk id: 1\ndata: a\n\n",
+            "20 fail ambiguous",
+            "30 head 200 sse",
+            "40 chunk \u{feff}: hi\n\n",
+            "50 chunk id: 2\ndata: b\n\n",
+            "60 end",
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            "connect 1 plain",
+            "wake 1000",
+            "wake 505",
+            "deliver id: 1\ndata: a\n\n",
+            "abort",
+            "connect 2 id:1",
+            "wake 1020",
+            "wake 530",
+            // The resumed body's mark is dropped; the comment waited for the first id.
+            "deliver : hi\n\nid: 2\ndata: b\n\n",
+            "wake none",
+            "end done",
+        ]
+    );
+    // The hook is asked when the upstream ignored the id.
+    let got = play(
+        ReadOptions { hook: true, ..O },
+        3,
+        &[
+            "0 start",
+            "5 head 200 sse",
+            "10 chunk id: 1\ndata: a\n\n",
+            "20 fail ambiguous",
+            "30 head 200 sse",
+            "40 chunk id: 1\ndata: a\n\n",
+            "50 wake",
+            "60 declined",
+        ],
+    );
+    assert_eq!(
+        got[9..],
+        [
+            "wake 50",
+            "connect 3 hook bytes=15 id=1",
+            "wake 1050",
+            "abort",
+            "wake none",
+            "end RetryFailed not-resumable bytes=15 502 RETRY_FAILED"
+        ]
+        .map(String::from)
+    );
+}
+
+#[test]
+fn a_resume_by_id_needs_an_event_stream() {
+    let got = play(
+        O,
+        3,
+        &["0 start", "5 head 200 sse", "10 chunk id: 1\ndata: a\n\n", "20 fail ambiguous", "30 head 200 other"],
+    );
+    // Refused: a failed attempt (the second resume backs off), never spliced.
+    assert_eq!(got[got.len() - 3..], ["wake 1020", "abort", "wake 40"].map(String::from));
+}
+
+#[test]
+fn a_range_resume_needs_a_206_from_where_the_reader_is() {
+    let hook = ReadOptions { hook: true, ..O };
+    let start = ["0 start", "5 head 200 other", "10 chunk 0123456", "20 fail ambiguous"];
+    let ok = play(hook, 3, &[&start[..], &["30 head 206 other bytes 7-26/27", "40 chunk 789", "50 end"]].concat());
+    assert_eq!(
+        ok[4..],
+        ["abort", "connect 2 hook bytes=7 id=-", "wake 1020", "wake 530", "deliver 789", "wake none", "end done"]
+            .map(String::from)
+    );
+    // A 200 that ignored Range would append the whole body again: a failed attempt.
+    let whole = play(hook, 2, &[&start[..], &["30 head 200 other", "40 chunk 0123456789"]].concat());
+    assert_eq!(
+        whole[7..],
+        ["abort", "wake none", "end RetryFailed exhausted bytes=7 502 RETRY_FAILED"].map(String::from)
+    );
+    let elsewhere = play(hook, 2, &[&start[..], &["30 head 206 other bytes 0-26/27"]].concat());
+    assert_eq!(elsewhere.last().unwrap(), "end RetryFailed exhausted bytes=7 502 RETRY_FAILED");
+}
+
+#[test]
+fn past_a_cap_the_read_ends_at_once_with_what_came_before() {
+    let o = ReadOptions { max_event_bytes: 12, ..O };
+    let got = play(o, 3, &["0 start", "5 head 200 sse", "10 chunk data: a\n\ndata: bbbbbbbb\n\n"]);
+    assert_eq!(
+        got[3..],
+        ["deliver data: a\n\n", "abort", "wake none", "end StreamTooLarge EVENT_TOO_LARGE bytes=9 502 UPSTREAM_FAILED"]
+            .map(String::from)
+    );
+}
+
+#[test]
+fn before_the_body_a_status_is_retried_or_handed_back() {
+    let got = play(O, 2, &["0 start", "5 head 503 sse", "15 wake", "20 head 404 other"]);
+    assert_eq!(
+        got,
+        [
+            "connect 1 plain",
+            "wake 1000",
+            "abort",
+            "wake 15",
+            "connect 2 plain",
+            "wake 1015",
+            "wake none",
+            "end hand-back"
+        ]
+    );
+}
+
+#[test]
+fn the_deadline_and_the_reader_end_the_read_where_it_is() {
+    let got = play(O, 3, &["0 start", "5 head 200 sse", "10 chunk data: a\n\n", "20 cancel", "30 chunk data: b\n\n"]);
+    assert_eq!(got[4..], ["abort", "wake none", "end cancelled"].map(String::from));
+    let o = ReadOptions { deadline_at: 300.0, ..O };
+    let got = play(o, 3, &["0 start", "5 head 200 sse", "10 chunk data: a\n\n", "300 wake"]);
+    assert_eq!(
+        got,
+        [
+            "connect 1 plain",
+            "wake 300",
+            "wake 300",
+            "deliver data: a\n\n",
+            "abort",
+            "wake none",
+            "end DeadlineExceeded - bytes=- 504 DEADLINE_EXCEEDED"
+        ]
+    );
+}
+
+#[test]
+fn a_reader_that_holds_the_stream_up_is_not_a_silent_source() {
+    let o = ReadOptions { deadline_at: 100_000.0, ..O };
+    let got = play(
+        o,
+        1,
+        &["0 start", "5 head 200 sse", "10 chunk data: a\n\n", "10 hold", "505 wake", "2000 unhold", "2500 wake"],
+    );
+    // Parked while held: only the deadline; the silence counts again from the read.
+    assert_eq!(
+        got[4..],
+        ["wake 100000", "wake 2500", "abort", "wake none", "end StreamStalled stall bytes=9 504 STREAM_STALLED"]
+            .map(String::from)
+    );
+}
+
+#[test]
+fn nothing_happens_after_the_end() {
+    let script = ["0 start", "5 head 200 sse", "10 chunk data: a\n\n", "20 end"];
+    let after = [
+        "30 chunk data: b\n\n",
+        "40 wake",
+        "50 fail ambiguous",
+        "60 cancel",
+        "70 abort deadline",
+        "80 head 200 sse",
+        "90 start",
+    ];
+    assert_eq!(play(O, 3, &[&script[..], &after[..]].concat()), play(O, 3, &script));
+}
+
+/// One input of a random script: its kind, its instant, and bytes (a chunk, or a head's `Content-Range`).
+fn any_input() -> impl Strategy<Value = (u8, f64, Vec<u8>, u16)> {
+    let instant = prop_oneof![8 => 0.0..20_000.0f64, 1 => Just(f64::NAN), 1 => Just(-1.0)];
+    let bytes = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..40),
+        proptest::collection::vec(
+            prop_oneof![
+                Just(b'\n'),
+                Just(b'\r'),
+                Just(b':'),
+                Just(b'i'),
+                Just(b'd'),
+                Just(b' '),
+                Just(0xef),
+                Just(0xbb),
+                Just(0xbf),
+                Just(b'x')
+            ],
+            0..60
+        ),
+    ];
+    (0u8..12, instant, bytes, prop_oneof![Just(200u16), Just(206), Just(404), Just(503), any::<u16>()])
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Invariant 6 and the core's rule: any sequence of inputs, at any instants, never panics; the read
+    /// ends at most once, with one `End` last among the actions, and delivers nothing after it.
+    #[test]
+    fn any_script_ends_at_most_once_and_never_panics(
+        script in proptest::collection::vec(any_input(), 0..40),
+        hook in any::<bool>(),
+        caps in (1usize..64, 1usize..64),
+    ) {
+        let o = ReadOptions { hook, max_event_bytes: caps.0, max_line_bytes: caps.1, ..O };
+        let mut r = read(o, 3);
+        r.handle(Input::Start, 0.0, None);
+        let mut ends = 0;
+        let mut after_end = 0;
+        for (kind, t, bytes, status) in &script {
+            let range = std::str::from_utf8(bytes).ok();
+            let input = match kind {
+                0 => Input::Head(Head { status: *status, event_stream: bytes.len() % 2 == 0, content_range: range, body: bytes.len() != 1, failure: None, server_wait_ms: None }),
+                1..=3 => Input::Chunk { bytes, progress: None },
+                4 => Input::End,
+                5 | 6 => Input::Wake,
+                7 => Input::Failed { failure: Failure::Ambiguous, server_wait_ms: Some(*t) },
+                8 => Input::HookDeclined,
+                9 => Input::Hold,
+                10 => Input::Unhold,
+                _ => if t.is_nan() { Input::Cancel } else { Input::Aborted { deadline: bytes.is_empty() } },
+            };
+            r.handle(input, *t, None);
+            while let Some(a) = r.poll() {
+                if ends > 0 {
+                    after_end += 1;
+                }
+                if let Action::End(_) = a {
+                    ends += 1;
+                }
+                if let Action::Wake { at_ms } = a {
+                    prop_assert!(!at_ms.is_nan());
+                }
+            }
+        }
+        prop_assert!(ends <= 1);
+        prop_assert_eq!(after_end, 0);
+        prop_assert_eq!(ends == 1, r.ended());
+    }
+}

@@ -1,0 +1,223 @@
+//! Bindings for [`crate::core::read`] (`ReadMachine`): convert, call the
+//! machine, convert. Each input is one method with the time; the actions
+//! come out one per [`ReadMachineJs::poll`] call, as a number (what kind),
+//! their fields read with getters (scalars, as the other per-chunk
+//! bindings: no object is built per action). The retry loop is a
+//! [`RetryRun`](super::retry::RetryRunJs), moved in; a shared retry budget
+//! is not taken yet.
+
+use wasm_bindgen::prelude::*;
+
+use super::retry::RetryRunJs;
+use crate::core::read::{Action, Ending, Head, How, Input, Read, ReadOptions};
+use crate::core::retry::Failure;
+
+/// One streamed read's machine.
+#[wasm_bindgen(js_name = ReadMachine)]
+pub struct ReadMachineJs {
+    read: Read,
+    /// The action [`poll`](ReadMachineJs::poll) took last.
+    last: Option<Action>,
+}
+
+fn failure(word: &str) -> Result<Failure, JsValue> {
+    Failure::parse(word).map_err(super::to_js)
+}
+
+#[wasm_bindgen(js_class = ReadMachine)]
+impl ReadMachineJs {
+    /// A read whose attempts `run` allows, with the checked options.
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        run: RetryRunJs,
+        deadline_at: f64,
+        first_byte_ms: Option<f64>,
+        first_chunk_ms: Option<f64>,
+        stall_ms: Option<f64>,
+        from_headers: bool,
+        hook: bool,
+        max_event_bytes: f64,
+        max_line_bytes: f64,
+    ) -> ReadMachineJs {
+        let o = ReadOptions {
+            deadline_at,
+            first_byte_ms,
+            first_chunk_ms,
+            stall_ms,
+            from_headers,
+            hook,
+            max_event_bytes: max_event_bytes as usize,
+            max_line_bytes: max_line_bytes as usize,
+        };
+        Self { read: Read::new(o, run.run), last: None }
+    }
+
+    /// [`Input::Start`].
+    pub fn start(&mut self, now_ms: f64) {
+        self.read.handle(Input::Start, now_ms, None);
+    }
+
+    /// [`Input::Head`]: `failure`, the caller's `classify` of a non-ok answer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn head(
+        &mut self,
+        now_ms: f64,
+        status: u16,
+        event_stream: bool,
+        content_range: Option<String>,
+        body: bool,
+        failure_word: Option<String>,
+        server_wait_ms: Option<f64>,
+    ) -> Result<(), JsValue> {
+        let failure = failure_word.as_deref().map(failure).transpose()?;
+        let head =
+            Head { status, event_stream, content_range: content_range.as_deref(), body, failure, server_wait_ms };
+        self.read.handle(Input::Head(head), now_ms, None);
+        Ok(())
+    }
+
+    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer. Takes
+    /// the first action, as [`poll`](Self::poll) (one call less per chunk).
+    pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) -> u8 {
+        self.read.handle(Input::Chunk { bytes, progress }, now_ms, None);
+        self.poll()
+    }
+
+    /// [`Input::End`].
+    pub fn end(&mut self, now_ms: f64) {
+        self.read.handle(Input::End, now_ms, None);
+    }
+
+    /// [`Input::Wake`].
+    pub fn wake(&mut self, now_ms: f64) {
+        self.read.handle(Input::Wake, now_ms, None);
+    }
+
+    /// [`Input::Failed`], classified as `failure` (a [`Failure`] word).
+    pub fn failed(&mut self, now_ms: f64, failure_word: &str, server_wait_ms: Option<f64>) -> Result<(), JsValue> {
+        let failure = failure(failure_word)?;
+        self.read.handle(Input::Failed { failure, server_wait_ms }, now_ms, None);
+        Ok(())
+    }
+
+    /// [`Input::HookDeclined`].
+    pub fn declined(&mut self, now_ms: f64) {
+        self.read.handle(Input::HookDeclined, now_ms, None);
+    }
+
+    /// [`Input::Hold`].
+    pub fn hold(&mut self, now_ms: f64) {
+        self.read.handle(Input::Hold, now_ms, None);
+    }
+
+    /// [`Input::Unhold`].
+    pub fn unhold(&mut self, now_ms: f64) {
+        self.read.handle(Input::Unhold, now_ms, None);
+    }
+
+    /// [`Input::Cancel`].
+    pub fn cancel(&mut self, now_ms: f64) {
+        self.read.handle(Input::Cancel, now_ms, None);
+    }
+
+    /// [`Input::Aborted`].
+    pub fn aborted(&mut self, now_ms: f64, deadline: bool) {
+        self.read.handle(Input::Aborted { deadline }, now_ms, None);
+    }
+
+    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver (its
+    /// [`bytes`](Self::bytes)), 4 wake, 5 end, 6 deliver the chunk just given
+    /// as it came; its fields are read with the getters below.
+    pub fn poll(&mut self) -> u8 {
+        self.last = self.read.poll();
+        match self.last {
+            None => 0,
+            Some(Action::Connect { .. }) => 1,
+            Some(Action::Abort) => 2,
+            Some(Action::Deliver(_)) => 3,
+            Some(Action::Wake { .. }) => 4,
+            Some(Action::End(_)) => 5,
+            Some(Action::DeliverChunk) => 6,
+        }
+    }
+
+    /// A connect's attempt number.
+    pub fn attempt(&self) -> u32 {
+        match self.last {
+            Some(Action::Connect { attempt, .. }) => attempt,
+            _ => 0,
+        }
+    }
+
+    /// A connect's way: 0 as it was, 1 with `Last-Event-ID`, 2 by the hook.
+    pub fn how(&self) -> u8 {
+        match self.last {
+            Some(Action::Connect { how: How::LastEventId(_), .. }) => 1,
+            Some(Action::Connect { how: How::Hook { .. }, .. }) => 2,
+            _ => 0,
+        }
+    }
+
+    /// A connect's last event id (by id, or the hook's), if any.
+    #[wasm_bindgen(js_name = lastEventId)]
+    pub fn last_event_id(&self) -> Option<String> {
+        match &self.last {
+            Some(Action::Connect { how: How::LastEventId(id), .. }) => Some(id.clone()),
+            Some(Action::Connect { how: How::Hook { last_event_id, .. }, .. }) => last_event_id.clone(),
+            _ => None,
+        }
+    }
+
+    /// A deliver's bytes (taken: a second call gives none).
+    pub fn bytes(&mut self) -> Option<Vec<u8>> {
+        match &mut self.last {
+            Some(Action::Deliver(bytes)) => Some(std::mem::take(bytes)),
+            _ => None,
+        }
+    }
+
+    /// A wake's instant (`Infinity`: disarm).
+    pub fn at(&self) -> f64 {
+        match self.last {
+            Some(Action::Wake { at_ms }) => at_ms,
+            _ => f64::INFINITY,
+        }
+    }
+
+    /// Bytes that reached the reader (a hook's `bytes`, an error's `deliveredBytes`).
+    #[wasm_bindgen(js_name = deliveredBytes)]
+    pub fn delivered_bytes(&self) -> f64 {
+        self.read.delivered_bytes()
+    }
+
+    /// An end's kind: 0 done, 1 hand-back, 2 cancelled, 3 failed.
+    pub fn ending(&self) -> u8 {
+        match &self.last {
+            Some(Action::End(Ending::Done)) => 0,
+            Some(Action::End(Ending::HandBack)) => 1,
+            Some(Action::End(Ending::Cancelled)) => 2,
+            _ => 3,
+        }
+    }
+
+    /// A failed end's error, as `[class, detail, message, deliveredBytes,
+    /// status, code, reason]` (`message` and `deliveredBytes` `undefined`
+    /// where there is none: see [`ReadError`](crate::core::read::ReadError)).
+    pub fn error(&self) -> js_sys::Array {
+        let Some(Action::End(Ending::Failed(f))) = &self.last else { return js_sys::Array::new() };
+        let fallback = f.error.fallback();
+        let opt = |v: Option<JsValue>| v.unwrap_or(JsValue::UNDEFINED);
+        [
+            f.error.class().into(),
+            f.error.detail().into(),
+            opt(f.error.message().map(JsValue::from)),
+            opt(f.delivered_bytes.map(JsValue::from)),
+            fallback.status.into(),
+            fallback.code.into(),
+            fallback.reason.into(),
+        ]
+        .iter()
+        .collect()
+    }
+}
