@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::error::{Described, Kind, Message};
 use crate::core::prom;
-use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
+use crate::core::sketch::{Bin, LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
 use crate::core::prom::{Histogram, PromError, Unit};
 use crate::core::tail::{tail_shape, TailShape};
@@ -492,13 +492,13 @@ fn count_of(x: f64) -> u64 {
 }
 
 /// Counts successes within `±w` (relative) of `center` and in the band of
-/// the same width just below, from sketch bins.
-fn pile_up(s: &LatencySketch, center: f64, configured: bool) -> Option<Warning> {
+/// the same width just below, from the sketch's `bins`.
+fn pile_up(s: &LatencySketch, bins: &[Bin], center: f64, configured: bool) -> Option<Warning> {
     let w = (3.0 * s.relative_error()).max(0.03);
     let (band_lo, band_hi) = (center / (1.0 + w), center * (1.0 + w));
     let below_lo = band_lo / ((1.0 + w) * (1.0 + w));
     let (mut band, mut below) = (0u64, 0u64);
-    for b in s.bins() {
+    for b in bins {
         if b.ms >= band_lo && b.ms <= band_hi {
             band += b.count;
         } else if b.ms >= below_lo && b.ms < band_lo {
@@ -547,8 +547,12 @@ fn finish(
     let mut tail = None;
     match &dist {
         Some(Dist::Sketch(s)) if n > 0 => {
+            // Read once: inverting every bucket's bounds is most of a derivation's work.
+            let bins = s.bins();
             let center = opts.configured_ms.or(s.max());
-            if let Some(w) = center.filter(|&c| c > 0.0).and_then(|c| pile_up(s, c, opts.configured_ms.is_some())) {
+            if let Some(w) =
+                center.filter(|&c| c > 0.0).and_then(|c| pile_up(s, &bins, c, opts.configured_ms.is_some()))
+            {
                 warnings.push(w);
             }
             // Every reported percentile, not only the target one: a p50 read
@@ -565,7 +569,7 @@ fn finish(
                     warnings.push(Warning::Collapsed { below_ms: below, quantiles });
                 }
             }
-            tail = tail_shape(&s.bins());
+            tail = tail_shape(&bins);
         }
         Some(Dist::Hist(h)) => {
             if h.unit == Unit::Unknown {

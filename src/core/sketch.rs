@@ -262,19 +262,32 @@ fn log_like(x: f64) -> f64 {
 /// The inverse of [`log_like`]: `2^⌊y⌋ · (1 + P⁻¹(y − ⌊y⌋))`. `P⁻¹` is
 /// found by Newton's method from `s = t`: `P(t) >= t` and `P` is concave, so
 /// the iterates approach the root from below after the first step and
-/// converge quadratically; 8 steps reach full precision from any `t`.
+/// converge quadratically; 8 steps reach full precision from any `t`. A
+/// step that changes nothing ends the loop: every later step would repeat
+/// it, so the result is bit for bit that of the 8 steps.
 fn log_like_inverse(y: f64) -> f64 {
     let e = y.floor();
     let t = y - e;
     let mut s = t;
     for _ in 0..8 {
         let slope = (3.0 * CUBIC_A * s + 2.0 * CUBIC_B) * s + CUBIC_C;
-        s -= (cubic(s) - t) / slope;
+        let next = s - (cubic(s) - t) / slope;
+        if next.to_bits() == s.to_bits() {
+            break;
+        }
+        s = next;
     }
     let s = s.clamp(0.0, 1.0);
     // |e| < 60 for every key a sketch holds, so the exponent stays normal.
     let e = (e as i32).clamp(-1022, 1023);
     f64::from_bits(((e + 1023) as u64) << 52) * (1.0 + s)
+}
+
+/// The value a bucket of bounds `lo` (exclusive) and `hi` reports: within
+/// `α` of both ends (see "Accuracy").
+#[inline(always)]
+fn reported(lo: f64, hi: f64) -> f64 {
+    2.0 * lo * hi / (lo + hi)
 }
 
 /// One non-empty bin of a sketch: a representative duration and how many
@@ -519,8 +532,7 @@ impl LatencySketch {
 
     /// The value reported for bucket `key`: within `α` of both ends.
     fn value_of(&self, key: i32) -> f64 {
-        let (lo, hi) = (self.lower_of(key), self.upper_of(key));
-        2.0 * lo * hi / (lo + hi)
+        reported(self.lower_of(key), self.upper_of(key))
     }
 
     fn insert(&mut self, ms: f64, n: u64) {
@@ -766,9 +778,20 @@ impl LatencySketch {
         if self.zero_count > 0 {
             out.push(Bin { ms: 0.0, count: self.zero_count });
         }
+        // A key's lower bound is the key below's upper one (the same
+        // inversion): carried over when that key was a bin too, so a run of
+        // bins inverts once per key instead of twice (as `value_of` would).
+        let mut carried: Option<(i32, f64)> = None;
         for (i, &c) in self.counts.iter().enumerate() {
             if c > 0 {
-                out.push(Bin { ms: self.clamp(self.value_of(self.offset + i as i32)), count: c });
+                let key = self.offset + i as i32;
+                let lo = match carried {
+                    Some((k, hi)) if k == key - 1 => hi,
+                    _ => self.lower_of(key),
+                };
+                let hi = self.upper_of(key);
+                carried = Some((key, hi));
+                out.push(Bin { ms: self.clamp(reported(lo, hi)), count: c });
             }
         }
         out

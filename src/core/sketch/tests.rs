@@ -387,3 +387,67 @@ proptest! {
         }
     }
 }
+
+/// [`log_like_inverse`] as it was first written: always eight Newton steps.
+fn log_like_inverse_eight_steps(y: f64) -> f64 {
+    let e = y.floor();
+    let t = y - e;
+    let mut s = t;
+    for _ in 0..8 {
+        let slope = (3.0 * CUBIC_A * s + 2.0 * CUBIC_B) * s + CUBIC_C;
+        s -= (cubic(s) - t) / slope;
+    }
+    let s = s.clamp(0.0, 1.0);
+    let e = (e as i32).clamp(-1022, 1023);
+    f64::from_bits(((e + 1023) as u64) << 52) * (1.0 + s)
+}
+
+/// Stopping Newton's method once a step changes nothing gives every bucket
+/// bound bit for bit as the eight steps do: every key of every multiplier
+/// a sketch may have, and arbitrary points.
+#[test]
+fn the_inverse_stops_early_with_the_same_bits() {
+    for alpha in [MIN_RELATIVE_ERROR, 0.005, DEFAULT_RELATIVE_ERROR, 0.02, 0.1, MAX_RELATIVE_ERROR] {
+        let s = LatencySketch::new(alpha).unwrap();
+        let (lo, hi) = (s.key(MIN_INDEXABLE_MS) - 2, s.key(MAX_MS) + 2);
+        for k in lo..=hi {
+            let y = f64::from(k) / s.multiplier;
+            assert_eq!(log_like_inverse(y).to_bits(), log_like_inverse_eight_steps(y).to_bits(), "α={alpha} k={k}");
+        }
+    }
+    let mut g = Gen::new(23);
+    for _ in 0..100_000 {
+        let y = g.unit() * 120.0 - 40.0;
+        assert_eq!(log_like_inverse(y).to_bits(), log_like_inverse_eight_steps(y).to_bits(), "y={y}");
+    }
+}
+
+/// Each bin of a sketch that is not exact is its key's value ([`LatencySketch::value_of`],
+/// clamped), bit for bit, whether its neighbours are empty or not.
+#[test]
+fn bins_are_their_keys_values() {
+    let mut g = Gen::new(29);
+    for alpha in [MIN_RELATIVE_ERROR, DEFAULT_RELATIVE_ERROR, 0.1] {
+        for spread in [0.05, 1.0, 4.0, 12.0] {
+            let mut s = LatencySketch::new(alpha).unwrap();
+            let xs: Vec<f64> = (0..3000).map(|_| (50.0 * (spread * g.normal()).exp()).min(MAX_MS)).collect();
+            s.add_all(&xs).unwrap();
+            s.add_all(&[0.0, 0.0]).unwrap();
+            assert!(!s.is_exact());
+            let mut want = vec![Bin { ms: 0.0, count: s.zero_count }];
+            for (i, &c) in s.counts.iter().enumerate() {
+                if c > 0 {
+                    let key = s.offset + i as i32;
+                    let lo = log_like_inverse_eight_steps(f64::from(key - 1) / s.multiplier);
+                    let hi = log_like_inverse_eight_steps(f64::from(key) / s.multiplier);
+                    want.push(Bin { ms: s.clamp(2.0 * lo * hi / (lo + hi)), count: c });
+                }
+            }
+            let got = s.bins();
+            assert_eq!(got.len(), want.len());
+            for (a, b) in got.iter().zip(&want) {
+                assert_eq!((a.ms.to_bits(), a.count), (b.ms.to_bits(), b.count), "α={alpha} spread={spread}");
+            }
+        }
+    }
+}
