@@ -20,7 +20,7 @@
 //! flush rewrites one window, never the whole history.
 //!
 //! # The table
-//! A bucket's row is derived ([`derive_sketch`]) from its *span*: the
+//! A bucket's row is derived ([`derive_sketch_with`]) from its *span*: the
 //! current window and the one before it, extended back one window at a time
 //! while the span holds fewer than `10 / (1 − q)` successes. A busy bucket
 //! therefore follows a shift within two windows (the span is then all new
@@ -73,9 +73,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError};
-use crate::core::derive::{derive_sketch, samples_needed, DeriveError, DeriveOptions, Excluded, Warning};
+use crate::core::derive::{derive_sketch_with, samples_needed, DeriveError, DeriveOptions, Excluded, Warning};
 use crate::core::error::{Described, Message};
-use crate::core::sketch::{LatencySketch, MAX_COUNT};
+use crate::core::sketch::{BoundCache, LatencySketch, MAX_COUNT};
 
 mod flush;
 use crate::core::book::{BookError, FlushBatch, FlushBucket, MAX_FLUSH_BYTES};
@@ -474,7 +474,13 @@ fn put_f64(out: &mut Vec<u8>, v: f64) {
 
 /// One bucket's row at window `current`, from `kept` (newest first): derived
 /// over its span (the module docs).
-fn derive_row(opts: &FleetOptions, kept: &[&Window], current: i64, name: &str) -> Result<TableRow, FleetError> {
+fn derive_row(
+    opts: &FleetOptions,
+    kept: &[&Window],
+    current: i64,
+    name: &str,
+    bounds: &mut BoundCache,
+) -> Result<TableRow, FleetError> {
     let needed = samples_needed(opts.q);
     let mut merged =
         LatencySketch::new(opts.relative_error).map_err(|e| FleetError::Options(DeriveError::Sketch(e)))?;
@@ -500,7 +506,7 @@ fn derive_row(opts: &FleetOptions, kept: &[&Window], current: i64, name: &str) -
         }
     }
     let excluded = Excluded { timeouts, errors };
-    let r = derive_sketch(&merged, excluded, &opts.derive(in_force)).map_err(FleetError::Options)?;
+    let r = derive_sketch_with(&merged, excluded, &opts.derive(in_force), bounds).map_err(FleetError::Options)?;
     let censored = r.warnings.iter().any(|w| matches!(w, Warning::Censored { .. }));
     let false_timeout_rate = r.timeout_ms.and_then(|t| merged.fraction_above(t).ok().flatten());
     Ok(TableRow {
@@ -739,11 +745,13 @@ impl Aggregator {
         }
         let mut old = std::mem::take(&mut self.rows.rows).into_iter().peekable();
         let mut rows = Vec::with_capacity(names.len());
+        // One cache of bucket bounds for every row derived now (one relative error).
+        let mut bounds = BoundCache::default();
         for name in names {
             while old.next_if(|(n, _)| n.as_str() < name).is_some() {}
             let row = match old.next_if(|(n, _)| n == name) {
                 Some((_, row)) => row,
-                None => derive_row(&self.opts, &kept, current, name)?,
+                None => derive_row(&self.opts, &kept, current, name, &mut bounds)?,
             };
             rows.push((name.to_string(), row));
         }

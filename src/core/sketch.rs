@@ -290,6 +290,63 @@ fn reported(lo: f64, hi: f64) -> f64 {
     2.0 * lo * hi / (lo + hi)
 }
 
+/// Bucket bounds of one multiplier (one relative error), each inverted once
+/// and kept: the sketches of one table share their keys, and reading their
+/// [`LatencySketch::bins_with`] through one cache inverts each key once for
+/// all of them instead of once per sketch. It holds at most
+/// [`BoundCache::MAX_KEYS`] consecutive keys; a sketch outside them starts it
+/// again on that sketch's own keys.
+#[derive(Debug, Clone, Default)]
+pub struct BoundCache {
+    /// The multiplier the bounds are for.
+    multiplier: f64,
+    /// The key of `values[0]`.
+    offset: i32,
+    /// `upper(offset + i)`, NaN until inverted.
+    pub(crate) values: Vec<f64>,
+}
+
+impl BoundCache {
+    /// The most keys kept: four sketches' worth of counters.
+    pub const MAX_KEYS: usize = 4 * MAX_BUCKETS;
+
+    /// Makes the cache hold `lo..=hi` of `multiplier` (at most [`MAX_BUCKETS`] + 1 keys).
+    fn cover(&mut self, multiplier: f64, lo: i32, hi: i32) {
+        let len = |lo: i32, hi: i32| (hi - lo + 1) as usize;
+        if self.multiplier.to_bits() != multiplier.to_bits() || self.values.is_empty() {
+            *self = BoundCache { multiplier, offset: lo, values: vec![f64::NAN; len(lo, hi)] };
+            return;
+        }
+        let (old_lo, old_hi) = (self.offset, self.offset + self.values.len() as i32 - 1);
+        if lo >= old_lo && hi <= old_hi {
+            return;
+        }
+        let (new_lo, new_hi) = (lo.min(old_lo), hi.max(old_hi));
+        if len(new_lo, new_hi) > Self::MAX_KEYS {
+            *self = BoundCache { multiplier, offset: lo, values: vec![f64::NAN; len(lo, hi)] };
+            return;
+        }
+        let mut values = vec![f64::NAN; len(new_lo, new_hi)];
+        let at = (old_lo - new_lo) as usize;
+        values[at..at + self.values.len()].copy_from_slice(&self.values);
+        *self = BoundCache { multiplier, offset: new_lo, values };
+    }
+
+    /// The upper bound of bucket `key`, a key [`BoundCache::cover`] covers.
+    #[inline(always)]
+    fn upper(&mut self, key: i32) -> f64 {
+        let multiplier = self.multiplier;
+        match self.values.get_mut((key - self.offset) as usize) {
+            Some(v) if v.is_nan() => {
+                *v = log_like_inverse(f64::from(key) / multiplier);
+                *v
+            }
+            Some(v) => *v,
+            None => log_like_inverse(f64::from(key) / multiplier),
+        }
+    }
+}
+
 /// One non-empty bin of a sketch: a representative duration and how many
 /// samples it stands for. Zero durations form a bin at 0.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -765,6 +822,12 @@ impl LatencySketch {
     /// The non-empty bins in increasing order: raw values while exact
     /// (equal values merged), bucket representatives otherwise.
     pub fn bins(&self) -> Vec<Bin> {
+        self.bins_with(&mut BoundCache::default())
+    }
+
+    /// [`LatencySketch::bins`], the bucket bounds read through `cache` (and
+    /// kept there for the next sketch of the same relative error).
+    pub fn bins_with(&self, cache: &mut BoundCache) -> Vec<Bin> {
         let mut out: Vec<Bin> = Vec::new();
         if let Some(exact) = &self.exact {
             for &ms in exact {
@@ -778,19 +841,16 @@ impl LatencySketch {
         if self.zero_count > 0 {
             out.push(Bin { ms: 0.0, count: self.zero_count });
         }
+        if self.counts.is_empty() {
+            return out;
+        }
         // A key's lower bound is the key below's upper one (the same
-        // inversion): carried over when that key was a bin too, so a run of
-        // bins inverts once per key instead of twice (as `value_of` would).
-        let mut carried: Option<(i32, f64)> = None;
+        // inversion as `lower_of`): each key is inverted once, in the cache.
+        cache.cover(self.multiplier, self.offset - 1, self.offset + self.counts.len() as i32 - 1);
         for (i, &c) in self.counts.iter().enumerate() {
             if c > 0 {
                 let key = self.offset + i as i32;
-                let lo = match carried {
-                    Some((k, hi)) if k == key - 1 => hi,
-                    _ => self.lower_of(key),
-                };
-                let hi = self.upper_of(key);
-                carried = Some((key, hi));
+                let (lo, hi) = (cache.upper(key - 1), cache.upper(key));
                 out.push(Bin { ms: self.clamp(reported(lo, hi)), count: c });
             }
         }

@@ -451,3 +451,35 @@ fn bins_are_their_keys_values() {
         }
     }
 }
+
+/// One [`BoundCache`] shared by sketches of every range and relative error
+/// (growing, starting again past its bound, switching multipliers) gives
+/// each sketch its own [`LatencySketch::bins`], bit for bit.
+#[test]
+fn bins_through_a_shared_bound_cache_are_the_bins() {
+    let mut g = Gen::new(31);
+    let mut cache = BoundCache::default();
+    let mut started_again = 0;
+    for round in 0..60 {
+        let alpha =
+            [DEFAULT_RELATIVE_ERROR, DEFAULT_RELATIVE_ERROR, MIN_RELATIVE_ERROR, MIN_RELATIVE_ERROR, 0.1][round % 5];
+        let range = |c: &BoundCache| (c.offset, c.offset + c.values.len() as i32);
+        let before = (cache.multiplier, range(&cache));
+        let (center, spread) = ((g.unit() * 40.0 - 15.0).exp(), [0.02, 0.5, 3.0, 10.0][round % 3 + (round / 30)]);
+        let mut s = LatencySketch::new(alpha).unwrap();
+        let n = [5, 300, 5000][round % 3];
+        let xs: Vec<f64> = (0..n).map(|_| (center * (spread * g.normal()).exp()).min(MAX_MS)).collect();
+        s.add_all(&xs).unwrap();
+        let (want, got) = (s.bins(), s.bins_with(&mut cache));
+        assert_eq!(got.len(), want.len(), "round {round}");
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!((a.ms.to_bits(), a.count), (b.ms.to_bits(), b.count), "round {round}");
+        }
+        assert!(cache.values.len() <= BoundCache::MAX_KEYS, "round {round}: {}", cache.values.len());
+        let after = range(&cache);
+        if before.0 == cache.multiplier && !(after.0 <= before.1 .0 && after.1 >= before.1 .1) {
+            started_again += 1;
+        }
+    }
+    assert!(started_again > 0, "no sketch fell outside the cache's bound");
+}
