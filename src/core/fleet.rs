@@ -552,6 +552,27 @@ fn derive_row(opts: &FleetOptions, span: &[(i64, &Cell)], bounds: &mut BoundCach
     })
 }
 
+/// The names of `a` and `b`, both sorted and without repeats, in order and once each.
+fn union<'a>(a: &[&'a str], b: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out = Vec::with_capacity(a.len());
+    let mut a = a.iter().copied().peekable();
+    let mut b = b.peekable();
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x < y => a.next(),
+            (Some(x), Some(y)) if x > y => b.next(),
+            (Some(_), Some(_)) => {
+                b.next();
+                a.next()
+            }
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => return out,
+        };
+        out.extend(next);
+    }
+}
+
 /// Forgets the rows of the names whose cells differ between `old` and `new`
 /// (both sorted by name): those only in one, and those that changed.
 fn forget_changed(rows: &mut Rows, old: &[Cell], new: &[Cell]) {
@@ -768,12 +789,11 @@ impl Aggregator {
         // Newest first, only the kept ones at `now`, none from the future
         // (a clock that went back leaves a window ahead: it counts as current).
         let kept: Vec<&Window> = self.windows.iter().rev().filter(|w| w.index >= oldest).collect();
-        // Sorted by insertion, not `sort`: the std sort is kilobytes of the .wasm.
+        // Each window's cells are sorted by name: their names are merged in,
+        // one window at a time (not `sort`: the std sort is kilobytes of the .wasm).
         let mut names: Vec<&str> = Vec::new();
-        for c in kept.iter().flat_map(|w| w.cells.iter()) {
-            if let Err(at) = names.binary_search(&c.name.as_str()) {
-                names.insert(at, c.name.as_str());
-            }
+        for w in &kept {
+            names = union(&names, w.cells.iter().map(|c| c.name.as_str()));
         }
         let mut old = std::mem::take(&mut self.rows.rows).into_iter().peekable();
         let mut rows = Vec::with_capacity(names.len());

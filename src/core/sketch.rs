@@ -734,10 +734,20 @@ impl LatencySketch {
             // Touch both ends first so the array is resized at most twice.
             self.slot(other_hi);
             self.slot(other.offset);
-            for (i, &c) in other.counts.iter().enumerate() {
-                if c > 0 {
-                    let j = self.slot(other.offset + i as i32);
-                    self.counts[j] = self.counts[j].saturating_add(c);
+            if other.offset >= self.offset {
+                // Every key of `other` has its counter now, in one run from
+                // `at`: added counter by counter, no slot to find.
+                let at = (other.offset - self.offset) as usize;
+                for (mine, &c) in self.counts[at..].iter_mut().zip(&other.counts) {
+                    *mine = mine.saturating_add(c);
+                }
+            } else {
+                // The lowest keys were collapsed into the lowest kept one.
+                for (i, &c) in other.counts.iter().enumerate() {
+                    if c > 0 {
+                        let j = self.slot(other.offset + i as i32);
+                        self.counts[j] = self.counts[j].saturating_add(c);
+                    }
                 }
             }
         }

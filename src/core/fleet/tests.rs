@@ -621,6 +621,20 @@ fn a_new_window_derives_again_only_the_rows_whose_span_moved() {
     assert_eq!(a.rows.derived, 6);
 }
 
+proptest::proptest! {
+    /// The names of a table are the union of its windows' names, each once, in order.
+    #[test]
+    fn the_union_of_sorted_names_is_every_name_once_in_order(
+        a in proptest::collection::btree_set("[a-d]{0,3}", 0..12),
+        b in proptest::collection::btree_set("[a-d]{0,3}", 0..12),
+    ) {
+        let left: Vec<&str> = a.iter().map(String::as_str).collect();
+        let got = union(&left, b.iter().map(String::as_str));
+        let want: Vec<&str> = a.union(&b).map(String::as_str).collect();
+        proptest::prop_assert_eq!(got, want);
+    }
+}
+
 mod incremental {
     use super::*;
     use proptest::prelude::*;

@@ -483,3 +483,26 @@ fn bins_through_a_shared_bound_cache_are_the_bins() {
     }
     assert!(started_again > 0, "no sketch fell outside the cache's bound");
 }
+
+/// A merge whose keys partly fall below what the receiver keeps (its
+/// lowest buckets collapsed) folds them into its lowest bucket, as adding
+/// the samples to it one by one does.
+#[test]
+fn merging_below_a_collapsed_range_folds_as_adding_does() {
+    let mut g = Gen::new(37);
+    for (lo, hi, below) in [(100.0, 2000.0, 1.0), (100.0, 2100.0, 60.0), (300.0, 6000.0, 0.5)] {
+        let a: Vec<f64> = (0..4000).map(|_| lo + g.unit() * (hi - lo)).collect();
+        let b: Vec<f64> = (0..500).map(|_| below * (1.0 + 4.0 * g.unit())).collect();
+        let mut one = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        one.add_all(&a).unwrap();
+        one.add_all(&b).unwrap();
+        let mut sa = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        sa.add_all(&a).unwrap();
+        let mut sb = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        sb.add_all(&b).unwrap();
+        sa.merge(&sb).unwrap();
+        assert!(sa.collapsed_below_ms().is_some(), "{lo}..{hi} and {below}: nothing collapsed");
+        assert!(sa.same_as(&one), "{lo}..{hi} and {below}");
+        assert_eq!(sa.bins(), one.bins());
+    }
+}
