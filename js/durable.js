@@ -445,7 +445,8 @@ export function aggregatorClass(Base) {
 
     /**
      * The table of what is stored. The core keeps its rows: after a write only those of the buckets it changed are
-     * derived again (every row at the first read in a new window). Served again until the next write, or for a second.
+     * derived again (at the first read in a new window, those whose span moved). Served again until the next write,
+     * or for a second.
      */
     table() {
       const t = Date.now();

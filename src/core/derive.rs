@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::error::{Described, Kind, Message};
 use crate::core::prom;
-use crate::core::sketch::{LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
+use crate::core::sketch::{Bin, BoundCache, LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
 use crate::core::prom::{Histogram, PromError, Unit};
 use crate::core::tail::{tail_shape, TailShape};
@@ -492,13 +492,13 @@ fn count_of(x: f64) -> u64 {
 }
 
 /// Counts successes within `±w` (relative) of `center` and in the band of
-/// the same width just below, from sketch bins.
-fn pile_up(s: &LatencySketch, center: f64, configured: bool) -> Option<Warning> {
+/// the same width just below, from the sketch's `bins`.
+fn pile_up(s: &LatencySketch, bins: &[Bin], center: f64, configured: bool) -> Option<Warning> {
     let w = (3.0 * s.relative_error()).max(0.03);
     let (band_lo, band_hi) = (center / (1.0 + w), center * (1.0 + w));
     let below_lo = band_lo / ((1.0 + w) * (1.0 + w));
     let (mut band, mut below) = (0u64, 0u64);
-    for b in s.bins() {
+    for b in bins {
         if b.ms >= band_lo && b.ms <= band_hi {
             band += b.count;
         } else if b.ms >= below_lo && b.ms < band_lo {
@@ -520,6 +520,7 @@ fn finish(
     dist: Option<Dist<'_>>,
     excluded: Excluded,
     opts: &DeriveOptions,
+    bounds: &mut BoundCache,
 ) -> BucketResult {
     let mut warnings = Vec::new();
     let n = dist.as_ref().map_or(0, Dist::n);
@@ -547,8 +548,13 @@ fn finish(
     let mut tail = None;
     match &dist {
         Some(Dist::Sketch(s)) if n > 0 => {
+            // Read once, through the bounds shared by the buckets derived
+            // together: inverting bucket bounds is most of a derivation's work.
+            let bins = s.bins_with(bounds);
             let center = opts.configured_ms.or(s.max());
-            if let Some(w) = center.filter(|&c| c > 0.0).and_then(|c| pile_up(s, c, opts.configured_ms.is_some())) {
+            if let Some(w) =
+                center.filter(|&c| c > 0.0).and_then(|c| pile_up(s, &bins, c, opts.configured_ms.is_some()))
+            {
                 warnings.push(w);
             }
             // Every reported percentile, not only the target one: a p50 read
@@ -565,7 +571,7 @@ fn finish(
                     warnings.push(Warning::Collapsed { below_ms: below, quantiles });
                 }
             }
-            tail = tail_shape(&s.bins());
+            tail = tail_shape(&bins);
         }
         Some(Dist::Hist(h)) => {
             if h.unit == Unit::Unknown {
@@ -630,8 +636,19 @@ pub fn derive_sketch(
     excluded: Excluded,
     opts: &DeriveOptions,
 ) -> Result<BucketResult, DeriveError> {
+    derive_sketch_with(sketch, excluded, opts, &mut BoundCache::default())
+}
+
+/// [`derive_sketch`], the sketch's bucket bounds read through `bounds` (one
+/// cache for many buckets of one relative error: each bound inverted once).
+pub fn derive_sketch_with(
+    sketch: &LatencySketch,
+    excluded: Excluded,
+    opts: &DeriveOptions,
+    bounds: &mut BoundCache,
+) -> Result<BucketResult, DeriveError> {
     opts.validate()?;
-    Ok(finish(Vec::new(), Some(Dist::Sketch(sketch)), excluded, opts))
+    Ok(finish(Vec::new(), Some(Dist::Sketch(sketch)), excluded, opts, bounds))
 }
 
 /// Derives one bucket from raw successful durations (all validated; a bad
@@ -640,7 +657,7 @@ pub fn derive_samples(samples: &[f64], opts: &DeriveOptions) -> Result<BucketRes
     opts.validate()?;
     let mut s = LatencySketch::new(opts.relative_error).map_err(DeriveError::Sketch)?;
     s.add_all(samples).map_err(DeriveError::Sketch)?;
-    Ok(finish(Vec::new(), Some(Dist::Sketch(&s)), Excluded::default(), opts))
+    Ok(finish(Vec::new(), Some(Dist::Sketch(&s)), Excluded::default(), opts, &mut BoundCache::default()))
 }
 
 struct Group {
@@ -717,12 +734,13 @@ impl Deriver {
 
     /// One result per bucket, ordered by label values.
     pub fn results(&self) -> Vec<BucketResult> {
+        let mut bounds = BoundCache::default();
         self.groups
             .iter()
             .map(|g| {
                 let labels = self.by.iter().cloned().zip(g.values.iter().cloned()).collect();
                 let dist = (!g.sketch.is_empty()).then_some(Dist::Sketch(&g.sketch));
-                finish(labels, dist, g.excluded, &self.opts)
+                finish(labels, dist, g.excluded, &self.opts, &mut bounds)
             })
             .collect()
     }
@@ -776,7 +794,7 @@ pub fn derive_histograms(
         .map(|(key, h, timeouts, errors)| {
             let labels = by.iter().map(|b| b.to_string()).zip(key).collect();
             let excluded = Excluded { timeouts: count_of(timeouts), errors: count_of(errors) };
-            finish(labels, h.as_ref().map(Dist::Hist), excluded, opts)
+            finish(labels, h.as_ref().map(Dist::Hist), excluded, opts, &mut BoundCache::default())
         })
         .collect())
 }

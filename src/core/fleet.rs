@@ -20,7 +20,7 @@
 //! flush rewrites one window, never the whole history.
 //!
 //! # The table
-//! A bucket's row is derived ([`derive_sketch`]) from its *span*: the
+//! A bucket's row is derived ([`derive_sketch_with`]) from its *span*: the
 //! current window and the one before it, extended back one window at a time
 //! while the span holds fewer than `10 / (1 − q)` successes. A busy bucket
 //! therefore follows a shift within two windows (the span is then all new
@@ -29,15 +29,22 @@
 //! floor come from the same span.
 //!
 //! # The table kept up to date
-//! A row depends only on its bucket's cells in the kept windows and on the
-//! current window. [`Aggregator::table`] keeps the rows it derived; a merge
-//! forgets the rows of the buckets it merged, a window loaded those of the
-//! buckets whose cells differ from the ones it replaces, a window dropped
-//! those of its buckets, and a read in another window all of them. A read
-//! derives again only the rows missing, so the first read after a flush
-//! costs the flush's buckets, not the whole table. The rows kept are at most
-//! one per bucket name of the kept windows, each far smaller than its cells.
-//!
+//! A row depends only on the cells of its span, and a span holds every cell
+//! of its bucket from its oldest window on: [`Aggregator::table`] keeps each
+//! row it derived with that window's index. A merge forgets the rows of the
+//! buckets it merged, a window loaded those of the buckets whose cells
+//! differ from the ones it replaces, a window dropped those of its buckets.
+//! A read derives again the rows missing and, when the current window is
+//! not the last read's, walks each kept row's span again (counts only, no
+//! merge) and derives again the rows whose oldest window moved: a busy
+//! bucket's at each new window (its span is the current window and the one
+//! before), a quiet one's only when it reaches back further or less far. So
+//! the first read after a flush costs the flush's buckets, and the first in
+//! a new window the busy buckets, not the whole table. The rows derived in
+//! one read share one [`BoundCache`]: each bucket bound is inverted once per
+//! read, not once per row. The rows kept are at most one per bucket name of
+//! the kept windows, each far smaller than its cells.
+
 //! # The censoring floor (`floorMs`)
 //! When more calls timed out than lie beyond the percentile (the
 //! `censored` warning: `timeouts > (1 − q) · (n + timeouts)` over the span),
@@ -67,15 +74,16 @@
 //! 5. `floor_ms` is `Some` exactly when the span is censored and some
 //!    timeouts came with an in-force value; it is the largest such value.
 //! 6. The table kept up to date is the table derived from scratch from the
-//!    same windows, after any sequence of merges, reads, windows loaded or
-//!    dropped, and clocks that went back.
+//!    same windows, after any sequence of merges, reads (in the same window
+//!    or a later one), windows loaded or dropped, refused flushes and
+//!    windows, and clocks that went back.
 
 use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError};
-use crate::core::derive::{derive_sketch, samples_needed, DeriveError, DeriveOptions, Excluded, Warning};
+use crate::core::derive::{derive_sketch_with, samples_needed, DeriveError, DeriveOptions, Excluded, Warning};
 use crate::core::error::{Described, Message};
-use crate::core::sketch::{LatencySketch, MAX_COUNT};
+use crate::core::sketch::{BoundCache, LatencySketch, MAX_COUNT};
 
 mod flush;
 use crate::core::book::{BookError, FlushBatch, FlushBucket, MAX_FLUSH_BYTES};
@@ -353,18 +361,31 @@ pub struct Aggregator {
     rows: Rows,
 }
 
-/// The rows derived at one current window (a span depends on it), sorted by
-/// name. A merge, a window loaded or dropped, forgets the rows of the buckets
-/// it changed; [`Aggregator::table`] derives again only the rows missing.
+/// The rows derived, sorted by name, each with the oldest window of its span.
+/// A merge, a window loaded or dropped, forgets the rows of the buckets it
+/// changed; [`Aggregator::table`] derives again the rows missing and, in
+/// another current window than the last read's, those whose span moved.
 #[derive(Debug, Clone, Default)]
 struct Rows {
+    /// The current window of the last read.
     current: Option<i64>,
-    rows: Vec<(String, TableRow)>,
+    rows: Vec<KeptRow>,
+    /// How many rows were derived (what the tests count).
+    derived: u64,
+}
+
+/// A row as derived, and the oldest window whose cell its span merged: the
+/// span holds every cell of the bucket from that window on.
+#[derive(Debug, Clone)]
+struct KeptRow {
+    name: String,
+    row: TableRow,
+    from: i64,
 }
 
 impl Rows {
     fn forget(&mut self, name: &str) {
-        if let Ok(i) = self.rows.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+        if let Ok(i) = self.rows.binary_search_by(|k| k.name.as_str().cmp(name)) {
             self.rows.remove(i);
         }
     }
@@ -472,26 +493,41 @@ fn put_f64(out: &mut Vec<u8>, v: f64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-/// One bucket's row at window `current`, from `kept` (newest first): derived
-/// over its span (the module docs).
-fn derive_row(opts: &FleetOptions, kept: &[&Window], current: i64, name: &str) -> Result<TableRow, FleetError> {
-    let needed = samples_needed(opts.q);
-    let mut merged =
-        LatencySketch::new(opts.relative_error).map_err(|e| FleetError::Options(DeriveError::Sketch(e)))?;
-    let (mut timeouts, mut errors) = (0u64, 0u64);
-    let (mut in_force, mut censor): (Option<f64>, Option<f64>) = (None, None);
+/// The cells of bucket `name`'s span at window `current`, newest first, from
+/// `kept` (newest first): the current window and the one before, then back
+/// while there are fewer than `needed` successes (the module docs), and
+/// never past 2^53 − 1 of them (a cell that would pass it ends the span).
+/// Each comes with its window's index; the last is the span's oldest.
+fn span<'a>(kept: &[&'a Window], current: i64, name: &str, needed: f64) -> Vec<(i64, &'a Cell)> {
+    let mut cells = Vec::new();
+    let mut count = 0u64;
     for w in kept {
-        // The span: the current window and the one before, then back
-        // while there are too few successes.
-        if w.index < current - 1 && merged.count() as f64 >= needed {
+        if w.index < current - 1 && count as f64 >= needed {
             break;
         }
         let Ok(j) = w.cells.binary_search_by(|c| c.name.as_str().cmp(name)) else { continue };
         let c = &w.cells[j];
-        // Counts per window are ≤ 2^53 − 1 and windows ≤ 1 024: no u64 overflow.
-        if merged.merge(&c.successes).is_err() {
+        // Both are at most 2^53 − 1: the sum cannot wrap.
+        if count + c.successes.count() > MAX_COUNT {
             break;
         }
+        count += c.successes.count();
+        cells.push((w.index, c));
+    }
+    cells
+}
+
+/// One bucket's row, derived from the cells of its span (as [`span`] gives them).
+fn derive_row(opts: &FleetOptions, span: &[(i64, &Cell)], bounds: &mut BoundCache) -> Result<TableRow, FleetError> {
+    let sketch_error = |e| FleetError::Options(DeriveError::Sketch(e));
+    let mut merged = LatencySketch::new(opts.relative_error).map_err(sketch_error)?;
+    let (mut timeouts, mut errors) = (0u64, 0u64);
+    let (mut in_force, mut censor): (Option<f64>, Option<f64>) = (None, None);
+    for (_, c) in span {
+        // Every cell has the aggregator's relative error and the span's
+        // count stays within 2^53 − 1: this merge is not refused.
+        merged.merge(&c.successes).map_err(sketch_error)?;
+        // Counts per window are ≤ 2^53 − 1 and windows ≤ 1 024: no u64 overflow.
         timeouts = timeouts.saturating_add(c.timeouts);
         errors = errors.saturating_add(c.errors);
         in_force = in_force.or(c.in_force_ms);
@@ -500,7 +536,7 @@ fn derive_row(opts: &FleetOptions, kept: &[&Window], current: i64, name: &str) -
         }
     }
     let excluded = Excluded { timeouts, errors };
-    let r = derive_sketch(&merged, excluded, &opts.derive(in_force)).map_err(FleetError::Options)?;
+    let r = derive_sketch_with(&merged, excluded, &opts.derive(in_force), bounds).map_err(FleetError::Options)?;
     let censored = r.warnings.iter().any(|w| matches!(w, Warning::Censored { .. }));
     let false_timeout_rate = r.timeout_ms.and_then(|t| merged.fraction_above(t).ok().flatten());
     Ok(TableRow {
@@ -514,6 +550,27 @@ fn derive_row(opts: &FleetOptions, kept: &[&Window], current: i64, name: &str) -
         false_timeout_rate,
         warnings: r.warnings,
     })
+}
+
+/// The names of `a` and `b`, both sorted and without repeats, in order and once each.
+fn union<'a>(a: &[&'a str], b: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out = Vec::with_capacity(a.len());
+    let mut a = a.iter().copied().peekable();
+    let mut b = b.peekable();
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x < y => a.next(),
+            (Some(x), Some(y)) if x > y => b.next(),
+            (Some(_), Some(_)) => {
+                b.next();
+                a.next()
+            }
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => return out,
+        };
+        out.extend(next);
+    }
 }
 
 /// Forgets the rows of the names whose cells differ between `old` and `new`
@@ -717,38 +774,54 @@ impl Aggregator {
     }
 
     /// The table at `now_ms` (windows older than the kept ones are left out).
-    /// Rows no change reached since the last call in the same window are
-    /// served as derived then; the table is always the one [`Aggregator::from_bytes`]
-    /// of this state would derive from scratch.
+    /// Rows no change reached since they were derived are served as derived
+    /// then, unless the current window moved their span; the table is always
+    /// the one [`Aggregator::from_bytes`] of this state would derive from scratch.
     pub fn table(&mut self, now_ms: f64) -> Result<Table, FleetError> {
         let now = check_now(now_ms)?;
         let current = self.window_index(now);
         let oldest = current - i64::from(self.opts.windows) + 1;
-        if self.rows.current != Some(current) {
-            self.rows = Rows { current: Some(current), rows: Vec::new() };
-        }
+        let needed = samples_needed(self.opts.q);
+        // In the same current window as the last read, a row no change
+        // reached has the same span; in another, its span is walked again.
+        let moved = self.rows.current != Some(current);
+        self.rows.current = Some(current);
         // Newest first, only the kept ones at `now`, none from the future
         // (a clock that went back leaves a window ahead: it counts as current).
         let kept: Vec<&Window> = self.windows.iter().rev().filter(|w| w.index >= oldest).collect();
-        // Sorted by insertion, not `sort`: the std sort is kilobytes of the .wasm.
+        // Each window's cells are sorted by name: their names are merged in,
+        // one window at a time (not `sort`: the std sort is kilobytes of the .wasm).
         let mut names: Vec<&str> = Vec::new();
-        for c in kept.iter().flat_map(|w| w.cells.iter()) {
-            if let Err(at) = names.binary_search(&c.name.as_str()) {
-                names.insert(at, c.name.as_str());
-            }
+        for w in &kept {
+            names = union(&names, w.cells.iter().map(|c| c.name.as_str()));
         }
         let mut old = std::mem::take(&mut self.rows.rows).into_iter().peekable();
         let mut rows = Vec::with_capacity(names.len());
+        // One cache of bucket bounds for every row derived now (one relative error).
+        let mut bounds = BoundCache::default();
         for name in names {
-            while old.next_if(|(n, _)| n.as_str() < name).is_some() {}
-            let row = match old.next_if(|(n, _)| n == name) {
-                Some((_, row)) => row,
-                None => derive_row(&self.opts, &kept, current, name)?,
+            while old.next_if(|k| k.name.as_str() < name).is_some() {}
+            let was = old.next_if(|k| k.name == name);
+            let kept_row = match was {
+                Some(k) if !moved => k,
+                was => {
+                    let cells = span(&kept, current, name, needed);
+                    let from = cells.last().map_or(current, |(i, _)| *i);
+                    match was {
+                        // The same oldest window: the same cells, none changed since.
+                        Some(k) if k.from == from => k,
+                        _ => {
+                            self.rows.derived += 1;
+                            KeptRow { name: name.to_string(), row: derive_row(&self.opts, &cells, &mut bounds)?, from }
+                        }
+                    }
+                }
             };
-            rows.push((name.to_string(), row));
+            rows.push(kept_row);
         }
         drop(old);
-        self.rows.rows = rows.clone();
+        self.rows.rows = rows;
+        let rows = self.rows.rows.iter().map(|k| (k.name.clone(), k.row.clone())).collect();
         Ok(Table {
             v: 1,
             derived_at: iso_8601(now),

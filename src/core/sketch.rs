@@ -262,19 +262,89 @@ fn log_like(x: f64) -> f64 {
 /// The inverse of [`log_like`]: `2^⌊y⌋ · (1 + P⁻¹(y − ⌊y⌋))`. `P⁻¹` is
 /// found by Newton's method from `s = t`: `P(t) >= t` and `P` is concave, so
 /// the iterates approach the root from below after the first step and
-/// converge quadratically; 8 steps reach full precision from any `t`.
+/// converge quadratically; 8 steps reach full precision from any `t`. A
+/// step that changes nothing ends the loop: every later step would repeat
+/// it, so the result is bit for bit that of the 8 steps.
 fn log_like_inverse(y: f64) -> f64 {
     let e = y.floor();
     let t = y - e;
     let mut s = t;
     for _ in 0..8 {
         let slope = (3.0 * CUBIC_A * s + 2.0 * CUBIC_B) * s + CUBIC_C;
-        s -= (cubic(s) - t) / slope;
+        let next = s - (cubic(s) - t) / slope;
+        if next.to_bits() == s.to_bits() {
+            break;
+        }
+        s = next;
     }
     let s = s.clamp(0.0, 1.0);
     // |e| < 60 for every key a sketch holds, so the exponent stays normal.
     let e = (e as i32).clamp(-1022, 1023);
     f64::from_bits(((e + 1023) as u64) << 52) * (1.0 + s)
+}
+
+/// The value a bucket of bounds `lo` (exclusive) and `hi` reports: within
+/// `α` of both ends (see "Accuracy").
+#[inline(always)]
+fn reported(lo: f64, hi: f64) -> f64 {
+    2.0 * lo * hi / (lo + hi)
+}
+
+/// Bucket bounds of one multiplier (one relative error), each inverted once
+/// and kept: the sketches of one table share their keys, and reading their
+/// [`LatencySketch::bins_with`] through one cache inverts each key once for
+/// all of them instead of once per sketch. It holds at most
+/// [`BoundCache::MAX_KEYS`] consecutive keys; a sketch outside them starts it
+/// again on that sketch's own keys.
+#[derive(Debug, Clone, Default)]
+pub struct BoundCache {
+    /// The multiplier the bounds are for.
+    multiplier: f64,
+    /// The key of `values[0]`.
+    offset: i32,
+    /// `upper(offset + i)`, NaN until inverted.
+    pub(crate) values: Vec<f64>,
+}
+
+impl BoundCache {
+    /// The most keys kept: four sketches' worth of counters.
+    pub const MAX_KEYS: usize = 4 * MAX_BUCKETS;
+
+    /// Makes the cache hold `lo..=hi` of `multiplier` (at most [`MAX_BUCKETS`] + 1 keys).
+    fn cover(&mut self, multiplier: f64, lo: i32, hi: i32) {
+        let len = |lo: i32, hi: i32| (hi - lo + 1) as usize;
+        if self.multiplier.to_bits() != multiplier.to_bits() || self.values.is_empty() {
+            *self = BoundCache { multiplier, offset: lo, values: vec![f64::NAN; len(lo, hi)] };
+            return;
+        }
+        let (old_lo, old_hi) = (self.offset, self.offset + self.values.len() as i32 - 1);
+        if lo >= old_lo && hi <= old_hi {
+            return;
+        }
+        let (new_lo, new_hi) = (lo.min(old_lo), hi.max(old_hi));
+        if len(new_lo, new_hi) > Self::MAX_KEYS {
+            *self = BoundCache { multiplier, offset: lo, values: vec![f64::NAN; len(lo, hi)] };
+            return;
+        }
+        let mut values = vec![f64::NAN; len(new_lo, new_hi)];
+        let at = (old_lo - new_lo) as usize;
+        values[at..at + self.values.len()].copy_from_slice(&self.values);
+        *self = BoundCache { multiplier, offset: new_lo, values };
+    }
+
+    /// The upper bound of bucket `key`, a key [`BoundCache::cover`] covers.
+    #[inline(always)]
+    fn upper(&mut self, key: i32) -> f64 {
+        let multiplier = self.multiplier;
+        match self.values.get_mut((key - self.offset) as usize) {
+            Some(v) if v.is_nan() => {
+                *v = log_like_inverse(f64::from(key) / multiplier);
+                *v
+            }
+            Some(v) => *v,
+            None => log_like_inverse(f64::from(key) / multiplier),
+        }
+    }
 }
 
 /// One non-empty bin of a sketch: a representative duration and how many
@@ -519,8 +589,7 @@ impl LatencySketch {
 
     /// The value reported for bucket `key`: within `α` of both ends.
     fn value_of(&self, key: i32) -> f64 {
-        let (lo, hi) = (self.lower_of(key), self.upper_of(key));
-        2.0 * lo * hi / (lo + hi)
+        reported(self.lower_of(key), self.upper_of(key))
     }
 
     fn insert(&mut self, ms: f64, n: u64) {
@@ -665,10 +734,20 @@ impl LatencySketch {
             // Touch both ends first so the array is resized at most twice.
             self.slot(other_hi);
             self.slot(other.offset);
-            for (i, &c) in other.counts.iter().enumerate() {
-                if c > 0 {
-                    let j = self.slot(other.offset + i as i32);
-                    self.counts[j] = self.counts[j].saturating_add(c);
+            if other.offset >= self.offset {
+                // Every key of `other` has its counter now, in one run from
+                // `at`: added counter by counter, no slot to find.
+                let at = (other.offset - self.offset) as usize;
+                for (mine, &c) in self.counts[at..].iter_mut().zip(&other.counts) {
+                    *mine = mine.saturating_add(c);
+                }
+            } else {
+                // The lowest keys were collapsed into the lowest kept one.
+                for (i, &c) in other.counts.iter().enumerate() {
+                    if c > 0 {
+                        let j = self.slot(other.offset + i as i32);
+                        self.counts[j] = self.counts[j].saturating_add(c);
+                    }
                 }
             }
         }
@@ -753,6 +832,12 @@ impl LatencySketch {
     /// The non-empty bins in increasing order: raw values while exact
     /// (equal values merged), bucket representatives otherwise.
     pub fn bins(&self) -> Vec<Bin> {
+        self.bins_with(&mut BoundCache::default())
+    }
+
+    /// [`LatencySketch::bins`], the bucket bounds read through `cache` (and
+    /// kept there for the next sketch of the same relative error).
+    pub fn bins_with(&self, cache: &mut BoundCache) -> Vec<Bin> {
         let mut out: Vec<Bin> = Vec::new();
         if let Some(exact) = &self.exact {
             for &ms in exact {
@@ -766,9 +851,17 @@ impl LatencySketch {
         if self.zero_count > 0 {
             out.push(Bin { ms: 0.0, count: self.zero_count });
         }
+        if self.counts.is_empty() {
+            return out;
+        }
+        // A key's lower bound is the key below's upper one (the same
+        // inversion as `lower_of`): each key is inverted once, in the cache.
+        cache.cover(self.multiplier, self.offset - 1, self.offset + self.counts.len() as i32 - 1);
         for (i, &c) in self.counts.iter().enumerate() {
             if c > 0 {
-                out.push(Bin { ms: self.clamp(self.value_of(self.offset + i as i32)), count: c });
+                let key = self.offset + i as i32;
+                let (lo, hi) = (cache.upper(key - 1), cache.upper(key));
+                out.push(Bin { ms: self.clamp(reported(lo, hi)), count: c });
             }
         }
         out

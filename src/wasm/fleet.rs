@@ -66,23 +66,19 @@ impl FleetJs {
         Ok(out.into())
     }
 
-    /// The table at `nowMs`. Its `buckets` are own properties defined one by
-    /// one: serde's `obj[name] = row` would set the object's prototype for a
-    /// bucket named `__proto__`, and the bucket would vanish from the JSON.
+    /// The table at `nowMs`. Its `buckets` are own properties made by
+    /// `Object.fromEntries` from `[name, row]` pairs: serde's `obj[name] = row`
+    /// would set the object's prototype for a bucket named `__proto__`, and
+    /// the bucket would vanish from the JSON.
     pub fn table(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         let mut table = self.inner.table(now_ms).map_err(to_js)?;
         let rows = std::mem::take(&mut table.buckets);
         let out = into_js(&table)?;
-        let buckets = js_sys::Object::new();
-        for (name, row) in &rows {
-            let field = js_sys::Object::new();
-            js_sys::Reflect::set(&field, &"value".into(), &into_js(row)?)?;
-            for flag in ["enumerable", "writable", "configurable"] {
-                js_sys::Reflect::set(&field, &flag.into(), &JsValue::TRUE)?;
-            }
-            js_sys::Object::define_property(&buckets, &name.into(), &field);
+        let pairs = js_sys::Array::new_with_length(rows.len() as u32);
+        for (i, (name, row)) in rows.iter().enumerate() {
+            pairs.set(i as u32, js_sys::Array::of2(&name.into(), &into_js(row)?).into());
         }
-        js_sys::Reflect::set(&out, &"buckets".into(), &buckets)?;
+        js_sys::Reflect::set(&out, &"buckets".into(), &js_sys::Object::from_entries(&pairs)?.into())?;
         Ok(out)
     }
 

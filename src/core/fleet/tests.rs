@@ -546,7 +546,7 @@ mod fuzz {
 
 /// The names whose rows the aggregator keeps derived.
 fn kept_rows(a: &Aggregator) -> Vec<&str> {
-    a.rows.rows.iter().map(|(n, _)| n.as_str()).collect()
+    a.rows.rows.iter().map(|k| k.name.as_str()).collect()
 }
 
 /// The table derived from scratch: a new aggregator holding the same state.
@@ -588,6 +588,53 @@ fn a_flush_derives_again_only_the_rows_it_touched() {
     assert_eq!(a.table(later).unwrap(), from_scratch(&a, later));
 }
 
+/// A read in a new window derives again the rows whose span moved and
+/// keeps the others: a span that reaches back the same windows holds the
+/// same cells (no change reached them: a change forgets its rows).
+#[test]
+fn a_new_window_derives_again_only_the_rows_whose_span_moved() {
+    let mut a = agg();
+    let many: Vec<f64> = (1..=1200).map(|i| f64::from(i) / 10.0).collect();
+    let few: Vec<f64> = (1..=30).map(f64::from).collect();
+    for w in 0..3 {
+        let at = T0 + f64::from(w) * HOUR;
+        a.merge(&flush(vec![bucket("busy", &many, 0, None), bucket("quiet", &few, 1, Some(80.0))]), at).unwrap();
+    }
+    let now = T0 + 2.0 * HOUR + 10.0;
+    assert_eq!(a.table(now).unwrap(), from_scratch(&a, now));
+    assert_eq!(a.rows.derived, 2);
+    // The next window holds nothing yet: the busy bucket's span moves (the
+    // window before the current one is now the last one), the quiet one
+    // still reaches back to the first window.
+    let next = now + HOUR;
+    assert_eq!(a.table(next).unwrap(), from_scratch(&a, next));
+    assert_eq!(a.rows.derived, 3, "only the busy row is derived again");
+    // Read again in the same window: nothing is derived.
+    assert_eq!(a.table(next + 1.0).unwrap(), from_scratch(&a, next + 1.0));
+    assert_eq!(a.rows.derived, 3);
+    // A clock that went back: the busy span moves back, the quiet one stays.
+    assert_eq!(a.table(now).unwrap(), from_scratch(&a, now));
+    assert_eq!(a.rows.derived, 4);
+    // Once the first window is dropped, the quiet span moves too.
+    let later = T0 + 24.0 * HOUR;
+    assert_eq!(a.table(later).unwrap(), from_scratch(&a, later));
+    assert_eq!(a.rows.derived, 6);
+}
+
+proptest::proptest! {
+    /// The names of a table are the union of its windows' names, each once, in order.
+    #[test]
+    fn the_union_of_sorted_names_is_every_name_once_in_order(
+        a in proptest::collection::btree_set("[a-d]{0,3}", 0..12),
+        b in proptest::collection::btree_set("[a-d]{0,3}", 0..12),
+    ) {
+        let left: Vec<&str> = a.iter().map(String::as_str).collect();
+        let got = union(&left, b.iter().map(String::as_str));
+        let want: Vec<&str> = a.union(&b).map(String::as_str).collect();
+        proptest::prop_assert_eq!(got, want);
+    }
+}
+
 mod incremental {
     use super::*;
     use proptest::prelude::*;
@@ -604,6 +651,9 @@ mod incremental {
         Load(Vec<(u8, Vec<u16>, u8, Option<u16>)>, i8),
         /// A clock that went back.
         Back(u32),
+        /// A flush refused whole (`0`: bytes cut short, `1`: another relative
+        /// error, `2`: a bucket past `MAX_FLUSH_CALLS`, alone), or a damaged window loaded (`3`).
+        Refused(Vec<(u8, Vec<u16>, u8, Option<u16>)>, u8),
     }
 
     const WINDOW: f64 = 1000.0;
@@ -627,6 +677,7 @@ mod incremental {
             1 => step().prop_map(Op::Expire),
             1 => (buckets(), -2i8..2).prop_map(|(b, d)| Op::Load(b, d)),
             1 => (0u32..3000).prop_map(Op::Back),
+            1 => (buckets(), 0u8..4).prop_map(|(b, k)| Op::Refused(b, k)),
         ]
     }
 
@@ -669,6 +720,47 @@ mod incremental {
                     }
                 }
                 Op::Back(s) => now -= f64::from(s),
+                Op::Refused(bs, kind) => {
+                    let before = a.to_bytes();
+                    let refused = match kind {
+                        0 => {
+                            let f = to_flush(&bs);
+                            a.merge(&f[..f.len() - 1], now).is_err()
+                        }
+                        1 => {
+                            let list = bs.iter().map(|(n, xs, t, f)| {
+                                let mut s = LatencySketch::new(0.02).unwrap();
+                                s.add_all(&xs.iter().map(|&x| f64::from(x)).collect::<Vec<_>>()).unwrap();
+                                FlushBucket {
+                                    name: NAMES[*n as usize].into(),
+                                    in_force_ms: f.map(f64::from),
+                                    timeouts: u64::from(*t),
+                                    errors: 0,
+                                    successes: s,
+                                }
+                            });
+                            let mut seen = std::collections::HashSet::new();
+                            let list = list.filter(|b| seen.insert(b.name.clone())).collect();
+                            a.merge(&FlushBatch { relative_error: 0.02, buckets: list }.to_bytes(), now).is_err()
+                        }
+                        2 => {
+                            let (n, xs, _, f) = &bs[0];
+                            let xs: Vec<f64> = xs.iter().map(|&x| f64::from(x)).collect();
+                            let b = bucket(NAMES[*n as usize], &xs, MAX_FLUSH_CALLS + 1, f.map(f64::from));
+                            let m = a.merge(&flush(vec![b]), now).unwrap();
+                            m.merged == 0 && m.refused.len() == 1
+                        }
+                        _ => {
+                            let mut other = a.clone();
+                            let _ = other.merge(&to_flush(&bs), now);
+                            let mut w = other.window_bytes(other.window_index(now)).unwrap_or_default();
+                            w.push(0);
+                            a.load_window(&w).is_err()
+                        }
+                    };
+                    prop_assert!(refused);
+                    prop_assert_eq!(a.to_bytes(), before);
+                }
             }
             let kept = a.table(now).unwrap();
             let mut fresh = a.clone();

@@ -387,3 +387,122 @@ proptest! {
         }
     }
 }
+
+/// [`log_like_inverse`] as it was first written: always eight Newton steps.
+fn log_like_inverse_eight_steps(y: f64) -> f64 {
+    let e = y.floor();
+    let t = y - e;
+    let mut s = t;
+    for _ in 0..8 {
+        let slope = (3.0 * CUBIC_A * s + 2.0 * CUBIC_B) * s + CUBIC_C;
+        s -= (cubic(s) - t) / slope;
+    }
+    let s = s.clamp(0.0, 1.0);
+    let e = (e as i32).clamp(-1022, 1023);
+    f64::from_bits(((e + 1023) as u64) << 52) * (1.0 + s)
+}
+
+/// Stopping Newton's method once a step changes nothing gives every bucket
+/// bound bit for bit as the eight steps do: every key of every multiplier
+/// a sketch may have, and arbitrary points.
+#[test]
+fn the_inverse_stops_early_with_the_same_bits() {
+    for alpha in [MIN_RELATIVE_ERROR, 0.005, DEFAULT_RELATIVE_ERROR, 0.02, 0.1, MAX_RELATIVE_ERROR] {
+        let s = LatencySketch::new(alpha).unwrap();
+        let (lo, hi) = (s.key(MIN_INDEXABLE_MS) - 2, s.key(MAX_MS) + 2);
+        for k in lo..=hi {
+            let y = f64::from(k) / s.multiplier;
+            assert_eq!(log_like_inverse(y).to_bits(), log_like_inverse_eight_steps(y).to_bits(), "α={alpha} k={k}");
+        }
+    }
+    let mut g = Gen::new(23);
+    for _ in 0..100_000 {
+        let y = g.unit() * 120.0 - 40.0;
+        assert_eq!(log_like_inverse(y).to_bits(), log_like_inverse_eight_steps(y).to_bits(), "y={y}");
+    }
+}
+
+/// Each bin of a sketch that is not exact is its key's value ([`LatencySketch::value_of`],
+/// clamped), bit for bit, whether its neighbours are empty or not.
+#[test]
+fn bins_are_their_keys_values() {
+    let mut g = Gen::new(29);
+    for alpha in [MIN_RELATIVE_ERROR, DEFAULT_RELATIVE_ERROR, 0.1] {
+        for spread in [0.05, 1.0, 4.0, 12.0] {
+            let mut s = LatencySketch::new(alpha).unwrap();
+            let xs: Vec<f64> = (0..3000).map(|_| (50.0 * (spread * g.normal()).exp()).min(MAX_MS)).collect();
+            s.add_all(&xs).unwrap();
+            s.add_all(&[0.0, 0.0]).unwrap();
+            assert!(!s.is_exact());
+            let mut want = vec![Bin { ms: 0.0, count: s.zero_count }];
+            for (i, &c) in s.counts.iter().enumerate() {
+                if c > 0 {
+                    let key = s.offset + i as i32;
+                    let lo = log_like_inverse_eight_steps(f64::from(key - 1) / s.multiplier);
+                    let hi = log_like_inverse_eight_steps(f64::from(key) / s.multiplier);
+                    want.push(Bin { ms: s.clamp(2.0 * lo * hi / (lo + hi)), count: c });
+                }
+            }
+            let got = s.bins();
+            assert_eq!(got.len(), want.len());
+            for (a, b) in got.iter().zip(&want) {
+                assert_eq!((a.ms.to_bits(), a.count), (b.ms.to_bits(), b.count), "α={alpha} spread={spread}");
+            }
+        }
+    }
+}
+
+/// One [`BoundCache`] shared by sketches of every range and relative error
+/// (growing, starting again past its bound, switching multipliers) gives
+/// each sketch its own [`LatencySketch::bins`], bit for bit.
+#[test]
+fn bins_through_a_shared_bound_cache_are_the_bins() {
+    let mut g = Gen::new(31);
+    let mut cache = BoundCache::default();
+    let mut started_again = 0;
+    for round in 0..60 {
+        let alpha =
+            [DEFAULT_RELATIVE_ERROR, DEFAULT_RELATIVE_ERROR, MIN_RELATIVE_ERROR, MIN_RELATIVE_ERROR, 0.1][round % 5];
+        let range = |c: &BoundCache| (c.offset, c.offset + c.values.len() as i32);
+        let before = (cache.multiplier, range(&cache));
+        let (center, spread) = ((g.unit() * 40.0 - 15.0).exp(), [0.02, 0.5, 3.0, 10.0][round % 3 + (round / 30)]);
+        let mut s = LatencySketch::new(alpha).unwrap();
+        let n = [5, 300, 5000][round % 3];
+        let xs: Vec<f64> = (0..n).map(|_| (center * (spread * g.normal()).exp()).min(MAX_MS)).collect();
+        s.add_all(&xs).unwrap();
+        let (want, got) = (s.bins(), s.bins_with(&mut cache));
+        assert_eq!(got.len(), want.len(), "round {round}");
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!((a.ms.to_bits(), a.count), (b.ms.to_bits(), b.count), "round {round}");
+        }
+        assert!(cache.values.len() <= BoundCache::MAX_KEYS, "round {round}: {}", cache.values.len());
+        let after = range(&cache);
+        if before.0 == cache.multiplier && !(after.0 <= before.1 .0 && after.1 >= before.1 .1) {
+            started_again += 1;
+        }
+    }
+    assert!(started_again > 0, "no sketch fell outside the cache's bound");
+}
+
+/// A merge whose keys partly fall below what the receiver keeps (its
+/// lowest buckets collapsed) folds them into its lowest bucket, as adding
+/// the samples to it one by one does.
+#[test]
+fn merging_below_a_collapsed_range_folds_as_adding_does() {
+    let mut g = Gen::new(37);
+    for (lo, hi, below) in [(100.0, 2000.0, 1.0), (100.0, 2100.0, 60.0), (300.0, 6000.0, 0.5)] {
+        let a: Vec<f64> = (0..4000).map(|_| lo + g.unit() * (hi - lo)).collect();
+        let b: Vec<f64> = (0..500).map(|_| below * (1.0 + 4.0 * g.unit())).collect();
+        let mut one = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        one.add_all(&a).unwrap();
+        one.add_all(&b).unwrap();
+        let mut sa = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        sa.add_all(&a).unwrap();
+        let mut sb = LatencySketch::new(MIN_RELATIVE_ERROR).unwrap();
+        sb.add_all(&b).unwrap();
+        sa.merge(&sb).unwrap();
+        assert!(sa.collapsed_below_ms().is_some(), "{lo}..{hi} and {below}: nothing collapsed");
+        assert!(sa.same_as(&one), "{lo}..{hi} and {below}");
+        assert_eq!(sa.bins(), one.bins());
+    }
+}
