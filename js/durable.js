@@ -280,6 +280,10 @@ export function aggregatorClass(Base) {
     #windowMs;
     /** index → bytes of the window as stored. */
     #sizes = new Map();
+    /** index → the chunks of a stored window that did not read back: set aside (q:) by the write that replaces it. */
+    #damaged = new Map();
+    /** index → how many chunks are set aside under q:index:i, deleted once the window would have expired. */
+    #quarantined = new Map();
     /** index → bytes of the flushes merged into #pending and not yet stored (an upper bound of the growth). */
     #pendingBytes = new Map();
 
@@ -314,9 +318,14 @@ export function aggregatorClass(Base) {
           this.#core.loadWindow(bytes);
           this.#sizes.set(index, bytes.byteLength);
         } catch {
-          // left out
+          // Left out; a write to its window sets these chunks aside rather than erasing them.
+          this.#damaged.set(index, parts);
         }
         this.#stored.set(index, n);
+      }
+      for (const [k, v] of await this.#storage.list({ prefix: "q:" })) {
+        const m = /^q:(-?\d+)$/.exec(k);
+        if (m) this.#quarantined.set(Number(m[1]), v);
       }
       this.#core.expire(Date.now());
       this.#core.takeChanges();
@@ -364,6 +373,8 @@ export function aggregatorClass(Base) {
       let windows = new Set(this.#rewrite);
       const stored = new Map(this.#stored);
       const written = new Map();
+      const movedAside = new Map();
+      const expiredAside = [];
       try {
         this.#core.expire(Date.now());
         const { dropped } = this.#core.takeChanges();
@@ -371,6 +382,14 @@ export function aggregatorClass(Base) {
         windows = new Set([...dirty, ...this.#rewrite, ...dropped]);
         const put = {};
         const del = [];
+        // Windows set aside once are deleted when they would have expired.
+        const oldest = Math.floor(Date.now() / this.#windowMs) - this.#core.options().windows;
+        for (const [index, n] of this.#quarantined) {
+          if (index >= oldest) continue;
+          del.push(`q:${index}`);
+          for (let i = 0; i < n; i++) del.push(`q:${index}:${i}`);
+          expiredAside.push(index);
+        }
         for (const index of windows) {
           // A window that is not kept (dropped, or never stored) has its keys deleted.
           const bytes = dropped.includes(index) ? undefined : (this.#pending.windowBytes(index) ?? this.#core.windowBytes(index));
@@ -382,6 +401,13 @@ export function aggregatorClass(Base) {
             continue;
           }
           written.set(index, bytes);
+          const aside = this.#damaged.get(index);
+          if (aside) {
+            put[`q:${index}`] = aside.length;
+            aside.forEach((p, i) => (put[`q:${index}:${i}`] = p));
+            for (let i = aside.length; i < (this.#quarantined.get(index) ?? 0); i++) del.push(`q:${index}:${i}`);
+            movedAside.set(index, aside.length);
+          }
           const parts = chunks(bytes, DO_CHUNK);
           put[`w:${index}`] = parts.length;
           parts.forEach((p, i) => (put[`w:${index}:${i}`] = p));
@@ -417,6 +443,11 @@ export function aggregatorClass(Base) {
       }
       this.#stored = stored;
       this.#rewrite.clear();
+      for (const index of expiredAside) this.#quarantined.delete(index);
+      for (const [index, n] of movedAside) {
+        this.#quarantined.set(index, n);
+        this.#damaged.delete(index);
+      }
       for (const [index, bytes] of written) {
         try {
           this.#core.loadWindow(bytes);
@@ -502,6 +533,8 @@ export function kvAggregator(kv, options = {}) {
   // new one, never a mix. The old generation's chunks are deleted after; expireIn removes any left.
   const windowKey = (index) => [...prefix, "w", index];
   const chunkKey = (index, g, i) => [...prefix, "c", index, g, i];
+  /** Where the head of a stored window that did not read back is kept, once a flush replaced it. */
+  const quarantineKey = (index, stamp) => [...prefix, "q", index, stamp];
   /** Flushes waiting for the next write: bytes and how to answer. */
   let waiting = [];
   /** The windows the last table() read, and their heads' versionstamps: `{ agg, stamps }`. */
@@ -527,7 +560,10 @@ export function kvAggregator(kv, options = {}) {
     return join(parts);
   };
 
-  /** The window at `index`: its head (for the check), its bytes as read, and a core holding it. */
+  /**
+   * The window at `index`: its head (for the check), its bytes as read, and a core holding it;
+   * `damaged`: the stored window did not read back (the core holds nothing of it).
+   */
   const readWindow = async (index) => {
     for (let attempt = 0; ; attempt++) {
       const head = await kv.get(windowKey(index));
@@ -539,8 +575,8 @@ export function kvAggregator(kv, options = {}) {
         if (bytes) agg.loadWindow(bytes);
         return { agg, head, bytes };
       } catch {
-        // A damaged window is replaced by what is merged now.
-        return { agg: core(windowOptions), head, bytes: undefined };
+        // Merged from nothing now; the damaged bytes are kept aside by the write (never erased).
+        return { agg: core(windowOptions), head, bytes: undefined, damaged: true };
       }
     }
   };
@@ -615,7 +651,7 @@ export function kvAggregator(kv, options = {}) {
     const t = now();
     const index = Math.floor(t / windowMs);
     for (let attempt = 0; ; attempt++) {
-      const { agg, head, bytes: had } = await readWindow(index);
+      const { agg, head, bytes: had, damaged } = await readWindow(index);
       const results = mergeBatch(agg, index, had?.byteLength ?? 0, batch, t);
       const bytes = agg.windowBytes(index);
       let r = { ok: true };
@@ -627,8 +663,12 @@ export function kvAggregator(kv, options = {}) {
           parts.slice(i, i + KV_CHUNKS_PER_OP).forEach((p, j) => op.set(chunkKey(index, g, i + j), p, { expireIn }));
           for (let tries = 0; !(await commitOp(op, tries)).ok; tries++) if (tries >= KV_RETRIES) throw new Error("locked");
         }
-        r = await commitOp(kv.atomic().check(head).set(windowKey(index), { g, n: parts.length, size: bytes.byteLength }, { expireIn }), attempt);
-        await dropChunks(index, r.ok ? head.value : { g, n: parts.length });
+        const switchHead = kv.atomic().check(head).set(windowKey(index), { g, n: parts.length, size: bytes.byteLength }, { expireIn });
+        // A window that did not read back is set aside, chunks and all, in the same operation: its
+        // head is kept under quarantineKey until the window would have expired.
+        if (damaged) switchHead.set(quarantineKey(index, head.versionstamp), head.value, { expireIn });
+        r = await commitOp(switchHead, attempt);
+        await dropChunks(index, r.ok ? (damaged ? undefined : head.value) : { g, n: parts.length });
       }
       if (r.ok || attempt >= KV_RETRIES) {
         batch.forEach(({ done }, i) => done(r.ok || !Array.isArray(results[i]) ? results[i] : storeFailed()));

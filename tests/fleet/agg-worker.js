@@ -75,6 +75,20 @@ export class FlakyAggregator extends TimeoutAggregator {
   armSync() {
     this.#armed.armed = true;
   }
+
+  /** Damages the current window as storage might: its first chunk is no longer a window's bytes (read at the next start). */
+  async damageWindow() {
+    const key = `w:${Math.floor(Date.now() / 3_600_000)}:0`;
+    const bytes = new Uint8Array([0x45, 0x44, 0x54, 0x42, 9, 9, 9]);
+    await this.ctx.storage.put(key, bytes);
+    return { key, bytes: [...bytes].join() };
+  }
+
+  /** The stored keys under `prefix`, each with its value (a chunk's bytes joined by commas). */
+  async keys(prefix) {
+    const all = await this.ctx.storage.list({ prefix });
+    return [...all].map(([k, v]) => [k, ArrayBuffer.isView(v) ? [...new Uint8Array(v.buffer, v.byteOffset, v.byteLength)].join() : v]);
+  }
 }
 
 /** TimeoutAggregator with a small window budget, for the budget check. */

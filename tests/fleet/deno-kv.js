@@ -158,6 +158,33 @@ await t.check("a window at its byte budget refuses further flushes with 429 WIND
   assert(e instanceof RangeError && e.param === "options.maxWindowBytes", `maxWindowBytes 1024: ${e}`);
 });
 
+await t.check("a stored window that does not read back is never erased: a flush to its hour starts afresh, the damaged chunks are kept aside with their head, and the table serves the new flush", async () => {
+  const prefix = ["damaged"];
+  const a = kvAggregator(kv, { prefix });
+  const flush = (name) => {
+    const sketch = new LatencySketch();
+    for (let i = 1; i <= 40; i++) sketch.add(i * 5);
+    return flushVia(a)(encodeFlush(0.01, [{ name, sketch }]));
+  };
+  assert((await flush("before")) === 204, "the first flush");
+  const heads = [];
+  for await (const e of kv.list({ prefix: [...prefix, "w"] })) heads.push(e);
+  assert(heads.length === 1, `${heads.length} windows`);
+  const index = heads[0].key[2];
+  const { g, n } = heads[0].value;
+  // The storage damages the window: its first chunk is no longer a window's bytes.
+  await kv.set([...prefix, "c", index, g, 0], new Uint8Array([0x45, 0x44, 0x54, 0x42, 9, 9, 9]));
+  const chunksOf = async (gen, count) => (await kv.getMany(Array.from({ length: count }, (_, i) => [...prefix, "c", index, gen, i]))).map((e) => e.value && [...e.value].join());
+  const damaged = await chunksOf(g, n);
+  assert((await flush("after")) === 204, "a flush to the damaged window's hour is taken");
+  const kept = [];
+  for await (const e of kv.list({ prefix: [...prefix, "q", index] })) kept.push(e.value);
+  assert(kept.length === 1 && kept[0].g === g && kept[0].n === n, `the damaged window's head is kept aside: ${JSON.stringify(kept)}`);
+  assert(JSON.stringify(await chunksOf(g, n)) === JSON.stringify(damaged), "the damaged chunks are still there, unchanged");
+  const table = await tableOf(a);
+  assert(table.buckets.after?.n === 40 && !table.buckets.before, `the table: ${JSON.stringify(Object.keys(table.buckets))}`);
+});
+
 await t.check("a latency shift (the median doubles) shows in the table and in a book's served timeout within two windows, each refresh moving it by at most maxStepFactor", async () => {
   let now = 1_800_000_000_000;
   const windowMs = 60_000;

@@ -67,6 +67,13 @@ export default {
     if (url.pathname === "/full/table") return aggregatorBinding(stubOf(env.TIMEOUTS, "full")).fetch(new Request("http://agg/table"));
     if (url.pathname === "/small/flush") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     if (url.pathname === "/small/table") return aggregatorBinding(stubOf(env.SMALL, "small")).fetch(new Request("http://agg/table"));
+    // The damaged-window check: an object of its own ("damaged") of the instrumented class, whose
+    // storage the test damages (RPC) before a restart, then lists.
+    const damaged = stubOf(env.FLAKY, "damaged");
+    if (url.pathname === "/damaged/flush") return aggregatorBinding(damaged).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
+    if (url.pathname === "/damaged/table") return aggregatorBinding(damaged).fetch(new Request("http://agg/table"));
+    if (url.pathname === "/damaged/damage") return Response.json(await damaged().damageWindow());
+    if (url.pathname === "/damaged/keys") return Response.json(await damaged().keys(url.searchParams.get("prefix")));
     if (url.pathname === "/flaky/table") return flaky.fetch(new Request("http://agg/table"));
     if (url.pathname === "/flaky/flush") return flaky.fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     if (url.pathname === "/table") return agg.fetch(new Request("http://agg/table"));

@@ -443,6 +443,13 @@ async function workerdSuite() {
       assert(/bucket=chat/.test(text) && /bucket=search/.test(text) && text.includes("p99 x 2"), text);
     });
     await recipe.finish();
+    const damagedFlush = (name) => {
+      const sketch = new LatencySketch();
+      for (let i = 1; i <= 40; i++) sketch.add(i * 5);
+      return fetch(`${base}/damaged/flush`, { method: "POST", body: encodeFlush(0.01, [{ name, sketch }]) });
+    };
+    const damagedBefore = (await damagedFlush("before")).status;
+    const damage = await (await fetch(`${base}/damaged/damage`)).json();
     await t.check("a restart of workerd loses nothing that was flushed", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
       await stop(child);
@@ -460,6 +467,17 @@ async function workerdSuite() {
       assert(out.buckets.length === Object.keys(fuzzAfter.buckets).length, `the CLI derived ${out.buckets.length} buckets of ${Object.keys(fuzzAfter.buckets).length}`);
       const flaky = (await (await fetch(`${base}/flaky/table`)).json()).buckets.flaky;
       assert(flaky?.timeouts === 1_000, `after the restart the flaky object holds ${flaky?.timeouts} timeouts, 1 000 were recorded`);
+    });
+    await t.check("a stored window that does not read back is never erased: after a restart a flush to its hour starts afresh, the damaged chunks are kept aside (q:), and the table serves the new flush", async () => {
+      assert(damagedBefore === 204, `the first flush: ${damagedBefore}`);
+      const index = damage.key.split(":")[1];
+      const stored = Object.fromEntries(await (await fetch(`${base}/damaged/keys?prefix=w:${index}`)).json());
+      assert((await damagedFlush("after")).status === 204, "a flush to the damaged window's hour is taken");
+      const aside = Object.fromEntries(await (await fetch(`${base}/damaged/keys?prefix=q:${index}`)).json());
+      assert(aside[`q:${index}`] === stored[`w:${index}`] && aside[`q:${index}:0`] === damage.bytes, `set aside: ${JSON.stringify(aside).slice(0, 300)}`);
+      for (let i = 1; i < stored[`w:${index}`]; i++) assert(aside[`q:${index}:${i}`] === stored[`w:${index}:${i}`], `chunk ${i} set aside unchanged`);
+      const table = await (await fetch(`${base}/damaged/table`)).json();
+      assert(table.buckets.after?.n === 40 && !table.buckets.before, `the table: ${JSON.stringify(Object.keys(table.buckets))}`);
     });
   } finally {
     await stop(child);
