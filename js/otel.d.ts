@@ -35,7 +35,7 @@ export interface TraceWithOptions {
  */
 export function traceWith(api: OpenTelemetryApi | null, options?: TraceWithOptions): void;
 
-/** The `otel` option of `plan`, `retry`, `hedge`, `withStallTimeout` and `fetchWithDeadline`. */
+/** The `otel` option of `plan`, `retry`, `hedge`, `withStallTimeout`, `fetchWithDeadline` and `relay`. */
 export interface OtelOption {
   /**
    * Trace this call with this `@opentelemetry/api` module, or not at all with `null`.

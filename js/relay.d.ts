@@ -1,8 +1,9 @@
 // Types of js/relay.js.
+import type { OtelOption } from "./otel.js";
 import type { ResumeOptions, UpstreamInfo } from "./resume.js";
 
 /** Options of {@link relay}. With `retry` or `resume`, `deadline` is required and `controller` is not taken. */
-export interface RelayOptions extends ResumeOptions {
+export interface RelayOptions extends ResumeOptions, OtelOption {
   /** The request's deadline: bounds the wait and the body; disposed when the relay is over. */
   deadline?: import("./index.js").Deadline;
   /** Also aborts the upstream request (e.g. the incoming request's signal: the client left). */
@@ -38,6 +39,12 @@ export interface RelayOptions extends ResumeOptions {
   record?: import("./plan.js").BookLike;
   /** The book's bucket (required with `record`). */
   bucket?: string;
+  /**
+   * Trace this relay's upstream with this `@opentelemetry/api` module (a `deadline.stream` span from the call, one per
+   * attempt with `retry`), or not at all with `null`.
+   * @default the module given to `traceWith`, or none
+   */
+  otel?: import("./otel.js").OpenTelemetryApi | null;
 }
 
 /**

@@ -45,9 +45,10 @@ import * as core from "./edge_deadline.js";
 import { argumentError, CODES, isDeadlineExceeded, isRetryFailed, StreamStalled } from "./errors.js";
 import { awaited } from "./keepalive.js";
 import { isReady, notReady } from "./load.js";
+import { tracing } from "./otel.js";
 import { recorder } from "./record.js";
 import { resumable, resumeOptions } from "./resume.js";
-import { guard, isEventStream, isStreamStalled, publicReason } from "./stall.js";
+import { failure, guard, isEventStream, isStreamStalled, publicReason, streamEnded, streamSpan } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
@@ -64,7 +65,7 @@ const noop = () => {};
  * @param {Response | Promise<Response> | ((signal: AbortSignal) => Promise<Response>)} upstream
  * @param {{ deadline?: import("./deadline.js").Deadline, signal?: AbortSignal, controller?: AbortController,
  *   firstByteMs?: number, firstChunkMs?: number, stallMs?: number, isProgress?: (chunk: any) => boolean,
- *   headers?: HeadersInit, fallback?: (reason: unknown, elapsedMs: number) => Response }} [options]
+ *   headers?: HeadersInit, fallback?: (reason: unknown, elapsedMs: number) => Response, otel?: object | null }} [options]
  * @returns {Promise<Response>} awaiting it keeps a Node or Deno process alive until it settles
  *   (js/keepalive.js): the wait may end only when the deadline aborts the request
  */
@@ -85,6 +86,7 @@ async function start(upstream, options) {
   const onError = o.onError === undefined ? noop : check.fn("options.onError", o.onError, "a function (error) => void");
   const extraHeaders = o.headers === undefined ? undefined : new Headers(o.headers);
   const rec = recorder(o, undefined);
+  const t = tracing(o.otel);
   if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
     throw check.typeError("upstream", "a Response, a promise of one or a function (signal) => fetch(…)", upstream);
   }
@@ -96,7 +98,7 @@ async function start(upstream, options) {
   if (retry !== undefined) {
     if (typeof upstream !== "function") throw check.typeError("upstream", "a function (signal, { attempt, lastEventId, headers }) => fetch(…) with options.retry: a retry makes the request again", upstream);
     if (o.controller !== undefined) throw check.typeError("options.controller", "left out with options.retry: each attempt has its own signal", o.controller);
-    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: firstChunkGiven, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, retry }, extraHeaders, rec, started, onError);
+    return resumableRelay(upstream, o, { deadline, signal: userSignal, firstByteMs, firstChunkMs: firstChunkGiven, stallMs: o.stallMs === undefined ? undefined : stallMs, isProgress: o.isProgress, otel: o.otel, retry }, extraHeaders, rec, started, onError);
   }
 
   // The upstream request's controller: the caller's, or ours when we make the request.
@@ -115,6 +117,9 @@ async function start(upstream, options) {
   const firstChunkMs = firstChunkGiven ?? (firstByteMs === undefined ? core.firstChunkWait(deadline?.at, started) : undefined);
   // The wait for headers: `firstByteMs`, else what `firstChunkMs` allows (it runs from the call).
   const headersMs = firstByteMs ?? firstChunkMs;
+  // Tracing (js/otel.js): the upstream's stream span, from the call, as fetchWithDeadline's is from
+  // the request; the guard ends it once it has the body, else `fail` or the hand-back does.
+  let span = t === null ? undefined : streamSpan(t, firstChunkMs, stallMs, deadline?.at, started, firstByteMs);
   let waitForHeaders;
   if (headersMs < NO_LIMIT) {
     const phase = firstByteMs === undefined ? "first-chunk" : "first-byte";
@@ -132,10 +137,13 @@ async function start(upstream, options) {
   };
   const fail = (error) => {
     const reason = controller.signal.aborted ? controller.signal.reason : error;
+    // The span's outcome before our own abort below: an upstream's failure is an "error", not "aborted".
+    const outcome = span === undefined ? undefined : failure(reason, controller.signal);
     if (!controller.signal.aborted) controller.abort(reason);
     release();
     // Cut by time: a timeout; the client gone: nothing; else an error.
     if (!unsent.has(reason)) rec?.(isStreamStalled(reason) || isDeadlineExceeded(reason) ? "timeout" : userSignal?.aborted ? "aborted" : "error", now() - started);
+    if (span !== undefined) streamEnded(t, span, outcome, reason, 0, 0);
     report(onError, reason);
     return (o.fallback ?? fallbackResponse)(reason, now() - started);
   };
@@ -177,6 +185,7 @@ async function start(upstream, options) {
   if (!response.ok || response.body === null) {
     rec?.(response.ok ? "ok" : "error", now() - started);
     release();
+    if (span !== undefined) streamEnded(t, span, "closed", undefined, 0, 0);
     return response; // the upstream's own answer, as it is
   }
   const type = response.headers.get("content-type");
@@ -185,11 +194,13 @@ async function start(upstream, options) {
   try {
     // On an SSE body only events are progress unless `isProgress` says otherwise (contentType).
     // Without `firstByteMs` the first-chunk limit runs from the call: the headers' wait counted.
-    guarded = guard(response.body, { firstChunkMs, stallMs, deadline, controller, isProgress: o.isProgress, contentType: type }, firstByteMs === undefined ? started : undefined);
+    guarded = guard(response.body, { firstChunkMs, stallMs, deadline, controller, isProgress: o.isProgress, contentType: type, otel: o.otel, span }, firstByteMs === undefined ? started : undefined);
   } catch (error) {
     release();
+    if (span !== undefined) streamEnded(t, span, "error", error, 0, 0);
     throw error;
   }
+  span = undefined; // the guard's now: it ends it with the body
   const reader = guarded.stream.getReader();
   // Commit on the first progress chunk: what came before it (keep-alives) is held until then.
   const early = [];

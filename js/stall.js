@@ -73,7 +73,8 @@
 //    reads the response's content type; `withStallTimeout` is told it with
 //    `contentType`. An `isProgress` given decides instead.
 // 6. With tracing on (js/otel.js), a wrapped stream has one span, from the
-//    start of the wait it bounds (`fetchWithDeadline`: the request) to the
+//    start of the wait it bounds (`fetchWithDeadline`: the request; `relay`:
+//    the call) to the
 //    moment it settles; a `StreamStalled` verdict is its `deadline.stall`
 //    event. Off, it reads the hook once per stream and nothing per chunk.
 
@@ -247,8 +248,9 @@ export function guard(stream, opts, startedAt, required = false) {
   const isProgress = progressFor(predicate(o.isProgress, where), o.contentType);
   // The deadline carries its parents (a client that left): follow it.
   const parents = [at === undefined ? undefined : followable(o.deadline), controller?.signal];
-  // For the span only (the package's callers): the attempt's wait for headers and its number.
-  const traced = { firstByteMs: required ? undefined : o.firstByteMs, attempt: required ? undefined : o.attempt };
+  // For the span only (the package's callers): the attempt's wait for headers and its number, or
+  // the span the caller started (js/relay.js: from the call).
+  const traced = required ? {} : { firstByteMs: o.firstByteMs, attempt: o.attempt, span: o.span };
   return wrap(stream, { firstChunkMs, stallMs, at, controller, parents, isProgress, startedAt, t: tracing(o.otel), ...traced });
 }
 
@@ -278,9 +280,14 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
   const t0 = now();
   const since = startedAt ?? t0;
   // Not given: the core's default wait for first content, from where the wait starts.
+  const defaultWait = firstChunkMs === undefined;
   firstChunkMs ??= core.firstChunkWait(at, since);
   const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
-  if (t != null) span ??= streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs, attempt);
+  if (t != null) {
+    if (span === undefined) span = streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs, attempt);
+    // A span started before the headers (fetchWithDeadline's, relay's) learns the default wait now.
+    else if (defaultWait && applies(firstChunkMs)) span.setAttribute("deadline.stall.first_chunk_ms", firstChunkMs);
+  }
   /** @type {core.StallWatcher | undefined} */
   let w;
   const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));

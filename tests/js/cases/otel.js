@@ -458,6 +458,71 @@ const cases = [
     }),
   },
   {
+    name: "otel: relay's otel option traces its upstream as fetchWithDeadline's does (from the call, a first-byte stall, numbered attempts with retry); otel: null wins over traceWith (fake time)",
+    needs: ["otel"],
+    run: (lib, ctx) => traced(lib, ctx, async (clock) => {
+      const { api, exporter } = ctx.otel;
+      const enc = new TextEncoder();
+      const sse = { "content-type": "text/event-stream" };
+      const events = (n) => new Response(new ReadableStream({ start(c) { for (let i = 1; i <= n; i++) c.enqueue(enc.encode(`data: ${i}\n\n`)); c.close(); } }), { headers: sse });
+      const streams = () => exporter.getFinishedSpans().filter((s) => s.name === "deadline.stream");
+
+      // Per call, no traceWith: one span from the call (the wait for headers counted) to the body's end.
+      let d = lib.Deadline.in(20_000);
+      let pending = lib.relay(() => clock.sleep(30).then(() => events(2)), { deadline: d, firstByteMs: 1_000, stallMs: 500, otel: api });
+      await clock.advance(30);
+      let res = await pending;
+      equal(await res.text(), "data: 1\n\ndata: 2\n\n");
+      const [closed] = streams();
+      ok(closed !== undefined, "relay's upstream is a deadline.stream span");
+      // first_chunk_ms: the default wait, counted from the headers (half of the 19 970 ms left then).
+      attributes(closed, { "deadline.outcome": "closed", "deadline.remaining_ms": 20_000, "deadline.stall.first_byte_ms": 1_000, "deadline.stall.first_chunk_ms": 9_985, "deadline.stall.stall_ms": 500, "deadline.stream.chunks": 2, "deadline.stream.bytes": 18 });
+      equal(closed.attributes["deadline.attempt"], undefined, "no retry: no attempt number");
+      equal(ms(closed.duration), 30, "from the call: the wait for headers is in it");
+      status(closed, UNSET);
+
+      // An upstream that never answers: the fallback, and the span ends stalled with the verdict.
+      exporter.reset();
+      d = lib.Deadline.in(20_000);
+      pending = lib.relay(() => new Promise(() => {}), { deadline: d, firstByteMs: 50, otel: api });
+      await clock.advance(50);
+      res = await pending;
+      equal(res.status, 504);
+      await res.body?.cancel();
+      const [stalled] = streams();
+      ok(stalled !== undefined, "a relay that never got headers is traced too");
+      attributes(stalled, { "deadline.outcome": "stalled", "deadline.stall.first_byte_ms": 50, "deadline.stream.chunks": 0, "deadline.stream.bytes": 0 });
+      equal(ms(stalled.duration), 50);
+      status(stalled, ERROR);
+      equal(stalled.events[0]?.name, "deadline.stall");
+      attributes(stalled.events[0], { "deadline.stall.phase": "first-byte", "deadline.stall.after_ms": 50 });
+
+      // With retry: each attempt's body is numbered, as fetchWithDeadline's are.
+      exporter.reset();
+      const pingThenEvent = (signal, { attempt }) =>
+        attempt > 1 ? events(1) : new Response(new ReadableStream({ start: (c) => c.enqueue(enc.encode(": ping\n\n")) }), { headers: sse });
+      d = lib.Deadline.in(20_000);
+      pending = lib.relay(pingThenEvent, { deadline: d, firstChunkMs: 100, retry: { attemptMinMs: 100, maxAttempts: 2 }, otel: api });
+      for (let i = 0; i < 10 && streams().length < 1; i++) await clock.advance(100);
+      for (let i = 0; i < 10; i++) await clock.advance(100);
+      res = await pending;
+      equal(await res.text(), "data: 1\n\n");
+      equal(streams().map((s) => `${s.attributes["deadline.attempt"]} ${s.attributes["deadline.outcome"]}`).join(), "1 stalled,2 closed");
+
+      // otel: null: untraced though traceWith is on, with retry or without.
+      exporter.reset();
+      lib.traceWith(api);
+      d = lib.Deadline.in(20_000);
+      equal(await (await lib.relay(() => events(1), { deadline: d, otel: null })).text(), "data: 1\n\n");
+      d = lib.Deadline.in(20_000);
+      equal(await (await lib.relay(() => events(1), { deadline: d, retry: true, otel: null })).text(), "data: 1\n\n");
+      equal(exporter.getFinishedSpans().length, 0, "otel: null wins over traceWith");
+      d = lib.Deadline.in(20_000);
+      equal(await (await lib.relay(() => events(1), { deadline: d })).text(), "data: 1\n\n");
+      equal(streams().length, 1, "left out: traceWith's");
+    }),
+  },
+  {
     name: "otel: the hook's mark (what a circuit breaker reports): an event on the active span, or a span of no duration without one",
     needs: ["otel"],
     run: (lib, ctx) => traced(lib, ctx, async (clock) => {
@@ -574,6 +639,11 @@ const cases = [
       equal(e.param, "options.otel");
       await rejects(lib.hedge(() => 1, { deadline: d, delayMs: 1, otel: {} }), TypeError, /'options.otel'/);
       throwsArg(() => lib.withStallTimeout(new ReadableStream(), { firstChunkMs: 1, stallMs: 1, otel: [] }), TypeError, "options.otel", "INVALID_TYPE", /'options.otel'/);
+      for (const retry of [undefined, true]) {
+        const bad = await rejects(lib.relay(() => new Response("x"), { deadline: lib.Deadline.in(1_000), retry, otel: {} }), TypeError, /'options.otel' must be the @opentelemetry\/api module/);
+        equal(bad.param, "options.otel");
+        equal(bad.code, "INVALID_TYPE");
+      }
       const p = lib.plan(d, [{ name: "a", minMs: 1, kind: "mandatory" }]);
       p.end(); // tracing off: nothing to end, no throw
       equal(await p.run("a", () => "still runs"), "still runs");
