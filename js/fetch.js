@@ -92,8 +92,8 @@ export async function fetchWithDeadline(input, init, opts) {
   const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
   const requestSignal = typeof Request !== "undefined" && input instanceof Request ? input.signal : undefined;
   const retry = resumeOptions(o, where);
+  const t = tracing(o.otel); // checked before any I/O, with retry too
   if (retry !== undefined) return fetchResumable(input, init, o, { fromHeaders: true, otel: o.otel, deadline: o.deadline, signal: userSignal, signal2: requestSignal, firstByteMs, firstChunkMs, stallMs, isProgress, retry, formats }, formats);
-  const t = tracing(o.otel);
   const span = t === null ? undefined : streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs);
 
   // The request's own child: it follows the deadline (and so the deadline's

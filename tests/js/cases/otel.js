@@ -644,6 +644,19 @@ const cases = [
         equal(bad.param, "options.otel");
         equal(bad.code, "INVALID_TYPE");
       }
+      // fetchWithDeadline, with and without retry: refused before any request is sent.
+      const realFetch = globalThis.fetch;
+      let sent = 0;
+      globalThis.fetch = async () => (sent++, new Response("x"));
+      try {
+        for (const retry of [undefined, true]) {
+          const bad = await rejects(lib.fetchWithDeadline("http://127.0.0.1:9/", {}, { deadline: d, retry, otel: {} }), TypeError, /'options.otel' must be the @opentelemetry\/api module/);
+          equal(bad.param, "options.otel");
+        }
+      } finally {
+        globalThis.fetch = realFetch;
+      }
+      equal(sent, 0, "a request was sent before the bad otel option was refused");
       const p = lib.plan(d, [{ name: "a", minMs: 1, kind: "mandatory" }]);
       p.end(); // tracing off: nothing to end, no throw
       equal(await p.run("a", () => "still runs"), "still runs");
