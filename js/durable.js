@@ -328,7 +328,21 @@ export function aggregatorClass(Base) {
         if (m) this.#quarantined.set(Number(m[1]), v);
       }
       this.#core.expire(Date.now());
-      this.#core.takeChanges();
+      const { dropped } = this.#core.takeChanges();
+      // Windows that aged out while the object was not running, and damaged ones as old: the next
+      // write deletes their keys (storage stays within the windows kept).
+      for (const index of dropped) this.#rewrite.add(index);
+      const oldest = this.#oldestKept();
+      for (const index of [...this.#damaged.keys()]) {
+        if (index >= oldest) continue;
+        this.#damaged.delete(index);
+        this.#rewrite.add(index);
+      }
+    }
+
+    /** The index of the oldest window kept now (the core's rule: the current one and `windows` − 1 before it). */
+    #oldestKept() {
+      return Math.floor(Date.now() / this.#windowMs) - this.#core.options().windows + 1;
     }
 
     /**
@@ -383,7 +397,7 @@ export function aggregatorClass(Base) {
         const put = {};
         const del = [];
         // Windows set aside once are deleted when they would have expired.
-        const oldest = Math.floor(Date.now() / this.#windowMs) - this.#core.options().windows;
+        const oldest = this.#oldestKept();
         for (const [index, n] of this.#quarantined) {
           if (index >= oldest) continue;
           del.push(`q:${index}`);

@@ -84,6 +84,19 @@ export class FlakyAggregator extends TimeoutAggregator {
     return { key, bytes: [...bytes].join() };
   }
 
+  /** Copies the current window to the window `hoursAgo` hours back (keys and the index in its bytes), as a window that aged out while the object slept. */
+  async plantOldWindow(hoursAgo) {
+    const now = Math.floor(Date.now() / 3_600_000);
+    const old = now - hoursAgo;
+    const n = await this.ctx.storage.get(`w:${now}`);
+    const put = { [`w:${old}`]: n };
+    for (let i = 0; i < n; i++) put[`w:${old}:${i}`] = new Uint8Array(await this.ctx.storage.get(`w:${now}:${i}`));
+    // The window's own index, in its bytes after the magic, the version and two f64 options.
+    new DataView(put[`w:${old}:0`].buffer).setBigInt64(21, BigInt(old), true);
+    await this.ctx.storage.put(put);
+    return old;
+  }
+
   /** The stored keys under `prefix`, each with its value (a chunk's bytes joined by commas). */
   async keys(prefix) {
     const all = await this.ctx.storage.list({ prefix });

@@ -73,6 +73,7 @@ export default {
     if (url.pathname === "/damaged/flush") return aggregatorBinding(damaged).fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));
     if (url.pathname === "/damaged/table") return aggregatorBinding(damaged).fetch(new Request("http://agg/table"));
     if (url.pathname === "/damaged/damage") return Response.json(await damaged().damageWindow());
+    if (url.pathname === "/damaged/plant") return Response.json(await damaged().plantOldWindow(Number(url.searchParams.get("hoursAgo"))));
     if (url.pathname === "/damaged/keys") return Response.json(await damaged().keys(url.searchParams.get("prefix")));
     if (url.pathname === "/flaky/table") return flaky.fetch(new Request("http://agg/table"));
     if (url.pathname === "/flaky/flush") return flaky.fetch(new Request("http://agg/flush", { method: "POST", body: await request.arrayBuffer() }));

@@ -449,6 +449,7 @@ async function workerdSuite() {
       return fetch(`${base}/damaged/flush`, { method: "POST", body: encodeFlush(0.01, [{ name, sketch }]) });
     };
     const damagedBefore = (await damagedFlush("before")).status;
+    const aged = await (await fetch(`${base}/damaged/plant?hoursAgo=30`)).json();
     const damage = await (await fetch(`${base}/damaged/damage`)).json();
     await t.check("a restart of workerd loses nothing that was flushed", async () => {
       const before = sansDate(await (await fetch(`${base}/table`)).json());
@@ -478,6 +479,10 @@ async function workerdSuite() {
       for (let i = 1; i < stored[`w:${index}`]; i++) assert(aside[`q:${index}:${i}`] === stored[`w:${index}:${i}`], `chunk ${i} set aside unchanged`);
       const table = await (await fetch(`${base}/damaged/table`)).json();
       assert(table.buckets.after?.n === 40 && !table.buckets.before, `the table: ${JSON.stringify(Object.keys(table.buckets))}`);
+    });
+    await t.check("a window that aged out while the object was not running has its keys deleted by the next write (storage stays within the windows kept)", async () => {
+      const left = await (await fetch(`${base}/damaged/keys?prefix=w:${aged}`)).json();
+      assert(left.length === 0, `${left.length} keys of the window ${aged} (30 hours old) are still stored`);
     });
   } finally {
     await stop(child);
