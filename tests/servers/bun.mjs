@@ -3,9 +3,8 @@
 // idleTimeout): a handler whose deadline is longer would be cut by it, whatever the deadline says.
 import assert from "node:assert/strict";
 import { Deadline } from "../../pkg/node.js";
-import { clientGone } from "./client-gone.js";
+import { clientGone, serverReport } from "./client-gone.js";
 
-const report = { runtime: `servers (bun ${Bun.version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A server whose handler answers after `answerMs`, taking its deadline from `Deadline.forRequest` or not. */
@@ -40,7 +39,7 @@ const checks = {
       const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: handler });
       return { url: `http://127.0.0.1:${server.port}/`, close: () => server.stop(true) };
     }, 2_000);
-    report.clientGoneMs = afterMs;
+    return { clientGoneMs: afterMs };
   },
   // Both run at once: about 16 s of real time in all.
   "Bun.serve's default idle cap cuts a handler that answers after 16 s (it checks idleness in coarse ticks: between about 8 and 14 s) (the cap the package works around)": async () => {
@@ -53,16 +52,4 @@ const checks = {
   },
 };
 
-await Promise.all(
-  Object.entries(checks).map(async ([name, check]) => {
-    try {
-      await check();
-      report.passed++;
-    } catch (error) {
-      report.failed++;
-      report.failures.push({ name, error: String(error?.stack ?? error) });
-    }
-  }),
-);
-console.log(JSON.stringify(report));
-process.exit(report.failed ? 1 : 0);
+process.exit((await serverReport(`servers (bun ${Bun.version})`, checks)) ? 0 : 1);

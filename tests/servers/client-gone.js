@@ -2,6 +2,7 @@
 // runtime's way to serve): a handler takes its deadline from `Deadline.forRequest(request, ctx, …)` and
 // streams an event, then waits; the client reads that event and disconnects. The deadline must abort
 // with limit "client" (through `request.signal`, where the runtime aborts it) within `withinMs`.
+// `serverReport` runs a runtime's checks and prints the one JSON report line tests/run.mjs reads.
 import assert from "node:assert/strict";
 
 /**
@@ -37,4 +38,34 @@ export async function clientGone(lib, serve, withinMs) {
   } finally {
     await server.close();
   }
+}
+
+/**
+ * Runs `checks` (name → a function that throws on failure; what it resolves to, if anything, is merged
+ * into the report: e.g. `clientGoneMs`), all at once, and prints the report line tests/run.mjs reads.
+ * @param {string} runtime
+ * @param {Record<string, () => Promise<object | void>>} checks
+ * @returns {Promise<boolean>} whether every check passed (the caller exits with it)
+ */
+export async function serverReport(runtime, checks) {
+  const report = { runtime, passed: 0, failed: 0, skipped: 0, failures: [] };
+  await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        const extra = await check();
+        if (extra) mergeInto(report, extra);
+        report.passed++;
+      } catch (error) {
+        report.failed++;
+        report.failures.push({ name, error: String(error?.stack ?? error) });
+      }
+    }),
+  );
+  console.log(JSON.stringify(report));
+  return report.failed === 0;
+}
+
+/** Merges a check's figures into the report (objects merged one level deep: two checks may each add a key of `clientGoneMs`). */
+function mergeInto(report, extra) {
+  for (const [k, v] of Object.entries(extra)) report[k] = v !== null && typeof v === "object" && typeof report[k] === "object" ? { ...report[k], ...v } : v;
 }

@@ -7,12 +7,12 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { EdgeRuntime, runServer } from "edge-runtime";
+import { serverReport } from "./client-gone.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const version = JSON.parse(readFileSync(join(root, "node_modules/edge-runtime/package.json"), "utf8")).version;
-const report = { runtime: `servers (edge-runtime ${version})`, passed: 0, failed: 0, skipped: 0, failures: [] };
 const name = "a client that leaves mid-stream: the edge-runtime server gives the handler no sign of it (no request.signal abort, no body cancel), so the deadline runs on";
-try {
+async function check() {
   const bundled = await build({
     stdin: {
       contents: `import { Deadline } from "edge-deadline";
@@ -57,13 +57,8 @@ addEventListener("fetch", (event) => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const seen = { gone: await runtime.evaluate("globalThis.gone ?? null"), cancelled: await runtime.evaluate("globalThis.cancelled ?? null") };
     if (seen.gone !== null || seen.cancelled !== null) throw new Error(`the handler learned the client left (${JSON.stringify(seen)}): update docs/design.md's client-gone table and this check`);
-    report.passed++;
   } finally {
     await server.close();
   }
-} catch (error) {
-  report.failed++;
-  report.failures.push({ name, error: String(error?.stack ?? error) });
 }
-console.log(JSON.stringify(report));
-process.exit(report.failed ? 1 : 0);
+process.exit((await serverReport(`servers (edge-runtime ${version})`, { [name]: check })) ? 0 : 1);

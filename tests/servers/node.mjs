@@ -5,9 +5,7 @@
 import { createServer } from "node:http";
 import { serve } from "@hono/node-server";
 import { Deadline } from "../../pkg/node.js";
-import { clientGone } from "./client-gone.js";
-
-const report = { runtime: `servers (node ${process.version})`, passed: 0, failed: 0, skipped: 0, failures: [], clientGoneMs: {} };
+import { clientGone, serverReport } from "./client-gone.js";
 
 /** Stops a Node server, its open connections too (a client that left may leave a socket half-open). */
 function closer(server) {
@@ -18,19 +16,15 @@ function closer(server) {
     });
 }
 
-const checks = [
-  [
-    "Hono's node-server: a client that leaves mid-stream aborts the request's deadline with limit client (request.signal)",
-    "hono-node-server",
-    (handler) =>
+/** A client-gone check through `serveWith`; its time goes under `key` of the report's clientGoneMs. */
+const gone = (key, serveWith) => async () => ({ clientGoneMs: { [key]: (await clientGone({ Deadline }, serveWith, 2_000)).afterMs } });
+
+const checks = {
+  "Hono's node-server: a client that leaves mid-stream aborts the request's deadline with limit client (request.signal)": gone("hono-node-server", (handler) =>
       new Promise((resolve) => {
         const server = serve({ fetch: handler, port: 0, hostname: "127.0.0.1" }, (info) => resolve({ url: `http://127.0.0.1:${info.port}/`, close: closer(server) }));
-      }),
-  ],
-  [
-    "Node's http: a Request whose signal follows the response's close gives the deadline limit client when the client leaves mid-stream",
-    "http",
-    (handler) =>
+      })),
+  "Node's http: a Request whose signal follows the response's close gives the deadline limit client when the client leaves mid-stream": gone("http", (handler) =>
       new Promise((resolve) => {
         const server = createServer(async (req, res) => {
           const left = new AbortController();
@@ -49,19 +43,7 @@ const checks = [
           res.end();
         });
         server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${/** @type {any} */ (server.address()).port}/`, close: closer(server) }));
-      }),
-  ],
-];
+      })),
+};
 
-for (const [name, key, serveWith] of checks) {
-  try {
-    const { afterMs } = await clientGone({ Deadline }, serveWith, 2_000);
-    report.clientGoneMs[key] = afterMs;
-    report.passed++;
-  } catch (error) {
-    report.failed++;
-    report.failures.push({ name, error: String(error?.stack ?? error) });
-  }
-}
-console.log(JSON.stringify(report));
-process.exit(report.failed ? 1 : 0);
+process.exit((await serverReport(`servers (node ${process.version})`, checks)) ? 0 : 1);
