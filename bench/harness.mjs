@@ -34,6 +34,27 @@ export function nsPerOpInterleaved(cases, { rounds = 7 } = {}) {
 }
 
 /**
+ * Median ns per item of each of `variants` ([label, run]), where `run()` does
+ * `n` items in one go and returns how many it handled (checked against `n`,
+ * so a variant that skips work fails loudly); rounds interleaved, as above.
+ * Rows rounded to 0.1 ns.
+ */
+export function nsPerItemInterleaved(variants, { n, rounds = 7, what = "items" }) {
+  const samples = new Map(variants.map(([label]) => [label, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const [label, run] of variants) {
+      const t0 = performance.now();
+      const done = run();
+      samples.get(label).push(((performance.now() - t0) * 1e6) / n);
+      if (done !== n) throw new Error(`${label}: ${done} of ${n} ${what}`);
+    }
+  }
+  const rows = {};
+  for (const [label, list] of samples) rows[label] = Number(list.sort((a, b) => a - b)[list.length >> 1].toFixed(1));
+  return rows;
+}
+
+/**
  * ns/op of one timed run of `n` calls after `warm` untimed ones: for work that
  * holds a scarce resource per call (workerd's 10 000 active timeouts).
  */
