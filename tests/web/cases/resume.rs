@@ -470,3 +470,33 @@ pub async fn resume_when_the_attempts_run_out_the_readers_error_is_ours_with_wha
     ensure!(get(&error, "deliveredBytes").as_f64() == Some(5.0), "errored with {error:?}");
     Ok(())
 }
+
+/// The reader's pauses are not the upstream's silence: a reader that waits
+/// longer than `stall_ms` before each read gets every event from the one
+/// connection. Nothing is read upstream while nobody reads, and the machine
+/// is told so (a hold), so the wait is not counted.
+pub async fn resume_a_reader_slower_than_the_stall_limit_is_not_a_stall(ctx: &Ctx) -> Outcome {
+    let k = key("slow-reader");
+    let url = format!("{}/resume/sse?key={k}&events=5&gap=100", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(200.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let reader: web_sys::ReadableStreamDefaultReader = res.body().ok_or("no body")?.get_reader().unchecked_into();
+    let mut text = String::new();
+    loop {
+        super::wait(500.0).await; // the reader is busy elsewhere, longer than stall_ms
+        match super::stall::read(&reader).await.map_err(|e| format!("the body errored: {e:?} after {text:?}"))? {
+            Some(value) => {
+                let bytes: Uint8Array = value.dyn_into().map_err(|v| format!("a chunk was not bytes: {v:?}"))?;
+                text.push_str(&String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string())?);
+            }
+            None => break,
+        }
+    }
+    let ids: Vec<&str> = text.split("data: {\"i\":").skip(1).filter_map(|rest| rest.split('}').next()).collect();
+    ensure!(ids == ["1", "2", "3", "4", "5"], "events {ids:?} in {text:?}");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "a paused reader made the read resume: {connections:?}");
+    Ok(())
+}
