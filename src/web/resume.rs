@@ -123,6 +123,36 @@ extern "C" {
     fn resume_source(start: &JsValue, pull: &JsValue, cancel: &JsValue) -> ReadableStream;
 }
 
+// One read of an attempt's body, unpacked in JavaScript: one call into Rust
+// per chunk (a Rust future per read, and reading `done` and `value` from
+// Rust, cost more than the rest of the chunk's path).
+#[wasm_bindgen(inline_js = r#"
+export function resumeRead(reader, onChunk, onDone, onError) {
+  reader.read().then((r) => (r.done ? onDone() : onChunk(r.value)), onError);
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = resumeRead)]
+    fn resume_read(reader: &ReadableStreamDefaultReader, on_chunk: &JsValue, on_done: &JsValue, on_error: &JsValue);
+}
+
+/// An attempt's body as the host reads it: its reader, and the functions a
+/// read calls back (owned by JavaScript; they hold the read until the
+/// attempt is let go).
+struct Body {
+    reader: ReadableStreamDefaultReader,
+    on_chunk: JsValue,
+    on_done: JsValue,
+    on_error: JsValue,
+}
+
+/// What a read of a body gave.
+enum Got {
+    Chunk(JsValue),
+    Done,
+    Error(JsValue),
+}
+
 /// The attempt the machine is on.
 struct Attempt {
     /// The host's number for it (what a late report is checked against).
@@ -130,8 +160,8 @@ struct Attempt {
     controller: AbortController,
     /// Its answer, once its head was told.
     response: Option<Response>,
-    /// Its body's reader, once the machine reads the body.
-    reader: Option<ReadableStreamDefaultReader>,
+    /// Its body, once the machine reads it.
+    body: Option<Body>,
     /// A read of the body is in flight.
     reading: bool,
     /// The machine was told that nobody reads (`Hold`).
@@ -142,8 +172,8 @@ impl Attempt {
     /// Lets go of it: its body cancelled and its request aborted (invariant 1).
     fn release(self, reason: Option<&JsValue>) {
         // Cancel first: aborting first would error the source, and its cancel would then reject.
-        match (&self.reader, &self.response) {
-            (Some(reader), _) => ignore_rejection(match reason {
+        match (&self.body, &self.response) {
+            (Some(Body { reader, .. }), _) => ignore_rejection(match reason {
                 Some(r) => reader.cancel_with_reason(r),
                 None => reader.cancel(),
             }),
@@ -440,7 +470,7 @@ impl Shared {
             h.serial += 1;
             let signal = AbortSignal::any(&Array::of2(&controller.signal(), &h.whole));
             let serial = h.serial;
-            h.attempt = Some(Attempt { serial, controller, response: None, reader: None, reading: false, held: false });
+            h.attempt = Some(Attempt { serial, controller, response: None, body: None, reading: false, held: false });
             (serial, signal)
         };
         let shared = self.clone();
@@ -567,29 +597,24 @@ impl Shared {
         self.pump();
     }
 
-    /// A read of attempt `serial`'s body gave `result`.
-    fn on_read(self: &Rc<Self>, serial: u32, result: Result<JsValue, JsValue>) {
-        let result = match result {
-            Ok(r) if Reflect::get(&r, &JsValue::from_str("done")).ok() == Some(JsValue::TRUE) => None,
-            Ok(r) => Some(Ok(Reflect::get(&r, &JsValue::from_str("value")).unwrap_or_default())),
-            Err(error) => Some(Err(error)),
-        };
+    /// A read of attempt `serial`'s body gave `got`.
+    fn on_read(self: &Rc<Self>, serial: u32, got: Got) {
         let mut h = self.host.borrow_mut();
         let Some(attempt) = h.current(serial) else { return };
         attempt.reading = false;
-        let chunk = match result {
-            None => {
+        let chunk = match got {
+            Got::Done => {
                 h.handle(Input::End, sys::now());
                 drop(h);
                 return self.pump();
             }
-            Some(Err(error)) => {
+            Got::Error(error) => {
                 drop(h);
                 return self.fail(serial, Error::from(error));
             }
-            Some(Ok(chunk)) => chunk,
+            Got::Chunk(chunk) => chunk,
         };
-        let Some(bytes) = chunk.dyn_ref::<Uint8Array>().map(Uint8Array::to_vec) else {
+        let Some(view) = chunk.dyn_ref::<Uint8Array>() else {
             drop(h);
             let error = Error::InvalidType {
                 param: "resume",
@@ -598,6 +623,9 @@ impl Shared {
             };
             return self.fail(serial, error);
         };
+        let mut bytes = std::mem::take(&mut h.chunk_bytes);
+        bytes.resize(view.length() as usize, 0);
+        view.copy_to(&mut bytes);
         let progress = match h.is_progress.as_mut().map(|f| f(&chunk)).transpose() {
             Ok(progress) => progress,
             Err(error) => {
@@ -612,6 +640,17 @@ impl Shared {
         self.pump();
     }
 
+    /// The body of attempt `serial`, read by `reader`.
+    fn body(self: &Rc<Self>, serial: u32, reader: ReadableStreamDefaultReader) -> Body {
+        let (a, b, c) = (self.clone(), self.clone(), self.clone());
+        Body {
+            reader,
+            on_chunk: Closure::<dyn FnMut(JsValue)>::new(move |v| a.on_read(serial, Got::Chunk(v))).into_js_value(),
+            on_done: Closure::<dyn FnMut()>::new(move || b.on_read(serial, Got::Done)).into_js_value(),
+            on_error: Closure::<dyn FnMut(JsValue)>::new(move |e| c.on_read(serial, Got::Error(e))).into_js_value(),
+        }
+    }
+
     /// What the host does when the machine has nothing to say: once an
     /// answer is read, hand the caller its Response (the first time), and
     /// read its body while a pull waits or tell the machine that nobody
@@ -624,10 +663,11 @@ impl Shared {
         let wanted = h.wanted;
         let Some(attempt) = h.attempt.as_mut() else { return false };
         let Some(response) = attempt.response.clone() else { return false };
-        let Some(reader) = attempt.reader.clone() else {
+        let Some(body) = attempt.body.as_ref() else {
             // The machine reads this answer.
             let Some(body) = response.body() else { return false };
-            attempt.reader = Some(body.get_reader().unchecked_into());
+            let serial = attempt.serial;
+            attempt.body = Some(self.body(serial, body.get_reader().unchecked_into()));
             if let (Some(answer), Some(stream)) = (h.answer.take(), h.stream.take()) {
                 drop(h);
                 give(answer, rewrap(&response, &stream));
@@ -641,14 +681,8 @@ impl Shared {
                 true
             }
             (true, false, false) => {
+                resume_read(&body.reader, &body.on_chunk, &body.on_done, &body.on_error);
                 attempt.reading = true;
-                let serial = attempt.serial;
-                drop(h);
-                let shared = self.clone();
-                spawn_local(async move {
-                    let result = JsFuture::from(reader.read()).await;
-                    shared.on_read(serial, result);
-                });
                 false
             }
             (false, false, false) => {
