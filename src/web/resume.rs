@@ -23,7 +23,8 @@
 //! order: `Connect` makes a request (the caller's, a copy with
 //! `Last-Event-ID`, or the hook's), `Abort` aborts the current attempt,
 //! `Deliver` enqueues bytes, `Wake` re-arms the one timer, `End` ends the
-//! read. An input that arrives while actions are being performed (a pull
+//! read. A body is read by a few lines of JavaScript that call into Rust
+//! once per chunk. An input that arrives while actions are being performed (a pull
 //! made by an enqueue) is told to the machine at once and its actions are
 //! performed after those already due, in order.
 //!
@@ -42,8 +43,8 @@
 //! 4. A Node or Deno process is kept alive (a timers.rs `KeepAlive`: the
 //!    timer is unref'd) while someone awaits the read (the caller its
 //!    answer, the reader a chunk) and the timer is armed.
-//! 5. When the read ends, the timer, the listeners, the attempt, the hook
-//!    and the predicates are let go: nothing of the read stays reachable.
+//! 5. When the read ends, the timer, its listeners, the hold on the
+//!    process, the attempt, the hook and the predicates are let go.
 //! 6. The reader's error is ours, as the machine says (JavaScript's
 //!    invariant 6 of js/resume.js): a stall or a cap's refusal as it is,
 //!    with `deliveredBytes`; the deadline and the caller's abort as they are
