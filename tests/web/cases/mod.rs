@@ -283,6 +283,7 @@ macro_rules! for_each_case {
             resume::resume_past_the_remembered_ids_a_replay_from_an_older_id_delivers_no_duplicate,
             resume::resume_when_the_attempts_run_out_the_readers_error_is_ours_with_what_was_delivered,
             resume::resume_a_reader_slower_than_the_stall_limit_is_not_a_stall,
+            resume::resume_a_shared_retry_budget_bounds_the_reads_attempts,
             pipeline::a_plan_caps_each_step_and_traces_it,
             pipeline::a_step_cut_at_its_cap_is_a_step_timeout,
             pipeline::a_short_deadline_skips_or_refuses_steps_never_a_range_error,

@@ -500,3 +500,27 @@ pub async fn resume_a_reader_slower_than_the_stall_limit_is_not_a_stall(ctx: &Ct
     ensure!(connections.len() == 1, "a paused reader made the read resume: {connections:?}");
     Ok(())
 }
+
+/// The retry budget given in the retry options is the read's: one that
+/// allows no retry leaves a 503 before the body as it is, after one request
+/// (the same read without the budget makes it again and gets the stream).
+pub async fn resume_a_shared_retry_budget_bounds_the_reads_attempts(ctx: &Ctx) -> Outcome {
+    let empty = Rc::new(edge_deadline::web::RetryBudget::new(0.0, 0.0, 10_000.0).map_err(|e| e.to_string())?);
+    for (budget, status, count) in [(Some(empty), 503, 1), (None, 200, 2)] {
+        let k = key("budget");
+        let url = format!("{}/resume/sse?key={k}&fail=503&events=3", ctx.fixture()?);
+        let d = Deadline::in_ms(10_000.0).unwrap();
+        let retry = match budget {
+            Some(budget) => stream_retry().budget(budget),
+            None => stream_retry(),
+        };
+        let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(retry))
+            .await
+            .map_err(|e| e.to_string())?;
+        ensure!(res.status() == status, "status {} (expected {status})", res.status());
+        let _ = drain(&res.body().ok_or("no body")?).await;
+        let connections = seen(ctx, &k).await?;
+        ensure!(connections.len() == count, "connections {connections:?} (expected {count})");
+    }
+    Ok(())
+}
