@@ -1,6 +1,7 @@
 // The Rust API (`web` feature) against the JavaScript API, side by side in
-// one process: a fresh deadline's signal() + drop/dispose, and the stall
-// guard's cost per chunk. Prints one JSON line: { runtime, rows, ratios }.
+// one process: a fresh deadline's signal() + drop/dispose, and the cost per
+// chunk of the stall guard and of fetchWithDeadline with and without retry
+// (the resumable read). Prints one JSON line: { runtime, rows, ratios }.
 //   node bench/web.bench.mjs        deno run -A bench/web.bench.mjs
 //   node bench/run.mjs web          Node, Deno and headless Chromium
 // Needs pkg/ (`node scripts/build.mjs`); the Node run builds bench/web/lib.rs
