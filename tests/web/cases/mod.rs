@@ -284,6 +284,8 @@ macro_rules! for_each_case {
             resume::resume_when_the_attempts_run_out_the_readers_error_is_ours_with_what_was_delivered,
             resume::resume_a_reader_slower_than_the_stall_limit_is_not_a_stall,
             resume::resume_a_shared_retry_budget_bounds_the_reads_attempts,
+            resume::resume_a_readers_cancel_releases_the_upstream_and_makes_no_other_attempt,
+            resume::resume_the_deadline_mid_stream_is_the_readers_error_as_it_is,
             pipeline::a_plan_caps_each_step_and_traces_it,
             pipeline::a_step_cut_at_its_cap_is_a_step_timeout,
             pipeline::a_short_deadline_skips_or_refuses_steps_never_a_range_error,

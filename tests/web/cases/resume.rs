@@ -524,3 +524,48 @@ pub async fn resume_a_shared_retry_budget_bounds_the_reads_attempts(ctx: &Ctx) -
     }
     Ok(())
 }
+
+/// The reader's cancel ends the read where it is: the upstream request is
+/// aborted (its connection closed) and no other attempt is made.
+pub async fn resume_a_readers_cancel_releases_the_upstream_and_makes_no_other_attempt(ctx: &Ctx) -> Outcome {
+    let k = key("cancel");
+    let url = format!("{}/resume/sse?key={k}&events=40&gap=50", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let reader: web_sys::ReadableStreamDefaultReader = res.body().ok_or("no body")?.get_reader().unchecked_into();
+    for _ in 0..2 {
+        super::stall::read(&reader).await.map_err(|e| format!("the body errored: {e:?}"))?.ok_or("the body ended")?;
+    }
+    let _ = JsFuture::from(reader.cancel_with_reason(&"enough".into())).await;
+    ensure!(closed(ctx, &k, 0).await?, "the cancelled read's connection was never closed");
+    super::wait(300.0).await; // a backoff of stream_retry() is at most 50 ms: an attempt would be made by now
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    Ok(())
+}
+
+/// The deadline ends the read where it is: the reader's error is the
+/// deadline's own `DeadlineExceeded`, without `deliveredBytes`, and the
+/// upstream request is aborted, not retried.
+pub async fn resume_the_deadline_mid_stream_is_the_readers_error_as_it_is(ctx: &Ctx) -> Outcome {
+    let k = key("deadline");
+    let url = format!("{}/resume/sse?key={k}&events=40&gap=100", ctx.fixture()?);
+    let d = Deadline::in_ms(1_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(!got.ids.is_empty() && got.ids.len() < 40, "events {:?}", got.ids);
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(
+        matches!(Error::from(error.clone()), Error::DeadlineExceeded { at, .. } if at == d.instant_ms()),
+        "errored with {error:?}"
+    );
+    ensure!(get(&error, "deliveredBytes").is_undefined(), "the deadline's error was given deliveredBytes: {error:?}");
+    ensure!(closed(ctx, &k, 0).await?, "the connection was never closed");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    Ok(())
+}
