@@ -1,6 +1,7 @@
 // The Rust API (`web` feature) against the JavaScript API, side by side in
-// one process: a fresh deadline's signal() + drop/dispose, and the stall
-// guard's cost per chunk. Prints one JSON line: { runtime, rows, ratios }.
+// one process: a fresh deadline's signal() + drop/dispose, and the cost per
+// chunk of the stall guard and of fetchWithDeadline with and without retry
+// (the resumable read). Prints one JSON line: { runtime, rows, ratios }.
 //   node bench/web.bench.mjs        deno run -A bench/web.bench.mjs
 //   node bench/run.mjs web          Node, Deno and headless Chromium
 // Needs pkg/ (`node scripts/build.mjs`); the Node run builds bench/web/lib.rs
@@ -85,22 +86,34 @@ const { Deadline, withStallTimeout } = lib;
       n++;
     }
   }
+  // fetchWithDeadline's rows: `fetch` answers at once with the same source as an event stream
+  // (each chunk one whole event), so the rows time the read, not a network.
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async () => new Response(filledSource(), { headers: { "content-type": "text/event-stream" } });
+  const URL_ = "http://127.0.0.1:9/events";
+  const limits = { firstChunkMs: 60_000, stallMs: 60_000 };
   const streams = {
     "bare reader (floor)": () => filledSource(),
     "JS: withStallTimeout": () => withStallTimeout(filledSource(), { firstChunkMs: 60_000, stallMs: 60_000 }),
     "Rust: with_stall_timeout": () => rust.withStall(filledSource()),
+    "JS: fetchWithDeadline": async () => (await lib.fetchWithDeadline(URL_, undefined, { deadline: lib.Deadline.in(200_000), ...limits })).body,
+    "Rust: fetch_with_deadline": () => rust.fetchBody(URL_, false),
+    "JS: fetchWithDeadline + retry": async () =>
+      (await lib.fetchWithDeadline(URL_, undefined, { deadline: lib.Deadline.in(200_000), ...limits, retry: { attemptMinMs: 100 } })).body,
+    "Rust: fetch_with_deadline + retry": () => rust.fetchBody(URL_, true),
   };
   const times = Object.fromEntries(Object.keys(streams).map((k) => [k, []]));
   for (let round = -1; round < 5; round++) {
     // Interleaved rounds: drift and GC hit every row alike.
     for (const [label, make] of Object.entries(streams)) {
       const t0 = performance.now();
-      const n = await drain(make());
+      const n = await drain(await make());
       const dt = performance.now() - t0;
       if (n !== N) throw new Error(`${label}: ${n} chunks instead of ${N}`);
       if (round >= 0) times[label].push((dt * 1e6) / N);
     }
   }
+  globalThis.fetch = realFetch;
   for (const [label, list] of Object.entries(times)) {
     list.sort((a, b) => a - b);
     rows[`per chunk: ${label}`] = list[list.length >> 1];
@@ -115,6 +128,8 @@ return {
       "signal()+drop, Rust per call ÷ JS": ratio("Rust: the same, one Wasm call per deadline", "JS: Deadline.in(10_000).signal() + dispose"),
       "linked, Rust ÷ JS": ratio("Rust: linked to a parent, signal() + drop (loop in Wasm)", "JS: linked to a parent, signal() + dispose"),
       "stall guard per chunk, Rust ÷ JS": ratio("per chunk: Rust: with_stall_timeout", "per chunk: JS: withStallTimeout"),
+      "fetch per chunk, Rust ÷ JS": ratio("per chunk: Rust: fetch_with_deadline", "per chunk: JS: fetchWithDeadline"),
+      "fetch + retry per chunk, Rust ÷ JS": ratio("per chunk: Rust: fetch_with_deadline + retry", "per chunk: JS: fetchWithDeadline + retry"),
     },
   };
 }

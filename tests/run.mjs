@@ -473,7 +473,8 @@ const suites = {
 
   // The same cases in Deno: built as a module (tests/web/deno/lib.rs) and run
   // with `deno test` (the runner's own Deno mode does not work with Deno 2),
-  // plus child Deno and Node processes that must exit with deadlines open.
+  // plus child Deno and Node processes that must exit with deadlines open
+  // and stay alive while a resumable read they await backs off.
   async "web-deno"() {
     const dir = join(out, "web-cases");
     const build = await run("cargo", ["build", "--example", "web-cases", "--target", "wasm32-unknown-unknown", "--features", "web"]);

@@ -10,8 +10,9 @@
 //! can only be continued by the caller, who knows what the request meant
 //! (for a model call: the partial answer, and "continue"), through a hook.
 //!
-//! [`Resume`] makes that choice, the same in both hosts (`js/resume.js`,
-//! `src/web/resume.rs`): the host reports a failure with what it delivered,
+//! [`Resume`] makes that choice, the same in both hosts (`js/resume.js`, and
+//! the streamed-read machine [`crate::core::read::Read`] that `src/web/resume.rs`
+//! drives): the host reports a failure with what it delivered,
 //! and the machine answers what to do ([`Next`]) and how long to wait first.
 //! *Whether* another attempt may be made at all, and the backoff, is the
 //! retry loop's ([`crate::core::retry::RetryRun`]): the host asks it first

@@ -1,5 +1,6 @@
-//! One request of [`fetch_with_deadline`](super::fetch_with_deadline) and its guarded body: what the
-//! plain fetch and each attempt of a resumable read (src/web/resume.rs) share. Below both
+//! One request of [`fetch_with_deadline`](super::fetch_with_deadline) and its guarded body, and
+//! what the plain fetch and each attempt of a resumable read (src/web/resume.rs) share: the
+//! request's propagation headers and the Response around another body. Below both
 //! src/web/fetch.rs (the API, which chooses between them) and src/web/resume.rs, above the stall
 //! guard (src/web/stall.rs): the four form no circle.
 
@@ -88,7 +89,7 @@ fn cross_origin_in_browser(input: &JsValue) -> bool {
 /// read now (js/headers.js `withBudgetHeaders`). The request's headers are
 /// `init`'s, or a `Request` input's when `init` has none; a header the caller
 /// set is not overwritten.
-fn add_budget_headers(
+pub(super) fn add_budget_headers(
     input: &JsValue,
     init: &RequestInit,
     remaining: f64,
@@ -111,6 +112,17 @@ fn add_budget_headers(
     }
     init.set_headers(&out);
     Ok(())
+}
+
+/// The propagation headers a request of `input` carries: the formats given
+/// (sent anyway, as JavaScript's `propagate`), else the default header only
+/// where it cannot change the request's CORS mode.
+pub(super) fn budget_formats(input: &JsValue, propagate: Option<Vec<HeaderFormat>>) -> Vec<HeaderFormat> {
+    match propagate {
+        Some(formats) => formats,
+        None if cross_origin_in_browser(input) => Vec::new(),
+        None => vec![HeaderFormat::EdgeDeadlineRemainingMs],
+    }
 }
 
 /// The wait for headers as a stall configuration: `firstByteMs` as the
@@ -206,13 +218,7 @@ pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once
         links.link(&request.signal());
     }
     init_copy.set_signal(Some(&upstream.signal()));
-    // The default header only where it cannot change the request's CORS mode;
-    // formats given are sent anyway (as JavaScript's `propagate`).
-    let formats = match propagate {
-        Some(formats) => formats,
-        None if cross_origin_in_browser(input) => Vec::new(),
-        None => vec![HeaderFormat::EdgeDeadlineRemainingMs],
-    };
+    let formats = budget_formats(input, propagate);
     let left = at - sys::now();
     add_budget_headers(input, &init_copy, if left > 0.0 { left } else { 0.0 }, &formats)?;
 
@@ -257,29 +263,6 @@ impl Once {
             .decide(&Snapshot::started(t0), t0)?;
         self.first_byte_ms.map(first_byte_config).transpose()
     }
-}
-
-/// Guards `body`, a body that continues a resumed read, as [`fetch_once`]
-/// guards its own: the limits of `once`, the upstream `controller`, and
-/// `followed` (the attempt's signal) whose abort ends it with its reason.
-pub(super) fn guard_body(
-    body: ReadableStream,
-    once: Once,
-    controller: AbortController,
-    followed: AbortSignal,
-    event_stream: bool,
-) -> Result<ReadableStream, Error> {
-    let stall = StallOptions {
-        // Not given: the core's default wait for first content, from the headers.
-        first_chunk_ms: once.first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(Some(once.at), sys::now())),
-        stall_ms: once.stall_ms.unwrap_or(NO_LIMIT),
-        at: Some(once.at),
-        followed: vec![once.deadline_signal, followed, controller.signal()],
-        controller: Some(controller),
-        is_progress: once.is_progress,
-        event_stream,
-    };
-    watch(body, stall, None)
 }
 
 /// `response` with `body` instead of its own: the status, headers, url,

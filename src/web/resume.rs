@@ -5,63 +5,77 @@
 //!
 //! A streamed answer that breaks before anything reached the reader is
 //! simply asked for again; one that breaks in the middle continues where the
-//! reader is, never from the start. What to do after each failure, and the
-//! wait before it, is the core's: the retry loop
-//! ([`crate::core::retry::RetryRun`]) says whether another attempt may be
-//! made, the resume machine ([`crate::core::resume::Resume`]) says which,
-//! [`crate::core::resume::EventCut`] cuts an event stream on event
-//! boundaries and reads its ids, [`crate::core::resume::status_failure`]
-//! classifies a non-ok answer. This file owns the requests, the attempts'
-//! signals, the reader's stream and the abortable waits.
+//! reader is, never from the start. Every decision of the read is the core's
+//! streamed-read machine ([`crate::core::read::Read`], see its module doc):
+//! where an event ends, what is progress, when an attempt has stalled (the
+//! wait for headers, for the first content, between progress chunks),
+//! whether and how a failed attempt is made again (as it was, with
+//! `Last-Event-ID`, through the hook), whether a resumed answer may be
+//! spliced, what the reader gets and how the read ends. This file drives one
+//! machine per read and does only what a host can: it makes the attempts'
+//! requests, reads their bodies, arms the one timer, follows the signals, and
+//! turns the machine's ending into the reader's [`Error`].
+//!
+//! # How the host drives the machine
+//! Each thing that happens (an attempt's answer or failure, a chunk, the end
+//! of a body, the timer, a signal, the reader's pull or cancel) is one
+//! [`Input`] with the time; the host then performs the machine's actions in
+//! order: `Connect` makes a request (the caller's, a copy with
+//! `Last-Event-ID`, or the hook's), `Abort` aborts the current attempt,
+//! `Deliver` enqueues bytes, `Wake` re-arms the one timer, `End` ends the
+//! read. A body is read by a few lines of JavaScript that call into Rust
+//! once per chunk. An input that arrives while actions are being performed (a pull
+//! made by an enqueue) is told to the machine at once and its actions are
+//! performed after those already due, in order.
 //!
 //! # Invariants (the host's)
 //! 1. Every attempt has its own `AbortController`; its signal also follows
-//!    the read's (the deadline, the caller's signals, the reader's cancel).
-//!    An attempt that is left (it failed, it answered with a status that is
-//!    retried, its upstream replayed) is aborted: the upstream request is
-//!    released, not abandoned.
-//! 2. The reader gets each delivered byte once. On an event stream it gets
-//!    whole events only: a partial event is held until its blank line, and
-//!    dropped when the attempt fails. After a `Last-Event-ID` request, events
-//!    are held until the first one with an id: one already delivered means
-//!    the upstream ignored the header, and none of that attempt reaches the
-//!    reader.
-//! 3. The deadline, the caller's signals and the reader's cancel end the read
-//!    as they end a read without `retry`: never retried.
-//! 4. Nothing is read from the upstream while nobody reads the stream (the
-//!    reader's stream has no queue of its own), and when it ends every timer
-//!    and listener of it is gone.
-//! 5. When the read ends with a failure, the reader's error is ours, with
-//!    `deliveredBytes` (JavaScript's invariant 6 of js/resume.js): a stall
-//!    or a cap's refusal as it is, the deadline and the caller's abort as
-//!    they are (without the field), anything else as the `cause` (`last`)
-//!    of a `RetryFailed`: the retry loop's stop, or
-//!    [`NOT_RESUMABLE`](crate::core::resume::NOT_RESUMABLE).
+//!    the read's (the deadline, the caller's signals). An attempt the machine
+//!    leaves (`Abort`) is aborted and its body cancelled: the upstream
+//!    request is released, not abandoned. Whatever a left attempt reports
+//!    afterwards is ignored.
+//! 2. One timer per read (a timers.rs `child` that also follows the read's
+//!    signals): each `Wake` moves it; when it fires the machine is told.
+//! 3. Nothing is read from the upstream while nobody reads the stream (the
+//!    reader's stream has no queue of its own): a body is read only while a
+//!    pull waits, and the machine is told when nobody does (`Hold`) and when
+//!    someone reads again (`Unhold`).
+//! 4. A Node or Deno process is kept alive (a timers.rs `KeepAlive`: the
+//!    timer is unref'd) while someone awaits the read (the caller its
+//!    answer, the reader a chunk) and the timer is armed.
+//! 5. When the read ends, the timer, its listeners, the hold on the
+//!    process, the attempt, the hook and the predicates are let go.
+//! 6. The reader's error is ours, as the machine says (JavaScript's
+//!    invariant 6 of js/resume.js): a stall or a cap's refusal as it is,
+//!    with `deliveredBytes`; the deadline and the caller's abort as they are
+//!    (without the field); anything else as the `cause` (`last`) of a
+//!    `RetryFailed`. Before the body, the last attempt's error (or its
+//!    non-ok answer) goes to the caller as it is. A mistake of the caller's
+//!    (a hook that gives something other than a Response, a body that is not
+//!    bytes) ends the read as an abort does, with that `TypeError`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::{future_to_promise, JsFuture};
+use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::{
     AbortController, AbortSignal, Headers, ReadableStream, ReadableStreamDefaultController,
     ReadableStreamDefaultReader, Request, RequestInit, Response,
 };
 
-use super::attempt::{fetch_once, guard_body, rewrap, Once};
-use super::guard::{Ended, Guard};
+use super::attempt::{add_budget_headers, budget_formats, rewrap, Once};
+use super::errors::StallPhase;
 use super::headers::HeaderFormat;
-use super::retry::{asked_wait, failed, random_seed, reports, Classify, RetryBudget, RetryOptions};
+use super::retry::{asked_wait, own_deadline, random_seed, reports, Classify, RetryBudget, RetryOptions};
 use super::sse::is_event_stream;
 use super::stall::{ignore_rejection, ProgressFn};
-use super::timers::sleep_until;
+use super::timers::{child, Child, KeepAlive, Parent, Parents};
 use super::{sys, Error};
-use crate::core::resume::{
-    content_range_start, not_resumable, resume_refusal, status_failure, CutRefusal, Delivered, DeliveredIds, Event,
-    EventCut, Next, Resume, NOT_RESUMABLE,
-};
-use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start};
+use crate::core::read::{Action, Cause, Ending, Head, How, Input, Read, ReadError, ReadFailure, ReadOptions};
+use crate::core::resume::NOT_RESUMABLE;
+use crate::core::retry::{Failure, RetryRun};
 
 /// Whether this runtime's `Headers` take any text and send it as UTF-8
 /// (workerd), not a ByteString only.
@@ -76,8 +90,8 @@ fn utf8_headers() -> bool {
 /// is told: what the reader already has, and the attempt about to be made.
 #[derive(Debug, Clone)]
 pub struct Resumed {
-    /// The chunks delivered to the reader, in order (on an event stream,
-    /// one per event).
+    /// The chunks delivered to the reader, in order, as the reader got them
+    /// (on an event stream, each one or more whole events).
     pub chunks: Vec<Uint8Array>,
     /// How many bytes were delivered.
     pub bytes: f64,
@@ -99,151 +113,149 @@ pub struct Resumed {
 /// The resume hook.
 pub(super) type ResumeFn = Box<dyn FnMut(Resumed) -> Option<Promise>>;
 
-// The reader's stream: pulled only when a read waits (invariant 4).
+// The reader's stream: pulled only when a read waits (invariant 3).
 #[wasm_bindgen(inline_js = r#"
-export function resumeSource(pull, cancel) {
-  return new ReadableStream({ pull: (c) => pull(c), cancel: (r) => cancel(r) }, { highWaterMark: 0 });
+export function resumeSource(start, pull, cancel) {
+  return new ReadableStream({ start: (c) => start(c), pull: () => pull(), cancel: (r) => cancel(r) }, { highWaterMark: 0 });
 }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = resumeSource)]
-    fn resume_source(pull: &JsValue, cancel: &JsValue) -> ReadableStream;
+    fn resume_source(start: &JsValue, pull: &JsValue, cancel: &JsValue) -> ReadableStream;
 }
 
-/// How an attempt failed.
-struct Failed {
-    how: AttemptFailure,
-    error: Error,
-    /// The wait the upstream asked for (Retry-After & co.).
-    wait: Option<f64>,
-    /// A non-ok answer, and its attempt's controller: returned as it is
-    /// when nothing is retried before the headers.
-    answer: Option<(Response, AbortController)>,
-    /// It ends the read whatever the retry loop would say (invariant 3, or a
-    /// mistake of the caller's).
-    fatal: bool,
+// One read of an attempt's body, unpacked in JavaScript: one call into Rust
+// per chunk (a Rust future per read, and reading `done` and `value` from
+// Rust, cost more than the rest of the chunk's path).
+#[wasm_bindgen(inline_js = r#"
+export function resumeRead(reader, onChunk, onDone, onError) {
+  reader.read().then((r) => (r.done ? onDone() : onChunk(r.value)), onError);
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = resumeRead)]
+    fn resume_read(reader: &ReadableStreamDefaultReader, on_chunk: &JsValue, on_done: &JsValue, on_error: &JsValue);
 }
 
-impl Failed {
-    fn fatal(error: Error) -> Self {
-        Self { how: AttemptFailure::Error(Failure::Permanent), error, wait: None, answer: None, fatal: true }
-    }
+/// An attempt's body as the host reads it: its reader, and the functions a
+/// read calls back (owned by JavaScript; they hold the read until the
+/// attempt is let go).
+struct Body {
+    reader: ReadableStreamDefaultReader,
+    on_chunk: JsValue,
+    on_done: JsValue,
+    on_error: JsValue,
+}
 
-    /// Lets go of a non-ok answer that is not returned (invariant 1).
-    fn release(&mut self) {
-        if let Some((response, controller)) = self.answer.take() {
-            controller.abort();
-            if let Some(body) = response.body().filter(|b| !b.locked()) {
-                ignore_rejection(body.cancel());
+/// What a read of a body gave.
+enum Got {
+    Chunk(JsValue),
+    Done,
+    Error(JsValue),
+}
+
+/// The attempt the machine is on.
+struct Attempt {
+    /// The host's number for it (what a late report is checked against).
+    serial: u32,
+    controller: AbortController,
+    /// Its answer, once its head was told.
+    response: Option<Response>,
+    /// Its body, once the machine reads it.
+    body: Option<Body>,
+    /// A read of the body is in flight.
+    reading: bool,
+    /// The machine was told that nobody reads (`Hold`).
+    held: bool,
+}
+
+impl Attempt {
+    /// Lets go of it: its body cancelled and its request aborted (invariant 1).
+    fn release(self, reason: Option<&JsValue>) {
+        // Cancel first: aborting first would error the source, and its cancel would then reject.
+        match (&self.body, &self.response) {
+            (Some(Body { reader, .. }), _) => ignore_rejection(match reason {
+                Some(r) => reader.cancel_with_reason(r),
+                None => reader.cancel(),
+            }),
+            (None, Some(response)) => {
+                if let Some(body) = response.body().filter(|b| !b.locked()) {
+                    ignore_rejection(body.cancel());
+                }
+            }
+            (None, None) => {}
+        }
+        if !self.controller.signal().aborted() {
+            match reason {
+                Some(r) => self.controller.abort_with_reason(r),
+                None => self.controller.abort(),
             }
         }
     }
 }
 
-/// The attempt being read.
-struct Live {
-    controller: AbortController,
-    reader: Option<ReadableStreamDefaultReader>,
-    done: bool,
-}
+/// The answer `fetch_with_deadline` awaits: the Response, or the error.
+type Answer = Rc<RefCell<Option<Result<Response, Error>>>>;
 
-impl Drop for Live {
-    fn drop(&mut self) {
-        if !self.done && !self.controller.signal().aborted() {
-            self.controller.abort();
-        }
-    }
-}
-
-/// What the deadline and the limits are, for each attempt's request.
-struct Limits {
-    at: f64,
-    deadline_signal: AbortSignal,
-    first_byte_ms: Option<f64>,
-    first_chunk_ms: Option<f64>,
-    stall_ms: Option<f64>,
-    propagate: Option<Vec<super::HeaderFormat>>,
-    is_progress: Option<Rc<RefCell<ProgressFn>>>,
-}
-
-impl Limits {
-    fn once(&self) -> Once {
-        Once {
-            at: self.at,
-            deadline_signal: self.deadline_signal.clone(),
-            first_byte_ms: self.first_byte_ms,
-            first_chunk_ms: self.first_chunk_ms,
-            stall_ms: self.stall_ms,
-            is_progress: self
-                .is_progress
-                .clone()
-                .map(|f| Box::new(move |c: &JsValue| (f.borrow_mut())(c)) as ProgressFn),
-            propagate: self.propagate.clone(),
-        }
-    }
-}
-
-/// One resumable read between the reader's pulls.
-struct Flow {
+/// One read: the machine and what the host holds for it.
+struct Host {
+    read: Read,
     input: JsValue,
     init: Option<RequestInit>,
-    limits: Limits,
+    at: f64,
+    deadline_signal: AbortSignal,
+    /// Aborts with the deadline and the caller's signals.
+    whole: AbortSignal,
+    propagate: Option<Vec<HeaderFormat>>,
+    is_progress: Option<ProgressFn>,
     classify: Option<Classify>,
     budget: Option<Rc<RetryBudget>>,
     hook: Option<ResumeFn>,
-    run: RetryRun,
-    resume: Resume,
-    /// Aborts with the deadline, the caller's signals and the reader's cancel.
-    whole: AbortSignal,
-    event_stream: bool,
-    cut: EventCut,
-    content: bool,
-    bytes: f64,
-    chunks: Vec<Uint8Array>,
-    last_id: Option<String>,
-    ids: DeliveredIds,
-    /// Events of a `Last-Event-ID` attempt before its first id (invariant 2).
-    holding: Option<Vec<Event>>,
-    live: Option<Live>,
-    /// The failure the live attempt resumed from.
-    resumed_from: Option<Error>,
-    /// The event cap and the line cap (for the refusal's message).
-    caps: (usize, usize),
-    /// The cut refused the stream past a cap: the read ends with it once
-    /// what came before is delivered.
-    too_large: Option<Error>,
+    /// The one timer, following `whole` (invariant 2).
+    node: Option<Child>,
+    attempt: Option<Attempt>,
+    serial: u32,
+    /// The reader's stream's controller, and the stream until the caller has it.
+    out: Option<ReadableStreamDefaultController>,
+    stream: Option<ReadableStream>,
+    /// A pull waits.
+    wanted: bool,
+    keep: Option<KeepAlive>,
+    /// Until the caller has its answer: where it goes, and how to wake it.
+    answer: Option<(Answer, js_sys::Function)>,
+    /// What the reader got, for the hook.
+    delivered: Vec<Uint8Array>,
+    /// The chunk last told, as it came and as bytes.
+    chunk: JsValue,
+    chunk_bytes: Vec<u8>,
+    /// The last error an attempt failed with (what `Cause::Host` and `Cause::Status` name).
+    last_error: Option<Error>,
+    /// The reason of a signal's abort or a cancel, or the caller's mistake.
+    reason: Option<JsValue>,
 }
 
-/// What a pull did.
-enum Pulled {
-    Chunk(Uint8Array),
-    Closed(Option<Uint8Array>),
-    Errored(JsValue),
-}
-
-impl Flow {
-    fn budget_start(&mut self) -> Result<Start, Error> {
-        let t = sys::now();
-        Ok(match &self.budget {
-            Some(b) => self.run.start(t, Some(&mut b.0.borrow_mut()))?,
-            None => self.run.start(t, None)?,
-        })
+impl Host {
+    /// Tells the machine `input` at `now`, with the shared budget.
+    fn handle(&mut self, input: Input<'_>, now: f64) {
+        match self.budget.clone() {
+            Some(b) => self.read.handle(input, now, Some(&mut b.0.borrow_mut())),
+            None => self.read.handle(input, now, None),
+        }
     }
 
-    fn attempt_signal(&self) -> Result<(AbortController, AbortSignal), Error> {
-        let controller = AbortController::new().map_err(Error::from)?;
-        let signal = AbortSignal::any(&Array::of2(&controller.signal(), &self.whole));
-        Ok((controller, signal))
+    /// The attempt `serial`, if the machine is still on it.
+    fn current(&mut self, serial: u32) -> Option<&mut Attempt> {
+        let ended = self.read.ended();
+        self.attempt.as_mut().filter(|a| a.serial == serial && !ended)
     }
 
-    /// The request again, with `Last-Event-ID` when given.
-    async fn request(&self, last_event_id: Option<&str>) -> Result<(AbortController, Response), Error> {
-        let (controller, signal) = self.attempt_signal()?;
+    /// The request again (a copy of the caller's), with `Last-Event-ID` when given.
+    fn request(&self, signal: &AbortSignal, last_event_id: Option<&str>) -> Result<Promise, Error> {
         let init: RequestInit = match &self.init {
             Some(init) => Object::assign(&Object::new(), init).unchecked_into(),
             None => RequestInit::new(),
         };
-        init.set_signal(Some(&signal));
+        init.set_signal(Some(signal));
         let request = self.input.dyn_ref::<Request>();
         if let Some(id) = last_event_id {
             let own = init.get_headers();
@@ -270,377 +282,487 @@ impl Flow {
             Some(request) => request.clone().map_err(Error::Js)?.into(),
             None => self.input.clone(),
         };
-        match fetch_once(&input, Some(&init), self.limits.once()).await {
-            Ok(response) => Ok((controller, response)),
-            Err(error) => {
-                controller.abort();
-                Err(error)
-            }
-        }
+        let formats = budget_formats(&self.input, self.propagate.clone());
+        add_budget_headers(&input, &init, (self.at - sys::now()).max(0.0), &formats)?;
+        sys::fetch(&input, &init).map_err(Error::from)
     }
 
-    /// The caller's hook makes attempt `number`: `None` when it gives none.
-    async fn call_hook(&mut self, number: u32) -> Result<Option<(AbortController, Response)>, Error> {
-        let (controller, signal) = self.attempt_signal()?;
+    /// What the hook is told for attempt `number`.
+    fn resumed(
+        &self,
+        number: u32,
+        bytes: u64,
+        last_event_id: Option<String>,
+        signal: &AbortSignal,
+    ) -> Result<Resumed, Error> {
         let headers = Headers::new().map_err(Error::Js)?;
-        let left = (self.limits.at - sys::now()).max(0.0);
-        let formats = self.limits.propagate.clone().unwrap_or_else(|| vec![HeaderFormat::EdgeDeadlineRemainingMs]);
+        let left = (self.at - sys::now()).max(0.0);
+        let formats = self.propagate.clone().unwrap_or_else(|| vec![HeaderFormat::EdgeDeadlineRemainingMs]);
         for format in formats {
             headers.set(format.name(), &crate::core::headers::encode(format, left)?).map_err(Error::Js)?;
         }
-        let resumed = Resumed {
-            chunks: self.chunks.clone(),
-            bytes: self.bytes,
-            last_event_id: self.last_id.clone(),
+        Ok(Resumed {
+            chunks: self.delivered.clone(),
+            bytes: bytes as f64,
+            last_event_id,
             attempt: number,
             signal: signal.clone(),
             headers,
-        };
-        let Some(promise) = self.hook.as_mut().and_then(|hook| hook(resumed)) else {
-            controller.abort();
-            return Ok(None);
-        };
-        let waiting = Guard::new(None, || JsValue::UNDEFINED, &[&self.whole], false);
-        let value = match waiting.race(JsFuture::from(promise)).await {
-            Ok(Ok(value)) => value,
-            Ok(Err(error)) => {
-                controller.abort();
-                return Err(Error::from(error));
-            }
-            Err(Ended::Cap(reason) | Ended::Parent(_, reason)) => {
-                controller.abort();
-                return Err(Error::from(reason));
-            }
-        };
-        drop(waiting);
-        let Some(response) = value.dyn_ref::<Response>() else {
-            controller.abort();
-            return Err(Error::InvalidType {
-                param: "resume",
-                code: "NOT_A_RESPONSE",
-                message:
-                    "'resume' must return a Promise of a Response (or None to end the stream): it gave something else"
-                        .into(),
-            });
-        };
-        let response = match response.body() {
-            Some(body) if response.ok() => {
-                let body = guard_body(body, self.limits.once(), controller.clone(), signal, self.event_stream)?;
-                rewrap(response, &body)?
-            }
-            _ => Clone::clone(response),
-        };
-        Ok(Some((controller, response)))
+        })
     }
 
-    /// How `error` ends an attempt.
-    fn failure(&self, error: Error) -> Failed {
-        if self.whole.aborted() {
-            return Failed::fatal(Error::from(self.whole.reason()));
-        }
-        let how = match &error {
-            Error::DeadlineExceeded { .. } | Error::InvalidArgument { .. } | Error::InvalidType { .. } => {
-                return Failed::fatal(error)
+    /// An error an attempt failed with, as the caller's `classify` sees it (else ambiguous).
+    fn classified(&self, error: &Error) -> Failure {
+        self.classify.as_ref().map_or(Failure::Ambiguous, |c| c(error))
+    }
+
+    /// The error that `cause` names (the machine's own, or the host's last).
+    fn cause(&self, cause: Cause) -> Option<Error> {
+        match cause {
+            Cause::Stalled { phase, after_ms, chunks, bytes } => {
+                let phase = match phase {
+                    "first-byte" => StallPhase::FirstByte,
+                    "first-chunk" => StallPhase::FirstChunk,
+                    _ => StallPhase::Stall,
+                };
+                Some(Error::StreamStalled { phase, after_ms, chunks, bytes })
             }
-            Error::StreamStalled { .. } => AttemptFailure::Timeout,
-            other => AttemptFailure::Error(self.classify.as_ref().map_or(Failure::Ambiguous, |c| c(other))),
-        };
-        Failed { how, error, wait: None, answer: None, fatal: false }
-    }
-
-    /// A non-ok answer: an error carrying the Response (`.response`, `.status`).
-    fn status_failed(&self, response: Response, controller: AbortController) -> Failed {
-        let status = response.status();
-        let e = js_sys::Error::new(&format!("the upstream answered {} {}", status, response.status_text()));
-        let _ = Reflect::set(&e, &JsValue::from_str("status"), &JsValue::from(status));
-        let _ = Reflect::set(&e, &JsValue::from_str("response"), &response);
-        let error = Error::Js(e.into());
-        let failure = match &self.classify {
-            Some(classify) => classify(&error),
-            None => status_failure(status),
-        };
-        let wait = asked_wait(&error);
-        Failed { how: AttemptFailure::Error(failure), error, wait, answer: Some((response, controller)), fatal: false }
-    }
-
-    /// Why a resumed attempt's ok `response` cannot be spliced onto what was
-    /// delivered ([`resume_refusal`]), or `None`.
-    fn refused(&self, next: Next, response: &Response) -> Option<&'static str> {
-        let headers = response.headers();
-        let event_stream = headers.get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
-        let start = headers.get("content-range").ok().flatten().and_then(|v| content_range_start(&v));
-        resume_refusal(next == Next::LastEventId, self.event_stream, response.status(), event_stream, start, self.bytes)
-    }
-
-    fn delivered(&self) -> Delivered {
-        Delivered {
-            content: self.content,
-            event_stream: self.event_stream,
-            last_event_id: self.last_id.as_deref().is_some_and(|id| !id.is_empty()),
-            unchecked: !self.ids.checkable(),
+            Cause::Refused(code, status) => {
+                let e =
+                    js_sys::Error::new(&format!("the resumed answer ({status}) cannot continue the stream: {code}"));
+                e.set_name("ResumeRefused");
+                let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(code));
+                let _ = Reflect::set(&e, &JsValue::from_str("status"), &JsValue::from(status));
+                Some(Error::Js(e.into()))
+            }
+            Cause::Status(_) | Cause::Host => self.last_error.clone(),
         }
     }
 
-    /// After `failed`: the next attempt's answer (an ok status), or the
-    /// failure that ends the read.
-    async fn recover(&mut self, mut failed: Failed) -> Result<Response, Failed> {
+    /// The reader's error for a failed read (invariant 6).
+    fn error(&self, failure: &ReadFailure) -> Error {
+        match &failure.error {
+            ReadError::Stalled(cause) | ReadError::Last(cause) => {
+                self.cause(*cause).unwrap_or_else(|| Error::invalid("retry", "the read failed without an error"))
+            }
+            ReadError::Deadline => {
+                if self.deadline_signal.aborted() {
+                    Error::from(self.deadline_signal.reason())
+                } else {
+                    Error::DeadlineExceeded { at: self.at, late_by_ms: (sys::now() - self.at).max(0.0) }
+                }
+            }
+            ReadError::Aborted => Error::from(self.reason.clone().unwrap_or_else(|| self.whole.reason())),
+            error @ ReadError::TooLarge { refusal, max_bytes } => {
+                let e = js_sys::Error::new(&error.message().unwrap_or_default());
+                e.set_name("StreamTooLarge");
+                let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(refusal.code()));
+                let _ = Reflect::set(&e, &JsValue::from_str("maxBytes"), &JsValue::from(*max_bytes));
+                Error::Js(e.into())
+            }
+            ReadError::RetryFailed { reason, message, cause } => {
+                let stop = (*reason != NOT_RESUMABLE).then(|| self.read.run().stopped()).flatten().map(|s| s.stop());
+                Error::RetryFailed {
+                    reason: (*reason).into(),
+                    message: message.to_string(),
+                    attempts: reports(self.read.run().records()),
+                    last: self.cause(*cause).map(Box::new),
+                    retry_after_ms: stop.as_ref().and_then(|s| s.retry_after_ms),
+                    remaining_ms: stop.as_ref().and_then(|s| s.remaining_ms),
+                }
+            }
+        }
+    }
+}
+
+/// A host error that ends the read whatever the retry loop would say: the
+/// deadline's, or a mistake (ours or the caller's).
+fn fatal(error: &Error) -> bool {
+    matches!(error, Error::DeadlineExceeded { .. } | Error::InvalidArgument { .. } | Error::InvalidType { .. })
+}
+
+/// The read, shared by its callbacks.
+struct Shared {
+    host: RefCell<Host>,
+    /// Actions are being performed (an input now only adds to them).
+    busy: Cell<bool>,
+}
+
+impl Shared {
+    /// Tells the machine `input`, then performs what it says.
+    fn tell(self: &Rc<Self>, input: Input<'_>) {
+        self.host.borrow_mut().handle(input, sys::now());
+        self.pump();
+    }
+
+    /// Performs the machine's actions, then what the host does between them
+    /// (reading a body while a pull waits, telling a hold), until neither
+    /// has anything left.
+    fn pump(self: &Rc<Self>) {
+        if self.busy.replace(true) {
+            return;
+        }
         loop {
-            if failed.fatal {
-                return Err(failed);
+            let action = self.host.borrow_mut().read.poll();
+            match action {
+                Some(action) => self.perform(action),
+                None if self.follow() => {}
+                None => break,
             }
-            if self.whole.aborted() {
-                failed.release();
-                return Err(Failed::fatal(Error::from(self.whole.reason())));
-            }
-            let t = sys::now();
-            let decision = match &self.budget {
-                Some(b) => self.run.attempt_failed_waiting(t, failed.how, failed.wait, Some(&mut b.0.borrow_mut())),
-                None => self.run.attempt_failed_waiting(t, failed.how, failed.wait, None),
-            };
-            let delay_ms = match decision {
-                Ok(AfterFailure::Backoff { delay_ms }) => delay_ms,
-                Ok(AfterFailure::Stop(_)) => return Err(failed),
-                Err(error) => return Err(Failed::fatal(error.into())),
-            };
-            let (next, wait_ms) = self.resume.after_failure(self.delivered(), delay_ms, failed.wait);
-            if next == Next::End {
-                return Err(failed);
-            }
-            failed.release();
-            if wait_ms > 0.0 {
-                let sleeper = Guard::new(None, || JsValue::UNDEFINED, &[&self.whole], false);
-                if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(sys::now() + wait_ms)).await {
-                    return Err(Failed::fatal(Error::from(reason)));
+        }
+        self.busy.set(false);
+        self.keep();
+    }
+
+    fn perform(self: &Rc<Self>, action: Action) {
+        match action {
+            Action::Connect { attempt, how } => self.connect(attempt, how),
+            Action::Abort => {
+                let (attempt, reason) = {
+                    let mut h = self.host.borrow_mut();
+                    (h.attempt.take(), h.reason.clone())
+                };
+                if let Some(attempt) = attempt {
+                    attempt.release(reason.as_ref());
                 }
             }
-            let number = match self.budget_start() {
-                Ok(Start::Attempt { number, .. }) => number,
-                Ok(Start::Stop(_)) => return Err(failed),
-                Err(error) => return Err(Failed::fatal(error)),
-            };
-            let attempt = match next {
-                Next::LastEventId => {
-                    let id = self.last_id.clone();
-                    self.request(id.as_deref()).await.map(Some)
-                }
-                Next::Hook => self.call_hook(number).await,
-                Next::Retry | Next::End => self.request(None).await.map(Some),
-            };
-            failed = match attempt {
-                Ok(Some((controller, response)))
-                    if response.ok() && next != Next::Retry && self.refused(next, &response).is_some() =>
-                {
-                    // It cannot continue where the reader is (the core's rule): a failed attempt, never spliced.
-                    let code = self.refused(next, &response).unwrap_or_default();
-                    controller.abort();
-                    if let Some(body) = response.body().filter(|b| !b.locked()) {
-                        ignore_rejection(body.cancel());
-                    }
-                    let e = js_sys::Error::new(&format!(
-                        "the resumed answer ({}) cannot continue the stream: {code}",
-                        response.status()
-                    ));
-                    e.set_name("ResumeRefused");
-                    let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(code));
-                    let _ = Reflect::set(&e, &JsValue::from_str("status"), &JsValue::from(response.status()));
-                    self.failure(Error::Js(e.into()))
-                }
-                Ok(Some((controller, response))) if response.ok() => {
-                    self.holding = (next == Next::LastEventId).then(Vec::new);
-                    if next != Next::Retry {
-                        self.resumed_from = Some(failed.error);
-                    }
-                    self.live = Some(Live { controller, reader: None, done: false });
-                    return Ok(response);
-                }
-                Ok(Some((controller, response))) => self.status_failed(response, controller),
-                Ok(None) => return Err(failed),
-                Err(error) => self.failure(error),
-            };
-        }
-    }
-
-    /// Reads the live attempt's body from now on.
-    fn read(&mut self, response: &Response) {
-        let reader = response.body().map(|b| b.get_reader().unchecked_into());
-        if let Some(live) = self.live.as_mut() {
-            live.reader = reader;
-        }
-    }
-
-    /// One delivered event (or chunk): counted, its id kept, its bytes given on.
-    fn deliver(&mut self, bytes: &[u8], content: bool, id: Option<String>, out: &mut Vec<u8>) {
-        self.content |= content;
-        self.bytes += bytes.len() as f64;
-        if let Some(id) = id {
-            if !id.is_empty() {
-                self.ids.record(&id);
+            Action::Deliver(bytes) => self.deliver(Uint8Array::from(&bytes[..]).into(), Some(&bytes)),
+            Action::DeliverChunk => {
+                let chunk = self.host.borrow().chunk.clone();
+                self.deliver(chunk, None);
             }
-            self.last_id = Some(id);
-        }
-        if self.hook.is_some() {
-            self.chunks.push(Uint8Array::from(bytes));
-        }
-        out.extend_from_slice(bytes);
-    }
-
-    /// A chunk of the live attempt: what reaches the reader now, if
-    /// anything; `Err(true)` when the upstream replayed an event already
-    /// delivered, `Err(false)` when the chunk is not bytes.
-    fn take(&mut self, chunk: &JsValue) -> Result<Vec<u8>, bool> {
-        let Some(bytes) = chunk.dyn_ref::<Uint8Array>() else { return Err(false) };
-        let bytes = bytes.to_vec();
-        let mut out = Vec::new();
-        if !self.event_stream {
-            let content = !bytes.is_empty();
-            self.deliver(&bytes, content, None, &mut out);
-            return Ok(out);
-        }
-        let mut events = Vec::new();
-        let refused = self.cut.push(&bytes, &mut events).err();
-        for event in events {
-            let Some(held) = self.holding.as_mut() else {
-                self.deliver(&event.bytes, event.content, event.id, &mut out);
-                continue;
-            };
-            let id = event.id.clone();
-            held.push(event);
-            match id {
-                None => {}
-                Some(id) if self.ids.contains(&id) => return Err(true),
-                Some(_) => {
-                    for e in self.holding.take().unwrap_or_default() {
-                        self.deliver(&e.bytes, e.content, e.id, &mut out);
-                    }
+            Action::Wake { at_ms } => {
+                if let Some(node) = self.host.borrow().node.as_ref() {
+                    node.rearm(at_ms);
                 }
             }
+            Action::End(ending) => self.end(ending),
         }
-        if let Some(refusal) = refused {
-            // Ends the read at once, never retried; what a resumed stream held unchecked is dropped.
-            self.holding = None;
-            self.too_large = Some(self.refusal_error(refusal));
-            self.live = None;
-        }
-        Ok(out)
     }
 
-    /// The error a cap's refusal ends the read with (js/resume.js `StreamTooLarge`).
-    fn refusal_error(&self, refusal: CutRefusal) -> Error {
-        let cap = match refusal {
-            CutRefusal::EventTooLarge => self.caps.0,
-            CutRefusal::LineTooLong => self.caps.1,
-        } as f64;
-        let e = js_sys::Error::new(&refusal.message(cap).to_string());
-        e.set_name("StreamTooLarge");
-        let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(refusal.code()));
-        let _ = Reflect::set(&e, &JsValue::from_str("maxBytes"), &JsValue::from(cap));
-        Error::Js(e.into())
-    }
-
-    /// The live attempt's body ended: what was held goes to the reader.
-    fn finish(&mut self) -> Option<Uint8Array> {
-        let mut out = Vec::new();
-        for e in self.holding.take().unwrap_or_default() {
-            self.deliver(&e.bytes, e.content, e.id, &mut out);
-        }
-        let rest = self.cut.take_rest();
-        self.deliver(&rest, false, None, &mut out);
-        if let Some(live) = self.live.as_mut() {
-            live.done = true;
-        }
-        let _ = self.run.succeeded(sys::now());
-        (!out.is_empty()).then(|| Uint8Array::from(&out[..]))
-    }
-
-    /// Leaves the live attempt after a failure (invariants 1 and 2).
-    fn leave(&mut self) {
-        self.live = None;
-        self.holding = None;
-        self.cut.drop_partial();
-    }
-
-    /// Reads until something reaches the reader, recovering from failures.
-    async fn pull(&mut self) -> Pulled {
-        loop {
-            if let Some(error) = self.too_large.take() {
-                let _ = self.run.aborted(sys::now(), false);
-                return Pulled::Errored(self.delivered_on(error.into()));
+    /// Hands `chunk` to the reader (`bytes`: its bytes, when not the chunk last told).
+    fn deliver(self: &Rc<Self>, chunk: JsValue, bytes: Option<&[u8]>) {
+        let out = {
+            let mut h = self.host.borrow_mut();
+            if h.hook.is_some() {
+                let copy = Uint8Array::from(bytes.unwrap_or(&h.chunk_bytes));
+                h.delivered.push(copy);
             }
-            let Some(reader) = self.live.as_ref().and_then(|l| l.reader.clone()) else {
-                return Pulled::Closed(self.finish());
-            };
-            let failed = match JsFuture::from(reader.read()).await {
-                Ok(result) => {
-                    if Reflect::get(&result, &JsValue::from_str("done")).ok() == Some(JsValue::TRUE) {
-                        return Pulled::Closed(self.finish());
-                    }
-                    let chunk = Reflect::get(&result, &JsValue::from_str("value")).unwrap_or_default();
-                    match self.take(&chunk) {
-                        Ok(out) if out.is_empty() => continue,
-                        Ok(out) => return Pulled::Chunk(Uint8Array::from(&out[..])),
-                        Err(true) => {
-                            // The upstream ignores Last-Event-ID: decide again from the failure it answered.
-                            self.resume.replayed();
-                            let error = self.resumed_from.clone().unwrap_or_else(|| {
-                                Error::invalid("resume", "the upstream replayed events it had sent")
-                            });
-                            Failed {
-                                how: AttemptFailure::Error(Failure::NotApplied),
-                                error,
-                                wait: None,
-                                answer: None,
-                                fatal: false,
-                            }
-                        }
-                        Err(false) => Failed::fatal(Error::InvalidType {
+            h.wanted = false;
+            h.out.clone()
+        };
+        if let Some(out) = out {
+            let _ = out.enqueue_with_chunk(&chunk);
+        }
+    }
+
+    /// Makes attempt `number`, `how`: its request goes out, its outcome is told later.
+    fn connect(self: &Rc<Self>, number: u32, how: How) {
+        let controller = match AbortController::new() {
+            Ok(controller) => controller,
+            Err(error) => {
+                // No runtime this supports lacks one: the read ends as an abort does.
+                self.host.borrow_mut().reason = Some(error);
+                return self.tell(Input::Aborted { deadline: false });
+            }
+        };
+        let (serial, signal) = {
+            let mut h = self.host.borrow_mut();
+            h.serial += 1;
+            let signal = AbortSignal::any(&Array::of2(&controller.signal(), &h.whole));
+            let serial = h.serial;
+            h.attempt = Some(Attempt { serial, controller, response: None, body: None, reading: false, held: false });
+            (serial, signal)
+        };
+        let shared = self.clone();
+        spawn_local(async move {
+            let answer = match how {
+                How::Plain => shared.send(&signal, None).await,
+                How::LastEventId(id) => shared.send(&signal, Some(&id)).await,
+                How::Hook { bytes, last_event_id } => match shared.call_hook(number, bytes, last_event_id, &signal) {
+                    Ok(Some(promise)) => match JsFuture::from(promise).await {
+                        Ok(value) if value.is_instance_of::<Response>() => Ok(value),
+                        Ok(_) => Err(Error::InvalidType {
                             param: "resume",
-                            code: "NOT_BYTES",
-                            message: "a body that continues a stream must be bytes: a chunk was not a Uint8Array"
+                            code: "NOT_A_RESPONSE",
+                            message: "'resume' must return a Promise of a Response (or None to end the stream): \
+                                          it gave something else"
                                 .into(),
                         }),
+                        Err(error) => Err(Error::from(error)),
+                    },
+                    Ok(None) => {
+                        if shared.host.borrow_mut().current(serial).is_some() {
+                            shared.tell(Input::HookDeclined);
+                        }
+                        return;
                     }
-                }
-                Err(error) => self.failure(Error::from(error)),
-            };
-            self.leave();
-            match self.recover(failed).await {
-                Ok(response) => self.read(&response),
-                Err(mut failed) => {
-                    failed.release();
-                    return Pulled::Errored(self.ending(failed));
-                }
-            }
-        }
-    }
-
-    /// The reader's error for a read that ends with `failed` (invariant 5).
-    fn ending(&self, failed: Failed) -> JsValue {
-        let error = match failed.error {
-            e if failed.fatal => return e.into(),
-            e @ (Error::DeadlineExceeded { .. } | Error::StreamStalled { .. }) => e,
-            e => match self.run.stopped() {
-                Some(stop) => super::retry::failed(stop, reports(self.run.records()), Some(e)),
-                None => Error::RetryFailed {
-                    reason: NOT_RESUMABLE.into(),
-                    message: not_resumable(self.bytes).to_string(),
-                    attempts: reports(self.run.records()),
-                    last: Some(Box::new(e)),
-                    retry_after_ms: None,
-                    remaining_ms: None,
+                    Err(error) => Err(error),
                 },
-            },
-        };
-        if matches!(error, Error::DeadlineExceeded { .. }) {
-            return error.into();
-        }
-        self.delivered_on(error.into())
+            };
+            match answer {
+                Ok(response) => shared.head(serial, response.unchecked_into()),
+                Err(error) => shared.fail(serial, error),
+            }
+        });
     }
 
-    /// `error` with how many bytes reached the reader (`deliveredBytes`).
-    fn delivered_on(&self, error: JsValue) -> JsValue {
-        let _ = Reflect::set(&error, &JsValue::from_str("deliveredBytes"), &JsValue::from(self.bytes));
-        error
+    /// The request again, with `Last-Event-ID` when given: its answer.
+    async fn send(&self, signal: &AbortSignal, last_event_id: Option<&str>) -> Result<JsValue, Error> {
+        let sent = self.host.borrow().request(signal, last_event_id);
+        JsFuture::from(sent?).await.map_err(Error::from)
     }
+
+    /// Calls the caller's hook for attempt `number` (no borrow held: it is the caller's code).
+    fn call_hook(
+        &self,
+        number: u32,
+        bytes: u64,
+        last_event_id: Option<String>,
+        signal: &AbortSignal,
+    ) -> Result<Option<Promise>, Error> {
+        let (resumed, hook) = {
+            let mut h = self.host.borrow_mut();
+            (h.resumed(number, bytes, last_event_id, signal), h.hook.take())
+        };
+        let Some(mut hook) = hook else { return Ok(None) };
+        let given = resumed.map(&mut hook);
+        let mut h = self.host.borrow_mut();
+        if !h.read.ended() {
+            h.hook = Some(hook);
+        }
+        given
+    }
+
+    /// Attempt `serial` answered.
+    fn head(self: &Rc<Self>, serial: u32, response: Response) {
+        let mut h = self.host.borrow_mut();
+        let Some(attempt) = h.current(serial) else {
+            drop(h);
+            if let Some(body) = response.body().filter(|b| !b.locked()) {
+                ignore_rejection(body.cancel());
+            }
+            return;
+        };
+        attempt.response = Some(Clone::clone(&response));
+        let headers = response.headers();
+        let event_stream = headers.get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
+        let content_range = headers.get("content-range").ok().flatten();
+        let status = response.status();
+        let (failure, server_wait_ms) = if response.ok() {
+            (None, None)
+        } else {
+            // A non-ok answer: an error carrying the Response (`.response`, `.status`).
+            let e = js_sys::Error::new(&format!("the upstream answered {} {}", status, response.status_text()));
+            let _ = Reflect::set(&e, &JsValue::from_str("status"), &JsValue::from(status));
+            let _ = Reflect::set(&e, &JsValue::from_str("response"), &response);
+            let error = Error::Js(e.into());
+            // The caller's `classify`, else the core's rule for a status.
+            let answer = (h.classify.as_ref().map(|c| c(&error)), asked_wait(&error));
+            h.last_error = Some(error);
+            answer
+        };
+        let head = Head {
+            status,
+            event_stream,
+            content_range: content_range.as_deref(),
+            body: response.body().is_some(),
+            failure,
+            server_wait_ms,
+        };
+        h.handle(Input::Head(head), sys::now());
+        drop(h);
+        self.pump();
+    }
+
+    /// Attempt `serial` failed with `error` (its request, the hook, its body).
+    fn fail(self: &Rc<Self>, serial: u32, error: Error) {
+        let mut h = self.host.borrow_mut();
+        if h.current(serial).is_none() {
+            return;
+        }
+        if let Some(a) = h.attempt.as_mut() {
+            a.reading = false;
+        }
+        let input = if fatal(&error) {
+            let deadline = own_deadline(&error, h.at);
+            h.reason = Some(error.into());
+            Input::Aborted { deadline }
+        } else {
+            let failure = h.classified(&error);
+            h.last_error = Some(error);
+            Input::Failed { failure, server_wait_ms: None }
+        };
+        h.handle(input, sys::now());
+        drop(h);
+        self.pump();
+    }
+
+    /// A read of attempt `serial`'s body gave `got`.
+    fn on_read(self: &Rc<Self>, serial: u32, got: Got) {
+        let mut h = self.host.borrow_mut();
+        let Some(attempt) = h.current(serial) else { return };
+        attempt.reading = false;
+        let chunk = match got {
+            Got::Done => {
+                h.handle(Input::End, sys::now());
+                drop(h);
+                return self.pump();
+            }
+            Got::Error(error) => {
+                drop(h);
+                return self.fail(serial, Error::from(error));
+            }
+            Got::Chunk(chunk) => chunk,
+        };
+        let Some(view) = chunk.dyn_ref::<Uint8Array>() else {
+            drop(h);
+            let error = Error::InvalidType {
+                param: "resume",
+                code: "NOT_BYTES",
+                message: "a body that continues a stream must be bytes: a chunk was not a Uint8Array".into(),
+            };
+            return self.fail(serial, error);
+        };
+        let mut bytes = std::mem::take(&mut h.chunk_bytes);
+        bytes.resize(view.length() as usize, 0);
+        view.copy_to(&mut bytes);
+        let progress = match h.is_progress.as_mut().map(|f| f(&chunk)).transpose() {
+            Ok(progress) => progress,
+            Err(error) => {
+                drop(h);
+                return self.fail(serial, error);
+            }
+        };
+        h.chunk = chunk;
+        h.handle(Input::Chunk { bytes: &bytes, progress }, sys::now());
+        h.chunk_bytes = bytes;
+        drop(h);
+        self.pump();
+    }
+
+    /// The body of attempt `serial`, read by `reader`.
+    fn body(self: &Rc<Self>, serial: u32, reader: ReadableStreamDefaultReader) -> Body {
+        let (a, b, c) = (self.clone(), self.clone(), self.clone());
+        Body {
+            reader,
+            on_chunk: Closure::<dyn FnMut(JsValue)>::new(move |v| a.on_read(serial, Got::Chunk(v))).into_js_value(),
+            on_done: Closure::<dyn FnMut()>::new(move || b.on_read(serial, Got::Done)).into_js_value(),
+            on_error: Closure::<dyn FnMut(JsValue)>::new(move |e| c.on_read(serial, Got::Error(e))).into_js_value(),
+        }
+    }
+
+    /// What the host does when the machine has nothing to say: once an
+    /// answer is read, hand the caller its Response (the first time), and
+    /// read its body while a pull waits or tell the machine that nobody
+    /// does. `true` when it did something.
+    fn follow(self: &Rc<Self>) -> bool {
+        let mut h = self.host.borrow_mut();
+        if h.read.ended() {
+            return false;
+        }
+        let wanted = h.wanted;
+        let Some(attempt) = h.attempt.as_mut() else { return false };
+        let Some(response) = attempt.response.clone() else { return false };
+        let Some(body) = attempt.body.as_ref() else {
+            // The machine reads this answer.
+            let Some(body) = response.body() else { return false };
+            let serial = attempt.serial;
+            attempt.body = Some(self.body(serial, body.get_reader().unchecked_into()));
+            if let (Some(answer), Some(stream)) = (h.answer.take(), h.stream.take()) {
+                drop(h);
+                give(answer, rewrap(&response, &stream));
+            }
+            return true;
+        };
+        match (wanted, attempt.held, attempt.reading) {
+            (true, true, _) => {
+                attempt.held = false;
+                h.handle(Input::Unhold, sys::now());
+                true
+            }
+            (true, false, false) => {
+                resume_read(&body.reader, &body.on_chunk, &body.on_done, &body.on_error);
+                attempt.reading = true;
+                false
+            }
+            (false, false, false) => {
+                attempt.held = true;
+                h.handle(Input::Hold, sys::now());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The read is over: the caller or the reader is told, and everything is let go (invariant 5).
+    fn end(self: &Rc<Self>, ending: Ending) {
+        let mut h = self.host.borrow_mut();
+        let answer = h.answer.take();
+        let out = h.out.take();
+        let outcome = match ending {
+            Ending::Done => Outcome::Close,
+            Ending::Cancelled => Outcome::Nothing,
+            // The answer as it is: not aborted, not read.
+            Ending::HandBack => match h.attempt.take().and_then(|a| a.response) {
+                Some(response) => Outcome::Answer(response),
+                None => Outcome::Error(Error::invalid("retry", "no answer to hand back"), None),
+            },
+            Ending::Failed(failure) => Outcome::Error(h.error(&failure), failure.delivered_bytes),
+        };
+        // The machine aborted every attempt it left; what is left ended well (`Done`).
+        let attempt = h.attempt.take();
+        let node = h.node.take();
+        let keep = h.keep.take();
+        h.hook = None;
+        h.is_progress = None;
+        h.classify = None;
+        h.stream = None;
+        h.delivered = Vec::new();
+        h.chunk = JsValue::UNDEFINED;
+        drop(h);
+        drop((node, keep, attempt));
+        match (outcome, answer, out) {
+            (Outcome::Close, _, Some(out)) => {
+                let _ = out.close();
+            }
+            (Outcome::Answer(response), Some(answer), _) => give(answer, Ok(response)),
+            (Outcome::Error(error, _), Some(answer), _) => give(answer, Err(error)),
+            (Outcome::Error(error, delivered), None, Some(out)) => {
+                let value: JsValue = error.into();
+                if let Some(bytes) = delivered {
+                    let _ = Reflect::set(&value, &JsValue::from_str("deliveredBytes"), &JsValue::from(bytes));
+                }
+                out.error_with_e(&value);
+            }
+            _ => {}
+        }
+    }
+
+    /// Invariant 4: hold the process while someone awaits the read and the timer is armed.
+    fn keep(&self) {
+        let mut h = self.host.borrow_mut();
+        let armed = h.node.as_ref().is_some_and(|n| n.at() < f64::INFINITY);
+        let on = armed && !h.read.ended() && (h.wanted || h.answer.is_some());
+        if on != h.keep.is_some() {
+            h.keep = if on { KeepAlive::take() } else { None };
+        }
+    }
+}
+
+/// What an ending tells the caller (before the body) or the reader.
+enum Outcome {
+    Close,
+    Nothing,
+    Answer(Response),
+    /// The error, and the bytes delivered when the reader is told them.
+    Error(Error, Option<f64>),
+}
+
+/// Wakes the caller with its answer.
+fn give((slot, wake): (Answer, js_sys::Function), answer: Result<Response, Error>) {
+    *slot.borrow_mut() = Some(answer);
+    let _ = wake.call0(&JsValue::UNDEFINED);
 }
 
 /// [`fetch_with_deadline`](super::fetch_with_deadline) with `retry` or `resume` given.
@@ -663,8 +785,7 @@ pub(super) async fn fetch_resumable(
     once.check()?;
     let policy = retry.policy(None, true)?;
     let run = RetryRun::new(policy, once.at, retry.seed.unwrap_or_else(random_seed), retry.operation_key.is_some())?;
-    let stop = AbortController::new().map_err(Error::from)?;
-    let mut signals = vec![once.deadline_signal.clone(), stop.signal()];
+    let mut signals = vec![once.deadline_signal.clone()];
     if let Some(init) = init {
         if let Ok(signal) = Reflect::get(init, &JsValue::from_str("signal")).and_then(|s| s.dyn_into::<AbortSignal>()) {
             signals.push(signal);
@@ -676,107 +797,105 @@ pub(super) async fn fetch_resumable(
     signals.extend(retry.signal.take());
     let whole = AbortSignal::any(&signals.iter().collect::<Array>());
     let Once { at, deadline_signal, first_byte_ms, first_chunk_ms, stall_ms, is_progress, propagate } = once;
-    let mut flow = Flow {
-        input: input.clone(),
-        init: init.map(|i| Object::assign(&Object::new(), i).unchecked_into()),
-        limits: Limits {
+    let options = ReadOptions {
+        deadline_at: at,
+        first_byte_ms,
+        first_chunk_ms,
+        stall_ms,
+        from_headers: true,
+        hook: hook.is_some(),
+        max_event_bytes: caps.0,
+        max_line_bytes: caps.1,
+    };
+    let slot: Answer = Rc::new(RefCell::new(None));
+    let mut wake = None;
+    let woken = Promise::new(&mut |resolve, _| wake = Some(resolve));
+    let wake = wake.ok_or_else(|| Error::invalid("retry", "no Promise"))?;
+    let shared = Rc::new(Shared {
+        host: RefCell::new(Host {
+            read: Read::new(options, run),
+            input: input.clone(),
+            init: init.map(|i| Object::assign(&Object::new(), i).unchecked_into()),
             at,
             deadline_signal,
-            first_byte_ms,
-            first_chunk_ms,
-            stall_ms,
+            whole: whole.clone(),
             propagate,
-            is_progress: is_progress.map(|f| Rc::new(RefCell::new(f))),
-        },
-        classify: retry.classify.take(),
-        budget: retry.budget.take(),
-        resume: Resume::new(hook.is_some()),
-        hook,
-        run,
-        whole,
-        event_stream: false,
-        cut: EventCut::with_caps(caps.0, caps.1),
-        content: false,
-        bytes: 0.0,
-        chunks: Vec::new(),
-        last_id: None,
-        ids: DeliveredIds::default(),
-        holding: None,
-        live: None,
-        resumed_from: None,
-        caps,
-        too_large: None,
-    };
-    if let Start::Stop(_) = flow.budget_start()? {
-        return Err(match flow.run.stopped() {
-            Some(stop) => failed(stop, reports(flow.run.records()), None),
-            None => Error::invalid("retry", "the retry stopped without a reason"),
-        });
-    }
-    // Before the headers: retried, or the error (or the non-ok answer) as it is.
-    let first = match flow.request(None).await {
-        Ok((controller, response)) if response.ok() => {
-            flow.live = Some(Live { controller, reader: None, done: false });
-            Ok(response)
-        }
-        Ok((controller, response)) => Err(flow.status_failed(response, controller)),
-        Err(error) => Err(flow.failure(error)),
-    };
-    let response = match first {
-        Ok(response) => response,
-        Err(failed) => match flow.recover(failed).await {
-            Ok(response) => response,
-            Err(Failed { answer: Some((response, _)), .. }) => return Ok(response),
-            Err(failed) => return Err(failed.error),
-        },
-    };
-    if response.body().is_none() {
-        if let Some(live) = flow.live.as_mut() {
-            live.done = true;
-        }
-        return Ok(response);
-    }
-    flow.event_stream = response.headers().get("content-type").ok().flatten().is_some_and(|t| is_event_stream(&t));
-    flow.read(&response);
-    let cell = Rc::new(RefCell::new(Some(flow)));
-    let pull = {
-        let cell = cell.clone();
-        Closure::<dyn FnMut(ReadableStreamDefaultController) -> Promise>::new(
-            move |out: ReadableStreamDefaultController| {
-                let cell = cell.clone();
-                future_to_promise(async move {
-                    let Some(mut flow) = cell.borrow_mut().take() else { return Ok(JsValue::UNDEFINED) };
-                    match flow.pull().await {
-                        Pulled::Chunk(chunk) => {
-                            let _ = out.enqueue_with_chunk(&chunk);
-                            *cell.borrow_mut() = Some(flow);
-                        }
-                        Pulled::Closed(last) => {
-                            drop(flow);
-                            if let Some(chunk) = last {
-                                let _ = out.enqueue_with_chunk(&chunk);
-                            }
-                            let _ = out.close();
-                        }
-                        Pulled::Errored(reason) => {
-                            drop(flow);
-                            out.error_with_e(&reason);
-                        }
-                    }
-                    Ok(JsValue::UNDEFINED)
-                })
-            },
-        )
+            is_progress,
+            classify: retry.classify.take(),
+            budget: retry.budget.take(),
+            hook,
+            node: None,
+            attempt: None,
+            serial: 0,
+            out: None,
+            stream: None,
+            wanted: false,
+            keep: None,
+            answer: Some((slot.clone(), wake)),
+            delivered: Vec::new(),
+            chunk: JsValue::UNDEFINED,
+            chunk_bytes: Vec::new(),
+            last_error: None,
+            reason: None,
+        }),
+        busy: Cell::new(false),
+    });
+    // The reader's stream: its functions hold the read until it ends (then it holds nothing of them).
+    let start = {
+        let s = shared.clone();
+        Closure::<dyn FnMut(ReadableStreamDefaultController)>::new(move |c: ReadableStreamDefaultController| {
+            s.host.borrow_mut().out = Some(c);
+        })
         .into_js_value()
     };
-    let cancel = Closure::<dyn FnMut(JsValue)>::new(move |reason: JsValue| {
-        // The live attempt follows `stop`: its request is aborted with the reason.
-        if !stop.signal().aborted() {
-            stop.abort_with_reason(&reason);
-        }
-        let flow = cell.borrow_mut().take();
-        drop(flow);
-    })
-    .into_js_value();
-    rewrap(&response, &resume_source(&pull, &cancel))
+    let pull = {
+        let s = shared.clone();
+        Closure::<dyn FnMut()>::new(move || {
+            s.host.borrow_mut().wanted = true;
+            s.pump();
+        })
+        .into_js_value()
+    };
+    let cancel = {
+        let s = shared.clone();
+        Closure::<dyn FnMut(JsValue)>::new(move |reason: JsValue| {
+            s.host.borrow_mut().reason = Some(reason);
+            s.tell(Input::Cancel);
+        })
+        .into_js_value()
+    };
+    let stream = resume_source(&start, &pull, &cancel);
+    shared.host.borrow_mut().stream = Some(stream);
+    // The one timer, following the read's signals (a signal aborted already ends the read here).
+    let (on_time, on_abort) = (Rc::downgrade(&shared), Rc::downgrade(&shared));
+    let node = child(
+        Parents::List(&[Parent::Signal(&whole)]),
+        f64::INFINITY,
+        Some(Box::new(move |node| {
+            node.rearm(f64::INFINITY);
+            if let Some(s) = on_time.upgrade() {
+                s.tell(Input::Wake);
+            }
+        })),
+        Some(Box::new(move |reason, _| {
+            if let Some(s) = on_abort.upgrade() {
+                let deadline = {
+                    let mut h = s.host.borrow_mut();
+                    h.reason = Some(reason.clone());
+                    own_deadline(&Error::from(reason.clone()), h.at)
+                };
+                s.tell(Input::Aborted { deadline });
+            }
+        })),
+        None,
+    );
+    if !shared.host.borrow().read.ended() {
+        shared.host.borrow_mut().node = Some(node);
+        shared.tell(Input::Start);
+    }
+    if slot.borrow().is_none() {
+        let _ = JsFuture::from(woken).await;
+    }
+    let answer = slot.borrow_mut().take();
+    answer.unwrap_or_else(|| Err(Error::invalid("retry", "the read gave no answer")))
 }

@@ -470,3 +470,102 @@ pub async fn resume_when_the_attempts_run_out_the_readers_error_is_ours_with_wha
     ensure!(get(&error, "deliveredBytes").as_f64() == Some(5.0), "errored with {error:?}");
     Ok(())
 }
+
+/// The reader's pauses are not the upstream's silence: a reader that waits
+/// longer than `stall_ms` before each read gets every event from the one
+/// connection. Nothing is read upstream while nobody reads, and the machine
+/// is told so (a hold), so the wait is not counted.
+pub async fn resume_a_reader_slower_than_the_stall_limit_is_not_a_stall(ctx: &Ctx) -> Outcome {
+    let k = key("slow-reader");
+    let url = format!("{}/resume/sse?key={k}&events=5&gap=100", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(200.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let reader: web_sys::ReadableStreamDefaultReader = res.body().ok_or("no body")?.get_reader().unchecked_into();
+    let mut text = String::new();
+    loop {
+        super::wait(500.0).await; // the reader is busy elsewhere, longer than stall_ms
+        match super::stall::read(&reader).await.map_err(|e| format!("the body errored: {e:?} after {text:?}"))? {
+            Some(value) => {
+                let bytes: Uint8Array = value.dyn_into().map_err(|v| format!("a chunk was not bytes: {v:?}"))?;
+                text.push_str(&String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string())?);
+            }
+            None => break,
+        }
+    }
+    let ids: Vec<&str> = text.split("data: {\"i\":").skip(1).filter_map(|rest| rest.split('}').next()).collect();
+    ensure!(ids == ["1", "2", "3", "4", "5"], "events {ids:?} in {text:?}");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "a paused reader made the read resume: {connections:?}");
+    Ok(())
+}
+
+/// The retry budget given in the retry options is the read's: one that
+/// allows no retry leaves a 503 before the body as it is, after one request
+/// (the same read without the budget makes it again and gets the stream).
+pub async fn resume_a_shared_retry_budget_bounds_the_reads_attempts(ctx: &Ctx) -> Outcome {
+    let empty = Rc::new(edge_deadline::web::RetryBudget::new(0.0, 0.0, 10_000.0).map_err(|e| e.to_string())?);
+    for (budget, status, count) in [(Some(empty), 503, 1), (None, 200, 2)] {
+        let k = key("budget");
+        let url = format!("{}/resume/sse?key={k}&fail=503&events=3", ctx.fixture()?);
+        let d = Deadline::in_ms(10_000.0).unwrap();
+        let retry = match budget {
+            Some(budget) => stream_retry().budget(budget),
+            None => stream_retry(),
+        };
+        let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(retry))
+            .await
+            .map_err(|e| e.to_string())?;
+        ensure!(res.status() == status, "status {} (expected {status})", res.status());
+        let _ = drain(&res.body().ok_or("no body")?).await;
+        let connections = seen(ctx, &k).await?;
+        ensure!(connections.len() == count, "connections {connections:?} (expected {count})");
+    }
+    Ok(())
+}
+
+/// The reader's cancel ends the read where it is: the upstream request is
+/// aborted (its connection closed) and no other attempt is made.
+pub async fn resume_a_readers_cancel_releases_the_upstream_and_makes_no_other_attempt(ctx: &Ctx) -> Outcome {
+    let k = key("cancel");
+    let url = format!("{}/resume/sse?key={k}&events=40&gap=50", ctx.fixture()?);
+    let d = Deadline::in_ms(10_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let reader: web_sys::ReadableStreamDefaultReader = res.body().ok_or("no body")?.get_reader().unchecked_into();
+    for _ in 0..2 {
+        super::stall::read(&reader).await.map_err(|e| format!("the body errored: {e:?}"))?.ok_or("the body ended")?;
+    }
+    let _ = JsFuture::from(reader.cancel_with_reason(&"enough".into())).await;
+    ensure!(closed(ctx, &k, 0).await?, "the cancelled read's connection was never closed");
+    super::wait(300.0).await; // a backoff of stream_retry() is at most 50 ms: an attempt would be made by now
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    Ok(())
+}
+
+/// The deadline ends the read where it is: the reader's error is the
+/// deadline's own `DeadlineExceeded`, without `deliveredBytes`, and the
+/// upstream request is aborted, not retried.
+pub async fn resume_the_deadline_mid_stream_is_the_readers_error_as_it_is(ctx: &Ctx) -> Outcome {
+    let k = key("deadline");
+    let url = format!("{}/resume/sse?key={k}&events=40&gap=100", ctx.fixture()?);
+    let d = Deadline::in_ms(1_000.0).unwrap();
+    let res = fetch_with_deadline(&url.into(), None, FetchOptions::new(&d).stall_ms(2_000.0).retry(stream_retry()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(!got.ids.is_empty() && got.ids.len() < 40, "events {:?}", got.ids);
+    let error = got.error.ok_or("the body did not error")?;
+    ensure!(
+        matches!(Error::from(error.clone()), Error::DeadlineExceeded { at, .. } if at == d.instant_ms()),
+        "errored with {error:?}"
+    );
+    ensure!(get(&error, "deliveredBytes").is_undefined(), "the deadline's error was given deliveredBytes: {error:?}");
+    ensure!(closed(ctx, &k, 0).await?, "the connection was never closed");
+    let connections = seen(ctx, &k).await?;
+    ensure!(connections.len() == 1, "connections {connections:?}");
+    Ok(())
+}

@@ -2,7 +2,8 @@
 //! (tests/web/deno/web.test.js): `caseNames()` lists them, `runCase(name,
 //! fixtureUrl)` runs one and rejects with its failure. `openDeadlines()`
 //! leaves deadlines and an unref'd timer pending, for the check that a
-//! process with open deadlines still exits.
+//! process with open deadlines still exits; `resumableStatus(url)` awaits a
+//! resumable read, for the check that a process waiting on it stays alive.
 #![cfg(all(target_arch = "wasm32", feature = "web"))]
 
 use edge_deadline::web::{Deadline, Timeout};
@@ -46,6 +47,17 @@ pub fn open_deadlines() {
         std::mem::forget(d);
     }
     std::mem::forget(Timeout::new(60_000.0, || {}).unwrap().unref());
+}
+
+/// `fetch_with_deadline` of `url` with `retry` (a resumable read), its body
+/// left unread: the answer's status. For the check that a process awaiting
+/// it through a backoff (an unref'd timer) stays alive, then exits.
+#[wasm_bindgen(js_name = resumableStatus)]
+pub async fn resumable_status(url: String) -> Result<u16, JsValue> {
+    use edge_deadline::web::{fetch_with_deadline, FetchOptions, RetryOptions};
+    let d = Deadline::in_ms(10_000.0)?;
+    let options = FetchOptions::new(&d).stall_ms(2_000.0).retry(RetryOptions::new(100.0));
+    Ok(fetch_with_deadline(&url.into(), None, options).await?.status())
 }
 
 /// `Error::from(value).is_timeout()`: `web.test.js` checks that it answers

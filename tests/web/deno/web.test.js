@@ -95,3 +95,36 @@ for (const [runtime, [cmd, args]] of Object.entries(children)) {
     },
   });
 }
+
+// A child process that awaits a resumable read (`retry`) whose first answer
+// is a 503 asking for a second's wait: the backoff's timer is unref'd, but
+// someone awaits the read, so the process stays alive for the retry, prints
+// its status and exits (the body left unread holds nothing).
+for (const [runtime, cmd] of Object.entries({ deno: Deno.execPath(), node: Deno.env.get("NODE") ?? "node" })) {
+  Deno.test({
+    name: `a ${runtime} process awaiting a resumable read through a backoff stays alive, then exits`,
+    ...options,
+    fn: async () => {
+      const url = `${fixture}/resume/sse?key=rs-keep-${runtime}-${Date.now()}-${Math.random()}&fail=503&retryAfter=1&events=3`;
+      const awaiting = `
+        const glue = await import(${JSON.stringify(`file://${dir}/web_cases.js`)});
+        const { readFileSync } = await import("node:fs");
+        glue.initSync({ module: readFileSync(${JSON.stringify(`${dir}/web_cases_bg.wasm`)}) });
+        console.log(await glue.resumableStatus(${JSON.stringify(url)}));
+      `;
+      const args = runtime === "deno" ? ["eval", "--quiet", awaiting] : ["--input-type=module", "-e", awaiting];
+      const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).spawn();
+      let timer;
+      const killed = new Promise((resolve) => {
+        timer = setTimeout(() => (child.kill(), resolve("still running after 10 s")), 10_000);
+      });
+      const result = await Promise.race([child.output(), killed]);
+      clearTimeout(timer);
+      if (typeof result === "string") throw new Error(result);
+      const out = new TextDecoder().decode(result.stdout).trim();
+      if (result.code !== 0 || out !== "200") {
+        throw new Error(`exit code ${result.code}, stdout ${out}, stderr ${new TextDecoder().decode(result.stderr)}`);
+      }
+    },
+  });
+}
