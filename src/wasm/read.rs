@@ -3,13 +3,16 @@
 //! come out one per [`ReadMachineJs::poll`] call, as a number (what kind),
 //! their fields read with getters (scalars, as the other per-chunk
 //! bindings: no object is built per action). The retry loop is a
-//! [`RetryRun`](super::retry::RetryRunJs), moved in; a shared retry budget
-//! is not taken yet.
+//! [`RetryRun`](super::retry::RetryRunJs), moved in. A shared retry budget
+//! (js/retry_budget.js) is lent per call: each input that may start an
+//! attempt or record a failed one has a `…Budgeted` twin taking it (wasm-bindgen
+//! takes no optional borrowed object).
 
 use wasm_bindgen::prelude::*;
 
 use super::retry::RetryRunJs;
-use crate::core::read::{Action, Ending, Head, How, Input, Read, ReadOptions};
+use super::retry_budget::RetryBudgetJs;
+use crate::core::read::{Action, Cause, Ending, Head, How, Input, Read, ReadOptions};
 use crate::core::retry::Failure;
 
 /// One streamed read's machine.
@@ -58,6 +61,12 @@ impl ReadMachineJs {
         self.read.handle(Input::Start, now_ms, None);
     }
 
+    /// [`Input::Start`], the first attempt counted as a request in `budget`.
+    #[wasm_bindgen(js_name = startBudgeted)]
+    pub fn start_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) {
+        self.read.handle(Input::Start, now_ms, Some(budget.budget_mut()));
+    }
+
     /// [`Input::Head`]: `failure`, the caller's `classify` of a non-ok answer.
     #[allow(clippy::too_many_arguments)]
     pub fn head(
@@ -77,10 +86,44 @@ impl ReadMachineJs {
         Ok(())
     }
 
+    /// [`head`](Self::head) drawing retries from `budget`.
+    #[wasm_bindgen(js_name = headBudgeted)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn head_budgeted(
+        &mut self,
+        now_ms: f64,
+        status: u16,
+        event_stream: bool,
+        content_range: Option<String>,
+        body: bool,
+        failure_word: Option<String>,
+        server_wait_ms: Option<f64>,
+        budget: &mut RetryBudgetJs,
+    ) -> Result<(), JsValue> {
+        let failure = failure_word.as_deref().map(failure).transpose()?;
+        let head =
+            Head { status, event_stream, content_range: content_range.as_deref(), body, failure, server_wait_ms };
+        self.read.handle(Input::Head(head), now_ms, Some(budget.budget_mut()));
+        Ok(())
+    }
+
     /// [`Input::Chunk`]: `progress`, the caller's predicate's answer. Takes
     /// the first action, as [`poll`](Self::poll) (one call less per chunk).
     pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) -> u8 {
         self.read.handle(Input::Chunk { bytes, progress }, now_ms, None);
+        self.poll()
+    }
+
+    /// [`chunk`](Self::chunk) drawing retries from `budget` (a replayed resume).
+    #[wasm_bindgen(js_name = chunkBudgeted)]
+    pub fn chunk_budgeted(
+        &mut self,
+        now_ms: f64,
+        bytes: &[u8],
+        progress: Option<bool>,
+        budget: &mut RetryBudgetJs,
+    ) -> u8 {
+        self.read.handle(Input::Chunk { bytes, progress }, now_ms, Some(budget.budget_mut()));
         self.poll()
     }
 
@@ -94,10 +137,30 @@ impl ReadMachineJs {
         self.read.handle(Input::Wake, now_ms, None);
     }
 
+    /// [`Input::Wake`] drawing retries from `budget`.
+    #[wasm_bindgen(js_name = wakeBudgeted)]
+    pub fn wake_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) {
+        self.read.handle(Input::Wake, now_ms, Some(budget.budget_mut()));
+    }
+
     /// [`Input::Failed`], classified as `failure` (a [`Failure`] word).
     pub fn failed(&mut self, now_ms: f64, failure_word: &str, server_wait_ms: Option<f64>) -> Result<(), JsValue> {
         let failure = failure(failure_word)?;
         self.read.handle(Input::Failed { failure, server_wait_ms }, now_ms, None);
+        Ok(())
+    }
+
+    /// [`failed`](Self::failed) drawing retries from `budget`.
+    #[wasm_bindgen(js_name = failedBudgeted)]
+    pub fn failed_budgeted(
+        &mut self,
+        now_ms: f64,
+        failure_word: &str,
+        server_wait_ms: Option<f64>,
+        budget: &mut RetryBudgetJs,
+    ) -> Result<(), JsValue> {
+        let failure = failure(failure_word)?;
+        self.read.handle(Input::Failed { failure, server_wait_ms }, now_ms, Some(budget.budget_mut()));
         Ok(())
     }
 
@@ -114,6 +177,12 @@ impl ReadMachineJs {
     /// [`Input::Unhold`].
     pub fn unhold(&mut self, now_ms: f64) {
         self.read.handle(Input::Unhold, now_ms, None);
+    }
+
+    /// [`Input::Unhold`] drawing retries from `budget` (a stall seen as the reader came back).
+    #[wasm_bindgen(js_name = unholdBudgeted)]
+    pub fn unhold_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) {
+        self.read.handle(Input::Unhold, now_ms, Some(budget.budget_mut()));
     }
 
     /// [`Input::Cancel`].
@@ -219,5 +288,39 @@ impl ReadMachineJs {
         ]
         .iter()
         .collect()
+    }
+
+    /// What ended the last failed attempt ([`Read::last_cause`]), as
+    /// `[kind, detail, afterMs, chunks, bytes, status]`: kind `stalled` (detail
+    /// its phase, with the verdict's numbers), `status` (its status),
+    /// `refused` (detail the refusal's word, its status), `host` (the host's
+    /// own error) or `none`.
+    pub fn cause(&self) -> js_sys::Array {
+        let (kind, detail, after_ms, chunks, bytes, status) = match self.read.last_cause() {
+            None => ("none", "-", 0.0, 0.0, 0.0, 0),
+            Some(Cause::Stalled { phase, after_ms, chunks, bytes }) => ("stalled", phase, after_ms, chunks, bytes, 0),
+            Some(Cause::Status(status)) => ("status", "-", 0.0, 0.0, 0.0, status),
+            Some(Cause::Refused(code, status)) => ("refused", code, 0.0, 0.0, 0.0, status),
+            Some(Cause::Host) => ("host", "-", 0.0, 0.0, 0.0, 0),
+        };
+        [kind.into(), detail.into(), after_ms.into(), chunks.into(), bytes.into(), JsValue::from(status)]
+            .iter()
+            .collect()
+    }
+
+    /// Every finished attempt, oldest first (a `RetryFailed`'s `attempts`).
+    #[wasm_bindgen(unchecked_return_type = "AttemptRecord[]")]
+    pub fn records(&self) -> Result<js_sys::Array, JsValue> {
+        super::array_js(self.read.run().records())
+    }
+
+    /// Whether a resume by id can still be checked ([`Read::ids_checkable`]).
+    pub fn checkable(&self) -> bool {
+        self.read.ids_checkable()
+    }
+
+    /// Whether content reached the reader ([`Read::content`]).
+    pub fn content(&self) -> bool {
+        self.read.content()
     }
 }
