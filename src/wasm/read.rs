@@ -174,15 +174,17 @@ impl ReadMachineJs {
         self.read.handle(Input::Hold, now_ms, None);
     }
 
-    /// [`Input::Unhold`].
-    pub fn unhold(&mut self, now_ms: f64) {
+    /// [`Input::Unhold`]. Takes the first action, as [`poll`](Self::poll).
+    pub fn unhold(&mut self, now_ms: f64) -> u8 {
         self.read.handle(Input::Unhold, now_ms, None);
+        self.poll()
     }
 
     /// [`Input::Unhold`] drawing retries from `budget` (a stall seen as the reader came back).
     #[wasm_bindgen(js_name = unholdBudgeted)]
-    pub fn unhold_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) {
+    pub fn unhold_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) -> u8 {
         self.read.handle(Input::Unhold, now_ms, Some(budget.budget_mut()));
+        self.poll()
     }
 
     /// [`Input::Cancel`].

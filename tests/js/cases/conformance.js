@@ -541,10 +541,12 @@ function readScript(a) {
         case "end":
         case "wake":
         case "hold":
-        case "unhold":
         case "cancel":
         case "declined":
           m[verb](now);
+          break;
+        case "unhold":
+          first = m.unhold(now);
           break;
         case "abort":
           m.aborted(now, rest === "deadline");
