@@ -213,9 +213,18 @@ export function resumable(connect, s) {
 
   if (outer.aborted) onOuterAbort(outer.reason);
   else {
-    if (b) m.startBudgeted(now(), b());
-    else m.start(now());
+    lend();
+    m.start(now());
+    giveBack();
     act(0, "start");
+  }
+
+  /** The shared retry budget is lent to the machine around each input that may start or retry an attempt (src/wasm/read.rs). */
+  function lend() {
+    if (b !== undefined) m.lend(b());
+  }
+  function giveBack() {
+    if (b !== undefined) m.giveBack(b());
   }
 
   /** Invariant 3. */
@@ -236,8 +245,9 @@ export function resumable(connect, s) {
   function onWake() {
     if (ended) return;
     const t0 = now();
-    if (b) m.wakeBudgeted(t0, b());
-    else m.wake(t0);
+    lend();
+    m.wake(t0);
+    giveBack();
     act(0, "wake");
     keep();
   }
@@ -405,8 +415,9 @@ export function resumable(connect, s) {
     const wait = serverWait(error);
     given_ = error;
     const t1 = now();
-    if (b) m.failedBudgeted(t1, word, wait, b());
-    else m.failed(t1, word, wait);
+    lend();
+    m.failed(t1, word, wait);
+    giveBack();
     act(0, "failed");
   }
 
@@ -446,8 +457,9 @@ export function resumable(connect, s) {
     }
     const t1 = now();
     const range = response.headers.get("content-range") ?? undefined;
-    if (b) m.headBudgeted(t1, response.status, sse, range, response.body !== null, word, wait, b());
-    else m.head(t1, response.status, sse, range, response.body !== null, word, wait);
+    lend();
+    m.head(t1, response.status, sse, range, response.body !== null, word, wait);
+    giveBack();
     act(0, "head");
     if (cur !== a || ended) return;
     // Read: the machine took the answer.
@@ -472,7 +484,13 @@ export function resumable(connect, s) {
     if (held) {
       held = false;
       const t1 = now();
-      act(b ? m.unholdBudgeted(t1, b()) : m.unhold(t1), "unhold");
+      if (b === undefined) act(m.unhold(t1), "unhold");
+      else {
+        lend();
+        const first = m.unhold(t1);
+        giveBack();
+        act(first, "unhold");
+      }
     }
     waiting = true;
     keep();
@@ -526,7 +544,13 @@ export function resumable(connect, s) {
         }
         chunk = value;
         const t1 = now();
-        act(b ? m.chunkBudgeted(t1, bytes, progress, b()) : m.chunk(t1, bytes, progress), "chunk");
+        if (b === undefined) act(m.chunk(t1, bytes, progress), "chunk");
+        else {
+          lend();
+          const first = m.chunk(t1, bytes, progress);
+          giveBack();
+          act(first, "chunk");
+        }
       }
     } finally {
       waiting = false;

@@ -4,9 +4,9 @@
 //! their fields read with getters (scalars, as the other per-chunk
 //! bindings: no object is built per action). The retry loop is a
 //! [`RetryRun`](super::retry::RetryRunJs), moved in. A shared retry budget
-//! (js/retry_budget.js) is lent per call: each input that may start an
-//! attempt or record a failed one has a `…Budgeted` twin taking it (wasm-bindgen
-//! takes no optional borrowed object).
+//! (js/retry_budget.js) is lent around each input ([`ReadMachineJs::lend`],
+//! [`ReadMachineJs::give_back`]): wasm-bindgen takes no optional borrowed
+//! object, and one pair of calls is smaller than a budgeted twin of each input.
 
 use wasm_bindgen::prelude::*;
 
@@ -14,6 +14,7 @@ use super::retry::RetryRunJs;
 use super::retry_budget::RetryBudgetJs;
 use crate::core::read::{Action, Cause, Ending, Head, How, Input, Read, ReadOptions};
 use crate::core::retry::Failure;
+use crate::core::retry_budget::RetryBudget;
 
 /// One streamed read's machine.
 #[wasm_bindgen(js_name = ReadMachine)]
@@ -21,14 +22,37 @@ pub struct ReadMachineJs {
     read: Read,
     /// The action [`poll`](ReadMachineJs::poll) took last.
     last: Option<Action>,
+    /// The shared retry budget while it is lent (a copy, given back after the input).
+    budget: Option<RetryBudget>,
 }
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
     Failure::parse(word).map_err(super::to_js)
 }
 
+impl ReadMachineJs {
+    fn handle(&mut self, input: Input<'_>, now_ms: f64) {
+        self.read.handle(input, now_ms, self.budget.as_mut());
+    }
+}
+
 #[wasm_bindgen(js_class = ReadMachine)]
 impl ReadMachineJs {
+    /// Lends the shared retry budget to the inputs that follow, until
+    /// [`give_back`](Self::give_back): the read's attempts are counted in it
+    /// and its retries drawn from it.
+    pub fn lend(&mut self, budget: &RetryBudgetJs) {
+        self.budget = Some(budget.budget().clone());
+    }
+
+    /// Gives the lent budget back, as the inputs left it.
+    #[wasm_bindgen(js_name = giveBack)]
+    pub fn give_back(&mut self, budget: &mut RetryBudgetJs) {
+        if let Some(b) = self.budget.take() {
+            *budget.budget_mut() = b;
+        }
+    }
+
     /// A read whose attempts `run` allows, with the checked options.
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
@@ -53,18 +77,12 @@ impl ReadMachineJs {
             max_event_bytes: max_event_bytes as usize,
             max_line_bytes: max_line_bytes as usize,
         };
-        Self { read: Read::new(o, run.run), last: None }
+        Self { read: Read::new(o, run.run), last: None, budget: None }
     }
 
     /// [`Input::Start`].
     pub fn start(&mut self, now_ms: f64) {
-        self.read.handle(Input::Start, now_ms, None);
-    }
-
-    /// [`Input::Start`], the first attempt counted as a request in `budget`.
-    #[wasm_bindgen(js_name = startBudgeted)]
-    pub fn start_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) {
-        self.read.handle(Input::Start, now_ms, Some(budget.budget_mut()));
+        self.handle(Input::Start, now_ms);
     }
 
     /// [`Input::Head`]: `failure`, the caller's `classify` of a non-ok answer.
@@ -82,119 +100,58 @@ impl ReadMachineJs {
         let failure = failure_word.as_deref().map(failure).transpose()?;
         let head =
             Head { status, event_stream, content_range: content_range.as_deref(), body, failure, server_wait_ms };
-        self.read.handle(Input::Head(head), now_ms, None);
-        Ok(())
-    }
-
-    /// [`head`](Self::head) drawing retries from `budget`.
-    #[wasm_bindgen(js_name = headBudgeted)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn head_budgeted(
-        &mut self,
-        now_ms: f64,
-        status: u16,
-        event_stream: bool,
-        content_range: Option<String>,
-        body: bool,
-        failure_word: Option<String>,
-        server_wait_ms: Option<f64>,
-        budget: &mut RetryBudgetJs,
-    ) -> Result<(), JsValue> {
-        let failure = failure_word.as_deref().map(failure).transpose()?;
-        let head =
-            Head { status, event_stream, content_range: content_range.as_deref(), body, failure, server_wait_ms };
-        self.read.handle(Input::Head(head), now_ms, Some(budget.budget_mut()));
+        self.handle(Input::Head(head), now_ms);
         Ok(())
     }
 
     /// [`Input::Chunk`]: `progress`, the caller's predicate's answer. Takes
     /// the first action, as [`poll`](Self::poll) (one call less per chunk).
     pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) -> u8 {
-        self.read.handle(Input::Chunk { bytes, progress }, now_ms, None);
-        self.poll()
-    }
-
-    /// [`chunk`](Self::chunk) drawing retries from `budget` (a replayed resume).
-    #[wasm_bindgen(js_name = chunkBudgeted)]
-    pub fn chunk_budgeted(
-        &mut self,
-        now_ms: f64,
-        bytes: &[u8],
-        progress: Option<bool>,
-        budget: &mut RetryBudgetJs,
-    ) -> u8 {
-        self.read.handle(Input::Chunk { bytes, progress }, now_ms, Some(budget.budget_mut()));
+        self.handle(Input::Chunk { bytes, progress }, now_ms);
         self.poll()
     }
 
     /// [`Input::End`].
     pub fn end(&mut self, now_ms: f64) {
-        self.read.handle(Input::End, now_ms, None);
+        self.handle(Input::End, now_ms);
     }
 
     /// [`Input::Wake`].
     pub fn wake(&mut self, now_ms: f64) {
-        self.read.handle(Input::Wake, now_ms, None);
-    }
-
-    /// [`Input::Wake`] drawing retries from `budget`.
-    #[wasm_bindgen(js_name = wakeBudgeted)]
-    pub fn wake_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) {
-        self.read.handle(Input::Wake, now_ms, Some(budget.budget_mut()));
+        self.handle(Input::Wake, now_ms);
     }
 
     /// [`Input::Failed`], classified as `failure` (a [`Failure`] word).
     pub fn failed(&mut self, now_ms: f64, failure_word: &str, server_wait_ms: Option<f64>) -> Result<(), JsValue> {
         let failure = failure(failure_word)?;
-        self.read.handle(Input::Failed { failure, server_wait_ms }, now_ms, None);
-        Ok(())
-    }
-
-    /// [`failed`](Self::failed) drawing retries from `budget`.
-    #[wasm_bindgen(js_name = failedBudgeted)]
-    pub fn failed_budgeted(
-        &mut self,
-        now_ms: f64,
-        failure_word: &str,
-        server_wait_ms: Option<f64>,
-        budget: &mut RetryBudgetJs,
-    ) -> Result<(), JsValue> {
-        let failure = failure(failure_word)?;
-        self.read.handle(Input::Failed { failure, server_wait_ms }, now_ms, Some(budget.budget_mut()));
+        self.handle(Input::Failed { failure, server_wait_ms }, now_ms);
         Ok(())
     }
 
     /// [`Input::HookDeclined`].
     pub fn declined(&mut self, now_ms: f64) {
-        self.read.handle(Input::HookDeclined, now_ms, None);
+        self.handle(Input::HookDeclined, now_ms);
     }
 
     /// [`Input::Hold`].
     pub fn hold(&mut self, now_ms: f64) {
-        self.read.handle(Input::Hold, now_ms, None);
+        self.handle(Input::Hold, now_ms);
     }
 
     /// [`Input::Unhold`]. Takes the first action, as [`poll`](Self::poll).
     pub fn unhold(&mut self, now_ms: f64) -> u8 {
-        self.read.handle(Input::Unhold, now_ms, None);
-        self.poll()
-    }
-
-    /// [`Input::Unhold`] drawing retries from `budget` (a stall seen as the reader came back).
-    #[wasm_bindgen(js_name = unholdBudgeted)]
-    pub fn unhold_budgeted(&mut self, now_ms: f64, budget: &mut RetryBudgetJs) -> u8 {
-        self.read.handle(Input::Unhold, now_ms, Some(budget.budget_mut()));
+        self.handle(Input::Unhold, now_ms);
         self.poll()
     }
 
     /// [`Input::Cancel`].
     pub fn cancel(&mut self, now_ms: f64) {
-        self.read.handle(Input::Cancel, now_ms, None);
+        self.handle(Input::Cancel, now_ms);
     }
 
     /// [`Input::Aborted`].
     pub fn aborted(&mut self, now_ms: f64, deadline: bool) {
-        self.read.handle(Input::Aborted { deadline }, now_ms, None);
+        self.handle(Input::Aborted { deadline }, now_ms);
     }
 
     /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver (its
