@@ -193,7 +193,7 @@ export function resumable(connect, s) {
   let given_; // the error the host just reported (a Failed input)
   let chunk; // the chunk just given to the machine (DELIVER_CHUNK hands it on)
   const queue = []; // pieces for the reader…
-  const from = []; // …and the attempt each came from
+  const from_ = []; // …and the attempt each came from
   let pieceFrom = 0; // the attempt of the piece read() gave last
   const kept = hook === undefined ? undefined : [];
   let head; // the first answer read
@@ -203,7 +203,11 @@ export function resumable(connect, s) {
   let fatal; // the host's own error that ends the read (a bad return, a classify that broke its contract)
   let freed = false;
   let closed = false;
-  let held = false; // a piece given to the reader holds the source (Hold told)
+  // The reader keeps the piece it got last from `heldAt` (the upstream is not read meanwhile) until it
+  // reads again at `heldTo`: told to the machine with the next chunk, or before any other input.
+  let heldAt;
+  let heldTo;
+  let told = false; // the hold was told alone: its end is told when the reader reads again
   let waiting = false; // a read awaits: hold the process (invariant 3)
   let holding = false;
   let notify; // wakes a read that awaits a change
@@ -227,6 +231,17 @@ export function resumable(connect, s) {
     if (b !== undefined) m.giveBack(b());
   }
 
+  /** Tells the machine of a hold not told yet (before any input but a chunk, which carries it). */
+  function tell() {
+    if (heldAt === undefined) return;
+    const from = heldAt;
+    const to = heldTo;
+    heldAt = heldTo = undefined;
+    m.hold(from);
+    if (to === undefined) told = true;
+    else act(m.unhold(to), "unhold");
+  }
+
   /** Invariant 3. */
   function keep() {
     const on = waiting && !ended && !closed;
@@ -244,6 +259,7 @@ export function resumable(connect, s) {
 
   function onWake() {
     if (ended) return;
+    tell();
     const t0 = now();
     lend();
     m.wake(t0);
@@ -254,6 +270,7 @@ export function resumable(connect, s) {
 
   function onOuterAbort(reason) {
     if (ended) return;
+    tell();
     m.aborted(now(), isDeadlineExceeded(reason) && reason.at === deadline.at);
     act(0, "aborted");
   }
@@ -268,7 +285,9 @@ export function resumable(connect, s) {
     let abort = false;
     let connectTo;
     let end = -1;
-    for (let kind = first === 0 ? m.poll() : first; kind !== 0; kind = m.poll()) {
+    // `first` may carry 8: more actions follow (without it, none does: no `poll` needed).
+    const more = first === 0 || (first & 8) !== 0;
+    for (let kind = first === 0 ? m.poll() : first & 7; kind !== 0; kind = more ? m.poll() : 0) {
       if (kind === DELIVER_CHUNK) give(chunk);
       else if (kind === DELIVER) give(m.bytes());
       else if (kind === WAKE) outer.rearm(m.at());
@@ -290,7 +309,7 @@ export function resumable(connect, s) {
   /** A piece for the reader. */
   function give(piece) {
     queue.push(piece);
-    from.push(attempts);
+    from_.push(attempts);
     if (kept !== undefined) kept.push(piece);
   }
 
@@ -377,6 +396,9 @@ export function resumable(connect, s) {
   /** Makes attempt `n` as the machine says (`how`: 0 as it was, 1 by id, 2 through the hook). */
   function launch(n, how, id) {
     attempts = n;
+    // A new attempt's notes start afresh: a hold of the last one's is not its.
+    heldAt = heldTo = undefined;
+    told = false;
     const node = child([outer], Infinity);
     const a = { n, hooked: how === BY_HOOK, t0: now(), node, response: undefined, reader: undefined, isProgress: undefined, span: undefined, chunks: 0, bytes: 0 };
     cur = a;
@@ -414,6 +436,7 @@ export function resumable(connect, s) {
     }
     const wait = serverWait(error);
     given_ = error;
+    tell();
     const t1 = now();
     lend();
     m.failed(t1, word, wait);
@@ -425,6 +448,7 @@ export function resumable(connect, s) {
   function stop(error) {
     fatal = error;
     cancelReason = error;
+    tell();
     m.cancel(now());
     act(0, "cancel");
     failure = error;
@@ -479,17 +503,86 @@ export function resumable(connect, s) {
     });
   }
 
-  /** The reader's next `{ done, value }`; rejects with the reader's error. */
-  async function read() {
-    if (held) {
-      held = false;
-      const t1 = now();
-      if (b === undefined) act(m.unhold(t1), "unhold");
-      else {
-        lend();
-        const first = m.unhold(t1);
-        giveBack();
-        act(first, "unhold");
+  /**
+   * The reader's next `{ done, value }`; rejects with the reader's error.
+   * The common case (an attempt being read, a chunk the machine hands on as
+   * it came, nothing else to do) is one `then` on the attempt's read; the
+   * rest is `slowRead`'s.
+   */
+  function read() {
+    if (told) {
+      told = false;
+      act(m.unhold(now()), "unhold");
+    } else if (heldAt !== undefined) heldTo = now();
+    const a = cur;
+    if (queue.length > 0 || ended || a === undefined || a.reader === undefined || b !== undefined) return slowRead();
+    reading = a;
+    waiting = true;
+    if (!holding) keep();
+    return a.reader.read().then(onNext, onError);
+  }
+
+  // `read`'s callbacks, made once: one read is in flight at a time (`reading`'s).
+  let reading;
+  const onNext = (next) => {
+    const a = reading;
+    waiting = false;
+    if (next.done || cur !== a || ended) return slowRead(a, next);
+    const value = next.value;
+    const first = take(a, value);
+    if (first !== DELIVER_CHUNK) {
+      if (first !== -1) act(first, "chunk");
+      return slowRead();
+    }
+    heldAt = chunkAt;
+    pieceFrom = attempts;
+    if (kept !== undefined) kept.push(value);
+    return { done: false, value };
+  };
+  const onError = (error) => {
+    waiting = false;
+    return slowRead(reading, undefined, error, true);
+  };
+  let chunkAt = 0; // when the last chunk was given
+
+  /** Gives the machine attempt `a`'s chunk `value`: its first action (plus 8: more follow), or -1 when the attempt failed instead. */
+  function take(a, value) {
+    const bytes = value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : typeof value === "string" ? encoder.encode(value) : new Uint8Array(value);
+    let progress;
+    if (a.isProgress !== undefined) {
+      try {
+        progress = Boolean(a.isProgress(value));
+      } catch (error) {
+        failed(a, error);
+        return -1;
+      }
+    }
+    if (a.span !== undefined) {
+      a.chunks++;
+      a.bytes += bytes.byteLength;
+    }
+    chunk = value;
+    const t1 = (chunkAt = now());
+    const from = heldAt;
+    const to = heldTo;
+    heldAt = heldTo = undefined;
+    lend();
+    const first = m.chunk(t1, bytes, progress, from, to);
+    giveBack();
+    return first;
+  }
+
+  /**
+   * `read` for everything but the common case; `next`, or `error` when it
+   * `threw`, is what attempt `from` gave before it was called.
+   */
+  async function slowRead(from, next, error, threw = false) {
+    if (from !== undefined && from === cur && !ended) {
+      if (threw) failed(from, error);
+      else if (next.done) {
+        tell();
+        m.end(now());
+        act(0, "end");
       }
     }
     waiting = true;
@@ -497,12 +590,10 @@ export function resumable(connect, s) {
     try {
       for (;;) {
         if (queue.length > 0) {
-          pieceFrom = from.shift();
+          tell();
+          pieceFrom = from_.shift();
           const value = queue.shift();
-          if (!ended && cur?.reader !== undefined) {
-            held = true;
-            m.hold(now());
-          }
+          if (!ended && cur?.reader !== undefined) heldAt = now();
           return { done: false, value };
         }
         if (ended) {
@@ -514,43 +605,22 @@ export function resumable(connect, s) {
           await change();
           continue;
         }
-        let next;
+        let got;
         try {
-          next = await a.reader.read();
-        } catch (error) {
-          failed(a, error);
+          got = await a.reader.read();
+        } catch (e) {
+          failed(a, e);
           continue;
         }
         if (cur !== a || ended) continue;
-        if (next.done) {
+        if (got.done) {
+          tell();
           m.end(now());
           act(0, "end");
           continue;
         }
-        const value = next.value;
-        const bytes = value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : typeof value === "string" ? encoder.encode(value) : new Uint8Array(value);
-        let progress;
-        if (a.isProgress !== undefined) {
-          try {
-            progress = Boolean(a.isProgress(value));
-          } catch (error) {
-            failed(a, error);
-            continue;
-          }
-        }
-        if (a.span !== undefined) {
-          a.chunks++;
-          a.bytes += bytes.byteLength;
-        }
-        chunk = value;
-        const t1 = now();
-        if (b === undefined) act(m.chunk(t1, bytes, progress), "chunk");
-        else {
-          lend();
-          const first = m.chunk(t1, bytes, progress);
-          giveBack();
-          act(first, "chunk");
-        }
+        const first = take(a, got.value);
+        if (first !== -1) act(first, "chunk");
       }
     } finally {
       waiting = false;
@@ -583,6 +653,7 @@ export function resumable(connect, s) {
       if (closed) return;
       if (!ended) {
         cancelReason = reason;
+        tell();
         m.cancel(now());
         act(0, "cancel");
       }

@@ -24,6 +24,8 @@ pub struct ReadMachineJs {
     last: Option<Action>,
     /// The shared retry budget while it is lent (a copy, given back after the input).
     budget: Option<RetryBudget>,
+    /// The action after the first one an input answered with, if any.
+    next: Option<Action>,
 }
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
@@ -77,7 +79,7 @@ impl ReadMachineJs {
             max_event_bytes: max_event_bytes as usize,
             max_line_bytes: max_line_bytes as usize,
         };
-        Self { read: Read::new(o, run.run), last: None, budget: None }
+        Self { read: Read::new(o, run.run), last: None, budget: None, next: None }
     }
 
     /// [`Input::Start`].
@@ -104,11 +106,28 @@ impl ReadMachineJs {
         Ok(())
     }
 
-    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer. Takes
-    /// the first action, as [`poll`](Self::poll) (one call less per chunk).
-    pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) -> u8 {
+    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer; when
+    /// `held_from` is given, a hold the host has not told yet comes first
+    /// ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at `held_to`, if
+    /// given): the reader kept the last piece meanwhile. Answers the first
+    /// action as [`poll`](Self::poll) does, plus 8 when more follow (then
+    /// `poll` gives them; without, it gives none): calls less per chunk.
+    pub fn chunk(
+        &mut self,
+        now_ms: f64,
+        bytes: &[u8],
+        progress: Option<bool>,
+        held_from: Option<f64>,
+        held_to: Option<f64>,
+    ) -> u8 {
+        if let Some(from) = held_from {
+            self.handle(Input::Hold, from);
+            if let Some(to) = held_to {
+                self.handle(Input::Unhold, to);
+            }
+        }
         self.handle(Input::Chunk { bytes, progress }, now_ms);
-        self.poll()
+        self.first()
     }
 
     /// [`Input::End`].
@@ -138,10 +157,22 @@ impl ReadMachineJs {
         self.handle(Input::Hold, now_ms);
     }
 
-    /// [`Input::Unhold`]. Takes the first action, as [`poll`](Self::poll).
+    /// [`Input::Unhold`]. Answers the first action as [`chunk`](Self::chunk) does.
     pub fn unhold(&mut self, now_ms: f64) -> u8 {
         self.handle(Input::Unhold, now_ms);
-        self.poll()
+        self.first()
+    }
+
+    /// Takes the first action, as [`poll`](Self::poll), plus 8 when more
+    /// follow (then [`poll`](Self::poll) gives them); without, none does.
+    fn first(&mut self) -> u8 {
+        let kind = self.poll();
+        self.next = self.read.poll();
+        if self.next.is_some() {
+            kind | 8
+        } else {
+            kind
+        }
     }
 
     /// [`Input::Cancel`].
@@ -158,7 +189,10 @@ impl ReadMachineJs {
     /// [`bytes`](Self::bytes)), 4 wake, 5 end, 6 deliver the chunk just given
     /// as it came; its fields are read with the getters below.
     pub fn poll(&mut self) -> u8 {
-        self.last = self.read.poll();
+        self.last = match self.next.take() {
+            Some(next) => Some(next),
+            None => self.read.poll(),
+        };
         match self.last {
             None => 0,
             Some(Action::Connect { .. }) => 1,

@@ -232,7 +232,8 @@ const ops = {
     try {
       for (const c of a.chunks) {
         const chunk = enc.encode(c);
-        for (let kind = m.chunk(1, chunk, undefined); kind !== 0; kind = m.poll()) {
+        // The first action comes with the chunk (plus 8 when more follow: `poll` gives them).
+        for (let kind = m.chunk(1, chunk, undefined) & 7; kind !== 0; kind = m.poll()) {
           if (kind === 6) delivered += dec.decode(chunk);
           else if (kind === 3) delivered += dec.decode(m.bytes());
           else if (kind === 5 && m.ending() === 3) {
@@ -564,7 +565,7 @@ function readScript(a) {
         default:
           throw new AssertionError(`no input ${verb}`);
       }
-      const answered = first ?? m.poll();
+      const answered = (first ?? m.poll()) & 7; // plus 8 when more follow
       first = undefined;
       for (let kind = answered; kind !== 0; kind = m.poll()) {
         if (kind === 1) {
