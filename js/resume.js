@@ -14,11 +14,16 @@
 // the pieces waiting for the reader, and the errors the package throws.
 //
 // # The per-chunk path
-// The upstream is read only when the reader reads (no read ahead): one read
-// of the attempt's body, one clock read, one Wasm call with the chunk's bytes
-// (`chunk`, which answers its first action: a chunk of whole events, or any
-// chunk of another body, is handed on as it came), and `hold`/`unhold`
-// around the time the reader keeps the piece: reader slowness is not a stall.
+// The upstream is read only when the reader reads (no read ahead). The
+// common chunk is one `then` on the attempt's read, two clock reads (when
+// the reader came back, when the chunk came) and one Wasm call with the
+// chunk's bytes (`chunk`), which also carries the time the reader kept the
+// last piece (a hold, so reader slowness is not a stall) and answers its
+// first action and whether more follow: a chunk of whole events, or any
+// chunk of another body, is handed on as it came, with no other call. A hold
+// not told with a chunk is told before any other input (`tell`). Anything
+// else (several pieces, a failure, the end, a backoff, a budget to lend)
+// takes `slowRead`.
 //
 // # Invariants (the host's; the machine's are in src/core/read.rs)
 // 1. One machine per read, one timer (the `outer` child, re-armed on each
@@ -190,17 +195,16 @@ export function resumable(connect, s) {
   let cur; // the attempt: { n, node, response, reader, isProgress, span, chunks, bytes }
   let attempts = 0;
   let lastError; // the last failed attempt's error
-  let given_; // the error the host just reported (a Failed input)
+  let reported; // the error the host just reported (a Failed input)
   let chunk; // the chunk just given to the machine (DELIVER_CHUNK hands it on)
   const queue = []; // pieces for the reader…
-  const from_ = []; // …and the attempt each came from
+  const pieceAttempts = []; // …and the attempt each came from
   let pieceFrom = 0; // the attempt of the piece read() gave last
   const kept = hook === undefined ? undefined : [];
   let head; // the first answer read
   let handBack; // a non-ok (or bodiless) first answer to hand back as it is
   let ended = false; // the machine ended: `failure` is the reader's error, or none (done)
   let failure;
-  let fatal; // the host's own error that ends the read (a bad return, a classify that broke its contract)
   let freed = false;
   let closed = false;
   // The reader keeps the piece it got last from `heldAt` (the upstream is not read meanwhile) until it
@@ -233,7 +237,7 @@ export function resumable(connect, s) {
 
   /** Tells the machine of a hold not told yet (before any input but a chunk, which carries it). */
   function tell() {
-    if (heldAt === undefined) return;
+    if (heldAt === undefined || ended) return;
     const from = heldAt;
     const to = heldTo;
     heldAt = heldTo = undefined;
@@ -309,13 +313,13 @@ export function resumable(connect, s) {
   /** A piece for the reader. */
   function give(piece) {
     queue.push(piece);
-    from_.push(attempts);
+    pieceAttempts.push(attempts);
     if (kept !== undefined) kept.push(piece);
   }
 
   /** The error the current attempt failed with (invariant 1), from the input `why` and the machine's cause; remembered as the last. */
   function attemptError(why) {
-    if (why === "failed") return (lastError = given_);
+    if (why === "failed") return (lastError = reported);
     if (why === "wake" || why === "unhold" || why === "head") {
       const [kind, detail, afterMs, chunks, bytes, status] = m.cause();
       if (kind === "stalled") lastError = new StreamStalled(detail, afterMs, chunks, bytes);
@@ -368,8 +372,10 @@ export function resumable(connect, s) {
     a.node.dispose();
   }
 
-  /** The machine ended: the timer goes, the attempt that ended well is released. */
+  /** The machine ended: the timer goes, the attempt that ended well is released, the machine is freed. */
   function finish() {
+    heldAt = heldTo = undefined;
+    told = false;
     const a = cur;
     if (a !== undefined && failure === undefined) {
       cur = undefined;
@@ -435,7 +441,7 @@ export function resumable(connect, s) {
       return stop(broken);
     }
     const wait = serverWait(error);
-    given_ = error;
+    reported = error;
     tell();
     const t1 = now();
     lend();
@@ -446,7 +452,6 @@ export function resumable(connect, s) {
 
   /** The host's own error ends the read (the machine is stopped as by a cancel). */
   function stop(error) {
-    fatal = error;
     cancelReason = error;
     tell();
     m.cancel(now());
@@ -512,7 +517,7 @@ export function resumable(connect, s) {
   function read() {
     if (told) {
       told = false;
-      act(m.unhold(now()), "unhold");
+      if (!ended) act(m.unhold(now()), "unhold");
     } else if (heldAt !== undefined) heldTo = now();
     const a = cur;
     if (queue.length > 0 || ended || a === undefined || a.reader === undefined || b !== undefined) return slowRead();
@@ -591,7 +596,7 @@ export function resumable(connect, s) {
       for (;;) {
         if (queue.length > 0) {
           tell();
-          pieceFrom = from_.shift();
+          pieceFrom = pieceAttempts.shift();
           const value = queue.shift();
           if (!ended && cur?.reader !== undefined) heldAt = now();
           return { done: false, value };
