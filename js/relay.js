@@ -280,7 +280,7 @@ async function resumableRelay(upstream, o, options, extraHeaders, rec, started, 
   const kept = [];
   for (const e of early) if (e.attempt === committing) kept.push(e.value);
   rec?.("ok", now() - started);
-  const reader = { read: r.read, current: r.current, took: r.took, after: r.after, cancel: (reason) => r.close(reason) };
+  const reader = { read: r.read, cancel: (reason) => r.close(reason) };
   const sse = isEventStream(head.response.headers.get("content-type"));
   return relayed(head.response, extraHeaders, body(kept, done, reader, sse, release, onError));
 }
@@ -305,22 +305,7 @@ function body(early, doneEarly, reader, sse, release, onError) {
       let done = false;
       let value;
       try {
-        // A resumable read (js/resume.js) is read straight from its attempt when it can: one promise less per chunk.
-        const a = reader.current?.();
-        if (a === undefined) ({ done, value } = await reader.read());
-        else {
-          let raw;
-          let threw = false;
-          let error;
-          try {
-            raw = await a.reader.read();
-          } catch (e) {
-            threw = true;
-            error = e;
-          }
-          value = threw ? undefined : reader.took(a, raw);
-          if (value === undefined) ({ done, value } = await reader.after(a, raw, threw, error));
-        }
+        ({ done, value } = await reader.read());
       } catch (error) {
         release();
         report(onError, error);

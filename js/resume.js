@@ -1,489 +1,75 @@
 // Streams that recover: the attempts behind one streamed body, for `relay`
 // and `fetchWithDeadline` with `retry` (and `resume`).
 //
-// What to do after a failure is the core's (src/core/resume.rs `Resume`, see
-// its module doc: retry as it was before content, `Last-Event-ID` or the
-// caller's hook after it, or the end), and so is whether another attempt may
-// be made at all and when (src/core/retry.rs `RetryRun`: the deadline,
-// `attemptMinMs`, backoff, the retry budget, the server's `Retry-After`).
-// This file owns what only the host can do: the attempts' requests, signals
-// and stall guards (js/stall.js), and the bytes: which of them reached the
-// reader, cut on event boundaries.
+// Every decision is the core's streamed-read machine (src/core/read.rs
+// `Read`, through src/wasm/read.rs `ReadMachine`; its module doc lists the
+// machine's invariants): where an event ends and what reached the reader,
+// which chunks are progress, when an attempt has stalled, whether a failed
+// attempt is made again and how (as it was, with `Last-Event-ID`, through
+// the caller's hook, or not at all, inside the deadline, the retry loop and
+// the retry budget), whether a resumed answer may continue the stream, and
+// the reader's error when the read ends. This file only tells the machine
+// what happened and does what it asks: the attempts' requests (each with a
+// child node of its own, so its own signal), the body's reader, one timer,
+// the pieces waiting for the reader, and the errors the package throws.
 //
 // # The per-chunk path
-// A chunk is looked at once, by the cutter below, in the pull that hands it
-// to the reader: no Wasm call, no timer, no promise beyond the read. On a
-// `text/event-stream` the cutter scans the bytes for the blank lines that
-// end events and for `id:` lines; a chunk that ends on an event boundary (the
-// common case) is passed on as it is, a chunk that ends inside an event is
-// passed on up to its last boundary and the rest is held until the event
-// completes. Any other body is passed on as it is, counted.
+// The upstream is read only when the reader reads (no read ahead). The
+// common chunk is one `then` on the attempt's read, two clock reads (when
+// the reader came back, when the chunk came) and one Wasm call with the
+// chunk's bytes (`chunk`), which also carries the time the reader kept the
+// last piece (a hold, so reader slowness is not a stall) and answers its
+// first action and whether more follow: a chunk of whole events, or any
+// chunk of another body, is handed on as it came, with no other call. A hold
+// not told with a chunk is told before any other input (`tell`). Anything
+// else (several pieces, a failure, the end, a backoff, a budget to lend)
+// takes `slowRead`.
 //
-// # Invariants
-// 1. Before content reached the reader (an event with a field: a comment is
-//    not content; any byte of another body), a failed attempt (a network
-//    error, a non-ok status that `classify` calls retryable, a first-byte or
-//    first-chunk stall) is made again, inside the deadline and the retry
-//    budget, and the reader never sees it. A non-ok status that is not
-//    retried is handed back as it is.
-// 2. Events are never split: an event reaches the reader whole or not at
-//    all. A failure drops the held part of an unfinished event.
-// 3. After content, a stream is never restarted silently: it resumes with
-//    `Last-Event-ID` (the last id the reader got, as the SSE standard keeps
-//    it), through the caller's `resume` hook, or ends with the failure.
-//    Each event reaches the reader exactly once: a stream resumed by id is
-//    held until its first event with an id, and if that id was already
-//    delivered the upstream ignored the header; that attempt is dropped and
-//    the core decides again (the hook, or the end).
-// 4. The deadline, the caller's signal and a reader's cancel end the read
-//    where it is (no further attempt); every attempt's request is aborted
-//    when it fails or is dropped (released, not abandoned); when the read
-//    ends, every timer and listener is gone and the core's loop is freed.
-// 5. A backoff between attempts keeps a Node or Deno process alive (its
-//    timer is unref'd, like every timer of the package): someone awaits it.
-// 6. When the read ends with a failure once the reader has the body, the
-//    reader's error is ours, with `deliveredBytes`: a `StreamStalled` or a
-//    `StreamTooLarge` as it is, the deadline's `DeadlineExceeded` and the
-//    caller's abort reason as they are (without the field: they are shared),
-//    anything else (an upstream's `TypeError`, a status, a refused resume)
-//    as the `cause` of a `RetryFailed` (the retry loop's stop, or
-//    "not-resumable" when it allowed an attempt none could continue).
+// # Invariants (the host's; the machine's are in src/core/read.rs)
+// 1. One machine per read, one timer (the `outer` child, re-armed on each
+//    `Wake`), one child node per attempt (aborted when the machine says
+//    `Abort`: with the attempt's own failure, a `StreamStalled`, the cancel's
+//    reason or the deadline's, so its request is released, not abandoned).
+// 2. An attempt's answer that comes after it was dropped is not read: its
+//    body is cancelled.
+// 3. A read awaiting an attempt, a hook, a backoff or a body keeps a Node or
+//    Deno process alive (js/keepalive.js: every timer of the package is
+//    unref'd and someone awaits the read); the hold is let go when the read
+//    ends, or at the next wake once nobody reads.
+// 4. The reader's error is built from the machine's ending (its class,
+//    detail, message and `deliveredBytes`): `StreamStalled`, `StreamTooLarge`,
+//    `RetryFailed` with the last attempt's error as its `cause`, and before
+//    the body the last attempt's error as it is (an `UpstreamStatus`, a
+//    `ResumeRefused`, the upstream's own error); the deadline's
+//    `DeadlineExceeded` and the caller's abort reason as they are.
+// 5. With tracing on, each attempt's body has one `deadline.stream` span
+//    (js/stall.js `streamSpan`), numbered, from its headers to its end.
 
 import * as core from "./edge_deadline.js";
-import { argumentError, CODES, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
+import { argumentError, CODES, DeadlineExceeded, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
 import { propagateFormats } from "./headers.js";
 import { hold, releaseHold } from "./keepalive.js";
+import { tracing } from "./otel.js";
 import { classified, defaultClassify, newRun, serverWait } from "./retry.js";
 import { retryBudgetCore } from "./retry_budget.js";
-import { guard, isEventStream, isStreamStalled } from "./stall.js";
+import { failure as outcomeOf, isEventStream, predicate, streamEnded, streamSpan } from "./stall.js";
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
-const LF = 10;
-const CR = 13;
-const COLON = 58;
-const SPACE = 32;
-const I = 105; // "i"
-const D = 100; // "d"
-
-// Where the cutter is in a line.
-const START = 0; // at its start
-const COMMENT = 1; // a comment
-const OTHER = 2; // a field that is not `id`
-const NAME_I = 3; // the field name so far is "i"
-const NAME_ID = 4; // … "id"
-const VALUE_START = 5; // after "id:", before an optional space
-const VALUE = 6; // in the id's value
-const RETRY_VALUE = 7; // after "retry:": not content (src/core/sse.rs)
-const NAME_R = 7; // NAME_R + k: the field name so far is the first k letters of "retry" (1…5)
-const R = 114; // "r"
-const RETRY_NAME = [114, 101, 116, 114, 121];
-
-// The core's flags (src/core/resume.rs `flags`) and answers (`Next`).
-const CONTENT = 1;
-const EVENT_STREAM = 2;
-const LAST_EVENT_ID = 4;
-const IGNORED = 8;
-const HOOK = 16;
-const UNCHECKED = 32;
-const RETRY = 0;
-const BY_ID = 1;
-const BY_HOOK = 2;
-
-const decoder = new TextDecoder();
-const FNV_OFFSET = 0x811c9dc5 | 0;
-const FNV_PRIME = 0x01000193;
-/**
- * How many of the latest delivered ids a resumed stream is checked against
- * (besides the first): the core's rule (src/core/resume.rs `DeliveredIds`,
- * `RECENT_IDS`, ids compared exactly: an FNV-1a hash finds a candidate,
- * the bytes confirm it), which the Rust host uses as it is.
- */
-const RECENT = 1024;
-/**
- * The longest id kept for resuming, in bytes: the core's `MAX_ID_BYTES`
- * (src/core/resume.rs). A longer one ends resuming by id (as an empty id
- * does) and is not remembered.
- */
-const MAX_ID = 1024;
 /** The codes of a stream refused past a cap (the core's `CutRefusal`). */
-const EVENT_TOO_LARGE = "EVENT_TOO_LARGE";
 const LINE_TOO_LONG = "LINE_TOO_LONG";
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+const encoder = new TextEncoder();
 const noop = () => {};
 
-/**
- * Cuts an event stream on event boundaries and keeps, as the standard does,
- * the last event id (`id:` lines, set when their event completes; a value
- * with a NUL is ignored; an empty one clears it). One per read; `reset` at
- * each attempt (its line state and unfinished event go, what the reader got
- * stays).
- *
- * # Invariants
- * 1. `cut` returns whole events only: the bytes up to the chunk's last event
- *    boundary, with the unfinished event before them; the rest waits in
- *    `pending`.
- * 2. `content` turns true with the first whole event that has a field (a
- *    comment is not content); `lastIdLen`/`lastEventId()` are the id of the
- *    last whole event that set one. An id's bytes are copied and hashed
- *    (FNV-1a) as they are scanned: no string per event.
- * 3. While `verifying` (a stream resumed by id), the first whole event with
- *    an id ends it: `replayed` when that id was delivered already (the
- *    first one, or one of the last RECENT), else it passes.
- * 4. `progress` says whether the last chunk cut held a character of a field
- *    line: js/sse.js's rule, so the stall guard can take it as its predicate.
- * 5. A byte-order mark that opens a body is not part of a line (as in the
- *    core's `EventCut`): the first body's is relayed, a later attempt's is
- *    dropped (a reader strips only the stream's first).
- * 6. `lastEventIdHeader()` is the id's UTF-8 bytes, one character per byte,
- *    as EventSource sends `Last-Event-ID`; no call spreads an id's bytes.
- * 7. Caps (the core's `EventCut` rule, pinned by the `resume.cut` rows of
- *    tests/conformance): no event longer than `maxEvent` bytes and no line
- *    longer than `maxLine` (its end not counted) is held. At the byte past
- *    either, `refused` is set to the core's code, the events completed
- *    before it are returned, and every later chunk gives nothing. Lengths
- *    are checked at each line end and at the chunk's end, not per byte:
- *    where the refusal falls does not depend on chunk boundaries.
- */
-export class EventCutter {
-  content = false;
-  progress = false;
-  verifying = false;
-  replayed = false;
-  /** Pieces of the unfinished event. */
-  pending = [];
-  lastIdBuf = new Uint8Array(64);
-  lastIdLen = 0;
-  firstHash = undefined;
-  recent = new Int32Array(RECENT);
-  /** The bytes of the first id and of the last RECENT: a hash match is confirmed by them. */
-  firstId = undefined;
-  recentIds = new Array(RECENT);
-  recentCount = 0;
-  line = START;
-  prevCR = false;
-  fields = false; // the event so far has a field line
-  idBuf = new Uint8Array(64);
-  idLen = 0;
-  idHash = FNV_OFFSET;
-  idNul = false;
-  blockIdBuf = new Uint8Array(64); // the id this event sets
-  blockIdLen = -1; // -1: the event has no id line
-  blockHash = 0;
-  /** How much of a leading byte-order mark was matched; -1: past it. */
-  bom = 0;
-  /** The first body's mark is relayed; a resumed body's is dropped (a reader strips only the stream's first). */
-  keepBom = true;
-  /** The bytes of the event in progress and of its line in progress, before the chunk being cut. */
-  eventLen = 0;
-  lineLen = 0;
-  /** The cap passed (`EVENT_TOO_LARGE`, `LINE_TOO_LONG`), once one was (invariant 7). */
-  refused = undefined;
-
-  /** A cutter with an event cap and a line cap, in bytes (checked by the caller). */
-  constructor(maxEvent, maxLine) {
-    this.maxEvent = maxEvent;
-    this.maxLine = maxLine;
-  }
-
-  /** A new attempt: `verifying` when it resumes by id; `first`: the stream's first body (its mark is relayed). */
-  reset(verifying, first) {
-    this.line = START;
-    this.prevCR = false;
-    this.fields = false;
-    this.blockIdLen = -1;
-    this.idLen = 0;
-    this.idHash = FNV_OFFSET;
-    this.idNul = false;
-    this.pending = [];
-    this.eventLen = 0;
-    this.lineLen = 0;
-    this.replayed = false;
-    this.verifying = verifying;
-    this.bom = 0;
-    this.keepBom = first;
-  }
-
-  /**
-   * Whether every id delivered is remembered (the first and the last
-   * RECENT are all of them): the core's `DeliveredIds::checkable`, pinned by
-   * the `resume.ids` rows of tests/conformance. Past it, a resume by id
-   * cannot be checked for a replay, and the core does not make one.
-   */
-  checkable() {
-    return this.recentCount <= RECENT + 1;
-  }
-
-  /** Whether an id was delivered (the first one, or one of the last RECENT): its hash finds it, its bytes confirm it. */
-  delivered(hash, bytes) {
-    if (hash === this.firstHash && sameBytes(this.firstId, bytes)) return true;
-    const recent = this.recent;
-    for (let k = Math.min(this.recentCount, RECENT) - 1; k >= 0; k--) if (recent[k] === hash && sameBytes(this.recentIds[k], bytes)) return true;
-    return false;
-  }
-
-  /** Bytes `from`…`to` of `b` are part of an id's value: copied and hashed. */
-  idBytes(b, from, to) {
-    let buf = this.idBuf;
-    let len = this.idLen;
-    if (len + to - from > buf.length) {
-      const bigger = new Uint8Array(2 * (len + to - from));
-      bigger.set(buf.subarray(0, len));
-      buf = this.idBuf = bigger;
-    }
-    let h = this.idHash;
-    let nul = false;
-    for (let k = from; k < to; k++) {
-      const c = b[k];
-      buf[len++] = c;
-      h = Math.imul(h ^ c, FNV_PRIME);
-      nul ||= c === 0;
-    }
-    this.idLen = len;
-    this.idHash = h;
-    if (nul) this.idNul = true;
-  }
-
-  /** The id line ended: its value is the event's id. */
-  idLine() {
-    if (this.idLen > MAX_ID) {
-      // Past the cap: no longer resumable by id from here (as an empty id says).
-      this.blockIdLen = 0;
-    } else if (!this.idNul) {
-      const b = this.blockIdBuf;
-      this.blockIdBuf = this.idBuf;
-      this.idBuf = b;
-      this.blockIdLen = this.idLen;
-      this.blockHash = this.idHash;
-    }
-    this.idLen = 0;
-    this.idHash = FNV_OFFSET;
-    this.idNul = false;
-  }
-
-  /** An event ended. False when it shows the upstream replayed (invariant 3). */
-  endBlock() {
-    const len = this.blockIdLen;
-    if (len >= 0) {
-      const hash = this.blockHash;
-      if (this.verifying && len > 0) {
-        if (this.delivered(hash, this.blockIdBuf.subarray(0, len))) return false;
-        this.verifying = false;
-      }
-      const b = this.lastIdBuf;
-      this.lastIdBuf = this.blockIdBuf;
-      this.blockIdBuf = b;
-      this.lastIdLen = len;
-      if (len > 0) {
-        const copy = this.lastIdBuf.slice(0, len);
-        if (this.firstId === undefined) {
-          this.firstHash = hash;
-          this.firstId = copy;
-        }
-        const k = this.recentCount++ & (RECENT - 1);
-        this.recent[k] = hash;
-        this.recentIds[k] = copy;
-      }
-      this.blockIdLen = -1;
-    }
-    if (this.fields) this.content = true;
-    this.fields = false;
-    return true;
-  }
-
-  /** The last event id the reader got, or undefined (none, or an empty one). */
-  lastEventId() {
-    if (this.lastIdLen === 0) return undefined;
-    const bytes = this.lastIdBuf.subarray(0, this.lastIdLen);
-    for (const b of bytes) if (b > 127) return decoder.decode(bytes);
-    return byteString(bytes);
-  }
-
-  /**
-   * The last event id as a `Last-Event-ID` header value that goes out as
-   * its UTF-8 bytes, as EventSource sends it: where `Headers` takes a
-   * ByteString (Node, Deno, browsers) one character per byte, where it
-   * takes any text and sends it as UTF-8 (workerd) the text; undefined
-   * when there is none.
-   */
-  lastEventIdHeader() {
-    if (this.lastIdLen === 0) return undefined;
-    return utf8Headers() ? this.lastEventId() : byteString(this.lastIdBuf.subarray(0, this.lastIdLen));
-  }
-
-  /**
-   * Cuts a chunk: the part up to its last event boundary (with what was
-   * pending before it), or undefined while an event is open (or when the
-   * chunk shows a replay: `replayed`).
-   */
-  cut(chunk) {
-    if (this.refused !== undefined) return undefined;
-    let b = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : typeof chunk === "string" ? new TextEncoder().encode(chunk) : new Uint8Array(chunk);
-    let boundary = -1;
-    let blank = false; // the last terminator ended an event
-    let progress = false;
-    let i = 0;
-    if (this.bom >= 0) {
-      // A leading byte-order mark (possibly split across chunks) is not part of a line, as in the core's EventCut.
-      let m = this.bom;
-      while (i < b.length && m < 3 && b[i] === BOM[m]) {
-        i++;
-        m++;
-      }
-      if (m === 3) this.bom = -1;
-      else if (i < b.length) {
-        // Not a mark after all: what matched is the start of a line that is not `id`.
-        if (m > 0) {
-          if (!this.keepBom) this.pending.push(BOM.subarray(0, m));
-          this.line = OTHER;
-          this.fields = true;
-          progress = true;
-        }
-        this.bom = -1;
-      } else this.bom = m;
-      if (!this.keepBom && i > 0) {
-        b = b.subarray(i);
-        i = 0;
-      }
-    }
-    // The line state in locals for the loop (the fields are written back).
-    let ln = this.line;
-    let cr = this.prevCR;
-    const n = b.length;
-    // Where the event and the line in progress started (before the chunk: negative), for the caps.
-    let es = -this.eventLen;
-    let ls = i - this.lineLen;
-    const maxEvent = this.maxEvent;
-    const maxLine = this.maxLine;
-    for (; i < n; i++) {
-      const c = b[i];
-      if (c === LF || c === CR) {
-        if (i - es >= maxEvent || i - ls > maxLine) return this.refuse(b, boundary, es + maxEvent, ls + maxLine);
-        ls = i + 1;
-        if (c === LF && cr) {
-          cr = false;
-          if (blank) boundary = i + 1;
-          continue;
-        }
-        cr = c === CR;
-        if (ln === START) {
-          if (!this.endBlock()) {
-            this.line = ln;
-            this.prevCR = cr;
-            this.progress = true;
-            this.replayed = true;
-            return undefined;
-          }
-          boundary = i + 1;
-          es = i + 1;
-          blank = true;
-        } else {
-          if (ln >= NAME_ID && ln <= VALUE) this.idLine();
-          else if (ln > NAME_R && ln < NAME_R + 5) {
-            // A field named a strict prefix of "retry" ("re"): content after all.
-            this.fields = true;
-            progress = true;
-          }
-          ln = START;
-          blank = false;
-        }
-        continue;
-      }
-      cr = false;
-      blank = false;
-      if (ln <= OTHER && ln !== START) {
-        // The rest of a comment or of a field that is not `id`: on to the line's end.
-        if (ln === OTHER) progress = true;
-        while (i + 1 < n) {
-          const x = b[i + 1];
-          if (x === LF || x === CR) break;
-          i++;
-        }
-      } else if (ln === START) {
-        if (c === COLON) ln = COMMENT;
-        else if (c === R) ln = NAME_R + 1; // perhaps "retry", which is not content
-        else {
-          this.fields = true;
-          progress = true;
-          if (c !== I) ln = OTHER;
-          else if (i + 2 < n && b[i + 1] === D && b[i + 2] === COLON) {
-            // "id:" whole in this chunk (the usual case): straight to its value.
-            i += 2;
-            ln = VALUE_START;
-          } else ln = NAME_I;
-        }
-      } else if (ln >= RETRY_VALUE) {
-        if (ln === RETRY_VALUE) continue;
-        const k = ln - NAME_R;
-        if (k < 5 && c === RETRY_NAME[k]) ln++;
-        else if (k === 5 && c === COLON) ln = RETRY_VALUE;
-        else {
-          ln = OTHER;
-          this.fields = true;
-          progress = true;
-        }
-      } else if (ln >= VALUE_START) {
-        progress = true;
-        // An id's value, to the line's end (one leading space is not part of it).
-        const from = ln === VALUE_START && c === SPACE ? i + 1 : i;
-        ln = VALUE;
-        let end = from;
-        while (end < n && b[end] !== LF && b[end] !== CR) end++;
-        this.idBytes(b, from, end);
-        i = end - 1;
-      } else {
-        progress = true;
-        if (ln === NAME_I) ln = c === D ? NAME_ID : OTHER;
-        else ln = c === COLON ? VALUE_START : OTHER;
-      }
-    }
-    this.line = ln;
-    this.prevCR = cr;
-    this.progress = progress;
-    if (n - es > maxEvent || n - ls > maxLine) return this.refuse(b, boundary, es + maxEvent, ls + maxLine);
-    this.eventLen = n - es;
-    this.lineLen = n - ls;
-    if (boundary < 0) {
-      this.pending.push(b);
-      return undefined;
-    }
-    return this.join(b, boundary);
-  }
-
-  /**
-   * A cap was passed in `b` (invariant 7): the event cap at index
-   * `pastEvent`, or the line cap at `pastLine`, whichever came first (the
-   * event's on a tie, as the core checks it first). What ended before it
-   * (up to `boundary`) is returned.
-   */
-  refuse(b, boundary, pastEvent, pastLine) {
-    this.refused = pastEvent <= pastLine ? EVENT_TOO_LARGE : LINE_TOO_LONG;
-    const out = boundary < 0 ? undefined : this.join(b, boundary, true);
-    this.pending = [];
-    return out;
-  }
-
-  /** The pending pieces and `b` up to `boundary`, joined; the rest of `b` is pending (unless `drop`). */
-  join(b, boundary, drop = false) {
-    const n = b.length;
-    const head = boundary === n ? b : b.subarray(0, boundary);
-    let out = head;
-    const pending = this.pending;
-    if (pending.length > 0) {
-      let size = head.length;
-      for (const p of pending) size += p.length;
-      out = new Uint8Array(size);
-      let at = 0;
-      for (const p of pending) {
-        out.set(p, at);
-        at += p.length;
-      }
-      out.set(head, at);
-      this.pending = [];
-    }
-    if (boundary < n && !drop) this.pending.push(b.subarray(boundary));
-    return out;
-  }
-}
+// The machine's actions (src/wasm/read.rs `poll`) and ways to connect (`how`).
+const CONNECT = 1;
+const ABORT = 2;
+const DELIVER = 3;
+const WAKE = 4;
+const END = 5;
+const DELIVER_CHUNK = 6;
+const BY_HOOK = 2;
 
 let utf8HeadersSeen;
 /** Whether this runtime's `Headers` take any text and send it as UTF-8 (workerd), not a ByteString only. */
@@ -499,11 +85,14 @@ function utf8Headers() {
   return utf8HeadersSeen;
 }
 
-/** Whether two byte arrays hold the same bytes. */
-function sameBytes(a, b) {
-  if (a === undefined || a.length !== b.length) return false;
-  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
-  return true;
+/**
+ * A last event id as a `Last-Event-ID` header value that goes out as its
+ * UTF-8 bytes, as EventSource sends it: where `Headers` takes a ByteString
+ * (Node, Deno, browsers) one character per byte, where it takes any text
+ * and sends it as UTF-8 (workerd) the text.
+ */
+function lastEventIdHeader(id) {
+  return utf8Headers() ? id : byteString(encoder.encode(id));
 }
 
 /** Bytes as a string of one character per byte (no spread: an id may be longer than the stack allows). */
@@ -512,8 +101,6 @@ function byteString(bytes) {
   for (let k = 0; k < bytes.length; k += 8192) out += String.fromCharCode.apply(null, bytes.subarray(k, k + 8192));
   return out;
 }
-
-const BOM = new Uint8Array([0xef, 0xbb, 0xbf]);
 
 /** A non-ok answer, as the error `classify` sees (with `.response` and `.status`). */
 export class UpstreamStatus extends Error {
@@ -538,16 +125,6 @@ export class ResumeRefused extends Error {
     this.code = code;
     this.status = status;
   }
-}
-
-/**
- * How a stream's failure is classified unless `classify` says otherwise: a
- * non-ok status as the core says (src/core/resume.rs `status_failure`: 429
- * and 503 "not-applied", 408 and other 5xx "ambiguous", others
- * "permanent"); any other error as `retry` does.
- */
-function streamClassify(error) {
-  return error instanceof UpstreamStatus ? core.statusFailure(error.status) : defaultClassify(error);
 }
 
 /**
@@ -605,80 +182,213 @@ export class StreamTooLarge extends Error {
 export function resumable(connect, s) {
   const { deadline, retry } = s;
   const { run, classify: given, budget } = newRun("options.retry", retry.r, deadline.at, true);
-  const classify = retry.r.classify === undefined ? streamClassify : given;
+  // The caller's classify; left out, a non-ok answer is the core's (`status_failure`) and any other error retry's.
+  const userClassify = retry.r.classify === undefined ? undefined : given;
   const hook = retry.hook;
   const formats = s.formats ?? propagateFormats(undefined);
-  const budgetCore = budget === undefined ? undefined : () => retryBudgetCore(budget);
-  // Everything hangs from `outer`: the deadline (and its parents), the caller's signal (and a Request's).
-  const outer = child([deadline, s.signal, s.signal2], Infinity);
-  let cur; // the attempt being made or read: { node, reader, sse }
-  let eventStream = false; // the body is an event stream (the first that was read says)
-  let sleeping; // the backoff: { node, reject }
-  let kind = RETRY; // how the next attempt is made
+  const t = tracing(s.otel);
+  const m = new core.ReadMachine(run, deadline.at, s.firstByteMs, s.firstChunkMs, s.stallMs, s.fromHeaders === true, hook !== undefined, retry.maxEvent, retry.maxLine);
+  // The shared retry budget's core, looked up at each use (a disposed budget throws there).
+  const b = budget === undefined ? undefined : () => retryBudgetCore(budget);
+  // The one timer, and what everything hangs from: the deadline (and its parents), the caller's signal (and a Request's).
+  const outer = child([deadline, s.signal, s.signal2], Infinity, { onTime: onWake, onAbort: onOuterAbort });
+  let cur; // the attempt: { n, node, response, reader, isProgress, span, chunks, bytes }
   let attempts = 0;
-  let resumes = 0;
-  let ignored = false;
-  let lastError;
-  let ended = false; // read() answers done
-  let closed = false; // released
-  let head; // the first answer read
-  // What reached the reader.
-  let content = false;
-  let bytes = 0;
+  let lastError; // the last failed attempt's error
+  let reported; // the error the host just reported (a Failed input)
+  let chunk; // the chunk just given to the machine (DELIVER_CHUNK hands it on)
+  const queue = []; // pieces for the reader…
+  const pieceAttempts = []; // …and the attempt each came from
+  let pieceFrom = 0; // the attempt of the piece read() gave last
   const kept = hook === undefined ? undefined : [];
-  // The event stream's cutter: event boundaries, ids, what the reader got of them.
-  const cutter = new EventCutter(retry.maxEvent, retry.maxLine);
-  let tooLarge; // the cutter refused the stream past a cap: the read ends with it
-  let thrown; // … and the reader was given it
-  let held = []; // a resumed-by-id attempt's pieces, until its first event with an id
-  const queue = []; // pieces ready for the reader beyond the one a chunk gives
-  // An event stream read with the stall guard's predicate: its pieces, cut as
-  // the guard reads each chunk, until the reader takes them (see `scanAhead`).
-  const ahead = [];
+  let head; // the first answer read
+  let handBack; // a non-ok (or bodiless) first answer to hand back as it is
+  let ended = false; // the machine ended: `failure` is the reader's error, or none (done)
+  let failure;
+  let freed = false;
+  let closed = false;
+  // The reader keeps the piece it got last from `heldAt` (the upstream is not read meanwhile) until it
+  // reads again at `heldTo`: told to the machine with the next chunk, or before any other input.
+  let heldAt;
+  let heldTo;
+  let told = false; // the hold was told alone: its end is told when the reader reads again
+  let waiting = false; // a read awaits: hold the process (invariant 3)
+  let holding = false;
+  let notify; // wakes a read that awaits a change
+  let endAbort; // the reason the attempt is aborted with when the read ends failed
+  let cancelReason; // a cancel's, or the host's own error that ends the read
+  let contentSeen = false; // content reached the reader (kept when the machine is freed)
 
-  /**
-   * The stall guard's progress predicate on an event stream (the caller
-   * gave none): the one scan of each chunk, made as the guard reads it. Its
-   * pieces wait in `ahead` for the reader, and are the reader's from then on:
-   * if the attempt fails while one waits, it is still delivered first (the
-   * guard drops a chunk it read ahead; its bytes were received whole).
-   */
-  function scanAhead(chunk) {
-    if (cutter.replayed) return true;
-    // What `accept` queues besides its piece belongs after it, in `ahead` (the queue may hold an older attempt's pieces).
-    const queued = queue.length;
-    const piece = accept(chunk);
-    if (piece !== undefined) ahead.push(piece);
-    if (queue.length > queued) ahead.push(...queue.splice(queued));
-    return cutter.progress;
+  if (outer.aborted) onOuterAbort(outer.reason);
+  else {
+    lend();
+    m.start(now());
+    giveBack();
+    act(0, "start");
+  }
+
+  /** The shared retry budget is lent to the machine around each input that may start or retry an attempt (src/wasm/read.rs). */
+  function lend() {
+    if (b !== undefined) m.lend(b());
+  }
+  function giveBack() {
+    if (b !== undefined) m.giveBack(b());
+  }
+
+  /** Tells the machine of a hold not told yet (before any input but a chunk, which carries it). */
+  function tell() {
+    if (heldAt === undefined || ended) return;
+    const from = heldAt;
+    const to = heldTo;
+    heldAt = heldTo = undefined;
+    m.hold(from);
+    if (to === undefined) told = true;
+    else act(m.unhold(to), "unhold");
+  }
+
+  /** Invariant 3. */
+  function keep() {
+    const on = waiting && !ended && !closed;
+    if (on === holding) return;
+    holding = on;
+    if (on) hold();
+    else releaseHold();
+  }
+
+  function changed() {
+    const n = notify;
+    notify = undefined;
+    n?.();
+  }
+
+  function onWake() {
+    if (ended) return;
+    tell();
+    const t0 = now();
+    lend();
+    m.wake(t0);
+    giveBack();
+    act(0, "wake");
+    keep();
+  }
+
+  function onOuterAbort(reason) {
+    if (ended) return;
+    tell();
+    m.aborted(now(), isDeadlineExceeded(reason) && reason.at === deadline.at);
+    act(0, "aborted");
   }
 
   /**
-   * Cuts a chunk of an event stream: the piece for the reader, or undefined
-   * while an event is open or a resumed stream is held (invariant 3). When
-   * the held pieces are let go, the first is returned and the rest queued.
+   * Does what the machine asks after an input (`why`: which, for an abort's
+   * reason); `first`: the first action when the call answered it (0: poll).
+   * An abort's reason is known once the whole answer is read: the
+   * cancel's, the ending's, or the attempt's own failure.
    */
-  function accept(chunk) {
-    const was = cutter.verifying;
-    const piece = cutter.cut(chunk);
-    if (cutter.refused !== undefined && tooLarge === undefined) {
-      tooLarge = new StreamTooLarge(cutter.refused, cutter.refused === LINE_TOO_LONG ? cutter.maxLine : cutter.maxEvent);
-      // What a resumed stream held before its first id is not checked: it never reaches the reader.
-      if (was && cutter.verifying) held = [];
+  function act(first, why) {
+    let abort = false;
+    let connectTo;
+    let end = -1;
+    // `first` may carry 8: more actions follow (without it, none does: no `poll` needed).
+    const more = first === 0 || (first & 8) !== 0;
+    for (let kind = first === 0 ? m.poll() : first & 7; kind !== 0; kind = more ? m.poll() : 0) {
+      if (kind === DELIVER_CHUNK) give(chunk);
+      else if (kind === DELIVER) give(m.bytes());
+      else if (kind === WAKE) outer.rearm(m.at());
+      else if (kind === ABORT) abort = true;
+      else if (kind === CONNECT) connectTo = [m.attempt(), m.how(), m.lastEventId()];
+      else if (kind === END) end = ending(why);
     }
-    if (piece === undefined) return undefined;
-    if (!was) {
-      bytes += piece.byteLength;
-      if (kept !== undefined) kept.push(piece);
-      return piece;
+    if (abort && cur !== undefined) {
+      const reason = end === 2 ? cancelReason : end === 3 ? endAbort : attemptError(why);
+      const a = cur;
+      cur = undefined;
+      drop(a, reason, end);
     }
-    held.push(piece);
-    if (cutter.verifying) return undefined;
-    // The resumed stream's first id is new: what was held goes to the reader.
-    for (let i = 1; i < held.length; i++) queue.push(deliver(held[i]));
-    const first = held[0];
-    held = [];
-    return deliver(first);
+    if (end >= 0) finish();
+    else if (connectTo !== undefined) launch(connectTo[0], connectTo[1], connectTo[2]);
+    changed();
+  }
+
+  /** A piece for the reader. */
+  function give(piece) {
+    queue.push(piece);
+    pieceAttempts.push(attempts);
+    if (kept !== undefined) kept.push(piece);
+  }
+
+  /** The error the current attempt failed with (invariant 1), from the input `why` and the machine's cause; remembered as the last. */
+  function attemptError(why) {
+    if (why === "failed") return (lastError = reported);
+    if (why === "wake" || why === "unhold" || why === "head") {
+      const [kind, detail, afterMs, chunks, bytes, status] = m.cause();
+      if (kind === "stalled") lastError = new StreamStalled(detail, afterMs, chunks, bytes);
+      else if (kind === "status" && why === "head") lastError = new UpstreamStatus(cur.response);
+      else if (kind === "refused" && why === "head") lastError = new ResumeRefused(detail, status);
+    }
+    // Else a replayed resume: the failure that led to it stands.
+    return lastError;
+  }
+
+  /** The read ended: the reader's error from the machine's (invariant 4). Answers 0 done, 1 hand back, 2 cancelled, 3 failed. */
+  function ending(why) {
+    ended = true;
+    const e = m.ending();
+    if (e === 1) handBack = cur?.response;
+    if (e < 3) return e;
+    const [cls, detail, message, delivered] = m.error();
+    let error;
+    if (cls === "DeadlineExceeded") error = endAbort = deadlineError();
+    else if (cls === "AbortError") error = endAbort = outer.reason;
+    else if (cls === "StreamTooLarge") error = endAbort = new StreamTooLarge(detail, detail === LINE_TOO_LONG ? retry.maxLine : retry.maxEvent);
+    else {
+      // The attempt that failed last: this one, when the ending came with its failure.
+      const last = cur !== undefined ? attemptError(why) : lastError;
+      endAbort = last;
+      error = cls === "RetryFailed" ? new RetryFailed(detail, message, m.records(), last === undefined ? undefined : { cause: last }) : last;
+    }
+    if (delivered !== undefined && error !== null && typeof error === "object") error.deliveredBytes = delivered;
+    failure = error;
+    return 3;
+  }
+
+  /** The deadline's own error when it has one, else ours for its instant. */
+  function deadlineError() {
+    if (outer.aborted && isDeadlineExceeded(outer.reason)) return outer.reason;
+    const t1 = now();
+    return new DeadlineExceeded(deadline.at, t1 > deadline.at ? t1 - deadline.at : 0);
+  }
+
+  /** Ends attempt `a`: its request aborted with `reason`, its body cancelled, its span ended. */
+  function drop(a, reason, end) {
+    if (a.span !== undefined) {
+      const outcome = end === 2 ? "cancelled" : reason === outer.reason && outer.aborted ? outcomeOf(reason, outer) : outcomeOf(reason, undefined);
+      streamEnded(t, a.span, outcome, reason, a.chunks, a.bytes, a.n);
+      a.span = undefined;
+    }
+    if (!a.node.aborted) a.node.abort(reason);
+    if (a.reader !== undefined) a.reader.cancel(reason).catch(noop);
+    else if (a.response !== undefined && a.response !== handBack) a.response.body?.cancel(reason).catch(noop);
+    a.node.dispose();
+  }
+
+  /** The machine ended: the timer goes, the attempt that ended well is released, the machine is freed. */
+  function finish() {
+    heldAt = heldTo = undefined;
+    told = false;
+    const a = cur;
+    if (a !== undefined && failure === undefined) {
+      cur = undefined;
+      if (a.span !== undefined) streamEnded(t, a.span, "closed", undefined, a.chunks, a.bytes, a.n);
+      a.node.dispose();
+    }
+    outer.dispose();
+    keep();
+    if (!freed) {
+      freed = true;
+      contentSeen = m.content();
+      m.free();
+    }
   }
 
   /** What is left of the deadline now, in the formats a continuation sends (the hook's `headers`). */
@@ -689,402 +399,272 @@ export function resumable(connect, s) {
     return out;
   }
 
-  /** A piece reaches the reader: counted, and kept for the hook. */
-  function deliver(piece) {
-    bytes += piece.byteLength ?? piece.length;
-    kept?.push(piece);
-    return piece;
-  }
-
-  /** A chunk of the current attempt → a piece for the reader, or undefined (held). */
-  function take(chunk) {
-    if (cur.scanned) return ahead.length > 0 ? ahead.shift() : undefined;
-    if (!cur.sse) {
-      // A body's chunks are bytes (Uint8Array).
-      const size = chunk.byteLength;
-      if (size > 0) content = true;
-      bytes += size;
-      if (kept !== undefined) kept.push(chunk);
-      return chunk;
-    }
-    return accept(chunk);
-  }
-
-  /** Ends the current attempt: its request is aborted (released). */
-  function drop(reason) {
-    const c = cur;
-    cur = undefined;
-    if (c === undefined) return;
-    if (!c.node.aborted) c.node.abort(reason);
-    c.reader?.cancel(reason).catch(noop);
-    c.node.dispose();
-  }
-
-  /** The deadline or the caller's signal ended the read: the core records it; its reason stands. */
-  function signalled() {
-    const reason = outer.reason;
-    if (closed) return reason;
-    try {
-      run.aborted(now(), isDeadlineExceeded(reason) && reason.at === deadline.at);
-    } catch {
-      // The loop had already stopped.
-    }
-    return reason;
-  }
-
-  /**
-   * Sleeps `ms` unless the read is ended first; rejects with the reason it
-   * ended with. Someone awaits it (a reader, or the caller of `relay` or
-   * `fetchWithDeadline`), and the backoff's timer is unref'd: it holds a
-   * Node or Deno process alive meanwhile (js/keepalive.js).
-   */
-  function sleep(ms) {
-    hold();
-    return new Promise((resolve, reject) => {
-      const node = child([outer], now() + ms, {
-        onTime: (c) => {
-          c.dispose();
-          sleeping = undefined;
-          resolve();
-        },
-        onAbort: () => reject(signalled()),
-      });
-      sleeping = { node, reject };
-    }).finally(releaseHold);
-  }
-
-  /**
-   * An attempt failed with `error` (`status`: a non-ok answer, kept for a
-   * reader before content): asks the loop and the core; resolves when the
-   * next attempt may be made, rejects with the failure when none may.
-   */
-  async function failed(error) {
-    if (tooLarge !== undefined) {
-      refused();
-      throw ending(tooLarge);
-    }
-    drop(error);
-    // Pieces cut before the failure are the reader's: they go first.
-    if (ahead.length > 0) queue.push(...ahead.splice(0));
-    if (outer.aborted) throw signalled();
-    if (closed) throw error;
-    const t = now();
-    let delay;
-    let wait;
-    if (cutter.replayed) {
-      ignored = true;
-      delay = budgetCore ? run.failedBudgeted(t, "not-applied", budgetCore(), undefined) : run.failed(t, "not-applied", undefined);
-      error = lastError ?? error;
-    } else if (isStreamStalled(error)) {
-      delay = budgetCore ? run.timedOutBudgeted(t, budgetCore()) : run.timedOut(t);
-    } else {
-      const failure = classified(classify, error);
-      wait = serverWait(error);
-      delay = budgetCore ? run.failedBudgeted(t, failure, budgetCore(), wait) : run.failed(t, failure, wait);
-    }
-    lastError = error;
-    if (delay === undefined) throw ending(error, run.stop());
-    const bits = (content || cutter.content ? CONTENT : 0) | (eventStream ? EVENT_STREAM : 0) | (cutter.lastIdLen > 0 ? LAST_EVENT_ID : 0) | (ignored ? IGNORED : 0) | (hook ? HOOK : 0) | (cutter.checkable() ? 0 : UNCHECKED);
-    const answer = core.resumeNext(bits, resumes, delay, wait);
-    const next = answer % 4;
-    if (next === 3) throw ending(error);
-    if (next !== RETRY) resumes++;
-    kind = next;
-    const ms = (answer - next) / 4;
-    if (ms > 0) await sleep(ms);
-  }
-
-  /** Makes the next attempt; resolves `{ response, final }` for an answer handed back, else undefined. */
-  async function open() {
-    if (closed) {
-      ended = true;
-      return undefined;
-    }
-    const t0 = now();
-    const timeoutMs = budgetCore ? run.startBudgeted(t0, budgetCore()) : run.start(t0);
-    if (timeoutMs === undefined) {
-      if (lastError !== undefined) throw ending(lastError, run.stop());
-      const { reason, message } = run.stop();
-      throw new RetryFailed(reason, message, []);
-    }
-    attempts++;
+  /** Makes attempt `n` as the machine says (`how`: 0 as it was, 1 by id, 2 through the hook). */
+  function launch(n, how, id) {
+    attempts = n;
+    // A new attempt's notes start afresh: a hold of the last one's is not its.
+    heldAt = heldTo = undefined;
+    told = false;
     const node = child([outer], Infinity);
-    cur = { node, reader: undefined, sse: false };
-    const by = kind;
-    cutter.reset(by === BY_ID, attempts === 1);
-    held = [];
-    // Not given: the core's default wait for first content, from where it starts (here for a relay's).
-    const firstChunkMs = s.firstChunkMs ?? (s.firstByteMs === undefined && !s.fromHeaders ? core.firstChunkWait(deadline.at, t0) : undefined);
-    // The wait for headers: `firstByteMs`, else (a relay's) what `firstChunkMs` allows.
-    const headersMs = s.firstByteMs ?? (s.fromHeaders ? undefined : firstChunkMs);
-    const phase = s.firstByteMs === undefined ? "first-chunk" : "first-byte";
-    const wait = headersMs === undefined ? undefined : child([node], t0 + headersMs, { onTime: () => node.abort(new StreamStalled(phase, now() - t0, 0, 0)) });
-    let response;
-    let onAbort = noop;
-    // Someone awaits this attempt (a reader, or the caller of relay or
-    // fetchWithDeadline) and every timer bounding it is unref'd: a Node or
-    // Deno process is held alive until it settles or the deadline ends it.
-    hold();
+    const a = { n, hooked: how === BY_HOOK, t0: now(), node, response: undefined, reader: undefined, isProgress: undefined, span: undefined, chunks: 0, bytes: 0 };
+    cur = a;
+    let pending;
     try {
-      let pending;
-      if (by === BY_HOOK) {
-        const made = hook({ chunks: kept.slice(), bytes, lastEventId: cutter.lastEventId(), attempt: attempts, signal: node.signal, headers: budgetHeaders() });
+      if (how === BY_HOOK) {
+        const made = hook({ chunks: kept.slice(), bytes: m.deliveredBytes(), lastEventId: id, attempt: n, signal: node.signal, headers: budgetHeaders() });
         if (made == null) {
-          wait?.dispose();
-          node.dispose();
-          throw lastError;
+          m.declined(now());
+          return act(0, "declined");
         }
         pending = Promise.resolve(made);
       } else {
-        const id = by === BY_ID ? cutter.lastEventId() : undefined;
-        const headers = id === undefined ? {} : { "last-event-id": cutter.lastEventIdHeader() };
-        pending = Promise.resolve(connect(node.signal, { attempt: attempts, lastEventId: id, headers }));
+        const headers = id === undefined ? {} : { "last-event-id": lastEventIdHeader(id) };
+        pending = Promise.resolve(connect(node.signal, { attempt: n, lastEventId: id, headers }));
       }
-      response = await new Promise((resolve, reject) => {
-        onAbort = () => {
-          reject(node.reason);
-          pending.then((late) => late?.body?.cancel?.(node.reason).catch(noop), noop);
-        };
-        if (node.aborted) onAbort();
-        else node.signal.addEventListener("abort", onAbort, { once: true });
-        pending.then(resolve, reject);
-      });
     } catch (error) {
-      if (by === BY_HOOK && !node.aborted && error === lastError) {
-        cur = undefined;
-        throw ending(error);
-      }
-      wait?.dispose();
-      return failed(node.aborted ? node.reason : error);
-    } finally {
-      releaseHold();
-      node.signal.removeEventListener("abort", onAbort);
-      wait?.dispose();
+      pending = Promise.reject(error);
     }
-    if (closed) {
-      response?.body?.cancel?.().catch(noop);
-      return undefined;
+    pending.then(
+      (response) => answered(a, response),
+      (error) => failed(a, error),
+    );
+  }
+
+  /** Attempt `a` failed with `error` (a network error, a hook that threw, a body's error). */
+  function failed(a, error) {
+    if (cur !== a || ended) return;
+    if (a.node.aborted) error = a.node.reason; // some runtimes reject with their own AbortError: ours is the reason
+    let word;
+    try {
+      word = classified(userClassify ?? defaultClassify, error);
+    } catch (broken) {
+      return stop(broken);
+    }
+    const wait = serverWait(error);
+    reported = error;
+    tell();
+    const t1 = now();
+    lend();
+    m.failed(t1, word, wait);
+    giveBack();
+    act(0, "failed");
+  }
+
+  /** The host's own error ends the read (the machine is stopped as by a cancel). */
+  function stop(error) {
+    cancelReason = error;
+    tell();
+    m.cancel(now());
+    act(0, "cancel");
+    failure = error;
+    changed();
+  }
+
+  /** Attempt `a`'s answer arrived. */
+  function answered(a, response) {
+    if (cur !== a || ended) {
+      response?.body?.cancel?.(a.node.reason).catch(noop);
+      return;
     }
     if (!isResponse(response)) {
-      const param = by === BY_HOOK ? "options.resume" : "upstream";
-      const error = argumentError("type", CODES.INVALID_RETURN, param, `'${param}' must give a Response: it gave ${check.describe(response)}`);
-      cur = undefined;
-      node.abort(error);
-      node.dispose();
-      throw error;
+      const param = a.hooked ? "options.resume" : "upstream";
+      return stop(argumentError("type", CODES.INVALID_RETURN, param, `'${param}' must give a Response: it gave ${check.describe(response)}`));
     }
-    if (!response.ok) {
-      const error = new UpstreamStatus(response);
-      // Before anything was read, an answer that is not retried is the reader's, as it is.
-      if (head === undefined) {
-        cur = undefined;
-        try {
-          await failed(error);
-        } catch (e) {
-          if (e !== error) throw e;
-          node.dispose();
-          return { response, final: true };
-        }
-        response.body?.cancel().catch(noop);
-        node.dispose();
-        return undefined;
-      }
-      response.body?.cancel().catch(noop);
-      return failed(error);
-    }
-    if (response.body === null) {
-      node.dispose();
-      cur = undefined;
-      if (head === undefined) return { response, final: true };
-      ended = true;
-      return undefined;
-    }
+    a.response = response;
     const type = response.headers.get("content-type");
     const sse = isEventStream(type);
-    if (by !== RETRY) {
-      // A resume must continue where the reader is (the core's rule): else it is a failed attempt, never spliced.
-      const refusal = core.resumeRefusal(by === BY_ID, eventStream, response.status, sse, response.headers.get("content-range") ?? undefined, bytes);
-      if (refusal !== undefined) {
-        response.body?.cancel().catch(noop);
-        return failed(new ResumeRefused(refusal, response.status));
+    let word;
+    let wait;
+    if (!response.ok) {
+      const error = new UpstreamStatus(response);
+      try {
+        if (userClassify !== undefined) word = classified(userClassify, error);
+      } catch (broken) {
+        return stop(broken);
       }
+      wait = serverWait(error);
     }
-    // On an event stream the cutter's scan is the guard's predicate too: one scan per chunk.
-    const scanned = sse && s.isProgress === undefined;
-    const guarded = guard(response.body, { firstChunkMs, stallMs: s.stallMs ?? Number.MAX_SAFE_INTEGER, deadline, controller: node, isProgress: scanned ? scanAhead : s.isProgress, contentType: type, otel: s.otel, firstByteMs: s.firstByteMs, attempt: attempts }, s.firstByteMs === undefined && !s.fromHeaders ? t0 : undefined);
-    cur = { node, reader: guarded.stream.getReader(), sse, scanned };
-    if (head === undefined) eventStream = cur.sse;
+    const t1 = now();
+    const range = response.headers.get("content-range") ?? undefined;
+    lend();
+    m.head(t1, response.status, sse, range, response.body !== null, word, wait);
+    giveBack();
+    act(0, "head");
+    if (cur !== a || ended) return;
+    // Read: the machine took the answer.
+    a.reader = response.body.getReader();
+    a.isProgress = s.isProgress === undefined ? undefined : predicate(s.isProgress, "relay");
+    if (t !== null) {
+      const started = s.firstByteMs === undefined && !s.fromHeaders ? a.t0 : t1;
+      a.span = streamSpan(t, s.firstChunkMs ?? core.firstChunkWait(deadline.at, started), s.stallMs ?? NO_LIMIT, deadline.at, t1, s.firstByteMs, a.n);
+    }
     head ??= response;
-    return undefined;
+  }
+
+  /** Resolves when something changed (an answer, a failure, a wake, the end). */
+  function change() {
+    return new Promise((resolve) => {
+      notify = resolve;
+    });
   }
 
   /**
-   * The next chunk for the reader: `{ done, value }`; rejects with the
-   * failure that ended the read. The common case (an attempt being read, a
-   * chunk that gives a piece) is one `then` on the attempt's read; the rest
-   * is `loop`'s.
+   * The reader's next `{ done, value }`; rejects with the reader's error.
+   * The common case (an attempt being read, a chunk the machine hands on as
+   * it came, nothing else to do) is one `then` on the attempt's read; the
+   * rest is `slowRead`'s.
    */
   function read() {
-    const c = cur;
-    if (queue.length > 0 || ended || tooLarge !== undefined || c === undefined || c.reader === undefined) return loop();
-    reading = c;
-    return c.reader.read().then(onNext, onError);
+    if (told) {
+      told = false;
+      if (!ended) act(m.unhold(now()), "unhold");
+    } else if (heldAt !== undefined) heldTo = now();
+    const a = cur;
+    if (queue.length > 0 || ended || a === undefined || a.reader === undefined || b !== undefined) return slowRead();
+    reading = a;
+    waiting = true;
+    if (!holding) keep();
+    return a.reader.read().then(onNext, onError);
   }
 
   // `read`'s callbacks, made once: one read is in flight at a time (`reading`'s).
   let reading;
   const onNext = (next) => {
-    const c = reading;
-    if (next.done || cur !== c) return loop(next, c);
-    const piece = take(next.value);
-    return piece === undefined || cutter.replayed ? loop(undefined, c) : { done: false, value: piece };
+    const a = reading;
+    waiting = false;
+    if (next.done || cur !== a || ended) return slowRead(a, next);
+    const value = next.value;
+    const first = take(a, value);
+    if (first !== DELIVER_CHUNK) {
+      if (first !== -1) act(first, "chunk");
+      return slowRead();
+    }
+    heldAt = chunkAt;
+    pieceFrom = attempts;
+    if (kept !== undefined) kept.push(value);
+    return { done: false, value };
   };
-  const onError = (error) => loop(undefined, reading, error, true);
+  const onError = (error) => {
+    waiting = false;
+    return slowRead(reading, undefined, error, true);
+  };
+  let chunkAt = 0; // when the last chunk was given
+
+  /** Gives the machine attempt `a`'s chunk `value`: its first action (plus 8: more follow), or -1 when the attempt failed instead. */
+  function take(a, value) {
+    const bytes = value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : typeof value === "string" ? encoder.encode(value) : new Uint8Array(value);
+    let progress;
+    if (a.isProgress !== undefined) {
+      try {
+        progress = Boolean(a.isProgress(value));
+      } catch (error) {
+        failed(a, error);
+        return -1;
+      }
+    }
+    if (a.span !== undefined) {
+      a.chunks++;
+      a.bytes += bytes.byteLength;
+    }
+    chunk = value;
+    const t1 = (chunkAt = now());
+    const from = heldAt;
+    const to = heldTo;
+    heldAt = heldTo = undefined;
+    lend();
+    const first = m.chunk(t1, bytes, progress, from, to);
+    giveBack();
+    return first;
+  }
 
   /**
    * `read` for everything but the common case; `next`, or `error` when it
-   * `threw`, is what the attempt `from` gave before it was called.
+   * `threw`, is what attempt `from` gave before it was called.
    */
-  async function loop(next, from, error, threw = false) {
-    if (from !== undefined && from === cur) {
-      if (threw) await failed(from.node.aborted ? from.node.reason : error);
-      else if (cutter.replayed) await failed(lastError);
-      else if (next?.done) finish();
-    }
-    return slowRead();
-  }
-
-  /**
-   * The reader's error for a read that ends with `error` (invariant 6);
-   * `stop`: the retry loop's, when it stopped. Before the body (`head`),
-   * the error as it is: the caller of fetchWithDeadline, or relay's
-   * fallback, gets it.
-   */
-  function ending(error, stop) {
-    if (head === undefined || isDeadlineExceeded(error) || error === outer.reason || error?.deliveredBytes !== undefined) return error;
-    if (!isStreamStalled(error) && error !== tooLarge) {
-      const s = stop ?? { reason: "not-resumable", message: core.resumeEndMessage(bytes) };
-      error = new RetryFailed(s.reason, s.message, run.records(), { cause: error });
-    }
-    error.deliveredBytes = bytes;
-    return error;
-  }
-
-  /** The cutter refused the stream past a cap: the read ends with it at once (never retried), its attempt aborted. */
-  function refused() {
-    const error = tooLarge;
-    if (!ended) {
-      ended = true;
-      drop(error);
-      try {
-        run.aborted(now(), false);
-      } catch {
-        // Already stopped.
+  async function slowRead(from, next, error, threw = false) {
+    if (from !== undefined && from === cur && !ended) {
+      if (threw) failed(from, error);
+      else if (next.done) {
+        tell();
+        m.end(now());
+        act(0, "end");
       }
-    } else if (error === thrown) return;
-    thrown = error;
-    throw ending(error);
-  }
-
-  /** The attempt being read ended: what an unfinished event or a held stream had goes too, as it came. */
-  function finish() {
-    if (ahead.length > 0) queue.push(...ahead.splice(0));
-    for (const p of held) queue.push(deliver(p));
-    for (const p of cutter.pending) queue.push(deliver(p));
-    held = [];
-    cutter.pending = [];
-    cur.node.dispose();
-    cur = undefined;
-    ended = true;
+    }
+    waiting = true;
+    keep();
     try {
-      run.succeeded(now());
-    } catch {
-      // Already stopped.
-    }
-  }
-
-  async function slowRead() {
-    for (;;) {
-      if (tooLarge !== undefined && ahead.length > 0) queue.push(...ahead.splice(0));
-      if (queue.length > 0) return { done: false, value: queue.shift() };
-      if (tooLarge !== undefined) refused();
-      if (ended) return { done: true, value: undefined };
-      if (cur === undefined) {
-        const answer = await open();
-        if (answer !== undefined) return answer;
-        continue;
+      for (;;) {
+        if (queue.length > 0) {
+          tell();
+          pieceFrom = pieceAttempts.shift();
+          const value = queue.shift();
+          if (!ended && cur?.reader !== undefined) heldAt = now();
+          return { done: false, value };
+        }
+        if (ended) {
+          if (failure !== undefined) throw failure;
+          return { done: true, value: undefined };
+        }
+        const a = cur;
+        if (a === undefined || a.reader === undefined) {
+          await change();
+          continue;
+        }
+        let got;
+        try {
+          got = await a.reader.read();
+        } catch (e) {
+          failed(a, e);
+          continue;
+        }
+        if (cur !== a || ended) continue;
+        if (got.done) {
+          tell();
+          m.end(now());
+          act(0, "end");
+          continue;
+        }
+        const first = take(a, got.value);
+        if (first !== -1) act(first, "chunk");
       }
-      const c = cur;
-      let next;
-      try {
-        next = await c.reader.read();
-      } catch (error) {
-        if (cur !== c) continue;
-        await failed(c.node.aborted ? c.node.reason : error);
-        continue;
-      }
-      if (next.done) {
-        finish();
-        continue;
-      }
-      const piece = take(next.value);
-      if (cutter.replayed) {
-        await failed(lastError);
-        continue;
-      }
-      if (piece !== undefined) return { done: false, value: piece };
+    } finally {
+      waiting = false;
     }
   }
 
   return {
     /** The first answer: `{ response }` to read, or `{ response, final: true }` to hand back as it is. */
     async head() {
-      while (head === undefined) {
-        const answer = await open();
-        if (answer !== undefined) return answer;
-        if (ended) break;
+      waiting = true;
+      keep();
+      try {
+        while (head === undefined && !ended) await change();
+      } finally {
+        waiting = false;
       }
+      if (head !== undefined) return { response: head };
+      if (handBack !== undefined) return { response: handBack, final: true };
+      if (failure !== undefined) throw failure;
+      // The body ended before any was read: an empty answer.
       return { response: head };
     },
     read,
-    /**
-     * The common case of `read` without its extra promise (js/relay.js's
-     * body): `current()` is the attempt to read straight from, or undefined
-     * (use `read`); `took(a, next)` turns what its reader gave into the
-     * chunk for the reader, or undefined: then `after(a, next, threw,
-     * error)` gives the reader's `{ done, value }`.
-     */
-    current: () => (queue.length > 0 || ended || tooLarge !== undefined || cur === undefined || cur.reader === undefined ? undefined : cur),
-    took(a, next) {
-      if (next.done || cur !== a) return undefined;
-      const piece = take(next.value);
-      return cutter.replayed ? undefined : piece;
-    },
-    after: (a, next, threw, error) => (threw ? loop(undefined, a, error, true) : loop(next, a)),
     /** Whether content reached the reader (relay commits on it). */
-    content: () => content || cutter.content,
-    /** Attempts made so far. */
-    attempts: () => attempts,
-    /** Ends the read (a reader's cancel, or done): aborts the attempt, frees the loop. */
+    content: () => (freed ? contentSeen : m.content()),
+    /** The attempt the last piece read came from. */
+    attempts: () => pieceFrom,
+    /** Ends the read (a reader's cancel, or done): aborts the attempt, frees the machine. */
     close(reason) {
       if (closed) return;
+      if (!ended) {
+        cancelReason = reason;
+        tell();
+        m.cancel(now());
+        act(0, "cancel");
+      }
       closed = true;
-      ended = true;
-      if (cur !== undefined) {
-        try {
-          run.aborted(now(), false);
-        } catch {
-          // Already stopped.
-        }
-      }
-      drop(reason);
-      if (sleeping !== undefined) {
-        sleeping.node.dispose();
-        sleeping.reject(reason);
-        sleeping = undefined;
-      }
       outer.dispose();
-      run.free();
+      keep();
     },
   };
 }

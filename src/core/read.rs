@@ -446,6 +446,18 @@ impl Read {
         &self.run
     }
 
+    /// What ended the last failed attempt (the host builds its error from it
+    /// to abort the attempt's request with, and the reader's error's cause).
+    pub fn last_cause(&self) -> Option<Cause> {
+        self.last
+    }
+
+    /// Whether every id delivered is remembered ([`DeliveredIds::checkable`]):
+    /// a resume by id can still be checked for a replay.
+    pub fn ids_checkable(&self) -> bool {
+        self.ids.checkable()
+    }
+
     /// Tells the machine what happened at `now_ms`; `budget`: the shared
     /// retry budget the read's retries draw on, if any. Then [`poll`](Self::poll).
     #[inline(never)]

@@ -10,9 +10,9 @@
 //! can only be continued by the caller, who knows what the request meant
 //! (for a model call: the partial answer, and "continue"), through a hook.
 //!
-//! [`Resume`] makes that choice, the same in both hosts (`js/resume.js`, and
-//! the streamed-read machine [`crate::core::read::Read`] that `src/web/resume.rs`
-//! drives): the host reports a failure with what it delivered,
+//! [`Resume`] makes that choice, the same in both hosts (through the
+//! streamed-read machine [`crate::core::read::Read`], which `js/resume.js` and
+//! `src/web/resume.rs` drive): the host reports a failure with what it delivered,
 //! and the machine answers what to do ([`Next`]) and how long to wait first.
 //! *Whether* another attempt may be made at all, and the backoff, is the
 //! retry loop's ([`crate::core::retry::RetryRun`]): the host asks it first
@@ -83,8 +83,8 @@ pub struct Delivered {
     pub unchecked: bool,
 }
 
-/// The flags of [`Delivered`] and [`Resume`] as one number, for the
-/// JavaScript host's one scalar call (`resumeNext` in src/wasm/resume.rs).
+/// The flags of [`Delivered`] and [`Resume`] as one number (a host that
+/// asks the machine with scalars).
 pub mod flags {
     /// [`super::Delivered::content`].
     pub const CONTENT: u32 = 1;
@@ -181,7 +181,7 @@ impl Delivered {
 pub const RECENT_IDS: usize = 1024;
 
 /// An event id as [`DeliveredIds`] remembers it: the 32-bit FNV-1a hash of
-/// its bytes (`js/resume.js` computes the same as it scans them).
+/// its bytes.
 pub fn id_hash(id: &[u8]) -> u32 {
     id.iter().fold(0x811c_9dc5_u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }

@@ -2,9 +2,9 @@
 //! stall guard's SSE predicate follows in both hosts, which scan each chunk
 //! here (`src/web/sse.rs` with [`SseLine`], `js/sse.js` through `sseScan`, one
 //! Wasm call per chunk: bench/sse-scan.mjs measured it against a JS twin, which
-//! was faster only on chunks far smaller than an event). The resumable cutter
-//! of `js/resume.js` keeps a twin, pinned by the `sse.progress` and
-//! `resume.cut` rows of tests/conformance.
+//! was faster only on chunks far smaller than an event). A resumable read's
+//! progress is this rule too, inside the streamed-read machine
+//! (`crate::core::read`), which `js/resume.js` drives.
 //!
 //! A field's value, the common case, is skipped to the line's end in one
 //! search rather than byte by byte.

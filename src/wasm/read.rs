@@ -3,14 +3,18 @@
 //! come out one per [`ReadMachineJs::poll`] call, as a number (what kind),
 //! their fields read with getters (scalars, as the other per-chunk
 //! bindings: no object is built per action). The retry loop is a
-//! [`RetryRun`](super::retry::RetryRunJs), moved in; a shared retry budget
-//! is not taken yet.
+//! [`RetryRun`](super::retry::RetryRunJs), moved in. A shared retry budget
+//! (js/retry_budget.js) is lent around each input ([`ReadMachineJs::lend`],
+//! [`ReadMachineJs::give_back`]): wasm-bindgen takes no optional borrowed
+//! object, and one pair of calls is smaller than a budgeted twin of each input.
 
 use wasm_bindgen::prelude::*;
 
 use super::retry::RetryRunJs;
-use crate::core::read::{Action, Ending, Head, How, Input, Read, ReadOptions};
+use super::retry_budget::RetryBudgetJs;
+use crate::core::read::{Action, Cause, Ending, Head, How, Input, Read, ReadOptions};
 use crate::core::retry::Failure;
+use crate::core::retry_budget::RetryBudget;
 
 /// One streamed read's machine.
 #[wasm_bindgen(js_name = ReadMachine)]
@@ -18,14 +22,39 @@ pub struct ReadMachineJs {
     read: Read,
     /// The action [`poll`](ReadMachineJs::poll) took last.
     last: Option<Action>,
+    /// The shared retry budget while it is lent (a copy, given back after the input).
+    budget: Option<RetryBudget>,
+    /// The action after the first one an input answered with, if any.
+    next: Option<Action>,
 }
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
     Failure::parse(word).map_err(super::to_js)
 }
 
+impl ReadMachineJs {
+    fn handle(&mut self, input: Input<'_>, now_ms: f64) {
+        self.read.handle(input, now_ms, self.budget.as_mut());
+    }
+}
+
 #[wasm_bindgen(js_class = ReadMachine)]
 impl ReadMachineJs {
+    /// Lends the shared retry budget to the inputs that follow, until
+    /// [`give_back`](Self::give_back): the read's attempts are counted in it
+    /// and its retries drawn from it.
+    pub fn lend(&mut self, budget: &RetryBudgetJs) {
+        self.budget = Some(budget.budget().clone());
+    }
+
+    /// Gives the lent budget back, as the inputs left it.
+    #[wasm_bindgen(js_name = giveBack)]
+    pub fn give_back(&mut self, budget: &mut RetryBudgetJs) {
+        if let Some(b) = self.budget.take() {
+            *budget.budget_mut() = b;
+        }
+    }
+
     /// A read whose attempts `run` allows, with the checked options.
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
@@ -50,12 +79,12 @@ impl ReadMachineJs {
             max_event_bytes: max_event_bytes as usize,
             max_line_bytes: max_line_bytes as usize,
         };
-        Self { read: Read::new(o, run.run), last: None }
+        Self { read: Read::new(o, run.run), last: None, budget: None, next: None }
     }
 
     /// [`Input::Start`].
     pub fn start(&mut self, now_ms: f64) {
-        self.read.handle(Input::Start, now_ms, None);
+        self.handle(Input::Start, now_ms);
     }
 
     /// [`Input::Head`]: `failure`, the caller's `classify` of a non-ok answer.
@@ -73,64 +102,97 @@ impl ReadMachineJs {
         let failure = failure_word.as_deref().map(failure).transpose()?;
         let head =
             Head { status, event_stream, content_range: content_range.as_deref(), body, failure, server_wait_ms };
-        self.read.handle(Input::Head(head), now_ms, None);
+        self.handle(Input::Head(head), now_ms);
         Ok(())
     }
 
-    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer. Takes
-    /// the first action, as [`poll`](Self::poll) (one call less per chunk).
-    pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>) -> u8 {
-        self.read.handle(Input::Chunk { bytes, progress }, now_ms, None);
-        self.poll()
+    /// [`Input::Chunk`]: `progress`, the caller's predicate's answer; when
+    /// `held_from` is given, a hold the host has not told yet comes first
+    /// ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at `held_to`, if
+    /// given): the reader kept the last piece meanwhile. Answers the first
+    /// action as [`poll`](Self::poll) does, plus 8 when more follow (then
+    /// `poll` gives them; without, it gives none): calls less per chunk.
+    pub fn chunk(
+        &mut self,
+        now_ms: f64,
+        bytes: &[u8],
+        progress: Option<bool>,
+        held_from: Option<f64>,
+        held_to: Option<f64>,
+    ) -> u8 {
+        if let Some(from) = held_from {
+            self.handle(Input::Hold, from);
+            if let Some(to) = held_to {
+                self.handle(Input::Unhold, to);
+            }
+        }
+        self.handle(Input::Chunk { bytes, progress }, now_ms);
+        self.first()
     }
 
     /// [`Input::End`].
     pub fn end(&mut self, now_ms: f64) {
-        self.read.handle(Input::End, now_ms, None);
+        self.handle(Input::End, now_ms);
     }
 
     /// [`Input::Wake`].
     pub fn wake(&mut self, now_ms: f64) {
-        self.read.handle(Input::Wake, now_ms, None);
+        self.handle(Input::Wake, now_ms);
     }
 
     /// [`Input::Failed`], classified as `failure` (a [`Failure`] word).
     pub fn failed(&mut self, now_ms: f64, failure_word: &str, server_wait_ms: Option<f64>) -> Result<(), JsValue> {
         let failure = failure(failure_word)?;
-        self.read.handle(Input::Failed { failure, server_wait_ms }, now_ms, None);
+        self.handle(Input::Failed { failure, server_wait_ms }, now_ms);
         Ok(())
     }
 
     /// [`Input::HookDeclined`].
     pub fn declined(&mut self, now_ms: f64) {
-        self.read.handle(Input::HookDeclined, now_ms, None);
+        self.handle(Input::HookDeclined, now_ms);
     }
 
     /// [`Input::Hold`].
     pub fn hold(&mut self, now_ms: f64) {
-        self.read.handle(Input::Hold, now_ms, None);
+        self.handle(Input::Hold, now_ms);
     }
 
-    /// [`Input::Unhold`].
-    pub fn unhold(&mut self, now_ms: f64) {
-        self.read.handle(Input::Unhold, now_ms, None);
+    /// [`Input::Unhold`]. Answers the first action as [`chunk`](Self::chunk) does.
+    pub fn unhold(&mut self, now_ms: f64) -> u8 {
+        self.handle(Input::Unhold, now_ms);
+        self.first()
+    }
+
+    /// Takes the first action, as [`poll`](Self::poll), plus 8 when more
+    /// follow (then [`poll`](Self::poll) gives them); without, none does.
+    fn first(&mut self) -> u8 {
+        let kind = self.poll();
+        self.next = self.read.poll();
+        if self.next.is_some() {
+            kind | 8
+        } else {
+            kind
+        }
     }
 
     /// [`Input::Cancel`].
     pub fn cancel(&mut self, now_ms: f64) {
-        self.read.handle(Input::Cancel, now_ms, None);
+        self.handle(Input::Cancel, now_ms);
     }
 
     /// [`Input::Aborted`].
     pub fn aborted(&mut self, now_ms: f64, deadline: bool) {
-        self.read.handle(Input::Aborted { deadline }, now_ms, None);
+        self.handle(Input::Aborted { deadline }, now_ms);
     }
 
     /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver (its
     /// [`bytes`](Self::bytes)), 4 wake, 5 end, 6 deliver the chunk just given
     /// as it came; its fields are read with the getters below.
     pub fn poll(&mut self) -> u8 {
-        self.last = self.read.poll();
+        self.last = match self.next.take() {
+            Some(next) => Some(next),
+            None => self.read.poll(),
+        };
         match self.last {
             None => 0,
             Some(Action::Connect { .. }) => 1,
@@ -219,5 +281,39 @@ impl ReadMachineJs {
         ]
         .iter()
         .collect()
+    }
+
+    /// What ended the last failed attempt ([`Read::last_cause`]), as
+    /// `[kind, detail, afterMs, chunks, bytes, status]`: kind `stalled` (detail
+    /// its phase, with the verdict's numbers), `status` (its status),
+    /// `refused` (detail the refusal's word, its status), `host` (the host's
+    /// own error) or `none`.
+    pub fn cause(&self) -> js_sys::Array {
+        let (kind, detail, after_ms, chunks, bytes, status) = match self.read.last_cause() {
+            None => ("none", "-", 0.0, 0.0, 0.0, 0),
+            Some(Cause::Stalled { phase, after_ms, chunks, bytes }) => ("stalled", phase, after_ms, chunks, bytes, 0),
+            Some(Cause::Status(status)) => ("status", "-", 0.0, 0.0, 0.0, status),
+            Some(Cause::Refused(code, status)) => ("refused", code, 0.0, 0.0, 0.0, status),
+            Some(Cause::Host) => ("host", "-", 0.0, 0.0, 0.0, 0),
+        };
+        [kind.into(), detail.into(), after_ms.into(), chunks.into(), bytes.into(), JsValue::from(status)]
+            .iter()
+            .collect()
+    }
+
+    /// Every finished attempt, oldest first (a `RetryFailed`'s `attempts`).
+    #[wasm_bindgen(unchecked_return_type = "AttemptRecord[]")]
+    pub fn records(&self) -> Result<js_sys::Array, JsValue> {
+        super::array_js(self.read.run().records())
+    }
+
+    /// Whether a resume by id can still be checked ([`Read::ids_checkable`]).
+    pub fn checkable(&self) -> bool {
+        self.read.ids_checkable()
+    }
+
+    /// Whether content reached the reader ([`Read::content`]).
+    pub fn content(&self) -> bool {
+        self.read.content()
     }
 }

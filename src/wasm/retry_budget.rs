@@ -20,6 +20,10 @@ pub struct RetryBudgetJs {
 }
 
 impl RetryBudgetJs {
+    pub(super) fn budget(&self) -> &RetryBudget {
+        &self.budget
+    }
+
     pub(super) fn budget_mut(&mut self) -> &mut RetryBudget {
         &mut self.budget
     }

@@ -308,6 +308,60 @@ fn nothing_happens_after_the_end() {
 }
 
 /// One input of a random script: its kind, its instant, and bytes (a chunk, or a head's `Content-Range`).
+#[test]
+fn the_last_attempt_s_cause_is_there_for_the_host() {
+    let mut r = read(O, 3);
+    assert_eq!(r.last_cause(), None);
+    for (t, input) in [
+        (0.0, Input::Start),
+        (
+            5.0,
+            Input::Head(Head {
+                status: 503,
+                event_stream: true,
+                content_range: None,
+                body: true,
+                failure: None,
+                server_wait_ms: None,
+            }),
+        ),
+    ] {
+        r.handle(input, t, None);
+    }
+    assert_eq!(r.last_cause(), Some(Cause::Status(503)));
+    let mut r = read(O, 3);
+    for line in ["0 start", "5 head 200 sse", "10 chunk data: a\n\n", "505 wake", "510 wake"] {
+        let (t, input) = script::input(line).unwrap();
+        r.handle(input, t, None);
+    }
+    // A stall after content: the verdict's numbers, for the StreamStalled the attempt's request is aborted with.
+    assert_eq!(r.last_cause(), Some(Cause::Stalled { phase: "stall", after_ms: 500.0, chunks: 1.0, bytes: 9.0 }));
+}
+
+#[test]
+fn whether_a_resume_by_id_can_be_checked_is_there_for_the_host() {
+    let o = ReadOptions { max_event_bytes: 1 << 20, ..O };
+    let events = |n: usize| (1..=n).map(|i| format!("id: {i}\ndata: x\n\n")).collect::<String>();
+    for (n, checkable) in [(0, true), (1025, true), (1026, false)] {
+        let mut r = read(o, 3);
+        r.handle(Input::Start, 0.0, None);
+        r.handle(
+            Input::Head(Head {
+                status: 200,
+                event_stream: true,
+                content_range: None,
+                body: true,
+                failure: None,
+                server_wait_ms: None,
+            }),
+            1.0,
+            None,
+        );
+        r.handle(Input::Chunk { bytes: events(n).as_bytes(), progress: None }, 2.0, None);
+        assert_eq!(r.ids_checkable(), checkable, "{n} ids");
+    }
+}
+
 fn any_input() -> impl Strategy<Value = (u8, f64, Vec<u8>, u16)> {
     let instant = prop_oneof![8 => 0.0..20_000.0f64, 1 => Just(f64::NAN), 1 => Just(-1.0)];
     let bytes = prop_oneof![

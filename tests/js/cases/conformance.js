@@ -6,7 +6,7 @@
 import table from "../conformance-table.js";
 import { AssertionError } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
-import { EventCutter, glue, timerMs } from "../../../pkg/main.js";
+import { glue, timerMs } from "../../../pkg/main.js";
 
 /** `{ "$": "NaN" }` and friends: the numbers JSON cannot write. */
 function decode(value) {
@@ -220,33 +220,51 @@ const ops = {
     new lib.RetryBudget(a).dispose();
     return { ok: true };
   },
-  // One SSE progress predicate fed `chunks` (as bytes, split as given): which of them are progress.
-  // The event stream's cut with caps (the JS twin of the core's EventCut):
-  // what reaches the reader, joined, and the refusal's code ("none").
+  // The event stream's cut with caps (the core's EventCut, through the
+  // streamed-read machine as js/resume.js drives it): what reaches the
+  // reader, joined, and the refusal's code ("none").
   "resume.cut": (lib, a) => {
-    const cutter = new EventCutter(a.maxEventBytes, a.maxLineBytes);
-    cutter.reset(false, true);
+    const m = sseMachine(a.maxEventBytes, a.maxLineBytes);
     const enc = new TextEncoder();
     const dec = new TextDecoder();
     let delivered = "";
-    for (const c of a.chunks) {
-      const piece = cutter.cut(enc.encode(c));
-      if (piece !== undefined) delivered += dec.decode(piece);
+    let refused = "none";
+    try {
+      for (const c of a.chunks) {
+        const chunk = enc.encode(c);
+        // The first action comes with the chunk (plus 8 when more follow: `poll` gives them).
+        for (let kind = m.chunk(1, chunk, undefined) & 7; kind !== 0; kind = m.poll()) {
+          if (kind === 6) delivered += dec.decode(chunk);
+          else if (kind === 3) delivered += dec.decode(m.bytes());
+          else if (kind === 5 && m.ending() === 3) {
+            const [cls, detail] = m.error();
+            refused = cls === "StreamTooLarge" ? detail : `${cls} ${detail}`;
+          }
+        }
+      }
+    } finally {
+      m.free();
     }
-    return { delivered, refused: cutter.refused ?? "none" };
+    return { delivered, refused };
   },
-  // The ids a stream remembers for checking a resume by id: after `count`
-  // events with distinct ids, whether a resume by id can still be checked.
+  // The ids a stream remembers for checking a resume by id (the core's
+  // DeliveredIds, through the machine): after `count` events with distinct
+  // ids, whether a resume by id can still be checked.
   "resume.ids": (lib, a) => {
-    const cutter = new EventCutter(a.count * 32 + 64, 64);
-    cutter.reset(false, true);
-    cutter.cut(new TextEncoder().encode(Array.from({ length: a.count }, (_, i) => `id: ${i + 1}\ndata: x\n\n`).join("")));
-    return { checkable: cutter.checkable() };
+    const m = sseMachine(a.count * 32 + 64, 64);
+    try {
+      m.chunk(1, new TextEncoder().encode(Array.from({ length: a.count }, (_, i) => `id: ${i + 1}\ndata: x\n\n`).join("")), undefined);
+      while (m.poll() !== 0);
+      return { checkable: m.checkable() };
+    } finally {
+      m.free();
+    }
   },
   // A scripted read (the core's streamed-read machine, src/core/read.rs, through
   // its binding): the script's inputs in, the actions out, one line each
   // (the format of src/core/read/script.rs).
   read: (lib, a) => readScript(a),
+  // One SSE progress predicate fed `chunks` (as bytes, split as given): which of them are progress.
   "sse.progress": (lib, a) => {
     const isProgress = lib.createSseProgress();
     const enc = new TextEncoder();
@@ -493,6 +511,16 @@ function checkOutcome(out, expect, before, after, what) {
   }
 }
 
+/** A streamed-read machine reading an event stream with these caps, no limit in sight. */
+function sseMachine(maxEventBytes, maxLineBytes) {
+  const run = new glue.RetryRun(1e12, undefined, undefined, 10, 10, 0, undefined, 1, true, undefined, false, 7n);
+  const m = new glue.ReadMachine(run, 1e12, undefined, 1e9, 1e9, false, false, maxEventBytes, maxLineBytes);
+  m.start(0);
+  m.head(0, 200, true, undefined, true, undefined, undefined);
+  while (m.poll() !== 0);
+  return m;
+}
+
 /** The `read` op: drives a ReadMachine through `a.script`; its actions as lines, and the end's fallback words. */
 function readScript(a) {
   const run = new glue.RetryRun(a.deadlineAt, undefined, undefined, a.backoffMs, a.backoffMs, 0, undefined, a.maxAttempts, true, undefined, false, 7n);
@@ -514,10 +542,12 @@ function readScript(a) {
         case "end":
         case "wake":
         case "hold":
-        case "unhold":
         case "cancel":
         case "declined":
           m[verb](now);
+          break;
+        case "unhold":
+          first = m.unhold(now);
           break;
         case "abort":
           m.aborted(now, rest === "deadline");
@@ -535,7 +565,7 @@ function readScript(a) {
         default:
           throw new AssertionError(`no input ${verb}`);
       }
-      const answered = first ?? m.poll();
+      const answered = (first ?? m.poll()) & 7; // plus 8 when more follow
       first = undefined;
       for (let kind = answered; kind !== 0; kind = m.poll()) {
         if (kind === 1) {

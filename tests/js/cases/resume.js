@@ -182,6 +182,74 @@ export default [
     },
   },
   {
+    name: "resume (fake time): a reader slower than stallMs is not a stall: the time it keeps a piece is not the upstream's silence; an upstream silent while the reader waits still is",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const d = lib.Deadline.in(60_000);
+        let made = 0;
+        let silentAfter = Infinity; // the upstream goes silent after this many events
+        const upstream = () => {
+          made++;
+          let i = 0;
+          const body = new ReadableStream(
+            {
+              pull(c) {
+                if (i === 5) return c.close();
+                if (i >= silentAfter) return new Promise(() => {});
+                i++;
+                c.enqueue(enc.encode(`id: ${i}\ndata: ${i}\n\n`));
+              },
+            },
+            { highWaterMark: 0 },
+          );
+          return new Response(body, { headers: { "content-type": "text/event-stream" } });
+        };
+        const options = { deadline: d, firstChunkMs: 1_000, stallMs: 500, retry: { maxAttempts: 1 } };
+        let res = await lib.relay(upstream, options);
+        let reader = res.body.getReader();
+        let text = "";
+        for (;;) {
+          // The reader takes 2 s over each event: four times stallMs.
+          await clock.advance(2_000);
+          const { done, value } = await reader.read();
+          if (done) break;
+          text += dec.decode(value);
+        }
+        equal(events(text).map((e) => e.data).join(), "1,2,3,4,5", "every event, the reader's slowness not a stall");
+        equal(made, 1, "one attempt");
+
+        // The same slow reader, but the upstream goes silent after two events while the reader waits on it.
+        made = 0;
+        silentAfter = 2;
+        res = await lib.relay(upstream, { ...options, deadline: lib.Deadline.in(60_000) });
+        reader = res.body.getReader();
+        text = "";
+        let error;
+        for (let k = 0; k < 10; k++) {
+          await clock.advance(2_000);
+          const next = reader.read();
+          await clock.advance(600);
+          try {
+            const { done, value } = await next;
+            if (done) break;
+            text += dec.decode(value);
+          } catch (e) {
+            error = e;
+            break;
+          }
+        }
+        const got = events(text);
+        equal(got.filter((e) => e.event === undefined).map((e) => e.data).join(), "1,2", "the events before the silence");
+        equal(error, undefined);
+        equal(got[got.length - 1]?.event, "error", "the relay ends the stream with an error event");
+        equal(JSON.parse(got[got.length - 1].data).code, "STREAM_STALLED", "a stall, not the deadline");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "resume: retries come out of the retry budget: an empty one leaves the first failure to the fallback",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
