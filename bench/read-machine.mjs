@@ -9,7 +9,7 @@
 // and 1 024 bytes, each one whole event with an id; rounds interleaved, each row its median round.
 // Prints one JSON line.
 //   node bench/read-machine.mjs     deno run -A bench/read-machine.mjs
-import { loadPackage, runtimeName } from "./harness.mjs";
+import { loadPackage, nsPerItemInterleaved, runtimeName } from "./harness.mjs";
 
 const lib = await loadPackage();
 if (typeof lib.init === "function") await lib.init();
@@ -61,15 +61,4 @@ for (const size of [16, 128, 1024]) {
     return n;
   }]);
 }
-const samples = new Map(variants.map(([label]) => [label, []]));
-for (let r = 0; r < ROUNDS; r++) {
-  for (const [label, fn] of variants) {
-    const t0 = performance.now();
-    const n = fn();
-    samples.get(label).push(((performance.now() - t0) * 1e6) / N);
-    if (n !== N) throw new Error(`${label}: ${n} of ${N} chunks were delivered`);
-  }
-}
-const rows = {};
-for (const [label, list] of samples) rows[label] = Number(list.sort((a, b) => a - b)[Math.floor(list.length / 2)].toFixed(1));
-console.log(JSON.stringify({ runtime: runtimeName(), rows }));
+console.log(JSON.stringify({ runtime: runtimeName(), rows: nsPerItemInterleaved(variants, { n: N, rounds: ROUNDS, what: "chunks were delivered" }) }));
