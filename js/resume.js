@@ -218,21 +218,38 @@ export function resumable(connect, s) {
   let endAbort; // the reason the attempt is aborted with when the read ends failed
   let cancelReason; // a cancel's, or the host's own error that ends the read
   let contentSeen = false; // content reached the reader (kept when the machine is freed)
+  let lent; // the retry budget's core while it is lent
 
   if (outer.aborted) onOuterAbort(outer.reason);
   else {
-    lend();
-    m.start(now());
-    giveBack();
-    act(0, "start");
+    if (lend()) {
+      m.start(now());
+      giveBack();
+      act(0, "start");
+    }
   }
 
-  /** The shared retry budget is lent to the machine around each input that may start or retry an attempt (src/wasm/read.rs). */
+  /**
+   * Lends the shared retry budget to the machine for an input that may
+   * start or retry an attempt (src/wasm/read.rs); `giveBack` after it. False
+   * when the budget was disposed: the read ended with its error (a retry
+   * using a disposed budget throws), and the input is not given.
+   */
   function lend() {
-    if (b !== undefined) m.lend(b());
+    if (b === undefined) return true;
+    try {
+      lent = b();
+    } catch (error) {
+      stop(error);
+      return false;
+    }
+    m.lend(lent);
+    return true;
   }
   function giveBack() {
-    if (b !== undefined) m.giveBack(b());
+    if (lent === undefined) return;
+    m.giveBack(lent);
+    lent = undefined;
   }
 
   /** Tells the machine of a hold not told yet (before any input but a chunk, which carries it). */
@@ -243,7 +260,11 @@ export function resumable(connect, s) {
     heldAt = heldTo = undefined;
     m.hold(from);
     if (to === undefined) told = true;
-    else act(m.unhold(to), "unhold");
+    else if (lend()) {
+      const first = m.unhold(to);
+      giveBack();
+      act(first, "unhold");
+    }
   }
 
   /** Invariant 3. */
@@ -264,9 +285,8 @@ export function resumable(connect, s) {
   function onWake() {
     if (ended) return;
     tell();
-    const t0 = now();
-    lend();
-    m.wake(t0);
+    if (ended || !lend()) return;
+    m.wake(now());
     giveBack();
     act(0, "wake");
     keep();
@@ -274,7 +294,6 @@ export function resumable(connect, s) {
 
   function onOuterAbort(reason) {
     if (ended) return;
-    tell();
     m.aborted(now(), isDeadlineExceeded(reason) && reason.at === deadline.at);
     act(0, "aborted");
   }
@@ -443,17 +462,16 @@ export function resumable(connect, s) {
     const wait = serverWait(error);
     reported = error;
     tell();
-    const t1 = now();
-    lend();
-    m.failed(t1, word, wait);
+    if (cur !== a || ended || !lend()) return;
+    m.failed(now(), word, wait);
     giveBack();
     act(0, "failed");
   }
 
   /** The host's own error ends the read (the machine is stopped as by a cancel). */
   function stop(error) {
+    if (ended) return;
     cancelReason = error;
-    tell();
     m.cancel(now());
     act(0, "cancel");
     failure = error;
@@ -486,7 +504,7 @@ export function resumable(connect, s) {
     }
     const t1 = now();
     const range = response.headers.get("content-range") ?? undefined;
-    lend();
+    if (!lend()) return;
     m.head(t1, response.status, sse, range, response.body !== null, word, wait);
     giveBack();
     act(0, "head");
@@ -517,7 +535,11 @@ export function resumable(connect, s) {
   function read() {
     if (told) {
       told = false;
-      if (!ended) act(m.unhold(now()), "unhold");
+      if (!ended && lend()) {
+        const first = m.unhold(now());
+        giveBack();
+        act(first, "unhold");
+      }
     } else if (heldAt !== undefined) heldTo = now();
     const a = cur;
     if (queue.length > 0 || ended || a === undefined || a.reader === undefined || b !== undefined) return slowRead();
@@ -571,7 +593,7 @@ export function resumable(connect, s) {
     const from = heldAt;
     const to = heldTo;
     heldAt = heldTo = undefined;
-    lend();
+    if (!lend()) return -1;
     const first = m.chunk(t1, bytes, progress, from, to);
     giveBack();
     return first;
@@ -658,7 +680,6 @@ export function resumable(connect, s) {
       if (closed) return;
       if (!ended) {
         cancelReason = reason;
-        tell();
         m.cancel(now());
         act(0, "cancel");
       }

@@ -250,6 +250,31 @@ export default [
     },
   },
   {
+    name: "resume: a retry budget disposed during a read ends the read with its error when the next attempt would use it (a stall's wake-up, a failure), as a retry using it throws",
+    run: async (lib) => {
+      for (const how of ["stall", "error"]) {
+        const budget = new lib.RetryBudget();
+        let reported;
+        const upstream = () =>
+          how === "error"
+            ? sseBody("id: 1\ndata: a\n\n")
+            : new Response(new ReadableStream({ start: (c) => c.enqueue(enc.encode("id: 1\ndata: a\n\n")) }), { headers: { "content-type": "text/event-stream" } });
+        const res = await lib.relay(upstream, { deadline: lib.Deadline.in(5_000), stallMs: 100, retry: { budget }, onError: (e) => (reported = e) });
+        const reader = res.body.getReader();
+        equal(dec.decode((await reader.read()).value), "id: 1\ndata: a\n\n", `${how}: the first event`);
+        budget.dispose();
+        let text = "";
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          text += dec.decode(value);
+        }
+        ok(/event: error/.test(text), `${how}: the stream ends with an error event: ${text}`);
+        ok(/disposed/.test(String(reported?.message)), `${how}: the read's error is the budget's: ${reported}`);
+      }
+    },
+  },
+  {
     name: "resume: retries come out of the retry budget: an empty one leaves the first failure to the fallback",
     needs: ["fixtureUrl"],
     run: async (lib, ctx) => {
