@@ -684,8 +684,12 @@ impl Read {
         self.events = events;
         if !out.is_empty() {
             self.bytes += out.len() as f64;
-            let action = if whole && out.len() == chunk.len() { Action::DeliverChunk } else { Action::Deliver(out) };
-            self.actions.push_back(action);
+            if whole && out.len() == chunk.len() {
+                self.actions.push_back(Action::DeliverChunk);
+                self.cut.recycle(out);
+            } else {
+                self.actions.push_back(Action::Deliver(out));
+            }
         }
         if replayed {
             self.fail(Why::Replay, now_ms, budget);

@@ -202,7 +202,7 @@ pub const MAX_ID_BYTES: usize = 1024;
 #[derive(Clone, Debug, Default)]
 pub struct DeliveredIds {
     first: Option<(u32, Box<[u8]>)>,
-    recent: Vec<(u32, Box<[u8]>)>,
+    recent: Vec<(u32, Vec<u8>)>,
     count: usize,
 }
 
@@ -213,14 +213,18 @@ impl DeliveredIds {
         if bytes.len() > MAX_ID_BYTES {
             return;
         }
-        let entry = (id_hash(bytes), Box::<[u8]>::from(bytes));
+        let hash = id_hash(bytes);
         if self.first.is_none() {
-            self.first = Some(entry.clone());
+            self.first = Some((hash, bytes.into()));
         }
         if self.recent.len() < RECENT_IDS {
-            self.recent.push(entry);
+            self.recent.push((hash, bytes.to_vec()));
         } else {
-            self.recent[self.count % RECENT_IDS] = entry;
+            // The ring is full: the oldest entry's buffer takes the new id (no allocation per id).
+            let entry = &mut self.recent[self.count % RECENT_IDS];
+            entry.0 = hash;
+            entry.1.clear();
+            entry.1.extend_from_slice(bytes);
         }
         self.count += 1;
     }
@@ -237,8 +241,8 @@ impl DeliveredIds {
     pub fn contains(&self, id: &str) -> bool {
         let bytes = id.as_bytes();
         let h = id_hash(bytes);
-        let same = |e: &(u32, Box<[u8]>)| e.0 == h && *e.1 == *bytes;
-        self.first.as_ref().is_some_and(same) || self.recent.iter().any(same)
+        self.first.as_ref().is_some_and(|e| e.0 == h && *e.1 == *bytes)
+            || self.recent.iter().any(|e| e.0 == h && *e.1 == *bytes)
     }
 }
 
@@ -530,6 +534,16 @@ impl EventCut {
     /// Whether part of an event is held.
     pub fn has_partial(&self) -> bool {
         !self.pending.is_empty()
+    }
+
+    /// Gives back the buffer of an event that was delivered as the chunk it
+    /// came in, for the next event to fill (no allocation per event); kept
+    /// only while nothing is held.
+    pub fn recycle(&mut self, mut buffer: Vec<u8>) {
+        if self.pending.capacity() == 0 {
+            buffer.clear();
+            self.pending = buffer;
+        }
     }
 
     /// The bytes held at the end of the body (an event the upstream never
