@@ -75,23 +75,28 @@ const children = {
   deno: [Deno.execPath(), ["eval", "--quiet", script]],
   node: [Deno.env.get("NODE") ?? "node", ["--input-type=module", "-e", script]],
 };
+/** Runs `cmd args` as a child: it must exit by itself within 10 s, with code 0, having printed `expected`. */
+async function exitsWith(cmd, args, expected) {
+  const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).spawn();
+  let timer;
+  const killed = new Promise((resolve) => {
+    timer = setTimeout(() => (child.kill(), resolve("still running after 10 s")), 10_000);
+  });
+  const result = await Promise.race([child.output(), killed]);
+  clearTimeout(timer);
+  if (typeof result === "string") throw new Error(result);
+  const out = new TextDecoder().decode(result.stdout).trim();
+  if (result.code !== 0 || out !== expected) {
+    throw new Error(`exit code ${result.code}, stdout ${out}, stderr ${new TextDecoder().decode(result.stderr)}`);
+  }
+}
+
 for (const [runtime, [cmd, args]] of Object.entries(children)) {
   Deno.test({
     name: `a ${runtime} process with open deadlines exits`,
     ...options,
     fn: async () => {
-      const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).spawn();
-      let timer;
-      const killed = new Promise((resolve) => {
-        timer = setTimeout(() => (child.kill(), resolve("still running after 10 s")), 10_000);
-      });
-      const result = await Promise.race([child.output(), killed]);
-      clearTimeout(timer);
-      if (typeof result === "string") throw new Error(result);
-      const out = new TextDecoder().decode(result.stdout).trim();
-      if (result.code !== 0 || out !== "open") {
-        throw new Error(`exit code ${result.code}, stdout ${out}, stderr ${new TextDecoder().decode(result.stderr)}`);
-      }
+      await exitsWith(cmd, args, "open");
     },
   });
 }
@@ -113,18 +118,7 @@ for (const [runtime, cmd] of Object.entries({ deno: Deno.execPath(), node: Deno.
         console.log(await glue.resumableStatus(${JSON.stringify(url)}));
       `;
       const args = runtime === "deno" ? ["eval", "--quiet", awaiting] : ["--input-type=module", "-e", awaiting];
-      const child = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).spawn();
-      let timer;
-      const killed = new Promise((resolve) => {
-        timer = setTimeout(() => (child.kill(), resolve("still running after 10 s")), 10_000);
-      });
-      const result = await Promise.race([child.output(), killed]);
-      clearTimeout(timer);
-      if (typeof result === "string") throw new Error(result);
-      const out = new TextDecoder().decode(result.stdout).trim();
-      if (result.code !== 0 || out !== "200") {
-        throw new Error(`exit code ${result.code}, stdout ${out}, stderr ${new TextDecoder().decode(result.stderr)}`);
-      }
+      await exitsWith(cmd, args, "200");
     },
   });
 }
