@@ -192,7 +192,7 @@ export function resumable(connect, s) {
   const b = budget === undefined ? undefined : () => retryBudgetCore(budget);
   // The one timer, and what everything hangs from: the deadline (and its parents), the caller's signal (and a Request's).
   const outer = child([deadline, s.signal, s.signal2], Infinity, { onTime: onWake, onAbort: onOuterAbort });
-  let cur; // the attempt: { n, node, response, reader, isProgress, span, chunks, bytes }
+  let cur; // the attempt: { n, node, response, reader, isProgress, span, chunks, bytes, sse }
   let attempts = 0;
   let lastError; // the last failed attempt's error
   let reported; // the error the host just reported (a Failed input)
@@ -425,7 +425,7 @@ export function resumable(connect, s) {
     heldAt = heldTo = undefined;
     told = false;
     const node = child([outer], Infinity);
-    const a = { n, hooked: how === BY_HOOK, t0: now(), node, response: undefined, reader: undefined, isProgress: undefined, span: undefined, chunks: 0, bytes: 0 };
+    const a = { n, hooked: how === BY_HOOK, t0: now(), node, response: undefined, reader: undefined, isProgress: undefined, span: undefined, chunks: 0, bytes: 0, sse: false };
     cur = a;
     let pending;
     try {
@@ -491,6 +491,7 @@ export function resumable(connect, s) {
     a.response = response;
     const type = response.headers.get("content-type");
     const sse = isEventStream(type);
+    a.sse = sse;
     let word;
     let wait;
     if (!response.ok) {
@@ -594,7 +595,8 @@ export function resumable(connect, s) {
     const to = heldTo;
     heldAt = heldTo = undefined;
     if (!lend()) return -1;
-    const first = m.chunk(t1, bytes, progress, from, to);
+    // A body that is not an event stream: the machine needs only the count (no bytes cross).
+    const first = a.sse ? m.chunk(t1, bytes, progress, from, to) : m.chunkLen(t1, bytes.byteLength, progress, from, to);
     giveBack();
     return first;
   }

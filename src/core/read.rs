@@ -130,6 +130,15 @@ pub enum Input<'a> {
         /// The caller's predicate, when given.
         progress: Option<bool>,
     },
+    /// The current attempt's body, which is not an event stream, gave a
+    /// chunk of `len` bytes: the machine needs only their count there (on an
+    /// event stream it needs the bytes: out of order, ignored).
+    Counted {
+        /// The chunk's length in bytes.
+        len: usize,
+        /// The caller's predicate, when given.
+        progress: Option<bool>,
+    },
     /// The current attempt's body ended.
     End,
     /// The timer armed by the last [`Action::Wake`] fired.
@@ -489,6 +498,10 @@ impl Read {
                 self.end_failed(None, cause);
             }
             (State::Reading, Input::Chunk { bytes, progress }) => self.chunk(bytes, progress, now_ms, budget),
+            (State::Reading, Input::Counted { len, progress }) if !self.sse => {
+                self.note(len, progress.unwrap_or(len > 0), now_ms);
+                self.plain(len);
+            }
             (State::Reading, Input::End) => self.finish(now_ms),
             (State::Reading, Input::Hold) => self.notes.hold(now_ms),
             (State::Reading, Input::Unhold) => {
@@ -625,20 +638,9 @@ impl Read {
     #[inline(never)]
     fn chunk(&mut self, chunk: &[u8], progress: Option<bool>, now_ms: f64, budget: Option<&mut RetryBudget>) {
         let counts = progress.unwrap_or_else(|| if self.sse { self.scan(chunk) } else { !chunk.is_empty() });
-        let sampling = self.watcher.as_ref().is_some_and(StallWatcher::sampling);
-        let burst = self.notes.chunk(Some(chunk.len() as f64), counts, sampling, || now_ms);
-        if let (Some(t), Some(w)) = (burst, self.watcher.as_mut()) {
-            if let Some(at_ms) = w.on_burst(self.notes.progress, t) {
-                self.actions.push_back(Action::Wake { at_ms });
-            }
-        }
+        self.note(chunk.len(), counts, now_ms);
         if !self.sse {
-            if !chunk.is_empty() {
-                self.content = true;
-                self.bytes += chunk.len() as f64;
-                self.actions.push_back(Action::DeliverChunk);
-            }
-            return;
+            return self.plain(chunk.len());
         }
         // Nothing held before it: a chunk of whole events is delivered as it came.
         let whole = !self.cut.has_partial() && !self.verifying;
@@ -700,6 +702,26 @@ impl Read {
                 CutRefusal::LineTooLong => self.o.max_line_bytes,
             };
             self.end_with(ReadError::TooLarge { refusal, max_bytes: max_bytes as f64 });
+        }
+    }
+
+    /// A chunk of `len` bytes for the stall watcher's notes (`counts`: it is progress).
+    fn note(&mut self, len: usize, counts: bool, now_ms: f64) {
+        let sampling = self.watcher.as_ref().is_some_and(StallWatcher::sampling);
+        let burst = self.notes.chunk(Some(len as f64), counts, sampling, || now_ms);
+        if let (Some(t), Some(w)) = (burst, self.watcher.as_mut()) {
+            if let Some(at_ms) = w.on_burst(self.notes.progress, t) {
+                self.actions.push_back(Action::Wake { at_ms });
+            }
+        }
+    }
+
+    /// A chunk of a body that is not an event stream: content as it came.
+    fn plain(&mut self, len: usize) {
+        if len > 0 {
+            self.content = true;
+            self.bytes += len as f64;
+            self.actions.push_back(Action::DeliverChunk);
         }
     }
 

@@ -120,14 +120,36 @@ impl ReadMachineJs {
         held_from: Option<f64>,
         held_to: Option<f64>,
     ) -> u8 {
-        if let Some(from) = held_from {
+        self.held(held_from, held_to);
+        self.handle(Input::Chunk { bytes, progress }, now_ms);
+        self.first()
+    }
+
+    /// [`Input::Counted`]: a chunk of a body that is not an event stream,
+    /// by its length (its bytes do not cross); otherwise as [`chunk`](Self::chunk).
+    #[wasm_bindgen(js_name = chunkLen)]
+    pub fn chunk_len(
+        &mut self,
+        now_ms: f64,
+        len: f64,
+        progress: Option<bool>,
+        held_from: Option<f64>,
+        held_to: Option<f64>,
+    ) -> u8 {
+        self.held(held_from, held_to);
+        self.handle(Input::Counted { len: len as usize, progress }, now_ms);
+        self.first()
+    }
+
+    /// A hold the host has not told yet: [`Input::Hold`] at `from`, then
+    /// [`Input::Unhold`] at `to`, if given.
+    fn held(&mut self, from: Option<f64>, to: Option<f64>) {
+        if let Some(from) = from {
             self.handle(Input::Hold, from);
-            if let Some(to) = held_to {
+            if let Some(to) = to {
                 self.handle(Input::Unhold, to);
             }
         }
-        self.handle(Input::Chunk { bytes, progress }, now_ms);
-        self.first()
     }
 
     /// [`Input::End`].

@@ -293,6 +293,48 @@ fn a_reader_that_holds_the_stream_up_is_not_a_silent_source() {
 }
 
 #[test]
+fn a_plain_body_is_read_by_its_count_as_by_its_bytes_and_an_event_stream_needs_its_bytes() {
+    for event_stream in [false, true] {
+        let head =
+            Head { status: 200, event_stream, content_range: None, body: true, failure: None, server_wait_ms: None };
+        let (mut by_bytes, mut by_count) = (read(O, 1), read(O, 1));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let chunks: [(f64, &[u8]); 4] = [(10.0, b"data: a\n\n"), (20.0, b"xyz"), (30.0, b""), (40.0, b"data: b\n\n")];
+        for (r, out) in [(&mut by_bytes, &mut a), (&mut by_count, &mut b)] {
+            r.handle(Input::Start, 0.0, None);
+            r.handle(Input::Head(head), 5.0, None);
+            while let Some(x) = r.poll() {
+                out.push(x);
+            }
+        }
+        for (t, bytes) in chunks {
+            by_bytes.handle(Input::Chunk { bytes, progress: None }, t, None);
+            by_count.handle(Input::Counted { len: bytes.len(), progress: None }, t, None);
+            a.extend(std::iter::from_fn(|| by_bytes.poll()));
+            b.extend(std::iter::from_fn(|| by_count.poll()));
+        }
+        // Then silence: the same verdict either way on a plain body.
+        // Each wake when the watcher asked for it, until the read ends.
+        for _ in 0..5 {
+            let at = b.iter().rev().find_map(|x| if let Action::Wake { at_ms } = x { Some(*at_ms) } else { None });
+            let (Some(at_ms), false) = (at, matches!(b.last(), Some(Action::End(_)))) else { break };
+            by_bytes.handle(Input::Wake, at_ms, None);
+            by_count.handle(Input::Wake, at_ms, None);
+            a.extend(std::iter::from_fn(|| by_bytes.poll()));
+            b.extend(std::iter::from_fn(|| by_count.poll()));
+        }
+        if event_stream {
+            assert!(!b.iter().any(|x| matches!(x, Action::Deliver(_) | Action::DeliverChunk)), "{b:?}");
+            assert_eq!(by_count.delivered_bytes(), 0.0);
+        } else {
+            assert_eq!(a, b);
+            assert_eq!(by_count.delivered_bytes(), 21.0);
+            assert!(matches!(b.last(), Some(Action::End(Ending::Failed(_)))), "{b:?}");
+        }
+    }
+}
+
+#[test]
 fn nothing_happens_after_the_end() {
     let script = ["0 start", "5 head 200 sse", "10 chunk data: a\n\n", "20 end"];
     let after = [
