@@ -98,13 +98,7 @@ pub(super) fn add_budget_headers(
     if formats.is_empty() {
         return Ok(());
     }
-    let own = init.get_headers();
-    let out = match (own.is_undefined() || own.is_null(), input.dyn_ref::<Request>()) {
-        (false, _) => Headers::new_with_str_sequence_sequence(&own),
-        (true, Some(request)) => Headers::new_with_headers(&request.headers()),
-        (true, None) => Headers::new(),
-    }
-    .map_err(Error::Js)?;
+    let out = request_headers(input, init)?;
     for &format in formats {
         if !out.has(format.name()).map_err(Error::Js)? {
             out.set(format.name(), &headers::encode(format, remaining)?).map_err(Error::Js)?;
@@ -112,6 +106,18 @@ pub(super) fn add_budget_headers(
     }
     init.set_headers(&out);
     Ok(())
+}
+
+/// A copy of the headers a request of `input` with `init` sends: `init`'s,
+/// or a `Request` input's when `init` has none.
+pub(super) fn request_headers(input: &JsValue, init: &RequestInit) -> Result<Headers, Error> {
+    let own = init.get_headers();
+    match (own.is_undefined() || own.is_null(), input.dyn_ref::<Request>()) {
+        (false, _) => Headers::new_with_str_sequence_sequence(&own),
+        (true, Some(request)) => Headers::new_with_headers(&request.headers()),
+        (true, None) => Headers::new(),
+    }
+    .map_err(Error::Js)
 }
 
 /// The propagation headers a request of `input` carries: the formats given

@@ -65,7 +65,7 @@ use web_sys::{
     ReadableStreamDefaultReader, Request, RequestInit, Response,
 };
 
-use super::attempt::{add_budget_headers, budget_formats, rewrap, Once};
+use super::attempt::{add_budget_headers, budget_formats, request_headers, rewrap, Once};
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
 use super::retry::{asked_wait, own_deadline, random_seed, reports, Classify, RetryBudget, RetryOptions};
@@ -258,13 +258,7 @@ impl Host {
         init.set_signal(Some(signal));
         let request = self.input.dyn_ref::<Request>();
         if let Some(id) = last_event_id {
-            let own = init.get_headers();
-            let headers = match (own.is_undefined() || own.is_null(), request) {
-                (false, _) => Headers::new_with_str_sequence_sequence(&own),
-                (true, Some(request)) => Headers::new_with_headers(&request.headers()),
-                (true, None) => Headers::new(),
-            }
-            .map_err(Error::Js)?;
+            let headers = request_headers(&self.input, &init)?;
             // The id's UTF-8 bytes, as EventSource sends it. Where `Headers` takes a
             // ByteString only (Node, Deno, browsers), one character per byte: the id as it is
             // would go out as Latin-1 ("é" as e9) or make `fetch` throw ("€"). Where it takes
