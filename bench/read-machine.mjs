@@ -55,7 +55,7 @@ for (const size of [16, 128, 1024]) {
       const first = m.chunk(t, chunk, undefined, held, back);
       held = t;
       if (first === 6) n++; // the chunk as it came, nothing more: the common case
-      else for (let kind = first & 7; kind !== 0; kind = m.poll()) if (kind === 6 || (kind === 3 && m.bytes() !== undefined)) n++;
+      else for (let kind = first & 15; kind !== 0; kind = m.poll()) if (kind === 6 || (kind === 3 && m.count() > 0)) n++;
     }
     m.free();
     return n;

@@ -11,7 +11,9 @@
 // the reader's error when the read ends. This file only tells the machine
 // what happened and does what it asks: the attempts' requests (each with a
 // child node of its own, so its own signal), the body's reader, one timer,
-// the pieces waiting for the reader, and the errors the package throws.
+// the bytes the machine asks it to keep (an unfinished event: the machine
+// counts them, so they are held once, here), the pieces waiting for the
+// reader, and the errors the package throws.
 //
 // # The per-chunk path
 // The upstream is read only when the reader reads (no read ahead). The
@@ -69,6 +71,11 @@ const DELIVER = 3;
 const WAKE = 4;
 const END = 5;
 const DELIVER_CHUNK = 6;
+const KEEP = 7;
+const DISCARD = 8;
+const DELIVER_PIECES = 9;
+const KIND = 15; // a first action's kind…
+const MORE = 16; // …and the flag that more follow
 const BY_HOOK = 2;
 
 let utf8HeadersSeen;
@@ -196,7 +203,9 @@ export function resumable(connect, s) {
   let attempts = 0;
   let lastError; // the last failed attempt's error
   let reported; // the error the host just reported (a Failed input)
-  let chunk; // the chunk just given to the machine (DELIVER_CHUNK hands it on)
+  let chunk; // the chunk just given to the machine (DELIVER_CHUNK hands it on)…
+  let chunkBytes; // …as bytes (KEEP holds them)
+  const held = []; // the bytes kept (KEEP), in order, taken by DELIVER and DISCARD
   const queue = []; // pieces for the reader…
   const pieceAttempts = []; // …and the attempt each came from
   let pieceFrom = 0; // the attempt of the piece read() gave last
@@ -308,11 +317,14 @@ export function resumable(connect, s) {
     let abort = false;
     let connectTo;
     let end = -1;
-    // `first` may carry 8: more actions follow (without it, none does: no `poll` needed).
-    const more = first === 0 || (first & 8) !== 0;
-    for (let kind = first === 0 ? m.poll() : first & 7; kind !== 0; kind = more ? m.poll() : 0) {
+    // `first` may carry MORE: more actions follow (without it, none does: no `poll` needed).
+    const more = first === 0 || (first & MORE) !== 0;
+    for (let kind = first === 0 ? m.poll() : first & KIND; kind !== 0; kind = more ? m.poll() : 0) {
       if (kind === DELIVER_CHUNK) give(chunk);
-      else if (kind === DELIVER) give(m.bytes());
+      else if (kind === KEEP) held.push(chunkBytes);
+      else if (kind === DELIVER) give(joined(takeHeld(m.count())));
+      else if (kind === DELIVER_PIECES) for (const piece of takeHeld(m.count())) give(piece);
+      else if (kind === DISCARD) takeHeld(m.count());
       else if (kind === WAKE) outer.rearm(m.at());
       else if (kind === ABORT) abort = true;
       else if (kind === CONNECT) connectTo = [m.attempt(), m.how(), m.lastEventId()];
@@ -330,6 +342,19 @@ export function resumable(connect, s) {
   }
 
   /** A piece for the reader. */
+  /** The next `n` bytes kept, as the pieces they were read in (the last one cut where `n` ends). */
+  function takeHeld(n) {
+    let i = 0;
+    let rest = n;
+    while (i < held.length && held[i].byteLength <= rest) rest -= held[i++].byteLength;
+    const pieces = held.splice(0, i);
+    if (rest > 0 && held.length > 0) {
+      pieces.push(held[0].subarray(0, rest));
+      held[0] = held[0].subarray(rest);
+    }
+    return pieces;
+  }
+
   function give(piece) {
     queue.push(piece);
     pieceAttempts.push(attempts);
@@ -393,6 +418,7 @@ export function resumable(connect, s) {
 
   /** The machine ended: the timer goes, the attempt that ended well is released, the machine is freed. */
   function finish() {
+    held.length = 0;
     heldAt = heldTo = undefined;
     told = false;
     const a = cur;
@@ -590,6 +616,7 @@ export function resumable(connect, s) {
       a.bytes += bytes.byteLength;
     }
     chunk = value;
+    chunkBytes = bytes;
     const t1 = (chunkAt = now());
     const from = heldAt;
     const to = heldTo;
@@ -690,6 +717,18 @@ export function resumable(connect, s) {
       keep();
     },
   };
+}
+
+/** `pieces` as one. */
+function joined(pieces) {
+  if (pieces.length === 1) return pieces[0];
+  const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }
 
 function isResponse(x) {

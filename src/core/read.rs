@@ -25,8 +25,12 @@
 //!   ([`Input::Chunk`]), its end ([`Input::End`]) or its failure
 //!   ([`Input::Failed`]).
 //! - [`Action::Abort`]: the current attempt is over: abort its request.
-//! - [`Action::Deliver`]: hand these bytes to the reader ([`Action::DeliverChunk`]:
-//!   the chunk just reported, as it came).
+//! - [`Action::DeliverChunk`]: hand the chunk just reported to the reader, as
+//!   it came (the common case). [`Action::Keep`]: hold it instead; then
+//!   [`Action::Deliver`] hands the reader the next bytes held and
+//!   [`Action::Discard`] drops them, in the order held. The machine counts
+//!   the bytes and the host keeps them, so an event is held once, where it
+//!   was read (the machine's memory does not grow with it).
 //! - [`Action::Wake`]: arm the one timer for this instant (replacing the armed
 //!   one; `∞`: none) and report [`Input::Wake`] when it fires.
 //! - [`Action::End`]: the read is over ([`Ending`]): the reader's error, with
@@ -72,6 +76,10 @@ use crate::core::sse::SseLine;
 use crate::core::stall::{
     default_first_chunk_ms, stalled, Notes, Phase, StallConfig, StallError, StallWatcher, Step, Verdict, NO_LIMIT,
 };
+
+/// The longest delivery a host hands on as one piece ([`Action::Deliver`]):
+/// the default event cap.
+pub const JOIN_MAX: usize = crate::core::resume::MAX_EVENT_BYTES;
 
 /// A read's options, checked by the host's option parsing (the limits again
 /// by [`StallConfig`] when an attempt starts).
@@ -197,11 +205,26 @@ pub enum Action {
     },
     /// Abort the current attempt's request (it failed, or the read ended).
     Abort,
-    /// Hand these bytes to the reader.
-    Deliver(Vec<u8>),
+    /// Hand the next `len` bytes held ([`Action::Keep`]) to the reader, as
+    /// one piece when `join` (a reader gets whole events per read), else in
+    /// the pieces they were read in, back to back: a delivery longer than
+    /// the default event cap ([`JOIN_MAX`]: possible only with raised caps)
+    /// is not copied again.
+    Deliver {
+        /// How many bytes.
+        len: usize,
+        /// Whether they go as one piece.
+        join: bool,
+    },
+    /// Drop the next this many bytes held: a failed attempt's unfinished
+    /// event, a later body's byte-order mark, a replayed stream.
+    Discard(usize),
+    /// Hold the chunk just reported ([`Input::Chunk`]) after those held: a
+    /// later [`Action::Deliver`] or [`Action::Discard`] takes its bytes.
+    Keep,
     /// Hand the chunk just reported ([`Input::Chunk`]) to the reader as it
     /// came: the common case (a body that is not an event stream, or a chunk
-    /// of whole events), which crosses no bytes back.
+    /// of whole events, nothing held before it).
     DeliverChunk,
     /// Arm the one timer for `at_ms` (replacing the armed one; `∞`: disarm).
     Wake {
@@ -392,9 +415,12 @@ pub struct Read {
     events: Vec<Event>,
     ids: DeliveredIds,
     last_id: String,
-    /// A resumed-by-id stream is held until its first event with an id.
+    /// A resumed-by-id stream is held until its first event with an id:
+    /// `held` bytes of events so far.
     verifying: bool,
-    held: Vec<u8>,
+    held: usize,
+    /// The bytes the host holds ([`Action::Keep`]) that it was not told to deliver or discard yet.
+    kept: usize,
     /// What reached the reader.
     content: bool,
     bytes: f64,
@@ -423,7 +449,8 @@ impl Read {
             ids: DeliveredIds::default(),
             last_id: String::new(),
             verifying: false,
-            held: Vec::new(),
+            held: 0,
+            kept: 0,
             content: false,
             bytes: 0.0,
             last: None,
@@ -643,10 +670,11 @@ impl Read {
             return self.plain(chunk.len());
         }
         // Nothing held before it: a chunk of whole events is delivered as it came.
-        let whole = !self.cut.has_partial() && !self.verifying;
+        let whole = self.kept == 0;
         let mut events = std::mem::take(&mut self.events);
         let refused = self.cut.push(chunk, &mut events).err();
-        let mut out = Vec::new();
+        let dropped = self.cut.dropped();
+        let mut out = 0;
         let mut replayed = false;
         for event in events.drain(..) {
             if self.verifying {
@@ -662,10 +690,10 @@ impl Read {
                     Some(true) => {
                         // The resumed stream's first id is new: what was held goes to the reader.
                         self.verifying = false;
-                        out.append(&mut self.held);
+                        out += std::mem::take(&mut self.held);
                     }
                     None => {
-                        self.held.extend_from_slice(&event.bytes);
+                        self.held += event.len;
                         continue;
                     }
                 }
@@ -677,20 +705,22 @@ impl Read {
                 self.last_id = id;
             }
             self.content |= event.content;
-            if out.is_empty() {
-                out = event.bytes;
-            } else {
-                out.extend_from_slice(&event.bytes);
-            }
+            out += event.len;
         }
         self.events = events;
-        if !out.is_empty() {
-            self.bytes += out.len() as f64;
-            if whole && out.len() == chunk.len() {
+        if out > 0 {
+            self.bytes += out as f64;
+        }
+        if whole && dropped == 0 && out == chunk.len() {
+            if out > 0 {
                 self.actions.push_back(Action::DeliverChunk);
-                self.cut.recycle(out);
-            } else {
-                self.actions.push_back(Action::Deliver(out));
+            }
+        } else {
+            self.actions.push_back(Action::Keep);
+            self.kept += chunk.len();
+            self.discard(dropped);
+            if out > 0 {
+                self.deliver(out);
             }
         }
         if replayed {
@@ -702,6 +732,20 @@ impl Read {
                 CutRefusal::LineTooLong => self.o.max_line_bytes,
             };
             self.end_with(ReadError::TooLarge { refusal, max_bytes: max_bytes as f64 });
+        }
+    }
+
+    /// Tells the host to hand the next `n` bytes it holds to the reader.
+    fn deliver(&mut self, n: usize) {
+        self.actions.push_back(Action::Deliver { len: n, join: n <= JOIN_MAX });
+        self.kept -= n;
+    }
+
+    /// Tells the host to drop the next `n` bytes it holds.
+    fn discard(&mut self, n: usize) {
+        if n > 0 {
+            self.actions.push_back(Action::Discard(n));
+            self.kept -= n;
         }
     }
 
@@ -748,11 +792,13 @@ impl Read {
     /// The body ended: what an unfinished event or a held stream had goes too, as it came.
     #[inline(never)]
     fn finish(&mut self, now_ms: f64) {
-        let mut rest = std::mem::take(&mut self.held);
-        rest.extend(self.cut.take_rest());
-        if !rest.is_empty() {
-            self.bytes += rest.len() as f64;
-            self.actions.push_back(Action::Deliver(rest));
+        self.held = 0;
+        self.cut.take_rest();
+        let rest = std::mem::take(&mut self.kept);
+        if rest > 0 {
+            self.bytes += rest as f64;
+            self.kept = rest;
+            self.deliver(rest);
         }
         let _ = self.run.succeeded(now_ms);
         self.end(Ending::Done);
@@ -766,7 +812,8 @@ impl Read {
         self.watcher = None;
         if self.state == State::Reading {
             self.cut.drop_partial();
-            self.held.clear();
+            self.held = 0;
+            self.discard(self.kept);
             self.verifying = false;
         }
         self.state = State::Backoff;

@@ -431,11 +431,12 @@ pub fn not_resumable(bytes: f64) -> Message {
     Message::new(msg::NOT_RESUMABLE).arg("bytes", bytes)
 }
 
-/// One complete event cut from an event stream by [`EventCut`].
+/// One complete event cut from an event stream by [`EventCut`]: its bytes
+/// are the next `len` of those pushed that were not dropped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Event {
-    /// The event's bytes as the upstream sent them, its blank line included.
-    pub bytes: Vec<u8>,
+    /// How many bytes it has, as the upstream sent them, its blank line included.
+    pub len: usize,
     /// It has a field line other than `retry` (`data:`, `id:`, …): it is
     /// content. An event of comments only (`: ping`), or one that only sets
     /// the reconnection time (`retry: 3000`), is not.
@@ -448,24 +449,30 @@ pub struct Event {
 /// Cuts an event stream's bytes on event boundaries, so that a reader is
 /// never given part of an event: a stream that breaks mid-event and is
 /// continued elsewhere must not leave half an event in front of the next.
+/// It holds no bytes: it counts them. Whoever pushes them keeps them, and
+/// the cut says how many make each event ([`Event::len`]) and how many a
+/// push drops at the front ([`EventCut::push`]), so an event held whole
+/// past a raised cap is held once, where it was read.
 ///
 /// # Invariants (each is a test below)
 /// 1. An event ends at a blank line; lines end at LF, CR or CRLF, in any
 ///    mix, and a CRLF split across chunks is one line end.
-/// 2. Bytes are given back exactly as received, in order, cut only after
+/// 2. Bytes are counted exactly as received, in order, cut only after
 ///    a blank line: chunk boundaries never change what is cut.
 /// 3. An `id` field's value is what follows `id:` and one optional space;
 ///    a value with NUL is ignored (as the Server-Sent Events standard says).
 /// 4. [`EventCut::drop_partial`] forgets the event in progress: the next
 ///    bytes start a fresh event. A byte-order mark that opens a later
-///    attempt's body is dropped (a reader strips only the stream's first).
+///    attempt's body is dropped (a reader strips only the stream's first):
+///    it is at the front of what is held, as nothing is held before it.
 /// 5. No event longer than the event cap and no line longer than the line
 ///    cap is held: the byte past either is refused ([`CutRefusal`]), the
 ///    events completed before it are given, and every later push is refused
 ///    too. Where the refusal falls does not depend on chunk boundaries.
 #[derive(Clone, Debug)]
 pub struct EventCut {
-    pending: Vec<u8>,
+    /// The bytes of the event in progress (held by whoever pushed them).
+    pending: usize,
     /// The start of the line being read (enough for a field name and an
     /// id's value up to its cap), and its whole length in `line_len`.
     line: Vec<u8>,
@@ -476,6 +483,7 @@ pub struct EventCut {
     /// How much of a leading byte-order mark was matched; `None`: past it.
     bom: Option<usize>,
     keep_bom: bool,
+    dropped: usize,
     max_event: usize,
     max_line: usize,
     refused: Option<CutRefusal>,
@@ -499,7 +507,7 @@ impl EventCut {
     /// of its own, in bytes ([`check_cap`] checks a caller's).
     pub fn with_caps(max_event: usize, max_line: usize) -> Self {
         Self {
-            pending: Vec::new(),
+            pending: 0,
             line: Vec::new(),
             line_len: 0,
             after_cr: false,
@@ -507,6 +515,7 @@ impl EventCut {
             id: None,
             bom: Some(0),
             keep_bom: true,
+            dropped: 0,
             max_event,
             max_line,
             refused: None,
@@ -521,7 +530,7 @@ impl EventCut {
     /// Forgets the event in progress (an attempt failed), and expects a new
     /// body: its leading byte-order mark is dropped.
     pub fn drop_partial(&mut self) {
-        self.pending.clear();
+        self.pending = 0;
         self.line.clear();
         self.line_len = 0;
         self.after_cr = false;
@@ -533,22 +542,12 @@ impl EventCut {
 
     /// Whether part of an event is held.
     pub fn has_partial(&self) -> bool {
-        !self.pending.is_empty()
+        self.pending > 0
     }
 
-    /// Gives back the buffer of an event that was delivered as the chunk it
-    /// came in, for the next event to fill (no allocation per event); kept
-    /// only while nothing is held.
-    pub fn recycle(&mut self, mut buffer: Vec<u8>) {
-        if self.pending.capacity() == 0 {
-            buffer.clear();
-            self.pending = buffer;
-        }
-    }
-
-    /// The bytes held at the end of the body (an event the upstream never
-    /// finished), given back as they are.
-    pub fn take_rest(&mut self) -> Vec<u8> {
+    /// How many bytes the event in progress has (an event the upstream
+    /// never finished, at the end of the body), forgetting it.
+    pub fn take_rest(&mut self) -> usize {
         self.line.clear();
         self.line_len = 0;
         self.content = false;
@@ -556,9 +555,16 @@ impl EventCut {
         std::mem::take(&mut self.pending)
     }
 
+    /// How many bytes of a byte-order mark the last push dropped
+    /// (invariant 4): the first so many held, before any event's.
+    pub fn dropped(&self) -> usize {
+        self.dropped
+    }
+
     /// Adds `chunk`; every event it completes is pushed to `out`. Refused
     /// at the byte that passes a cap, and from then on (invariant 5).
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), CutRefusal> {
+        self.dropped = 0;
         if let Some(refusal) = self.refused {
             return Err(refusal);
         }
@@ -566,16 +572,19 @@ impl EventCut {
         while let (Some(matched), Some(&b)) = (self.bom, rest.first()) {
             if b == BOM[matched] {
                 if self.keep_bom {
-                    self.pending.push(b);
+                    self.pending += 1;
                 }
                 rest = &rest[1..];
                 self.bom = if matched == 2 { None } else { Some(matched + 1) };
+                if matched == 2 && !self.keep_bom {
+                    self.dropped = BOM.len();
+                }
             } else {
                 // Not a mark after all: what matched is text.
                 self.line.extend_from_slice(&BOM[..matched]);
                 self.line_len += matched;
                 if !self.keep_bom {
-                    self.pending.extend_from_slice(&BOM[..matched]);
+                    self.pending += matched;
                 }
                 self.bom = None;
             }
@@ -583,10 +592,10 @@ impl EventCut {
         let mut i = 0;
         while let Some(&b) = rest.get(i) {
             if b == b'\r' || b == b'\n' {
-                if self.pending.len() >= self.max_event {
+                if self.pending >= self.max_event {
                     return Err(*self.refused.insert(CutRefusal::EventTooLarge));
                 }
-                self.pending.push(b);
+                self.pending += 1;
                 i += 1;
                 if std::mem::take(&mut self.after_cr) && b == b'\n' {
                     continue;
@@ -600,7 +609,7 @@ impl EventCut {
             // as byte by byte (the event's first, then the line's, at the byte that passes either).
             let run = &rest[i..];
             let run = &run[..run.iter().position(|&c| c == b'\r' || c == b'\n').unwrap_or(run.len())];
-            let room_event = self.max_event.saturating_sub(self.pending.len());
+            let room_event = self.max_event.saturating_sub(self.pending);
             let room_line = self.max_line.saturating_sub(self.line_len);
             if run.len() > room_event.min(room_line) {
                 let (taken, refusal) = if room_event <= room_line {
@@ -608,10 +617,10 @@ impl EventCut {
                 } else {
                     (room_line + 1, CutRefusal::LineTooLong)
                 };
-                self.pending.extend_from_slice(&run[..taken]);
+                self.pending += taken;
                 return Err(*self.refused.insert(refusal));
             }
-            self.pending.extend_from_slice(run);
+            self.pending += run.len();
             let keep = LINE_KEEP.saturating_sub(self.line.len()).min(run.len());
             self.line.extend_from_slice(&run[..keep]);
             self.line_len += run.len();
@@ -625,7 +634,7 @@ impl EventCut {
         let len = std::mem::take(&mut self.line_len);
         if len == 0 {
             out.push(Event {
-                bytes: std::mem::take(&mut self.pending),
+                len: std::mem::take(&mut self.pending),
                 content: std::mem::take(&mut self.content),
                 id: self.id.take(),
             });
@@ -703,13 +712,49 @@ mod tests {
         })
     }
 
-    fn cut(chunks: &[&[u8]]) -> (Vec<Event>, Vec<u8>) {
-        let mut c = EventCut::new();
+    /// An event with its bytes, as whoever holds the pushed bytes takes them.
+    #[derive(Debug, PartialEq)]
+    struct Got {
+        bytes: Vec<u8>,
+        content: bool,
+        id: Option<String>,
+    }
+
+    /// A cut and the bytes pushed to it, held as a host holds them.
+    struct Holder {
+        cut: EventCut,
+        held: Vec<u8>,
+    }
+
+    impl Holder {
+        fn new(cut: EventCut) -> Self {
+            Self { cut, held: Vec::new() }
+        }
+
+        fn push(&mut self, chunk: &[u8], out: &mut Vec<Got>) -> Result<(), CutRefusal> {
+            self.held.extend_from_slice(chunk);
+            let mut events = Vec::new();
+            let r = self.cut.push(chunk, &mut events);
+            self.held.drain(..self.cut.dropped());
+            for e in events {
+                out.push(Got { bytes: self.held.drain(..e.len).collect(), content: e.content, id: e.id });
+            }
+            r
+        }
+
+        fn rest(&mut self) -> Vec<u8> {
+            let n = self.cut.take_rest();
+            self.held.drain(..n).collect()
+        }
+    }
+
+    fn cut(chunks: &[&[u8]]) -> (Vec<Got>, Vec<u8>) {
+        let mut c = Holder::new(EventCut::new());
         let mut out = Vec::new();
         for chunk in chunks {
             c.push(chunk, &mut out).unwrap();
         }
-        (out, c.take_rest())
+        (out, c.rest())
     }
 
     #[test]
@@ -806,13 +851,14 @@ mod tests {
 
     #[test]
     fn a_dropped_partial_event_is_never_given_back() {
-        let mut c = EventCut::new();
+        let mut c = Holder::new(EventCut::new());
         let mut out = Vec::new();
         c.push(b"id: 1\ndata: a\n\nid: 2\nda", &mut out).unwrap();
         assert_eq!(out.len(), 1);
-        assert!(c.has_partial());
-        c.drop_partial();
-        assert!(!c.has_partial());
+        assert!(c.cut.has_partial());
+        c.cut.drop_partial();
+        c.held.clear();
+        assert!(!c.cut.has_partial());
         c.push(b"\xef\xbb\xbfid: 2\ndata: b\n\n", &mut out).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].bytes, b"id: 2\ndata: b\n\n");
@@ -827,8 +873,8 @@ mod tests {
         assert!(events[0].content);
     }
 
-    fn cut_capped(chunks: &[&[u8]], max_event: usize, max_line: usize) -> (Vec<Event>, Option<CutRefusal>) {
-        let mut c = EventCut::with_caps(max_event, max_line);
+    fn cut_capped(chunks: &[&[u8]], max_event: usize, max_line: usize) -> (Vec<Got>, Option<CutRefusal>) {
+        let mut c = Holder::new(EventCut::with_caps(max_event, max_line));
         let mut out = Vec::new();
         let mut refused = None;
         for chunk in chunks {
@@ -836,7 +882,7 @@ mod tests {
                 refused = Some(r);
             }
         }
-        assert_eq!(refused, c.refused());
+        assert_eq!(refused, c.cut.refused());
         (out, refused)
     }
 
@@ -869,7 +915,7 @@ mod tests {
         assert_eq!(c.push(&piece, &mut out), Ok(()));
         assert_eq!(c.push(&piece, &mut out), Ok(()));
         assert_eq!(c.push(&piece, &mut out), Err(CutRefusal::EventTooLarge));
-        assert_eq!(c.pending.len(), 1_000, "nothing past the cap is held");
+        assert_eq!(c.pending, 1_000, "nothing past the cap is held");
         assert_eq!(c.push(b"\n\n", &mut out), Err(CutRefusal::EventTooLarge));
         assert!(out.is_empty());
         assert_eq!(CutRefusal::EventTooLarge.code(), "EVENT_TOO_LARGE");

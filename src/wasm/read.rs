@@ -28,6 +28,9 @@ pub struct ReadMachineJs {
     next: Option<Action>,
 }
 
+/// Added to the first action's kind when more follow.
+const MORE: u8 = 16;
+
 fn failure(word: &str) -> Result<Failure, JsValue> {
     Failure::parse(word).map_err(super::to_js)
 }
@@ -110,7 +113,7 @@ impl ReadMachineJs {
     /// `held_from` is given, a hold the host has not told yet comes first
     /// ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at `held_to`, if
     /// given): the reader kept the last piece meanwhile. Answers the first
-    /// action as [`poll`](Self::poll) does, plus 8 when more follow (then
+    /// action as [`poll`](Self::poll) does, plus 16 when more follow (then
     /// `poll` gives them; without, it gives none): calls less per chunk.
     pub fn chunk(
         &mut self,
@@ -185,13 +188,13 @@ impl ReadMachineJs {
         self.first()
     }
 
-    /// Takes the first action, as [`poll`](Self::poll), plus 8 when more
+    /// Takes the first action, as [`poll`](Self::poll), plus 16 when more
     /// follow (then [`poll`](Self::poll) gives them); without, none does.
     fn first(&mut self) -> u8 {
         let kind = self.poll();
         self.next = self.read.poll();
         if self.next.is_some() {
-            kind | 8
+            kind | MORE
         } else {
             kind
         }
@@ -207,9 +210,11 @@ impl ReadMachineJs {
         self.handle(Input::Aborted { deadline }, now_ms);
     }
 
-    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver (its
-    /// [`bytes`](Self::bytes)), 4 wake, 5 end, 6 deliver the chunk just given
-    /// as it came; its fields are read with the getters below.
+    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver the
+    /// next [`count`](Self::count) bytes kept as one piece, 4 wake, 5 end,
+    /// 6 deliver the chunk just given as it came, 7 keep the chunk just
+    /// given, 8 drop the next [`count`](Self::count) bytes kept, 9 deliver
+    /// them in the pieces kept; its fields are read with the getters below.
     pub fn poll(&mut self) -> u8 {
         self.last = match self.next.take() {
             Some(next) => Some(next),
@@ -219,10 +224,13 @@ impl ReadMachineJs {
             None => 0,
             Some(Action::Connect { .. }) => 1,
             Some(Action::Abort) => 2,
-            Some(Action::Deliver(_)) => 3,
+            Some(Action::Deliver { join: true, .. }) => 3,
+            Some(Action::Deliver { join: false, .. }) => 9,
             Some(Action::Wake { .. }) => 4,
             Some(Action::End(_)) => 5,
             Some(Action::DeliverChunk) => 6,
+            Some(Action::Keep) => 7,
+            Some(Action::Discard(_)) => 8,
         }
     }
 
@@ -253,11 +261,11 @@ impl ReadMachineJs {
         }
     }
 
-    /// A deliver's bytes (taken: a second call gives none).
-    pub fn bytes(&mut self) -> Option<Vec<u8>> {
-        match &mut self.last {
-            Some(Action::Deliver(bytes)) => Some(std::mem::take(bytes)),
-            _ => None,
+    /// How many kept bytes a deliver hands on or a discard drops.
+    pub fn count(&self) -> f64 {
+        match self.last {
+            Some(Action::Deliver { len: n, .. } | Action::Discard(n)) => n as f64,
+            _ => 0.0,
         }
     }
 

@@ -22,8 +22,9 @@
 //! [`Input`] with the time; the host then performs the machine's actions in
 //! order: `Connect` makes a request (the caller's, a copy with
 //! `Last-Event-ID`, or the hook's), `Abort` aborts the current attempt,
-//! `Deliver` enqueues bytes, `Wake` re-arms the one timer, `End` ends the
-//! read. A body is read by a few lines of JavaScript that call into Rust
+//! `DeliverChunk` enqueues the chunk as it came, `Keep` holds it,
+//! `Deliver` enqueues the bytes held (one piece, or the pieces as read) and
+//! `Discard` drops them, `Wake` re-arms the one timer, `End` ends the read. A body is read by a few lines of JavaScript that call into Rust
 //! once per chunk. An input that arrives while actions are being performed (a pull
 //! made by an enqueue) is told to the machine at once and its actions are
 //! performed after those already due, in order.
@@ -55,6 +56,7 @@
 //!    bytes) ends the read as an abort does, with that `TypeError`.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
@@ -228,6 +230,8 @@ struct Host {
     /// The chunk last told, as it came and as bytes.
     chunk: JsValue,
     chunk_bytes: Vec<u8>,
+    /// The chunks kept (`Keep`), in order, taken by `Deliver` and `Discard`.
+    held: VecDeque<Uint8Array>,
     /// The last error an attempt failed with (what `Cause::Host` and `Cause::Status` name).
     last_error: Option<Error>,
     /// The reason of a signal's abort or a cancel, or the caller's mistake.
@@ -241,6 +245,24 @@ impl Host {
             Some(b) => self.read.handle(input, now, Some(&mut b.0.borrow_mut())),
             None => self.read.handle(input, now, None),
         }
+    }
+
+    /// The next `len` bytes kept, as the pieces they were read in (the last one cut where `len` ends).
+    fn take_held(&mut self, len: usize) -> Vec<Uint8Array> {
+        let mut pieces = Vec::new();
+        let mut rest = len as u32;
+        while rest > 0 {
+            let Some(piece) = self.held.pop_front() else { break };
+            if piece.length() <= rest {
+                rest -= piece.length();
+                pieces.push(piece);
+            } else {
+                pieces.push(piece.subarray(0, rest));
+                self.held.push_front(piece.subarray(rest, piece.length()));
+                rest = 0;
+            }
+        }
+        pieces
     }
 
     /// The attempt `serial`, if the machine is still on it.
@@ -420,10 +442,31 @@ impl Shared {
                     attempt.release(reason.as_ref());
                 }
             }
-            Action::Deliver(bytes) => self.deliver(Uint8Array::from(&bytes[..]).into(), Some(&bytes)),
             Action::DeliverChunk => {
                 let chunk = self.host.borrow().chunk.clone();
-                self.deliver(chunk, None);
+                self.deliver(chunk.unchecked_ref());
+            }
+            Action::Keep => {
+                let mut h = self.host.borrow_mut();
+                let chunk = h.chunk.clone().unchecked_into();
+                h.held.push_back(chunk);
+            }
+            Action::Discard(len) => drop(self.host.borrow_mut().take_held(len)),
+            Action::Deliver { len, join } => {
+                let pieces = self.host.borrow_mut().take_held(len);
+                if join && pieces.len() > 1 {
+                    let one = Uint8Array::new_with_length(len as u32);
+                    let mut at = 0;
+                    for piece in &pieces {
+                        one.set(piece, at);
+                        at += piece.length();
+                    }
+                    self.deliver(&one);
+                } else {
+                    for piece in &pieces {
+                        self.deliver(piece);
+                    }
+                }
             }
             Action::Wake { at_ms } => {
                 if let Some(node) = self.host.borrow().node.as_ref() {
@@ -434,19 +477,18 @@ impl Shared {
         }
     }
 
-    /// Hands `chunk` to the reader (`bytes`: its bytes, when not the chunk last told).
-    fn deliver(self: &Rc<Self>, chunk: JsValue, bytes: Option<&[u8]>) {
+    /// Hands `piece` to the reader.
+    fn deliver(self: &Rc<Self>, piece: &Uint8Array) {
         let out = {
             let mut h = self.host.borrow_mut();
             if h.hook.is_some() {
-                let copy = Uint8Array::from(bytes.unwrap_or(&h.chunk_bytes));
-                h.delivered.push(copy);
+                h.delivered.push(Uint8Array::new(piece));
             }
             h.wanted = false;
             h.out.clone()
         };
         if let Some(out) = out {
-            let _ = out.enqueue_with_chunk(&chunk);
+            let _ = out.enqueue_with_chunk(piece);
         }
     }
 
@@ -713,6 +755,7 @@ impl Shared {
         h.classify = None;
         h.stream = None;
         h.delivered = Vec::new();
+        h.held.clear();
         h.chunk = JsValue::UNDEFINED;
         drop(h);
         drop((node, keep, attempt));
@@ -829,6 +872,7 @@ pub(super) async fn fetch_resumable(
             delivered: Vec::new(),
             chunk: JsValue::UNDEFINED,
             chunk_bytes: Vec::new(),
+            held: VecDeque::new(),
             last_error: None,
             reason: None,
         }),

@@ -57,17 +57,34 @@ pub fn input(line: &str) -> Result<(f64, Input<'_>), String> {
     Ok((t, input))
 }
 
+/// The bytes a host holds ([`Action::Keep`]), as a host keeps them.
+#[derive(Debug, Default)]
+pub struct Held(Vec<u8>);
+
 /// An action as its line (see the module doc); `chunk`: the last chunk
-/// reported, for [`Action::DeliverChunk`].
-pub fn describe(action: &Action, chunk: &[u8]) -> String {
-    match action {
+/// reported; `held`: what was kept of the chunks before. Holding and
+/// dropping bytes ([`Action::Keep`], [`Action::Discard`]) have no line of
+/// their own: what they do shows in what is delivered.
+pub fn describe(action: &Action, chunk: &[u8], held: &mut Held) -> Option<String> {
+    Some(match action {
+        Action::Keep => {
+            held.0.extend_from_slice(chunk);
+            return None;
+        }
+        Action::Discard(n) => {
+            held.0.drain(..(*n).min(held.0.len()));
+            return None;
+        }
+        Action::Deliver { len, .. } => {
+            let bytes: Vec<u8> = held.0.drain(..(*len).min(held.0.len())).collect();
+            format!("deliver {}", String::from_utf8_lossy(&bytes))
+        }
         Action::Connect { attempt, how: How::Plain } => format!("connect {attempt} plain"),
         Action::Connect { attempt, how: How::LastEventId(id) } => format!("connect {attempt} id:{id}"),
         Action::Connect { attempt, how: How::Hook { bytes, last_event_id } } => {
             format!("connect {attempt} hook bytes={bytes} id={}", last_event_id.as_deref().unwrap_or("-"))
         }
         Action::Abort => "abort".into(),
-        Action::Deliver(bytes) => format!("deliver {}", String::from_utf8_lossy(bytes)),
         Action::DeliverChunk => format!("deliver {}", String::from_utf8_lossy(chunk)),
         Action::Wake { at_ms } if at_ms.is_finite() => format!("wake {at_ms}"),
         Action::Wake { .. } => "wake none".into(),
@@ -79,5 +96,5 @@ pub fn describe(action: &Action, chunk: &[u8]) -> String {
             let fallback = f.error.fallback();
             format!("end {} {} bytes={bytes} {} {}", f.error.class(), f.error.detail(), fallback.status, fallback.code)
         }
-    }
+    })
 }

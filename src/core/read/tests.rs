@@ -31,6 +31,7 @@ fn play(o: ReadOptions, attempts: u32, script: &[&str]) -> Vec<String> {
     let mut r = read(o, attempts);
     let mut out = Vec::new();
     let mut chunk: &[u8] = &[];
+    let mut held = script::Held::default();
     for line in script {
         let (t, input) = script::input(line).unwrap();
         if let Input::Chunk { bytes, .. } = input {
@@ -38,7 +39,7 @@ fn play(o: ReadOptions, attempts: u32, script: &[&str]) -> Vec<String> {
         }
         r.handle(input, t, None);
         while let Some(a) = r.poll() {
-            out.push(script::describe(&a, chunk));
+            out.extend(script::describe(&a, chunk, &mut held));
         }
     }
     out
@@ -324,7 +325,7 @@ fn a_plain_body_is_read_by_its_count_as_by_its_bytes_and_an_event_stream_needs_i
             b.extend(std::iter::from_fn(|| by_count.poll()));
         }
         if event_stream {
-            assert!(!b.iter().any(|x| matches!(x, Action::Deliver(_) | Action::DeliverChunk)), "{b:?}");
+            assert!(!b.iter().any(|x| matches!(x, Action::Deliver { .. } | Action::DeliverChunk)), "{b:?}");
             assert_eq!(by_count.delivered_bytes(), 0.0);
         } else {
             assert_eq!(a, b);
@@ -433,7 +434,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// Invariant 6 and the core's rule: any sequence of inputs, at any instants, never panics; the read
-    /// ends at most once, with one `End` last among the actions, and delivers nothing after it.
+    /// ends at most once, with one `End` last among the actions, and delivers nothing after it. The host
+    /// is never told to deliver or drop more bytes than it keeps.
     #[test]
     fn any_script_ends_at_most_once_and_never_panics(
         script in proptest::collection::vec(any_input(), 0..40),
@@ -445,6 +447,7 @@ proptest! {
         r.handle(Input::Start, 0.0, None);
         let mut ends = 0;
         let mut after_end = 0;
+        let mut kept = 0usize;
         for (kind, t, bytes, status) in &script {
             let range = std::str::from_utf8(bytes).ok();
             let input = match kind {
@@ -469,10 +472,54 @@ proptest! {
                 if let Action::Wake { at_ms } = a {
                     prop_assert!(!at_ms.is_nan());
                 }
+                match a {
+                    Action::Keep => kept += bytes.len(),
+                    Action::Deliver { len: n, .. } | Action::Discard(n) => {
+                        prop_assert!(n <= kept, "{} of {} kept", n, kept);
+                        kept -= n;
+                    }
+                    _ => {}
+                }
             }
         }
         prop_assert!(ends <= 1);
         prop_assert_eq!(after_end, 0);
         prop_assert_eq!(ends == 1, r.ended());
+    }
+}
+
+#[test]
+fn an_event_held_whole_is_kept_by_the_host_and_handed_on_as_read_past_the_default_cap() {
+    // The machine counts what an unfinished event holds; the host keeps the bytes. A delivery up to
+    // the default event cap is joined; a longer one (raised caps) goes in the pieces it was read in.
+    for (pieces, join) in [(4, true), (JOIN_MAX / 4096 + 1, false)] {
+        let o = ReadOptions { max_event_bytes: 64 << 20, max_line_bytes: 64 << 20, ..O };
+        let mut r = read(o, 3);
+        let head = Head {
+            status: 200,
+            event_stream: true,
+            content_range: None,
+            body: true,
+            failure: None,
+            server_wait_ms: None,
+        };
+        r.handle(Input::Start, 0.0, None);
+        r.handle(Input::Head(head), 1.0, None);
+        let data = vec![b'x'; 4096];
+        let mut actions = Vec::new();
+        r.handle(Input::Chunk { bytes: b"data: ", progress: None }, 2.0, None);
+        actions.extend(std::iter::from_fn(|| r.poll()));
+        for _ in 0..pieces {
+            r.handle(Input::Chunk { bytes: &data, progress: None }, 3.0, None);
+            actions.extend(std::iter::from_fn(|| r.poll()));
+        }
+        r.handle(Input::Chunk { bytes: b"\n\n", progress: None }, 4.0, None);
+        actions.extend(std::iter::from_fn(|| r.poll()));
+        let keeps = actions.iter().filter(|a| matches!(a, Action::Keep)).count();
+        assert_eq!(keeps, pieces + 2, "every chunk of the unfinished event is kept by the host");
+        let len = 6 + pieces * 4096 + 2;
+        let delivered: Vec<_> = actions.iter().filter(|a| matches!(a, Action::Deliver { .. })).collect();
+        assert_eq!(delivered, [&Action::Deliver { len, join }]);
+        assert_eq!(r.delivered_bytes(), len as f64);
     }
 }

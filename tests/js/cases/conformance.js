@@ -229,13 +229,14 @@ const ops = {
     const dec = new TextDecoder();
     let delivered = "";
     let refused = "none";
+    const held = new Held();
     try {
       for (const c of a.chunks) {
         const chunk = enc.encode(c);
-        // The first action comes with the chunk (plus 8 when more follow: `poll` gives them).
-        for (let kind = m.chunk(1, chunk, undefined) & 7; kind !== 0; kind = m.poll()) {
-          if (kind === 6) delivered += dec.decode(chunk);
-          else if (kind === 3) delivered += dec.decode(m.bytes());
+        // The first action comes with the chunk (plus 16 when more follow: `poll` gives them).
+        for (let kind = m.chunk(1, chunk, undefined) & 15; kind !== 0; kind = m.poll()) {
+          const bytes = held.apply(kind, m, chunk);
+          if (bytes !== undefined) delivered += dec.decode(bytes);
           else if (kind === 5 && m.ending() === 3) {
             const [cls, detail] = m.error();
             refused = cls === "StreamTooLarge" ? detail : `${cls} ${detail}`;
@@ -521,6 +522,30 @@ function sseMachine(maxEventBytes, maxLineBytes) {
   return m;
 }
 
+/**
+ * The bytes a host keeps for a ReadMachine (7), as src/core/read/script.rs
+ * `Held` keeps them: `apply` answers what an action delivers (3, 6, 9), or
+ * undefined.
+ */
+class Held {
+  bytes = new Uint8Array(0);
+  apply(kind, m, chunk) {
+    if (kind === 6) return chunk;
+    if (kind === 7) {
+      const all = new Uint8Array(this.bytes.length + chunk.length);
+      all.set(this.bytes);
+      all.set(chunk, this.bytes.length);
+      this.bytes = all;
+    } else if (kind === 3 || kind === 8 || kind === 9) {
+      const n = m.count();
+      const out = this.bytes.subarray(0, n);
+      this.bytes = this.bytes.subarray(n);
+      if (kind !== 8) return out;
+    }
+    return undefined;
+  }
+}
+
 /** The `read` op: drives a ReadMachine through `a.script`; its actions as lines, and the end's fallback words. */
 function readScript(a) {
   const run = new glue.RetryRun(a.deadlineAt, undefined, undefined, a.backoffMs, a.backoffMs, 0, undefined, a.maxAttempts, true, undefined, false, 7n);
@@ -531,6 +556,7 @@ function readScript(a) {
   const actions = [];
   let reason;
   let chunk; // the last chunk given, for a "deliver it as it came" (6)
+  const held = new Held();
   let first; // the first action a chunk answers with
   try {
     for (const line of a.script) {
@@ -565,16 +591,17 @@ function readScript(a) {
         default:
           throw new AssertionError(`no input ${verb}`);
       }
-      const answered = (first ?? m.poll()) & 7; // plus 8 when more follow
+      const answered = (first ?? m.poll()) & 15; // plus 16 when more follow
       first = undefined;
       for (let kind = answered; kind !== 0; kind = m.poll()) {
-        if (kind === 1) {
+        const bytes = held.apply(kind, m, chunk);
+        if (bytes !== undefined) actions.push(`deliver ${dec.decode(bytes)}`);
+        else if (kind === 7 || kind === 8) continue;
+        else if (kind === 1) {
           const how = m.how();
           const id = m.lastEventId();
           actions.push(`connect ${m.attempt()} ${how === 0 ? "plain" : how === 1 ? `id:${id}` : `hook bytes=${m.deliveredBytes()} id=${id ?? "-"}`}`);
         } else if (kind === 2) actions.push("abort");
-        else if (kind === 3) actions.push(`deliver ${dec.decode(m.bytes())}`);
-        else if (kind === 6) actions.push(`deliver ${dec.decode(chunk)}`);
         else if (kind === 4) actions.push(`wake ${m.at() === Infinity ? "none" : m.at()}`);
         else {
           const ending = m.ending();

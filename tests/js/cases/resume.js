@@ -360,6 +360,46 @@ export default [
     },
   },
   {
+    name: "resume: an event held whole past raised caps reaches the reader once and intact; a broken attempt's half of it never does",
+    run: async (lib) => {
+      // Longer than the default event cap (16 MiB): the bytes are kept where they were read and handed on as read.
+      const big = 17 * 1024 * 1024 + 5;
+      const piece = enc.encode("x".repeat(64 * 1024));
+      const xs = (n) => [...Array(Math.floor(n / piece.length)).fill(piece), piece.subarray(0, n % piece.length)];
+      const body = (parts, close) =>
+        new Response(
+          new ReadableStream({
+            pull(c) {
+              const p = parts.shift();
+              if (p !== undefined) return c.enqueue(typeof p === "string" ? enc.encode(p) : p);
+              if (close) return c.close();
+              c.error(new Error("connection reset"));
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
+      const asked = [];
+      const res = await lib.relay(
+        (signal, info) => {
+          asked.push(info.headers["last-event-id"]);
+          // The first attempt breaks 6 MiB into the second event; the resumed one sends it whole.
+          if (info.attempt === 1) return body(["id: 1\ndata: a\n\n", "id: 2\ndata: ", ...xs(6 * 1024 * 1024)], false);
+          return body(["id: 2\ndata: ", ...xs(big), "\n\nid: 3\ndata: c\n\n"], true);
+        },
+        { deadline: lib.Deadline.in(20_000), retry: { backoff: { baseMs: 1, maxMs: 1, jitter: 0 } }, maxEventBytes: 32 * 1024 * 1024, maxLineBytes: 32 * 1024 * 1024 },
+      );
+      const { text, error } = await readAll(res);
+      equal(error, undefined);
+      equal(asked.join(), ",1", "resumed once, by id");
+      const head = "id: 1\ndata: a\n\nid: 2\ndata: ";
+      const tail = "\n\nid: 3\ndata: c\n\n";
+      equal(text.length, head.length + big + tail.length, "every byte once, none of the broken attempt's half event");
+      equal(text.slice(0, head.length), head);
+      equal(text.slice(-tail.length), tail);
+      ok(/^x*$/.test(text.slice(head.length, -tail.length)), "the held event is intact");
+    },
+  },
+  {
     name: "resume: a line past maxLineBytes ends a relayed stream with LINE_TOO_LONG; the caps are checked as options",
     run: async (lib) => {
       const reasons = [];

@@ -673,21 +673,26 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         // The host delay a wait becomes: the core's `timer_ms`, which the Rust host arms with.
         "timers.timerMs" => Ok(out.with("value", timer_ms(num_arg(a, "ms")?).into())),
         "timers.order" => Ok(out.with("value", timers_order(a).await?.into())),
-        // The core's cut with caps (js/resume.js's EventCutter is its twin): what
+        // The core's cut with caps, the bytes held as a host holds them: what
         // reaches the reader, joined, and the refusal's code ("none").
         "resume.cut" => {
             let mut cut = edge_deadline::core::resume::EventCut::with_caps(
                 num_arg(a, "maxEventBytes")? as usize,
                 num_arg(a, "maxLineBytes")? as usize,
             );
-            let mut events = Vec::new();
+            let (mut events, mut held, mut delivered) = (Vec::new(), Vec::new(), Vec::new());
             let mut refused = "none";
             for chunk in arg(a, "chunks")?.as_array().ok_or("'chunks' is not a list")? {
-                if let Err(r) = cut.push(chunk.as_str().ok_or("a chunk is not a string")?.as_bytes(), &mut events) {
+                let chunk = chunk.as_str().ok_or("a chunk is not a string")?.as_bytes();
+                held.extend_from_slice(chunk);
+                if let Err(r) = cut.push(chunk, &mut events) {
                     refused = r.code();
                 }
+                held.drain(..cut.dropped());
+                for e in events.drain(..) {
+                    delivered.extend(held.drain(..e.len));
+                }
             }
-            let delivered: Vec<u8> = events.into_iter().flat_map(|e| e.bytes).collect();
             Ok(out
                 .with("delivered", String::from_utf8_lossy(&delivered).into_owned().into())
                 .with("refused", refused.into()))
@@ -1198,6 +1203,7 @@ fn read_script(a: &Map<String, Value>) -> Result<(Vec<String>, Option<String>), 
     let mut read = Read::new(o, run);
     let (mut actions, mut reason) = (Vec::new(), None);
     let mut chunk: &[u8] = &[];
+    let mut held = script::Held::default();
     for line in arg(a, "script")?.as_array().ok_or("'script' is not a list")? {
         let (t, input) = script::input(line.as_str().ok_or("a script line is not a string")?)?;
         if let Input::Chunk { bytes, .. } = input {
@@ -1208,7 +1214,7 @@ fn read_script(a: &Map<String, Value>) -> Result<(Vec<String>, Option<String>), 
             if let Action::End(Ending::Failed(f)) = &action {
                 reason = Some(f.error.fallback().reason);
             }
-            actions.push(script::describe(&action, chunk));
+            actions.extend(script::describe(&action, chunk, &mut held));
         }
     }
     Ok((actions, reason))

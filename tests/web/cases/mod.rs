@@ -280,6 +280,7 @@ macro_rules! for_each_case {
             resume::resume_a_failed_connection_with_too_little_time_left_is_the_error,
             resume::resume_an_attempt_timeout_is_refused_before_any_io,
             resume::resume_an_event_past_max_event_bytes_ends_the_stream_at_once,
+            resume::resume_an_event_held_past_raised_caps_reaches_the_reader_whole,
             resume::resume_past_the_remembered_ids_a_replay_from_an_older_id_delivers_no_duplicate,
             resume::resume_when_the_attempts_run_out_the_readers_error_is_ours_with_what_was_delivered,
             resume::resume_a_reader_slower_than_the_stall_limit_is_not_a_stall,

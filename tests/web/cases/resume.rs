@@ -418,6 +418,28 @@ pub async fn resume_an_event_past_max_event_bytes_ends_the_stream_at_once(ctx: &
     Ok(())
 }
 
+pub async fn resume_an_event_held_past_raised_caps_reaches_the_reader_whole(ctx: &Ctx) -> Outcome {
+    // Longer than the default event cap: the host keeps the bytes where it read them and, at the body's end,
+    // hands the unfinished event on as it came.
+    let k = key("held-whole");
+    let total = 272 * 64 * 1024;
+    let url = format!("{}/resume/sse?key={k}&events=3&endless={total}", ctx.fixture()?);
+    let d = Deadline::in_ms(20_000.0).unwrap();
+    let cap = 32.0 * 1024.0 * 1024.0;
+    let options =
+        FetchOptions::new(&d).stall_ms(5_000.0).retry(stream_retry()).max_event_bytes(cap).max_line_bytes(cap);
+    let res = fetch_with_deadline(&url.into(), None, options).await.map_err(|e| e.to_string())?;
+    let got = read_events(&res).await?;
+    ensure!(got.error.is_none(), "errored with {:?}", got.error);
+    ensure!(got.ids == [1, 2, 3], "events {:?}", got.ids);
+    let text = got.chunks.concat();
+    let (events, held) = text.split_at(text.rfind("\n\n").ok_or("no event")? + 2);
+    ensure!(events.ends_with("data: {\"i\":3}\n\n"), "the events before it");
+    ensure!(held.len() == 6 + total, "{} bytes of the held event reached the reader, not {}", held.len(), 6 + total);
+    ensure!(held.starts_with("data: ") && held[6..].bytes().all(|b| b == b'x'), "the held event is not intact");
+    Ok(())
+}
+
 pub async fn resume_past_the_remembered_ids_a_replay_from_an_older_id_delivers_no_duplicate(ctx: &Ctx) -> Outcome {
     // 2 500 events delivered, then a stall; asked with Last-Event-ID: 2500, the upstream would replay from 1 000.
     let k = key("unchecked");
