@@ -52,7 +52,7 @@ for (const size of [16, 128, 1024]) {
       // The reader kept the last piece from t to its next read (told with the chunk, as js/resume.js does).
       const back = performance.now();
       const t = performance.now();
-      const first = m.chunk(t, chunk, undefined, held, back);
+      const first = m.chunk(t, chunk, undefined, held ?? NaN, back);
       held = t;
       if (first === 6) n++; // the chunk as it came, nothing more: the common case
       else for (let kind = first & 15; kind !== 0; kind = m.poll()) if (kind === 6 || (kind === 3 && m.count() > 0)) n++;

@@ -623,7 +623,8 @@ export function resumable(connect, s) {
     heldAt = heldTo = undefined;
     if (!lend()) return -1;
     // A body that is not an event stream: the machine needs only the count (no bytes cross).
-    const first = a.sse ? m.chunk(t1, bytes, progress, from, to) : m.chunkLen(t1, bytes.byteLength, progress, from, to);
+    // The instants go as numbers, NaN for none (src/wasm/read.rs `chunk`).
+    const first = a.sse ? m.chunk(t1, bytes, progress, from ?? NaN, to ?? NaN) : m.chunkLen(t1, bytes.byteLength, progress, from ?? NaN, to ?? NaN);
     giveBack();
     return first;
   }

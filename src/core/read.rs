@@ -245,8 +245,9 @@ pub enum Ending {
     HandBack,
     /// The reader cancelled.
     Cancelled,
-    /// The read failed: the reader's error.
-    Failed(ReadFailure),
+    /// The read failed: the reader's error (boxed: an action stays small, so
+    /// moving one per chunk copies a few words).
+    Failed(Box<ReadFailure>),
 }
 
 /// A failed read: the reader's error and what a public client is told.
@@ -623,8 +624,7 @@ impl Read {
             let mark = self.actions.len();
             self.fail(Why::Error(failure, head.server_wait_ms, Cause::Status(head.status)), now_ms, budget);
             // Before anything was read, an answer that is not retried is the reader's, as it is: not aborted.
-            if let Some(Action::End(Ending::Failed(ReadFailure { error: ReadError::Last(_), .. }))) =
-                self.actions.back()
+            if matches!(self.actions.back(), Some(Action::End(Ending::Failed(f))) if matches!(f.error, ReadError::Last(_)))
             {
                 self.actions.truncate(mark);
                 self.actions.push_back(Action::Wake { at_ms: f64::INFINITY });
@@ -880,7 +880,7 @@ impl Read {
             _ if self.first_sse.is_none() => None,
             _ => Some(self.bytes),
         };
-        self.end(Ending::Failed(ReadFailure { error, delivered_bytes }));
+        self.end(Ending::Failed(Box::new(ReadFailure { error, delivered_bytes })));
     }
 
     #[inline(never)]

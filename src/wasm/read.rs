@@ -110,19 +110,16 @@ impl ReadMachineJs {
     }
 
     /// [`Input::Chunk`]: `progress`, the caller's predicate's answer; when
-    /// `held_from` is given, a hold the host has not told yet comes first
-    /// ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at `held_to`, if
-    /// given): the reader kept the last piece meanwhile. Answers the first
-    /// action as [`poll`](Self::poll) does, plus 16 when more follow (then
-    /// `poll` gives them; without, it gives none): calls less per chunk.
-    pub fn chunk(
-        &mut self,
-        now_ms: f64,
-        bytes: &[u8],
-        progress: Option<bool>,
-        held_from: Option<f64>,
-        held_to: Option<f64>,
-    ) -> u8 {
+    /// `held_from` is a number (not NaN), a hold the host has not told yet
+    /// comes first ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at
+    /// `held_to`, if a number): the reader kept the last piece meanwhile.
+    /// Answers the first action as [`poll`](Self::poll) does, plus 16 when
+    /// more follow (then `poll` gives them; without, it gives none): calls
+    /// less per chunk. The instants are numbers, NaN for none, not options:
+    /// an option crosses as a JS boolean and a number, and JavaScriptCore
+    /// (Bun) converts a boolean argument on a slow path, on every chunk
+    /// (BENCHMARKS.md, "Streams that recover").
+    pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>, held_from: f64, held_to: f64) -> u8 {
         self.held(held_from, held_to);
         self.handle(Input::Chunk { bytes, progress }, now_ms);
         self.first()
@@ -131,25 +128,18 @@ impl ReadMachineJs {
     /// [`Input::Counted`]: a chunk of a body that is not an event stream,
     /// by its length (its bytes do not cross); otherwise as [`chunk`](Self::chunk).
     #[wasm_bindgen(js_name = chunkLen)]
-    pub fn chunk_len(
-        &mut self,
-        now_ms: f64,
-        len: f64,
-        progress: Option<bool>,
-        held_from: Option<f64>,
-        held_to: Option<f64>,
-    ) -> u8 {
+    pub fn chunk_len(&mut self, now_ms: f64, len: f64, progress: Option<bool>, held_from: f64, held_to: f64) -> u8 {
         self.held(held_from, held_to);
         self.handle(Input::Counted { len: len as usize, progress }, now_ms);
         self.first()
     }
 
     /// A hold the host has not told yet: [`Input::Hold`] at `from`, then
-    /// [`Input::Unhold`] at `to`, if given.
-    fn held(&mut self, from: Option<f64>, to: Option<f64>) {
-        if let Some(from) = from {
+    /// [`Input::Unhold`] at `to`, each if not NaN.
+    fn held(&mut self, from: f64, to: f64) {
+        if !from.is_nan() {
             self.handle(Input::Hold, from);
-            if let Some(to) = to {
+            if !to.is_nan() {
                 self.handle(Input::Unhold, to);
             }
         }

@@ -234,7 +234,7 @@ const ops = {
       for (const c of a.chunks) {
         const chunk = enc.encode(c);
         // The first action comes with the chunk (plus 16 when more follow: `poll` gives them).
-        for (let kind = m.chunk(1, chunk, undefined) & 15; kind !== 0; kind = m.poll()) {
+        for (let kind = m.chunk(1, chunk, undefined, NaN, NaN) & 15; kind !== 0; kind = m.poll()) {
           const bytes = held.apply(kind, m, chunk);
           if (bytes !== undefined) delivered += dec.decode(bytes);
           else if (kind === 5 && m.ending() === 3) {
@@ -254,7 +254,7 @@ const ops = {
   "resume.ids": (lib, a) => {
     const m = sseMachine(a.count * 32 + 64, 64);
     try {
-      m.chunk(1, new TextEncoder().encode(Array.from({ length: a.count }, (_, i) => `id: ${i + 1}\ndata: x\n\n`).join("")), undefined);
+      m.chunk(1, new TextEncoder().encode(Array.from({ length: a.count }, (_, i) => `id: ${i + 1}\ndata: x\n\n`).join("")), undefined, NaN, NaN);
       while (m.poll() !== 0);
       return { checkable: m.checkable() };
     } finally {
@@ -580,7 +580,7 @@ function readScript(a) {
           break;
         case "chunk":
           chunk = enc.encode(rest);
-          first = m.chunk(now, chunk, undefined);
+          first = m.chunk(now, chunk, undefined, NaN, NaN);
           break;
         case "fail":
           m.failed(now, rest, undefined);
