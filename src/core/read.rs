@@ -702,7 +702,8 @@ impl Read {
                 if !id.is_empty() {
                     self.ids.record(&id);
                 }
-                self.last_id = id;
+                let old = std::mem::replace(&mut self.last_id, id);
+                self.cut.recycle_id(old);
             }
             self.content |= event.content;
             out += event.len;

@@ -484,6 +484,8 @@ pub struct EventCut {
     bom: Option<usize>,
     keep_bom: bool,
     dropped: usize,
+    /// An id's buffer given back ([`EventCut::recycle_id`]), for the next id.
+    spare_id: Option<String>,
     max_event: usize,
     max_line: usize,
     refused: Option<CutRefusal>,
@@ -516,6 +518,7 @@ impl EventCut {
             bom: Some(0),
             keep_bom: true,
             dropped: 0,
+            spare_id: None,
             max_event,
             max_line,
             refused: None,
@@ -553,6 +556,12 @@ impl EventCut {
         self.content = false;
         self.id = None;
         std::mem::take(&mut self.pending)
+    }
+
+    /// Gives back the buffer of an event's id that is no longer needed, for
+    /// the next id to fill (no allocation per event with an id).
+    pub fn recycle_id(&mut self, id: String) {
+        self.spare_id = Some(id);
     }
 
     /// How many bytes of a byte-order mark the last push dropped
@@ -659,7 +668,10 @@ impl EventCut {
                     // Past the cap: no longer resumable by id from here (as an empty id says).
                     self.id = Some(String::new());
                 } else if !value.contains(&0) {
-                    self.id = Some(String::from_utf8_lossy(value).into_owned());
+                    let mut id = self.spare_id.take().unwrap_or_default();
+                    id.clear();
+                    id.push_str(&String::from_utf8_lossy(value));
+                    self.id = Some(id);
                 }
             }
         }
