@@ -29,5 +29,6 @@ export { tracing } from "./otel.js";
 // and the "design:" rows of bench/ (a raw Wasm call against the API's). An
 // object, not `export * as`: a bundler drops it when nothing reads it.
 // The streamed read's machine and its retry loop, for the conformance op `read` (tests/js/cases/conformance.js).
-import { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun } from "./edge_deadline.js";
-export const glue = { budget, headerFormats, initSync, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun };
+// Which content types are an event stream, for the conformance op `sse.isEventStream`.
+import { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun } from "./edge_deadline.js";
+export const glue = { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun };

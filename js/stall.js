@@ -144,9 +144,9 @@ export function redacted(error) {
   return copy;
 }
 
-/** Whether a `content-type` is Server-Sent Events. */
+/** Whether a `content-type` is Server-Sent Events (src/core/sse.rs `is_event_stream`). */
 export function isEventStream(type) {
-  return typeof type === "string" && /^\s*text\/event-stream\s*(;|$)/i.test(type);
+  return typeof type === "string" && core.isEventStream(type);
 }
 
 // ---- input checks (types here; ranges in the core) -----------------------------------------

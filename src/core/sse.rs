@@ -111,9 +111,40 @@ impl SseLine {
     }
 }
 
+/// Whether a `Content-Type` value names Server-Sent Events: its essence
+/// (the type and subtype, before any `;` parameter), without the HTTP
+/// whitespace around it (tab, LF, CR and space, as Fetch trims a MIME type),
+/// is `text/event-stream` in any case. Any other character, a Unicode space
+/// included, makes it another type. Both hosts ask this, for every answer
+/// they read (the `sse.isEventStream` rows of tests/conformance).
+pub fn is_event_stream(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default();
+    essence.trim_matches(|c| matches!(c, '\t' | '\n' | '\r' | ' ')).eq_ignore_ascii_case("text/event-stream")
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_stream_is_its_essence_between_http_whitespace() {
+        for yes in
+            ["text/event-stream", "TEXT/Event-Stream", " \ttext/event-stream ; charset=utf-8", "text/event-stream;"]
+        {
+            assert!(is_event_stream(yes), "{yes:?}");
+        }
+        for no in [
+            "",
+            "text/event-streams",
+            "text/html",
+            "text/event-stream\u{85}",
+            "\u{a0}text/event-stream",
+            "text/event-stream\u{b}",
+            "text/event-stream,text/html",
+        ] {
+            assert!(!is_event_stream(no), "{no:?}");
+        }
+    }
 
     fn chunks(parts: &[&str]) -> Vec<bool> {
         let mut s = SseLine::new();

@@ -59,6 +59,12 @@ pub fn sse_scan_text(line: u8, text: &str) -> u32 {
     sse_scan(line, text.as_bytes())
 }
 
+/// [`crate::core::sse::is_event_stream`].
+#[wasm_bindgen(js_name = isEventStream)]
+pub fn is_event_stream(content_type: &str) -> bool {
+    crate::core::sse::is_event_stream(content_type)
+}
+
 #[wasm_bindgen(js_name = stalledText)]
 pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> String {
     crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()

@@ -14,11 +14,11 @@ use web_sys::{AbortController, AbortSignal, Headers, ReadableStream, Request, Re
 
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
-use super::sse::is_event_stream;
 use super::stall::{watch, ProgressFn, StallOptions};
 use super::timers::Timeout;
 use super::{sys, Error};
 use crate::core::headers;
+use crate::core::sse::is_event_stream;
 use crate::core::stall::{default_first_chunk_ms, Decision, Snapshot, StallConfig, StallError, Verdict, NO_LIMIT};
 
 /// Abort listeners from several signals onto one controller, removed on drop.

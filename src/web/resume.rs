@@ -71,13 +71,13 @@ use super::attempt::{add_budget_headers, budget_formats, request_headers, rewrap
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
 use super::retry::{asked_wait, own_deadline, random_seed, reports, Classify, RetryBudget, RetryOptions};
-use super::sse::is_event_stream;
 use super::stall::{ignore_rejection, ProgressFn};
 use super::timers::{child, Child, KeepAlive, Parent, Parents};
 use super::{sys, Error};
 use crate::core::read::{Action, Cause, Ending, Head, How, Input, Read, ReadError, ReadFailure, ReadOptions};
 use crate::core::resume::NOT_RESUMABLE;
 use crate::core::retry::{Failure, RetryRun};
+use crate::core::sse::is_event_stream;
 
 /// Whether this runtime's `Headers` take any text and send it as UTF-8
 /// (workerd), not a ByteString only.

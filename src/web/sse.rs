@@ -125,10 +125,3 @@ pub fn sse_progress() -> impl FnMut(&JsValue) -> Result<bool, Error> + 'static {
         ))
     }
 }
-
-/// Whether a `content-type` is Server-Sent Events.
-pub(crate) fn is_event_stream(content_type: &str) -> bool {
-    let t = content_type.trim_start();
-    let Some(head) = t.get(..17) else { return false };
-    head.eq_ignore_ascii_case("text/event-stream") && matches!(t[17..].trim_start().chars().next(), None | Some(';'))
-}

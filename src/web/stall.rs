@@ -61,9 +61,10 @@ use web_sys::{
 };
 
 use super::errors::StallPhase;
-use super::sse::{is_event_stream, sse_progress};
+use super::sse::sse_progress;
 use super::timers::{child, Child, KeepAlive, Parent, Parents};
 use super::{sys, Deadline, Error};
+use crate::core::sse::is_event_stream;
 use crate::core::stall::{Notes, Phase, StallConfig, StallError, StallWatcher, Step, Verdict};
 
 /// Decides whether a chunk is progress (the default: any chunk of non-zero size).

@@ -31,11 +31,12 @@ use web_sys::{
 };
 
 use super::super::guard::{Ended, Guard};
-use super::super::sse::{is_event_stream, sse_progress};
+use super::super::sse::sse_progress;
 use super::super::stall::{with_stall_timeout, ProgressFn, StallOptions};
 use super::super::{sys, Error, StallPhase};
 use super::{core, Decision, Outcome, Plan, Recorder, StepKind, StepResult};
 use crate::core::plan::{stream_verdict, FallbackAnswer, FallbackScope, StreamEnd, StreamNext, StreamVerdict};
+use crate::core::sse::is_event_stream;
 use crate::core::stall::NO_LIMIT;
 
 /// The answer when nothing was sent: `(reason, signal, budget_ms)`.

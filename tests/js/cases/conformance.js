@@ -265,6 +265,8 @@ const ops = {
   // its binding): the script's inputs in, the actions out, one line each
   // (the format of src/core/read/script.rs).
   read: (lib, a) => readScript(a),
+  // Which content types the hosts read as an event stream (both ask the core).
+  "sse.isEventStream": (lib, a) => ({ answers: a.types.map((t) => glue.isEventStream(t)).join() }),
   // One SSE progress predicate fed `chunks` (as bytes, split as given): which of them are progress.
   "sse.progress": (lib, a) => {
     const isProgress = lib.createSseProgress();

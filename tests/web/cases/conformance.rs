@@ -710,6 +710,18 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
             let (actions, reason) = read_script(a)?;
             Ok(out.with("actions", actions.into()).with("reason", reason.map_or(Value::Null, Value::from)))
         }
+        // Which content types the host reads as an event stream (it asks the core).
+        "sse.isEventStream" => {
+            let types = arg(a, "types")?.as_array().ok_or("'types' is not a list")?;
+            let answers: Result<Vec<String>, String> = types
+                .iter()
+                .map(|t| {
+                    Ok(edge_deadline::core::sse::is_event_stream(t.as_str().ok_or("a type is not a string")?)
+                        .to_string())
+                })
+                .collect();
+            Ok(out.with("answers", answers?.join(",").into()))
+        }
         "sse.progress" => {
             let mut is_progress = edge_deadline::web::sse_progress();
             let mut seen = Vec::new();
