@@ -27,6 +27,11 @@ fn read(o: ReadOptions, attempts: u32) -> Read {
     Read::new(o, RetryRun::new(options.policy().unwrap(), o.deadline_at, 7, false).unwrap())
 }
 
+/// A 200 answer with an event stream.
+fn sse_ok() -> Head<'static> {
+    Head { status: 200, event_stream: true, content_range: None, body: true, failure: None, server_wait_ms: None }
+}
+
 fn play(o: ReadOptions, attempts: u32, script: &[&str]) -> Vec<String> {
     let mut r = read(o, attempts);
     let mut out = Vec::new();
@@ -388,18 +393,7 @@ fn whether_a_resume_by_id_can_be_checked_is_there_for_the_host() {
     for (n, checkable) in [(0, true), (1025, true), (1026, false)] {
         let mut r = read(o, 3);
         r.handle(Input::Start, 0.0, None);
-        r.handle(
-            Input::Head(Head {
-                status: 200,
-                event_stream: true,
-                content_range: None,
-                body: true,
-                failure: None,
-                server_wait_ms: None,
-            }),
-            1.0,
-            None,
-        );
+        r.handle(Input::Head(sse_ok()), 1.0, None);
         r.handle(Input::Chunk { bytes: events(n).as_bytes(), progress: None }, 2.0, None);
         assert_eq!(r.ids_checkable(), checkable, "{n} ids");
     }
@@ -495,16 +489,8 @@ fn an_event_held_whole_is_kept_by_the_host_and_handed_on_as_read_past_the_defaul
     for (pieces, join) in [(4, true), (JOIN_MAX / 4096 + 1, false)] {
         let o = ReadOptions { max_event_bytes: 64 << 20, max_line_bytes: 64 << 20, ..O };
         let mut r = read(o, 3);
-        let head = Head {
-            status: 200,
-            event_stream: true,
-            content_range: None,
-            body: true,
-            failure: None,
-            server_wait_ms: None,
-        };
         r.handle(Input::Start, 0.0, None);
-        r.handle(Input::Head(head), 1.0, None);
+        r.handle(Input::Head(sse_ok()), 1.0, None);
         let data = vec![b'x'; 4096];
         let mut actions = Vec::new();
         r.handle(Input::Chunk { bytes: b"data: ", progress: None }, 2.0, None);
