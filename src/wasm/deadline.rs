@@ -8,11 +8,10 @@
 //! cost one per call; nothing structured crosses here (the header and
 //! platform constructors cross in their own modules).
 //!
-//! Measured (`node bench/run.mjs deadline`, its "design:" rows):
-//! `budget(at, now, pref)` through Wasm 277 ns in Node and 290 ns in Deno,
-//! against 178 and 311 ns for the JS `remaining()` beside it, so a scalar
-//! call is not where a deadline's time goes, and an object per call would
-//! be.
+//! Measured (`node bench/run.mjs deadline`, its "design:" rows, in
+//! BENCHMARKS.md): `budget(at, now, pref)` through Wasm costs about what the
+//! JS `remaining()` beside it does, so a scalar call is not where a
+//! deadline's time goes, and an object per call would be.
 //!
 //! Errors cross through [`super::to_js`]: `DeadlineExceeded` and
 //! `InsufficientBudget` as the branded classes (with the core's message, the
