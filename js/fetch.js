@@ -88,7 +88,8 @@ export async function fetchWithDeadline(input, init, opts) {
   if (raise !== undefined) init = { ...init, ...raise };
   // Range checks before any I/O (the core names the parameter).
   const t0 = now();
-  core.stallStart(firstChunkMs, stallMs, at, t0, t0);
+  // Numbers only (src/wasm/stall.rs, "Numbers in, one number out"): a limit left out as the core's default.
+  core.stallStart(firstChunkMs ?? core.firstChunkWait(at, t0), stallMs ?? core.StallWatcher.noLimit(), at, t0, t0);
   const firstByteDelay = firstByteMs === undefined ? undefined : core.firstByteWake(firstByteMs, t0, t0);
   const requestSignal = typeof Request !== "undefined" && input instanceof Request ? input.signal : undefined;
   const retry = resumeOptions(o, where);

@@ -114,7 +114,7 @@ async function start(upstream, options) {
   if (userSignal) link(userSignal);
   // Not given: the core's default wait for first content, from where it
   // starts (the call; the headers when `firstByteMs` bounds the wait for them).
-  const firstChunkMs = firstChunkGiven ?? (firstByteMs === undefined ? core.firstChunkWait(deadline?.at, started) : undefined);
+  const firstChunkMs = firstChunkGiven ?? (firstByteMs === undefined ? core.firstChunkWait(deadline?.at ?? NaN, started) : undefined);
   // The wait for headers: `firstByteMs`, else what `firstChunkMs` allows (it runs from the call).
   const headersMs = firstByteMs ?? firstChunkMs;
   // Tracing (js/otel.js): the upstream's stream span, from the call, as fetchWithDeadline's is from

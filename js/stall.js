@@ -95,6 +95,7 @@ const noop = () => {};
 /** The core's burst rule (src/core/stall.rs BURST_GAP_MS, BURST_RUN), read once the core is loaded. */
 let BURST_GAP_MS = 0;
 let BURST_RUN = 0;
+let NO_STALL_LIMIT = 0; // the core's stallMs when it is left out
 
 /**
  * What a public client is told about `reason` (the core's `fallbackAnswer`):
@@ -281,8 +282,17 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
   const since = startedAt ?? t0;
   // Not given: the core's default wait for first content, from where the wait starts.
   const defaultWait = firstChunkMs === undefined;
-  firstChunkMs ??= core.firstChunkWait(at, since);
-  const first = core.stallStart(firstChunkMs, stallMs, at, since, t0);
+  if (BURST_RUN === 0) {
+    BURST_GAP_MS = core.StallWatcher.burstGapMs();
+    BURST_RUN = core.StallWatcher.burstRun();
+    NO_STALL_LIMIT = core.StallWatcher.noLimit();
+  }
+  // The watcher's calls take numbers only (src/wasm/stall.rs, "Numbers in,
+  // one number out"): NaN for no deadline, a limit left out as the core's default.
+  const atOrNaN = at ?? NaN;
+  firstChunkMs ??= core.firstChunkWait(atOrNaN, since);
+  const stallLimit = stallMs ?? NO_STALL_LIMIT;
+  const first = core.stallStart(firstChunkMs, stallLimit, atOrNaN, since, t0);
   if (t != null) {
     if (span === undefined) span = streamSpan(t, firstChunkMs, stallMs, at, t0, firstByteMs, attempt);
     // A span started before the headers (fetchWithDeadline's, relay's) learns the default wait now.
@@ -290,18 +300,14 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
   }
   /** @type {core.StallWatcher | undefined} */
   let w;
-  const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallMs, at, since, t0));
-  if (BURST_RUN === 0) {
-    BURST_GAP_MS = core.StallWatcher.burstGapMs();
-    BURST_RUN = core.StallWatcher.burstRun();
-  }
+  const watcher = () => (w ??= new core.StallWatcher(firstChunkMs, stallLimit, atOrNaN, since, t0));
   // The notes (src/core/stall.rs `Notes`): what happened, written per chunk without asking the watcher.
   let chunks = 0;
   let bytes = 0;
   let progress = 0; // progress chunks
-  let lastProgressAt; // the latest timed progress chunk; undefined until the first
+  let lastProgressAt = NaN; // the latest timed progress chunk; NaN until the first
   let heldMs = 0; // time in holds that ended since lastProgressAt (since the start before it)
-  let heldSince; // when the chunk read ahead began to wait for a read; undefined: none waits (invariant 3)
+  let heldSince = NaN; // when the chunk read ahead began to wait for a read; NaN: none waits (invariant 3)
   let burst = 0; // timed progress chunks in a row less than BURST_GAP_MS apart (held time not counted)
   let sampling = false; // the watcher's: progress is counted, not timed
   let woke = false; // the wake-up came during the current hold: ask the watcher when it ends
@@ -328,9 +334,9 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
     else releaseHold();
   }
 
-  /** The watcher's answer: the instant to wake at (Infinity: none), or undefined: the stream ends. */
+  /** The watcher's answer: the instant to wake at (Infinity: none), or NaN: the stream ends. */
   function step(wakeAt) {
-    if (wakeAt === undefined) return fail(verdict());
+    if (wakeAt !== wakeAt) return fail(verdict());
     node.rearm(wakeAt);
     keep();
   }
@@ -349,7 +355,7 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
   /** The one wake-up came. */
   function onTimer() {
     if (settled) return;
-    if (heldSince !== undefined) woke = true;
+    if (heldSince === heldSince) woke = true;
     const next = watcher().wake(now(), chunks, bytes, progress, lastProgressAt, heldMs, heldSince);
     if (sampling) sampling = w.sampling;
     step(next);
@@ -366,7 +372,7 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
   function resume() {
     const t = now();
     const time = t - heldSince;
-    heldSince = undefined;
+    heldSince = NaN;
     if (time > 0) heldMs += time;
     if (!woke) return;
     woke = false;
@@ -434,7 +440,7 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
           burst = 0;
           sampling = true;
           const next = watcher().burst(t, progress);
-          if (next !== undefined) node.rearm(next);
+          if (next === next) node.rearm(next);
         }
       }
     }
@@ -467,7 +473,7 @@ export function wrap(source, { firstChunkMs, stallMs, at, controller, parents, i
     // With no queue of its own (highWaterMark 0), the wrapper is pulled only
     // when a read waits: a consumer's, a pipe's or a tee's (invariant 4).
     pull() {
-      if (heldSince === undefined) {
+      if (heldSince !== heldSince) {
         waiting = true;
         keep();
         return;

@@ -14,7 +14,7 @@
 //! scalar call), and most streams settle before their first wake. The notes (`chunks`, `bytes`, `progress`,
 //! `lastProgressAt`, `heldMs`, `heldSince`) stay JavaScript variables and
 //! cross as scalar arguments of those calls. Every answer is one number: the
-//! instant to wake at (`Infinity`: parked, no wake), or `undefined` when the
+//! instant to wake at (`Infinity`: parked, no wake), or `NaN` when the
 //! stream ends; only then (once per stream) does the wrapper ask for the
 //! [`Verdict`] itself, a typed object generated from the Rust type
 //! ([`StallWatcherJs::verdict`]: `{ kind: "stalled", phase, afterMs, chunks,
@@ -25,6 +25,23 @@
 //!
 //! [`stall_wake`] is the plain decision, for js/relay.js's range checks
 //! before any I/O.
+//!
+//! # Numbers in, one number out
+//! What a wrapped stream calls ([`first_chunk_wait`], [`stall_start`], the
+//! watcher's constructor, `wake`, `resume` and `burst`) takes and returns
+//! plain `f64`s: an instant that may be absent (`deadline_at`,
+//! `last_progress_at`, `held_since`) is `NaN` for none, and an answer that
+//! may be absent (the stream ends; no re-arm) is `NaN` too, where an `Option`
+//! would cross as a JavaScript boolean and a second number going in, and as
+//! an array of several Wasm results coming out, both of which JavaScriptCore
+//! (Bun) converts on a slow path (BENCHMARKS.md, "Where users run it"). The
+//! limits are always given: a limit left out is the core's default, which
+//! the wrapper asks for first ([`first_chunk_wait`],
+//! [`StallWatcherJs::no_limit`]). An instant is never `NaN` otherwise (a
+//! deadline's instant and the notes' instants are the package's own clock
+//! readings), so `NaN` is free to mean none. [`stall_start`] throws its error
+//! from inside the call rather than return a `Result` (several Wasm results
+//! too); nothing it allocated is alive then.
 //!
 //! Errors cross through [`super::to_js`]: a `RangeError` with `.param` as the
 //! JS user wrote it (`"options.firstChunkMs"`) and `.code`.
@@ -70,28 +87,40 @@ pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> Stri
     crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()
 }
 
+/// `NaN` (none, see the module doc) as `None`.
+fn instant(value: f64) -> Option<f64> {
+    if value.is_nan() {
+        None
+    } else {
+        Some(value)
+    }
+}
+
+/// `None` as `NaN` (see the module doc).
+fn answer(value: Option<f64>) -> f64 {
+    value.unwrap_or(f64::NAN)
+}
+
 /// The wait for first content when `firstChunkMs` is not given
 /// ([`default_first_chunk_ms`]): a share of what is left from `started_at`
-/// to `deadline_at` (`undefined`: no deadline, no limit).
+/// to `deadline_at` (`NaN`: no deadline, no limit).
 #[wasm_bindgen(js_name = firstChunkWait)]
-pub fn first_chunk_wait(deadline_at: Option<f64>, started_at: f64) -> f64 {
-    default_first_chunk_ms(deadline_at, started_at)
+pub fn first_chunk_wait(deadline_at: f64, started_at: f64) -> f64 {
+    default_first_chunk_ms(instant(deadline_at), started_at)
 }
 
 /// The first step of a stream's watcher ([`StallWatcher::start`]) as one
-/// number: the instant to wake at, or `undefined` when the stream ends at
-/// once (then make the [`StallWatcherJs`] and read its
-/// [`verdict`](StallWatcherJs::verdict)). Validates the limits (`undefined`:
-/// as [`StallWatcherJs::new`]) and instants, naming the option as the user wrote it.
+/// number: the instant to wake at, or `NaN` when the stream ends at once
+/// (then make the [`StallWatcherJs`] and read its
+/// [`verdict`](StallWatcherJs::verdict)). Validates the limits and instants
+/// (as [`StallWatcherJs::new`]), naming the option as the user wrote it; the
+/// error is thrown.
 #[wasm_bindgen(js_name = stallStart)]
-pub fn stall_start(
-    first_chunk_ms: Option<f64>,
-    stall_ms: Option<f64>,
-    deadline_at: Option<f64>,
-    started_at: f64,
-    now_ms: f64,
-) -> Result<Option<f64>, JsValue> {
-    Ok(StallWatcherJs::new(first_chunk_ms, stall_ms, deadline_at, started_at, now_ms)?.step())
+pub fn stall_start(first_chunk_ms: f64, stall_ms: f64, deadline_at: f64, started_at: f64, now_ms: f64) -> f64 {
+    match StallWatcherJs::new(first_chunk_ms, stall_ms, deadline_at, started_at, now_ms) {
+        Ok(watcher) => answer(watcher.step()),
+        Err(error) => wasm_bindgen::throw_val(error),
+    }
 }
 
 /// The wrapper's notes from the scalars [`StallWatcherJs::wake`] and
@@ -117,21 +146,20 @@ pub struct StallWatcherJs {
 
 #[wasm_bindgen(js_class = StallWatcher)]
 impl StallWatcherJs {
-    /// Validates the limits (`firstChunkMs` `undefined`: the core's default
-    /// wait, [`default_first_chunk_ms`]; `stallMs` `undefined`: no limit) and
-    /// plans the first step at `now_ms` for a stream wrapped at `started_at`
-    /// ([`StallWatcher::start`]); read it with [`step`](Self::step).
+    /// Validates the limits (a limit left out is the core's default:
+    /// [`first_chunk_wait`] for `firstChunkMs`, [`no_limit`](Self::no_limit)
+    /// for `stallMs`) and plans the first step at `now_ms` for a stream
+    /// wrapped at `started_at` ([`StallWatcher::start`]); read it with
+    /// [`step`](Self::step). `deadline_at` is `NaN` for none.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        first_chunk_ms: Option<f64>,
-        stall_ms: Option<f64>,
-        deadline_at: Option<f64>,
+        first_chunk_ms: f64,
+        stall_ms: f64,
+        deadline_at: f64,
         started_at: f64,
         now_ms: f64,
     ) -> Result<StallWatcherJs, JsValue> {
-        let first = first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(deadline_at, started_at));
-        let stall = stall_ms.unwrap_or(NO_LIMIT);
-        let config = StallConfig::named(first, stall, deadline_at, OPTIONS).map_err(to_js)?;
+        let config = StallConfig::named(first_chunk_ms, stall_ms, instant(deadline_at), OPTIONS).map_err(to_js)?;
         let (watcher, step) = StallWatcher::start(config, started_at, now_ms).map_err(to_js)?;
         Ok(Self { watcher, last: Ok(step) })
     }
@@ -142,15 +170,21 @@ impl StallWatcherJs {
         BURST_GAP_MS
     }
 
+    /// The core's `NO_LIMIT`: `stallMs` when it is left out.
+    #[wasm_bindgen(js_name = noLimit)]
+    pub fn no_limit() -> f64 {
+        NO_LIMIT
+    }
+
     /// The core's `BURST_RUN`.
     #[wasm_bindgen(js_name = burstRun)]
     pub fn burst_run() -> u32 {
         BURST_RUN
     }
 
-    /// The last answer as one number: the instant to wake at (`Infinity`:
-    /// none), or `undefined` when the stream ends ([`verdict`](Self::verdict)).
-    pub fn step(&self) -> Option<f64> {
+    /// The last answer: the instant to wake at (`Infinity`: none), or `None`
+    /// when the stream ends ([`verdict`](Self::verdict)).
+    fn step(&self) -> Option<f64> {
         match self.last {
             Ok(Step::Wake { at_ms }) => Some(at_ms),
             Ok(Step::Idle) => Some(f64::INFINITY),
@@ -159,7 +193,8 @@ impl StallWatcherJs {
     }
 
     /// [`StallWatcher::on_wake`]: the one timer fired at `now_ms`. The notes
-    /// are the wrapper's (`undefined` for none).
+    /// are the wrapper's (an instant `NaN` for none). The instant to wake at
+    /// (`Infinity`: none), or `NaN` when the stream ends.
     #[allow(clippy::too_many_arguments)]
     pub fn wake(
         &mut self,
@@ -167,32 +202,34 @@ impl StallWatcherJs {
         chunks: f64,
         bytes: f64,
         progress: f64,
-        last_progress_at: Option<f64>,
+        last_progress_at: f64,
         held_ms: f64,
-        held_since: Option<f64>,
-    ) -> Option<f64> {
-        self.last =
-            self.watcher.on_wake(&notes(chunks, bytes, progress, last_progress_at, held_ms, held_since), now_ms);
-        self.step()
+        held_since: f64,
+    ) -> f64 {
+        let notes = notes(chunks, bytes, progress, instant(last_progress_at), held_ms, instant(held_since));
+        self.last = self.watcher.on_wake(&notes, now_ms);
+        answer(self.step())
     }
 
-    /// [`StallWatcher::on_resume`]: a hold during which the timer fired ended at `now_ms`.
+    /// [`StallWatcher::on_resume`]: a hold during which the timer fired ended
+    /// at `now_ms`. Answers as [`wake`](Self::wake).
     pub fn resume(
         &mut self,
         now_ms: f64,
         chunks: f64,
         bytes: f64,
         progress: f64,
-        last_progress_at: Option<f64>,
+        last_progress_at: f64,
         held_ms: f64,
-    ) -> Option<f64> {
-        self.last = self.watcher.on_resume(&notes(chunks, bytes, progress, last_progress_at, held_ms, None), now_ms);
-        self.step()
+    ) -> f64 {
+        let notes = notes(chunks, bytes, progress, instant(last_progress_at), held_ms, None);
+        self.last = self.watcher.on_resume(&notes, now_ms);
+        answer(self.step())
     }
 
-    /// [`StallWatcher::on_burst`]: the instant to re-arm for, or `undefined` to keep the armed wake.
-    pub fn burst(&mut self, now_ms: f64, progress: f64) -> Option<f64> {
-        self.watcher.on_burst(progress, now_ms)
+    /// [`StallWatcher::on_burst`]: the instant to re-arm for, or `NaN` to keep the armed wake.
+    pub fn burst(&mut self, now_ms: f64, progress: f64) -> f64 {
+        answer(self.watcher.on_burst(progress, now_ms))
     }
 
     /// Whether progress is counted, not timed ([`StallWatcher::sampling`]).
@@ -201,7 +238,7 @@ impl StallWatcherJs {
         self.watcher.sampling()
     }
 
-    /// Why the stream ends (after a step of `undefined`): the typed
+    /// Why the stream ends (after an answer of `NaN`): the typed
     /// [`Verdict`](crate::core::stall::Verdict); a note out of range is thrown
     /// as its `RangeError`.
     #[wasm_bindgen(unchecked_return_type = "Verdict")]

@@ -47,6 +47,42 @@ export async function checkConfig(g, pkgDir) {
     assert.deepEqual([...new Set(wasm)].sort(), config.output.map((o) => `${o.name}_bg.wasm`).sort());
   });
 
+  await g.check("the hot paths' Wasm calls pass and return numbers only (src/wasm/deadline.rs, src/wasm/stall.rs)", () => {
+    // A boolean argument (a `bool`, or the "is it there" half of an `Option`)
+    // and several Wasm results (a `Result` or an `Option` returned) are slow
+    // paths in JavaScriptCore (BENCHMARKS.md, "Where users run it"): the
+    // calls made per deadline and per wrapped stream cross numbers only.
+    const dts = readFileSync(join(pkgDir, "edge_deadline.d.ts"), "utf8");
+    const glue = readFileSync(join(pkgDir, "main.js"), "utf8");
+    const calls = [
+      ["deadlineIn", "export function deadlineIn("],
+      ["checkInstant", "export function checkInstant("],
+      ["reserve", "export function reserve("],
+      ["budget", "export function budget("],
+      ["admit", "export function admit("],
+      ["firstChunkWait", "export function firstChunkWait("],
+      ["stallStart", "export function stallStart("],
+      ["stallwatcher_new", "  constructor(first_chunk_ms"],
+      ["stallwatcher_wake", "    wake(now_ms: number, chunks"],
+      ["stallwatcher_resume", "    resume(now_ms: number, chunks"],
+      ["stallwatcher_burst", "    burst(now_ms"],
+    ];
+    for (const [wasmName, declared] of calls) {
+      const at = dts.indexOf(declared);
+      assert.ok(at >= 0, `${declared} is declared in edge_deadline.d.ts`);
+      const declaration = dts.slice(at, dts.indexOf("\n", at));
+      const params = declaration.slice(declaration.indexOf("(") + 1, declaration.lastIndexOf(")")).split(", ");
+      for (const param of params) assert.match(param, /^\w+: number$/, `${wasmName}: every parameter is a number (${declaration.trim()})`);
+      if (wasmName !== "stallwatcher_new") assert.match(declaration, /\): number;$/, `${wasmName} returns a number`);
+      const call = glue.indexOf(`wasm.${wasmName}(`);
+      assert.ok(call >= 0, `main.js calls wasm.${wasmName}`);
+      const rest = glue.slice(call, glue.indexOf("\n", glue.indexOf("return", call)));
+      // (from the call to its glue's `return`: where a Result or an Option is taken apart)
+      // The constructor's one Result stays (it runs once per stream that sees a wake).
+      if (wasmName !== "stallwatcher_new") assert.doesNotMatch(rest, /ret\[/, `wasm.${wasmName} hands back one value, not an array`);
+    }
+  });
+
   await g.check("a malformed wasm-pack.toml is refused naming the file and the line (a wrong build is never guessed)", () => {
     const dir = mkdtempSync(join(tmpdir(), "edge-deadline-toml-"));
     try {
