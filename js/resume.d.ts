@@ -23,7 +23,7 @@ export interface StreamRetryOptions extends Omit<RetryPolicyOptions, "attemptTim
 
 /** What the reader got before a failure, handed to `resume`. */
 export interface Delivered {
-  /** The chunks that reached the reader, in order (an event stream's cut on event boundaries). */
+  /** The chunks that reached the reader, in order (an event stream's cut on event boundaries; an event longer than the default event cap, with raised caps, in the pieces it was read in). */
   chunks: Uint8Array[];
   /** How many bytes they hold. */
   bytes: number;

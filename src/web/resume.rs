@@ -93,7 +93,9 @@ fn utf8_headers() -> bool {
 #[derive(Debug, Clone)]
 pub struct Resumed {
     /// The chunks delivered to the reader, in order, as the reader got them
-    /// (on an event stream, each one or more whole events).
+    /// (on an event stream, each one or more whole events; an event longer
+    /// than the default event cap, with raised caps, in the pieces it was
+    /// read in).
     pub chunks: Vec<Uint8Array>,
     /// How many bytes were delivered.
     pub bytes: f64,
