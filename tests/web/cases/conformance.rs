@@ -673,29 +673,34 @@ async fn run_op(op: &str, a: &Map<String, Value>) -> Result<Result<Out, Error>, 
         // The host delay a wait becomes: the core's `timer_ms`, which the Rust host arms with.
         "timers.timerMs" => Ok(out.with("value", timer_ms(num_arg(a, "ms")?).into())),
         "timers.order" => Ok(out.with("value", timers_order(a).await?.into())),
-        // The core's cut with caps, the bytes held as a host holds them: what
-        // reaches the reader, joined, and the refusal's code ("none").
+        // The core's cut with caps, through the streamed-read machine as the `read` op drives it (as the JS
+        // runner does): what reaches the reader, joined, and the refusal's code ("none").
         "resume.cut" => {
-            let mut cut = edge_deadline::core::resume::EventCut::with_caps(
-                num_arg(a, "maxEventBytes")? as usize,
-                num_arg(a, "maxLineBytes")? as usize,
-            );
-            let (mut events, mut held, mut delivered) = (Vec::new(), Vec::new(), Vec::new());
-            let mut refused = "none";
+            let mut script = vec![Value::from("0 start"), Value::from("0 head 200 sse")];
             for chunk in arg(a, "chunks")?.as_array().ok_or("'chunks' is not a list")? {
-                let chunk = chunk.as_str().ok_or("a chunk is not a string")?.as_bytes();
-                held.extend_from_slice(chunk);
-                if let Err(r) = cut.push(chunk, &mut events) {
-                    refused = r.code();
-                }
-                held.drain(..cut.dropped());
-                for e in events.drain(..) {
-                    delivered.extend(held.drain(..e.len));
-                }
+                script.push(format!("1 chunk {}", chunk.as_str().ok_or("a chunk is not a string")?).into());
             }
-            Ok(out
-                .with("delivered", String::from_utf8_lossy(&delivered).into_owned().into())
-                .with("refused", refused.into()))
+            let mut read = a.clone();
+            for (k, v) in [
+                ("deadlineAt", 1e12),
+                ("backoffMs", 10.0),
+                ("maxAttempts", 1.0),
+                ("firstChunkMs", 1e9),
+                ("stallMs", 1e9),
+            ] {
+                read.insert(k.into(), v.into());
+            }
+            read.insert("script".into(), script.into());
+            let (actions, _) = read_script(&read)?;
+            let delivered: String = actions.iter().filter_map(|l| l.strip_prefix("deliver ")).collect();
+            // A failed end's class and detail (`end CLASS DETAIL …`): a cap's code alone, as the JS runner says it.
+            let refused =
+                match actions.iter().find_map(|l| l.strip_prefix("end ")).map(|e| e.split(' ').collect::<Vec<_>>()) {
+                    Some(w) if w.len() > 1 && w[0] == "StreamTooLarge" => w[1].to_string(),
+                    Some(w) if w.len() > 1 => format!("{} {}", w[0], w[1]),
+                    _ => "none".to_string(),
+                };
+            Ok(out.with("delivered", delivered.into()).with("refused", refused.into()))
         }
         "resume.ids" => {
             let mut ids = edge_deadline::core::resume::DeliveredIds::default();
