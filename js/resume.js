@@ -341,7 +341,6 @@ export function resumable(connect, s) {
     changed();
   }
 
-  /** A piece for the reader. */
   /** The next `n` bytes kept, as the pieces they were read in (the last one cut where `n` ends). */
   function takeHeld(n) {
     let i = 0;
@@ -355,6 +354,7 @@ export function resumable(connect, s) {
     return pieces;
   }
 
+  /** A piece for the reader. */
   function give(piece) {
     queue.push(piece);
     pieceAttempts.push(attempts);

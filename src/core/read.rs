@@ -795,10 +795,9 @@ impl Read {
     fn finish(&mut self, now_ms: f64) {
         self.held = 0;
         self.cut.take_rest();
-        let rest = std::mem::take(&mut self.kept);
+        let rest = self.kept;
         if rest > 0 {
             self.bytes += rest as f64;
-            self.kept = rest;
             self.deliver(rest);
         }
         let _ = self.run.succeeded(now_ms);
