@@ -1,5 +1,6 @@
 // Per chunk, what the host does for a resumable event stream against what the plain stall guard does:
-// "machine" is js/resume.js's work per chunk of a read with `retry` (two clock reads, one
+// "machine" is js/resume.js's work per chunk of a read with `retry` (two clock reads, one while the
+// stall watcher samples a burst, as here after the first few chunks, and one
 // `ReadMachine.chunk` call with the chunk's bytes and the time the reader kept the last piece (a hold
 // and its end), which answers its first action and whether more follow: src/core/read.rs
 // does the cut, the progress scan, the stall watcher's notes and the delivered ids; a chunk of whole
@@ -48,11 +49,15 @@ for (const size of [16, 128, 1024]) {
     const m = machine();
     let n = 0;
     let held;
+    let sampling = false;
     for (let i = 0; i < N; i++) {
-      // The reader kept the last piece from t to its next read (told with the chunk, as js/resume.js does).
+      // The reader kept the last piece from t to its next read (told with the chunk, as js/resume.js does);
+      // while the watcher samples (flag 32), the reader's instant stands for the chunk's.
       const back = performance.now();
-      const t = performance.now();
-      const first = m.chunk(t, chunk, undefined, held ?? NaN, back);
+      const t = sampling ? back : performance.now();
+      const answer = m.chunk(t, chunk, undefined, held ?? NaN, back);
+      sampling = (answer & 32) !== 0;
+      const first = answer & 31;
       held = t;
       if (first === 6) n++; // the chunk as it came, nothing more: the common case
       else for (let kind = first & 15; kind !== 0; kind = m.poll()) if (kind === 6 || (kind === 3 && m.count() > 0)) n++;

@@ -21,11 +21,13 @@
 // the reader came back, when the chunk came) and one Wasm call with the
 // chunk's bytes (`chunk`), which also carries the time the reader kept the
 // last piece (a hold, so reader slowness is not a stall) and answers its
-// first action and whether more follow: a chunk of whole events, or any
-// chunk of another body, is handed on as it came, with no other call. A hold
-// not told with a chunk is told before any other input (`tell`). Anything
-// else (several pieces, a failure, the end, a backoff, a budget to lend)
-// takes `slowRead`.
+// first action, whether more follow and whether the stall watcher samples
+// (a burst: then the chunk's own clock read is skipped until any other
+// input, and the reader's instant stands for it, as src/core/read.rs
+// allows). A chunk of whole events, or any chunk of another body, is handed
+// on as it came, with no other call. A hold not told with a chunk is told
+// before any other input (`tell`). Anything else (several pieces, a failure,
+// the end, a backoff, a budget to lend) takes `slowRead`.
 //
 // # Invariants (the host's; the machine's are in src/core/read.rs)
 // 1. One machine per read, one timer (the `outer` child, re-armed on each
@@ -75,7 +77,8 @@ const KEEP = 7;
 const DISCARD = 8;
 const DELIVER_PIECES = 9;
 const KIND = 15; // a first action's kind…
-const MORE = 16; // …and the flag that more follow
+const MORE = 16; // …the flag that more follow…
+const SAMPLING = 32; // …and the flag that the stall watcher samples (a chunk's time is not read)
 const BY_HOOK = 2;
 
 let utf8HeadersSeen;
@@ -221,6 +224,7 @@ export function resumable(connect, s) {
   let heldAt;
   let heldTo;
   let told = false; // the hold was told alone: its end is told when the reader reads again
+  let sampling = false; // the last chunk's answer said the watcher samples, and no other input came since
   let waiting = false; // a read awaits: hold the process (invariant 3)
   let holding = false;
   let notify; // wakes a read that awaits a change
@@ -314,6 +318,7 @@ export function resumable(connect, s) {
    * cancel's, the ending's, or the attempt's own failure.
    */
   function act(first, why) {
+    if (why !== "chunk") sampling = false;
     let abort = false;
     let connectTo;
     let end = -1;
@@ -599,7 +604,7 @@ export function resumable(connect, s) {
   };
   let chunkAt = 0; // when the last chunk was given
 
-  /** Gives the machine attempt `a`'s chunk `value`: its first action (plus 8: more follow), or -1 when the attempt failed instead. */
+  /** Gives the machine attempt `a`'s chunk `value`: its first action (plus MORE: more follow), or -1 when the attempt failed instead. */
   function take(a, value) {
     const bytes = value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : typeof value === "string" ? encoder.encode(value) : new Uint8Array(value);
     let progress;
@@ -617,16 +622,18 @@ export function resumable(connect, s) {
     }
     chunk = value;
     chunkBytes = bytes;
-    const t1 = (chunkAt = now());
     const from = heldAt;
     const to = heldTo;
     heldAt = heldTo = undefined;
+    // While the watcher samples, the reader's instant (after the latest wake) stands for the chunk's.
+    const t1 = (chunkAt = sampling && to !== undefined ? to : now());
     if (!lend()) return -1;
     // A body that is not an event stream: the machine needs only the count (no bytes cross).
     // The instants go as numbers, NaN for none (src/wasm/read.rs `chunk`).
     const first = a.sse ? m.chunk(t1, bytes, progress, from ?? NaN, to ?? NaN) : m.chunkLen(t1, bytes.byteLength, progress, from ?? NaN, to ?? NaN);
     giveBack();
-    return first;
+    sampling = (first & SAMPLING) !== 0;
+    return first & ~SAMPLING;
   }
 
   /**

@@ -40,6 +40,16 @@
 //! `now_ms`, and the same inputs give the same actions (the conformance op
 //! `read` runs one script in both hosts).
 //!
+//! While the stall watcher samples a burst ([`Read::sampling`]), a chunk's
+//! time is not read: progress is counted, and the watcher's wakes (at most
+//! `sample_ms` apart) time it. A host may then report a chunk with its last
+//! clock reading since the latest wake (js/resume.js: the instant the reader
+//! asked for it) instead of reading the clock again; any other input ends
+//! that licence until a chunk's answer says the watcher still samples. The
+//! error is bounded as the sampling's own: held time overstated by at most
+//! the waits on the source since the latest wake, so a stall is never early
+//! and at most `sample_ms` late (src/core/stall.rs, invariant 10).
+//!
 //! # Invariants (each is a test in `read/tests.rs`)
 //! 1. Before content reached the reader, a failed attempt is made again as it
 //!    was, inside the deadline and the retry loop's limits, and the reader sees
@@ -487,6 +497,12 @@ impl Read {
     /// to abort the attempt's request with, and the reader's error's cause).
     pub fn last_cause(&self) -> Option<Cause> {
         self.last
+    }
+
+    /// Whether the stall watcher samples (a burst, src/core/stall.rs
+    /// invariant 10): a chunk's time is not read (see the module doc).
+    pub fn sampling(&self) -> bool {
+        self.state == State::Reading && self.watcher.as_ref().is_some_and(StallWatcher::sampling)
     }
 
     /// Whether every id delivered is remembered ([`DeliveredIds::checkable`]):

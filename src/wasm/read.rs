@@ -30,6 +30,8 @@ pub struct ReadMachineJs {
 
 /// Added to the first action's kind when more follow.
 const MORE: u8 = 16;
+/// Added to it when the stall watcher samples ([`Read::sampling`]).
+const SAMPLING: u8 = 32;
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
     Failure::parse(word).map_err(super::to_js)
@@ -179,15 +181,14 @@ impl ReadMachineJs {
     }
 
     /// Takes the first action, as [`poll`](Self::poll), plus 16 when more
-    /// follow (then [`poll`](Self::poll) gives them); without, none does.
+    /// follow (then [`poll`](Self::poll) gives them; without, none does),
+    /// plus 32 while the stall watcher samples ([`Read::sampling`]).
     fn first(&mut self) -> u8 {
         let kind = self.poll();
         self.next = self.read.poll();
-        if self.next.is_some() {
-            kind | MORE
-        } else {
-            kind
-        }
+        let more = if self.next.is_some() { MORE } else { 0 };
+        let sampling = if self.read.sampling() { SAMPLING } else { 0 };
+        kind | more | sampling
     }
 
     /// [`Input::Cancel`].

@@ -509,3 +509,70 @@ fn an_event_held_whole_is_kept_by_the_host_and_handed_on_as_read_past_the_defaul
         assert_eq!(r.delivered_bytes(), len as f64);
     }
 }
+
+/// A host that reports a chunk with the reader's instant while the watcher
+/// samples (the module doc's licence, js/resume.js) against the true
+/// arrivals: the stall is never early and at most `sample_ms` late.
+#[test]
+fn while_the_watcher_samples_a_chunk_may_carry_the_readers_instant_and_no_stall_is_early() {
+    let o = ReadOptions {
+        deadline_at: 100_000.0,
+        first_chunk_ms: Some(1_000.0),
+        stall_ms: Some(100.0),
+        max_event_bytes: 1 << 20,
+        max_line_bytes: 1 << 20,
+        ..O
+    };
+    let sample_ms = 16.0; // ⌊stallMs / 4⌋ within 1 ..= MAX_SAMPLE_MS
+    let chunk = b"data: x\n\n";
+    for gap in [0.05, 5.0, 15.0, 20.0, 60.0, 99.0] {
+        // A burst of 40 chunks 0.01 ms apart, then 6 chunks `gap` apart, then silence.
+        let mut arrivals: Vec<f64> = (0..40).map(|i| 10.0 + f64::from(i) * 0.01).collect();
+        for k in 1..=6 {
+            arrivals.push(10.39 + f64::from(k) * gap);
+        }
+        let last = arrivals[arrivals.len() - 1];
+        let mut r = read(o, 1);
+        r.handle(Input::Start, 0.0, None);
+        r.handle(Input::Head(sse_ok()), 5.0, None);
+        let mut wake = f64::INFINITY;
+        let mut ended = None;
+        let drain = |r: &mut Read, now: f64, wake: &mut f64, ended: &mut Option<(f64, &str)>| {
+            while let Some(a) = r.poll() {
+                match a {
+                    Action::Wake { at_ms } => *wake = at_ms,
+                    Action::End(Ending::Failed(f)) => *ended = Some((now, f.error.class())),
+                    _ => {}
+                }
+            }
+        };
+        drain(&mut r, 5.0, &mut wake, &mut ended);
+        let (mut licence, mut sampled, mut reader_at, mut i) = (false, false, 5.0, 0);
+        while ended.is_none() {
+            match arrivals.get(i) {
+                Some(&at) if at < wake => {
+                    // The reader asked right after the last delivery (`reader_at`): its instant stands in.
+                    let t = if licence { reader_at } else { at };
+                    r.handle(Input::Chunk { bytes: chunk, progress: None }, t, None);
+                    licence = r.sampling();
+                    sampled |= licence;
+                    drain(&mut r, at, &mut wake, &mut ended);
+                    reader_at = at;
+                    i += 1;
+                }
+                _ => {
+                    let now = wake;
+                    assert!(now.is_finite(), "gap {gap}: no wake armed");
+                    r.handle(Input::Wake, now, None);
+                    licence = false; // any other input ends the licence
+                    drain(&mut r, now, &mut wake, &mut ended);
+                }
+            }
+        }
+        let (at, class) = ended.unwrap();
+        assert!(sampled, "gap {gap}: the burst was sampled");
+        assert_eq!(class, "StreamStalled", "gap {gap}");
+        assert!(at >= last + 100.0, "gap {gap}: stalled {} ms after the last chunk", at - last);
+        assert!(at <= last + 100.0 + sample_ms, "gap {gap}: stalled {} ms after the last chunk", at - last);
+    }
+}

@@ -593,7 +593,7 @@ function readScript(a) {
         default:
           throw new AssertionError(`no input ${verb}`);
       }
-      const answered = (first ?? m.poll()) & 15; // plus 16 when more follow
+      const answered = (first ?? m.poll()) & 15; // plus 16 when more follow, 32 while the watcher samples
       first = undefined;
       for (let kind = answered; kind !== 0; kind = m.poll()) {
         const bytes = held.apply(kind, m, chunk);

@@ -250,6 +250,87 @@ export default [
     },
   },
   {
+    name: "resume (fake time): while a burst is sampled a chunk is not timed again; the stall after it is never early and at most sampleMs late, and exact again once a wake ends the burst",
+    run: async (lib) => {
+      const clock = installFakeTime();
+      try {
+        const stallMs = 100;
+        const sampleMs = 16; // ⌊stallMs / 4⌋ within 1 ..= 16
+        // [ms between the events after the burst, how many, exact]: once a wake ends the sampling, each
+        // event is timed again, so a stall after 40 events 10 ms apart is declared at its instant.
+        for (const [gap, count, exact] of [[5, 3, false], [60, 3, true], [10, 40, true]]) {
+          const queue = [];
+          let waiter;
+          const push = (text) => {
+            queue.push(enc.encode(text));
+            const w = waiter;
+            waiter = undefined;
+            w?.();
+          };
+          const upstream = () =>
+            new Response(
+              new ReadableStream(
+                {
+                  pull(c) {
+                    if (queue.length > 0) return c.enqueue(queue.shift());
+                    return new Promise((resolve) => {
+                      waiter = () => {
+                        c.enqueue(queue.shift());
+                        resolve();
+                      };
+                    });
+                  },
+                },
+                { highWaterMark: 0 },
+              ),
+              { headers: { "content-type": "text/event-stream" } },
+            );
+          // A burst: 100 events at one instant.
+          for (let i = 1; i <= 100; i++) push(`id: ${i}\ndata: x\n\n`);
+          const deadline = lib.Deadline.in(60_000);
+          const res = await lib.relay(upstream, { deadline, firstChunkMs: 1_000, stallMs, retry: { maxAttempts: 1 } });
+          const reader = res.body.getReader();
+          let text = "";
+          let endedAt;
+          const reading = (async () => {
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done) return;
+              text += dec.decode(value);
+              if (text.includes("event: error") && endedAt === undefined) endedAt = clock.now();
+            }
+          })();
+          for (let i = 0; i < 300 && !text.includes("id: 100\n"); i++) await clock.advance(0);
+          ok(text.includes("id: 100\n"), "the burst was read");
+          // Then `count` events `gap` ms apart (the reader waits on the upstream meanwhile), then silence.
+          for (let k = 1; k <= count; k++) {
+            await clock.advance(gap);
+            push(`id: b${k}\ndata: y\n\n`);
+            for (let i = 0; i < 20; i++) await clock.advance(0);
+          }
+          const lastAt = clock.now();
+          ok(text.includes(`id: b${count}\n`), `the events after the burst were read (gap ${gap})`);
+          await clock.advance(stallMs - 1);
+          equal(endedAt, undefined, `stalled ${clock.now() - lastAt} ms after the last event (gap ${gap}, limit ${stallMs})`);
+          for (let i = 0; i <= sampleMs + 1 && endedAt === undefined; i++) await clock.advance(1);
+          await reading;
+          ok(endedAt !== undefined, `no stall within sampleMs of the limit (gap ${gap})`);
+          const late = endedAt - lastAt - stallMs;
+          ok(late >= 0 && late <= (exact ? 0 : sampleMs), `declared ${late} ms after the limit (gap ${gap}, sampleMs ${sampleMs})`);
+          const last = events(text).at(-1);
+          equal(last.event, "error");
+          equal(JSON.parse(last.data).code, "STREAM_STALLED", `a stall (gap ${gap})`);
+          deadline.dispose();
+        }
+        // The shared queue's host timer may stay armed once its heap empties (js/timers.js, invariant 2): it fires once.
+        await clock.advance(60_000);
+        equal(clock.pending(), 0, "timers left behind");
+      } finally {
+        clock.restore();
+      }
+    },
+  },
+  {
     name: "resume: a retry budget disposed during a read ends the read with its error when the next attempt would use it (a stall's wake-up, a failure), as a retry using it throws",
     run: async (lib) => {
       for (const how of ["stall", "error"]) {
