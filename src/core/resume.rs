@@ -18,7 +18,7 @@
 //! retry loop's ([`crate::core::retry::RetryRun`]): the host asks it first
 //! and asks this machine only when it allows one.
 //!
-//! Two helpers both hosts need are here too: [`EventCut`] cuts an event
+//! Two helpers the machine uses are here too: [`EventCut`] cuts an event
 //! stream on event boundaries (a reader never gets half an event, and the
 //! half an attempt left behind is dropped) and reads each event's id, and
 //! [`status_failure`] says how a non-ok answer failed when the caller gave

@@ -13,8 +13,12 @@
 //! results, Little's-law inputs, limiter options, stall verdicts) crosses through serde: each
 //! type is declared once, in `src/core/<concept>.rs`, and its TypeScript is
 //! generated from it (tsify) into the glue's `.d.ts`, which the hand-written
-//! `js/*.d.ts` import. Enums cross as their names, so no code table is
-//! mirrored in JavaScript. Input comes in as a `JsValue` through [`from_js`]
+//! `js/*.d.ts` import. Enums that cross through serde cross as their names,
+//! so no code table of theirs is mirrored in JavaScript. The scalar exports
+//! below are the exception: where one answers a number that stands for a
+//! name, the JS side keeps the table (js/resume.js the actions of `read.rs`
+//! `poll`, js/breaker.js the change codes of `breaker.rs`, js/request.js and
+//! js/deadline.js the limits of `requestFold`). Input comes in as a `JsValue` through [`from_js`]
 //! (a `TypeError` with `.param` on a wrong shape, naming the place inside it:
 //! `data[0].unit`), output leaves through [`into_js`].
 //!

@@ -408,7 +408,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The core's sentences, which js/errors.js fills from the same templates.
+        // The core's sentences, rendered by the core as the JS API's are (js/errors.js fills no
+        // template: its messages come out of the `.wasm` rendered); the `errors.message` rows of
+        // tests/conformance/cases.json pin both hosts' texts.
         match self {
             Self::InvalidArgument { message, .. } | Self::InvalidType { message, .. } => f.write_str(message),
             // The core's sentences (src/core/deadline.rs `DeadlineError`).
