@@ -14,7 +14,7 @@
 // bundlers, so it is asked for at run time through
 // `process.getBuiltinModule` (Node ≥ 20.16, Deno, workerd), which a browser
 // bundle never resolves. Deno builds its Node compatibility layer the first
-// time `process` is touched (about 10 ms of start-up, measured with
+// time `process` is touched (a measurable share of start-up, measured with
 // bench/startup.mjs), so there the lookup waits for the first
 // `runWithDeadline` or `currentDeadline` (Deno has AsyncLocalStorage).
 //
@@ -95,10 +95,10 @@ export function runWithDeadline(deadline, fn) {
 // on a deadline's signal) would see that request's deadline. Each entry keeps
 // the ambient deadline of the code that queued it (`ambientNow`, one read of
 // the store) and fires inside it (`fireIn`, a `run` only when it differs):
-// no closure, no AsyncResource per wake-up (AsyncLocalStorage.snapshot()
-// costs 10 µs in Node 20 and 1.7 µs in Deno, AsyncResource 0.9 µs in Deno:
-// more than a whole deadline). It is the package's own store that follows
-// the request; other AsyncLocalStorage stores of the application follow the
+// no closure, no AsyncResource per wake-up (AsyncLocalStorage.snapshot() in
+// Node 20 and Deno, and AsyncResource in Deno, each measured more than a
+// whole deadline: BENCHMARKS.md, "Deadlines", has the deadline's rows). It
+// is the package's own store that follows the request; other AsyncLocalStorage stores of the application follow the
 // host timer (docs/api.md, runWithDeadline).
 
 /** Internal: the ambient deadline now, for `fireIn` (`undefined` where none can be: no store yet, the fallback). */

@@ -67,8 +67,8 @@ const OPTIONS = [
 
 // The host clock, read at most once per microtask checkpoint: a call that
 // holds a slot reads the time when it starts and when it ends, and two
-// `performance.now()` reads were most of the 200 ns that acquire + release
-// may cost (Deno 88 ns each, BENCHMARKS.md). Reads in the same synchronous
+// `performance.now()` reads were most of the budget of acquire + release
+// (BENCHMARKS.md, "Concurrency limiter"). Reads in the same synchronous
 // stretch share one value, as workerd's clock does anyway (it advances only
 // between I/O events). `run(fn)` ends a call in a promise reaction, after the
 // checkpoint that cleared the value, so a synchronous `fn`'s own time is
@@ -76,7 +76,7 @@ const OPTIONS = [
 // stretch measure 0. The clock is the package's (js/timers.js `now`), so a
 // test's fake clock (`setClock`) drives it too.
 // The checkpoint is a reaction to a settled promise, not queueMicrotask
-// (4.7 µs per call in workerd against 80 ns, bench/limiter.bench.mjs).
+// (far dearer per call in workerd: BENCHMARKS.md, "Concurrency limiter").
 let tick = NaN;
 const clearTick = () => {
   tick = NaN;

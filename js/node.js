@@ -4,7 +4,7 @@
 //
 // `node:fs` comes from `process.getBuiltinModule` (Node 20.16+), not from an
 // `import`: the first import of a built-in module costs Node's module loader
-// about 1.4 ms, a tenth of the time from import to the first deadline
+// a measurable share of the time from import to the first deadline
 // (BENCHMARKS.md, "Size and start-up"). Where it is missing (Node 20.0–20.15),
 // the first call says to `await init()`, which imports `node:fs` itself.
 import { autoload, initFrom } from "./load.js";

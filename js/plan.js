@@ -118,7 +118,7 @@ export function isSkipped(value) {
  * `reason` an own enumerable property whose text the core makes when it is
  * first read (then kept as a plain value). A skip is a normal outcome on the
  * request's path and most callers never read why: making the text at once
- * cost 0.8 µs a skip in Node.
+ * cost more per skip (BENCHMARKS.md, "Pipelines").
  * @param {number} availableMs what core.planSkipReason answered
  * @param {number} minMs the step's minimum
  */

@@ -240,7 +240,7 @@ export function newRun(p, o, at, idempotent) {
   const classify = o.classify === undefined ? defaultClassify : check.fn(`${p}.classify`, o.classify, 'a function (error) => "ambiguous" | "not-applied" | "permanent"');
   const seed = seedFrom(`${p}.seed`, o.seed);
   // The options cross as their fields (scalars): through serde, reading an
-  // options object cost about 2 µs per call (src/wasm/retry.rs).
+  // options object measured slower per call (src/wasm/retry.rs).
   const b = o.backoff;
   const named = typeof b?.jitter === "string";
   let run;

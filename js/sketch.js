@@ -7,12 +7,12 @@
 // # Memory: bounded without free()
 // A sketch's counters (at most 16 KB) live in Wasm memory, which never
 // shrinks and which the garbage collector does not see: a JS object of a few
-// bytes holding 5 KB of Wasm memory gives the collector no reason to run, so
+// bytes holding kilobytes of Wasm memory gives the collector no reason to run, so
 // finalizers (wasm-bindgen's FinalizationRegistry) come late, or never where
-// the runtime has none or never runs them. 100 000 forgotten sketches once
-// held 345 MiB. So at most RESIDENT sketches keep their counters in Wasm
-// memory (at most 16 MiB); when one more is needed, the least recently used
-// one (second chance: a sketch used since the last sweep is skipped once) is
+// the runtime has none or never runs them: forgotten sketches once held
+// hundreds of MiB (BENCHMARKS.md, "Memory", has the bound now). So at most
+// RESIDENT sketches keep their counters in Wasm memory (at most 16 MiB);
+// when one more is needed, the least recently used one (second chance: a sketch used since the last sweep is skipped once) is
 // *parked*: its state is copied into a Uint8Array in JS memory, which the
 // collector sees and reclaims with the object, and its Wasm memory is freed.
 // A parked sketch is restored on its next use, transparently. `free()`

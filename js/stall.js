@@ -26,8 +26,9 @@
 // it (the core's invariant 3: the wake is never later than any expiry
 // progress could cause).
 //
-// The clock read is most of what the wrapper adds per chunk (measured: about
-// 80 ns in Node and 110 ns in Deno, against a 120–370 ns bare read), and it is
+// The clock read is most of what the wrapper adds per chunk (BENCHMARKS.md,
+// "Deadlines": `design: performance.now()`, against "Stall detection": the
+// bare reader), and it is
 // only wasted in bursts, where thousands of chunks arrive within one
 // millisecond. So a burst (the core's BURST_RUN progress chunks less than
 // BURST_GAP_MS apart, read from the core once) switches the watcher to
@@ -65,7 +66,7 @@
 //    taken when a read starts waiting and looked at again when a chunk is
 //    held, at a wake-up and when the stream settles, not when a chunk
 //    answers a read: a consumer reading in a loop would toggle the host
-//    timer's ref per chunk (250 ns a pair in Deno). So a consumer that stops
+//    timer's ref per chunk (measured costly in Deno). So a consumer that stops
 //    reading lets go at the next chunk or wake-up, and a wrapper nobody
 //    reads holds nothing, as a native stream holds nothing.
 // 5. On a `text/event-stream` body only events are progress by default

@@ -105,8 +105,8 @@ export function count(param, value) {
 
 // ---- reads for the Wasm boundary's deserializer (src/wasm/de.rs) ----------------------------
 // Reading a user's value can run user code (a getter, a proxy trap, an iterator) that throws.
-// An exception must never unwind through Wasm frames, and a `catch` import costs about 150 ns a
-// call from Wasm (measured: `platformDeadline` and `plan()` 0.5–2 µs slower with one per field),
+// An exception must never unwind through Wasm frames, and a call through a `catch` import costs
+// more from Wasm (measured: `platformDeadline` and `plan()` slower with one per field),
 // so these read a whole struct, sequence or map in one call and never throw: they answer a number
 // instead (below). Only fresh arrays go back to Wasm, whose elements it reads without user code.
 

@@ -1,5 +1,6 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
-// the host and wasm32, cargo doc of the core, tsc --checkJs on js/; `node
+// the host and wasm32, cargo doc of the core, tsc --checkJs on js/, no measured figure in a
+// comment of src/ or js/ (scripts/figures.mjs); `node
 // tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
 // Node (20, 22, 24, 26), Bun, Deno, workerd, Vercel's edge-runtime and headless Chromium. Each runtime reports its name and
 // pass/fail counts; any failure anywhere fails the command.
@@ -26,7 +27,7 @@ const bin = {
   node26: join(root, "node_modules/node26/bin/node"),
   bun: join(root, "node_modules/@oven/bun-linux-x64/bin/bun"),
 };
-const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "doc-web", "tsc-js"];
+const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "doc-web", "tsc-js", "figures"];
 // e.g. `node tests/run.mjs node deno`; `lint` stands for the lint gates.
 const only = process.argv.slice(2).flatMap((name) => (name === "lint" ? LINT : [name]));
 const results = [];
@@ -256,6 +257,11 @@ const suites = {
   // js/*.js type-checked with tsc --checkJs (jsconfig.json: what is checked and how strictly, and why).
   async "tsc-js"() {
     await gate("tsc --checkJs (js/)", process.execPath, ["node_modules/typescript/bin/tsc", "-p", "jsconfig.json"], "build pkg/ first (`node scripts/build.mjs`: the glue's types come from there), then fix what `npx tsc -p jsconfig.json` reports, with JSDoc where the JS cannot say it");
+  },
+  // No measured figure (ns, µs, a measured size or ratio) in a comment of src/ or js/: figures live
+  // in BENCHMARKS.md with their command, and a comment names the section (scripts/figures.mjs).
+  async figures() {
+    await gate("figures (comments name BENCHMARKS.md, not a number)", process.execPath, ["scripts/figures.mjs"], "move the figure to BENCHMARKS.md beside its command and name its section in the comment, e.g. (BENCHMARKS.md, \"Deadlines\"); a limit or default the code enforces may stay");
   },
 
   async cargo() {

@@ -635,7 +635,7 @@ struct Key {
 pub struct Breaker {
     s: Settings,
     /// By slot. Found by name with a linear scan: hosts cache a key's slot,
-    /// so the scan runs once per key (a map measured 8 KB more `.wasm`).
+    /// so the scan runs once per key (a map measured larger in the `.wasm`).
     keys: Vec<Key>,
 }
 

@@ -187,9 +187,8 @@ impl Message {
     }
 
     // One copy of the push for every `arg` call: inlined, the messages of
-    // the derive module's errors took 4 times the code of their old
-    // `Display` (measured with twiggy), and the main `.wasm` was 1.4 KB
-    // gzip larger.
+    // the derive module's errors took several times the code of their old
+    // `Display` (measured with twiggy), and the main `.wasm` was larger.
     #[inline(never)]
     fn push(mut self, name: &'static str, value: Arg) -> Self {
         self.args.push((name, value));
@@ -272,7 +271,7 @@ impl serde::Serialize for Message {
 /// Not a `Display` subtrait, though every error implements both: the Wasm
 /// boundary converts errors through `dyn Described`, and a `Display`
 /// supertrait would put every error's text formatting (floats included) in
-/// that vtable, so into the `.wasm` (measured: 52 KB → 72 KB gzip).
+/// that vtable, so into the `.wasm` (measured: far larger, gzip).
 pub trait Described {
     /// A stable `UPPER_SNAKE` code, the same for every wording of the message.
     fn code(&self) -> &'static str;

@@ -328,8 +328,8 @@ pub fn encode(format: HeaderFormat, remaining_ms: f64) -> Result<String, HeaderE
     Ok(match format {
         HeaderFormat::GrpcTimeout => {
             // At most MAX_TIMER_MS × 10^6 < 2^52 ns, so it fits a u64, whose
-            // division is inline where a u128's is a 1.1 KB routine in the
-            // `.wasm`; saturating keeps this total.
+            // division is inline where a u128's is a routine of its own in
+            // the `.wasm`; saturating keeps this total.
             let ns = u64::try_from(floor_ns(r)).unwrap_or(u64::MAX);
             // MAX_TIMER_MS is 2 147 483 S, so the seconds unit always fits and
             // the fallback below is never used; it keeps this total.

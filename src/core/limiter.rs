@@ -491,7 +491,7 @@ impl Config {
 
 /// `x` within `lo ..= hi` (`lo <= hi`), NaN as `lo`. Not `f64::clamp`:
 /// its assertion formats floats with Rust's `Debug`, which put Rust's float
-/// printing into the derive `.wasm` (about 11 KB gzip, measured).
+/// printing into the derive `.wasm` (BENCHMARKS.md, "Concurrency limiter").
 fn within(x: f64, lo: f64, hi: f64) -> f64 {
     x.max(lo).min(hi)
 }

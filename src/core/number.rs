@@ -5,8 +5,8 @@
 //! A message is formatted once, here in the core, and the same error must
 //! read the same from the npm package and from the Rust API: "Infinity", not
 //! Rust's `inf`; `1e+300`, not 301 digits. Rust's own float formatting
-//! also made the main `.wasm` 4.4 KB gzip larger (BENCHMARKS.md, "Size and
-//! start-up"); [`to_string`] is ryu-js (the shortest
+//! also made the main `.wasm` larger (BENCHMARKS.md, "Size and start-up");
+//! [`to_string`] is ryu-js (the shortest
 //! digits that round-trip, laid out by ECMAScript's `Number::toString`, as
 //! Boa prints numbers) built with its small tables, and [`to_fixed`] is
 //! exact integer arithmetic, since a message needs at most a few decimals.

@@ -23,9 +23,9 @@
 //! `(hi − lo)/(hi + lo) <= α` of every value in it. The default `α` is
 //! [`DEFAULT_RELATIVE_ERROR`] (1%).
 //!
-//! Why not `ceil(ln x / ln γ)`: a `ln` per sample costs about 18 ns in Wasm
-//! and the cubic about 1 ns (one sketch then ingests a million samples in a
-//! few milliseconds, `bench/derive.bench.mjs`), for about 1% more buckets.
+//! Why not `ceil(ln x / ln γ)`: a `ln` per sample measured many times the
+//! cubic's cost in Wasm (ingest per sample: BENCHMARKS.md, "Derived
+//! timeouts"), for about 1% more buckets.
 //! `ln`/`exp`-free inversion happens only when a quantile is read.
 //!
 //! Quantiles are defined by rank: the
@@ -502,7 +502,7 @@ impl LatencySketch {
     pub fn add_all(&mut self, samples: &[f64]) -> Result<(), SketchError> {
         for (i, &ms) in samples.iter().enumerate() {
             // Two comparisons (NaN fails both), not `(0.0..=MAX_MS).contains`,
-            // which made the whole ingest 50% slower in Node's Wasm;
+            // which made the whole ingest measurably slower in Node's Wasm;
             // `check_ms` only to word the error.
             #[allow(clippy::manual_range_contains)]
             if !(ms >= 0.0 && ms <= MAX_MS) {

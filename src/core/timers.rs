@@ -8,16 +8,19 @@
 //! then (Node's by up to 1 ms), and fires *at once* past 2^31 − 1 ms. Turning
 //! the one into the other, and deciding when a wake is real, is written once,
 //! here: [`arm_delay`] and [`on_wake`]. js/timers.js and src/web/timers.rs
-//! own the host timers and call these rules (js/timers.js `timerMs` is the
-//! same rule, checked against the same table in tests/js/cases/timers.js).
+//! own the host timers; src/web/timers.rs calls these rules, and js/timers.js
+//! keeps its own copies on its hot path: `timerMs`, pinned to `timer_ms` by
+//! the `timers.timerMs` rows of tests/conformance/cases.json, and its heap's
+//! order, pinned to [`WakeQueue`]'s by the `timers.order` rows.
 //!
 //! # Why a queue behind one host timer
 //! Deadlines are made per request and mostly dropped long before they fire,
-//! and a host `setTimeout` + `clearTimeout` costs about 1 µs in Deno and
-//! workerd. [`WakeQueue`] orders pending instants with removable handles, so
-//! a host keeps one timer armed for the earliest and arms or disarms a
-//! wake-up without a host call. It is sans-IO: time comes in as `now_ms`, and
-//! what to arm comes out of [`WakeQueue::poll_arm`].
+//! and a host `setTimeout` + `clearTimeout` costs more than the rest of a
+//! deadline in Deno and workerd (BENCHMARKS.md, "Deadlines"). [`WakeQueue`]
+//! orders pending instants with removable handles, so a host keeps one timer
+//! armed for the earliest and arms or disarms a wake-up without a host call.
+//! It is sans-IO: time comes in as `now_ms`, and what to arm comes out of
+//! [`WakeQueue::poll_arm`].
 //!
 //! # Invariants (each is a property test in this module)
 //! 1. [`arm_delay`] is a whole number of ms in `0 ..= MAX_TIMER_MS`, and a

@@ -1,7 +1,7 @@
 //! Bindings for [`crate::core::breaker`] (`js/breaker.js`: `CircuitBreaker`).
 //!
 //! The per-call pair is scalar, because it runs on every guarded call (the
-//! closed path has a budget of 100 ns, BENCHMARKS.md): `check(slot, now)`
+//! closed path has a budget: BENCHMARKS.md, "Circuit breaker"): `check(slot, now)`
 //! answers a number and `record(…)` answers a change code. The key's name
 //! crosses once, when the JavaScript side meets a key it has not cached
 //! (`key`). Options, stats and the exported state cross through serde or as

@@ -4,8 +4,8 @@
 //!
 //! # Why our own
 //! serde-wasm-bindgen's deserializer made each once-per-request call the
-//! largest code of the main `.wasm` (`platformDeadline` 11.9 KB,
-//! `earliestIncoming` 9.0 KB, `planNew` 8.4 KB raw), and it kept float
+//! largest code of the main `.wasm` (`platformDeadline`, `earliestIncoming`
+//! and `planNew` were its three largest functions, raw), and it kept float
 //! formatting in the module even when no message is shown: its errors are
 //! built from serde's `Unexpected::Float`, whose `Display` formats the
 //! number. This one reads only what the core's types need, each monomorphized
@@ -42,8 +42,8 @@
 //! printed, as an integer).
 //!
 //! Primitive methods: `f64` and strings have their own (a single JS type
-//! each; forwarding strings to `deserialize_any` measured 0.1 KB gzip
-//! bigger), the rest forward to `deserialize_any`.
+//! each; forwarding strings to `deserialize_any` measured bigger, gzip),
+//! the rest forward to `deserialize_any`.
 //!
 //! `deserialize_any` (serde's path for self-describing input) sees only
 //! `undefined`/`null`, booleans, numbers and strings; an object or array there
@@ -60,8 +60,8 @@
 //! number and becomes an [`Error`] naming where it happened, and through
 //! [`super::from_js`] a `TypeError` with `.param`. Wasm then reads only the
 //! fresh arrays those return, which runs no user code. (A `catch` import per
-//! read would do too, but costs about 150 ns a call from Wasm: `plan()` was
-//! 2 µs slower that way.) Nothing here unwraps.
+//! read would do too, but a call through one costs more from Wasm: `plan()`
+//! measured slower that way.) Nothing here unwraps.
 
 use std::cell::Cell;
 use std::fmt;
@@ -104,8 +104,8 @@ extern "C" {
 ///
 /// Boxed: every `Result` the (de)serializers pass up is then one word and a
 /// tag. With the three fields inline (eight words), each `?` of every derived
-/// visitor copied them from frame to frame: boxed, the main `.wasm` is 2.6 KB
-/// gzip smaller (44 671 → 42 028 B), the derive one 2.6 KB (68 375 → 65 805 B).
+/// visitor copied them from frame to frame: boxed, the main `.wasm` and the
+/// derive one measured smaller (gzip).
 /// An error is built only on a wrong shape, so the allocation is off every
 /// normal path.
 #[derive(Debug)]
@@ -537,9 +537,9 @@ impl<'de> de::MapAccess<'de> for Pairs {
 /// A sequence rather than a map: the derived `visit_map` matches each key
 /// against the field names and checks for duplicates, code that is never
 /// needed here (the keys are the declared fields, each read once), and
-/// through `visit_seq` the linker drops it (1.2 KB gzip of the main `.wasm`,
-/// measured with the allocator and error savings in place; 2.0 KB before
-/// them). An absent field is `None`: the visitor then takes the field's
+/// through `visit_seq` the linker drops it (the main `.wasm` measured smaller,
+/// gzip, with the allocator and error savings in place and before them).
+/// An absent field is `None`: the visitor then takes the field's
 /// `default` (every `Option` field of an input type has one), or fails with
 /// `invalid_length` at that index, which [`Fields::missing`] turns back into
 /// "missing field `name`".

@@ -12,12 +12,11 @@
 //! chunk ([`DeriverJs::add_rows`]): a bucket id (label tuples are sent once
 //! each, [`DeriverJs::add_bucket`]), an outcome id (issued by
 //! [`DeriverJs::outcome`] for each distinct outcome word: JS caches the ids
-//! and never interprets them) and a duration. Measured (Node 20, 200 000
-//! rows, two runs): `addRows` over the columns, the core's work included,
-//! 9.3–9.7 ms; serde-wasm-bindgen *decoding alone* of the same rows as
-//! `{ bucket, outcome, ms }` objects, 56–66 ms. The end-to-end figure,
-//! `deriveTimeouts` over 200 000 rows by model, is `node bench/run.mjs
-//! derive` (BENCHMARKS.md).
+//! and never interprets them) and a duration. Measured: `addRows` over the
+//! columns, the core's work included, takes a fraction of what
+//! serde-wasm-bindgen *decoding alone* of the same rows as
+//! `{ bucket, outcome, ms }` objects takes (BENCHMARKS.md, "Derived
+//! timeouts").
 //!
 //! # What holds Wasm memory
 //! A [`DeriverJs`] lives for one `deriveTimeouts` call over rows and is

@@ -3,13 +3,13 @@
 //! A header format crosses as its name (a string enum, [`HeaderFormat`]):
 //! the list of names is the core's ([`header_formats`]), never retyped in JS.
 //! `encodeHeader`/`parseHeader` stay scalar (a name and a number or a value
-//! in, a string or a number out): the name costs 0.05–0.1 µs more per call
+//! in, a string or a number out): the name costs a little more per call
 //! than a byte code would (measured with both alternating in one process),
 //! the price of no mirrored code table. Reading a request's headers is one cold call with the
 //! values present as [`HeaderValue`]s and the answer as an
 //! [`Incoming`](crate::core::headers::Incoming), each
-//! rejection with its code and the core's message (`Deadline.fromHeaders` of
-//! a plain object: about 1.7 µs in Node).
+//! rejection with its code and the core's message (`Deadline.fromHeaders`:
+//! BENCHMARKS.md, "Pipelines").
 
 use wasm_bindgen::prelude::*;
 

@@ -2,7 +2,8 @@
 //! `ConcurrencyLimiter`). The options cross once, through serde (their type
 //! is generated from [`LimiterOptions`]); the per-call event, a finished
 //! call's round trip, stays scalar: numbers in, the limit out, no allocation
-//! (acquire and release together are a budget of 200 ns, BENCHMARKS.md).
+//! (acquire and release together have a budget: BENCHMARKS.md, "Concurrency
+//! limiter").
 //!
 //! # What holds Wasm memory
 //! A [`LimiterJs`] is a few dozen bytes, lives as long as the user's

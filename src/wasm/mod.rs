@@ -24,9 +24,10 @@
 //!
 //! Output leaves through serde-wasm-bindgen's serializer, with each type's
 //! tsify settings. Input is read by our own deserializer ([`de`]), not
-//! serde-wasm-bindgen's: with it the main `.wasm` measured 15.8 KB gzip
-//! larger (19.4 KB with serde_path_to_error for the `data[0].unit` paths),
-//! which puts a deadline-only Worker near 93 KiB, over its 80 KiB budget.
+//! serde-wasm-bindgen's: with it the main `.wasm` measured larger (more so
+//! with serde_path_to_error for the `data[0].unit` paths), which put the
+//! Worker over its upload budget of the time (BENCHMARKS.md, "Size and
+//! start-up").
 //! Its errors format floats with Rust's `Display` (the core prints numbers
 //! with ryu-js instead, src/core/number.rs), and every type's conversion
 //! instantiates its larger deserializer. And a read of a user value that throws (a getter, a proxy)
@@ -39,11 +40,12 @@
 //! (BENCHMARKS.md, both builds alternating in one process, `bench/ab.mjs`):
 //! - `deadline.rs`, everything: per request and per step; a scalar call costs
 //!   no allocation, an object through serde would cost one per call.
-//! - `plan.rs` `planCap` (every `p.run`: 66 ns Node / 20 ns Deno) and `planSkipReason` (a skipped optional step: the
-//!   structured refusal put it at 2.6 µs against 1.7 µs in Node).
+//! - `plan.rs` `planCap` (every `p.run`) and `planSkipReason` (a skipped
+//!   optional step: the structured refusal measured slower; BENCHMARKS.md,
+//!   "Pipelines").
 //! - `retry.rs`: the `RetryRun` constructor takes the options as named
-//!   arguments (through serde, `retry()` cost 0.3–0.9 µs more in Node and
-//!   1.9 µs more in Deno) and the per-attempt `start`/`failed` answer a number
+//!   arguments (through serde, `retry()` measured slower in Node and Deno)
+//!   and the per-attempt `start`/`failed` answer a number
 //!   or `undefined`; `retry_budget.rs`, asked once per failed attempt inside that call.
 //! - `headers.rs` `encodeHeader`/`parseHeader` (every outgoing and incoming
 //!   request).
@@ -55,11 +57,13 @@
 //! - `limiter.rs` a finished call's round trip (`sample`: numbers in, the
 //!   limit out), once per call.
 //! - `sketch.rs` ingestion (`tryAdd`, typed-array `addAll`), and `derive.rs`
-//!   labelled rows as typed-array columns (serde decoding alone of 200 000
-//!   rows: 56–66 ms, against 9.3–9.7 ms for the columns with the core's work).
+//!   labelled rows as typed-array columns (serde decoding alone of the rows
+//!   took far longer than the columns with the core's work: BENCHMARKS.md,
+//!   "Derived timeouts").
 //!
-//! Cold calls pay for serde (`node bench/run.mjs cold`): `plan()` about 2 µs
-//! more than positional arguments would cost, once per request.
+//! Cold calls pay for serde (`node bench/run.mjs cold`; BENCHMARKS.md,
+//! "Pipelines"): `plan()` costs more than positional arguments would, once
+//! per request.
 
 use wasm_bindgen::prelude::*;
 
@@ -129,7 +133,7 @@ extern "C" {
 ///
 /// Generic only in name: every error type goes through one body
 /// ([`error_js`]) as a `dyn Described`, instead of one inlined copy per type
-/// (nine copies, 0.5–1.1 KB each, in the main `.wasm`).
+/// (nine copies of it, measured in the main `.wasm`).
 #[inline]
 pub(crate) fn to_js<E: Described>(error: E) -> JsValue {
     error_js(&error)
@@ -200,8 +204,8 @@ pub(crate) fn array_js<T: tsify::Tsify + serde::Serialize>(values: &[T]) -> Resu
 }
 
 /// The `.wasm`'s allocator: talc's single-threaded WebAssembly allocator in
-/// place of Rust's default dlmalloc, which leaves the deadline-only Worker
-/// room under its 80 KiB upload budget (BENCHMARKS.md, "Where it stands";
+/// place of Rust's default dlmalloc, which leaves the Worker more room under
+/// its upload budget (BENCHMARKS.md, "Where it stands";
 /// docs/design.md, "Allocator and panics", has the figures). The package's
 /// instances are single-threaded: no build enables the `atomics` target
 /// feature, which talc's unsynchronised cell would need to refuse.

@@ -9,16 +9,16 @@
 //! - [`plan_cap`] is the hot path, called by every `p.run`: scalars in, one
 //!   `f64` out (the cap, or `0` when the step must not start), no allocation.
 //!   Passing the step as an object instead runs serde on every step: the
-//!   refusal below cost 2.3 µs in Node that way against 1.0 µs with scalars
-//!   (`node bench/run.mjs pipeline` has the current figures).
+//!   refusal below measured slower in Node that way than with scalars
+//!   (BENCHMARKS.md, "Pipelines", has the current figures).
 //! - [`plan_skip_reason`] follows a `0` for an optional step: a skip is a
 //!   normal outcome on the request's path, so it crosses scalars in and the
 //!   core's reason out as one number (the time available, or
 //!   [`SKIP_EXPIRED`]); the reason's text ([`skip_reason_text`]) is made when
-//!   the caller first reads it. Returning the text at once put a skipped
-//!   `p.run` at 1.34 µs in Node against 0.55 µs (`node bench/ab.mjs`);
-//!   returning the [`Refusal`](crate::core::plan::Refusal) object (its kind
-//!   by name in, four fields out through serde) at 2.6 µs.
+//!   the caller first reads it. Returning the text at once, or the
+//!   [`Refusal`](crate::core::plan::Refusal) object (its kind by name in, four
+//!   fields out through serde), measured a skipped `p.run` slower
+//!   (BENCHMARKS.md, "Pipelines" and "Where it stands").
 //! - [`plan_refusal`] is the rare path for a mandatory or fallback step: why
 //!   it does not start, as a [`Refusal`](crate::core::plan::Refusal) whose
 //!   `outcome` is the trace's string enum and whose numbers the
@@ -149,8 +149,8 @@ pub fn plan_refusal(
 /// `end` (a [`StreamEnd`](plan::StreamEnd) by name) is recorded (its
 /// outcome's name) and, with `next`, what `js/plan.js` sends next
 /// (`"close"`, `"fallback"` or `"error"`). Static strings handed over as
-/// they are: the verdict as an object through serde cost the main `.wasm`
-/// 0.3 KiB gzip. An unknown name is a failure (`js/plan.js` passes only the
+/// they are: the verdict as an object through serde made the main `.wasm`
+/// larger. An unknown name is a failure (`js/plan.js` passes only the
 /// names it knows).
 #[wasm_bindgen(js_name = planStreamVerdict)]
 pub fn plan_stream_verdict(end: &str, content_sent: bool, cap_is_deadline: bool, next: bool) -> JsValue {

@@ -7,10 +7,10 @@
 //! remaining time as the caller's. Limits cross as their index in
 //! [`LimitKind::ALL`] (js/request.js keeps the names in that order, and the
 //! request case checks every name round-trips). Measured on the main `.wasm`
-//! (gzip): structured versions (serde options and answers, a `Wire` record)
-//! cost 5 KB, three scalar exports with names crossing as strings 1.1 KB,
-//! this one 0.4 KB, where a deadline-only Worker has less than 1 KiB left of
-//! its 80 KiB upload budget.
+//! (gzip), this one is the smallest: structured versions (serde options and
+//! answers, a `Wire` record) cost the most, three scalar exports with names
+//! crossing as strings less, and the Worker's upload budget has little room
+//! (BENCHMARKS.md, "Where it stands").
 
 use wasm_bindgen::prelude::*;
 

@@ -14,7 +14,7 @@
 //!   per request, and reading a struct through serde costs a property read
 //!   per field. Measured with both builds alternating in one process
 //!   (`node bench/ab.mjs BEFORE_DIR`, medians of 15 rounds), a `retry()`
-//!   whose first attempt succeeds cost 0.4 µs more in Deno through
+//!   whose first attempt succeeds cost more in Deno through
 //!   serde-wasm-bindgen than with these scalars.
 //! - The per-attempt decisions stay scalar: `start` answers the attempt's
 //!   timeout and `failed` the backoff delay, or `undefined` to stop; the rare
@@ -227,7 +227,8 @@ pub fn failure_kinds() -> Result<js_sys::Array, JsValue> {
 /// The first `retries` delays of a backoff for `seed` ([`Backoff::schedule`](crate::core::retry::Backoff::schedule)).
 /// The backoff crosses as its fields, `jitter` as a number or a name (as
 /// for [`RetryRunJs::new`]): a serde decoder of the options measured larger in
-/// the main `.wasm`, whose deadline-only Worker has an 80 KiB budget.
+/// the main `.wasm`, whose Worker has an upload budget (BENCHMARKS.md, "Size
+/// and start-up": `backoffSchedule`).
 #[wasm_bindgen(js_name = backoffSchedule)]
 pub fn backoff_schedule(
     base_ms: f64,

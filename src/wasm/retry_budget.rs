@@ -6,7 +6,8 @@
 //! [`BudgetCounts`](crate::core::retry_budget::BudgetCounts). Nothing here is
 //! scalar by necessity: the budget is asked once per failed attempt, through
 //! [`super::retry`], inside the same Wasm call; `counts()` is for logs
-//! (264 ns in Node against 138 ns as a positional array, BENCHMARKS.md).
+//! (through serde it measured slower in Node than a positional array, off
+//! any hot path).
 
 use wasm_bindgen::prelude::*;
 

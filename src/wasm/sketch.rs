@@ -6,9 +6,8 @@
 //! number and bool (no allocation: a `Result` would come back as a fresh
 //! two-element array on every call), and `addAll` takes a chunk of a
 //! `Float64Array` as a slice (one copy into Wasm memory, no per-element
-//! conversion). `node bench/run.mjs derive` (BENCHMARKS.md): `addAll` about
-//! 4–5 ns per sample, `add()` in a loop about 14 ns per call, against
-//! 38–84 ns for hdr-histogram-js.
+//! conversion). `addAll` and `add()` in a loop against hdr-histogram-js:
+//! BENCHMARKS.md, "Derived timeouts".
 //!
 //! # What holds Wasm memory, and who frees it
 //! A [`SketchJs`] lives as long as the user's `LatencySketch` (at most 16 KB

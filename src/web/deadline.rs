@@ -24,9 +24,9 @@
 //! # Timers
 //! Deadlines wait in the wake-up queues of timers.rs, behind one host timer,
 //! as the JavaScript API's do: a deadline is usually dropped long before it
-//! fires, and a host `setTimeout` + `clearTimeout` per deadline costs about
-//! 1 µs in Deno, several times the rest of `signal()`. In workerd a queue
-//! belongs to one turn of one request (a timer there dies with the request
+//! fires, and a host `setTimeout` + `clearTimeout` per deadline costs several
+//! times the rest of `signal()` in Deno (BENCHMARKS.md, "Deadlines"). In
+//! workerd a queue belongs to one turn of one request (a timer there dies with the request
 //! that armed it); a derived deadline ([`Deadline::reserve`],
 //! [`Deadline::min`]) joins the queue its source armed on, so one request's
 //! thousands of derived deadlines hold one host timer.

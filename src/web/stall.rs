@@ -41,7 +41,7 @@
 //!    wake-up is pending. The hold is taken when a read starts waiting and
 //!    looked at again when a chunk is held, when the machine is asked and
 //!    when the stream settles, not when a chunk answers a read (as
-//!    js/stall.js: a ref toggle per chunk costs 250 ns a pair in Deno). A
+//!    js/stall.js: a ref toggle per chunk measured costly in Deno). A
 //!    wrapper nobody reads holds nothing.
 //! 5. When the wrapper settles it lets go of every JavaScript object it held
 //!    (reader, controllers, predicate), so nothing of it stays reachable from
@@ -224,8 +224,9 @@ impl std::fmt::Debug for StallOptions {
 // `waiting` (a read waits on the source), Rust writes `kept` (the process is
 // held), so a consumer reading in a loop costs one call into Rust per chunk.
 // Pulling, unpacking the read and enqueueing from Rust cost four more
-// boundary crossings per chunk, which measured 2.1x the JavaScript
-// wrapper's per-chunk cost in Deno (bench/web.bench.mjs). The size is
+// boundary crossings per chunk, which measured well above the JavaScript
+// wrapper's per-chunk cost in Deno (BENCHMARKS.md, "Rust API (`web`
+// feature)"). The size is
 // `byteLength`, a string's length, 0 for null/undefined, or -1 when the chunk
 // has none.
 #[wasm_bindgen(inline_js = r#"

@@ -703,9 +703,10 @@ impl Node {
     }
 }
 
-/// Parent listeners. A wasm-bindgen `Closure` per linked node costs
-/// ≈ 1.2 µs more than the JavaScript API's listener in Deno (its creation
-/// registers a finalizer); instead each linked node gets a plain JavaScript
+/// Parent listeners. A wasm-bindgen `Closure` per linked node costs far more
+/// than the JavaScript API's listener in Deno (its creation registers a
+/// finalizer; BENCHMARKS.md, "Rust API (`web` feature)"); instead each
+/// linked node gets a plain JavaScript
 /// listener object carrying its id, and every one of them calls one shared
 /// Rust dispatcher, which finds the node in a table.
 mod links {

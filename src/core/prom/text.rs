@@ -167,7 +167,7 @@ fn sign(b: &[u8], i: &mut usize) -> bool {
 }
 
 /// A decimal number (`-12.5e-3`) to `f64` without the standard library's
-/// float parser, whose tables would add about 14 KB (gzip) to the Wasm
+/// float parser, whose tables would add kilobytes (gzip) to the Wasm
 /// build. Exact (correctly rounded) when the digits fit in 2^53 and the
 /// decimal exponent is within ±22, which covers every bucket bound and count
 /// an exporter writes; otherwise within a few ulps.

@@ -80,9 +80,9 @@ fn seconds_ms(s: f64) -> f64 {
 /// epoch; `None` for anything else (an impossible day included). The two
 /// obsolete forms (RFC 850, asctime) are not read: a `Retry-After` in one of
 /// them counts as absent. Written here rather than taken from the `httpdate`
-/// crate, which put 5.3 KB gzip into the main `.wasm`, and without the
-/// obsolete forms (0.3 KB more): the deadline-only Worker's 80 KiB budget
-/// has no room for either.
+/// crate, and without the obsolete forms: either made the main `.wasm`
+/// larger than the Worker's upload budget had room for (BENCHMARKS.md,
+/// "Size and start-up").
 fn http_date(b: &[u8]) -> Option<f64> {
     if b.len() != 29 || b.get(3) != Some(&b',') || !b.ends_with(b" GMT") {
         return None;

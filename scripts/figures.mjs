@@ -1,0 +1,91 @@
+// The figures gate: no measured figure in a code comment. What something costs or weighs
+// (ns, µs, a size in KB/KiB/MB/MiB or bytes, a measured ratio) lives in BENCHMARKS.md, next to
+// the command that measured it; a comment names the row instead: (BENCHMARKS.md, "Deadlines").
+// Limits and defaults that are the code's behaviour ("at most 16 KB", "256 KiB", "2^31 − 1 ms",
+// "below 1 ns") are not figures and pass: a size counts as measured when its sentence says so
+// (gzip, measured, cost, larger, smaller, grew, →), a time in ns or µs always does, and a ratio
+// or a percentage when it says faster, slower or cost.
+// Run: `node scripts/figures.mjs` (part of `node tests/run.mjs lint`); exits 1 with file:line per hit.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+function* files(dir, ext) {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) yield* files(p, ext);
+    else if (e.name.endsWith(ext)) yield p;
+  }
+}
+
+/** The comment text of each line (null where the line has none); block comments and JSDoc included. */
+function comments(text) {
+  const out = [];
+  let inBlock = false;
+  for (const line of text.split("\n")) {
+    if (inBlock) {
+      const end = line.indexOf("*/");
+      out.push(end < 0 ? line : line.slice(0, end));
+      if (end >= 0) inBlock = false;
+      continue;
+    }
+    // A comment starts at `//` or `/*` outside a string literal (good enough for this code base:
+    // strings holding `//` are URLs, whose `:` the check below skips).
+    const m = /(^|[^:"'`\\])(\/\/|\/\*)/.exec(line);
+    if (!m) {
+      out.push(null);
+      continue;
+    }
+    const start = m.index + m[1].length;
+    const rest = line.slice(start + 2);
+    if (m[2] === "/*") {
+      const end = rest.indexOf("*/");
+      if (end < 0) inBlock = true;
+      out.push(end < 0 ? rest : rest.slice(0, end));
+    } else out.push(rest);
+  }
+  return out;
+}
+
+// A number: digits with thin or plain spaces, commas or a point inside, or a range (0.5–1.1).
+const NUM = String.raw`(?<![\^\w.])\d(?:[\d.,]|[  ](?=\d{3}\b))*(?:\s?[–-]\s?\d[\d.,]*)?`;
+const TIME = new RegExp(String.raw`${NUM}\s?(?:ns|µs|us)\b`);
+const SIZE = new RegExp(String.raw`${NUM}\s?(?:KB|KiB|MB|MiB|B)\b`);
+const RATIO = new RegExp(String.raw`(?:(?:measured|costs?|took|read)\s+(?:about\s+)?${NUM}\s?(?:×|x\b|times\b))|(?:${NUM}\s?(?:×|x\b|%)\s+(?:faster|slower|larger|smaller))`);
+const MS = new RegExp(String.raw`(?:(?:about|costs?|took|takes|measured)\s+(?:about\s+)?${NUM}\s?ms\b)|(?:${NUM}\s?ms\s+(?:slower|faster|of start-up))`);
+// A size is measured when its sentence says so; "held 345 MiB" says it at the figure itself.
+const SIZE_HELD = new RegExp(String.raw`(?:held|weighs?|took)\s+(?:about\s+)?${NUM}\s?(?:KB|KiB|MB|MiB|B)\b`);
+const SIZE_SAYS = /gzip|measur|\bcost|larger|smaller|\bgrew|\bgrow|\badd(s|ed)?\b|→|twiggy|\.wasm/i;
+// Behaviour, not measurement: the sketch's lowest indexable duration (MIN_INDEXABLE_MS).
+const BEHAVIOUR = /(?:below|above) 1 ns\b|\(1 ns\)|\b1 ns to\b/g;
+
+export function check() {
+  const hits = [];
+  for (const [dir, ext] of [["src", ".rs"], ["js", ".js"]]) {
+    for (const file of files(join(root, dir), ext)) {
+      const lines = comments(readFileSync(file, "utf8"));
+      lines.forEach((c, i) => {
+        if (c === null) return;
+        const text = c.replace(BEHAVIOUR, "");
+        // A sentence often spans lines: the word that makes a size a measurement ("measured
+        // 15.8 KB …", "cost 5 KB, … this one 0.4 KB") may sit on the comment line before.
+        const near = [lines[i - 1], c].filter((l) => l !== null && l !== undefined).join(" ");
+        const why = TIME.exec(text)?.[0] ?? (SIZE_SAYS.test(near) ? SIZE.exec(text)?.[0] : undefined) ?? SIZE_HELD.exec(text)?.[0] ?? RATIO.exec(text)?.[0] ?? MS.exec(text)?.[0] ?? null;
+        if (why) hits.push(`${relative(root, file)}:${i + 1}: "${why}" in: ${c.trim()}`);
+      });
+    }
+  }
+  return hits;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const hits = check();
+  for (const h of hits) console.log(h);
+  if (hits.length) {
+    console.log(`\n${hits.length} comment line(s) cite a measured figure: name the BENCHMARKS.md row instead, e.g. (BENCHMARKS.md, "Deadlines"), and put the figure there with its command.`);
+    process.exit(1);
+  }
+  console.log("figures: no measured figure in src/ or js/ comments");
+}
