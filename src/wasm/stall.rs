@@ -9,9 +9,9 @@
 //! made only at the stream's first event after that, from the same inputs, so
 //! it starts in the same state ([`StallWatcher::start`] is a function of its
 //! inputs), and freed the moment the stream settles. Why not at once: a
-//! wasm-bindgen object registers with a `FinalizationRegistry`, whose register
-//! + unregister measured several times the scalar call in Node 20, and most
-//! streams settle before their first wake. The notes (`chunks`, `bytes`, `progress`,
+//! wasm-bindgen object registers with a `FinalizationRegistry`, whose
+//! register and unregister measured several times the scalar call in Node 20,
+//! and most streams settle before their first wake. The notes (`chunks`, `bytes`, `progress`,
 //! `lastProgressAt`, `heldMs`, `heldSince`) stay JavaScript variables and
 //! cross as scalar arguments of those calls. Every answer is one number: the
 //! instant to wake at (`Infinity`: parked, no wake), or `NaN` when the
