@@ -314,7 +314,7 @@ export class Deadline {
     let node = this.#node;
     if (node !== null) return node;
     // Timer arithmetic stays in JS: this runs on every fresh signal(), where a
-    // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Design").
+    // Wasm call costs more than the arithmetic (BENCHMARKS.md, "Deadlines", the "design:" rows).
     const at = this.#at;
     const passed = at <= now();
     node = this.#node = new Child(passed ? Infinity : at, expire, undefined);
