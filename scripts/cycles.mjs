@@ -124,9 +124,9 @@ function dropTestItems(code) {
 
 /** The paths a `use` tree names: `a::{b, c::{d, e}}` gives a::b, a::c::d, a::c::e. */
 function expandUse(tree) {
-  tree = tree.replace(/\s+/g, "");
+  tree = tree.replace(/\s+as\s+\w+/g, "").replace(/\s+/g, "");
   const braceAt = tree.indexOf("{");
-  if (braceAt < 0) return [tree.replace(/\bas\w+$/, "").split("::").filter(Boolean)];
+  if (braceAt < 0) return [tree.split("::").filter(Boolean)];
   const prefix = tree.slice(0, braceAt).split("::").filter(Boolean);
   const inner = tree.slice(braceAt + 1, tree.lastIndexOf("}"));
   const parts = [];
