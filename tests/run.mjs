@@ -1,5 +1,6 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
-// the host and wasm32, cargo doc of the core, tsc --checkJs on js/, no measured figure in a
+// the host and wasm32, cargo doc of the core, tsc --checkJs on js/, no import circle in
+// src/core, src/web or js/ (scripts/cycles.mjs), no measured figure in a
 // comment of src/ or js/ (scripts/figures.mjs); `node
 // tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
 // Node (20, 22, 24, 26), Bun, Deno, workerd, Vercel's edge-runtime and headless Chromium. Each runtime reports its name and
@@ -27,7 +28,7 @@ const bin = {
   node26: join(root, "node_modules/node26/bin/node"),
   bun: join(root, "node_modules/@oven/bun-linux-x64/bin/bun"),
 };
-const LINT = ["fmt", "clippy", "clippy-wasm", "clippy-web", "doc-core", "doc-web", "tsc-js", "figures"];
+const LINT = ["fmt", "cycles", "clippy", "clippy-wasm", "clippy-web", "doc-core", "doc-web", "tsc-js", "figures"];
 // e.g. `node tests/run.mjs node deno`; `lint` stands for the lint gates.
 const only = process.argv.slice(2).flatMap((name) => (name === "lint" ? LINT : [name]));
 const results = [];
@@ -228,6 +229,10 @@ const suites = {
   // Lint gates first: they take seconds, and each failure says what to run.
   async fmt() {
     await gate("cargo fmt --check", "cargo", ["fmt", "--all", "--check"], "run `cargo fmt --all` (the style is rustfmt.toml's)");
+  },
+  // No import circle between the modules of src/core, of src/web, or the files of js/.
+  async cycles() {
+    await gate("no import circle", process.execPath, ["scripts/cycles.mjs"], "move what both modules of the circle need into the lower one (or a small new module) and re-export it where its public path was; `node scripts/cycles.mjs --graph` prints every edge");
   },
   async clippy() {
     await gate("clippy (host)", "cargo", ["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], "fix what `cargo clippy --workspace --all-targets` reports; an #[allow(clippy::…)] needs a one-line reason beside it");

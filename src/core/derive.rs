@@ -50,14 +50,14 @@
 //! 5. From histograms, the derived percentile lies inside the bucket holding
 //!    the exact percentile of the raw data (within bucket resolution).
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::core::deadline::{check_ms, DeadlineError, MAX_MS};
 use crate::core::error::{Described, Kind, Message};
 use crate::core::prom;
 use crate::core::sketch::{Bin, BoundCache, LatencySketch, SketchError, DEFAULT_RELATIVE_ERROR};
 
-use crate::core::prom::{Histogram, PromError, Unit};
+use crate::core::prom::{pairs_as_object, Histogram, PromError, Unit};
 use crate::core::tail::{tail_shape, TailShape};
 
 mod warning;
@@ -443,11 +443,6 @@ pub struct BucketResult {
     /// What the reader should know about this derivation.
     #[cfg_attr(feature = "typescript", tsify(type = "DerivedWarning[]"))]
     pub warnings: Vec<Warning>,
-}
-
-/// `[(k, v)]` as `{ k: v }`, in order.
-pub(crate) fn pairs_as_object<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
 
 /// The distribution a bucket's percentiles are read from.

@@ -52,9 +52,7 @@
 use core::fmt;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize};
-
-use crate::core::derive::pairs_as_object;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod text;
 use crate::core::error::{Described, Message};
@@ -530,6 +528,11 @@ pub struct Histogram {
     /// The `_count` sample; `null` when absent.
     #[serde(default)]
     pub count: Option<f64>,
+}
+
+/// `[(k, v)]` as `{ k: v }`, in order.
+pub(crate) fn pairs_as_object<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
 
 /// `{ k: v }` as `[(k, v)]`, sorted by name.

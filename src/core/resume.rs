@@ -21,8 +21,8 @@
 //! Two helpers the machine uses are here too: [`EventCut`] cuts an event
 //! stream on event boundaries (a reader never gets half an event, and the
 //! half an attempt left behind is dropped) and reads each event's id, and
-//! [`status_failure`] says how a non-ok answer failed when the caller gave
-//! no `classify`.
+//! [`status_failure`] (the retry loop's, re-exported here) says how a non-ok
+//! answer failed when the caller gave no `classify`.
 //!
 //! # Invariants (each is a test below)
 //! 1. Before content reached the reader, the answer is [`Next::Retry`]: the
@@ -44,7 +44,7 @@
 //!    broke, and the reader is waiting mid-answer. Later resumes back off.
 
 use crate::core::error::{whole_code, Described, Message};
-use crate::core::retry::Failure;
+pub use crate::core::retry::status_failure;
 
 /// What to do after a failure the retry loop allows another attempt for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -300,19 +300,6 @@ pub fn content_range_start(value: &str) -> Option<f64> {
         }
     }
     None
-}
-
-/// How a stream's attempt that got a non-ok `status` failed, for the retry
-/// loop when the caller gave no `classify`: 429 and 503 say the request was
-/// not taken ([`Failure::NotApplied`]), 408 and the other 5xx may have run
-/// ([`Failure::Ambiguous`]), any other status will not change by asking
-/// again ([`Failure::Permanent`]).
-pub fn status_failure(status: u16) -> Failure {
-    match status {
-        429 | 503 => Failure::NotApplied,
-        408 | 500..=599 => Failure::Ambiguous,
-        _ => Failure::Permanent,
-    }
 }
 
 /// The longest event an [`EventCut`] holds, in bytes, unless the caller
@@ -953,23 +940,6 @@ mod tests {
             let e = check_cap("options.maxLineBytes", value).unwrap_err();
             assert_eq!(e.code(), code, "{value}");
             assert_eq!(e.param().as_deref(), Some("options.maxLineBytes"));
-        }
-    }
-
-    #[test]
-    fn statuses_as_failures() {
-        for (status, failure) in [
-            (429, Failure::NotApplied),
-            (503, Failure::NotApplied),
-            (408, Failure::Ambiguous),
-            (500, Failure::Ambiguous),
-            (502, Failure::Ambiguous),
-            (599, Failure::Ambiguous),
-            (400, Failure::Permanent),
-            (404, Failure::Permanent),
-            (301, Failure::Permanent),
-        ] {
-            assert_eq!(status_failure(status), failure, "{status}");
         }
     }
 

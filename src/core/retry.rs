@@ -192,17 +192,29 @@ pub mod msg {
     }
 }
 
+/// How a stream's attempt that got a non-ok `status` failed, for the retry
+/// loop when the caller gave no `classify`: 429 and 503 say the request was
+/// not taken ([`Failure::NotApplied`]), 408 and the other 5xx may have run
+/// ([`Failure::Ambiguous`]), any other status will not change by asking
+/// again ([`Failure::Permanent`]).
+pub fn status_failure(status: u16) -> Failure {
+    match status {
+        429 | 503 => Failure::NotApplied,
+        408 | 500..=599 => Failure::Ambiguous,
+        _ => Failure::Permanent,
+    }
+}
+
 /// How an attempt failed when its error is an HTTP response of `status` (a
 /// thrown `Response`) or carries one (an error's `response`), and the caller
-/// gave no `classify`: the streams' rule,
-/// [`status_failure`](crate::core::resume::status_failure) (429 and 503 were
+/// gave no `classify`: the streams' rule, [`status_failure`] (429 and 503 were
 /// not applied, 408 and the other 5xx are ambiguous, any other is permanent).
 /// `None` when `status` is not a whole number 100 ..= 599: not an HTTP
 /// status, so the error is classified as any other.
 pub fn response_failure(status: f64) -> Option<Failure> {
     let http = status.fract() == 0.0 && (100.0..=599.0).contains(&status);
     // Whole and 100 ..= 599: exact.
-    http.then(|| crate::core::resume::status_failure(status as u16))
+    http.then(|| status_failure(status as u16))
 }
 
 /// The message of an `AttemptTimeout` error, which both hosts raise: attempt

@@ -15,7 +15,7 @@ use web_sys::{AbortController, AbortSignal, Headers, ReadableStream, Request, Re
 use super::errors::StallPhase;
 use super::headers::HeaderFormat;
 use super::stall::{watch, ProgressFn, StallOptions};
-use super::timers::Timeout;
+use super::timers::{self, Timeout};
 use super::{sys, Error};
 use crate::core::headers;
 use crate::core::sse::is_event_stream;
@@ -154,7 +154,7 @@ impl FirstByteGuard {
     }
 
     fn step(config: StallConfig, t0: f64, upstream: AbortController, slot: &Rc<RefCell<Option<Timeout>>>) {
-        let t = sys::now();
+        let t = timers::now();
         let reason = match config.decide(&Snapshot::started(t0), t) {
             Ok(Decision::Wake { delay_ms, .. }) => {
                 let next = Rc::downgrade(slot);
@@ -203,7 +203,7 @@ pub(super) struct Once {
 /// [`fetch_with_deadline`] without retries: one request, its body guarded.
 pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once: Once) -> Result<Response, Error> {
     let first_byte = once.check()?;
-    let t0 = sys::now();
+    let t0 = timers::now();
     let Once { at, deadline_signal, first_byte_ms: _, first_chunk_ms, stall_ms, is_progress, propagate } = once;
     let stall_ms = stall_ms.unwrap_or(NO_LIMIT);
 
@@ -225,7 +225,7 @@ pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once
     }
     init_copy.set_signal(Some(&upstream.signal()));
     let formats = budget_formats(input, propagate);
-    let left = at - sys::now();
+    let left = at - timers::now();
     add_budget_headers(input, &init_copy, if left > 0.0 { left } else { 0.0 }, &formats)?;
 
     let guard = first_byte.map(|config| FirstByteGuard::start(config, t0, &upstream));
@@ -248,7 +248,7 @@ pub(super) async fn fetch_once(input: &JsValue, init: Option<&RequestInit>, once
     // The upstream controller already follows the deadline's signal (and the caller's).
     let stall = StallOptions {
         // Not given: the core's default wait for first content, from the headers.
-        first_chunk_ms: first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(Some(at), sys::now())),
+        first_chunk_ms: first_chunk_ms.unwrap_or_else(|| default_first_chunk_ms(Some(at), timers::now())),
         stall_ms,
         at: Some(at),
         followed: vec![upstream.signal()],
@@ -264,7 +264,7 @@ impl Once {
     /// Range checks before any I/O (the core names the parameter); the
     /// wait for headers as a stall configuration, when one was given.
     pub(super) fn check(&self) -> Result<Option<StallConfig>, Error> {
-        let t0 = sys::now();
+        let t0 = timers::now();
         StallConfig::new(self.first_chunk_ms.unwrap_or(NO_LIMIT), self.stall_ms.unwrap_or(NO_LIMIT), Some(self.at))?
             .decide(&Snapshot::started(t0), t0)?;
         self.first_byte_ms.map(first_byte_config).transpose()

@@ -34,7 +34,7 @@ use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use super::{sys, Error};
+use super::{sys, timers, Error};
 use crate::core::book::{
     check_bucket, check_option, names_held, warning, FlushBatch, FlushBucket, Schedule, ServeError, ServeOptions,
     TableRow, MAX_FLUSH_BYTES,
@@ -333,7 +333,7 @@ impl TimeoutBook {
         if !self.state.borrow().in_force.contains_key(bucket) {
             check_bucket(bucket)?;
         }
-        let t = sys::now();
+        let t = timers::now();
         let (due, (v, fleet), table_read) = {
             let mut s = self.state.borrow_mut();
             (
@@ -418,7 +418,7 @@ impl TimeoutBook {
         if self.aggregator.is_none() {
             return;
         }
-        self.state.borrow_mut().schedule.refresh_started(sys::now());
+        self.state.borrow_mut().schedule.refresh_started(timers::now());
         self.read_table().await;
     }
 
@@ -428,11 +428,11 @@ impl TimeoutBook {
         match rows {
             Ok((q, rows)) => {
                 let max = s.max_buckets;
-                s.schedule.table(sys::now(), q, &rows, max);
+                s.schedule.table(timers::now(), q, &rows, max);
                 s.table_read = true;
             }
             Err(detail) => {
-                s.schedule.refresh_failed(sys::now());
+                s.schedule.refresh_failed(timers::now());
                 let every = s.schedule.options().refresh_every_ms;
                 drop(s);
                 self.warn("REFRESH_FAILED", &detail, every);
@@ -503,7 +503,7 @@ impl TimeoutBook {
         if self.aggregator.is_none() {
             return report;
         }
-        let t = sys::now();
+        let t = timers::now();
         let (refresh, flush) = {
             let mut s = self.state.borrow_mut();
             let refresh = s.schedule.refresh_due(t);

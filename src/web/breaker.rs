@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::future::Future;
 
 use super::errors::Error;
-use super::sys;
+use super::timers;
 use crate::core::breaker::{error_outcome, Admit, Breaker, BreakerError, Change, CircuitState, CircuitStats, Outcome};
 
 pub use crate::core::breaker::{BreakerOptions, OpenReason};
@@ -105,7 +105,7 @@ impl CircuitBreaker {
     /// # Errors
     /// [`Error::CircuitOpen`] when the breaker refuses the call.
     pub fn acquire(&self, key: &str, slow_ms: Option<f64>) -> Result<CircuitPermit<'_>, Error> {
-        let t = sys::now();
+        let t = timers::now();
         let admit = {
             let mut core = self.core.borrow_mut();
             let slot = core.key(key, t).index;
@@ -162,7 +162,7 @@ impl CircuitBreaker {
 
     /// The counters of `key` now.
     pub fn stats(&self, key: &str) -> CircuitStats {
-        let t = sys::now();
+        let t = timers::now();
         let mut core = self.core.borrow_mut();
         let slot = core.key(key, t).index;
         core.stats(slot, t)
@@ -176,7 +176,7 @@ impl CircuitBreaker {
     /// The keys' states as bytes, for [`import_state`](Self::import_state)
     /// elsewhere (the same bytes as JavaScript's `exportState()`).
     pub fn export_state(&self) -> Vec<u8> {
-        self.core.borrow().export(sys::now(), js_sys::Date::now())
+        self.core.borrow().export(timers::now(), js_sys::Date::now())
     }
 
     /// Opens the keys open in `bytes` (less the time since the export).
@@ -185,7 +185,7 @@ impl CircuitBreaker {
     /// [`Error::InvalidArgument`] naming `bytes` (code `BAD_STATE`) when they
     /// are not an exported state; nothing changes then.
     pub fn import_state(&self, bytes: &[u8]) -> Result<(), Error> {
-        let t = sys::now();
+        let t = timers::now();
         let opened = self.core.borrow_mut().import(bytes, t, js_sys::Date::now())?;
         let names: Vec<String> = self.keys();
         for slot in opened {
@@ -295,7 +295,7 @@ impl CircuitPermit<'_> {
         if self.slot == usize::MAX {
             return;
         }
-        let t = sys::now();
+        let t = timers::now();
         let slow_ms = self.slow_ms.unwrap_or(f64::NAN);
         let change = self.breaker.core.borrow_mut().record(self.slot, t, self.probe, outcome, t - self.start, slow_ms);
         if let Some(change) = change {

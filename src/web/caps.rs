@@ -4,7 +4,7 @@
 //! core's; this file reads the clock and builds the [`Deadline`], as
 //! `js/caps.js` does.
 
-use super::{sys, Deadline, Error};
+use super::{timers, Deadline, Error};
 use crate::core::caps::{self, CapsError};
 pub use crate::core::caps::{Bound, CapOverrides, Platform, PlatformCaps, Tier, Trigger};
 
@@ -46,7 +46,7 @@ impl Deadline {
         product_ms: f64,
         fallback_reserve_ms: f64,
     ) -> Result<(Deadline, Bound), Error> {
-        let answer = caps::for_platform(sys::now(), caps, product_ms, fallback_reserve_ms)?;
+        let answer = caps::for_platform(timers::now(), caps, product_ms, fallback_reserve_ms)?;
         Ok((Deadline::at(answer.at)?, answer.bound))
     }
 }

@@ -38,8 +38,7 @@ use std::rc::Rc;
 
 use web_sys::AbortSignal;
 
-use super::sys;
-use super::timers::{child, Child, Node, Parents, Queue};
+use super::timers::{self, child, Child, Node, Parents, Queue};
 use super::Error;
 use crate::core::deadline as core;
 use crate::core::request::LimitKind;
@@ -110,7 +109,7 @@ impl Deadline {
     /// ```
     #[doc(alias = "in")]
     pub fn in_ms(ms: f64) -> Result<Self, Error> {
-        Ok(Self::new(core::deadline_in(sys::now(), ms)?, empty()))
+        Ok(Self::new(core::deadline_in(timers::now(), ms)?, empty()))
     }
 
     /// A deadline at the absolute `instant_ms` on the `performance.now()` timeline.
@@ -275,7 +274,7 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn remaining(&self) -> f64 {
-        let left = self.at - sys::now();
+        let left = self.at - timers::now();
         if left > 0.0 {
             left
         } else {
@@ -296,7 +295,7 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn expired(&self) -> bool {
-        sys::now() >= self.at
+        timers::now() >= self.at
     }
 
     /// Returns while time is left; [`Error::DeadlineExceeded`] once the
@@ -330,7 +329,7 @@ impl Deadline {
     /// ```
     #[inline]
     pub fn checkpoint(&self) -> Result<(), Error> {
-        let now = sys::now();
+        let now = timers::now();
         if now >= self.at {
             return Err(Error::DeadlineExceeded { at: self.at, late_by_ms: now - self.at });
         }
@@ -357,7 +356,7 @@ impl Deadline {
     pub fn budget(&self, preferred_ms: f64) -> Result<f64, Error> {
         core::check_ms("preferredMs", preferred_ms)?;
         self.check_parents()?;
-        Ok(core::budget(self.at, sys::now(), preferred_ms)?)
+        Ok(core::budget(self.at, timers::now(), preferred_ms)?)
     }
 
     /// The client left: no budget, no new work, whatever the clock says.
@@ -405,7 +404,7 @@ impl Deadline {
     {
         core::check_ms("minMs", min_ms)?;
         self.check_parents()?;
-        let budget_ms = core::admit(self.at, sys::now(), min_ms)?;
+        let budget_ms = core::admit(self.at, timers::now(), min_ms)?;
         Ok(run(self.signal(), budget_ms).await)
     }
 
@@ -448,7 +447,7 @@ impl Deadline {
 
     fn make_node(&self) -> Child {
         // Invariant 3, and a passed instant aborts at once (as JavaScript's `signal()`).
-        let passed = sys::now() >= self.at;
+        let passed = timers::now() >= self.at;
         let at = if passed { f64::INFINITY } else { self.at };
         let node = child(Parents::Signals(&self.parents), at, Some(Box::new(expire)), None, self.home.clone());
         if passed && !node.aborted() {
@@ -464,7 +463,7 @@ fn expire(node: &Node) {
 }
 
 fn expire_at(node: &Node, at: f64) {
-    let late = sys::now() - at;
+    let late = timers::now() - at;
     node.abort(&Error::DeadlineExceeded { at, late_by_ms: if late > 0.0 { late } else { 0.0 } }.into());
 }
 
@@ -477,7 +476,7 @@ impl fmt::Debug for Deadline {
 /// Readable in logs: `Deadline(in 812.3 ms)` or `Deadline(passed 3.0 ms ago)`.
 impl fmt::Display for Deadline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let left = self.at - sys::now();
+        let left = self.at - timers::now();
         if left > 0.0 {
             write!(f, "Deadline(in {left:.1} ms)")
         } else {

@@ -12,7 +12,7 @@
 
 use web_sys::Headers;
 
-use super::{sys, Deadline, Error};
+use super::{timers, Deadline, Error};
 use crate::core::error::Described;
 pub use crate::core::headers::HeaderFormat;
 use crate::core::headers::{self, HeaderError};
@@ -111,7 +111,7 @@ impl Deadline {
             .filter_map(|format| headers.get(format.name()).ok().flatten().map(|v| (format, v)))
             .collect();
         let raw: Vec<(HeaderFormat, &[u8])> = values.iter().map(|(f, v)| (*f, v.as_bytes())).collect();
-        let incoming = headers::earliest_incoming(sys::now(), &raw, transit_ms, max_ms)?;
+        let incoming = headers::earliest_incoming(timers::now(), &raw, transit_ms, max_ms)?;
         Ok(Incoming {
             deadline: Deadline::at(incoming.at)?,
             source: incoming.source.and_then(|i| values.get(i)).map(|(format, _)| *format),

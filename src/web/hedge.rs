@@ -33,8 +33,8 @@ use web_sys::AbortSignal;
 
 use super::errors::AttemptReport;
 use super::retry::{failed, own_deadline};
-use super::timers::{child, ref_queue, Child, Parent, Parents};
-use super::{sys, Deadline, Error};
+use super::timers::{self, child, ref_queue, Child, Parent, Parents};
+use super::{Deadline, Error};
 use crate::core::hedge::{self as core, HedgeRecord, HedgeRun, HedgeStep};
 
 /// The options of [`hedge`].
@@ -187,7 +187,7 @@ where
     // Each attempt's error, by number − 1; the cause of a stop is one of them.
     let mut errors: Vec<Option<Error>> = Vec::new();
     // The core's answer to the last event, not yet acted on.
-    let mut step = if hedge_node.aborted() { None } else { Some(run.start(sys::now())) };
+    let mut step = if hedge_node.aborted() { None } else { Some(run.start(timers::now())) };
     // A signal's reason, once one ended the hedge.
     let mut ended_by: Option<JsValue> = None;
     // Moves the hedge timer; a wake-up of the instant it replaces is void.
@@ -222,7 +222,7 @@ where
         }
         let ended = events.borrow_mut().ended.take();
         if let Some(reason) = ended {
-            step = Some(run.aborted(sys::now(), own_deadline(&Error::from(reason.clone()), at)));
+            step = Some(run.aborted(timers::now(), own_deadline(&Error::from(reason.clone()), at)));
             ended_by = Some(reason);
             continue;
         }
@@ -234,7 +234,7 @@ where
             };
             let done = in_flight.remove(i);
             match result {
-                Ok(value) => match run.succeeded(done.number, sys::now()) {
+                Ok(value) => match run.succeeded(done.number, timers::now()) {
                     Ok(HedgeStep::Won { number }) => {
                         let reason = abort_error(&core::answered_first(number).to_string());
                         for a in in_flight.drain(..) {
@@ -248,7 +248,7 @@ where
                     let slot = done.number as usize - 1;
                     errors.resize_with(errors.len().max(slot + 1), || None);
                     errors[slot] = Some(error);
-                    step = Some(run.failed(done.number, sys::now()));
+                    step = Some(run.failed(done.number, timers::now()));
                 }
             }
         }
@@ -257,7 +257,7 @@ where
         }
         let woke = std::mem::take(&mut events.borrow_mut().woke);
         if woke {
-            step = Some(run.wake(sys::now()));
+            step = Some(run.wake(timers::now()));
             continue;
         }
         // The hedge's node wakes this future (the hedge instant, a parent's abort).

@@ -35,7 +35,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
-use super::{sys, Deadline, Error};
+use super::{timers, Deadline, Error};
 use crate::core::limiter::{self as core, Limiter, LimiterError};
 
 impl From<LimiterError> for Error {
@@ -187,13 +187,13 @@ impl Inner {
     fn done(&mut self, start: f64, in_flight: f64, sample: Option<bool>) {
         self.in_flight -= 1.0;
         if let Some(dropped) = sample {
-            let now = sys::now();
+            let now = timers::now();
             self.limit = self.core.sample(now, now - start, in_flight, dropped);
         }
         while self.in_flight < self.limit {
             let Some(w) = self.queue.pop_front() else { break };
             let mut w = w.borrow_mut();
-            if w.ends_at.is_finite() && !core::may_start(sys::now(), w.ends_at) {
+            if w.ends_at.is_finite() && !core::may_start(timers::now(), w.ends_at) {
                 // Its budget was spent waiting: nobody waits for this call any more.
                 self.shed += 1.0;
                 w.shed = Some((self.limit, self.in_flight));
@@ -252,7 +252,7 @@ impl ConcurrencyLimiter {
     /// [`Error::InvalidArgument`] naming the option (`limit`, `minLimit`,
     /// `backoffRatio`…) out of its range.
     pub fn new(options: LimiterOptions) -> Result<Self, Error> {
-        let core = Limiter::new(&options.0, sys::now())?;
+        let core = Limiter::new(&options.0, timers::now())?;
         let limit = core.limit();
         Ok(Self(Rc::new(RefCell::new(Inner { core, limit, in_flight: 0.0, shed: 0.0, queue: VecDeque::new() }))))
     }
@@ -307,7 +307,7 @@ impl ConcurrencyLimiter {
             return None;
         }
         i.in_flight += 1.0;
-        Some(Permit { limiter: Some(self.0.clone()), start: sys::now(), in_flight: i.in_flight })
+        Some(Permit { limiter: Some(self.0.clone()), start: timers::now(), in_flight: i.in_flight })
     }
 
     /// Runs `f()` holding a slot until its future completes; when full,
@@ -350,7 +350,7 @@ impl ConcurrencyLimiter {
             return None;
         }
         i.in_flight += 1.0;
-        Some(Permit { limiter: Some(self.0.clone()), start: sys::now(), in_flight: i.in_flight })
+        Some(Permit { limiter: Some(self.0.clone()), start: timers::now(), in_flight: i.in_flight })
     }
 
     fn wait(&self, signals: Vec<AbortSignal>, remaining: f64) -> Result<Wait, Error> {
@@ -361,7 +361,7 @@ impl ConcurrencyLimiter {
         if position > max_queue || remaining.is_nan() || i.core.wait_ms(position) > remaining {
             return Err(i.overloaded());
         }
-        let waiter = Rc::new(RefCell::new(Waiter { ends_at: sys::now() + remaining, ..Waiter::default() }));
+        let waiter = Rc::new(RefCell::new(Waiter { ends_at: timers::now() + remaining, ..Waiter::default() }));
         i.queue.push_back(waiter.clone());
         drop(i);
         let on_abort = (!signals.is_empty()).then(|| {
@@ -416,7 +416,7 @@ impl Future for Wait {
             drop(w);
             self.done = true;
             self.unlisten();
-            return Poll::Ready(Ok(Permit { limiter: Some(self.limiter.clone()), start: sys::now(), in_flight }));
+            return Poll::Ready(Ok(Permit { limiter: Some(self.limiter.clone()), start: timers::now(), in_flight }));
         }
         if let Some(reason) = w.aborted.take() {
             drop(w);

@@ -94,5 +94,5 @@ pub use timers::{set_clock, sleep, Clock, Sleep, Timeout};
 /// # fn main() {}
 /// ```
 pub fn now_ms() -> f64 {
-    sys::now()
+    timers::now()
 }

@@ -34,7 +34,7 @@ use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
 
 use super::guard::{Ended, Guard};
-use super::{sys, Circuit, Deadline, Error};
+use super::{timers, Circuit, Deadline, Error};
 use crate::core::plan::{self as core, Decision, PlanError};
 pub use crate::core::plan::{Outcome, SkipReason, StepKind, StepSpec, TraceRecord};
 
@@ -137,7 +137,7 @@ impl<'d> Plan<'d> {
     /// # fn main() {}
     /// ```
     pub fn with_margin(deadline: &'d Deadline, steps: Vec<StepSpec>, margin_ms: f64) -> Result<Self, Error> {
-        let plan = core::Plan::with_margin(deadline.instant_ms(), sys::now(), steps, margin_ms)?;
+        let plan = core::Plan::with_margin(deadline.instant_ms(), timers::now(), steps, margin_ms)?;
         Ok(Self { deadline, plan, records: Rc::default(), on_step: Rc::default() })
     }
 
@@ -240,7 +240,7 @@ impl<'d> Plan<'d> {
     {
         let index = self.plan.index_of(name)?;
         let at = self.plan.at();
-        let t0 = sys::now();
+        let t0 = timers::now();
         let decision = self.plan.decide_index(index, t0)?;
         let remaining = decision.remaining_ms();
         let parent = self.deadline.signal();
@@ -310,7 +310,7 @@ impl<'d> Plan<'d> {
             Some(cap_at),
             move || {
                 if cap_is_deadline {
-                    let t = sys::now();
+                    let t = timers::now();
                     Error::DeadlineExceeded { at, late_by_ms: if t > at { t - at } else { 0.0 } }.into()
                 } else {
                     Error::StepTimeout { step, cap_ms: cap }.into()
@@ -337,7 +337,7 @@ impl<'d> Plan<'d> {
                 Err(Ended::Cap(_)) => Some(super::CallOutcome::Timeout),
                 Err(Ended::Parent(..)) => None,
             };
-            let elapsed = sys::now() - t0;
+            let elapsed = timers::now() - t0;
             // A bucket the book refuses (a name past 256 bytes) changes nothing: the step's result stands.
             if let Some(how) = how {
                 let _ = book.record(name, if elapsed > 0.0 { elapsed } else { 0.0 }, how);
@@ -458,7 +458,7 @@ struct Recorder {
 
 impl Recorder {
     fn record(&self, step: &str, remaining: f64, cap: f64, t0: f64, outcome: Outcome, first_chunk_ms: Option<f64>) {
-        let elapsed = sys::now() - t0;
+        let elapsed = timers::now() - t0;
         // Every value is a validated duration: `new` cannot refuse it.
         let Ok(mut record) = TraceRecord::new(step, remaining, cap, if elapsed > 0.0 { elapsed } else { 0.0 }, outcome)
         else {

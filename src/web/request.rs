@@ -14,7 +14,7 @@
 
 use web_sys::Request;
 
-use super::{sys, Deadline, Error, HeaderFormat};
+use super::{timers, Deadline, Error, HeaderFormat};
 use crate::core::headers::HeaderValue;
 use crate::core::request::{self, RequestError};
 pub use crate::core::request::{LimitKind, RequestOptions, Wire};
@@ -74,7 +74,7 @@ impl Deadline {
             .filter_map(|header| headers.get(header.name()).ok().flatten().map(|value| HeaderValue { header, value }))
             .collect();
         let signal = request.signal();
-        let answer = request::for_request(sys::now(), options, &values, signal.aborted())?;
+        let answer = request::for_request(timers::now(), options, &values, signal.aborted())?;
         let mut deadline = Deadline::at(answer.at)?.with_parent(&signal);
         deadline.limit = answer.limit;
         deadline.reserve_ms = options.fallback_reserve_ms.unwrap_or(0.0);
@@ -120,7 +120,7 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn to_wire(&self) -> Wire {
-        request::to_wire(sys::now(), self.instant_ms(), self.reserve_ms, self.limit())
+        request::to_wire(timers::now(), self.instant_ms(), self.reserve_ms, self.limit())
     }
 
     /// A deadline sent by [`Deadline::to_wire`] (or JavaScript's `toWire()`),
@@ -131,7 +131,7 @@ impl Deadline {
     /// [`Error::InvalidArgument`] naming `remainingMs`, `reserveMs`, `maxMs` or
     /// `transitMs` for NaN, ±∞ or negatives.
     pub fn from_wire(wire: &Wire, max_ms: f64, transit_ms: f64) -> Result<Deadline, Error> {
-        let (at, limit) = request::from_wire(sys::now(), wire, max_ms, transit_ms)?;
+        let (at, limit) = request::from_wire(timers::now(), wire, max_ms, transit_ms)?;
         let mut deadline = Deadline::at(at)?;
         deadline.limit = limit;
         deadline.reserve_ms = wire.reserve_ms;

@@ -72,7 +72,7 @@ use super::errors::StallPhase;
 use super::headers::HeaderFormat;
 use super::retry::{asked_wait, own_deadline, random_seed, reports, Classify, RetryBudget, RetryOptions};
 use super::stall::{ignore_rejection, ProgressFn};
-use super::timers::{child, Child, KeepAlive, Parent, Parents};
+use super::timers::{self, child, Child, KeepAlive, Parent, Parents};
 use super::{sys, Error};
 use crate::core::read::{Action, Cause, Ending, Head, How, Input, Read, ReadError, ReadFailure, ReadOptions};
 use crate::core::resume::NOT_RESUMABLE;
@@ -301,7 +301,7 @@ impl Host {
             None => self.input.clone(),
         };
         let formats = budget_formats(&self.input, self.propagate.clone());
-        add_budget_headers(&input, &init, (self.at - sys::now()).max(0.0), &formats)?;
+        add_budget_headers(&input, &init, (self.at - timers::now()).max(0.0), &formats)?;
         sys::fetch(&input, &init).map_err(Error::from)
     }
 
@@ -314,7 +314,7 @@ impl Host {
         signal: &AbortSignal,
     ) -> Result<Resumed, Error> {
         let headers = Headers::new().map_err(Error::Js)?;
-        let left = (self.at - sys::now()).max(0.0);
+        let left = (self.at - timers::now()).max(0.0);
         let formats = self.propagate.clone().unwrap_or_else(|| vec![HeaderFormat::EdgeDeadlineRemainingMs]);
         for format in formats {
             headers.set(format.name(), &crate::core::headers::encode(format, left)?).map_err(Error::Js)?;
@@ -367,7 +367,7 @@ impl Host {
                 if self.deadline_signal.aborted() {
                     Error::from(self.deadline_signal.reason())
                 } else {
-                    Error::DeadlineExceeded { at: self.at, late_by_ms: (sys::now() - self.at).max(0.0) }
+                    Error::DeadlineExceeded { at: self.at, late_by_ms: (timers::now() - self.at).max(0.0) }
                 }
             }
             ReadError::Aborted => Error::from(self.reason.clone().unwrap_or_else(|| self.whole.reason())),
@@ -409,7 +409,7 @@ struct Shared {
 impl Shared {
     /// Tells the machine `input`, then performs what it says.
     fn tell(self: &Rc<Self>, input: Input<'_>) {
-        self.host.borrow_mut().handle(input, sys::now());
+        self.host.borrow_mut().handle(input, timers::now());
         self.pump();
     }
 
@@ -608,7 +608,7 @@ impl Shared {
             failure,
             server_wait_ms,
         };
-        h.handle(Input::Head(head), sys::now());
+        h.handle(Input::Head(head), timers::now());
         drop(h);
         self.pump();
     }
@@ -631,7 +631,7 @@ impl Shared {
             h.last_error = Some(error);
             Input::Failed { failure, server_wait_ms: None }
         };
-        h.handle(input, sys::now());
+        h.handle(input, timers::now());
         drop(h);
         self.pump();
     }
@@ -643,7 +643,7 @@ impl Shared {
         attempt.reading = false;
         let chunk = match got {
             Got::Done => {
-                h.handle(Input::End, sys::now());
+                h.handle(Input::End, timers::now());
                 drop(h);
                 return self.pump();
             }
@@ -673,7 +673,7 @@ impl Shared {
             }
         };
         h.chunk = chunk;
-        h.handle(Input::Chunk { bytes: &bytes, progress }, sys::now());
+        h.handle(Input::Chunk { bytes: &bytes, progress }, timers::now());
         h.chunk_bytes = bytes;
         drop(h);
         self.pump();
@@ -716,7 +716,7 @@ impl Shared {
         match (wanted, attempt.held, attempt.reading) {
             (true, true, _) => {
                 attempt.held = false;
-                h.handle(Input::Unhold, sys::now());
+                h.handle(Input::Unhold, timers::now());
                 true
             }
             (true, false, false) => {
@@ -726,7 +726,7 @@ impl Shared {
             }
             (false, false, false) => {
                 attempt.held = true;
-                h.handle(Input::Hold, sys::now());
+                h.handle(Input::Hold, timers::now());
                 true
             }
             _ => false,

@@ -36,8 +36,8 @@ use web_sys::AbortSignal;
 
 use super::errors::AttemptReport;
 use super::guard::{Ended, Guard};
-use super::timers::sleep_until;
-use super::{sys, Deadline, Error};
+use super::timers::{self, sleep_until};
+use super::{Deadline, Error};
 pub use crate::core::retry::Failure;
 use crate::core::retry::{
     self as core, server_wait, AfterFailure, AttemptFailure, AttemptRecord, Backoff, JitterOption, RetryError,
@@ -494,14 +494,14 @@ where
     // A signal ended the loop: the core records it and words the stop.
     let ended_by = |signal_reason: JsValue, run: &mut RetryRun| -> Result<Error, Error> {
         let reason = Error::from(signal_reason);
-        let stop = run.aborted(sys::now(), own_deadline(&reason, at))?;
+        let stop = run.aborted(timers::now(), own_deadline(&reason, at))?;
         Ok(failed(stop, reports(run.records()), Some(reason)))
     };
     loop {
         if let Some(aborted) = parents.iter().find(|p| p.aborted()) {
             return Err(ended_by(aborted.reason(), &mut run)?);
         }
-        let t = sys::now();
+        let t = timers::now();
         let start = match &options.budget {
             Some(b) => run.start(t, Some(&mut b.0.borrow_mut()))?,
             None => run.start(t, None)?,
@@ -514,10 +514,11 @@ where
             None => None,
             Some(circuit) => match circuit.acquire(None) {
                 Ok(permit) => Some(permit),
-                Err(refusal @ Error::CircuitOpen { retry_at, .. }) => match run.refused(sys::now(), retry_at)? {
+                Err(refusal @ Error::CircuitOpen { retry_at, .. }) => match run.refused(timers::now(), retry_at)? {
                     AfterFailure::Backoff { delay_ms } => {
                         let sleeper = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
-                        if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(sys::now() + delay_ms)).await {
+                        if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(timers::now() + delay_ms)).await
+                        {
                             return Err(ended_by(reason, &mut run)?);
                         }
                         continue;
@@ -531,7 +532,7 @@ where
         let guard = Guard::new(
             Some(t + timeout_ms),
             move || {
-                let now = sys::now();
+                let now = timers::now();
                 if now >= at {
                     Error::DeadlineExceeded { at, late_by_ms: now - at }.into()
                 } else {
@@ -544,7 +545,7 @@ where
         let info = Attempt { number, timeout_ms, operation_key: options.operation_key.clone() };
         let result = guard.race(f(guard.signal(), info)).await;
         drop(guard);
-        let t1 = sys::now();
+        let t1 = timers::now();
         if let Some((book, bucket)) = &options.record {
             let how = match &result {
                 Ok(Ok(_)) => Some(super::CallOutcome::Ok),
@@ -592,7 +593,7 @@ where
         match decision {
             AfterFailure::Backoff { delay_ms } => {
                 let sleeper = Guard::new(None, || JsValue::UNDEFINED, &parents, false);
-                if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(sys::now() + delay_ms)).await {
+                if let Err(Ended::Parent(_, reason)) = sleeper.race(sleep_until(timers::now() + delay_ms)).await {
                     return Err(ended_by(reason, &mut run)?);
                 }
             }

@@ -62,7 +62,7 @@ use web_sys::{
 
 use super::errors::StallPhase;
 use super::sse::sse_progress;
-use super::timers::{child, Child, KeepAlive, Parent, Parents};
+use super::timers::{self, child, Child, KeepAlive, Parent, Parents};
 use super::{sys, Deadline, Error};
 use crate::core::sse::is_event_stream;
 use crate::core::stall::{Notes, Phase, StallConfig, StallError, StallWatcher, Step, Verdict};
@@ -363,7 +363,7 @@ pub(super) fn watch(
             .into(),
         ));
     }
-    let t0 = sys::now();
+    let t0 = timers::now();
     // The first step validates the instants too, before the source is locked.
     let (machine, first) = StallWatcher::start(config, t0, t0)?;
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
@@ -517,7 +517,7 @@ impl Watch {
         if self.settled.get() {
             return;
         }
-        let t = sys::now();
+        let t = timers::now();
         let step = {
             let mut s = self.state.borrow_mut();
             let State { notes, machine, .. } = &mut *s;
@@ -534,7 +534,7 @@ impl Watch {
     /// The consumer reads again after a hold: noted; the machine is asked
     /// only if the timer fired meanwhile (parked).
     fn resume(self: &Rc<Self>) {
-        let t = sys::now();
+        let t = timers::now();
         let step = {
             let mut s = self.state.borrow_mut();
             s.notes.resume(t);
@@ -594,10 +594,11 @@ impl Watch {
             let State { notes, machine, .. } = &mut *s;
             let size = (size >= 0.0).then_some(size);
             let sampling = machine.sampling();
-            let rearm = notes.chunk(size, counts, sampling, sys::now).and_then(|t| machine.on_burst(notes.progress, t));
+            let rearm =
+                notes.chunk(size, counts, sampling, timers::now).and_then(|t| machine.on_burst(notes.progress, t));
             // A read answered keeps the hold until the next chunk or wake-up looks again (invariant 4).
             if !waiting {
-                s.notes.hold(sys::now());
+                s.notes.hold(timers::now());
             }
             rearm
         };

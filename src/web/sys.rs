@@ -48,12 +48,6 @@ extern "C" {
     pub(crate) fn to_js_string(value: &JsValue) -> Result<String, JsValue>;
 }
 
-/// The instant on the clock in use (the host's `performance.now()` unless a
-/// test swapped it: [`set_clock`](super::set_clock)).
-pub(crate) fn now() -> f64 {
-    super::timers::now()
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Host {
     /// Timers belong to the request that made them.

@@ -653,3 +653,20 @@ fn a_response_failure_is_the_status_rule_for_http_statuses_only() {
         assert_eq!(response_failure(not_http), None, "{not_http}");
     }
 }
+
+#[test]
+fn statuses_as_failures() {
+    for (status, failure) in [
+        (429, Failure::NotApplied),
+        (503, Failure::NotApplied),
+        (408, Failure::Ambiguous),
+        (500, Failure::Ambiguous),
+        (502, Failure::Ambiguous),
+        (599, Failure::Ambiguous),
+        (400, Failure::Permanent),
+        (404, Failure::Permanent),
+        (301, Failure::Permanent),
+    ] {
+        assert_eq!(status_failure(status), failure, "{status}");
+    }
+}

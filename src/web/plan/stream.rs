@@ -33,7 +33,7 @@ use web_sys::{
 use super::super::guard::{Ended, Guard};
 use super::super::sse::sse_progress;
 use super::super::stall::{with_stall_timeout, ProgressFn, StallOptions};
-use super::super::{sys, Error, StallPhase};
+use super::super::{timers, Error, StallPhase};
 use super::{core, Decision, Outcome, Plan, Recorder, StepKind, StepResult};
 use crate::core::plan::{stream_verdict, FallbackAnswer, FallbackScope, StreamEnd, StreamNext, StreamVerdict};
 use crate::core::sse::is_event_stream;
@@ -191,7 +191,7 @@ impl Plan<'_> {
         crate::core::stall::StallConfig::new(first_chunk_ms, stall_ms, None)?;
         let index = self.plan.index_of(name)?;
         let at = self.plan.at();
-        let t0 = sys::now();
+        let t0 = timers::now();
         let decision = self.plan.decide_index(index, t0)?;
         let remaining = decision.remaining_ms();
         let parent = self.deadline.signal();
@@ -228,7 +228,7 @@ impl Plan<'_> {
             Some(cap_at),
             move || {
                 if cap_is_deadline {
-                    let t = sys::now();
+                    let t = timers::now();
                     Error::DeadlineExceeded { at, late_by_ms: if t > at { t - at } else { 0.0 } }.into()
                 } else {
                     Error::StepTimeout { step, cap_ms: cap }.into()
@@ -246,7 +246,7 @@ impl Plan<'_> {
                 }
                 Err(Error::StreamStalled {
                     phase: StallPhase::FirstChunk,
-                    after_ms: sys::now() - t0,
+                    after_ms: timers::now() - t0,
                     chunks: 0.0,
                     bytes: 0.0,
                 })
@@ -334,7 +334,7 @@ impl Plan<'_> {
             Some(b) => b,
             None => ReadableStream::new().map_err(Error::from)?,
         };
-        let elapsed = sys::now() - t0;
+        let elapsed = timers::now() - t0;
         let mut stall = StallOptions::new(
             if first_chunk_ms < NO_LIMIT { (first_chunk_ms - elapsed).max(1.0) } else { NO_LIMIT },
             stall_ms,
@@ -384,7 +384,7 @@ impl Plan<'_> {
             recorder.record(name, remaining, cap, t0, v.outcome, None);
             return self.stream_fallback(index, reason, fallback, trace, t0, on_error.clone()).await;
         }
-        let first_chunk_ms = if early.is_empty() { None } else { Some(sys::now() - t0) };
+        let first_chunk_ms = if early.is_empty() { None } else { Some(timers::now() - t0) };
         let state = Rc::new(RefCell::new(Body {
             reader,
             guard: Some(guard),
@@ -437,7 +437,7 @@ impl Plan<'_> {
         let name = steps[index].name().to_string();
         let answer: FallbackFn = match fallback {
             Some(f) => f,
-            None => Box::new(move |reason, _signal, _budget| default_fallback(&name, reason, sys::now() - t0)),
+            None => Box::new(move |reason, _signal, _budget| default_fallback(&name, reason, timers::now() - t0)),
         };
         let next = steps.iter().skip(index + 1).position(|s| s.kind() == StepKind::Fallback).map(|j| index + 1 + j);
         let res = match next {
@@ -449,7 +449,7 @@ impl Plan<'_> {
                 }
             }
             None => {
-                let left = self.plan.at() - sys::now();
+                let left = self.plan.at() - timers::now();
                 answer(&reason, self.deadline.signal(), if left > 0.0 { left } else { 0.0 })?
             }
         };
