@@ -262,7 +262,7 @@ const suites = {
   // docs/design.md: figures live in BENCHMARKS.md with their command, and the text names the
   // section (scripts/figures.mjs).
   async figures() {
-    await gate("figures (comments name BENCHMARKS.md, not a number)", process.execPath, ["scripts/figures.mjs"], "move the figure to BENCHMARKS.md beside its command and name its section in the comment, e.g. (BENCHMARKS.md, \"Deadlines\"); a limit or default the code enforces may stay");
+    await gate("figures (comments and docs/design.md name BENCHMARKS.md, not a number)", process.execPath, ["scripts/figures.mjs"], "move the figure to BENCHMARKS.md beside its command and name its section in the comment, e.g. (BENCHMARKS.md, \"Deadlines\"); a limit or default the code enforces may stay");
   },
 
   async cargo() {
