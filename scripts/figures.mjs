@@ -5,9 +5,10 @@
 // "below 1 ns") are not figures and pass: a size counts as measured when its sentence says so
 // (gzip, measured, cost, larger, smaller, grew, →), a time in ns or µs always does, and a ratio
 // or a percentage when it says faster, slower or cost.
-// docs/design.md is held to the same rules over its whole text (the page says why each decision was
-// taken and names the section for the figure), except that a size after a word that makes it a
-// bound ("≤ 16 KB", "at most 16 MiB", "allows 106 KiB") is a limit, not a measurement.
+// The documents (README.md, CONTRIBUTING.md, docs/*.md) are held to the same rules over their
+// text outside code blocks (they say why and name the section for the figure), except that a size
+// after a word that makes it a bound ("≤ 16 KB", "at most 16 MiB", "over 16 MiB") is a limit, not a
+// measurement.
 // Run: `node scripts/figures.mjs` (part of `node tests/run.mjs lint`); exits 1 with file:line per hit.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -87,8 +88,9 @@ export function check() {
   for (const [dir, ext] of [["src", ".rs"], ["js", ".js"]]) {
     for (const file of files(join(root, dir), ext)) hits.push(...scan(file, comments(readFileSync(file, "utf8")), [BEHAVIOUR]));
   }
-  // The design page, whole but for its code blocks.
-  for (const file of [join(root, "docs/design.md")]) {
+  // The documents, whole but for their code blocks.
+  const docs = readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
+  for (const file of ["README.md", "CONTRIBUTING.md", ...docs].map((f) => join(root, f))) {
     let inCode = false;
     const lines = readFileSync(file, "utf8").split("\n").map((l) => {
       if (l.startsWith("```")) return ((inCode = !inCode), null);
@@ -106,5 +108,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.log(`\n${hits.length} line(s) cite a measured figure: name the BENCHMARKS.md row instead, e.g. (BENCHMARKS.md, "Deadlines"), and put the figure there with its command.`);
     process.exit(1);
   }
-  console.log("figures: no measured figure in src/ or js/ comments, or in docs/design.md");
+  console.log("figures: no measured figure in src/ or js/ comments, or in README.md, CONTRIBUTING.md and docs/");
 }
