@@ -5,6 +5,10 @@
 // "below 1 ns") are not figures and pass: a size counts as measured when its sentence says so
 // (gzip, measured, cost, larger, smaller, grew, →), a time in ns or µs always does, and a ratio
 // or a percentage when it says faster, slower or cost.
+// The documents (README.md, CONTRIBUTING.md, docs/*.md) are held to the same rules over their
+// text outside code blocks (they say why and name the section for the figure), except that a size
+// after a word that makes it a bound ("≤ 16 KB", "at most 16 MiB", "over 16 MiB") is a limit, not a
+// measurement.
 // Run: `node scripts/figures.mjs` (part of `node tests/run.mjs lint`); exits 1 with file:line per hit.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -61,21 +65,38 @@ const SIZE_SAYS = /gzip|measur|\bcost|larger|smaller|\bgrew|\bgrow|\badd(s|ed)?\
 // Behaviour, not measurement: the sketch's lowest indexable duration (MIN_INDEXABLE_MS).
 const BEHAVIOUR = /(?:below|above) 1 ns\b|\(1 ns\)|\b1 ns to\b/g;
 
+// In the docs: a size that is a bound the code or a check enforces.
+const BOUND = new RegExp(String.raw`(?:≤|<|at most|up to|under|past|over|allows?|default|limit|cap)\s+(?:of\s+)?(?:about\s+)?${NUM}\s?(?:KB|KiB|MB|MiB|B)\b`, "g");
+
+/** `file:line` hits among `lines` (null where a line has no text to check). */
+function scan(file, lines, behaviour) {
+  const hits = [];
+  lines.forEach((c, i) => {
+    if (c === null) return;
+    const text = behaviour.reduce((t, re) => t.replace(re, ""), c);
+    // A sentence often spans lines: the word that makes a size a measurement ("measured
+    // 15.8 KB …", "cost 5 KB, … this one 0.4 KB") may sit on the line before.
+    const near = [lines[i - 1], c].filter((l) => l !== null && l !== undefined).join(" ");
+    const why = TIME.exec(text)?.[0] ?? (SIZE_SAYS.test(near) ? SIZE.exec(text)?.[0] : undefined) ?? SIZE_HELD.exec(text)?.[0] ?? RATIO.exec(text)?.[0] ?? MS.exec(text)?.[0] ?? null;
+    if (why) hits.push(`${relative(root, file)}:${i + 1}: "${why}" in: ${c.trim()}`);
+  });
+  return hits;
+}
+
 export function check() {
   const hits = [];
   for (const [dir, ext] of [["src", ".rs"], ["js", ".js"]]) {
-    for (const file of files(join(root, dir), ext)) {
-      const lines = comments(readFileSync(file, "utf8"));
-      lines.forEach((c, i) => {
-        if (c === null) return;
-        const text = c.replace(BEHAVIOUR, "");
-        // A sentence often spans lines: the word that makes a size a measurement ("measured
-        // 15.8 KB …", "cost 5 KB, … this one 0.4 KB") may sit on the comment line before.
-        const near = [lines[i - 1], c].filter((l) => l !== null && l !== undefined).join(" ");
-        const why = TIME.exec(text)?.[0] ?? (SIZE_SAYS.test(near) ? SIZE.exec(text)?.[0] : undefined) ?? SIZE_HELD.exec(text)?.[0] ?? RATIO.exec(text)?.[0] ?? MS.exec(text)?.[0] ?? null;
-        if (why) hits.push(`${relative(root, file)}:${i + 1}: "${why}" in: ${c.trim()}`);
-      });
-    }
+    for (const file of files(join(root, dir), ext)) hits.push(...scan(file, comments(readFileSync(file, "utf8")), [BEHAVIOUR]));
+  }
+  // The documents, whole but for their code blocks.
+  const docs = readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
+  for (const file of ["README.md", "CONTRIBUTING.md", ...docs].map((f) => join(root, f))) {
+    let inCode = false;
+    const lines = readFileSync(file, "utf8").split("\n").map((l) => {
+      if (l.startsWith("```")) return ((inCode = !inCode), null);
+      return inCode ? null : l;
+    });
+    hits.push(...scan(file, lines, [BEHAVIOUR, BOUND]));
   }
   return hits;
 }
@@ -84,8 +105,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const hits = check();
   for (const h of hits) console.log(h);
   if (hits.length) {
-    console.log(`\n${hits.length} comment line(s) cite a measured figure: name the BENCHMARKS.md row instead, e.g. (BENCHMARKS.md, "Deadlines"), and put the figure there with its command.`);
+    console.log(`\n${hits.length} line(s) cite a measured figure: name the BENCHMARKS.md row instead, e.g. (BENCHMARKS.md, "Deadlines"), and put the figure there with its command.`);
     process.exit(1);
   }
-  console.log("figures: no measured figure in src/ or js/ comments");
+  console.log("figures: no measured figure in src/ or js/ comments, or in README.md, CONTRIBUTING.md and docs/");
 }

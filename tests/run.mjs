@@ -1,7 +1,7 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
 // the host and wasm32, cargo doc of the core, tsc --checkJs on js/, no import circle in
-// src/core, src/web or js/ (scripts/cycles.mjs), no measured figure in a
-// comment of src/ or js/ (scripts/figures.mjs); `node
+// src/core, src/web or js/ (scripts/cycles.mjs), no measured figure in a comment of src/
+// or js/ or in the documents (scripts/figures.mjs); `node
 // tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
 // Node (20, 22, 24, 26), Bun, Deno, workerd, Vercel's edge-runtime and headless Chromium. Each runtime reports its name and
 // pass/fail counts; any failure anywhere fails the command.
@@ -263,10 +263,11 @@ const suites = {
   async "tsc-js"() {
     await gate("tsc --checkJs (js/)", process.execPath, ["node_modules/typescript/bin/tsc", "-p", "jsconfig.json"], "build pkg/ first (`node scripts/build.mjs`: the glue's types come from there), then fix what `npx tsc -p jsconfig.json` reports, with JSDoc where the JS cannot say it");
   },
-  // No measured figure (ns, µs, a measured size or ratio) in a comment of src/ or js/: figures live
-  // in BENCHMARKS.md with their command, and a comment names the section (scripts/figures.mjs).
+  // No measured figure (ns, µs, a measured size or ratio) in a comment of src/ or js/ or in
+  // README.md, CONTRIBUTING.md and docs/: figures live in BENCHMARKS.md with their command, and
+  // the text names the section (scripts/figures.mjs).
   async figures() {
-    await gate("figures (comments name BENCHMARKS.md, not a number)", process.execPath, ["scripts/figures.mjs"], "move the figure to BENCHMARKS.md beside its command and name its section in the comment, e.g. (BENCHMARKS.md, \"Deadlines\"); a limit or default the code enforces may stay");
+    await gate("figures (comments and documents name BENCHMARKS.md, not a number)", process.execPath, ["scripts/figures.mjs"], "move the figure to BENCHMARKS.md beside its command and name its section in the comment, e.g. (BENCHMARKS.md, \"Deadlines\"); a limit or default the code enforces may stay");
   },
 
   async cargo() {
