@@ -86,6 +86,42 @@ console.log(JSON.stringify({ seen, budget: Deadline.in(1_000).budget(10) }));`);
 
 cases.push(
   {
+    name: "init: a module with this core's number of exports but one name changed is refused (the names' digest, js/digest.js), then the right .wasm loads",
+    needs: ["freshPackageScript"],
+    run: async (lib, ctx) => {
+      const { code, stdout, error } = await ctx.freshPackageScript(`
+// A module exporting one empty function under each of \`names\` (WebAssembly's binary format).
+const leb = (n) => { const out = []; do { let b = n & 0x7f; n >>>= 7; if (n) b |= 0x80; out.push(b); } while (n); return out; };
+const section = (id, payload) => [id, ...leb(payload.length), ...payload];
+const utf8 = (s) => [...new TextEncoder().encode(s)];
+const moduleExporting = (names) => new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0,
+  ...section(1, [1, 0x60, 0, 0]),
+  ...section(3, [1, 0]),
+  ...section(7, [...leb(names.length), ...names.flatMap((n) => [...leb(utf8(n).length), ...utf8(n), 0, 0])]),
+  ...section(10, [1, 2, 0, 0x0b]),
+]);
+const real = await WebAssembly.compile(await readBytes(wasmUrl));
+const names = WebAssembly.Module.exports(real).map((e) => e.name);
+// Same count, same lengths: only the names' digest tells them apart.
+names[0] = names[0].slice(0, -1) + (names[0].endsWith("x") ? "y" : "x");
+const impostor = moduleExporting(names);
+let first = "resolved";
+try {
+  await init(impostor);
+} catch (e) {
+  first = e.message;
+}
+await init(await readBytes(wasmUrl));
+console.log(JSON.stringify({ first, exports: WebAssembly.Module.exports(new WebAssembly.Module(impostor)).length, expected: names.length, budget: Deadline.in(1_000).budget(10) }));`);
+      equal(code, 0, `exit code (${error ?? ""})`);
+      const r = JSON.parse(stdout.trim().split("\n").pop());
+      equal(r.exports, r.expected, "the impostor has as many exports as the core");
+      ok(/not this package's core/.test(r.first), `init with the impostor: ${r.first}`);
+      equal(r.budget, 10);
+    },
+  },
+  {
     name: "load: where the runtime's entry can load its .wasm itself (workerd, Deno, Node), the first call needs no init()",
     needs: ["loadedWithoutInit", "freshPackageScript"],
     run: async (lib, ctx) => {
