@@ -98,6 +98,13 @@ export function check() {
     });
     hits.push(...scan(file, lines, [BEHAVIOUR, BOUND]));
   }
+  // BENCHMARKS.md itself: current figures only (no dates, commit hashes or before/after arrows:
+  // history is git's), at most 300 lines.
+  const bench = readFileSync(join(root, "BENCHMARKS.md"), "utf8").split("\n");
+  if (bench.length - 1 > 300) hits.push(`BENCHMARKS.md: ${bench.length - 1} lines, over 300`);
+  bench.forEach((line, i) => {
+    if (/\b20\d\d-\d\d-\d\d\b|\b[0-9a-f]{7,40}'s\b|\bcommit [0-9a-f]{7}|\d\s*→\s*\d/.test(line)) hits.push(`BENCHMARKS.md:${i + 1}: a date, a commit or a before → after: ${line.trim()}`);
+  });
   return hits;
 }
 
@@ -108,5 +115,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.log(`\n${hits.length} line(s) cite a measured figure: name the BENCHMARKS.md row instead, e.g. (BENCHMARKS.md, "Deadlines"), and put the figure there with its command.`);
     process.exit(1);
   }
-  console.log("figures: no measured figure in src/ or js/ comments, or in README.md, CONTRIBUTING.md and docs/");
+  console.log("figures: no measured figure in src/ or js/ comments, or in README.md, CONTRIBUTING.md and docs/; BENCHMARKS.md current only, ≤ 300 lines");
 }

@@ -1,7 +1,7 @@
 // The test command (`./dev test`, `.ci/run`): lint gates (rustfmt, clippy for
 // the host and wasm32, cargo doc of the core, tsc --checkJs on js/, no import circle in
 // src/core, src/web or js/ (scripts/cycles.mjs), no measured figure in a comment of src/
-// or js/ or in the documents (scripts/figures.mjs); `node
+// or js/ or in the documents (scripts/figures.mjs), BENCHMARKS.md current figures only; `node
 // tests/run.mjs lint` runs only those), cargo tests, then the one JS suite in
 // Node (20, 22, 24, 26), Bun, Deno, workerd, Vercel's edge-runtime and headless Chromium. Each runtime reports its name and
 // pass/fail counts; any failure anywhere fails the command.
