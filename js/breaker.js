@@ -367,16 +367,18 @@ export class CircuitBreaker {
     }
     const t = now();
     const slot = known ?? this.#slot(key, t);
-    const v = this.#live().check(slot, t);
-    if (v === -1) {
+    const live = this.#live();
+    const admission = live.check(slot, t);
+    if (admission === core.Admission.Closed) {
       this.#closed[slot] = true;
       return new CircuitPermit(this, key, slot, false, timed ? t : NaN, slowMs);
     }
-    if (v === -2 || v === -3) {
-      if (v === -3) this.#emit(key, 6, t);
+    if (admission === core.Admission.Probe || admission === core.Admission.HalfOpened) {
+      if (admission === core.Admission.HalfOpened) this.#emit(key, 6, t);
       return new CircuitPermit(this, key, slot, true, timed ? t : NaN, slowMs);
     }
-    const [state, until] = v < 0 ? ["half-open", -v - 4] : ["open", v];
+    const state = admission === core.Admission.HalfOpenFull ? "half-open" : "open";
+    const until = live.refusedUntil();
     throw new CircuitOpen(key, state, until, until - t, core.circuitOpenText(key, until - t));
   }
 
