@@ -40,8 +40,8 @@
 //! (BENCHMARKS.md, both builds alternating in one process, `bench/ab.mjs`):
 //! - `deadline.rs`, everything: per request and per step; a scalar call costs
 //!   no allocation, an object through serde would cost one per call.
-//! - `plan.rs` `planCap` (every `p.run`) and `planSkipReason` (a skipped
-//!   optional step: the structured refusal measured slower; BENCHMARKS.md,
+//! - `plan.rs` `planCap` (every `p.run`; a skipped optional step makes no
+//!   other call: the structured refusal measured slower; BENCHMARKS.md,
 //!   "Pipelines").
 //! - `retry.rs`: the `RetryRun` constructor takes the options as named
 //!   arguments (through serde, `retry()` measured slower in Node and Deno)
