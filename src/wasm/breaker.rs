@@ -4,7 +4,8 @@
 //! closed path has a budget: BENCHMARKS.md, "Circuit breaker"): `check(slot, now)`
 //! answers an [`Admission`] (a `#[wasm_bindgen]` enum: a number that both
 //! sides name), with the instant of a refusal read after it
-//! (`refusedUntil`), and `record(…)` answers a change code. The key's name
+//! (`refusedUntil`), and `record(…)` answers a [`StateChange`] or
+//! `undefined` (an enum again, so no table of codes is mirrored in JS). The key's name
 //! crosses once, when the JavaScript side meets a key it has not cached
 //! (`key`). Options, stats and the exported state cross through serde or as
 //! bytes.
@@ -12,7 +13,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
-use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Outcome};
+use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome};
 
 /// [`Admit`] as [`BreakerCore::check`] answers it (`core.Admission` in
 /// JavaScript).
@@ -30,6 +31,41 @@ pub enum Admission {
     /// [`Admit::Refused`] while half-open with every probe out; the instant
     /// is `refusedUntil()`.
     HalfOpenFull,
+}
+
+/// A [`Change`] as [`BreakerCore::record`] answers it (`core.StateChange`
+/// in JavaScript), the reason of an opening in its name.
+#[wasm_bindgen]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateChange {
+    /// Opened by [`OpenReason::ConsecutiveFailures`].
+    OpenedConsecutiveFailures,
+    /// Opened by [`OpenReason::FailureRate`].
+    OpenedFailureRate,
+    /// Opened by [`OpenReason::SlowCallRate`].
+    OpenedSlowCallRate,
+    /// Opened by [`OpenReason::ProbeFailed`] (from half-open).
+    OpenedProbeFailed,
+    /// Opened by [`OpenReason::Imported`] (what `importState` opened).
+    OpenedImported,
+    /// [`Change::HalfOpened`].
+    HalfOpened,
+    /// [`Change::Closed`].
+    Closed,
+}
+
+impl From<Change> for StateChange {
+    fn from(change: Change) -> Self {
+        match change {
+            Change::Opened(OpenReason::ConsecutiveFailures) => Self::OpenedConsecutiveFailures,
+            Change::Opened(OpenReason::FailureRate) => Self::OpenedFailureRate,
+            Change::Opened(OpenReason::SlowCallRate) => Self::OpenedSlowCallRate,
+            Change::Opened(OpenReason::ProbeFailed) => Self::OpenedProbeFailed,
+            Change::Opened(OpenReason::Imported) => Self::OpenedImported,
+            Change::HalfOpened => Self::HalfOpened,
+            Change::Closed => Self::Closed,
+        }
+    }
 }
 
 /// A keyed [`Breaker`], freed by the user's `dispose()`.
@@ -99,10 +135,18 @@ impl BreakerCore {
     }
 
     /// Records an outcome (its code: [`Outcome::from_code`]); answers the
-    /// change code ([`crate::core::breaker::Change::code`]), 0 for none.
-    pub fn record(&mut self, slot: u32, now_ms: f64, probe: bool, outcome: u32, duration_ms: f64, slow_ms: f64) -> u32 {
+    /// change it made, `undefined` for none.
+    pub fn record(
+        &mut self,
+        slot: u32,
+        now_ms: f64,
+        probe: bool,
+        outcome: u32,
+        duration_ms: f64,
+        slow_ms: f64,
+    ) -> Option<StateChange> {
         let outcome = Outcome::from_code(outcome);
-        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map_or(0, |c| c.code())
+        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map(StateChange::from)
     }
 
     /// The key's counters.
