@@ -18,7 +18,7 @@
 //    throws goes to `console.error` and changes nothing (like
 //    retry's `onAttempt`).
 // 5. `#closed[slot]` is true only while the core's key is closed: set from
-//    the core's own answers (a check that admitted as closed, a change code
+//    the core's own answers (a check that admitted as closed, a StateChange
 //    of a record), cleared by an import. Only then is `check` skipped.
 // 6. With tracing on (js/otel.js), each change is also a `deadline.breaker`
 //    event on the span active then (or a span of its own).
