@@ -243,8 +243,15 @@ export function newRun(p, o, at, idempotent) {
   // options object measured slower per call (src/wasm/retry.rs).
   const b = o.backoff;
   const named = typeof b?.jitter === "string";
-  // The core names an option under `p` (`options.retry.maxAttempts` for relay's); `undefined` is retry's own `options`.
-  const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent ?? idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed, p === "options" ? undefined : p);
+  let run;
+  try {
+    run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent ?? idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed);
+  } catch (error) {
+    // The core names the options as `retry` takes them ("options.…").
+    // Renamed here, not passed in: a prefix argument measured retry() slower in Deno (BENCHMARKS.md, "Where it stands", the retry row).
+    if (p !== "options" && typeof error?.param === "string") error.param = error.param.replace(/^options\b/, p);
+    throw error;
+  }
   return { run, classify, budget };
 }
 

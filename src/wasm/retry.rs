@@ -44,9 +44,7 @@ impl RetryRunJs {
     /// The options cross as their fields, scalars (see the module doc);
     /// `js/retry.js` has checked their types, and a backoff's three fields
     /// come together or not at all (`jitter` as a number or as a name:
-    /// `backoff_jitter` or `backoff_jitter_name`). `options_param`: where
-    /// the options are, when not `retry`'s own `options` (`relay`'s
-    /// `options.retry`): errors name the option under it.
+    /// `backoff_jitter` or `backoff_jitter_name`).
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -62,9 +60,7 @@ impl RetryRunJs {
         max_retry_after_ms: Option<f64>,
         operation_key_safe: bool,
         seed: u64,
-        options_param: Option<String>,
     ) -> Result<RetryRunJs, JsValue> {
-        let param = options_param.as_deref().unwrap_or("options");
         let jitter = match (backoff_jitter, backoff_jitter_name) {
             (Some(j), _) => Some(JitterOption::Fraction(j)),
             (None, Some(name)) => Some(JitterOption::Name(name)),
@@ -75,12 +71,12 @@ impl RetryRunJs {
             (None, None, None) => None,
             _ => {
                 let detail = "baseMs, maxMs and jitter must all be given".to_string();
-                return Err(within_js(param, &ShapeError { param: "backoff", detail }));
+                return Err(to_js(ShapeError { param: "options.backoff", detail }));
             }
         };
         let options =
             RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent, max_retry_after_ms };
-        let policy = options.policy().map_err(|e| within_js(param, &e))?;
+        let policy = options.policy().map_err(|e| within_js("options", &e))?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
         Ok(Self { run })
     }
