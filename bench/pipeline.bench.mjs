@@ -134,22 +134,16 @@ export async function run(lib) {
   rows["p.trace() of 3 records (JSON.stringify of the records)"] = nsPerOp(() => traced.trace(), { n: 20_000 });
 
   // The boundary decision (src/wasm/plan.rs): one scalar Wasm call per
-  // decision vs a skip's reason as one number (planSkipReason: the time
-  // available, which js/plan.js renders into the reason's template) and vs an
-  // answer built as an object through serde (what `p.run` would pay per
+  // decision vs an answer built as an object through serde (what `p.run` would pay per
   // step if the hot path took structured data: the rare planRefusal does).
   const at = deadline.at;
   // Raw exports of the build being measured: rows left out where it has none of that name.
   const has = (...names) => names.every((n) => typeof core?.[n] === "function");
-  if (has("planNew", "planCap", "planRefusal", "planSkipReason")) {
+  if (has("planNew", "planCap", "planRefusal")) {
     const info = core.planNew(at, 1_000, steps, undefined).steps[0];
     rows["design: core.planCap (scalar in, scalar out)"] = nsPerOp(() => core.planCap(false, 10, 2_000, 205, at, 1_000), { n: 1_000_000 });
     rows["design: core.planRefusal (scalars in, a Refusal out through serde)"] = nsPerOp(
       () => core.planRefusal(info.kind, info.minMs, info.preferredMs, info.heldAfterMs, at, at),
-      { n: 100_000 },
-    );
-    rows["design: core.planSkipReason (scalars in, one number out: a skip)"] = nsPerOp(
-      () => core.planSkipReason(info.minMs, info.preferredMs, info.heldAfterMs, at, at),
       { n: 100_000 },
     );
   }

@@ -18,7 +18,7 @@
 //    throws goes to `console.error` and changes nothing (like
 //    retry's `onAttempt`).
 // 5. `#closed[slot]` is true only while the core's key is closed: set from
-//    the core's own answers (a check that admitted as closed, a change code
+//    the core's own answers (a check that admitted as closed, a StateChange
 //    of a record), cleared by an import. Only then is `check` skipped.
 // 6. With tracing on (js/otel.js), each change is also a `deadline.breaker`
 //    event on the span active then (or a span of its own).
@@ -39,12 +39,24 @@ import * as check from "./validate.js";
 
 export { CircuitOpen, isCircuitOpen } from "./errors.js";
 
-const REASONS = ["consecutive-failures", "failure-rate", "slow-call-rate", "probe-failed", "imported"];
+const Change = core.StateChange;
+/** An opening's reason, by the core's `StateChange` it came as (src/wasm/breaker.rs). */
+const REASONS = {
+  [Change.OpenedConsecutiveFailures]: "consecutive-failures",
+  [Change.OpenedFailureRate]: "failure-rate",
+  [Change.OpenedSlowCallRate]: "slow-call-rate",
+  [Change.OpenedProbeFailed]: "probe-failed",
+  [Change.OpenedImported]: "imported",
+};
 
-/** A change code of the core (src/core/breaker.rs `Change::code`) as an event. */
-function change(key, code, at) {
-  if (code <= 5) return { key, from: code === 4 ? "half-open" : "closed", to: "open", reason: REASONS[code - 1], at };
-  return code === 6 ? { key, from: "open", to: "half-open", at } : { key, from: "half-open", to: "closed", at };
+/**
+ * A change of the core (`core.StateChange`) as an event.
+ * @param {string} key @param {core.StateChange} kind @param {number} at
+ */
+function change(key, kind, at) {
+  if (kind === Change.HalfOpened) return { key, from: "open", to: "half-open", at };
+  if (kind === Change.Closed) return { key, from: "half-open", to: "closed", at };
+  return { key, from: kind === Change.OpenedProbeFailed ? "half-open" : "closed", to: "open", reason: REASONS[kind], at };
 }
 
 function report(error) {
@@ -262,10 +274,10 @@ export class CircuitBreaker {
       // A call that ends after dispose() keeps its own result: its outcome has nowhere to go.
       if (b.#core === undefined) return;
       const t = now();
-      const code = b.#core.record(slot, t, probe, outcome, t - start, slowMs);
-      if (code !== 0) {
-        b.#closed[slot] = code === 7;
-        b.#emit(key, code, t);
+      const changed = b.#core.record(slot, t, probe, outcome, t - start, slowMs);
+      if (changed !== undefined) {
+        b.#closed[slot] = changed === Change.Closed;
+        b.#emit(key, changed, t);
       }
     };
     classifyFailure = (b, error) => {
@@ -324,11 +336,11 @@ export class CircuitBreaker {
     return slot;
   }
 
-  #emit(key, code, at) {
+  #emit(key, kind, at) {
     const listener = this.#onStateChange;
     const t = tracing(this.#otel);
     if (!listener && t === null) return;
-    const event = change(key, code, at);
+    const event = change(key, kind, at);
     // Tracing (js/otel.js): an event on the span active now (a plan step's,
     // a retry's attempt's), or a span of its own when none is.
     if (t !== null) {
@@ -367,16 +379,18 @@ export class CircuitBreaker {
     }
     const t = now();
     const slot = known ?? this.#slot(key, t);
-    const v = this.#live().check(slot, t);
-    if (v === -1) {
+    const live = this.#live();
+    const admission = live.check(slot, t);
+    if (admission === core.Admission.Closed) {
       this.#closed[slot] = true;
       return new CircuitPermit(this, key, slot, false, timed ? t : NaN, slowMs);
     }
-    if (v === -2 || v === -3) {
-      if (v === -3) this.#emit(key, 6, t);
+    if (admission === core.Admission.Probe || admission === core.Admission.HalfOpened) {
+      if (admission === core.Admission.HalfOpened) this.#emit(key, Change.HalfOpened, t);
       return new CircuitPermit(this, key, slot, true, timed ? t : NaN, slowMs);
     }
-    const [state, until] = v < 0 ? ["half-open", -v - 4] : ["open", v];
+    const state = admission === core.Admission.HalfOpenFull ? "half-open" : "open";
+    const until = live.refusedUntil();
     throw new CircuitOpen(key, state, until, until - t, core.circuitOpenText(key, until - t));
   }
 
@@ -481,7 +495,7 @@ export class CircuitBreaker {
     this.#slots.clear();
     this.#closed = [];
     for (let i = 0; i < names.length; i++) this.#slots.set(names[i], i);
-    for (const slot of opened) this.#emit(names[slot], 5, t);
+    for (const slot of opened) this.#emit(names[slot], Change.OpenedImported, t);
   }
 
   /** Frees the breaker's Wasm memory; using it afterwards throws. */

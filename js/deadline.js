@@ -178,12 +178,12 @@ export class Deadline {
     const w = check.obj("wire", wire, "the object toWire() returns");
     check.duration("wire.remainingMs", w.remainingMs);
     check.duration("wire.reserveMs", w.reserveMs);
-    const code = LIMITS.indexOf(w.limit);
-    if (code < 0) throw argumentError("range", CODES.UNKNOWN_VALUE, "wire.limit", `'wire.limit' must be one of ${LIMITS}: current value is ${check.describe(w.limit)}`);
+    const caller = typeof w.limit === "string" && LIMITS.includes(w.limit) ? core.Limit[/** @type {keyof typeof core.Limit} */ (w.limit)] : undefined;
+    if (caller === undefined) throw argumentError("range", CODES.UNKNOWN_VALUE, "wire.limit", `'wire.limit' must be one of ${LIMITS}: current value is ${check.describe(w.limit)}`);
     // The receiver's own cap is the local bound; the wire is the caller's, with its own limit (src/core/request.rs).
     const t = now();
-    const [at, , limit] = core.requestFold(t, core.deadlineIn(t, maxMs), true, w.remainingMs, transitMs, code, false, 0);
-    return new Deadline(TOKEN, at, parents, undefined, LIMITS[limit], w.reserveMs, at);
+    const [at, , limit] = core.requestFold(t, core.deadlineIn(t, maxMs), true, w.remainingMs, transitMs, caller, false, 0);
+    return new Deadline(TOKEN, at, parents, undefined, core.Limit[limit], w.reserveMs, at);
   }
 
   /**

@@ -30,5 +30,5 @@ export { tracing } from "./otel.js";
 // object, not `export * as`: a bundler drops it when nothing reads it.
 // The streamed read's machine and its retry loop, for the conformance op `read` (tests/js/cases/conformance.js).
 // Which content types are an event stream, for the conformance op `sse.isEventStream`.
-import { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun } from "./edge_deadline.js";
-export const glue = { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, planSkipReason, ReadMachine, RetryRun };
+import { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, ReadMachine, RetryRun } from "./edge_deadline.js";
+export const glue = { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, ReadMachine, RetryRun };

@@ -118,15 +118,17 @@ export function isSkipped(value) {
  * `reason` an own enumerable property whose text the core makes when it is
  * first read (then kept as a plain value). A skip is a normal outcome on the
  * request's path and most callers never read why: making the text at once
- * cost more per skip (BENCHMARKS.md, "Pipelines").
- * @param {number} availableMs what core.planSkipReason answered
- * @param {number} minMs the step's minimum
+ * cost more per skip (BENCHMARKS.md, "Pipelines"). The core makes it from the
+ * step's numbers at the instant its cap was `0` (core.skipReasonText).
+ * @param {{ minMs: number, preferredMs?: number, heldAfterMs: number }} step
+ * @param {number} at the plan's instant
+ * @param {number} t0 the instant the step was refused at
  */
-function skipped(availableMs, minMs) {
+function skipped(step, at, t0) {
   return {
     skipped: /** @type {const} */ (true),
     get reason() {
-      const reason = core.skipReasonText(availableMs, minMs);
+      const reason = core.skipReasonText(step.minMs, step.preferredMs, step.heldAfterMs, at, t0) ?? "";
       Object.defineProperty(this, "reason", { value: reason, enumerable: true, writable: true, configurable: true });
       return reason;
     },
@@ -615,14 +617,13 @@ export class Plan {
 
   /**
    * A step the core refused: an optional one is skipped (the common case, on
-   * the request's path: the core's reason crosses as one number, and its text
-   * is made when first read, see `skipped`); a mandatory or fallback one gets
+   * the request's path: no call of its own, the core's reason text is made
+   * when first read, see `skipped`); a mandatory or fallback one gets
    * InsufficientBudget with the numbers of core.planRefusal.
    */
   #refuse(step, t0, remaining, span) {
     if (step.kind === "optional") {
-      const availableMs = core.planSkipReason(step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
-      return this.#settle(step.name, remaining, 0, t0, "skipped", skipped(availableMs, step.minMs), true, span);
+      return this.#settle(step.name, remaining, 0, t0, "skipped", skipped(step, this.#at, t0), true, span);
     }
     const { outcome, availableMs, minMs } = core.planRefusal(step.kind, step.minMs, step.preferredMs, step.heldAfterMs, this.#at, t0);
     const error = new InsufficientBudget(availableMs, minMs);

@@ -24,10 +24,10 @@ import { readPlatformCaps } from "./caps.js";
 import { readDeadlineHeaders } from "./headers.js";
 
 /**
- * The limits' names, in the order of the core's `Limit::ALL` (src/core/request.rs): a limit crosses the
- * `.wasm` boundary as its index here (src/wasm/request.rs says why). The request case checks the order.
+ * The limits' names, as the core's `Limit` enum names them (src/wasm/request.rs): a limit crosses the
+ * `.wasm` boundary as a `core.Limit` number, `core.Limit[n]` its name. The request case checks every name.
  */
-export const LIMITS = ["budget", "platform", "caller", "client", "background"];
+export const LIMITS = Object.keys(core.Limit).filter((name) => typeof core.Limit[name] === "number");
 
 /**
  * The instant of `Deadline.forRequest` and what set it:
@@ -52,8 +52,8 @@ export function readRequest(request, options) {
   const reserveMs = o.fallbackReserveMs ?? 0;
   // The headers were read at an earlier clock reading: a spent caller's instant may be a tick before `t` (0 left, not −1).
   const callerMs = source === null ? undefined : callerAt > t ? callerAt - t : 0;
-  const [at, limitAt, code] = core.requestFold(t, local.at, local.bound === "product" && budgetMs !== undefined, callerMs, 0, 2, signal?.aborted === true, reserveMs);
-  return { at, limitAt, reserveMs, limit: LIMITS[code], signal, source, rejected };
+  const [at, limitAt, code] = core.requestFold(t, local.at, local.bound === "product" && budgetMs !== undefined, callerMs, 0, core.Limit.caller, signal?.aborted === true, reserveMs);
+  return { at, limitAt, reserveMs, limit: core.Limit[code], signal, source, rejected };
 }
 
 /**

@@ -243,14 +243,8 @@ export function newRun(p, o, at, idempotent) {
   // options object measured slower per call (src/wasm/retry.rs).
   const b = o.backoff;
   const named = typeof b?.jitter === "string";
-  let run;
-  try {
-    run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent ?? idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed);
-  } catch (error) {
-    // The core names the options as `retry` takes them ("options.…").
-    if (p !== "options" && typeof error?.param === "string") error.param = error.param.replace(/^options\b/, p);
-    throw error;
-  }
+  // The core names an option under `options`, or under `options.retry` for relay's and fetchWithDeadline's.
+  const run = new core.RetryRun(at, o.attemptMinMs, o.attemptTimeoutMs, b?.baseMs, b?.maxMs, named ? undefined : b?.jitter, named ? b.jitter : undefined, o.maxAttempts, o.idempotent ?? idempotent, o.maxRetryAfterMs, o.operationKey !== undefined, seed, p === "options.retry");
   return { run, classify, budget };
 }
 

@@ -111,24 +111,21 @@ export function count(param, value) {
 // instead (below). Only fresh arrays go back to Wasm, whose elements it reads without user code.
 
 /**
- * `keys.map((k) => value[k])`; the answer's length says how it went (Wasm
- * reads it in one call): `keys.length` read; one more, its last element the
- * index of the key whose read threw; two more, `value` is not an object.
+ * `keys.map((k) => value[k])` when every read went; `null` when `value` is
+ * not an object; the index (a number) of the key whose read threw. Wasm
+ * tells the three apart by their type, in the one call.
  * @param {any} value @param {string[]} keys
+ * @returns {unknown[] | null | number}
  */
 export function readFields(value, keys) {
+  if (typeof value !== "object" || value === null) return null;
   const n = keys.length;
   const out = new Array(n);
-  if (typeof value !== "object" || value === null) {
-    out.length = n + 2;
-    return out;
-  }
   for (let i = 0; i < n; i++) {
     try {
       out[i] = value[keys[i]];
     } catch {
-      out[n] = i;
-      return out;
+      return i;
     }
   }
   return out;

@@ -276,31 +276,6 @@ pub enum Change {
 }
 
 impl Change {
-    /// A small number for the Wasm boundary: 1–5 opened (by reason), 6
-    /// half-opened, 7 closed.
-    pub fn code(self) -> u32 {
-        match self {
-            Self::Opened(r) => r as u32 + 1,
-            Self::HalfOpened => 6,
-            Self::Closed => 7,
-        }
-    }
-
-    /// The inverse of [`Change::code`].
-    pub fn from_code(code: u32) -> Option<Self> {
-        use OpenReason::*;
-        Some(match code {
-            1 => Self::Opened(ConsecutiveFailures),
-            2 => Self::Opened(FailureRate),
-            3 => Self::Opened(SlowCallRate),
-            4 => Self::Opened(ProbeFailed),
-            5 => Self::Opened(Imported),
-            6 => Self::HalfOpened,
-            7 => Self::Closed,
-            _ => return None,
-        })
-    }
-
     /// The states before and after.
     pub fn states(self) -> (CircuitState, CircuitState) {
         match self {

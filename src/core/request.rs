@@ -61,11 +61,6 @@ pub enum LimitKind {
 }
 
 impl LimitKind {
-    /// Every limit, in declaration order: a limit's index here is its code
-    /// where a name would cost too much to cross (the `.wasm` boundary,
-    /// src/wasm/request.rs; js/request.js keeps the names in this order).
-    pub const ALL: [LimitKind; 5] = [Self::Budget, Self::Platform, Self::Caller, Self::Client, Self::Background];
-
     /// The limit named `value` (`"budget"`, `"platform"`, `"caller"`, `"client"`
     /// or `"background"`); any other name is [`UnknownLimit`].
     pub fn parse(value: &str) -> Result<Self, UnknownLimit> {

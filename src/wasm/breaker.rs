@@ -2,7 +2,10 @@
 //!
 //! The per-call pair is scalar, because it runs on every guarded call (the
 //! closed path has a budget: BENCHMARKS.md, "Circuit breaker"): `check(slot, now)`
-//! answers a number and `record(…)` answers a change code. The key's name
+//! answers an [`Admission`] (a `#[wasm_bindgen]` enum: a number that both
+//! sides name), with the instant of a refusal read after it
+//! (`refusedUntil`), and `record(…)` answers a [`StateChange`] or
+//! `undefined` (an enum again, so no table of codes is mirrored in JS). The key's name
 //! crosses once, when the JavaScript side meets a key it has not cached
 //! (`key`). Options, stats and the exported state cross through serde or as
 //! bytes.
@@ -10,19 +13,67 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
-use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Outcome};
+use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome};
 
-/// [`Admit::Closed`] as [`BreakerCore::check`] answers it.
-pub const ADMIT: f64 = -1.0;
-/// [`Admit::Probe`] (the key was half-open already).
-pub const PROBE: f64 = -2.0;
-/// [`Admit::Probe`] from a check that half-opened the key.
-pub const HALF_OPENED: f64 = -3.0;
+/// [`Admit`] as [`BreakerCore::check`] answers it (`core.Admission` in
+/// JavaScript).
+#[wasm_bindgen]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// [`Admit::Closed`]: the call goes.
+    Closed,
+    /// [`Admit::Probe`] (the key was half-open already).
+    Probe,
+    /// [`Admit::Probe`] from a check that half-opened the key.
+    HalfOpened,
+    /// [`Admit::Refused`] while open; the instant is `refusedUntil()`.
+    Open,
+    /// [`Admit::Refused`] while half-open with every probe out; the instant
+    /// is `refusedUntil()`.
+    HalfOpenFull,
+}
+
+/// A [`Change`] as [`BreakerCore::record`] answers it (`core.StateChange`
+/// in JavaScript), the reason of an opening in its name.
+#[wasm_bindgen]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateChange {
+    /// Opened by [`OpenReason::ConsecutiveFailures`].
+    OpenedConsecutiveFailures,
+    /// Opened by [`OpenReason::FailureRate`].
+    OpenedFailureRate,
+    /// Opened by [`OpenReason::SlowCallRate`].
+    OpenedSlowCallRate,
+    /// Opened by [`OpenReason::ProbeFailed`] (from half-open).
+    OpenedProbeFailed,
+    /// Opened by [`OpenReason::Imported`] (what `importState` opened).
+    OpenedImported,
+    /// [`Change::HalfOpened`].
+    HalfOpened,
+    /// [`Change::Closed`].
+    Closed,
+}
+
+impl From<Change> for StateChange {
+    fn from(change: Change) -> Self {
+        match change {
+            Change::Opened(OpenReason::ConsecutiveFailures) => Self::OpenedConsecutiveFailures,
+            Change::Opened(OpenReason::FailureRate) => Self::OpenedFailureRate,
+            Change::Opened(OpenReason::SlowCallRate) => Self::OpenedSlowCallRate,
+            Change::Opened(OpenReason::ProbeFailed) => Self::OpenedProbeFailed,
+            Change::Opened(OpenReason::Imported) => Self::OpenedImported,
+            Change::HalfOpened => Self::HalfOpened,
+            Change::Closed => Self::Closed,
+        }
+    }
+}
 
 /// A keyed [`Breaker`], freed by the user's `dispose()`.
 #[wasm_bindgen(js_name = BreakerCore)]
 pub struct BreakerCore {
     breaker: Breaker,
+    /// The instant of the last refusal [`BreakerCore::check`] answered.
+    refused_until: f64,
 }
 
 #[wasm_bindgen(js_class = BreakerCore)]
@@ -35,7 +86,7 @@ impl BreakerCore {
         let options: BreakerOptions =
             if options.is_undefined() { BreakerOptions::default() } else { from_js(options, "options")? };
         let breaker = Breaker::new(&options).map_err(|e| within_js("options", &e))?;
-        Ok(Self { breaker })
+        Ok(Self { breaker, refused_until: f64::NAN })
     }
 
     /// `openMs` as validated.
@@ -57,24 +108,45 @@ impl BreakerCore {
         }
     }
 
-    /// `-1` closed (go), `-2` a probe, `-3` a probe that half-opened the
-    /// key, or the instant (≥ 0) before which nothing goes: as is when open,
-    /// as `-(instant + 4)` when half-open with every probe out.
-    pub fn check(&mut self, slot: u32, now_ms: f64) -> f64 {
+    /// Whether a call on the key at `slot` goes at `now_ms`. After a refusal
+    /// ([`Admission::Open`] or [`Admission::HalfOpenFull`]),
+    /// [`refused_until`](Self::refused_until) is the instant before which
+    /// nothing goes.
+    pub fn check(&mut self, slot: u32, now_ms: f64) -> Admission {
         match self.breaker.check(slot as usize, now_ms) {
-            Admit::Closed => ADMIT,
-            Admit::Probe { half_opened: false } => PROBE,
-            Admit::Probe { half_opened: true } => HALF_OPENED,
-            Admit::Refused { until } if self.breaker.half_open(slot as usize) => -(until + 4.0),
-            Admit::Refused { until } => until,
+            Admit::Closed => Admission::Closed,
+            Admit::Probe { half_opened: false } => Admission::Probe,
+            Admit::Probe { half_opened: true } => Admission::HalfOpened,
+            Admit::Refused { until } => {
+                self.refused_until = until;
+                if self.breaker.half_open(slot as usize) {
+                    Admission::HalfOpenFull
+                } else {
+                    Admission::Open
+                }
+            }
         }
     }
 
+    /// The instant of the last refusal [`check`](Self::check) answered.
+    #[wasm_bindgen(js_name = refusedUntil)]
+    pub fn refused_until(&self) -> f64 {
+        self.refused_until
+    }
+
     /// Records an outcome (its code: [`Outcome::from_code`]); answers the
-    /// change code ([`crate::core::breaker::Change::code`]), 0 for none.
-    pub fn record(&mut self, slot: u32, now_ms: f64, probe: bool, outcome: u32, duration_ms: f64, slow_ms: f64) -> u32 {
+    /// change it made, `undefined` for none.
+    pub fn record(
+        &mut self,
+        slot: u32,
+        now_ms: f64,
+        probe: bool,
+        outcome: u32,
+        duration_ms: f64,
+        slow_ms: f64,
+    ) -> Option<StateChange> {
         let outcome = Outcome::from_code(outcome);
-        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map_or(0, |c| c.code())
+        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map(StateChange::from)
     }
 
     /// The key's counters.

@@ -78,9 +78,8 @@ pub(crate) const MAX_ELEMENTS: u32 = 1 << 24;
 
 #[wasm_bindgen(raw_module = "./validate.js")]
 extern "C" {
-    /// `keys.map((k) => value[k])`; its length says how it went: `keys`'
-    /// length read, one more threw (the last element the index), two more
-    /// not an object.
+    /// `keys.map((k) => value[k])` when every read went; `null` when `value`
+    /// is not an object; the index (a number) of the key whose read threw.
     #[wasm_bindgen(js_name = readFields)]
     fn read_fields(value: &JsValue, keys: &JsValue) -> JsValue;
     /// An array or iterable as a fresh array; `undefined`: neither; -1: a
@@ -555,15 +554,15 @@ impl Fields {
     /// `value`'s declared fields; `None` when it is not an object.
     #[inline(never)]
     fn read(value: &JsValue, fields: &'static [&'static str]) -> Result<Option<Self>, Error> {
-        let values: js_sys::Array = read_fields(value, &field_list(fields)).unchecked_into();
-        // The length says how it went, in one call (js/validate.js).
-        match values.length().wrapping_sub(fields.len() as u32) {
-            0 => Ok(Some(Fields { values, fields, next: 0, absent: None })),
-            1 => {
-                let i = values.get(fields.len() as u32).as_f64().unwrap_or(0.0) as usize;
-                Err(Error::threw().at_field(fields.get(i).copied().unwrap_or("")))
-            }
-            _ => Ok(None),
+        let answer = read_fields(value, &field_list(fields));
+        // The answer's type says how it went (js/validate.js): the values (an
+        // array, the one object it answers), a number or `null`.
+        if answer.is_object() {
+            return Ok(Some(Fields { values: answer.unchecked_into(), fields, next: 0, absent: None }));
+        }
+        match answer.as_f64() {
+            Some(i) => Err(Error::threw().at_field(fields.get(i as usize).copied().unwrap_or(""))),
+            None => Ok(None),
         }
     }
 

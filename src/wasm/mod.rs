@@ -15,10 +15,10 @@
 //! generated from it (tsify) into the glue's `.d.ts`, which the hand-written
 //! `js/*.d.ts` import. Enums that cross through serde cross as their names,
 //! so no code table of theirs is mirrored in JavaScript. The scalar exports
-//! below are the exception: where one answers a number that stands for a
-//! name, the JS side keeps the table (js/resume.js the actions of `read.rs`
-//! `poll`, js/breaker.js the change codes of `breaker.rs`, js/request.js and
-//! js/deadline.js the limits of `requestFold`). Input comes in as a `JsValue` through [`from_js`]
+//! below cross a number where they need one, and name it with a
+//! `#[wasm_bindgen]` enum that both sides read (`breaker.rs` `Admission` and
+//! `StateChange`, `request.rs` `Limit`); one table is still kept on the JS
+//! side (js/resume.js the actions of `read.rs` `poll`). Input comes in as a `JsValue` through [`from_js`]
 //! (a `TypeError` with `.param` on a wrong shape, naming the place inside it:
 //! `data[0].unit`), output leaves through [`into_js`].
 //!
@@ -40,8 +40,8 @@
 //! (BENCHMARKS.md, both builds alternating in one process, `bench/ab.mjs`):
 //! - `deadline.rs`, everything: per request and per step; a scalar call costs
 //!   no allocation, an object through serde would cost one per call.
-//! - `plan.rs` `planCap` (every `p.run`) and `planSkipReason` (a skipped
-//!   optional step: the structured refusal measured slower; BENCHMARKS.md,
+//! - `plan.rs` `planCap` (every `p.run`; a skipped optional step makes no
+//!   other call: the structured refusal measured slower; BENCHMARKS.md,
 //!   "Pipelines").
 //! - `retry.rs`: the `RetryRun` constructor takes the options as named
 //!   arguments (through serde, `retry()` measured slower in Node and Deno)

@@ -11,11 +11,10 @@
 //!   Passing the step as an object instead runs serde on every step: the
 //!   refusal below measured slower in Node that way than with scalars
 //!   (BENCHMARKS.md, "Pipelines", has the current figures).
-//! - [`plan_skip_reason`] follows a `0` for an optional step: a skip is a
-//!   normal outcome on the request's path, so it crosses scalars in and the
-//!   core's reason out as one number (the time available, or
-//!   [`SKIP_EXPIRED`]); the reason's text ([`skip_reason_text`]) is made when
-//!   the caller first reads it. Returning the text at once, or the
+//! - A skip makes no call of its own: `p.run` skips an optional step on
+//!   [`plan_cap`]'s `0`, and the reason's text ([`skip_reason_text`], the
+//!   core's [`plan::skip_reason`] of the same numbers) is made when the caller
+//!   first reads it. Returning the text at once, or the
 //!   [`Refusal`](crate::core::plan::Refusal) object (its kind by name in, four
 //!   fields out through serde), measured a skipped `p.run` slower
 //!   (BENCHMARKS.md, "Pipelines" and "Where it stands").
@@ -30,10 +29,6 @@ use wasm_bindgen::prelude::*;
 use super::{into_js, to_js, within_js};
 use crate::core::error::ShapeError;
 use crate::core::plan::{self, Plan, SkipReason, StepInfo, StepKind, StepSpec, DEFAULT_MARGIN_MS};
-
-/// What [`plan_skip_reason`] answers for [`SkipReason::Expired`] (the time
-/// available is never negative, so the two cannot be confused).
-pub const SKIP_EXPIRED: f64 = -1.0;
 
 /// Validates a plan ([`Plan::with_margin`], `marginMs` defaulting to
 /// [`DEFAULT_MARGIN_MS`]) and returns what `js/plan.js` keeps of it.
@@ -87,34 +82,18 @@ pub fn plan_cap(
     plan::step_cap(fallback, min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
 }
 
-/// [`plan::skip_reason`]: why an optional step (its [`plan_new`] numbers) is
-/// skipped at `now_ms`, as one number: the milliseconds available to it
-/// ([`SkipReason::BelowMinimum`]) or [`SKIP_EXPIRED`]; `undefined` when it
-/// would start. The reason's text is [`skip_reason_text`] of that number,
-/// made only when the caller reads it.
-#[wasm_bindgen(js_name = planSkipReason)]
-pub fn plan_skip_reason(
+/// The text of [`plan::skip_reason`]: why an optional step (its
+/// [`plan_new`] numbers) is skipped at `now_ms`, the instant [`plan_cap`]
+/// answered `0` at; `undefined` when it would start.
+#[wasm_bindgen(js_name = skipReasonText)]
+pub fn skip_reason_text(
     min_ms: f64,
     preferred_ms: Option<f64>,
     held_after_ms: f64,
     at: f64,
     now_ms: f64,
-) -> Result<Option<f64>, JsValue> {
-    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)?.map(|reason| match reason {
-        SkipReason::Expired => SKIP_EXPIRED,
-        SkipReason::BelowMinimum { available_ms, .. } => available_ms,
-        // `skip_reason` decides on time only; a breaker's refusal is the host's (`circuitSkipText`).
-        SkipReason::CircuitOpen { .. } => SKIP_EXPIRED,
-    }))
-}
-
-/// The text of the skip reason [`plan_skip_reason`] answered (`available_ms`,
-/// or [`SKIP_EXPIRED`]) for a step whose minimum is `min_ms`.
-#[wasm_bindgen(js_name = skipReasonText)]
-pub fn skip_reason_text(available_ms: f64, min_ms: f64) -> String {
-    let reason =
-        if available_ms < 0.0 { SkipReason::Expired } else { SkipReason::BelowMinimum { available_ms, min_ms } };
-    reason.to_string()
+) -> Result<Option<String>, JsValue> {
+    Ok(plan::skip_reason(min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)?.map(|r| r.to_string()))
 }
 
 /// The text of an optional step skipped because its circuit breaker refused

@@ -4,9 +4,10 @@
 //! `platformDeadline` and `earliestIncoming` calls (src/wasm/caps.rs,
 //! src/wasm/headers.rs) followed by [`request::fold`], which names the
 //! winner; a deadline received over a wire is the same fold with the wire's
-//! remaining time as the caller's. Limits cross as their index in
-//! [`LimitKind::ALL`] (js/request.js keeps the names in that order, and the
-//! request case checks every name round-trips). Measured on the main `.wasm`
+//! remaining time as the caller's. Limits cross as a [`Limit`], a
+//! `#[wasm_bindgen]` enum: a number in the answer's array that both sides
+//! name (js/request.js reads its names from `core.Limit`; the request case
+//! checks every name round-trips). Measured on the main `.wasm`
 //! (gzip), this one is the smallest: structured versions (serde options and
 //! answers, a `Wire` record) cost the most, three scalar exports with names
 //! crossing as strings less, and the Worker's upload budget has little room
@@ -17,8 +18,52 @@ use wasm_bindgen::prelude::*;
 use super::within_js;
 use crate::core::request::{self, LimitKind};
 
-/// [`request::fold`]: `[at, limitAt, limit code]`. `caller`: the code of
-/// the caller's limit (`LimitKind::Caller` for a header, the wire's own for a wire).
+/// [`LimitKind`] as it crosses (`core.Limit` in JavaScript: `Limit.caller`
+/// is its number, `Limit[n]` the name that number stands for). The variants
+/// are spelled as JavaScript writes the names.
+#[wasm_bindgen]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+pub enum Limit {
+    /// [`LimitKind::Budget`].
+    budget,
+    /// [`LimitKind::Platform`].
+    platform,
+    /// [`LimitKind::Caller`].
+    caller,
+    /// [`LimitKind::Client`].
+    client,
+    /// [`LimitKind::Background`].
+    background,
+}
+
+impl From<Limit> for LimitKind {
+    fn from(limit: Limit) -> Self {
+        match limit {
+            Limit::budget => Self::Budget,
+            Limit::platform => Self::Platform,
+            Limit::caller => Self::Caller,
+            Limit::client => Self::Client,
+            Limit::background => Self::Background,
+        }
+    }
+}
+
+impl From<LimitKind> for Limit {
+    fn from(limit: LimitKind) -> Self {
+        match limit {
+            LimitKind::Budget => Self::budget,
+            LimitKind::Platform => Self::platform,
+            LimitKind::Caller => Self::caller,
+            LimitKind::Client => Self::client,
+            LimitKind::Background => Self::background,
+        }
+    }
+}
+
+/// [`request::fold`]: `[at, limitAt, limit]`, the limit a [`Limit`]'s
+/// number. `caller_limit`: the caller's limit ([`Limit::caller`] for a header, the
+/// wire's own for a wire).
 #[wasm_bindgen(js_name = requestFold)]
 #[allow(clippy::too_many_arguments)] // scalar on purpose (module docs): one argument per input of the fold
 pub fn request_fold(
@@ -27,15 +72,13 @@ pub fn request_fold(
     local_is_budget: bool,
     caller_ms: Option<f64>,
     transit_ms: f64,
-    caller: u8,
+    caller_limit: Limit,
     client_gone: bool,
     reserve_ms: f64,
 ) -> Result<Vec<f64>, JsValue> {
     let local = if local_is_budget { LimitKind::Budget } else { LimitKind::Platform };
-    let caller = LimitKind::ALL.get(usize::from(caller)).copied().unwrap_or(LimitKind::Caller);
     let (at, limit_at, limit) =
-        request::fold(now_ms, local_at, local, caller_ms, transit_ms, caller, client_gone, reserve_ms)
+        request::fold(now_ms, local_at, local, caller_ms, transit_ms, caller_limit.into(), client_gone, reserve_ms)
             .map_err(|e| within_js("options", &e))?;
-    let code = LimitKind::ALL.iter().position(|l| *l == limit).unwrap_or(0);
-    Ok(vec![at, limit_at, code as f64])
+    Ok(vec![at, limit_at, f64::from(Limit::from(limit) as u8)])
 }

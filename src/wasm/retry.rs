@@ -44,7 +44,9 @@ impl RetryRunJs {
     /// The options cross as their fields, scalars (see the module doc);
     /// `js/retry.js` has checked their types, and a backoff's three fields
     /// come together or not at all (`jitter` as a number or as a name:
-    /// `backoff_jitter` or `backoff_jitter_name`).
+    /// `backoff_jitter` or `backoff_jitter_name`). `in_retry_option`: the
+    /// options are another call's `options.retry` (`relay`,
+    /// `fetchWithDeadline`), which errors then name.
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -60,7 +62,9 @@ impl RetryRunJs {
         max_retry_after_ms: Option<f64>,
         operation_key_safe: bool,
         seed: u64,
+        in_retry_option: bool,
     ) -> Result<RetryRunJs, JsValue> {
+        let param = if in_retry_option { "options.retry" } else { "options" };
         let jitter = match (backoff_jitter, backoff_jitter_name) {
             (Some(j), _) => Some(JitterOption::Fraction(j)),
             (None, Some(name)) => Some(JitterOption::Name(name)),
@@ -71,12 +75,12 @@ impl RetryRunJs {
             (None, None, None) => None,
             _ => {
                 let detail = "baseMs, maxMs and jitter must all be given".to_string();
-                return Err(to_js(ShapeError { param: "options.backoff", detail }));
+                return Err(within_js(param, &ShapeError { param: "backoff", detail }));
             }
         };
         let options =
             RetryOptions { attempt_min_ms, attempt_timeout_ms, backoff, max_attempts, idempotent, max_retry_after_ms };
-        let policy = options.policy().map_err(|e| within_js("options", &e))?;
+        let policy = options.policy().map_err(|e| within_js(param, &e))?;
         let run = RetryRun::new(policy, at, seed, operation_key_safe).map_err(to_js)?;
         Ok(Self { run })
     }

@@ -375,15 +375,6 @@ fn options_are_checked_by_name() {
     );
 }
 
-#[test]
-fn change_codes_round_trip() {
-    for code in 1..=7 {
-        assert_eq!(Change::from_code(code).map(Change::code), Some(code));
-    }
-    assert_eq!(Change::from_code(0), None);
-    assert_eq!(Change::from_code(8), None);
-}
-
 #[derive(Debug, Clone)]
 enum Op {
     Check(u8),

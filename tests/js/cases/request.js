@@ -188,6 +188,10 @@ const cases = [
       throwsArg(() => Deadline.fromWire({ ...good, reserveMs: -1 }, { maxMs: 1 }), RangeError, "wire.reserveMs", "NEGATIVE");
       throwsArg(() => Deadline.fromWire({ ...good, limit: "soon" }, { maxMs: 1 }), RangeError, "wire.limit", "UNKNOWN_VALUE");
       throwsArg(() => Deadline.fromWire({ ...good, limit: 3 }, { maxMs: 1 }), RangeError, "wire.limit", "UNKNOWN_VALUE");
+      // A limit is one of the names only: not a number's text, another spelling or an Object property.
+      for (const limit of ["0", "4", "Budget", "toString", "__proto__", "constructor", ""]) {
+        throwsArg(() => Deadline.fromWire({ ...good, limit }, { maxMs: 1 }), RangeError, "wire.limit", "UNKNOWN_VALUE");
+      }
       throwsArg(() => Deadline.fromWire(good), TypeError, "options", "INVALID_TYPE");
       throwsArg(() => Deadline.fromWire(good, { maxMs: -1 }), RangeError, "options.maxMs", "NEGATIVE");
       throwsArg(() => Deadline.fromWire(good, { maxMs: 1, transitMs: "1" }), TypeError, "options.transitMs", "INVALID_TYPE");
