@@ -8,6 +8,7 @@
 // once, whole, in order.
 import { equal, ok, rejects } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
+import { source } from "./stall.js";
 
 const dec = new TextDecoder();
 const uid = () => `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
@@ -259,32 +260,9 @@ export default [
         // [ms between the events after the burst, how many, exact]: once a wake ends the sampling, each
         // event is timed again, so a stall after 40 events 10 ms apart is declared at its instant.
         for (const [gap, count, exact] of [[5, 3, false], [60, 3, true], [10, 40, true]]) {
-          const queue = [];
-          let waiter;
-          const push = (text) => {
-            queue.push(enc.encode(text));
-            const w = waiter;
-            waiter = undefined;
-            w?.();
-          };
-          const upstream = () =>
-            new Response(
-              new ReadableStream(
-                {
-                  pull(c) {
-                    if (queue.length > 0) return c.enqueue(queue.shift());
-                    return new Promise((resolve) => {
-                      waiter = () => {
-                        c.enqueue(queue.shift());
-                        resolve();
-                      };
-                    });
-                  },
-                },
-                { highWaterMark: 0 },
-              ),
-              { headers: { "content-type": "text/event-stream" } },
-            );
+          const src = source();
+          const push = (text) => src.enqueue(enc.encode(text));
+          const upstream = () => new Response(src.stream, { headers: { "content-type": "text/event-stream" } });
           // A burst: 100 events at one instant.
           for (let i = 1; i <= 100; i++) push(`id: ${i}\ndata: x\n\n`);
           const deadline = lib.Deadline.in(60_000);

@@ -22,7 +22,7 @@ const enc = new TextEncoder();
 const CHUNK = enc.encode("0123456789abcdef");
 
 /** A source under the test's control, recording cancel reasons. */
-function source({ chunks = [], close = false, error } = {}) {
+export function source({ chunks = [], close = false, error } = {}) {
   const log = { cancelled: false, reason: undefined, pulls: 0 };
   let ctrl;
   const stream = new ReadableStream({
