@@ -36,6 +36,7 @@
 // 2. A refused flush (400 or 413, JSON `{ code, message }`) changes nothing.
 // 3. No timer is left behind: the only waits are the writes a request awaits.
 import { FleetAggregatorCore, isReady, notReady } from "./derive-main.js";
+import { concat } from "./bytes.js";
 
 /** The most bytes read from a flush request: the core refuses more than 256 KiB; one byte over says so. */
 const READ_LIMIT = 256 * 1024 + 1;
@@ -99,13 +100,7 @@ async function readCapped(request, max) {
     }
     parts.push(value);
   }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return concat(parts, total);
 }
 
 /** A core refusal as the HTTP answer: 413 for too big, 400 otherwise. */
@@ -210,16 +205,6 @@ function chunks(bytes, size) {
   return out;
 }
 
-function join(parts) {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}
-
 /**
  * Group commit: `commit()` resolves once a write that started after the call
  * has finished; calls made while a write is in flight share the next one.
@@ -313,7 +298,7 @@ export function aggregatorClass(Base) {
         const parts = [];
         for (let i = 0; i < n; i++) parts.push(new Uint8Array(all.get(`w:${index}:${i}`) ?? []));
         // A window that does not read back (damaged storage) is refused whole by the core and left out.
-        const bytes = join(parts);
+        const bytes = concat(parts);
         try {
           this.#core.loadWindow(bytes);
           this.#sizes.set(index, bytes.byteLength);
@@ -560,7 +545,7 @@ export function kvAggregator(kv, options = {}) {
       // The layout before generations: chunks under the head's own key.
       const parts = [];
       for await (const e of kv.list({ prefix: windowKey(index) })) parts[e.key[e.key.length - 1]] = e.value;
-      return join(parts.slice(0, value).map((p) => new Uint8Array(p ?? [])));
+      return concat(parts.slice(0, value).map((p) => new Uint8Array(p ?? [])));
     }
     if (!value || typeof value !== "object" || typeof value.g !== "string" || !Number.isInteger(value.n)) return new Uint8Array(0);
     const parts = [];
@@ -571,7 +556,7 @@ export function kvAggregator(kv, options = {}) {
         parts.push(new Uint8Array(e.value));
       }
     }
-    return join(parts);
+    return concat(parts);
   };
 
   /**

@@ -49,6 +49,7 @@
 // 5. With tracing on, each attempt's body has one `deadline.stream` span
 //    (js/stall.js `streamSpan`), numbered, from its headers to its end.
 
+import { concat } from "./bytes.js";
 import * as core from "./edge_deadline.js";
 import { argumentError, CODES, DeadlineExceeded, isDeadlineExceeded, RetryFailed, StreamStalled } from "./errors.js";
 import { propagateFormats } from "./headers.js";
@@ -327,7 +328,7 @@ export function resumable(connect, s) {
     for (let kind = first === 0 ? m.poll() : first & KIND; kind !== 0; kind = more ? m.poll() : 0) {
       if (kind === DELIVER_CHUNK) give(chunk);
       else if (kind === KEEP) held.push(chunkBytes);
-      else if (kind === DELIVER) give(joined(takeHeld(m.count())));
+      else if (kind === DELIVER) give(concat(takeHeld(m.count())));
       else if (kind === DELIVER_PIECES) for (const piece of takeHeld(m.count())) give(piece);
       else if (kind === DISCARD) takeHeld(m.count());
       else if (kind === WAKE) outer.rearm(m.at());
@@ -725,18 +726,6 @@ export function resumable(connect, s) {
       keep();
     },
   };
-}
-
-/** `pieces` as one. */
-function joined(pieces) {
-  if (pieces.length === 1) return pieces[0];
-  const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }
 
 function isResponse(x) {

@@ -30,6 +30,9 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import * as esbuild from "esbuild";
+import { relativeImports } from "./sizes.mjs";
+
+const relativeImportsOf = (file) => relativeImports(readFileSync(file, "utf8"));
 
 /** The entry points: published (package.json exports) or internal (main.js, derive-main.js). */
 export const ENTRIES = {
@@ -80,8 +83,12 @@ export async function bundle({ dirs, out, minify }) {
   for (const entries of Object.values(ENTRIES)) for (const e of entries) owner.set(e, e);
   // A module only the middleware uses goes with it.
   for (const m of (await analyse("hono.js")).modules) if (!owner.has(m)) owner.set(m, "hono.js");
-  // The fleet aggregator (edge-deadline/durable) likewise: its own file on top of derive-main.js.
-  for (const m of (await analyse("durable.js")).modules) if (!owner.has(m)) owner.set(m, "durable.js");
+  // The fleet aggregator (edge-deadline/durable) likewise: its own file on top of derive-main.js
+  // alone; a module it shares with main.js goes to shared.js, so it never loads main.js.
+  for (const m of (await analyse("durable.js")).modules) {
+    if (!owner.has(m)) owner.set(m, "durable.js");
+    else if (owner.get(m) === "main.js") owner.set(m, "shared.js");
+  }
   const publicNames = {};
   for (const api of Object.keys(PUBLIC_API)) publicNames[api] = (await analyse(api)).exports;
 
@@ -184,6 +191,10 @@ export async function bundle({ dirs, out, minify }) {
       if (where.has(m)) throw new Error(`scripts/bundle.mjs: ${m} is in both ${where.get(m)} and ${basename(file)}`);
       where.set(m, basename(file));
     }
+  }
+  // The fleet aggregator's entry loads derive-main.js and shared.js, never the deadlines' main.js.
+  for (const file of ENTRIES.durable) {
+    if (relativeImportsOf(join(out, file)).includes("./main.js")) throw new Error(`scripts/bundle.mjs: ${file} imports main.js`);
   }
   return units;
 }
