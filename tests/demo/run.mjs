@@ -6,11 +6,10 @@
 // Prints one JSON report as its last line (tests/run.mjs `demo` suite).
 //   node scripts/build.mjs && node tests/run.mjs demo
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { openChromium } from "../chromium.mjs";
 import { CSP, startDemo } from "../../scripts/demo.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -37,14 +36,7 @@ async function test(name, fn) {
 }
 
 const server = await startDemo({ port: 0 });
-const profile = mkdtempSync(join(tmpdir(), "edge-deadline-demo-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  viewport: { width: 1200, height: 900 },
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  env: { ...process.env, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
-});
+const context = await openChromium({ viewport: { width: 1200, height: 900 } });
 // Every CSP violation the page causes, from before its first script runs.
 await context.addInitScript(() => {
   globalThis.__csp = [];
@@ -728,7 +720,6 @@ try {
 } finally {
   await context.close();
   await server.close();
-  rmSync(profile, { recursive: true, force: true });
 }
 
 console.log(JSON.stringify(report));

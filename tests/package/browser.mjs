@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { serveStatic } from "../../scripts/static-server.mjs";
-import { bin, isolatedEnv, project, root, runOk, tempDir } from "./lib.mjs";
+import { openChromium } from "../chromium.mjs";
+import { bin, project, root, runOk } from "./lib.mjs";
 
 export async function checkBrowser(g, packed, upstream) {
   const bundled = await project("browser-esbuild", packed.tarball, { copy: { "browser-esbuild": "." } });
@@ -53,16 +54,9 @@ export async function checkBrowser(g, packed, upstream) {
 
   const routes = Object.fromEntries(["/events", "/mid", "/silent"].map((p) => [p, upstream.handle]));
   const servers = [await serveStatic(bundled, { routes }), await serveStatic(plain, { routes })];
-  const { chromium } = await import("playwright-core");
-  const profile = tempDir("chromium-profile");
   let context;
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: bin.chromium,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      env: { ...process.env, ...isolatedEnv(profile) },
-    });
+    context = await openChromium();
     const pages = [
       ["esbuild bundle", servers[0].url],
       ["no-bundler page", servers[1].url],

@@ -15,7 +15,6 @@ export const bin = {
   deno: join(root, "node_modules/@deno/linux-x64-glibc/deno"),
   wrangler: join(root, "node_modules/wrangler/bin/wrangler.js"),
   tsc: join(root, "node_modules/typescript/bin/tsc"),
-  chromium: "/usr/bin/chromium",
 };
 
 // ---- cleanup on every path ------------------------------------------------------

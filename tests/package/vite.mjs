@@ -12,7 +12,8 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { serveStatic } from "../../scripts/static-server.mjs";
-import { bin, freePort, isolatedEnv, project, root, runOk, start, tempDir } from "./lib.mjs";
+import { openChromium } from "../chromium.mjs";
+import { bin, freePort, isolatedEnv, project, root, runOk, start } from "./lib.mjs";
 
 const vite = (dir) => join(dir, "node_modules/vite/bin/vite.js");
 
@@ -23,14 +24,7 @@ export async function checkVite(g, packed) {
   symlinkSync(join(root, "node_modules/vite"), join(dir, "node_modules/vite"), "dir");
   const env = isolatedEnv(dir);
 
-  const { chromium } = await import("playwright-core");
-  const profile = tempDir("chromium-profile");
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: bin.chromium,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    env: { ...process.env, ...isolatedEnv(profile) },
-  });
+  const context = await openChromium();
 
   /** Loads `url`; resolves the page's outcome, status text and every .wasm response. */
   async function load(url) {
