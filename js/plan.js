@@ -245,8 +245,6 @@ export class Plan {
     // Only a running step is pending: awaiting it keeps Node or Deno alive (invariant 6).
     return pending((resolve, reject) => {
       const capAt = t0 + cap;
-      // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
-      const capIsDeadline = capAt >= at - 1e-6;
       let settled = false;
       let step;
       const finish = (outcome, value, ok) => {
@@ -271,9 +269,11 @@ export class Plan {
       step = child([this.#deadline], capAt, {
         onTime: (c) => {
           const t = now(); // ≥ capAt: a child never wakes early
-          const reason = capIsDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
+          // The cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
+          const byDeadline = core.capIsDeadline(capAt, at);
+          const reason = byDeadline ? new DeadlineExceeded(at, t > at ? t - at : 0) : new StepTimeout(name, cap);
           c.abort(reason);
-          finish(capIsDeadline ? "deadline" : "timeout", reason, false);
+          finish(byDeadline ? "deadline" : "timeout", reason, false);
         },
         onAbort: (reason) => finish(this.#reasonOutcome(reason), reason, false),
       });
@@ -350,7 +350,6 @@ export class Plan {
     }
 
     const capAt = t0 + cap;
-    const capIsDeadline = capAt >= at - 1e-6;
     let verdict;
     let sent = false;
     let firstChunkAt;
@@ -363,6 +362,7 @@ export class Plan {
       node.dispose();
       headersWait?.dispose();
       const how = this.#streamEnd(node, error, cancelled, departed);
+      const capIsDeadline = core.capIsDeadline(capAt, at);
       verdict = {
         outcome: core.planStreamVerdict(how, sent, capIsDeadline, false),
         next: core.planStreamVerdict(how, sent, capIsDeadline, true),
@@ -378,7 +378,7 @@ export class Plan {
     const node = child([this.#deadline], capAt, {
       onTime: (c) => {
         const tt = now();
-        c.abort(capIsDeadline ? new DeadlineExceeded(at, tt > at ? tt - at : 0) : new StepTimeout(name, cap));
+        c.abort(core.capIsDeadline(capAt, at) ? new DeadlineExceeded(at, tt > at ? tt - at : 0) : new StepTimeout(name, cap));
         end();
       },
       onAbort: () => {

@@ -132,6 +132,16 @@ pub const MAX_NAME_LEN: usize = 128;
 /// consumed to the last bit by rounding in `at − now` still admits its step.
 pub const ADMIT_EPSILON_MS: f64 = 1e-6;
 
+/// Whether a step's cap, reached at `cap_at`, is the deadline `at` (to
+/// [`ADMIT_EPSILON_MS`] of rounding: a cap of "all that is left" can land a
+/// few ulps short of `at`): when it fires, the step ended with the deadline
+/// (`DeadlineExceeded`, outcome `deadline`), not with its own cap
+/// (`StepTimeout`, outcome `timeout`). Both hosts ask this when a cap fires or
+/// a streamed step ends; neither keeps a copy.
+pub fn cap_is_deadline(cap_at: f64, at: f64) -> bool {
+    cap_at >= at - ADMIT_EPSILON_MS
+}
+
 /// Why a plan or a decision was refused.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlanError {

@@ -82,6 +82,13 @@ pub fn plan_cap(
     plan::step_cap(fallback, min_ms, preferred_ms, held_after_ms, at, now_ms).map_err(to_js)
 }
 
+/// [`plan::cap_is_deadline`]: whether a step's cap, reached at `cap_at`, is
+/// the deadline `at` (asked when the cap fires or a streamed step ends).
+#[wasm_bindgen(js_name = capIsDeadline)]
+pub fn cap_is_deadline(cap_at: f64, at: f64) -> bool {
+    plan::cap_is_deadline(cap_at, at)
+}
+
 /// The text of [`plan::skip_reason`]: why an optional step (its
 /// [`plan_new`] numbers) is skipped at `now_ms`, the instant [`plan_cap`]
 /// answered `0` at; `undefined` when it would start.

@@ -304,8 +304,7 @@ impl<'d> Plan<'d> {
         };
         let step = name.to_string();
         let cap_at = t0 + cap;
-        // A cap at the deadline's instant (to rounding) is the deadline; an earlier one is the step's own.
-        let cap_is_deadline = cap_at >= at - core::ADMIT_EPSILON_MS;
+        let cap_is_deadline = core::cap_is_deadline(cap_at, at);
         let guard = Guard::new(
             Some(cap_at),
             move || {

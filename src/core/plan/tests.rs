@@ -446,3 +446,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_cap_that_reaches_the_deadline_to_rounding_is_the_deadline_and_an_earlier_one_is_the_steps() {
+    for i in 0..10_000u32 {
+        // Instants on a process clock: a step started at t0, a deadline well after it.
+        let t0 = 0.1 + f64::from(i) * 13.7;
+        let at = t0 + 30_000.123 + f64::from(i) * 0.37;
+        // All that is left (no preferred share, nothing held after): the deadline.
+        let all = step_cap(false, 10.0, None, 0.0, at, t0).unwrap();
+        assert!(cap_is_deadline(t0 + all, at), "all that was left, at {at}");
+        // A preferred share or a later step's reserve ends earlier: the step's own cap.
+        let own = step_cap(false, 10.0, Some(100.0), 0.0, at, t0).unwrap();
+        assert!(!cap_is_deadline(t0 + own, at), "a preferred share");
+        let held = step_cap(false, 10.0, None, 500.0, at, t0).unwrap();
+        assert!(!cap_is_deadline(t0 + held, at), "a later step's reserve");
+        // A few ulps short of the deadline (rounding) is the deadline; a microsecond short is not.
+        assert!(cap_is_deadline(at - 4.0 * f64::EPSILON * at, at));
+        assert!(cap_is_deadline(at + 5.0, at), "past the deadline");
+        assert!(!cap_is_deadline(at - 0.001, at), "a microsecond before the deadline");
+    }
+    assert!(!cap_is_deadline(f64::NAN, 1.0) && !cap_is_deadline(1.0, f64::NAN));
+    assert!(cap_is_deadline(f64::INFINITY, f64::INFINITY));
+}

@@ -220,7 +220,7 @@ impl Plan<'_> {
         }
         let cap = decision.cap_ms();
         let cap_at = t0 + cap;
-        let cap_is_deadline = cap_at >= at - core::ADMIT_EPSILON_MS;
+        let cap_is_deadline = core::cap_is_deadline(cap_at, at);
         let step = name.to_string();
         // The upstream's controller: the stall wrapper aborts it; the guard follows it.
         let upstream = AbortController::new().map_err(Error::from)?;

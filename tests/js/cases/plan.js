@@ -885,6 +885,26 @@ cases.push(
       }),
   },
   {
+    name: "plan on fake time: a cap that ends within rounding of the deadline (a tenth of a nanosecond short) is the deadline (DeadlineExceeded, outcome deadline), one that ends a microsecond before is the step's own",
+    run: (lib) =>
+      onFakeTime(async (clock) => {
+        const hang = (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+        const out = [];
+        for (const short of [1e-7, 1e-3]) {
+          const d = lib.Deadline.in(1_000);
+          const p = lib.plan(d, [{ name: "generate", minMs: 50, preferredMs: 1_000 - short, kind: "mandatory" }]);
+          const step = p.run("generate", hang);
+          // The step's wake-up is due first (at its cap, before the deadline's own).
+          await clock.advance(1_000);
+          const e = await rejects(step, short < 1e-6 ? lib.DeadlineExceeded : lib.StepTimeout);
+          out.push(`${e.name}:${p.records[0].outcome}`);
+          d.dispose();
+        }
+        equal(out.join(), "DeadlineExceeded:deadline,StepTimeout:timeout");
+        return [];
+      }),
+  },
+  {
     name: "p.stream: the default fallback and the event: error carry our words and a code, never the step's error (URL credentials, hosts, keys); options.onError gets it",
     run: (lib) =>
       onFakeTime(async () => {
