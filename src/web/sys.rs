@@ -43,6 +43,14 @@ extern "C" {
     #[wasm_bindgen(js_name = fetch, catch)]
     pub(crate) fn fetch(input: &JsValue, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
 
+    /// `new AbortController()` without web-sys's exception wrapper (a
+    /// `try` and an `apply` per call, on every fresh signal): call it through
+    /// [`abort_controller`], which checks once that the global exists.
+    #[wasm_bindgen(js_name = AbortController)]
+    type Controller;
+    #[wasm_bindgen(constructor, js_class = "AbortController")]
+    fn new() -> Controller;
+
     /// `String(value)` (throws for a Symbol).
     #[wasm_bindgen(js_name = String, catch)]
     pub(crate) fn to_js_string(value: &JsValue) -> Result<String, JsValue>;
@@ -60,6 +68,19 @@ pub(crate) enum Host {
 
 thread_local! {
     static HOST: Cell<Option<Host>> = const { Cell::new(None) };
+    static HAS_ABORT_CONTROLLER: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// `new AbortController()`; `None` where the runtime has none (no supported one).
+pub(crate) fn abort_controller() -> Option<web_sys::AbortController> {
+    let has = HAS_ABORT_CONTROLLER.with(|h| {
+        h.get().unwrap_or_else(|| {
+            let has = global(&["AbortController"]).is_function();
+            h.set(Some(has));
+            has
+        })
+    });
+    has.then(|| Controller::new().unchecked_into())
 }
 
 pub(crate) fn global(path: &[&str]) -> JsValue {
