@@ -16,9 +16,11 @@
 //!    aborts with the branded `DeadlineExceeded` the JavaScript API uses.
 //! 4. When a parent signal aborts, the deadline's signal aborts with the
 //!    parent's `reason`; whichever fires first, the wake-up is cancelled and
-//!    every parent listener removed in the same turn.
+//!    the deadline leaves every parent's link in the same turn (one listener
+//!    per parent signal, shared: timers.rs `links`).
 //! 5. Dropping the deadline leaves nothing of it pending: no wake-up, no
-//!    listener. Its signal, if someone holds it, stays as it is.
+//!    link (and, by the end of the turn, no listener on a parent no other
+//!    node links to). Its signal, if someone holds it, stays as it is.
 //! 6. Pending deadlines never keep a Node or Deno process alive.
 //!
 //! # Timers

@@ -413,8 +413,10 @@ impl Drop for Child {
 ///    (`by`: the parent's index as given). A parent already aborted when the
 ///    child is made aborts it during [`child`] (`on_abort` included).
 /// 4. Once a child aborted or was disposed it is in no queue, no parent's
-///    list and no parent's listeners: nothing of it is pending. Its children,
-///    when it is disposed, are no longer told (they keep their own wake-ups).
+///    list and no parent signal's link: nothing of it is pending (a link's
+///    one listener, once its last member left, goes at the end of the turn;
+///    see `links`). Its children, when it is disposed, are no longer told
+///    (they keep their own wake-ups).
 pub(crate) fn child(
     parents: Parents<'_>,
     at: f64,
