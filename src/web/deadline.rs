@@ -151,13 +151,19 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn with_parent(self, parent: &AbortSignal) -> Self {
-        let mut parents: Vec<AbortSignal> = self.parents.iter().cloned().collect();
-        if !parents.iter().any(|p| p == parent) {
-            parents.push(parent.clone());
-        }
+        let parents: Rc<[AbortSignal]> = if self.parents.is_empty() {
+            // The common case, one parent: one allocation, no comparison.
+            Rc::new([parent.clone()])
+        } else {
+            let mut parents: Vec<AbortSignal> = self.parents.iter().cloned().collect();
+            if !parents.iter().any(|p| p == parent) {
+                parents.push(parent.clone());
+            }
+            parents.into()
+        };
         Self {
             at: self.at,
-            parents: parents.into(),
+            parents,
             node: RefCell::new(None),
             home: self.home.clone(),
             limit: self.limit,
