@@ -16,9 +16,11 @@
 //!    aborts with the branded `DeadlineExceeded` the JavaScript API uses.
 //! 4. When a parent signal aborts, the deadline's signal aborts with the
 //!    parent's `reason`; whichever fires first, the wake-up is cancelled and
-//!    every parent listener removed in the same turn.
+//!    the deadline leaves every parent's link in the same turn (one listener
+//!    per parent signal, shared: timers.rs `links`).
 //! 5. Dropping the deadline leaves nothing of it pending: no wake-up, no
-//!    listener. Its signal, if someone holds it, stays as it is.
+//!    link (and, by the end of the turn, no listener on a parent no other
+//!    node links to). Its signal, if someone holds it, stays as it is.
 //! 6. Pending deadlines never keep a Node or Deno process alive.
 //!
 //! # Timers
@@ -149,13 +151,19 @@ impl Deadline {
     /// # fn main() {}
     /// ```
     pub fn with_parent(self, parent: &AbortSignal) -> Self {
-        let mut parents: Vec<AbortSignal> = self.parents.iter().cloned().collect();
-        if !parents.iter().any(|p| p == parent) {
-            parents.push(parent.clone());
-        }
+        let parents: Rc<[AbortSignal]> = if self.parents.is_empty() {
+            // The common case, one parent: one allocation, no comparison.
+            Rc::new([parent.clone()])
+        } else {
+            let mut parents: Vec<AbortSignal> = self.parents.iter().cloned().collect();
+            if !parents.iter().any(|p| p == parent) {
+                parents.push(parent.clone());
+            }
+            parents.into()
+        };
         Self {
             at: self.at,
-            parents: parents.into(),
+            parents,
             node: RefCell::new(None),
             home: self.home.clone(),
             limit: self.limit,

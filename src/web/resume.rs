@@ -231,6 +231,10 @@ struct Host {
     delivered: Vec<Uint8Array>,
     /// The chunk last told, as it came and as bytes.
     chunk: JsValue,
+    /// When that chunk was told, until the end of the turn: a hold that
+    /// follows in the same turn starts then (as js/resume.js's `heldAt`),
+    /// without reading the clock again.
+    chunk_at: Option<f64>,
     chunk_bytes: Vec<u8>,
     /// The chunks kept (`Keep`), in order, taken by `Deliver` and `Discard`.
     held: VecDeque<Uint8Array>,
@@ -429,6 +433,7 @@ impl Shared {
             }
         }
         self.busy.set(false);
+        self.host.borrow_mut().chunk_at = None;
         self.keep();
     }
 
@@ -673,7 +678,9 @@ impl Shared {
             }
         };
         h.chunk = chunk;
-        h.handle(Input::Chunk { bytes: &bytes, progress }, timers::now());
+        let now = timers::now();
+        h.chunk_at = Some(now);
+        h.handle(Input::Chunk { bytes: &bytes, progress }, now);
         h.chunk_bytes = bytes;
         drop(h);
         self.pump();
@@ -726,7 +733,8 @@ impl Shared {
             }
             (false, false, false) => {
                 attempt.held = true;
-                h.handle(Input::Hold, timers::now());
+                let now = h.chunk_at.take().unwrap_or_else(timers::now);
+                h.handle(Input::Hold, now);
                 true
             }
             _ => false,
@@ -873,6 +881,7 @@ pub(super) async fn fetch_resumable(
             answer: Some((slot.clone(), wake)),
             delivered: Vec::new(),
             chunk: JsValue::UNDEFINED,
+            chunk_at: None,
             chunk_bytes: Vec::new(),
             held: VecDeque::new(),
             last_error: None,

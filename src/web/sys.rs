@@ -22,17 +22,6 @@ extern "C" {
     #[wasm_bindgen(js_name = queueMicrotask)]
     pub(crate) fn queue_microtask(callback: &js_sys::Function);
 
-    /// Node's (and Bun's) timer object.
-    type HostTimer;
-    #[wasm_bindgen(method, structural)]
-    fn unref(this: &HostTimer);
-    #[wasm_bindgen(method, structural, js_name = ref)]
-    fn ref_(this: &HostTimer);
-    #[wasm_bindgen(js_namespace = Deno, js_name = unrefTimer)]
-    fn deno_unref_timer(id: &JsValue);
-    #[wasm_bindgen(js_namespace = Deno, js_name = refTimer)]
-    fn deno_ref_timer(id: &JsValue);
-
     /// A promise, for `then`/`catch` with plain JavaScript functions.
     pub(crate) type Thenable;
     #[wasm_bindgen(method, structural, js_name = then)]
@@ -42,6 +31,14 @@ extern "C" {
 
     #[wasm_bindgen(js_name = fetch, catch)]
     pub(crate) fn fetch(input: &JsValue, init: &web_sys::RequestInit) -> Result<js_sys::Promise, JsValue>;
+
+    /// `new AbortController()` without web-sys's exception wrapper (a
+    /// `try` and an `apply` per call, on every fresh signal): call it through
+    /// [`abort_controller`], which checks once that the global exists.
+    #[wasm_bindgen(js_name = AbortController)]
+    type Controller;
+    #[wasm_bindgen(constructor, js_class = "AbortController")]
+    fn new() -> Controller;
 
     /// `String(value)` (throws for a Symbol).
     #[wasm_bindgen(js_name = String, catch)]
@@ -60,6 +57,19 @@ pub(crate) enum Host {
 
 thread_local! {
     static HOST: Cell<Option<Host>> = const { Cell::new(None) };
+    static HAS_ABORT_CONTROLLER: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// `new AbortController()`; `None` where the runtime has none (no supported one).
+pub(crate) fn abort_controller() -> Option<web_sys::AbortController> {
+    let has = HAS_ABORT_CONTROLLER.with(|h| {
+        h.get().unwrap_or_else(|| {
+            let has = global(&["AbortController"]).is_function();
+            h.set(Some(has));
+            has
+        })
+    });
+    has.then(|| Controller::new().unchecked_into())
 }
 
 pub(crate) fn global(path: &[&str]) -> JsValue {
@@ -94,31 +104,35 @@ pub(crate) fn host() -> Host {
     })
 }
 
+// Ref'ing or unref'ing a host timer in one call: a timer object's own
+// `ref`/`unref` (Node, Bun, Deno's), else `Deno.refTimer`/`unrefTimer` for a
+// number. From Rust, reading the method (`Reflect.get` with a key made from a
+// Rust string each time) then calling it cost several calls, and a stream
+// that is read toggles the hold on the process per chunk (BENCHMARKS.md,
+// "Rust API (`web` feature)").
+#[wasm_bindgen(inline_js = r#"
+export function setRef(timer, on, deno) {
+  if (typeof timer === "object" && timer !== null) {
+    const f = on ? timer.ref : timer.unref;
+    if (typeof f === "function") f.call(timer);
+  } else if (deno) {
+    if (on) Deno.refTimer(timer);
+    else Deno.unrefTimer(timer);
+  }
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = setRef)]
+    fn set_ref(timer: &JsValue, on: bool, deno: bool);
+}
+
 /// Lets the process exit while the timer `handle` is pending (Node, Deno);
 /// a no-op elsewhere.
 pub(crate) fn unref(handle: &JsValue) {
-    if handle.is_object() {
-        let timer: &HostTimer = handle.unchecked_ref();
-        if global_has_unref(timer) {
-            timer.unref();
-        }
-    } else if host() == Host::Deno {
-        deno_unref_timer(handle);
-    }
+    set_ref(handle, false, host() == Host::Deno);
 }
 
 /// Undoes [`unref`]: the timer keeps Node or Deno alive again.
 pub(crate) fn reref(handle: &JsValue) {
-    if handle.is_object() {
-        let timer: &HostTimer = handle.unchecked_ref();
-        if js_sys::Reflect::get(timer, &JsValue::from_str("ref")).map(|f| f.is_function()).unwrap_or(false) {
-            timer.ref_();
-        }
-    } else if host() == Host::Deno {
-        deno_ref_timer(handle);
-    }
-}
-
-fn global_has_unref(timer: &HostTimer) -> bool {
-    js_sys::Reflect::get(timer, &JsValue::from_str("unref")).map(|f| f.is_function()).unwrap_or(false)
+    set_ref(handle, true, host() == Host::Deno);
 }

@@ -413,8 +413,10 @@ impl Drop for Child {
 ///    (`by`: the parent's index as given). A parent already aborted when the
 ///    child is made aborts it during [`child`] (`on_abort` included).
 /// 4. Once a child aborted or was disposed it is in no queue, no parent's
-///    list and no parent's listeners: nothing of it is pending. Its children,
-///    when it is disposed, are no longer told (they keep their own wake-ups).
+///    list and no parent signal's link: nothing of it is pending (a link's
+///    one listener, once its last member left, goes at the end of the turn;
+///    see `links`). Its children, when it is disposed, are no longer told
+///    (they keep their own wake-ups).
 pub(crate) fn child(
     parents: Parents<'_>,
     at: f64,
@@ -480,7 +482,7 @@ impl Node {
             return c.signal();
         }
         // Only fails where there is no AbortController at all: no supported runtime.
-        let c = AbortController::new().expect_throw("this runtime has no AbortController");
+        let c = sys::abort_controller().expect_throw("this runtime has no AbortController");
         if s.aborted {
             c.abort_with_reason(&s.reason);
         }
@@ -662,8 +664,11 @@ impl Node {
             indices.push(i);
         }
         if !signals.is_empty() {
-            let link = links::Link::new(self.me.clone(), signals.into(), Some(indices.into()));
-            self.state.borrow_mut().link = Some(link);
+            match links::Link::new(&self.me, &signals, Some(&indices)) {
+                Ok(link) => self.state.borrow_mut().link = Some(link),
+                // Checked above: only a signal that aborted since (no supported runtime does that).
+                Err(i) => return self.born_aborted(&signals[i].reason(), indices[i]),
+            }
         }
         true
     }
@@ -671,14 +676,17 @@ impl Node {
     /// [`link`](Self::link) for [`Parents::Signals`]: the link keeps the
     /// list itself (one reference count, no copy).
     fn link_signals(&self, signals: &Rc<[AbortSignal]>) -> bool {
-        if let Some((i, s)) = signals.iter().enumerate().find(|(_, s)| s.aborted()) {
-            return self.born_aborted(&s.reason(), i);
+        if signals.is_empty() {
+            return true;
         }
-        if !signals.is_empty() {
-            let link = links::Link::new(self.me.clone(), signals.clone(), None);
-            self.state.borrow_mut().link = Some(link);
+        // Joining checks each signal's `aborted` on the way (one crossing per signal, not two).
+        match links::Link::new(&self.me, signals, None) {
+            Ok(link) => {
+                self.state.borrow_mut().link = Some(link);
+                true
+            }
+            Err(i) => self.born_aborted(&signals[i].reason(), i),
         }
-        true
     }
 
     fn join_kids(&self, parent: &Node, by: usize) {
@@ -703,16 +711,25 @@ impl Node {
     }
 }
 
-/// Parent listeners. A wasm-bindgen `Closure` per linked node costs far more
-/// than the JavaScript API's listener in Deno (its creation registers a
-/// finalizer; BENCHMARKS.md, "Rust API (`web` feature)"); instead each
-/// linked node gets a plain JavaScript
-/// listener object carrying its id, and every one of them calls one shared
-/// Rust dispatcher, which finds the node in a table.
+/// Parent listeners, as js/timers.js `ParentLink`: one "abort" listener per
+/// parent signal, shared by every node linked to it, its removal deferred to
+/// the end of the turn, so a deadline linked to a parent and made and dropped
+/// per call in a loop adds one listener per turn, not one per deadline. A
+/// wasm-bindgen `Closure` per linked node costs far more than the JavaScript
+/// API's listener in Deno (its creation registers a finalizer), and so do an
+/// `addEventListener` and a `removeEventListener` per node (BENCHMARKS.md,
+/// "Rust API (`web` feature)").
+///
+/// JavaScript keeps only the signal → link map (a `WeakMap`, the one thing
+/// Rust cannot key on) and the listener; the members live here, in a table
+/// of links. A node joins a signal's link with one call (which also reads
+/// `aborted`) and leaves it without any: the last member to leave asks for a
+/// sweep at the end of the turn, which removes the listener if nobody joined
+/// since. An abort calls the one shared Rust dispatcher with the link's slot,
+/// which aborts the members in the order they joined.
 mod links {
     use std::cell::RefCell;
-    use std::collections::HashMap;
-    use std::rc::{Rc, Weak};
+    use std::rc::Weak;
 
     use wasm_bindgen::prelude::*;
     use web_sys::AbortSignal;
@@ -720,85 +737,244 @@ mod links {
     use super::Node;
 
     #[wasm_bindgen(inline_js = r#"
-export function makeListener(id, dispatch) {
-  return { handleEvent: (event) => dispatch(id, event.target) };
+let dispatch = null;
+let sweep = null;
+const links = new WeakMap();
+export function setHandlers(onAbort, onSweep) {
+  dispatch = onAbort;
+  sweep = onSweep;
 }
-export function addAbort(signal, listener) {
-  signal.addEventListener("abort", listener);
+export function join(signal, free) {
+  if (signal.aborted) return -1;
+  const link = links.get(signal);
+  if (link !== undefined) return link.slot;
+  const onAbort = () => {
+    unlisten(signal);
+    dispatch(free, signal);
+  };
+  links.set(signal, { slot: free, onAbort });
+  signal.addEventListener("abort", onAbort);
+  return free;
 }
-export function removeAbort(signal, listener) {
-  signal.removeEventListener("abort", listener);
+export function unlisten(signal) {
+  const link = links.get(signal);
+  if (link === undefined) return;
+  links.delete(signal);
+  signal.removeEventListener("abort", link.onAbort);
+}
+export function sweepLater(slot) {
+  queueMicrotask(() => sweep(slot));
 }
 "#)]
     extern "C" {
-        #[wasm_bindgen(js_name = makeListener)]
-        fn make_listener(id: u32, dispatch: &JsValue) -> JsValue;
-        #[wasm_bindgen(js_name = addAbort)]
-        fn add_abort(signal: &AbortSignal, listener: &JsValue);
-        #[wasm_bindgen(js_name = removeAbort)]
-        fn remove_abort(signal: &AbortSignal, listener: &JsValue);
+        #[wasm_bindgen(js_name = setHandlers)]
+        fn set_handlers(dispatch: &JsValue, sweep: &JsValue);
+        /// The slot of the signal's link, made with slot `free` if it had
+        /// none (its listener added); −1 when the signal had aborted.
+        fn join(signal: &AbortSignal, free: u32) -> i32;
+        /// Removes the signal's listener and forgets its link.
+        fn unlisten(signal: &AbortSignal);
+        /// Calls the sweep for `slot` at the end of this turn.
+        #[wasm_bindgen(js_name = sweepLater)]
+        fn sweep_later(slot: u32);
     }
 
-    /// A linked node, its signal parents, and each one's index as given (`None`: 0, 1, …).
-    type Entry = (Weak<Node>, Rc<[AbortSignal]>, Option<Rc<[usize]>>);
+    /// One node linked to one signal: the link's slot and generation, the
+    /// node's place among its members.
+    #[derive(Clone, Copy)]
+    struct Member {
+        slot: u32,
+        gen: u32,
+        index: usize,
+    }
+
+    /// The members of one signal's link.
+    struct LinkState {
+        signal: AbortSignal,
+        /// Each member: the node, the index its parent was given at, and
+        /// when it joined (members abort in that order, as with listeners).
+        members: Vec<Option<(Weak<Node>, usize, u64)>>,
+        free: Vec<usize>,
+        count: usize,
+        /// A sweep is asked for at the end of this turn.
+        sweeping: bool,
+    }
 
     struct Table {
-        next: u32,
-        linked: HashMap<u32, Entry>,
-        dispatch: Option<JsValue>,
+        links: Vec<Option<LinkState>>,
+        /// Each slot's generation, bumped when its link goes: a member of a
+        /// link that went leaves nothing of a later link in the same slot.
+        gens: Vec<u32>,
+        free: Vec<u32>,
+        joins: u64,
+        handlers: bool,
     }
 
     thread_local! {
-        static TABLE: RefCell<Table> = RefCell::new(Table { next: 0, linked: HashMap::new(), dispatch: None });
+        static TABLE: RefCell<Table> =
+            const { RefCell::new(Table { links: Vec::new(), gens: Vec::new(), free: Vec::new(), joins: 0, handlers: false }) };
     }
 
-    fn dispatch(id: u32, target: AbortSignal) {
-        let found = TABLE.with(|t| {
-            let t = t.borrow();
-            let (node, signals, indices) = t.linked.get(&id)?;
-            let i = signals.iter().position(|s| *s == target).unwrap_or(0);
-            Some((node.upgrade()?, indices.as_ref().and_then(|x| x.get(i).copied()).unwrap_or(i)))
-        });
-        if let Some((node, by)) = found {
-            node.parent_aborted(&target.reason(), by);
+    impl Table {
+        /// Forgets the link in `slot`: its slot is free, its members stale.
+        fn remove(&mut self, slot: u32) -> Option<LinkState> {
+            let link = self.links.get_mut(slot as usize)?.take()?;
+            self.gens[slot as usize] = self.gens[slot as usize].wrapping_add(1);
+            self.free.push(slot);
+            Some(link)
         }
     }
 
-    /// A node's listeners on its signal parents; removed on drop.
+    /// The signal of the link in `slot` aborted (its listener is gone): its
+    /// live members abort with its reason, in the order they joined.
+    fn dispatch(slot: u32, signal: AbortSignal) {
+        let Some(link) = TABLE.with(|t| t.borrow_mut().remove(slot)) else { return };
+        let mut members: Vec<_> = link.members.into_iter().flatten().collect();
+        members.sort_unstable_by_key(|m| m.2);
+        let reason = signal.reason();
+        for (node, by, _) in members {
+            // A member an earlier one's abort disposed or aborted is left alone.
+            if let Some(node) = node.upgrade() {
+                if node.state.borrow().live {
+                    node.parent_aborted(&reason, by);
+                }
+            }
+        }
+    }
+
+    /// The end of the turn in which the link in `slot` lost its last member:
+    /// its listener goes unless a member joined since.
+    fn sweep(slot: u32) {
+        let gone = TABLE.with(|t| {
+            let mut t = t.borrow_mut();
+            let link = t.links.get_mut(slot as usize)?.as_mut()?;
+            link.sweeping = false;
+            if link.count > 0 {
+                return None;
+            }
+            t.remove(slot)
+        });
+        if let Some(link) = gone {
+            unlisten(&link.signal);
+        }
+    }
+
+    /// Joins `node` to `signal`'s link as its parent `by`; `None` when the
+    /// signal had aborted.
+    fn join_one(node: &Weak<Node>, signal: &AbortSignal, by: usize) -> Option<Member> {
+        let free = TABLE.with(|t| {
+            let mut t = t.borrow_mut();
+            if !t.handlers {
+                t.handlers = true;
+                // `Fn`: a node's abort runs its own signal's listeners, which may dispatch again.
+                let dispatch = Closure::<dyn Fn(u32, AbortSignal)>::new(dispatch).into_js_value();
+                let sweep = Closure::<dyn Fn(u32)>::new(sweep).into_js_value();
+                set_handlers(&dispatch, &sweep);
+            }
+            t.free.last().copied().unwrap_or(t.links.len() as u32)
+        });
+        let slot = u32::try_from(join(signal, free)).ok()?;
+        TABLE.with(|t| {
+            let mut t = t.borrow_mut();
+            let t = &mut *t;
+            let i = slot as usize;
+            if slot == free && !matches!(t.links.get(i), Some(Some(_))) {
+                // A new link, in the free slot.
+                if t.free.last() == Some(&slot) {
+                    t.free.pop();
+                } else {
+                    t.links.push(None);
+                    t.gens.push(0);
+                }
+                t.links[i] = Some(LinkState {
+                    signal: signal.clone(),
+                    members: Vec::new(),
+                    free: Vec::new(),
+                    count: 0,
+                    sweeping: false,
+                });
+            }
+            t.joins += 1;
+            let entry = Some((node.clone(), by, t.joins));
+            let link = t.links[i].as_mut()?;
+            let index = match link.free.pop() {
+                Some(index) => {
+                    link.members[index] = entry;
+                    index
+                }
+                None => {
+                    link.members.push(entry);
+                    link.members.len() - 1
+                }
+            };
+            link.count += 1;
+            Some(Member { slot, gen: t.gens[i], index })
+        })
+    }
+
+    fn leave(m: Member) {
+        let sweep = TABLE.with(|t| {
+            let mut t = t.borrow_mut();
+            if t.gens.get(m.slot as usize) != Some(&m.gen) {
+                return None; // the link went (its signal aborted)
+            }
+            let link = t.links.get_mut(m.slot as usize)?.as_mut()?;
+            link.members.get_mut(m.index)?.take()?;
+            link.count -= 1;
+            if link.count > 0 {
+                link.free.push(m.index);
+                return None;
+            }
+            link.members.clear();
+            link.free.clear();
+            if link.sweeping {
+                return None;
+            }
+            link.sweeping = true;
+            Some(m.slot)
+        });
+        if let Some(slot) = sweep {
+            sweep_later(slot);
+        }
+    }
+
+    /// A node's memberships in its signal parents' links; it leaves them on drop.
     pub(super) struct Link {
-        id: u32,
-        listener: JsValue,
+        first: Member,
+        rest: Vec<Member>,
     }
 
     impl Link {
-        pub(super) fn new(node: Weak<Node>, signals: Rc<[AbortSignal]>, indices: Option<Rc<[usize]>>) -> Self {
-            let (id, listener) = TABLE.with(|t| {
-                let mut t = t.borrow_mut();
-                let id = t.next;
-                t.next = t.next.wrapping_add(1);
-                // `Fn`: a node's abort runs its own signal's listeners, which may dispatch again.
-                let dispatch = t
-                    .dispatch
-                    .get_or_insert_with(|| Closure::<dyn Fn(u32, AbortSignal)>::new(dispatch).into_js_value())
-                    .clone();
-                let listener = make_listener(id, &dispatch);
-                for s in signals.iter() {
-                    add_abort(s, &listener);
+        /// Joins `node` to the link of each of `signals` (parent
+        /// `indices[i]`, or `i`); `Err(i)` when `signals[i]` had aborted
+        /// (then it joined none). `signals` is not empty.
+        pub(super) fn new(
+            node: &Weak<Node>,
+            signals: &[AbortSignal],
+            indices: Option<&[usize]>,
+        ) -> Result<Self, usize> {
+            let mut first = None;
+            let mut rest = Vec::new();
+            for (i, s) in signals.iter().enumerate() {
+                let by = indices.and_then(|x| x.get(i).copied()).unwrap_or(i);
+                match join_one(node, s, by) {
+                    Some(m) if first.is_none() => first = Some(m),
+                    Some(m) => rest.push(m),
+                    None => {
+                        first.into_iter().chain(rest).for_each(leave);
+                        return Err(i);
+                    }
                 }
-                t.linked.insert(id, (node, signals, indices));
-                (id, listener)
-            });
-            Self { id, listener }
+            }
+            first.map(|first| Self { first, rest }).ok_or(0)
         }
     }
 
     impl Drop for Link {
         fn drop(&mut self) {
-            let entry = TABLE.with(|t| t.borrow_mut().linked.remove(&self.id));
-            if let Some((_, signals, _)) = entry {
-                for s in signals.iter() {
-                    remove_abort(s, &self.listener);
-                }
+            leave(self.first);
+            for m in self.rest.drain(..) {
+                leave(m);
             }
         }
     }

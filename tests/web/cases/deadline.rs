@@ -244,6 +244,79 @@ pub async fn dropping_a_deadline_leaves_nothing_pending(_: &Ctx) -> Outcome {
     Ok(())
 }
 
+/// Wraps `signal`'s `addEventListener` and `removeEventListener` with
+/// counters of the "abort" listeners added and removed: `{ add, remove }`.
+fn count_abort_listeners(signal: &web_sys::AbortSignal) -> JsValue {
+    let wrap = js_sys::Function::new_with_args(
+        "signal",
+        "const n = { add: 0, remove: 0 };
+         const add = signal.addEventListener.bind(signal), remove = signal.removeEventListener.bind(signal);
+         signal.addEventListener = (type, ...rest) => { if (type === 'abort') n.add++; return add(type, ...rest); };
+         signal.removeEventListener = (type, ...rest) => { if (type === 'abort') n.remove++; return remove(type, ...rest); };
+         return n;",
+    );
+    wrap.call1(&JsValue::NULL, signal).unwrap()
+}
+
+pub async fn deadlines_linked_to_one_parent_share_its_listener_until_the_turn_ends(_: &Ctx) -> Outcome {
+    let parent = controller();
+    let signal = parent.signal();
+    let n = count_abort_listeners(&signal);
+    for _ in 0..1_000 {
+        let d = Deadline::in_ms(60_000.0).unwrap().with_parent(&signal);
+        d.signal();
+    }
+    let kept = Deadline::in_ms(60_000.0).unwrap().with_parent(&signal);
+    let kept_signal = kept.signal();
+    let dropped = Deadline::in_ms(60_000.0).unwrap().with_parent(&signal);
+    let dropped_signal = dropped.signal();
+    drop(dropped);
+    let count = |key| get(&n, key).as_f64().unwrap_or(-1.0);
+    ensure!(count("add") == 1.0, "{} listeners added for 1 002 linked deadlines in one turn", count("add"));
+    ensure!(count("remove") == 0.0, "the listener was removed while a deadline was linked");
+    super::settle().await;
+    ensure!(count("remove") == 0.0, "the listener was removed while a deadline is still linked");
+    drop(kept);
+    super::settle().await;
+    ensure!(count("remove") == 1.0, "the listener was left behind: {} removed", count("remove"));
+    let again = Deadline::in_ms(60_000.0).unwrap().with_parent(&signal);
+    let again_signal = again.signal();
+    ensure!(count("add") == 2.0, "a deadline linked in a later turn listens again");
+    parent.abort_with_reason(&"client left".into());
+    ensure!(
+        again_signal.reason().as_string().as_deref() == Some("client left"),
+        "the linked deadline aborted with the parent's reason"
+    );
+    ensure!(!kept_signal.aborted() && !dropped_signal.aborted(), "a dropped deadline's signal aborted");
+    Ok(())
+}
+
+pub async fn deadlines_linked_to_one_parent_abort_in_the_order_they_were_linked(_: &Ctx) -> Outcome {
+    use std::cell::RefCell;
+    let parent = controller();
+    let order = Rc::new(RefCell::new(Vec::<&str>::new()));
+    let make = || Deadline::in_ms(60_000.0).unwrap().with_parent(&parent.signal());
+    let (a, b, c) = (make(), make(), make());
+    let c = Rc::new(RefCell::new(Some(c)));
+    drop(b);
+    let d = make();
+    let mut listeners = Vec::new();
+    for (name, signal) in [("a", a.signal()), ("c", c.borrow().as_ref().unwrap().signal()), ("d", d.signal())] {
+        let (order, c) = (order.clone(), c.clone());
+        let listener = Closure::<dyn FnMut()>::new(move || {
+            order.borrow_mut().push(name);
+            if name == "a" {
+                c.borrow_mut().take(); // a's abort drops c before c's turn
+            }
+        });
+        signal.add_event_listener_with_callback("abort", listener.as_ref().unchecked_ref()).unwrap();
+        listeners.push(listener);
+    }
+    parent.abort();
+    ensure!(*order.borrow() == ["a", "d"], "aborted in the order {:?}", order.borrow());
+    Ok(())
+}
+
 pub async fn shared_wakeups_fire_in_order_and_skip_dropped_ones(_: &Ctx) -> Outcome {
     let clock = FakeTime::install();
     let order = Rc::new(std::cell::RefCell::new(Vec::new()));

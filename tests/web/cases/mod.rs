@@ -231,6 +231,8 @@ macro_rules! for_each_case {
             deadline::bad_input_is_an_error_naming_the_parameter,
             deadline::step_is_not_started_below_its_minimum,
             deadline::dropping_a_deadline_leaves_nothing_pending,
+            deadline::deadlines_linked_to_one_parent_share_its_listener_until_the_turn_ends,
+            deadline::deadlines_linked_to_one_parent_abort_in_the_order_they_were_linked,
             deadline::shared_wakeups_fire_in_order_and_skip_dropped_ones,
             deadline::the_queue_survives_many_dropped_deadlines,
             deadline::a_host_timer_that_wakes_early_fires_nothing_and_is_re_armed,
