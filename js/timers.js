@@ -375,7 +375,8 @@ class ParentLink {
       const members = [...this.members];
       this.members.clear();
       this.unlisten();
-      for (const c of members) c.parentAborted(signal.reason, c.ownerOf(signal));
+      // In the order they joined; one an earlier one's abort listener disposed is left alone.
+      for (const c of members) if (c.live) c.parentAborted(signal.reason, c.ownerOf(signal));
     };
     this.sweep = () => {
       this.sweeping = false;

@@ -364,6 +364,29 @@ const cases = [
     },
   },
   {
+    name: "deadlines linked to one parent abort in the order they were linked, and one disposed by an earlier one's abort listener is left alone",
+    run: (lib) => {
+      const parent = new AbortController();
+      const make = () => lib.Deadline.in(60_000, { signal: parent.signal });
+      const [a, b, c] = [make(), make(), make()];
+      b.dispose();
+      const d = make();
+      const order = [];
+      const signals = { a: a.signal(), c: c.signal(), d: d.signal() };
+      for (const [name, signal] of Object.entries(signals)) {
+        signal.addEventListener("abort", () => {
+          order.push(name);
+          if (name === "a") c.dispose(); // a's abort disposes c before c's turn
+        });
+      }
+      parent.abort("client left");
+      equal(order.join(), "a,d");
+      equal(signals.c.aborted, false, "the disposed deadline's signal");
+      a.dispose();
+      d.dispose();
+    },
+  },
+  {
     name: "a loop of linked deadlines made and disposed leaves no listener on the parent by the end of the turn",
     run: async (lib) => {
       const parent = countedParent();
