@@ -64,8 +64,10 @@ pub fn to_fixed(f: &mut fmt::Formatter<'_>, v: f64, digits: u32) -> fmt::Result 
 /// standard library's `u128` formatting is a large routine of its own in the
 /// `.wasm`, for this one cold caller.
 fn decimal(mut n: u128) -> String {
-    let mut digits = Vec::new();
-    loop {
+    // u128::MAX has 39 digits.
+    let mut digits = [b'0'; 39];
+    let mut at = digits.len();
+    while let Some(slot) = at.checked_sub(1).and_then(|i| digits.get_mut(i)) {
         let (mut q, mut rem) = (0u128, 0u64);
         for shift in [96, 64, 32, 0] {
             // rem < 10, so cur / 10 < 2^32.
@@ -73,12 +75,15 @@ fn decimal(mut n: u128) -> String {
             q |= u128::from(cur / 10) << shift;
             rem = cur % 10;
         }
-        digits.push(char::from(b'0' + rem as u8));
+        *slot = b'0' + rem as u8;
+        at -= 1;
         n = q;
         if n == 0 {
-            return digits.iter().rev().collect();
+            break;
         }
     }
+    // ASCII digits: always UTF-8.
+    std::str::from_utf8(digits.get(at..).unwrap_or_default()).unwrap_or_default().to_owned()
 }
 
 #[cfg(test)]
