@@ -7,7 +7,7 @@
 // "Build", has the measured comparison with `wasm-pack build --mode no-install`).
 //
 // WASM_NAMES=1 keeps the function names in each .wasm (for a size profile:
-// `twiggy top --retained pkg/edge_deadline_bg.wasm`); never for a release.
+// `node scripts/wasm-sizes.mjs pkg/edge_deadline_bg.wasm`); never for a release.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
