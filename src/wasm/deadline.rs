@@ -35,6 +35,7 @@ use super::to_js;
 use crate::core::deadline as core;
 
 /// The core's answer, or its error thrown as [`super::to_js`] makes it (see the module doc).
+#[inline]
 fn ok_or_throw(answer: Result<f64, core::DeadlineError>) -> f64 {
     match answer {
         Ok(value) => value,
