@@ -486,9 +486,10 @@ impl LatencySketch {
     }
 
     /// Adds one duration. NaN, ±∞ and negatives are refused, and the sketch
-    /// is left unchanged. Per sample: `#[inline]` keeps it, and [`Self::insert`],
-    /// inside the `.wasm`'s `add` export, which the lower inline threshold of
-    /// the wasm32 build (wasm-pack.toml `rustflags`) would leave as calls.
+    /// is left unchanged.
+    // Per sample: `#[inline]` keeps it, and `insert`, inside the `.wasm`'s
+    // `add` export, which the lower inline threshold of the wasm32 build
+    // (wasm-pack.toml `rustflags`) would leave as calls.
     #[inline]
     pub fn add(&mut self, ms: f64) -> Result<(), SketchError> {
         let ms = check_ms("ms", ms).map_err(|error| SketchError::Sample { root: "samples", index: None, error })?;
