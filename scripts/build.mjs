@@ -7,7 +7,7 @@
 // "Build", has the measured comparison with `wasm-pack build --mode no-install`).
 //
 // WASM_NAMES=1 keeps the function names in each .wasm (for a size profile:
-// `twiggy top --retained pkg/edge_deadline_bg.wasm`); never for a release.
+// `node scripts/wasm-sizes.mjs pkg/edge_deadline_bg.wasm`); never for a release.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -28,7 +28,10 @@ const out = join(root, `.pkg-build-${process.pid}`);
 // The generated JavaScript (each .wasm's glue, wasm_exports.js): bundled into
 // pkg/ with js/, kept here for tsc (jsconfig.json) and for a look at the source.
 const glue = join(root, "target/pkg-js");
-const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+const run = (cmd, args, env) => execFileSync(cmd, args, { cwd: root, env: env && { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
+// wasm-pack.toml's `rustflags`, for the wasm32 compile only (the host build and
+// the CLI keep theirs). Set in the environment, they replace its own.
+const rustflags = process.env.CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS ?? (build.rustflags ?? []).join(" ");
 
 rmSync(out, { recursive: true, force: true });
 rmSync(glue, { recursive: true, force: true });
@@ -40,7 +43,7 @@ for (const { name, features } of output) {
   run("cargo", [
     "build", "--lib", "--profile", build.profile, "--target", "wasm32-unknown-unknown",
     "--no-default-features", "--features", features.join(","),
-  ]);
+  ], { CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS: rustflags });
   run(join(root, ".tools/bin/wasm-bindgen"), [
     "--target", build.targets[0],
     "--out-dir", out,

@@ -29,6 +29,7 @@ export function readWasmConfig(file = join(root, "wasm-pack.toml")) {
   need(Array.isArray(build.targets) && build.targets.length === 1, "[build] `targets` names one wasm-bindgen target");
   need(typeof build["out-dir"] === "string", "[build] needs `out-dir`");
   need(Array.isArray(build["wasm-opt"]), "[build] `wasm-opt` is an array of flags");
+  need(build.rustflags === undefined || (Array.isArray(build.rustflags) && build.rustflags.every((f) => typeof f === "string" && !/\s/.test(f))), "[build] `rustflags` is an array of flags without spaces");
   need(Array.isArray(output) && output.length > 0, "needs at least one [[output]]");
   for (const o of output) {
     need(typeof o.name === "string" && /^\w+$/.test(o.name), "each [[output]] has a `name` (letters, digits, _)");

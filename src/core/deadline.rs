@@ -190,7 +190,12 @@ pub fn exceeded(late_by_ms: f64, below_reserve: Option<(f64, f64)>) -> Message {
     }
 }
 
+// The checks below run per deadline and per step (src/wasm/deadline.rs):
+// `#[inline]` keeps them inside those exports, which the `.wasm`'s lower
+// inline threshold (wasm-pack.toml `rustflags`) would otherwise leave as calls.
+
 /// Validates a duration or instant: finite, `0 ..= MAX_MS`; `-0` becomes `0`.
+#[inline]
 pub fn check_ms(param: &'static str, value: f64) -> Result<f64, DeadlineError> {
     if !value.is_finite() {
         return Err(DeadlineError::NotFinite { param, value });
@@ -206,6 +211,7 @@ pub fn check_ms(param: &'static str, value: f64) -> Result<f64, DeadlineError> {
 }
 
 /// The instant `ms` after `now_ms`.
+#[inline]
 pub fn deadline_in(now_ms: f64, ms: f64) -> Result<f64, DeadlineError> {
     let now = check_ms("now", now_ms)?;
     let ms = check_ms("ms", ms)?;
@@ -217,6 +223,7 @@ pub fn deadline_in(now_ms: f64, ms: f64) -> Result<f64, DeadlineError> {
 }
 
 /// Time left until `at`, never negative. Inputs are validated instants.
+#[inline]
 pub fn remaining(at: f64, now_ms: f64) -> Result<f64, DeadlineError> {
     let at = check_ms("at", at)?;
     let now = check_ms("now", now_ms)?;
@@ -232,6 +239,7 @@ pub fn min(a: f64, b: f64) -> Result<f64, DeadlineError> {
 
 /// The instant `ms` before `at`, for work that must run after this step.
 /// Reserving more than the whole timeline yields instant 0 (already expired).
+#[inline]
 pub fn reserve(at: f64, ms: f64) -> Result<f64, DeadlineError> {
     let at = check_ms("at", at)?;
     let ms = check_ms("ms", ms)?;
@@ -239,6 +247,7 @@ pub fn reserve(at: f64, ms: f64) -> Result<f64, DeadlineError> {
 }
 
 /// `min(preferred, remaining)`; [`DeadlineError::Exhausted`] when nothing is left.
+#[inline]
 pub fn budget(at: f64, now_ms: f64, preferred_ms: f64) -> Result<f64, DeadlineError> {
     let preferred = check_ms("preferredMs", preferred_ms)?;
     let left = remaining(at, now_ms)?;
@@ -250,6 +259,7 @@ pub fn budget(at: f64, now_ms: f64, preferred_ms: f64) -> Result<f64, DeadlineEr
 }
 
 /// Admission check for a step: `Ok(remaining)` when at least `min_ms` is left.
+#[inline]
 pub fn admit(at: f64, now_ms: f64, min_ms: f64) -> Result<f64, DeadlineError> {
     let min_ms = check_ms("minMs", min_ms)?;
     let left = remaining(at, now_ms)?;

@@ -66,12 +66,25 @@ pub enum Kind {
 macro_rules! templates {
     ($prefix:literal; $( $(#[$doc:meta])* $name:ident = $text:literal; )*) => {
         $( $(#[$doc])* pub const $name: $crate::core::error::Template = $crate::core::error::Template {
-            id: concat!($prefix, ".", stringify!($name)),
+            id: $crate::core::error::template_id(concat!($prefix, ".", stringify!($name))),
             text: $text,
         }; )*
         /// Every template of this module.
         pub const TEMPLATES: &[$crate::core::error::Template] = &[ $( $name, )* ];
     };
+}
+
+/// A template's id as [`templates!`](crate::templates!) declares it: empty in
+/// the npm package's `.wasm` (no `web` feature on wasm32), where nothing reads
+/// ids (the catalog's checks run on the host) and their text would only make
+/// the module larger; the id itself everywhere else.
+#[doc(hidden)]
+pub const fn template_id(id: &'static str) -> &'static str {
+    if cfg!(all(target_arch = "wasm32", not(feature = "web"))) {
+        ""
+    } else {
+        id
+    }
 }
 
 /// A message's sentence with named holes, and its stable id (the catalog's
@@ -80,7 +93,8 @@ macro_rules! templates {
 /// here has to know every module's sentences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Template {
-    /// `"<module>.<NAME>"`: a stable name for the sentence (its wording may change).
+    /// `"<module>.<NAME>"`: a stable name for the sentence (its wording may
+    /// change); empty in the npm package's `.wasm` ([`template_id`]).
     pub id: &'static str,
     /// The sentence, with `{name}`, `{name:ms}` and `{name:.N}` holes.
     pub text: &'static str,

@@ -34,7 +34,7 @@ pub fn to_fixed(f: &mut fmt::Formatter<'_>, v: f64, digits: u32) -> fmt::Result 
     let (mantissa, exp) = if biased == 0 { (fraction, -1074) } else { (fraction | (1 << 52), biased - 1075) };
     let text = if exp >= 0 {
         // A whole number below 10^21 < 2^70: its digits, then the zeros.
-        format!("{}{}", u128::from(mantissa) << exp, "0".repeat(digits as usize))
+        decimal(u128::from(mantissa) << exp) + &"0".repeat(digits as usize)
     } else if exp <= -128 {
         // mantissa × 10^20 < 2^120, shifted right by 128 or more: below 1/2, so 0.
         "0".into()
@@ -43,7 +43,7 @@ pub fn to_fixed(f: &mut fmt::Formatter<'_>, v: f64, digits: u32) -> fmt::Result 
         let scaled = u128::from(mantissa) * 10u128.pow(digits);
         let (q, r) = (scaled >> shift, scaled & ((1u128 << shift) - 1));
         // A remainder of half or more rounds up: a tie takes the larger magnitude.
-        (if r >= 1u128 << (shift - 1) { q + 1 } else { q }).to_string()
+        decimal(if r >= 1u128 << (shift - 1) { q + 1 } else { q })
     };
     // As JavaScript does: the sign of a negative v even when it rounds to 0 ("-0.0").
     let sign = if v < 0.0 { "-" } else { "" };
@@ -58,6 +58,32 @@ pub fn to_fixed(f: &mut fmt::Formatter<'_>, v: f64, digits: u32) -> fmt::Result 
         f.write_str(decimals)?;
     }
     Ok(())
+}
+
+/// The decimal digits of `n`, divided by 10 a 32-bit piece at a time: the
+/// standard library's `u128` formatting is a large routine of its own in the
+/// `.wasm`, for this one cold caller.
+fn decimal(mut n: u128) -> String {
+    // u128::MAX has 39 digits.
+    let mut digits = [b'0'; 39];
+    let mut at = digits.len();
+    while let Some(slot) = at.checked_sub(1).and_then(|i| digits.get_mut(i)) {
+        let (mut q, mut rem) = (0u128, 0u64);
+        for shift in [96, 64, 32, 0] {
+            // rem < 10, so cur / 10 < 2^32.
+            let cur = (rem << 32) | u64::from((n >> shift) as u32);
+            q |= u128::from(cur / 10) << shift;
+            rem = cur % 10;
+        }
+        *slot = b'0' + rem as u8;
+        at -= 1;
+        n = q;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits: always UTF-8.
+    std::str::from_utf8(digits.get(at..).unwrap_or_default()).unwrap_or_default().to_owned()
 }
 
 #[cfg(test)]
@@ -99,6 +125,14 @@ mod tests {
         assert_eq!(string(-1.5e-10), "-1.5e-10");
         assert_eq!(string(9007199254740991.0), "9007199254740991");
         assert_eq!(string(5e-324), "5e-324");
+    }
+
+    #[test]
+    fn decimal_is_the_digits() {
+        let big = [u128::from(u64::MAX), u128::MAX, 10u128.pow(38), 10u128.pow(38) - 1, (1 << 119) + 12_345];
+        for n in [0, 1, 9, 10, 4_294_967_296].into_iter().chain(big) {
+            assert_eq!(decimal(n), n.to_string());
+        }
     }
 
     #[test]

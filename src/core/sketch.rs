@@ -487,6 +487,10 @@ impl LatencySketch {
 
     /// Adds one duration. NaN, ±∞ and negatives are refused, and the sketch
     /// is left unchanged.
+    // Per sample: `#[inline]` keeps it, and `insert`, inside the `.wasm`'s
+    // `add` export, which the lower inline threshold of the wasm32 build
+    // (wasm-pack.toml `rustflags`) would leave as calls.
+    #[inline]
     pub fn add(&mut self, ms: f64) -> Result<(), SketchError> {
         let ms = check_ms("ms", ms).map_err(|error| SketchError::Sample { root: "samples", index: None, error })?;
         if self.count >= MAX_COUNT {
@@ -592,6 +596,7 @@ impl LatencySketch {
         reported(self.lower_of(key), self.upper_of(key))
     }
 
+    #[inline]
     fn insert(&mut self, ms: f64, n: u64) {
         self.count = self.count.saturating_add(n);
         self.sum += ms * n as f64;

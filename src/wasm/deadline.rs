@@ -1,7 +1,7 @@
 //! Bindings for [`crate::core::deadline`]. Names are the JS API's.
 //!
 //! # All scalar, on purpose
-//! Every export takes and returns plain `f64`s: `deadlineIn`, `checkMs`,
+//! Every export takes and returns plain `f64`s: `deadlineIn`,
 //! `checkInstant`, `reserve`, `budget`, `admit`, `generationBudget`. They run
 //! per request and per step (`Deadline.in`, `reserve`, `budget`, `step`), where
 //! a number crossing costs no allocation and an object through serde would
@@ -35,6 +35,7 @@ use super::to_js;
 use crate::core::deadline as core;
 
 /// The core's answer, or its error thrown as [`super::to_js`] makes it (see the module doc).
+#[inline]
 fn ok_or_throw(answer: Result<f64, core::DeadlineError>) -> f64 {
     match answer {
         Ok(value) => value,
@@ -59,11 +60,6 @@ pub fn insufficient_text(remaining_ms: f64, min_ms: f64) -> String {
 #[wasm_bindgen(js_name = deadlineIn)]
 pub fn deadline_in(now_ms: f64, ms: f64) -> f64 {
     ok_or_throw(core::deadline_in(now_ms, ms))
-}
-
-#[wasm_bindgen(js_name = checkMs)]
-pub fn check_ms(value: f64) -> f64 {
-    ok_or_throw(core::check_ms("ms", value))
 }
 
 #[wasm_bindgen(js_name = checkInstant)]
