@@ -16,9 +16,9 @@
 //! `js/*.d.ts` import. Enums that cross through serde cross as their names,
 //! so no code table of theirs is mirrored in JavaScript. The scalar exports
 //! below cross a number where they need one, and name it with a
-//! `#[wasm_bindgen]` enum that both sides read (`breaker.rs` `Admission` and
-//! `StateChange`, `request.rs` `Limit`); one table is still kept on the JS
-//! side (js/resume.js the actions of `read.rs` `poll`). Input comes in as a `JsValue` through [`from_js`]
+//! `#[wasm_bindgen]` enum that both sides read (`breaker.rs` `Admission`,
+//! `StateChange` and `CallOutcome`, `request.rs` `Limit`, `read.rs`
+//! `ReadAction` and its kin). Input comes in as a `JsValue` through [`from_js`]
 //! (a `TypeError` with `.param` on a wrong shape, naming the place inside it:
 //! `data[0].unit`), output leaves through [`into_js`].
 //!

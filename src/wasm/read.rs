@@ -1,8 +1,9 @@
 //! Bindings for [`crate::core::read`] (`ReadMachine`): convert, call the
 //! machine, convert. Each input is one method with the time; the actions
-//! come out one per [`ReadMachineJs::poll`] call, as a number (what kind),
-//! their fields read with getters (scalars, as the other per-chunk
-//! bindings: no object is built per action). The retry loop is a
+//! come out one per [`ReadMachineJs::poll`] call, as a [`ReadAction`] (a
+//! `#[wasm_bindgen]` enum: a number both sides name, `core.ReadAction` in
+//! JavaScript), their fields read with getters (scalars, as the other
+//! per-chunk bindings: no object is built per action). The retry loop is a
 //! [`RetryRun`](super::retry::RetryRunJs), moved in. A shared retry budget
 //! (js/retry_budget.js) is lent around each input ([`ReadMachineJs::lend`],
 //! [`ReadMachineJs::give_back`]): wasm-bindgen takes no optional borrowed
@@ -28,10 +29,59 @@ pub struct ReadMachineJs {
     next: Option<Action>,
 }
 
-/// Added to the first action's kind when more follow.
-const MORE: u8 = 16;
-/// Added to it when the stall watcher samples ([`Read::sampling`]).
-const SAMPLING: u8 = 32;
+/// An action of the machine, as [`ReadMachineJs::poll`] answers it.
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum ReadAction {
+    /// None is waiting.
+    Nothing = 0,
+    /// [`Action::Connect`]: its [`attempt`](ReadMachineJs::attempt), [`how`](ReadMachineJs::how).
+    Connect = 1,
+    /// [`Action::Abort`].
+    Abort = 2,
+    /// [`Action::Deliver`] the next [`count`](ReadMachineJs::count) bytes kept, as one piece.
+    Deliver = 3,
+    /// [`Action::Wake`] at [`at`](ReadMachineJs::at).
+    Wake = 4,
+    /// [`Action::End`], its [`ending`](ReadMachineJs::ending).
+    End = 5,
+    /// [`Action::DeliverChunk`]: the chunk just given, as it came.
+    DeliverChunk = 6,
+    /// [`Action::Keep`] the chunk just given.
+    Keep = 7,
+    /// [`Action::Discard`] the next [`count`](ReadMachineJs::count) bytes kept.
+    Discard = 8,
+    /// [`Action::Deliver`] them in the pieces kept.
+    DeliverPieces = 9,
+}
+
+/// The parts of a first action, as [`chunk`](ReadMachineJs::chunk) and
+/// [`unhold`](ReadMachineJs::unhold) answer it: its [`ReadAction`] under
+/// `Kind`, plus `More` when more follow, plus `Sampling` while the stall
+/// watcher samples ([`Read::sampling`]).
+#[wasm_bindgen]
+pub enum ReadFlag {
+    Kind = 15,
+    More = 16,
+    Sampling = 32,
+}
+
+/// A connect's way ([`How`]), as [`how`](ReadMachineJs::how) answers it.
+#[wasm_bindgen]
+pub enum ReadHow {
+    AsItWas,
+    LastEventId,
+    Hook,
+}
+
+/// An end's kind ([`Ending`]), as [`ending`](ReadMachineJs::ending) answers it.
+#[wasm_bindgen]
+pub enum ReadEnding {
+    Done,
+    HandBack,
+    Cancelled,
+    Failed,
+}
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
     Failure::parse(word).map_err(super::to_js)
@@ -115,9 +165,8 @@ impl ReadMachineJs {
     /// `held_from` is a number (not NaN), a hold the host has not told yet
     /// comes first ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at
     /// `held_to`, if a number): the reader kept the last piece meanwhile.
-    /// Answers the first action as [`poll`](Self::poll) does, plus 16 when
-    /// more follow (then `poll` gives them; without, it gives none): calls
-    /// less per chunk. The instants are numbers, NaN for none, not options:
+    /// Answers the first action as [`ReadFlag`] parts (with `More`, `poll`
+    /// gives the rest; without, it gives none): calls less per chunk. The instants are numbers, NaN for none, not options:
     /// an option crosses as a JS boolean and a number, and JavaScriptCore
     /// (Bun) converts a boolean argument on a slow path, on every chunk
     /// (BENCHMARKS.md, "Streams that recover").
@@ -180,14 +229,12 @@ impl ReadMachineJs {
         self.first()
     }
 
-    /// Takes the first action, as [`poll`](Self::poll), plus 16 when more
-    /// follow (then [`poll`](Self::poll) gives them; without, none does),
-    /// plus 32 while the stall watcher samples ([`Read::sampling`]).
+    /// Takes the first action, as [`poll`](Self::poll), with its [`ReadFlag`] parts.
     fn first(&mut self) -> u8 {
-        let kind = self.poll();
+        let kind = self.poll() as u8;
         self.next = self.read.poll();
-        let more = if self.next.is_some() { MORE } else { 0 };
-        let sampling = if self.read.sampling() { SAMPLING } else { 0 };
+        let more = if self.next.is_some() { ReadFlag::More as u8 } else { 0 };
+        let sampling = if self.read.sampling() { ReadFlag::Sampling as u8 } else { 0 };
         kind | more | sampling
     }
 
@@ -201,27 +248,23 @@ impl ReadMachineJs {
         self.handle(Input::Aborted { deadline }, now_ms);
     }
 
-    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver the
-    /// next [`count`](Self::count) bytes kept as one piece, 4 wake, 5 end,
-    /// 6 deliver the chunk just given as it came, 7 keep the chunk just
-    /// given, 8 drop the next [`count`](Self::count) bytes kept, 9 deliver
-    /// them in the pieces kept; its fields are read with the getters below.
-    pub fn poll(&mut self) -> u8 {
+    /// Takes the next action; its fields are read with the getters below.
+    pub fn poll(&mut self) -> ReadAction {
         self.last = match self.next.take() {
             Some(next) => Some(next),
             None => self.read.poll(),
         };
         match self.last {
-            None => 0,
-            Some(Action::Connect { .. }) => 1,
-            Some(Action::Abort) => 2,
-            Some(Action::Deliver { join: true, .. }) => 3,
-            Some(Action::Deliver { join: false, .. }) => 9,
-            Some(Action::Wake { .. }) => 4,
-            Some(Action::End(_)) => 5,
-            Some(Action::DeliverChunk) => 6,
-            Some(Action::Keep) => 7,
-            Some(Action::Discard(_)) => 8,
+            None => ReadAction::Nothing,
+            Some(Action::Connect { .. }) => ReadAction::Connect,
+            Some(Action::Abort) => ReadAction::Abort,
+            Some(Action::Deliver { join: true, .. }) => ReadAction::Deliver,
+            Some(Action::Deliver { join: false, .. }) => ReadAction::DeliverPieces,
+            Some(Action::Wake { .. }) => ReadAction::Wake,
+            Some(Action::End(_)) => ReadAction::End,
+            Some(Action::DeliverChunk) => ReadAction::DeliverChunk,
+            Some(Action::Keep) => ReadAction::Keep,
+            Some(Action::Discard(_)) => ReadAction::Discard,
         }
     }
 
@@ -233,12 +276,12 @@ impl ReadMachineJs {
         }
     }
 
-    /// A connect's way: 0 as it was, 1 with `Last-Event-ID`, 2 by the hook.
-    pub fn how(&self) -> u8 {
+    /// A connect's way.
+    pub fn how(&self) -> ReadHow {
         match self.last {
-            Some(Action::Connect { how: How::LastEventId(_), .. }) => 1,
-            Some(Action::Connect { how: How::Hook { .. }, .. }) => 2,
-            _ => 0,
+            Some(Action::Connect { how: How::LastEventId(_), .. }) => ReadHow::LastEventId,
+            Some(Action::Connect { how: How::Hook { .. }, .. }) => ReadHow::Hook,
+            _ => ReadHow::AsItWas,
         }
     }
 
@@ -274,13 +317,13 @@ impl ReadMachineJs {
         self.read.delivered_bytes()
     }
 
-    /// An end's kind: 0 done, 1 hand-back, 2 cancelled, 3 failed.
-    pub fn ending(&self) -> u8 {
+    /// An end's kind ([`error`](Self::error) tells a failed one's).
+    pub fn ending(&self) -> ReadEnding {
         match &self.last {
-            Some(Action::End(Ending::Done)) => 0,
-            Some(Action::End(Ending::HandBack)) => 1,
-            Some(Action::End(Ending::Cancelled)) => 2,
-            _ => 3,
+            Some(Action::End(Ending::Done)) => ReadEnding::Done,
+            Some(Action::End(Ending::HandBack)) => ReadEnding::HandBack,
+            Some(Action::End(Ending::Cancelled)) => ReadEnding::Cancelled,
+            _ => ReadEnding::Failed,
         }
     }
 
