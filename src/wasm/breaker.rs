@@ -5,15 +5,41 @@
 //! answers an [`Admission`] (a `#[wasm_bindgen]` enum: a number that both
 //! sides name), with the instant of a refusal read after it
 //! (`refusedUntil`), and `record(…)` answers a [`StateChange`] or
-//! `undefined` (an enum again, so no table of codes is mirrored in JS). The key's name
-//! crosses once, when the JavaScript side meets a key it has not cached
-//! (`key`). Options, stats and the exported state cross through serde or as
-//! bytes.
+//! `undefined` (an enum again, so no table of codes is mirrored in JS); the
+//! outcome `record` takes is a [`CallOutcome`]. The key's name crosses once,
+//! when the JavaScript side meets a key it has not cached (`key`). Options,
+//! stats and the exported state cross through serde or as bytes.
 
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
 use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome};
+
+/// An [`Outcome`] as it crosses (`core.CallOutcome` in JavaScript): what a
+/// permit records, what [`breaker_error_outcome`] answers.
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum CallOutcome {
+    /// [`Outcome::Success`].
+    Success,
+    /// [`Outcome::Failure`].
+    Failure,
+    /// [`Outcome::Timeout`].
+    Timeout,
+    /// [`Outcome::Cancelled`].
+    Cancelled,
+}
+
+impl From<CallOutcome> for Outcome {
+    fn from(outcome: CallOutcome) -> Self {
+        match outcome {
+            CallOutcome::Success => Self::Success,
+            CallOutcome::Failure => Self::Failure,
+            CallOutcome::Timeout => Self::Timeout,
+            CallOutcome::Cancelled => Self::Cancelled,
+        }
+    }
+}
 
 /// [`Admit`] as [`BreakerCore::check`] answers it (`core.Admission` in
 /// JavaScript).
@@ -134,19 +160,17 @@ impl BreakerCore {
         self.refused_until
     }
 
-    /// Records an outcome (its code: [`Outcome::from_code`]); answers the
-    /// change it made, `undefined` for none.
+    /// Records an outcome; answers the change it made, `undefined` for none.
     pub fn record(
         &mut self,
         slot: u32,
         now_ms: f64,
         probe: bool,
-        outcome: u32,
+        outcome: CallOutcome,
         duration_ms: f64,
         slow_ms: f64,
     ) -> Option<StateChange> {
-        let outcome = Outcome::from_code(outcome);
-        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map(StateChange::from)
+        self.breaker.record(slot as usize, now_ms, probe, outcome.into(), duration_ms, slow_ms).map(StateChange::from)
     }
 
     /// The key's counters.
@@ -181,9 +205,13 @@ pub fn circuit_open_text(key: &str, in_ms: f64) -> String {
 }
 
 /// How a call that ended with an error counts, from what the host found in
-/// it ([`crate::core::breaker::found`] flags): an [`Outcome`] code (1 failure,
-/// 2 timeout, 3 not the dependency's outcome).
+/// it ([`crate::core::breaker::found`] flags).
 #[wasm_bindgen(js_name = breakerErrorOutcome)]
-pub fn breaker_error_outcome(found: u32) -> u32 {
-    error_outcome(found).code()
+pub fn breaker_error_outcome(found: u32) -> CallOutcome {
+    match error_outcome(found) {
+        Outcome::Success => CallOutcome::Success,
+        Outcome::Failure => CallOutcome::Failure,
+        Outcome::Timeout => CallOutcome::Timeout,
+        Outcome::Cancelled => CallOutcome::Cancelled,
+    }
 }

@@ -1,11 +1,31 @@
 // Circuit breaker cases: the same file runs in Node, Deno, workerd and Chromium.
 // Time is fake where it is the subject (the breaker reads the package's clock).
+import { glue } from "../../../pkg/derive-main.js";
 import { equal, ok, rejects, throws, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 
 const fail = () => Promise.reject(new Error("upstream 503"));
 
 const cases = [
+  {
+    name: "breaker: what crosses is named: an outcome is a core.CallOutcome",
+    run: (lib) => {
+      new lib.CircuitBreaker().dispose(); // loads the derive module where it loads on first use
+      const { CallOutcome } = glue;
+      ok(CallOutcome !== undefined, "core.CallOutcome");
+      equal(glue.breakerErrorOutcome(1), CallOutcome.Timeout, "a timeout");
+      equal(glue.breakerErrorOutcome(2), CallOutcome.Cancelled, "a shed call");
+      equal(glue.breakerErrorOutcome(0), CallOutcome.Failure, "anything else");
+      const b = new glue.BreakerCore({ consecutiveFailures: 1 });
+      try {
+        const slot = b.key("a", 0);
+        b.check(slot, 4);
+        ok(b.record(slot, 5, false, CallOutcome.Failure, 1, NaN) !== undefined, "a failure opens the key");
+      } finally {
+        b.free();
+      }
+    },
+  },
   {
     name: "breaker: opens after failures in a row, refuses with CircuitOpen until openMs, then one probe closes it",
     run: async (lib) => {
