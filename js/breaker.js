@@ -317,10 +317,10 @@ export class CircuitBreaker {
     const known = this.#slots.get(key);
     if (known !== undefined) return known;
     if (typeof key !== "string") throw check.typeError("key", "a string", key);
-    let slot = this.#live().key(key, t);
-    if (slot < 0) {
+    const live = this.#live();
+    const slot = live.key(key, t);
+    if (live.evicted()) {
       // The core replaced the least recently used key: forget its slot.
-      slot = -slot - 1;
       for (const [k, s] of this.#slots) {
         if (s === slot) {
           this.#slots.delete(k);

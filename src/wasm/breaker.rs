@@ -7,8 +7,9 @@
 //! (`refusedUntil`), and `record(…)` answers a [`StateChange`] or
 //! `undefined` (an enum again, so no table of codes is mirrored in JS); the
 //! outcome `record` takes is a [`CallOutcome`]. The key's name crosses once,
-//! when the JavaScript side meets a key it has not cached (`key`). Options,
-//! stats and the exported state cross through serde or as bytes.
+//! when the JavaScript side meets a key it has not cached (`key`, the slot,
+//! with `evicted()` after it). Options, stats and the exported state cross
+//! through serde or as bytes.
 
 use wasm_bindgen::prelude::*;
 
@@ -100,6 +101,8 @@ pub struct BreakerCore {
     breaker: Breaker,
     /// The instant of the last refusal [`BreakerCore::check`] answered.
     refused_until: f64,
+    /// Whether the last [`BreakerCore::key`] replaced a key.
+    evicted: bool,
 }
 
 #[wasm_bindgen(js_class = BreakerCore)]
@@ -112,7 +115,7 @@ impl BreakerCore {
         let options: BreakerOptions =
             if options.is_undefined() { BreakerOptions::default() } else { from_js(options, "options")? };
         let breaker = Breaker::new(&options).map_err(|e| within_js("options", &e))?;
-        Ok(Self { breaker, refused_until: f64::NAN })
+        Ok(Self { breaker, refused_until: f64::NAN, evicted: false })
     }
 
     /// `openMs` as validated.
@@ -122,16 +125,17 @@ impl BreakerCore {
     }
 
     /// The slot of `name` (made if new). When it replaced the least recently
-    /// used key, the answer is `-(slot + 1)`: the caller drops that key's
-    /// cache entry.
-    pub fn key(&mut self, name: &str, now_ms: f64) -> f64 {
+    /// used key, [`evicted`](Self::evicted) says so: the caller drops that
+    /// key's cache entry.
+    pub fn key(&mut self, name: &str, now_ms: f64) -> u32 {
         let slot = self.breaker.key(name, now_ms);
-        let index = slot.index as f64;
-        if slot.evicted.is_some() {
-            -(index + 1.0)
-        } else {
-            index
-        }
+        self.evicted = slot.evicted.is_some();
+        slot.index as u32
+    }
+
+    /// Whether the last [`key`](Self::key) replaced the key that held its slot.
+    pub fn evicted(&self) -> bool {
+        self.evicted
     }
 
     /// Whether a call on the key at `slot` goes at `now_ms`. After a refusal

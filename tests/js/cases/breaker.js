@@ -8,7 +8,7 @@ const fail = () => Promise.reject(new Error("upstream 503"));
 
 const cases = [
   {
-    name: "breaker: what crosses is named: an outcome is a core.CallOutcome",
+    name: "breaker: what crosses is named: an outcome is a core.CallOutcome, a key's slot a plain slot with evicted() saying whether it replaced a key",
     run: (lib) => {
       new lib.CircuitBreaker().dispose(); // loads the derive module where it loads on first use
       const { CallOutcome } = glue;
@@ -16,11 +16,18 @@ const cases = [
       equal(glue.breakerErrorOutcome(1), CallOutcome.Timeout, "a timeout");
       equal(glue.breakerErrorOutcome(2), CallOutcome.Cancelled, "a shed call");
       equal(glue.breakerErrorOutcome(0), CallOutcome.Failure, "anything else");
-      const b = new glue.BreakerCore({ consecutiveFailures: 1 });
+      const b = new glue.BreakerCore({ consecutiveFailures: 1, maxKeys: 2 });
       try {
-        const slot = b.key("a", 0);
-        b.check(slot, 4);
-        ok(b.record(slot, 5, false, CallOutcome.Failure, 1, NaN) !== undefined, "a failure opens the key");
+        equal(b.key("a", 0), 0);
+        equal(b.evicted(), false);
+        equal(b.key("b", 1), 1);
+        equal(b.evicted(), false);
+        equal(b.key("c", 2), 0, "the least recently used slot, as a slot");
+        equal(b.evicted(), true);
+        equal(b.key("c", 3), 0);
+        equal(b.evicted(), false, "found, not made");
+        b.check(1, 4);
+        ok(b.record(1, 5, false, CallOutcome.Failure, 1, NaN) !== undefined, "a failure opens the key");
       } finally {
         b.free();
       }
