@@ -136,7 +136,7 @@ export function readFields(value, keys) {
  * when `value` is neither; `"threw"` when reading threw; `"long"` when it has
  * more than `max` (checked before an array's elements are read).
  * @param {any} value @param {number} max
- * @returns {unknown[] | undefined | "threw" | "long"}
+ * @returns {any[] | undefined | "threw" | "long"}
  */
 export function readElements(value, max) {
   try {

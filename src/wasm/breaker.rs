@@ -16,30 +16,10 @@ use wasm_bindgen::prelude::*;
 use super::{from_js, into_js, to_js, within_js};
 use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome};
 
-/// An [`Outcome`] as it crosses (`core.CallOutcome` in JavaScript): what a
-/// permit records, what [`breaker_error_outcome`] answers.
-#[wasm_bindgen]
-#[derive(Clone, Copy)]
-pub enum CallOutcome {
-    /// [`Outcome::Success`].
-    Success,
-    /// [`Outcome::Failure`].
-    Failure,
-    /// [`Outcome::Timeout`].
-    Timeout,
-    /// [`Outcome::Cancelled`].
-    Cancelled,
-}
-
-impl From<CallOutcome> for Outcome {
-    fn from(outcome: CallOutcome) -> Self {
-        match outcome {
-            CallOutcome::Success => Self::Success,
-            CallOutcome::Failure => Self::Failure,
-            CallOutcome::Timeout => Self::Timeout,
-            CallOutcome::Cancelled => Self::Cancelled,
-        }
-    }
+named_enum! {
+    /// An [`Outcome`] as it crosses (`core.CallOutcome` in JavaScript): what a
+    /// permit records, what [`breaker_error_outcome`] answers.
+    CallOutcome for Outcome { Success = Success, Failure = Failure, Timeout = Timeout, Cancelled = Cancelled }
 }
 
 /// [`Admit`] as [`BreakerCore::check`] answers it (`core.Admission` in
@@ -60,38 +40,17 @@ pub enum Admission {
     HalfOpenFull,
 }
 
-/// A [`Change`] as [`BreakerCore::record`] answers it (`core.StateChange`
-/// in JavaScript), the reason of an opening in its name.
-#[wasm_bindgen]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateChange {
-    /// Opened by [`OpenReason::ConsecutiveFailures`].
-    OpenedConsecutiveFailures,
-    /// Opened by [`OpenReason::FailureRate`].
-    OpenedFailureRate,
-    /// Opened by [`OpenReason::SlowCallRate`].
-    OpenedSlowCallRate,
-    /// Opened by [`OpenReason::ProbeFailed`] (from half-open).
-    OpenedProbeFailed,
-    /// Opened by [`OpenReason::Imported`] (what `importState` opened).
-    OpenedImported,
-    /// [`Change::HalfOpened`].
-    HalfOpened,
-    /// [`Change::Closed`].
-    Closed,
-}
-
-impl From<Change> for StateChange {
-    fn from(change: Change) -> Self {
-        match change {
-            Change::Opened(OpenReason::ConsecutiveFailures) => Self::OpenedConsecutiveFailures,
-            Change::Opened(OpenReason::FailureRate) => Self::OpenedFailureRate,
-            Change::Opened(OpenReason::SlowCallRate) => Self::OpenedSlowCallRate,
-            Change::Opened(OpenReason::ProbeFailed) => Self::OpenedProbeFailed,
-            Change::Opened(OpenReason::Imported) => Self::OpenedImported,
-            Change::HalfOpened => Self::HalfOpened,
-            Change::Closed => Self::Closed,
-        }
+named_enum! {
+    /// A [`Change`] as [`BreakerCore::record`] answers it (`core.StateChange`
+    /// in JavaScript), the reason of an opening in its name.
+    StateChange from Change {
+        OpenedConsecutiveFailures = Change::Opened(OpenReason::ConsecutiveFailures),
+        OpenedFailureRate = Change::Opened(OpenReason::FailureRate),
+        OpenedSlowCallRate = Change::Opened(OpenReason::SlowCallRate),
+        OpenedProbeFailed = Change::Opened(OpenReason::ProbeFailed),
+        OpenedImported = Change::Opened(OpenReason::Imported),
+        HalfOpened = Change::HalfOpened,
+        Closed = Change::Closed,
     }
 }
 
@@ -212,10 +171,5 @@ pub fn circuit_open_text(key: &str, in_ms: f64) -> String {
 /// it ([`crate::core::breaker::found`] flags).
 #[wasm_bindgen(js_name = breakerErrorOutcome)]
 pub fn breaker_error_outcome(found: u32) -> CallOutcome {
-    match error_outcome(found) {
-        Outcome::Success => CallOutcome::Success,
-        Outcome::Failure => CallOutcome::Failure,
-        Outcome::Timeout => CallOutcome::Timeout,
-        Outcome::Cancelled => CallOutcome::Cancelled,
-    }
+    error_outcome(found).into()
 }

@@ -71,6 +71,27 @@ use wasm_bindgen::prelude::*;
 use crate::core::error::Within;
 use crate::core::error::{Described, Kind, ShapeError};
 
+/// A `#[wasm_bindgen]` enum naming a core enum's values, a number both sides
+/// name: `for` a core enum of unit variants one for one (`JsName =
+/// Variant`), `From` both ways; `from` a core value by patterns (`JsName =
+/// pattern`), `From` the core's only.
+#[allow(unused_macros)]
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident for $core:ident { $($js:ident = $variant:ident),+ $(,)? }) => {
+        named_enum! { $(#[$meta])* $name from $core { $($js = $core::$variant),+ } }
+        impl From<$name> for $core {
+            fn from(v: $name) -> Self { match v { $($name::$js => Self::$variant),+ } }
+        }
+    };
+    ($(#[$meta:meta])* $name:ident from $core:ty { $($js:ident = $pat:pat),+ $(,)? }) => {
+        $(#[$meta])* #[wasm_bindgen::prelude::wasm_bindgen] #[derive(Clone, Copy)]
+        pub enum $name { $($js),+ }
+        impl From<$core> for $name {
+            fn from(v: $core) -> Self { match v { $($pat => Self::$js),+ } }
+        }
+    };
+}
+
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of
 // the boundary belongs to exactly one; what is below this list is shared.

@@ -29,30 +29,27 @@ pub struct ReadMachineJs {
     next: Option<Action>,
 }
 
-/// An action of the machine, as [`ReadMachineJs::poll`] answers it.
-#[wasm_bindgen]
-#[derive(Clone, Copy)]
-pub enum ReadAction {
-    /// None is waiting.
-    Nothing = 0,
-    /// [`Action::Connect`]: its [`attempt`](ReadMachineJs::attempt), [`how`](ReadMachineJs::how).
-    Connect = 1,
-    /// [`Action::Abort`].
-    Abort = 2,
-    /// [`Action::Deliver`] the next [`count`](ReadMachineJs::count) bytes kept, as one piece.
-    Deliver = 3,
-    /// [`Action::Wake`] at [`at`](ReadMachineJs::at).
-    Wake = 4,
-    /// [`Action::End`], its [`ending`](ReadMachineJs::ending).
-    End = 5,
-    /// [`Action::DeliverChunk`]: the chunk just given, as it came.
-    DeliverChunk = 6,
-    /// [`Action::Keep`] the chunk just given.
-    Keep = 7,
-    /// [`Action::Discard`] the next [`count`](ReadMachineJs::count) bytes kept.
-    Discard = 8,
-    /// [`Action::Deliver`] them in the pieces kept.
-    DeliverPieces = 9,
+named_enum! {
+    /// An action of the machine ([`Action`]), as [`ReadMachineJs::poll`]
+    /// answers it, its fields read with the getters: `Connect` its
+    /// [`attempt`](ReadMachineJs::attempt) and [`how`](ReadMachineJs::how),
+    /// `Wake` its [`at`](ReadMachineJs::at), `End` its
+    /// [`ending`](ReadMachineJs::ending); `Deliver` hands on the next
+    /// [`count`](ReadMachineJs::count) bytes kept as one piece, `DeliverPieces`
+    /// in the pieces kept, `Discard` drops them; `DeliverChunk` hands on the
+    /// chunk just given as it came, `Keep` keeps it.
+    ReadAction from &Option<Action> {
+        Nothing = None,
+        Connect = Some(Action::Connect { .. }),
+        Abort = Some(Action::Abort),
+        Deliver = Some(Action::Deliver { join: true, .. }),
+        Wake = Some(Action::Wake { .. }),
+        End = Some(Action::End(_)),
+        DeliverChunk = Some(Action::DeliverChunk),
+        Keep = Some(Action::Keep),
+        Discard = Some(Action::Discard(_)),
+        DeliverPieces = Some(Action::Deliver { join: false, .. }),
+    }
 }
 
 /// The parts of a first action, as [`chunk`](ReadMachineJs::chunk) and
@@ -66,21 +63,23 @@ pub enum ReadFlag {
     Sampling = 32,
 }
 
-/// A connect's way ([`How`]), as [`how`](ReadMachineJs::how) answers it.
-#[wasm_bindgen]
-pub enum ReadHow {
-    AsItWas,
-    LastEventId,
-    Hook,
+named_enum! {
+    /// A connect's way ([`How`]), as [`how`](ReadMachineJs::how) answers it.
+    ReadHow from &Option<Action> {
+        LastEventId = Some(Action::Connect { how: How::LastEventId(_), .. }),
+        Hook = Some(Action::Connect { how: How::Hook { .. }, .. }),
+        AsItWas = _,
+    }
 }
 
-/// An end's kind ([`Ending`]), as [`ending`](ReadMachineJs::ending) answers it.
-#[wasm_bindgen]
-pub enum ReadEnding {
-    Done,
-    HandBack,
-    Cancelled,
-    Failed,
+named_enum! {
+    /// An end's kind ([`Ending`]), as [`ending`](ReadMachineJs::ending) answers it.
+    ReadEnding from &Option<Action> {
+        Done = Some(Action::End(Ending::Done)),
+        HandBack = Some(Action::End(Ending::HandBack)),
+        Cancelled = Some(Action::End(Ending::Cancelled)),
+        Failed = _,
+    }
 }
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
@@ -112,7 +111,7 @@ impl ReadMachineJs {
 
     /// A read whose attempts `run` allows, with the checked options.
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: serde options cost the main .wasm most of the Worker's room (BENCHMARKS.md, "Where it stands")
     pub fn new(
         run: RetryRunJs,
         deadline_at: f64,
@@ -143,7 +142,7 @@ impl ReadMachineJs {
     }
 
     /// [`Input::Head`]: `failure`, the caller's `classify` of a non-ok answer.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: as `new`
     pub fn head(
         &mut self,
         now_ms: f64,
@@ -166,10 +165,11 @@ impl ReadMachineJs {
     /// comes first ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at
     /// `held_to`, if a number): the reader kept the last piece meanwhile.
     /// Answers the first action as [`ReadFlag`] parts (with `More`, `poll`
-    /// gives the rest; without, it gives none): calls less per chunk. The instants are numbers, NaN for none, not options:
-    /// an option crosses as a JS boolean and a number, and JavaScriptCore
-    /// (Bun) converts a boolean argument on a slow path, on every chunk
-    /// (BENCHMARKS.md, "Streams that recover").
+    /// gives the rest; without, it gives none): calls less per chunk. The
+    /// instants are numbers, NaN for none, not options: an option crosses
+    /// as a JS boolean and a number, and JavaScriptCore (Bun) converts a
+    /// boolean argument on a slow path, on every chunk (BENCHMARKS.md,
+    /// "Streams that recover").
     pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>, held_from: f64, held_to: f64) -> u8 {
         self.held(held_from, held_to);
         self.handle(Input::Chunk { bytes, progress }, now_ms);
@@ -254,18 +254,7 @@ impl ReadMachineJs {
             Some(next) => Some(next),
             None => self.read.poll(),
         };
-        match self.last {
-            None => ReadAction::Nothing,
-            Some(Action::Connect { .. }) => ReadAction::Connect,
-            Some(Action::Abort) => ReadAction::Abort,
-            Some(Action::Deliver { join: true, .. }) => ReadAction::Deliver,
-            Some(Action::Deliver { join: false, .. }) => ReadAction::DeliverPieces,
-            Some(Action::Wake { .. }) => ReadAction::Wake,
-            Some(Action::End(_)) => ReadAction::End,
-            Some(Action::DeliverChunk) => ReadAction::DeliverChunk,
-            Some(Action::Keep) => ReadAction::Keep,
-            Some(Action::Discard(_)) => ReadAction::Discard,
-        }
+        ReadAction::from(&self.last)
     }
 
     /// A connect's attempt number.
@@ -278,11 +267,7 @@ impl ReadMachineJs {
 
     /// A connect's way.
     pub fn how(&self) -> ReadHow {
-        match self.last {
-            Some(Action::Connect { how: How::LastEventId(_), .. }) => ReadHow::LastEventId,
-            Some(Action::Connect { how: How::Hook { .. }, .. }) => ReadHow::Hook,
-            _ => ReadHow::AsItWas,
-        }
+        ReadHow::from(&self.last)
     }
 
     /// A connect's last event id (by id, or the hook's), if any.
@@ -319,12 +304,7 @@ impl ReadMachineJs {
 
     /// An end's kind ([`error`](Self::error) tells a failed one's).
     pub fn ending(&self) -> ReadEnding {
-        match &self.last {
-            Some(Action::End(Ending::Done)) => ReadEnding::Done,
-            Some(Action::End(Ending::HandBack)) => ReadEnding::HandBack,
-            Some(Action::End(Ending::Cancelled)) => ReadEnding::Cancelled,
-            _ => ReadEnding::Failed,
-        }
+        ReadEnding::from(&self.last)
     }
 
     /// A failed end's error, as `[class, detail, message, deliveredBytes,

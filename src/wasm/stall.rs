@@ -59,7 +59,6 @@ const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 /// The wait for headers: `firstByteMs` as the first-chunk wait.
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-/// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
 /// [`SseLine::bytes`](crate::core::sse::SseLine::bytes) over one chunk from the line state `line`:
 /// `next_state × 2 + 1` when the chunk holds progress, `next_state × 2` when not. What a host would
 /// calls per chunk: js/sse.js does (bench/sse-scan.mjs measured it against a JS twin of the scan).
@@ -82,6 +81,7 @@ pub fn is_event_stream(content_type: &str) -> bool {
     crate::core::sse::is_event_stream(content_type)
 }
 
+/// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
 #[wasm_bindgen(js_name = stalledText)]
 pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> String {
     crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()
@@ -89,11 +89,7 @@ pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> Stri
 
 /// `NaN` (none, see the module doc) as `None`.
 fn instant(value: f64) -> Option<f64> {
-    if value.is_nan() {
-        None
-    } else {
-        Some(value)
-    }
+    (!value.is_nan()).then_some(value)
 }
 
 /// `None` as `NaN` (see the module doc).
