@@ -30,7 +30,7 @@ named_enum! {
 /// number. `caller_limit`: the caller's limit ([`Limit::caller`] for a header, the
 /// wire's own for a wire).
 #[wasm_bindgen(js_name = requestFold)]
-#[allow(clippy::too_many_arguments)] // scalar on purpose (module docs): one argument per input of the fold
+#[allow(clippy::too_many_arguments)] // scalar: serde versions cost the main .wasm the most (module docs; BENCHMARKS.md, "Where it stands")
 pub fn request_fold(
     now_ms: f64,
     local_at: f64,

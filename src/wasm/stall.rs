@@ -191,7 +191,7 @@ impl StallWatcherJs {
     /// [`StallWatcher::on_wake`]: the one timer fired at `now_ms`. The notes
     /// are the wrapper's (an instant `NaN` for none). The instant to wake at
     /// (`Infinity`: none), or `NaN` when the stream ends.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: per wake, numbers only (module doc; BENCHMARKS.md, "Where users run it")
     pub fn wake(
         &mut self,
         now_ms: f64,
@@ -251,7 +251,7 @@ impl StallWatcherJs {
 /// ([`StallConfig::decide`]): the delay to wait before asking again (a whole
 /// number ≥ 1), or `undefined` when a verdict is due. `deadline_at` and
 /// `last_progress_at` are `undefined` when absent.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // scalar: as ReadMachine's, serde options cost the main .wasm (BENCHMARKS.md, "Where it stands")
 #[wasm_bindgen(js_name = stallWake)]
 pub fn stall_wake(
     first_chunk_ms: f64,
