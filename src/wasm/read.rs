@@ -111,7 +111,7 @@ impl ReadMachineJs {
 
     /// A read whose attempts `run` allows, with the checked options.
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::too_many_arguments)] // scalar: serde options cost the main .wasm most of the Worker's room (BENCHMARKS.md, "Where it stands")
+    #[allow(clippy::too_many_arguments)] // scalar: serde options cost the main .wasm most of the Worker's room (BENCHMARKS.md, "Size and start-up")
     pub fn new(
         run: RetryRunJs,
         deadline_at: f64,

@@ -251,7 +251,7 @@ impl StallWatcherJs {
 /// ([`StallConfig::decide`]): the delay to wait before asking again (a whole
 /// number ≥ 1), or `undefined` when a verdict is due. `deadline_at` and
 /// `last_progress_at` are `undefined` when absent.
-#[allow(clippy::too_many_arguments)] // scalar: as ReadMachine's, serde options cost the main .wasm (BENCHMARKS.md, "Where it stands")
+#[allow(clippy::too_many_arguments)] // scalar: as ReadMachine's, serde options cost the main .wasm (BENCHMARKS.md, "Size and start-up")
 #[wasm_bindgen(js_name = stallWake)]
 pub fn stall_wake(
     first_chunk_ms: f64,
