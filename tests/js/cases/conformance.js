@@ -233,11 +233,11 @@ const ops = {
     try {
       for (const c of a.chunks) {
         const chunk = enc.encode(c);
-        // The first action comes with the chunk (plus 16 when more follow: `poll` gives them).
-        for (let kind = m.chunk(1, chunk, undefined, NaN, NaN) & 15; kind !== 0; kind = m.poll()) {
+        // The first action comes with the chunk (with the flag More when more follow: `poll` gives them).
+        for (let kind = m.chunk(1, chunk, undefined, NaN, NaN) & glue.ReadFlag.Kind; kind !== Nothing; kind = m.poll()) {
           const bytes = held.apply(kind, m, chunk);
           if (bytes !== undefined) delivered += dec.decode(bytes);
-          else if (kind === 5 && m.ending() === 3) {
+          else if (kind === glue.ReadAction.End && m.ending() === glue.ReadEnding.Failed) {
             const [cls, detail] = m.error();
             refused = cls === "StreamTooLarge" ? detail : `${cls} ${detail}`;
           }
