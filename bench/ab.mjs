@@ -2,7 +2,9 @@
 // the per-call paths a boundary change can slow down: a deadline's signal
 // (alone, reserved from a root, linked to a parent), `remaining()`, a stall
 // guard per chunk, a skipped plan step, `retry()` whose first attempt
-// succeeds, and `plan()` itself. Public API only, so any two builds compare.
+// succeeds, `plan()` itself, a relay with `retry` (per stream, and per event),
+// and a circuit breaker's guarded call (a known key; a new key each call, each
+// one replacing the least recently used). Public API only, so any two builds compare.
 //   node bench/ab.mjs BEFORE_DIR [AFTER_DIR]     deno run -A bench/ab.mjs BEFORE_DIR [AFTER_DIR]
 // AFTER_DIR defaults to pkg/. Copy a build aside first (`cp -a pkg /tmp/pkg-before`).
 // Why alternating rounds: on a shared machine a plain run moves by 2–3×
@@ -15,11 +17,32 @@ import { pathToFileURL } from "node:url";
 const [beforeDir, afterDir = "pkg"] = typeof Deno !== "undefined" ? Deno.args : process.argv.slice(2);
 if (!beforeDir) throw new Error("usage: bench/ab.mjs BEFORE_DIR [AFTER_DIR]");
 const entry = typeof Deno !== "undefined" ? "index.js" : "node.js";
+const deriveEntry = typeof Deno !== "undefined" ? "derive-deno.js" : "derive-node.js";
 
 async function load(dir) {
   const lib = await import(pathToFileURL(resolve(dir, entry)).href);
   await lib.init();
-  return lib;
+  const derive = await import(pathToFileURL(resolve(dir, deriveEntry)).href);
+  await derive.init();
+  return { ...lib, ...derive };
+}
+
+/** A response of `n` events, made by a pull source (no timer). */
+function events(n, chunk) {
+  let i = 0;
+  const stream = new ReadableStream({
+    pull(c) {
+      if (i === n) return c.close();
+      c.enqueue(chunk.subarray(0));
+      i++;
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+}
+
+async function drain(res) {
+  const reader = res.body.getReader();
+  while (!(await reader.read()).done);
 }
 
 const sync = () => 1;
@@ -42,6 +65,9 @@ function cases(lib) {
   root.signal();
   const parent = new AbortController().signal;
   const chunk = new TextEncoder().encode("data: 01234567\n\n");
+  const breaker = new lib.CircuitBreaker();
+  const evicting = new lib.CircuitBreaker({ maxKeys: 100 });
+  const keys = Array.from({ length: 101 }, (_, i) => `key-${i}`);
   return {
     "Deadline.in(10_000).signal() + dispose()": async (n) => {
       for (let i = 0; i < n; i++) {
@@ -94,15 +120,29 @@ function cases(lib) {
     "plan(deadline, 3 steps)": async (n) => {
       for (let i = 0; i < n; i++) lib.plan(deadline, steps);
     },
+    "relay + retry of a 1-event stream, per stream": async (n) => {
+      for (let i = 0; i < n / 10; i++) await drain(await lib.relay(() => events(1, chunk), { deadline, stallMs: 60_000, retry: true }));
+      return { ops: n / 10 };
+    },
+    "relay + retry, per event": async (n) => {
+      await drain(await lib.relay(() => events(n, chunk), { deadline, stallMs: 60_000, retry: true }));
+    },
+    "CircuitBreaker: acquire + success, a known key": async (n) => {
+      for (let i = 0; i < n; i++) breaker.acquire("upstream").success();
+    },
+    "CircuitBreaker: acquire + success, a new key each call (evicts)": async (n) => {
+      for (let i = 0; i < n; i++) evicting.acquire(keys[i % keys.length]).success();
+    },
   };
 }
 
 const median = (v) => v.slice().sort((p, q) => p - q)[v.length >> 1];
 
+/** ns per op; a case that makes fewer ops than `n` answers `{ ops }`. */
 async function time(fn, n) {
   const t0 = performance.now();
-  await fn(n);
-  return ((performance.now() - t0) * 1e6) / n;
+  const out = await fn(n);
+  return ((performance.now() - t0) * 1e6) / (out?.ops ?? n);
 }
 
 const a = cases(await load(beforeDir));

@@ -63,11 +63,8 @@ function report(error) {
   console.error("edge-deadline: options.onStateChange threw; the breaker carries on", error);
 }
 
-// The outcome codes of the core (src/core/breaker.rs `Outcome::from_code`).
-const SUCCESS = 0;
-const FAILURE = 1;
-const TIMEOUT = 2;
-const CANCELLED = 3;
+// A call's outcomes, named by the core (src/wasm/breaker.rs `CallOutcome`).
+const { Success: SUCCESS, Failure: FAILURE, Timeout: TIMEOUT, Cancelled: CANCELLED } = core.CallOutcome;
 
 // What an error shows, as the core's flags (src/core/breaker.rs `found`).
 const FOUND_TIMEOUT = 1;
@@ -239,7 +236,7 @@ export class Circuit {
   }
 }
 
-/** @type {(b: CircuitBreaker, key: string, slot: number, probe: boolean, outcome: number, start: number, slowMs: number) => void} */
+/** @type {(b: CircuitBreaker, key: string, slot: number, probe: boolean, outcome: core.CallOutcome, start: number, slowMs: number) => void} */
 let recordOutcome;
 /** @type {(permit: CircuitPermit, error: unknown, signal: AbortSignal | undefined) => void} */
 let failWith;
@@ -320,10 +317,10 @@ export class CircuitBreaker {
     const known = this.#slots.get(key);
     if (known !== undefined) return known;
     if (typeof key !== "string") throw check.typeError("key", "a string", key);
-    let slot = this.#live().key(key, t);
-    if (slot < 0) {
+    const live = this.#live();
+    const slot = live.key(key, t);
+    if (live.evicted()) {
       // The core replaced the least recently used key: forget its slot.
-      slot = -slot - 1;
       for (const [k, s] of this.#slots) {
         if (s === slot) {
           this.#slots.delete(k);

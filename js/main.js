@@ -28,7 +28,7 @@ export { tracing } from "./otel.js";
 // Raw glue functions, for the tests (the core's own list of header formats)
 // and the "design:" rows of bench/ (a raw Wasm call against the API's). An
 // object, not `export * as`: a bundler drops it when nothing reads it.
-// The streamed read's machine and its retry loop, for the conformance op `read` (tests/js/cases/conformance.js).
+// The streamed read's machine, the names of its answers and its retry loop, for the conformance op `read` (tests/js/cases/conformance.js).
 // Which content types are an event stream, for the conformance op `sse.isEventStream`.
-import { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, ReadMachine, RetryRun } from "./edge_deadline.js";
-export const glue = { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, ReadMachine, RetryRun };
+import { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, ReadAction, ReadEnding, ReadFlag, ReadHow, ReadMachine, RetryRun } from "./edge_deadline.js";
+export const glue = { budget, headerFormats, initSync, isEventStream, planCap, planNew, planRefusal, ReadAction, ReadEnding, ReadFlag, ReadHow, ReadMachine, RetryRun };

@@ -67,20 +67,11 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 const encoder = new TextEncoder();
 const noop = () => {};
 
-// The machine's actions (src/wasm/read.rs `poll`) and ways to connect (`how`).
-const CONNECT = 1;
-const ABORT = 2;
-const DELIVER = 3;
-const WAKE = 4;
-const END = 5;
-const DELIVER_CHUNK = 6;
-const KEEP = 7;
-const DISCARD = 8;
-const DELIVER_PIECES = 9;
-const KIND = 15; // a first action's kind…
-const MORE = 16; // …the flag that more follow…
-const SAMPLING = 32; // …and the flag that the stall watcher samples (a chunk's time is not read)
-const BY_HOOK = 2;
+// The machine's actions (src/wasm/read.rs `poll`), a first action's parts (a chunk's answer) and a connect's ways, named by the core.
+const { Nothing: NOTHING, Connect: CONNECT, Abort: ABORT, Deliver: DELIVER, Wake: WAKE, End: END, DeliverChunk: DELIVER_CHUNK, Keep: KEEP, Discard: DISCARD, DeliverPieces: DELIVER_PIECES } = core.ReadAction;
+const { Kind: KIND, More: MORE, Sampling: SAMPLING } = core.ReadFlag; // a chunk is not timed while the watcher samples
+const { HandBack: HAND_BACK, Cancelled: CANCELLED, Failed: FAILED } = core.ReadEnding;
+const BY_HOOK = core.ReadHow.Hook;
 
 let utf8HeadersSeen;
 /** Whether this runtime's `Headers` take any text and send it as UTF-8 (workerd), not a ByteString only. */
@@ -239,7 +230,7 @@ export function resumable(connect, s) {
     if (lend()) {
       m.start(now());
       giveBack();
-      act(0, "start");
+      act(NOTHING, "start");
     }
   }
 
@@ -302,19 +293,19 @@ export function resumable(connect, s) {
     if (ended || !lend()) return;
     m.wake(now());
     giveBack();
-    act(0, "wake");
+    act(NOTHING, "wake");
     keep();
   }
 
   function onOuterAbort(reason) {
     if (ended) return;
     m.aborted(now(), isDeadlineExceeded(reason) && reason.at === deadline.at);
-    act(0, "aborted");
+    act(NOTHING, "aborted");
   }
 
   /**
    * Does what the machine asks after an input (`why`: which, for an abort's
-   * reason); `first`: the first action when the call answered it (0: poll).
+   * reason); `first`: the first action when the call answered it (NOTHING: poll).
    * An abort's reason is known once the whole answer is read: the
    * cancel's, the ending's, or the attempt's own failure.
    */
@@ -322,10 +313,10 @@ export function resumable(connect, s) {
     if (why !== "chunk") sampling = false;
     let abort = false;
     let connectTo;
-    let end = -1;
+    let end;
     // `first` may carry MORE: more actions follow (without it, none does: no `poll` needed).
-    const more = first === 0 || (first & MORE) !== 0;
-    for (let kind = first === 0 ? m.poll() : first & KIND; kind !== 0; kind = more ? m.poll() : 0) {
+    const more = first === NOTHING || (first & MORE) !== 0;
+    for (let kind = first === NOTHING ? m.poll() : first & KIND; kind !== NOTHING; kind = more ? m.poll() : NOTHING) {
       if (kind === DELIVER_CHUNK) give(chunk);
       else if (kind === KEEP) held.push(chunkBytes);
       else if (kind === DELIVER) give(concat(takeHeld(m.count())));
@@ -337,12 +328,12 @@ export function resumable(connect, s) {
       else if (kind === END) end = ending(why);
     }
     if (abort && cur !== undefined) {
-      const reason = end === 2 ? cancelReason : end === 3 ? endAbort : attemptError(why);
+      const reason = end === CANCELLED ? cancelReason : end === FAILED ? endAbort : attemptError(why);
       const a = cur;
       cur = undefined;
       drop(a, reason, end);
     }
-    if (end >= 0) finish();
+    if (end !== undefined) finish();
     else if (connectTo !== undefined) launch(connectTo[0], connectTo[1], connectTo[2]);
     changed();
   }
@@ -380,12 +371,12 @@ export function resumable(connect, s) {
     return lastError;
   }
 
-  /** The read ended: the reader's error from the machine's (invariant 4). Answers 0 done, 1 hand back, 2 cancelled, 3 failed. */
+  /** The read ended: the reader's error from the machine's (invariant 4). Answers the `core.ReadEnding`. */
   function ending(why) {
     ended = true;
     const e = m.ending();
-    if (e === 1) handBack = cur?.response;
-    if (e < 3) return e;
+    if (e === HAND_BACK) handBack = cur?.response;
+    if (e !== FAILED) return e;
     const [cls, detail, message, delivered] = m.error();
     let error;
     if (cls === "DeadlineExceeded") error = endAbort = deadlineError();
@@ -399,7 +390,7 @@ export function resumable(connect, s) {
     }
     if (delivered !== undefined && error !== null && typeof error === "object") error.deliveredBytes = delivered;
     failure = error;
-    return 3;
+    return FAILED;
   }
 
   /** The deadline's own error when it has one, else ours for its instant. */
@@ -412,7 +403,7 @@ export function resumable(connect, s) {
   /** Ends attempt `a`: its request aborted with `reason`, its body cancelled, its span ended. */
   function drop(a, reason, end) {
     if (a.span !== undefined) {
-      const outcome = end === 2 ? "cancelled" : reason === outer.reason && outer.aborted ? outcomeOf(reason, outer) : outcomeOf(reason, undefined);
+      const outcome = end === CANCELLED ? "cancelled" : reason === outer.reason && outer.aborted ? outcomeOf(reason, outer) : outcomeOf(reason, undefined);
       streamEnded(t, a.span, outcome, reason, a.chunks, a.bytes, a.n);
       a.span = undefined;
     }
@@ -450,7 +441,7 @@ export function resumable(connect, s) {
     return out;
   }
 
-  /** Makes attempt `n` as the machine says (`how`: 0 as it was, 1 by id, 2 through the hook). */
+  /** Makes attempt `n` as the machine says (`how`: a `core.ReadHow`). */
   function launch(n, how, id) {
     attempts = n;
     // A new attempt's notes start afresh: a hold of the last one's is not its.
@@ -465,7 +456,7 @@ export function resumable(connect, s) {
         const made = hook({ chunks: kept.slice(), bytes: m.deliveredBytes(), lastEventId: id, attempt: n, signal: node.signal, headers: budgetHeaders() });
         if (made == null) {
           m.declined(now());
-          return act(0, "declined");
+          return act(NOTHING, "declined");
         }
         pending = Promise.resolve(made);
       } else {
@@ -497,7 +488,7 @@ export function resumable(connect, s) {
     if (cur !== a || ended || !lend()) return;
     m.failed(now(), word, wait);
     giveBack();
-    act(0, "failed");
+    act(NOTHING, "failed");
   }
 
   /** The host's own error ends the read (the machine is stopped as by a cancel). */
@@ -505,7 +496,7 @@ export function resumable(connect, s) {
     if (ended) return;
     cancelReason = error;
     m.cancel(now());
-    act(0, "cancel");
+    act(NOTHING, "cancel");
     failure = error;
     changed();
   }
@@ -540,7 +531,7 @@ export function resumable(connect, s) {
     if (!lend()) return;
     m.head(t1, response.status, sse, range, response.body !== null, word, wait);
     giveBack();
-    act(0, "head");
+    act(NOTHING, "head");
     if (cur !== a || ended) return;
     // Read: the machine took the answer.
     a.reader = response.body.getReader();
@@ -647,7 +638,7 @@ export function resumable(connect, s) {
       else if (next.done) {
         tell();
         m.end(now());
-        act(0, "end");
+        act(NOTHING, "end");
       }
     }
     waiting = true;
@@ -681,7 +672,7 @@ export function resumable(connect, s) {
         if (got.done) {
           tell();
           m.end(now());
-          act(0, "end");
+          act(NOTHING, "end");
           continue;
         }
         const first = take(a, got.value);
@@ -719,7 +710,7 @@ export function resumable(connect, s) {
       if (!ended) {
         cancelReason = reason;
         m.cancel(now());
-        act(0, "cancel");
+        act(NOTHING, "cancel");
       }
       closed = true;
       outer.dispose();

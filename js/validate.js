@@ -107,8 +107,8 @@ export function count(param, value) {
 // Reading a user's value can run user code (a getter, a proxy trap, an iterator) that throws.
 // An exception must never unwind through Wasm frames, and a call through a `catch` import costs
 // more from Wasm (measured: `platformDeadline` and `plan()` slower with one per field),
-// so these read a whole struct, sequence or map in one call and never throw: they answer a number
-// instead (below). Only fresh arrays go back to Wasm, whose elements it reads without user code.
+// so these read a whole struct, sequence or map in one call and never throw: they say what went
+// wrong instead (below). Only fresh arrays go back to Wasm, whose elements it reads without user code.
 
 /**
  * `keys.map((k) => value[k])` when every read went; `null` when `value` is
@@ -133,24 +133,25 @@ export function readFields(value, keys) {
 
 /**
  * The elements of an array or another iterable as a fresh array; `undefined`
- * when `value` is neither; -1 when reading threw; the length when it is over
- * `max` (checked before an array's elements are read).
+ * when `value` is neither; `"threw"` when reading threw; `"long"` when it has
+ * more than `max` (checked before an array's elements are read).
  * @param {any} value @param {number} max
+ * @returns {any[] | undefined | "threw" | "long"}
  */
 export function readElements(value, max) {
   try {
     if (Array.isArray(value)) {
       const n = value.length;
-      if (n > max) return n;
+      if (n > max) return "long";
       const out = new Array(n);
       for (let i = 0; i < n; i++) out[i] = value[i];
       return out;
     }
     if (typeof value !== "object" || value === null || typeof value[Symbol.iterator] !== "function") return undefined;
     const out = Array.from(value);
-    return out.length > max ? out.length : out;
+    return out.length > max ? "long" : out;
   } catch {
-    return -1;
+    return "threw";
   }
 }
 
@@ -168,7 +169,7 @@ export function readEntries(value, max) {
     for (let i = 0; i < pairs.length; i++) pairs[i] = [pairs[i][0], pairs[i][1]];
     return pairs;
   } catch {
-    return -1;
+    return "threw";
   }
 }
 

@@ -343,29 +343,6 @@ pub fn error_outcome(flags: u32) -> Outcome {
     }
 }
 
-impl Outcome {
-    /// The outcome of a host's code (0 success, 1 failure, 2 timeout, 3
-    /// cancelled); any other code is a failure.
-    pub fn from_code(code: u32) -> Self {
-        match code {
-            0 => Self::Success,
-            2 => Self::Timeout,
-            3 => Self::Cancelled,
-            _ => Self::Failure,
-        }
-    }
-
-    /// The inverse of [`Outcome::from_code`].
-    pub fn code(self) -> u32 {
-        match self {
-            Self::Success => 0,
-            Self::Failure => 1,
-            Self::Timeout => 2,
-            Self::Cancelled => 3,
-        }
-    }
-}
-
 /// The answer to [`Breaker::check`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Admit {

@@ -144,7 +144,7 @@ impl ScheduleJs {
     /// A table derived at percentile `q`, its rows as four arrays (`NaN` for
     /// a null or absent `timeoutMs`, `floorMs` or `n`): scalars, not serde,
     /// which cost the derive `.wasm` kilobytes. At most `maxServed` are served.
-    #[allow(clippy::too_many_arguments)] // one array per column, mechanical
+    #[allow(clippy::too_many_arguments)] // one array per column: serde rows cost the derive .wasm (BENCHMARKS.md, "Where it stands")
     pub fn table(
         &mut self,
         now_ms: f64,

@@ -5,15 +5,22 @@
 //! answers an [`Admission`] (a `#[wasm_bindgen]` enum: a number that both
 //! sides name), with the instant of a refusal read after it
 //! (`refusedUntil`), and `record(…)` answers a [`StateChange`] or
-//! `undefined` (an enum again, so no table of codes is mirrored in JS). The key's name
-//! crosses once, when the JavaScript side meets a key it has not cached
-//! (`key`). Options, stats and the exported state cross through serde or as
-//! bytes.
+//! `undefined` (an enum again, so no table of codes is mirrored in JS); the
+//! outcome `record` takes is a [`CallOutcome`]. The key's name crosses once,
+//! when the JavaScript side meets a key it has not cached (`key`, the slot,
+//! with `evicted()` after it). Options, stats and the exported state cross
+//! through serde or as bytes.
 
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
 use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome};
+
+named_enum! {
+    /// An [`Outcome`] as it crosses (`core.CallOutcome` in JavaScript): what a
+    /// permit records, what [`breaker_error_outcome`] answers.
+    CallOutcome for Outcome { Success = Success, Failure = Failure, Timeout = Timeout, Cancelled = Cancelled }
+}
 
 /// [`Admit`] as [`BreakerCore::check`] answers it (`core.Admission` in
 /// JavaScript).
@@ -33,38 +40,17 @@ pub enum Admission {
     HalfOpenFull,
 }
 
-/// A [`Change`] as [`BreakerCore::record`] answers it (`core.StateChange`
-/// in JavaScript), the reason of an opening in its name.
-#[wasm_bindgen]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateChange {
-    /// Opened by [`OpenReason::ConsecutiveFailures`].
-    OpenedConsecutiveFailures,
-    /// Opened by [`OpenReason::FailureRate`].
-    OpenedFailureRate,
-    /// Opened by [`OpenReason::SlowCallRate`].
-    OpenedSlowCallRate,
-    /// Opened by [`OpenReason::ProbeFailed`] (from half-open).
-    OpenedProbeFailed,
-    /// Opened by [`OpenReason::Imported`] (what `importState` opened).
-    OpenedImported,
-    /// [`Change::HalfOpened`].
-    HalfOpened,
-    /// [`Change::Closed`].
-    Closed,
-}
-
-impl From<Change> for StateChange {
-    fn from(change: Change) -> Self {
-        match change {
-            Change::Opened(OpenReason::ConsecutiveFailures) => Self::OpenedConsecutiveFailures,
-            Change::Opened(OpenReason::FailureRate) => Self::OpenedFailureRate,
-            Change::Opened(OpenReason::SlowCallRate) => Self::OpenedSlowCallRate,
-            Change::Opened(OpenReason::ProbeFailed) => Self::OpenedProbeFailed,
-            Change::Opened(OpenReason::Imported) => Self::OpenedImported,
-            Change::HalfOpened => Self::HalfOpened,
-            Change::Closed => Self::Closed,
-        }
+named_enum! {
+    /// A [`Change`] as [`BreakerCore::record`] answers it (`core.StateChange`
+    /// in JavaScript), the reason of an opening in its name.
+    StateChange from Change {
+        OpenedConsecutiveFailures = Change::Opened(OpenReason::ConsecutiveFailures),
+        OpenedFailureRate = Change::Opened(OpenReason::FailureRate),
+        OpenedSlowCallRate = Change::Opened(OpenReason::SlowCallRate),
+        OpenedProbeFailed = Change::Opened(OpenReason::ProbeFailed),
+        OpenedImported = Change::Opened(OpenReason::Imported),
+        HalfOpened = Change::HalfOpened,
+        Closed = Change::Closed,
     }
 }
 
@@ -74,6 +60,8 @@ pub struct BreakerCore {
     breaker: Breaker,
     /// The instant of the last refusal [`BreakerCore::check`] answered.
     refused_until: f64,
+    /// Whether the last [`BreakerCore::key`] replaced a key.
+    evicted: bool,
 }
 
 #[wasm_bindgen(js_class = BreakerCore)]
@@ -86,7 +74,7 @@ impl BreakerCore {
         let options: BreakerOptions =
             if options.is_undefined() { BreakerOptions::default() } else { from_js(options, "options")? };
         let breaker = Breaker::new(&options).map_err(|e| within_js("options", &e))?;
-        Ok(Self { breaker, refused_until: f64::NAN })
+        Ok(Self { breaker, refused_until: f64::NAN, evicted: false })
     }
 
     /// `openMs` as validated.
@@ -96,16 +84,17 @@ impl BreakerCore {
     }
 
     /// The slot of `name` (made if new). When it replaced the least recently
-    /// used key, the answer is `-(slot + 1)`: the caller drops that key's
-    /// cache entry.
-    pub fn key(&mut self, name: &str, now_ms: f64) -> f64 {
+    /// used key, [`evicted`](Self::evicted) says so: the caller drops that
+    /// key's cache entry.
+    pub fn key(&mut self, name: &str, now_ms: f64) -> u32 {
         let slot = self.breaker.key(name, now_ms);
-        let index = slot.index as f64;
-        if slot.evicted.is_some() {
-            -(index + 1.0)
-        } else {
-            index
-        }
+        self.evicted = slot.evicted.is_some();
+        slot.index as u32
+    }
+
+    /// Whether the last [`key`](Self::key) replaced the key that held its slot.
+    pub fn evicted(&self) -> bool {
+        self.evicted
     }
 
     /// Whether a call on the key at `slot` goes at `now_ms`. After a refusal
@@ -134,19 +123,17 @@ impl BreakerCore {
         self.refused_until
     }
 
-    /// Records an outcome (its code: [`Outcome::from_code`]); answers the
-    /// change it made, `undefined` for none.
+    /// Records an outcome; answers the change it made, `undefined` for none.
     pub fn record(
         &mut self,
         slot: u32,
         now_ms: f64,
         probe: bool,
-        outcome: u32,
+        outcome: CallOutcome,
         duration_ms: f64,
         slow_ms: f64,
     ) -> Option<StateChange> {
-        let outcome = Outcome::from_code(outcome);
-        self.breaker.record(slot as usize, now_ms, probe, outcome, duration_ms, slow_ms).map(StateChange::from)
+        self.breaker.record(slot as usize, now_ms, probe, outcome.into(), duration_ms, slow_ms).map(StateChange::from)
     }
 
     /// The key's counters.
@@ -181,9 +168,8 @@ pub fn circuit_open_text(key: &str, in_ms: f64) -> String {
 }
 
 /// How a call that ended with an error counts, from what the host found in
-/// it ([`crate::core::breaker::found`] flags): an [`Outcome`] code (1 failure,
-/// 2 timeout, 3 not the dependency's outcome).
+/// it ([`crate::core::breaker::found`] flags).
 #[wasm_bindgen(js_name = breakerErrorOutcome)]
-pub fn breaker_error_outcome(found: u32) -> u32 {
-    error_outcome(found).code()
+pub fn breaker_error_outcome(found: u32) -> CallOutcome {
+    error_outcome(found).into()
 }

@@ -56,8 +56,8 @@
 //! Every read that can run user code or throw (property reads, `isArray` on a
 //! revoked proxy, iteration, `Object.entries`) happens in JS
 //! (`js/validate.js` `readFields`, `readElements`, `readEntries`), one call
-//! per struct, sequence or map, which never throws: a throw comes back as a
-//! number and becomes an [`Error`] naming where it happened, and through
+//! per struct, sequence or map, which never throws: a throw comes back as
+//! what it was (a field's index, `"threw"`) and becomes an [`Error`] naming where it happened, and through
 //! [`super::from_js`] a `TypeError` with `.param`. Wasm then reads only the
 //! fresh arrays those return, which runs no user code. (A `catch` import per
 //! read would do too, but a call through one costs more from Wasm: `plan()`
@@ -82,8 +82,8 @@ extern "C" {
     /// is not an object; the index (a number) of the key whose read threw.
     #[wasm_bindgen(js_name = readFields)]
     fn read_fields(value: &JsValue, keys: &JsValue) -> JsValue;
-    /// An array or iterable as a fresh array; `undefined`: neither; -1: a
-    /// read threw; another number: more than `max` elements.
+    /// An array or iterable as a fresh array; `undefined`: neither;
+    /// `"threw"`: a read threw; `"long"`: more than `max` elements.
     #[wasm_bindgen(js_name = readElements)]
     fn read_elements(value: &JsValue, max: u32) -> JsValue;
     /// A map's entries as fresh `[key, value]` arrays; the same answers.
@@ -301,8 +301,8 @@ fn fresh(answer: JsValue) -> Result<Option<js_sys::Array>, Error> {
     if js_sys::Array::is_array(&answer) {
         return Ok(Some(answer.unchecked_into()));
     }
-    match answer.as_f64() {
-        Some(n) if n < 0.0 => Err(Error::threw()),
+    match answer.as_string().as_deref() {
+        Some("threw") => Err(Error::threw()),
         Some(_) => Err(Error::new(format!("expected an array of at most {MAX_ELEMENTS} elements"))),
         None => Ok(None),
     }

@@ -16,9 +16,9 @@
 //! `js/*.d.ts` import. Enums that cross through serde cross as their names,
 //! so no code table of theirs is mirrored in JavaScript. The scalar exports
 //! below cross a number where they need one, and name it with a
-//! `#[wasm_bindgen]` enum that both sides read (`breaker.rs` `Admission` and
-//! `StateChange`, `request.rs` `Limit`); one table is still kept on the JS
-//! side (js/resume.js the actions of `read.rs` `poll`). Input comes in as a `JsValue` through [`from_js`]
+//! `#[wasm_bindgen]` enum that both sides read (`breaker.rs` `Admission`,
+//! `StateChange` and `CallOutcome`, `request.rs` `Limit`, `read.rs`
+//! `ReadAction` and its kin). Input comes in as a `JsValue` through [`from_js`]
 //! (a `TypeError` with `.param` on a wrong shape, naming the place inside it:
 //! `data[0].unit`), output leaves through [`into_js`].
 //!
@@ -70,6 +70,27 @@ use wasm_bindgen::prelude::*;
 #[cfg(any(feature = "main", feature = "derive"))]
 use crate::core::error::Within;
 use crate::core::error::{Described, Kind, ShapeError};
+
+/// A `#[wasm_bindgen]` enum naming a core enum's values, a number both sides
+/// name: `for` a core enum of unit variants one for one (`JsName =
+/// Variant`), `From` both ways; `from` a core value by patterns (`JsName =
+/// pattern`), `From` the core's only.
+#[allow(unused_macros)]
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident for $core:ident { $($js:ident = $variant:ident),+ $(,)? }) => {
+        named_enum! { $(#[$meta])* $name from $core { $($js = $core::$variant),+ } }
+        impl From<$name> for $core {
+            fn from(v: $name) -> Self { match v { $($name::$js => Self::$variant),+ } }
+        }
+    };
+    ($(#[$meta:meta])* $name:ident from $core:ty { $($js:ident = $pat:pat),+ $(,)? }) => {
+        $(#[$meta])* #[wasm_bindgen::prelude::wasm_bindgen] #[derive(Clone, Copy)]
+        pub enum $name { $($js),+ }
+        impl From<$core> for $name {
+            fn from(v: $core) -> Self { match v { $($pat => Self::$js),+ } }
+        }
+    };
+}
 
 // One feature per .wasm (wasm-pack.toml's outputs): `main` for the
 // `edge-deadline` entry, `derive` for `edge-deadline/derive`. Each module of

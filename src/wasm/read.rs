@@ -1,8 +1,9 @@
 //! Bindings for [`crate::core::read`] (`ReadMachine`): convert, call the
 //! machine, convert. Each input is one method with the time; the actions
-//! come out one per [`ReadMachineJs::poll`] call, as a number (what kind),
-//! their fields read with getters (scalars, as the other per-chunk
-//! bindings: no object is built per action). The retry loop is a
+//! come out one per [`ReadMachineJs::poll`] call, as a [`ReadAction`] (a
+//! `#[wasm_bindgen]` enum: a number both sides name, `core.ReadAction` in
+//! JavaScript), their fields read with getters (scalars, as the other
+//! per-chunk bindings: no object is built per action). The retry loop is a
 //! [`RetryRun`](super::retry::RetryRunJs), moved in. A shared retry budget
 //! (js/retry_budget.js) is lent around each input ([`ReadMachineJs::lend`],
 //! [`ReadMachineJs::give_back`]): wasm-bindgen takes no optional borrowed
@@ -28,10 +29,58 @@ pub struct ReadMachineJs {
     next: Option<Action>,
 }
 
-/// Added to the first action's kind when more follow.
-const MORE: u8 = 16;
-/// Added to it when the stall watcher samples ([`Read::sampling`]).
-const SAMPLING: u8 = 32;
+named_enum! {
+    /// An action of the machine ([`Action`]), as [`ReadMachineJs::poll`]
+    /// answers it, its fields read with the getters: `Connect` its
+    /// [`attempt`](ReadMachineJs::attempt) and [`how`](ReadMachineJs::how),
+    /// `Wake` its [`at`](ReadMachineJs::at), `End` its
+    /// [`ending`](ReadMachineJs::ending); `Deliver` hands on the next
+    /// [`count`](ReadMachineJs::count) bytes kept as one piece, `DeliverPieces`
+    /// in the pieces kept, `Discard` drops them; `DeliverChunk` hands on the
+    /// chunk just given as it came, `Keep` keeps it.
+    ReadAction from &Option<Action> {
+        Nothing = None,
+        Connect = Some(Action::Connect { .. }),
+        Abort = Some(Action::Abort),
+        Deliver = Some(Action::Deliver { join: true, .. }),
+        Wake = Some(Action::Wake { .. }),
+        End = Some(Action::End(_)),
+        DeliverChunk = Some(Action::DeliverChunk),
+        Keep = Some(Action::Keep),
+        Discard = Some(Action::Discard(_)),
+        DeliverPieces = Some(Action::Deliver { join: false, .. }),
+    }
+}
+
+/// The parts of a first action, as [`chunk`](ReadMachineJs::chunk) and
+/// [`unhold`](ReadMachineJs::unhold) answer it: its [`ReadAction`] under
+/// `Kind`, plus `More` when more follow, plus `Sampling` while the stall
+/// watcher samples ([`Read::sampling`]).
+#[wasm_bindgen]
+pub enum ReadFlag {
+    Kind = 15,
+    More = 16,
+    Sampling = 32,
+}
+
+named_enum! {
+    /// A connect's way ([`How`]), as [`how`](ReadMachineJs::how) answers it.
+    ReadHow from &Option<Action> {
+        LastEventId = Some(Action::Connect { how: How::LastEventId(_), .. }),
+        Hook = Some(Action::Connect { how: How::Hook { .. }, .. }),
+        AsItWas = _,
+    }
+}
+
+named_enum! {
+    /// An end's kind ([`Ending`]), as [`ending`](ReadMachineJs::ending) answers it.
+    ReadEnding from &Option<Action> {
+        Done = Some(Action::End(Ending::Done)),
+        HandBack = Some(Action::End(Ending::HandBack)),
+        Cancelled = Some(Action::End(Ending::Cancelled)),
+        Failed = _,
+    }
+}
 
 fn failure(word: &str) -> Result<Failure, JsValue> {
     Failure::parse(word).map_err(super::to_js)
@@ -62,7 +111,7 @@ impl ReadMachineJs {
 
     /// A read whose attempts `run` allows, with the checked options.
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: serde options cost the main .wasm most of the Worker's room (BENCHMARKS.md, "Size and start-up")
     pub fn new(
         run: RetryRunJs,
         deadline_at: f64,
@@ -93,7 +142,7 @@ impl ReadMachineJs {
     }
 
     /// [`Input::Head`]: `failure`, the caller's `classify` of a non-ok answer.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: as `new`
     pub fn head(
         &mut self,
         now_ms: f64,
@@ -115,12 +164,12 @@ impl ReadMachineJs {
     /// `held_from` is a number (not NaN), a hold the host has not told yet
     /// comes first ([`Input::Hold`] at `held_from`, [`Input::Unhold`] at
     /// `held_to`, if a number): the reader kept the last piece meanwhile.
-    /// Answers the first action as [`poll`](Self::poll) does, plus 16 when
-    /// more follow (then `poll` gives them; without, it gives none): calls
-    /// less per chunk. The instants are numbers, NaN for none, not options:
-    /// an option crosses as a JS boolean and a number, and JavaScriptCore
-    /// (Bun) converts a boolean argument on a slow path, on every chunk
-    /// (BENCHMARKS.md, "Streams that recover").
+    /// Answers the first action as [`ReadFlag`] parts (with `More`, `poll`
+    /// gives the rest; without, it gives none): calls less per chunk. The
+    /// instants are numbers, NaN for none, not options: an option crosses
+    /// as a JS boolean and a number, and JavaScriptCore (Bun) converts a
+    /// boolean argument on a slow path, on every chunk (BENCHMARKS.md,
+    /// "Streams that recover").
     pub fn chunk(&mut self, now_ms: f64, bytes: &[u8], progress: Option<bool>, held_from: f64, held_to: f64) -> u8 {
         self.held(held_from, held_to);
         self.handle(Input::Chunk { bytes, progress }, now_ms);
@@ -180,14 +229,12 @@ impl ReadMachineJs {
         self.first()
     }
 
-    /// Takes the first action, as [`poll`](Self::poll), plus 16 when more
-    /// follow (then [`poll`](Self::poll) gives them; without, none does),
-    /// plus 32 while the stall watcher samples ([`Read::sampling`]).
+    /// Takes the first action, as [`poll`](Self::poll), with its [`ReadFlag`] parts.
     fn first(&mut self) -> u8 {
-        let kind = self.poll();
+        let kind = self.poll() as u8;
         self.next = self.read.poll();
-        let more = if self.next.is_some() { MORE } else { 0 };
-        let sampling = if self.read.sampling() { SAMPLING } else { 0 };
+        let more = if self.next.is_some() { ReadFlag::More as u8 } else { 0 };
+        let sampling = if self.read.sampling() { ReadFlag::Sampling as u8 } else { 0 };
         kind | more | sampling
     }
 
@@ -201,28 +248,13 @@ impl ReadMachineJs {
         self.handle(Input::Aborted { deadline }, now_ms);
     }
 
-    /// Takes the next action: 0 none, 1 connect, 2 abort, 3 deliver the
-    /// next [`count`](Self::count) bytes kept as one piece, 4 wake, 5 end,
-    /// 6 deliver the chunk just given as it came, 7 keep the chunk just
-    /// given, 8 drop the next [`count`](Self::count) bytes kept, 9 deliver
-    /// them in the pieces kept; its fields are read with the getters below.
-    pub fn poll(&mut self) -> u8 {
+    /// Takes the next action; its fields are read with the getters below.
+    pub fn poll(&mut self) -> ReadAction {
         self.last = match self.next.take() {
             Some(next) => Some(next),
             None => self.read.poll(),
         };
-        match self.last {
-            None => 0,
-            Some(Action::Connect { .. }) => 1,
-            Some(Action::Abort) => 2,
-            Some(Action::Deliver { join: true, .. }) => 3,
-            Some(Action::Deliver { join: false, .. }) => 9,
-            Some(Action::Wake { .. }) => 4,
-            Some(Action::End(_)) => 5,
-            Some(Action::DeliverChunk) => 6,
-            Some(Action::Keep) => 7,
-            Some(Action::Discard(_)) => 8,
-        }
+        ReadAction::from(&self.last)
     }
 
     /// A connect's attempt number.
@@ -233,13 +265,9 @@ impl ReadMachineJs {
         }
     }
 
-    /// A connect's way: 0 as it was, 1 with `Last-Event-ID`, 2 by the hook.
-    pub fn how(&self) -> u8 {
-        match self.last {
-            Some(Action::Connect { how: How::LastEventId(_), .. }) => 1,
-            Some(Action::Connect { how: How::Hook { .. }, .. }) => 2,
-            _ => 0,
-        }
+    /// A connect's way.
+    pub fn how(&self) -> ReadHow {
+        ReadHow::from(&self.last)
     }
 
     /// A connect's last event id (by id, or the hook's), if any.
@@ -274,14 +302,9 @@ impl ReadMachineJs {
         self.read.delivered_bytes()
     }
 
-    /// An end's kind: 0 done, 1 hand-back, 2 cancelled, 3 failed.
-    pub fn ending(&self) -> u8 {
-        match &self.last {
-            Some(Action::End(Ending::Done)) => 0,
-            Some(Action::End(Ending::HandBack)) => 1,
-            Some(Action::End(Ending::Cancelled)) => 2,
-            _ => 3,
-        }
+    /// An end's kind ([`error`](Self::error) tells a failed one's).
+    pub fn ending(&self) -> ReadEnding {
+        ReadEnding::from(&self.last)
     }
 
     /// A failed end's error, as `[class, detail, message, deliveredBytes,

@@ -18,54 +18,19 @@ use wasm_bindgen::prelude::*;
 use super::within_js;
 use crate::core::request::{self, LimitKind};
 
-/// [`LimitKind`] as it crosses (`core.Limit` in JavaScript: `Limit.caller`
-/// is its number, `Limit[n]` the name that number stands for). The variants
-/// are spelled as JavaScript writes the names.
-#[wasm_bindgen]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy)]
-pub enum Limit {
-    /// [`LimitKind::Budget`].
-    budget,
-    /// [`LimitKind::Platform`].
-    platform,
-    /// [`LimitKind::Caller`].
-    caller,
-    /// [`LimitKind::Client`].
-    client,
-    /// [`LimitKind::Background`].
-    background,
-}
-
-impl From<Limit> for LimitKind {
-    fn from(limit: Limit) -> Self {
-        match limit {
-            Limit::budget => Self::Budget,
-            Limit::platform => Self::Platform,
-            Limit::caller => Self::Caller,
-            Limit::client => Self::Client,
-            Limit::background => Self::Background,
-        }
-    }
-}
-
-impl From<LimitKind> for Limit {
-    fn from(limit: LimitKind) -> Self {
-        match limit {
-            LimitKind::Budget => Self::budget,
-            LimitKind::Platform => Self::platform,
-            LimitKind::Caller => Self::caller,
-            LimitKind::Client => Self::client,
-            LimitKind::Background => Self::background,
-        }
-    }
+named_enum! {
+    /// [`LimitKind`] as it crosses (`core.Limit` in JavaScript: `Limit.caller`
+    /// is its number, `Limit[n]` the name that number stands for). The variants
+    /// are spelled as JavaScript writes the names.
+    #[allow(non_camel_case_types)]
+    Limit for LimitKind { budget = Budget, platform = Platform, caller = Caller, client = Client, background = Background }
 }
 
 /// [`request::fold`]: `[at, limitAt, limit]`, the limit a [`Limit`]'s
 /// number. `caller_limit`: the caller's limit ([`Limit::caller`] for a header, the
 /// wire's own for a wire).
 #[wasm_bindgen(js_name = requestFold)]
-#[allow(clippy::too_many_arguments)] // scalar on purpose (module docs): one argument per input of the fold
+#[allow(clippy::too_many_arguments)] // scalar: serde versions cost the main .wasm the most (module docs; BENCHMARKS.md, "Where it stands")
 pub fn request_fold(
     now_ms: f64,
     local_at: f64,

@@ -48,7 +48,7 @@ impl RetryRunJs {
     /// options are another call's `options.retry` (`relay`,
     /// `fetchWithDeadline`), which errors then name.
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: through serde, retry() measured slower (BENCHMARKS.md, "Where it stands", the retry() row)
     pub fn new(
         at: f64,
         attempt_min_ms: Option<f64>,

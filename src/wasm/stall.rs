@@ -59,7 +59,6 @@ const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 /// The wait for headers: `firstByteMs` as the first-chunk wait.
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-/// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
 /// [`SseLine::bytes`](crate::core::sse::SseLine::bytes) over one chunk from the line state `line`:
 /// `next_state × 2 + 1` when the chunk holds progress, `next_state × 2` when not. What a host would
 /// calls per chunk: js/sse.js does (bench/sse-scan.mjs measured it against a JS twin of the scan).
@@ -82,6 +81,7 @@ pub fn is_event_stream(content_type: &str) -> bool {
     crate::core::sse::is_event_stream(content_type)
 }
 
+/// The message of a `StreamStalled` ([`crate::core::stall::stalled`]).
 #[wasm_bindgen(js_name = stalledText)]
 pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> String {
     crate::core::stall::stalled(phase, after_ms, chunks, bytes).to_string()
@@ -89,11 +89,7 @@ pub fn stalled_text(phase: &str, after_ms: f64, chunks: f64, bytes: f64) -> Stri
 
 /// `NaN` (none, see the module doc) as `None`.
 fn instant(value: f64) -> Option<f64> {
-    if value.is_nan() {
-        None
-    } else {
-        Some(value)
-    }
+    (!value.is_nan()).then_some(value)
 }
 
 /// `None` as `NaN` (see the module doc).
@@ -195,7 +191,7 @@ impl StallWatcherJs {
     /// [`StallWatcher::on_wake`]: the one timer fired at `now_ms`. The notes
     /// are the wrapper's (an instant `NaN` for none). The instant to wake at
     /// (`Infinity`: none), or `NaN` when the stream ends.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // scalar: per wake, numbers only (module doc; BENCHMARKS.md, "Where users run it")
     pub fn wake(
         &mut self,
         now_ms: f64,
@@ -255,7 +251,7 @@ impl StallWatcherJs {
 /// ([`StallConfig::decide`]): the delay to wait before asking again (a whole
 /// number ≥ 1), or `undefined` when a verdict is due. `deadline_at` and
 /// `last_progress_at` are `undefined` when absent.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // scalar: as ReadMachine's, serde options cost the main .wasm (BENCHMARKS.md, "Size and start-up")
 #[wasm_bindgen(js_name = stallWake)]
 pub fn stall_wake(
     first_chunk_ms: f64,

@@ -1,11 +1,38 @@
 // Circuit breaker cases: the same file runs in Node, Deno, workerd and Chromium.
 // Time is fake where it is the subject (the breaker reads the package's clock).
+import { glue } from "../../../pkg/derive-main.js";
 import { equal, ok, rejects, throws, throwsArg } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 
 const fail = () => Promise.reject(new Error("upstream 503"));
 
 const cases = [
+  {
+    name: "breaker: what crosses is named: an outcome is a core.CallOutcome, a key's slot a plain slot with evicted() saying whether it replaced a key",
+    run: (lib) => {
+      new lib.CircuitBreaker().dispose(); // loads the derive module where it loads on first use
+      const { CallOutcome } = glue;
+      ok(CallOutcome !== undefined, "core.CallOutcome");
+      equal(glue.breakerErrorOutcome(1), CallOutcome.Timeout, "a timeout");
+      equal(glue.breakerErrorOutcome(2), CallOutcome.Cancelled, "a shed call");
+      equal(glue.breakerErrorOutcome(0), CallOutcome.Failure, "anything else");
+      const b = new glue.BreakerCore({ consecutiveFailures: 1, maxKeys: 2 });
+      try {
+        equal(b.key("a", 0), 0);
+        equal(b.evicted(), false);
+        equal(b.key("b", 1), 1);
+        equal(b.evicted(), false);
+        equal(b.key("c", 2), 0, "the least recently used slot, as a slot");
+        equal(b.evicted(), true);
+        equal(b.key("c", 3), 0);
+        equal(b.evicted(), false, "found, not made");
+        b.check(1, 4);
+        ok(b.record(1, 5, false, CallOutcome.Failure, 1, NaN) !== undefined, "a failure opens the key");
+      } finally {
+        b.free();
+      }
+    },
+  },
   {
     name: "breaker: opens after failures in a row, refuses with CircuitOpen until openMs, then one probe closes it",
     run: async (lib) => {

@@ -233,11 +233,11 @@ const ops = {
     try {
       for (const c of a.chunks) {
         const chunk = enc.encode(c);
-        // The first action comes with the chunk (plus 16 when more follow: `poll` gives them).
-        for (let kind = m.chunk(1, chunk, undefined, NaN, NaN) & 15; kind !== 0; kind = m.poll()) {
+        // The first action comes with the chunk (with the flag More when more follow: `poll` gives them).
+        for (let kind = m.chunk(1, chunk, undefined, NaN, NaN) & glue.ReadFlag.Kind; kind !== Nothing; kind = m.poll()) {
           const bytes = held.apply(kind, m, chunk);
           if (bytes !== undefined) delivered += dec.decode(bytes);
-          else if (kind === 5 && m.ending() === 3) {
+          else if (kind === glue.ReadAction.End && m.ending() === glue.ReadEnding.Failed) {
             const [cls, detail] = m.error();
             refused = cls === "StreamTooLarge" ? detail : `${cls} ${detail}`;
           }
@@ -520,29 +520,31 @@ function sseMachine(maxEventBytes, maxLineBytes) {
   const m = new glue.ReadMachine(run, 1e12, undefined, 1e9, 1e9, false, false, maxEventBytes, maxLineBytes);
   m.start(0);
   m.head(0, 200, true, undefined, true, undefined, undefined);
-  while (m.poll() !== 0);
+  while (m.poll() !== glue.ReadAction.Nothing);
   return m;
 }
 
+const { Nothing, Connect, Abort, Deliver, Wake, DeliverChunk, Keep, Discard, DeliverPieces } = glue.ReadAction;
+
 /**
- * The bytes a host keeps for a ReadMachine (7), as src/core/read/script.rs
- * `Held` keeps them: `apply` answers what an action delivers (3, 6, 9), or
- * undefined.
+ * The bytes a host keeps for a ReadMachine (Keep), as src/core/read/script.rs
+ * `Held` keeps them: `apply` answers what an action delivers (Deliver,
+ * DeliverChunk, DeliverPieces), or undefined.
  */
 class Held {
   bytes = new Uint8Array(0);
   apply(kind, m, chunk) {
-    if (kind === 6) return chunk;
-    if (kind === 7) {
+    if (kind === DeliverChunk) return chunk;
+    if (kind === Keep) {
       const all = new Uint8Array(this.bytes.length + chunk.length);
       all.set(this.bytes);
       all.set(chunk, this.bytes.length);
       this.bytes = all;
-    } else if (kind === 3 || kind === 8 || kind === 9) {
+    } else if (kind === Deliver || kind === Discard || kind === DeliverPieces) {
       const n = m.count();
       const out = this.bytes.subarray(0, n);
       this.bytes = this.bytes.subarray(n);
-      if (kind !== 8) return out;
+      if (kind !== Discard) return out;
     }
     return undefined;
   }
@@ -557,7 +559,7 @@ function readScript(a) {
   const dec = new TextDecoder("utf-8", { ignoreBOM: true });
   const actions = [];
   let reason;
-  let chunk; // the last chunk given, for a "deliver it as it came" (6)
+  let chunk; // the last chunk given, for a "deliver it as it came" (DeliverChunk)
   const held = new Held();
   let first; // the first action a chunk answers with
   try {
@@ -593,21 +595,22 @@ function readScript(a) {
         default:
           throw new AssertionError(`no input ${verb}`);
       }
-      const answered = (first ?? m.poll()) & 15; // plus 16 when more follow, 32 while the watcher samples
+      const answered = (first ?? m.poll()) & glue.ReadFlag.Kind; // the flags More and Sampling aside
       first = undefined;
-      for (let kind = answered; kind !== 0; kind = m.poll()) {
+      for (let kind = answered; kind !== Nothing; kind = m.poll()) {
         const bytes = held.apply(kind, m, chunk);
         if (bytes !== undefined) actions.push(`deliver ${dec.decode(bytes)}`);
-        else if (kind === 7 || kind === 8) continue;
-        else if (kind === 1) {
+        else if (kind === Keep || kind === Discard) continue;
+        else if (kind === Connect) {
           const how = m.how();
           const id = m.lastEventId();
-          actions.push(`connect ${m.attempt()} ${how === 0 ? "plain" : how === 1 ? `id:${id}` : `hook bytes=${m.deliveredBytes()} id=${id ?? "-"}`}`);
-        } else if (kind === 2) actions.push("abort");
-        else if (kind === 4) actions.push(`wake ${m.at() === Infinity ? "none" : m.at()}`);
+          actions.push(`connect ${m.attempt()} ${how === glue.ReadHow.AsItWas ? "plain" : how === glue.ReadHow.LastEventId ? `id:${id}` : `hook bytes=${m.deliveredBytes()} id=${id ?? "-"}`}`);
+        } else if (kind === Abort) actions.push("abort");
+        else if (kind === Wake) actions.push(`wake ${m.at() === Infinity ? "none" : m.at()}`);
         else {
           const ending = m.ending();
-          if (ending < 3) actions.push(`end ${["done", "hand-back", "cancelled"][ending]}`);
+          const ENDINGS = { [glue.ReadEnding.Done]: "done", [glue.ReadEnding.HandBack]: "hand-back", [glue.ReadEnding.Cancelled]: "cancelled" };
+          if (ending !== glue.ReadEnding.Failed) actions.push(`end ${ENDINGS[ending]}`);
           else {
             const [cls, detail, , delivered, status, code, words] = m.error();
             actions.push(`end ${cls} ${detail} bytes=${delivered ?? "-"} ${status} ${code}`);

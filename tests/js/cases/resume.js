@@ -6,6 +6,7 @@
 //
 // Events are checked one by one: the reader must get every event exactly
 // once, whole, in order.
+import { glue } from "../../../pkg/main.js";
 import { equal, ok, rejects } from "../assert.js";
 import { installFakeTime } from "../fake-time.js";
 import { source } from "./stall.js";
@@ -85,6 +86,34 @@ async function seen(ctx, key) {
 const via = (url) => (signal, info) => fetch(url, { signal, headers: info.headers });
 
 export default [
+  {
+    name: "resume: the machine's answers cross named by the core (core.ReadAction, ReadFlag, ReadHow, ReadEnding), not as numbers JS keeps a table of",
+    run: () => {
+      const { ReadAction: A, ReadFlag: F, ReadHow, ReadEnding } = glue;
+      for (const e of [A, F, ReadHow, ReadEnding]) ok(e !== undefined && Object.values(e).some((v) => typeof v === "number"), "an enum of the core");
+      const run = new glue.RetryRun(1e12, undefined, undefined, 10, 10, 0, undefined, 1, true, undefined, false, 7n);
+      const m = new glue.ReadMachine(run, 1e12, undefined, 1e9, 1e9, false, false, 1000, 1000);
+      try {
+        m.start(0);
+        equal(m.poll(), A.Connect);
+        equal(m.how(), ReadHow.AsItWas);
+        m.head(0, 200, true, undefined, true, undefined, undefined);
+        let kinds = [];
+        for (let k = m.poll(); k !== A.Nothing; k = m.poll()) kinds.push(A[k]);
+        ok(kinds.length > 0 && kinds.every((k) => k === "Wake"), kinds.join());
+        const first = m.chunk(1, new TextEncoder().encode("data: a\n\n"), undefined, NaN, NaN);
+        equal(A[first & F.Kind], "DeliverChunk");
+        equal(first & ~(F.Kind | F.More | F.Sampling), 0, "only the kind and the flags");
+        m.end(2);
+        kinds = [];
+        for (let k = m.poll(); k !== A.Nothing; k = m.poll()) kinds.push(A[k]);
+        ok(kinds.includes("End"), kinds.join());
+        equal(typeof ReadEnding[m.ending()], "string", "a core.ReadEnding");
+      } finally {
+        m.free();
+      }
+    },
+  },
   {
     name: "resume: a relay whose upstream fails before the first byte retries, and the reader never sees it",
     needs: ["fixtureUrl"],
