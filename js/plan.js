@@ -402,7 +402,7 @@ export class Plan {
       const given = span === undefined ? run(node.signal, cap) : t.within(span, run, node.signal, cap);
       const result = await untilAborted(given, node);
       let body;
-      if (isResponse(result)) {
+      if (check.looksLikeResponse(result)) {
         if (!result.ok) {
           result.body?.cancel().catch(noop);
           throw new Error(`the step answered ${result.status}${result.statusText ? ` ${result.statusText}` : ""}`);
@@ -522,7 +522,7 @@ export class Plan {
     let j = i + 1;
     while (j < this.#steps.length && !this.#fallback[j]) j++;
     const response = (res) => {
-      if (isResponse(res)) return res;
+      if (check.looksLikeResponse(res)) return res;
       throw argumentError("type", CODES.INVALID_RETURN, "options.fallback", `'options.fallback' of stream('${this.#steps[i].name}') must give a Response: it gave ${check.describe(res)}`);
     };
     let res;
@@ -703,9 +703,6 @@ const CR = 13;
 const encoder = new TextEncoder();
 const noop = () => {};
 
-function isResponse(x) {
-  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
-}
 
 function isStream(x) {
   return x != null && typeof x === "object" && typeof x.getReader === "function";
@@ -734,7 +731,7 @@ function untilAborted(given, node) {
     const onAbort = () => {
       reject(signal.reason);
       // A result that comes after all is not read: release it.
-      Promise.resolve(given).then((late) => (isResponse(late) ? late.body : isStream(late) ? late : null)?.cancel(signal.reason).catch(noop), noop);
+      Promise.resolve(given).then((late) => (check.looksLikeResponse(late) ? late.body : isStream(late) ? late : null)?.cancel(signal.reason).catch(noop), noop);
     };
     if (signal.aborted) return onAbort();
     signal.addEventListener("abort", onAbort, { once: true });

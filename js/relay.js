@@ -87,7 +87,7 @@ async function start(upstream, options) {
   const extraHeaders = o.headers === undefined ? undefined : new Headers(o.headers);
   const rec = recorder(o, undefined);
   const t = tracing(o.otel);
-  if (typeof upstream !== "function" && !isThenable(upstream) && !isResponse(upstream)) {
+  if (typeof upstream !== "function" && !isThenable(upstream) && !check.looksLikeResponse(upstream)) {
     throw check.typeError("upstream", "a Response, a promise of one or a function (signal) => fetch(…)", upstream);
   }
   const retry = resumeOptions(o, "relay");
@@ -167,13 +167,13 @@ async function start(upstream, options) {
       onAbort = () => {
         reject(controller.signal.reason);
         // A response that comes after all is not read: release its connection.
-        pending.then((late) => isResponse(late) && late.body?.cancel(controller.signal.reason).catch(noop), noop);
+        pending.then((late) => check.looksLikeResponse(late) && late.body?.cancel(controller.signal.reason).catch(noop), noop);
       };
       if (controller.signal.aborted) onAbort();
       else controller.signal.addEventListener("abort", onAbort, { once: true });
     });
     response = await Promise.race([pending, gaveUp]);
-    if (!isResponse(response)) {
+    if (!check.looksLikeResponse(response)) {
       throw argumentError("type", CODES.INVALID_RETURN, "upstream", `'upstream' of relay must give a Response: it gave ${check.describe(response)}`);
     }
   } catch (error) {
@@ -350,6 +350,3 @@ function isThenable(x) {
   return x != null && typeof x.then === "function";
 }
 
-function isResponse(x) {
-  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
-}

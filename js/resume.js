@@ -507,7 +507,7 @@ export function resumable(connect, s) {
       response?.body?.cancel?.(a.node.reason).catch(noop);
       return;
     }
-    if (!isResponse(response)) {
+    if (!check.looksLikeResponse(response)) {
       const param = a.hooked ? "options.resume" : "upstream";
       return stop(argumentError("type", CODES.INVALID_RETURN, param, `'${param}' must give a Response: it gave ${check.describe(response)}`));
     }
@@ -719,6 +719,3 @@ export function resumable(connect, s) {
   };
 }
 
-function isResponse(x) {
-  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
-}

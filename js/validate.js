@@ -186,3 +186,8 @@ export function duration(param, value) {
 
 /** The message of an options object that sets no bound (Hono's middleware, `Deadline.forRequest`). */
 export const NO_BOUND = "must set a bound: 'budgetMs', a 'platform' or 'caps' (e.g. { budgetMs: 8000 })";
+
+/** Whether `x` has a Response's shape (a status, `ok`, a body and headers): one from any realm or polyfill. */
+export function looksLikeResponse(x) {
+  return x != null && typeof x === "object" && typeof x.status === "number" && typeof x.ok === "boolean" && "body" in x && x.headers != null;
+}

@@ -9,7 +9,8 @@
 // WASM_NAMES=1 keeps the function names in each .wasm (for a size profile:
 // `node scripts/wasm-sizes.mjs pkg/edge_deadline_bg.wasm`); never for a release.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { readWasmConfig, root } from "./wasm-config.mjs";
 import { bundle } from "./bundle.mjs";
@@ -31,7 +32,18 @@ const glue = join(root, "target/pkg-js");
 const run = (cmd, args, env) => execFileSync(cmd, args, { cwd: root, env: env && { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
 // wasm-pack.toml's `rustflags`, for the wasm32 compile only (the host build and
 // the CLI keep theirs). Set in the environment, they replace its own.
-const rustflags = process.env.CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS ?? (build.rustflags ?? []).join(" ");
+// The paths the .wasm's panic messages name are made the same on every machine:
+// the crates' sources as `crates/<name>-<version>/…`, this crate's as `src/…`.
+const cargoHome = process.env.CARGO_HOME ?? join(homedir(), ".cargo");
+const registries = join(cargoHome, "registry/src");
+// (A path with a space is left as it is: the flags are one space-separated variable.)
+const remap = [
+  ...(existsSync(registries) ? readdirSync(registries).map((d) => [join(registries, d), "crates"]) : []),
+  [root, "."],
+]
+  .filter(([from]) => !/\s/.test(from))
+  .map(([from, to]) => `--remap-path-prefix=${from}=${to}`);
+const rustflags = process.env.CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS ?? [...(build.rustflags ?? []), ...remap].join(" ");
 
 rmSync(out, { recursive: true, force: true });
 rmSync(glue, { recursive: true, force: true });

@@ -151,6 +151,7 @@ export async function bundle({ dirs, out, minify }) {
           // An entry re-exports the public API by name (not `export *`: main.js exports internals too).
           build.onLoad({ filter: /\.js$/ }, (args) => {
             const name = basename(args.path);
+            if (/^edge_deadline(_derive)?\.js$/.test(name)) return { contents: shakeableGlue(readFileSync(args.path, "utf8"), name), loader: "js" };
             if (!Object.values(ENTRIES).flat().includes(name)) return undefined;
             let source = readFileSync(args.path, "utf8");
             for (const [api, names] of Object.entries(publicNames)) {
@@ -197,4 +198,26 @@ export async function bundle({ dirs, out, minify }) {
     if (relativeImportsOf(join(out, file)).includes("./main.js")) throw new Error(`scripts/bundle.mjs: ${file} imports main.js`);
   }
   return units;
+}
+
+/**
+ * wasm-bindgen's glue defines each exported class, then sets its `Symbol.dispose` and makes its
+ * `FinalizationRegistry` in top-level statements, which a bundler must keep: every class (and the
+ * Wasm exports its methods call) stayed in an application that never uses it (a Worker that relays
+ * carried the hedge's). Here each class becomes a pure expression that sets its dispose inside, and
+ * each registry a pure `new`, so a bundler drops what is not used. The build fails if the glue's
+ * shape is not the one this expects.
+ */
+export function shakeableGlue(source, file) {
+  const classes = [...source.matchAll(/^export class (\w+) \{$/gm)].map((m) => m[1]);
+  let out = source;
+  for (const c of classes) {
+    const at = new RegExp(`^export class ${c} \\{\\n([\\s\\S]*?)^\\}\\nif \\(Symbol\\.dispose\\) ${c}\\.prototype\\[Symbol\\.dispose\\] = ${c}\\.prototype\\.free;\\n`, "m");
+    if (!at.test(out)) throw new Error(`scripts/bundle.mjs: ${file}'s class ${c} is not followed by its Symbol.dispose line`);
+    out = out.replace(at, (_, body) => `export const ${c} = /* @__PURE__ */ (() => {\nclass ${c} {\n${body}}\nif (Symbol.dispose) ${c}.prototype[Symbol.dispose] = ${c}.prototype.free;\nreturn ${c};\n})();\n`);
+  }
+  const registry = /: new FinalizationRegistry\(/g;
+  const registries = out.match(registry)?.length ?? 0;
+  if (registries !== classes.length) throw new Error(`scripts/bundle.mjs: ${file} has ${classes.length} classes and ${registries} FinalizationRegistry`);
+  return out.replace(registry, ": /* @__PURE__ */ new FinalizationRegistry(");
 }

@@ -49,6 +49,8 @@ export async function checkBrowser(g, packed, upstream) {
     // The package's code (js/context.js among it) is pre-bundled into main.js.
     const input = Object.entries(result.metafile.outputs).flatMap(([, o]) => Object.entries(o.inputs)).find(([path]) => path.endsWith("edge-deadline/main.js"));
     assert.ok(input, "main.js is in the bundle");
+    // The core's classes it does not use (a hedge, a retry, a read) are left out (scripts/bundle.mjs `shakeableGlue`).
+    for (const unused of ["hedgerun", "retryrun", "readmachine"]) assert.doesNotMatch(bundle, new RegExp(`__wbg_${unused}_free`), `the glue of ${unused}`);
     g.fact(`ambient deadline in a minified browser bundle: ${input[1].bytesInOutput} B of main.js`);
   });
 

@@ -122,7 +122,9 @@ export async function checkHono(g, packed) {
       const res = await fetch(`http://127.0.0.1:${port}/`, { headers: { "edge-deadline-remaining-ms": "900" } });
       assert.equal(res.status, 200);
       const body = await res.json();
-      assert.ok(body.remaining > 600 && body.remaining <= 800, `900 ms told, less the 100 ms reserve: ${body.remaining}`);
+      // At most 800 (the reserve is taken); far below the 3 s budget of a request that tells nothing. The
+      // lower bound leaves room for wrangler dev's first request (the app's awaits, the core's first load).
+      assert.ok(body.remaining > 300 && body.remaining <= 800, `900 ms told, less the 100 ms reserve: ${body.remaining}`);
       assert.equal(body.ambient, true, "currentDeadline() after an await is the request's deadline");
       assert.match(res.headers.get("server-timing") ?? "", /^edge-deadline;dur=[\d.]+;desc="budget \d+ ms from edge-deadline-remaining-ms, \d+ ms left", lookup;dur=[\d.]+;desc="ok, cap [\d.]+ ms"$/);
       const plain = await (await fetch(`http://127.0.0.1:${port}/`)).json();
