@@ -66,12 +66,14 @@ function report(error) {
 // A call's outcomes, named by the core (src/wasm/breaker.rs `CallOutcome`).
 const { Success: SUCCESS, Failure: FAILURE, Timeout: TIMEOUT, Cancelled: CANCELLED } = core.CallOutcome;
 
-// What an error shows, as the core's flags (src/core/breaker.rs `found`).
-const FOUND_TIMEOUT = 1;
-const FOUND_SHED = 2;
-const FOUND_CIRCUIT_OPEN = 4;
-const FOUND_CALLER_LEFT = 8;
-const FOUND_NOT_STARTED = 16;
+// What an error shows, as flags the core names (src/wasm/breaker.rs `Found`).
+const {
+  Timeout: FOUND_TIMEOUT,
+  Shed: FOUND_SHED,
+  CircuitOpen: FOUND_CIRCUIT_OPEN,
+  CallerLeft: FOUND_CALLER_LEFT,
+  NotStarted: FOUND_NOT_STARTED,
+} = core.Found;
 
 /** `e.name`, or `undefined` when reading it throws. */
 function nameOf(e) {

@@ -9,5 +9,5 @@ export { autoload, initFrom, isReady, notReady } from "./derive-load.js";
 // For edge-deadline/durable (js/durable.js), which drives the fleet aggregator's core.
 export { FleetAggregatorCore } from "./edge_deadline_derive.js";
 // The breaker's core and the names of what it answers, for the breaker cases (tests/js/cases/breaker.js).
-import { BreakerCore, breakerErrorOutcome, CallOutcome, initSync } from "./edge_deadline_derive.js";
-export const glue = { BreakerCore, breakerErrorOutcome, CallOutcome, initSync };
+import { BreakerCore, breakerErrorOutcome, CallOutcome, Found, initSync } from "./edge_deadline_derive.js";
+export const glue = { BreakerCore, breakerErrorOutcome, CallOutcome, Found, initSync };

@@ -14,7 +14,9 @@
 use wasm_bindgen::prelude::*;
 
 use super::{from_js, into_js, to_js, within_js};
-use crate::core::breaker::{error_outcome, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome};
+use crate::core::breaker::{
+    error_outcome, found, open_message, Admit, Breaker, BreakerOptions, Change, OpenReason, Outcome,
+};
 
 named_enum! {
     /// An [`Outcome`] as it crosses (`core.CallOutcome` in JavaScript): what a
@@ -167,8 +169,28 @@ pub fn circuit_open_text(key: &str, in_ms: f64) -> String {
     open_message(key, in_ms).to_string()
 }
 
-/// How a call that ended with an error counts, from what the host found in
-/// it ([`crate::core::breaker::found`] flags).
+/// What a host found in a call's error, one flag each (`core.Found` in
+/// JavaScript, which ORs them for [`breaker_error_outcome`]): the core's
+/// [`found`] flags, pinned to them below when this compiles.
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum Found {
+    Timeout = 1,
+    Shed = 2,
+    CircuitOpen = 4,
+    CallerLeft = 8,
+    NotStarted = 16,
+}
+const _: () = assert!(
+    Found::Timeout as u32 == found::TIMEOUT
+        && Found::Shed as u32 == found::SHED
+        && Found::CircuitOpen as u32 == found::CIRCUIT_OPEN
+        && Found::CallerLeft as u32 == found::CALLER_LEFT
+        && Found::NotStarted as u32 == found::NOT_STARTED
+);
+
+/// How a call that ended with an error counts, from the [`Found`] flags the
+/// host ORed.
 #[wasm_bindgen(js_name = breakerErrorOutcome)]
 pub fn breaker_error_outcome(found: u32) -> CallOutcome {
     error_outcome(found).into()

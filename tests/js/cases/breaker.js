@@ -8,13 +8,15 @@ const fail = () => Promise.reject(new Error("upstream 503"));
 
 const cases = [
   {
-    name: "breaker: what crosses is named: an outcome is a core.CallOutcome, a key's slot a plain slot with evicted() saying whether it replaced a key",
+    name: "breaker: what crosses is named: an outcome is a core.CallOutcome, what an error shows a core.Found flag, a key's slot a plain slot with evicted() saying whether it replaced a key",
     run: (lib) => {
       new lib.CircuitBreaker().dispose(); // loads the derive module where it loads on first use
-      const { CallOutcome } = glue;
-      ok(CallOutcome !== undefined, "core.CallOutcome");
-      equal(glue.breakerErrorOutcome(1), CallOutcome.Timeout, "a timeout");
-      equal(glue.breakerErrorOutcome(2), CallOutcome.Cancelled, "a shed call");
+      const { CallOutcome, Found } = glue;
+      ok(CallOutcome !== undefined && Found !== undefined, "core.CallOutcome, core.Found");
+      equal(glue.breakerErrorOutcome(Found.Timeout | Found.Shed), CallOutcome.Timeout, "a timeout, whatever else");
+      for (const flag of ["Shed", "CircuitOpen", "CallerLeft", "NotStarted"]) {
+        equal(glue.breakerErrorOutcome(Found[flag]), CallOutcome.Cancelled, `${flag}: not the dependency's outcome`);
+      }
       equal(glue.breakerErrorOutcome(0), CallOutcome.Failure, "anything else");
       const b = new glue.BreakerCore({ consecutiveFailures: 1, maxKeys: 2 });
       try {
