@@ -350,6 +350,9 @@ export class Plan {
     }
 
     const capAt = t0 + cap;
+    // The cap at the deadline's instant (to rounding) is the deadline: asked once, when the cap fires or the stream ends.
+    let capIsDeadline;
+    const byDeadline = () => (capIsDeadline ??= core.capIsDeadline(capAt, at));
     let verdict;
     let sent = false;
     let firstChunkAt;
@@ -362,10 +365,9 @@ export class Plan {
       node.dispose();
       headersWait?.dispose();
       const how = this.#streamEnd(node, error, cancelled, departed);
-      const capIsDeadline = core.capIsDeadline(capAt, at);
       verdict = {
-        outcome: core.planStreamVerdict(how, sent, capIsDeadline, false),
-        next: core.planStreamVerdict(how, sent, capIsDeadline, true),
+        outcome: core.planStreamVerdict(how, sent, byDeadline(), false),
+        next: core.planStreamVerdict(how, sent, byDeadline(), true),
         reason: node.aborted ? node.reason : error,
       };
       this.#record(name, remaining, cap, t0, verdict.outcome, span, verdict.outcome === "ok" ? undefined : verdict.reason, firstChunkAt === undefined ? undefined : firstChunkAt - t0);
@@ -378,7 +380,7 @@ export class Plan {
     const node = child([this.#deadline], capAt, {
       onTime: (c) => {
         const tt = now();
-        c.abort(core.capIsDeadline(capAt, at) ? new DeadlineExceeded(at, tt > at ? tt - at : 0) : new StepTimeout(name, cap));
+        c.abort(byDeadline() ? new DeadlineExceeded(at, tt > at ? tt - at : 0) : new StepTimeout(name, cap));
         end();
       },
       onAbort: () => {
