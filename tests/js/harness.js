@@ -1,34 +1,13 @@
-// Runs the case modules outside `node --test` (Deno, workerd, Chromium) and
-// returns a report: { runtime, passed, failed, skipped, failures: [{ name, error }] }.
-// A case is `{ name, run(lib, ctx), needs?, skip? }`; when the runtime's ctx lacks a
-// capability listed in `needs` (e.g. "spawn"), or `skip` gives a reason, the case
-// is counted as skipped.
+// Runs the case modules outside `node --test` (Deno, Bun, edge-runtime, workerd,
+// Chromium) and returns a report (tests/js/case-runner.js `runCases`). A case is
+// `{ name, run(lib, ctx), needs?, skip? }`: see case-runner.js `skipReason`.
 import { cases } from "./cases/index.js";
+import { runCases, skipReason } from "./case-runner.js";
 
-export function skipReason(test, ctx) {
-  if (typeof test.skip === "string") return test.skip; // a known divergence, named (tests/js/cases/conformance.js)
-  const missing = (test.needs ?? []).filter((n) => ctx[n] === undefined);
-  return missing.length ? `this runtime's runner has no ${missing.join(", ")}` : null;
-}
+export { skipReason };
 
-export async function runSuite(lib, ctx) {
-  const report = { runtime: ctx.runtime, passed: 0, failed: 0, skipped: 0, failures: [], skips: [] };
-  for (const test of cases) {
-    const reason = skipReason(test, ctx);
-    if (reason) {
-      report.skipped++;
-      report.skips.push({ name: test.name, reason });
-      continue;
-    }
-    try {
-      await test.run(lib, ctx);
-      report.passed++;
-    } catch (error) {
-      report.failed++;
-      report.failures.push({ name: test.name, error: `${error?.name}: ${error?.message}\n${error?.stack ?? ""}` });
-    }
-  }
-  return report;
+export function runSuite(lib, ctx) {
+  return runCases(cases, lib, ctx);
 }
 
 /**

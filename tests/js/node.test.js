@@ -4,6 +4,7 @@ import * as main from "../../pkg/node.js";
 import * as derive from "../../pkg/derive-node.js";
 import { cases } from "./cases/index.js";
 import { blockLoop, combine, prepare, skipReason } from "./harness.js";
+import { runCase } from "./case-runner.js";
 import { packageScriptSpawner } from "./spawn-package.js";
 
 const lib = combine(main, derive);
@@ -29,5 +30,5 @@ const keepAlive = setInterval(() => {}, 60_000);
 after(() => clearInterval(keepAlive));
 
 for (const c of cases) {
-  test(c.name, { skip: skipReason(c, ctx) ?? false }, () => c.run(lib, ctx));
+  test(c.name, { skip: skipReason(c, ctx) ?? false }, () => runCase(c, lib, ctx));
 }

@@ -26,7 +26,8 @@ import servertiming from "./servertiming.js";
 import simulate from "./simulate.js";
 import sketch from "./sketch.js";
 import stall from "./stall.js";
+import suite from "./suite.js";
 import tail from "./tail.js";
 import timers from "./timers.js";
 
-export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...resume, ...headers, ...caps, ...request, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...book, ...load, ...alloc, ...errors, ...ergonomics, ...conformance];
+export const cases = [...deadline, ...timers, ...stall, ...retry, ...retryBudget, ...hedge, ...plan, ...otel, ...servertiming, ...context, ...relay, ...resume, ...headers, ...caps, ...request, ...sketch, ...derive, ...prom, ...tail, ...simulate, ...little, ...limiter, ...breaker, ...book, ...load, ...alloc, ...errors, ...ergonomics, ...conformance, ...suite];
