@@ -19,8 +19,6 @@ export { requestDeadline } from "./deadline.js";
 export { whenSent } from "./request.js";
 export { MAX_TIMER_MS, child, setClock, timerMs } from "./timers.js";
 export { pending } from "./keepalive.js";
-// The core's SSE scan per chunk, for bench/sse-scan.mjs (what js/sse.js calls).
-export { sseScan } from "./edge_deadline.js";
 // The tracing hook, for the tests of what other modules report through it (tests/js/cases/otel.js).
 // @ts-expect-error internal: not in the public otel.d.ts
 export { tracing } from "./otel.js";

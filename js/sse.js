@@ -8,18 +8,19 @@
 // (`data:`, `event:`, `id:`, …) are progress: an event that only sets the
 // reconnection time says "still here" too.
 //
-// The rule is the core's (src/core/sse.rs `SseLine`): each chunk is scanned there, one Wasm call
-// per chunk with its bytes. A JS twin of the scan was measured against that call and was not faster
-// by more than noise at event-sized chunks (bench/sse-scan.mjs, BENCHMARKS.md), so there is none;
-// this file keeps only what a host keeps: the line state between chunks and a leading byte-order mark.
+// The rule is the core's (src/core/sse.rs `SseScan`: the line state and a leading byte-order mark):
+// each chunk is scanned there, one Wasm call per chunk with its bytes, and the state stays there. A
+// JS twin of the scan was measured against that call and was not faster by more than noise at
+// event-sized chunks (bench/sse-scan.mjs, BENCHMARKS.md), so there is none: this file checks a
+// chunk's type and hands it over.
 //
 // # Invariants
 // 1. A chunk is progress iff it holds at least one character of a line that
 //    is neither a comment (first character `:`), nor blank, nor one whose
 //    field name is exactly `retry` (the core's rule, its `sse.progress` rows).
-// 2. Chunk boundaries do not change the answer for an event: the state carried
-//    between chunks is the core's line state (one byte) and how much of a
-//    leading byte-order mark was seen.
+// 2. Chunk boundaries do not change the answer for an event: the core keeps
+//    the state between chunks (where the line is, and how much of a leading
+//    byte-order mark was seen).
 // 3. Bytes and text give the same answers: text is scanned as its UTF-8 bytes,
 //    and in UTF-8, CR, LF and `:` never occur inside a multi-byte character.
 
@@ -27,44 +28,15 @@ import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
 import { typeError } from "./validate.js";
 
-const BOM_BYTES = [0xef, 0xbb, 0xbf];
-
-/** The state one stream carries between chunks. */
-function freshState() {
-  return { line: 0, bom: 0, started: false }; // the core's line state: at the start of a line
-}
-
-
-/** Scans one chunk in the core, updating `s`; returns whether it holds field characters. */
-function scan(chunk, s) {
-  if (!isReady()) notReady("sseProgress");
-  let r;
-  if (typeof chunk === "string") {
-    let text = chunk;
-    if (!s.started && text.length > 0) {
-      s.started = true;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // the spec strips one leading BOM
-    }
-    r = core.sseScanText(s.line, text);
-  } else {
-    let bytes;
-    if (chunk instanceof Uint8Array) bytes = chunk;
-    else if (ArrayBuffer.isView(chunk)) bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    else if (chunk instanceof ArrayBuffer) bytes = new Uint8Array(chunk);
-    else throw typeError("chunk", "a Uint8Array, an ArrayBuffer or a string", chunk, "sseProgress");
-    let i = 0;
-    const n = bytes.length;
-    // A UTF-8 BOM may itself be split across the first chunks.
-    while (!s.started && i < n) {
-      if (bytes[i] === BOM_BYTES[s.bom]) {
-        i++;
-        if (++s.bom === 3) s.started = true;
-      } else s.started = true;
-    }
-    r = core.sseScan(s.line, i === 0 ? bytes : bytes.subarray(i));
-  }
-  s.line = r >> 1;
-  return (r & 1) === 1;
+/** Scans one chunk with `scan` (a core `SseScan`); whether it holds field characters. */
+function judge(scan, chunk) {
+  if (typeof chunk === "string") return scan.text(chunk);
+  let bytes;
+  if (chunk instanceof Uint8Array) bytes = chunk;
+  else if (ArrayBuffer.isView(chunk)) bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  else if (chunk instanceof ArrayBuffer) bytes = new Uint8Array(chunk);
+  else throw typeError("chunk", "a Uint8Array, an ArrayBuffer or a string", chunk, "sseProgress");
+  return scan.bytes(bytes);
 }
 
 /**
@@ -72,8 +44,12 @@ function scan(chunk, s) {
  * (`withStallTimeout` makes one for you when given `sseProgress`.)
  */
 export function createSseProgress() {
-  const state = freshState();
-  return (chunk) => scan(chunk, state);
+  /** @type {core.SseScan | undefined} made at the first chunk: the core may load after the predicate */
+  let scan;
+  return (chunk) => {
+    if (!isReady()) notReady("sseProgress");
+    return judge((scan ??= new core.SseScan()), chunk);
+  };
 }
 
 /**
@@ -83,5 +59,11 @@ export function createSseProgress() {
  * @throws {TypeError} for chunks that are neither bytes nor text
  */
 export function sseProgress(chunk) {
-  return scan(chunk, freshState());
+  if (!isReady()) notReady("sseProgress");
+  const scan = new core.SseScan();
+  try {
+    return judge(scan, chunk);
+  } finally {
+    scan.free();
+  }
 }

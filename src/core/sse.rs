@@ -1,7 +1,7 @@
 //! Which characters of a Server-Sent Events body are progress: the rule the
 //! stall guard's SSE predicate follows in both hosts, which scan each chunk
-//! here (`src/web/sse.rs` with [`SseLine`], `js/sse.js` through `sseScan`, one
-//! Wasm call per chunk: bench/sse-scan.mjs measured it against a JS twin, which
+//! here with [`SseScan`] (`src/web/sse.rs`, and `js/sse.js` with one Wasm
+//! call per chunk: bench/sse-scan.mjs measured it against a JS twin, which
 //! was faster only on chunks far smaller than an event). A resumable read's
 //! progress is this rule too, inside the streamed-read machine
 //! (`crate::core::read`), which `js/resume.js` drives.
@@ -78,16 +78,6 @@ impl SseLine {
         progress
     }
 
-    /// The state as one byte, for a host that keeps it between calls (`sseScan`).
-    pub const fn raw(self) -> u8 {
-        self.0
-    }
-
-    /// The state a host kept from [`SseLine::raw`]; a byte that is no state starts a line.
-    pub const fn from_raw(raw: u8) -> Self {
-        Self(if raw < NAME + 6 { raw } else { START })
-    }
-
     /// Takes `bytes`; whether any of them is progress.
     pub fn bytes(&mut self, bytes: &[u8]) -> bool {
         let mut progress = false;
@@ -108,6 +98,44 @@ impl SseLine {
             i += 1;
         }
         progress
+    }
+}
+
+/// The byte-order mark a body may start with, which the spec drops (once).
+const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
+
+/// One stream's progress scan, what both hosts' SSE predicates keep between
+/// chunks (`SseScan` in JavaScript, behind `createSseProgress`; the Rust
+/// host's `sse_progress`): the [`SseLine`] state, and how much of a leading
+/// byte-order mark was seen, since a mark split across the first chunks is
+/// still the one mark the spec drops. Text is scanned as its UTF-8 bytes,
+/// where the mark is the same three bytes.
+#[derive(Clone, Debug, Default)]
+pub struct SseScan {
+    line: SseLine,
+    /// How many bytes of the mark the body began with so far; `None` once a
+    /// byte showed the body under way.
+    bom: Option<u8>,
+}
+
+impl SseScan {
+    /// A stream not begun.
+    pub const fn new() -> Self {
+        Self { line: SseLine::new(), bom: Some(0) }
+    }
+
+    /// Takes one chunk; whether it holds progress (a leading mark never is).
+    pub fn bytes(&mut self, bytes: &[u8]) -> bool {
+        let mut rest = bytes;
+        while let (Some(seen), Some(&b)) = (self.bom, rest.first()) {
+            if b == BOM[usize::from(seen)] {
+                rest = &rest[1..];
+                self.bom = if seen == 2 { None } else { Some(seen + 1) };
+            } else {
+                self.bom = None;
+            }
+        }
+        self.line.bytes(rest)
     }
 }
 
@@ -171,6 +199,22 @@ mod tests {
         assert_eq!(chunks(&["re", "\n"]), [false, true], "the terminator shows the name is `re`");
         assert_eq!(chunks(&["retr", "y", ": 9", "\n\n"]), [false; 4]);
         assert_eq!(chunks(&["ret", "ain: 1\n"]), [false, true]);
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_dropped_once_even_split_across_chunks() {
+        let scan = |parts: &[&[u8]]| {
+            let mut s = SseScan::new();
+            parts.iter().map(|p| s.bytes(p)).collect::<Vec<_>>()
+        };
+        let mark = "\u{feff}".as_bytes();
+        assert_eq!(scan(&[mark, b": ping\n\n"]), [false, false], "the mark then a keep-alive");
+        assert_eq!(scan(&[&mark[..1], &mark[1..], b": ping\n"]), [false, false, false], "the mark split in two");
+        assert_eq!(scan(&[&mark[..2], b"\xbf: ping\n"]), [false, false], "its last byte with the keep-alive");
+        assert_eq!(scan(&[b"\xef\xbb\xbf\xef\xbb\xbf: x\n"]), [true], "a second mark is a field's characters");
+        assert_eq!(scan(&[b"", mark, b"data: a\n"]), [false, false, true], "an empty chunk begins nothing");
+        assert_eq!(scan(&[b"\xef\xbbx: 1\n"]), [true], "a mark's prefix then other bytes: a field");
+        assert_eq!(scan(&[b"data: a\n", mark]), [true, true], "a mark after the start is a field's characters");
     }
 
     #[test]

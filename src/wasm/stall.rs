@@ -49,6 +49,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::{into_js, to_js};
+use crate::core::sse::SseScan;
 use crate::core::stall::{
     default_first_chunk_ms, Decision, Notes, Snapshot, StallConfig, StallError, StallWatcher, Step, BURST_GAP_MS,
     BURST_RUN, NO_LIMIT,
@@ -59,20 +60,31 @@ const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 /// The wait for headers: `firstByteMs` as the first-chunk wait.
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-/// [`SseLine::bytes`](crate::core::sse::SseLine::bytes) over one chunk from the line state `line`:
-/// `next_state × 2 + 1` when the chunk holds progress, `next_state × 2` when not. What a host would
-/// calls per chunk: js/sse.js does (bench/sse-scan.mjs measured it against a JS twin of the scan).
-#[wasm_bindgen(js_name = sseScan)]
-pub fn sse_scan(line: u8, bytes: &[u8]) -> u32 {
-    let mut state = crate::core::sse::SseLine::from_raw(line);
-    let progress = state.bytes(bytes);
-    u32::from(state.raw()) * 2 + u32::from(progress)
-}
+/// One stream's SSE progress scan ([`SseScan`]), kept by js/sse.js's
+/// predicate between chunks: the state stays here, a chunk crosses as bytes
+/// (or text) and its answer as a boolean. One call per chunk, which
+/// bench/sse-scan.mjs measured against a JS twin of the scan.
+#[wasm_bindgen(js_name = SseScan)]
+#[derive(Default)]
+pub struct SseScanJs(SseScan);
 
-/// [`sse_scan`] over text (its UTF-8 bytes: the rule reads only ASCII, which UTF-8 keeps whole).
-#[wasm_bindgen(js_name = sseScanText)]
-pub fn sse_scan_text(line: u8, text: &str) -> u32 {
-    sse_scan(line, text.as_bytes())
+#[wasm_bindgen(js_class = SseScan)]
+impl SseScanJs {
+    /// A stream not begun.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> Self {
+        Self(SseScan::new())
+    }
+
+    /// [`SseScan::bytes`]: whether the chunk holds progress.
+    pub fn bytes(&mut self, bytes: &[u8]) -> bool {
+        self.0.bytes(bytes)
+    }
+
+    /// [`SseScan::bytes`] over the text's UTF-8 bytes.
+    pub fn text(&mut self, text: &str) -> bool {
+        self.0.bytes(text.as_bytes())
+    }
 }
 
 /// [`crate::core::sse::is_event_stream`].

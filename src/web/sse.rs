@@ -4,81 +4,40 @@
 //! SSE servers send keep-alive comments (`: ping`) while the model is queued
 //! or thinking, so that proxies do not time the connection out. To stall
 //! detection those comments are silence: only lines that carry a field other
-//! than `retry` (`data:`, `event:`, `id:`, …) are progress. The rule is the
-//! core's ([`SseLine`](crate::core::sse::SseLine)); this file feeds it.
+//! than `retry` (`data:`, `event:`, `id:`, …) are progress. The rule, and the
+//! state kept between chunks, are the core's
+//! ([`SseScan`](crate::core::sse::SseScan)); this file feeds it.
 //!
 //! # Invariants (the JavaScript predicate's)
 //! 1. A chunk is progress iff it holds at least one character the core's
 //!    rule calls progress (a line that is neither a comment, nor blank, nor
 //!    only `retry`).
-//! 2. Chunk boundaries do not change the answer for an event: the state kept
-//!    between chunks is where in the line the scan is and how much of a
-//!    leading byte-order mark was seen.
-//! 3. Bytes and text give the same answers: in UTF-8, CR, LF and `:` never
-//!    occur inside a multi-byte character.
+//! 2. Chunk boundaries do not change the answer for an event (the core's
+//!    state: where in the line the scan is, and how much of a leading
+//!    byte-order mark was seen).
+//! 3. Bytes and text give the same answers: text is scanned as its UTF-8
+//!    bytes, where CR, LF and `:` never occur inside a multi-byte character.
 
 use js_sys::{ArrayBuffer, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::Error;
 
-use crate::core::sse::SseLine;
+use crate::core::sse::SseScan;
 
-const BOM_BYTES: [u8; 3] = [0xef, 0xbb, 0xbf];
-
-/// The state one stream carries between chunks.
+/// One stream's scan: the core's, fed each chunk's bytes through a reused buffer (one copy out of
+/// JavaScript per chunk).
 struct Scan {
-    line: SseLine,
-    bom: usize,
-    started: bool,
-    /// Reused for the bytes of each chunk (one copy out of JavaScript per chunk).
+    core: SseScan,
     buf: Vec<u8>,
 }
 
 impl Scan {
-    fn unit(&mut self, c: u16, progress: &mut bool) {
-        *progress |= self.line.unit(c);
-    }
-
-    fn text(&mut self, text: &str) -> bool {
-        let mut progress = false;
-        let mut units = text.encode_utf16().peekable();
-        if !self.started && units.peek().is_some() {
-            self.started = true;
-            if units.peek() == Some(&0xfeff) {
-                units.next(); // the spec strips one leading BOM
-            }
-        }
-        for c in units {
-            self.unit(c, &mut progress);
-        }
-        progress
-    }
-
     fn bytes(&mut self, bytes: &Uint8Array) -> bool {
         let n = bytes.length() as usize;
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.resize(n, 0);
-        bytes.copy_to(&mut buf[..n]);
-        let mut progress = false;
-        let mut i = 0;
-        // A UTF-8 BOM may itself be split across the first chunks.
-        while !self.started && i < n {
-            if buf[i] == BOM_BYTES[self.bom] {
-                i += 1;
-                self.bom += 1;
-                if self.bom == 3 {
-                    self.started = true;
-                }
-            } else {
-                self.started = true;
-            }
-        }
-        for &b in &buf[i..n] {
-            self.unit(u16::from(b), &mut progress);
-        }
-        self.buf = buf;
-        progress
+        self.buf.resize(n, 0);
+        bytes.copy_to(&mut self.buf[..n]);
+        self.core.bytes(&self.buf[..n])
     }
 }
 
@@ -102,10 +61,10 @@ impl Scan {
 /// # fn main() {}
 /// ```
 pub fn sse_progress() -> impl FnMut(&JsValue) -> Result<bool, Error> + 'static {
-    let mut scan = Scan { line: SseLine::new(), bom: 0, started: false, buf: Vec::new() };
+    let mut scan = Scan { core: SseScan::new(), buf: Vec::new() };
     move |chunk: &JsValue| {
         if let Some(text) = chunk.as_string() {
-            return Ok(scan.text(&text));
+            return Ok(scan.core.bytes(text.as_bytes()));
         }
         if let Some(bytes) = chunk.dyn_ref::<Uint8Array>() {
             return Ok(scan.bytes(bytes));
