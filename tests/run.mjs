@@ -401,7 +401,8 @@ const suites = {
       const errors = [];
       page.on("pageerror", (e) => errors.push(String(e)));
       await page.goto(`${server.url}tests/js/browser.html?fixture=${encodeURIComponent(fixtures.url)}`);
-      await page.waitForFunction(() => globalThis.__report, null, { timeout: 120_000 });
+      // Room for a case that hangs to fail by its name (tests/js/case-runner.js) and the rest to run.
+      await page.waitForFunction(() => globalThis.__report, null, { timeout: 600_000 });
       const report = await page.evaluate(() => globalThis.__report);
       for (const e of errors) report.failures.push({ name: "page error", error: e }), report.failed++;
       record(report.runtime, report);
