@@ -152,6 +152,9 @@ export const unref =
 //    `setClock` did since.
 // 7. An entry fires with the ambient deadline (js/context.js) of the code
 //    that last queued it, not that of whoever armed the host timer.
+// 8. A callback that throws loses no other wake-up: the host timer is armed
+//    again for what is left (entries already due fire on it), and the error
+//    goes on to whoever ran the host timer.
 
 /**
  * True in workerd (Cloudflare Workers, wrangler, miniflare). Detected by
@@ -244,12 +247,16 @@ export class WakeQueue {
     this.hostAt = Infinity;
     const heap = this.heap;
     const t = this.now();
-    while (heap.length && heap[0].at <= t) {
-      const entry = heap[0];
-      this.cancel(entry);
-      fireIn(entry.ambient, entry);
+    try {
+      while (heap.length && heap[0].at <= t) {
+        const entry = heap[0];
+        this.cancel(entry);
+        fireIn(entry.ambient, entry);
+      }
+    } finally {
+      // Also when a callback threw (invariant 8): what is left, due or not, keeps a host timer.
+      if (heap.length && heap[0].at < this.hostAt) this.#arm(heap[0].at);
     }
-    if (heap.length && heap[0].at < this.hostAt) this.#arm(heap[0].at);
   }
 
   #up(i) {

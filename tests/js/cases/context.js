@@ -1,9 +1,45 @@
 // Ambient deadline cases: `runWithDeadline` / `currentDeadline`. Runs in Node,
 // Deno, workerd (AsyncLocalStorage: the deadline crosses awaits) and Chromium
 // (no AsyncLocalStorage: the documented synchronous fallback).
+import { setClock } from "../../../pkg/main.js";
 import { equal, ok, throws } from "../assert.js";
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The package's clock held still over the host's own timers: `now()` moves only when the case calls
+ * `advance(ms)`, while each wake-up still waits on a host `setTimeout`, which runs in the async
+ * context of the code that armed it (the subject of the case below). `clear()` clears the host
+ * timers still armed (a queue may keep one armed after its last entry left).
+ */
+function heldClock() {
+  let t = Math.ceil(performance.now());
+  const armed = new Set();
+  return {
+    clock: {
+      now: () => t,
+      setTimeout(fn, ms) {
+        const id = setTimeout(() => {
+          armed.delete(id);
+          fn();
+        }, ms);
+        armed.add(id);
+        return id;
+      },
+      clearTimeout(id) {
+        armed.delete(id);
+        clearTimeout(id);
+      },
+    },
+    advance(ms) {
+      t += ms;
+    },
+    clear() {
+      for (const id of armed) clearTimeout(id);
+      armed.clear();
+    },
+  };
+}
 
 /**
  * What each runtime must offer: Chrome has no AsyncLocalStorage; the server runtimes do, except
@@ -73,44 +109,63 @@ export default [
     run: async (lib, ctx) => {
       // 40 concurrent requests whose wake-ups share the package's host timer, armed by whichever
       // request came first: each callback must see the deadline of the request that scheduled it.
-      const N = 40;
-      const seen = [];
-      const request = (i) => {
-        const d = lib.Deadline.in(60_000);
-        const own = (where) => (value) => seen.push({ where, i, ok: value === d, value });
-        return lib.runWithDeadline(d, async () => {
-          // A hedge's second attempt starts from the wake-up.
-          const hedged = lib.hedge(
-            (signal, { attempt }) => {
-              own(`hedge attempt ${attempt}`)(lib.currentDeadline());
-              return attempt >= 2 ? "won" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("lost")));
-            },
-            { deadline: d, delayMs: 2 + (i % 7), maxAttempts: 2 },
-          );
-          // A plan step cut at its cap: onStep is called from the wake-up.
-          const p = lib.plan(d, [{ name: "slow", kind: "optional", minMs: 1, preferredMs: 3 + (i % 5) }], { onStep: () => own("onStep")(lib.currentDeadline()) });
-          const step = p.run("slow", (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve("cut")))).catch(() => "cut");
-          // An abort listener on a derived deadline's signal, aborted by its own wake-up.
-          const near = lib.Deadline.in(4 + (i % 6));
-          const derived = near.reserve(1);
-          const aborted = new Promise((resolve) =>
-            derived.signal().addEventListener("abort", () => {
-              own("abort listener")(lib.currentDeadline());
-              resolve();
-            }),
-          );
-          await Promise.all([hedged, step, aborted]);
-          near.dispose();
-          d.dispose();
-        });
-      };
-      await Promise.all(Array.from({ length: N }, (_, i) => request(i)));
-      equal(seen.length, 4 * N, "hedge ×2, onStep, abort listener per request");
-      const async = expectedMode(ctx) === "async";
-      // The fallback (no AsyncLocalStorage) sees its request's deadline synchronously and nothing
-      // later, never a foreign one; with AsyncLocalStorage every callback sees its own.
-      const wrong = seen.filter((s) => !(s.ok || (!async && s.value === undefined && s.where !== "hedge attempt 1")));
-      equal(wrong.length, 0, `callbacks that saw another request's deadline (or none): ${wrong.slice(0, 5).map((s) => `${s.where} of request ${s.i}`).join(", ")}`);
+      // The clock is held (`heldClock`): no instant passes while the requests are set up. On the
+      // host's clock, a pause there longer than a derived deadline's few ms (a GC, the process
+      // preempted) made its signal() aborted already, and the listener added to it never ran.
+      const held = heldClock();
+      const previous = setClock(held.clock);
+      try {
+        const N = 40;
+        const seen = [];
+        const request = (i) => {
+          const d = lib.Deadline.in(60_000);
+          const own = (where) => (value) => seen.push({ where, i, ok: value === d, value });
+          return lib.runWithDeadline(d, async () => {
+            // A hedge's second attempt starts from the wake-up.
+            const hedged = lib.hedge(
+              (signal, { attempt }) => {
+                own(`hedge attempt ${attempt}`)(lib.currentDeadline());
+                return attempt >= 2 ? "won" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("lost")));
+              },
+              { deadline: d, delayMs: 2 + (i % 7), maxAttempts: 2 },
+            );
+            // A plan step cut at its cap: onStep is called from the wake-up.
+            const p = lib.plan(d, [{ name: "slow", kind: "optional", minMs: 1, preferredMs: 3 + (i % 5) }], { onStep: () => own("onStep")(lib.currentDeadline()) });
+            const step = p.run("slow", (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve("cut")))).catch(() => "cut");
+            // An abort listener on a derived deadline's signal, aborted by its own wake-up.
+            const near = lib.Deadline.in(4 + (i % 6));
+            // A pause of the event loop here (a GC, the process preempted) must change nothing.
+            if (i === 0) ctx.blockLoop?.(10);
+            const derived = near.reserve(1);
+            const aborted = new Promise((resolve) =>
+              derived.signal().addEventListener("abort", () => {
+                own("abort listener")(lib.currentDeadline());
+                resolve();
+              }),
+            );
+            await Promise.all([hedged, step, aborted]);
+            near.dispose();
+            d.dispose();
+          });
+        };
+        const all = Promise.all(Array.from({ length: N }, (_, i) => request(i)));
+        // Every instant above is within 10 ms: move past them a millisecond at a time, each step
+        // waiting on a host timer, so wake-ups armed by different requests fire along the way.
+        for (let ms = 0; ms < 12; ms++) {
+          held.advance(1);
+          await tick(1);
+        }
+        await all;
+        equal(seen.length, 4 * N, "hedge ×2, onStep, abort listener per request");
+        const async = expectedMode(ctx) === "async";
+        // The fallback (no AsyncLocalStorage) sees its request's deadline synchronously and nothing
+        // later, never a foreign one; with AsyncLocalStorage every callback sees its own.
+        const wrong = seen.filter((s) => !(s.ok || (!async && s.value === undefined && s.where !== "hedge attempt 1")));
+        equal(wrong.length, 0, `callbacks that saw another request's deadline (or none): ${wrong.slice(0, 5).map((s) => `${s.where} of request ${s.i}`).join(", ")}`);
+      } finally {
+        setClock(previous);
+        held.clear();
+      }
     },
   },
   {

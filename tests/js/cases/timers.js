@@ -71,6 +71,32 @@ const cases = [
       }),
   },
   {
+    name: "timers (fake time): a wake-up whose onTime throws loses no other: those due at the same instant and later still fire",
+    run: () =>
+      onFakeTime(async (clock) => {
+        const t0 = clock.now();
+        const fired = [];
+        child([], t0 + 5, {
+          onTime: (c) => {
+            c.dispose();
+            throw new Error("boom");
+          },
+        });
+        child([], t0 + 5, { onTime: (c) => (fired.push("same instant"), c.dispose()) });
+        child([], t0 + 6, { onTime: (c) => (fired.push("later"), c.dispose()) });
+        let thrown;
+        try {
+          await clock.advance(5);
+        } catch (error) {
+          thrown = error;
+        }
+        equal(thrown?.message, "boom", "the throw reaches whoever ran the host timer");
+        await clock.advance(5);
+        equal(fired.join(), "same instant,later", "wake-ups fired after the throw");
+        equal(clock.pending(), 0, "host timers left behind");
+      }),
+  },
+  {
     name: "timers (fake time): rearm moves a wake-up later or earlier; it fires once, at the new instant",
     run: () =>
       onFakeTime(async (clock) => {
