@@ -14,8 +14,9 @@
 // - Start-up, in a fresh process each time (median of `runs`), Node, Deno, Node 22/24/26 and Bun:
 //   `import` of the entry → the first `Deadline.in(…).signal()` returned (the
 //   first call loads the .wasm: no init()); then, in other fresh processes,
-//   the .wasm alone: compile (`new WebAssembly.Module`) and instantiate
-//   (the glue's `initSync`).
+//   the .wasm alone: validate (`WebAssembly.validate`), compile (`new
+//   WebAssembly.Module`; a runtime that compiles lazily takes about as long as
+//   it validates) and instantiate (the glue's `initSync`).
 // Build pkg/ first (node scripts/build.mjs).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -90,12 +91,14 @@ console.log(JSON.stringify({ importMs: t1 - t0, firstCallMs: t2 - t1, totalMs: t
 const wasmAlone = `import { glue } from ${JSON.stringify(url("main.js"))};
 import { readFileSync } from "node:fs";
 const bytes = readFileSync(new URL(${JSON.stringify(url("edge_deadline_bg.wasm"))}));
+const tv = performance.now();
+WebAssembly.validate(bytes);
 const t0 = performance.now();
 const module = new WebAssembly.Module(bytes);
 const t1 = performance.now();
 glue.initSync({ module });
 const t2 = performance.now();
-console.log(JSON.stringify({ compileMs: t1 - t0, instantiateMs: t2 - t1 }));
+console.log(JSON.stringify({ validateMs: t0 - tv, compileMs: t1 - t0, instantiateMs: t2 - t1 }));
 `;
 
 const startup = {};
@@ -117,11 +120,11 @@ console.log("|---|---:|---:|---:|---:|---:|");
 for (const s of sizes) {
   console.log(`| ${s.label} | ${kb(s.wasm)} | ${kb(s.js)} (${s.files - 1}) | ${kb(s.wasm + s.js)} | ${kb(s.bundled)} | ${kb(s.wasm + s.bundled)} |`);
 }
-console.log("\n| runtime | import → first `Deadline.in(…).signal()` | of which import | first call (loads the .wasm) | compile alone | instantiate alone |");
-console.log("|---|---:|---:|---:|---:|---:|");
+console.log("\n| runtime | import → first `Deadline.in(…).signal()` | of which import | first call (loads the .wasm) | validate alone | compile alone | instantiate alone |");
+console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (const [runtime, t] of Object.entries(startup)) {
   const ms = (x) => `${x.toFixed(1)} ms`;
   const opt = (x) => (x === undefined ? "–" : ms(x));
-  console.log(`| ${runtime} | ${ms(t.totalMs)} | ${ms(t.importMs)} | ${ms(t.firstCallMs)} | ${opt(t.compileMs)} | ${opt(t.instantiateMs)} |`);
+  console.log(`| ${runtime} | ${ms(t.totalMs)} | ${ms(t.importMs)} | ${ms(t.firstCallMs)} | ${opt(t.validateMs)} | ${opt(t.compileMs)} | ${opt(t.instantiateMs)} |`);
 }
 console.log("\n" + JSON.stringify({ sizes, startup, wasmBytes: readFileSync(join(pkg, "edge_deadline_bg.wasm")).length }));
