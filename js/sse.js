@@ -9,18 +9,18 @@
 // reconnection time says "still here" too.
 //
 // The rule is the core's (src/core/sse.rs `SseScan`: the line state and a leading byte-order mark):
-// each chunk is scanned there, one Wasm call per chunk with its bytes, and the state stays there. A
-// JS twin of the scan was measured against that call and was not faster by more than noise at
-// event-sized chunks (bench/sse-scan.mjs, BENCHMARKS.md), so there is none: this file checks a
-// chunk's type and hands it over.
+// each chunk is scanned there, one Wasm call per chunk with its bytes, and the state comes back as
+// a number this file keeps for the stream without reading it. A JS twin of the scan was measured
+// against that call and was not faster by more than noise at event-sized chunks (bench/sse-scan.mjs,
+// BENCHMARKS.md), so there is none: this file checks a chunk's type and hands it over.
 //
 // # Invariants
 // 1. A chunk is progress iff it holds at least one character of a line that
 //    is neither a comment (first character `:`), nor blank, nor one whose
 //    field name is exactly `retry` (the core's rule, its `sse.progress` rows).
-// 2. Chunk boundaries do not change the answer for an event: the core keeps
-//    the state between chunks (where the line is, and how much of a leading
-//    byte-order mark was seen).
+// 2. Chunk boundaries do not change the answer for an event: the state kept
+//    between chunks is the core's (where the line is, and how much of a
+//    leading byte-order mark was seen).
 // 3. Bytes and text give the same answers: text is scanned as its UTF-8 bytes,
 //    and in UTF-8, CR, LF and `:` never occur inside a multi-byte character.
 
@@ -28,15 +28,19 @@ import * as core from "./edge_deadline.js";
 import { isReady, notReady } from "./load.js";
 import { typeError } from "./validate.js";
 
-/** Scans one chunk with `scan` (a core `SseScan`); whether it holds field characters. */
-function judge(scan, chunk) {
-  if (typeof chunk === "string") return scan.text(chunk);
+/**
+ * Scans one chunk in the core from the stream's `state` (0: not begun);
+ * whether it holds field characters. The state after it: `core.sseScanState()`.
+ */
+function scan(state, chunk) {
+  if (!isReady()) notReady("sseProgress");
+  if (typeof chunk === "string") return core.sseScanText(state, chunk);
   let bytes;
   if (chunk instanceof Uint8Array) bytes = chunk;
   else if (ArrayBuffer.isView(chunk)) bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   else if (chunk instanceof ArrayBuffer) bytes = new Uint8Array(chunk);
   else throw typeError("chunk", "a Uint8Array, an ArrayBuffer or a string", chunk, "sseProgress");
-  return scan.bytes(bytes);
+  return core.sseScan(state, bytes);
 }
 
 /**
@@ -44,11 +48,11 @@ function judge(scan, chunk) {
  * (`withStallTimeout` makes one for you when given `sseProgress`.)
  */
 export function createSseProgress() {
-  /** @type {core.SseScan | undefined} made at the first chunk: the core may load after the predicate */
-  let scan;
+  let state = 0; // the core's, opaque here: a stream not begun
   return (chunk) => {
-    if (!isReady()) notReady("sseProgress");
-    return judge((scan ??= new core.SseScan()), chunk);
+    const progress = scan(state, chunk);
+    state = core.sseScanState();
+    return progress;
   };
 }
 
@@ -59,11 +63,5 @@ export function createSseProgress() {
  * @throws {TypeError} for chunks that are neither bytes nor text
  */
 export function sseProgress(chunk) {
-  if (!isReady()) notReady("sseProgress");
-  const scan = new core.SseScan();
-  try {
-    return judge(scan, chunk);
-  } finally {
-    scan.free();
-  }
+  return scan(0, chunk);
 }

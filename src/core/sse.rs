@@ -137,6 +137,23 @@ impl SseScan {
         }
         self.line.bytes(rest)
     }
+
+    /// The state as one byte, for a host that keeps it between chunks
+    /// (`sseScanState` in JavaScript, which treats it as opaque); 0 is a
+    /// stream not begun.
+    pub fn raw(&self) -> u8 {
+        self.line.0 | (self.bom.unwrap_or(3) << 4)
+    }
+
+    /// The state a host kept from [`SseScan::raw`]; a byte that is no state
+    /// is a stream not begun.
+    pub fn from_raw(raw: u8) -> Self {
+        let (line, bom) = (raw & 0x0f, raw >> 4);
+        if line >= NAME + 6 || bom > 3 {
+            return Self::new();
+        }
+        Self { line: SseLine(line), bom: if bom == 3 { None } else { Some(bom) } }
+    }
 }
 
 /// Whether a `Content-Type` value names Server-Sent Events: its essence
@@ -215,6 +232,25 @@ mod tests {
         assert_eq!(scan(&[b"", mark, b"data: a\n"]), [false, false, true], "an empty chunk begins nothing");
         assert_eq!(scan(&[b"\xef\xbbx: 1\n"]), [true], "a mark's prefix then other bytes: a field");
         assert_eq!(scan(&[b"data: a\n", mark]), [true, true], "a mark after the start is a field's characters");
+    }
+
+    #[test]
+    fn the_state_a_host_keeps_as_a_byte_scans_on_as_the_scan_itself() {
+        assert_eq!(SseScan::from_raw(0).raw(), SseScan::new().raw(), "0 is a stream not begun");
+        for raw in [0xff, 0x4f, 0x0a] {
+            assert_eq!(SseScan::from_raw(raw).raw(), 0, "{raw:#x} is no state");
+        }
+        let mark = "\u{feff}".as_bytes();
+        let body: Vec<u8> = [mark, b": ping\nretry: 1\nre\ndata: a\n\n".as_slice()].concat();
+        for at in 0..=body.len() {
+            let mut whole = SseScan::new();
+            let expect = [whole.bytes(&body[..at]), whole.bytes(&body[at..])];
+            let mut kept = SseScan::from_raw(SseScan::new().raw());
+            let first = kept.bytes(&body[..at]);
+            let mut resumed = SseScan::from_raw(kept.raw());
+            assert_eq!([first, resumed.bytes(&body[at..])], expect, "split at {at}");
+            assert_eq!(resumed.raw(), whole.raw());
+        }
     }
 
     #[test]

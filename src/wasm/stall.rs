@@ -60,31 +60,36 @@ const OPTIONS: [&str; 2] = ["options.firstChunkMs", "options.stallMs"];
 /// The wait for headers: `firstByteMs` as the first-chunk wait.
 const FIRST_BYTE: [&str; 2] = ["options.firstByteMs", "options.stallMs"];
 
-/// One stream's SSE progress scan ([`SseScan`]), kept by js/sse.js's
-/// predicate between chunks: the state stays here, a chunk crosses as bytes
-/// (or text) and its answer as a boolean. One call per chunk, which
-/// bench/sse-scan.mjs measured against a JS twin of the scan.
-#[wasm_bindgen(js_name = SseScan)]
-#[derive(Default)]
-pub struct SseScanJs(SseScan);
+thread_local! {
+    /// The state [`sse_scan`] left, until the host reads it.
+    static SSE_STATE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
 
-#[wasm_bindgen(js_class = SseScan)]
-impl SseScanJs {
-    /// A stream not begun.
-    #[wasm_bindgen(constructor)]
-    pub fn new() -> Self {
-        Self(SseScan::new())
-    }
+/// [`SseScan::bytes`] over one chunk, from the `state` the host kept (0 for
+/// a stream not begun; otherwise what [`sse_scan_state`] gave after the
+/// previous chunk): whether the chunk holds progress. One call per chunk,
+/// which bench/sse-scan.mjs measured against a JS twin of the scan; the
+/// state stays a number the host keeps (a `SseScan` object per stream would
+/// be Wasm memory that only a finalizer frees, and Workers run none unless
+/// a flag asks).
+#[wasm_bindgen(js_name = sseScan)]
+pub fn sse_scan(state: u8, bytes: &[u8]) -> bool {
+    let mut scan = SseScan::from_raw(state);
+    let progress = scan.bytes(bytes);
+    SSE_STATE.set(scan.raw());
+    progress
+}
 
-    /// [`SseScan::bytes`]: whether the chunk holds progress.
-    pub fn bytes(&mut self, bytes: &[u8]) -> bool {
-        self.0.bytes(bytes)
-    }
+/// [`sse_scan`] over text's UTF-8 bytes.
+#[wasm_bindgen(js_name = sseScanText)]
+pub fn sse_scan_text(state: u8, text: &str) -> bool {
+    sse_scan(state, text.as_bytes())
+}
 
-    /// [`SseScan::bytes`] over the text's UTF-8 bytes.
-    pub fn text(&mut self, text: &str) -> bool {
-        self.0.bytes(text.as_bytes())
-    }
+/// The state after the last [`sse_scan`], for the host to keep (opaque to it).
+#[wasm_bindgen(js_name = sseScanState)]
+pub fn sse_scan_state() -> u8 {
+    SSE_STATE.get()
 }
 
 /// [`crate::core::sse::is_event_stream`].

@@ -41,6 +41,21 @@ const cases = [
     },
   },
   {
+    name: "alloc: an SSE progress predicate holds no Wasm memory: 50 000 predicates, each fed its chunks and dropped, leave the memory as the first 1 000 did",
+    run: (lib) => {
+      // Where no finalizer runs (Workers without enable_weak_ref), memory a predicate held would never come back.
+      const chunks = [new TextEncoder().encode("\ufeff: ping\n\ndata: a"), "\n\n"];
+      const feed = () => {
+        const isProgress = lib.createSseProgress();
+        return chunks.map((c) => isProgress(c)).join();
+      };
+      for (let i = 0; i < 1_000; i++) equal(feed(), "true,false");
+      const warm = wasmBytes();
+      for (let i = 0; i < 50_000; i++) feed();
+      equal(wasmBytes(), warm, "Wasm memory grew: each predicate kept some");
+    },
+  },
+  {
     name: "alloc: answers do not depend on what the memory held before (the same round, before and after 5 000 others)",
     run: (lib) => {
       const first = Array.from({ length: 50 }, (_, i) => round(lib, i));
