@@ -457,7 +457,8 @@ export class Plan {
         report(onError, v.reason);
         if (!sse) return c.error(v.reason);
         const { code, reason } = publicReason(v.reason, true, false);
-        c.enqueue(encoder.encode(`${lineOpen(last) ? "\n" : ""}event: error\ndata: ${JSON.stringify({ step: name, outcome: v.outcome, code, reason })}\n\n`));
+        const lastByte = last?.byteLength ? last[last.byteLength - 1] : undefined;
+        c.enqueue(encoder.encode(core.sseErrorEvent(lastByte, JSON.stringify({ step: name, outcome: v.outcome, code, reason }))));
       }
       if (withTrace && sse) c.enqueue(encoder.encode(`event: trace\ndata: ${this.trace()}\n\n`));
       c.close();
@@ -700,8 +701,6 @@ function failed(error) {
 // ---- p.stream ----------------------------------------------------------------------------
 
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
-const LF = 10;
-const CR = 13;
 const encoder = new TextEncoder();
 const noop = () => {};
 
@@ -714,11 +713,6 @@ function emptyStream() {
   return new ReadableStream({ start: (c) => c.close() });
 }
 
-/** Whether the last chunk sent left a line open (the error event then starts on a fresh line). */
-function lineOpen(value) {
-  const byte = value?.byteLength ? value[value.byteLength - 1] : LF;
-  return byte !== LF && byte !== CR;
-}
 
 /** A chunk as bytes: a stream of text is sent as UTF-8. */
 function bytes(chunk) {

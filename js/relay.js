@@ -52,8 +52,6 @@ import { failure, guard, isEventStream, isStreamStalled, publicReason, streamEnd
 import { child, now } from "./timers.js";
 import * as check from "./validate.js";
 
-const LF = 10;
-const CR = 13;
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 const encoder = new TextEncoder();
 const noop = () => {};
@@ -287,7 +285,7 @@ async function resumableRelay(upstream, o, options, extraHeaders, rec, started, 
 
 /** The rest of the guarded body; a failure ends an SSE body with an `event: error`. */
 function body(early, doneEarly, reader, sse, release, onError) {
-  let lastByte = LF; // whether the last forwarded byte ended a line (invariant 4)
+  let lastByte; // the last byte forwarded: whether it left a line open (invariant 4)
   const forward = (c, done, value) => {
     if (done) {
       c.close();
@@ -310,10 +308,8 @@ function body(early, doneEarly, reader, sse, release, onError) {
         release();
         report(onError, error);
         if (!sse) return c.error(error);
-        const lineOpen = lastByte !== LF && lastByte !== CR;
         const { code, reason } = publicReason(error, false, false);
-        const data = JSON.stringify({ fallback: true, code, reason });
-        c.enqueue(encoder.encode(`${lineOpen ? "\n" : ""}event: error\ndata: ${data}\n\n`));
+        c.enqueue(encoder.encode(core.sseErrorEvent(lastByte, JSON.stringify({ fallback: true, code, reason }))));
         return c.close();
       }
       forward(c, done, value);

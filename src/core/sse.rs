@@ -156,6 +156,16 @@ impl SseScan {
     }
 }
 
+/// The `event: error` a host ends an event stream with when it fails after
+/// content (a relay, a plan's streamed step): `data`, one line of JSON, as
+/// one event. When the last byte sent, `last`, left a line open, a line feed
+/// comes first, so the event starts a line of its own (`None`: nothing was
+/// sent). Both hosts write it with this, never by hand.
+pub fn error_event(last: Option<u8>, data: &str) -> String {
+    let open = matches!(last, Some(b) if b != b'\n' && b != b'\r');
+    format!("{}event: error\ndata: {data}\n\n", if open { "\n" } else { "" })
+}
+
 /// Whether a `Content-Type` value names Server-Sent Events: its essence
 /// (the type and subtype, before any `;` parameter), without the HTTP
 /// whitespace around it (tab, LF, CR and space, as Fetch trims a MIME type),
@@ -251,6 +261,14 @@ mod tests {
             assert_eq!([first, resumed.bytes(&body[at..])], expect, "split at {at}");
             assert_eq!(resumed.raw(), whole.raw());
         }
+    }
+
+    #[test]
+    fn an_error_event_starts_a_line_of_its_own() {
+        assert_eq!(error_event(None, "{}"), "event: error\ndata: {}\n\n", "nothing sent");
+        assert_eq!(error_event(Some(b'\n'), "{}"), "event: error\ndata: {}\n\n");
+        assert_eq!(error_event(Some(b'\r'), "{}"), "event: error\ndata: {}\n\n", "a CR ends a line too");
+        assert_eq!(error_event(Some(b'a'), "{}"), "\nevent: error\ndata: {}\n\n", "a line left open");
     }
 
     #[test]

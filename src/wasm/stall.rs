@@ -92,6 +92,12 @@ pub fn sse_scan_state() -> u8 {
     SSE_STATE.get()
 }
 
+/// [`crate::core::sse::error_event`]: `last`, the last byte sent (`undefined`: none).
+#[wasm_bindgen(js_name = sseErrorEvent)]
+pub fn sse_error_event(last: Option<u8>, data: &str) -> String {
+    crate::core::sse::error_event(last, data)
+}
+
 /// [`crate::core::sse::is_event_stream`].
 #[wasm_bindgen(js_name = isEventStream)]
 pub fn is_event_stream(content_type: &str) -> bool {

@@ -399,7 +399,7 @@ impl Plan<'_> {
             at,
             sse,
             trace,
-            line_open: false,
+            last_byte: None,
             verdict: None,
             on_error,
         }));
@@ -573,8 +573,8 @@ struct Body {
     at: f64,
     sse: bool,
     trace: bool,
-    /// Whether the last byte sent left a line open.
-    line_open: bool,
+    /// The last byte sent (whether it left a line open), if any.
+    last_byte: Option<u8>,
     verdict: Option<(StreamVerdict, Option<Error>)>,
     /// [`StreamStepOptions::on_error`].
     on_error: Option<ErrorFn>,
@@ -593,8 +593,8 @@ impl Body {
         } else {
             None
         };
-        if let Some(b) = last {
-            self.line_open = b != b'\n' && b != b'\r';
+        if last.is_some() {
+            self.last_byte = last;
         }
     }
 
@@ -653,8 +653,7 @@ impl Body {
             let _ = js_sys::Reflect::set(&data, &"code".into(), &JsValue::from_str(answer.code));
             let _ = js_sys::Reflect::set(&data, &"reason".into(), &JsValue::from_str(&answer.reason));
             let json = js_sys::JSON::stringify(&data).ok().and_then(|s| s.as_string()).unwrap_or_default();
-            let open = if self.line_open { "\n" } else { "" };
-            let _ = c.enqueue_with_chunk(&encode(&format!("{open}event: error\ndata: {json}\n\n")));
+            let _ = c.enqueue_with_chunk(&encode(&crate::core::sse::error_event(self.last_byte, &json)));
         }
         if self.trace && self.sse {
             let trace = super::trace_json(&self.recorder.records.borrow());
