@@ -9,7 +9,7 @@
 //! through the caller's hook, or not at all), whether a resumed answer may be
 //! spliced onto what the reader has, and what the reader and a public client
 //! are told when the read ends. Each of those rules is a piece of the core
-//! ([`EventCut`], [`SseLine`], [`StallWatcher`], [`RetryRun`], [`Resume`],
+//! ([`EventCut`], [`SseScan`], [`StallWatcher`], [`RetryRun`], [`Resume`],
 //! [`DeliveredIds`], [`resume_refusal`], [`status_failure`],
 //! [`fallback_answer`]); [`Read`] is the one place that puts them together, so
 //! a host keeps only what it alone can do: the reader, the timer, the signals
@@ -58,7 +58,7 @@
 //! 2. An event stream reaches the reader in whole events; a failure drops the
 //!    unfinished one. A byte-order mark behaves as its absence, except that
 //!    the first body's is passed on (a reader strips it).
-//! 3. Progress is what [`SseLine`] says on an event stream (a field other
+//! 3. Progress is what [`SseScan`] says on an event stream (a field other
 //!    than `retry`), any byte on another body: comments and `retry:`-only
 //!    events are silence to the stall watcher.
 //! 4. After content, a stream is never restarted as it was: it resumes by
@@ -82,7 +82,7 @@ use crate::core::resume::{
 };
 use crate::core::retry::{AfterFailure, AttemptFailure, Failure, RetryRun, Start, StopReason};
 use crate::core::retry_budget::RetryBudget;
-use crate::core::sse::SseLine;
+use crate::core::sse::SseScan;
 use crate::core::stall::{
     default_first_chunk_ms, stalled, Notes, Phase, StallConfig, StallError, StallWatcher, Step, Verdict, NO_LIMIT,
 };
@@ -419,9 +419,8 @@ pub struct Read {
     /// The current body is an event stream; `first_sse`: the first body read was.
     sse: bool,
     first_sse: Option<bool>,
-    line: SseLine,
-    /// How much of a body's leading byte-order mark the progress scan matched; `None`: past it.
-    bom: Option<usize>,
+    /// The progress scan of an event stream's body (its line and leading byte-order mark).
+    scan: SseScan,
     cut: EventCut,
     events: Vec<Event>,
     ids: DeliveredIds,
@@ -453,8 +452,7 @@ impl Read {
             notes: Notes::default(),
             sse: false,
             first_sse: None,
-            line: SseLine::new(),
-            bom: Some(0),
+            scan: SseScan::new(),
             cut: EventCut::with_caps(o.max_event_bytes, o.max_line_bytes),
             events: Vec::new(),
             ids: DeliveredIds::default(),
@@ -669,8 +667,7 @@ impl Read {
         self.state = State::Reading;
         self.sse = head.event_stream;
         self.first_sse.get_or_insert(head.event_stream);
-        self.line = SseLine::new();
-        self.bom = Some(0);
+        self.scan = SseScan::new();
         self.verifying = matches!(self.how, How::LastEventId(_));
         let started = if self.o.first_byte_ms.is_none() && !self.o.from_headers { self.t0 } else { now_ms };
         let first = self.first_chunk_ms(started);
@@ -680,7 +677,7 @@ impl Read {
 
     #[inline(never)]
     fn chunk(&mut self, chunk: &[u8], progress: Option<bool>, now_ms: f64, budget: Option<&mut RetryBudget>) {
-        let counts = progress.unwrap_or_else(|| if self.sse { self.scan(chunk) } else { !chunk.is_empty() });
+        let counts = progress.unwrap_or_else(|| if self.sse { self.scan.bytes(chunk) } else { !chunk.is_empty() });
         self.note(chunk.len(), counts, now_ms);
         if !self.sse {
             return self.plain(chunk.len());
@@ -784,26 +781,6 @@ impl Read {
             self.bytes += len as f64;
             self.actions.push_back(Action::DeliverChunk);
         }
-    }
-
-    /// Whether an event stream's chunk holds progress ([`SseLine`]); a
-    /// leading byte-order mark is not part of a line (invariant 2).
-    #[inline(never)]
-    fn scan(&mut self, chunk: &[u8]) -> bool {
-        const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
-        let mut rest = chunk;
-        let mut progress = false;
-        while let (Some(m), Some(&b)) = (self.bom, rest.first()) {
-            if b == BOM[m] {
-                rest = &rest[1..];
-                self.bom = (m < 2).then_some(m + 1);
-            } else {
-                // Not a mark after all: what matched is text.
-                progress = self.line.bytes(&BOM[..m]);
-                self.bom = None;
-            }
-        }
-        self.line.bytes(rest) | progress
     }
 
     /// The body ended: what an unfinished event or a held stream had goes too, as it came.

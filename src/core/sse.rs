@@ -104,12 +104,13 @@ impl SseLine {
 /// The byte-order mark a body may start with, which the spec drops (once).
 const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 
-/// One stream's progress scan, what both hosts' SSE predicates keep between
-/// chunks (`SseScan` in JavaScript, behind `createSseProgress`; the Rust
-/// host's `sse_progress`): the [`SseLine`] state, and how much of a leading
-/// byte-order mark was seen, since a mark split across the first chunks is
-/// still the one mark the spec drops. Text is scanned as its UTF-8 bytes,
-/// where the mark is the same three bytes.
+/// One stream's progress scan: what both hosts' SSE predicates keep between
+/// chunks (`createSseProgress` in JavaScript, as the byte `sseScanState`
+/// gives; the Rust host's `sse_progress`), and what the streamed-read
+/// machine scans an event stream's body with. It holds the [`SseLine`]
+/// state and how much of a leading byte-order mark was seen, since a mark
+/// split across the first chunks is still the one mark the spec drops. Text
+/// is scanned as its UTF-8 bytes, where the mark is the same three bytes.
 #[derive(Clone, Debug, Default)]
 pub struct SseScan {
     line: SseLine,
@@ -124,18 +125,21 @@ impl SseScan {
         Self { line: SseLine::new(), bom: Some(0) }
     }
 
-    /// Takes one chunk; whether it holds progress (a leading mark never is).
+    /// Takes one chunk; whether it holds progress (a leading mark never is;
+    /// bytes that began like one and turned out not to be are text).
     pub fn bytes(&mut self, bytes: &[u8]) -> bool {
         let mut rest = bytes;
+        let mut progress = false;
         while let (Some(seen), Some(&b)) = (self.bom, rest.first()) {
             if b == BOM[usize::from(seen)] {
                 rest = &rest[1..];
                 self.bom = if seen == 2 { None } else { Some(seen + 1) };
             } else {
+                progress = self.line.bytes(&BOM[..usize::from(seen)]);
                 self.bom = None;
             }
         }
-        self.line.bytes(rest)
+        self.line.bytes(rest) | progress
     }
 
     /// The state as one byte, for a host that keeps it between chunks
@@ -241,6 +245,7 @@ mod tests {
         assert_eq!(scan(&[b"\xef\xbb\xbf\xef\xbb\xbf: x\n"]), [true], "a second mark is a field's characters");
         assert_eq!(scan(&[b"", mark, b"data: a\n"]), [false, false, true], "an empty chunk begins nothing");
         assert_eq!(scan(&[b"\xef\xbbx: 1\n"]), [true], "a mark's prefix then other bytes: a field");
+        assert_eq!(scan(&[b"\xef\xbb", b"\n"]), [false, true], "a mark's prefix that ends a line is that line's text");
         assert_eq!(scan(&[b"data: a\n", mark]), [true, true], "a mark after the start is a field's characters");
     }
 
